@@ -1,0 +1,23 @@
+//===- AsmDirectives.h - custom<...> directives of titan ops ----*- C++ -*-===//
+//
+// Parsers and printers named by `custom<Name>(...)` in the ops' declarative
+// assembly formats. Declared here so the generated op definitions in
+// TitanOps.cpp see them; each is defined beside the ops that use it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_DIALECTS_TITAN_ASMDIRECTIVES_H
+#define TITAN_DIALECTS_TITAN_ASMDIRECTIVES_H
+
+#include "titan/Dialect/TitanDialect.h"
+
+namespace mlir::titan {
+
+/// `custom<ReduceKind>($reduce)`: a bare keyword sum, avg, max or min.
+ParseResult parseReduceKind(OpAsmParser &parser, ReduceKindAttr &reduce);
+void printReduceKind(OpAsmPrinter &printer, Operation *op,
+                     ReduceKindAttr reduce);
+
+} // namespace mlir::titan
+
+#endif // TITAN_DIALECTS_TITAN_ASMDIRECTIVES_H

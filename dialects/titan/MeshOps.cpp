@@ -1,0 +1,121 @@
+//===- MeshOps.cpp - mesh and redistribute --------------------------------===//
+
+#include "titan/Dialect/TitanDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::titan;
+
+//===----------------------------------------------------------------------===//
+// MeshOp
+//===----------------------------------------------------------------------===//
+
+ParseResult MeshOp::parse(OpAsmParser &parser, OperationState &result) {
+  StringAttr name;
+  SmallVector<Attribute> axisNames;
+  SmallVector<int64_t> axisSizes;
+  if (parser.parseSymbolName(name, getSymNameAttrName(result.name),
+                             result.attributes) ||
+      parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, [&] {
+        std::string axis;
+        int64_t size = 0;
+        if (parser.parseString(&axis) || parser.parseEqual() ||
+            parser.parseInteger(size))
+          return failure();
+        axisNames.push_back(parser.getBuilder().getStringAttr(axis));
+        axisSizes.push_back(size);
+        return success();
+      }) ||
+      parser.parseOptionalAttrDict(result.attributes))
+    return failure();
+  Builder &builder = parser.getBuilder();
+  result.addAttribute(getAxisNamesAttrName(result.name),
+                      builder.getArrayAttr(axisNames));
+  result.addAttribute(getAxisSizesAttrName(result.name),
+                      builder.getDenseI64ArrayAttr(axisSizes));
+  return success();
+}
+
+void MeshOp::print(OpAsmPrinter &printer) {
+  printer << " ";
+  printer.printSymbolName(getSymName());
+  printer << " [";
+  llvm::interleaveComma(
+      llvm::zip(getAxisNames(), getAxisSizes()), printer, [&](auto axis) {
+        printer << "\"" << cast<StringAttr>(std::get<0>(axis)).getValue()
+                << "\"=" << std::get<1>(axis);
+      });
+  printer << "]";
+  printer.printOptionalAttrDict(
+      (*this)->getAttrs(),
+      {getSymNameAttrName(), getAxisNamesAttrName(), getAxisSizesAttrName()});
+}
+
+LogicalResult MeshOp::verify() {
+  if (getAxisNames().size() != getAxisSizes().size())
+    return emitOpError() << "has " << getAxisNames().size()
+                         << " axis names but " << getAxisSizes().size()
+                         << " axis sizes";
+  if (getAxisNames().empty())
+    return emitOpError() << "needs at least one axis";
+  llvm::StringSet<> seen;
+  for (auto [nameAttr, size] : llvm::zip(getAxisNames(), getAxisSizes())) {
+    StringRef name = cast<StringAttr>(nameAttr).getValue();
+    if (name.empty())
+      return emitOpError() << "has an axis with an empty name";
+    if (!seen.insert(name).second)
+      return emitOpError() << "has axis \"" << name << "\" more than once";
+    if (size <= 0)
+      return emitOpError() << "axis \"" << name
+                           << "\" must have a positive size, got " << size;
+  }
+  return success();
+}
+
+std::optional<unsigned> MeshOp::getAxisIndex(StringRef name) {
+  for (auto [index, axis] : llvm::enumerate(getAxisNames()))
+    if (cast<StringAttr>(axis).getValue() == name)
+      return index;
+  return std::nullopt;
+}
+
+int64_t MeshOp::getNumDevices() {
+  int64_t devices = 1;
+  for (int64_t size : getAxisSizes())
+    devices *= size;
+  return devices;
+}
+
+MeshOp MeshOp::lookup(Operation *from, FlatSymbolRefAttr symbol) {
+  if (!symbol)
+    return {};
+  return dyn_cast_or_null<MeshOp>(
+      SymbolTable::lookupNearestSymbolFrom(from, symbol));
+}
+
+//===----------------------------------------------------------------------===//
+// RedistributeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RedistributeOp::verify() {
+  MeshOp mesh = MeshOp::lookup(*this, getTo().getMesh());
+  if (!mesh)
+    return emitOpError() << "refers to unknown mesh " << getTo().getMesh();
+  return getTo().verifyFor([&] { return emitOpError(); }, mesh,
+                           getType().getRank());
+}
+
+OpFoldResult RedistributeOp::fold(FoldAdaptor) {
+  auto producer = getInput().getDefiningOp<RedistributeOp>();
+  if (!producer)
+    return {};
+  // Redistributing to the placements the value already has is a no-op.
+  if (producer.getTo() == getTo())
+    return getInput();
+  // Only the final placements matter: skip the intermediate layout.
+  getInputMutable().assign(producer.getInput());
+  return getResult();
+}

@@ -1,0 +1,186 @@
+//===- TitanCollectiveOps.td - collectives on local tensors -*- tablegen -*-===//
+//
+// After titan-spmdize, communication is explicit. Every collective names the
+// mesh and the mesh axes it runs over; the group of a rank is the set of ranks
+// whose coordinates differ from its own only on those axes. When several axes
+// are named, the group is ordered row-major over them (the first named axis is
+// the outer one), which is also the order of the gathered/scattered chunks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_COLLECTIVE_OPS
+#define TITAN_COLLECTIVE_OPS
+
+/// Common verifier of collectives: the mesh exists, axes are non-empty,
+/// unique and name axes of it.
+class Titan_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Titan_Op<mnemonic, traits # [
+        DeclareOpInterfaceMethods<Titan_CostOpInterface>]> {
+  code collectiveClassDeclaration = [{
+    /// Number of ranks in one group (product of the named axis sizes).
+    int64_t getGroupSize() {
+      return ::mlir::titan::getGroupSize(*this, getMeshAttr(), getAxes());
+    }
+  }];
+  let extraClassDeclaration = collectiveClassDeclaration;
+  let hasVerifier = 1;
+}
+
+def Titan_AllGatherOp : Titan_CollectiveOp<"all_gather", [Pure]> {
+  let summary = "Concatenates the local tensors of a group along one dim";
+  let description = [{
+    Every rank of the group contributes its local tensor; every rank receives
+    their concatenation along `gather_dim`, in group order. The result's
+    `gather_dim` is the operand's times the group size; other dims agree.
+
+    Example (group of 4 ranks along "fsdp"):
+
+    ```mlir
+    %w = titan.all_gather %shard on @mesh["fsdp"] dim 0
+        : tensor<64x256xf32> -> tensor<256x256xf32>
+    ```
+  }];
+  let arguments = (ins Titan_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       Titan_MeshAxesAttr:$axes, I64Attr:$gather_dim);
+  let results = (outs Titan_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes `dim` $gather_dim attr-dict
+    `:` type($input) `->` type($result)
+  }];
+}
+
+def Titan_ReduceScatterOp : Titan_CollectiveOp<"reduce_scatter", [Pure]> {
+  let summary = "Reduces the tensors of a group and scatters the result";
+  let description = [{
+    The group's tensors are reduced elementwise with `reduce`; rank `i` of the
+    group receives chunk `i` of the reduction along `scatter_dim`. The
+    operand's `scatter_dim` must be divisible by the group size (uneven shards
+    are padded before this op, never here).
+
+    Example:
+
+    ```mlir
+    %g = titan.reduce_scatter %partial on @mesh["fsdp"] dim 0 sum
+        : tensor<256x256xf32> -> tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$input, FlatSymbolRefAttr:$mesh,
+                       Titan_MeshAxesAttr:$axes, I64Attr:$scatter_dim,
+                       Titan_ReduceKindAttr:$reduce);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes `dim` $scatter_dim custom<ReduceKind>($reduce) attr-dict
+    `:` type($input) `->` type($result)
+  }];
+}
+
+def Titan_AllReduceOp : Titan_CollectiveOp<"all_reduce",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "Reduces the tensors of a group; every rank gets the result";
+  let description = [{
+    Example:
+
+    ```mlir
+    %g = titan.all_reduce %partial on @mesh["dp_replicate", "fsdp"] avg
+        : tensor<256x256xf32>
+    ```
+  }];
+  let arguments = (ins Titan_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       Titan_MeshAxesAttr:$axes, Titan_ReduceKindAttr:$reduce);
+  let results = (outs Titan_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes custom<ReduceKind>($reduce) attr-dict `:` type($result)
+  }];
+}
+
+def Titan_AllToAllOp : Titan_CollectiveOp<"all_to_all", [Pure]> {
+  let summary = "Splits along one dim, exchanges, concatenates along another";
+  let description = [{
+    Each rank splits its tensor into group-size chunks along `split_dim` and
+    sends chunk `j` to rank `j` of the group, then concatenates what it
+    received along `concat_dim`, in group order. Turns `S(concat_dim)` into
+    `S(split_dim)`. The operand's `split_dim` must be divisible by the group
+    size; the result's `split_dim` is divided and its `concat_dim`
+    multiplied by it.
+
+    Example:
+
+    ```mlir
+    %y = titan.all_to_all %x on @mesh["cp"] split 2 concat 1
+        : tensor<2x8x16x64xf32> -> tensor<2x16x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Titan_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       Titan_MeshAxesAttr:$axes, I64Attr:$split_dim,
+                       I64Attr:$concat_dim);
+  let results = (outs Titan_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes `split` $split_dim `concat` $concat_dim attr-dict
+    `:` type($input) `->` type($result)
+  }];
+}
+
+def Titan_BroadcastOp : Titan_CollectiveOp<"broadcast",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "Copies the tensor of the group's root rank to the group";
+  let description = [{
+    `root` is the root's index in the group (row-major over `axes`) and must
+    be smaller than the group size.
+
+    Example:
+
+    ```mlir
+    %w = titan.broadcast %w0 on @mesh["dp_replicate"] root 0
+        : tensor<256x256xf32>
+    ```
+  }];
+  let arguments = (ins Titan_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       Titan_MeshAxesAttr:$axes, I64Attr:$root);
+  let results = (outs Titan_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes `root` $root attr-dict `:` type($result)
+  }];
+}
+
+def Titan_SendOp : Titan_CollectiveOp<"send"> {
+  let summary = "Sends a tensor to the rank at another coordinate of one axis";
+  let description = [{
+    Point-to-point send to the rank whose coordinate on the single named axis
+    is `peer` and whose other coordinates equal the sender's. Matched with the
+    `titan.recv` of the same `tag` on the peer. Pipeline stages use it over
+    the world mesh's "pp" axis.
+
+    Example:
+
+    ```mlir
+    titan.send %act on @world["pp"] peer 1 tag 7 : tensor<2x64x256xf32>
+    ```
+  }];
+  let arguments = (ins Titan_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       Titan_MeshAxesAttr:$axes, I64Attr:$peer, I64Attr:$tag);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes `peer` $peer `tag` $tag attr-dict `:` type($input)
+  }];
+}
+
+def Titan_RecvOp : Titan_CollectiveOp<"recv"> {
+  let summary = "Receives a tensor from the rank at another coordinate";
+  let description = [{
+    The counterpart of `titan.send`: receives the tensor sent with the same
+    `tag` by the rank whose coordinate on the single named axis is `peer`.
+
+    Example:
+
+    ```mlir
+    %act = titan.recv on @world["pp"] peer 0 tag 7 : tensor<2x64x256xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, Titan_MeshAxesAttr:$axes,
+                       I64Attr:$peer, I64Attr:$tag);
+  let results = (outs Titan_Tensor:$result);
+  let assemblyFormat = [{
+    `on` $mesh $axes `peer` $peer `tag` $tag attr-dict `:` type($result)
+  }];
+}
+
+#endif // TITAN_COLLECTIVE_OPS

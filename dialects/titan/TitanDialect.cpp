@@ -1,0 +1,129 @@
+//===- TitanDialect.cpp - titan dialect -----------------------------------===//
+
+#include "titan/Dialect/TitanDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::titan;
+
+#include "titan/TitanDialect.cpp.inc"
+#include "titan/TitanInterfaces.cpp.inc"
+
+void TitanDialect::initialize() {
+  registerAttributes();
+  addOperations<
+#define GET_OP_LIST
+#include "titan/TitanOps.cpp.inc"
+      >();
+}
+
+int64_t mlir::titan::getElementByteWidth(Type type) {
+  if (auto complex = dyn_cast<ComplexType>(type))
+    return 2 * getElementByteWidth(complex.getElementType());
+  return std::max<int64_t>(1, (type.getIntOrFloatBitWidth() + 7) / 8);
+}
+
+int64_t mlir::titan::defaultBytesAccessed(Operation *op) {
+  int64_t bytes = 0;
+  auto addValue = [&](Value value) {
+    if (auto tensor = dyn_cast<RankedTensorType>(value.getType()))
+      if (tensor.hasStaticShape())
+        bytes += tensor.getNumElements() *
+                 getElementByteWidth(tensor.getElementType());
+  };
+  llvm::for_each(op->getOperands(), addValue);
+  llvm::for_each(op->getResults(), addValue);
+  return bytes;
+}
+
+//===----------------------------------------------------------------------===//
+// Verification of the discardable `titan.placements` attribute.
+//===----------------------------------------------------------------------===//
+
+/// Verifies `attr` as the placements of a value of type `type`.
+static LogicalResult
+verifyValuePlacements(function_ref<InFlightDiagnostic()> emitError,
+                      Operation *scope, Attribute attr, Type type) {
+  auto placements = dyn_cast<PlacementsAttr>(attr);
+  if (!placements)
+    return emitError() << "expected '" << TitanDialect::kPlacementsAttrName
+                       << "' to be a #titan.placements attribute, got "
+                       << attr;
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return emitError() << "placements can only be attached to ranked "
+                          "tensors, got "
+                       << type;
+  MeshOp mesh = MeshOp::lookup(scope, placements.getMesh());
+  if (!mesh)
+    return emitError() << "placements refer to unknown mesh "
+                       << placements.getMesh();
+  return placements.verifyFor(emitError, mesh, tensor.getRank());
+}
+
+LogicalResult TitanDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  if (attr.getName() != kPlacementsAttrName)
+    return op->emitError() << "unknown titan attribute '" << attr.getName()
+                           << "'";
+  auto array = dyn_cast<ArrayAttr>(attr.getValue());
+  if (!array)
+    return op->emitError() << "'" << kPlacementsAttrName
+                           << "' must be an array with one "
+                              "#titan.placements per result";
+  if (array.size() != op->getNumResults())
+    return op->emitError() << "'" << kPlacementsAttrName << "' has "
+                           << array.size() << " entries but the op has "
+                           << op->getNumResults() << " results";
+  for (auto [index, entry] : llvm::enumerate(array.getValue())) {
+    auto emitError = [&, index = index]() {
+      return op->emitError() << "result #" << index << ": ";
+    };
+    if (failed(verifyValuePlacements(emitError, op, entry,
+                                     op->getResult(index).getType())))
+      return failure();
+  }
+  return success();
+}
+
+/// Shared check of function argument and result placements.
+static LogicalResult verifyFunctionValueAttr(Operation *op, unsigned index,
+                                             Type type, NamedAttribute attr,
+                                             StringRef what) {
+  if (attr.getName() != TitanDialect::kPlacementsAttrName)
+    return op->emitError() << "unknown titan " << what << " attribute '"
+                           << attr.getName() << "'";
+  auto emitError = [&]() {
+    return op->emitError() << what << " #" << index << ": ";
+  };
+  return verifyValuePlacements(emitError, op, attr.getValue(), type);
+}
+
+LogicalResult TitanDialect::verifyRegionArgAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned argIndex,
+                                                     NamedAttribute attr) {
+  Region &region = op->getRegion(regionIndex);
+  if (region.empty() || argIndex >= region.getNumArguments())
+    return op->emitError() << "placements on a missing argument";
+  return verifyFunctionValueAttr(op, argIndex,
+                                 region.getArgument(argIndex).getType(), attr,
+                                 "argument");
+}
+
+LogicalResult TitanDialect::verifyRegionResultAttribute(Operation *op,
+                                                        unsigned regionIndex,
+                                                        unsigned resultIndex,
+                                                        NamedAttribute attr) {
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function || resultIndex >= function.getNumResults())
+    return op->emitError()
+           << "result placements are only valid on functions";
+  return verifyFunctionValueAttr(
+      op, resultIndex, function.getResultTypes()[resultIndex], attr,
+      "result");
+}

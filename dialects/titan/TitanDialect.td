@@ -1,0 +1,50 @@
+//===- TitanDialect.td - titan dialect definition ----------*- tablegen -*-===//
+//
+// The titan dialect: a global tensor program annotated with DTensor
+// placements over a device mesh, and after spmdize, the local program of one
+// rank with explicit collectives.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_DIALECT
+#define TITAN_DIALECT
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Titan_Dialect : Dialect {
+  let name = "titan";
+  let cppNamespace = "::mlir::titan";
+  let summary = "Sharding dialect for ahead-of-time distributed LLM training";
+  let description = [{
+    The titan dialect describes a training step of a large language model as
+    one tensor program over a device mesh. Values of the global program carry
+    DTensor placements (`#titan.placements`), one per mesh axis; the only op
+    that changes a placement is `titan.redistribute`. After `titan-spmdize`,
+    the program is the local program of one rank: shapes are local and
+    communication is explicit (`titan.all_gather`, `titan.reduce_scatter`, ...).
+
+    Placements are attached with the discardable attribute `titan.placements`
+    (an array with one `#titan.placements` per result) on operations and as an
+    argument/result attribute of the same name on functions. The dialect
+    verifies them against the mesh they name.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The discardable attribute that holds placements of values.
+    static constexpr ::llvm::StringLiteral kPlacementsAttrName =
+        "titan.placements";
+  private:
+    void registerAttributes();
+  public:
+  }];
+}
+
+/// Base class of every titan op.
+class Titan_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Titan_Dialect, mnemonic, traits>;
+
+#endif // TITAN_DIALECT

@@ -1,0 +1,50 @@
+//===- TitanDialect.h - the titan dialect -----------------------*- C++ -*-===//
+//
+// Umbrella header of the titan dialect: dialect, attributes, interfaces and
+// ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_DIALECT_TITANDIALECT_H
+#define TITAN_DIALECT_TITANDIALECT_H
+
+#include "titan/Dialect/ShardingRule.h"
+#include "titan/Placement/Placement.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "titan/TitanDialect.h.inc"
+
+namespace mlir::titan {
+class MeshOp;
+
+/// Default of CostOpInterface::getBytesAccessed: the bytes of every ranked
+/// tensor operand and result of `op`.
+int64_t defaultBytesAccessed(Operation *op);
+
+/// Number of ranks in the group of a collective over `axes` of the mesh
+/// `mesh` (product of the axis sizes; 1 when the mesh cannot be found).
+int64_t getGroupSize(Operation *op, FlatSymbolRefAttr mesh, ArrayAttr axes);
+
+/// Bytes of one element of `type` (bf16: 2, i1: 1, ...).
+int64_t getElementByteWidth(Type type);
+} // namespace mlir::titan
+
+#include "titan/TitanInterfaces.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "titan/TitanAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "titan/TitanOps.h.inc"
+
+#endif // TITAN_DIALECT_TITANDIALECT_H

@@ -1,0 +1,37 @@
+# -*- Python -*-
+# lit configuration of titan's regression tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "titan"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".py", ".test", ".toml"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "unit"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.titan_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%titan_src", config.titan_src_root))
+config.substitutions.append(("%python", config.python_executable))
+
+llvm_config.with_system_environment(["HOME", "TMPDIR", "OPENBLAS_CORETYPE",
+                                     "OPENBLAS_L2_SIZE"])
+llvm_config.use_default_substitutions()
+
+if config.titan_enable_cuda:
+    config.available_features.add("cuda")
+if os.path.exists("/dev/nvidia0"):
+    config.available_features.add("gpu")
+
+tool_dirs = [config.titan_tools_dir, config.llvm_tools_dir]
+tools = [
+    "titan-opt",
+    ToolSubst("%PYTHON", config.python_executable, unresolved="ignore"),
+]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+llvm_config.with_environment("PATH", config.titan_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
