@@ -42,12 +42,11 @@ static FailureOr<int64_t> verifyGroup(Operation *op, FlatSymbolRefAttr meshRef,
     StringRef axis = cast<StringAttr>(attr).getValue();
     std::optional<unsigned> index = mesh.getAxisIndex(axis);
     if (!index)
-      return op->emitOpError() << "names axis \"" << axis
-                               << "\" that mesh @" << mesh.getSymName()
-                               << " does not have";
+      return op->emitOpError() << "names axis \"" << axis << "\" that mesh @"
+                               << mesh.getSymName() << " does not have";
     if (!seen.insert(axis).second)
-      return op->emitOpError() << "names axis \"" << axis
-                               << "\" more than once";
+      return op->emitOpError()
+             << "names axis \"" << axis << "\" more than once";
     groupSize *= mesh.getAxisSizes()[*index];
   }
   return groupSize;
@@ -57,35 +56,35 @@ static FailureOr<int64_t> verifyGroup(Operation *op, FlatSymbolRefAttr meshRef,
 static LogicalResult verifyDim(Operation *op, int64_t dim,
                                RankedTensorType type, StringRef what) {
   if (dim < 0 || dim >= type.getRank())
-    return op->emitOpError() << what << " " << dim
-                             << " is out of range for a rank-"
-                             << type.getRank() << " tensor";
+    return op->emitOpError()
+           << what << " " << dim << " is out of range for a rank-"
+           << type.getRank() << " tensor";
   return success();
 }
 
 /// Checks that `result` equals `input` with dim `dim` scaled by `num/den`,
 /// and the element types agree.
-static LogicalResult verifyScaledShape(Operation *op, RankedTensorType input,
-                                       RankedTensorType result,
-                                       ArrayRef<std::pair<int64_t, int64_t>>
-                                           dimFactors) {
+static LogicalResult
+verifyScaledShape(Operation *op, RankedTensorType input,
+                  RankedTensorType result,
+                  ArrayRef<std::pair<int64_t, int64_t>> dimFactors) {
   if (input.getElementType() != result.getElementType())
-    return op->emitOpError() << "result element type "
-                             << result.getElementType()
-                             << " differs from operand element type "
-                             << input.getElementType();
+    return op->emitOpError()
+           << "result element type " << result.getElementType()
+           << " differs from operand element type " << input.getElementType();
   SmallVector<int64_t> expected(input.getShape());
   for (auto [dim, factor] : dimFactors) {
     if (ShapedType::isDynamic(expected[dim]))
       continue;
-    expected[dim] = factor > 0 ? expected[dim] * factor : expected[dim] / -factor;
+    expected[dim] =
+        factor > 0 ? expected[dim] * factor : expected[dim] / -factor;
   }
   if (input.getRank() != result.getRank() ||
       ArrayRef<int64_t>(expected) != result.getShape())
-    return op->emitOpError() << "expected result type "
-                             << RankedTensorType::get(expected,
-                                                      input.getElementType())
-                             << ", got " << result;
+    return op->emitOpError()
+           << "expected result type "
+           << RankedTensorType::get(expected, input.getElementType())
+           << ", got " << result;
   return success();
 }
 
@@ -95,9 +94,9 @@ static LogicalResult verifyDivisible(Operation *op, RankedTensorType type,
                                      StringRef what) {
   int64_t size = type.getDimSize(dim);
   if (!ShapedType::isDynamic(size) && size % groupSize != 0)
-    return op->emitOpError() << what << " " << dim << " has size " << size
-                             << ", which the group of " << groupSize
-                             << " ranks does not divide";
+    return op->emitOpError()
+           << what << " " << dim << " has size " << size
+           << ", which the group of " << groupSize << " ranks does not divide";
   return success();
 }
 
@@ -112,8 +111,7 @@ LogicalResult AllGatherOp::verify() {
   auto input = getInput().getType();
   if (failed(verifyDim(*this, getGatherDim(), input, "gather_dim")))
     return failure();
-  return verifyScaledShape(*this, input, getType(),
-                           {{getGatherDim(), *group}});
+  return verifyScaledShape(*this, input, getType(), {{getGatherDim(), *group}});
 }
 
 LogicalResult ReduceScatterOp::verify() {
@@ -146,15 +144,14 @@ LogicalResult AllToAllOp::verify() {
   auto input = getInput().getType();
   if (failed(verifyDim(*this, getSplitDim(), input, "split_dim")) ||
       failed(verifyDim(*this, getConcatDim(), input, "concat_dim")) ||
-      failed(verifyDivisible(*this, input, getSplitDim(), *group,
-                             "split_dim")))
+      failed(verifyDivisible(*this, input, getSplitDim(), *group, "split_dim")))
     return failure();
   if (getSplitDim() == getConcatDim())
     return emitOpError() << "split_dim and concat_dim must differ, both are "
                          << getSplitDim();
-  return verifyScaledShape(*this, input, getType(),
-                           {{getSplitDim(), -*group},
-                            {getConcatDim(), *group}});
+  return verifyScaledShape(
+      *this, input, getType(),
+      {{getSplitDim(), -*group}, {getConcatDim(), *group}});
 }
 
 LogicalResult BroadcastOp::verify() {
@@ -163,8 +160,8 @@ LogicalResult BroadcastOp::verify() {
     return failure();
   int64_t root = getRoot();
   if (root < 0 || root >= *group)
-    return emitOpError() << "root " << root
-                         << " is not a rank of the group of " << *group;
+    return emitOpError() << "root " << root << " is not a rank of the group of "
+                         << *group;
   return success();
 }
 
@@ -176,12 +173,12 @@ static LogicalResult verifyPointToPoint(Operation *op,
   if (failed(group))
     return failure();
   if (axes.size() != 1)
-    return op->emitOpError() << "needs exactly one mesh axis, got "
-                             << axes.size();
+    return op->emitOpError()
+           << "needs exactly one mesh axis, got " << axes.size();
   if (peer < 0 || peer >= *group)
-    return op->emitOpError() << "peer " << peer
-                             << " is not a coordinate of axis "
-                             << axes[0] << " of size " << *group;
+    return op->emitOpError()
+           << "peer " << peer << " is not a coordinate of axis " << axes[0]
+           << " of size " << *group;
   return success();
 }
 
@@ -215,7 +212,6 @@ static int64_t numElements(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   return tensor && tensor.hasStaticShape() ? tensor.getNumElements() : 0;
 }
-
 
 // Collectives that reduce perform one operation per element received from
 // each other rank; the others move data only.

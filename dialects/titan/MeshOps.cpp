@@ -19,16 +19,18 @@ ParseResult MeshOp::parse(OpAsmParser &parser, OperationState &result) {
   SmallVector<int64_t> axisSizes;
   if (parser.parseSymbolName(name, getSymNameAttrName(result.name),
                              result.attributes) ||
-      parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, [&] {
-        std::string axis;
-        int64_t size = 0;
-        if (parser.parseString(&axis) || parser.parseEqual() ||
-            parser.parseInteger(size))
-          return failure();
-        axisNames.push_back(parser.getBuilder().getStringAttr(axis));
-        axisSizes.push_back(size);
-        return success();
-      }) ||
+      parser.parseCommaSeparatedList(
+          OpAsmParser::Delimiter::Square,
+          [&] {
+            std::string axis;
+            int64_t size = 0;
+            if (parser.parseString(&axis) || parser.parseEqual() ||
+                parser.parseInteger(size))
+              return failure();
+            axisNames.push_back(parser.getBuilder().getStringAttr(axis));
+            axisSizes.push_back(size);
+            return success();
+          }) ||
       parser.parseOptionalAttrDict(result.attributes))
     return failure();
   Builder &builder = parser.getBuilder();

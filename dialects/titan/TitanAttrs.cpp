@@ -62,8 +62,8 @@ static ParseResult parsePlacement(AsmParser &parser, Placement &result) {
         parser.parseRParen())
       return failure();
     if (dim < 0)
-      return parser.emitError(loc) << "shard dim must be non-negative, got "
-                                   << dim;
+      return parser.emitError(loc)
+             << "shard dim must be non-negative, got " << dim;
     result = Placement::shard(dim);
     return success();
   }
@@ -88,13 +88,15 @@ Attribute PlacementsAttr::parse(AsmParser &parser, Type) {
   SmallVector<Placement> placements;
   if (parser.parseLess() || parser.parseAttribute(mesh) ||
       parser.parseComma() ||
-      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
-        Placement placement = Placement::replicate();
-        if (parsePlacement(parser, placement))
-          return failure();
-        placements.push_back(placement);
-        return success();
-      }) ||
+      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
+                                     [&] {
+                                       Placement placement =
+                                           Placement::replicate();
+                                       if (parsePlacement(parser, placement))
+                                         return failure();
+                                       placements.push_back(placement);
+                                       return success();
+                                     }) ||
       parser.parseGreater())
     return {};
   return PlacementsAttr::getChecked(
@@ -135,10 +137,10 @@ PlacementsAttr::verifyFor(function_ref<InFlightDiagnostic()> emitError,
                        << mesh.getSymName() << "), got " << size();
   for (auto [axis, p] : llvm::enumerate(getPlacements()))
     if (p.isShard() && p.getDim() >= rank)
-      return emitError() << "placement " << p.str() << " on mesh axis \""
-                         << cast<StringAttr>(mesh.getAxisNames()[axis])
-                                .getValue()
-                         << "\" shards dim " << p.getDim()
-                         << " of a rank-" << rank << " tensor";
+      return emitError()
+             << "placement " << p.str() << " on mesh axis \""
+             << cast<StringAttr>(mesh.getAxisNames()[axis]).getValue()
+             << "\" shards dim " << p.getDim() << " of a rank-" << rank
+             << " tensor";
   return success();
 }

@@ -51,8 +51,7 @@ verifyValuePlacements(function_ref<InFlightDiagnostic()> emitError,
   auto placements = dyn_cast<PlacementsAttr>(attr);
   if (!placements)
     return emitError() << "expected '" << TitanDialect::kPlacementsAttrName
-                       << "' to be a #titan.placements attribute, got "
-                       << attr;
+                       << "' to be a #titan.placements attribute, got " << attr;
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor)
     return emitError() << "placements can only be attached to ranked "
@@ -68,8 +67,8 @@ verifyValuePlacements(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult TitanDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   if (attr.getName() != kPlacementsAttrName)
-    return op->emitError() << "unknown titan attribute '" << attr.getName()
-                           << "'";
+    return op->emitError() << "unknown titan attribute '"
+                           << attr.getName().getValue() << "'";
   auto array = dyn_cast<ArrayAttr>(attr.getValue());
   if (!array)
     return op->emitError() << "'" << kPlacementsAttrName
@@ -96,7 +95,7 @@ static LogicalResult verifyFunctionValueAttr(Operation *op, unsigned index,
                                              StringRef what) {
   if (attr.getName() != TitanDialect::kPlacementsAttrName)
     return op->emitError() << "unknown titan " << what << " attribute '"
-                           << attr.getName() << "'";
+                           << attr.getName().getValue() << "'";
   auto emitError = [&]() {
     return op->emitError() << what << " #" << index << ": ";
   };
@@ -110,9 +109,8 @@ LogicalResult TitanDialect::verifyRegionArgAttribute(Operation *op,
   Region &region = op->getRegion(regionIndex);
   if (region.empty() || argIndex >= region.getNumArguments())
     return op->emitError() << "placements on a missing argument";
-  return verifyFunctionValueAttr(op, argIndex,
-                                 region.getArgument(argIndex).getType(), attr,
-                                 "argument");
+  return verifyFunctionValueAttr(
+      op, argIndex, region.getArgument(argIndex).getType(), attr, "argument");
 }
 
 LogicalResult TitanDialect::verifyRegionResultAttribute(Operation *op,
@@ -121,9 +119,7 @@ LogicalResult TitanDialect::verifyRegionResultAttribute(Operation *op,
                                                         NamedAttribute attr) {
   auto function = dyn_cast<FunctionOpInterface>(op);
   if (!function || resultIndex >= function.getNumResults())
-    return op->emitError()
-           << "result placements are only valid on functions";
+    return op->emitError() << "result placements are only valid on functions";
   return verifyFunctionValueAttr(
-      op, resultIndex, function.getResultTypes()[resultIndex], attr,
-      "result");
+      op, resultIndex, function.getResultTypes()[resultIndex], attr, "result");
 }

@@ -13,6 +13,6 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::titan::registerAllDialects(registry);
   mlir::titan::registerAllPasses();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "titan optimizer driver\n", registry));
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "titan optimizer driver\n", registry));
 }
