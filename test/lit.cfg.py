@@ -16,6 +16,7 @@ config.test_exec_root = os.path.join(config.titan_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%titan_src", config.titan_src_root))
+config.substitutions.append(("%titan_obj", config.titan_obj_root))
 config.substitutions.append(("%python", config.python_executable))
 
 llvm_config.with_system_environment(["HOME", "TMPDIR", "OPENBLAS_CORETYPE",
