@@ -133,7 +133,6 @@ class GPT2(nn.Module):
             x = block(x)
         return self.lm_head(self.transformer["ln_f"](x))
 
-    @torch.jit.unused
     def init_weights(self, seed: int) -> None:
         """Deterministic GPT-2 initialization from ``seed``.
 

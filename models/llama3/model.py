@@ -292,7 +292,6 @@ class Transformer(nn.Module):
             h = layer(h, rope_a, rope_b)
         return self.output(self.norm(h)).float()
 
-    @torch.jit.unused
     def init_weights(self, seed: int) -> None:
         """Deterministic, torchtitan-like initialization from ``seed``.
 
