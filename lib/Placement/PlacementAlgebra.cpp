@@ -1,0 +1,890 @@
+//===- PlacementAlgebra.cpp - DTensor layout algebra ----------------------===//
+
+#include "titan/Placement/PlacementAlgebra.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
+#include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/Twine.h"
+
+#include <cassert>
+#include <limits>
+
+using namespace mlir::titan;
+using llvm::ArrayRef;
+using llvm::SmallVector;
+using llvm::Twine;
+
+static llvm::Error makeError(const Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Prints a placements list as "[S(0), R]".
+static std::string formatPlacements(ArrayRef<Placement> placements) {
+  std::string text = "[";
+  for (auto [i, p] : llvm::enumerate(placements))
+    text += (i ? ", " : "") + p.str();
+  return text + "]";
+}
+
+/// Prints a shape or coordinate as "[4, 6]".
+static std::string formatInts(ArrayRef<int64_t> values) {
+  std::string text = "[";
+  for (auto [i, v] : llvm::enumerate(values))
+    text += (i ? ", " : "") + std::to_string(v);
+  return text + "]";
+}
+
+static int64_t product(ArrayRef<int64_t> values) {
+  int64_t result = 1;
+  for (int64_t v : values)
+    result *= v;
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// DeviceMesh
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<DeviceMesh> DeviceMesh::get(ArrayRef<std::string> axisNames,
+                                           ArrayRef<int64_t> axisSizes) {
+  if (axisNames.size() != axisSizes.size())
+    return makeError("device mesh has " + Twine(axisNames.size()) +
+                     " axis names but " + Twine(axisSizes.size()) +
+                     " axis sizes; give one name per axis");
+  llvm::SmallSet<llvm::StringRef, 8> seen;
+  for (auto [axis, name, size] : llvm::enumerate(axisNames, axisSizes)) {
+    if (name.empty())
+      return makeError("device mesh axis " + Twine(axis) +
+                       " has an empty name; name every axis");
+    if (!seen.insert(name).second)
+      return makeError("device mesh axis name '" + name +
+                       "' is used twice; axis names must be distinct");
+    if (size < 1)
+      return makeError("device mesh axis '" + name + "' has size " +
+                       Twine(size) + "; every axis needs at least 1 rank");
+  }
+  return DeviceMesh(axisNames, axisSizes);
+}
+
+std::optional<unsigned> DeviceMesh::findAxis(llvm::StringRef name) const {
+  for (auto [axis, axisName] : llvm::enumerate(names))
+    if (axisName == name)
+      return axis;
+  return std::nullopt;
+}
+
+int64_t DeviceMesh::getNumRanks() const { return product(sizes); }
+
+SmallVector<int64_t> DeviceMesh::getCoordinate(int64_t rank) const {
+  assert(rank >= 0 && rank < getNumRanks() && "rank out of range");
+  SmallVector<int64_t> coordinate(sizes.size());
+  for (unsigned axis = sizes.size(); axis-- > 0;) {
+    coordinate[axis] = rank % sizes[axis];
+    rank /= sizes[axis];
+  }
+  return coordinate;
+}
+
+int64_t DeviceMesh::getRank(ArrayRef<int64_t> coordinate) const {
+  assert(coordinate.size() == sizes.size() && "one coordinate per axis");
+  int64_t rank = 0;
+  for (auto [c, size] : llvm::zip_equal(coordinate, sizes)) {
+    assert(c >= 0 && c < size && "coordinate out of range");
+    rank = rank * size + c;
+  }
+  return rank;
+}
+
+SmallVector<int64_t> DeviceMesh::getAxisGroup(int64_t rank,
+                                              unsigned axis) const {
+  SmallVector<int64_t> coordinate = getCoordinate(rank);
+  SmallVector<int64_t> group;
+  for (int64_t c = 0; c < sizes[axis]; ++c) {
+    coordinate[axis] = c;
+    group.push_back(getRank(coordinate));
+  }
+  return group;
+}
+
+//===----------------------------------------------------------------------===//
+// Local shapes
+//===----------------------------------------------------------------------===//
+
+ChunkExtent mlir::titan::getChunkExtent(int64_t dimSize, int64_t numChunks,
+                                        int64_t index) {
+  assert(numChunks >= 1 && index >= 0 && index < numChunks && dimSize >= 0);
+  int64_t chunk = llvm::divideCeil(dimSize, numChunks);
+  int64_t begin = std::min(dimSize, index * chunk);
+  int64_t end = std::min(dimSize, (index + 1) * chunk);
+  return {begin, end - begin};
+}
+
+/// The partial reduce kind of a placements list, if it has partials.
+static std::optional<ReduceKind>
+getPartialKind(ArrayRef<Placement> placements) {
+  for (const Placement &p : placements)
+    if (p.isPartial())
+      return p.getReduce();
+  return std::nullopt;
+}
+
+llvm::Error mlir::titan::verifyPlacements(ArrayRef<int64_t> globalShape,
+                                          ArrayRef<int64_t> meshSizes,
+                                          ArrayRef<Placement> placements) {
+  if (placements.size() != meshSizes.size())
+    return makeError("placements " + formatPlacements(placements) + " name " +
+                     Twine(placements.size()) + " mesh axes but the mesh " +
+                     formatInts(meshSizes) + " has " + Twine(meshSizes.size()) +
+                     "; give one placement per mesh axis");
+  for (auto [axis, size] : llvm::enumerate(meshSizes))
+    if (size < 1)
+      return makeError("mesh axis " + Twine(axis) + " has size " + Twine(size) +
+                       "; every axis needs at least 1 rank");
+  for (auto [dim, size] : llvm::enumerate(globalShape))
+    if (size < 0)
+      return makeError("tensor shape " + formatInts(globalShape) +
+                       " has negative size in dim " + Twine(dim));
+  std::optional<ReduceKind> partialKind = getPartialKind(placements);
+  for (auto [axis, p] : llvm::enumerate(placements)) {
+    if (p.isShard() && (p.getDim() < 0 ||
+                        p.getDim() >= static_cast<int64_t>(globalShape.size())))
+      return makeError("placement " + p.str() + " on mesh axis " + Twine(axis) +
+                       " shards dim " + Twine(p.getDim()) + " of a rank-" +
+                       Twine(globalShape.size()) +
+                       " tensor; shard a dim in [0, " +
+                       Twine(globalShape.size()) + ")");
+    if (p.isPartial() && p.getReduce() != *partialKind)
+      return makeError("placements " + formatPlacements(placements) +
+                       " mix partial reductions " +
+                       stringifyReduce(*partialKind) + " and " +
+                       stringifyReduce(p.getReduce()) +
+                       "; the value would depend on the reduction order, use "
+                       "one reduce kind");
+  }
+  return llvm::Error::success();
+}
+
+/// `computeLocalShapeAndGlobalOffset` for a verified layout.
+static LocalShard getLocalShard(ArrayRef<int64_t> globalShape,
+                                ArrayRef<int64_t> meshSizes,
+                                ArrayRef<Placement> placements,
+                                ArrayRef<int64_t> coordinate) {
+  LocalShard shard{SmallVector<int64_t>(globalShape),
+                   SmallVector<int64_t>(globalShape.size(), 0)};
+  for (auto [p, size, c] : llvm::zip_equal(placements, meshSizes, coordinate)) {
+    if (!p.isShard())
+      continue;
+    int64_t dim = p.getDim();
+    ChunkExtent extent = getChunkExtent(shard.shape[dim], size, c);
+    shard.offset[dim] += extent.offset;
+    shard.shape[dim] = extent.size;
+  }
+  return shard;
+}
+
+llvm::Expected<LocalShard> mlir::titan::computeLocalShapeAndGlobalOffset(
+    ArrayRef<int64_t> globalShape, ArrayRef<int64_t> meshSizes,
+    ArrayRef<Placement> placements, ArrayRef<int64_t> coordinate) {
+  if (llvm::Error err = verifyPlacements(globalShape, meshSizes, placements))
+    return std::move(err);
+  if (coordinate.size() != meshSizes.size())
+    return makeError("coordinate " + formatInts(coordinate) + " has " +
+                     Twine(coordinate.size()) + " entries but the mesh " +
+                     formatInts(meshSizes) + " has " + Twine(meshSizes.size()) +
+                     " axes; give one coordinate per mesh axis");
+  for (auto [axis, c, size] : llvm::enumerate(coordinate, meshSizes))
+    if (c < 0 || c >= size)
+      return makeError("coordinate " + formatInts(coordinate) + " is " +
+                       Twine(c) + " on mesh axis " + Twine(axis) + " of size " +
+                       Twine(size) + "; use [0, " + Twine(size) + ")");
+  return getLocalShard(globalShape, meshSizes, placements, coordinate);
+}
+
+/// The largest local shape of a verified layout: torch.chunk sizes are
+/// monotone in the size chunked, so nesting ceil divisions gives the maximum.
+static SmallVector<int64_t>
+getPaddedLocalShape(ArrayRef<int64_t> globalShape, ArrayRef<int64_t> meshSizes,
+                    ArrayRef<Placement> placements) {
+  SmallVector<int64_t> shape(globalShape);
+  for (auto [p, size] : llvm::zip_equal(placements, meshSizes))
+    if (p.isShard())
+      shape[p.getDim()] = llvm::divideCeil(shape[p.getDim()], size);
+  return shape;
+}
+
+/// Whether every rank holds the same size of `dim` in a verified layout: the
+/// dim divides by the product of the axis sizes sharding it.
+static bool isDimEven(ArrayRef<int64_t> globalShape,
+                      ArrayRef<int64_t> meshSizes,
+                      ArrayRef<Placement> placements, int64_t dim) {
+  int64_t ways = 1;
+  for (auto [p, size] : llvm::zip_equal(placements, meshSizes))
+    if (p.isShard(dim))
+      ways *= size;
+  return globalShape[dim] % ways == 0;
+}
+
+llvm::Expected<PaddingInfo>
+mlir::titan::computePadding(ArrayRef<int64_t> globalShape,
+                            ArrayRef<int64_t> meshSizes,
+                            ArrayRef<Placement> placements) {
+  if (llvm::Error err = verifyPlacements(globalShape, meshSizes, placements))
+    return std::move(err);
+  bool even =
+      llvm::all_of(llvm::seq<int64_t>(globalShape.size()), [&](int64_t d) {
+        return isDimEven(globalShape, meshSizes, placements, d);
+      });
+  return PaddingInfo{even,
+                     getPaddedLocalShape(globalShape, meshSizes, placements)};
+}
+
+//===----------------------------------------------------------------------===//
+// Redistribution planning
+//===----------------------------------------------------------------------===//
+
+llvm::StringRef mlir::titan::stringifyStepKind(StepKind kind) {
+  switch (kind) {
+  case StepKind::AllGather:
+    return "all_gather";
+  case StepKind::AllReduce:
+    return "all_reduce";
+  case StepKind::ReduceScatter:
+    return "reduce_scatter";
+  case StepKind::AllToAll:
+    return "all_to_all";
+  case StepKind::LocalChunk:
+    return "local_chunk";
+  case StepKind::Partition:
+    return "partition";
+  }
+  llvm_unreachable("unknown StepKind");
+}
+
+std::string RedistributeStep::str() const {
+  std::string text =
+      stringifyStepKind(kind).str() + "(axis " + std::to_string(meshAxis);
+  if (unshardDim && shardDim)
+    text += ", dim " + std::to_string(*unshardDim) + " -> dim " +
+            std::to_string(*shardDim);
+  else if (unshardDim || shardDim)
+    text += ", dim " + std::to_string(unshardDim ? *unshardDim : *shardDim);
+  if (reduce)
+    text += ", " + stringifyReduce(*reduce).str();
+  if (needsPadding)
+    text += ", padded";
+  return text + "): " + formatPlacements(before) + " -> " +
+         formatPlacements(after);
+}
+
+namespace {
+/// Builds a plan step by step from the current placements.
+class Planner {
+public:
+  Planner(ArrayRef<int64_t> globalShape, ArrayRef<int64_t> meshSizes,
+          ArrayRef<Placement> from)
+      : globalShape(globalShape), meshSizes(meshSizes), current(from) {}
+
+  /// Appends the steps that take mesh axis `axis` from its current placement
+  /// to `target`: one collective, or for S -> P and P(a) -> P(b) a reduction
+  /// to R followed by a partition.
+  void transition(unsigned axis, Placement target) {
+    Placement now = current[axis];
+    if (now == target)
+      return;
+    if (now.isShard() && target.isShard()) {
+      emit(StepKind::AllToAll, axis, target, now.getDim(), target.getDim(),
+           std::nullopt);
+      return;
+    }
+    if (now.isPartial() && target.isShard()) {
+      emit(StepKind::ReduceScatter, axis, target, std::nullopt, target.getDim(),
+           now.getReduce());
+      return;
+    }
+    if (now.isShard())
+      emit(StepKind::AllGather, axis, Placement::replicate(), now.getDim(),
+           std::nullopt, std::nullopt);
+    else if (now.isPartial())
+      emit(StepKind::AllReduce, axis, Placement::replicate(), std::nullopt,
+           std::nullopt, now.getReduce());
+    if (target.isShard())
+      emit(StepKind::LocalChunk, axis, target, std::nullopt, target.getDim(),
+           std::nullopt);
+    else if (target.isPartial())
+      emit(StepKind::Partition, axis, target, std::nullopt, std::nullopt,
+           target.getReduce());
+  }
+
+  ArrayRef<Placement> getCurrent() const { return current; }
+  std::vector<RedistributeStep> takeSteps() { return std::move(steps); }
+
+private:
+  void emit(StepKind kind, unsigned axis, Placement next,
+            std::optional<int64_t> unshardDim, std::optional<int64_t> shardDim,
+            std::optional<ReduceKind> reduce) {
+    RedistributeStep step;
+    step.kind = kind;
+    step.meshAxis = axis;
+    step.unshardDim = unshardDim;
+    step.shardDim = shardDim;
+    step.reduce = reduce;
+    step.before = current;
+    current[axis] = next;
+    step.after = current;
+    step.paddedBefore =
+        getPaddedLocalShape(globalShape, meshSizes, step.before);
+    step.paddedAfter = getPaddedLocalShape(globalShape, meshSizes, step.after);
+    // Only collectives move equal-size buffers; a local chunk just slices.
+    step.needsPadding = kind != StepKind::LocalChunk &&
+                        ((unshardDim && !isDimEven(globalShape, meshSizes,
+                                                   step.before, *unshardDim)) ||
+                         (shardDim && !isDimEven(globalShape, meshSizes,
+                                                 step.after, *shardDim)));
+    // A step may only touch a dim that no inner axis shards: the inner shards
+    // would otherwise be interleaved with the ones this axis moves.
+    assert(llvm::none_of(ArrayRef(step.before).drop_front(axis + 1),
+                         [&](const Placement &p) {
+                           return (unshardDim && p.isShard(*unshardDim)) ||
+                                  (shardDim && p.isShard(*shardDim));
+                         }) &&
+           "redistribution step touches a dim an inner mesh axis shards");
+    steps.push_back(std::move(step));
+  }
+
+  ArrayRef<int64_t> globalShape;
+  ArrayRef<int64_t> meshSizes;
+  SmallVector<Placement> current;
+  std::vector<RedistributeStep> steps;
+};
+} // namespace
+
+/// Whether the mesh axes before `axis` shard `dim` identically in `a` and `b`.
+static bool samePrefixSharding(ArrayRef<Placement> a, ArrayRef<Placement> b,
+                               unsigned axis, int64_t dim) {
+  return llvm::all_of(llvm::seq<unsigned>(axis), [&](unsigned i) {
+    return a[i].isShard(dim) == b[i].isShard(dim);
+  });
+}
+
+llvm::Expected<std::vector<RedistributeStep>> mlir::titan::planRedistribution(
+    ArrayRef<int64_t> globalShape, ArrayRef<int64_t> meshSizes,
+    ArrayRef<Placement> from, ArrayRef<Placement> to) {
+  if (llvm::Error err = verifyPlacements(globalShape, meshSizes, from))
+    return std::move(err);
+  if (llvm::Error err = verifyPlacements(globalShape, meshSizes, to))
+    return std::move(err);
+
+  Planner planner(globalShape, meshSizes, from);
+  // The inner-to-outer pass is needed only when the source has shards:
+  // without them every forward step works on whole dims. DTensor tests
+  // `num_shards > 1`; shards on size-1 axes count here too, so that no step
+  // ever splits a dim under an inner shard. A change of partial kind also
+  // needs it, so that every P(a) is reduced before the first P(b) appears
+  // and no intermediate layout mixes reduce kinds.
+  bool fromHasShards =
+      llvm::any_of(from, [](const Placement &p) { return p.isShard(); });
+  std::optional<ReduceKind> fromKind = getPartialKind(from);
+  std::optional<ReduceKind> toKind = getPartialKind(to);
+  bool kindChanges = fromKind && toKind && *fromKind != *toKind;
+  if (fromHasShards || kindChanges) {
+    for (unsigned axis = meshSizes.size(); axis-- > 0;) {
+      Placement target = to[axis];
+      Placement now = planner.getCurrent()[axis];
+      // An outer axis still to change would split or gather under this
+      // axis's shards: replicate it now, reshard it in the forward pass.
+      // Partials are created only in the forward pass, after every reduction.
+      if ((target.isShard() && !samePrefixSharding(planner.getCurrent(), to,
+                                                   axis, target.getDim())) ||
+          (target.isPartial() && target != now))
+        target = Placement::replicate();
+      planner.transition(axis, target);
+    }
+  }
+  for (unsigned axis = 0; axis < meshSizes.size(); ++axis)
+    planner.transition(axis, to[axis]);
+  return planner.takeSteps();
+}
+
+//===----------------------------------------------------------------------===//
+// Cost
+//===----------------------------------------------------------------------===//
+
+double mlir::titan::getStepBytesPerRank(const RedistributeStep &step,
+                                        int64_t axisSize,
+                                        int64_t elementBytes) {
+  double n = axisSize;
+  double bytes = elementBytes;
+  switch (step.kind) {
+  case StepKind::AllGather:
+    // Each rank receives (and a ring forwards) n-1 padded shards.
+    return (n - 1) * product(step.paddedBefore) * bytes;
+  case StepKind::ReduceScatter:
+    return (n - 1) * product(step.paddedAfter) * bytes;
+  case StepKind::AllReduce:
+    return 2 * (n - 1) / n * product(step.paddedBefore) * bytes;
+  case StepKind::AllToAll: {
+    // The local buffer is dim j padded to n blocks; n-1 of them leave.
+    SmallVector<int64_t> block(step.paddedBefore);
+    block[*step.shardDim] = step.paddedAfter[*step.shardDim];
+    return (n - 1) * product(block) * bytes;
+  }
+  case StepKind::LocalChunk:
+  case StepKind::Partition:
+    return 0;
+  }
+  llvm_unreachable("unknown StepKind");
+}
+
+llvm::Expected<RedistributeCost> mlir::titan::estimateRedistributeCost(
+    ArrayRef<RedistributeStep> steps, ArrayRef<int64_t> meshSizes,
+    int64_t elementBytes, ArrayRef<double> axisBandwidth) {
+  if (elementBytes < 1)
+    return makeError("element size " + Twine(elementBytes) +
+                     " bytes is not positive; give the dtype's byte width");
+  if (!axisBandwidth.empty() && axisBandwidth.size() != meshSizes.size())
+    return makeError("got " + Twine(axisBandwidth.size()) +
+                     " axis bandwidths for a mesh of " +
+                     Twine(meshSizes.size()) +
+                     " axes; give one per axis or none");
+  for (auto [axis, bandwidth] : llvm::enumerate(axisBandwidth))
+    if (!(bandwidth > 0))
+      return makeError("bandwidth of mesh axis " + Twine(axis) + " is " +
+                       std::to_string(bandwidth) +
+                       "; bandwidths must be positive");
+  RedistributeCost cost;
+  for (const RedistributeStep &step : steps) {
+    if (step.meshAxis >= meshSizes.size())
+      return makeError("step " + step.str() + " runs on mesh axis " +
+                       Twine(step.meshAxis) + " of a mesh with " +
+                       Twine(meshSizes.size()) + " axes");
+    double bytes =
+        getStepBytesPerRank(step, meshSizes[step.meshAxis], elementBytes);
+    double seconds =
+        axisBandwidth.empty() ? 0.0 : bytes / axisBandwidth[step.meshAxis];
+    cost.stepBytes.push_back(bytes);
+    cost.stepSeconds.push_back(seconds);
+    cost.totalBytes += bytes;
+    cost.totalSeconds += seconds;
+  }
+  return cost;
+}
+
+//===----------------------------------------------------------------------===//
+// Reference simulator
+//===----------------------------------------------------------------------===//
+
+int64_t HostTensor::getNumElements() const { return product(shape); }
+
+/// Calls `fn` with every multi-index of `shape`, in row-major order.
+static void forEachIndex(ArrayRef<int64_t> shape,
+                         llvm::function_ref<void(ArrayRef<int64_t>)> fn) {
+  if (product(shape) == 0)
+    return;
+  SmallVector<int64_t> index(shape.size(), 0);
+  while (true) {
+    fn(index);
+    unsigned d = shape.size();
+    while (d > 0 && ++index[d - 1] == shape[d - 1])
+      index[--d] = 0;
+    if (d == 0)
+      return;
+  }
+}
+
+/// The row-major position of `offset + index` in a tensor of `shape`.
+static int64_t linearize(ArrayRef<int64_t> shape, ArrayRef<int64_t> index,
+                         ArrayRef<int64_t> offset) {
+  int64_t position = 0;
+  for (auto [size, i, o] : llvm::zip_equal(shape, index, offset))
+    position = position * size + i + o;
+  return position;
+}
+
+/// A tensor of `shape` filled with `value`.
+static HostTensor filled(ArrayRef<int64_t> shape, double value) {
+  return HostTensor{SmallVector<int64_t>(shape),
+                    std::vector<double>(product(shape), value)};
+}
+
+/// The box of `source` at `offset` with `shape`.
+static HostTensor extractBox(const HostTensor &source, ArrayRef<int64_t> offset,
+                             ArrayRef<int64_t> shape) {
+  HostTensor box = filled(shape, 0);
+  SmallVector<int64_t> zero(shape.size(), 0);
+  forEachIndex(shape, [&](ArrayRef<int64_t> index) {
+    box.data[linearize(shape, index, zero)] =
+        source.data[linearize(source.shape, index, offset)];
+  });
+  return box;
+}
+
+/// Copies `box` into `target` at `offset`.
+static void insertBox(HostTensor &target, const HostTensor &box,
+                      ArrayRef<int64_t> offset) {
+  SmallVector<int64_t> zero(box.shape.size(), 0);
+  forEachIndex(box.shape, [&](ArrayRef<int64_t> index) {
+    target.data[linearize(target.shape, index, offset)] =
+        box.data[linearize(box.shape, index, zero)];
+  });
+}
+
+/// `source` grown to `shape` (no smaller in any dim), padding with zeros.
+static HostTensor padTo(const HostTensor &source, ArrayRef<int64_t> shape) {
+  HostTensor padded = filled(shape, 0);
+  insertBox(padded, source, SmallVector<int64_t>(shape.size(), 0));
+  return padded;
+}
+
+/// `shape` with dim `dim` set to `size`.
+static SmallVector<int64_t> withDim(ArrayRef<int64_t> shape, int64_t dim,
+                                    int64_t size) {
+  SmallVector<int64_t> result(shape);
+  result[dim] = size;
+  return result;
+}
+
+/// The slice [begin, begin + size) of dim `dim` of `source`.
+static HostTensor sliceDim(const HostTensor &source, int64_t dim, int64_t begin,
+                           int64_t size) {
+  SmallVector<int64_t> offset(source.shape.size(), 0);
+  offset[dim] = begin;
+  return extractBox(source, offset, withDim(source.shape, dim, size));
+}
+
+/// Concatenates the first `sizes[k]` entries of dim `dim` of `pieces[k]`,
+/// dropping each piece's padding.
+static HostTensor concatUnpadded(ArrayRef<HostTensor> pieces, int64_t dim,
+                                 ArrayRef<int64_t> sizes) {
+  int64_t total = 0;
+  for (int64_t size : sizes)
+    total += size;
+  HostTensor result = filled(withDim(pieces.front().shape, dim, total), 0);
+  SmallVector<int64_t> offset(result.shape.size(), 0);
+  for (auto [piece, size] : llvm::zip_equal(pieces, sizes)) {
+    insertBox(result, sliceDim(piece, dim, 0, size), offset);
+    offset[dim] += size;
+  }
+  return result;
+}
+
+/// The torch.chunk sizes of `dimSize` split `numChunks` ways.
+static SmallVector<int64_t> chunkSizes(int64_t dimSize, int64_t numChunks) {
+  return llvm::to_vector(
+      llvm::map_range(llvm::seq<int64_t>(numChunks), [&](int64_t k) {
+        return getChunkExtent(dimSize, numChunks, k).size;
+      }));
+}
+
+/// `source` with dim `dim` cut into its `numChunks` torch.chunk pieces, each
+/// padded with zeros to `block` entries: the send buffer of a collective
+/// that scatters `dim`, with chunk k at [k * block, k * block + size).
+static HostTensor padChunks(const HostTensor &source, int64_t dim,
+                            int64_t numChunks, int64_t block) {
+  HostTensor padded = filled(withDim(source.shape, dim, numChunks * block), 0);
+  SmallVector<int64_t> offset(source.shape.size(), 0);
+  for (int64_t k = 0; k < numChunks; ++k) {
+    ChunkExtent extent = getChunkExtent(source.shape[dim], numChunks, k);
+    offset[dim] = k * block;
+    insertBox(padded, sliceDim(source, dim, extent.offset, extent.size),
+              offset);
+  }
+  return padded;
+}
+
+/// The identity of `kind`: the value a reduction starts from.
+static double reduceIdentity(ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::Sum:
+  case ReduceKind::Avg:
+    return 0;
+  case ReduceKind::Max:
+    return -std::numeric_limits<double>::infinity();
+  case ReduceKind::Min:
+    return std::numeric_limits<double>::infinity();
+  }
+  llvm_unreachable("unknown ReduceKind");
+}
+
+/// Folds `value` into `accumulator` (avg accumulates the sum).
+static double combine(ReduceKind kind, double accumulator, double value) {
+  switch (kind) {
+  case ReduceKind::Sum:
+  case ReduceKind::Avg:
+    return accumulator + value;
+  case ReduceKind::Max:
+    return std::max(accumulator, value);
+  case ReduceKind::Min:
+    return std::min(accumulator, value);
+  }
+  llvm_unreachable("unknown ReduceKind");
+}
+
+/// Reduces equally shaped tensors elementwise; avg divides the sum by the
+/// number of contributors.
+static HostTensor reduceAll(ReduceKind kind, ArrayRef<HostTensor> inputs) {
+  HostTensor result = filled(inputs.front().shape, reduceIdentity(kind));
+  for (const HostTensor &input : inputs)
+    for (auto [acc, v] : llvm::zip_equal(result.data, input.data))
+      acc = combine(kind, acc, v);
+  if (kind == ReduceKind::Avg)
+    for (double &acc : result.data)
+      acc /= inputs.size();
+  return result;
+}
+
+/// splitmix64: a deterministic mixer for the partial splits.
+static uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/// The part of `value` coordinate `c` of an axis of `n` ranks holds when the
+/// axis is P(kind); the parts reduce to `value` exactly for integer values.
+/// `seed` varies the parts per element and per outer partial coordinate.
+static double splitPartial(ReduceKind kind, double value, int64_t c, int64_t n,
+                           uint64_t seed) {
+  auto offsetOf = [&](int64_t k) {
+    return static_cast<double>(mix(seed ^ mix(k)) % 5) - 2;
+  };
+  auto distanceOf = [&](int64_t k) {
+    return static_cast<double>(1 + mix(seed ^ mix(k)) % 3);
+  };
+  switch (kind) {
+  case ReduceKind::Sum:
+  case ReduceKind::Avg: {
+    // Sum: coordinate 0 holds value - sum of the others' offsets.
+    // Avg: every coordinate holds value + an offset; the offsets sum to 0.
+    double base = kind == ReduceKind::Sum ? 0 : value;
+    if (c != 0)
+      return base + offsetOf(c);
+    double others = 0;
+    for (int64_t k = 1; k < n; ++k)
+      others += offsetOf(k);
+    return value - others;
+  }
+  case ReduceKind::Max:
+    return c == 0 ? value : value - distanceOf(c);
+  case ReduceKind::Min:
+    return c == 0 ? value : value + distanceOf(c);
+  }
+  llvm_unreachable("unknown ReduceKind");
+}
+
+llvm::Expected<std::vector<HostTensor>>
+mlir::titan::shardTensor(const DeviceMesh &mesh, const HostTensor &global,
+                         ArrayRef<Placement> placements) {
+  if (llvm::Error err =
+          verifyPlacements(global.shape, mesh.getSizes(), placements))
+    return std::move(err);
+  if (static_cast<int64_t>(global.data.size()) != global.getNumElements())
+    return makeError("host tensor of shape " + formatInts(global.shape) +
+                     " holds " + Twine(global.data.size()) +
+                     " values; it needs " + Twine(global.getNumElements()));
+  std::vector<HostTensor> locals;
+  for (int64_t rank = 0; rank < mesh.getNumRanks(); ++rank) {
+    SmallVector<int64_t> coordinate = mesh.getCoordinate(rank);
+    LocalShard shard =
+        getLocalShard(global.shape, mesh.getSizes(), placements, coordinate);
+    HostTensor local = extractBox(global, shard.offset, shard.shape);
+    forEachIndex(shard.shape, [&](ArrayRef<int64_t> index) {
+      uint64_t seed = mix(linearize(global.shape, index, shard.offset));
+      double &value = local.data[linearize(
+          shard.shape, index, SmallVector<int64_t>(index.size(), 0))];
+      for (auto [axis, p] : llvm::enumerate(placements)) {
+        if (!p.isPartial())
+          continue;
+        seed = mix(seed ^ axis);
+        value = splitPartial(p.getReduce(), value, coordinate[axis],
+                             mesh.getSize(axis), seed);
+        // Inner partial axes split this axis's part differently per
+        // coordinate here.
+        seed = mix(seed ^ coordinate[axis]);
+      }
+    });
+    locals.push_back(std::move(local));
+  }
+  return locals;
+}
+
+/// Checks one local tensor per rank, each of its rank's shape under
+/// `placements`.
+static llvm::Error verifyLocalShapes(const DeviceMesh &mesh,
+                                     ArrayRef<int64_t> globalShape,
+                                     ArrayRef<HostTensor> locals,
+                                     ArrayRef<Placement> placements) {
+  if (static_cast<int64_t>(locals.size()) != mesh.getNumRanks())
+    return makeError("got " + Twine(locals.size()) +
+                     " local tensors for a mesh of " +
+                     Twine(mesh.getNumRanks()) + " ranks; give one per rank");
+  for (auto [rank, local] : llvm::enumerate(locals)) {
+    LocalShard shard = getLocalShard(globalShape, mesh.getSizes(), placements,
+                                     mesh.getCoordinate(rank));
+    if (local.shape != shard.shape ||
+        static_cast<int64_t>(local.data.size()) != local.getNumElements())
+      return makeError(
+          "rank " + Twine(rank) + " holds a local tensor of shape " +
+          formatInts(local.shape) + " with " + Twine(local.data.size()) +
+          " values; under " + formatPlacements(placements) +
+          " it must have shape " + formatInts(shard.shape));
+  }
+  return llvm::Error::success();
+}
+
+/// Runs one step on the local tensors of one axis group (ordered by their
+/// coordinate on the axis) and returns their new local tensors.
+static std::vector<HostTensor> runGroupStep(const RedistributeStep &step,
+                                            ArrayRef<HostTensor> inputs) {
+  int64_t n = inputs.size();
+  std::vector<HostTensor> outputs;
+  switch (step.kind) {
+  case StepKind::AllGather: {
+    // Pad every shard to the layout's largest, gather, drop the padding.
+    int64_t dim = *step.unshardDim;
+    int64_t padded = step.paddedBefore[dim];
+    SmallVector<HostTensor> buffers;
+    int64_t logical = 0;
+    for (const HostTensor &input : inputs) {
+      buffers.push_back(padTo(input, withDim(input.shape, dim, padded)));
+      logical += input.shape[dim];
+    }
+    HostTensor gathered = concatUnpadded(buffers, dim, chunkSizes(logical, n));
+    outputs.assign(n, gathered);
+    return outputs;
+  }
+  case StepKind::ReduceScatter: {
+    // Pad every chunk of the dim to one block, reduce, keep one's own block
+    // unpadded.
+    int64_t dim = *step.shardDim;
+    int64_t block = step.paddedAfter[dim];
+    int64_t logical = inputs.front().shape[dim];
+    SmallVector<HostTensor> buffers;
+    for (const HostTensor &input : inputs)
+      buffers.push_back(padChunks(input, dim, n, block));
+    HostTensor reduced = reduceAll(*step.reduce, buffers);
+    for (int64_t k = 0; k < n; ++k)
+      outputs.push_back(sliceDim(reduced, dim, k * block,
+                                 getChunkExtent(logical, n, k).size));
+    return outputs;
+  }
+  case StepKind::AllReduce:
+    outputs.assign(n, reduceAll(*step.reduce, inputs));
+    return outputs;
+  case StepKind::AllToAll: {
+    // Member p pads dim i to the largest shard and every chunk of dim j to
+    // one block, sends block k to member k; member k concatenates the blocks
+    // along i and drops both paddings.
+    int64_t from = *step.unshardDim, to = *step.shardDim;
+    int64_t paddedFrom = step.paddedBefore[from];
+    int64_t block = step.paddedAfter[to];
+    int64_t logicalTo = inputs.front().shape[to];
+    int64_t logicalFrom = 0;
+    SmallVector<HostTensor> buffers;
+    for (const HostTensor &input : inputs) {
+      logicalFrom += input.shape[from];
+      buffers.push_back(padChunks(
+          padTo(input, withDim(input.shape, from, paddedFrom)), to, n, block));
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      SmallVector<HostTensor> received;
+      for (const HostTensor &buffer : buffers)
+        received.push_back(sliceDim(buffer, to, k * block,
+                                    getChunkExtent(logicalTo, n, k).size));
+      outputs.push_back(
+          concatUnpadded(received, from, chunkSizes(logicalFrom, n)));
+    }
+    return outputs;
+  }
+  case StepKind::LocalChunk: {
+    int64_t dim = *step.shardDim;
+    for (auto [k, input] : llvm::enumerate(inputs)) {
+      ChunkExtent extent = getChunkExtent(input.shape[dim], n, k);
+      outputs.push_back(sliceDim(input, dim, extent.offset, extent.size));
+    }
+    return outputs;
+  }
+  case StepKind::Partition:
+    for (auto [k, input] : llvm::enumerate(inputs)) {
+      bool zeroed = *step.reduce == ReduceKind::Sum && k != 0;
+      outputs.push_back(zeroed ? filled(input.shape, 0) : input);
+    }
+    return outputs;
+  }
+  llvm_unreachable("unknown StepKind");
+}
+
+llvm::Error mlir::titan::applyRedistributeStep(
+    const DeviceMesh &mesh, ArrayRef<int64_t> globalShape,
+    const RedistributeStep &step, std::vector<HostTensor> &locals) {
+  if (step.meshAxis >= mesh.getNumAxes())
+    return makeError("step " + step.str() + " runs on mesh axis " +
+                     Twine(step.meshAxis) + " of a mesh with " +
+                     Twine(mesh.getNumAxes()) + " axes");
+  if (llvm::Error err =
+          verifyPlacements(globalShape, mesh.getSizes(), step.before))
+    return err;
+  if (llvm::Error err =
+          verifyLocalShapes(mesh, globalShape, locals, step.before))
+    return err;
+  std::vector<HostTensor> next(locals.size());
+  for (int64_t rank = 0; rank < mesh.getNumRanks(); ++rank) {
+    if (mesh.getCoordinate(rank)[step.meshAxis] != 0)
+      continue;
+    SmallVector<int64_t> group = mesh.getAxisGroup(rank, step.meshAxis);
+    SmallVector<HostTensor> inputs;
+    for (int64_t member : group)
+      inputs.push_back(locals[member]);
+    std::vector<HostTensor> outputs = runGroupStep(step, inputs);
+    for (auto [member, output] : llvm::zip_equal(group, outputs))
+      next[member] = std::move(output);
+  }
+  locals = std::move(next);
+  return llvm::Error::success();
+}
+
+llvm::Expected<HostTensor> mlir::titan::assembleTensor(
+    const DeviceMesh &mesh, ArrayRef<int64_t> globalShape,
+    ArrayRef<HostTensor> locals, ArrayRef<Placement> placements) {
+  if (llvm::Error err =
+          verifyPlacements(globalShape, mesh.getSizes(), placements))
+    return std::move(err);
+  if (llvm::Error err =
+          verifyLocalShapes(mesh, globalShape, locals, placements))
+    return std::move(err);
+  ReduceKind kind = getPartialKind(placements).value_or(ReduceKind::Sum);
+  HostTensor global = filled(globalShape, reduceIdentity(kind));
+  int64_t numPartial = 1;
+  for (auto [p, size] : llvm::zip_equal(placements, mesh.getSizes()))
+    if (p.isPartial())
+      numPartial *= size;
+  for (auto [rank, local] : llvm::enumerate(locals)) {
+    // Ranks differing only on replicated axes must agree; the one at
+    // coordinate 0 on every replicated axis contributes.
+    SmallVector<int64_t> coordinate = mesh.getCoordinate(rank);
+    SmallVector<int64_t> replicaCoordinate(coordinate);
+    for (auto [axis, p] : llvm::enumerate(placements))
+      if (p.isReplicate())
+        replicaCoordinate[axis] = 0;
+    int64_t replica = mesh.getRank(replicaCoordinate);
+    if (replica != static_cast<int64_t>(rank)) {
+      if (local.data != locals[replica].data)
+        return makeError("rank " + Twine(rank) + " and rank " + Twine(replica) +
+                         " are replicas under " + formatPlacements(placements) +
+                         " but hold different values");
+      continue;
+    }
+    LocalShard shard =
+        getLocalShard(globalShape, mesh.getSizes(), placements, coordinate);
+    SmallVector<int64_t> zero(globalShape.size(), 0);
+    forEachIndex(shard.shape, [&](ArrayRef<int64_t> index) {
+      double &acc = global.data[linearize(globalShape, index, shard.offset)];
+      acc = combine(kind, acc, local.data[linearize(shard.shape, index, zero)]);
+    });
+  }
+  if (kind == ReduceKind::Avg)
+    for (double &value : global.data)
+      value /= numPartial;
+  return global;
+}
