@@ -31,6 +31,7 @@ if os.path.exists("/dev/nvidia0"):
 tool_dirs = [config.titan_tools_dir, config.llvm_tools_dir]
 tools = [
     "titan-opt",
+    "titan-ckpt",
     ToolSubst("%PYTHON", config.python_executable, unresolved="ignore"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

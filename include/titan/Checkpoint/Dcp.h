@@ -1,0 +1,169 @@
+//===- Dcp.h - PyTorch distributed checkpoint directories -------*- C++ -*-===//
+//
+// Reads and writes PyTorch's distributed checkpoint (DCP) directory format:
+// `__{rank}_{k}.distcp` files of concatenated torch.save blobs, one per
+// contiguous chunk, and a `.metadata` pickle (written last, to a temporary
+// name, then renamed) describing every tensor's chunks and where they lie.
+// Loading intersects the saved chunk boxes with the requested box, so a
+// checkpoint can be read back under any sharding.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_CHECKPOINT_DCP_H
+#define TITAN_CHECKPOINT_DCP_H
+
+#include "titan/Checkpoint/TorchSave.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mlir::titan {
+
+/// Which module paths the `.metadata` pickle uses.
+enum class DcpFlavor {
+  /// `torch.distributed.checkpoint.*` (PyTorch 2.x).
+  Torch2,
+  /// `torch.distributed._shard.checkpoint.*` (PyTorch 1.13).
+  Torch113,
+};
+
+/// A box in a tensor's index space: `offsets[d] <= i[d] < offsets[d] +
+/// sizes[d]`.
+struct Box {
+  llvm::SmallVector<int64_t> offsets;
+  llvm::SmallVector<int64_t> sizes;
+
+  /// The number of elements in the box (1 for a 0-d box).
+  int64_t numElements() const;
+  bool operator==(const Box &other) const {
+    return offsets == other.offsets && sizes == other.sizes;
+  }
+};
+
+/// The intersection of two boxes of the same rank, or nullopt when it is
+/// empty.
+std::optional<Box> intersectBoxes(const Box &a, const Box &b);
+
+/// Copies the elements of `region` from `source`, which holds the box
+/// `sourceBox` of some tensor, into `target`, which holds `targetBox` of a
+/// tensor of the same dtype; the boxes are in that tensor's global
+/// coordinates and `region` lies within both.
+void copyRegion(const DenseTensor &source, const Box &sourceBox,
+                DenseTensor &target, const Box &targetBox, const Box &region);
+
+/// Checks that `chunks` tile a tensor of shape `size` exactly: every chunk
+/// has the tensor's rank and lies within bounds, no two overlap, and
+/// together they cover every element. `fqn` names the tensor in errors.
+llvm::Error validateTiling(llvm::StringRef fqn, llvm::ArrayRef<int64_t> size,
+                           llvm::ArrayRef<Box> chunks);
+
+/// TensorStorageMetadata: a tensor's properties, global size and chunks.
+struct DcpTensorMetadata {
+  TorchDType dtype = TorchDType::Float32;
+  bool requiresGrad = false;
+  llvm::SmallVector<int64_t> size;
+  std::vector<Box> chunks;
+};
+
+/// _StorageInfo: where one chunk's (or bytes entry's) blob lies.
+struct DcpStorageInfo {
+  std::string relativePath;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+/// The key of a storage entry: (fqn, chunk offsets); bytes entries have no
+/// offsets.
+using DcpStorageKey = std::pair<std::string, std::vector<int64_t>>;
+
+/// The contents of a `.metadata` file.
+struct DcpMetadata {
+  /// Tensor entries (TensorStorageMetadata) by FQN.
+  std::map<std::string, DcpTensorMetadata> tensors;
+  /// FQNs of BytesStorageMetadata entries (opaque byte blobs).
+  std::vector<std::string> bytesEntries;
+  /// Where each chunk and bytes entry is stored.
+  std::map<DcpStorageKey, DcpStorageInfo> storage;
+};
+
+/// Serializes `metadata` as the `.metadata` pickle of `flavor`, with the
+/// object layout PyTorch 1.13 writes (dataclasses as NEWOBJ + BUILD of
+/// their field dict, TensorProperties with its tuple state).
+std::string encodeDcpMetadata(const DcpMetadata &metadata, DcpFlavor flavor);
+
+/// Parses a `.metadata` pickle of either flavor with the restricted reader.
+/// `name` names the file in errors.
+llvm::Expected<DcpMetadata> decodeDcpMetadata(llvm::StringRef bytes,
+                                              llvm::StringRef name);
+
+/// One contiguous chunk of a tensor to save.
+struct DcpTensorChunk {
+  std::string fqn;
+  /// The rank that writes it: it goes to `__{rank}_0.distcp`.
+  unsigned rank = 0;
+  /// The tensor's global shape.
+  llvm::SmallVector<int64_t> globalSize;
+  /// The chunk's offsets in the global tensor; its sizes are data.shape.
+  llvm::SmallVector<int64_t> offsets;
+  DenseTensor data;
+};
+
+/// An opaque byte blob to save (BytesStorageMetadata).
+struct DcpBytesEntry {
+  std::string fqn;
+  unsigned rank = 0;
+  std::string data;
+};
+
+/// Writes a checkpoint into `directory` (created if missing): one
+/// `__{rank}_0.distcp` file per writing rank, then `.metadata`. Everything
+/// is validated first (consistent dtypes and global sizes per tensor, exact
+/// tiling, data sizes); on any error nothing is left behind.
+llvm::Error writeDcpCheckpoint(llvm::StringRef directory,
+                               llvm::ArrayRef<DcpTensorChunk> chunks,
+                               llvm::ArrayRef<DcpBytesEntry> bytesEntries,
+                               DcpFlavor flavor);
+
+/// A checkpoint directory opened for reading.
+class DcpReader {
+public:
+  /// Reads and validates `directory/.metadata`: every tensor's chunks must
+  /// tile it and have a storage entry.
+  static llvm::Expected<DcpReader> open(llvm::StringRef directory);
+
+  const DcpMetadata &getMetadata() const { return metadata; }
+
+  /// Reads the part `box` of tensor `fqn` by intersecting it with the saved
+  /// chunks.
+  llvm::Expected<DenseTensor> readBox(llvm::StringRef fqn,
+                                      const Box &box) const;
+
+  /// Reads all of tensor `fqn`.
+  llvm::Expected<DenseTensor> readTensor(llvm::StringRef fqn) const;
+
+  /// Reads the raw blob of the bytes entry `fqn`.
+  llvm::Expected<std::string> readBytes(llvm::StringRef fqn) const;
+
+private:
+  DcpReader(std::string directory, DcpMetadata metadata)
+      : directory(std::move(directory)), metadata(std::move(metadata)) {}
+
+  /// Reads the blob `info` points to, checking that the file holds it.
+  llvm::Expected<std::string> readBlob(const DcpStorageInfo &info) const;
+
+  std::string directory;
+  DcpMetadata metadata;
+};
+
+} // namespace mlir::titan
+
+#endif // TITAN_CHECKPOINT_DCP_H

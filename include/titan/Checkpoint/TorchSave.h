@@ -1,0 +1,85 @@
+//===- TorchSave.h - torch.save archives of one tensor ----------*- C++ -*-===//
+//
+// torch.save's zip format, restricted to what DCP stores per chunk: an
+// uncompressed zip whose entries lie under one top folder `<name>/`:
+// `data.pkl` (a pickle calling torch._utils._rebuild_tensor_v2 on a
+// persistent-id storage), `data/<key>` (the raw little-endian storage) and
+// `version` ("3\n"). Data entries start 64-byte aligned within the archive,
+// padded with an extra field as torch's writer does.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_CHECKPOINT_TORCHSAVE_H
+#define TITAN_CHECKPOINT_TORCHSAVE_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::titan {
+
+/// Element types of tensors in checkpoints.
+enum class TorchDType { Float32, Float64, Float16, BFloat16, Int64, Int32 };
+
+/// The attribute name in module `torch`, e.g. "float32".
+llvm::StringRef torchDTypeName(TorchDType dtype);
+/// The legacy storage class in module `torch`, e.g. "FloatStorage".
+llvm::StringRef torchStorageName(TorchDType dtype);
+/// Bytes per element.
+size_t torchDTypeSize(TorchDType dtype);
+/// Inverse of torchDTypeName.
+std::optional<TorchDType> parseTorchDTypeName(llvm::StringRef name);
+/// Inverse of torchStorageName.
+std::optional<TorchDType> parseTorchStorageName(llvm::StringRef name);
+
+/// A dense, C-contiguous tensor (or chunk of one).
+struct DenseTensor {
+  TorchDType dtype = TorchDType::Float32;
+  llvm::SmallVector<int64_t> shape;
+  std::vector<char> data;
+
+  /// The number of elements (1 for a 0-d tensor).
+  int64_t numElements() const;
+};
+
+/// One entry of a zip archive.
+struct ZipEntry {
+  std::string name;
+  std::string data;
+};
+
+/// A view of one entry of a zip archive held in memory.
+struct ZipEntryView {
+  llvm::StringRef name;
+  llvm::StringRef data;
+};
+
+/// Serializes `entries` as an uncompressed zip archive with every entry's
+/// data 64-byte aligned. Entries above 4 GiB need zip64, which is not
+/// written: such an entry is an error.
+llvm::Expected<std::string> writeStoredZip(llvm::ArrayRef<ZipEntry> entries);
+
+/// Lists the entries of an uncompressed (stored) zip archive, zip64 records
+/// included, checking sizes and CRC-32. `name` is used in error messages.
+llvm::Expected<std::vector<ZipEntryView>> readStoredZip(llvm::StringRef archive,
+                                                        llvm::StringRef name);
+
+/// Serializes `tensor` as torch.save does, under the folder `archiveName`.
+llvm::Expected<std::string>
+writeTorchSaveTensor(const DenseTensor &tensor,
+                     llvm::StringRef archiveName = "archive");
+
+/// Reads a torch.save archive of one tensor (any strides and storage
+/// offset) into a contiguous tensor. `name` is used in error messages.
+llvm::Expected<DenseTensor> readTorchSaveTensor(llvm::StringRef archive,
+                                                llvm::StringRef name);
+
+} // namespace mlir::titan
+
+#endif // TITAN_CHECKPOINT_TORCHSAVE_H

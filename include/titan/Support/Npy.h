@@ -1,0 +1,57 @@
+//===- Npy.h - NumPy .npy files (format 1.0) --------------------*- C++ -*-===//
+//
+// Reads and writes NumPy's .npy format, version 1.0 (and reads 2.0/3.0
+// headers), for little-endian, C-ordered arrays of a few element types.
+// NumPy has no bfloat16: titan stores bfloat16 arrays as their raw bits with
+// descr '<u2' (uint16); the caller decides what '<u2' means.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_SUPPORT_NPY_H
+#define TITAN_SUPPORT_NPY_H
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir::titan {
+
+/// Element types an .npy file may hold (all little-endian).
+enum class NpyDType { F32, F64, F16, I64, I32, U16, U8, Bool };
+
+/// The NumPy descr string of `type`, e.g. "<f4".
+llvm::StringRef npyDescr(NpyDType type);
+
+/// The size in bytes of one element of `type`.
+size_t npyElementSize(NpyDType type);
+
+/// A C-ordered array: element type, shape and the raw little-endian bytes.
+struct NpyArray {
+  NpyDType dtype = NpyDType::F32;
+  llvm::SmallVector<int64_t> shape;
+  std::vector<char> data;
+
+  /// The number of elements (1 for a 0-d array).
+  int64_t numElements() const;
+};
+
+/// Parses the contents of an .npy file. `name` is used in error messages.
+llvm::Expected<NpyArray> parseNpy(llvm::StringRef contents,
+                                  llvm::StringRef name);
+
+/// Reads an .npy file from disk.
+llvm::Expected<NpyArray> readNpy(llvm::StringRef path);
+
+/// Serializes `array` in .npy format 1.0.
+std::string serializeNpy(const NpyArray &array);
+
+/// Writes `array` to `path` (format 1.0).
+llvm::Error writeNpy(llvm::StringRef path, const NpyArray &array);
+
+} // namespace mlir::titan
+
+#endif // TITAN_SUPPORT_NPY_H

@@ -1,0 +1,715 @@
+//===- Dcp.cpp - PyTorch distributed checkpoint directories ---------------===//
+
+#include "titan/Checkpoint/Dcp.h"
+
+#include "titan/Checkpoint/Pickle.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+
+using namespace mlir::titan;
+using llvm::StringRef;
+using Kind = PickleValue::Kind;
+
+static llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+static std::string formatInts(llvm::ArrayRef<int64_t> values) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << '[';
+  llvm::interleaveComma(values, os);
+  os << ']';
+  return text;
+}
+
+static std::string formatBox(const Box &box) {
+  return "offsets " + formatInts(box.offsets) + " sizes " +
+         formatInts(box.sizes);
+}
+
+static std::string joinPath(StringRef directory, StringRef name) {
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, name);
+  return std::string(path);
+}
+
+//===----------------------------------------------------------------------===//
+// Boxes
+//===----------------------------------------------------------------------===//
+
+int64_t Box::numElements() const {
+  int64_t count = 1;
+  for (int64_t size : sizes)
+    count *= size;
+  return count;
+}
+
+std::optional<Box> mlir::titan::intersectBoxes(const Box &a, const Box &b) {
+  assert(a.offsets.size() == b.offsets.size() && "boxes of different rank");
+  Box result;
+  for (size_t d = 0; d < a.offsets.size(); ++d) {
+    int64_t lo = std::max(a.offsets[d], b.offsets[d]);
+    int64_t hi = std::min(a.offsets[d] + a.sizes[d], b.offsets[d] + b.sizes[d]);
+    if (hi <= lo)
+      return std::nullopt;
+    result.offsets.push_back(lo);
+    result.sizes.push_back(hi - lo);
+  }
+  return result;
+}
+
+void mlir::titan::copyRegion(const DenseTensor &source, const Box &sourceBox,
+                             DenseTensor &target, const Box &targetBox,
+                             const Box &region) {
+  size_t elementSize = torchDTypeSize(source.dtype);
+  size_t rank = region.sizes.size();
+  auto linear = [&](const Box &box, llvm::ArrayRef<int64_t> index) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < rank; ++d)
+      offset = offset * box.sizes[d] + (index[d] - box.offsets[d]);
+    return offset;
+  };
+  size_t run = (rank ? region.sizes.back() : 1) * elementSize;
+  llvm::SmallVector<int64_t> index(region.offsets);
+  int64_t rows = region.numElements() / (rank ? region.sizes.back() : 1);
+  for (int64_t row = 0; row < rows; ++row) {
+    std::memcpy(target.data.data() + linear(targetBox, index) * elementSize,
+                source.data.data() + linear(sourceBox, index) * elementSize,
+                run);
+    for (size_t d = rank ? rank - 1 : 0; d-- > 0;) {
+      if (++index[d] < region.offsets[d] + region.sizes[d])
+        break;
+      index[d] = region.offsets[d];
+    }
+  }
+}
+
+llvm::Error mlir::titan::validateTiling(StringRef fqn,
+                                        llvm::ArrayRef<int64_t> size,
+                                        llvm::ArrayRef<Box> chunks) {
+  int64_t total = 1;
+  for (int64_t dim : size)
+    total *= dim;
+  int64_t covered = 0;
+  for (const Box &chunk : chunks) {
+    if (chunk.offsets.size() != size.size() ||
+        chunk.sizes.size() != size.size())
+      return fail("tensor '" + fqn + "' of shape " + formatInts(size) +
+                  ": chunk " + formatBox(chunk) + " has the wrong rank");
+    for (size_t d = 0; d < size.size(); ++d)
+      if (chunk.offsets[d] < 0 || chunk.sizes[d] < 0 ||
+          chunk.offsets[d] + chunk.sizes[d] > size[d])
+        return fail("tensor '" + fqn + "' of shape " + formatInts(size) +
+                    ": chunk " + formatBox(chunk) + " is out of bounds");
+    covered += chunk.numElements();
+  }
+  for (size_t i = 0; i < chunks.size(); ++i)
+    for (size_t j = i + 1; j < chunks.size(); ++j)
+      if (intersectBoxes(chunks[i], chunks[j]))
+        return fail("tensor '" + fqn + "': chunks " + formatBox(chunks[i]) +
+                    " and " + formatBox(chunks[j]) +
+                    " overlap; a replicated value must be saved by one rank "
+                    "only");
+  if (covered != total)
+    return fail("tensor '" + fqn + "' of shape " + formatInts(size) +
+                ": its chunks cover " + llvm::Twine(covered) + " of " +
+                llvm::Twine(total) +
+                " elements (a gap); every element must be saved by exactly "
+                "one chunk");
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// .metadata encoding
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Builds the pickle objects of one flavor.
+class MetadataEncoder {
+public:
+  explicit MetadataEncoder(DcpFlavor flavor)
+      : checkpointModule(flavor == DcpFlavor::Torch2
+                             ? "torch.distributed.checkpoint"
+                             : "torch.distributed._shard.checkpoint") {
+    // TensorProperties and its enum live here in both versions.
+    StringRef shardedTensor =
+        "torch.distributed._shard.sharded_tensor.metadata";
+    propertiesClass = PickleValue::global(shardedTensor, "TensorProperties");
+    layout = PickleValue::object(
+        PickleValue::global("torch.serialization", "_get_layout"),
+        PickleValue::tuple({PickleValue::string("torch.strided")}),
+        /*newObj=*/false);
+    contiguousFormat = PickleValue::object(
+        PickleValue::global("builtins", "getattr"),
+        PickleValue::tuple(
+            {PickleValue::global(shardedTensor, "MEM_FORMAT_ENCODING"),
+             PickleValue::string("TORCH_CONTIGUOUS_FORMAT")}),
+        /*newObj=*/false);
+  }
+
+  PickleRef encode(const DcpMetadata &metadata);
+
+private:
+  /// A dataclass instance: `cls.__new__(cls)` with its field dict as state.
+  PickleRef dataclass(StringRef module, StringRef name,
+                      std::vector<std::pair<StringRef, PickleRef>> fields) {
+    PickleRef node =
+        PickleValue::object(global(module, name), PickleValue::tuple({}),
+                            /*newObj=*/true);
+    std::vector<std::pair<PickleRef, PickleRef>> entries;
+    for (auto &[key, value] : fields)
+      entries.emplace_back(PickleValue::string(key), std::move(value));
+    node->setState(PickleValue::dict(std::move(entries)));
+    return node;
+  }
+  PickleRef global(StringRef module, StringRef name) {
+    return PickleValue::global(module, name);
+  }
+  PickleRef size(llvm::ArrayRef<int64_t> values) {
+    std::vector<PickleRef> items;
+    for (int64_t value : values)
+      items.push_back(PickleValue::integer(value));
+    return PickleValue::object(
+        global("torch", "Size"),
+        PickleValue::tuple({PickleValue::tuple(std::move(items))}),
+        /*newObj=*/false);
+  }
+  std::string module(StringRef leaf) const {
+    return (checkpointModule + "." + leaf).str();
+  }
+
+  StringRef checkpointModule;
+  PickleRef propertiesClass;
+  PickleRef layout;
+  PickleRef contiguousFormat;
+};
+} // namespace
+
+PickleRef MetadataEncoder::encode(const DcpMetadata &metadata) {
+  std::string metadataModule = module("metadata");
+  std::vector<std::pair<PickleRef, PickleRef>> stateDict;
+  for (const auto &[fqn, tensor] : metadata.tensors) {
+    PickleRef properties = PickleValue::object(
+        propertiesClass, PickleValue::tuple({}), /*newObj=*/true);
+    properties->setState(
+        PickleValue::tuple({global("torch", torchDTypeName(tensor.dtype)),
+                            layout, PickleValue::boolean(tensor.requiresGrad),
+                            contiguousFormat, PickleValue::boolean(false)}));
+    std::vector<PickleRef> chunks;
+    for (const Box &chunk : tensor.chunks)
+      chunks.push_back(dataclass(
+          metadataModule, "ChunkStorageMetadata",
+          {{"offsets", size(chunk.offsets)}, {"sizes", size(chunk.sizes)}}));
+    stateDict.emplace_back(
+        PickleValue::string(fqn),
+        dataclass(metadataModule, "TensorStorageMetadata",
+                  {{"properties", properties},
+                   {"size", size(tensor.size)},
+                   {"chunks", PickleValue::list(std::move(chunks))}}));
+  }
+  for (const std::string &fqn : metadata.bytesEntries)
+    stateDict.emplace_back(
+        PickleValue::string(fqn),
+        PickleValue::object(global(metadataModule, "BytesStorageMetadata"),
+                            PickleValue::tuple({}), /*newObj=*/true));
+
+  std::vector<std::pair<PickleRef, PickleRef>> storage;
+  for (const auto &[key, info] : metadata.storage) {
+    const auto &[fqn, offsets] = key;
+    std::vector<std::pair<StringRef, PickleRef>> indexFields = {
+        {"fqn", PickleValue::string(fqn)}};
+    auto tensor = metadata.tensors.find(fqn);
+    if (tensor == metadata.tensors.end()) {
+      indexFields.emplace_back("index", PickleValue::none());
+    } else {
+      // The index hint is the chunk's position in the tensor's chunk list.
+      const auto &chunks = tensor->second.chunks;
+      auto chunk = llvm::find_if(chunks, [&](const Box &box) {
+        return llvm::ArrayRef<int64_t>(box.offsets) ==
+               llvm::ArrayRef<int64_t>(offsets);
+      });
+      indexFields.emplace_back("index",
+                               PickleValue::integer(chunk - chunks.begin()));
+      indexFields.emplace_back("offset", size(offsets));
+    }
+    storage.emplace_back(
+        dataclass(metadataModule, "MetadataIndex", std::move(indexFields)),
+        dataclass(module("filesystem"), "_StorageInfo",
+                  {{"relative_path", PickleValue::string(info.relativePath)},
+                   {"offset", PickleValue::integer(info.offset)},
+                   {"length", PickleValue::integer(info.length)}}));
+  }
+  return dataclass(
+      metadataModule, "Metadata",
+      {{"state_dict_metadata", PickleValue::dict(std::move(stateDict))},
+       {"planner_data", PickleValue::none()},
+       {"storage_data", PickleValue::dict(std::move(storage))}});
+}
+
+std::string mlir::titan::encodeDcpMetadata(const DcpMetadata &metadata,
+                                           DcpFlavor flavor) {
+  return writePickle(MetadataEncoder(flavor).encode(metadata));
+}
+
+//===----------------------------------------------------------------------===//
+// .metadata decoding
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Walks the generic object tree of a `.metadata` pickle.
+class MetadataDecoder {
+public:
+  explicit MetadataDecoder(StringRef name) : name(name) {}
+
+  llvm::Expected<DcpMetadata> decode(const PickleRef &root);
+
+private:
+  llvm::Error malformed(const llvm::Twine &what) const {
+    return fail("'" + name + "': malformed DCP metadata: " + what +
+                "; is this a torch.distributed.checkpoint .metadata file?");
+  }
+  /// The field dict of a dataclass instance of class `className`.
+  llvm::Expected<PickleRef> fields(const PickleRef &node,
+                                   StringRef className) const;
+  llvm::Expected<PickleRef> field(const PickleRef &dict, StringRef key,
+                                  StringRef className) const;
+  llvm::Expected<llvm::SmallVector<int64_t>> size(const PickleRef &node) const;
+  llvm::Error tensor(StringRef fqn, const PickleRef &node,
+                     DcpTensorMetadata &result) const;
+  llvm::Error storageEntry(const PickleRef &key, const PickleRef &value,
+                           DcpMetadata &result) const;
+
+  StringRef name;
+};
+} // namespace
+
+llvm::Expected<PickleRef> MetadataDecoder::fields(const PickleRef &node,
+                                                  StringRef className) const {
+  if (!node->is(Kind::Object) || node->getName() != className)
+    return malformed("expected a " + className + " object");
+  if (!node->getState() || !node->getState()->is(Kind::Dict))
+    return malformed(className + " without a field dict");
+  return node->getState();
+}
+
+llvm::Expected<PickleRef> MetadataDecoder::field(const PickleRef &dict,
+                                                 StringRef key,
+                                                 StringRef className) const {
+  PickleRef value = dict->lookup(key);
+  if (!value)
+    return malformed(className + " has no field '" + key + "'");
+  return value;
+}
+
+llvm::Expected<llvm::SmallVector<int64_t>>
+MetadataDecoder::size(const PickleRef &node) const {
+  if (!node->is(Kind::Object) || node->getQualifiedName() != "torch.Size" ||
+      node->getArgs()->getItems().size() != 1)
+    return malformed("expected a torch.Size");
+  const PickleRef &values = node->getArgs()->getItems()[0];
+  if (!values->is(Kind::Tuple) && !values->is(Kind::List))
+    return malformed("torch.Size of a non-sequence");
+  llvm::SmallVector<int64_t> result;
+  for (const PickleRef &value : values->getItems()) {
+    if (!value->is(Kind::Int))
+      return malformed("torch.Size with a non-integer dimension");
+    result.push_back(value->getInt());
+  }
+  return result;
+}
+
+llvm::Error MetadataDecoder::tensor(StringRef fqn, const PickleRef &node,
+                                    DcpTensorMetadata &result) const {
+  llvm::Expected<PickleRef> dict = fields(node, "TensorStorageMetadata");
+  if (!dict)
+    return dict.takeError();
+  llvm::Expected<PickleRef> properties =
+      field(*dict, "properties", "TensorStorageMetadata");
+  if (!properties)
+    return properties.takeError();
+  const PickleRef &state =
+      (*properties)->is(Kind::Object) ? (*properties)->getState() : nullptr;
+  if ((*properties)->getName() != "TensorProperties" || !state ||
+      !state->is(Kind::Tuple) || state->getItems().size() < 3)
+    return malformed("tensor '" + fqn +
+                     "': TensorProperties without its state tuple");
+  const PickleRef &dtype = state->getItems()[0];
+  std::optional<TorchDType> parsed;
+  if (dtype->is(Kind::Global) && dtype->getModule() == "torch")
+    parsed = parseTorchDTypeName(dtype->getName());
+  if (!parsed)
+    return fail("'" + name + "': tensor '" + fqn +
+                "' has an unsupported dtype (supported: float32, float64, "
+                "float16, bfloat16, int64, int32)");
+  result.dtype = *parsed;
+  const PickleRef &requiresGrad = state->getItems()[2];
+  result.requiresGrad = requiresGrad->is(Kind::Bool) && requiresGrad->getBool();
+
+  llvm::Expected<PickleRef> sizeNode =
+      field(*dict, "size", "TensorStorageMetadata");
+  if (!sizeNode)
+    return sizeNode.takeError();
+  llvm::Expected<llvm::SmallVector<int64_t>> tensorSize = size(*sizeNode);
+  if (!tensorSize)
+    return tensorSize.takeError();
+  result.size = std::move(*tensorSize);
+
+  llvm::Expected<PickleRef> chunks =
+      field(*dict, "chunks", "TensorStorageMetadata");
+  if (!chunks)
+    return chunks.takeError();
+  if (!(*chunks)->is(Kind::List))
+    return malformed("tensor '" + fqn + "': chunks is not a list");
+  for (const PickleRef &chunk : (*chunks)->getItems()) {
+    llvm::Expected<PickleRef> chunkFields =
+        fields(chunk, "ChunkStorageMetadata");
+    if (!chunkFields)
+      return chunkFields.takeError();
+    Box box;
+    for (auto [key, target] :
+         {std::pair{"offsets", &box.offsets}, std::pair{"sizes", &box.sizes}}) {
+      llvm::Expected<PickleRef> value =
+          field(*chunkFields, key, "ChunkStorageMetadata");
+      if (!value)
+        return value.takeError();
+      llvm::Expected<llvm::SmallVector<int64_t>> parsedSize = size(*value);
+      if (!parsedSize)
+        return parsedSize.takeError();
+      *target = std::move(*parsedSize);
+    }
+    result.chunks.push_back(std::move(box));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error MetadataDecoder::storageEntry(const PickleRef &key,
+                                          const PickleRef &value,
+                                          DcpMetadata &result) const {
+  llvm::Expected<PickleRef> keyFields = fields(key, "MetadataIndex");
+  if (!keyFields)
+    return keyFields.takeError();
+  llvm::Expected<PickleRef> fqn = field(*keyFields, "fqn", "MetadataIndex");
+  if (!fqn)
+    return fqn.takeError();
+  if (!(*fqn)->is(Kind::String))
+    return malformed("MetadataIndex.fqn is not a string");
+  std::vector<int64_t> offsets;
+  PickleRef offset = (*keyFields)->lookup("offset");
+  if (offset && !offset->is(Kind::None)) {
+    llvm::Expected<llvm::SmallVector<int64_t>> parsed = size(offset);
+    if (!parsed)
+      return parsed.takeError();
+    offsets.assign(parsed->begin(), parsed->end());
+  }
+
+  llvm::Expected<PickleRef> infoFields = fields(value, "_StorageInfo");
+  if (!infoFields)
+    return infoFields.takeError();
+  DcpStorageInfo info;
+  llvm::Expected<PickleRef> path =
+      field(*infoFields, "relative_path", "_StorageInfo");
+  if (!path)
+    return path.takeError();
+  llvm::Expected<PickleRef> blobOffset =
+      field(*infoFields, "offset", "_StorageInfo");
+  if (!blobOffset)
+    return blobOffset.takeError();
+  llvm::Expected<PickleRef> length =
+      field(*infoFields, "length", "_StorageInfo");
+  if (!length)
+    return length.takeError();
+  if (!(*path)->is(Kind::String) || !(*blobOffset)->is(Kind::Int) ||
+      !(*length)->is(Kind::Int) || (*blobOffset)->getInt() < 0 ||
+      (*length)->getInt() < 0)
+    return malformed("bad _StorageInfo of '" + (*fqn)->getString() + "'");
+  StringRef relativePath = (*path)->getString();
+  if (relativePath.contains('/') || relativePath.contains('\\') ||
+      relativePath.starts_with("."))
+    return fail("'" + name + "': storage path '" + relativePath + "' of '" +
+                (*fqn)->getString() +
+                "' is not a plain file name in the checkpoint directory");
+  info.relativePath = relativePath.str();
+  info.offset = (*blobOffset)->getInt();
+  info.length = (*length)->getInt();
+  result.storage[{(*fqn)->getString().str(), std::move(offsets)}] =
+      std::move(info);
+  return llvm::Error::success();
+}
+
+llvm::Expected<DcpMetadata> MetadataDecoder::decode(const PickleRef &root) {
+  llvm::Expected<PickleRef> rootFields = fields(root, "Metadata");
+  if (!rootFields)
+    return rootFields.takeError();
+  DcpMetadata result;
+  llvm::Expected<PickleRef> stateDict =
+      field(*rootFields, "state_dict_metadata", "Metadata");
+  if (!stateDict)
+    return stateDict.takeError();
+  if (!(*stateDict)->is(Kind::Dict))
+    return malformed("state_dict_metadata is not a dict");
+  for (const auto &[key, value] : (*stateDict)->getEntries()) {
+    if (!key->is(Kind::String))
+      return malformed("a state_dict_metadata key is not a string");
+    StringRef fqn = key->getString();
+    if (value->is(Kind::Object) && value->getName() == "BytesStorageMetadata") {
+      result.bytesEntries.push_back(fqn.str());
+      continue;
+    }
+    if (llvm::Error err = tensor(fqn, value, result.tensors[fqn.str()]))
+      return std::move(err);
+  }
+  llvm::Expected<PickleRef> storage =
+      field(*rootFields, "storage_data", "Metadata");
+  if (!storage)
+    return storage.takeError();
+  if (!(*storage)->is(Kind::Dict))
+    return malformed("storage_data is not a dict (was the checkpoint written "
+                     "with a storage writer other than FileSystemWriter?)");
+  for (const auto &[key, value] : (*storage)->getEntries())
+    if (llvm::Error err = storageEntry(key, value, result))
+      return std::move(err);
+  return result;
+}
+
+llvm::Expected<DcpMetadata> mlir::titan::decodeDcpMetadata(StringRef bytes,
+                                                           StringRef name) {
+  llvm::Expected<PickleRef> root =
+      readPickle(bytes, name, checkpointPickleGlobals());
+  if (!root)
+    return root.takeError();
+  return MetadataDecoder(name).decode(*root);
+}
+
+//===----------------------------------------------------------------------===//
+// Writing
+//===----------------------------------------------------------------------===//
+
+static llvm::Error writeFile(StringRef path, StringRef contents) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return fail("cannot write '" + path + "': " + ec.message());
+  os << contents;
+  os.close();
+  if (os.has_error())
+    return fail("cannot write '" + path + "': " + os.error().message());
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::titan::writeDcpCheckpoint(
+    StringRef directory, llvm::ArrayRef<DcpTensorChunk> chunks,
+    llvm::ArrayRef<DcpBytesEntry> bytesEntries, DcpFlavor flavor) {
+  // Build and validate the metadata before touching the file system.
+  DcpMetadata metadata;
+  for (const DcpTensorChunk &chunk : chunks) {
+    auto [it, inserted] = metadata.tensors.try_emplace(chunk.fqn);
+    DcpTensorMetadata &tensor = it->second;
+    if (inserted) {
+      tensor.dtype = chunk.data.dtype;
+      tensor.size = chunk.globalSize;
+    } else if (tensor.dtype != chunk.data.dtype ||
+               tensor.size != chunk.globalSize) {
+      return fail("tensor '" + chunk.fqn +
+                  "': its chunks disagree on dtype or global size (" +
+                  torchDTypeName(tensor.dtype) + " " + formatInts(tensor.size) +
+                  " vs " + torchDTypeName(chunk.data.dtype) + " " +
+                  formatInts(chunk.globalSize) + ")");
+    }
+    if (chunk.offsets.size() != chunk.data.shape.size())
+      return fail("tensor '" + chunk.fqn + "': chunk offsets " +
+                  formatInts(chunk.offsets) + " do not match its shape " +
+                  formatInts(chunk.data.shape));
+    tensor.chunks.push_back({chunk.offsets, chunk.data.shape});
+  }
+  for (const auto &[fqn, tensor] : metadata.tensors)
+    if (llvm::Error err = validateTiling(fqn, tensor.size, tensor.chunks))
+      return err;
+  for (const DcpBytesEntry &entry : bytesEntries) {
+    if (metadata.tensors.count(entry.fqn) ||
+        llvm::is_contained(metadata.bytesEntries, entry.fqn))
+      return fail("'" + entry.fqn + "' is saved twice");
+    metadata.bytesEntries.push_back(entry.fqn);
+  }
+
+  // Serialize every rank's file in memory.
+  std::map<unsigned, std::string> files;
+  auto fileName = [](unsigned rank) {
+    return "__" + std::to_string(rank) + "_0.distcp";
+  };
+  for (const DcpTensorChunk &chunk : chunks) {
+    llvm::Expected<std::string> blob = writeTorchSaveTensor(chunk.data);
+    if (!blob)
+      return fail("tensor '" + chunk.fqn + "' chunk at " +
+                  formatInts(chunk.offsets) + ": " +
+                  llvm::toString(blob.takeError()));
+    std::string &file = files[chunk.rank];
+    metadata.storage[{chunk.fqn, std::vector<int64_t>(chunk.offsets.begin(),
+                                                      chunk.offsets.end())}] = {
+        fileName(chunk.rank), file.size(), blob->size()};
+    file += *blob;
+  }
+  for (const DcpBytesEntry &entry : bytesEntries) {
+    std::string &file = files[entry.rank];
+    metadata.storage[{entry.fqn, {}}] = {fileName(entry.rank), file.size(),
+                                         entry.data.size()};
+    file += entry.data;
+  }
+  std::string encoded = encodeDcpMetadata(metadata, flavor);
+
+  if (std::error_code ec = llvm::sys::fs::create_directories(directory))
+    return fail("cannot create checkpoint directory '" + directory +
+                "': " + ec.message());
+  // A stale .metadata would describe data files about to be replaced.
+  std::string metadataPath = joinPath(directory, ".metadata");
+  llvm::sys::fs::remove(metadataPath);
+  std::vector<std::string> written;
+  auto cleanUp = [&](llvm::Error err) {
+    for (const std::string &path : written)
+      llvm::sys::fs::remove(path);
+    return err;
+  };
+  for (const auto &[rank, contents] : files) {
+    std::string path = joinPath(directory, fileName(rank));
+    written.push_back(path);
+    if (llvm::Error err = writeFile(path, contents))
+      return cleanUp(std::move(err));
+  }
+  std::string temporary = joinPath(directory, ".metadata.tmp");
+  written.push_back(temporary);
+  if (llvm::Error err = writeFile(temporary, encoded))
+    return cleanUp(std::move(err));
+  if (std::error_code ec = llvm::sys::fs::rename(temporary, metadataPath))
+    return cleanUp(fail("cannot rename '" + temporary + "' to '" +
+                        metadataPath + "': " + ec.message()));
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reading
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<DcpReader> DcpReader::open(StringRef directory) {
+  std::string path = joinPath(directory, ".metadata");
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return fail("'" + path + "': cannot read (" + buffer.getError().message() +
+                "); a checkpoint directory needs its .metadata file, which "
+                "is written last: the save may not have finished");
+  llvm::Expected<DcpMetadata> metadata =
+      decodeDcpMetadata((*buffer)->getBuffer(), path);
+  if (!metadata)
+    return metadata.takeError();
+  for (const auto &[fqn, tensor] : metadata->tensors) {
+    if (llvm::Error err = validateTiling(fqn, tensor.size, tensor.chunks))
+      return fail("'" + path + "': " + llvm::toString(std::move(err)));
+    for (const Box &chunk : tensor.chunks)
+      if (!metadata->storage.count(
+              {fqn, std::vector<int64_t>(chunk.offsets.begin(),
+                                         chunk.offsets.end())}))
+        return fail("'" + path + "': tensor '" + fqn + "' chunk " +
+                    formatBox(chunk) + " has no storage entry");
+  }
+  for (const std::string &fqn : metadata->bytesEntries)
+    if (!metadata->storage.count({fqn, {}}))
+      return fail("'" + path + "': bytes entry '" + fqn +
+                  "' has no storage entry");
+  return DcpReader(directory.str(), std::move(*metadata));
+}
+
+llvm::Expected<std::string>
+DcpReader::readBlob(const DcpStorageInfo &info) const {
+  std::string path = joinPath(directory, info.relativePath);
+  uint64_t fileSize;
+  if (std::error_code ec = llvm::sys::fs::file_size(path, fileSize))
+    return fail("'" + path + "': cannot read (" + ec.message() +
+                "); the checkpoint is incomplete");
+  if (fileSize < info.offset + info.length)
+    return fail("'" + path + "' is truncated: it has " + llvm::Twine(fileSize) +
+                " bytes, .metadata places a blob at bytes [" +
+                llvm::Twine(info.offset) + ", " +
+                llvm::Twine(info.offset + info.length) +
+                "); the checkpoint is incomplete or corrupted, save it again");
+  auto buffer = llvm::MemoryBuffer::getFileSlice(path, info.length, info.offset,
+                                                 /*IsVolatile=*/false);
+  if (!buffer)
+    return fail("'" + path + "': cannot read (" + buffer.getError().message() +
+                ")");
+  return (*buffer)->getBuffer().str();
+}
+
+llvm::Expected<DenseTensor> DcpReader::readBox(StringRef fqn,
+                                               const Box &box) const {
+  auto it = metadata.tensors.find(fqn.str());
+  if (it == metadata.tensors.end())
+    return fail("checkpoint '" + directory + "' has no tensor '" + fqn + "'");
+  const DcpTensorMetadata &tensor = it->second;
+  if (box.offsets.size() != tensor.size.size() ||
+      box.sizes.size() != tensor.size.size())
+    return fail("tensor '" + fqn + "' has shape " + formatInts(tensor.size) +
+                ", the requested box " + formatBox(box) +
+                " has a different rank");
+  for (size_t d = 0; d < box.sizes.size(); ++d)
+    if (box.offsets[d] < 0 || box.sizes[d] < 0 ||
+        box.offsets[d] + box.sizes[d] > tensor.size[d])
+      return fail("tensor '" + fqn + "' has shape " + formatInts(tensor.size) +
+                  ", the requested box " + formatBox(box) +
+                  " is out of bounds");
+
+  DenseTensor result;
+  result.dtype = tensor.dtype;
+  result.shape = box.sizes;
+  result.data.resize(box.numElements() * torchDTypeSize(tensor.dtype));
+  for (const Box &chunk : tensor.chunks) {
+    std::optional<Box> region = intersectBoxes(chunk, box);
+    if (!region)
+      continue;
+    const DcpStorageInfo &info = metadata.storage.at(
+        {fqn.str(),
+         std::vector<int64_t>(chunk.offsets.begin(), chunk.offsets.end())});
+    llvm::Expected<std::string> blob = readBlob(info);
+    if (!blob)
+      return blob.takeError();
+    std::string blobName = (joinPath(directory, info.relativePath) + "@" +
+                            llvm::Twine(info.offset))
+                               .str();
+    llvm::Expected<DenseTensor> saved = readTorchSaveTensor(*blob, blobName);
+    if (!saved)
+      return saved.takeError();
+    if (saved->dtype != tensor.dtype || saved->shape != chunk.sizes)
+      return fail("'" + blobName + "': the saved chunk of '" + fqn + "' is " +
+                  torchDTypeName(saved->dtype) + " " +
+                  formatInts(saved->shape) + " but .metadata says " +
+                  torchDTypeName(tensor.dtype) + " " + formatInts(chunk.sizes) +
+                  " (shape mismatch); the checkpoint is inconsistent");
+    copyRegion(*saved, chunk, result, box, *region);
+  }
+  return result;
+}
+
+llvm::Expected<DenseTensor> DcpReader::readTensor(StringRef fqn) const {
+  auto it = metadata.tensors.find(fqn.str());
+  if (it == metadata.tensors.end())
+    return fail("checkpoint '" + directory + "' has no tensor '" + fqn + "'");
+  Box whole;
+  whole.offsets.assign(it->second.size.size(), 0);
+  whole.sizes = it->second.size;
+  return readBox(fqn, whole);
+}
+
+llvm::Expected<std::string> DcpReader::readBytes(StringRef fqn) const {
+  auto it = metadata.storage.find({fqn.str(), {}});
+  if (!llvm::is_contained(metadata.bytesEntries, fqn) ||
+      it == metadata.storage.end())
+    return fail("checkpoint '" + directory + "' has no bytes entry '" + fqn +
+                "'");
+  return readBlob(it->second);
+}

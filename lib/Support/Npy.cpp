@@ -1,0 +1,166 @@
+//===- Npy.cpp - NumPy .npy files (format 1.0) ----------------------------===//
+
+#include "titan/Support/Npy.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/FileOutputBuffer.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace mlir::titan;
+using llvm::StringRef;
+
+namespace {
+struct DTypeInfo {
+  NpyDType type;
+  StringRef descr;
+  size_t size;
+};
+} // namespace
+
+static constexpr DTypeInfo kDTypes[] = {
+    {NpyDType::F32, "<f4", 4}, {NpyDType::F64, "<f8", 8},
+    {NpyDType::F16, "<f2", 2}, {NpyDType::I64, "<i8", 8},
+    {NpyDType::I32, "<i4", 4}, {NpyDType::U16, "<u2", 2},
+    {NpyDType::U8, "|u1", 1},  {NpyDType::Bool, "|b1", 1},
+};
+
+static const DTypeInfo &info(NpyDType type) {
+  for (const DTypeInfo &entry : kDTypes)
+    if (entry.type == type)
+      return entry;
+  llvm_unreachable("every NpyDType has an entry");
+}
+
+StringRef mlir::titan::npyDescr(NpyDType type) { return info(type).descr; }
+
+size_t mlir::titan::npyElementSize(NpyDType type) { return info(type).size; }
+
+int64_t NpyArray::numElements() const {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  return count;
+}
+
+static llvm::Error npyError(StringRef name, const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "'" + name + "': " + message);
+}
+
+/// Returns the text after `'key':` in the header dictionary, with leading
+/// spaces removed, or an empty string when the key is absent.
+static StringRef headerValue(StringRef header, StringRef key) {
+  std::string quoted = ("'" + key + "':").str();
+  size_t pos = header.find(quoted);
+  if (pos == StringRef::npos)
+    return {};
+  return header.drop_front(pos + quoted.size()).ltrim();
+}
+
+llvm::Expected<NpyArray> mlir::titan::parseNpy(StringRef contents,
+                                               StringRef name) {
+  if (!contents.starts_with("\x93NUMPY") || contents.size() < 10)
+    return npyError(name, "not an .npy file (bad magic)");
+  uint8_t major = contents[6];
+  size_t lengthBytes = major == 1 ? 2 : 4;
+  if (major < 1 || major > 3)
+    return npyError(name, "unsupported .npy version " + llvm::Twine(major));
+  if (contents.size() < 8 + lengthBytes)
+    return npyError(name, "truncated .npy header");
+  uint64_t headerLength =
+      major == 1 ? llvm::support::endian::read16le(contents.data() + 8)
+                 : llvm::support::endian::read32le(contents.data() + 8);
+  size_t dataStart = 8 + lengthBytes + headerLength;
+  if (contents.size() < dataStart)
+    return npyError(name, "truncated .npy header");
+  StringRef header = contents.slice(8 + lengthBytes, dataStart);
+
+  NpyArray array;
+  StringRef descr = headerValue(header, "descr");
+  if (!descr.consume_front("'"))
+    return npyError(name, "header has no 'descr'");
+  descr = descr.take_until([](char c) { return c == '\''; });
+  if (descr.size() == 3 && descr[0] == '=')
+    descr = descr.drop_front();
+  const DTypeInfo *found = nullptr;
+  for (const DTypeInfo &entry : kDTypes)
+    if (entry.descr == descr || entry.descr.drop_front() == descr)
+      found = &entry;
+  if (!found)
+    return npyError(name, "unsupported dtype '" + descr +
+                              "' (supported: <f4 <f8 <f2 <i8 <i4 <u2 |u1 "
+                              "|b1, little-endian)");
+  array.dtype = found->type;
+
+  if (!headerValue(header, "fortran_order").starts_with("False"))
+    return npyError(name, "Fortran-ordered arrays are not supported; save "
+                          "with numpy.ascontiguousarray");
+
+  StringRef shape = headerValue(header, "shape");
+  if (!shape.consume_front("("))
+    return npyError(name, "header has no 'shape'");
+  shape = shape.take_until([](char c) { return c == ')'; });
+  llvm::SmallVector<StringRef> dims;
+  shape.split(dims, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef dim : dims) {
+    dim = dim.trim();
+    if (dim.empty())
+      continue;
+    int64_t value;
+    if (dim.getAsInteger(10, value) || value < 0)
+      return npyError(name, "bad dimension '" + dim + "' in shape");
+    array.shape.push_back(value);
+  }
+
+  uint64_t bytes = array.numElements() * found->size;
+  if (contents.size() - dataStart < bytes)
+    return npyError(name, "truncated data: expected " + llvm::Twine(bytes) +
+                              " bytes, file has " +
+                              llvm::Twine(contents.size() - dataStart));
+  StringRef data = contents.substr(dataStart, bytes);
+  array.data.assign(data.begin(), data.end());
+  return array;
+}
+
+llvm::Expected<NpyArray> mlir::titan::readNpy(StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return npyError(path, "cannot read: " + buffer.getError().message());
+  return parseNpy((*buffer)->getBuffer(), path);
+}
+
+std::string mlir::titan::serializeNpy(const NpyArray &array) {
+  std::string header = "{'descr': '" + npyDescr(array.dtype).str() +
+                       "', 'fortran_order': False, 'shape': (";
+  for (size_t i = 0; i < array.shape.size(); ++i)
+    header += (i ? ", " : "") + std::to_string(array.shape[i]);
+  if (array.shape.size() == 1)
+    header += ",";
+  header += "), }";
+  // Pad with spaces and a newline so that the data starts 64-byte aligned.
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+
+  std::string out = "\x93NUMPY\x01";
+  out += '\0';
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>(header.size() >> 8);
+  out += header;
+  out.append(array.data.begin(), array.data.end());
+  return out;
+}
+
+llvm::Error mlir::titan::writeNpy(StringRef path, const NpyArray &array) {
+  std::string bytes = serializeNpy(array);
+  auto buffer = llvm::FileOutputBuffer::create(path, bytes.size());
+  if (!buffer)
+    return npyError(path,
+                    "cannot write: " + llvm::toString(buffer.takeError()));
+  std::copy(bytes.begin(), bytes.end(), (*buffer)->getBufferStart());
+  if (llvm::Error error = (*buffer)->commit())
+    return npyError(path, "cannot write: " + llvm::toString(std::move(error)));
+  return llvm::Error::success();
+}

@@ -1,0 +1,236 @@
+//===- DcpTest.cpp - DCP metadata, tiling, boxes, directories -------------===//
+
+#include "titan/Checkpoint/Dcp.h"
+#include "titan/Checkpoint/Pickle.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "gtest/gtest.h"
+
+#include <cstring>
+#include <numeric>
+
+using namespace mlir::titan;
+
+namespace {
+
+std::string errorOf(llvm::Error err) {
+  EXPECT_TRUE(bool(err));
+  return llvm::toString(std::move(err));
+}
+
+Box box(llvm::ArrayRef<int64_t> offsets, llvm::ArrayRef<int64_t> sizes) {
+  return Box{llvm::SmallVector<int64_t>(offsets),
+             llvm::SmallVector<int64_t>(sizes)};
+}
+
+TEST(DcpTest, IntersectsBoxes) {
+  std::optional<Box> both =
+      intersectBoxes(box({0, 2}, {4, 4}), box({2, 0}, {4, 3}));
+  ASSERT_TRUE(both);
+  EXPECT_EQ(*both, box({2, 2}, {2, 1}));
+  EXPECT_FALSE(intersectBoxes(box({0}, {2}), box({2}, {2})));
+  EXPECT_TRUE(intersectBoxes(box({}, {}), box({}, {})));
+}
+
+TEST(DcpTest, ValidatesTiling) {
+  EXPECT_FALSE(bool(validateTiling(
+      "w", {4, 6},
+      {box({0, 0}, {2, 6}), box({2, 0}, {2, 3}), box({2, 3}, {2, 3})})));
+  std::string gap = errorOf(validateTiling("w", {4, 6}, {box({0, 0}, {2, 6})}));
+  EXPECT_NE(gap.find("'w'"), std::string::npos);
+  EXPECT_NE(gap.find("gap"), std::string::npos);
+  std::string overlap =
+      errorOf(validateTiling("w", {4}, {box({0}, {3}), box({2}, {2})}));
+  EXPECT_NE(overlap.find("overlap"), std::string::npos);
+  std::string bounds = errorOf(validateTiling("w", {4}, {box({2}, {3})}));
+  EXPECT_NE(bounds.find("out of bounds"), std::string::npos);
+  EXPECT_FALSE(bool(validateTiling("s", {}, {box({}, {})})));
+}
+
+DcpMetadata sampleMetadata() {
+  DcpMetadata metadata;
+  DcpTensorMetadata &w = metadata.tensors["layers.0.w"];
+  w.dtype = TorchDType::BFloat16;
+  w.requiresGrad = true;
+  w.size = {4, 6};
+  w.chunks = {box({0, 0}, {2, 6}), box({2, 0}, {2, 6})};
+  metadata.storage[{"layers.0.w", {0, 0}}] = {"__0_0.distcp", 0, 100};
+  metadata.storage[{"layers.0.w", {2, 0}}] = {"__1_0.distcp", 0, 100};
+  metadata.bytesEntries = {"train_state"};
+  metadata.storage[{"train_state", {}}] = {"__0_0.distcp", 100, 5};
+  return metadata;
+}
+
+TEST(DcpTest, MetadataRoundTripsInBothFlavors) {
+  for (DcpFlavor flavor : {DcpFlavor::Torch2, DcpFlavor::Torch113}) {
+    std::string bytes = encodeDcpMetadata(sampleMetadata(), flavor);
+    llvm::StringRef module = flavor == DcpFlavor::Torch2
+                                 ? "torch.distributed.checkpoint.metadata\n"
+                                 : "torch.distributed._shard.checkpoint."
+                                   "metadata\n";
+    EXPECT_TRUE(llvm::StringRef(bytes).contains(module));
+    llvm::Expected<DcpMetadata> read = decodeDcpMetadata(bytes, "m");
+    ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
+    const DcpTensorMetadata &w = read->tensors.at("layers.0.w");
+    EXPECT_EQ(w.dtype, TorchDType::BFloat16);
+    EXPECT_TRUE(w.requiresGrad);
+    EXPECT_EQ(w.size, llvm::SmallVector<int64_t>({4, 6}));
+    EXPECT_EQ(w.chunks, sampleMetadata().tensors.at("layers.0.w").chunks);
+    EXPECT_EQ(read->bytesEntries, std::vector<std::string>{"train_state"});
+    ASSERT_EQ(read->storage.size(), 3u);
+    const DcpStorageInfo &info = read->storage.at({"train_state", {}});
+    EXPECT_EQ(info.relativePath, "__0_0.distcp");
+    EXPECT_EQ(info.offset, 100u);
+    EXPECT_EQ(info.length, 5u);
+  }
+}
+
+class DcpDirectoryTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("titan-dcp", root));
+    dir = path("ckpt");
+  }
+  void TearDown() override { llvm::sys::fs::remove_directories(root); }
+  std::string path(llvm::StringRef name) {
+    llvm::SmallString<256> result(root);
+    llvm::sys::path::append(result, name);
+    return std::string(result);
+  }
+  /// A 4x6 float32 tensor with value i at linear index i.
+  static DenseTensor iota() {
+    DenseTensor tensor{TorchDType::Float32, {4, 6}, {}};
+    std::vector<float> values(24);
+    std::iota(values.begin(), values.end(), 0.0f);
+    tensor.data.resize(sizeof(float) * 24);
+    std::memcpy(tensor.data.data(), values.data(), tensor.data.size());
+    return tensor;
+  }
+  /// The chunk `region` of iota() written by `rank`.
+  static DcpTensorChunk chunk(const Box &region, unsigned rank) {
+    DenseTensor whole = iota();
+    DcpTensorChunk result{"w",
+                          rank,
+                          whole.shape,
+                          region.offsets,
+                          {TorchDType::Float32, region.sizes, {}}};
+    result.data.data.resize(region.numElements() * sizeof(float));
+    copyRegion(whole, box({0, 0}, {4, 6}), result.data, region, region);
+    return result;
+  }
+  std::vector<DcpTensorChunk> columnSplit() {
+    return {chunk(box({0, 0}, {4, 2}), 0), chunk(box({0, 2}, {4, 4}), 1)};
+  }
+
+  llvm::SmallString<128> root;
+  std::string dir;
+};
+
+TEST_F(DcpDirectoryTest, ReadsAnyBoxAfterWriting) {
+  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, columnSplit(), {{"step", 0, "abc"}},
+                                       DcpFlavor::Torch2)));
+  EXPECT_TRUE(llvm::sys::fs::exists(path("ckpt/__0_0.distcp")));
+  EXPECT_TRUE(llvm::sys::fs::exists(path("ckpt/__1_0.distcp")));
+  EXPECT_FALSE(llvm::sys::fs::exists(path("ckpt/.metadata.tmp")));
+  llvm::Expected<DcpReader> reader = DcpReader::open(dir);
+  ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
+  // A row box crossing both saved chunks (resharded load).
+  llvm::Expected<DenseTensor> rows = reader->readBox("w", box({1, 1}, {2, 4}));
+  ASSERT_TRUE(bool(rows)) << llvm::toString(rows.takeError());
+  std::vector<float> values(8);
+  std::memcpy(values.data(), rows->data.data(), 32);
+  EXPECT_EQ(values, std::vector<float>({7, 8, 9, 10, 13, 14, 15, 16}));
+  llvm::Expected<DenseTensor> whole = reader->readTensor("w");
+  ASSERT_TRUE(bool(whole));
+  EXPECT_EQ(whole->data, iota().data);
+  llvm::Expected<std::string> step = reader->readBytes("step");
+  ASSERT_TRUE(bool(step));
+  EXPECT_EQ(*step, "abc");
+}
+
+TEST_F(DcpDirectoryTest, RefusesBadTilingAndWritesNothing) {
+  std::vector<DcpTensorChunk> chunks = {chunk(box({0, 0}, {4, 2}), 0)};
+  std::string gap =
+      errorOf(writeDcpCheckpoint(dir, chunks, {}, DcpFlavor::Torch2));
+  EXPECT_NE(gap.find("gap"), std::string::npos);
+  chunks.push_back(chunk(box({0, 1}, {4, 5}), 1));
+  std::string overlap =
+      errorOf(writeDcpCheckpoint(dir, chunks, {}, DcpFlavor::Torch2));
+  EXPECT_NE(overlap.find("overlap"), std::string::npos);
+  EXPECT_FALSE(llvm::sys::fs::exists(dir));
+}
+
+TEST_F(DcpDirectoryTest, ReportsMissingMetadata) {
+  ASSERT_FALSE(llvm::sys::fs::create_directories(dir));
+  llvm::Expected<DcpReader> reader = DcpReader::open(dir);
+  std::string message = errorOf(reader.takeError());
+  EXPECT_NE(message.find(".metadata"), std::string::npos);
+}
+
+TEST_F(DcpDirectoryTest, ReportsTruncatedDataFile) {
+  ASSERT_FALSE(
+      bool(writeDcpCheckpoint(dir, columnSplit(), {}, DcpFlavor::Torch113)));
+  std::string file = path("ckpt/__1_0.distcp");
+  auto contents = llvm::MemoryBuffer::getFile(file);
+  ASSERT_TRUE(bool(contents));
+  std::string kept = (*contents)->getBuffer().drop_back(7).str();
+  contents->reset();
+  std::error_code ec;
+  llvm::raw_fd_ostream os(file, ec);
+  ASSERT_FALSE(ec);
+  os << kept;
+  os.close();
+
+  llvm::Expected<DcpReader> reader = DcpReader::open(dir);
+  ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
+  // The first chunk is intact; the second is cut short.
+  EXPECT_TRUE(bool(reader->readBox("w", box({0, 0}, {4, 2}))));
+  llvm::Expected<DenseTensor> whole = reader->readTensor("w");
+  std::string message = errorOf(whole.takeError());
+  EXPECT_NE(message.find("__1_0.distcp' is truncated"), std::string::npos)
+      << message;
+}
+
+TEST_F(DcpDirectoryTest, ReportsShapeMismatchBetweenMetadataAndBlob) {
+  ASSERT_FALSE(
+      bool(writeDcpCheckpoint(dir, columnSplit(), {}, DcpFlavor::Torch2)));
+  // Rewrite .metadata so that it claims different chunk sizes for the same
+  // blobs (same tiling, shifted boundary).
+  llvm::Expected<DcpReader> reader = DcpReader::open(dir);
+  ASSERT_TRUE(bool(reader));
+  DcpMetadata metadata = reader->getMetadata();
+  DcpTensorMetadata &w = metadata.tensors.at("w");
+  w.chunks = {box({0, 0}, {4, 3}), box({0, 3}, {4, 3})};
+  DcpStorageInfo second = metadata.storage.at({"w", {0, 2}});
+  metadata.storage.erase({"w", {0, 2}});
+  metadata.storage[{"w", {0, 3}}] = second;
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path("ckpt/.metadata"), ec);
+  ASSERT_FALSE(ec);
+  os << encodeDcpMetadata(metadata, DcpFlavor::Torch2);
+  os.close();
+  reader = DcpReader::open(dir);
+  ASSERT_TRUE(bool(reader));
+  std::string message = errorOf(reader->readTensor("w").takeError());
+  EXPECT_NE(message.find("shape mismatch"), std::string::npos) << message;
+}
+
+TEST_F(DcpDirectoryTest, RefusesMetadataWithForeignGlobals) {
+  ASSERT_FALSE(llvm::sys::fs::create_directories(dir));
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path("ckpt/.metadata"), ec);
+  ASSERT_FALSE(ec);
+  os << "\x80\x02"
+        "cos\nsystem\nX\x02\x00\x00\x00id\x85R.";
+  os.close();
+  std::string message = errorOf(DcpReader::open(dir).takeError());
+  EXPECT_NE(message.find("'os.system'"), std::string::npos) << message;
+  EXPECT_NE(message.find(".metadata"), std::string::npos) << message;
+}
+
+} // namespace

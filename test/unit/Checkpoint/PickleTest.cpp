@@ -1,0 +1,98 @@
+//===- PickleTest.cpp - Restricted pickle reader and writer ---------------===//
+
+#include "titan/Checkpoint/Pickle.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include "gtest/gtest.h"
+
+using namespace mlir::titan;
+
+namespace {
+
+std::string render(const PickleRef &value) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  value->print(os);
+  return text;
+}
+
+TEST(PickleTest, RoundTripsEveryKind) {
+  PickleRef shared = PickleValue::list({PickleValue::integer(7)});
+  PickleRef object =
+      PickleValue::object(PickleValue::global("collections", "OrderedDict"),
+                          PickleValue::tuple({}), /*newObj=*/true);
+  object->setState(PickleValue::dict(
+      {{PickleValue::string("x"), PickleValue::floating(-2.5)}}));
+  PickleRef root = PickleValue::tuple(
+      {PickleValue::none(), PickleValue::boolean(true),
+       PickleValue::boolean(false), PickleValue::integer(0),
+       PickleValue::integer(255), PickleValue::integer(65535),
+       PickleValue::integer(-1), PickleValue::integer(1ll << 40),
+       PickleValue::integer(INT64_MIN), PickleValue::string("caf\xc3\xa9"),
+       PickleValue::bytes(std::string("\0\x01", 2)), shared, shared,
+       PickleValue::dict({}), object,
+       PickleValue::persistentId(PickleValue::tuple(
+           {PickleValue::string("storage"), PickleValue::integer(3)}))});
+  std::string bytes = writePickle(root);
+  llvm::Expected<PickleRef> read =
+      readPickle(bytes, "test", checkpointPickleGlobals());
+  ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
+  EXPECT_EQ(render(*read), render(root));
+  // A node written twice is read back as one shared node.
+  const auto &items = (*read)->getItems();
+  EXPECT_EQ(items[11], items[12]);
+  // Writing what was read gives the same bytes.
+  EXPECT_EQ(writePickle(*read), bytes);
+}
+
+TEST(PickleTest, ReadsProtocol4Opcodes) {
+  // pickle.dumps({'a': (1, 'b')}, protocol=4) with FRAME, MEMOIZE,
+  // SHORT_BINUNICODE and TUPLE2.
+  std::string bytes("\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00}\x94\x8c"
+                    "\x01"
+                    "a\x94K\x01\x8c\x01"
+                    "b\x94\x86\x94s.",
+                    27);
+  llvm::Expected<PickleRef> read =
+      readPickle(bytes, "test", checkpointPickleGlobals());
+  ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
+  EXPECT_EQ(render(*read), "{'a': (1, 'b')}");
+}
+
+TEST(PickleTest, RefusesGlobalsOutsideTheAllowList) {
+  // pickle.dumps of an object whose __reduce__ returns (os.system, ('id',)).
+  std::string bytes = "\x80\x02"
+                      "cposix\nsystem\nq\x00X\x02\x00\x00\x00idq"
+                      "\x01\x85q\x02Rq\x03.";
+  llvm::Expected<PickleRef> read =
+      readPickle(bytes, "evil.pkl", checkpointPickleGlobals());
+  ASSERT_FALSE(bool(read));
+  std::string message = llvm::toString(read.takeError());
+  EXPECT_NE(message.find("evil.pkl"), std::string::npos) << message;
+  EXPECT_NE(message.find("'posix.system'"), std::string::npos) << message;
+
+  std::string stackGlobal = "\x80\x04\x8c\x08"
+                            "builtins\x8c\x04"
+                            "eval\x93.";
+  read = readPickle(stackGlobal, "evil.pkl", checkpointPickleGlobals());
+  ASSERT_FALSE(bool(read));
+  message = llvm::toString(read.takeError());
+  EXPECT_NE(message.find("'builtins.eval'"), std::string::npos) << message;
+}
+
+TEST(PickleTest, ReportsTruncationAndUnknownOpcodes) {
+  std::string bytes = writePickle(PickleValue::string("hello"));
+  llvm::Expected<PickleRef> read = readPickle(
+      llvm::StringRef(bytes).drop_back(3), "t.pkl", checkpointPickleGlobals());
+  ASSERT_FALSE(bool(read));
+  EXPECT_NE(llvm::toString(read.takeError()).find("truncated"),
+            std::string::npos);
+
+  read = readPickle("\x80\x02I1\n.", "t.pkl", checkpointPickleGlobals());
+  ASSERT_FALSE(bool(read));
+  EXPECT_NE(llvm::toString(read.takeError()).find("unsupported pickle opcode"),
+            std::string::npos);
+}
+
+} // namespace

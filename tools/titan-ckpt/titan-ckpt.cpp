@@ -1,0 +1,308 @@
+//===- titan-ckpt.cpp - Inspect, write and read DCP checkpoints -----------===//
+//
+// A developer tool for PyTorch distributed checkpoints:
+//
+//   titan-ckpt inspect DIR
+//       Lists tensors (dtype, shape, chunks and where they are stored),
+//       bytes entries and data files.
+//   titan-ckpt save --from NPYDIR --to DIR [--chunks FQN=GRID]...
+//                   [--flavor torch2|torch1.13]
+//       Writes every NPYDIR/<fqn>.npy as tensor <fqn>. GRID (e.g. 2x1) splits
+//       dimension d into GRID[d] parts as torch.chunk does; the parts, in
+//       row-major order, are written by ranks 0, 1, ... A tensor without
+//       --chunks is written whole by rank 0.
+//   titan-ckpt load --from DIR --to NPYDIR
+//       Writes every tensor of the checkpoint, whole, as NPYDIR/<fqn>.npy.
+//
+// NumPy has no bfloat16: bfloat16 tensors are .npy files of dtype uint16
+// holding the raw bits, in both directions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Checkpoint/Dcp.h"
+#include "titan/Support/Npy.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+using namespace mlir::titan;
+using llvm::StringRef;
+namespace cl = llvm::cl;
+
+static cl::SubCommand inspectCommand("inspect",
+                                     "List the contents of a checkpoint");
+static cl::SubCommand saveCommand("save", "Write a checkpoint from .npy files");
+static cl::SubCommand
+    loadCommand("load", "Read a checkpoint's tensors into .npy files");
+
+static cl::opt<std::string> inspectDir(cl::Positional, cl::Required,
+                                       cl::desc("<checkpoint directory>"),
+                                       cl::sub(inspectCommand));
+static cl::opt<std::string> fromDir("from", cl::Required,
+                                    cl::desc("Source directory"),
+                                    cl::sub(saveCommand), cl::sub(loadCommand));
+static cl::opt<std::string> toDir("to", cl::Required,
+                                  cl::desc("Destination directory"),
+                                  cl::sub(saveCommand), cl::sub(loadCommand));
+static cl::list<std::string>
+    chunkSpecs("chunks",
+               cl::desc("FQN=GRID: split tensor FQN into a grid of chunks, "
+                        "e.g. layers.0.w=2x1 (one rank per chunk)"),
+               cl::sub(saveCommand));
+static cl::opt<DcpFlavor> flavor(
+    "flavor", cl::desc("Module paths of the .metadata pickle"),
+    cl::values(clEnumValN(DcpFlavor::Torch2, "torch2", "PyTorch 2.x"),
+               clEnumValN(DcpFlavor::Torch113, "torch1.13", "PyTorch 1.13")),
+    cl::init(DcpFlavor::Torch2), cl::sub(saveCommand));
+
+static llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+static std::string formatInts(llvm::ArrayRef<int64_t> values) {
+  return "[" +
+         llvm::join(
+             llvm::map_range(
+                 values, [](int64_t value) { return std::to_string(value); }),
+             ", ") +
+         "]";
+}
+
+static llvm::Error inspect() {
+  llvm::Expected<DcpReader> reader = DcpReader::open(inspectDir);
+  if (!reader)
+    return reader.takeError();
+  const DcpMetadata &metadata = reader->getMetadata();
+  llvm::raw_ostream &os = llvm::outs();
+  auto printStorage = [&](const DcpStorageKey &key) {
+    const DcpStorageInfo &info = metadata.storage.at(key);
+    os << " -> " << info.relativePath << " @" << info.offset << " +"
+       << info.length << "\n";
+  };
+  for (const auto &[fqn, tensor] : metadata.tensors) {
+    os << "tensor " << fqn << " " << torchDTypeName(tensor.dtype) << " "
+       << formatInts(tensor.size)
+       << (tensor.requiresGrad ? " requires_grad" : "") << "\n";
+    for (const Box &chunk : tensor.chunks) {
+      os << "  chunk offsets " << formatInts(chunk.offsets) << " sizes "
+         << formatInts(chunk.sizes);
+      printStorage({fqn, {chunk.offsets.begin(), chunk.offsets.end()}});
+    }
+  }
+  for (const std::string &fqn : metadata.bytesEntries) {
+    os << "bytes " << fqn;
+    printStorage({fqn, {}});
+  }
+  std::error_code ec;
+  std::vector<std::pair<std::string, uint64_t>> files;
+  for (llvm::sys::fs::directory_iterator it(inspectDir.getValue(), ec), end;
+       it != end && !ec; it.increment(ec)) {
+    StringRef name = llvm::sys::path::filename(it->path());
+    uint64_t size;
+    if (name.ends_with(".distcp") &&
+        !llvm::sys::fs::file_size(it->path(), size))
+      files.emplace_back(name.str(), size);
+  }
+  if (ec)
+    return fail("cannot list '" + inspectDir + "': " + ec.message());
+  llvm::sort(files);
+  for (const auto &[name, size] : files)
+    os << "file " << name << " " << size << " bytes\n";
+  return llvm::Error::success();
+}
+
+/// The checkpoint dtype an .npy array stands for.
+static llvm::Expected<TorchDType> dtypeOf(NpyDType type, StringRef path) {
+  switch (type) {
+  case NpyDType::F32:
+    return TorchDType::Float32;
+  case NpyDType::F64:
+    return TorchDType::Float64;
+  case NpyDType::F16:
+    return TorchDType::Float16;
+  case NpyDType::I64:
+    return TorchDType::Int64;
+  case NpyDType::I32:
+    return TorchDType::Int32;
+  case NpyDType::U16:
+    return TorchDType::BFloat16;
+  case NpyDType::U8:
+  case NpyDType::Bool:
+    break;
+  }
+  return fail("'" + path + "': dtype " + npyDescr(type) +
+              " has no checkpoint counterpart");
+}
+
+static NpyDType npyTypeOf(TorchDType dtype) {
+  switch (dtype) {
+  case TorchDType::Float32:
+    return NpyDType::F32;
+  case TorchDType::Float64:
+    return NpyDType::F64;
+  case TorchDType::Float16:
+    return NpyDType::F16;
+  case TorchDType::BFloat16:
+    return NpyDType::U16;
+  case TorchDType::Int64:
+    return NpyDType::I64;
+  case TorchDType::Int32:
+    return NpyDType::I32;
+  }
+  llvm_unreachable("unknown dtype");
+}
+
+/// Parses "2x1" into {2, 1}.
+static llvm::Expected<llvm::SmallVector<int64_t>> parseGrid(StringRef spec) {
+  StringRef fqn = spec.split('=').first, grid = spec.split('=').second;
+  llvm::SmallVector<StringRef> parts;
+  grid.split(parts, 'x');
+  llvm::SmallVector<int64_t> result;
+  for (StringRef part : parts) {
+    int64_t value;
+    if (part.getAsInteger(10, value) || value < 1)
+      return fail("--chunks " + spec + ": expected " + fqn +
+                  "=N0xN1x... with positive counts");
+    result.push_back(value);
+  }
+  return result;
+}
+
+/// Splits `tensor` into a grid of chunks as torch.chunk does per dimension
+/// (parts of ceil(size / count) elements; empty parts are dropped).
+static llvm::Expected<std::vector<DcpTensorChunk>>
+splitTensor(StringRef fqn, DenseTensor tensor, llvm::ArrayRef<int64_t> grid) {
+  if (grid.size() != tensor.shape.size())
+    return fail("--chunks for '" + fqn + "' has " + llvm::Twine(grid.size()) +
+                " counts but the tensor has rank " +
+                llvm::Twine(tensor.shape.size()));
+  Box whole;
+  whole.offsets.assign(tensor.shape.size(), 0);
+  whole.sizes = tensor.shape;
+  std::vector<DcpTensorChunk> chunks;
+  int64_t cells = 1;
+  for (int64_t count : grid)
+    cells *= count;
+  unsigned rank = 0;
+  for (int64_t cell = 0; cell < cells; ++cell) {
+    Box box;
+    int64_t rest = cell;
+    box.offsets.resize(grid.size());
+    box.sizes.resize(grid.size());
+    for (size_t d = grid.size(); d-- > 0;) {
+      int64_t part = rest % grid[d];
+      rest /= grid[d];
+      int64_t step = (tensor.shape[d] + grid[d] - 1) / grid[d];
+      box.offsets[d] = std::min(part * step, tensor.shape[d]);
+      box.sizes[d] = std::min(step, tensor.shape[d] - box.offsets[d]);
+    }
+    if (box.numElements() == 0)
+      continue;
+    DcpTensorChunk chunk;
+    chunk.fqn = fqn.str();
+    chunk.rank = rank++;
+    chunk.globalSize = tensor.shape;
+    chunk.offsets = box.offsets;
+    chunk.data.dtype = tensor.dtype;
+    chunk.data.shape = box.sizes;
+    chunk.data.data.resize(box.numElements() * torchDTypeSize(tensor.dtype));
+    copyRegion(tensor, whole, chunk.data, box, box);
+    chunks.push_back(std::move(chunk));
+  }
+  return chunks;
+}
+
+static llvm::Error save() {
+  std::map<std::string, llvm::SmallVector<int64_t>> grids;
+  for (StringRef spec : chunkSpecs) {
+    if (!spec.contains('='))
+      return fail("--chunks " + spec + ": expected FQN=GRID");
+    llvm::Expected<llvm::SmallVector<int64_t>> grid = parseGrid(spec);
+    if (!grid)
+      return grid.takeError();
+    grids[spec.split('=').first.str()] = std::move(*grid);
+  }
+
+  std::vector<std::string> paths;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(fromDir.getValue(), ec), end;
+       it != end && !ec; it.increment(ec))
+    if (StringRef(it->path()).ends_with(".npy"))
+      paths.push_back(it->path());
+  if (ec)
+    return fail("cannot list '" + fromDir + "': " + ec.message());
+  llvm::sort(paths);
+
+  std::vector<DcpTensorChunk> chunks;
+  for (const std::string &path : paths) {
+    std::string fqn = llvm::sys::path::stem(path).str();
+    llvm::Expected<NpyArray> array = readNpy(path);
+    if (!array)
+      return array.takeError();
+    llvm::Expected<TorchDType> dtype = dtypeOf(array->dtype, path);
+    if (!dtype)
+      return dtype.takeError();
+    DenseTensor tensor{*dtype, array->shape, std::move(array->data)};
+    auto grid = grids.find(fqn);
+    llvm::SmallVector<int64_t> ones(tensor.shape.size(), 1);
+    llvm::Expected<std::vector<DcpTensorChunk>> split = splitTensor(
+        fqn, std::move(tensor), grid == grids.end() ? ones : grid->second);
+    if (!split)
+      return split.takeError();
+    if (grid != grids.end())
+      grids.erase(grid);
+    std::move(split->begin(), split->end(), std::back_inserter(chunks));
+  }
+  if (!grids.empty())
+    return fail("--chunks names '" + grids.begin()->first +
+                "', which has no .npy file in '" + fromDir + "'");
+  return writeDcpCheckpoint(toDir, chunks, {}, flavor);
+}
+
+static llvm::Error load() {
+  llvm::Expected<DcpReader> reader = DcpReader::open(fromDir);
+  if (!reader)
+    return reader.takeError();
+  if (std::error_code ec = llvm::sys::fs::create_directories(toDir))
+    return fail("cannot create '" + toDir + "': " + ec.message());
+  for (const auto &entry : reader->getMetadata().tensors) {
+    llvm::Expected<DenseTensor> tensor = reader->readTensor(entry.first);
+    if (!tensor)
+      return tensor.takeError();
+    NpyArray array{npyTypeOf(tensor->dtype), tensor->shape,
+                   std::move(tensor->data)};
+    llvm::SmallString<256> path(toDir.getValue());
+    llvm::sys::path::append(path, entry.first + ".npy");
+    if (llvm::Error err = writeNpy(path, array))
+      return err;
+  }
+  return llvm::Error::success();
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "titan-ckpt: PyTorch distributed checkpoints\n");
+  llvm::Error err = llvm::Error::success();
+  if (inspectCommand)
+    err = inspect();
+  else if (saveCommand)
+    err = save();
+  else if (loadCommand)
+    err = load();
+  else
+    err = fail("expected a subcommand: inspect, save or load (see --help)");
+  if (err) {
+    llvm::WithColor::error(llvm::errs(), "titan-ckpt")
+        << llvm::toString(std::move(err)) << "\n";
+    return 1;
+  }
+  return 0;
+}
