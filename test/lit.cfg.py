@@ -32,6 +32,7 @@ tool_dirs = [config.titan_tools_dir, config.llvm_tools_dir]
 tools = [
     "titan-opt",
     "titan-ckpt",
+    "titan-eval",
     ToolSubst("%PYTHON", config.python_executable, unresolved="ignore"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -1,0 +1,740 @@
+//===- Interpreter.cpp - reference interpreter of titan programs ----------===//
+
+#include "titan/Interpreter/Interpreter.h"
+
+#include "Kernels.h"
+
+#include "titan/Dialect/TitanDialect.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <deque>
+#include <tuple>
+
+using namespace mlir;
+using namespace mlir::titan;
+using namespace mlir::titan::kernels;
+
+std::string mlir::titan::getArgumentName(func::FuncOp function,
+                                         unsigned index) {
+  if (auto name = function.getArgAttrOfType<StringAttr>(
+          index, TitanDialect::kNameAttrName))
+    return name.str();
+  return "arg" + std::to_string(index);
+}
+
+std::string mlir::titan::getResultName(func::FuncOp function, unsigned index) {
+  if (auto name = function.getResultAttrOfType<StringAttr>(
+          index, TitanDialect::kNameAttrName))
+    return name.str();
+  return "result" + std::to_string(index);
+}
+
+/// The element kind and shape of a tensor type the interpreter handles.
+static std::optional<std::pair<ElementKind, ArrayRef<int64_t>>>
+getKindAndShape(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return std::nullopt;
+  std::optional<ElementKind> kind = getElementKind(tensor.getElementType());
+  if (!kind)
+    return std::nullopt;
+  return std::make_pair(*kind, tensor.getShape());
+}
+
+/// True when `value` has the kind and shape of `type`.
+static bool hasType(const TensorValue &value, Type type) {
+  auto expected = getKindAndShape(type);
+  return expected && expected->first == value.getKind() &&
+         expected->second == value.getShape();
+}
+
+//===----------------------------------------------------------------------===//
+// Compute ops
+//===----------------------------------------------------------------------===//
+
+/// The tensor of a `titan.constant`.
+static FailureOr<TensorValue> evaluateConstant(ConstantOp op) {
+  auto [kind, shape] = *getKindAndShape(op.getType());
+  auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+  if (!dense)
+    return op.emitError("the interpreter only handles dense elements "
+                        "constants, got ")
+           << op.getValue();
+  if (isFloatKind(kind)) {
+    std::vector<double> values;
+    values.reserve(dense.getNumElements());
+    for (const APFloat &value : dense.getValues<APFloat>())
+      values.push_back(value.convertToDouble());
+    return fromDoubles(kind, shape, values);
+  }
+  TensorValue result(kind, shape);
+  if (kind == ElementKind::I1)
+    llvm::copy(dense.getValues<bool>(), result.getMutable<uint8_t>().begin());
+  else
+    for (auto [out, value] : llvm::zip_equal(result.getMutable<int64_t>(),
+                                             dense.getValues<APInt>()))
+      out = value.getSExtValue();
+  return result;
+}
+
+/// `torch.maximum` on doubles: NaN if either operand is.
+static double maximumOf(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? std::nan("") : std::max(a, b);
+}
+
+/// `titan.gelu` of one value.
+static double gelu(double x, bool tanhApproximation) {
+  if (tanhApproximation)
+    return 0.5 * x *
+           (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
+                            (x + 0.044715 * x * x * x)));
+  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+}
+
+/// `factor` rounded to the float kind `kind`.
+static double roundFactor(double factor, ElementKind kind) {
+  return kind == ElementKind::F64 ? factor : roundToFloatKind(factor, kind);
+}
+
+/// Evaluates the compute op `op` on one rank's operands. Returns failure
+/// (after an error on `op`) for unknown ops and data-dependent errors.
+static FailureOr<TensorValue> evaluate(Operation *op,
+                                       ArrayRef<const TensorValue *> in,
+                                       int64_t rank, int64_t numRanks) {
+  auto resultShape = [&] {
+    return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+  };
+  auto resultKind = [&] {
+    return getKindAndShape(op->getResult(0).getType())->first;
+  };
+  auto check = [&](llvm::Expected<TensorValue> value)
+      -> FailureOr<TensorValue> {
+    if (value)
+      return std::move(*value);
+    InFlightDiagnostic diag = op->emitError();
+    if (numRanks > 1)
+      diag << "on rank " << rank << ": ";
+    diag << llvm::toString(value.takeError());
+    return failure();
+  };
+  auto unary = [&](auto fn) { return mapFloat(*in[0], fn); };
+  auto binary = [&](auto fn) { return zipFloat(*in[0], *in[1], fn); };
+  using Result = FailureOr<TensorValue>;
+  return llvm::TypeSwitch<Operation *, Result>(op)
+      // Elementwise arithmetic.
+      .Case([&](AddOp) { return binary([](double a, double b) { return a + b; }); })
+      .Case([&](SubOp) { return binary([](double a, double b) { return a - b; }); })
+      .Case([&](MulOp) { return binary([](double a, double b) { return a * b; }); })
+      .Case([&](DivOp) { return binary([](double a, double b) { return a / b; }); })
+      .Case([&](MaxOp) { return binary(maximumOf); })
+      .Case([&](NegOp) { return unary([](double x) { return -x; }); })
+      .Case([&](ExpOp) { return unary([](double x) { return std::exp(x); }); })
+      .Case([&](LogOp) { return unary([](double x) { return std::log(x); }); })
+      .Case([&](SqrtOp) { return unary([](double x) { return std::sqrt(x); }); })
+      .Case([&](RsqrtOp) {
+        return unary([](double x) { return 1.0 / std::sqrt(x); });
+      })
+      .Case([&](TanhOp) { return unary([](double x) { return std::tanh(x); }); })
+      .Case([&](SigmoidOp) {
+        return unary([](double x) { return 1.0 / (1.0 + std::exp(-x)); });
+      })
+      .Case([&](SiluOp) {
+        return unary([](double x) { return x / (1.0 + std::exp(-x)); });
+      })
+      .Case([&](CosOp) { return unary([](double x) { return std::cos(x); }); })
+      .Case([&](SinOp) { return unary([](double x) { return std::sin(x); }); })
+      .Case([&](GeluOp gelu) {
+        bool approximate = gelu.getApproximate() == "tanh";
+        return unary([=](double x) { return ::gelu(x, approximate); });
+      })
+      .Case([&](ScaleOp scale) {
+        double factor = roundFactor(scale.getFactor().convertToDouble(),
+                                    in[0]->getKind());
+        return unary([=](double x) { return x * factor; });
+      })
+      // Constants, conversions, masks.
+      .Case([&](ConstantOp constant) { return evaluateConstant(constant); })
+      .Case([&](CastOp) { return cast(*in[0], resultKind()); })
+      .Case([&](IotaOp iotaOp) {
+        return iota(resultKind(), resultShape(), iotaOp.getDim());
+      })
+      .Case([&](CompareOp compareOp) -> Result {
+        return compare(*parseComparePredicate(compareOp.getPredicate()),
+                       *in[0], *in[1]);
+      })
+      .Case([&](SelectOp) { return select(*in[0], *in[1], *in[2]); })
+      // Reductions and normalizations.
+      .Case([&](ReduceSumOp r) {
+        return reduce(*in[0], r.getDims(), r.getKeepdim(), ReduceKind::Sum);
+      })
+      .Case([&](ReduceMaxOp r) {
+        return reduce(*in[0], r.getDims(), r.getKeepdim(), ReduceKind::Max);
+      })
+      .Case([&](ReduceMeanOp r) {
+        return reduce(*in[0], r.getDims(), r.getKeepdim(), ReduceKind::Avg);
+      })
+      .Case([&](SoftmaxOp s) { return softmax(*in[0], s.getDim(), false); })
+      .Case([&](LogSoftmaxOp s) { return softmax(*in[0], s.getDim(), true); })
+      .Case([&](RmsNormOp norm) {
+        return rmsNorm(*in[0], *in[1], norm.getEps().convertToDouble());
+      })
+      .Case([&](LayerNormOp norm) {
+        return layerNorm(*in[0], *in[1], *in[2],
+                         norm.getEps().convertToDouble());
+      })
+      // Contractions and model-level ops.
+      .Case([&](MatmulOp mm) {
+        return matmul(*in[0], *in[1], mm.getTransposeLhs(),
+                      mm.getTransposeRhs());
+      })
+      .Case([&](EmbeddingOp) { return check(embedding(*in[0], *in[1])); })
+      .Case([&](RopeOp r) {
+        return rope(*in[0], *in[1], *in[2], r.getStyle() == "interleaved");
+      })
+      .Case([&](AttentionOp a) {
+        return attention(*in[0], *in[1], *in[2], a.getCausal(),
+                         a.getScaleOrDefault());
+      })
+      .Case([&](CrossEntropyOp ce) {
+        return check(crossEntropy(*in[0], *in[1],
+                                  static_cast<int64_t>(ce.getIgnoreIndex())));
+      })
+      // Shape ops.
+      .Case([&](ReshapeOp) {
+        TensorValue result = *in[0];
+        result.reshape(resultShape());
+        return result;
+      })
+      .Case([&](TransposeOp t) { return transpose(*in[0], t.getPermutation()); })
+      .Case([&](SliceOp s) {
+        return slice(*in[0], s.getStart(), s.getStep(), resultShape());
+      })
+      .Case([&](ConcatOp c) { return concat(in, c.getDim()); })
+      .Case([&](BroadcastInDimOp b) {
+        return broadcastInDim(*in[0], resultShape(), b.getDims());
+      })
+      .Case([&](RedistributeOp) -> Result {
+        if (numRanks > 1)
+          return op->emitError("is a global-program op: run the spmdized "
+                               "program on several ranks");
+        return *in[0];
+      })
+      .Default([&](Operation *) -> Result {
+        return op->emitError("the titan interpreter does not handle '")
+               << op->getName() << "'";
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Lockstep execution of all ranks
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The state of one run: every rank's values and the messages in flight.
+class Execution {
+public:
+  Execution(const Interpreter &interpreter)
+      : interpreter(interpreter), numRanks(interpreter.getNumRanks()),
+        values(numRanks) {}
+
+  /// Binds every rank's arguments; fails on a kind or shape mismatch.
+  LogicalResult bindArguments(std::vector<std::vector<TensorValue>> arguments);
+
+  /// Runs the body; returns every rank's results.
+  FailureOr<std::vector<std::vector<TensorValue>>> run();
+
+private:
+  /// Runs a non-collective op on every rank.
+  LogicalResult runComputeOp(Operation *op);
+  /// Runs a group collective on every group of ranks: `compute` maps the
+  /// group's operands to the group's results.
+  template <typename OpTy, typename Fn>
+  LogicalResult runGroupCollective(OpTy op, Fn compute);
+  /// Runs `titan.send` or `titan.recv` on every rank.
+  LogicalResult runPointToPoint(Operation *op);
+  /// Stores `value` as `result` of rank `rank` after checking its type.
+  LogicalResult define(Operation *op, Value result, int64_t rank,
+                       TensorValue value);
+  /// The mesh axes `axes` of a collective as indices of `mesh`.
+  FailureOr<SmallVector<unsigned>> getAxes(Operation *op,
+                                           const DeviceMesh &mesh,
+                                           ArrayAttr axes);
+
+  const Interpreter &interpreter;
+  int64_t numRanks;
+  std::vector<llvm::DenseMap<Value, TensorValue>> values;
+  /// Sent tensors by (sender, receiver, tag), oldest first.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::deque<TensorValue>>
+      mailboxes;
+};
+} // namespace
+
+LogicalResult
+Execution::bindArguments(std::vector<std::vector<TensorValue>> arguments) {
+  func::FuncOp function = interpreter.getFunction();
+  Block &body = function.getBody().front();
+  if (int64_t(arguments.size()) != numRanks)
+    return function.emitError() << "expected the arguments of " << numRanks
+                                << " ranks, got " << arguments.size();
+  for (int64_t rank = 0; rank < numRanks; ++rank) {
+    if (arguments[rank].size() != body.getNumArguments())
+      return function.emitError()
+             << "expected " << body.getNumArguments() << " arguments, got "
+             << arguments[rank].size();
+    for (BlockArgument arg : body.getArguments()) {
+      TensorValue &value = arguments[rank][arg.getArgNumber()];
+      if (!getKindAndShape(arg.getType()))
+        return function.emitError()
+               << "argument '"
+               << getArgumentName(function, arg.getArgNumber())
+               << "' has a type the interpreter does not handle: "
+               << arg.getType();
+      if (!hasType(value, arg.getType())) {
+        InFlightDiagnostic diag = function.emitError();
+        if (numRanks > 1)
+          diag << "on rank " << rank << ": ";
+        return diag << "argument '"
+                    << getArgumentName(function, arg.getArgNumber())
+                    << "' expects " << arg.getType() << ", got "
+                    << value.getTypeString();
+      }
+      values[rank][arg] = std::move(value);
+    }
+  }
+  return success();
+}
+
+LogicalResult Execution::define(Operation *op, Value result, int64_t rank,
+                                TensorValue value) {
+  if (!hasType(value, result.getType()))
+    return op->emitError() << "produced " << value.getTypeString()
+                           << " on rank " << rank << " for a result of type "
+                           << result.getType();
+  values[rank][result] = std::move(value);
+  return success();
+}
+
+LogicalResult Execution::runComputeOp(Operation *op) {
+  if (op->getNumResults() != 1)
+    return op->emitError("the titan interpreter does not handle '")
+           << op->getName() << "'";
+  for (int64_t rank = 0; rank < numRanks; ++rank) {
+    SmallVector<const TensorValue *> operands;
+    for (Value operand : op->getOperands())
+      operands.push_back(&values[rank].find(operand)->second);
+    FailureOr<TensorValue> result = evaluate(op, operands, rank, numRanks);
+    if (failed(result) ||
+        failed(define(op, op->getResult(0), rank, std::move(*result))))
+      return failure();
+  }
+  return success();
+}
+
+FailureOr<SmallVector<unsigned>>
+Execution::getAxes(Operation *op, const DeviceMesh &mesh, ArrayAttr axes) {
+  SmallVector<unsigned> indices;
+  for (auto name : axes.getAsValueRange<StringAttr>()) {
+    std::optional<unsigned> axis = mesh.findAxis(name);
+    if (!axis)
+      return op->emitError() << "names the unknown mesh axis \"" << name
+                             << "\"";
+    indices.push_back(*axis);
+  }
+  return indices;
+}
+
+template <typename OpTy, typename Fn>
+LogicalResult Execution::runGroupCollective(OpTy op, Fn compute) {
+  FailureOr<const DeviceMesh *> mesh =
+      interpreter.getMesh(op, op.getMeshAttr());
+  if (failed(mesh))
+    return failure();
+  FailureOr<SmallVector<unsigned>> axes = getAxes(op, **mesh, op.getAxes());
+  if (failed(axes))
+    return failure();
+  std::vector<bool> done(numRanks, false);
+  for (int64_t rank = 0; rank < numRanks; ++rank) {
+    if (done[rank])
+      continue;
+    SmallVector<int64_t> group = getGroup(**mesh, *axes, rank);
+    SmallVector<const TensorValue *> inputs;
+    for (int64_t member : group)
+      inputs.push_back(&values[member].find(op.getInput())->second);
+    FailureOr<std::vector<TensorValue>> outputs = compute(inputs);
+    if (failed(outputs))
+      return failure();
+    for (auto [member, output] : llvm::zip_equal(group, *outputs)) {
+      if (failed(define(op, op.getResult(), member, std::move(output))))
+        return failure();
+      done[member] = true;
+    }
+  }
+  return success();
+}
+
+LogicalResult Execution::runPointToPoint(Operation *op) {
+  auto send = dyn_cast<SendOp>(op);
+  auto recv = dyn_cast<RecvOp>(op);
+  FlatSymbolRefAttr meshName = send ? send.getMeshAttr() : recv.getMeshAttr();
+  FailureOr<const DeviceMesh *> mesh = interpreter.getMesh(op, meshName);
+  if (failed(mesh))
+    return failure();
+  FailureOr<SmallVector<unsigned>> axes =
+      getAxes(op, **mesh, send ? send.getAxes() : recv.getAxes());
+  if (failed(axes))
+    return failure();
+  if (axes->size() != 1)
+    return op->emitError("point-to-point ops name exactly one mesh axis");
+  unsigned axis = axes->front();
+  int64_t peer = send ? send.getPeer() : recv.getPeer();
+  int64_t tag = send ? send.getTag() : recv.getTag();
+  if (peer < 0 || peer >= (*mesh)->getSize(axis))
+    return op->emitError() << "peer " << peer << " is outside mesh axis \""
+                           << (*mesh)->getAxisName(axis) << "\" of size "
+                           << (*mesh)->getSize(axis);
+  for (int64_t rank = 0; rank < numRanks; ++rank) {
+    SmallVector<int64_t> coordinate = (*mesh)->getCoordinate(rank);
+    coordinate[axis] = peer;
+    int64_t peerRank = (*mesh)->getRank(coordinate);
+    if (send) {
+      mailboxes[{rank, peerRank, tag}].push_back(
+          values[rank].find(send.getInput())->second);
+      continue;
+    }
+    std::deque<TensorValue> &box = mailboxes[{peerRank, rank, tag}];
+    if (box.empty())
+      return op->emitError() << "on rank " << rank
+                             << ": no titan.send from rank " << peerRank
+                             << " with tag " << tag << " precedes it";
+    TensorValue message = std::move(box.front());
+    box.pop_front();
+    if (failed(define(op, recv.getResult(), rank, std::move(message))))
+      return failure();
+  }
+  return success();
+}
+
+/// `count` copies of `value`.
+static std::vector<TensorValue> replicate(TensorValue value, size_t count) {
+  return std::vector<TensorValue>(count, value);
+}
+
+FailureOr<std::vector<std::vector<TensorValue>>> Execution::run() {
+  using Inputs = ArrayRef<const TensorValue *>;
+  using Outputs = FailureOr<std::vector<TensorValue>>;
+  Block &body = interpreter.getFunction().getBody().front();
+  for (Operation &op : body) {
+    LogicalResult status = success();
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      std::vector<std::vector<TensorValue>> results(numRanks);
+      for (int64_t rank = 0; rank < numRanks; ++rank)
+        for (Value operand : ret.getOperands())
+          results[rank].push_back(values[rank].find(operand)->second);
+      return results;
+    }
+    if (auto gather = dyn_cast<AllGatherOp>(op)) {
+      status = runGroupCollective(gather, [&](Inputs in) -> Outputs {
+        return replicate(concat(in, gather.getGatherDim()), in.size());
+      });
+    } else if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
+      status = runGroupCollective(allReduce, [&](Inputs in) -> Outputs {
+        return replicate(reduceTensors(in, allReduce.getReduce().getValue()),
+                         in.size());
+      });
+    } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+      status = runGroupCollective(scatter, [&](Inputs in) -> Outputs {
+        int64_t dim = scatter.getScatterDim();
+        if (in[0]->getShape()[dim] % int64_t(in.size()))
+          return scatter.emitError() << "dim " << dim << " of "
+                                     << in[0]->getTypeString()
+                                     << " is not divisible by the group size "
+                                     << in.size();
+        return split(reduceTensors(in, scatter.getReduce().getValue()), dim,
+                     in.size());
+      });
+    } else if (auto allToAll = dyn_cast<AllToAllOp>(op)) {
+      status = runGroupCollective(allToAll, [&](Inputs in) -> Outputs {
+        int64_t splitDim = allToAll.getSplitDim(), n = in.size();
+        if (in[0]->getShape()[splitDim] % n)
+          return allToAll.emitError()
+                 << "dim " << splitDim << " of " << in[0]->getTypeString()
+                 << " is not divisible by the group size " << n;
+        std::vector<std::vector<TensorValue>> chunks;
+        for (const TensorValue *input : in)
+          chunks.push_back(split(*input, splitDim, n));
+        std::vector<TensorValue> outputs;
+        for (int64_t receiver = 0; receiver < n; ++receiver) {
+          SmallVector<const TensorValue *> pieces;
+          for (int64_t sender = 0; sender < n; ++sender)
+            pieces.push_back(&chunks[sender][receiver]);
+          outputs.push_back(concat(pieces, allToAll.getConcatDim()));
+        }
+        return outputs;
+      });
+    } else if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+      status = runGroupCollective(broadcast, [&](Inputs in) -> Outputs {
+        int64_t root = broadcast.getRoot();
+        if (root >= int64_t(in.size()))
+          return broadcast.emitError() << "root " << root
+                                       << " is outside the group of "
+                                       << in.size() << " ranks";
+        return replicate(*in[root], in.size());
+      });
+    } else if (isa<SendOp, RecvOp>(op)) {
+      status = runPointToPoint(&op);
+    } else {
+      status = runComputeOp(&op);
+    }
+    if (failed(status))
+      return failure();
+  }
+  return interpreter.getFunction().emitError(
+      "the body does not end with func.return");
+}
+
+//===----------------------------------------------------------------------===//
+// Interpreter
+//===----------------------------------------------------------------------===//
+
+FailureOr<Interpreter> Interpreter::create(ModuleOp module, StringRef entry,
+                                           int64_t numRanks) {
+  auto function = module.lookupSymbol<func::FuncOp>(entry);
+  if (!function)
+    return module.emitError() << "no func.func @" << entry << " in the module";
+  if (numRanks < 1)
+    return module.emitError() << "the number of ranks must be positive, got "
+                              << numRanks;
+  if (function.isExternal() || !llvm::hasSingleElement(function.getBody()))
+    return function.emitError("the interpreter runs functions of one block");
+  std::map<std::string, DeviceMesh> meshes;
+  for (MeshOp mesh : module.getOps<MeshOp>()) {
+    SmallVector<std::string> names(
+        mesh.getAxisNames().getAsValueRange<StringAttr>());
+    llvm::Expected<DeviceMesh> deviceMesh =
+        DeviceMesh::get(names, mesh.getAxisSizes());
+    if (!deviceMesh)
+      return mesh.emitError() << llvm::toString(deviceMesh.takeError());
+    meshes.emplace(mesh.getSymName().str(), std::move(*deviceMesh));
+  }
+  return Interpreter(function, numRanks, std::move(meshes));
+}
+
+FailureOr<const DeviceMesh *>
+Interpreter::getMesh(Operation *user, FlatSymbolRefAttr symbol) const {
+  auto it = meshes.find(symbol.getValue().str());
+  if (it == meshes.end())
+    return user->emitError() << "unknown mesh " << symbol;
+  if (it->second.getNumRanks() != numRanks)
+    return user->emitError()
+           << "mesh " << symbol << " has " << it->second.getNumRanks()
+           << " devices but the program runs on " << numRanks << " ranks";
+  return &it->second;
+}
+
+ElementKind Interpreter::getArgumentKind(unsigned index) const {
+  func::FuncOp function = getFunction();
+  auto type = cast<RankedTensorType>(function.getArgumentTypes()[index]);
+  return getElementKind(type.getElementType()).value_or(ElementKind::F32);
+}
+
+std::string Interpreter::describeGlobalArgument(unsigned index) const {
+  func::FuncOp function = getFunction();
+  auto type = cast<RankedTensorType>(function.getArgumentTypes()[index]);
+  std::string local;
+  llvm::raw_string_ostream os(local);
+  os << type;
+  auto placements = function.getArgAttrOfType<PlacementsAttr>(
+      index, TitanDialect::kPlacementsAttrName);
+  if (numRanks == 1 || !placements)
+    return local;
+  auto mesh = meshes.find(placements.getMesh().getValue().str());
+  if (mesh == meshes.end())
+    return local;
+  SmallVector<int64_t> global(type.getShape());
+  for (auto [axis, placement] : llvm::enumerate(placements.getPlacements()))
+    if (placement.isShard())
+      global[placement.getDim()] *= mesh->second.getSize(axis);
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  out << "tensor<";
+  for (int64_t size : global)
+    out << size << "x";
+  out << type.getElementType() << "> when evenly sharded (each rank holds "
+      << local << " under " << placements << ")";
+  return text;
+}
+
+FailureOr<std::vector<std::vector<TensorValue>>>
+Interpreter::runRanks(std::vector<std::vector<TensorValue>> arguments) const {
+  Execution execution(*this);
+  if (failed(execution.bindArguments(std::move(arguments))))
+    return failure();
+  return execution.run();
+}
+
+FailureOr<std::vector<TensorValue>>
+Interpreter::shardArgument(unsigned index, const TensorValue &global) const {
+  func::FuncOp function = getFunction();
+  auto placements = function.getArgAttrOfType<PlacementsAttr>(
+      index, TitanDialect::kPlacementsAttrName);
+  if (!placements)
+    return replicate(global, numRanks);
+  FailureOr<const DeviceMesh *> mesh = getMesh(function, placements.getMesh());
+  if (failed(mesh))
+    return failure();
+  std::string name = getArgumentName(function, index);
+  ArrayRef<Placement> list = placements.getPlacements();
+  if (llvm::Error error = verifyPlacements(global.getShape(),
+                                           (*mesh)->getSizes(), list))
+    return function.emitError()
+           << "argument '" << name << "': " << llvm::toString(std::move(error));
+  Type expected = function.getArgumentTypes()[index];
+  std::vector<TensorValue> locals;
+  for (int64_t rank = 0; rank < numRanks; ++rank) {
+    SmallVector<int64_t> coordinate = (*mesh)->getCoordinate(rank);
+    llvm::Expected<LocalShard> shard = computeLocalShapeAndGlobalOffset(
+        global.getShape(), (*mesh)->getSizes(), list, coordinate);
+    if (!shard)
+      return function.emitError() << "argument '" << name
+                                  << "': " << llvm::toString(shard.takeError());
+    SmallVector<int64_t> step(shard->shape.size(), 1);
+    TensorValue local = slice(global, shard->offset, step, shard->shape);
+    bool zeroPart = llvm::any_of(llvm::enumerate(list), [&](auto entry) {
+      auto [axis, placement] = entry;
+      return placement.isPartial() &&
+             placement.getReduce() == ReduceKind::Sum && coordinate[axis] != 0;
+    });
+    if (zeroPart)
+      local = TensorValue(local.getKind(), local.getShape());
+    if (!hasType(local, expected))
+      return function.emitError()
+             << "argument '" << name << "': the global "
+             << global.getTypeString() << " under " << placements
+             << " gives rank " << rank << " a " << local.getTypeString()
+             << ", but the program expects " << expected;
+    locals.push_back(std::move(local));
+  }
+  return locals;
+}
+
+FailureOr<TensorValue> Interpreter::assembleResult(
+    unsigned index, const std::vector<std::vector<TensorValue>> &locals) const {
+  func::FuncOp function = getFunction();
+  std::string name = getResultName(function, index);
+  auto placements = function.getResultAttrOfType<PlacementsAttr>(
+      index, TitanDialect::kPlacementsAttrName);
+  auto localOf = [&](int64_t rank) -> const TensorValue & {
+    return locals[rank][index];
+  };
+  if (!placements) {
+    for (int64_t rank = 1; rank < numRanks; ++rank)
+      if (!(localOf(rank) == localOf(0)))
+        return function.emitError()
+               << "result '" << name << "' has no placements (replicated), "
+               << "but ranks 0 and " << rank << " hold different values";
+    return localOf(0);
+  }
+  FailureOr<const DeviceMesh *> mesh = getMesh(function, placements.getMesh());
+  if (failed(mesh))
+    return failure();
+  ArrayRef<Placement> list = placements.getPlacements();
+  SmallVector<unsigned> partialAxes, replicateAxes;
+  ReduceKind reduceKind = ReduceKind::Sum;
+  for (auto [axis, placement] : llvm::enumerate(list)) {
+    if (placement.isPartial()) {
+      partialAxes.push_back(axis);
+      reduceKind = placement.getReduce();
+    }
+    if (placement.isReplicate())
+      replicateAxes.push_back(axis);
+  }
+  // Each global dim is the sum of the local dims over the axes sharding it.
+  ArrayRef<int64_t> localShape = localOf(0).getShape();
+  SmallVector<int64_t> globalShape(localShape.size(), 0);
+  for (int64_t rank = 0; rank < numRanks; ++rank) {
+    SmallVector<int64_t> coordinate = (*mesh)->getCoordinate(rank);
+    for (size_t d = 0; d < globalShape.size(); ++d) {
+      bool counts = llvm::all_of(llvm::enumerate(list), [&](auto entry) {
+        auto [axis, placement] = entry;
+        return placement.isShard(d) || coordinate[axis] == 0;
+      });
+      if (counts)
+        globalShape[d] += localOf(rank).getShape()[d];
+    }
+  }
+  TensorValue global(localOf(0).getKind(), globalShape);
+  for (int64_t rank = 0; rank < numRanks; ++rank) {
+    SmallVector<int64_t> coordinate = (*mesh)->getCoordinate(rank);
+    llvm::Expected<LocalShard> shard = computeLocalShapeAndGlobalOffset(
+        globalShape, (*mesh)->getSizes(), list, coordinate);
+    if (!shard)
+      return function.emitError() << "result '" << name
+                                  << "': " << llvm::toString(shard.takeError());
+    if (ArrayRef<int64_t>(shard->shape) != localOf(rank).getShape())
+      return function.emitError()
+             << "result '" << name << "': rank " << rank << " holds "
+             << localOf(rank).getTypeString() << ", but the global shape "
+             << formatTensorType(global.getKind(), globalShape) << " under "
+             << placements << " gives it "
+             << formatTensorType(global.getKind(), shard->shape);
+    // Replicas must agree with the replica at coordinate 0 of the R axes.
+    SmallVector<int64_t> representative(coordinate);
+    for (unsigned axis : replicateAxes)
+      representative[axis] = 0;
+    int64_t representativeRank = (*mesh)->getRank(representative);
+    if (representativeRank != rank) {
+      if (!(localOf(rank) == localOf(representativeRank)))
+        return function.emitError()
+               << "result '" << name << "': ranks " << representativeRank
+               << " and " << rank << " replicate it under " << placements
+               << " but hold different values";
+      continue;
+    }
+    if (llvm::any_of(partialAxes,
+                     [&](unsigned axis) { return coordinate[axis] != 0; }))
+      continue;
+    SmallVector<const TensorValue *> parts;
+    for (int64_t member : getGroup(**mesh, partialAxes, rank))
+      parts.push_back(&localOf(member));
+    insertSlice(global, reduceTensors(parts, reduceKind), shard->offset);
+  }
+  return global;
+}
+
+FailureOr<std::vector<TensorValue>>
+Interpreter::run(ArrayRef<TensorValue> globalArguments) const {
+  func::FuncOp function = getFunction();
+  if (globalArguments.size() != function.getNumArguments())
+    return function.emitError()
+           << "expected " << function.getNumArguments() << " arguments, got "
+           << globalArguments.size();
+  std::vector<std::vector<TensorValue>> arguments(numRanks);
+  if (numRanks == 1) {
+    arguments[0].assign(globalArguments.begin(), globalArguments.end());
+  } else {
+    for (auto [index, global] : llvm::enumerate(globalArguments)) {
+      FailureOr<std::vector<TensorValue>> locals = shardArgument(index, global);
+      if (failed(locals))
+        return failure();
+      for (int64_t rank = 0; rank < numRanks; ++rank)
+        arguments[rank].push_back(std::move((*locals)[rank]));
+    }
+  }
+  FailureOr<std::vector<std::vector<TensorValue>>> results =
+      runRanks(std::move(arguments));
+  if (failed(results))
+    return failure();
+  if (numRanks == 1)
+    return std::move(results->front());
+  std::vector<TensorValue> globals;
+  for (unsigned index = 0; index < function.getNumResults(); ++index) {
+    FailureOr<TensorValue> global = assembleResult(index, *results);
+    if (failed(global))
+      return failure();
+    globals.push_back(std::move(*global));
+  }
+  return globals;
+}

@@ -1,0 +1,609 @@
+//===- Kernels.cpp - host kernels of the reference interpreter ------------===//
+
+#include "Kernels.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cblas.h>
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::titan;
+using namespace mlir::titan::kernels;
+using llvm::ArrayRef;
+using llvm::SmallVector;
+
+SmallVector<int64_t> kernels::getStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+/// The product of `sizes`.
+static int64_t product(ArrayRef<int64_t> sizes) {
+  int64_t n = 1;
+  for (int64_t size : sizes)
+    n *= size;
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Conversions
+//===----------------------------------------------------------------------===//
+
+std::vector<double> kernels::toDoubles(const TensorValue &input) {
+  return std::visit(
+      [](const auto &values) {
+        return std::vector<double>(values.begin(), values.end());
+      },
+      input.getStorage());
+}
+
+/// Converts a double to an integer of `bits` bits: truncates toward zero and
+/// saturates; NaN becomes 0.
+static int64_t truncateToInt(double value, unsigned bits) {
+  if (std::isnan(value))
+    return 0;
+  double limit = std::ldexp(1.0, bits - 1);
+  if (value >= limit)
+    return bits == 64 ? std::numeric_limits<int64_t>::max()
+                      : (int64_t(1) << (bits - 1)) - 1;
+  if (value < -limit)
+    return bits == 64 ? std::numeric_limits<int64_t>::min()
+                      : -(int64_t(1) << (bits - 1));
+  return static_cast<int64_t>(value);
+}
+
+TensorValue kernels::fromDoubles(ElementKind kind, ArrayRef<int64_t> shape,
+                                 ArrayRef<double> values) {
+  TensorValue result(kind, shape);
+  switch (kind) {
+  case ElementKind::F32:
+  case ElementKind::BF16:
+  case ElementKind::F16:
+    for (auto [out, value] : llvm::zip_equal(result.getMutable<float>(), values))
+      out = roundToFloatKind(value, kind);
+    break;
+  case ElementKind::F64:
+    llvm::copy(values, result.getMutable<double>().begin());
+    break;
+  case ElementKind::I64:
+  case ElementKind::I32: {
+    unsigned bits = kind == ElementKind::I64 ? 64 : 32;
+    for (auto [out, value] :
+         llvm::zip_equal(result.getMutable<int64_t>(), values))
+      out = truncateToInt(value, bits);
+    break;
+  }
+  case ElementKind::I1:
+    for (auto [out, value] :
+         llvm::zip_equal(result.getMutable<uint8_t>(), values))
+      out = value != 0;
+    break;
+  }
+  return result;
+}
+
+TensorValue kernels::cast(const TensorValue &input, ElementKind kind) {
+  bool fromInt = !isFloatKind(input.getKind());
+  if (!fromInt || isFloatKind(kind))
+    return fromDoubles(kind, input.getShape(), toDoubles(input));
+  // Integer to integer: exact, i32 wraps, i1 is `!= 0`.
+  TensorValue result(kind, input.getShape());
+  std::visit(
+      [&](const auto &values) {
+        using T = typename std::decay_t<decltype(values)>::value_type;
+        if constexpr (std::is_integral_v<T>) {
+          if (kind == ElementKind::I1) {
+            for (auto [out, v] :
+                 llvm::zip_equal(result.getMutable<uint8_t>(), values))
+              out = v != 0;
+            return;
+          }
+          for (auto [out, v] :
+               llvm::zip_equal(result.getMutable<int64_t>(), values))
+            out = kind == ElementKind::I32 ? int64_t(int32_t(uint32_t(v)))
+                                           : int64_t(v);
+        }
+      },
+      input.getStorage());
+  return result;
+}
+
+TensorValue kernels::iota(ElementKind kind, ArrayRef<int64_t> shape,
+                          int64_t dim) {
+  SmallVector<int64_t> strides(shape.size(), 0);
+  strides[dim] = 1;
+  std::vector<double> values(product(shape));
+  walkStrided(shape, strides,
+              [&](int64_t i, int64_t index) { values[i] = double(index); });
+  return fromDoubles(kind, shape, values);
+}
+
+//===----------------------------------------------------------------------===//
+// Masks
+//===----------------------------------------------------------------------===//
+
+std::optional<ComparePredicate>
+kernels::parseComparePredicate(llvm::StringRef text) {
+  return llvm::StringSwitch<std::optional<ComparePredicate>>(text)
+      .Case("eq", ComparePredicate::Eq)
+      .Case("ne", ComparePredicate::Ne)
+      .Case("lt", ComparePredicate::Lt)
+      .Case("le", ComparePredicate::Le)
+      .Case("gt", ComparePredicate::Gt)
+      .Case("ge", ComparePredicate::Ge)
+      .Default(std::nullopt);
+}
+
+/// Applies `predicate` to two scalars (IEEE semantics for NaN).
+template <typename T>
+static bool comparePair(ComparePredicate predicate, T a, T b) {
+  switch (predicate) {
+  case ComparePredicate::Eq:
+    return a == b;
+  case ComparePredicate::Ne:
+    return a != b;
+  case ComparePredicate::Lt:
+    return a < b;
+  case ComparePredicate::Le:
+    return a <= b;
+  case ComparePredicate::Gt:
+    return a > b;
+  case ComparePredicate::Ge:
+    return a >= b;
+  }
+  llvm_unreachable("unknown predicate");
+}
+
+TensorValue kernels::compare(ComparePredicate predicate, const TensorValue &lhs,
+                             const TensorValue &rhs) {
+  TensorValue result(ElementKind::I1, lhs.getShape());
+  llvm::MutableArrayRef<uint8_t> out = result.getMutable<uint8_t>();
+  std::visit(
+      [&](const auto &a) {
+        using T = typename std::decay_t<decltype(a)>::value_type;
+        ArrayRef<T> b = rhs.get<T>();
+        for (size_t i = 0, e = a.size(); i < e; ++i)
+          out[i] = comparePair(predicate, a[i], b[i]);
+      },
+      lhs.getStorage());
+  return result;
+}
+
+TensorValue kernels::select(const TensorValue &cond, const TensorValue &onTrue,
+                            const TensorValue &onFalse) {
+  TensorValue result(onTrue.getKind(), onTrue.getShape());
+  ArrayRef<uint8_t> c = cond.get<uint8_t>();
+  std::visit(
+      [&](const auto &t) {
+        using T = typename std::decay_t<decltype(t)>::value_type;
+        ArrayRef<T> f = onFalse.get<T>();
+        llvm::MutableArrayRef<T> out = result.getMutable<T>();
+        for (size_t i = 0, e = t.size(); i < e; ++i)
+          out[i] = c[i] ? t[i] : f[i];
+      },
+      onTrue.getStorage());
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations
+//===----------------------------------------------------------------------===//
+
+/// Folds `value` into the accumulator `acc` of reduction `kind` (max and min
+/// propagate NaN).
+static void accumulate(double &acc, double value, ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::Sum:
+  case ReduceKind::Avg:
+    acc += value;
+    return;
+  case ReduceKind::Max:
+    if (value > acc || std::isnan(value))
+      acc = value;
+    return;
+  case ReduceKind::Min:
+    if (value < acc || std::isnan(value))
+      acc = value;
+    return;
+  }
+}
+
+/// The identity of reduction `kind`.
+static double reductionIdentity(ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::Max:
+    return -std::numeric_limits<double>::infinity();
+  case ReduceKind::Min:
+    return std::numeric_limits<double>::infinity();
+  default:
+    return 0.0;
+  }
+}
+
+TensorValue kernels::reduce(const TensorValue &input, ArrayRef<int64_t> dims,
+                            bool keepdim, ReduceKind kind) {
+  ArrayRef<int64_t> shape = input.getShape();
+  SmallVector<int64_t> keptShape(shape);
+  for (int64_t d : dims)
+    keptShape[d] = 1;
+  SmallVector<int64_t> strides = getStrides(keptShape);
+  for (int64_t d : dims)
+    strides[d] = 0;
+  int64_t count = product(shape) / std::max<int64_t>(product(keptShape), 1);
+  std::vector<double> acc(product(keptShape), reductionIdentity(kind));
+  std::vector<double> values = toDoubles(input);
+  walkStrided(shape, strides, [&](int64_t i, int64_t out) {
+    accumulate(acc[out], values[i], kind);
+  });
+  if (kind == ReduceKind::Avg)
+    for (double &value : acc)
+      value /= double(count);
+  SmallVector<int64_t> resultShape;
+  for (auto [d, size] : llvm::enumerate(shape))
+    if (keepdim || !llvm::is_contained(dims, int64_t(d)))
+      resultShape.push_back(keptShape[d]);
+  return fromDoubles(input.getKind(), resultShape, acc);
+}
+
+TensorValue kernels::softmax(const TensorValue &input, int64_t dim, bool log) {
+  ArrayRef<int64_t> shape = input.getShape();
+  int64_t outer = product(shape.take_front(dim)), n = shape[dim],
+          inner = product(shape.drop_front(dim + 1));
+  std::vector<double> x = toDoubles(input);
+  std::vector<double> out(x.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t in = 0; in < inner; ++in) {
+      int64_t base = o * n * inner + in;
+      double max = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < n; ++j)
+        accumulate(max, x[base + j * inner], ReduceKind::Max);
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j)
+        sum += std::exp(x[base + j * inner] - max);
+      double logSum = std::log(sum);
+      for (int64_t j = 0; j < n; ++j) {
+        double shifted = x[base + j * inner] - max;
+        out[base + j * inner] =
+            log ? shifted - logSum : std::exp(shifted) / sum;
+      }
+    }
+  }
+  return fromDoubles(input.getKind(), shape, out);
+}
+
+TensorValue kernels::rmsNorm(const TensorValue &input,
+                             const TensorValue &weight, double eps) {
+  std::vector<double> x = toDoubles(input), w = toDoubles(weight);
+  int64_t cols = w.size(), rows = cols ? x.size() / cols : 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double *row = x.data() + r * cols;
+    double squares = 0;
+    for (int64_t c = 0; c < cols; ++c)
+      squares += row[c] * row[c];
+    double scale = 1.0 / std::sqrt(squares / double(cols) + eps);
+    for (int64_t c = 0; c < cols; ++c)
+      row[c] = row[c] * scale * w[c];
+  }
+  return fromDoubles(input.getKind(), input.getShape(), x);
+}
+
+TensorValue kernels::layerNorm(const TensorValue &input,
+                               const TensorValue &weight,
+                               const TensorValue &bias, double eps) {
+  std::vector<double> x = toDoubles(input), w = toDoubles(weight),
+                      b = toDoubles(bias);
+  int64_t cols = w.size(), rows = cols ? x.size() / cols : 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double *row = x.data() + r * cols;
+    double mean = 0;
+    for (int64_t c = 0; c < cols; ++c)
+      mean += row[c];
+    mean /= double(cols);
+    double variance = 0;
+    for (int64_t c = 0; c < cols; ++c)
+      variance += (row[c] - mean) * (row[c] - mean);
+    double scale = 1.0 / std::sqrt(variance / double(cols) + eps);
+    for (int64_t c = 0; c < cols; ++c)
+      row[c] = (row[c] - mean) * scale * w[c] + b[c];
+  }
+  return fromDoubles(input.getKind(), input.getShape(), x);
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions and model-level ops
+//===----------------------------------------------------------------------===//
+
+/// Row-major C[m, n] = op(A) op(B) * alpha in double with BLAS; `lda`, `ldb`
+/// are the row lengths of A and B as stored.
+static void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                 double alpha, const double *a, const double *b, double *c) {
+  if (m == 0 || n == 0)
+    return;
+  int64_t lda = std::max<int64_t>(1, transA ? m : k);
+  int64_t ldb = std::max<int64_t>(1, transB ? k : n);
+  cblas_dgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
+              ldb, 0.0, c, n);
+}
+
+TensorValue kernels::matmul(const TensorValue &lhs, const TensorValue &rhs,
+                            bool transposeLhs, bool transposeRhs) {
+  ArrayRef<int64_t> lhsShape = lhs.getShape(), rhsShape = rhs.getShape();
+  int64_t rank = lhsShape.size();
+  int64_t m = lhsShape[rank - (transposeLhs ? 1 : 2)];
+  int64_t k = lhsShape[rank - (transposeLhs ? 2 : 1)];
+  int64_t n = rhsShape[rhsShape.size() - (transposeRhs ? 2 : 1)];
+  int64_t batch = product(lhsShape.drop_back(2));
+  bool sharedRhs = rhsShape.size() == 2;
+  std::vector<double> a = toDoubles(lhs), b = toDoubles(rhs);
+  std::vector<double> c(batch * m * n);
+  for (int64_t i = 0; i < batch; ++i)
+    gemm(transposeLhs, transposeRhs, m, n, k, 1.0, a.data() + i * m * k,
+         b.data() + (sharedRhs ? 0 : i * k * n), c.data() + i * m * n);
+  SmallVector<int64_t> shape(lhsShape.drop_back(2));
+  shape.append({m, n});
+  return fromDoubles(lhs.getKind(), shape, c);
+}
+
+llvm::Expected<TensorValue> kernels::embedding(const TensorValue &table,
+                                               const TensorValue &ids) {
+  int64_t vocab = table.getShape()[0], dim = table.getShape()[1];
+  SmallVector<int64_t> shape(ids.getShape());
+  shape.push_back(dim);
+  TensorValue result(table.getKind(), shape);
+  ArrayRef<int64_t> idValues = ids.get<int64_t>();
+  for (auto [i, id] : llvm::enumerate(idValues))
+    if (id < 0 || id >= vocab)
+      return llvm::createStringError(
+          "id %lld at flat index %zu is outside the table's [0, %lld)",
+          (long long)id, i, (long long)vocab);
+  std::visit(
+      [&](const auto &rows) {
+        using T = typename std::decay_t<decltype(rows)>::value_type;
+        if constexpr (std::is_floating_point_v<T>) {
+          llvm::MutableArrayRef<T> out = result.getMutable<T>();
+          for (auto [i, id] : llvm::enumerate(idValues))
+            std::copy_n(rows.begin() + id * dim, dim, out.begin() + i * dim);
+        }
+      },
+      table.getStorage());
+  return result;
+}
+
+TensorValue kernels::rope(const TensorValue &input, const TensorValue &cos,
+                          const TensorValue &sin, bool interleaved) {
+  ArrayRef<int64_t> shape = input.getShape();
+  int64_t batch = shape[0], seq = shape[1], heads = shape[2],
+          headDim = shape[3], half = headDim / 2;
+  std::vector<double> x = toDoubles(input), c = toDoubles(cos),
+                      s = toDoubles(sin);
+  std::vector<double> out(x.size());
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t p = 0; p < seq; ++p) {
+      for (int64_t h = 0; h < heads; ++h) {
+        int64_t base = ((b * seq + p) * heads + h) * headDim;
+        for (int64_t j = 0; j < half; ++j) {
+          int64_t first = base + (interleaved ? 2 * j : j);
+          int64_t second = first + (interleaved ? 1 : half);
+          double cj = c[p * half + j], sj = s[p * half + j];
+          out[first] = x[first] * cj - x[second] * sj;
+          out[second] = x[first] * sj + x[second] * cj;
+        }
+      }
+    }
+  }
+  return fromDoubles(input.getKind(), shape, out);
+}
+
+TensorValue kernels::attention(const TensorValue &q, const TensorValue &k,
+                               const TensorValue &v, bool causal,
+                               double scale) {
+  ArrayRef<int64_t> qShape = q.getShape(), kShape = k.getShape();
+  int64_t batch = qShape[0], qHeads = qShape[1], qSeq = qShape[2],
+          headDim = qShape[3], kvHeads = kShape[1], kvSeq = kShape[2],
+          vDim = v.getShape()[3];
+  int64_t group = qHeads / kvHeads;
+  std::vector<double> qs = toDoubles(q), ks = toDoubles(k), vs = toDoubles(v);
+  std::vector<double> out(batch * qHeads * qSeq * vDim);
+  std::vector<double> scores(qSeq * kvSeq);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < qHeads; ++h) {
+      int64_t kvHead = b * kvHeads + h / group;
+      const double *qMatrix = qs.data() + (b * qHeads + h) * qSeq * headDim;
+      gemm(false, true, qSeq, kvSeq, headDim, scale, qMatrix,
+           ks.data() + kvHead * kvSeq * headDim, scores.data());
+      for (int64_t i = 0; i < qSeq; ++i) {
+        double *row = scores.data() + i * kvSeq;
+        int64_t visible = causal ? std::min(i + 1, kvSeq) : kvSeq;
+        double max = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < visible; ++j)
+          accumulate(max, row[j], ReduceKind::Max);
+        double sum = 0;
+        for (int64_t j = 0; j < visible; ++j)
+          sum += row[j] = std::exp(row[j] - max);
+        for (int64_t j = 0; j < kvSeq; ++j)
+          row[j] = j < visible ? row[j] / sum : 0.0;
+      }
+      gemm(false, false, qSeq, vDim, kvSeq, 1.0, scores.data(),
+           vs.data() + kvHead * kvSeq * vDim,
+           out.data() + (b * qHeads + h) * qSeq * vDim);
+    }
+  }
+  SmallVector<int64_t> shape(qShape.drop_back());
+  shape.push_back(vDim);
+  return fromDoubles(q.getKind(), shape, out);
+}
+
+llvm::Expected<TensorValue> kernels::crossEntropy(const TensorValue &logits,
+                                                  const TensorValue &labels,
+                                                  int64_t ignoreIndex) {
+  int64_t vocab = logits.getShape().back();
+  ArrayRef<int64_t> targets = labels.get<int64_t>();
+  std::vector<double> x = toDoubles(logits);
+  double total = 0;
+  int64_t count = 0;
+  for (auto [row, label] : llvm::enumerate(targets)) {
+    if (label == ignoreIndex)
+      continue;
+    if (label < 0 || label >= vocab)
+      return llvm::createStringError(
+          "label %lld at flat index %zu is outside [0, %lld) and is not the "
+          "ignore_index %lld",
+          (long long)label, row, (long long)vocab, (long long)ignoreIndex);
+    const double *values = x.data() + row * vocab;
+    double max = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < vocab; ++j)
+      accumulate(max, values[j], ReduceKind::Max);
+    double sum = 0;
+    for (int64_t j = 0; j < vocab; ++j)
+      sum += std::exp(values[j] - max);
+    total += max + std::log(sum) - values[label];
+    ++count;
+  }
+  double loss = count ? total / double(count)
+                      : std::numeric_limits<double>::quiet_NaN();
+  return fromDoubles(ElementKind::F32, {}, {loss});
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+/// A tensor of `shape` whose element i is `input[base + offset(i)]`, with the
+/// offsets of `strides` (any storage type).
+static TensorValue gather(const TensorValue &input, ArrayRef<int64_t> shape,
+                          int64_t base, ArrayRef<int64_t> strides) {
+  TensorValue result(input.getKind(), shape);
+  std::visit(
+      [&](const auto &in) {
+        using T = typename std::decay_t<decltype(in)>::value_type;
+        llvm::MutableArrayRef<T> out = result.getMutable<T>();
+        walkStrided(shape, strides, [&](int64_t i, int64_t offset) {
+          out[i] = in[base + offset];
+        });
+      },
+      input.getStorage());
+  return result;
+}
+
+TensorValue kernels::transpose(const TensorValue &input,
+                               ArrayRef<int64_t> permutation) {
+  SmallVector<int64_t> inStrides = getStrides(input.getShape());
+  SmallVector<int64_t> shape, strides;
+  for (int64_t d : permutation) {
+    shape.push_back(input.getShape()[d]);
+    strides.push_back(inStrides[d]);
+  }
+  return gather(input, shape, 0, strides);
+}
+
+TensorValue kernels::slice(const TensorValue &input, ArrayRef<int64_t> start,
+                           ArrayRef<int64_t> step, ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides = getStrides(input.getShape());
+  int64_t base = 0;
+  for (auto [d, stride] : llvm::enumerate(strides)) {
+    base += start[d] * stride;
+    stride *= step[d];
+  }
+  return gather(input, shape, base, strides);
+}
+
+void kernels::insertSlice(TensorValue &target, const TensorValue &source,
+                          ArrayRef<int64_t> offset) {
+  SmallVector<int64_t> strides = getStrides(target.getShape());
+  int64_t base = 0;
+  for (auto [d, stride] : llvm::enumerate(strides))
+    base += offset[d] * stride;
+  std::visit(
+      [&](auto &out) {
+        using T = typename std::decay_t<decltype(out)>::value_type;
+        ArrayRef<T> in = source.get<T>();
+        walkStrided(source.getShape(), strides,
+                    [&](int64_t i, int64_t o) { out[base + o] = in[i]; });
+      },
+      target.getStorage());
+}
+
+TensorValue kernels::concat(ArrayRef<const TensorValue *> inputs,
+                            int64_t dim) {
+  SmallVector<int64_t> shape(inputs.front()->getShape());
+  shape[dim] = 0;
+  for (const TensorValue *input : inputs)
+    shape[dim] += input->getShape()[dim];
+  TensorValue result(inputs.front()->getKind(), shape);
+  SmallVector<int64_t> offset(shape.size(), 0);
+  for (const TensorValue *input : inputs) {
+    insertSlice(result, *input, offset);
+    offset[dim] += input->getShape()[dim];
+  }
+  return result;
+}
+
+std::vector<TensorValue> kernels::split(const TensorValue &input, int64_t dim,
+                                        int64_t parts) {
+  SmallVector<int64_t> shape(input.getShape());
+  shape[dim] /= parts;
+  SmallVector<int64_t> start(shape.size(), 0), step(shape.size(), 1);
+  std::vector<TensorValue> chunks;
+  for (int64_t part = 0; part < parts; ++part) {
+    start[dim] = part * shape[dim];
+    chunks.push_back(slice(input, start, step, shape));
+  }
+  return chunks;
+}
+
+TensorValue kernels::broadcastInDim(const TensorValue &input,
+                                    ArrayRef<int64_t> shape,
+                                    ArrayRef<int64_t> dims) {
+  SmallVector<int64_t> inStrides = getStrides(input.getShape());
+  SmallVector<int64_t> strides(shape.size(), 0);
+  for (auto [d, resultDim] : llvm::enumerate(dims))
+    if (input.getShape()[d] != 1)
+      strides[resultDim] = inStrides[d];
+  return gather(input, shape, 0, strides);
+}
+
+TensorValue kernels::reduceTensors(ArrayRef<const TensorValue *> inputs,
+                                   ReduceKind kind) {
+  std::vector<double> acc = toDoubles(*inputs.front());
+  for (const TensorValue *input : inputs.drop_front()) {
+    std::vector<double> values = toDoubles(*input);
+    for (auto [a, value] : llvm::zip_equal(acc, values))
+      accumulate(a, value, kind);
+  }
+  if (kind == ReduceKind::Avg)
+    for (double &value : acc)
+      value /= double(inputs.size());
+  return fromDoubles(inputs.front()->getKind(), inputs.front()->getShape(),
+                     acc);
+}
+
+SmallVector<int64_t> kernels::getGroup(const DeviceMesh &mesh,
+                                       ArrayRef<unsigned> axes, int64_t rank,
+                                       int64_t *position) {
+  SmallVector<int64_t> coordinate = mesh.getCoordinate(rank);
+  int64_t size = 1, own = 0;
+  for (unsigned axis : axes) {
+    size *= mesh.getSize(axis);
+    own = own * mesh.getSize(axis) + coordinate[axis];
+  }
+  if (position)
+    *position = own;
+  SmallVector<int64_t> group;
+  for (int64_t member = 0; member < size; ++member) {
+    SmallVector<int64_t> memberCoordinate(coordinate);
+    int64_t rest = member;
+    for (unsigned axis : llvm::reverse(axes)) {
+      memberCoordinate[axis] = rest % mesh.getSize(axis);
+      rest /= mesh.getSize(axis);
+    }
+    group.push_back(mesh.getRank(memberCoordinate));
+  }
+  return group;
+}

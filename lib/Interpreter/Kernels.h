@@ -1,0 +1,207 @@
+//===- Kernels.h - host kernels of the reference interpreter ----*- C++ -*-===//
+//
+// One kernel per op family, on `TensorValue`s, free of MLIR ops: the
+// interpreter reads the attributes and calls these. Shapes are assumed to be
+// the ones the op verifiers guarantee; data-dependent conditions (ids out of
+// range, ...) are reported as errors. Floats compute in double and round
+// once to the result's element type; reductions, matmul, softmax and
+// normalization statistics accumulate in double.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_LIB_INTERPRETER_KERNELS_H
+#define TITAN_LIB_INTERPRETER_KERNELS_H
+
+#include "titan/Interpreter/TensorValue.h"
+#include "titan/Placement/PlacementAlgebra.h"
+
+#include "llvm/Support/Error.h"
+
+namespace mlir::titan::kernels {
+
+/// Row-major strides of `shape`.
+llvm::SmallVector<int64_t> getStrides(llvm::ArrayRef<int64_t> shape);
+
+/// Calls `fn(i, offset)` for every element `i` (row-major) of `shape`, where
+/// `offset` is the element's index dotted with `strides`.
+template <typename Fn>
+void walkStrided(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> strides,
+                 Fn fn) {
+  int64_t n = 1;
+  for (int64_t size : shape)
+    n *= size;
+  if (n == 0)
+    return;
+  if (shape.empty()) {
+    fn(int64_t(0), int64_t(0));
+    return;
+  }
+  int64_t rank = shape.size();
+  int64_t inner = shape.back(), innerStride = strides.back();
+  llvm::SmallVector<int64_t> index(rank, 0);
+  int64_t offset = 0;
+  for (int64_t i = 0; i < n; i += inner) {
+    for (int64_t j = 0; j < inner; ++j)
+      fn(i + j, offset + j * innerStride);
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      offset += strides[d];
+      if (++index[d] < shape[d])
+        break;
+      offset -= strides[d] * shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+/// Applies `fn(double) -> double` to every element of a float tensor; the
+/// result has the input's kind and shape.
+template <typename Fn>
+TensorValue mapFloat(const TensorValue &input, Fn fn) {
+  TensorValue result(input.getKind(), input.getShape());
+  std::visit(
+      [&](const auto &in) {
+        using T = typename std::decay_t<decltype(in)>::value_type;
+        if constexpr (std::is_floating_point_v<T>) {
+          llvm::MutableArrayRef<T> out = result.getMutable<T>();
+          for (size_t i = 0, e = in.size(); i < e; ++i)
+            out[i] = static_cast<T>(fn(static_cast<double>(in[i])));
+        }
+      },
+      input.getStorage());
+  result.roundToKind();
+  return result;
+}
+
+/// Applies `fn(double, double) -> double` to the elements of two float
+/// tensors of one type.
+template <typename Fn>
+TensorValue zipFloat(const TensorValue &lhs, const TensorValue &rhs, Fn fn) {
+  TensorValue result(lhs.getKind(), lhs.getShape());
+  std::visit(
+      [&](const auto &a) {
+        using T = typename std::decay_t<decltype(a)>::value_type;
+        if constexpr (std::is_floating_point_v<T>) {
+          llvm::ArrayRef<T> b = rhs.get<T>();
+          llvm::MutableArrayRef<T> out = result.getMutable<T>();
+          for (size_t i = 0, e = a.size(); i < e; ++i)
+            out[i] = static_cast<T>(
+                fn(static_cast<double>(a[i]), static_cast<double>(b[i])));
+        }
+      },
+      lhs.getStorage());
+  result.roundToKind();
+  return result;
+}
+
+/// The elements of any tensor as doubles.
+std::vector<double> toDoubles(const TensorValue &input);
+
+/// A tensor of `kind` and `shape` from doubles, converted as `cast` does.
+TensorValue fromDoubles(ElementKind kind, llvm::ArrayRef<int64_t> shape,
+                        llvm::ArrayRef<double> values);
+
+/// `titan.cast`: floats round to nearest even, floats to integers truncate
+/// toward zero (saturating), i32 wraps, anything to i1 is `!= 0`.
+TensorValue cast(const TensorValue &input, ElementKind kind);
+
+/// `titan.iota`: element = its index along `dim`.
+TensorValue iota(ElementKind kind, llvm::ArrayRef<int64_t> shape, int64_t dim);
+
+/// Predicates of `titan.compare`.
+enum class ComparePredicate { Eq, Ne, Lt, Le, Gt, Ge };
+
+/// Parses "eq", "ne", "lt", "le", "gt" or "ge".
+std::optional<ComparePredicate> parseComparePredicate(llvm::StringRef text);
+
+/// `titan.compare`: an i1 tensor; NaN compares unequal to everything.
+TensorValue compare(ComparePredicate predicate, const TensorValue &lhs,
+                    const TensorValue &rhs);
+
+/// `titan.select`: `cond ? onTrue : onFalse` per element.
+TensorValue select(const TensorValue &cond, const TensorValue &onTrue,
+                   const TensorValue &onFalse);
+
+/// Reduction over `dims` (sorted, unique) of a float tensor: sum, mean (Avg),
+/// max or min, accumulated in double.
+TensorValue reduce(const TensorValue &input, llvm::ArrayRef<int64_t> dims,
+                   bool keepdim, ReduceKind kind);
+
+/// `titan.softmax` (or `titan.log_softmax` when `log`) along `dim`.
+TensorValue softmax(const TensorValue &input, int64_t dim, bool log);
+
+/// `titan.rms_norm` over the last dim.
+TensorValue rmsNorm(const TensorValue &input, const TensorValue &weight,
+                    double eps);
+
+/// `titan.layer_norm` over the last dim (biased variance).
+TensorValue layerNorm(const TensorValue &input, const TensorValue &weight,
+                      const TensorValue &bias, double eps);
+
+/// `titan.matmul` with BLAS dgemm: batched, optional transposes of the last
+/// two dims, a rank-2 `rhs` shared by every batch.
+TensorValue matmul(const TensorValue &lhs, const TensorValue &rhs,
+                   bool transposeLhs, bool transposeRhs);
+
+/// `titan.embedding`: rows of `table` [vocab, dim] picked by `ids`; fails on
+/// an id outside [0, vocab).
+llvm::Expected<TensorValue> embedding(const TensorValue &table,
+                                      const TensorValue &ids);
+
+/// `titan.rope` on [batch, seq, heads, head_dim] with tables [seq,
+/// head_dim/2]; pairs (2j, 2j+1) when `interleaved`, else (j, j + head_dim/2).
+TensorValue rope(const TensorValue &input, const TensorValue &cos,
+                 const TensorValue &sin, bool interleaved);
+
+/// `titan.attention`: softmax(q k^T * scale + mask) v with grouped KV heads;
+/// with `causal`, query i sees keys j <= i.
+TensorValue attention(const TensorValue &q, const TensorValue &k,
+                      const TensorValue &v, bool causal, double scale);
+
+/// `titan.cross_entropy`: the f32 mean over non-ignored labels; fails on a
+/// label outside [0, vocab) that is not `ignoreIndex`.
+llvm::Expected<TensorValue> crossEntropy(const TensorValue &logits,
+                                         const TensorValue &labels,
+                                         int64_t ignoreIndex);
+
+/// `titan.transpose`: result dim d is input dim permutation[d].
+TensorValue transpose(const TensorValue &input,
+                      llvm::ArrayRef<int64_t> permutation);
+
+/// `titan.slice`: elements start + j * step of the result shape `shape`.
+TensorValue slice(const TensorValue &input, llvm::ArrayRef<int64_t> start,
+                  llvm::ArrayRef<int64_t> step, llvm::ArrayRef<int64_t> shape);
+
+/// Writes `source` into `target` with its first element at `offset`.
+void insertSlice(TensorValue &target, const TensorValue &source,
+                 llvm::ArrayRef<int64_t> offset);
+
+/// `titan.concat` along `dim` (also all_gather's concatenation).
+TensorValue concat(llvm::ArrayRef<const TensorValue *> inputs, int64_t dim);
+
+/// Splits `input` into `parts` equal chunks along `dim` (the dim must be
+/// divisible by `parts`).
+std::vector<TensorValue> split(const TensorValue &input, int64_t dim,
+                               int64_t parts);
+
+/// `titan.broadcast_in_dim`: operand dim d maps to result dim dims[d].
+TensorValue broadcastInDim(const TensorValue &input,
+                           llvm::ArrayRef<int64_t> shape,
+                           llvm::ArrayRef<int64_t> dims);
+
+/// The elementwise reduction of tensors of one type (collectives and Partial
+/// placements): accumulated in double in the order given, avg divides the
+/// sum by the count.
+TensorValue reduceTensors(llvm::ArrayRef<const TensorValue *> inputs,
+                          ReduceKind kind);
+
+/// The process group of `rank` for a collective over the mesh axes `axes`:
+/// the ranks whose coordinates differ from `rank`'s only on `axes`, ordered
+/// row-major over `axes` in the order given (the first axis outermost).
+/// `position` receives the index of `rank` in the group when not null.
+llvm::SmallVector<int64_t> getGroup(const DeviceMesh &mesh,
+                                    llvm::ArrayRef<unsigned> axes,
+                                    int64_t rank, int64_t *position = nullptr);
+
+} // namespace mlir::titan::kernels
+
+#endif // TITAN_LIB_INTERPRETER_KERNELS_H

@@ -1,0 +1,118 @@
+//===- titan-eval.cpp - run a titan program on the host -------------------===//
+//
+// titan-eval PROGRAM.mlir --entry=NAME --inputs=DIR --outputs=DIR [--ranks=N]
+//
+// Runs func.func @NAME with titan's reference interpreter. Argument i is read
+// from DIR/<name>.npy, where <name> is the argument's `titan.name` (else
+// "arg<i>"); result i is written to DIR/<name>.npy, named by the result's
+// `titan.name` (else "result<i>"). With --ranks=N the function is a spmdized
+// program run on N simulated ranks: global inputs are sharded and global
+// outputs assembled by their `titan.placements`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/InitAll.h"
+#include "titan/Interpreter/Interpreter.h"
+#include "titan/Support/Npy.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir;
+using namespace mlir::titan;
+
+static llvm::cl::opt<std::string>
+    programFile(llvm::cl::Positional, llvm::cl::Required,
+                llvm::cl::desc("<program.mlir>"));
+static llvm::cl::opt<std::string>
+    entryName("entry", llvm::cl::desc("The func.func to run"),
+              llvm::cl::init("main"));
+static llvm::cl::opt<std::string>
+    inputsDir("inputs", llvm::cl::Required,
+              llvm::cl::desc("Directory of the argument .npy files"));
+static llvm::cl::opt<std::string>
+    outputsDir("outputs", llvm::cl::Required,
+               llvm::cl::desc("Directory the result .npy files go to"));
+static llvm::cl::opt<int>
+    numRanks("ranks", llvm::cl::init(1),
+             llvm::cl::desc("Number of simulated ranks of a spmdized "
+                            "program"));
+
+/// Prints `message` as an error and returns the exit code of a failure.
+static int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "titan-eval") << message << "\n";
+  return 1;
+}
+
+/// Reads the global arguments of the interpreter's function from `dir`.
+static llvm::Expected<std::vector<TensorValue>>
+readArguments(const Interpreter &interpreter, llvm::StringRef dir) {
+  func::FuncOp function = interpreter.getFunction();
+  std::vector<TensorValue> arguments;
+  for (unsigned i = 0; i < function.getNumArguments(); ++i) {
+    std::string name = getArgumentName(function, i);
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, name + ".npy");
+    if (!llvm::sys::fs::exists(path))
+      return llvm::createStringError(
+          "missing input file '%s' for argument #%u '%s' (expected %s)",
+          path.c_str(), i, name.c_str(),
+          interpreter.describeGlobalArgument(i).c_str());
+    llvm::Expected<NpyArray> array = readNpy(path);
+    if (!array)
+      return array.takeError();
+    llvm::Expected<TensorValue> tensor =
+        tensorFromNpy(*array, interpreter.getArgumentKind(i),
+                      ("argument '" + name + "' (" + path + ")").str());
+    if (!tensor)
+      return tensor.takeError();
+    arguments.push_back(std::move(*tensor));
+  }
+  return arguments;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv, "titan reference interpreter: runs a titan program on "
+                  ".npy inputs\n");
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext context(registry);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(programFile, sourceMgr, &context);
+  if (!module)
+    return 1;
+
+  FailureOr<Interpreter> interpreter =
+      Interpreter::create(*module, entryName, numRanks);
+  if (failed(interpreter))
+    return 1;
+  llvm::Expected<std::vector<TensorValue>> arguments =
+      readArguments(*interpreter, inputsDir);
+  if (!arguments)
+    return fail(llvm::toString(arguments.takeError()));
+  FailureOr<std::vector<TensorValue>> results = interpreter->run(*arguments);
+  if (failed(results))
+    return 1;
+
+  if (std::error_code error = llvm::sys::fs::create_directories(outputsDir))
+    return fail("cannot create '" + outputsDir + "': " + error.message());
+  func::FuncOp function = interpreter->getFunction();
+  for (auto [index, result] : llvm::enumerate(*results)) {
+    llvm::SmallString<256> path(outputsDir);
+    llvm::sys::path::append(path, getResultName(function, index) + ".npy");
+    if (llvm::Error error = writeNpy(path, tensorToNpy(result)))
+      return fail(llvm::toString(std::move(error)));
+  }
+  return 0;
+}
