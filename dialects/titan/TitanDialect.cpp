@@ -89,17 +89,34 @@ LogicalResult TitanDialect::verifyOperationAttribute(Operation *op,
   return success();
 }
 
-/// Shared check of function argument and result placements.
+/// Shared check of the titan attributes of function arguments and results:
+/// `titan.placements`, `titan.name` (a non-empty string) and, on arguments,
+/// `titan.role` (param, buffer or input).
 static LogicalResult verifyFunctionValueAttr(Operation *op, unsigned index,
                                              Type type, NamedAttribute attr,
                                              StringRef what) {
-  if (attr.getName() != TitanDialect::kPlacementsAttrName)
-    return op->emitError() << "unknown titan " << what << " attribute '"
-                           << attr.getName().getValue() << "'";
   auto emitError = [&]() {
     return op->emitError() << what << " #" << index << ": ";
   };
-  return verifyValuePlacements(emitError, op, attr.getValue(), type);
+  StringRef name = attr.getName().getValue();
+  if (name == TitanDialect::kPlacementsAttrName)
+    return verifyValuePlacements(emitError, op, attr.getValue(), type);
+  auto text = dyn_cast<StringAttr>(attr.getValue());
+  if (name == TitanDialect::kNameAttrName) {
+    if (!text || text.getValue().empty())
+      return emitError() << "'" << name << "' must be a non-empty string";
+    return success();
+  }
+  if (name == TitanDialect::kRoleAttrName && what == "argument") {
+    if (!text ||
+        !llvm::is_contained(ArrayRef<StringRef>{"param", "buffer", "input"},
+                            text.getValue()))
+      return emitError() << "'" << name
+                         << "' must be \"param\", \"buffer\" or \"input\"";
+    return success();
+  }
+  return op->emitError() << "unknown titan " << what << " attribute '" << name
+                         << "'";
 }
 
 LogicalResult TitanDialect::verifyRegionArgAttribute(Operation *op,
@@ -108,7 +125,7 @@ LogicalResult TitanDialect::verifyRegionArgAttribute(Operation *op,
                                                      NamedAttribute attr) {
   Region &region = op->getRegion(regionIndex);
   if (region.empty() || argIndex >= region.getNumArguments())
-    return op->emitError() << "placements on a missing argument";
+    return op->emitError() << "attribute on a missing argument";
   return verifyFunctionValueAttr(
       op, argIndex, region.getArgument(argIndex).getType(), attr, "argument");
 }
@@ -119,7 +136,7 @@ LogicalResult TitanDialect::verifyRegionResultAttribute(Operation *op,
                                                         NamedAttribute attr) {
   auto function = dyn_cast<FunctionOpInterface>(op);
   if (!function || resultIndex >= function.getNumResults())
-    return op->emitError() << "result placements are only valid on functions";
+    return op->emitError() << "result attributes are only valid on functions";
   return verifyFunctionValueAttr(
       op, resultIndex, function.getResultTypes()[resultIndex], attr, "result");
 }

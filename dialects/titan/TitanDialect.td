@@ -27,7 +27,9 @@ def Titan_Dialect : Dialect {
     Placements are attached with the discardable attribute `titan.placements`
     (an array with one `#titan.placements` per result) on operations and as an
     argument/result attribute of the same name on functions. The dialect
-    verifies them against the mesh they name.
+    verifies them against the mesh they name. Function arguments and results
+    also carry `titan.name` (a parameter's fully qualified name, an input's
+    name, "logits") and arguments `titan.role` ("param", "buffer", "input").
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
@@ -37,6 +39,13 @@ def Titan_Dialect : Dialect {
     /// The discardable attribute that holds placements of values.
     static constexpr ::llvm::StringLiteral kPlacementsAttrName =
         "titan.placements";
+    /// The name of a function argument or result: a parameter's fully
+    /// qualified name (e.g. "layers.0.attention.wq.weight"), a model input's
+    /// TorchScript name, "logits", "loss".
+    static constexpr ::llvm::StringLiteral kNameAttrName = "titan.name";
+    /// What a function argument is: "param" (trainable), "buffer" (state that
+    /// is not trained, e.g. RoPE tables) or "input" (data, e.g. tokens).
+    static constexpr ::llvm::StringLiteral kRoleAttrName = "titan.role";
   private:
     void registerAttributes();
   public:

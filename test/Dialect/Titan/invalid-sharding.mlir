@@ -272,3 +272,24 @@ func.func @f() -> tensor<8xf32> {
   %0 = titan.recv on @mesh ["pp"] peer 2 tag 0 : tensor<8xf32>
   return %0 : tensor<8xf32>
 }
+
+// -----
+
+// expected-error @+1 {{argument #0: 'titan.name' must be a non-empty string}}
+func.func @f(%x: tensor<8xf32> {titan.name = ""}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument #0: 'titan.role' must be "param", "buffer" or "input"}}
+func.func @f(%x: tensor<8xf32> {titan.role = "weight"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown titan result attribute 'titan.role'}}
+func.func @f(%x: tensor<8xf32>) -> (tensor<8xf32> {titan.role = "param"}) {
+  return %x : tensor<8xf32>
+}

@@ -27,3 +27,13 @@ func.func @types(%ids: tensor<4x64xi64>, %x: tensor<4x64x256xbf16>) -> (tensor<4
   %1 = titan.redistribute %x to <@mesh, [R, S(0), S(1), S(2)]> : tensor<4x64x256xbf16>
   return %0, %1 : tensor<4x64xi64>, tensor<4x64x256xbf16>
 }
+
+// Names and roles of function arguments and results.
+// CHECK-LABEL: func.func @named
+// CHECK-SAME: (%{{.*}}: tensor<16x8xf32> {titan.name = "layers.0.attention.wq.weight", titan.role = "param"}, %{{.*}}: tensor<2x4xi64> {titan.name = "tokens", titan.role = "input"})
+// CHECK-SAME: -> (tensor<16x8xf32> {titan.name = "logits"})
+func.func @named(%w: tensor<16x8xf32> {titan.name = "layers.0.attention.wq.weight", titan.role = "param"},
+                 %t: tensor<2x4xi64> {titan.name = "tokens", titan.role = "input"})
+    -> (tensor<16x8xf32> {titan.name = "logits"}) {
+  return %w : tensor<16x8xf32>
+}

@@ -1,0 +1,72 @@
+//===- TorchScriptImporter.h - TorchScript -> titan dialect -----*- C++ -*-===//
+//
+// Imports the `forward` method of a TorchScript module (traced or scripted)
+// into `func.func @forward` of the titan dialect. Parameters and buffers
+// become function arguments named by their fully qualified names; model
+// inputs keep their TorchScript names.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_IMPORT_TORCHSCRIPTIMPORTER_H
+#define TITAN_IMPORT_TORCHSCRIPTIMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace mlir::titan {
+
+/// Shape and element type of one model input, for modules whose graph does
+/// not record them (scripted modules).
+struct InputSpec {
+  std::vector<int64_t> shape;
+  /// "i64", "i32", "f32", "bf16", "f16" or "f64".
+  std::string elementType = "i64";
+};
+
+/// Parses "2x64" or "2x64xi64" (mlir-style shape, optional element type).
+llvm::Expected<InputSpec> parseInputSpec(llvm::StringRef text);
+
+/// The contents of one imported parameter or buffer, for --export-weights.
+struct ImportedTensor {
+  /// The function argument name (fully qualified name; complex buffers are
+  /// split into "<fqn>.real" and "<fqn>.imag").
+  std::string name;
+  std::vector<int64_t> shape;
+  /// "f32", "f64", "f16", "bf16", "i64", ...
+  std::string elementType;
+  /// Row-major raw little-endian bytes; empty when the module holds no data
+  /// for it (shape-only export).
+  std::vector<char> data;
+};
+
+/// Options of the importer.
+struct TorchScriptImportOptions {
+  /// Shapes of inputs by TorchScript name (e.g. "tokens"); they override
+  /// shapes recorded by tracing.
+  llvm::StringMap<InputSpec> inputs;
+  /// Called once per parameter/buffer argument with its data when set.
+  std::function<llvm::Error(const ImportedTensor &)> onWeight;
+};
+
+/// Loads `path` with LibTorch and imports its forward method. Errors name
+/// the file or the unsupported node (kind, schema, Python source line).
+llvm::Expected<OwningOpRef<ModuleOp>>
+importTorchScriptFile(MLIRContext &context, llvm::StringRef path,
+                      const TorchScriptImportOptions &options);
+
+/// Imports a graph given in TorchScript's textual IR (torch::jit::parseIR);
+/// its first input is treated like a model input (there is no module, so no
+/// parameters). Used by the importer's tests.
+llvm::Expected<OwningOpRef<ModuleOp>>
+importTorchScriptIR(MLIRContext &context, llvm::StringRef irText,
+                    const TorchScriptImportOptions &options);
+
+} // namespace mlir::titan
+
+#endif // TITAN_IMPORT_TORCHSCRIPTIMPORTER_H

@@ -1,0 +1,1538 @@
+//===- AtenOps.cpp - conversions of aten ops to titan ops -----------------===//
+//
+// One conversion per aten op kind. Each computes its result shapes itself
+// (titan programs have static shapes), makes PyTorch's implicit broadcasting
+// and type promotion explicit, and evaluates scalar arithmetic at import
+// time. Complex tensors (torchtitan's RoPE) are carried as (real, imag)
+// pairs of real tensors. docs/importer.md lists the supported ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImporterImpl.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::titan;
+using namespace mlir::titan::import;
+
+using Node = torch::jit::Node;
+using Outputs = llvm::Expected<std::vector<ImportedValue>>;
+
+namespace {
+
+/// One output value.
+Outputs single(ImportedValue value) {
+  return std::vector<ImportedValue>{std::move(value)};
+}
+Outputs single(Value value) { return single(ImportedValue::ofTensor(value)); }
+
+/// Builds titan ops at the importer's current location.
+class Emitter {
+public:
+  explicit Emitter(GraphImporter &importer)
+      : builder(importer.getBuilder()), loc(importer.getLoc()),
+        context(importer.getContext()) {}
+
+  Type f64() { return Float64Type::get(&context); }
+  Type i1() { return IntegerType::get(&context, 1); }
+
+  /// A tensor of `type` whose elements all equal `value`.
+  Value splat(RankedTensorType type, double value) {
+    Type element = type.getElementType();
+    DenseElementsAttr attr;
+    if (auto floatType = dyn_cast<FloatType>(element)) {
+      bool losesInfo;
+      llvm::APFloat number(value);
+      number.convert(floatType.getFloatSemantics(),
+                     llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+      attr = DenseElementsAttr::get(type, number);
+    } else {
+      unsigned width = element.getIntOrFloatBitWidth();
+      attr = DenseElementsAttr::get(
+          type, llvm::APInt(width, static_cast<int64_t>(value),
+                            /*isSigned=*/width > 1));
+    }
+    return ConstantOp::create(builder, loc, attr);
+  }
+
+  /// `value` converted to element type `element` (no-op when equal).
+  Value cast(Value value, Type element) {
+    RankedTensorType type = tensorType(value);
+    if (type.getElementType() == element)
+      return value;
+    return CastOp::create(builder, loc, type.clone(element), value);
+  }
+
+  /// `value` with shape `shape` (numpy broadcasting: trailing dims align).
+  Value broadcastTo(Value value, ArrayRef<int64_t> shape) {
+    RankedTensorType type = tensorType(value);
+    if (type.getShape() == shape)
+      return value;
+    int64_t offset = shape.size() - type.getRank();
+    SmallVector<int64_t> dims;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      dims.push_back(offset + d);
+    return BroadcastInDimOp::create(builder, loc, type.clone(shape), value,
+                                    builder.getDenseI64ArrayAttr(dims));
+  }
+
+  Value reshape(Value value, ArrayRef<int64_t> shape) {
+    RankedTensorType type = tensorType(value);
+    if (type.getShape() == shape)
+      return value;
+    return ReshapeOp::create(builder, loc, type.clone(shape), value);
+  }
+
+  Value transpose(Value value, ArrayRef<int64_t> permutation) {
+    RankedTensorType type = tensorType(value);
+    SmallVector<int64_t> shape;
+    for (int64_t p : permutation)
+      shape.push_back(type.getDimSize(p));
+    return TransposeOp::create(builder, loc, type.clone(shape), value,
+                               builder.getDenseI64ArrayAttr(permutation));
+  }
+
+  Value slice(Value value, int64_t dim, int64_t start, int64_t limit,
+              int64_t step) {
+    RankedTensorType type = tensorType(value);
+    SmallVector<int64_t> starts(type.getRank(), 0), limits(type.getShape()),
+        steps(type.getRank(), 1), shape(type.getShape());
+    starts[dim] = start;
+    limits[dim] = limit;
+    steps[dim] = step;
+    shape[dim] = (limit - start + step - 1) / step;
+    return SliceOp::create(builder, loc, type.clone(shape), value,
+                           builder.getDenseI64ArrayAttr(starts),
+                           builder.getDenseI64ArrayAttr(limits),
+                           builder.getDenseI64ArrayAttr(steps));
+  }
+
+  Value concat(ArrayRef<Value> values, int64_t dim) {
+    if (values.size() == 1)
+      return values[0];
+    RankedTensorType type = tensorType(values[0]);
+    SmallVector<int64_t> shape(type.getShape());
+    shape[dim] = 0;
+    for (Value v : values)
+      shape[dim] += tensorType(v).getDimSize(dim);
+    return ConcatOp::create(builder, loc, type.clone(shape), values, dim);
+  }
+
+  template <typename OpTy> Value binary(Value lhs, Value rhs) {
+    return OpTy::create(builder, loc, lhs.getType(), lhs, rhs);
+  }
+  template <typename OpTy> Value unary(Value input) {
+    return OpTy::create(builder, loc, input.getType(), input);
+  }
+  Value scale(Value input, double factor) {
+    return ScaleOp::create(builder, loc, input.getType(), input,
+                           builder.getF64FloatAttr(factor));
+  }
+  Value compare(StringRef predicate, Value lhs, Value rhs) {
+    return CompareOp::create(builder, loc, tensorType(lhs).clone(i1()),
+                             builder.getStringAttr(predicate), lhs, rhs);
+  }
+  Value select(Value cond, Value onTrue, Value onFalse) {
+    return SelectOp::create(builder, loc, onTrue.getType(), cond, onTrue,
+                            onFalse);
+  }
+  Value iota(RankedTensorType type, int64_t dim) {
+    return IotaOp::create(builder, loc, type, dim);
+  }
+
+  OpBuilder &builder;
+  Location loc;
+  MLIRContext &context;
+};
+
+/// Normalizes a possibly negative dimension of a rank-`rank` tensor.
+llvm::Expected<int64_t> normalizeDim(int64_t dim, int64_t rank) {
+  int64_t normalized = dim < 0 ? dim + rank : dim;
+  if (normalized < 0 || normalized >= std::max<int64_t>(rank, 1))
+    return makeError(llvm::formatv(
+        "dimension {0} is out of range for a rank-{1} tensor", dim, rank));
+  return normalized;
+}
+
+/// Width rank of float types for promotion: f16 and bf16 promote to f32.
+int floatRank(Type type) {
+  if (type.isF64())
+    return 3;
+  if (type.isF32())
+    return 2;
+  return 1;
+}
+
+/// PyTorch's promotion of two tensor element types (floats only).
+Type promote(Type a, Type b, MLIRContext &context) {
+  if (a == b)
+    return a;
+  if (!isa<FloatType>(a))
+    return b;
+  if (!isa<FloatType>(b))
+    return a;
+  if (floatRank(a) == 1 && floatRank(b) == 1)
+    return Float32Type::get(&context);
+  return floatRank(a) >= floatRank(b) ? a : b;
+}
+
+/// The broadcast shape of two shapes, or an error.
+llvm::Expected<SmallVector<int64_t>> broadcastShape(ArrayRef<int64_t> a,
+                                                    ArrayRef<int64_t> b) {
+  SmallVector<int64_t> result(std::max(a.size(), b.size()), 1);
+  for (size_t i = 0; i < result.size(); ++i) {
+    int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1)
+      return makeError(
+          llvm::formatv("shapes [{0}] and [{1}] cannot be broadcast together",
+                        llvm::make_range(a.begin(), a.end()),
+                        llvm::make_range(b.begin(), b.end())));
+    result[result.size() - 1 - i] = da == 1 ? db : da;
+  }
+  return result;
+}
+
+/// Brings two tensors to one shape and element type.
+llvm::Error unify(Emitter &emit, Value &lhs, Value &rhs) {
+  RankedTensorType lt = tensorType(lhs), rt = tensorType(rhs);
+  llvm::Expected<SmallVector<int64_t>> shape =
+      broadcastShape(lt.getShape(), rt.getShape());
+  if (!shape)
+    return shape.takeError();
+  // As in PyTorch, a 0-d tensor does not change the element type of a
+  // dimensioned one of the same category (float or integer).
+  Type element;
+  bool sameCategory = isa<FloatType>(lt.getElementType()) ==
+                      isa<FloatType>(rt.getElementType());
+  if (sameCategory && lt.getRank() == 0 && rt.getRank() > 0)
+    element = rt.getElementType();
+  else if (sameCategory && rt.getRank() == 0 && lt.getRank() > 0)
+    element = lt.getElementType();
+  else
+    element = promote(lt.getElementType(), rt.getElementType(), emit.context);
+  lhs = emit.broadcastTo(emit.cast(lhs, element), *shape);
+  rhs = emit.broadcastTo(emit.cast(rhs, element), *shape);
+  return llvm::Error::success();
+}
+
+/// Applies `fn` to a real tensor or to both parts of a complex one.
+Outputs mapParts(const ImportedValue &value,
+                 const std::function<llvm::Expected<Value>(Value)> &fn) {
+  if (value.isTensor()) {
+    llvm::Expected<Value> result = fn(value.tensor);
+    if (!result)
+      return result.takeError();
+    return single(*result);
+  }
+  if (value.isComplex()) {
+    llvm::Expected<Value> real = fn(value.tensor);
+    if (!real)
+      return real.takeError();
+    llvm::Expected<Value> imag = fn(value.imag);
+    if (!imag)
+      return imag.takeError();
+    return single(ImportedValue::ofComplex(*real, *imag));
+  }
+  return makeError("expected a tensor");
+}
+
+/// The shape of a real or complex tensor value.
+llvm::Expected<ArrayRef<int64_t>> shapeOf(const ImportedValue &value) {
+  if (!value.isTensor() && !value.isComplex())
+    return makeError("expected a tensor");
+  return tensorType(value.tensor).getShape();
+}
+
+/// Resolves a view/reshape size list with one optional -1.
+llvm::Expected<SmallVector<int64_t>> resolveShape(ArrayRef<int64_t> from,
+                                                  std::vector<int64_t> to) {
+  int64_t known = 1, total = 1;
+  int inferred = -1;
+  for (int64_t d : from)
+    total *= d;
+  for (auto [i, d] : llvm::enumerate(to)) {
+    if (d == -1) {
+      if (inferred >= 0)
+        return makeError("only one dimension can be inferred (-1)");
+      inferred = i;
+    } else {
+      known *= d;
+    }
+  }
+  if (inferred >= 0) {
+    if (known == 0 || total % known != 0)
+      return makeError("cannot infer the -1 dimension");
+    to[inferred] = total / known;
+    known *= to[inferred];
+  }
+  if (known != total)
+    return makeError(
+        llvm::formatv("cannot view a tensor of {0} elements as shape [{1}]",
+                      total, llvm::make_range(to.begin(), to.end())));
+  return SmallVector<int64_t>(to.begin(), to.end());
+}
+
+/// The element type named by a torch dtype code, or an error.
+llvm::Expected<Type> dtypeOf(GraphImporter &importer,
+                             const ImportedValue &value) {
+  if (value.kind != ImportedValue::Kind::Int)
+    return makeError("expected a dtype");
+  Type type = toElementType(importer.getContext(),
+                            static_cast<c10::ScalarType>(value.intValue));
+  if (!type)
+    return makeError(
+        llvm::formatv("unsupported dtype code {0}", value.intValue));
+  return type;
+}
+
+/// The torch dtype code of an MLIR element type.
+int64_t dtypeCode(Type type) {
+  if (type.isF64())
+    return static_cast<int64_t>(c10::ScalarType::Double);
+  if (type.isF16())
+    return static_cast<int64_t>(c10::ScalarType::Half);
+  if (type.isBF16())
+    return static_cast<int64_t>(c10::ScalarType::BFloat16);
+  if (type.isInteger(64))
+    return static_cast<int64_t>(c10::ScalarType::Long);
+  if (type.isInteger(32))
+    return static_cast<int64_t>(c10::ScalarType::Int);
+  if (type.isInteger(1))
+    return static_cast<int64_t>(c10::ScalarType::Bool);
+  return static_cast<int64_t>(c10::ScalarType::Float);
+}
+
+/// The optional dtype argument of a creation or reduction op.
+llvm::Expected<Type> optionalDtype(GraphImporter &importer, Node *node,
+                                   Type fallback) {
+  const ImportedValue *dtype = importer.namedInput(node, "dtype");
+  if (!dtype || dtype->isNone())
+    return fallback;
+  return dtypeOf(importer, *dtype);
+}
+
+//===----------------------------------------------------------------------===//
+// Arithmetic
+//===----------------------------------------------------------------------===//
+
+enum class BinaryKind { Add, Sub, Mul, Div, FloorDiv, Rsub, Max, Min, Pow };
+
+/// Scalar arithmetic evaluated at import time.
+Outputs scalarBinary(BinaryKind kind, const ImportedValue &a,
+                     const ImportedValue &b) {
+  bool ints = a.kind != ImportedValue::Kind::Float &&
+              b.kind != ImportedValue::Kind::Float;
+  double x = a.asDouble(), y = b.asDouble();
+  if (kind == BinaryKind::Rsub)
+    std::swap(x, y);
+  double r;
+  switch (kind) {
+  case BinaryKind::Add:
+    r = x + y;
+    break;
+  case BinaryKind::Sub:
+  case BinaryKind::Rsub:
+    r = x - y;
+    break;
+  case BinaryKind::Mul:
+    r = x * y;
+    break;
+  case BinaryKind::Div:
+    return single(ImportedValue::ofFloat(x / y));
+  case BinaryKind::FloorDiv:
+    r = std::floor(x / y);
+    break;
+  case BinaryKind::Max:
+    r = std::max(x, y);
+    break;
+  case BinaryKind::Min:
+    r = std::min(x, y);
+    break;
+  case BinaryKind::Pow:
+    r = std::pow(x, y);
+    if (ints && y < 0)
+      return single(ImportedValue::ofFloat(r));
+    break;
+  }
+  return single(ints ? ImportedValue::ofInt(static_cast<int64_t>(r))
+                     : ImportedValue::ofFloat(r));
+}
+
+/// `x ** p` for a compile-time exponent, as titan ops.
+llvm::Expected<Value> powByConstant(Emitter &emit, Value x, double p) {
+  if (p == 1.0)
+    return x;
+  if (p == 2.0)
+    return emit.binary<MulOp>(x, x);
+  if (p == 3.0)
+    return emit.binary<MulOp>(emit.binary<MulOp>(x, x), x);
+  if (p == 0.5)
+    return emit.unary<SqrtOp>(x);
+  if (p == -0.5)
+    return emit.unary<RsqrtOp>(x);
+  if (p == -1.0)
+    return emit.binary<DivOp>(emit.splat(tensorType(x), 1.0), x);
+  if (p == 0.0)
+    return emit.splat(tensorType(x), 1.0);
+  return makeError(llvm::formatv(
+      "pow with exponent {0} is not supported (supported: -1, -0.5, 0, "
+      "0.5, 1, 2, 3)",
+      p));
+}
+
+/// Complex arithmetic on (real, imag) pairs; `b` may be real.
+Outputs complexBinary(Emitter &emit, BinaryKind kind, ImportedValue a,
+                      ImportedValue b) {
+  auto parts = [&](const ImportedValue &v) -> std::pair<Value, Value> {
+    if (v.isComplex())
+      return {v.tensor, v.imag};
+    return {v.tensor, Value()};
+  };
+  auto [ar, ai] = parts(a);
+  auto [br, bi] = parts(b);
+  auto align = [&](Value &x, Value &y) { return unify(emit, x, y); };
+  if (kind == BinaryKind::Mul) {
+    if (!ai)
+      std::swap(ar, br), std::swap(ai, bi);
+    if (!bi) { // complex * real
+      Value r1 = ar, r2 = br, i1 = ai, i2 = br;
+      if (llvm::Error e = align(r1, r2))
+        return std::move(e);
+      if (llvm::Error e = align(i1, i2))
+        return std::move(e);
+      return single(ImportedValue::ofComplex(emit.binary<MulOp>(r1, r2),
+                                             emit.binary<MulOp>(i1, i2)));
+    }
+    for (Value *x : {&ar, &ai})
+      for (Value *y : {&br, &bi})
+        if (llvm::Error e = align(*x, *y))
+          return std::move(e);
+    // Re-align after shapes grew.
+    for (Value *x : {&ar, &ai})
+      for (Value *y : {&br, &bi})
+        if (llvm::Error e = align(*x, *y))
+          return std::move(e);
+    Value real = emit.binary<SubOp>(emit.binary<MulOp>(ar, br),
+                                    emit.binary<MulOp>(ai, bi));
+    Value imag = emit.binary<AddOp>(emit.binary<MulOp>(ar, bi),
+                                    emit.binary<MulOp>(ai, br));
+    return single(ImportedValue::ofComplex(real, imag));
+  }
+  if (kind == BinaryKind::Add || kind == BinaryKind::Sub) {
+    if (!ai || !bi)
+      return makeError("adding a real tensor to a complex one is not "
+                       "supported");
+    if (llvm::Error e = align(ar, br))
+      return std::move(e);
+    if (llvm::Error e = align(ai, bi))
+      return std::move(e);
+    if (kind == BinaryKind::Add)
+      return single(ImportedValue::ofComplex(emit.binary<AddOp>(ar, br),
+                                             emit.binary<AddOp>(ai, bi)));
+    return single(ImportedValue::ofComplex(emit.binary<SubOp>(ar, br),
+                                           emit.binary<SubOp>(ai, bi)));
+  }
+  return makeError("this operation on complex tensors is not supported");
+}
+
+/// aten::add / sub / mul / div / rsub / maximum / minimum / pow on any mix
+/// of tensors, complex tensors and scalars.
+Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
+  ImportedValue a = importer.input(node, 0);
+  ImportedValue b = importer.input(node, 1);
+  // add/sub(x, y, alpha): y is scaled by alpha.
+  double alpha = 1.0;
+  if ((kind == BinaryKind::Add || kind == BinaryKind::Sub ||
+       kind == BinaryKind::Rsub) &&
+      node->inputs().size() > 2) {
+    llvm::Expected<double> value = importer.numberInput(node, 2);
+    if (!value)
+      return value.takeError();
+    alpha = *value;
+  }
+  if (a.isNumber() && b.isNumber()) {
+    if (alpha != 1.0)
+      b = ImportedValue::ofFloat(b.asDouble() * alpha);
+    return scalarBinary(kind, a, b);
+  }
+  Emitter emit(importer);
+  if (a.isComplex() || b.isComplex()) {
+    if (alpha != 1.0 || kind == BinaryKind::Rsub)
+      return makeError("this form on complex tensors is not supported");
+    return complexBinary(emit, kind, a, b);
+  }
+  if (kind == BinaryKind::Rsub) {
+    std::swap(a, b);
+    kind = BinaryKind::Sub;
+    // rsub(x, y, alpha) = y - alpha * x: alpha scales the swapped operand.
+    if (alpha != 1.0) {
+      if (a.isNumber())
+        a = ImportedValue::ofFloat(a.asDouble() * alpha);
+      else
+        a = ImportedValue::ofTensor(emit.scale(a.tensor, alpha));
+      alpha = 1.0;
+    }
+  }
+  // A tensor combined with a scalar keeps the tensor's element type.
+  if (b.isNumber() && a.isTensor()) {
+    double y = b.asDouble() * alpha;
+    Value x = a.tensor;
+    if (!isa<FloatType>(tensorType(x).getElementType()))
+      return makeError("arithmetic on integer tensors is not supported");
+    switch (kind) {
+    case BinaryKind::Mul:
+      return single(emit.scale(x, y));
+    case BinaryKind::Div:
+      return single(emit.scale(x, 1.0 / y));
+    case BinaryKind::Pow: {
+      llvm::Expected<Value> result = powByConstant(emit, x, y);
+      if (!result)
+        return result.takeError();
+      return single(*result);
+    }
+    default:
+      b = ImportedValue::ofTensor(emit.splat(tensorType(x), y));
+      alpha = 1.0;
+    }
+  }
+  if (a.isNumber() && b.isTensor())
+    a = ImportedValue::ofTensor(emit.splat(tensorType(b.tensor), a.asDouble()));
+  if (!a.isTensor() || !b.isTensor())
+    return makeError("unsupported operand kinds");
+  Value x = a.tensor, y = b.tensor;
+  if (!isa<FloatType>(tensorType(x).getElementType()) ||
+      !isa<FloatType>(tensorType(y).getElementType()))
+    return makeError("arithmetic on integer tensors is not supported");
+  if (alpha != 1.0)
+    y = emit.scale(y, alpha);
+  if (llvm::Error error = unify(emit, x, y))
+    return std::move(error);
+  switch (kind) {
+  case BinaryKind::Add:
+    return single(emit.binary<AddOp>(x, y));
+  case BinaryKind::Sub:
+  case BinaryKind::Rsub:
+    return single(emit.binary<SubOp>(x, y));
+  case BinaryKind::Mul:
+    return single(emit.binary<MulOp>(x, y));
+  case BinaryKind::Div:
+    return single(emit.binary<DivOp>(x, y));
+  case BinaryKind::Max:
+    return single(emit.binary<MaxOp>(x, y));
+  case BinaryKind::Min:
+    return single(emit.unary<NegOp>(
+        emit.binary<MaxOp>(emit.unary<NegOp>(x), emit.unary<NegOp>(y))));
+  default:
+    return makeError("this operation on two tensors is not supported");
+  }
+}
+
+/// Elementwise unary ops; scalars are evaluated.
+template <typename OpTy>
+Outputs convertUnary(GraphImporter &importer, Node *node,
+                     double (*scalarFn)(double)) {
+  const ImportedValue &x = importer.input(node, 0);
+  if (x.isNumber() && scalarFn)
+    return single(ImportedValue::ofFloat(scalarFn(x.asDouble())));
+  llvm::Expected<Value> input = importer.tensorInput(node, 0);
+  if (!input)
+    return input.takeError();
+  if (!isa<FloatType>(tensorType(*input).getElementType()))
+    return makeError("expected a floating-point tensor");
+  Emitter emit(importer);
+  return single(emit.unary<OpTy>(*input));
+}
+
+/// aten::eq / ne / lt / le / gt / ge.
+Outputs convertCompare(GraphImporter &importer, Node *node,
+                       StringRef predicate) {
+  ImportedValue a = importer.input(node, 0), b = importer.input(node, 1);
+  if (!a.isTensor() && !b.isTensor()) {
+    // Comparisons of scalars, strings or None at import time.
+    bool equal = a.kind == b.kind && a.intValue == b.intValue &&
+                 a.floatValue == b.floatValue && a.text == b.text;
+    if (a.isNumber() && b.isNumber())
+      equal = a.asDouble() == b.asDouble();
+    double x = a.asDouble(), y = b.asDouble();
+    bool result = llvm::StringSwitch<bool>(predicate)
+                      .Case("eq", equal)
+                      .Case("ne", !equal)
+                      .Case("lt", x < y)
+                      .Case("le", x <= y)
+                      .Case("gt", x > y)
+                      .Default(x >= y);
+    return single(ImportedValue::ofBool(result));
+  }
+  Emitter emit(importer);
+  if (b.isNumber())
+    b = ImportedValue::ofTensor(emit.splat(tensorType(a.tensor), b.asDouble()));
+  if (a.isNumber())
+    a = ImportedValue::ofTensor(emit.splat(tensorType(b.tensor), a.asDouble()));
+  Value x = a.tensor, y = b.tensor;
+  if (llvm::Error error = unify(emit, x, y))
+    return std::move(error);
+  return single(emit.compare(predicate, x, y));
+}
+
+//===----------------------------------------------------------------------===//
+// Shapes
+//===----------------------------------------------------------------------===//
+
+Outputs convertView(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  llvm::Expected<std::vector<int64_t>> sizes = importer.intListInput(node, 1);
+  if (!sizes)
+    return sizes.takeError();
+  Emitter emit(importer);
+  return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
+    llvm::Expected<SmallVector<int64_t>> shape =
+        resolveShape(tensorType(v).getShape(), *sizes);
+    if (!shape)
+      return shape.takeError();
+    return emit.reshape(v, *shape);
+  });
+}
+
+Outputs convertFlatten(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
+  llvm::Expected<int64_t> start = importer.intInput(node, 1);
+  llvm::Expected<int64_t> end = importer.intInput(node, 2);
+  if (!shape || !start || !end)
+    return makeError("flatten needs a tensor and constant dims");
+  int64_t rank = shape->size();
+  if (rank == 0)
+    return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
+      return Emitter(importer).reshape(v, {1});
+    });
+  llvm::Expected<int64_t> s = normalizeDim(*start, rank);
+  llvm::Expected<int64_t> e = normalizeDim(*end, rank);
+  if (!s || !e)
+    return makeError("flatten dims out of range");
+  SmallVector<int64_t> result(shape->begin(), shape->begin() + *s);
+  int64_t merged = 1;
+  for (int64_t d = *s; d <= *e; ++d)
+    merged *= (*shape)[d];
+  result.push_back(merged);
+  result.append(shape->begin() + *e + 1, shape->end());
+  Emitter emit(importer);
+  return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
+    return emit.reshape(v, result);
+  });
+}
+
+Outputs convertUnsqueeze(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
+  llvm::Expected<int64_t> dim = importer.intInput(node, 1);
+  if (!shape || !dim)
+    return makeError("unsqueeze needs a tensor and a constant dim");
+  llvm::Expected<int64_t> d = normalizeDim(*dim, shape->size() + 1);
+  if (!d)
+    return d.takeError();
+  SmallVector<int64_t> result(*shape);
+  result.insert(result.begin() + *d, 1);
+  Emitter emit(importer);
+  return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
+    return emit.reshape(v, result);
+  });
+}
+
+Outputs convertSqueeze(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
+  if (!shape)
+    return shape.takeError();
+  SmallVector<int64_t> result;
+  std::optional<int64_t> only;
+  if (node->inputs().size() > 1) {
+    llvm::Expected<int64_t> dim = importer.intInput(node, 1);
+    if (!dim)
+      return dim.takeError();
+    llvm::Expected<int64_t> d = normalizeDim(*dim, shape->size());
+    if (!d)
+      return d.takeError();
+    only = *d;
+  }
+  for (auto [d, size] : llvm::enumerate(*shape))
+    if (size != 1 || (only && *only != (int64_t)d))
+      result.push_back(size);
+  Emitter emit(importer);
+  return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
+    return emit.reshape(v, result);
+  });
+}
+
+Outputs convertPermute(GraphImporter &importer, Node *node, bool swapTwo) {
+  const ImportedValue &x = importer.input(node, 0);
+  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
+  if (!shape)
+    return shape.takeError();
+  int64_t rank = shape->size();
+  SmallVector<int64_t> permutation;
+  if (swapTwo) {
+    SmallVector<int64_t> dims;
+    if (node->inputs().size() == 1) { // aten::t
+      dims = {0, rank > 1 ? 1 : 0};
+    } else {
+      for (size_t i : {1, 2}) {
+        llvm::Expected<int64_t> dim = importer.intInput(node, i);
+        if (!dim)
+          return dim.takeError();
+        llvm::Expected<int64_t> d = normalizeDim(*dim, rank);
+        if (!d)
+          return d.takeError();
+        dims.push_back(*d);
+      }
+    }
+    permutation = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    if (rank > 1)
+      std::swap(permutation[dims[0]], permutation[dims[1]]);
+  } else {
+    llvm::Expected<std::vector<int64_t>> dims = importer.intListInput(node, 1);
+    if (!dims)
+      return dims.takeError();
+    for (int64_t dim : *dims) {
+      llvm::Expected<int64_t> d = normalizeDim(dim, rank);
+      if (!d)
+        return d.takeError();
+      permutation.push_back(*d);
+    }
+  }
+  if (llvm::equal(permutation, llvm::seq<int64_t>(0, rank)))
+    return single(x);
+  Emitter emit(importer);
+  return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
+    return emit.transpose(v, permutation);
+  });
+}
+
+/// Normalizes a Python slice bound: None, negative, or past the end.
+int64_t sliceBound(const ImportedValue &bound, int64_t size, int64_t fallback) {
+  if (bound.isNone())
+    return fallback;
+  int64_t value = bound.intValue;
+  if (value < 0)
+    value += size;
+  return std::clamp<int64_t>(value, 0, size);
+}
+
+Outputs convertSlice(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
+  llvm::Expected<int64_t> dim = importer.intInput(node, 1);
+  llvm::Expected<int64_t> step = importer.intInput(node, 4);
+  if (!shape || !dim || !step)
+    return makeError("slice needs a tensor and constant dim and step");
+  llvm::Expected<int64_t> d = normalizeDim(*dim, shape->size());
+  if (!d)
+    return d.takeError();
+  if (*step < 1)
+    return makeError("slice step must be positive");
+  int64_t size = (*shape)[*d];
+  int64_t start = sliceBound(importer.input(node, 2), size, 0);
+  int64_t end =
+      std::max(start, sliceBound(importer.input(node, 3), size, size));
+  if (start == 0 && end == size && *step == 1)
+    return single(x);
+  Emitter emit(importer);
+  return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
+    return emit.slice(v, *d, start, end, *step);
+  });
+}
+
+Outputs convertSelect(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
+  llvm::Expected<int64_t> dim = importer.intInput(node, 1);
+  llvm::Expected<int64_t> index = importer.intInput(node, 2);
+  if (!shape || !dim || !index)
+    return makeError("select needs a tensor and constant dim and index");
+  llvm::Expected<int64_t> d = normalizeDim(*dim, shape->size());
+  if (!d)
+    return d.takeError();
+  int64_t size = (*shape)[*d];
+  int64_t i = *index < 0 ? *index + size : *index;
+  if (i < 0 || i >= size)
+    return makeError(
+        llvm::formatv("index {0} is out of range for size {1}", *index, size));
+  SmallVector<int64_t> result(*shape);
+  result.erase(result.begin() + *d);
+  Emitter emit(importer);
+  return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
+    return emit.reshape(emit.slice(v, *d, i, i + 1, 1), result);
+  });
+}
+
+/// aten::chunk / split / split_with_sizes / unbind: a list of slices.
+Outputs convertSplit(GraphImporter &importer, Node *node, StringRef how) {
+  const ImportedValue &x = importer.input(node, 0);
+  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
+  if (!shape)
+    return shape.takeError();
+  llvm::Expected<int64_t> dim =
+      importer.intInput(node, how == "unbind" ? 1 : 2);
+  if (!dim)
+    return dim.takeError();
+  llvm::Expected<int64_t> d = normalizeDim(*dim, shape->size());
+  if (!d)
+    return d.takeError();
+  int64_t size = (*shape)[*d];
+  std::vector<int64_t> sizes;
+  if (how == "unbind") {
+    sizes.assign(size, 1);
+  } else if (how == "chunk") {
+    llvm::Expected<int64_t> chunks = importer.intInput(node, 1);
+    if (!chunks || *chunks < 1)
+      return makeError("chunk needs a positive constant count");
+    int64_t chunk = (size + *chunks - 1) / *chunks;
+    for (int64_t start = 0; start < size; start += chunk)
+      sizes.push_back(std::min(chunk, size - start));
+  } else {
+    const ImportedValue &spec = importer.input(node, 1);
+    if (spec.kind == ImportedValue::Kind::Int) {
+      if (spec.intValue < 1)
+        return makeError("split size must be positive");
+      for (int64_t start = 0; start < size; start += spec.intValue)
+        sizes.push_back(std::min(spec.intValue, size - start));
+    } else {
+      llvm::Expected<std::vector<int64_t>> list =
+          importer.intListInput(node, 1);
+      if (!list)
+        return list.takeError();
+      sizes = *list;
+    }
+  }
+  Emitter emit(importer);
+  std::vector<ImportedValue> pieces;
+  int64_t start = 0;
+  for (int64_t piece : sizes) {
+    Outputs part = mapParts(x, [&](Value v) -> llvm::Expected<Value> {
+      Value s = emit.slice(v, *d, start, start + piece, 1);
+      if (how != "unbind")
+        return s;
+      SmallVector<int64_t> squeezed(tensorType(s).getShape());
+      squeezed.erase(squeezed.begin() + *d);
+      return emit.reshape(s, squeezed);
+    });
+    if (!part)
+      return part.takeError();
+    pieces.push_back((*part)[0]);
+    start += piece;
+  }
+  if (start != size)
+    return makeError(
+        llvm::formatv("split sizes add up to {0}, not {1}", start, size));
+  return single(ImportedValue::ofList(std::move(pieces)));
+}
+
+/// aten::cat / stack.
+Outputs convertCat(GraphImporter &importer, Node *node, bool stack) {
+  const ImportedValue &list = importer.input(node, 0);
+  llvm::Expected<int64_t> dim = importer.intInput(node, 1);
+  if (list.kind != ImportedValue::Kind::List || list.items.empty() || !dim)
+    return makeError("cat needs a non-empty list of tensors and a constant "
+                     "dim");
+  Emitter emit(importer);
+  SmallVector<Value> reals, imags;
+  bool complex = list.items[0].isComplex();
+  Type element;
+  for (const ImportedValue &item : list.items) {
+    if (item.isComplex() != complex || (!item.isTensor() && !item.isComplex()))
+      return makeError("cat of mixed or non-tensor values");
+    Type t = tensorType(item.tensor).getElementType();
+    element = element ? promote(element, t, emit.context) : t;
+  }
+  int64_t rank = tensorType(list.items[0].tensor).getRank() + (stack ? 1 : 0);
+  llvm::Expected<int64_t> d = normalizeDim(*dim, rank);
+  if (!d)
+    return d.takeError();
+  for (const ImportedValue &item : list.items) {
+    auto prepare = [&](Value v) {
+      v = emit.cast(v, element);
+      if (!stack)
+        return v;
+      SmallVector<int64_t> shape(tensorType(v).getShape());
+      shape.insert(shape.begin() + *d, 1);
+      return emit.reshape(v, shape);
+    };
+    reals.push_back(prepare(item.tensor));
+    if (complex)
+      imags.push_back(prepare(item.imag));
+  }
+  if (complex)
+    return single(ImportedValue::ofComplex(emit.concat(reals, *d),
+                                           emit.concat(imags, *d)));
+  return single(emit.concat(reals, *d));
+}
+
+Outputs convertExpand(GraphImporter &importer, Node *node, bool asOther) {
+  const ImportedValue &x = importer.input(node, 0);
+  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
+  if (!shape)
+    return shape.takeError();
+  std::vector<int64_t> sizes;
+  if (asOther) {
+    llvm::Expected<ArrayRef<int64_t>> other = shapeOf(importer.input(node, 1));
+    if (!other)
+      return other.takeError();
+    sizes.assign(other->begin(), other->end());
+  } else {
+    llvm::Expected<std::vector<int64_t>> list = importer.intListInput(node, 1);
+    if (!list)
+      return list.takeError();
+    sizes = *list;
+  }
+  if (sizes.size() < shape->size())
+    return makeError("expand to fewer dimensions");
+  size_t offset = sizes.size() - shape->size();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i >= offset && sizes[i] == -1)
+      sizes[i] = (*shape)[i - offset];
+    if (i >= offset && (*shape)[i - offset] != 1 &&
+        (*shape)[i - offset] != sizes[i])
+      return makeError(llvm::formatv("cannot expand dim {0} of size {1} to {2}",
+                                     i - offset, (*shape)[i - offset],
+                                     sizes[i]));
+  }
+  Emitter emit(importer);
+  return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
+    return emit.broadcastTo(v, sizes);
+  });
+}
+
+/// aten::to / type_as: element type conversions.
+Outputs convertTo(GraphImporter &importer, Node *node, bool typeAs) {
+  const ImportedValue &x = importer.input(node, 0);
+  Type target;
+  if (typeAs) {
+    const ImportedValue &other = importer.input(node, 1);
+    if (!other.isTensor())
+      return makeError("type_as needs a real tensor");
+    target = tensorType(other.tensor).getElementType();
+  } else {
+    for (size_t i = 1; i < node->inputs().size() && !target; ++i) {
+      const ImportedValue &arg = importer.input(node, i);
+      if (arg.isTensor()) {
+        target = tensorType(arg.tensor).getElementType();
+      }
+    }
+    if (!target) {
+      const ImportedValue *dtype = importer.namedInput(node, "dtype");
+      if (dtype && !dtype->isNone()) {
+        llvm::Expected<Type> type = dtypeOf(importer, *dtype);
+        if (!type)
+          return type.takeError();
+        target = *type;
+      }
+    }
+  }
+  if (!target || x.isComplex())
+    return single(x); // A device move, or a complex tensor kept as is.
+  if (!x.isTensor())
+    return makeError("expected a tensor");
+  return single(Emitter(importer).cast(x.tensor, target));
+}
+
+//===----------------------------------------------------------------------===//
+// Creation
+//===----------------------------------------------------------------------===//
+
+/// aten::full / ones / zeros / *_like: splat constants.
+Outputs convertFull(GraphImporter &importer, Node *node, StringRef form) {
+  bool like = form.ends_with("_like");
+  std::vector<int64_t> shape;
+  Type fallback = Float32Type::get(&importer.getContext());
+  if (like) {
+    llvm::Expected<Value> other = importer.tensorInput(node, 0);
+    if (!other)
+      return other.takeError();
+    shape.assign(tensorType(*other).getShape().begin(),
+                 tensorType(*other).getShape().end());
+    fallback = tensorType(*other).getElementType();
+  } else {
+    llvm::Expected<std::vector<int64_t>> sizes = importer.intListInput(node, 0);
+    if (!sizes)
+      return sizes.takeError();
+    shape = *sizes;
+  }
+  double value = form.starts_with("ones") ? 1.0 : 0.0;
+  if (form.starts_with("full")) {
+    llvm::Expected<double> fill = importer.numberInput(node, 1);
+    if (!fill)
+      return fill.takeError();
+    value = *fill;
+    const ImportedValue &fillValue = importer.input(node, 1);
+    if (!like && fillValue.kind != ImportedValue::Kind::Float)
+      fallback = IntegerType::get(&importer.getContext(), 64);
+  }
+  llvm::Expected<Type> element = optionalDtype(importer, node, fallback);
+  if (!element)
+    return element.takeError();
+  return single(
+      Emitter(importer).splat(RankedTensorType::get(shape, *element), value));
+}
+
+/// aten::arange(end | start, end | start, end, step, dtype, ...).
+Outputs convertArange(GraphImporter &importer, Node *node) {
+  std::vector<double> bounds;
+  bool allInts = true;
+  for (size_t i = 0; i < node->inputs().size(); ++i) {
+    const ImportedValue &arg = importer.input(node, i);
+    const c10::FunctionSchema *schema = node->maybeSchema();
+    if (!schema || i >= schema->arguments().size())
+      break;
+    StringRef name = schema->arguments()[i].name();
+    if (name != "start" && name != "end" && name != "step")
+      continue;
+    if (!arg.isNumber())
+      return makeError("arange bounds must be known at compile time");
+    allInts &= arg.kind != ImportedValue::Kind::Float;
+    bounds.push_back(arg.asDouble());
+  }
+  double start = 0, end = 0, step = 1;
+  if (bounds.size() == 1)
+    end = bounds[0];
+  else if (bounds.size() >= 2)
+    start = bounds[0], end = bounds[1];
+  if (bounds.size() == 3)
+    step = bounds[2];
+  if (step == 0)
+    return makeError("arange step must not be zero");
+  int64_t count = std::max<int64_t>(0, std::ceil((end - start) / step));
+  MLIRContext &context = importer.getContext();
+  llvm::Expected<Type> element =
+      optionalDtype(importer, node,
+                    allInts ? Type(IntegerType::get(&context, 64))
+                            : Type(Float32Type::get(&context)));
+  if (!element)
+    return element.takeError();
+  Emitter emit(importer);
+  if (start == 0 && step == 1)
+    return single(emit.iota(RankedTensorType::get({count}, *element), 0));
+  Value positions =
+      emit.iota(RankedTensorType::get({count}, Float64Type::get(&context)), 0);
+  Value scaled = emit.scale(positions, step);
+  Value shifted =
+      emit.binary<AddOp>(scaled, emit.splat(tensorType(scaled), start));
+  return single(emit.cast(shifted, *element));
+}
+
+/// aten::triu / tril: keep the elements on one side of a diagonal.
+Outputs convertTriangle(GraphImporter &importer, Node *node, bool upper) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  llvm::Expected<int64_t> diagonal = importer.intInput(node, 1);
+  if (!x || !diagonal)
+    return makeError("triu/tril need a tensor and a constant diagonal");
+  RankedTensorType type = tensorType(*x);
+  if (type.getRank() < 2)
+    return makeError("triu/tril need a tensor of rank >= 2");
+  Emitter emit(importer);
+  auto positions = type.clone(emit.f64());
+  Value rows = emit.iota(positions, type.getRank() - 2);
+  Value cols = emit.iota(positions, type.getRank() - 1);
+  Value offset = emit.binary<SubOp>(cols, rows);
+  Value keep = emit.compare(upper ? "ge" : "le", offset,
+                            emit.splat(positions, *diagonal));
+  return single(emit.select(keep, *x, emit.splat(type, 0.0)));
+}
+
+/// aten::masked_fill(x, mask, value) and aten::where(cond, a, b).
+Outputs convertMaskedFill(GraphImporter &importer, Node *node, bool where) {
+  Emitter emit(importer);
+  ImportedValue condition = importer.input(node, where ? 0 : 1);
+  ImportedValue a = importer.input(node, where ? 1 : 2);
+  ImportedValue b = importer.input(node, where ? 2 : 0);
+  if (!condition.isTensor())
+    return makeError("the mask must be a tensor");
+  Value mask = condition.tensor;
+  if (!tensorType(mask).getElementType().isInteger(1))
+    mask = emit.compare("ne", mask, emit.splat(tensorType(mask), 0));
+  if (a.isNumber() && b.isTensor())
+    a = ImportedValue::ofTensor(emit.splat(tensorType(b.tensor), a.asDouble()));
+  if (b.isNumber() && a.isTensor())
+    b = ImportedValue::ofTensor(emit.splat(tensorType(a.tensor), b.asDouble()));
+  if (!a.isTensor() || !b.isTensor())
+    return makeError("expected tensors or numbers");
+  Value x = a.tensor, y = b.tensor;
+  if (llvm::Error error = unify(emit, x, y))
+    return std::move(error);
+  llvm::Expected<SmallVector<int64_t>> shape =
+      broadcastShape(tensorType(x).getShape(), tensorType(mask).getShape());
+  if (!shape)
+    return shape.takeError();
+  x = emit.broadcastTo(x, *shape);
+  y = emit.broadcastTo(y, *shape);
+  mask = emit.broadcastTo(mask, *shape);
+  return single(emit.select(mask, x, y));
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions, normalization, contractions
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+Outputs convertReduce(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  Emitter emit(importer);
+  llvm::Expected<Type> element =
+      optionalDtype(importer, node, tensorType(*x).getElementType());
+  if (!element)
+    return element.takeError();
+  Value input = emit.cast(*x, *element);
+  RankedTensorType type = tensorType(input);
+  if (!isa<FloatType>(type.getElementType()))
+    return makeError("reductions of integer tensors are not supported");
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> dims;
+  bool keepdim = false;
+  const ImportedValue *dimArg = importer.namedInput(node, "dim");
+  if (dimArg && !dimArg->isNone()) {
+    std::vector<int64_t> raw;
+    if (dimArg->kind == ImportedValue::Kind::Int)
+      raw.push_back(dimArg->intValue);
+    for (const ImportedValue &item : dimArg->items)
+      raw.push_back(item.intValue);
+    for (int64_t dim : raw) {
+      llvm::Expected<int64_t> d = normalizeDim(dim, rank);
+      if (!d)
+        return d.takeError();
+      dims.push_back(*d);
+    }
+    if (const ImportedValue *keep = importer.namedInput(node, "keepdim"))
+      keepdim = keep->intValue != 0;
+  } else {
+    dims = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  }
+  llvm::sort(dims);
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!llvm::is_contained(dims, d))
+      shape.push_back(type.getDimSize(d));
+    else if (keepdim)
+      shape.push_back(1);
+  }
+  return single(OpTy::create(emit.builder, emit.loc, type.clone(shape), input,
+                             emit.builder.getDenseI64ArrayAttr(dims), keepdim));
+}
+
+template <typename OpTy>
+Outputs convertSoftmax(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  llvm::Expected<int64_t> dim = importer.intInput(node, 1);
+  if (!x || !dim)
+    return makeError("softmax needs a tensor and a constant dim");
+  Emitter emit(importer);
+  Value input = *x;
+  // aten::softmax(x, dim, dtype?) converts first; aten::_softmax(x, dim,
+  // half_to_float) computes in the input type.
+  if (const ImportedValue *dtype = importer.namedInput(node, "dtype")) {
+    if (!dtype->isNone()) {
+      llvm::Expected<Type> type = dtypeOf(importer, *dtype);
+      if (!type)
+        return type.takeError();
+      input = emit.cast(input, *type);
+    }
+  }
+  llvm::Expected<int64_t> d = normalizeDim(*dim, tensorType(input).getRank());
+  if (!d)
+    return d.takeError();
+  return single(
+      OpTy::create(emit.builder, emit.loc, input.getType(), input, *d));
+}
+
+Outputs convertLayerNorm(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  llvm::Expected<std::vector<int64_t>> normalized =
+      importer.intListInput(node, 1);
+  llvm::Expected<double> eps = importer.numberInput(node, 4);
+  if (!x || !normalized || !eps)
+    return makeError("layer_norm needs a tensor, a constant shape and eps");
+  RankedTensorType type = tensorType(*x);
+  if (normalized->size() != 1 || (*normalized)[0] != type.getShape().back())
+    return makeError("layer_norm is supported over the last dimension only");
+  Emitter emit(importer);
+  auto paramType = RankedTensorType::get(*normalized, type.getElementType());
+  auto param = [&](size_t index, double fallback) {
+    const ImportedValue &v = importer.input(node, index);
+    return v.isTensor() ? emit.cast(v.tensor, type.getElementType())
+                        : emit.splat(paramType, fallback);
+  };
+  return single(LayerNormOp::create(emit.builder, emit.loc, type, *x,
+                                    param(2, 1.0), param(3, 0.0),
+                                    emit.builder.getF64FloatAttr(*eps)));
+}
+
+/// torch.matmul's rules on ranks, with batch broadcasting made explicit.
+llvm::Expected<Value> matmul(Emitter &emit, Value a, Value b, bool transposeB) {
+  Type element = promote(tensorType(a).getElementType(),
+                         tensorType(b).getElementType(), emit.context);
+  a = emit.cast(a, element);
+  b = emit.cast(b, element);
+  SmallVector<int64_t> aShape(tensorType(a).getShape()),
+      bShape(tensorType(b).getShape());
+  if (transposeB && bShape.size() != 2)
+    return makeError("a transposed weight must have rank 2");
+  bool vectorA = aShape.size() == 1, vectorB = bShape.size() == 1;
+  if (vectorA)
+    a = emit.reshape(a, {1, aShape[0]}), aShape = {1, aShape[0]};
+  if (vectorB)
+    b = emit.reshape(b, {bShape[0], 1}), bShape = {bShape[0], 1};
+  int64_t k = aShape.back();
+  int64_t kb = transposeB ? bShape[1] : bShape[bShape.size() - 2];
+  if (k != kb)
+    return makeError(
+        llvm::formatv("matmul contraction sizes differ: {0} vs {1}", k, kb));
+  int64_t n = transposeB ? bShape[0] : bShape.back();
+  ArrayRef<int64_t> aBatch = ArrayRef<int64_t>(aShape).drop_back(2);
+  ArrayRef<int64_t> bBatch = ArrayRef<int64_t>(bShape).drop_back(2);
+  SmallVector<int64_t> batch(aBatch);
+  if (bShape.size() > 2) {
+    llvm::Expected<SmallVector<int64_t>> shape = broadcastShape(aBatch, bBatch);
+    if (!shape)
+      return shape.takeError();
+    batch = *shape;
+    SmallVector<int64_t> fullA(batch), fullB(batch);
+    fullA.append({aShape[aShape.size() - 2], k});
+    fullB.append({bShape[bShape.size() - 2], bShape.back()});
+    a = emit.broadcastTo(a, fullA);
+    b = emit.broadcastTo(b, fullB);
+  }
+  if (tensorType(a).getRank() == 2 && tensorType(b).getRank() == 2)
+    batch.clear();
+  SmallVector<int64_t> resultShape(batch);
+  resultShape.append({tensorType(a).getShape().drop_back().back(), n});
+  Value result = MatmulOp::create(emit.builder, emit.loc,
+                                  RankedTensorType::get(resultShape, element),
+                                  a, b, /*transpose_lhs=*/false, transposeB);
+  SmallVector<int64_t> finalShape(batch);
+  if (!vectorA)
+    finalShape.push_back(resultShape[resultShape.size() - 2]);
+  if (!vectorB)
+    finalShape.push_back(n);
+  return emit.reshape(result, finalShape);
+}
+
+Outputs convertMatmul(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> a = importer.tensorInput(node, 0);
+  llvm::Expected<Value> b = importer.tensorInput(node, 1);
+  if (!a || !b)
+    return makeError("matmul needs two real tensors");
+  Emitter emit(importer);
+  llvm::Expected<Value> result = matmul(emit, *a, *b, false);
+  if (!result)
+    return result.takeError();
+  return single(*result);
+}
+
+Outputs convertLinear(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  llvm::Expected<Value> w = importer.tensorInput(node, 1);
+  if (!x || !w)
+    return makeError("linear needs a real input and weight");
+  Emitter emit(importer);
+  llvm::Expected<Value> y = matmul(emit, *x, *w, /*transposeB=*/true);
+  if (!y)
+    return y.takeError();
+  const ImportedValue &bias = importer.input(node, 2);
+  if (bias.isNone())
+    return single(*y);
+  if (!bias.isTensor())
+    return makeError("the bias must be a tensor");
+  Value out = *y, b = bias.tensor;
+  if (llvm::Error error = unify(emit, out, b))
+    return std::move(error);
+  return single(emit.binary<AddOp>(out, b));
+}
+
+Outputs convertEmbedding(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> table = importer.tensorInput(node, 0);
+  llvm::Expected<Value> ids = importer.tensorInput(node, 1);
+  if (!table || !ids)
+    return makeError("embedding needs a table and index tensor");
+  RankedTensorType tableType = tensorType(*table);
+  SmallVector<int64_t> shape(tensorType(*ids).getShape());
+  shape.push_back(tableType.getDimSize(1));
+  Emitter emit(importer);
+  return single(EmbeddingOp::create(emit.builder, emit.loc,
+                                    tableType.clone(shape), *table, *ids));
+}
+
+Outputs convertGelu(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  std::string approximate = "none";
+  if (node->inputs().size() > 1)
+    approximate = importer.input(node, 1).text;
+  Emitter emit(importer);
+  return single(GeluOp::create(emit.builder, emit.loc, x->getType(), *x,
+                               emit.builder.getStringAttr(approximate)));
+}
+
+Outputs convertLogicalNot(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  Emitter emit(importer);
+  return single(emit.compare("eq", *x, emit.splat(tensorType(*x), 0.0)));
+}
+
+Outputs convertRelu(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  Emitter emit(importer);
+  return single(emit.binary<MaxOp>(*x, emit.splat(tensorType(*x), 0.0)));
+}
+
+//===----------------------------------------------------------------------===//
+// Complex views
+//===----------------------------------------------------------------------===//
+
+Outputs convertViewAsComplex(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  RankedTensorType type = tensorType(*x);
+  if (type.getRank() == 0 || type.getShape().back() != 2)
+    return makeError("view_as_complex needs a last dimension of size 2");
+  Emitter emit(importer);
+  SmallVector<int64_t> shape(type.getShape().drop_back());
+  int64_t last = type.getRank() - 1;
+  return single(ImportedValue::ofComplex(
+      emit.reshape(emit.slice(*x, last, 0, 1, 1), shape),
+      emit.reshape(emit.slice(*x, last, 1, 2, 1), shape)));
+}
+
+Outputs convertViewAsReal(GraphImporter &importer, Node *node) {
+  const ImportedValue &c = importer.input(node, 0);
+  if (!c.isComplex())
+    return makeError("view_as_real needs a complex tensor");
+  Emitter emit(importer);
+  SmallVector<int64_t> shape(tensorType(c.tensor).getShape());
+  shape.push_back(1);
+  return single(
+      emit.concat({emit.reshape(c.tensor, shape), emit.reshape(c.imag, shape)},
+                  shape.size() - 1));
+}
+
+Outputs convertComplexPart(GraphImporter &importer, Node *node, bool real) {
+  const ImportedValue &c = importer.input(node, 0);
+  if (!c.isComplex())
+    return makeError("expected a complex tensor");
+  return single(real ? c.tensor : c.imag);
+}
+
+//===----------------------------------------------------------------------===//
+// Scalars, shapes and types queried at import time
+//===----------------------------------------------------------------------===//
+
+Outputs convertSize(GraphImporter &importer, Node *node) {
+  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(importer.input(node, 0));
+  if (!shape)
+    return shape.takeError();
+  if (node->inputs().size() == 1) {
+    std::vector<ImportedValue> dims;
+    for (int64_t d : *shape)
+      dims.push_back(ImportedValue::ofInt(d));
+    return single(ImportedValue::ofList(std::move(dims)));
+  }
+  llvm::Expected<int64_t> dim = importer.intInput(node, 1);
+  if (!dim)
+    return dim.takeError();
+  llvm::Expected<int64_t> d = normalizeDim(*dim, shape->size());
+  if (!d)
+    return d.takeError();
+  return single(ImportedValue::ofInt((*shape)[*d]));
+}
+
+Outputs convertGetItem(GraphImporter &importer, Node *node) {
+  const ImportedValue &list = importer.input(node, 0);
+  llvm::Expected<int64_t> index = importer.intInput(node, 1);
+  if (list.kind != ImportedValue::Kind::List || !index)
+    return makeError("indexing needs a list and a constant index");
+  int64_t i = *index < 0 ? *index + list.items.size() : *index;
+  if (i < 0 || i >= (int64_t)list.items.size())
+    return makeError("list index out of range");
+  return single(list.items[i]);
+}
+
+Outputs convertDtype(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  if (x.isComplex())
+    return single(ImportedValue::ofInt(
+        static_cast<int64_t>(c10::ScalarType::ComplexFloat)));
+  llvm::Expected<Value> t = importer.tensorInput(node, 0);
+  if (!t)
+    return t.takeError();
+  return single(
+      ImportedValue::ofInt(dtypeCode(tensorType(*t).getElementType())));
+}
+
+Outputs convertTensorConstant(GraphImporter &importer, Node *node) {
+  at::Tensor tensor = node->t(torch::jit::attr::value).contiguous();
+  Type element = toElementType(importer.getContext(), tensor.scalar_type());
+  if (!element || element.isInteger(1))
+    return makeError("tensor constants of dtype " +
+                     std::string(c10::toString(tensor.scalar_type())) +
+                     " are not supported");
+  std::vector<int64_t> shape(tensor.sizes().begin(), tensor.sizes().end());
+  auto type = RankedTensorType::get(shape, element);
+  ArrayRef<char> raw(static_cast<const char *>(tensor.data_ptr()),
+                     tensor.numel() * tensor.element_size());
+  Emitter emit(importer);
+  auto attr = DenseElementsAttr::getFromRawBuffer(type, raw);
+  return single(ConstantOp::create(emit.builder, emit.loc, attr));
+}
+
+/// A conversion that ignores the node and returns a fixed value.
+Conversion constant(ImportedValue value) {
+  return [value](GraphImporter &, Node *) -> Outputs { return single(value); };
+}
+
+Conversion binary(BinaryKind kind) {
+  return [kind](GraphImporter &importer, Node *node) {
+    return convertBinary(importer, node, kind);
+  };
+}
+
+template <typename OpTy>
+Conversion unary(double (*scalarFn)(double) = nullptr) {
+  return [scalarFn](GraphImporter &importer, Node *node) {
+    return convertUnary<OpTy>(importer, node, scalarFn);
+  };
+}
+
+Conversion compare(StringRef predicate) {
+  return [predicate](GraphImporter &importer, Node *node) {
+    return convertCompare(importer, node, predicate);
+  };
+}
+
+double negate(double x) { return -x; }
+double sqrtOf(double x) { return std::sqrt(x); }
+double rsqrtOf(double x) { return 1.0 / std::sqrt(x); }
+double expOf(double x) { return std::exp(x); }
+double logOf(double x) { return std::log(x); }
+double cosOf(double x) { return std::cos(x); }
+double sinOf(double x) { return std::sin(x); }
+double tanhOf(double x) { return std::tanh(x); }
+
+llvm::StringMap<Conversion> buildConversions() {
+  llvm::StringMap<Conversion> table;
+  auto add = [&](std::initializer_list<StringRef> kinds, Conversion fn) {
+    for (StringRef kind : kinds)
+      table[kind] = fn;
+  };
+  add({"aten::add"}, binary(BinaryKind::Add));
+  add({"aten::sub"}, binary(BinaryKind::Sub));
+  add({"aten::mul"}, binary(BinaryKind::Mul));
+  add({"aten::div", "aten::true_divide"}, binary(BinaryKind::Div));
+  add({"aten::floordiv"}, binary(BinaryKind::FloorDiv));
+  add({"aten::rsub"}, binary(BinaryKind::Rsub));
+  add({"aten::maximum", "prim::max"}, binary(BinaryKind::Max));
+  add({"aten::minimum", "prim::min"}, binary(BinaryKind::Min));
+  add({"aten::pow"}, binary(BinaryKind::Pow));
+  add({"aten::neg"}, unary<NegOp>(negate));
+  add({"aten::exp"}, unary<ExpOp>(expOf));
+  add({"aten::log"}, unary<LogOp>(logOf));
+  add({"aten::sqrt"}, unary<SqrtOp>(sqrtOf));
+  add({"aten::rsqrt"}, unary<RsqrtOp>(rsqrtOf));
+  add({"aten::tanh"}, unary<TanhOp>(tanhOf));
+  add({"aten::sigmoid"}, unary<SigmoidOp>());
+  add({"aten::silu"}, unary<SiluOp>());
+  add({"aten::cos"}, unary<CosOp>(cosOf));
+  add({"aten::sin"}, unary<SinOp>(sinOf));
+  add({"aten::gelu"}, convertGelu);
+  add({"aten::relu"}, convertRelu);
+  add({"aten::logical_not"}, convertLogicalNot);
+  add({"aten::eq"}, compare("eq"));
+  add({"aten::ne"}, compare("ne"));
+  add({"aten::lt"}, compare("lt"));
+  add({"aten::le"}, compare("le"));
+  add({"aten::gt"}, compare("gt"));
+  add({"aten::ge"}, compare("ge"));
+  add({"aten::__is__"}, compare("eq"));
+  add({"aten::__isnot__"}, compare("ne"));
+  add({"aten::view", "aten::reshape"}, convertView);
+  add({"aten::flatten"}, convertFlatten);
+  add({"aten::unsqueeze"}, convertUnsqueeze);
+  add({"aten::squeeze"}, convertSqueeze);
+  add({"aten::transpose", "aten::t"},
+      [](GraphImporter &i, Node *n) { return convertPermute(i, n, true); });
+  add({"aten::permute"},
+      [](GraphImporter &i, Node *n) { return convertPermute(i, n, false); });
+  add({"aten::slice"}, convertSlice);
+  add({"aten::select"}, convertSelect);
+  add({"aten::chunk"},
+      [](GraphImporter &i, Node *n) { return convertSplit(i, n, "chunk"); });
+  add({"aten::split", "aten::split_with_sizes"},
+      [](GraphImporter &i, Node *n) { return convertSplit(i, n, "split"); });
+  add({"aten::unbind"},
+      [](GraphImporter &i, Node *n) { return convertSplit(i, n, "unbind"); });
+  add({"aten::cat", "aten::concat"},
+      [](GraphImporter &i, Node *n) { return convertCat(i, n, false); });
+  add({"aten::stack"},
+      [](GraphImporter &i, Node *n) { return convertCat(i, n, true); });
+  add({"aten::expand"},
+      [](GraphImporter &i, Node *n) { return convertExpand(i, n, false); });
+  add({"aten::expand_as"},
+      [](GraphImporter &i, Node *n) { return convertExpand(i, n, true); });
+  add({"aten::to"},
+      [](GraphImporter &i, Node *n) { return convertTo(i, n, false); });
+  add({"aten::type_as"},
+      [](GraphImporter &i, Node *n) { return convertTo(i, n, true); });
+  for (StringRef form :
+       {"full", "ones", "zeros", "full_like", "ones_like", "zeros_like"})
+    table[("aten::" + form).str()] = [form](GraphImporter &i, Node *n) {
+      return convertFull(i, n, form);
+    };
+  add({"aten::arange"}, convertArange);
+  add({"aten::triu"},
+      [](GraphImporter &i, Node *n) { return convertTriangle(i, n, true); });
+  add({"aten::tril"},
+      [](GraphImporter &i, Node *n) { return convertTriangle(i, n, false); });
+  add({"aten::masked_fill"},
+      [](GraphImporter &i, Node *n) { return convertMaskedFill(i, n, false); });
+  add({"aten::where"},
+      [](GraphImporter &i, Node *n) { return convertMaskedFill(i, n, true); });
+  add({"aten::sum"}, convertReduce<ReduceSumOp>);
+  add({"aten::mean"}, convertReduce<ReduceMeanOp>);
+  add({"aten::amax"}, convertReduce<ReduceMaxOp>);
+  add({"aten::softmax", "aten::_softmax"}, convertSoftmax<SoftmaxOp>);
+  add({"aten::log_softmax", "aten::_log_softmax"},
+      convertSoftmax<LogSoftmaxOp>);
+  add({"aten::layer_norm"}, convertLayerNorm);
+  add({"aten::matmul", "aten::mm", "aten::bmm"}, convertMatmul);
+  add({"aten::linear"}, convertLinear);
+  add({"aten::embedding"}, convertEmbedding);
+  add({"aten::view_as_complex"}, convertViewAsComplex);
+  add({"aten::view_as_real"}, convertViewAsReal);
+  add({"aten::real"},
+      [](GraphImporter &i, Node *n) { return convertComplexPart(i, n, true); });
+  add({"aten::imag"}, [](GraphImporter &i, Node *n) {
+    return convertComplexPart(i, n, false);
+  });
+  add({"aten::size"}, convertSize);
+  add({"aten::__getitem__"}, convertGetItem);
+  add({"prim::dtype"}, convertDtype);
+  add({"prim::device"},
+      constant(ImportedValue::ofString("cpu", ImportedValue::Kind::Device)));
+  add({"prim::Constant"}, convertTensorConstant);
+  return table;
+}
+
+} // namespace
+
+const llvm::StringMap<Conversion> &mlir::titan::import::getAtenConversions() {
+  static const llvm::StringMap<Conversion> table = buildConversions();
+  return table;
+}

@@ -1,0 +1,178 @@
+//===- ImporterImpl.h - internals of the TorchScript importer ---*- C++ -*-===//
+//
+// The graph importer shared by TorchScriptImporter.cpp (module, graph and
+// control flow) and AtenOps.cpp (one conversion per aten op).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_LIB_IMPORT_IMPORTERIMPL_H
+#define TITAN_LIB_IMPORT_IMPORTERIMPL_H
+
+#include "titan/Dialect/TitanDialect.h"
+#include "titan/Import/TorchScriptImporter.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <torch/script.h>
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace mlir::titan::import {
+
+/// A TorchScript value during import: a tensor (or a complex tensor as a
+/// pair of real tensors), a compile-time scalar, list, string, or a module.
+struct ImportedValue {
+  enum class Kind {
+    None,
+    Tensor,
+    Complex,
+    Int,
+    Float,
+    Bool,
+    String,
+    Device,
+    Module,
+    List,
+  };
+  Kind kind = Kind::None;
+  /// Tensor value; the real part of a complex tensor.
+  Value tensor;
+  /// Imaginary part of a complex tensor.
+  Value imag;
+  int64_t intValue = 0;
+  double floatValue = 0;
+  /// String, device name, or the qualified name of a module ("" = root).
+  std::string text;
+  /// Elements of a list or tuple.
+  std::vector<ImportedValue> items;
+  /// The module, for Kind::Module.
+  std::optional<torch::jit::Module> module;
+
+  static ImportedValue none() { return {}; }
+  static ImportedValue ofTensor(Value v);
+  static ImportedValue ofComplex(Value real, Value imag);
+  static ImportedValue ofInt(int64_t v);
+  static ImportedValue ofFloat(double v);
+  static ImportedValue ofBool(bool v);
+  static ImportedValue ofString(std::string v, Kind kind = Kind::String);
+  static ImportedValue ofList(std::vector<ImportedValue> items);
+
+  bool isTensor() const { return kind == Kind::Tensor; }
+  bool isComplex() const { return kind == Kind::Complex; }
+  bool isNone() const { return kind == Kind::None; }
+  /// Int, Float or Bool.
+  bool isNumber() const {
+    return kind == Kind::Int || kind == Kind::Float || kind == Kind::Bool;
+  }
+  /// The value as a double (numbers only).
+  double asDouble() const {
+    return kind == Kind::Float ? floatValue : static_cast<double>(intValue);
+  }
+};
+
+/// An error while importing one node; carries the message only, the node is
+/// added by the caller.
+struct ConversionError {
+  std::string message;
+};
+
+class GraphImporter;
+
+/// Converts one node; returns its outputs or an error message.
+using Conversion = std::function<llvm::Expected<std::vector<ImportedValue>>(
+    GraphImporter &, torch::jit::Node *)>;
+
+/// The table of aten conversions (AtenOps.cpp), by qualified node kind.
+const llvm::StringMap<Conversion> &getAtenConversions();
+
+/// Makes an llvm::Error with the message `message`.
+llvm::Error makeError(const llvm::Twine &message);
+
+/// Imports the nodes of graphs into the entry block of `func.func @forward`.
+class GraphImporter {
+public:
+  GraphImporter(MLIRContext &context, Block &entry,
+                const TorchScriptImportOptions &options)
+      : context(context), builder(&context), entry(entry), options(options) {
+    builder.setInsertionPointToEnd(&entry);
+  }
+
+  /// Imports every node of `block`; `inputs` are the values of its inputs.
+  /// Returns the values of its outputs.
+  llvm::Expected<std::vector<ImportedValue>>
+  importBlock(torch::jit::Block *block,
+              const std::vector<ImportedValue> &inputs);
+
+  /// The value of `value` (must have been imported).
+  const ImportedValue &lookup(torch::jit::Value *value) const;
+  /// The value of input `index` of `node`.
+  const ImportedValue &input(torch::jit::Node *node, size_t index) const {
+    return lookup(node->input(index));
+  }
+  /// The input of `node` named `name` by its schema, or nullptr.
+  const ImportedValue *namedInput(torch::jit::Node *node,
+                                  llvm::StringRef name) const;
+
+  // Typed access to inputs; each fails with a message naming the input.
+  llvm::Expected<Value> tensorInput(torch::jit::Node *node, size_t index);
+  llvm::Expected<int64_t> intInput(torch::jit::Node *node, size_t index);
+  llvm::Expected<double> numberInput(torch::jit::Node *node, size_t index);
+  llvm::Expected<std::vector<int64_t>> intListInput(torch::jit::Node *node,
+                                                    size_t index);
+
+  OpBuilder &getBuilder() { return builder; }
+  MLIRContext &getContext() { return context; }
+  /// Location of the node being converted.
+  Location getLoc() const { return loc; }
+
+  /// Creates an argument of the entry block for a parameter, buffer or
+  /// input; `role` is "param", "buffer" or "input".
+  Value addArgument(Type type, llvm::StringRef name, llvm::StringRef role);
+  /// Names and roles of the entry block arguments, in order.
+  const std::vector<std::pair<std::string, std::string>> &
+  getArgumentNames() const {
+    return argumentNames;
+  }
+
+  /// Hook: resolves `prim::GetAttr` on a module value (set by the module
+  /// importer; absent when importing a bare graph).
+  std::function<llvm::Expected<ImportedValue>(const ImportedValue &module,
+                                              llvm::StringRef name)>
+      getAttr;
+
+  const TorchScriptImportOptions &getOptions() const { return options; }
+
+private:
+  llvm::Expected<std::vector<ImportedValue>> importNode(torch::jit::Node *node);
+  llvm::Expected<std::vector<ImportedValue>> importIf(torch::jit::Node *node);
+  llvm::Expected<std::vector<ImportedValue>> importLoop(torch::jit::Node *node);
+  llvm::Expected<std::vector<ImportedValue>> importPrim(torch::jit::Node *node,
+                                                        bool &handled);
+  /// Describes `node` for an error: kind, schema and Python source line.
+  std::string describe(torch::jit::Node *node) const;
+  /// The MLIR location of `node`'s Python source.
+  Location locationOf(torch::jit::Node *node);
+
+  MLIRContext &context;
+  OpBuilder builder;
+  Block &entry;
+  const TorchScriptImportOptions &options;
+  Location loc = UnknownLoc::get(&context);
+  std::unordered_map<const torch::jit::Value *, ImportedValue> values;
+  std::vector<std::pair<std::string, std::string>> argumentNames;
+};
+
+//===----------------------------------------------------------------------===//
+// Helpers shared by the conversions.
+//===----------------------------------------------------------------------===//
+
+/// The MLIR element type of a torch scalar type, or null.
+Type toElementType(MLIRContext &context, c10::ScalarType type);
+/// The ranked tensor type of `value`.
+RankedTensorType tensorType(Value value);
+
+} // namespace mlir::titan::import
+
+#endif // TITAN_LIB_IMPORT_IMPORTERIMPL_H

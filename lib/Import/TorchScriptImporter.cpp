@@ -1,0 +1,796 @@
+//===- TorchScriptImporter.cpp - TorchScript -> titan dialect -------------===//
+//
+// Loads a TorchScript module, inlines its forward method, and walks the graph
+// with a value map: tensors become titan ops (AtenOps.cpp), while everything
+// TorchScript computes on scalars, lists and shapes is evaluated at import
+// time, because titan programs have static shapes. Control flow is resolved
+// the same way: `prim::If` on a known condition imports one branch and
+// `prim::Loop` with a known trip count is unrolled.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImporterImpl.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <torch/csrc/jit/ir/irparser.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/inliner.h>
+
+#include <sstream>
+#include <unordered_set>
+
+using namespace mlir;
+using namespace mlir::titan;
+using namespace mlir::titan::import;
+
+//===----------------------------------------------------------------------===//
+// ImportedValue
+//===----------------------------------------------------------------------===//
+
+ImportedValue ImportedValue::ofTensor(Value v) {
+  ImportedValue result;
+  result.kind = Kind::Tensor;
+  result.tensor = v;
+  return result;
+}
+
+ImportedValue ImportedValue::ofComplex(Value real, Value imag) {
+  ImportedValue result;
+  result.kind = Kind::Complex;
+  result.tensor = real;
+  result.imag = imag;
+  return result;
+}
+
+ImportedValue ImportedValue::ofInt(int64_t v) {
+  ImportedValue result;
+  result.kind = Kind::Int;
+  result.intValue = v;
+  return result;
+}
+
+ImportedValue ImportedValue::ofFloat(double v) {
+  ImportedValue result;
+  result.kind = Kind::Float;
+  result.floatValue = v;
+  return result;
+}
+
+ImportedValue ImportedValue::ofBool(bool v) {
+  ImportedValue result;
+  result.kind = Kind::Bool;
+  result.intValue = v;
+  return result;
+}
+
+ImportedValue ImportedValue::ofString(std::string v, Kind kind) {
+  ImportedValue result;
+  result.kind = kind;
+  result.text = std::move(v);
+  return result;
+}
+
+ImportedValue ImportedValue::ofList(std::vector<ImportedValue> items) {
+  ImportedValue result;
+  result.kind = Kind::List;
+  result.items = std::move(items);
+  return result;
+}
+
+llvm::Error mlir::titan::import::makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+RankedTensorType mlir::titan::import::tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+Type mlir::titan::import::toElementType(MLIRContext &context,
+                                        c10::ScalarType type) {
+  switch (type) {
+  case c10::ScalarType::Float:
+    return Float32Type::get(&context);
+  case c10::ScalarType::Double:
+    return Float64Type::get(&context);
+  case c10::ScalarType::Half:
+    return Float16Type::get(&context);
+  case c10::ScalarType::BFloat16:
+    return BFloat16Type::get(&context);
+  case c10::ScalarType::Long:
+    return IntegerType::get(&context, 64);
+  case c10::ScalarType::Int:
+    return IntegerType::get(&context, 32);
+  case c10::ScalarType::Bool:
+    return IntegerType::get(&context, 1);
+  default:
+    return {};
+  }
+}
+
+/// Converts a compile-time IValue (a constant or a module attribute).
+static llvm::Expected<ImportedValue> fromIValue(const c10::IValue &value) {
+  if (value.isNone())
+    return ImportedValue::none();
+  if (value.isBool())
+    return ImportedValue::ofBool(value.toBool());
+  if (value.isInt())
+    return ImportedValue::ofInt(value.toInt());
+  if (value.isDouble())
+    return ImportedValue::ofFloat(value.toDouble());
+  if (value.isString())
+    return ImportedValue::ofString(value.toStringRef());
+  if (value.isDevice())
+    return ImportedValue::ofString(value.toDevice().str(),
+                                   ImportedValue::Kind::Device);
+  if (value.isList() || value.isTuple()) {
+    std::vector<ImportedValue> items;
+    auto addAll = [&](auto &&elements) -> llvm::Error {
+      for (const c10::IValue &element : elements) {
+        llvm::Expected<ImportedValue> item = fromIValue(element);
+        if (!item)
+          return item.takeError();
+        items.push_back(std::move(*item));
+      }
+      return llvm::Error::success();
+    };
+    if (llvm::Error error = value.isList()
+                                ? addAll(value.toListRef())
+                                : addAll(value.toTupleRef().elements()))
+      return std::move(error);
+    return ImportedValue::ofList(std::move(items));
+  }
+  return makeError("a constant of type " + value.tagKind() +
+                   " is not supported");
+}
+
+//===----------------------------------------------------------------------===//
+// GraphImporter
+//===----------------------------------------------------------------------===//
+
+const ImportedValue &GraphImporter::lookup(torch::jit::Value *value) const {
+  auto it = values.find(value);
+  assert(it != values.end() && "value used before its definition");
+  return it->second;
+}
+
+const ImportedValue *GraphImporter::namedInput(torch::jit::Node *node,
+                                               llvm::StringRef name) const {
+  const c10::FunctionSchema *schema = node->maybeSchema();
+  if (!schema)
+    return nullptr;
+  for (auto [index, argument] : llvm::enumerate(schema->arguments()))
+    if (argument.name() == name && index < node->inputs().size())
+      return &lookup(node->input(index));
+  return nullptr;
+}
+
+llvm::Expected<Value> GraphImporter::tensorInput(torch::jit::Node *node,
+                                                 size_t index) {
+  const ImportedValue &value = input(node, index);
+  if (!value.isTensor())
+    return makeError(llvm::formatv("input #{0} must be a real tensor", index));
+  return value.tensor;
+}
+
+llvm::Expected<int64_t> GraphImporter::intInput(torch::jit::Node *node,
+                                                size_t index) {
+  const ImportedValue &value = input(node, index);
+  if (value.kind != ImportedValue::Kind::Int &&
+      value.kind != ImportedValue::Kind::Bool)
+    return makeError(llvm::formatv(
+        "input #{0} must be an integer known at compile time", index));
+  return value.intValue;
+}
+
+llvm::Expected<double> GraphImporter::numberInput(torch::jit::Node *node,
+                                                  size_t index) {
+  const ImportedValue &value = input(node, index);
+  if (!value.isNumber())
+    return makeError(llvm::formatv(
+        "input #{0} must be a number known at compile time", index));
+  return value.asDouble();
+}
+
+llvm::Expected<std::vector<int64_t>>
+GraphImporter::intListInput(torch::jit::Node *node, size_t index) {
+  const ImportedValue &value = input(node, index);
+  if (value.kind == ImportedValue::Kind::Int)
+    return std::vector<int64_t>{value.intValue};
+  if (value.kind != ImportedValue::Kind::List)
+    return makeError(llvm::formatv(
+        "input #{0} must be a list of integers known at compile time", index));
+  std::vector<int64_t> result;
+  for (const ImportedValue &item : value.items) {
+    if (item.kind != ImportedValue::Kind::Int)
+      return makeError(llvm::formatv(
+          "input #{0} must be a list of integers known at compile time",
+          index));
+    result.push_back(item.intValue);
+  }
+  return result;
+}
+
+Value GraphImporter::addArgument(Type type, llvm::StringRef name,
+                                 llvm::StringRef role) {
+  // Parameters and buffers come before the model inputs.
+  unsigned position = entry.getNumArguments();
+  if (role != "input")
+    while (position > 0 && argumentNames[position - 1].second == "input")
+      --position;
+  argumentNames.insert(argumentNames.begin() + position,
+                       {name.str(), role.str()});
+  return entry.insertArgument(position, type, UnknownLoc::get(&context));
+}
+
+std::string GraphImporter::describe(torch::jit::Node *node) const {
+  std::string text = "'" + std::string(node->kind().toQualString()) + "'";
+  if (const c10::FunctionSchema *schema = node->maybeSchema()) {
+    std::ostringstream os;
+    os << *schema;
+    text += " (schema: " + os.str() + ")";
+  }
+  torch::jit::SourceRange range = node->sourceRange();
+  if (auto original = range.findSourceRangeThatGenerated())
+    range = *original;
+  if (auto fileLineCol = range.file_line_col()) {
+    auto [file, line, col] = *fileLineCol;
+    text += llvm::formatv(" at {0}:{1}", file, line).str();
+    if (range.source()) {
+      std::string source =
+          range.source()
+              ->get_line(range.source()->lineno_for_offset(range.start()))
+              .str();
+      text += ": " + llvm::StringRef(source).trim().str();
+    }
+  }
+  return text;
+}
+
+Location GraphImporter::locationOf(torch::jit::Node *node) {
+  torch::jit::SourceRange range = node->sourceRange();
+  if (auto original = range.findSourceRangeThatGenerated())
+    range = *original;
+  if (auto fileLineCol = range.file_line_col()) {
+    auto [file, line, col] = *fileLineCol;
+    return FileLineColLoc::get(&context, file, line, col + 1);
+  }
+  return UnknownLoc::get(&context);
+}
+
+llvm::Expected<std::vector<ImportedValue>>
+GraphImporter::importBlock(torch::jit::Block *block,
+                           const std::vector<ImportedValue> &inputs) {
+  for (auto [value, imported] : llvm::zip(block->inputs(), inputs))
+    values[value] = imported;
+  for (torch::jit::Node *node : block->nodes()) {
+    llvm::Expected<std::vector<ImportedValue>> outputs = importNode(node);
+    if (!outputs)
+      return outputs.takeError();
+    if (outputs->size() != node->outputs().size())
+      return makeError(llvm::formatv(
+          "internal error: {0} produced {1} values for {2} outputs",
+          describe(node), outputs->size(), node->outputs().size()));
+    for (auto [value, imported] : llvm::zip(node->outputs(), *outputs))
+      values[value] = std::move(imported);
+  }
+  std::vector<ImportedValue> results;
+  for (torch::jit::Value *output : block->outputs())
+    results.push_back(lookup(output));
+  return results;
+}
+
+llvm::Expected<std::vector<ImportedValue>>
+GraphImporter::importNode(torch::jit::Node *node) {
+  loc = locationOf(node);
+  bool handled = false;
+  llvm::Expected<std::vector<ImportedValue>> prim = importPrim(node, handled);
+  if (handled || !prim) {
+    if (!prim)
+      return makeError(describe(node) + ": " + toString(prim.takeError()));
+    return prim;
+  }
+  const llvm::StringMap<Conversion> &conversions = getAtenConversions();
+  auto it = conversions.find(node->kind().toQualString());
+  if (it == conversions.end())
+    return makeError("unsupported TorchScript op " + describe(node) +
+                     "; see docs/importer.md for the supported ops");
+  llvm::Expected<std::vector<ImportedValue>> outputs = it->second(*this, node);
+  if (!outputs)
+    return makeError(describe(node) + ": " + toString(outputs.takeError()));
+  return outputs;
+}
+
+llvm::Expected<std::vector<ImportedValue>>
+GraphImporter::importIf(torch::jit::Node *node) {
+  const ImportedValue &condition = input(node, 0);
+  if (condition.kind != ImportedValue::Kind::Bool &&
+      condition.kind != ImportedValue::Kind::Int)
+    return makeError("the condition of an 'if' must be known at compile "
+                     "time (titan programs have no data-dependent control "
+                     "flow)");
+  return importBlock(node->blocks()[condition.intValue ? 0 : 1], {});
+}
+
+llvm::Expected<std::vector<ImportedValue>>
+GraphImporter::importLoop(torch::jit::Node *node) {
+  llvm::Expected<int64_t> tripCount = intInput(node, 0);
+  if (!tripCount)
+    return makeError("the trip count of a loop must be known at compile "
+                     "time");
+  const ImportedValue &condition = input(node, 1);
+  bool running = condition.intValue != 0;
+  std::vector<ImportedValue> carried;
+  for (size_t i = 2; i < node->inputs().size(); ++i)
+    carried.push_back(input(node, i));
+  torch::jit::Block *body = node->blocks()[0];
+  for (int64_t iteration = 0; running && iteration < *tripCount; ++iteration) {
+    std::vector<ImportedValue> blockInputs{ImportedValue::ofInt(iteration)};
+    blockInputs.insert(blockInputs.end(), carried.begin(), carried.end());
+    llvm::Expected<std::vector<ImportedValue>> outputs =
+        importBlock(body, blockInputs);
+    if (!outputs)
+      return outputs.takeError();
+    if ((*outputs)[0].kind != ImportedValue::Kind::Bool)
+      return makeError("the condition of a loop must be known at compile "
+                       "time");
+    running = (*outputs)[0].intValue != 0;
+    carried.assign(outputs->begin() + 1, outputs->end());
+  }
+  return carried;
+}
+
+/// Unpacks a list or tuple into `count` values.
+static llvm::Expected<std::vector<ImportedValue>>
+unpack(const ImportedValue &value, size_t count) {
+  if (value.kind != ImportedValue::Kind::List)
+    return makeError("expected a list or tuple to unpack");
+  if (value.items.size() != count)
+    return makeError(llvm::formatv("cannot unpack {0} values into {1}",
+                                   value.items.size(), count));
+  return value.items;
+}
+
+llvm::Expected<std::vector<ImportedValue>>
+GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
+  using torch::jit::prim::Constant;
+  handled = true;
+  torch::jit::NodeKind kind = node->kind();
+  if (kind == torch::jit::prim::Constant) {
+    if (node->output()->type()->kind() == c10::TypeKind::TensorType) {
+      handled = false; // Tensor constants are materialized by AtenOps.
+      return std::vector<ImportedValue>{};
+    }
+    std::optional<c10::IValue> constant = torch::jit::toIValue(node->output());
+    if (!constant)
+      return makeError("unreadable constant");
+    llvm::Expected<ImportedValue> value = fromIValue(*constant);
+    if (!value)
+      return value.takeError();
+    return std::vector<ImportedValue>{std::move(*value)};
+  }
+  if (kind == torch::jit::prim::GetAttr) {
+    if (!getAttr)
+      return makeError("module attributes need a module");
+    llvm::Expected<ImportedValue> value =
+        getAttr(input(node, 0), node->s(torch::jit::attr::name));
+    if (!value)
+      return value.takeError();
+    return std::vector<ImportedValue>{std::move(*value)};
+  }
+  if (kind == torch::jit::prim::ListConstruct ||
+      kind == torch::jit::prim::TupleConstruct) {
+    std::vector<ImportedValue> items;
+    for (size_t i = 0; i < node->inputs().size(); ++i)
+      items.push_back(input(node, i));
+    return std::vector<ImportedValue>{ImportedValue::ofList(std::move(items))};
+  }
+  if (kind == torch::jit::prim::ListUnpack ||
+      kind == torch::jit::prim::TupleUnpack)
+    return unpack(input(node, 0), node->outputs().size());
+  if (kind == torch::jit::prim::If)
+    return importIf(node);
+  if (kind == torch::jit::prim::Loop)
+    return importLoop(node);
+  // Values that only change the static type: pass them through.
+  if (kind == torch::jit::prim::unchecked_cast ||
+      kind == torch::jit::prim::NumToTensor ||
+      kind == c10::Symbol::fromQualString("aten::Int") ||
+      kind == c10::Symbol::fromQualString("aten::Float") ||
+      kind == c10::Symbol::fromQualString("aten::ScalarImplicit") ||
+      kind == c10::Symbol::fromQualString("prim::TupleIndex") ||
+      kind == c10::Symbol::fromQualString("aten::contiguous") ||
+      kind == c10::Symbol::fromQualString("aten::detach") ||
+      kind == c10::Symbol::fromQualString("aten::clone") ||
+      kind == c10::Symbol::fromQualString("aten::alias") ||
+      kind == c10::Symbol::fromQualString("aten::dropout") ||
+      kind == c10::Symbol::fromQualString("aten::feature_dropout")) {
+    if (kind == c10::Symbol::fromQualString("prim::TupleIndex")) {
+      llvm::Expected<int64_t> index = intInput(node, 1);
+      if (!index)
+        return index.takeError();
+      const ImportedValue &tuple = input(node, 0);
+      if (*index < 0 || *index >= (int64_t)tuple.items.size())
+        return makeError("tuple index out of range");
+      return std::vector<ImportedValue>{tuple.items[*index]};
+    }
+    if (kind == c10::Symbol::fromQualString("aten::dropout") ||
+        kind == c10::Symbol::fromQualString("aten::feature_dropout")) {
+      // Dropout is the identity in evaluation and with p = 0; titan trains
+      // without dropout, as torchtitan's Llama does.
+      llvm::Expected<double> p = numberInput(node, 1);
+      llvm::Expected<int64_t> train = intInput(node, 2);
+      if (!p || !train)
+        return makeError("dropout needs a constant p and train flag");
+      if (*train && *p != 0.0)
+        return makeError("dropout with p > 0 in training mode is not "
+                         "supported; set p = 0 or export in eval mode");
+    }
+    if (kind == c10::Symbol::fromQualString("aten::Float")) {
+      const ImportedValue &number = input(node, 0);
+      if (!number.isNumber())
+        return makeError("aten::Float of a tensor value is not supported");
+      return std::vector<ImportedValue>{
+          ImportedValue::ofFloat(number.asDouble())};
+    }
+    return std::vector<ImportedValue>{input(node, 0)};
+  }
+  if (kind == torch::jit::prim::RaiseException)
+    return makeError("the model raises an exception on this path");
+  handled = false;
+  return std::vector<ImportedValue>{};
+}
+
+//===----------------------------------------------------------------------===//
+// Building the function
+//===----------------------------------------------------------------------===//
+
+/// The tensor type of a graph input from the options or, failing that, from
+/// the type recorded by tracing.
+static llvm::Expected<RankedTensorType>
+inputType(MLIRContext &context, torch::jit::Value *input,
+          const std::string &name, const TorchScriptImportOptions &options) {
+  auto it = options.inputs.find(name);
+  if (it != options.inputs.end()) {
+    Type element = llvm::StringSwitch<Type>(it->second.elementType)
+                       .Case("i64", IntegerType::get(&context, 64))
+                       .Case("i32", IntegerType::get(&context, 32))
+                       .Case("f32", Float32Type::get(&context))
+                       .Case("f64", Float64Type::get(&context))
+                       .Case("f16", Float16Type::get(&context))
+                       .Case("bf16", BFloat16Type::get(&context))
+                       .Default(Type());
+    if (!element)
+      return makeError("input '" + name + "': unknown element type '" +
+                       it->second.elementType + "'");
+    return RankedTensorType::get(it->second.shape, element);
+  }
+  auto tensor = input->type()->cast<c10::TensorType>();
+  if (tensor) {
+    c10::optional<std::vector<int64_t>> sizes =
+        tensor->sizes().concrete_sizes();
+    c10::optional<c10::ScalarType> scalar = tensor->scalarType();
+    if (sizes && scalar) {
+      if (Type element = toElementType(context, *scalar))
+        return RankedTensorType::get(*sizes, element);
+    }
+  }
+  return makeError("the shape of input '" + name +
+                   "' is not recorded in the model (scripted modules do not "
+                   "record shapes); give it with --input-shape " +
+                   name + "=<dims>x<type>, e.g. " + name + "=2x64xi64");
+}
+
+/// The name of a graph input: its TorchScript debug name without the
+/// ".<n>" suffix TorchScript adds to make names unique.
+static std::string inputName(torch::jit::Value *value, size_t index) {
+  if (!value->hasDebugName())
+    return "input" + std::to_string(index);
+  llvm::StringRef name = value->debugName();
+  auto [base, suffix] = name.rsplit('.');
+  if (!suffix.empty() && llvm::all_of(suffix, llvm::isDigit))
+    name = base;
+  return name.str();
+}
+
+/// Imports `graph` (already inlined) into a new module; `self` resolves
+/// module attributes when the graph is a method.
+static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
+    MLIRContext &context, torch::jit::Graph &graph,
+    const TorchScriptImportOptions &options,
+    const std::function<void(GraphImporter &, std::vector<ImportedValue> &)>
+        &bindSelf) {
+  context.loadDialect<TitanDialect, func::FuncDialect>();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
+  auto block = std::make_unique<Block>();
+  GraphImporter importer(context, *block, options);
+
+  std::vector<ImportedValue> graphInputs;
+  size_t first = 0;
+  if (bindSelf) {
+    bindSelf(importer, graphInputs);
+    first = 1;
+  }
+  for (size_t i = first; i < graph.inputs().size(); ++i) {
+    torch::jit::Value *input = graph.inputs()[i];
+    std::string name = inputName(input, i - first);
+    llvm::Expected<RankedTensorType> type =
+        inputType(context, input, name, options);
+    if (!type)
+      return type.takeError();
+    graphInputs.push_back(
+        ImportedValue::ofTensor(importer.addArgument(*type, name, "input")));
+  }
+  llvm::Expected<std::vector<ImportedValue>> outputs =
+      importer.importBlock(graph.block(), graphInputs);
+  if (!outputs)
+    return outputs.takeError();
+
+  // The model returns one tensor or a tuple of tensors.
+  std::vector<ImportedValue> results = *outputs;
+  if (results.size() == 1 && results[0].kind == ImportedValue::Kind::List)
+    results = results[0].items;
+  SmallVector<Value> returned;
+  for (const ImportedValue &result : results) {
+    if (!result.isTensor())
+      return makeError("the model must return tensors; it returns a " +
+                       std::string(result.isComplex() ? "complex tensor"
+                                                      : "non-tensor value"));
+    returned.push_back(result.tensor);
+  }
+  OpBuilder builder(&context);
+  builder.setInsertionPointToEnd(block.get());
+  func::ReturnOp::create(builder, UnknownLoc::get(&context), returned);
+
+  builder.setInsertionPointToEnd(module->getBody());
+  auto function = func::FuncOp::create(
+      builder, UnknownLoc::get(&context), "forward",
+      builder.getFunctionType(block->getArgumentTypes(),
+                              ValueRange(returned).getTypes()));
+  function.getBody().push_back(block.release());
+  for (auto [index, entry] : llvm::enumerate(importer.getArgumentNames())) {
+    function.setArgAttr(index, TitanDialect::kNameAttrName,
+                        builder.getStringAttr(entry.first));
+    function.setArgAttr(index, TitanDialect::kRoleAttrName,
+                        builder.getStringAttr(entry.second));
+  }
+  for (size_t index = 0; index < returned.size(); ++index)
+    function.setResultAttr(
+        index, TitanDialect::kNameAttrName,
+        builder.getStringAttr(returned.size() == 1
+                                  ? std::string("logits")
+                                  : "output" + std::to_string(index)));
+  if (failed(verify(*module)))
+    return makeError("internal error: the imported program does not verify");
+  // The conversions emit locally simple IR (one reshape per view, constants
+  // per use); fold and deduplicate it once here.
+  PassManager cleanup(&context);
+  cleanup.addPass(createCanonicalizerPass());
+  cleanup.addPass(createCSEPass());
+  if (failed(cleanup.run(*module)))
+    return makeError("internal error: cleaning up the imported program "
+                     "failed");
+  return module;
+}
+
+/// The raw bytes of a contiguous CPU tensor, or empty when the tensor holds
+/// less storage than its shape needs (a shape-only export's expanded view).
+static std::vector<char> tensorBytes(const at::Tensor &tensor) {
+  if (!tensor.is_contiguous())
+    return {};
+  size_t bytes = tensor.numel() * tensor.element_size();
+  const char *data = static_cast<const char *>(tensor.data_ptr());
+  return std::vector<char>(data, data + bytes);
+}
+
+/// Element type name of `type` for ImportedTensor.
+static std::string elementTypeName(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  type.print(os);
+  return text;
+}
+
+namespace {
+/// Resolves module attributes to parameters, buffers, submodules and
+/// constants of a loaded module, creating one function argument per tensor
+/// (tied parameters share one).
+class ModuleAttributes {
+public:
+  ModuleAttributes(MLIRContext &context, torch::jit::Module root,
+                   const TorchScriptImportOptions &options)
+      : context(context), root(std::move(root)), options(options) {}
+
+  /// Adds an argument for every parameter, in module order.
+  llvm::Error addParameters(GraphImporter &importer) {
+    for (const auto &parameter : root.named_parameters(/*recurse=*/true))
+      if (llvm::Error error =
+              addTensor(importer, parameter.name, parameter.value, "param"))
+        return error;
+    for (const auto &buffer : root.named_buffers(/*recurse=*/true))
+      buffers.insert(buffer.name);
+    return llvm::Error::success();
+  }
+
+  /// The value of attribute `name` of `module`.
+  llvm::Expected<ImportedValue> get(GraphImporter &importer,
+                                    const ImportedValue &module,
+                                    llvm::StringRef name) {
+    if (module.kind != ImportedValue::Kind::Module || !module.module)
+      return makeError("attribute '" + name +
+                       "' of a value that is not a "
+                       "module");
+    std::string fqn =
+        module.text.empty() ? name.str() : module.text + "." + name.str();
+    if (!module.module->hasattr(name.str()))
+      return makeError("module has no attribute '" + fqn + "'");
+    c10::IValue value = module.module->attr(name.str());
+    if (value.isModule()) {
+      ImportedValue sub =
+          ImportedValue::ofString(fqn, ImportedValue::Kind::Module);
+      sub.module = value.toModule();
+      return sub;
+    }
+    if (value.isTensor()) {
+      const at::Tensor &tensor = value.toTensor();
+      auto it = arguments.find(tensor.unsafeGetTensorImpl());
+      if (it != arguments.end())
+        return it->second;
+      if (llvm::Error error = addTensor(
+              importer, fqn, tensor, buffers.count(fqn) ? "buffer" : "param"))
+        return std::move(error);
+      return arguments.at(tensor.unsafeGetTensorImpl());
+    }
+    return fromIValue(value);
+  }
+
+  /// The root module as a value (the graph's `self`).
+  ImportedValue self() const {
+    ImportedValue value =
+        ImportedValue::ofString("", ImportedValue::Kind::Module);
+    value.module = root;
+    return value;
+  }
+
+private:
+  /// Creates the argument(s) of one tensor; complex tensors become a real
+  /// and an imaginary argument.
+  llvm::Error addTensor(GraphImporter &importer, const std::string &fqn,
+                        const at::Tensor &tensor, llvm::StringRef role) {
+    if (arguments.count(tensor.unsafeGetTensorImpl()))
+      return llvm::Error::success(); // A tied parameter.
+    std::vector<int64_t> shape(tensor.sizes().begin(), tensor.sizes().end());
+    if (tensor.is_complex()) {
+      at::Tensor real = at::real(tensor).contiguous();
+      at::Tensor imag = at::imag(tensor).contiguous();
+      Type element = toElementType(context, real.scalar_type());
+      auto type = RankedTensorType::get(shape, element);
+      Value realArg = importer.addArgument(type, fqn + ".real", role);
+      Value imagArg = importer.addArgument(type, fqn + ".imag", role);
+      if (llvm::Error error = emit(fqn + ".real", shape, element, real))
+        return error;
+      if (llvm::Error error = emit(fqn + ".imag", shape, element, imag))
+        return error;
+      arguments[tensor.unsafeGetTensorImpl()] =
+          ImportedValue::ofComplex(realArg, imagArg);
+      return llvm::Error::success();
+    }
+    Type element = toElementType(context, tensor.scalar_type());
+    if (!element)
+      return makeError("parameter '" + fqn + "' has unsupported dtype " +
+                       std::string(c10::toString(tensor.scalar_type())));
+    Value argument =
+        importer.addArgument(RankedTensorType::get(shape, element), fqn, role);
+    arguments[tensor.unsafeGetTensorImpl()] = ImportedValue::ofTensor(argument);
+    return emit(fqn, shape, element, tensor);
+  }
+
+  /// Hands a tensor's data to the weight callback, if any.
+  llvm::Error emit(const std::string &name, const std::vector<int64_t> &shape,
+                   Type element, const at::Tensor &tensor) {
+    if (!options.onWeight)
+      return llvm::Error::success();
+    ImportedTensor weight{name, shape, elementTypeName(element),
+                          tensorBytes(tensor.contiguous())};
+    return options.onWeight(weight);
+  }
+
+  MLIRContext &context;
+  torch::jit::Module root;
+  const TorchScriptImportOptions &options;
+  std::unordered_set<std::string> buffers;
+  std::unordered_map<const c10::TensorImpl *, ImportedValue> arguments;
+};
+} // namespace
+
+llvm::Expected<InputSpec> mlir::titan::parseInputSpec(llvm::StringRef text) {
+  InputSpec spec;
+  llvm::SmallVector<llvm::StringRef> parts;
+  text.split(parts, 'x');
+  for (auto [index, part] : llvm::enumerate(parts)) {
+    int64_t size;
+    if (!part.getAsInteger(10, size) && size >= 0) {
+      spec.shape.push_back(size);
+      continue;
+    }
+    if (index + 1 == parts.size() && index > 0) {
+      spec.elementType = part.str();
+      continue;
+    }
+    return makeError("bad input shape '" + text +
+                     "': expected dims separated by 'x' and an optional "
+                     "element type, e.g. 2x64xi64");
+  }
+  return spec;
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+mlir::titan::importTorchScriptFile(MLIRContext &context, llvm::StringRef path,
+                                   const TorchScriptImportOptions &options) {
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(path.str());
+  } catch (const c10::Error &error) {
+    std::string what = error.what_without_backtrace();
+    return makeError("cannot load '" + path +
+                     "' as a TorchScript module (is it a file written by "
+                     "torch.jit.save, complete and not truncated?): " +
+                     llvm::StringRef(what).split('\n').first);
+  } catch (const std::exception &error) {
+    return makeError("cannot load '" + path +
+                     "' as a TorchScript module: " + error.what());
+  }
+  if (!module.find_method("forward"))
+    return makeError("'" + path + "' has no forward method");
+  try {
+    std::shared_ptr<torch::jit::Graph> graph =
+        module.get_method("forward").graph()->copy();
+    torch::jit::Inline(*graph);
+    torch::jit::EliminateDeadCode(graph);
+    ModuleAttributes attributes(context, module, options);
+    llvm::Error bindError = llvm::Error::success();
+    auto bindSelf = [&](GraphImporter &importer,
+                        std::vector<ImportedValue> &inputs) {
+      bindError = attributes.addParameters(importer);
+      importer.getAttr = [&attributes, &importer](const ImportedValue &owner,
+                                                  llvm::StringRef name) {
+        return attributes.get(importer, owner, name);
+      };
+      inputs.push_back(attributes.self());
+    };
+    llvm::Expected<OwningOpRef<ModuleOp>> result =
+        importGraph(context, *graph, options, bindSelf);
+    if (bindError) {
+      if (result)
+        return std::move(bindError);
+      llvm::consumeError(std::move(bindError));
+    }
+    return result;
+  } catch (const c10::Error &error) {
+    return makeError("while importing '" + path +
+                     "': " + error.what_without_backtrace());
+  }
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+mlir::titan::importTorchScriptIR(MLIRContext &context, llvm::StringRef irText,
+                                 const TorchScriptImportOptions &options) {
+  auto graph = std::make_shared<torch::jit::Graph>();
+  try {
+    torch::jit::parseIR(irText.str(), graph.get());
+  } catch (const std::exception &error) {
+    return makeError(std::string("cannot parse TorchScript IR: ") +
+                     error.what());
+  }
+  try {
+    return importGraph(context, *graph, options, nullptr);
+  } catch (const c10::Error &error) {
+    return makeError(std::string("while importing TorchScript IR: ") +
+                     error.what_without_backtrace());
+  }
+}

@@ -1,0 +1,165 @@
+//===- titan-compile.cpp - titan's compiler driver ------------------------===//
+//
+// titan-compile MODEL.pt --emit=titan -o MODEL.mlir [--export-weights DIR]
+//
+// Imports a TorchScript model into the titan dialect. Later stages of the
+// pipeline (train step, parallel plan, spmdize, lowering) extend --emit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Import/TorchScriptImporter.h"
+#include "titan/InitAll.h"
+#include "titan/Support/Npy.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir;
+using namespace mlir::titan;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string>
+    inputFile(cl::Positional,
+              cl::desc("<model.pt | graph.ir (TorchScript textual IR)>"),
+              cl::Required);
+static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
+                                       cl::value_desc("file"), cl::init("-"));
+
+enum class EmitKind { Titan };
+static cl::opt<EmitKind> emit(
+    "emit", cl::desc("What to produce"), cl::init(EmitKind::Titan),
+    cl::values(clEnumValN(EmitKind::Titan, "titan",
+                          "the imported forward program (titan dialect)")));
+
+static cl::opt<std::string>
+    exportWeights("export-weights",
+                  cl::desc("Write every parameter and buffer as "
+                           "DIR/<name>.npy"),
+                  cl::value_desc("DIR"));
+static cl::list<std::string>
+    inputShapes("input-shape",
+                cl::desc("Shape of a model input, e.g. tokens=2x64xi64 "
+                         "(needed for scripted modules)"),
+                cl::value_desc("name=shape"));
+static cl::opt<bool>
+    printSummary("summary",
+                 cl::desc("Print parameter and op counts to stderr"));
+
+/// The NPY dtype of an element type name of the importer.
+static std::optional<NpyDType> npyTypeOf(llvm::StringRef elementType) {
+  return llvm::StringSwitch<std::optional<NpyDType>>(elementType)
+      .Case("f32", NpyDType::F32)
+      .Case("f64", NpyDType::F64)
+      .Case("f16", NpyDType::F16)
+      .Case("bf16", NpyDType::U16) // numpy has no bf16: raw bits
+      .Case("i64", NpyDType::I64)
+      .Case("i32", NpyDType::I32)
+      .Case("i1", NpyDType::Bool)
+      .Default(std::nullopt);
+}
+
+/// Writes one imported tensor as DIR/<name>.npy.
+static llvm::Error writeWeight(const ImportedTensor &weight) {
+  if (weight.data.empty())
+    return llvm::createStringError(
+        "'" + weight.name +
+        "' has no data in the model (a shape-only export); "
+        "--export-weights needs a model saved with its weights");
+  std::optional<NpyDType> dtype = npyTypeOf(weight.elementType);
+  if (!dtype)
+    return llvm::createStringError("'" + weight.name + "' has element type " +
+                                   weight.elementType +
+                                   ", which .npy cannot hold");
+  NpyArray array;
+  array.dtype = *dtype;
+  array.shape.assign(weight.shape.begin(), weight.shape.end());
+  array.data = weight.data;
+  llvm::SmallString<256> path(exportWeights);
+  llvm::sys::path::append(path, weight.name + ".npy");
+  return writeNpy(path, array);
+}
+
+/// Prints parameter and op counts of the imported module.
+static void summarize(ModuleOp module) {
+  int64_t parameters = 0, parameterTensors = 0, ops = 0;
+  module.walk([&](func::FuncOp function) {
+    for (unsigned i = 0; i < function.getNumArguments(); ++i) {
+      auto role =
+          function.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
+      if (!role || role.getValue() != "param")
+        continue;
+      ++parameterTensors;
+      parameters += cast<RankedTensorType>(function.getArgument(i).getType())
+                        .getNumElements();
+    }
+    function.walk([&](Operation *) { ++ops; });
+  });
+  llvm::errs() << "titan-compile: " << parameterTensors
+               << " parameter tensors, " << parameters << " parameters, " << ops
+               << " ops\n";
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "titan compiler driver\n");
+  auto fail = [](const llvm::Twine &message) {
+    llvm::WithColor::error(llvm::errs(), "titan-compile") << message << "\n";
+    return 1;
+  };
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext context(registry);
+
+  TorchScriptImportOptions options;
+  for (const std::string &spec : inputShapes) {
+    auto [name, shape] = llvm::StringRef(spec).split('=');
+    llvm::Expected<InputSpec> parsed = parseInputSpec(shape);
+    if (name.empty() || shape.empty())
+      return fail("--input-shape '" + spec + "': expected name=shape");
+    if (!parsed)
+      return fail(llvm::toString(parsed.takeError()));
+    options.inputs[name] = *parsed;
+  }
+  if (!exportWeights.empty()) {
+    if (std::error_code error =
+            llvm::sys::fs::create_directories(exportWeights))
+      return fail("cannot create '" + exportWeights + "': " + error.message());
+    options.onWeight = writeWeight;
+  }
+
+  // A file in TorchScript's textual graph IR ("graph(%x : ...):") is
+  // imported as a bare graph; anything else is loaded as a saved module.
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
+  if (!buffer)
+    return fail("cannot read '" + inputFile +
+                "': " + buffer.getError().message());
+  llvm::StringRef contents = (*buffer)->getBuffer();
+  llvm::Expected<OwningOpRef<ModuleOp>> module =
+      contents.ltrim().starts_with("graph(")
+          ? importTorchScriptIR(context, contents, options)
+          : importTorchScriptFile(context, inputFile, options);
+  if (!module)
+    return fail(llvm::toString(module.takeError()));
+  if (printSummary)
+    summarize(**module);
+
+  // Write to a temporary file and rename it only on success, so a failed
+  // run never leaves a partial output.
+  std::string message;
+  auto output = openOutputFile(outputFile, &message);
+  if (!output)
+    return fail(message);
+  (*module)->print(output->os());
+  output->os() << "\n";
+  output->keep();
+  return 0;
+}
