@@ -44,6 +44,14 @@ getKindAndShape(Type type) {
   return std::make_pair(*kind, tensor.getShape());
 }
 
+/// `type` as MLIR prints it, for messages (diagnostics would quote it).
+static std::string typeToString(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type;
+  return text;
+}
+
 /// True when `value` has the kind and shape of `type`.
 static bool hasType(const TensorValue &value, Type type) {
   auto expected = getKindAndShape(type);
@@ -298,7 +306,7 @@ Execution::bindArguments(std::vector<std::vector<TensorValue>> arguments) {
           diag << "on rank " << rank << ": ";
         return diag << "argument '"
                     << getArgumentName(function, arg.getArgNumber())
-                    << "' expects " << arg.getType() << ", got "
+                    << "' expects " << typeToString(arg.getType()) << ", got "
                     << value.getTypeString();
       }
       values[rank][arg] = std::move(value);
@@ -312,7 +320,7 @@ LogicalResult Execution::define(Operation *op, Value result, int64_t rank,
   if (!hasType(value, result.getType()))
     return op->emitError() << "produced " << value.getTypeString()
                            << " on rank " << rank << " for a result of type "
-                           << result.getType();
+                           << typeToString(result.getType());
   values[rank][result] = std::move(value);
   return success();
 }
@@ -543,9 +551,7 @@ ElementKind Interpreter::getArgumentKind(unsigned index) const {
 std::string Interpreter::describeGlobalArgument(unsigned index) const {
   func::FuncOp function = getFunction();
   auto type = cast<RankedTensorType>(function.getArgumentTypes()[index]);
-  std::string local;
-  llvm::raw_string_ostream os(local);
-  os << type;
+  std::string local = typeToString(type);
   auto placements = function.getArgAttrOfType<PlacementsAttr>(
       index, TitanDialect::kPlacementsAttrName);
   if (numRanks == 1 || !placements)
@@ -614,7 +620,7 @@ Interpreter::shardArgument(unsigned index, const TensorValue &global) const {
              << "argument '" << name << "': the global "
              << global.getTypeString() << " under " << placements
              << " gives rank " << rank << " a " << local.getTypeString()
-             << ", but the program expects " << expected;
+             << ", but the program expects " << typeToString(expected);
     locals.push_back(std::move(local));
   }
   return locals;

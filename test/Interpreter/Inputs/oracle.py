@@ -210,6 +210,49 @@ def masks(rng):
     return inputs, expected
 
 
+@case
+def tp(rng):
+    inputs = {"x": randn(rng, 4, 8), "w": randn(rng, 6, 8),
+              "x_full": randn(rng, 4, 8), "w_col": randn(rng, 6, 8)}
+
+    def expected(i):
+        y = t(i["x"]) @ t(i["w"]).T
+        return {"row_parallel": y, "row_partial": y,
+                "col_parallel": t(i["x_full"]) @ t(i["w_col"]).T}
+    return inputs, expected
+
+
+@case
+def fsdp(rng):
+    inputs = {"layers.0.w": randn(rng, 8, 4), "x": randn(rng, 8, 4),
+              "dy": randn(rng, 8, 8)}
+
+    def expected(i):
+        x, dy = t(i["x"]), t(i["dy"])
+        chunks = dy.reshape(4, 2, 8)
+        return {"y": x @ t(i["layers.0.w"]).T, "grad_w": dy.T @ x,
+                "dy_avg": chunks.mean(0), "dy_max": chunks.amax(0)}
+    return inputs, expected
+
+
+@case
+def mesh2d(rng):
+    inputs = {"x": randn(rng, 4, 8), "z": randn(rng, 8, 4),
+              "y": randn(rng, 4, 3)}
+
+    def expected(i):
+        x, y = t(i["x"]), t(i["y"])
+        block = {(dp, tp): x[2 * dp:2 * dp + 2, 4 * tp:4 * tp + 4]
+                 for dp in range(2) for tp in range(2)}
+        return {"gather_dp_tp": torch.cat([block[0, 0], block[0, 1],
+                                           block[1, 0], block[1, 1]]),
+                "gather_tp_dp": torch.cat([block[0, 0], block[1, 0],
+                                           block[0, 1], block[1, 1]]),
+                "all_to_all": t(i["z"]), "broadcast": y[2:4],
+                "from_dp0": y[0:2], "from_dp1": y[2:4]}
+    return inputs, expected
+
+
 def bf16_to_npy(x):
     """A torch bfloat16 tensor as titan's .npy form: raw bits in uint16."""
     return x.view(torch.int16).numpy().view(np.uint16)
