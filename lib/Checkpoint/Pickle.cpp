@@ -278,7 +278,7 @@ llvm::ArrayRef<PickleGlobal> mlir::titan::checkpointPickleGlobals() {
       {"torch.distributed.checkpoint.metadata", "BytesStorageMetadata"},
       {"torch.distributed.checkpoint.metadata", "MetadataIndex"},
       {"torch.distributed.checkpoint.metadata", "TensorProperties"},
-      {"torch.distributed.checkpoint.metadata", "MEM_FORMAT_ENCODING"},
+      {"torch.distributed.checkpoint.metadata", "_MEM_FORMAT_ENCODING"},
       {"torch.distributed.checkpoint.metadata", "StorageMeta"},
       {"torch.distributed.checkpoint.filesystem", "_StorageInfo"},
       {"torch.distributed._shard.checkpoint.metadata", "Metadata"},
@@ -290,6 +290,9 @@ llvm::ArrayRef<PickleGlobal> mlir::titan::checkpointPickleGlobals() {
       {"torch.distributed._shard.sharded_tensor.metadata", "TensorProperties"},
       {"torch.distributed._shard.sharded_tensor.metadata",
        "MEM_FORMAT_ENCODING"},
+      // StorageMeta.checkpoint_id (PyTorch >= 2.4) may be a path object.
+      {"pathlib", "PosixPath"},
+      {"pathlib._local", "PosixPath"},
       // Enum members are pickled as getattr(enum_class, member_name).
       {"builtins", "getattr"},
       {"collections", "OrderedDict"},

@@ -105,60 +105,109 @@ static void put32(std::string &out, uint32_t value) {
   out.append(buffer, 4);
 }
 
-llvm::Expected<std::string>
-mlir::titan::writeStoredZip(llvm::ArrayRef<ZipEntry> entries) {
+static void put64(std::string &out, uint64_t value) {
+  char buffer[8];
+  endian::write64le(buffer, value);
+  out.append(buffer, 8);
+}
+
+/// `value` as a 32-bit zip field: saturated when zip64 holds it.
+static uint32_t field32(uint64_t value, bool inZip64) {
+  return inZip64 ? 0xffffffffu : uint32_t(value);
+}
+
+std::string mlir::titan::writeStoredZip(llvm::ArrayRef<ZipEntry> entries,
+                                        uint64_t zip64Threshold) {
   std::string out;
   std::string central;
   for (const ZipEntry &entry : entries) {
-    if (entry.data.size() >= 0xffffffffu || out.size() >= 0xffffffffu)
-      return fail(entry.name, "zip entries of 4 GiB or more need zip64, "
-                              "which titan does not write; split the "
-                              "tensor into smaller chunks");
+    uint64_t size = entry.data.size();
+    uint64_t offset = out.size();
+    bool bigSize = size >= zip64Threshold;
+    bool bigOffset = offset >= zip64Threshold;
     uint32_t crc = llvm::crc32(llvm::arrayRefFromStringRef(entry.data));
-    uint32_t offset = out.size();
+    // The local zip64 extra field holds both sizes.
+    size_t localZip64 = bigSize ? 4 + 16 : 0;
     // An extra field "FB" of 'Z's pads the header so that data is aligned.
-    size_t unpadded = offset + kLocalHeaderSize + entry.name.size() + 4;
+    size_t unpadded =
+        offset + kLocalHeaderSize + entry.name.size() + localZip64 + 4;
     size_t padding = (kAlignment - unpadded % kAlignment) % kAlignment;
     auto putCommon = [&](std::string &to) {
-      put16(to, 20);   // Version needed to extract: 2.0.
-      put16(to, 0);    // Flags.
-      put16(to, 0);    // Method: stored.
-      put16(to, 0);    // Modification time.
+      put16(to, bigSize || bigOffset ? 45 : 20); // Version needed: 4.5 / 2.0.
+      put16(to, 0);                              // Flags.
+      put16(to, 0);                              // Method: stored.
+      put16(to, 0);                              // Modification time.
       put16(to, 0x21); // Modification date: 1980-01-01.
       put32(to, crc);
-      put32(to, entry.data.size());
-      put32(to, entry.data.size());
+      put32(to, field32(size, bigSize));
+      put32(to, field32(size, bigSize));
       put16(to, entry.name.size());
     };
     put32(out, kLocalHeaderSig);
     putCommon(out);
-    put16(out, 4 + padding);
+    put16(out, localZip64 + 4 + padding);
     out += entry.name;
+    if (bigSize) {
+      put16(out, 1);
+      put16(out, 16);
+      put64(out, size);
+      put64(out, size);
+    }
     put16(out, 0x4246); // "FB"
     put16(out, padding);
     out.append(padding, 'Z');
     out += entry.data;
 
     put32(central, kCentralHeaderSig);
-    put16(central, 20); // Version made by.
+    put16(central, 45); // Version made by.
     putCommon(central);
-    put16(central, 0); // Extra field length.
+    size_t centralZip64 = (bigSize ? 16 : 0) + (bigOffset ? 8 : 0);
+    put16(central, centralZip64 ? 4 + centralZip64 : 0);
     put16(central, 0); // Comment length.
     put16(central, 0); // Disk number.
     put16(central, 0); // Internal attributes.
     put32(central, 0); // External attributes.
-    put32(central, offset);
+    put32(central, field32(offset, bigOffset));
     central += entry.name;
+    if (centralZip64) {
+      put16(central, 1);
+      put16(central, centralZip64);
+      if (bigSize) {
+        put64(central, size);
+        put64(central, size);
+      }
+      if (bigOffset)
+        put64(central, offset);
+    }
   }
-  uint32_t centralOffset = out.size();
+  uint64_t centralOffset = out.size();
   out += central;
+  bool zip64End = entries.size() >= 0xffff || centralOffset >= zip64Threshold ||
+                  central.size() >= zip64Threshold;
+  if (zip64End) {
+    uint64_t recordOffset = out.size();
+    put32(out, kZip64EndSig);
+    put64(out, 44); // Size of the rest of the record.
+    put16(out, 45); // Version made by.
+    put16(out, 45); // Version needed.
+    put32(out, 0);  // This disk.
+    put32(out, 0);  // Disk of the central directory.
+    put64(out, entries.size());
+    put64(out, entries.size());
+    put64(out, central.size());
+    put64(out, centralOffset);
+    put32(out, kZip64LocatorSig);
+    put32(out, 0); // Disk of the zip64 end record.
+    put64(out, recordOffset);
+    put32(out, 1); // Number of disks.
+  }
   put32(out, kEndSig);
   put16(out, 0);
   put16(out, 0);
-  put16(out, entries.size());
-  put16(out, entries.size());
-  put32(out, central.size());
-  put32(out, centralOffset);
+  put16(out, zip64End ? 0xffff : entries.size());
+  put16(out, zip64End ? 0xffff : entries.size());
+  put32(out, field32(central.size(), zip64End));
+  put32(out, field32(centralOffset, zip64End));
   put16(out, 0);
   return out;
 }
@@ -336,39 +385,52 @@ asIntTuple(const PickleRef &value) {
   return result;
 }
 
-llvm::Expected<DenseTensor> mlir::titan::readTorchSaveTensor(StringRef archive,
-                                                             StringRef name) {
+const ZipEntryView *TorchSaveArchive::find(StringRef suffix) const {
+  for (const ZipEntryView &entry : entries)
+    if (entry.name.size() == folder.size() + suffix.size() &&
+        entry.name.starts_with(folder) && entry.name.ends_with(suffix))
+      return &entry;
+  return nullptr;
+}
+
+llvm::Expected<TorchSaveArchive> mlir::titan::readTorchSave(StringRef archive,
+                                                            StringRef name) {
+  TorchSaveArchive result;
   llvm::Expected<std::vector<ZipEntryView>> entries =
       readStoredZip(archive, name);
   if (!entries)
     return entries.takeError();
-  auto pickleEntry = llvm::find_if(*entries, [](const ZipEntryView &entry) {
-    return entry.name.ends_with("/data.pkl");
-  });
-  if (pickleEntry == entries->end())
+  result.entries = std::move(*entries);
+  auto pickleEntry =
+      llvm::find_if(result.entries, [](const ZipEntryView &entry) {
+        return entry.name.ends_with("/data.pkl");
+      });
+  if (pickleEntry == result.entries.end())
     return fail(name, "no '<folder>/data.pkl' entry: not a torch.save archive");
-  StringRef folder = pickleEntry->name.drop_back(StringRef("data.pkl").size());
-  auto findEntry = [&](StringRef suffix) -> const ZipEntryView * {
-    std::string wanted = (folder + suffix).str();
-    for (const ZipEntryView &entry : *entries)
-      if (entry.name == wanted)
-        return &entry;
-    return nullptr;
-  };
-  if (const ZipEntryView *order = findEntry("byteorder"))
+  result.folder = pickleEntry->name.drop_back(StringRef("data.pkl").size());
+  if (const ZipEntryView *order = result.find("byteorder"))
     if (order->data != "little")
       return fail(name, "byteorder '" + order->data +
                             "' is not supported (only little-endian)");
-
-  std::string pickleName = (name + ":" + pickleEntry->name).str();
   llvm::Expected<PickleRef> root =
-      readPickle(pickleEntry->data, pickleName, checkpointPickleGlobals());
+      readPickle(pickleEntry->data, (name + ":" + pickleEntry->name).str(),
+                 checkpointPickleGlobals());
   if (!root)
     return root.takeError();
+  result.root = std::move(*root);
+  return result;
+}
+
+llvm::Expected<DenseTensor> mlir::titan::readTorchSaveTensor(StringRef archive,
+                                                             StringRef name) {
+  llvm::Expected<TorchSaveArchive> saved = readTorchSave(archive, name);
+  if (!saved)
+    return saved.takeError();
+  std::string pickleName = (name + ":" + saved->folder + "data.pkl").str();
   auto notATensor = [&](const llvm::Twine &why) {
     return fail(pickleName, "not a torch.save of one tensor: " + why);
   };
-  const PickleRef &call = *root;
+  const PickleRef &call = saved->root;
   if (!call->is(PickleValue::Kind::Object) ||
       call->getQualifiedName() != "torch._utils._rebuild_tensor_v2")
     return notATensor("the root is not torch._utils._rebuild_tensor_v2(...)");
@@ -397,9 +459,9 @@ llvm::Expected<DenseTensor> mlir::titan::readTorchSaveTensor(StringRef archive,
     return notATensor("bad size or stride");
 
   const ZipEntryView *storage =
-      findEntry(("data/" + idItems[2]->getString()).str());
+      saved->find(("data/" + idItems[2]->getString()).str());
   if (!storage)
-    return fail(name, "missing storage entry '" + folder + "data/" +
+    return fail(name, "missing storage entry '" + saved->folder + "data/" +
                           idItems[2]->getString() + "'");
   size_t elementSize = torchDTypeSize(*dtype);
   int64_t storageCount = idItems[4]->getInt();

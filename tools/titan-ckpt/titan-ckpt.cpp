@@ -4,7 +4,8 @@
 //
 //   titan-ckpt inspect DIR
 //       Lists tensors (dtype, shape, chunks and where they are stored),
-//       bytes entries and data files.
+//       bytes entries (with their value when it is a torch.save archive the
+//       restricted pickle reader accepts) and data files.
 //   titan-ckpt save --from NPYDIR --to DIR [--chunks FQN=GRID]...
 //                   [--flavor torch2|torch1.13]
 //       Writes every NPYDIR/<fqn>.npy as tensor <fqn>. GRID (e.g. 2x1) splits
@@ -99,6 +100,19 @@ static llvm::Error inspect() {
   for (const std::string &fqn : metadata.bytesEntries) {
     os << "bytes " << fqn;
     printStorage({fqn, {}});
+    // DCP stores a non-tensor value as a torch.save archive of it; show it
+    // when it is one the restricted reader accepts.
+    llvm::Expected<std::string> blob = reader->readBytes(fqn);
+    if (!blob)
+      return blob.takeError();
+    llvm::Expected<TorchSaveArchive> value = readTorchSave(*blob, fqn);
+    if (!value) {
+      os << "  raw bytes (" << llvm::toString(value.takeError()) << ")\n";
+      continue;
+    }
+    os << "  value ";
+    value->root->print(os);
+    os << "\n";
   }
   std::error_code ec;
   std::vector<std::pair<std::string, uint64_t>> files;

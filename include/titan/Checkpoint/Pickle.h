@@ -134,8 +134,9 @@ struct PickleGlobal {
 /// (PyTorch 1.13 and 2.x module paths) reference: the DCP metadata classes,
 /// TensorProperties and its memory-format enum, torch dtypes, storages,
 /// layouts, torch.Size, collections.OrderedDict,
-/// torch._utils._rebuild_tensor_v2, and builtins.getattr (with which pickle
-/// spells an enum member; like every global it is recorded, not called).
+/// torch._utils._rebuild_tensor_v2, pathlib.PosixPath (a possible
+/// StorageMeta.checkpoint_id) and builtins.getattr (with which pickle spells
+/// an enum member; like every global it is recorded, not called).
 llvm::ArrayRef<PickleGlobal> checkpointPickleGlobals();
 
 /// Runs the restricted pickle VM over `bytes` and returns the root object.

@@ -12,6 +12,8 @@
 #ifndef TITAN_CHECKPOINT_TORCHSAVE_H
 #define TITAN_CHECKPOINT_TORCHSAVE_H
 
+#include "titan/Checkpoint/Pickle.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -60,15 +62,38 @@ struct ZipEntryView {
   llvm::StringRef data;
 };
 
+/// Sizes and offsets from which zip needs its zip64 records.
+constexpr uint64_t kZip64Limit = 0xffffffffu;
+
 /// Serializes `entries` as an uncompressed zip archive with every entry's
-/// data 64-byte aligned. Entries above 4 GiB need zip64, which is not
-/// written: such an entry is an error.
-llvm::Expected<std::string> writeStoredZip(llvm::ArrayRef<ZipEntry> entries);
+/// data 64-byte aligned. Sizes and offsets of at least `zip64Threshold`
+/// bytes (and the directory of 65535 entries or more) are written in zip64
+/// records; a lower threshold than kZip64Limit exercises that path on small
+/// archives.
+std::string writeStoredZip(llvm::ArrayRef<ZipEntry> entries,
+                           uint64_t zip64Threshold = kZip64Limit);
 
 /// Lists the entries of an uncompressed (stored) zip archive, zip64 records
 /// included, checking sizes and CRC-32. `name` is used in error messages.
 llvm::Expected<std::vector<ZipEntryView>> readStoredZip(llvm::StringRef archive,
                                                         llvm::StringRef name);
+
+/// A torch.save archive held in memory: its entries and the object graph of
+/// its `data.pkl` (read with the restricted reader and
+/// checkpointPickleGlobals()).
+struct TorchSaveArchive {
+  std::vector<ZipEntryView> entries;
+  /// The top folder, with its trailing slash.
+  llvm::StringRef folder;
+  PickleRef root;
+
+  /// The entry `<folder><suffix>`, or null.
+  const ZipEntryView *find(llvm::StringRef suffix) const;
+};
+
+/// Opens a torch.save archive of any object. `name` is used in errors.
+llvm::Expected<TorchSaveArchive> readTorchSave(llvm::StringRef archive,
+                                               llvm::StringRef name);
 
 /// Serializes `tensor` as torch.save does, under the folder `archiveName`.
 llvm::Expected<std::string>

@@ -2,7 +2,11 @@
 
 Subcommands:
   make-npy NPYDIR            write the reference tensors as .npy files
-  torch-save NPYDIR CKPT     write the reference tensors as a DCP checkpoint
+  torch-save NPYDIR CKPT     write the reference tensors and a non-tensor
+                             value as a DCP checkpoint
+  as-torch2 CKPT             rewrite CKPT/.metadata as PyTorch 2.x pickles it
+                             (2.x module paths and fields, with stand-ins
+                             for the 2.x classes, which 1.13 lacks)
   load-full CKPT NPYDIR      load every tensor whole, compare with NPYDIR
   load-resharded CKPT NPYDIR load every tensor as a 3-per-dimension grid of
                              boxes, compare with NPYDIR
@@ -82,7 +86,78 @@ def torch_save(npydir, ckpt):
     import torch.distributed._shard.checkpoint as dcp
     state = {fqn: to_torch(np.load(f"{npydir}/{fqn}.npy"))
              for fqn in reference()}
+    state["train_state"] = {"step": 12, "lr": 0.5}
     dcp.save_state_dict(state, dcp.FileSystemWriter(ckpt), no_dist=True)
+
+
+def as_torch2(ckpt):
+    import enum
+    import pathlib
+    import types
+    import torch.distributed._shard.checkpoint as dcp
+    old = dcp.FileSystemReader(ckpt).read_metadata()
+
+    modules = {}
+    for name in ["torch.distributed.checkpoint",
+                 "torch.distributed.checkpoint.metadata",
+                 "torch.distributed.checkpoint.filesystem"]:
+        modules[name] = sys.modules[name] = types.ModuleType(name)
+    metadata_module = modules["torch.distributed.checkpoint.metadata"]
+
+    def stand_in(module, name, **members):
+        cls = type(name, (), {"__module__": module, **members})
+        setattr(modules[module], name, cls)
+        return cls
+
+    def make(cls, **fields):
+        obj = cls.__new__(cls)
+        obj.__dict__.update(fields)
+        return obj
+
+    mem_format = enum.Enum("_MEM_FORMAT_ENCODING",
+                           [("TORCH_CONTIGUOUS_FORMAT", 0)],
+                           module=metadata_module.__name__)
+    metadata_module._MEM_FORMAT_ENCODING = mem_format
+    md = "torch.distributed.checkpoint.metadata"
+    properties_cls = stand_in(md, "TensorProperties", __getstate__=lambda self: (
+        self.dtype, torch.strided, False, mem_format.TORCH_CONTIGUOUS_FORMAT,
+        False))
+    tensor_cls = stand_in(md, "TensorStorageMetadata")
+    chunk_cls = stand_in(md, "ChunkStorageMetadata")
+    bytes_cls = stand_in(md, "BytesStorageMetadata")
+    index_cls = stand_in(md, "MetadataIndex")
+    storage_meta_cls = stand_in(md, "StorageMeta")
+    metadata_cls = stand_in(md, "Metadata")
+    info_cls = stand_in("torch.distributed.checkpoint.filesystem",
+                        "_StorageInfo")
+
+    import torch
+    state_dict_metadata = {}
+    for fqn, entry in old.state_dict_metadata.items():
+        if not hasattr(entry, "chunks"):
+            state_dict_metadata[fqn] = bytes_cls()
+            continue
+        properties = make(properties_cls, dtype=entry.properties.dtype)
+        state_dict_metadata[fqn] = make(
+            tensor_cls, properties=properties, size=entry.size,
+            chunks=[make(chunk_cls, offsets=c.offsets, sizes=c.sizes)
+                    for c in entry.chunks])
+    storage_data = {}
+    for index, info in old.storage_data.items():
+        fields = {"fqn": index.fqn, "index": index.index}
+        if index.offset is not None:
+            fields["offset"] = index.offset
+        storage_data[make(index_cls, **fields)] = make(
+            info_cls, relative_path=info.relative_path, offset=info.offset,
+            length=info.length, transform_descriptors=None)
+    new = make(metadata_cls, state_dict_metadata=state_dict_metadata,
+               planner_data=None, storage_data=storage_data,
+               storage_meta=make(storage_meta_cls,
+                                 checkpoint_id=pathlib.PosixPath(ckpt),
+                                 save_id="0", load_id=None, modules=[]),
+               version="1.0.0")
+    with open(f"{ckpt}/.metadata", "wb") as f:
+        pickle.dump(new, f)
 
 
 def load_full(ckpt, npydir):
@@ -225,6 +300,6 @@ def structure(ckpt, flavor):
 
 if __name__ == "__main__":
     command, *args = sys.argv[1:]
-    {"make-npy": make_npy, "torch-save": torch_save, "load-full": load_full,
+    {"make-npy": make_npy, "torch-save": torch_save, "as-torch2": as_torch2, "load-full": load_full,
      "load-resharded": load_resharded, "compare": compare,
      "structure": structure}[command](*args)
