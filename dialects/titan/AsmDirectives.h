@@ -18,6 +18,13 @@ ParseResult parseReduceKind(OpAsmParser &parser, ReduceKindAttr &reduce);
 void printReduceKind(OpAsmPrinter &printer, Operation *op,
                      ReduceKindAttr reduce);
 
+/// `custom<BareKeyword>($attr)`: a string attribute written as a bare
+/// keyword, e.g. `tanh` for "tanh". Which keywords are valid is checked by the
+/// op's verifier.
+ParseResult parseBareKeyword(OpAsmParser &parser, StringAttr &keyword);
+void printBareKeyword(OpAsmPrinter &printer, Operation *op,
+                      StringAttr keyword);
+
 } // namespace mlir::titan
 
 #endif // TITAN_DIALECTS_TITAN_ASMDIRECTIVES_H

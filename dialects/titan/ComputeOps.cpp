@@ -1,11 +1,154 @@
 //===- ComputeOps.cpp - tensor compute ops --------------------------------===//
+//
+// Verifiers, folders and costs of the compute ops (TitanComputeOps.td).
+//
+//===----------------------------------------------------------------------===//
 
 #include "AsmDirectives.h"
 
 #include "mlir/IR/Builders.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::titan;
+
+//===----------------------------------------------------------------------===//
+// Custom directives
+//===----------------------------------------------------------------------===//
+
+ParseResult mlir::titan::parseBareKeyword(OpAsmParser &parser,
+                                          StringAttr &keyword) {
+  StringRef value;
+  if (parser.parseKeyword(&value))
+    return failure();
+  keyword = parser.getBuilder().getStringAttr(value);
+  return success();
+}
+
+void mlir::titan::printBareKeyword(OpAsmPrinter &printer, Operation *,
+                                   StringAttr keyword) {
+  printer << keyword.getValue();
+}
+
+//===----------------------------------------------------------------------===//
+// Verifier helpers
+//===----------------------------------------------------------------------===//
+
+/// True when two dimension sizes may be equal: either is dynamic or they
+/// agree.
+static bool isCompatibleDim(int64_t lhs, int64_t rhs) {
+  return ShapedType::isDynamic(lhs) || ShapedType::isDynamic(rhs) ||
+         lhs == rhs;
+}
+
+/// Checks that `actual` has element type `elementType` and a shape
+/// compatible with `expected`; `what` names the value in the diagnostic.
+static LogicalResult verifyType(Operation *op, StringRef what,
+                                ArrayRef<int64_t> expected, Type elementType,
+                                ShapedType actual) {
+  if (actual.getElementType() == elementType &&
+      actual.getRank() == static_cast<int64_t>(expected.size()) &&
+      llvm::all_of(llvm::zip_equal(expected, actual.getShape()),
+                   [](auto dims) {
+                     return isCompatibleDim(std::get<0>(dims),
+                                            std::get<1>(dims));
+                   }))
+    return success();
+  return op->emitOpError() << "expected " << what << " type "
+                           << RankedTensorType::get(expected, elementType)
+                           << ", got " << actual;
+}
+
+/// Checks that `type` has rank `rank`, or at least `rank` when `orMore`.
+static LogicalResult verifyRank(Operation *op, StringRef what,
+                                ShapedType type, int64_t rank,
+                                bool orMore = false) {
+  if (type.getRank() == rank || (orMore && type.getRank() > rank))
+    return success();
+  return op->emitOpError() << "expects " << what << " of rank "
+                           << (orMore ? ">= " : "") << rank << ", got "
+                           << type;
+}
+
+/// Checks that `dim` (the attribute `what`) names a dimension of a rank-`rank`
+/// tensor.
+static LogicalResult verifyDimInRange(Operation *op, StringRef what,
+                                      int64_t dim, int64_t rank) {
+  if (dim >= 0 && dim < rank)
+    return success();
+  return op->emitOpError() << what << " " << dim
+                           << " is out of range for a rank-" << rank
+                           << " tensor";
+}
+
+/// Checks that the attribute `what` is strictly positive.
+static LogicalResult verifyPositive(Operation *op, StringRef what,
+                                    double value) {
+  if (value > 0 && std::isfinite(value))
+    return success();
+  return op->emitOpError() << what << " must be positive and finite, got "
+                           << value;
+}
+
+/// Checks that the string attribute `what` is one of `allowed`.
+static LogicalResult verifyKeyword(Operation *op, StringRef what,
+                                   StringAttr value,
+                                   ArrayRef<StringRef> allowed) {
+  if (llvm::is_contained(allowed, value.getValue()))
+    return success();
+  InFlightDiagnostic diag = op->emitOpError()
+                            << "unknown " << what << " '" << value.getValue()
+                            << "', expected one of: ";
+  llvm::interleaveComma(allowed, diag);
+  return diag;
+}
+
+/// Checks that `dims` are in range for a rank-`rank` tensor and unique,
+/// and strictly increasing when `sorted`.
+static LogicalResult verifyDimList(Operation *op, ArrayRef<int64_t> dims,
+                                   int64_t rank, bool sorted) {
+  SmallVector<bool> seen(rank, false);
+  for (auto [index, dim] : llvm::enumerate(dims)) {
+    if (failed(verifyDimInRange(op, "dim", dim, rank)))
+      return failure();
+    if (seen[dim])
+      return op->emitOpError() << "dims [" << dims << "] name dim " << dim
+                               << " more than once";
+    if (sorted && index > 0 && dims[index - 1] > dim)
+      return op->emitOpError() << "dims [" << dims
+                               << "] must be sorted in increasing order";
+    seen[dim] = true;
+  }
+  return success();
+}
+
+/// Checks a reduction over `dims` of `input` into `result`.
+static LogicalResult verifyReduction(Operation *op, RankedTensorType input,
+                                     ArrayRef<int64_t> dims, bool keepdim,
+                                     RankedTensorType result) {
+  if (failed(verifyDimList(op, dims, input.getRank(), /*sorted=*/true)))
+    return failure();
+  SmallVector<int64_t> expected;
+  for (auto [dim, size] : llvm::enumerate(input.getShape())) {
+    if (!llvm::is_contained(dims, static_cast<int64_t>(dim)))
+      expected.push_back(size);
+    else if (keepdim)
+      expected.push_back(1);
+  }
+  return verifyType(op, "result", expected, input.getElementType(), result);
+}
+
+/// Checks the scale or shift `param` of a normalization over the last dim of
+/// `input`: a vector of that size and of `input`'s element type.
+static LogicalResult verifyNormParam(Operation *op, StringRef what,
+                                     RankedTensorType input,
+                                     RankedTensorType param) {
+  if (failed(verifyRank(op, "input", input, 1, /*orMore=*/true)))
+    return failure();
+  return verifyType(op, what, {input.getShape().back()},
+                    input.getElementType(), param);
+}
 
 /// Number of elements of a static tensor type, 0 otherwise.
 static int64_t numElements(Type type) {
@@ -13,4 +156,454 @@ static int64_t numElements(Type type) {
   return tensor && tensor.hasStaticShape() ? tensor.getNumElements() : 0;
 }
 
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult GeluOp::verify() {
+  return verifyKeyword(*this, "approximate", getApproximateAttr(),
+                       {"none", "tanh"});
+}
+
+OpFoldResult ScaleOp::fold(FoldAdaptor) {
+  return getFactor().convertToDouble() == 1.0 ? getInput() : Value();
+}
+
+LogicalResult ConstantOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands,
+    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  ConstantOp::Adaptor adaptor(operands, attributes, properties, regions);
+  if (!adaptor.getValueAttr())
+    return failure();
+  inferredReturnTypes.push_back(adaptor.getValueAttr().getType());
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  return getInput().getType() == getType() ? getInput() : Value();
+}
+
+LogicalResult IotaOp::verify() {
+  return verifyDimInRange(*this, "dim", static_cast<int64_t>(getDim()),
+                          getType().getRank());
+}
+
+LogicalResult CompareOp::verify() {
+  return verifyKeyword(*this, "predicate", getPredicateAttr(),
+                       {"eq", "ne", "lt", "le", "gt", "ge"});
+}
+
+OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
+  if (getOnTrue() == getOnFalse())
+    return getOnTrue();
+  if (auto cond = dyn_cast_or_null<SplatElementsAttr>(adaptor.getCond()))
+    return cond.getSplatValue<bool>() ? getOnTrue() : getOnFalse();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceSumOp::verify() {
+  return verifyReduction(*this, getInput().getType(), getDims(), getKeepdim(),
+                         getType());
+}
+
+LogicalResult ReduceMaxOp::verify() {
+  return verifyReduction(*this, getInput().getType(), getDims(), getKeepdim(),
+                         getType());
+}
+
+LogicalResult ReduceMeanOp::verify() {
+  return verifyReduction(*this, getInput().getType(), getDims(), getKeepdim(),
+                         getType());
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return verifyDimInRange(*this, "dim", static_cast<int64_t>(getDim()),
+                          getType().getRank());
+}
+
+LogicalResult LogSoftmaxOp::verify() {
+  return verifyDimInRange(*this, "dim", static_cast<int64_t>(getDim()),
+                          getType().getRank());
+}
+
+LogicalResult RmsNormOp::verify() {
+  if (failed(verifyPositive(*this, "eps", getEps().convertToDouble())))
+    return failure();
+  return verifyNormParam(*this, "weight", getInput().getType(),
+                         getWeight().getType());
+}
+
+LogicalResult LayerNormOp::verify() {
+  if (failed(verifyPositive(*this, "eps", getEps().convertToDouble())))
+    return failure();
+  return verifyNormParam(*this, "weight", getInput().getType(),
+                         getWeight().getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions and model-level ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::verify() {
+  RankedTensorType lhs = getLhs().getType();
+  RankedTensorType rhs = getRhs().getType();
+  if (failed(verifyRank(*this, "lhs", lhs, 2, /*orMore=*/true)))
+    return failure();
+  int64_t rank = lhs.getRank();
+  if (rhs.getRank() != 2 && rhs.getRank() != rank)
+    return emitOpError() << "expects rhs of rank 2 or of lhs's rank " << rank
+                         << ", got " << rhs;
+  if (lhs.getElementType() != rhs.getElementType())
+    return emitOpError() << "operand element types differ: "
+                         << lhs.getElementType() << " and "
+                         << rhs.getElementType();
+
+  int64_t m = lhs.getDimSize(rank - (getTransposeLhs() ? 1 : 2));
+  int64_t k = lhs.getDimSize(rank - (getTransposeLhs() ? 2 : 1));
+  int64_t rhsRank = rhs.getRank();
+  int64_t rhsK = rhs.getDimSize(rhsRank - (getTransposeRhs() ? 1 : 2));
+  int64_t n = rhs.getDimSize(rhsRank - (getTransposeRhs() ? 2 : 1));
+  if (!isCompatibleDim(k, rhsK))
+    return emitOpError() << "contraction dims differ: lhs has " << k
+                         << ", rhs has " << rhsK;
+
+  SmallVector<int64_t> expected(lhs.getShape().drop_back(2));
+  if (rhsRank == rank) {
+    for (auto [dim, rhsSize] :
+         llvm::enumerate(rhs.getShape().drop_back(2))) {
+      if (!isCompatibleDim(expected[dim], rhsSize))
+        return emitOpError() << "batch dim " << dim << " differs: lhs has "
+                             << expected[dim] << ", rhs has " << rhsSize;
+      if (ShapedType::isDynamic(expected[dim]))
+        expected[dim] = rhsSize;
+    }
+  }
+  expected.append({m, n});
+  return verifyType(*this, "result", expected, lhs.getElementType(),
+                    getType());
+}
+
+LogicalResult EmbeddingOp::verify() {
+  RankedTensorType table = getTable().getType();
+  if (failed(verifyRank(*this, "table", table, 2)))
+    return failure();
+  SmallVector<int64_t> expected(getIds().getType().getShape());
+  expected.push_back(table.getDimSize(1));
+  return verifyType(*this, "result", expected, table.getElementType(),
+                    getType());
+}
+
+LogicalResult RopeOp::verify() {
+  if (failed(verifyKeyword(*this, "style", getStyleAttr(),
+                           {"interleaved", "half"})))
+    return failure();
+  RankedTensorType input = getInput().getType();
+  if (failed(verifyRank(*this, "input", input, 4)))
+    return failure();
+  int64_t headDim = input.getDimSize(3);
+  if (!ShapedType::isDynamic(headDim) && headDim % 2 != 0)
+    return emitOpError() << "head_dim " << headDim << " must be even";
+  RankedTensorType table = getCos().getType();
+  int64_t pairs =
+      ShapedType::isDynamic(headDim) ? ShapedType::kDynamic : headDim / 2;
+  return verifyType(*this, "cos/sin table", {input.getDimSize(1), pairs},
+                    table.getElementType(), table);
+}
+
+LogicalResult AttentionOp::verify() {
+  RankedTensorType q = getQ().getType();
+  RankedTensorType k = getK().getType();
+  if (failed(verifyRank(*this, "q", q, 4)) ||
+      failed(verifyRank(*this, "k and v", k, 4)))
+    return failure();
+  if (q.getElementType() != k.getElementType())
+    return emitOpError() << "element types differ: q has "
+                         << q.getElementType() << ", k and v have "
+                         << k.getElementType();
+  int64_t qHeads = q.getDimSize(1);
+  int64_t kvHeads = k.getDimSize(1);
+  if (!ShapedType::isDynamic(qHeads) && !ShapedType::isDynamic(kvHeads) &&
+      (kvHeads == 0 || qHeads % kvHeads != 0))
+    return emitOpError() << kvHeads << " kv heads do not divide " << qHeads
+                         << " q heads";
+  SmallVector<int64_t> expectedKv(q.getShape());
+  expectedKv[1] = kvHeads;
+  if (failed(verifyType(*this, "k and v", expectedKv, q.getElementType(), k)))
+    return failure();
+  if (std::optional<APFloat> scale = getScale())
+    return verifyPositive(*this, "scale", scale->convertToDouble());
+  return success();
+}
+
+double AttentionOp::getScaleOrDefault() {
+  if (std::optional<APFloat> scale = getScale())
+    return scale->convertToDouble();
+  return 1.0 / std::sqrt(static_cast<double>(getQ().getType().getDimSize(3)));
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  RankedTensorType logits = getLogits().getType();
+  if (failed(verifyRank(*this, "logits", logits, 1, /*orMore=*/true)))
+    return failure();
+  RankedTensorType labels = getLabels().getType();
+  return verifyType(*this, "labels", logits.getShape().drop_back(),
+                    labels.getElementType(), labels);
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType input = getInput().getType();
+  RankedTensorType result = getType();
+  if (input.getElementType() != result.getElementType())
+    return emitOpError() << "changes the element type from "
+                         << input.getElementType() << " to "
+                         << result.getElementType();
+  if (input.hasStaticShape() && result.hasStaticShape() &&
+      input.getNumElements() != result.getNumElements())
+    return emitOpError() << "changes the element count from "
+                         << input.getNumElements() << " to "
+                         << result.getNumElements();
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  auto inner = getInput().getDefiningOp<ReshapeOp>();
+  if (!inner)
+    return {};
+  if (inner.getInput().getType() == getType())
+    return inner.getInput();
+  getInputMutable().assign(inner.getInput());
+  return getResult();
+}
+
+/// True when `permutation` is 0, 1, ..., n-1.
+static bool isIdentity(ArrayRef<int64_t> permutation) {
+  for (auto [index, dim] : llvm::enumerate(permutation))
+    if (dim != static_cast<int64_t>(index))
+      return false;
+  return true;
+}
+
+LogicalResult TransposeOp::verify() {
+  RankedTensorType input = getInput().getType();
+  ArrayRef<int64_t> permutation = getPermutation();
+  if (static_cast<int64_t>(permutation.size()) != input.getRank())
+    return emitOpError() << "permutation [" << permutation << "] has "
+                         << permutation.size() << " entries for a rank-"
+                         << input.getRank() << " tensor";
+  if (failed(verifyDimList(*this, permutation, input.getRank(),
+                           /*sorted=*/false)))
+    return failure();
+  SmallVector<int64_t> expected;
+  for (int64_t dim : permutation)
+    expected.push_back(input.getDimSize(dim));
+  return verifyType(*this, "result", expected, input.getElementType(),
+                    getType());
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  if (isIdentity(getPermutation()) && getInput().getType() == getType())
+    return getInput();
+  auto inner = getInput().getDefiningOp<TransposeOp>();
+  if (!inner)
+    return {};
+  // result.dim(d) = inner.dim(perm[d]) = x.dim(innerPerm[perm[d]]).
+  SmallVector<int64_t> composed;
+  for (int64_t dim : getPermutation())
+    composed.push_back(inner.getPermutation()[dim]);
+  if (isIdentity(composed) && inner.getInput().getType() == getType())
+    return inner.getInput();
+  setPermutation(composed);
+  getInputMutable().assign(inner.getInput());
+  return getResult();
+}
+
+LogicalResult SliceOp::verify() {
+  RankedTensorType input = getInput().getType();
+  ArrayRef<int64_t> start = getStart(), limit = getLimit(), step = getStep();
+  int64_t rank = input.getRank();
+  if (static_cast<int64_t>(start.size()) != rank ||
+      static_cast<int64_t>(limit.size()) != rank ||
+      static_cast<int64_t>(step.size()) != rank)
+    return emitOpError() << "start, limit and step need one entry per dim of "
+                            "the rank-"
+                         << rank << " input, got " << start.size() << ", "
+                         << limit.size() << " and " << step.size();
+  SmallVector<int64_t> expected;
+  for (int64_t dim = 0; dim < rank; ++dim) {
+    int64_t size = input.getDimSize(dim);
+    if (step[dim] < 1)
+      return emitOpError() << "step " << step[dim] << " of dim " << dim
+                           << " must be positive";
+    if (start[dim] < 0 || start[dim] > limit[dim] ||
+        (!ShapedType::isDynamic(size) && limit[dim] > size))
+      return emitOpError() << "slice " << start[dim] << ":" << limit[dim]
+                           << " of dim " << dim << " is not within 0:"
+                           << size;
+    expected.push_back((limit[dim] - start[dim] + step[dim] - 1) / step[dim]);
+  }
+  return verifyType(*this, "result", expected, input.getElementType(),
+                    getType());
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  bool fromZero = llvm::all_of(getStart(), [](int64_t s) { return s == 0; });
+  bool unitStep = llvm::all_of(getStep(), [](int64_t s) { return s == 1; });
+  if (fromZero && unitStep && getInput().getType() == getType() &&
+      getType().hasStaticShape())
+    return getInput();
+  return {};
+}
+
+LogicalResult ConcatOp::verify() {
+  OperandRange inputs = getInputs();
+  if (inputs.empty())
+    return emitOpError() << "needs at least one operand";
+  auto first = cast<RankedTensorType>(inputs.front().getType());
+  int64_t dim = getDim();
+  if (failed(verifyDimInRange(*this, "dim", dim, first.getRank())))
+    return failure();
+  SmallVector<int64_t> expected(first.getShape());
+  for (auto [index, value] : llvm::enumerate(inputs.drop_front())) {
+    auto type = cast<RankedTensorType>(value.getType());
+    // Every operand must be the first with its own size in `dim`.
+    SmallVector<int64_t> like(first.getShape());
+    like[dim] = type.getRank() == first.getRank() ? type.getDimSize(dim)
+                                                  : ShapedType::kDynamic;
+    std::string what = "operand #" + std::to_string(index + 1);
+    if (failed(verifyType(*this, what, like, first.getElementType(), type)))
+      return failure();
+    int64_t size = type.getDimSize(dim);
+    expected[dim] = ShapedType::isDynamic(expected[dim]) ||
+                            ShapedType::isDynamic(size)
+                        ? ShapedType::kDynamic
+                        : expected[dim] + size;
+  }
+  return verifyType(*this, "result", expected, first.getElementType(),
+                    getType());
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor) {
+  if (getInputs().size() == 1 && getInputs().front().getType() == getType())
+    return getInputs().front();
+  return {};
+}
+
+LogicalResult BroadcastInDimOp::verify() {
+  RankedTensorType input = getInput().getType();
+  RankedTensorType result = getType();
+  ArrayRef<int64_t> dims = getDims();
+  if (static_cast<int64_t>(dims.size()) != input.getRank())
+    return emitOpError() << "dims [" << dims << "] need one entry per dim of "
+                         << "the rank-" << input.getRank() << " operand";
+  if (failed(verifyDimList(*this, dims, result.getRank(), /*sorted=*/false)))
+    return failure();
+  if (input.getElementType() != result.getElementType())
+    return emitOpError() << "changes the element type from "
+                         << input.getElementType() << " to "
+                         << result.getElementType();
+  for (auto [operandDim, resultDim] : llvm::enumerate(dims)) {
+    int64_t size = input.getDimSize(operandDim);
+    int64_t target = result.getDimSize(resultDim);
+    if (size != 1 && !isCompatibleDim(size, target))
+      return emitOpError() << "operand dim " << operandDim << " of size "
+                           << size << " cannot broadcast to result dim "
+                           << resultDim << " of size " << target;
+  }
+  return success();
+}
+
+OpFoldResult BroadcastInDimOp::fold(FoldAdaptor) {
+  if (isIdentity(getDims()) && getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Costs
+//===----------------------------------------------------------------------===//
+//
+// Flops count one per arithmetic operation or transcendental function, per
+// element; ops that only move data cost none.
+
 int64_t AddOp::getFlops() { return numElements(getType()); }
+int64_t SubOp::getFlops() { return numElements(getType()); }
+int64_t MulOp::getFlops() { return numElements(getType()); }
+int64_t DivOp::getFlops() { return numElements(getType()); }
+int64_t MaxOp::getFlops() { return numElements(getType()); }
+int64_t NegOp::getFlops() { return numElements(getType()); }
+int64_t ExpOp::getFlops() { return numElements(getType()); }
+int64_t LogOp::getFlops() { return numElements(getType()); }
+int64_t SqrtOp::getFlops() { return numElements(getType()); }
+int64_t RsqrtOp::getFlops() { return numElements(getType()); }
+int64_t TanhOp::getFlops() { return numElements(getType()); }
+int64_t CosOp::getFlops() { return numElements(getType()); }
+int64_t SinOp::getFlops() { return numElements(getType()); }
+// neg, exp, add, divide.
+int64_t SigmoidOp::getFlops() { return 4 * numElements(getType()); }
+// sigmoid, then multiply.
+int64_t SiluOp::getFlops() { return 5 * numElements(getType()); }
+// tanh form: cube (2), scale, add, scale, tanh, add, two multiplies.
+int64_t GeluOp::getFlops() { return 9 * numElements(getType()); }
+int64_t ScaleOp::getFlops() { return numElements(getType()); }
+int64_t ConstantOp::getFlops() { return 0; }
+int64_t CastOp::getFlops() { return 0; }
+int64_t IotaOp::getFlops() { return 0; }
+int64_t CompareOp::getFlops() { return numElements(getType()); }
+int64_t SelectOp::getFlops() { return 0; }
+
+int64_t ReduceSumOp::getFlops() { return numElements(getInput().getType()); }
+int64_t ReduceMaxOp::getFlops() { return numElements(getInput().getType()); }
+int64_t ReduceMeanOp::getFlops() { return numElements(getInput().getType()); }
+// max, subtract, exp, sum, divide (log_softmax: log and subtract instead).
+int64_t SoftmaxOp::getFlops() { return 5 * numElements(getType()); }
+int64_t LogSoftmaxOp::getFlops() { return 5 * numElements(getType()); }
+// square, sum, normalize, scale (+ one rsqrt per row).
+int64_t RmsNormOp::getFlops() { return 4 * numElements(getType()); }
+// sum, subtract, square, sum, normalize, scale, shift.
+int64_t LayerNormOp::getFlops() { return 7 * numElements(getType()); }
+
+int64_t MatmulOp::getFlops() {
+  // lhs holds batch * M * K elements; the result's last dim is N.
+  int64_t n = getType().getShape().back();
+  if (ShapedType::isDynamic(n))
+    return 0;
+  return 2 * numElements(getLhs().getType()) * n;
+}
+
+int64_t EmbeddingOp::getFlops() { return 0; }
+// Per output element two multiplies and one add.
+int64_t RopeOp::getFlops() { return 3 * numElements(getType()); }
+
+int64_t AttentionOp::getFlops() {
+  RankedTensorType q = getQ().getType();
+  int64_t seq = getK().getType().getDimSize(2);
+  if (!q.hasStaticShape() || ShapedType::isDynamic(seq))
+    return 0;
+  // q k^T and p v: 2 * S_kv * Dh each per query row; causal halves both.
+  int64_t flops = 4 * q.getNumElements() * seq;
+  return getCausal() ? flops / 2 : flops;
+}
+
+// logsumexp per row (max, subtract, exp, sum) plus the pick.
+int64_t CrossEntropyOp::getFlops() {
+  return 5 * numElements(getLogits().getType());
+}
+
+int64_t ReshapeOp::getFlops() { return 0; }
+int64_t TransposeOp::getFlops() { return 0; }
+int64_t SliceOp::getFlops() { return 0; }
+int64_t ConcatOp::getFlops() { return 0; }
+int64_t BroadcastInDimOp::getFlops() { return 0; }

@@ -3,15 +3,34 @@
 // The compute of a Llama-class training step on global (or, after spmdize,
 // local) tensors.
 //
+// Conventions shared by all compute ops:
+//   - there is no implicit broadcasting: operands of elementwise ops have one
+//     type, and `titan.broadcast_in_dim` makes shapes agree explicitly;
+//   - dimension attributes are non-negative (no Python-style negative dims);
+//   - attention activations are [batch, heads, seq, head_dim], RoPE inputs
+//     are [batch, seq, heads, head_dim] (torchtitan's layouts);
+//   - fused ops (rms_norm, layer_norm, rope, attention, cross_entropy) are
+//     fused because each is one kernel on both backends and has one VJP rule;
+//     everything else is decomposed into the elementwise ops below.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TITAN_COMPUTE_OPS
 #define TITAN_COMPUTE_OPS
 
+/// Base class of compute ops: side-effect free, with a cost.
+class Titan_ComputeOp<string mnemonic, list<Trait> traits = []>
+    : Titan_Op<mnemonic, traits # [Pure,
+        DeclareOpInterfaceMethods<Titan_CostOpInterface>]>;
+
+//===----------------------------------------------------------------------===//
+// Elementwise arithmetic
+//===----------------------------------------------------------------------===//
+
 /// Elementwise binary arithmetic on operands of one type.
 class Titan_BinaryOp<string mnemonic, list<Trait> traits = []>
-    : Titan_Op<mnemonic, traits # [Pure, SameOperandsAndResultType,
-        Elementwise, DeclareOpInterfaceMethods<Titan_CostOpInterface>]> {
+    : Titan_ComputeOp<mnemonic, traits # [SameOperandsAndResultType,
+        Elementwise]> {
   let arguments = (ins Titan_FloatTensor:$lhs, Titan_FloatTensor:$rhs);
   let results = (outs Titan_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
@@ -20,12 +39,763 @@ class Titan_BinaryOp<string mnemonic, list<Trait> traits = []>
 def Titan_AddOp : Titan_BinaryOp<"add", [Commutative]> {
   let summary = "Elementwise addition";
   let description = [{
+    `result[i] = lhs[i] + rhs[i]`.
+
     Example:
 
     ```mlir
     %2 = titan.add %0, %1 : tensor<2x64x256xf32>
     ```
   }];
+}
+
+def Titan_SubOp : Titan_BinaryOp<"sub"> {
+  let summary = "Elementwise subtraction";
+  let description = [{
+    `result[i] = lhs[i] - rhs[i]`.
+
+    Example:
+
+    ```mlir
+    %2 = titan.sub %0, %1 : tensor<2x64x256xf32>
+    ```
+  }];
+}
+
+def Titan_MulOp : Titan_BinaryOp<"mul", [Commutative]> {
+  let summary = "Elementwise multiplication";
+  let description = [{
+    `result[i] = lhs[i] * rhs[i]` (e.g. the SwiGLU gate `silu(x W1) * x W3`).
+
+    Example:
+
+    ```mlir
+    %2 = titan.mul %0, %1 : tensor<2x64x1024xbf16>
+    ```
+  }];
+}
+
+def Titan_DivOp : Titan_BinaryOp<"div"> {
+  let summary = "Elementwise division";
+  let description = [{
+    `result[i] = lhs[i] / rhs[i]` (IEEE division: x/0 is +-inf or NaN).
+
+    Example:
+
+    ```mlir
+    %2 = titan.div %0, %1 : tensor<256xf32>
+    ```
+  }];
+}
+
+def Titan_MaxOp : Titan_BinaryOp<"max", [Commutative]> {
+  let summary = "Elementwise maximum";
+  let description = [{
+    `result[i] = max(lhs[i], rhs[i])`; NaN if either is NaN
+    (`torch.maximum`).
+
+    Example:
+
+    ```mlir
+    %2 = titan.max %0, %1 : tensor<256xf32>
+    ```
+  }];
+}
+
+/// Elementwise unary math on a floating-point tensor.
+class Titan_UnaryOp<string mnemonic, list<Trait> traits = []>
+    : Titan_ComputeOp<mnemonic, traits # [SameOperandsAndResultType,
+        Elementwise]> {
+  let arguments = (ins Titan_FloatTensor:$input);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Titan_NegOp : Titan_UnaryOp<"neg"> {
+  let summary = "Elementwise negation";
+  let description = [{
+    `result[i] = -input[i]`.
+
+    Example:
+
+    ```mlir
+    %1 = titan.neg %0 : tensor<256xf32>
+    ```
+  }];
+}
+
+def Titan_ExpOp : Titan_UnaryOp<"exp"> {
+  let summary = "Elementwise natural exponential";
+  let description = [{
+    `result[i] = e^input[i]`.
+
+    Example:
+
+    ```mlir
+    %1 = titan.exp %0 : tensor<256xf32>
+    ```
+  }];
+}
+
+def Titan_LogOp : Titan_UnaryOp<"log"> {
+  let summary = "Elementwise natural logarithm";
+  let description = [{
+    `result[i] = ln(input[i])` (-inf at 0, NaN below).
+
+    Example:
+
+    ```mlir
+    %1 = titan.log %0 : tensor<256xf32>
+    ```
+  }];
+}
+
+def Titan_SqrtOp : Titan_UnaryOp<"sqrt"> {
+  let summary = "Elementwise square root";
+  let description = [{
+    `result[i] = sqrt(input[i])` (AdamW's denominator).
+
+    Example:
+
+    ```mlir
+    %1 = titan.sqrt %0 : tensor<256xf32>
+    ```
+  }];
+}
+
+def Titan_RsqrtOp : Titan_UnaryOp<"rsqrt"> {
+  let summary = "Elementwise reciprocal square root";
+  let description = [{
+    `result[i] = 1 / sqrt(input[i])`.
+
+    Example:
+
+    ```mlir
+    %1 = titan.rsqrt %0 : tensor<2x64x1xf32>
+    ```
+  }];
+}
+
+def Titan_TanhOp : Titan_UnaryOp<"tanh"> {
+  let summary = "Elementwise hyperbolic tangent";
+  let description = [{
+    `result[i] = tanh(input[i])`.
+
+    Example:
+
+    ```mlir
+    %1 = titan.tanh %0 : tensor<256xf32>
+    ```
+  }];
+}
+
+def Titan_SigmoidOp : Titan_UnaryOp<"sigmoid"> {
+  let summary = "Elementwise logistic sigmoid";
+  let description = [{
+    `result[i] = 1 / (1 + e^-input[i])`.
+
+    Example:
+
+    ```mlir
+    %1 = titan.sigmoid %0 : tensor<256xf32>
+    ```
+  }];
+}
+
+def Titan_SiluOp : Titan_UnaryOp<"silu"> {
+  let summary = "Elementwise SiLU (swish)";
+  let description = [{
+    `result[i] = input[i] * sigmoid(input[i])` (`torch.nn.functional.silu`,
+    the activation of Llama's SwiGLU feed-forward).
+
+    Example:
+
+    ```mlir
+    %1 = titan.silu %0 : tensor<2x64x1024xbf16>
+    ```
+  }];
+}
+
+def Titan_CosOp : Titan_UnaryOp<"cos"> {
+  let summary = "Elementwise cosine";
+  let description = [{
+    `result[i] = cos(input[i])` (builds RoPE tables from the frequencies).
+
+    Example:
+
+    ```mlir
+    %1 = titan.cos %0 : tensor<64x32xf32>
+    ```
+  }];
+}
+
+def Titan_SinOp : Titan_UnaryOp<"sin"> {
+  let summary = "Elementwise sine";
+  let description = [{
+    `result[i] = sin(input[i])`.
+
+    Example:
+
+    ```mlir
+    %1 = titan.sin %0 : tensor<64x32xf32>
+    ```
+  }];
+}
+
+def Titan_GeluOp : Titan_ComputeOp<"gelu",
+    [SameOperandsAndResultType, Elementwise]> {
+  let summary = "Elementwise GELU";
+  let description = [{
+    `torch.nn.functional.gelu(input, approximate)`: with `approximate` =
+    `none`, `x * (1 + erf(x / sqrt(2))) / 2`; with `tanh` (GPT-2's "new
+    GELU"), `x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) / 2`.
+
+    Example:
+
+    ```mlir
+    %1 = titan.gelu %0 approximate tanh : tensor<2x64x1024xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$input, StrAttr:$approximate);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `approximate` custom<BareKeyword>($approximate) attr-dict
+    `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_ScaleOp : Titan_ComputeOp<"scale",
+    [SameOperandsAndResultType, Elementwise]> {
+  let summary = "Multiplies a tensor by a compile-time scalar";
+  let description = [{
+    `result[i] = input[i] * factor`, with `factor` rounded to the element
+    type (attention's 1/sqrt(d), loss scaling, AdamW's step sizes).
+
+    Example:
+
+    ```mlir
+    %1 = titan.scale %0 by 1.250000e-01 : tensor<256xbf16>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$input, F64Attr:$factor);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = "$input `by` $factor attr-dict `:` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Constants, conversions, masks
+//===----------------------------------------------------------------------===//
+
+def Titan_ConstantOp : Titan_ComputeOp<"constant", [ConstantLike,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "A constant tensor";
+  let description = [{
+    `result = value`; the result type is the type of the elements attribute.
+
+    Example:
+
+    ```mlir
+    %ninf = titan.constant dense<0xFF800000> : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Titan_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Titan_CastOp : Titan_ComputeOp<"cast",
+    [SameOperandsAndResultShape, Elementwise]> {
+  let summary = "Converts the element type of a tensor";
+  let description = [{
+    `result[i] = convert(input[i])` (`Tensor.to(dtype)`): floats round to
+    nearest even, floats to integers truncate toward zero, i1 converts to
+    0 or 1, and a value converts to i1 as `value != 0`.
+
+    Example:
+
+    ```mlir
+    %1 = titan.cast %0 : tensor<2x64xf32> to tensor<2x64xbf16>
+    ```
+  }];
+  let arguments = (ins Titan_Tensor:$input);
+  let results = (outs Titan_Tensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `to` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def Titan_IotaOp : Titan_ComputeOp<"iota"> {
+  let summary = "A tensor of indices along one dimension";
+  let description = [{
+    `result[i_0, ..., i_n] = i_dim`, converted to the element type
+    (positions for RoPE tables and causal masks).
+
+    Example:
+
+    ```mlir
+    %rows = titan.iota dim 0 : tensor<64x64xi64>
+    ```
+  }];
+  let arguments = (ins I64Attr:$dim);
+  let results = (outs RankedTensorOf<[F32, F16, BF16, F64, I64, I32]>:$result);
+  let assemblyFormat = "`dim` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Titan_CompareOp : Titan_ComputeOp<"compare",
+    [AllTypesMatch<["lhs", "rhs"]>, SameOperandsAndResultShape,
+     Elementwise]> {
+  let summary = "Elementwise comparison";
+  let description = [{
+    `result[i] = lhs[i] <predicate> rhs[i]` with `predicate` one of `eq`,
+    `ne`, `lt`, `le`, `gt`, `ge`. Floats compare as in PyTorch: a NaN
+    operand makes every predicate false except `ne`.
+
+    Example (GPT-2's `mask == 0`):
+
+    ```mlir
+    %m = titan.compare eq, %mask, %zero : tensor<64x64xf32> -> tensor<64x64xi1>
+    ```
+  }];
+  let arguments = (ins StrAttr:$predicate, Titan_Tensor:$lhs,
+                       Titan_Tensor:$rhs);
+  let results = (outs RankedTensorOf<[I1]>:$result);
+  let assemblyFormat = [{
+    custom<BareKeyword>($predicate) `,` $lhs `,` $rhs attr-dict
+    `:` type($lhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_SelectOp : Titan_ComputeOp<"select",
+    [AllTypesMatch<["on_true", "on_false", "result"]>,
+     SameOperandsAndResultShape, Elementwise]> {
+  let summary = "Elementwise choice between two tensors";
+  let description = [{
+    `result[i] = cond[i] ? on_true[i] : on_false[i]` (`torch.where`;
+    `masked_fill(mask, v)` is `select(mask, splat(v), x)`).
+
+    Example:
+
+    ```mlir
+    %s = titan.select %m, %ninf, %scores : tensor<64x64xi1>, tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I1]>:$cond, Titan_Tensor:$on_true,
+                       Titan_Tensor:$on_false);
+  let results = (outs Titan_Tensor:$result);
+  let assemblyFormat = [{
+    $cond `,` $on_true `,` $on_false attr-dict
+    `:` type($cond) `,` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations
+//===----------------------------------------------------------------------===//
+
+/// Reduction over the dimensions `dims` (sorted, unique, in range); the
+/// reduced dimensions are kept with size 1 when `keepdim` is set and dropped
+/// otherwise.
+class Titan_ReduceOp<string mnemonic> : Titan_ComputeOp<mnemonic> {
+  let arguments = (ins Titan_FloatTensor:$input, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keepdim);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `dims` $dims (`keepdim` $keepdim^)? attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_ReduceSumOp : Titan_ReduceOp<"reduce_sum"> {
+  let summary = "Sum over dimensions";
+  let description = [{
+    `result = input.sum(dims, keepdim)`.
+
+    Example:
+
+    ```mlir
+    %1 = titan.reduce_sum %0 dims [0, 1] : tensor<2x64x256xf32> -> tensor<256xf32>
+    ```
+  }];
+}
+
+def Titan_ReduceMaxOp : Titan_ReduceOp<"reduce_max"> {
+  let summary = "Maximum over dimensions";
+  let description = [{
+    `result = input.amax(dims, keepdim)`.
+
+    Example:
+
+    ```mlir
+    %1 = titan.reduce_max %0 dims [1] keepdim : tensor<64x256xf32> -> tensor<64x1xf32>
+    ```
+  }];
+}
+
+def Titan_ReduceMeanOp : Titan_ReduceOp<"reduce_mean"> {
+  let summary = "Arithmetic mean over dimensions";
+  let description = [{
+    `result = input.mean(dims, keepdim)`.
+
+    Example:
+
+    ```mlir
+    %1 = titan.reduce_mean %0 dims [2] keepdim : tensor<2x64x256xf32> -> tensor<2x64x1xf32>
+    ```
+  }];
+}
+
+/// Softmax-like normalization along one dimension.
+class Titan_SoftmaxOp<string mnemonic> : Titan_ComputeOp<mnemonic,
+    [SameOperandsAndResultType]> {
+  let arguments = (ins Titan_FloatTensor:$input, I64Attr:$dim);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = "$input `dim` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Titan_SoftmaxOp : Titan_SoftmaxOp<"softmax"> {
+  let summary = "Softmax along one dimension";
+  let description = [{
+    `result = exp(input - max) / sum(exp(input - max))` along `dim`
+    (`torch.softmax(input, dim)`, computed stably).
+
+    Example:
+
+    ```mlir
+    %p = titan.softmax %s dim 3 : tensor<2x16x64x64xf32>
+    ```
+  }];
+}
+
+def Titan_LogSoftmaxOp : Titan_SoftmaxOp<"log_softmax"> {
+  let summary = "Log-softmax along one dimension";
+  let description = [{
+    `result = input - max - log(sum(exp(input - max)))` along `dim`
+    (`torch.log_softmax(input, dim)`).
+
+    Example:
+
+    ```mlir
+    %p = titan.log_softmax %logits dim 1 : tensor<128x2048xf32>
+    ```
+  }];
+}
+
+def Titan_RmsNormOp : Titan_ComputeOp<"rms_norm",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "RMSNorm over the last dimension";
+  let description = [{
+    `result = input * rsqrt(mean(input^2, -1) + eps) * weight`, `weight` of
+    the size of the last dimension (Llama's RMSNorm; `eps` > 0).
+
+    Example:
+
+    ```mlir
+    %1 = titan.rms_norm %x, %w eps 1.000000e-05 : tensor<2x64x256xf32>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$input, Titan_FloatTensor:$weight,
+                       F64Attr:$eps);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `eps` $eps attr-dict `:` type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_LayerNormOp : Titan_ComputeOp<"layer_norm",
+    [AllTypesMatch<["input", "result"]>, AllTypesMatch<["weight", "bias"]>]> {
+  let summary = "LayerNorm over the last dimension";
+  let description = [{
+    `result = (input - mean) * rsqrt(var + eps) * weight + bias` over the last
+    dimension, with the biased variance (GPT-2's `nn.LayerNorm`; `eps` > 0).
+
+    Example:
+
+    ```mlir
+    %1 = titan.layer_norm %x, %w, %b eps 1.000000e-05 : tensor<2x64x768xf32>, tensor<768xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$input, Titan_FloatTensor:$weight,
+                       Titan_FloatTensor:$bias, F64Attr:$eps);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `eps` $eps attr-dict
+    `:` type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions and model-level ops
+//===----------------------------------------------------------------------===//
+
+def Titan_MatmulOp : Titan_ComputeOp<"matmul"> {
+  let summary = "Batched matrix multiplication";
+  let description = [{
+    `result[b..., m, n] = sum_k lhs'[b..., m, k] * rhs'[b..., k, n]`, where
+    `lhs'` is `lhs` with its last two dims swapped when `transpose_lhs` is
+    set (likewise `rhs'`). `lhs` has rank >= 2; `rhs` has the rank of `lhs`
+    (same batch dims) or rank 2 (one matrix shared by every batch, e.g. a
+    weight). All element types agree; accumulation is in f32 at least.
+
+    Example (`x @ W.T` of `nn.Linear`):
+
+    ```mlir
+    %y = titan.matmul %x, %w transpose_rhs
+        : tensor<2x64x256xbf16>, tensor<1024x256xbf16> -> tensor<2x64x1024xbf16>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$lhs, Titan_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict
+    `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_EmbeddingOp : Titan_ComputeOp<"embedding"> {
+  let summary = "Looks up rows of an embedding table";
+  let description = [{
+    `result[i..., :] = table[ids[i...], :]` (`nn.Embedding`); `table` is
+    [vocab, dim], the result is `ids`' shape followed by dim. Ids outside
+    [0, vocab) are undefined behavior.
+
+    Example:
+
+    ```mlir
+    %h = titan.embedding %tok_embeddings, %tokens
+        : tensor<2048x256xf32>, tensor<2x64xi64> -> tensor<2x64x256xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$table, Titan_IndexTensor:$ids);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $ids attr-dict `:` type($table) `,` type($ids) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_RopeOp : Titan_ComputeOp<"rope",
+    [AllTypesMatch<["input", "result"]>, AllTypesMatch<["cos", "sin"]>]> {
+  let summary = "Rotary position embedding";
+  let description = [{
+    Rotates pairs of `input` [batch, seq, heads, head_dim] by the angles whose
+    cosines and sines are `cos`, `sin` [seq, head_dim / 2]: for pair `j` of
+    position `s`, `(a, b) -> (a cos - b sin, a sin + b cos)`. With `style` =
+    `interleaved` the pairs are (2j, 2j+1) (torchtitan's complex form,
+    `view_as_complex(x) * freqs_cis`); with `half` they are (j, j + head_dim/2)
+    (the rotate-half form of Hugging Face models). head_dim must be even. The
+    tables may have another float type than `input` (torchtitan keeps them in
+    f32); the rotation computes in the wider type and rounds to `input`'s.
+
+    Example:
+
+    ```mlir
+    %q = titan.rope %xq, %cos, %sin interleaved
+        : tensor<2x64x16x16xbf16>, tensor<64x8xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$input, Titan_FloatTensor:$cos,
+                       Titan_FloatTensor:$sin, StrAttr:$style);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $cos `,` $sin custom<BareKeyword>($style) attr-dict
+    `:` type($input) `,` type($cos)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_AttentionOp : Titan_ComputeOp<"attention",
+    [AllTypesMatch<["q", "result"]>, AllTypesMatch<["k", "v"]>]> {
+  let summary = "Scaled dot-product attention with grouped KV heads";
+  let description = [{
+    `result = softmax(q k^T * scale + mask) v` per batch and query head, with
+    `q` [batch, q_heads, seq, head_dim] and `k`, `v` [batch, kv_heads, seq,
+    head_dim]; query head `h` reads KV head `h / (q_heads / kv_heads)`, so
+    kv_heads must divide q_heads (GQA; MHA when equal); the three share
+    batch, seq and head_dim and one element type. With `causal`,
+    position `i` attends to positions `<= i` only. `scale` defaults to
+    `1 / sqrt(head_dim)` and must be positive
+    (`F.scaled_dot_product_attention(q, k, v, is_causal, scale,
+    enable_gqa=True)`).
+
+    Example:
+
+    ```mlir
+    %o = titan.attention %q, %k, %v causal
+        : tensor<2x32x64x128xbf16>, tensor<2x8x64x128xbf16>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$q, Titan_FloatTensor:$k,
+                       Titan_FloatTensor:$v, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v (`causal` $causal^)? (`scale` $scale^)? attr-dict
+    `:` type($q) `,` type($k)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The softmax scale: `scale` if set, else 1/sqrt(head_dim).
+    double getScaleOrDefault();
+  }];
+}
+
+def Titan_CrossEntropyOp : Titan_ComputeOp<"cross_entropy"> {
+  let summary = "Mean cross-entropy loss of logits against labels";
+  let description = [{
+    `result = mean over {i : labels[i] != ignore_index} of
+    (logsumexp(logits[i, :]) - logits[i, labels[i]])`
+    (`F.cross_entropy(logits, labels, ignore_index=ignore_index)`, reduction
+    "mean"; NaN when every label is ignored). `logits` is [..., vocab],
+    `labels` has `logits`' shape without the last dim; the loss is computed
+    and returned in f32.
+
+    Example:
+
+    ```mlir
+    %loss = titan.cross_entropy %logits, %labels
+        : tensor<128x2048xbf16>, tensor<128xi64> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$logits, Titan_IndexTensor:$labels,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels (`ignore_index` $ignore_index^)? attr-dict
+    `:` type($logits) `,` type($labels) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+def Titan_ReshapeOp : Titan_ComputeOp<"reshape"> {
+  let summary = "Reinterprets a tensor with another shape";
+  let description = [{
+    `result` holds `input`'s elements in row-major order with the result's
+    shape (`Tensor.reshape`); element types and element counts agree.
+
+    Example:
+
+    ```mlir
+    %1 = titan.reshape %0 : tensor<2x64x256xf32> -> tensor<2x64x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Titan_Tensor:$input);
+  let results = (outs Titan_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Titan_TransposeOp : Titan_ComputeOp<"transpose"> {
+  let summary = "Permutes the dimensions of a tensor";
+  let description = [{
+    `result[j] = input[k]` with `k[permutation[d]] = j[d]`, so
+    `result.shape[d] = input.shape[permutation[d]]`
+    (`Tensor.permute(permutation)`).
+
+    Example:
+
+    ```mlir
+    %1 = titan.transpose %0 [0, 2, 1, 3]
+        : tensor<2x64x16x16xf32> -> tensor<2x16x64x16xf32>
+    ```
+  }];
+  let arguments = (ins Titan_Tensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Titan_Tensor:$result);
+  let assemblyFormat = [{
+    $input $permutation attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Titan_SliceOp : Titan_ComputeOp<"slice"> {
+  let summary = "A strided static slice";
+  let description = [{
+    `result[j] = input[start + j * step]` per dim, for
+    `0 <= start <= limit <= size` and `step >= 1`; the result dim is
+    `ceil((limit - start) / step)` (`x[start:limit:step, ...]`).
+
+    Example:
+
+    ```mlir
+    %1 = titan.slice %0 [0, 0] to [64, 64] step [1, 1]
+        : tensor<128x64xf32> -> tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Titan_Tensor:$input, DenseI64ArrayAttr:$start,
+                       DenseI64ArrayAttr:$limit, DenseI64ArrayAttr:$step);
+  let results = (outs Titan_Tensor:$result);
+  let assemblyFormat = [{
+    $input $start `to` $limit `step` $step attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Titan_ConcatOp : Titan_ComputeOp<"concat"> {
+  let summary = "Concatenates tensors along one dimension";
+  let description = [{
+    `result = torch.cat(inputs, dim)`: the operands have one rank and element
+    type and agree on every dim except `dim`, which the result sums.
+
+    Example:
+
+    ```mlir
+    %1 = titan.concat %a, %b dim 1
+        : (tensor<64x8xf32>, tensor<64x8xf32>) -> tensor<64x16xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Titan_Tensor>:$inputs, I64Attr:$dim);
+  let results = (outs Titan_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs `dim` $dim attr-dict `:` functional-type($inputs, $result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Titan_BroadcastInDimOp : Titan_ComputeOp<"broadcast_in_dim"> {
+  let summary = "Broadcasts a tensor to a larger shape";
+  let description = [{
+    `result[j] = input[k]` with `k[d] = size(input, d) == 1 ? 0 :
+    j[dims[d]]` (stablehlo.broadcast_in_dim): operand dim `d` maps to result
+    dim `dims[d]`; the `dims` are unique and each operand dim is 1 or equal
+    to its result dim. This is how titan broadcasts: no other op does it
+    implicitly.
+
+    Example (a bias over [batch, seq, dim]):
+
+    ```mlir
+    %1 = titan.broadcast_in_dim %bias dims [2]
+        : tensor<768xf32> -> tensor<2x64x768xf32>
+    ```
+  }];
+  let arguments = (ins Titan_Tensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs Titan_Tensor:$result);
+  let assemblyFormat = [{
+    $input `dims` $dims attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 #endif // TITAN_COMPUTE_OPS

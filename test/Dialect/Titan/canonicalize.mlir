@@ -1,0 +1,92 @@
+// RUN: titan-opt %s -canonicalize | FileCheck %s
+
+// CHECK-LABEL: func.func @constant_dedup
+// CHECK-NEXT: %[[C:.*]] = titan.constant dense<1.000000e+00> : tensor<4xf32>
+// CHECK-NEXT: return %[[C]], %[[C]]
+func.func @constant_dedup() -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = titan.constant dense<1.0> : tensor<4xf32>
+  %1 = titan.constant dense<1.0> : tensor<4xf32>
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @scale_by_one
+// CHECK-SAME: (%[[X:.*]]: tensor<4xf32>)
+// CHECK-NEXT: %[[S:.*]] = titan.scale %[[X]] by 2.000000e+00
+// CHECK-NEXT: return %[[X]], %[[S]]
+func.func @scale_by_one(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = titan.scale %x by 1.0 : tensor<4xf32>
+  %1 = titan.scale %x by 2.0 : tensor<4xf32>
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @cast_to_same_type
+// CHECK-SAME: (%[[X:.*]]: tensor<4xbf16>)
+// CHECK-NEXT: return %[[X]]
+func.func @cast_to_same_type(%x: tensor<4xbf16>) -> tensor<4xbf16> {
+  %0 = titan.cast %x : tensor<4xbf16> to tensor<4xbf16>
+  return %0 : tensor<4xbf16>
+}
+
+// CHECK-LABEL: func.func @select_folds
+// CHECK-SAME: (%[[C:.*]]: tensor<4xi1>, %[[A:.*]]: tensor<4xf32>, %[[B:.*]]: tensor<4xf32>)
+// CHECK-NEXT: return %[[A]], %[[A]], %[[B]]
+func.func @select_folds(%c: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %0 = titan.select %c, %a, %a : tensor<4xi1>, tensor<4xf32>
+  %true = titan.constant dense<true> : tensor<4xi1>
+  %1 = titan.select %true, %a, %b : tensor<4xi1>, tensor<4xf32>
+  %false = titan.constant dense<false> : tensor<4xi1>
+  %2 = titan.select %false, %a, %b : tensor<4xi1>, tensor<4xf32>
+  return %0, %1, %2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @reshape_folds
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK-NEXT: %[[R:.*]] = titan.reshape %[[X]] : tensor<4x8xf32> -> tensor<32xf32>
+// CHECK-NEXT: return %[[X]], %[[X]], %[[R]]
+func.func @reshape_folds(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<32xf32>) {
+  %0 = titan.reshape %x : tensor<4x8xf32> -> tensor<4x8xf32>
+  %1 = titan.reshape %x : tensor<4x8xf32> -> tensor<2x16xf32>
+  %2 = titan.reshape %1 : tensor<2x16xf32> -> tensor<4x8xf32>
+  %3 = titan.reshape %1 : tensor<2x16xf32> -> tensor<32xf32>
+  return %0, %2, %3 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<32xf32>
+}
+
+// CHECK-LABEL: func.func @transpose_folds
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: %[[T:.*]] = titan.transpose %[[X]] [2, 1, 0] : tensor<2x3x4xf32> -> tensor<4x3x2xf32>
+// CHECK-NEXT: return %[[X]], %[[X]], %[[T]]
+func.func @transpose_folds(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<4x3x2xf32>) {
+  %0 = titan.transpose %x [0, 1, 2] : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+  %1 = titan.transpose %x [1, 2, 0] : tensor<2x3x4xf32> -> tensor<3x4x2xf32>
+  %2 = titan.transpose %1 [2, 0, 1] : tensor<3x4x2xf32> -> tensor<2x3x4xf32>
+  %3 = titan.transpose %1 [1, 0, 2] : tensor<3x4x2xf32> -> tensor<4x3x2xf32>
+  return %0, %2, %3 : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<4x3x2xf32>
+}
+
+// CHECK-LABEL: func.func @slice_whole
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK-NEXT: %[[S:.*]] = titan.slice %[[X]] [0, 0] to [4, 8] step [1, 2]
+// CHECK-NEXT: return %[[X]], %[[S]]
+func.func @slice_whole(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x4xf32>) {
+  %0 = titan.slice %x [0, 0] to [4, 8] step [1, 1] : tensor<4x8xf32> -> tensor<4x8xf32>
+  %1 = titan.slice %x [0, 0] to [4, 8] step [1, 2] : tensor<4x8xf32> -> tensor<4x4xf32>
+  return %0, %1 : tensor<4x8xf32>, tensor<4x4xf32>
+}
+
+// CHECK-LABEL: func.func @concat_single
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK-NEXT: return %[[X]]
+func.func @concat_single(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = titan.concat %x dim 1 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func.func @broadcast_in_dim_identity
+// CHECK-SAME: (%[[X:.*]]: tensor<4x4xf32>)
+// CHECK-NEXT: %[[B:.*]] = titan.broadcast_in_dim %[[X]] dims [1, 0]
+// CHECK-NEXT: return %[[X]], %[[B]]
+func.func @broadcast_in_dim_identity(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+  %0 = titan.broadcast_in_dim %x dims [0, 1] : tensor<4x4xf32> -> tensor<4x4xf32>
+  %1 = titan.broadcast_in_dim %x dims [1, 0] : tensor<4x4xf32> -> tensor<4x4xf32>
+  return %0, %1 : tensor<4x4xf32>, tensor<4x4xf32>
+}

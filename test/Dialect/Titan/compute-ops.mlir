@@ -1,0 +1,153 @@
+// RUN: titan-opt %s | titan-opt | FileCheck %s
+// RUN: titan-opt %s --mlir-print-op-generic | titan-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @elementwise
+func.func @elementwise(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: titan.add %{{.*}}, %{{.*}} : tensor<4x8xf32>
+  %0 = titan.add %a, %b : tensor<4x8xf32>
+  // CHECK: titan.sub %{{.*}}, %{{.*}} : tensor<4x8xf32>
+  %1 = titan.sub %0, %b : tensor<4x8xf32>
+  // CHECK: titan.mul %{{.*}}, %{{.*}} : tensor<4x8xf32>
+  %2 = titan.mul %1, %b : tensor<4x8xf32>
+  // CHECK: titan.div %{{.*}}, %{{.*}} : tensor<4x8xf32>
+  %3 = titan.div %2, %b : tensor<4x8xf32>
+  // CHECK: titan.max %{{.*}}, %{{.*}} : tensor<4x8xf32>
+  %4 = titan.max %3, %b : tensor<4x8xf32>
+  // CHECK: titan.neg %{{.*}} : tensor<4x8xf32>
+  %5 = titan.neg %4 : tensor<4x8xf32>
+  // CHECK: titan.exp %{{.*}} : tensor<4x8xf32>
+  %6 = titan.exp %5 : tensor<4x8xf32>
+  // CHECK: titan.log %{{.*}} : tensor<4x8xf32>
+  %7 = titan.log %6 : tensor<4x8xf32>
+  // CHECK: titan.sqrt %{{.*}} : tensor<4x8xf32>
+  %8 = titan.sqrt %7 : tensor<4x8xf32>
+  // CHECK: titan.rsqrt %{{.*}} : tensor<4x8xf32>
+  %9 = titan.rsqrt %8 : tensor<4x8xf32>
+  // CHECK: titan.tanh %{{.*}} : tensor<4x8xf32>
+  %10 = titan.tanh %9 : tensor<4x8xf32>
+  // CHECK: titan.sigmoid %{{.*}} : tensor<4x8xf32>
+  %11 = titan.sigmoid %10 : tensor<4x8xf32>
+  // CHECK: titan.silu %{{.*}} : tensor<4x8xf32>
+  %12 = titan.silu %11 : tensor<4x8xf32>
+  // CHECK: titan.cos %{{.*}} : tensor<4x8xf32>
+  %13 = titan.cos %12 : tensor<4x8xf32>
+  // CHECK: titan.sin %{{.*}} : tensor<4x8xf32>
+  %14 = titan.sin %13 : tensor<4x8xf32>
+  // CHECK: titan.gelu %{{.*}} approximate tanh : tensor<4x8xf32>
+  %15 = titan.gelu %14 approximate tanh : tensor<4x8xf32>
+  // CHECK: titan.gelu %{{.*}} approximate none : tensor<4x8xf32>
+  %16 = titan.gelu %15 approximate none : tensor<4x8xf32>
+  // CHECK: titan.scale %{{.*}} by 1.250000e-01 : tensor<4x8xf32>
+  %17 = titan.scale %16 by 0.125 : tensor<4x8xf32>
+  return %17 : tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func.func @elementwise_types
+func.func @elementwise_types(%a: tensor<2xbf16>, %b: tensor<2xf16>, %c: tensor<2xf64>) -> (tensor<2xbf16>, tensor<2xf16>, tensor<2xf64>) {
+  // CHECK: titan.mul %{{.*}}, %{{.*}} : tensor<2xbf16>
+  %0 = titan.mul %a, %a : tensor<2xbf16>
+  // CHECK: titan.exp %{{.*}} : tensor<2xf16>
+  %1 = titan.exp %b : tensor<2xf16>
+  // CHECK: titan.add %{{.*}}, %{{.*}} : tensor<2xf64>
+  %2 = titan.add %c, %c : tensor<2xf64>
+  return %0, %1, %2 : tensor<2xbf16>, tensor<2xf16>, tensor<2xf64>
+}
+
+// GPT-2's causal mask: masked_fill(tril == 0, -inf).
+// CHECK-LABEL: func.func @masks
+func.func @masks(%scores: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xbf16>) {
+  // CHECK: titan.constant dense<0xFF800000> : tensor<8x8xf32>
+  %ninf = titan.constant dense<0xFF800000> : tensor<8x8xf32>
+  // CHECK: titan.iota dim 0 : tensor<8x8xi64>
+  %rows = titan.iota dim 0 : tensor<8x8xi64>
+  // CHECK: titan.iota dim 1 : tensor<8x8xi64>
+  %cols = titan.iota dim 1 : tensor<8x8xi64>
+  // CHECK: titan.compare gt, %{{.*}}, %{{.*}} : tensor<8x8xi64> -> tensor<8x8xi1>
+  %future = titan.compare gt, %cols, %rows : tensor<8x8xi64> -> tensor<8x8xi1>
+  // CHECK: titan.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<8x8xi1>, tensor<8x8xf32>
+  %masked = titan.select %future, %ninf, %scores : tensor<8x8xi1>, tensor<8x8xf32>
+  // CHECK: titan.cast %{{.*}} : tensor<8x8xf32> to tensor<8x8xbf16>
+  %low = titan.cast %masked : tensor<8x8xf32> to tensor<8x8xbf16>
+  return %masked, %low : tensor<8x8xf32>, tensor<8x8xbf16>
+}
+
+// CHECK-LABEL: func.func @reductions
+func.func @reductions(%x: tensor<2x4x8xf32>) -> (tensor<8xf32>, tensor<2x4x1xf32>, tensor<2x1x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
+  // CHECK: titan.reduce_sum %{{.*}} dims [0, 1] : tensor<2x4x8xf32> -> tensor<8xf32>
+  %0 = titan.reduce_sum %x dims [0, 1] : tensor<2x4x8xf32> -> tensor<8xf32>
+  // CHECK: titan.reduce_max %{{.*}} dims [2] keepdim : tensor<2x4x8xf32> -> tensor<2x4x1xf32>
+  %1 = titan.reduce_max %x dims [2] keepdim : tensor<2x4x8xf32> -> tensor<2x4x1xf32>
+  // CHECK: titan.reduce_mean %{{.*}} dims [1] keepdim : tensor<2x4x8xf32> -> tensor<2x1x8xf32>
+  %2 = titan.reduce_mean %x dims [1] keepdim : tensor<2x4x8xf32> -> tensor<2x1x8xf32>
+  // CHECK: titan.softmax %{{.*}} dim 2 : tensor<2x4x8xf32>
+  %3 = titan.softmax %x dim 2 : tensor<2x4x8xf32>
+  // CHECK: titan.log_softmax %{{.*}} dim 0 : tensor<2x4x8xf32>
+  %4 = titan.log_softmax %x dim 0 : tensor<2x4x8xf32>
+  return %0, %1, %2, %3, %4 : tensor<8xf32>, tensor<2x4x1xf32>, tensor<2x1x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
+}
+
+// CHECK-LABEL: func.func @norms
+func.func @norms(%x: tensor<2x4x8xbf16>, %w: tensor<8xbf16>, %b: tensor<8xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>) {
+  // CHECK: titan.rms_norm %{{.*}}, %{{.*}} eps 1.000000e-05 : tensor<2x4x8xbf16>, tensor<8xbf16>
+  %0 = titan.rms_norm %x, %w eps 1.0e-05 : tensor<2x4x8xbf16>, tensor<8xbf16>
+  // CHECK: titan.layer_norm %{{.*}}, %{{.*}}, %{{.*}} eps 1.000000e-05 : tensor<2x4x8xbf16>, tensor<8xbf16>
+  %1 = titan.layer_norm %x, %w, %b eps 1.0e-05 : tensor<2x4x8xbf16>, tensor<8xbf16>
+  return %0, %1 : tensor<2x4x8xbf16>, tensor<2x4x8xbf16>
+}
+
+// CHECK-LABEL: func.func @matmuls
+func.func @matmuls(%x: tensor<2x16x32xbf16>, %w: tensor<64x32xbf16>, %y: tensor<2x32x16xbf16>, %z: tensor<2x16x32xbf16>) -> (tensor<2x16x64xbf16>, tensor<2x16x16xbf16>, tensor<2x32x32xbf16>, tensor<2x16x16xbf16>) {
+  // CHECK: titan.matmul %{{.*}}, %{{.*}} transpose_rhs : tensor<2x16x32xbf16>, tensor<64x32xbf16> -> tensor<2x16x64xbf16>
+  %0 = titan.matmul %x, %w transpose_rhs : tensor<2x16x32xbf16>, tensor<64x32xbf16> -> tensor<2x16x64xbf16>
+  // CHECK: titan.matmul %{{.*}}, %{{.*}} : tensor<2x16x32xbf16>, tensor<2x32x16xbf16> -> tensor<2x16x16xbf16>
+  %1 = titan.matmul %x, %y : tensor<2x16x32xbf16>, tensor<2x32x16xbf16> -> tensor<2x16x16xbf16>
+  // CHECK: titan.matmul %{{.*}}, %{{.*}} transpose_lhs : tensor<2x16x32xbf16>, tensor<2x16x32xbf16> -> tensor<2x32x32xbf16>
+  %2 = titan.matmul %x, %z transpose_lhs : tensor<2x16x32xbf16>, tensor<2x16x32xbf16> -> tensor<2x32x32xbf16>
+  // CHECK: titan.matmul %{{.*}}, %{{.*}} transpose_lhs transpose_rhs : tensor<2x32x16xbf16>, tensor<2x16x32xbf16> -> tensor<2x16x16xbf16>
+  %3 = titan.matmul %y, %z transpose_lhs transpose_rhs : tensor<2x32x16xbf16>, tensor<2x16x32xbf16> -> tensor<2x16x16xbf16>
+  return %0, %1, %2, %3 : tensor<2x16x64xbf16>, tensor<2x16x16xbf16>, tensor<2x32x32xbf16>, tensor<2x16x16xbf16>
+}
+
+// CHECK-LABEL: func.func @llama_block_parts
+func.func @llama_block_parts(%table: tensor<128x64xf32>, %tokens: tensor<2x16xi64>, %xq: tensor<2x16x4x16xbf16>, %cos: tensor<16x8xf32>, %sin: tensor<16x8xf32>, %q: tensor<2x4x16x16xbf16>, %kv: tensor<2x2x16x16xbf16>, %logits: tensor<32x128xf32>, %labels: tensor<32xi64>) -> (tensor<2x16x64xf32>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x4x16x16xbf16>, tensor<2x4x16x16xbf16>, tensor<f32>, tensor<f32>) {
+  // CHECK: titan.embedding %{{.*}}, %{{.*}} : tensor<128x64xf32>, tensor<2x16xi64> -> tensor<2x16x64xf32>
+  %h = titan.embedding %table, %tokens : tensor<128x64xf32>, tensor<2x16xi64> -> tensor<2x16x64xf32>
+  // CHECK: titan.rope %{{.*}}, %{{.*}}, %{{.*}} interleaved : tensor<2x16x4x16xbf16>, tensor<16x8xf32>
+  %r0 = titan.rope %xq, %cos, %sin interleaved : tensor<2x16x4x16xbf16>, tensor<16x8xf32>
+  // CHECK: titan.rope %{{.*}}, %{{.*}}, %{{.*}} half : tensor<2x16x4x16xbf16>, tensor<16x8xf32>
+  %r1 = titan.rope %xq, %cos, %sin half : tensor<2x16x4x16xbf16>, tensor<16x8xf32>
+  // CHECK: titan.attention %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
+  %a0 = titan.attention %q, %kv, %kv causal : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
+  // CHECK: titan.attention %{{.*}}, %{{.*}}, %{{.*}} scale 2.500000e-01 : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
+  %a1 = titan.attention %q, %kv, %kv scale 0.25 : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
+  // CHECK: titan.cross_entropy %{{.*}}, %{{.*}} : tensor<32x128xf32>, tensor<32xi64> -> tensor<f32>
+  %l0 = titan.cross_entropy %logits, %labels : tensor<32x128xf32>, tensor<32xi64> -> tensor<f32>
+  // CHECK: titan.cross_entropy %{{.*}}, %{{.*}} ignore_index 0 : tensor<32x128xf32>, tensor<32xi64> -> tensor<f32>
+  %l1 = titan.cross_entropy %logits, %labels ignore_index 0 : tensor<32x128xf32>, tensor<32xi64> -> tensor<f32>
+  return %h, %r0, %r1, %a0, %a1, %l0, %l1 : tensor<2x16x64xf32>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x4x16x16xbf16>, tensor<2x4x16x16xbf16>, tensor<f32>, tensor<f32>
+}
+
+// CHECK-LABEL: func.func @shapes
+func.func @shapes(%x: tensor<2x16x64xf32>, %bias: tensor<64xf32>, %ids: tensor<4x6xi32>) -> (tensor<2x4x16x16xf32>, tensor<2x8x64xf32>, tensor<2x32x64xf32>, tensor<2x16x64xf32>, tensor<6x4xi32>) {
+  // CHECK: titan.reshape %{{.*}} : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
+  %0 = titan.reshape %x : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
+  // CHECK: titan.transpose %{{.*}} [0, 2, 1, 3] : tensor<2x16x4x16xf32> -> tensor<2x4x16x16xf32>
+  %1 = titan.transpose %0 [0, 2, 1, 3] : tensor<2x16x4x16xf32> -> tensor<2x4x16x16xf32>
+  // CHECK: titan.slice %{{.*}} [0, 1, 0] to [2, 16, 64] step [1, 2, 1] : tensor<2x16x64xf32> -> tensor<2x8x64xf32>
+  %2 = titan.slice %x [0, 1, 0] to [2, 16, 64] step [1, 2, 1] : tensor<2x16x64xf32> -> tensor<2x8x64xf32>
+  // CHECK: titan.concat %{{.*}}, %{{.*}} dim 1 : (tensor<2x16x64xf32>, tensor<2x16x64xf32>) -> tensor<2x32x64xf32>
+  %3 = titan.concat %x, %x dim 1 : (tensor<2x16x64xf32>, tensor<2x16x64xf32>) -> tensor<2x32x64xf32>
+  // CHECK: titan.broadcast_in_dim %{{.*}} dims [2] : tensor<64xf32> -> tensor<2x16x64xf32>
+  %4 = titan.broadcast_in_dim %bias dims [2] : tensor<64xf32> -> tensor<2x16x64xf32>
+  // CHECK: titan.transpose %{{.*}} [1, 0] : tensor<4x6xi32> -> tensor<6x4xi32>
+  %5 = titan.transpose %ids [1, 0] : tensor<4x6xi32> -> tensor<6x4xi32>
+  return %1, %2, %3, %4, %5 : tensor<2x4x16x16xf32>, tensor<2x8x64xf32>, tensor<2x32x64xf32>, tensor<2x16x64xf32>, tensor<6x4xi32>
+}
+
+// Dynamic dims are accepted where sizes cannot be checked statically.
+// CHECK-LABEL: func.func @dynamic
+func.func @dynamic(%x: tensor<?x16x32xf32>, %w: tensor<32x64xf32>) -> tensor<?x16x64xf32> {
+  // CHECK: titan.matmul %{{.*}}, %{{.*}} : tensor<?x16x32xf32>, tensor<32x64xf32> -> tensor<?x16x64xf32>
+  %0 = titan.matmul %x, %w : tensor<?x16x32xf32>, tensor<32x64xf32> -> tensor<?x16x64xf32>
+  return %0 : tensor<?x16x64xf32>
+}

@@ -1,0 +1,536 @@
+// RUN: titan-opt %s -split-input-file -verify-diagnostics
+
+func.func @binary_types(%a: tensor<4xf32>, %b: tensor<4xbf16>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "titan.add"(%a, %b) : (tensor<4xf32>, tensor<4xbf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @binary_int(%a: tensor<4xi32>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values}}
+  %0 = titan.mul %a, %a : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @unary_types(%a: tensor<4xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "titan.exp"(%a) : (tensor<4xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @gelu_approximate(%a: tensor<4xf32>) {
+  // expected-error @+1 {{unknown approximate 'erf', expected one of: none, tanh}}
+  %0 = titan.gelu %a approximate erf : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @constant_type() {
+  // expected-error @+2 {{'titan.constant' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<2xf32>'}}
+  // expected-error @+1 {{'titan.constant' op failed to infer returned types}}
+  %0 = "titan.constant"() <{value = dense<0.0> : tensor<4xf32>}> : () -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @cast_shape(%a: tensor<4xf32>) {
+  // expected-error @+1 {{requires the same shape for all operands and results}}
+  %0 = titan.cast %a : tensor<4xf32> to tensor<8xbf16>
+  return
+}
+
+// -----
+
+func.func @iota_dim() {
+  // expected-error @+1 {{dim 2 is out of range for a rank-2 tensor}}
+  %0 = titan.iota dim 2 : tensor<4x4xi64>
+  return
+}
+
+// -----
+
+func.func @compare_predicate(%a: tensor<4xf32>) {
+  // expected-error @+1 {{unknown predicate 'olt', expected one of: eq, ne, lt, le, gt, ge}}
+  %0 = titan.compare olt, %a, %a : tensor<4xf32> -> tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @compare_shape(%a: tensor<4xf32>) {
+  // expected-error @+1 {{requires the same shape for all operands and results}}
+  %0 = titan.compare lt, %a, %a : tensor<4xf32> -> tensor<2xi1>
+  return
+}
+
+// -----
+
+func.func @select_types(%c: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xbf16>) {
+  // expected-error @+1 {{all of {on_true, on_false, result} have same type}}
+  %0 = "titan.select"(%c, %a, %b) : (tensor<4xi1>, tensor<4xf32>, tensor<4xbf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @select_shape(%c: tensor<8xi1>, %a: tensor<4xf32>) {
+  // expected-error @+1 {{requires the same shape for all operands and results}}
+  %0 = titan.select %c, %a, %a : tensor<8xi1>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_dim_range(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{dim 2 is out of range for a rank-2 tensor}}
+  %0 = titan.reduce_sum %x dims [2] : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_unsorted(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{dims [1, 0] must be sorted in increasing order}}
+  %0 = titan.reduce_max %x dims [1, 0] : tensor<4x8xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @reduce_duplicate(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{dims [1, 1] name dim 1 more than once}}
+  %0 = titan.reduce_mean %x dims [1, 1] : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_result(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{expected result type 'tensor<4x1xf32>', got 'tensor<4xf32>'}}
+  %0 = titan.reduce_sum %x dims [1] keepdim : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_dim(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{dim 2 is out of range for a rank-2 tensor}}
+  %0 = titan.softmax %x dim 2 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @log_softmax_dim(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{dim 5 is out of range for a rank-2 tensor}}
+  %0 = titan.log_softmax %x dim 5 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_eps(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{eps must be positive and finite, got 0.000000e+00}}
+  %0 = titan.rms_norm %x, %w eps 0.0 : tensor<4x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_weight(%x: tensor<4x8xf32>, %w: tensor<4xf32>) {
+  // expected-error @+1 {{expected weight type 'tensor<8xf32>', got 'tensor<4xf32>'}}
+  %0 = titan.rms_norm %x, %w eps 1.0e-5 : tensor<4x8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_scalar(%x: tensor<f32>, %w: tensor<1xf32>) {
+  // expected-error @+1 {{expects input of rank >= 1, got 'tensor<f32>'}}
+  %0 = titan.rms_norm %x, %w eps 1.0e-5 : tensor<f32>, tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_weight_type(%x: tensor<4x8xf32>, %w: tensor<8xbf16>) {
+  // expected-error @+1 {{expected weight type 'tensor<8xf32>', got 'tensor<8xbf16>'}}
+  %0 = titan.layer_norm %x, %w, %w eps 1.0e-5 : tensor<4x8xf32>, tensor<8xbf16>
+  return
+}
+
+// -----
+
+func.func @layer_norm_bias(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{all of {weight, bias} have same type}}
+  %0 = "titan.layer_norm"(%x, %w, %b) {eps = 1.0e-5 : f64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_eps(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{eps must be positive and finite, got -1.000000e+00}}
+  %0 = titan.layer_norm %x, %w, %w eps -1.0 : tensor<4x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_rank(%a: tensor<8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+1 {{expects lhs of rank >= 2, got 'tensor<8xf32>'}}
+  %0 = titan.matmul %a, %b : tensor<8xf32>, tensor<8x4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_rhs_rank(%a: tensor<2x3x4x8xf32>, %b: tensor<3x8x4xf32>) {
+  // expected-error @+1 {{expects rhs of rank 2 or of lhs's rank 4, got 'tensor<3x8x4xf32>'}}
+  %0 = titan.matmul %a, %b : tensor<2x3x4x8xf32>, tensor<3x8x4xf32> -> tensor<2x3x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_element_types(%a: tensor<4x8xf32>, %b: tensor<8x4xbf16>) {
+  // expected-error @+1 {{operand element types differ: 'f32' and 'bf16'}}
+  %0 = titan.matmul %a, %b : tensor<4x8xf32>, tensor<8x4xbf16> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_contraction(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) {
+  // expected-error @+1 {{contraction dims differ: lhs has 8, rhs has 4}}
+  %0 = titan.matmul %a, %b : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<2x4x8xf32>, %b: tensor<3x8x4xf32>) {
+  // expected-error @+1 {{batch dim 0 differs: lhs has 2, rhs has 3}}
+  %0 = titan.matmul %a, %b : tensor<2x4x8xf32>, tensor<3x8x4xf32> -> tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result(%a: tensor<2x4x8xf32>, %b: tensor<16x8xf32>) {
+  // expected-error @+1 {{expected result type 'tensor<2x4x16xf32>', got 'tensor<2x4x8xf32>'}}
+  %0 = titan.matmul %a, %b transpose_rhs : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_table(%t: tensor<16xf32>, %ids: tensor<4xi64>) {
+  // expected-error @+1 {{expects table of rank 2, got 'tensor<16xf32>'}}
+  %0 = titan.embedding %t, %ids : tensor<16xf32>, tensor<4xi64> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_result(%t: tensor<16x8xf32>, %ids: tensor<2x4xi64>) {
+  // expected-error @+1 {{expected result type 'tensor<2x4x8xf32>', got 'tensor<2x4x16xf32>'}}
+  %0 = titan.embedding %t, %ids : tensor<16x8xf32>, tensor<2x4xi64> -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_ids(%t: tensor<16x8xf32>, %ids: tensor<4xf32>) {
+  // expected-error @+1 {{operand #1 must be ranked tensor of 64-bit signless integer or 32-bit signless integer values}}
+  %0 = titan.embedding %t, %ids : tensor<16x8xf32>, tensor<4xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_style(%x: tensor<2x4x2x8xf32>, %c: tensor<4x4xf32>) {
+  // expected-error @+1 {{unknown style 'complex', expected one of: interleaved, half}}
+  %0 = titan.rope %x, %c, %c complex : tensor<2x4x2x8xf32>, tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @rope_rank(%x: tensor<4x2x8xf32>, %c: tensor<4x4xf32>) {
+  // expected-error @+1 {{expects input of rank 4, got 'tensor<4x2x8xf32>'}}
+  %0 = titan.rope %x, %c, %c half : tensor<4x2x8xf32>, tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @rope_odd(%x: tensor<2x4x2x7xf32>, %c: tensor<4x3xf32>) {
+  // expected-error @+1 {{head_dim 7 must be even}}
+  %0 = titan.rope %x, %c, %c half : tensor<2x4x2x7xf32>, tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @rope_table(%x: tensor<2x4x2x8xbf16>, %c: tensor<4x8xf32>) {
+  // expected-error @+1 {{expected cos/sin table type 'tensor<4x4xf32>', got 'tensor<4x8xf32>'}}
+  %0 = titan.rope %x, %c, %c interleaved : tensor<2x4x2x8xbf16>, tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_sin(%x: tensor<2x4x2x8xf32>, %c: tensor<4x4xf32>, %s: tensor<4x4xbf16>) {
+  // expected-error @+1 {{all of {cos, sin} have same type}}
+  %0 = "titan.rope"(%x, %c, %s) {style = "half"} : (tensor<2x4x2x8xf32>, tensor<4x4xf32>, tensor<4x4xbf16>) -> tensor<2x4x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_rank(%q: tensor<2x4x16xf32>, %kv: tensor<2x4x16x8xf32>) {
+  // expected-error @+1 {{expects q of rank 4, got 'tensor<2x4x16xf32>'}}
+  %0 = titan.attention %q, %kv, %kv : tensor<2x4x16xf32>, tensor<2x4x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_kv_rank(%q: tensor<2x4x16x8xf32>, %kv: tensor<4x16x8xf32>) {
+  // expected-error @+1 {{expects k and v of rank 4, got 'tensor<4x16x8xf32>'}}
+  %0 = titan.attention %q, %kv, %kv : tensor<2x4x16x8xf32>, tensor<4x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_types(%q: tensor<2x4x16x8xf32>, %kv: tensor<2x4x16x8xbf16>) {
+  // expected-error @+1 {{element types differ: q has 'f32', k and v have 'bf16'}}
+  %0 = titan.attention %q, %kv, %kv : tensor<2x4x16x8xf32>, tensor<2x4x16x8xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_heads(%q: tensor<2x6x16x8xf32>, %kv: tensor<2x4x16x8xf32>) {
+  // expected-error @+1 {{4 kv heads do not divide 6 q heads}}
+  %0 = titan.attention %q, %kv, %kv causal : tensor<2x6x16x8xf32>, tensor<2x4x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_seq(%q: tensor<2x8x16x8xf32>, %kv: tensor<2x4x32x8xf32>) {
+  // expected-error @+1 {{expected k and v type 'tensor<2x4x16x8xf32>', got 'tensor<2x4x32x8xf32>'}}
+  %0 = titan.attention %q, %kv, %kv : tensor<2x8x16x8xf32>, tensor<2x4x32x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_v(%q: tensor<2x8x16x8xf32>, %k: tensor<2x4x16x8xf32>, %v: tensor<2x4x16x4xf32>) {
+  // expected-error @+1 {{all of {k, v} have same type}}
+  %0 = "titan.attention"(%q, %k, %v) : (tensor<2x8x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x4xf32>) -> tensor<2x8x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<2x8x16x8xf32>, %kv: tensor<2x4x16x8xf32>) {
+  // expected-error @+1 {{scale must be positive and finite, got -5.000000e-01}}
+  %0 = titan.attention %q, %kv, %kv scale -0.5 : tensor<2x8x16x8xf32>, tensor<2x4x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_labels(%l: tensor<8x16xf32>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{expected labels type 'tensor<8xi64>', got 'tensor<4xi64>'}}
+  %0 = titan.cross_entropy %l, %y : tensor<8x16xf32>, tensor<4xi64> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_rank(%l: tensor<f32>, %y: tensor<i64>) {
+  // expected-error @+1 {{expects logits of rank >= 1, got 'tensor<f32>'}}
+  %0 = titan.cross_entropy %l, %y : tensor<f32>, tensor<i64> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_result(%l: tensor<8x16xbf16>, %y: tensor<8xi64>) {
+  // expected-error @+1 {{result #0 must be 0D tensor of 32-bit float values}}
+  %0 = titan.cross_entropy %l, %y : tensor<8x16xbf16>, tensor<8xi64> -> tensor<bf16>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{changes the element count from 32 to 30}}
+  %0 = titan.reshape %x : tensor<4x8xf32> -> tensor<5x6xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_type(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{changes the element type from 'f32' to 'bf16'}}
+  %0 = titan.reshape %x : tensor<4x8xf32> -> tensor<32xbf16>
+  return
+}
+
+// -----
+
+func.func @transpose_size(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{permutation [0] has 1 entries for a rank-2 tensor}}
+  %0 = titan.transpose %x [0] : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_duplicate(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{dims [1, 1] name dim 1 more than once}}
+  %0 = titan.transpose %x [1, 1] : tensor<4x8xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_range(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{dim -1 is out of range for a rank-2 tensor}}
+  %0 = titan.transpose %x [-1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_result(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{expected result type 'tensor<8x4xf32>', got 'tensor<4x8xf32>'}}
+  %0 = titan.transpose %x [1, 0] : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_entries(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{start, limit and step need one entry per dim of the rank-2 input, got 1, 2 and 2}}
+  %0 = titan.slice %x [0] to [4, 8] step [1, 1] : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_step(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{step 0 of dim 1 must be positive}}
+  %0 = titan.slice %x [0, 0] to [4, 8] step [1, 0] : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_limit(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{slice 0:9 of dim 1 is not within 0:8}}
+  %0 = titan.slice %x [0, 0] to [4, 9] step [1, 1] : tensor<4x8xf32> -> tensor<4x9xf32>
+  return
+}
+
+// -----
+
+func.func @slice_reversed(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{slice 3:2 of dim 0 is not within 0:4}}
+  %0 = titan.slice %x [3, 0] to [2, 8] step [1, 1] : tensor<4x8xf32> -> tensor<0x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_result(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{expected result type 'tensor<2x3xf32>', got 'tensor<2x4xf32>'}}
+  %0 = titan.slice %x [0, 1] to [4, 8] step [2, 3] : tensor<4x8xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_empty() {
+  // expected-error @+1 {{needs at least one operand}}
+  %0 = "titan.concat"() {dim = 0 : i64} : () -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_dim(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{dim 2 is out of range for a rank-2 tensor}}
+  %0 = titan.concat %x, %x dim 2 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @concat_operand(%x: tensor<4x8xf32>, %y: tensor<2x8xf32>) {
+  // expected-error @+1 {{expected operand #1 type 'tensor<4x8xf32>', got 'tensor<2x8xf32>'}}
+  %0 = titan.concat %x, %y dim 1 : (tensor<4x8xf32>, tensor<2x8xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @concat_result(%x: tensor<4x8xf32>, %y: tensor<4x2xf32>) {
+  // expected-error @+1 {{expected result type 'tensor<4x10xf32>', got 'tensor<4x16xf32>'}}
+  %0 = titan.concat %x, %y dim 1 : (tensor<4x8xf32>, tensor<4x2xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_entries(%x: tensor<8xf32>) {
+  // expected-error @+1 {{dims [0, 1] need one entry per dim of the rank-1 operand}}
+  %0 = titan.broadcast_in_dim %x dims [0, 1] : tensor<8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_range(%x: tensor<8xf32>) {
+  // expected-error @+1 {{dim 2 is out of range for a rank-2 tensor}}
+  %0 = titan.broadcast_in_dim %x dims [2] : tensor<8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_duplicate(%x: tensor<1x8xf32>) {
+  // expected-error @+1 {{dims [1, 1] name dim 1 more than once}}
+  %0 = titan.broadcast_in_dim %x dims [1, 1] : tensor<1x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_size(%x: tensor<4xf32>) {
+  // expected-error @+1 {{operand dim 0 of size 4 cannot broadcast to result dim 1 of size 8}}
+  %0 = titan.broadcast_in_dim %x dims [1] : tensor<4xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_type(%x: tensor<8xf32>) {
+  // expected-error @+1 {{changes the element type from 'f32' to 'bf16'}}
+  %0 = titan.broadcast_in_dim %x dims [1] : tensor<8xf32> -> tensor<4x8xbf16>
+  return
+}
