@@ -151,3 +151,22 @@ func.func @dynamic(%x: tensor<?x16x32xf32>, %w: tensor<32x64xf32>) -> tensor<?x1
   %0 = titan.matmul %x, %w : tensor<?x16x32xf32>, tensor<32x64xf32> -> tensor<?x16x64xf32>
   return %0 : tensor<?x16x64xf32>
 }
+
+// CHECK-LABEL: func.func @dynamic_model_ops
+func.func @dynamic_model_ops(%x: tensor<?x?x4x16xbf16>, %cos: tensor<?x8xf32>, %q: tensor<?x4x?x16xf32>, %kv: tensor<?x2x?x16xf32>, %v: tensor<?xf32>, %m: tensor<?x8xf32>, %ids: tensor<?x?xi64>, %t: tensor<128x64xf32>) -> (tensor<?x?x4x16xbf16>, tensor<?x4x?x16xf32>, tensor<4x?xf32>, tensor<?x16xf32>, tensor<8xf32>, tensor<?x?x64xf32>, tensor<?xf32>) {
+  // CHECK: titan.rope %{{.*}}, %{{.*}}, %{{.*}} half : tensor<?x?x4x16xbf16>, tensor<?x8xf32>
+  %0 = titan.rope %x, %cos, %cos half : tensor<?x?x4x16xbf16>, tensor<?x8xf32>
+  // CHECK: titan.attention %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>
+  %1 = titan.attention %q, %kv, %kv causal : tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>
+  // CHECK: titan.broadcast_in_dim %{{.*}} dims [1] : tensor<?xf32> -> tensor<4x?xf32>
+  %2 = titan.broadcast_in_dim %v dims [1] : tensor<?xf32> -> tensor<4x?xf32>
+  // CHECK: titan.concat %{{.*}}, %{{.*}} dim 1 : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x16xf32>
+  %3 = titan.concat %m, %m dim 1 : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x16xf32>
+  // CHECK: titan.reduce_sum %{{.*}} dims [0] : tensor<?x8xf32> -> tensor<8xf32>
+  %4 = titan.reduce_sum %m dims [0] : tensor<?x8xf32> -> tensor<8xf32>
+  // CHECK: titan.embedding %{{.*}}, %{{.*}} : tensor<128x64xf32>, tensor<?x?xi64> -> tensor<?x?x64xf32>
+  %5 = titan.embedding %t, %ids : tensor<128x64xf32>, tensor<?x?xi64> -> tensor<?x?x64xf32>
+  // CHECK: titan.reshape %{{.*}} : tensor<?x8xf32> -> tensor<?xf32>
+  %6 = titan.reshape %m : tensor<?x8xf32> -> tensor<?xf32>
+  return %0, %1, %2, %3, %4, %5, %6 : tensor<?x?x4x16xbf16>, tensor<?x4x?x16xf32>, tensor<4x?xf32>, tensor<?x16xf32>, tensor<8xf32>, tensor<?x?x64xf32>, tensor<?xf32>
+}
