@@ -7,6 +7,7 @@
 #include "titan/Dialect/TitanDialect.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -122,7 +123,7 @@ static FailureOr<TensorValue> evaluate(Operation *op,
       -> FailureOr<TensorValue> {
     if (value)
       return std::move(*value);
-    InFlightDiagnostic diag = op->emitError();
+    InFlightDiagnostic diag = op->emitOpError();
     if (numRanks > 1)
       diag << "on rank " << rank << ": ";
     diag << llvm::toString(value.takeError());
@@ -226,8 +227,9 @@ static FailureOr<TensorValue> evaluate(Operation *op,
       })
       .Case([&](RedistributeOp) -> Result {
         if (numRanks > 1)
-          return op->emitError("is a global-program op: run the spmdized "
-                               "program on several ranks");
+          return op->emitOpError("is a global-program op: spmdize the "
+                                 "program before running it on several "
+                                 "ranks");
         return *in[0];
       })
       .Default([&](Operation *) -> Result {
@@ -294,12 +296,6 @@ Execution::bindArguments(std::vector<std::vector<TensorValue>> arguments) {
              << arguments[rank].size();
     for (BlockArgument arg : body.getArguments()) {
       TensorValue &value = arguments[rank][arg.getArgNumber()];
-      if (!getKindAndShape(arg.getType()))
-        return function.emitError()
-               << "argument '"
-               << getArgumentName(function, arg.getArgNumber())
-               << "' has a type the interpreter does not handle: "
-               << arg.getType();
       if (!hasType(value, arg.getType())) {
         InFlightDiagnostic diag = function.emitError();
         if (numRanks > 1)
@@ -318,7 +314,7 @@ Execution::bindArguments(std::vector<std::vector<TensorValue>> arguments) {
 LogicalResult Execution::define(Operation *op, Value result, int64_t rank,
                                 TensorValue value) {
   if (!hasType(value, result.getType()))
-    return op->emitError() << "produced " << value.getTypeString()
+    return op->emitOpError() << "produced " << value.getTypeString()
                            << " on rank " << rank << " for a result of type "
                            << typeToString(result.getType());
   values[rank][result] = std::move(value);
@@ -347,7 +343,7 @@ Execution::getAxes(Operation *op, const DeviceMesh &mesh, ArrayAttr axes) {
   for (auto name : axes.getAsValueRange<StringAttr>()) {
     std::optional<unsigned> axis = mesh.findAxis(name);
     if (!axis)
-      return op->emitError() << "names the unknown mesh axis \"" << name
+      return op->emitOpError() << "names the unknown mesh axis \"" << name
                              << "\"";
     indices.push_back(*axis);
   }
@@ -395,12 +391,12 @@ LogicalResult Execution::runPointToPoint(Operation *op) {
   if (failed(axes))
     return failure();
   if (axes->size() != 1)
-    return op->emitError("point-to-point ops name exactly one mesh axis");
+    return op->emitOpError("names more than one mesh axis");
   unsigned axis = axes->front();
   int64_t peer = send ? send.getPeer() : recv.getPeer();
   int64_t tag = send ? send.getTag() : recv.getTag();
   if (peer < 0 || peer >= (*mesh)->getSize(axis))
-    return op->emitError() << "peer " << peer << " is outside mesh axis \""
+    return op->emitOpError() << "peer " << peer << " is outside mesh axis \""
                            << (*mesh)->getAxisName(axis) << "\" of size "
                            << (*mesh)->getSize(axis);
   for (int64_t rank = 0; rank < numRanks; ++rank) {
@@ -434,6 +430,13 @@ FailureOr<std::vector<std::vector<TensorValue>>> Execution::run() {
   using Inputs = ArrayRef<const TensorValue *>;
   using Outputs = FailureOr<std::vector<TensorValue>>;
   Block &body = interpreter.getFunction().getBody().front();
+  // Every rank drops a value after the op that uses it last.
+  llvm::DenseMap<Operation *, SmallVector<Value>> lastUses;
+  llvm::DenseSet<Value> seen;
+  for (Operation &op : llvm::reverse(body))
+    for (Value operand : op.getOperands())
+      if (seen.insert(operand).second)
+        lastUses[&op].push_back(operand);
   for (Operation &op : body) {
     LogicalResult status = success();
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -456,7 +459,7 @@ FailureOr<std::vector<std::vector<TensorValue>>> Execution::run() {
       status = runGroupCollective(scatter, [&](Inputs in) -> Outputs {
         int64_t dim = scatter.getScatterDim();
         if (in[0]->getShape()[dim] % int64_t(in.size()))
-          return scatter.emitError() << "dim " << dim << " of "
+          return scatter.emitOpError() << "dim " << dim << " of "
                                      << in[0]->getTypeString()
                                      << " is not divisible by the group size "
                                      << in.size();
@@ -467,7 +470,7 @@ FailureOr<std::vector<std::vector<TensorValue>>> Execution::run() {
       status = runGroupCollective(allToAll, [&](Inputs in) -> Outputs {
         int64_t splitDim = allToAll.getSplitDim(), n = in.size();
         if (in[0]->getShape()[splitDim] % n)
-          return allToAll.emitError()
+          return allToAll.emitOpError()
                  << "dim " << splitDim << " of " << in[0]->getTypeString()
                  << " is not divisible by the group size " << n;
         std::vector<std::vector<TensorValue>> chunks;
@@ -486,7 +489,7 @@ FailureOr<std::vector<std::vector<TensorValue>>> Execution::run() {
       status = runGroupCollective(broadcast, [&](Inputs in) -> Outputs {
         int64_t root = broadcast.getRoot();
         if (root >= int64_t(in.size()))
-          return broadcast.emitError() << "root " << root
+          return broadcast.emitOpError() << "root " << root
                                        << " is outside the group of "
                                        << in.size() << " ranks";
         return replicate(*in[root], in.size());
@@ -498,6 +501,9 @@ FailureOr<std::vector<std::vector<TensorValue>>> Execution::run() {
     }
     if (failed(status))
       return failure();
+    for (Value dead : lastUses.lookup(&op))
+      for (llvm::DenseMap<Value, TensorValue> &rankValues : values)
+        rankValues.erase(dead);
   }
   return interpreter.getFunction().emitError(
       "the body does not end with func.return");
@@ -517,6 +523,18 @@ FailureOr<Interpreter> Interpreter::create(ModuleOp module, StringRef entry,
                               << numRanks;
   if (function.isExternal() || !llvm::hasSingleElement(function.getBody()))
     return function.emitError("the interpreter runs functions of one block");
+  for (auto [index, type] : llvm::enumerate(function.getArgumentTypes()))
+    if (!getKindAndShape(type))
+      return function.emitError()
+             << "argument '" << getArgumentName(function, index)
+             << "' has a type the interpreter does not handle: "
+             << typeToString(type);
+  for (auto [index, type] : llvm::enumerate(function.getResultTypes()))
+    if (!getKindAndShape(type))
+      return function.emitError()
+             << "result '" << getResultName(function, index)
+             << "' has a type the interpreter does not handle: "
+             << typeToString(type);
   std::map<std::string, DeviceMesh> meshes;
   for (MeshOp mesh : module.getOps<MeshOp>()) {
     SmallVector<std::string> names(
@@ -544,8 +562,7 @@ Interpreter::getMesh(Operation *user, FlatSymbolRefAttr symbol) const {
 
 ElementKind Interpreter::getArgumentKind(unsigned index) const {
   func::FuncOp function = getFunction();
-  auto type = cast<RankedTensorType>(function.getArgumentTypes()[index]);
-  return getElementKind(type.getElementType()).value_or(ElementKind::F32);
+  return getKindAndShape(function.getArgumentTypes()[index])->first;
 }
 
 std::string Interpreter::describeGlobalArgument(unsigned index) const {

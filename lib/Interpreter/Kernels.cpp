@@ -319,8 +319,9 @@ TensorValue kernels::layerNorm(const TensorValue &input,
 // Contractions and model-level ops
 //===----------------------------------------------------------------------===//
 
-/// Row-major C[m, n] = op(A) op(B) * alpha in double with BLAS; `lda`, `ldb`
-/// are the row lengths of A and B as stored.
+/// Row-major C[m, n] = alpha * op(A) op(B) in double with BLAS, where A is
+/// stored as [m, k] ([k, m] when `transA`) and B as [k, n] ([n, k] when
+/// `transB`).
 static void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                  double alpha, const double *a, const double *b, double *c) {
   if (m == 0 || n == 0)

@@ -15,7 +15,7 @@
 
 // RUN: %python -c "import numpy as np; np.save('%t/tokens.npy', np.array([[0, 1, 2, 3], [4, 5, 9, 7]]))"
 // RUN: not titan-eval %s --entry=lookup --inputs=%t --outputs=%t/out 2>&1 | FileCheck %s --check-prefix=RANGE
-// RANGE: error: id 9 at flat index 6 is outside the table's [0, 8)
+// RANGE: error: 'titan.embedding' op id 9 at flat index 6 is outside the table's [0, 8)
 func.func @lookup(%w: tensor<8x4xf32> {titan.name = "w"}, %tokens: tensor<2x4xi64> {titan.name = "tokens"}) -> tensor<2x4x4xf32> {
   %0 = titan.embedding %w, %tokens : tensor<8x4xf32>, tensor<2x4xi64> -> tensor<2x4x4xf32>
   return %0 : tensor<2x4x4xf32>
@@ -58,4 +58,11 @@ func.func @unmatched(%a: tensor<4xf32>) -> tensor<4xf32> {
 // REPLICA: error: result 'result0' has no placements (replicated), but ranks 0 and 1 hold different values
 func.func @diverge(%a: tensor<4xf32> {titan.placements = #titan.placements<@mesh, [P(sum)]>}) -> tensor<4xf32> {
   return %a : tensor<4xf32>
+}
+
+// RUN: not titan-eval %s --entry=global --ranks=2 --inputs=%t --outputs=%t/out 2>&1 | FileCheck %s --check-prefix=GLOBALOP
+// GLOBALOP: error: 'titan.redistribute' op is a global-program op: spmdize the program before running it on several ranks
+func.func @global(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = titan.redistribute %a to <@mesh, [S(0)]> : tensor<4xf32>
+  return %0 : tensor<4xf32>
 }

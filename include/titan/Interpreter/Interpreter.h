@@ -39,8 +39,9 @@ std::string getResultName(func::FuncOp function, unsigned index);
 class Interpreter {
 public:
   /// Prepares to run the function `entry` of `module` on `numRanks` ranks.
-  /// Fails unless the function exists, is one block, and every mesh of the
-  /// module that the run needs has `numRanks` devices (checked on use).
+  /// Fails unless the function exists, is one block, and its arguments and
+  /// results are static tensors of element types the interpreter handles.
+  /// That every mesh the run needs has `numRanks` devices is checked on use.
   static FailureOr<Interpreter> create(ModuleOp module, llvm::StringRef entry,
                                        int64_t numRanks);
 

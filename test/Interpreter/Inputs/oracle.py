@@ -187,7 +187,8 @@ def shape_ops(rng):
                 "slice": x[0:2, 1:3, 0:4:2], "concat": torch.cat([x, x], 2),
                 "concat_int": torch.cat([n, n], 0),
                 "broadcast_bias": t(i["bias"]).expand(2, 3, 4),
-                "broadcast_col": t(i["col"]).expand(2, 3, 4)}
+                "broadcast_col": t(i["col"]).expand(2, 3, 4),
+                "redistribute": t(i["bias"])}
     return inputs, expected
 
 
