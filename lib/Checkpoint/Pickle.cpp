@@ -175,6 +175,23 @@ const PickleRef &PickleValue::getPersistentId() const {
   return items[0];
 }
 
+std::vector<const PickleValue *> PickleValue::getChildren() const {
+  std::vector<const PickleValue *> children;
+  for (const PickleRef &item : items)
+    if (item)
+      children.push_back(item.get());
+  for (const auto &[key, value] : entries) {
+    children.push_back(key.get());
+    children.push_back(value.get());
+  }
+  return children;
+}
+
+void PickleValue::clearChildren() {
+  items.clear();
+  entries.clear();
+}
+
 PickleRef PickleValue::lookup(StringRef key) const {
   if (kind != Kind::Dict)
     return nullptr;
@@ -402,6 +419,14 @@ private:
   llvm::Error setItems(const PickleRef &target,
                        std::vector<PickleRef> keysAndValues);
   llvm::Error step(uint8_t opcode, bool &done);
+  llvm::Expected<PickleRef> runSteps();
+  llvm::Error checkShape(const PickleValue *root) const;
+  /// Records a node that can hold references, to take the graph apart if the
+  /// pickle is refused.
+  PickleRef track(PickleRef node) {
+    created.push_back(node);
+    return node;
+  }
 
   StringRef bytes;
   StringRef name;
@@ -411,8 +436,13 @@ private:
   std::vector<PickleRef> stack;
   std::vector<size_t> marks;
   llvm::DenseMap<uint64_t, PickleRef> memo;
+  std::vector<PickleRef> created;
 };
 } // namespace
+
+/// Object graphs nested deeper than this are refused: they are printed,
+/// written and destroyed recursively.
+static constexpr size_t kMaxDepth = 1000;
 
 llvm::Expected<StringRef> Reader::take(uint64_t count) {
   if (count > bytes.size() - pos)
@@ -601,7 +631,7 @@ llvm::Error Reader::step(uint8_t opcode, bool &done) {
         return item.takeError();
       items[i] = std::move(*item);
     }
-    stack.push_back(PickleValue::tuple(std::move(items)));
+    stack.push_back(track(PickleValue::tuple(std::move(items))));
     return llvm::Error::success();
   }
   case TUPLE:
@@ -609,12 +639,13 @@ llvm::Error Reader::step(uint8_t opcode, bool &done) {
     llvm::Expected<std::vector<PickleRef>> items = popToMark();
     if (!items)
       return items.takeError();
-    stack.push_back(opcode == TUPLE ? PickleValue::tuple(std::move(*items))
-                                    : PickleValue::list(std::move(*items)));
+    stack.push_back(track(opcode == TUPLE
+                              ? PickleValue::tuple(std::move(*items))
+                              : PickleValue::list(std::move(*items))));
     return llvm::Error::success();
   }
   case EMPTY_LIST:
-    stack.push_back(PickleValue::list({}));
+    stack.push_back(track(PickleValue::list({})));
     return llvm::Error::success();
   case APPEND:
   case APPENDS: {
@@ -637,13 +668,13 @@ llvm::Error Reader::step(uint8_t opcode, bool &done) {
     return llvm::Error::success();
   }
   case EMPTY_DICT:
-    stack.push_back(PickleValue::dict({}));
+    stack.push_back(track(PickleValue::dict({})));
     return llvm::Error::success();
   case DICT: {
     llvm::Expected<std::vector<PickleRef>> items = popToMark();
     if (!items)
       return items.takeError();
-    PickleRef dict = PickleValue::dict({});
+    PickleRef dict = track(PickleValue::dict({}));
     if (llvm::Error err = setItems(dict, std::move(*items)))
       return err;
     stack.push_back(std::move(dict));
@@ -702,8 +733,8 @@ llvm::Error Reader::step(uint8_t opcode, bool &done) {
       return error("call of a value that is not a global");
     if (!(*args)->is(Kind::Tuple))
       return error("call arguments are not a tuple");
-    stack.push_back(PickleValue::object(std::move(*callable), std::move(*args),
-                                        opcode == NEWOBJ));
+    stack.push_back(track(PickleValue::object(
+        std::move(*callable), std::move(*args), opcode == NEWOBJ)));
     return llvm::Error::success();
   }
   case BUILD: {
@@ -719,7 +750,7 @@ llvm::Error Reader::step(uint8_t opcode, bool &done) {
     llvm::Expected<PickleRef> id = pop();
     if (!id)
       return id.takeError();
-    stack.push_back(PickleValue::persistentId(std::move(*id)));
+    stack.push_back(track(PickleValue::persistentId(std::move(*id))));
     return llvm::Error::success();
   }
   case BINPUT:
@@ -753,7 +784,7 @@ llvm::Error Reader::step(uint8_t opcode, bool &done) {
   }
 }
 
-llvm::Expected<PickleRef> Reader::run() {
+llvm::Expected<PickleRef> Reader::runSteps() {
   bool done = false;
   while (!done) {
     opcodeOffset = pos;
@@ -766,7 +797,55 @@ llvm::Expected<PickleRef> Reader::run() {
   if (stack.size() != 1 || !marks.empty())
     return error("malformed pickle: " + llvm::Twine(stack.size()) +
                  " values left on the stack at STOP");
+  if (llvm::Error err = checkShape(stack.back().get()))
+    return std::move(err);
   return stack.back();
+}
+
+llvm::Error Reader::checkShape(const PickleValue *root) const {
+  // Iterative depth-first search over the graph.
+  enum class Visit { OnPath, Done };
+  llvm::DenseMap<const PickleValue *, Visit> visits;
+  struct Frame {
+    const PickleValue *node;
+    std::vector<const PickleValue *> children;
+    size_t next = 0;
+  };
+  std::vector<Frame> path;
+  path.push_back({root, root->getChildren()});
+  visits[root] = Visit::OnPath;
+  while (!path.empty()) {
+    Frame &frame = path.back();
+    if (frame.next == frame.children.size()) {
+      visits[frame.node] = Visit::Done;
+      path.pop_back();
+      continue;
+    }
+    const PickleValue *child = frame.children[frame.next++];
+    auto [it, inserted] = visits.try_emplace(child, Visit::OnPath);
+    if (!inserted) {
+      if (it->second == Visit::OnPath)
+        return error("the object graph contains itself (a cycle), which "
+                     "checkpoint files never do");
+      continue;
+    }
+    if (path.size() >= kMaxDepth)
+      return error("objects nested more than " + llvm::Twine(kMaxDepth) +
+                   " deep");
+    path.push_back({child, child->getChildren()});
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<PickleRef> Reader::run() {
+  llvm::Expected<PickleRef> root = runSteps();
+  if (!root) {
+    // Take a refused graph apart node by node: it may be cyclic or too deep
+    // for recursive destruction.
+    for (const PickleRef &node : created)
+      node->clearChildren();
+  }
+  return root;
 }
 
 llvm::Expected<PickleRef>

@@ -101,6 +101,13 @@ public:
   /// The id of a PersistentId.
   const PickleRef &getPersistentId() const;
 
+  /// The nodes this one refers to directly.
+  std::vector<const PickleValue *> getChildren() const;
+  /// Drops this node's references to other nodes (the reader takes a
+  /// refused graph apart with it, without deep recursion). An Object loses
+  /// its callable and args too: only destruction may follow.
+  void clearChildren();
+
   /// In a Dict, the value of the entry whose key is the string `key`, or
   /// null.
   PickleRef lookup(llvm::StringRef key) const;
@@ -141,7 +148,8 @@ llvm::ArrayRef<PickleGlobal> checkpointPickleGlobals();
 
 /// Runs the restricted pickle VM over `bytes` and returns the root object.
 /// `name` names the source in error messages. A global not in `allowed` is
-/// an error naming it.
+/// an error naming it, as are cyclic graphs and graphs nested more than 1000
+/// deep.
 llvm::Expected<PickleRef> readPickle(llvm::StringRef bytes,
                                      llvm::StringRef name,
                                      llvm::ArrayRef<PickleGlobal> allowed);

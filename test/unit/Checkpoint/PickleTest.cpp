@@ -95,4 +95,27 @@ TEST(PickleTest, ReportsTruncationAndUnknownOpcodes) {
             std::string::npos);
 }
 
+TEST(PickleTest, RefusesCyclesAndDeepNesting) {
+  // A list that contains itself: EMPTY_LIST BINPUT 0 BINGET 0 APPEND STOP.
+  llvm::Expected<PickleRef> read =
+      readPickle(llvm::StringRef("\x80\x02]q\x00h\x00a.", 9), "cycle.pkl",
+                 checkpointPickleGlobals());
+  ASSERT_FALSE(bool(read));
+  EXPECT_NE(llvm::toString(read.takeError()).find("cycle"), std::string::npos);
+
+  // 100000 nested lists: refused, and taken apart without deep recursion.
+  std::string deep =
+      "\x80\x02" + std::string(100000, ']') + std::string(99999, 'a') + ".";
+  read = readPickle(deep, "deep.pkl", checkpointPickleGlobals());
+  ASSERT_FALSE(bool(read));
+  EXPECT_NE(llvm::toString(read.takeError()).find("nested more than 1000"),
+            std::string::npos);
+  // The same cut short is refused as truncated, also without recursion.
+  read = readPickle(llvm::StringRef(deep).drop_back(1), "deep.pkl",
+                    checkpointPickleGlobals());
+  ASSERT_FALSE(bool(read));
+  EXPECT_NE(llvm::toString(read.takeError()).find("truncated"),
+            std::string::npos);
+}
+
 } // namespace
