@@ -64,7 +64,6 @@ public:
 
   ElementKind getKind() const { return kind; }
   llvm::ArrayRef<int64_t> getShape() const { return shape; }
-  int64_t getRank() const { return shape.size(); }
   int64_t getNumElements() const;
 
   /// The elements; `T` must be the storage type of the kind.
