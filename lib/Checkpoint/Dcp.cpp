@@ -92,6 +92,47 @@ void mlir::titan::copyRegion(const DenseTensor &source, const Box &sourceBox,
   }
 }
 
+/// An element of a tensor of shape `size` that no chunk covers, if one is
+/// found within a bounded search. The uncovered set is a union of cells of
+/// the grid that the chunk boundaries cut, so checking the low corner of
+/// every cell finds one; the search gives up after kMaxCells cells.
+static std::optional<llvm::SmallVector<int64_t>>
+findUncovered(llvm::ArrayRef<int64_t> size, llvm::ArrayRef<Box> chunks) {
+  constexpr int64_t kMaxCells = 100000;
+  size_t rank = size.size();
+  std::vector<std::vector<int64_t>> corners(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    corners[d].push_back(0);
+    for (const Box &chunk : chunks)
+      for (int64_t edge : {chunk.offsets[d], chunk.offsets[d] + chunk.sizes[d]})
+        if (edge < size[d])
+          corners[d].push_back(edge);
+    llvm::sort(corners[d]);
+    corners[d].erase(llvm::unique(corners[d]), corners[d].end());
+  }
+  llvm::SmallVector<size_t> cell(rank, 0);
+  llvm::SmallVector<int64_t> point(rank);
+  for (int64_t tried = 0; tried < kMaxCells; ++tried) {
+    for (size_t d = 0; d < rank; ++d)
+      point[d] = corners[d][cell[d]];
+    bool covered = llvm::any_of(chunks, [&](const Box &chunk) {
+      for (size_t d = 0; d < rank; ++d)
+        if (point[d] < chunk.offsets[d] ||
+            point[d] >= chunk.offsets[d] + chunk.sizes[d])
+          return false;
+      return true;
+    });
+    if (!covered)
+      return point;
+    size_t d = rank;
+    while (d > 0 && ++cell[d - 1] == corners[d - 1].size())
+      cell[--d] = 0;
+    if (d == 0)
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 llvm::Error mlir::titan::validateTiling(StringRef fqn,
                                         llvm::ArrayRef<int64_t> size,
                                         llvm::ArrayRef<Box> chunks) {
@@ -118,13 +159,16 @@ llvm::Error mlir::titan::validateTiling(StringRef fqn,
                     " and " + formatBox(chunks[j]) +
                     " overlap; a replicated value must be saved by one rank "
                     "only");
-  if (covered != total)
-    return fail("tensor '" + fqn + "' of shape " + formatInts(size) +
-                ": its chunks cover " + llvm::Twine(covered) + " of " +
-                llvm::Twine(total) +
-                " elements (a gap); every element must be saved by exactly "
-                "one chunk");
-  return llvm::Error::success();
+  if (covered == total)
+    return llvm::Error::success();
+  std::string where;
+  if (std::optional<llvm::SmallVector<int64_t>> point =
+          findUncovered(size, chunks))
+    where = ", e.g. element " + formatInts(*point);
+  return fail("tensor '" + fqn + "' of shape " + formatInts(size) +
+              ": its chunks cover " + llvm::Twine(covered) + " of " +
+              llvm::Twine(total) + " elements (a gap" + where +
+              "); every element must be saved by exactly one chunk");
 }
 
 //===----------------------------------------------------------------------===//
@@ -625,7 +669,7 @@ llvm::Expected<DcpReader> DcpReader::open(StringRef directory) {
   return DcpReader(directory.str(), std::move(*metadata));
 }
 
-llvm::Expected<std::string>
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 DcpReader::readBlob(const DcpStorageInfo &info) const {
   std::string path = joinPath(directory, info.relativePath);
   uint64_t fileSize;
@@ -643,7 +687,7 @@ DcpReader::readBlob(const DcpStorageInfo &info) const {
   if (!buffer)
     return fail("'" + path + "': cannot read (" + buffer.getError().message() +
                 ")");
-  return (*buffer)->getBuffer().str();
+  return std::move(*buffer);
 }
 
 llvm::Expected<DenseTensor> DcpReader::readBox(StringRef fqn,
@@ -675,13 +719,14 @@ llvm::Expected<DenseTensor> DcpReader::readBox(StringRef fqn,
     const DcpStorageInfo &info = metadata.storage.at(
         {fqn.str(),
          std::vector<int64_t>(chunk.offsets.begin(), chunk.offsets.end())});
-    llvm::Expected<std::string> blob = readBlob(info);
+    llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> blob = readBlob(info);
     if (!blob)
       return blob.takeError();
     std::string blobName = (joinPath(directory, info.relativePath) + "@" +
                             llvm::Twine(info.offset))
                                .str();
-    llvm::Expected<DenseTensor> saved = readTorchSaveTensor(*blob, blobName);
+    llvm::Expected<DenseTensor> saved =
+        readTorchSaveTensor((*blob)->getBuffer(), blobName);
     if (!saved)
       return saved.takeError();
     if (saved->dtype != tensor.dtype || saved->shape != chunk.sizes)
@@ -711,5 +756,9 @@ llvm::Expected<std::string> DcpReader::readBytes(StringRef fqn) const {
       it == metadata.storage.end())
     return fail("checkpoint '" + directory + "' has no bytes entry '" + fqn +
                 "'");
-  return readBlob(it->second);
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> blob =
+      readBlob(it->second);
+  if (!blob)
+    return blob.takeError();
+  return (*blob)->getBuffer().str();
 }

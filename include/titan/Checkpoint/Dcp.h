@@ -18,9 +18,11 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -158,7 +160,8 @@ private:
       : directory(std::move(directory)), metadata(std::move(metadata)) {}
 
   /// Reads the blob `info` points to, checking that the file holds it.
-  llvm::Expected<std::string> readBlob(const DcpStorageInfo &info) const;
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+  readBlob(const DcpStorageInfo &info) const;
 
   std::string directory;
   DcpMetadata metadata;

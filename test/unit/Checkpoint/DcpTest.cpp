@@ -43,7 +43,11 @@ TEST(DcpTest, ValidatesTiling) {
       {box({0, 0}, {2, 6}), box({2, 0}, {2, 3}), box({2, 3}, {2, 3})})));
   std::string gap = errorOf(validateTiling("w", {4, 6}, {box({0, 0}, {2, 6})}));
   EXPECT_NE(gap.find("'w'"), std::string::npos);
-  EXPECT_NE(gap.find("gap"), std::string::npos);
+  EXPECT_NE(gap.find("gap, e.g. element [2, 0]"), std::string::npos) << gap;
+  std::string hole = errorOf(validateTiling(
+      "w", {4, 6},
+      {box({0, 0}, {4, 2}), box({0, 2}, {1, 4}), box({2, 2}, {2, 4})}));
+  EXPECT_NE(hole.find("element [1, 2]"), std::string::npos) << hole;
   std::string overlap =
       errorOf(validateTiling("w", {4}, {box({0}, {3}), box({2}, {2})}));
   EXPECT_NE(overlap.find("overlap"), std::string::npos);
