@@ -33,11 +33,12 @@ std::string mlir::titan::getResultName(func::FuncOp function, unsigned index) {
   return "result" + std::to_string(index);
 }
 
-/// The element kind and shape of a tensor type the interpreter handles.
+/// The element kind and shape (with dynamic dims) of a tensor type the
+/// interpreter handles.
 static std::optional<std::pair<ElementKind, ArrayRef<int64_t>>>
 getKindAndShape(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape())
+  if (!tensor)
     return std::nullopt;
   std::optional<ElementKind> kind = getElementKind(tensor.getElementType());
   if (!kind)
@@ -45,19 +46,79 @@ getKindAndShape(Type type) {
   return std::make_pair(*kind, tensor.getShape());
 }
 
-/// `type` as MLIR prints it, for messages (diagnostics would quote it).
-static std::string typeToString(Type type) {
+/// A type or attribute as MLIR prints it, for messages (diagnostics would
+/// quote it).
+template <typename T>
+static std::string printToString(T entity) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << type;
+  os << entity;
   return text;
 }
 
-/// True when `value` has the kind and shape of `type`.
+/// True when `value` has the kind and rank of `type` and its size on every
+/// static dim of `type`.
 static bool hasType(const TensorValue &value, Type type) {
   auto expected = getKindAndShape(type);
-  return expected && expected->first == value.getKind() &&
-         expected->second == value.getShape();
+  if (!expected || expected->first != value.getKind() ||
+      expected->second.size() != value.getShape().size())
+    return false;
+  return llvm::all_of(llvm::zip_equal(expected->second, value.getShape()),
+                      [](auto dims) {
+                        auto [expectedSize, size] = dims;
+                        return ShapedType::isDynamic(expectedSize) ||
+                               expectedSize == size;
+                      });
+}
+
+/// The runtime shape of a `titan.reshape` of `input` to `type`: static dims
+/// as given; the last dynamic dim is what the element count leaves, and the
+/// dynamic dims before it take the input's size at the same position while
+/// all dims before them agree (batch and sequence dims kept by a reshape).
+static FailureOr<SmallVector<int64_t>>
+inferReshape(Operation *op, ArrayRef<int64_t> input, ArrayRef<int64_t> type) {
+  SmallVector<int64_t> shape(type);
+  size_t lastDynamic = shape.size();
+  for (auto [d, size] : llvm::enumerate(shape))
+    if (ShapedType::isDynamic(size))
+      lastDynamic = d;
+  for (size_t d = 0; d < lastDynamic && d < input.size(); ++d) {
+    if (ShapedType::isDynamic(shape[d]))
+      shape[d] = input[d];
+    if (shape[d] != input[d])
+      break;
+  }
+  int64_t total = 1, known = 1;
+  for (int64_t size : input)
+    total *= size;
+  std::optional<size_t> unknown;
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    if (!ShapedType::isDynamic(size)) {
+      known *= size;
+      continue;
+    }
+    if (unknown)
+      return op->emitOpError("cannot infer more than one dynamic result dim");
+    unknown = d;
+  }
+  if (unknown)
+    shape[*unknown] = known ? total / known : 0;
+  return shape;
+}
+
+/// The runtime shape of a `titan.broadcast_in_dim` of `input` to `type`: a
+/// dynamic result dim takes the size of the operand dim mapped to it.
+static FailureOr<SmallVector<int64_t>>
+inferBroadcast(Operation *op, ArrayRef<int64_t> input, ArrayRef<int64_t> type,
+               ArrayRef<int64_t> dims) {
+  SmallVector<int64_t> shape(type);
+  for (auto [d, resultDim] : llvm::enumerate(dims))
+    if (ShapedType::isDynamic(shape[resultDim]))
+      shape[resultDim] = input[d];
+  if (llvm::any_of(shape, ShapedType::isDynamic))
+    return op->emitOpError("cannot infer a dynamic result dim that no "
+                           "operand dim maps to");
+  return shape;
 }
 
 //===----------------------------------------------------------------------===//
@@ -116,6 +177,7 @@ static FailureOr<TensorValue> evaluate(Operation *op,
   auto resultShape = [&] {
     return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
   };
+  using Result = FailureOr<TensorValue>;
   auto resultKind = [&] {
     return getKindAndShape(op->getResult(0).getType())->first;
   };
@@ -131,7 +193,6 @@ static FailureOr<TensorValue> evaluate(Operation *op,
   };
   auto unary = [&](auto fn) { return mapFloat(*in[0], fn); };
   auto binary = [&](auto fn) { return zipFloat(*in[0], *in[1], fn); };
-  using Result = FailureOr<TensorValue>;
   return llvm::TypeSwitch<Operation *, Result>(op)
       // Elementwise arithmetic.
       .Case([&](AddOp) { return binary([](double a, double b) { return a + b; }); })
@@ -167,7 +228,9 @@ static FailureOr<TensorValue> evaluate(Operation *op,
       // Constants, conversions, masks.
       .Case([&](ConstantOp constant) { return evaluateConstant(constant); })
       .Case([&](CastOp) { return cast(*in[0], resultKind()); })
-      .Case([&](IotaOp iotaOp) {
+      .Case([&](IotaOp iotaOp) -> Result {
+        if (ShapedType::isDynamicShape(resultShape()))
+          return op->emitOpError("needs a static result shape");
         return iota(resultKind(), resultShape(), iotaOp.getDim());
       })
       .Case([&](CompareOp compareOp) -> Result {
@@ -212,18 +275,30 @@ static FailureOr<TensorValue> evaluate(Operation *op,
                                   static_cast<int64_t>(ce.getIgnoreIndex())));
       })
       // Shape ops.
-      .Case([&](ReshapeOp) {
+      .Case([&](ReshapeOp) -> Result {
+        FailureOr<SmallVector<int64_t>> shape =
+            inferReshape(op, in[0]->getShape(), resultShape());
+        if (failed(shape))
+          return failure();
         TensorValue result = *in[0];
-        result.reshape(resultShape());
+        result.reshape(*shape);
         return result;
       })
       .Case([&](TransposeOp t) { return transpose(*in[0], t.getPermutation()); })
       .Case([&](SliceOp s) {
-        return slice(*in[0], s.getStart(), s.getStep(), resultShape());
+        SmallVector<int64_t> shape;
+        for (auto [start, limit, step] :
+             llvm::zip_equal(s.getStart(), s.getLimit(), s.getStep()))
+          shape.push_back((limit - start + step - 1) / step);
+        return slice(*in[0], s.getStart(), s.getStep(), shape);
       })
       .Case([&](ConcatOp c) { return concat(in, c.getDim()); })
-      .Case([&](BroadcastInDimOp b) {
-        return broadcastInDim(*in[0], resultShape(), b.getDims());
+      .Case([&](BroadcastInDimOp b) -> Result {
+        FailureOr<SmallVector<int64_t>> shape = inferBroadcast(
+            op, in[0]->getShape(), resultShape(), b.getDims());
+        if (failed(shape))
+          return failure();
+        return broadcastInDim(*in[0], *shape, b.getDims());
       })
       .Case([&](RedistributeOp) -> Result {
         if (numRanks > 1)
@@ -302,7 +377,7 @@ Execution::bindArguments(std::vector<std::vector<TensorValue>> arguments) {
           diag << "on rank " << rank << ": ";
         return diag << "argument '"
                     << getArgumentName(function, arg.getArgNumber())
-                    << "' expects " << typeToString(arg.getType()) << ", got "
+                    << "' expects " << printToString(arg.getType()) << ", got "
                     << value.getTypeString();
       }
       values[rank][arg] = std::move(value);
@@ -316,7 +391,7 @@ LogicalResult Execution::define(Operation *op, Value result, int64_t rank,
   if (!hasType(value, result.getType()))
     return op->emitOpError() << "produced " << value.getTypeString()
                            << " on rank " << rank << " for a result of type "
-                           << typeToString(result.getType());
+                           << printToString(result.getType());
   values[rank][result] = std::move(value);
   return success();
 }
@@ -528,13 +603,13 @@ FailureOr<Interpreter> Interpreter::create(ModuleOp module, StringRef entry,
       return function.emitError()
              << "argument '" << getArgumentName(function, index)
              << "' has a type the interpreter does not handle: "
-             << typeToString(type);
+             << printToString(type);
   for (auto [index, type] : llvm::enumerate(function.getResultTypes()))
     if (!getKindAndShape(type))
       return function.emitError()
              << "result '" << getResultName(function, index)
              << "' has a type the interpreter does not handle: "
-             << typeToString(type);
+             << printToString(type);
   std::map<std::string, DeviceMesh> meshes;
   for (MeshOp mesh : module.getOps<MeshOp>()) {
     SmallVector<std::string> names(
@@ -568,7 +643,7 @@ ElementKind Interpreter::getArgumentKind(unsigned index) const {
 std::string Interpreter::describeGlobalArgument(unsigned index) const {
   func::FuncOp function = getFunction();
   auto type = cast<RankedTensorType>(function.getArgumentTypes()[index]);
-  std::string local = typeToString(type);
+  std::string local = printToString(type);
   auto placements = function.getArgAttrOfType<PlacementsAttr>(
       index, TitanDialect::kPlacementsAttrName);
   if (numRanks == 1 || !placements)
@@ -578,16 +653,11 @@ std::string Interpreter::describeGlobalArgument(unsigned index) const {
     return local;
   SmallVector<int64_t> global(type.getShape());
   for (auto [axis, placement] : llvm::enumerate(placements.getPlacements()))
-    if (placement.isShard())
+    if (placement.isShard() && !ShapedType::isDynamic(global[placement.getDim()]))
       global[placement.getDim()] *= mesh->second.getSize(axis);
-  std::string text;
-  llvm::raw_string_ostream out(text);
-  out << "tensor<";
-  for (int64_t size : global)
-    out << size << "x";
-  out << type.getElementType() << "> when evenly sharded (each rank holds "
-      << local << " under " << placements << ")";
-  return text;
+  return printToString(type.clone(global)) +
+         " when evenly sharded (each rank holds " + local + " under " +
+         printToString(placements) + ")";
 }
 
 FailureOr<std::vector<std::vector<TensorValue>>>
@@ -637,7 +707,7 @@ Interpreter::shardArgument(unsigned index, const TensorValue &global) const {
              << "argument '" << name << "': the global "
              << global.getTypeString() << " under " << placements
              << " gives rank " << rank << " a " << local.getTypeString()
-             << ", but the program expects " << typeToString(expected);
+             << ", but the program expects " << printToString(expected);
     locals.push_back(std::move(local));
   }
   return locals;

@@ -40,7 +40,8 @@ class Interpreter {
 public:
   /// Prepares to run the function `entry` of `module` on `numRanks` ranks.
   /// Fails unless the function exists, is one block, and its arguments and
-  /// results are static tensors of element types the interpreter handles.
+  /// results are ranked tensors of element types the interpreter handles.
+  /// Dims may be dynamic: shapes come from the arguments at run time.
   /// That every mesh the run needs has `numRanks` devices is checked on use.
   static FailureOr<Interpreter> create(ModuleOp module, llvm::StringRef entry,
                                        int64_t numRanks);

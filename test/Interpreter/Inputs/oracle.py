@@ -254,6 +254,21 @@ def mesh2d(rng):
     return inputs, expected
 
 
+@case
+def dynamic(rng):
+    inputs = {"table": randn(rng, 10, 8), "tokens": rng.integers(0, 10, (3, 5)),
+              "w": randn(rng, 8, 8), "v": randn(rng, 6)}
+
+    def expected(i):
+        h = F.embedding(t(i["tokens"]), t(i["table"]))
+        heads = (h @ t(i["w"])).reshape(3, 5, 2, 4).transpose(1, 2)
+        attended = sdpa(heads, heads, heads, True, 0.5)
+        return {"hidden": h, "heads": heads, "rows": t(i["v"]).expand(3, 6),
+                "attended": attended.transpose(1, 2).reshape(3, 5, 8),
+                "flat": h.reshape(-1)}
+    return inputs, expected
+
+
 def bf16_to_npy(x):
     """A torch bfloat16 tensor as titan's .npy form: raw bits in uint16."""
     return x.view(torch.int16).numpy().view(np.uint16)
