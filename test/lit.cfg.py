@@ -33,6 +33,7 @@ tools = [
     "titan-opt",
     "titan-ckpt",
     "titan-eval",
+    "titan-compile",
     ToolSubst("%PYTHON", config.python_executable, unresolved="ignore"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -263,16 +263,19 @@ llvm::Expected<SmallVector<int64_t>> resolveShape(ArrayRef<int64_t> from,
       known *= d;
     }
   }
+  auto mismatch = [&] {
+    return makeError(
+        llvm::formatv("cannot view a tensor of {0} elements as shape [{1}]",
+                      total, llvm::make_range(to.begin(), to.end())));
+  };
   if (inferred >= 0) {
     if (known == 0 || total % known != 0)
-      return makeError("cannot infer the -1 dimension");
+      return mismatch();
     to[inferred] = total / known;
     known *= to[inferred];
   }
   if (known != total)
-    return makeError(
-        llvm::formatv("cannot view a tensor of {0} elements as shape [{1}]",
-                      total, llvm::make_range(to.begin(), to.end())));
+    return mismatch();
   return SmallVector<int64_t>(to.begin(), to.end());
 }
 
@@ -851,6 +854,19 @@ Outputs convertCat(GraphImporter &importer, Node *node, bool stack) {
   llvm::Expected<int64_t> d = normalizeDim(*dim, rank);
   if (!d)
     return d.takeError();
+  ArrayRef<int64_t> firstShape = tensorType(list.items[0].tensor).getShape();
+  for (const ImportedValue &item : list.items) {
+    ArrayRef<int64_t> shape = tensorType(item.tensor).getShape();
+    bool compatible = shape.size() == firstShape.size();
+    for (size_t i = 0; compatible && i < shape.size(); ++i)
+      compatible = shape[i] == firstShape[i] || (!stack && (int64_t)i == *d);
+    if (!compatible)
+      return makeError(llvm::formatv(
+          "{0} needs tensors of equal shapes{1}: [{2}] vs [{3}]",
+          stack ? "stack" : "cat", stack ? "" : " except in the cat dim",
+          llvm::make_range(firstShape.begin(), firstShape.end()),
+          llvm::make_range(shape.begin(), shape.end())));
+  }
   for (const ImportedValue &item : list.items) {
     auto prepare = [&](Value v) {
       v = emit.cast(v, element);
@@ -1285,6 +1301,17 @@ Outputs convertLogicalNot(GraphImporter &importer, Node *node) {
   return single(emit.compare("eq", *x, emit.splat(tensorType(*x), 0.0)));
 }
 
+/// aten::Bool: a Python bool of a number; of a tensor it would make control
+/// flow depend on data, which titan programs cannot have.
+Outputs convertBool(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  if (x.isNumber())
+    return single(ImportedValue::ofBool(x.asDouble() != 0));
+  return makeError("converting a tensor to a Python bool makes control flow "
+                   "depend on data, which titan programs cannot have; "
+                   "compute both branches and use torch.where instead");
+}
+
 Outputs convertRelu(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   if (!x)
@@ -1454,6 +1481,7 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::gelu"}, convertGelu);
   add({"aten::relu"}, convertRelu);
   add({"aten::logical_not"}, convertLogicalNot);
+  add({"aten::Bool"}, convertBool);
   add({"aten::eq"}, compare("eq"));
   add({"aten::ne"}, compare("ne"));
   add({"aten::lt"}, compare("lt"));

@@ -503,8 +503,8 @@ static std::string inputName(torch::jit::Value *value, size_t index) {
 static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
     MLIRContext &context, torch::jit::Graph &graph,
     const TorchScriptImportOptions &options,
-    const std::function<void(GraphImporter &, std::vector<ImportedValue> &)>
-        &bindSelf) {
+    const std::function<llvm::Error(GraphImporter &,
+                                    std::vector<ImportedValue> &)> &bindSelf) {
   context.loadDialect<TitanDialect, func::FuncDialect>();
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
   auto block = std::make_unique<Block>();
@@ -513,7 +513,8 @@ static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
   std::vector<ImportedValue> graphInputs;
   size_t first = 0;
   if (bindSelf) {
-    bindSelf(importer, graphInputs);
+    if (llvm::Error error = bindSelf(importer, graphInputs))
+      return std::move(error);
     first = 1;
   }
   for (size_t i = first; i < graph.inputs().size(); ++i) {
@@ -578,13 +579,15 @@ static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
   return module;
 }
 
-/// The raw bytes of a contiguous CPU tensor, or empty when the tensor holds
-/// less storage than its shape needs (a shape-only export's expanded view).
+/// The raw bytes of a CPU tensor in row-major order, or empty when the
+/// tensor holds less storage than its shape needs (a shape-only export's
+/// expanded view, which must never be materialized).
 static std::vector<char> tensorBytes(const at::Tensor &tensor) {
-  if (!tensor.is_contiguous())
-    return {};
   size_t bytes = tensor.numel() * tensor.element_size();
-  const char *data = static_cast<const char *>(tensor.data_ptr());
+  if (!tensor.has_storage() || tensor.storage().nbytes() < bytes)
+    return {};
+  at::Tensor dense = tensor.contiguous();
+  const char *data = static_cast<const char *>(dense.data_ptr());
   return std::vector<char>(data, data + bytes);
 }
 
@@ -666,8 +669,8 @@ private:
       return llvm::Error::success(); // A tied parameter.
     std::vector<int64_t> shape(tensor.sizes().begin(), tensor.sizes().end());
     if (tensor.is_complex()) {
-      at::Tensor real = at::real(tensor).contiguous();
-      at::Tensor imag = at::imag(tensor).contiguous();
+      at::Tensor real = at::real(tensor);
+      at::Tensor imag = at::imag(tensor);
       Type element = toElementType(context, real.scalar_type());
       auto type = RankedTensorType::get(shape, element);
       Value realArg = importer.addArgument(type, fqn + ".real", role);
@@ -696,7 +699,7 @@ private:
     if (!options.onWeight)
       return llvm::Error::success();
     ImportedTensor weight{name, shape, elementTypeName(element),
-                          tensorBytes(tensor.contiguous())};
+                          tensorBytes(tensor)};
     return options.onWeight(weight);
   }
 
@@ -753,24 +756,16 @@ mlir::titan::importTorchScriptFile(MLIRContext &context, llvm::StringRef path,
     torch::jit::Inline(*graph);
     torch::jit::EliminateDeadCode(graph);
     ModuleAttributes attributes(context, module, options);
-    llvm::Error bindError = llvm::Error::success();
     auto bindSelf = [&](GraphImporter &importer,
-                        std::vector<ImportedValue> &inputs) {
-      bindError = attributes.addParameters(importer);
+                        std::vector<ImportedValue> &inputs) -> llvm::Error {
       importer.getAttr = [&attributes, &importer](const ImportedValue &owner,
                                                   llvm::StringRef name) {
         return attributes.get(importer, owner, name);
       };
       inputs.push_back(attributes.self());
+      return attributes.addParameters(importer);
     };
-    llvm::Expected<OwningOpRef<ModuleOp>> result =
-        importGraph(context, *graph, options, bindSelf);
-    if (bindError) {
-      if (result)
-        return std::move(bindError);
-      llvm::consumeError(std::move(bindError));
-    }
-    return result;
+    return importGraph(context, *graph, options, bindSelf);
   } catch (const c10::Error &error) {
     return makeError("while importing '" + path +
                      "': " + error.what_without_backtrace());

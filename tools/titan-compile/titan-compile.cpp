@@ -67,7 +67,8 @@ static std::optional<NpyDType> npyTypeOf(llvm::StringRef elementType) {
 }
 
 /// Writes one imported tensor as DIR/<name>.npy.
-static llvm::Error writeWeight(const ImportedTensor &weight) {
+static llvm::Error writeWeight(llvm::StringRef dir,
+                               const ImportedTensor &weight) {
   if (weight.data.empty())
     return llvm::createStringError(
         "'" + weight.name +
@@ -82,10 +83,56 @@ static llvm::Error writeWeight(const ImportedTensor &weight) {
   array.dtype = *dtype;
   array.shape.assign(weight.shape.begin(), weight.shape.end());
   array.data = weight.data;
-  llvm::SmallString<256> path(exportWeights);
+  llvm::SmallString<256> path(dir);
   llvm::sys::path::append(path, weight.name + ".npy");
   return writeNpy(path, array);
 }
+
+/// Weights are written into a staging directory inside --export-weights and
+/// moved into place only when the whole import succeeded, so a failed run
+/// leaves no partial set of files.
+class WeightExport {
+public:
+  /// Creates the staging directory.
+  llvm::Error begin() {
+    if (std::error_code error =
+            llvm::sys::fs::create_directories(exportWeights))
+      return llvm::createStringError("cannot create '" + exportWeights +
+                                     "': " + error.message());
+    staging = exportWeights;
+    llvm::sys::path::append(staging, ".titan-compile-partial");
+    llvm::sys::fs::remove_directories(staging);
+    if (std::error_code error = llvm::sys::fs::create_directory(staging))
+      return llvm::createStringError("cannot create '" + staging +
+                                     "': " + error.message());
+    return llvm::Error::success();
+  }
+  llvm::Error write(const ImportedTensor &weight) {
+    names.push_back(weight.name + ".npy");
+    return writeWeight(staging, weight);
+  }
+  /// Moves the staged files into the export directory.
+  llvm::Error commit() {
+    for (const std::string &name : names) {
+      llvm::SmallString<256> from(staging), to(exportWeights);
+      llvm::sys::path::append(from, name);
+      llvm::sys::path::append(to, name);
+      if (std::error_code error = llvm::sys::fs::rename(from, to))
+        return llvm::createStringError("cannot move '" + from + "' to '" + to +
+                                       "': " + error.message());
+    }
+    llvm::sys::fs::remove_directories(staging);
+    return llvm::Error::success();
+  }
+  ~WeightExport() {
+    if (!staging.empty())
+      llvm::sys::fs::remove_directories(staging);
+  }
+
+private:
+  llvm::SmallString<256> staging;
+  std::vector<std::string> names;
+};
 
 /// Prints parameter and op counts of the imported module.
 static void summarize(ModuleOp module) {
@@ -129,11 +176,13 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(parsed.takeError()));
     options.inputs[name] = *parsed;
   }
+  WeightExport weights;
   if (!exportWeights.empty()) {
-    if (std::error_code error =
-            llvm::sys::fs::create_directories(exportWeights))
-      return fail("cannot create '" + exportWeights + "': " + error.message());
-    options.onWeight = writeWeight;
+    if (llvm::Error error = weights.begin())
+      return fail(llvm::toString(std::move(error)));
+    options.onWeight = [&weights](const ImportedTensor &weight) {
+      return weights.write(weight);
+    };
   }
 
   // A file in TorchScript's textual graph IR ("graph(%x : ...):") is
@@ -151,6 +200,9 @@ int main(int argc, char **argv) {
     return fail(llvm::toString(module.takeError()));
   if (printSummary)
     summarize(**module);
+  if (!exportWeights.empty())
+    if (llvm::Error error = weights.commit())
+      return fail(llvm::toString(std::move(error)));
 
   // Write to a temporary file and rename it only on success, so a failed
   // run never leaves a partial output.
