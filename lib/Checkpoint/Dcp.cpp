@@ -12,6 +12,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstring>
+#include <set>
 
 using namespace mlir::titan;
 using llvm::StringRef;
@@ -536,103 +537,176 @@ llvm::Expected<DcpMetadata> mlir::titan::decodeDcpMetadata(StringRef bytes,
 // Writing
 //===----------------------------------------------------------------------===//
 
-static llvm::Error writeFile(StringRef path, StringRef contents) {
+llvm::Error mlir::titan::validateDcpMetadata(const DcpMetadata &metadata) {
+  for (const auto &[fqn, tensor] : metadata.tensors) {
+    if (llvm::Error err = validateTiling(fqn, tensor.size, tensor.chunks))
+      return err;
+    for (const Box &chunk : tensor.chunks)
+      if (!metadata.storage.count(
+              {fqn, std::vector<int64_t>(chunk.offsets.begin(),
+                                         chunk.offsets.end())}))
+        return fail("tensor '" + fqn + "' chunk " + formatBox(chunk) +
+                    " has no storage entry");
+  }
+  for (const std::string &fqn : metadata.bytesEntries)
+    if (!metadata.storage.count({fqn, {}}))
+      return fail("bytes entry '" + fqn + "' has no storage entry");
+  return llvm::Error::success();
+}
+
+std::string mlir::titan::dcpDataFileName(unsigned rank) {
+  return "__" + std::to_string(rank) + "_0.distcp";
+}
+
+/// The metadata of `ranks` without storage entries, checked for consistency
+/// and exact tiling.
+static llvm::Expected<DcpMetadata>
+describeRanks(llvm::ArrayRef<DcpRankData> ranks) {
+  DcpMetadata metadata;
+  std::set<unsigned> seenRanks;
+  for (const DcpRankData &rank : ranks) {
+    if (!seenRanks.insert(rank.rank).second)
+      return fail("rank " + llvm::Twine(rank.rank) + " is given twice");
+    for (const DcpTensorChunk &chunk : rank.chunks) {
+      auto [it, inserted] = metadata.tensors.try_emplace(chunk.fqn);
+      DcpTensorMetadata &tensor = it->second;
+      if (inserted) {
+        tensor.dtype = chunk.data.dtype;
+        tensor.size = chunk.globalSize;
+      } else if (tensor.dtype != chunk.data.dtype ||
+                 tensor.size != chunk.globalSize) {
+        return fail("tensor '" + chunk.fqn +
+                    "': its chunks disagree on dtype or global size (" +
+                    torchDTypeName(tensor.dtype) + " " +
+                    formatInts(tensor.size) + " vs " +
+                    torchDTypeName(chunk.data.dtype) + " " +
+                    formatInts(chunk.globalSize) + ")");
+      }
+      if (chunk.offsets.size() != chunk.data.shape.size())
+        return fail("tensor '" + chunk.fqn + "': chunk offsets " +
+                    formatInts(chunk.offsets) + " do not match its shape " +
+                    formatInts(chunk.data.shape));
+      size_t bytes =
+          chunk.data.numElements() * torchDTypeSize(chunk.data.dtype);
+      if (chunk.data.data.size() != bytes)
+        return fail("tensor '" + chunk.fqn + "' chunk at " +
+                    formatInts(chunk.offsets) + " has " +
+                    llvm::Twine(chunk.data.data.size()) +
+                    " bytes of data, its shape needs " + llvm::Twine(bytes));
+      tensor.chunks.push_back({chunk.offsets, chunk.data.shape});
+    }
+  }
+  for (const auto &[fqn, tensor] : metadata.tensors)
+    if (llvm::Error err = validateTiling(fqn, tensor.size, tensor.chunks))
+      return std::move(err);
+  for (const DcpRankData &rank : ranks) {
+    for (const DcpBytesEntry &entry : rank.bytesEntries) {
+      if (metadata.tensors.count(entry.fqn) ||
+          llvm::is_contained(metadata.bytesEntries, entry.fqn))
+        return fail("'" + entry.fqn + "' is saved twice");
+      metadata.bytesEntries.push_back(entry.fqn);
+    }
+  }
+  return metadata;
+}
+
+llvm::Expected<DcpStorageMap>
+mlir::titan::writeDcpDataFile(StringRef directory, const DcpRankData &data) {
+  std::string name = dcpDataFileName(data.rank);
+  std::string path = joinPath(directory, name);
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (ec)
     return fail("cannot write '" + path + "': " + ec.message());
-  os << contents;
+  // Closes and removes the partial file.
+  auto abandon = [&](const llvm::Twine &message) {
+    os.close();
+    os.clear_error();
+    llvm::sys::fs::remove(path);
+    return fail(message);
+  };
+  DcpStorageMap storage;
+  auto append = [&](DcpStorageKey key, StringRef blob) {
+    storage[std::move(key)] = {name, os.tell(), blob.size()};
+    os << blob;
+  };
+  for (const DcpTensorChunk &chunk : data.chunks) {
+    llvm::Expected<std::string> blob = writeTorchSaveTensor(chunk.data);
+    if (!blob)
+      return abandon("tensor '" + chunk.fqn + "' chunk at " +
+                     formatInts(chunk.offsets) + ": " +
+                     llvm::toString(blob.takeError()));
+    append({chunk.fqn,
+            std::vector<int64_t>(chunk.offsets.begin(), chunk.offsets.end())},
+           *blob);
+  }
+  for (const DcpBytesEntry &entry : data.bytesEntries)
+    append({entry.fqn, {}}, entry.data);
   os.close();
   if (os.has_error())
-    return fail("cannot write '" + path + "': " + os.error().message());
+    return abandon("cannot write '" + path + "': " + os.error().message());
+  return storage;
+}
+
+llvm::Error mlir::titan::writeDcpMetadata(StringRef directory,
+                                          const DcpMetadata &metadata,
+                                          DcpFlavor flavor) {
+  if (llvm::Error err = validateDcpMetadata(metadata))
+    return fail("refusing to write the .metadata of '" + directory +
+                "': " + llvm::toString(std::move(err)));
+  std::string temporary = joinPath(directory, ".metadata.tmp");
+  std::string path = joinPath(directory, ".metadata");
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(temporary, ec);
+    if (ec)
+      return fail("cannot write '" + temporary + "': " + ec.message());
+    os << encodeDcpMetadata(metadata, flavor);
+    os.close();
+    if (os.has_error()) {
+      std::string message = os.error().message();
+      os.clear_error();
+      llvm::sys::fs::remove(temporary);
+      return fail("cannot write '" + temporary + "': " + message);
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(temporary, path)) {
+    llvm::sys::fs::remove(temporary);
+    return fail("cannot rename '" + temporary + "' to '" + path +
+                "': " + ec.message());
+  }
   return llvm::Error::success();
 }
 
-llvm::Error mlir::titan::writeDcpCheckpoint(
-    StringRef directory, llvm::ArrayRef<DcpTensorChunk> chunks,
-    llvm::ArrayRef<DcpBytesEntry> bytesEntries, DcpFlavor flavor) {
-  // Build and validate the metadata before touching the file system.
-  DcpMetadata metadata;
-  for (const DcpTensorChunk &chunk : chunks) {
-    auto [it, inserted] = metadata.tensors.try_emplace(chunk.fqn);
-    DcpTensorMetadata &tensor = it->second;
-    if (inserted) {
-      tensor.dtype = chunk.data.dtype;
-      tensor.size = chunk.globalSize;
-    } else if (tensor.dtype != chunk.data.dtype ||
-               tensor.size != chunk.globalSize) {
-      return fail("tensor '" + chunk.fqn +
-                  "': its chunks disagree on dtype or global size (" +
-                  torchDTypeName(tensor.dtype) + " " + formatInts(tensor.size) +
-                  " vs " + torchDTypeName(chunk.data.dtype) + " " +
-                  formatInts(chunk.globalSize) + ")");
-    }
-    if (chunk.offsets.size() != chunk.data.shape.size())
-      return fail("tensor '" + chunk.fqn + "': chunk offsets " +
-                  formatInts(chunk.offsets) + " do not match its shape " +
-                  formatInts(chunk.data.shape));
-    tensor.chunks.push_back({chunk.offsets, chunk.data.shape});
-  }
-  for (const auto &[fqn, tensor] : metadata.tensors)
-    if (llvm::Error err = validateTiling(fqn, tensor.size, tensor.chunks))
-      return err;
-  for (const DcpBytesEntry &entry : bytesEntries) {
-    if (metadata.tensors.count(entry.fqn) ||
-        llvm::is_contained(metadata.bytesEntries, entry.fqn))
-      return fail("'" + entry.fqn + "' is saved twice");
-    metadata.bytesEntries.push_back(entry.fqn);
-  }
-
-  // Serialize every rank's file in memory.
-  std::map<unsigned, std::string> files;
-  auto fileName = [](unsigned rank) {
-    return "__" + std::to_string(rank) + "_0.distcp";
-  };
-  for (const DcpTensorChunk &chunk : chunks) {
-    llvm::Expected<std::string> blob = writeTorchSaveTensor(chunk.data);
-    if (!blob)
-      return fail("tensor '" + chunk.fqn + "' chunk at " +
-                  formatInts(chunk.offsets) + ": " +
-                  llvm::toString(blob.takeError()));
-    std::string &file = files[chunk.rank];
-    metadata.storage[{chunk.fqn, std::vector<int64_t>(chunk.offsets.begin(),
-                                                      chunk.offsets.end())}] = {
-        fileName(chunk.rank), file.size(), blob->size()};
-    file += *blob;
-  }
-  for (const DcpBytesEntry &entry : bytesEntries) {
-    std::string &file = files[entry.rank];
-    metadata.storage[{entry.fqn, {}}] = {fileName(entry.rank), file.size(),
-                                         entry.data.size()};
-    file += entry.data;
-  }
-  std::string encoded = encodeDcpMetadata(metadata, flavor);
-
+llvm::Error mlir::titan::writeDcpCheckpoint(StringRef directory,
+                                            llvm::ArrayRef<DcpRankData> ranks,
+                                            DcpFlavor flavor) {
+  llvm::Expected<DcpMetadata> metadata = describeRanks(ranks);
+  if (!metadata)
+    return metadata.takeError();
   if (std::error_code ec = llvm::sys::fs::create_directories(directory))
     return fail("cannot create checkpoint directory '" + directory +
                 "': " + ec.message());
   // A stale .metadata would describe data files about to be replaced.
-  std::string metadataPath = joinPath(directory, ".metadata");
-  llvm::sys::fs::remove(metadataPath);
+  llvm::sys::fs::remove(joinPath(directory, ".metadata"));
   std::vector<std::string> written;
-  auto cleanUp = [&](llvm::Error err) {
+  auto removeWritten = [&] {
     for (const std::string &path : written)
       llvm::sys::fs::remove(path);
-    return err;
   };
-  for (const auto &[rank, contents] : files) {
-    std::string path = joinPath(directory, fileName(rank));
-    written.push_back(path);
-    if (llvm::Error err = writeFile(path, contents))
-      return cleanUp(std::move(err));
+  for (const DcpRankData &rank : ranks) {
+    llvm::Expected<DcpStorageMap> storage = writeDcpDataFile(directory, rank);
+    if (!storage) {
+      removeWritten();
+      return storage.takeError();
+    }
+    metadata->storage.merge(*storage);
+    written.push_back(joinPath(directory, dcpDataFileName(rank.rank)));
   }
-  std::string temporary = joinPath(directory, ".metadata.tmp");
-  written.push_back(temporary);
-  if (llvm::Error err = writeFile(temporary, encoded))
-    return cleanUp(std::move(err));
-  if (std::error_code ec = llvm::sys::fs::rename(temporary, metadataPath))
-    return cleanUp(fail("cannot rename '" + temporary + "' to '" +
-                        metadataPath + "': " + ec.message()));
+  if (llvm::Error err = writeDcpMetadata(directory, *metadata, flavor)) {
+    removeWritten();
+    return err;
+  }
   return llvm::Error::success();
 }
 
@@ -652,20 +726,8 @@ llvm::Expected<DcpReader> DcpReader::open(StringRef directory) {
       decodeDcpMetadata((*buffer)->getBuffer(), path);
   if (!metadata)
     return metadata.takeError();
-  for (const auto &[fqn, tensor] : metadata->tensors) {
-    if (llvm::Error err = validateTiling(fqn, tensor.size, tensor.chunks))
-      return fail("'" + path + "': " + llvm::toString(std::move(err)));
-    for (const Box &chunk : tensor.chunks)
-      if (!metadata->storage.count(
-              {fqn, std::vector<int64_t>(chunk.offsets.begin(),
-                                         chunk.offsets.end())}))
-        return fail("'" + path + "': tensor '" + fqn + "' chunk " +
-                    formatBox(chunk) + " has no storage entry");
-  }
-  for (const std::string &fqn : metadata->bytesEntries)
-    if (!metadata->storage.count({fqn, {}}))
-      return fail("'" + path + "': bytes entry '" + fqn +
-                  "' has no storage entry");
+  if (llvm::Error err = validateDcpMetadata(*metadata))
+    return fail("'" + path + "': " + llvm::toString(std::move(err)));
   return DcpReader(directory.str(), std::move(*metadata));
 }
 

@@ -190,9 +190,11 @@ static llvm::Expected<llvm::SmallVector<int64_t>> parseGrid(StringRef spec) {
 }
 
 /// Splits `tensor` into a grid of chunks as torch.chunk does per dimension
-/// (parts of ceil(size / count) elements; empty parts are dropped).
-static llvm::Expected<std::vector<DcpTensorChunk>>
-splitTensor(StringRef fqn, DenseTensor tensor, llvm::ArrayRef<int64_t> grid) {
+/// (parts of ceil(size / count) elements; empty parts are dropped) and adds
+/// the chunks, in row-major order, to ranks 0, 1, ...
+static llvm::Error splitTensor(StringRef fqn, const DenseTensor &tensor,
+                               llvm::ArrayRef<int64_t> grid,
+                               std::map<unsigned, DcpRankData> &ranks) {
   if (grid.size() != tensor.shape.size())
     return fail("--chunks for '" + fqn + "' has " + llvm::Twine(grid.size()) +
                 " counts but the tensor has rank " +
@@ -200,7 +202,6 @@ splitTensor(StringRef fqn, DenseTensor tensor, llvm::ArrayRef<int64_t> grid) {
   Box whole;
   whole.offsets.assign(tensor.shape.size(), 0);
   whole.sizes = tensor.shape;
-  std::vector<DcpTensorChunk> chunks;
   int64_t cells = 1;
   for (int64_t count : grid)
     cells *= count;
@@ -221,16 +222,17 @@ splitTensor(StringRef fqn, DenseTensor tensor, llvm::ArrayRef<int64_t> grid) {
       continue;
     DcpTensorChunk chunk;
     chunk.fqn = fqn.str();
-    chunk.rank = rank++;
     chunk.globalSize = tensor.shape;
     chunk.offsets = box.offsets;
     chunk.data.dtype = tensor.dtype;
     chunk.data.shape = box.sizes;
     chunk.data.data.resize(box.numElements() * torchDTypeSize(tensor.dtype));
     copyRegion(tensor, whole, chunk.data, box, box);
-    chunks.push_back(std::move(chunk));
+    DcpRankData &rankData = ranks[rank];
+    rankData.rank = rank++;
+    rankData.chunks.push_back(std::move(chunk));
   }
-  return chunks;
+  return llvm::Error::success();
 }
 
 static llvm::Error save() {
@@ -254,7 +256,7 @@ static llvm::Error save() {
     return fail("cannot list '" + fromDir + "': " + ec.message());
   llvm::sort(paths);
 
-  std::vector<DcpTensorChunk> chunks;
+  std::map<unsigned, DcpRankData> ranks;
   for (const std::string &path : paths) {
     std::string fqn = llvm::sys::path::stem(path).str();
     llvm::Expected<NpyArray> array = readNpy(path);
@@ -266,18 +268,19 @@ static llvm::Error save() {
     DenseTensor tensor{*dtype, array->shape, std::move(array->data)};
     auto grid = grids.find(fqn);
     llvm::SmallVector<int64_t> ones(tensor.shape.size(), 1);
-    llvm::Expected<std::vector<DcpTensorChunk>> split = splitTensor(
-        fqn, std::move(tensor), grid == grids.end() ? ones : grid->second);
-    if (!split)
-      return split.takeError();
+    if (llvm::Error err = splitTensor(
+            fqn, tensor, grid == grids.end() ? ones : grid->second, ranks))
+      return err;
     if (grid != grids.end())
       grids.erase(grid);
-    std::move(split->begin(), split->end(), std::back_inserter(chunks));
   }
   if (!grids.empty())
     return fail("--chunks names '" + grids.begin()->first +
                 "', which has no .npy file in '" + fromDir + "'");
-  return writeDcpCheckpoint(toDir, chunks, {}, flavor);
+  std::vector<DcpRankData> rankList;
+  for (auto &entry : ranks)
+    rankList.push_back(std::move(entry.second));
+  return writeDcpCheckpoint(toDir, rankList, flavor);
 }
 
 static llvm::Error load() {

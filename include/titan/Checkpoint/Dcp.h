@@ -107,11 +107,14 @@ std::string encodeDcpMetadata(const DcpMetadata &metadata, DcpFlavor flavor);
 llvm::Expected<DcpMetadata> decodeDcpMetadata(llvm::StringRef bytes,
                                               llvm::StringRef name);
 
+/// Checks that `metadata` describes a loadable checkpoint: every tensor's
+/// chunks tile it exactly and every chunk and bytes entry has a storage
+/// entry.
+llvm::Error validateDcpMetadata(const DcpMetadata &metadata);
+
 /// One contiguous chunk of a tensor to save.
 struct DcpTensorChunk {
   std::string fqn;
-  /// The rank that writes it: it goes to `__{rank}_0.distcp`.
-  unsigned rank = 0;
   /// The tensor's global shape.
   llvm::SmallVector<int64_t> globalSize;
   /// The chunk's offsets in the global tensor; its sizes are data.shape.
@@ -122,24 +125,48 @@ struct DcpTensorChunk {
 /// An opaque byte blob to save (BytesStorageMetadata).
 struct DcpBytesEntry {
   std::string fqn;
-  unsigned rank = 0;
   std::string data;
 };
 
-/// Writes a checkpoint into `directory` (created if missing): one
-/// `__{rank}_0.distcp` file per writing rank, then `.metadata`. Everything
-/// is validated first (consistent dtypes and global sizes per tensor, exact
-/// tiling, data sizes); on any error nothing is left behind.
+/// What one rank saves; it goes to its data file `__{rank}_0.distcp`.
+struct DcpRankData {
+  unsigned rank = 0;
+  std::vector<DcpTensorChunk> chunks;
+  std::vector<DcpBytesEntry> bytesEntries;
+};
+
+/// Where blobs were stored, by storage key.
+using DcpStorageMap = std::map<DcpStorageKey, DcpStorageInfo>;
+
+/// The name of rank `rank`'s data file, `__{rank}_0.distcp`.
+std::string dcpDataFileName(unsigned rank);
+
+/// Writes the data file of one rank into the existing `directory`, one blob
+/// at a time, and returns where each blob landed. Each rank of a
+/// distributed save calls this; the coordinator then merges the storage
+/// maps into the metadata and calls writeDcpMetadata. On error the file is
+/// removed.
+llvm::Expected<DcpStorageMap> writeDcpDataFile(llvm::StringRef directory,
+                                               const DcpRankData &data);
+
+/// Validates `metadata` (validateDcpMetadata) and writes it as
+/// `directory/.metadata`: to `.metadata.tmp` first, then renamed, so that a
+/// reader never sees a partial file.
+llvm::Error writeDcpMetadata(llvm::StringRef directory,
+                             const DcpMetadata &metadata, DcpFlavor flavor);
+
+/// Writes a whole checkpoint from one process into `directory` (created if
+/// missing): every rank's data file, then `.metadata`. Everything is
+/// validated first (consistent dtypes and global sizes per tensor, data
+/// sizes, exact tiling, unique names); on any error nothing is left behind.
 llvm::Error writeDcpCheckpoint(llvm::StringRef directory,
-                               llvm::ArrayRef<DcpTensorChunk> chunks,
-                               llvm::ArrayRef<DcpBytesEntry> bytesEntries,
+                               llvm::ArrayRef<DcpRankData> ranks,
                                DcpFlavor flavor);
 
 /// A checkpoint directory opened for reading.
 class DcpReader {
 public:
-  /// Reads and validates `directory/.metadata`: every tensor's chunks must
-  /// tile it and have a storage entry.
+  /// Reads and validates (validateDcpMetadata) `directory/.metadata`.
   static llvm::Expected<DcpReader> open(llvm::StringRef directory);
 
   const DcpMetadata &getMetadata() const { return metadata; }

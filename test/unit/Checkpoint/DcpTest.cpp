@@ -116,10 +116,10 @@ protected:
     return tensor;
   }
   /// The chunk `region` of iota() written by `rank`.
-  static DcpTensorChunk chunk(const Box &region, unsigned rank) {
+  /// The chunk `region` of iota(), saved as tensor "w".
+  static DcpTensorChunk chunk(const Box &region) {
     DenseTensor whole = iota();
     DcpTensorChunk result{"w",
-                          rank,
                           whole.shape,
                           region.offsets,
                           {TorchDType::Float32, region.sizes, {}}};
@@ -127,8 +127,10 @@ protected:
     copyRegion(whole, box({0, 0}, {4, 6}), result.data, region, region);
     return result;
   }
-  std::vector<DcpTensorChunk> columnSplit() {
-    return {chunk(box({0, 0}, {4, 2}), 0), chunk(box({0, 2}, {4, 4}), 1)};
+  /// Two ranks, each saving a block of columns of iota().
+  static std::vector<DcpRankData> columnSplit() {
+    return {{0, {chunk(box({0, 0}, {4, 2}))}, {}},
+            {1, {chunk(box({0, 2}, {4, 4}))}, {}}};
   }
 
   llvm::SmallString<128> root;
@@ -136,8 +138,9 @@ protected:
 };
 
 TEST_F(DcpDirectoryTest, ReadsAnyBoxAfterWriting) {
-  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, columnSplit(), {{"step", 0, "abc"}},
-                                       DcpFlavor::Torch2)));
+  std::vector<DcpRankData> ranks = columnSplit();
+  ranks[0].bytesEntries.push_back({"step", "abc"});
+  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2)));
   EXPECT_TRUE(llvm::sys::fs::exists(path("ckpt/__0_0.distcp")));
   EXPECT_TRUE(llvm::sys::fs::exists(path("ckpt/__1_0.distcp")));
   EXPECT_FALSE(llvm::sys::fs::exists(path("ckpt/.metadata.tmp")));
@@ -158,15 +161,43 @@ TEST_F(DcpDirectoryTest, ReadsAnyBoxAfterWriting) {
 }
 
 TEST_F(DcpDirectoryTest, RefusesBadTilingAndWritesNothing) {
-  std::vector<DcpTensorChunk> chunks = {chunk(box({0, 0}, {4, 2}), 0)};
-  std::string gap =
-      errorOf(writeDcpCheckpoint(dir, chunks, {}, DcpFlavor::Torch2));
+  std::vector<DcpRankData> ranks = {{0, {chunk(box({0, 0}, {4, 2}))}, {}}};
+  std::string gap = errorOf(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2));
   EXPECT_NE(gap.find("gap"), std::string::npos);
-  chunks.push_back(chunk(box({0, 1}, {4, 5}), 1));
+  ranks.push_back({1, {chunk(box({0, 1}, {4, 5}))}, {}});
   std::string overlap =
-      errorOf(writeDcpCheckpoint(dir, chunks, {}, DcpFlavor::Torch2));
+      errorOf(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2));
   EXPECT_NE(overlap.find("overlap"), std::string::npos);
+  ranks = columnSplit();
+  ranks[1].chunks[0].data.data.pop_back();
+  std::string size = errorOf(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2));
+  EXPECT_NE(size.find("bytes of data"), std::string::npos) << size;
   EXPECT_FALSE(llvm::sys::fs::exists(dir));
+}
+
+TEST_F(DcpDirectoryTest, WritesRankByRankThenMetadata) {
+  // A distributed save: each rank writes its file, the coordinator merges
+  // the storage maps into the metadata and writes .metadata last.
+  ASSERT_FALSE(llvm::sys::fs::create_directories(dir));
+  DcpMetadata metadata;
+  DcpTensorMetadata &w = metadata.tensors["w"];
+  w.size = {4, 6};
+  w.chunks = {box({0, 0}, {4, 2}), box({0, 2}, {4, 4})};
+  std::string refused =
+      errorOf(writeDcpMetadata(dir, metadata, DcpFlavor::Torch2));
+  EXPECT_NE(refused.find("has no storage entry"), std::string::npos) << refused;
+  EXPECT_FALSE(llvm::sys::fs::exists(path("ckpt/.metadata")));
+  for (const DcpRankData &rank : columnSplit()) {
+    llvm::Expected<DcpStorageMap> storage = writeDcpDataFile(dir, rank);
+    ASSERT_TRUE(bool(storage)) << llvm::toString(storage.takeError());
+    metadata.storage.merge(*storage);
+  }
+  ASSERT_FALSE(bool(writeDcpMetadata(dir, metadata, DcpFlavor::Torch2)));
+  llvm::Expected<DcpReader> reader = DcpReader::open(dir);
+  ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
+  llvm::Expected<DenseTensor> whole = reader->readTensor("w");
+  ASSERT_TRUE(bool(whole)) << llvm::toString(whole.takeError());
+  EXPECT_EQ(whole->data, iota().data);
 }
 
 TEST_F(DcpDirectoryTest, ReportsMissingMetadata) {
@@ -178,7 +209,7 @@ TEST_F(DcpDirectoryTest, ReportsMissingMetadata) {
 
 TEST_F(DcpDirectoryTest, ReportsTruncatedDataFile) {
   ASSERT_FALSE(
-      bool(writeDcpCheckpoint(dir, columnSplit(), {}, DcpFlavor::Torch113)));
+      bool(writeDcpCheckpoint(dir, columnSplit(), DcpFlavor::Torch113)));
   std::string file = path("ckpt/__1_0.distcp");
   auto contents = llvm::MemoryBuffer::getFile(file);
   ASSERT_TRUE(bool(contents));
@@ -201,8 +232,7 @@ TEST_F(DcpDirectoryTest, ReportsTruncatedDataFile) {
 }
 
 TEST_F(DcpDirectoryTest, ReportsShapeMismatchBetweenMetadataAndBlob) {
-  ASSERT_FALSE(
-      bool(writeDcpCheckpoint(dir, columnSplit(), {}, DcpFlavor::Torch2)));
+  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, columnSplit(), DcpFlavor::Torch2)));
   // Rewrite .metadata so that it claims different chunk sizes for the same
   // blobs (same tiling, shifted boundary).
   llvm::Expected<DcpReader> reader = DcpReader::open(dir);
