@@ -22,7 +22,7 @@ static llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-static std::string formatInts(llvm::ArrayRef<int64_t> values) {
+std::string mlir::titan::formatInts(llvm::ArrayRef<int64_t> values) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << '[';

@@ -23,7 +23,6 @@
 #include "titan/Checkpoint/Dcp.h"
 #include "titan/Support/Npy.h"
 
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -65,15 +64,6 @@ static cl::opt<DcpFlavor> flavor(
 
 static llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-static std::string formatInts(llvm::ArrayRef<int64_t> values) {
-  return "[" +
-         llvm::join(
-             llvm::map_range(
-                 values, [](int64_t value) { return std::to_string(value); }),
-             ", ") +
-         "]";
 }
 
 static llvm::Error inspect() {
