@@ -48,8 +48,7 @@ getKindAndShape(Type type) {
 
 /// A type or attribute as MLIR prints it, for messages (diagnostics would
 /// quote it).
-template <typename T>
-static std::string printToString(T entity) {
+template <typename T> static std::string printToString(T entity) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << entity;
@@ -63,12 +62,11 @@ static bool hasType(const TensorValue &value, Type type) {
   if (!expected || expected->first != value.getKind() ||
       expected->second.size() != value.getShape().size())
     return false;
-  return llvm::all_of(llvm::zip_equal(expected->second, value.getShape()),
-                      [](auto dims) {
-                        auto [expectedSize, size] = dims;
-                        return ShapedType::isDynamic(expectedSize) ||
-                               expectedSize == size;
-                      });
+  return llvm::all_of(
+      llvm::zip_equal(expected->second, value.getShape()), [](auto dims) {
+        auto [expectedSize, size] = dims;
+        return ShapedType::isDynamic(expectedSize) || expectedSize == size;
+      });
 }
 
 /// The runtime shape of a `titan.reshape` of `input` to `type`: static dims
@@ -108,9 +106,10 @@ inferReshape(Operation *op, ArrayRef<int64_t> input, ArrayRef<int64_t> type) {
 
 /// The runtime shape of a `titan.broadcast_in_dim` of `input` to `type`: a
 /// dynamic result dim takes the size of the operand dim mapped to it.
-static FailureOr<SmallVector<int64_t>>
-inferBroadcast(Operation *op, ArrayRef<int64_t> input, ArrayRef<int64_t> type,
-               ArrayRef<int64_t> dims) {
+static FailureOr<SmallVector<int64_t>> inferBroadcast(Operation *op,
+                                                      ArrayRef<int64_t> input,
+                                                      ArrayRef<int64_t> type,
+                                                      ArrayRef<int64_t> dims) {
   SmallVector<int64_t> shape(type);
   for (auto [d, resultDim] : llvm::enumerate(dims))
     if (ShapedType::isDynamic(shape[resultDim]))
@@ -159,14 +158,20 @@ static double maximumOf(double a, double b) {
 static double gelu(double x, bool tanhApproximation) {
   if (tanhApproximation)
     return 0.5 * x *
-           (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
-                            (x + 0.044715 * x * x * x)));
+           (1.0 +
+            std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
   return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
 }
 
 /// `factor` rounded to the float kind `kind`.
 static double roundFactor(double factor, ElementKind kind) {
   return kind == ElementKind::F64 ? factor : roundToFloatKind(factor, kind);
+}
+
+/// Reports that the interpreter does not run `op`.
+static LogicalResult emitUnsupported(Operation *op) {
+  return op->emitError("the titan interpreter does not handle '")
+         << op->getName() << "'";
 }
 
 /// Evaluates the compute op `op` on one rank's operands. Returns failure
@@ -181,8 +186,8 @@ static FailureOr<TensorValue> evaluate(Operation *op,
   auto resultKind = [&] {
     return getKindAndShape(op->getResult(0).getType())->first;
   };
-  auto check = [&](llvm::Expected<TensorValue> value)
-      -> FailureOr<TensorValue> {
+  auto check =
+      [&](llvm::Expected<TensorValue> value) -> FailureOr<TensorValue> {
     if (value)
       return std::move(*value);
     InFlightDiagnostic diag = op->emitOpError();
@@ -195,19 +200,29 @@ static FailureOr<TensorValue> evaluate(Operation *op,
   auto binary = [&](auto fn) { return zipFloat(*in[0], *in[1], fn); };
   return llvm::TypeSwitch<Operation *, Result>(op)
       // Elementwise arithmetic.
-      .Case([&](AddOp) { return binary([](double a, double b) { return a + b; }); })
-      .Case([&](SubOp) { return binary([](double a, double b) { return a - b; }); })
-      .Case([&](MulOp) { return binary([](double a, double b) { return a * b; }); })
-      .Case([&](DivOp) { return binary([](double a, double b) { return a / b; }); })
+      .Case([&](AddOp) {
+        return binary([](double a, double b) { return a + b; });
+      })
+      .Case([&](SubOp) {
+        return binary([](double a, double b) { return a - b; });
+      })
+      .Case([&](MulOp) {
+        return binary([](double a, double b) { return a * b; });
+      })
+      .Case([&](DivOp) {
+        return binary([](double a, double b) { return a / b; });
+      })
       .Case([&](MaxOp) { return binary(maximumOf); })
       .Case([&](NegOp) { return unary([](double x) { return -x; }); })
       .Case([&](ExpOp) { return unary([](double x) { return std::exp(x); }); })
       .Case([&](LogOp) { return unary([](double x) { return std::log(x); }); })
-      .Case([&](SqrtOp) { return unary([](double x) { return std::sqrt(x); }); })
+      .Case(
+          [&](SqrtOp) { return unary([](double x) { return std::sqrt(x); }); })
       .Case([&](RsqrtOp) {
         return unary([](double x) { return 1.0 / std::sqrt(x); });
       })
-      .Case([&](TanhOp) { return unary([](double x) { return std::tanh(x); }); })
+      .Case(
+          [&](TanhOp) { return unary([](double x) { return std::tanh(x); }); })
       .Case([&](SigmoidOp) {
         return unary([](double x) { return 1.0 / (1.0 + std::exp(-x)); });
       })
@@ -221,8 +236,8 @@ static FailureOr<TensorValue> evaluate(Operation *op,
         return unary([=](double x) { return ::gelu(x, approximate); });
       })
       .Case([&](ScaleOp scale) {
-        double factor = roundFactor(scale.getFactor().convertToDouble(),
-                                    in[0]->getKind());
+        double factor =
+            roundFactor(scale.getFactor().convertToDouble(), in[0]->getKind());
         return unary([=](double x) { return x * factor; });
       })
       // Constants, conversions, masks.
@@ -234,8 +249,8 @@ static FailureOr<TensorValue> evaluate(Operation *op,
         return iota(resultKind(), resultShape(), iotaOp.getDim());
       })
       .Case([&](CompareOp compareOp) -> Result {
-        return compare(*parseComparePredicate(compareOp.getPredicate()),
-                       *in[0], *in[1]);
+        return compare(*parseComparePredicate(compareOp.getPredicate()), *in[0],
+                       *in[1]);
       })
       .Case([&](SelectOp) { return select(*in[0], *in[1], *in[2]); })
       // Reductions and normalizations.
@@ -284,7 +299,8 @@ static FailureOr<TensorValue> evaluate(Operation *op,
         result.reshape(*shape);
         return result;
       })
-      .Case([&](TransposeOp t) { return transpose(*in[0], t.getPermutation()); })
+      .Case(
+          [&](TransposeOp t) { return transpose(*in[0], t.getPermutation()); })
       .Case([&](SliceOp s) {
         SmallVector<int64_t> shape;
         for (auto [start, limit, step] :
@@ -294,8 +310,8 @@ static FailureOr<TensorValue> evaluate(Operation *op,
       })
       .Case([&](ConcatOp c) { return concat(in, c.getDim()); })
       .Case([&](BroadcastInDimOp b) -> Result {
-        FailureOr<SmallVector<int64_t>> shape = inferBroadcast(
-            op, in[0]->getShape(), resultShape(), b.getDims());
+        FailureOr<SmallVector<int64_t>> shape =
+            inferBroadcast(op, in[0]->getShape(), resultShape(), b.getDims());
         if (failed(shape))
           return failure();
         return broadcastInDim(*in[0], *shape, b.getDims());
@@ -307,10 +323,7 @@ static FailureOr<TensorValue> evaluate(Operation *op,
                                  "ranks");
         return *in[0];
       })
-      .Default([&](Operation *) -> Result {
-        return op->emitError("the titan interpreter does not handle '")
-               << op->getName() << "'";
-      });
+      .Default([&](Operation *) -> Result { return emitUnsupported(op); });
 }
 
 //===----------------------------------------------------------------------===//
@@ -344,9 +357,8 @@ private:
   LogicalResult define(Operation *op, Value result, int64_t rank,
                        TensorValue value);
   /// The mesh axes `axes` of a collective as indices of `mesh`.
-  FailureOr<SmallVector<unsigned>> getAxes(Operation *op,
-                                           const DeviceMesh &mesh,
-                                           ArrayAttr axes);
+  FailureOr<SmallVector<unsigned>>
+  getAxes(Operation *op, const DeviceMesh &mesh, ArrayAttr axes);
 
   const Interpreter &interpreter;
   int64_t numRanks;
@@ -389,17 +401,16 @@ Execution::bindArguments(std::vector<std::vector<TensorValue>> arguments) {
 LogicalResult Execution::define(Operation *op, Value result, int64_t rank,
                                 TensorValue value) {
   if (!hasType(value, result.getType()))
-    return op->emitOpError() << "produced " << value.getTypeString()
-                           << " on rank " << rank << " for a result of type "
-                           << printToString(result.getType());
+    return op->emitOpError()
+           << "produced " << value.getTypeString() << " on rank " << rank
+           << " for a result of type " << printToString(result.getType());
   values[rank][result] = std::move(value);
   return success();
 }
 
 LogicalResult Execution::runComputeOp(Operation *op) {
   if (op->getNumResults() != 1)
-    return op->emitError("the titan interpreter does not handle '")
-           << op->getName() << "'";
+    return emitUnsupported(op);
   for (int64_t rank = 0; rank < numRanks; ++rank) {
     SmallVector<const TensorValue *> operands;
     for (Value operand : op->getOperands())
@@ -418,8 +429,8 @@ Execution::getAxes(Operation *op, const DeviceMesh &mesh, ArrayAttr axes) {
   for (auto name : axes.getAsValueRange<StringAttr>()) {
     std::optional<unsigned> axis = mesh.findAxis(name);
     if (!axis)
-      return op->emitOpError() << "names the unknown mesh axis \"" << name
-                             << "\"";
+      return op->emitOpError()
+             << "names the unknown mesh axis \"" << name << "\"";
     indices.push_back(*axis);
   }
   return indices;
@@ -472,8 +483,8 @@ LogicalResult Execution::runPointToPoint(Operation *op) {
   int64_t tag = send ? send.getTag() : recv.getTag();
   if (peer < 0 || peer >= (*mesh)->getSize(axis))
     return op->emitOpError() << "peer " << peer << " is outside mesh axis \""
-                           << (*mesh)->getAxisName(axis) << "\" of size "
-                           << (*mesh)->getSize(axis);
+                             << (*mesh)->getAxisName(axis) << "\" of size "
+                             << (*mesh)->getSize(axis);
   for (int64_t rank = 0; rank < numRanks; ++rank) {
     SmallVector<int64_t> coordinate = (*mesh)->getCoordinate(rank);
     coordinate[axis] = peer;
@@ -485,9 +496,9 @@ LogicalResult Execution::runPointToPoint(Operation *op) {
     }
     std::deque<TensorValue> &box = mailboxes[{peerRank, rank, tag}];
     if (box.empty())
-      return op->emitError() << "on rank " << rank
-                             << ": no titan.send from rank " << peerRank
-                             << " with tag " << tag << " precedes it";
+      return op->emitError()
+             << "on rank " << rank << ": no titan.send from rank " << peerRank
+             << " with tag " << tag << " precedes it";
     TensorValue message = std::move(box.front());
     box.pop_front();
     if (failed(define(op, recv.getResult(), rank, std::move(message))))
@@ -534,10 +545,9 @@ FailureOr<std::vector<std::vector<TensorValue>>> Execution::run() {
       status = runGroupCollective(scatter, [&](Inputs in) -> Outputs {
         int64_t dim = scatter.getScatterDim();
         if (in[0]->getShape()[dim] % int64_t(in.size()))
-          return scatter.emitOpError() << "dim " << dim << " of "
-                                     << in[0]->getTypeString()
-                                     << " is not divisible by the group size "
-                                     << in.size();
+          return scatter.emitOpError()
+                 << "dim " << dim << " of " << in[0]->getTypeString()
+                 << " is not divisible by the group size " << in.size();
         return split(reduceTensors(in, scatter.getReduce().getValue()), dim,
                      in.size());
       });
@@ -564,9 +574,9 @@ FailureOr<std::vector<std::vector<TensorValue>>> Execution::run() {
       status = runGroupCollective(broadcast, [&](Inputs in) -> Outputs {
         int64_t root = broadcast.getRoot();
         if (root >= int64_t(in.size()))
-          return broadcast.emitOpError() << "root " << root
-                                       << " is outside the group of "
-                                       << in.size() << " ranks";
+          return broadcast.emitOpError()
+                 << "root " << root << " is outside the group of " << in.size()
+                 << " ranks";
         return replicate(*in[root], in.size());
       });
     } else if (isa<SendOp, RecvOp>(op)) {
@@ -594,8 +604,8 @@ FailureOr<Interpreter> Interpreter::create(ModuleOp module, StringRef entry,
   if (!function)
     return module.emitError() << "no func.func @" << entry << " in the module";
   if (numRanks < 1)
-    return module.emitError() << "the number of ranks must be positive, got "
-                              << numRanks;
+    return module.emitError()
+           << "the number of ranks must be positive, got " << numRanks;
   if (function.isExternal() || !llvm::hasSingleElement(function.getBody()))
     return function.emitError("the interpreter runs functions of one block");
   for (auto [index, type] : llvm::enumerate(function.getArgumentTypes()))
@@ -653,7 +663,8 @@ std::string Interpreter::describeGlobalArgument(unsigned index) const {
     return local;
   SmallVector<int64_t> global(type.getShape());
   for (auto [axis, placement] : llvm::enumerate(placements.getPlacements()))
-    if (placement.isShard() && !ShapedType::isDynamic(global[placement.getDim()]))
+    if (placement.isShard() &&
+        !ShapedType::isDynamic(global[placement.getDim()]))
       global[placement.getDim()] *= mesh->second.getSize(axis);
   return printToString(type.clone(global)) +
          " when evenly sharded (each rank holds " + local + " under " +
@@ -680,8 +691,8 @@ Interpreter::shardArgument(unsigned index, const TensorValue &global) const {
     return failure();
   std::string name = getArgumentName(function, index);
   ArrayRef<Placement> list = placements.getPlacements();
-  if (llvm::Error error = verifyPlacements(global.getShape(),
-                                           (*mesh)->getSizes(), list))
+  if (llvm::Error error =
+          verifyPlacements(global.getShape(), (*mesh)->getSizes(), list))
     return function.emitError()
            << "argument '" << name << "': " << llvm::toString(std::move(error));
   Type expected = function.getArgumentTypes()[index];
@@ -801,9 +812,8 @@ FailureOr<std::vector<TensorValue>>
 Interpreter::run(ArrayRef<TensorValue> globalArguments) const {
   func::FuncOp function = getFunction();
   if (globalArguments.size() != function.getNumArguments())
-    return function.emitError()
-           << "expected " << function.getNumArguments() << " arguments, got "
-           << globalArguments.size();
+    return function.emitError() << "expected " << function.getNumArguments()
+                                << " arguments, got " << globalArguments.size();
   std::vector<std::vector<TensorValue>> arguments(numRanks);
   if (numRanks == 1) {
     arguments[0].assign(globalArguments.begin(), globalArguments.end());

@@ -65,7 +65,8 @@ TensorValue kernels::fromDoubles(ElementKind kind, ArrayRef<int64_t> shape,
   case ElementKind::F32:
   case ElementKind::BF16:
   case ElementKind::F16:
-    for (auto [out, value] : llvm::zip_equal(result.getMutable<float>(), values))
+    for (auto [out, value] :
+         llvm::zip_equal(result.getMutable<float>(), values))
       out = roundToFloatKind(value, kind);
     break;
   case ElementKind::F64:
@@ -467,8 +468,8 @@ llvm::Expected<TensorValue> kernels::crossEntropy(const TensorValue &logits,
     total += max + std::log(sum) - values[label];
     ++count;
   }
-  double loss = count ? total / double(count)
-                      : std::numeric_limits<double>::quiet_NaN();
+  double loss =
+      count ? total / double(count) : std::numeric_limits<double>::quiet_NaN();
   return fromDoubles(ElementKind::F32, {}, {loss});
 }
 
@@ -531,8 +532,7 @@ void kernels::insertSlice(TensorValue &target, const TensorValue &source,
       target.getStorage());
 }
 
-TensorValue kernels::concat(ArrayRef<const TensorValue *> inputs,
-                            int64_t dim) {
+TensorValue kernels::concat(ArrayRef<const TensorValue *> inputs, int64_t dim) {
   SmallVector<int64_t> shape(inputs.front()->getShape());
   shape[dim] = 0;
   for (const TensorValue *input : inputs)

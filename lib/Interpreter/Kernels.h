@@ -55,8 +55,7 @@ void walkStrided(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> strides,
 
 /// Applies `fn(double) -> double` to every element of a float tensor; the
 /// result has the input's kind and shape.
-template <typename Fn>
-TensorValue mapFloat(const TensorValue &input, Fn fn) {
+template <typename Fn> TensorValue mapFloat(const TensorValue &input, Fn fn) {
   TensorValue result(input.getKind(), input.getShape());
   std::visit(
       [&](const auto &in) {
@@ -199,8 +198,8 @@ TensorValue reduceTensors(llvm::ArrayRef<const TensorValue *> inputs,
 /// row-major over `axes` in the order given (the first axis outermost).
 /// `position` receives the index of `rank` in the group when not null.
 llvm::SmallVector<int64_t> getGroup(const DeviceMesh &mesh,
-                                    llvm::ArrayRef<unsigned> axes,
-                                    int64_t rank, int64_t *position = nullptr);
+                                    llvm::ArrayRef<unsigned> axes, int64_t rank,
+                                    int64_t *position = nullptr);
 
 } // namespace mlir::titan::kernels
 

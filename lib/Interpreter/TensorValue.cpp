@@ -78,8 +78,8 @@ static uint16_t floatToHalfBits(float value) {
 static float halfBitsToFloat(uint16_t bits) {
   llvm::APFloat value(llvm::APFloat::IEEEhalf(), llvm::APInt(16, bits));
   bool losesInfo;
-  value.convert(llvm::APFloat::IEEEsingle(),
-                llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  value.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven,
+                &losesInfo);
   return value.convertToFloat();
 }
 

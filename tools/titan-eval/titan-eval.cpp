@@ -27,9 +27,9 @@
 using namespace mlir;
 using namespace mlir::titan;
 
-static llvm::cl::opt<std::string>
-    programFile(llvm::cl::Positional, llvm::cl::Required,
-                llvm::cl::desc("<program.mlir>"));
+static llvm::cl::opt<std::string> programFile(llvm::cl::Positional,
+                                              llvm::cl::Required,
+                                              llvm::cl::desc("<program.mlir>"));
 static llvm::cl::opt<std::string>
     entryName("entry", llvm::cl::desc("The func.func to run"),
               llvm::cl::init("main"));
@@ -80,8 +80,9 @@ readArguments(const Interpreter &interpreter, llvm::StringRef dir) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   llvm::cl::ParseCommandLineOptions(
-      argc, argv, "titan reference interpreter: runs a titan program on "
-                  ".npy inputs\n");
+      argc, argv,
+      "titan reference interpreter: runs a titan program on "
+      ".npy inputs\n");
 
   DialectRegistry registry;
   registerAllDialects(registry);

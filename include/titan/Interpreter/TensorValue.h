@@ -1,4 +1,4 @@
-//===- TensorValue.h - host tensors of the reference interpreter -*- C++ -*-===//
+//===- TensorValue.h - host tensors of the interpreter ----------*- C++ -*-===//
 //
 // The runtime value of a ranked tensor in titan's reference interpreter: an
 // element kind, a shape and row-major elements. Elements are stored in the
@@ -50,9 +50,8 @@ bool isFloatKind(ElementKind kind);
 float roundToFloatKind(double value, ElementKind kind);
 
 /// Row-major elements in their storage type (see the file comment).
-using ElementStorage =
-    std::variant<std::vector<float>, std::vector<double>, std::vector<int64_t>,
-                 std::vector<uint8_t>>;
+using ElementStorage = std::variant<std::vector<float>, std::vector<double>,
+                                    std::vector<int64_t>, std::vector<uint8_t>>;
 
 /// A ranked host tensor.
 class TensorValue {
@@ -67,12 +66,10 @@ public:
   int64_t getNumElements() const;
 
   /// The elements; `T` must be the storage type of the kind.
-  template <typename T>
-  llvm::ArrayRef<T> get() const {
+  template <typename T> llvm::ArrayRef<T> get() const {
     return std::get<std::vector<T>>(storage);
   }
-  template <typename T>
-  llvm::MutableArrayRef<T> getMutable() {
+  template <typename T> llvm::MutableArrayRef<T> getMutable() {
     return std::get<std::vector<T>>(storage);
   }
   const ElementStorage &getStorage() const { return storage; }
@@ -106,9 +103,8 @@ NpyDType getNpyDType(ElementKind kind);
 /// Converts an .npy array to a tensor of `kind`; fails, naming both, when the
 /// file's element type is not the one `kind` travels as. `name` is used in
 /// the error message.
-llvm::Expected<TensorValue> tensorFromNpy(const NpyArray &array,
-                                          ElementKind kind,
-                                          llvm::StringRef name);
+llvm::Expected<TensorValue>
+tensorFromNpy(const NpyArray &array, ElementKind kind, llvm::StringRef name);
 
 /// Converts a tensor to an .npy array.
 NpyArray tensorToNpy(const TensorValue &tensor);

@@ -1,7 +1,7 @@
 //===- InterpreterTest.cpp - unit tests of the reference interpreter ------===//
 
-#include "titan/InitAll.h"
 #include "titan/Interpreter/Interpreter.h"
+#include "titan/InitAll.h"
 
 #include "mlir/Parser/Parser.h"
 
@@ -125,9 +125,8 @@ TEST(InterpreterTest, RejectsUnknownEntry) {
     }
   )mlir");
   ASSERT_TRUE(module);
-  ScopedDiagnosticHandler silence(&context, [](Diagnostic &) {
-    return success();
-  });
+  ScopedDiagnosticHandler silence(&context,
+                                  [](Diagnostic &) { return success(); });
   EXPECT_TRUE(failed(Interpreter::create(*module, "g", 1)));
   EXPECT_TRUE(failed(Interpreter::create(*module, "f", 0)));
 }
