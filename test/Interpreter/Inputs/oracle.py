@@ -269,6 +269,16 @@ def dynamic(rng):
     return inputs, expected
 
 
+@case
+def uneven(rng):
+    inputs = {"x": randn(rng, 5, 4), "p": randn(rng, 3)}
+
+    def expected(i):
+        return {"doubled": 2 * t(i["x"]), "reduced": t(i["p"]),
+                "partial": t(i["p"])}
+    return inputs, expected
+
+
 def bf16_to_npy(x):
     """A torch bfloat16 tensor as titan's .npy form: raw bits in uint16."""
     return x.view(torch.int16).numpy().view(np.uint16)
