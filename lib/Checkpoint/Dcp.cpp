@@ -31,7 +31,7 @@ std::string mlir::titan::formatInts(llvm::ArrayRef<int64_t> values) {
   return text;
 }
 
-static std::string formatBox(const Box &box) {
+static std::string formatBox(const IndexBox &box) {
   return "offsets " + formatInts(box.offsets) + " sizes " +
          formatInts(box.sizes);
 }
@@ -46,16 +46,17 @@ static std::string joinPath(StringRef directory, StringRef name) {
 // Boxes
 //===----------------------------------------------------------------------===//
 
-int64_t Box::numElements() const {
+int64_t IndexBox::numElements() const {
   int64_t count = 1;
   for (int64_t size : sizes)
     count *= size;
   return count;
 }
 
-std::optional<Box> mlir::titan::intersectBoxes(const Box &a, const Box &b) {
+std::optional<IndexBox> mlir::titan::intersectBoxes(const IndexBox &a,
+                                                    const IndexBox &b) {
   assert(a.offsets.size() == b.offsets.size() && "boxes of different rank");
-  Box result;
+  IndexBox result;
   for (size_t d = 0; d < a.offsets.size(); ++d) {
     int64_t lo = std::max(a.offsets[d], b.offsets[d]);
     int64_t hi = std::min(a.offsets[d] + a.sizes[d], b.offsets[d] + b.sizes[d]);
@@ -67,12 +68,13 @@ std::optional<Box> mlir::titan::intersectBoxes(const Box &a, const Box &b) {
   return result;
 }
 
-void mlir::titan::copyRegion(const DenseTensor &source, const Box &sourceBox,
-                             DenseTensor &target, const Box &targetBox,
-                             const Box &region) {
+void mlir::titan::copyRegion(const DenseTensor &source,
+                             const IndexBox &sourceBox, DenseTensor &target,
+                             const IndexBox &targetBox,
+                             const IndexBox &region) {
   size_t elementSize = torchDTypeSize(source.dtype);
   size_t rank = region.sizes.size();
-  auto linear = [&](const Box &box, llvm::ArrayRef<int64_t> index) {
+  auto linear = [&](const IndexBox &box, llvm::ArrayRef<int64_t> index) {
     int64_t offset = 0;
     for (size_t d = 0; d < rank; ++d)
       offset = offset * box.sizes[d] + (index[d] - box.offsets[d]);
@@ -98,13 +100,13 @@ void mlir::titan::copyRegion(const DenseTensor &source, const Box &sourceBox,
 /// the grid that the chunk boundaries cut, so checking the low corner of
 /// every cell finds one; the search gives up after kMaxCells cells.
 static std::optional<llvm::SmallVector<int64_t>>
-findUncovered(llvm::ArrayRef<int64_t> size, llvm::ArrayRef<Box> chunks) {
+findUncovered(llvm::ArrayRef<int64_t> size, llvm::ArrayRef<IndexBox> chunks) {
   constexpr int64_t kMaxCells = 100000;
   size_t rank = size.size();
   std::vector<std::vector<int64_t>> corners(rank);
   for (size_t d = 0; d < rank; ++d) {
     corners[d].push_back(0);
-    for (const Box &chunk : chunks)
+    for (const IndexBox &chunk : chunks)
       for (int64_t edge : {chunk.offsets[d], chunk.offsets[d] + chunk.sizes[d]})
         if (edge < size[d])
           corners[d].push_back(edge);
@@ -116,7 +118,7 @@ findUncovered(llvm::ArrayRef<int64_t> size, llvm::ArrayRef<Box> chunks) {
   for (int64_t tried = 0; tried < kMaxCells; ++tried) {
     for (size_t d = 0; d < rank; ++d)
       point[d] = corners[d][cell[d]];
-    bool covered = llvm::any_of(chunks, [&](const Box &chunk) {
+    bool covered = llvm::any_of(chunks, [&](const IndexBox &chunk) {
       for (size_t d = 0; d < rank; ++d)
         if (point[d] < chunk.offsets[d] ||
             point[d] >= chunk.offsets[d] + chunk.sizes[d])
@@ -136,12 +138,12 @@ findUncovered(llvm::ArrayRef<int64_t> size, llvm::ArrayRef<Box> chunks) {
 
 llvm::Error mlir::titan::validateTiling(StringRef fqn,
                                         llvm::ArrayRef<int64_t> size,
-                                        llvm::ArrayRef<Box> chunks) {
+                                        llvm::ArrayRef<IndexBox> chunks) {
   int64_t total = 1;
   for (int64_t dim : size)
     total *= dim;
   int64_t covered = 0;
-  for (const Box &chunk : chunks) {
+  for (const IndexBox &chunk : chunks) {
     if (chunk.offsets.size() != size.size() ||
         chunk.sizes.size() != size.size())
       return fail("tensor '" + fqn + "' of shape " + formatInts(size) +
@@ -249,7 +251,7 @@ PickleRef MetadataEncoder::encode(const DcpMetadata &metadata) {
                             layout, PickleValue::boolean(tensor.requiresGrad),
                             contiguousFormat, PickleValue::boolean(false)}));
     std::vector<PickleRef> chunks;
-    for (const Box &chunk : tensor.chunks)
+    for (const IndexBox &chunk : tensor.chunks)
       chunks.push_back(dataclass(
           metadataModule, "ChunkStorageMetadata",
           {{"offsets", size(chunk.offsets)}, {"sizes", size(chunk.sizes)}}));
@@ -277,7 +279,7 @@ PickleRef MetadataEncoder::encode(const DcpMetadata &metadata) {
     } else {
       // The index hint is the chunk's position in the tensor's chunk list.
       const auto &chunks = tensor->second.chunks;
-      auto chunk = llvm::find_if(chunks, [&](const Box &box) {
+      auto chunk = llvm::find_if(chunks, [&](const IndexBox &box) {
         return llvm::ArrayRef<int64_t>(box.offsets) ==
                llvm::ArrayRef<int64_t>(offsets);
       });
@@ -418,7 +420,7 @@ llvm::Error MetadataDecoder::tensor(StringRef fqn, const PickleRef &node,
         fields(chunk, "ChunkStorageMetadata");
     if (!chunkFields)
       return chunkFields.takeError();
-    Box box;
+    IndexBox box;
     for (auto [key, target] :
          {std::pair{"offsets", &box.offsets}, std::pair{"sizes", &box.sizes}}) {
       llvm::Expected<PickleRef> value =
@@ -541,7 +543,7 @@ llvm::Error mlir::titan::validateDcpMetadata(const DcpMetadata &metadata) {
   for (const auto &[fqn, tensor] : metadata.tensors) {
     if (llvm::Error err = validateTiling(fqn, tensor.size, tensor.chunks))
       return err;
-    for (const Box &chunk : tensor.chunks)
+    for (const IndexBox &chunk : tensor.chunks)
       if (!metadata.storage.count(
               {fqn, std::vector<int64_t>(chunk.offsets.begin(),
                                          chunk.offsets.end())}))
@@ -753,7 +755,7 @@ DcpReader::readBlob(const DcpStorageInfo &info) const {
 }
 
 llvm::Expected<DenseTensor> DcpReader::readBox(StringRef fqn,
-                                               const Box &box) const {
+                                               const IndexBox &box) const {
   auto it = metadata.tensors.find(fqn.str());
   if (it == metadata.tensors.end())
     return fail("checkpoint '" + directory + "' has no tensor '" + fqn + "'");
@@ -774,8 +776,8 @@ llvm::Expected<DenseTensor> DcpReader::readBox(StringRef fqn,
   result.dtype = tensor.dtype;
   result.shape = box.sizes;
   result.data.resize(box.numElements() * torchDTypeSize(tensor.dtype));
-  for (const Box &chunk : tensor.chunks) {
-    std::optional<Box> region = intersectBoxes(chunk, box);
+  for (const IndexBox &chunk : tensor.chunks) {
+    std::optional<IndexBox> region = intersectBoxes(chunk, box);
     if (!region)
       continue;
     const DcpStorageInfo &info = metadata.storage.at(
@@ -806,7 +808,7 @@ llvm::Expected<DenseTensor> DcpReader::readTensor(StringRef fqn) const {
   auto it = metadata.tensors.find(fqn.str());
   if (it == metadata.tensors.end())
     return fail("checkpoint '" + directory + "' has no tensor '" + fqn + "'");
-  Box whole;
+  IndexBox whole;
   whole.offsets.assign(it->second.size.size(), 0);
   whole.sizes = it->second.size;
   return readBox(fqn, whole);

@@ -81,7 +81,7 @@ static llvm::Error inspect() {
     os << "tensor " << fqn << " " << torchDTypeName(tensor.dtype) << " "
        << formatInts(tensor.size)
        << (tensor.requiresGrad ? " requires_grad" : "") << "\n";
-    for (const Box &chunk : tensor.chunks) {
+    for (const IndexBox &chunk : tensor.chunks) {
       os << "  chunk offsets " << formatInts(chunk.offsets) << " sizes "
          << formatInts(chunk.sizes);
       printStorage({fqn, {chunk.offsets.begin(), chunk.offsets.end()}});
@@ -189,7 +189,7 @@ static llvm::Error splitTensor(StringRef fqn, const DenseTensor &tensor,
     return fail("--chunks for '" + fqn + "' has " + llvm::Twine(grid.size()) +
                 " counts but the tensor has rank " +
                 llvm::Twine(tensor.shape.size()));
-  Box whole;
+  IndexBox whole;
   whole.offsets.assign(tensor.shape.size(), 0);
   whole.sizes = tensor.shape;
   int64_t cells = 1;
@@ -197,7 +197,7 @@ static llvm::Error splitTensor(StringRef fqn, const DenseTensor &tensor,
     cells *= count;
   unsigned rank = 0;
   for (int64_t cell = 0; cell < cells; ++cell) {
-    Box box;
+    IndexBox box;
     int64_t rest = cell;
     box.offsets.resize(grid.size());
     box.sizes.resize(grid.size());

@@ -43,40 +43,41 @@ std::string formatInts(llvm::ArrayRef<int64_t> values);
 
 /// A box in a tensor's index space: `offsets[d] <= i[d] < offsets[d] +
 /// sizes[d]`.
-struct Box {
+struct IndexBox {
   llvm::SmallVector<int64_t> offsets;
   llvm::SmallVector<int64_t> sizes;
 
   /// The number of elements in the box (1 for a 0-d box).
   int64_t numElements() const;
-  bool operator==(const Box &other) const {
+  bool operator==(const IndexBox &other) const {
     return offsets == other.offsets && sizes == other.sizes;
   }
 };
 
 /// The intersection of two boxes of the same rank, or nullopt when it is
 /// empty.
-std::optional<Box> intersectBoxes(const Box &a, const Box &b);
+std::optional<IndexBox> intersectBoxes(const IndexBox &a, const IndexBox &b);
 
 /// Copies the elements of `region` from `source`, which holds the box
 /// `sourceBox` of some tensor, into `target`, which holds `targetBox` of a
 /// tensor of the same dtype; the boxes are in that tensor's global
 /// coordinates and `region` lies within both.
-void copyRegion(const DenseTensor &source, const Box &sourceBox,
-                DenseTensor &target, const Box &targetBox, const Box &region);
+void copyRegion(const DenseTensor &source, const IndexBox &sourceBox,
+                DenseTensor &target, const IndexBox &targetBox,
+                const IndexBox &region);
 
 /// Checks that `chunks` tile a tensor of shape `size` exactly: every chunk
 /// has the tensor's rank and lies within bounds, no two overlap, and
 /// together they cover every element. `fqn` names the tensor in errors.
 llvm::Error validateTiling(llvm::StringRef fqn, llvm::ArrayRef<int64_t> size,
-                           llvm::ArrayRef<Box> chunks);
+                           llvm::ArrayRef<IndexBox> chunks);
 
 /// TensorStorageMetadata: a tensor's properties, global size and chunks.
 struct DcpTensorMetadata {
   TorchDType dtype = TorchDType::Float32;
   bool requiresGrad = false;
   llvm::SmallVector<int64_t> size;
-  std::vector<Box> chunks;
+  std::vector<IndexBox> chunks;
 };
 
 /// _StorageInfo: where one chunk's (or bytes entry's) blob lies.
@@ -177,7 +178,7 @@ public:
   /// Reads the part `box` of tensor `fqn` by intersecting it with the saved
   /// chunks.
   llvm::Expected<DenseTensor> readBox(llvm::StringRef fqn,
-                                      const Box &box) const;
+                                      const IndexBox &box) const;
 
   /// Reads all of tensor `fqn`.
   llvm::Expected<DenseTensor> readTensor(llvm::StringRef fqn) const;

@@ -23,13 +23,13 @@ std::string errorOf(llvm::Error err) {
   return llvm::toString(std::move(err));
 }
 
-Box box(llvm::ArrayRef<int64_t> offsets, llvm::ArrayRef<int64_t> sizes) {
-  return Box{llvm::SmallVector<int64_t>(offsets),
-             llvm::SmallVector<int64_t>(sizes)};
+IndexBox box(llvm::ArrayRef<int64_t> offsets, llvm::ArrayRef<int64_t> sizes) {
+  return IndexBox{llvm::SmallVector<int64_t>(offsets),
+                  llvm::SmallVector<int64_t>(sizes)};
 }
 
 TEST(DcpTest, IntersectsBoxes) {
-  std::optional<Box> both =
+  std::optional<IndexBox> both =
       intersectBoxes(box({0, 2}, {4, 4}), box({2, 0}, {4, 3}));
   ASSERT_TRUE(both);
   EXPECT_EQ(*both, box({2, 2}, {2, 1}));
@@ -117,7 +117,7 @@ protected:
   }
   /// The chunk `region` of iota() written by `rank`.
   /// The chunk `region` of iota(), saved as tensor "w".
-  static DcpTensorChunk chunk(const Box &region) {
+  static DcpTensorChunk chunk(const IndexBox &region) {
     DenseTensor whole = iota();
     DcpTensorChunk result{"w",
                           whole.shape,
