@@ -9,6 +9,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 #include <deque>
@@ -158,8 +159,8 @@ static double maximumOf(double a, double b) {
 static double gelu(double x, bool tanhApproximation) {
   if (tanhApproximation)
     return 0.5 * x *
-           (1.0 +
-            std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+           (1.0 + std::tanh(std::sqrt(2.0 / llvm::numbers::pi) *
+                            (x + 0.044715 * x * x * x)));
   return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
 }
 
