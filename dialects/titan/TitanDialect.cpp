@@ -91,7 +91,7 @@ LogicalResult TitanDialect::verifyOperationAttribute(Operation *op,
 
 /// Shared check of the titan attributes of function arguments and results:
 /// `titan.placements`, `titan.name` (a non-empty string) and, on arguments,
-/// `titan.role` (param, buffer or input).
+/// `titan.role` (param, state, buffer or input).
 static LogicalResult verifyFunctionValueAttr(Operation *op, unsigned index,
                                              Type type, NamedAttribute attr,
                                              StringRef what) {
@@ -108,11 +108,12 @@ static LogicalResult verifyFunctionValueAttr(Operation *op, unsigned index,
     return success();
   }
   if (name == TitanDialect::kRoleAttrName && what == "argument") {
-    if (!text ||
-        !llvm::is_contained(ArrayRef<StringRef>{"param", "buffer", "input"},
-                            text.getValue()))
-      return emitError() << "'" << name
-                         << "' must be \"param\", \"buffer\" or \"input\"";
+    if (!text || !llvm::is_contained(
+                     ArrayRef<StringRef>{"param", "state", "buffer", "input"},
+                     text.getValue()))
+      return emitError()
+             << "'" << name
+             << "' must be \"param\", \"state\", \"buffer\" or \"input\"";
     return success();
   }
   return op->emitError() << "unknown titan " << what << " attribute '" << name

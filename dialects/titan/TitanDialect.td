@@ -29,7 +29,8 @@ def Titan_Dialect : Dialect {
     argument/result attribute of the same name on functions. The dialect
     verifies them against the mesh they name. Function arguments and results
     also carry `titan.name` (a parameter's fully qualified name, an input's
-    name, "logits") and arguments `titan.role` ("param", "buffer", "input").
+    name, "logits") and arguments `titan.role` ("param", "state", "buffer",
+    "input").
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
@@ -43,8 +44,9 @@ def Titan_Dialect : Dialect {
     /// qualified name (e.g. "layers.0.attention.wq.weight"), a model input's
     /// TorchScript name, "logits", "loss".
     static constexpr ::llvm::StringLiteral kNameAttrName = "titan.name";
-    /// What a function argument is: "param" (trainable), "buffer" (state that
-    /// is not trained, e.g. RoPE tables) or "input" (data, e.g. tokens).
+    /// What a function argument is: "param" (trainable), "state" (optimizer
+    /// state), "buffer" (not trained, e.g. RoPE tables) or "input" (data,
+    /// e.g. tokens, labels, lr).
     static constexpr ::llvm::StringLiteral kRoleAttrName = "titan.role";
   private:
     void registerAttributes();

@@ -9,6 +9,7 @@
 #define TITAN_INITALL_H
 
 #include "titan/Dialect/TitanDialect.h"
+#include "titan/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -23,7 +24,10 @@ inline void registerAllDialects(DialectRegistry &registry) {
 
 /// Registers titan's passes and the generic upstream ones (canonicalize,
 /// cse, symbol-dce, ...) with the global pass registry.
-inline void registerAllPasses() { mlir::registerTransformsPasses(); }
+inline void registerAllPasses() {
+  mlir::registerTransformsPasses();
+  registerTitanPasses();
+}
 
 } // namespace mlir::titan
 

@@ -10,6 +10,8 @@
 
 #include "ImporterImpl.h"
 
+#include "titan/Dialect/TensorBuilder.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -30,118 +32,15 @@ Outputs single(ImportedValue value) {
 Outputs single(Value value) { return single(ImportedValue::ofTensor(value)); }
 
 /// Builds titan ops at the importer's current location.
-class Emitter {
+class Emitter : public TensorBuilder {
 public:
   explicit Emitter(GraphImporter &importer)
-      : builder(importer.getBuilder()), loc(importer.getLoc()),
+      : TensorBuilder(importer.getBuilder(), importer.getLoc()),
+        builder(importer.getBuilder()), loc(importer.getLoc()),
         context(importer.getContext()) {}
 
   Type f64() { return Float64Type::get(&context); }
   Type i1() { return IntegerType::get(&context, 1); }
-
-  /// A tensor of `type` whose elements all equal `value`.
-  Value splat(RankedTensorType type, double value) {
-    Type element = type.getElementType();
-    DenseElementsAttr attr;
-    if (auto floatType = dyn_cast<FloatType>(element)) {
-      bool losesInfo;
-      llvm::APFloat number(value);
-      number.convert(floatType.getFloatSemantics(),
-                     llvm::APFloat::rmNearestTiesToEven, &losesInfo);
-      attr = DenseElementsAttr::get(type, number);
-    } else {
-      unsigned width = element.getIntOrFloatBitWidth();
-      attr = DenseElementsAttr::get(
-          type, llvm::APInt(width, static_cast<int64_t>(value),
-                            /*isSigned=*/width > 1));
-    }
-    return ConstantOp::create(builder, loc, attr);
-  }
-
-  /// `value` converted to element type `element` (no-op when equal).
-  Value cast(Value value, Type element) {
-    RankedTensorType type = tensorType(value);
-    if (type.getElementType() == element)
-      return value;
-    return CastOp::create(builder, loc, type.clone(element), value);
-  }
-
-  /// `value` with shape `shape` (numpy broadcasting: trailing dims align).
-  Value broadcastTo(Value value, ArrayRef<int64_t> shape) {
-    RankedTensorType type = tensorType(value);
-    if (type.getShape() == shape)
-      return value;
-    int64_t offset = shape.size() - type.getRank();
-    SmallVector<int64_t> dims;
-    for (int64_t d = 0; d < type.getRank(); ++d)
-      dims.push_back(offset + d);
-    return BroadcastInDimOp::create(builder, loc, type.clone(shape), value,
-                                    builder.getDenseI64ArrayAttr(dims));
-  }
-
-  Value reshape(Value value, ArrayRef<int64_t> shape) {
-    RankedTensorType type = tensorType(value);
-    if (type.getShape() == shape)
-      return value;
-    return ReshapeOp::create(builder, loc, type.clone(shape), value);
-  }
-
-  Value transpose(Value value, ArrayRef<int64_t> permutation) {
-    RankedTensorType type = tensorType(value);
-    SmallVector<int64_t> shape;
-    for (int64_t p : permutation)
-      shape.push_back(type.getDimSize(p));
-    return TransposeOp::create(builder, loc, type.clone(shape), value,
-                               builder.getDenseI64ArrayAttr(permutation));
-  }
-
-  Value slice(Value value, int64_t dim, int64_t start, int64_t limit,
-              int64_t step) {
-    RankedTensorType type = tensorType(value);
-    SmallVector<int64_t> starts(type.getRank(), 0), limits(type.getShape()),
-        steps(type.getRank(), 1), shape(type.getShape());
-    starts[dim] = start;
-    limits[dim] = limit;
-    steps[dim] = step;
-    shape[dim] = (limit - start + step - 1) / step;
-    return SliceOp::create(builder, loc, type.clone(shape), value,
-                           builder.getDenseI64ArrayAttr(starts),
-                           builder.getDenseI64ArrayAttr(limits),
-                           builder.getDenseI64ArrayAttr(steps));
-  }
-
-  Value concat(ArrayRef<Value> values, int64_t dim) {
-    if (values.size() == 1)
-      return values[0];
-    RankedTensorType type = tensorType(values[0]);
-    SmallVector<int64_t> shape(type.getShape());
-    shape[dim] = 0;
-    for (Value v : values)
-      shape[dim] += tensorType(v).getDimSize(dim);
-    return ConcatOp::create(builder, loc, type.clone(shape), values, dim);
-  }
-
-  template <typename OpTy> Value binary(Value lhs, Value rhs) {
-    return OpTy::create(builder, loc, lhs.getType(), lhs, rhs);
-  }
-  template <typename OpTy> Value unary(Value input) {
-    return OpTy::create(builder, loc, input.getType(), input);
-  }
-  Value scale(Value input, double factor) {
-    return ScaleOp::create(builder, loc, input.getType(), input,
-                           builder.getF64FloatAttr(factor));
-  }
-  Value compare(StringRef predicate, Value lhs, Value rhs) {
-    return CompareOp::create(builder, loc, tensorType(lhs).clone(i1()),
-                             builder.getStringAttr(predicate), lhs, rhs);
-  }
-  Value select(Value cond, Value onTrue, Value onFalse) {
-    return SelectOp::create(builder, loc, onTrue.getType(), cond, onTrue,
-                            onFalse);
-  }
-  Value iota(RankedTensorType type, int64_t dim) {
-    return IotaOp::create(builder, loc, type, dim);
-  }
 
   OpBuilder &builder;
   Location loc;

@@ -456,8 +456,11 @@ static llvm::Expected<RankedTensorType>
 inputType(MLIRContext &context, torch::jit::Value *input,
           const std::string &name, const TorchScriptImportOptions &options) {
   auto it = options.inputs.find(name);
-  if (it != options.inputs.end()) {
-    Type element = llvm::StringSwitch<Type>(it->second.elementType)
+  const InputSpec *spec = it != options.inputs.end() ? &it->second
+                          : options.defaultInput     ? &*options.defaultInput
+                                                     : nullptr;
+  if (spec) {
+    Type element = llvm::StringSwitch<Type>(spec->elementType)
                        .Case("i64", IntegerType::get(&context, 64))
                        .Case("i32", IntegerType::get(&context, 32))
                        .Case("f32", Float32Type::get(&context))
@@ -467,8 +470,8 @@ inputType(MLIRContext &context, torch::jit::Value *input,
                        .Default(Type());
     if (!element)
       return makeError("input '" + name + "': unknown element type '" +
-                       it->second.elementType + "'");
-    return RankedTensorType::get(it->second.shape, element);
+                       spec->elementType + "'");
+    return RankedTensorType::get(spec->shape, element);
   }
   auto tensor = input->type()->cast<c10::TensorType>();
   if (tensor) {

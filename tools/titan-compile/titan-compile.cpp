@@ -9,6 +9,7 @@
 
 #include "titan/Import/TorchScriptImporter.h"
 #include "titan/InitAll.h"
+#include "titan/Pipeline.h"
 #include "titan/Support/Npy.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -33,11 +34,24 @@ static cl::opt<std::string>
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::value_desc("file"), cl::init("-"));
 
-enum class EmitKind { Titan };
-static cl::opt<EmitKind> emit(
-    "emit", cl::desc("What to produce"), cl::init(EmitKind::Titan),
-    cl::values(clEnumValN(EmitKind::Titan, "titan",
-                          "the imported forward program (titan dialect)")));
+static cl::opt<PipelineStage>
+    emit("emit", cl::desc("What to produce"), cl::init(PipelineStage::Forward),
+         cl::values(clEnumValN(PipelineStage::Forward, "titan",
+                               "the imported forward program (titan dialect)"),
+                    clEnumValN(PipelineStage::TrainStep, "train-step",
+                               "+ @train_step: loss, gradients, AdamW (needs "
+                               "--config)")));
+static cl::opt<std::string>
+    configFile("config", cl::desc("Training config (torchtitan-style TOML)"),
+               cl::value_desc("file.toml"));
+static cl::list<std::string>
+    configOverrides("set",
+                    cl::desc("Override a config value, e.g. "
+                             "--set training.seq_len=64"),
+                    cl::value_desc("section.key=value"));
+static cl::opt<bool>
+    emitGrads("emit-grads",
+              cl::desc("With --emit=train-step, also return grad.<fqn>"));
 
 static cl::opt<std::string>
     exportWeights("export-weights",
@@ -110,6 +124,19 @@ public:
   llvm::Error write(const ImportedTensor &weight) {
     names.push_back(weight.name + ".npy");
     return writeWeight(staging, weight);
+  }
+  /// Writes a tensor of `shape` filled with `value` (optimizer state,
+  /// scalars of the training state).
+  llvm::Error writeFilled(const std::string &name,
+                          llvm::ArrayRef<int64_t> shape, float value) {
+    int64_t count = 1;
+    for (int64_t d : shape)
+      count *= d;
+    std::vector<float> values(count, value);
+    const char *bytes = reinterpret_cast<const char *>(values.data());
+    return write(
+        ImportedTensor{name, std::vector<int64_t>(shape.begin(), shape.end()),
+                       "f32", std::vector<char>(bytes, bytes + count * 4)});
   }
   /// Moves the staged files into the export directory.
   llvm::Error commit() {
@@ -192,6 +219,23 @@ int main(int argc, char **argv) {
     return fail("cannot read '" + inputFile +
                 "': " + buffer.getError().message());
   llvm::StringRef contents = (*buffer)->getBuffer();
+  std::optional<TrainConfig> config;
+  if (!configFile.empty()) {
+    llvm::Expected<TrainConfig> loaded =
+        loadTrainConfig(configFile, configOverrides);
+    if (!loaded)
+      return fail(llvm::toString(loaded.takeError()));
+    config = *loaded;
+    // The model input (tokens) is [local_batch_size, seq_len] unless given.
+    options.defaultInput = InputSpec{
+        {config->training.localBatchSize, config->training.seqLen}, "i64"};
+  } else if (!configOverrides.empty()) {
+    return fail("--set needs --config");
+  }
+  if (emit >= PipelineStage::TrainStep && !config)
+    return fail("--emit=train-step needs --config (the optimizer and "
+                "training settings)");
+
   llvm::Expected<OwningOpRef<ModuleOp>> module =
       contents.ltrim().starts_with("graph(")
           ? importTorchScriptIR(context, contents, options)
@@ -200,6 +244,40 @@ int main(int argc, char **argv) {
     return fail(llvm::toString(module.takeError()));
   if (printSummary)
     summarize(**module);
+
+  if (emit > PipelineStage::Forward) {
+    TitanPipelineOptions pipeline;
+    pipeline.stage = emit;
+    pipeline.trainStep = trainStepOptionsFrom(*config, emitGrads);
+    PassManager pm(&context);
+    buildTitanPipeline(pm, pipeline);
+    if (failed(pm.run(**module)))
+      return fail("compilation failed (see the errors above)");
+  }
+  if (emit >= PipelineStage::TrainStep && !exportWeights.empty()) {
+    // The rest of the initial training state, under @train_step's argument
+    // names: zero moments, step 0 and the configured learning rate.
+    auto trainStep = (*module)->lookupSymbol<func::FuncOp>("train_step");
+    for (unsigned i = 0; i < trainStep.getNumArguments(); ++i) {
+      auto role = trainStep.getArgAttrOfType<StringAttr>(
+          i, TitanDialect::kRoleAttrName);
+      auto name = trainStep.getArgAttrOfType<StringAttr>(
+          i, TitanDialect::kNameAttrName);
+      auto type = cast<RankedTensorType>(trainStep.getArgument(i).getType());
+      float value;
+      if (role.getValue() == "state")
+        value = 0.0f;
+      else if (name.getValue() == "step")
+        value = 0.0f;
+      else if (name.getValue() == "lr")
+        value = static_cast<float>(config->optimizer.lr);
+      else
+        continue;
+      if (llvm::Error error = weights.writeFilled(name.getValue().str(),
+                                                  type.getShape(), value))
+        return fail(llvm::toString(std::move(error)));
+    }
+  }
   if (!exportWeights.empty())
     if (llvm::Error error = weights.commit())
       return fail(llvm::toString(std::move(error)));

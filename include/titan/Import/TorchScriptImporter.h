@@ -16,6 +16,7 @@
 #include "llvm/Support/Error.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,9 @@ struct TorchScriptImportOptions {
   /// Shapes of inputs by TorchScript name (e.g. "tokens"); they override
   /// shapes recorded by tracing.
   llvm::StringMap<InputSpec> inputs;
+  /// Shape of any input not named in `inputs` (e.g. the tokens of a language
+  /// model, from a training config's batch size and sequence length).
+  std::optional<InputSpec> defaultInput;
   /// Called once per parameter/buffer argument with its data when set.
   std::function<llvm::Error(const ImportedTensor &)> onWeight;
 };

@@ -823,7 +823,7 @@ func.func @f(%x: tensor<8xf32> {titan.name = ""}) {
 
 // -----
 
-// expected-error @+1 {{argument #0: 'titan.role' must be "param", "buffer" or "input"}}
+// expected-error @+1 {{argument #0: 'titan.role' must be "param", "state", "buffer" or "input"}}
 func.func @f(%x: tensor<8xf32> {titan.role = "weight"}) {
   return
 }

@@ -1,0 +1,117 @@
+//===- TrainConfig.h - torchtitan-style TOML training configs ---*- C++ -*-===//
+//
+// Reads a training config with torchtitan's sections and key names
+// ([job], [model], [optimizer], [lr_scheduler], [training], [parallelism],
+// [activation_checkpoint], [checkpoint], [metrics]). Every key is checked
+// against a schema: an unknown section or key (a typo) and a value of the
+// wrong type are errors that name the key, the file and line, and the fix.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_CONFIG_TRAINCONFIG_H
+#define TITAN_CONFIG_TRAINCONFIG_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mlir::titan {
+
+/// [optimizer]: AdamW with PyTorch's semantics.
+struct OptimizerConfig {
+  std::string name = "AdamW";
+  double lr = 8e-4;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weightDecay = 0.1;
+};
+
+/// [lr_scheduler]: linear warmup, then decay.
+struct LrSchedulerConfig {
+  int64_t warmupSteps = 200;
+  double decayRatio = -1; // < 0: decay over all steps after warmup
+  std::string decayType = "linear";
+  double minLrFactor = 0.0;
+};
+
+/// [training].
+struct TrainingConfig {
+  int64_t localBatchSize = 8;
+  int64_t seqLen = 2048;
+  double maxNorm = 1.0; // <= 0: no gradient clipping
+  int64_t steps = 10;
+  std::string dataset = "fixture";
+  std::string datasetPath;
+  int64_t seed = 42;
+  bool deterministic = false;
+  std::string mixedPrecisionParam = "float32";
+  std::string mixedPrecisionReduce = "float32";
+  /// Label value whose tokens do not count in the loss.
+  int64_t ignoreIndex = -100;
+};
+
+/// [parallelism]: torchtitan's degrees.
+struct ParallelismConfig {
+  int64_t dataParallelReplicateDegree = 1;
+  int64_t dataParallelShardDegree = -1;
+  std::string fsdpReshardAfterForward = "default";
+  int64_t tensorParallelDegree = 1;
+  bool enableSequenceParallel = true;
+  bool enableAsyncTensorParallel = false;
+  bool disableLossParallel = false;
+  int64_t contextParallelDegree = 1;
+  int64_t pipelineParallelDegree = 1;
+  std::string pipelineParallelSchedule = "1F1B";
+};
+
+/// [activation_checkpoint].
+struct ActivationCheckpointConfig {
+  std::string mode = "selective";
+  std::string selectiveAcOption = "op";
+};
+
+/// [checkpoint].
+struct CheckpointConfig {
+  bool enable = false;
+  std::string folder = "checkpoint";
+  int64_t interval = 500;
+  bool modelWeightsOnly = false;
+  std::string exportDtype = "float32";
+};
+
+/// A whole training config.
+struct TrainConfig {
+  std::string jobName;
+  std::string jobDescription;
+  std::string dumpFolder = "./outputs";
+  int64_t logFreq = 10;
+  std::string modelName;
+  std::string modelFlavor;
+  std::string tokenizerPath;
+  OptimizerConfig optimizer;
+  LrSchedulerConfig lrScheduler;
+  TrainingConfig training;
+  ParallelismConfig parallelism;
+  ActivationCheckpointConfig activationCheckpoint;
+  CheckpointConfig checkpoint;
+};
+
+/// Parses `text` (named `fileName` in errors). `overrides` are
+/// "section.key=value" assignments applied after the file, as torchtitan's
+/// command-line overrides are (e.g. "training.seq_len=64").
+llvm::Expected<TrainConfig>
+parseTrainConfig(llvm::StringRef text, llvm::StringRef fileName,
+                 llvm::ArrayRef<std::string> overrides = {});
+
+/// Reads and parses the file at `path`.
+llvm::Expected<TrainConfig>
+loadTrainConfig(llvm::StringRef path,
+                llvm::ArrayRef<std::string> overrides = {});
+
+} // namespace mlir::titan
+
+#endif // TITAN_CONFIG_TRAINCONFIG_H

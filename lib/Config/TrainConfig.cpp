@@ -1,0 +1,261 @@
+//===- TrainConfig.cpp - torchtitan-style TOML training configs -----------===//
+
+#include "titan/Config/TrainConfig.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <toml++/toml.h>
+
+#include <functional>
+#include <variant>
+
+using namespace mlir::titan;
+
+namespace {
+
+/// Where a key's value goes.
+using Target = std::variant<std::string *, int64_t *, double *, bool *>;
+
+/// One known key of a section.
+struct Key {
+  const char *name;
+  Target target;
+};
+
+/// One known section.
+struct Section {
+  const char *name;
+  std::vector<Key> keys;
+};
+
+/// The schema of a config: every section and key titan reads, bound to the
+/// fields of `config`.
+std::vector<Section> schema(TrainConfig &c) {
+  return {
+      {"job",
+       {{"name", &c.jobName},
+        {"description", &c.jobDescription},
+        {"dump_folder", &c.dumpFolder}}},
+      {"metrics", {{"log_freq", &c.logFreq}}},
+      {"model",
+       {{"name", &c.modelName},
+        {"flavor", &c.modelFlavor},
+        {"tokenizer_path", &c.tokenizerPath}}},
+      {"optimizer",
+       {{"name", &c.optimizer.name},
+        {"lr", &c.optimizer.lr},
+        {"beta1", &c.optimizer.beta1},
+        {"beta2", &c.optimizer.beta2},
+        {"eps", &c.optimizer.eps},
+        {"weight_decay", &c.optimizer.weightDecay}}},
+      {"lr_scheduler",
+       {{"warmup_steps", &c.lrScheduler.warmupSteps},
+        {"decay_ratio", &c.lrScheduler.decayRatio},
+        {"decay_type", &c.lrScheduler.decayType},
+        {"min_lr_factor", &c.lrScheduler.minLrFactor}}},
+      {"training",
+       {{"local_batch_size", &c.training.localBatchSize},
+        {"batch_size", &c.training.localBatchSize},
+        {"seq_len", &c.training.seqLen},
+        {"max_norm", &c.training.maxNorm},
+        {"steps", &c.training.steps},
+        {"dataset", &c.training.dataset},
+        {"dataset_path", &c.training.datasetPath},
+        {"seed", &c.training.seed},
+        {"deterministic", &c.training.deterministic},
+        {"mixed_precision_param", &c.training.mixedPrecisionParam},
+        {"mixed_precision_reduce", &c.training.mixedPrecisionReduce},
+        {"ignore_index", &c.training.ignoreIndex}}},
+      {"parallelism",
+       {{"data_parallel_replicate_degree",
+         &c.parallelism.dataParallelReplicateDegree},
+        {"data_parallel_shard_degree", &c.parallelism.dataParallelShardDegree},
+        {"fsdp_reshard_after_forward", &c.parallelism.fsdpReshardAfterForward},
+        {"tensor_parallel_degree", &c.parallelism.tensorParallelDegree},
+        {"enable_sequence_parallel", &c.parallelism.enableSequenceParallel},
+        {"enable_async_tensor_parallel",
+         &c.parallelism.enableAsyncTensorParallel},
+        {"disable_loss_parallel", &c.parallelism.disableLossParallel},
+        {"context_parallel_degree", &c.parallelism.contextParallelDegree},
+        {"pipeline_parallel_degree", &c.parallelism.pipelineParallelDegree},
+        {"pipeline_parallel_schedule",
+         &c.parallelism.pipelineParallelSchedule}}},
+      {"activation_checkpoint",
+       {{"mode", &c.activationCheckpoint.mode},
+        {"selective_ac_option", &c.activationCheckpoint.selectiveAcOption}}},
+      {"checkpoint",
+       {{"enable", &c.checkpoint.enable},
+        {"folder", &c.checkpoint.folder},
+        {"interval", &c.checkpoint.interval},
+        {"model_weights_only", &c.checkpoint.modelWeightsOnly},
+        {"export_dtype", &c.checkpoint.exportDtype}}},
+  };
+}
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// " (did you mean 'x'?)" for the closest of `candidates`, or "".
+template <typename Range, typename NameFn>
+std::string suggest(llvm::StringRef name, const Range &candidates,
+                    NameFn nameOf) {
+  std::string best;
+  unsigned bestDistance = 4;
+  for (const auto &candidate : candidates) {
+    llvm::StringRef other = nameOf(candidate);
+    unsigned distance = name.edit_distance(other, true, bestDistance);
+    if (distance < bestDistance) {
+      bestDistance = distance;
+      best = other.str();
+    }
+  }
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
+
+/// "file:line: " of a TOML node.
+std::string where(llvm::StringRef file, const toml::node &node) {
+  const toml::source_region &source = node.source();
+  if (!source.begin)
+    return file.str() + ": ";
+  return llvm::formatv("{0}:{1}: ", file, source.begin.line).str();
+}
+
+/// Stores `node` into `target`, checking its type.
+llvm::Error assign(const Target &target, const toml::node &node,
+                   const std::string &key, llvm::StringRef file) {
+  auto typeError = [&](llvm::StringRef expected) {
+    return error(where(file, node) + "'" + key + "' must be " + expected);
+  };
+  if (auto *text = std::get_if<std::string *>(&target)) {
+    if (!node.is_string())
+      return typeError("a string");
+    **text = *node.value<std::string>();
+  } else if (auto *integer = std::get_if<int64_t *>(&target)) {
+    if (!node.is_integer())
+      return typeError("an integer");
+    **integer = *node.value<int64_t>();
+  } else if (auto *number = std::get_if<double *>(&target)) {
+    if (!node.is_number())
+      return typeError("a number");
+    **number = *node.value<double>();
+  } else if (auto *flag = std::get_if<bool *>(&target)) {
+    if (!node.is_boolean())
+      return typeError("true or false");
+    **flag = *node.value<bool>();
+  }
+  return llvm::Error::success();
+}
+
+/// Applies every key of `root` to `config` through the schema.
+llvm::Error apply(const toml::table &root, TrainConfig &config,
+                  llvm::StringRef file) {
+  std::vector<Section> sections = schema(config);
+  for (const auto &[sectionName, sectionNode] : root) {
+    llvm::StringRef name(sectionName.str());
+    auto section = llvm::find_if(
+        sections, [&](const Section &s) { return name == s.name; });
+    if (section == sections.end())
+      return error(
+          where(file, sectionNode) + "unknown section [" + name + "]" +
+          suggest(name, sections, [](const Section &s) { return s.name; }));
+    const toml::table *table = sectionNode.as_table();
+    if (!table)
+      return error(where(file, sectionNode) + "'" + name +
+                   "' must be a section ([" + name + "])");
+    for (const auto &[keyName, value] : *table) {
+      llvm::StringRef keyText(keyName.str());
+      std::string qualified = (name + "." + keyText).str();
+      auto key = llvm::find_if(section->keys,
+                               [&](const Key &k) { return keyText == k.name; });
+      if (key == section->keys.end())
+        return error(where(file, value) + "unknown key '" + qualified + "'" +
+                     suggest(keyText, section->keys,
+                             [](const Key &k) { return k.name; }));
+      if (llvm::Error e = assign(key->target, value, qualified, file))
+        return e;
+    }
+  }
+  return llvm::Error::success();
+}
+
+/// Checks values that every consumer relies on.
+llvm::Error validate(const TrainConfig &c, llvm::StringRef file) {
+  auto bad = [&](llvm::StringRef key, const llvm::Twine &why) {
+    return error(file + ": '" + key + "' " + why);
+  };
+  if (c.optimizer.name != "AdamW")
+    return bad("optimizer.name", "must be \"AdamW\" (the only optimizer "
+                                 "titan builds), got \"" +
+                                     c.optimizer.name + "\"");
+  if (c.optimizer.lr < 0)
+    return bad("optimizer.lr", "must be non-negative");
+  for (auto [key, beta] :
+       {std::pair<const char *, double>{"optimizer.beta1", c.optimizer.beta1},
+        {"optimizer.beta2", c.optimizer.beta2}})
+    if (beta < 0 || beta >= 1)
+      return bad(key, llvm::formatv("must be in [0, 1), got {0}", beta));
+  if (c.optimizer.eps <= 0)
+    return bad("optimizer.eps", "must be positive");
+  if (c.training.localBatchSize < 1)
+    return bad("training.local_batch_size", "must be at least 1");
+  if (c.training.seqLen < 1)
+    return bad("training.seq_len", "must be at least 1");
+  if (c.training.steps < 0)
+    return bad("training.steps", "must be non-negative");
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<TrainConfig>
+mlir::titan::parseTrainConfig(llvm::StringRef text, llvm::StringRef fileName,
+                              llvm::ArrayRef<std::string> overrides) {
+  TrainConfig config;
+  toml::parse_result parsed =
+      toml::parse(std::string_view(text.data(), text.size()), fileName.str());
+  if (!parsed)
+    return error(llvm::formatv("{0}:{1}: {2}", fileName,
+                               parsed.error().source().begin.line,
+                               parsed.error().description())
+                     .str());
+  if (llvm::Error e = apply(parsed.table(), config, fileName))
+    return std::move(e);
+  for (const std::string &assignment : overrides) {
+    auto [key, value] = llvm::StringRef(assignment).split('=');
+    auto [section, name] = key.split('.');
+    if (name.empty() || value.empty())
+      return error("override '" + assignment +
+                   "': expected section.key=value, e.g. training.seq_len=64");
+    // Parse the value as a TOML value: numbers and booleans as such,
+    // anything else as a string.
+    std::string line = ("[" + section + "]\n" + name + " = " + value).str();
+    toml::parse_result one =
+        toml::parse(std::string_view(line), std::string_view("override"));
+    if (!one) {
+      line = ("[" + section + "]\n" + name + " = \"" + value + "\"").str();
+      one = toml::parse(std::string_view(line), std::string_view("override"));
+    }
+    if (!one)
+      return error("override '" + assignment + "': cannot parse the value");
+    if (llvm::Error e =
+            apply(one.table(), config, "override '" + assignment + "'"))
+      return std::move(e);
+  }
+  if (llvm::Error e = validate(config, fileName))
+    return std::move(e);
+  return config;
+}
+
+llvm::Expected<TrainConfig>
+mlir::titan::loadTrainConfig(llvm::StringRef path,
+                             llvm::ArrayRef<std::string> overrides) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return error("cannot read config '" + path +
+                 "': " + buffer.getError().message());
+  return parseTrainConfig((*buffer)->getBuffer(), path, overrides);
+}

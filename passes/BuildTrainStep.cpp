@@ -1,0 +1,348 @@
+//===- BuildTrainStep.cpp - loss, reverse-mode AD and AdamW ---------------===//
+//
+// Implements titan-build-train-step (see passes/Passes.td for the contract).
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/TensorBuilder.h"
+#include "titan/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <cmath>
+
+namespace mlir::titan {
+#define GEN_PASS_DEF_BUILDTRAINSTEPPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::titan
+
+using namespace mlir;
+using namespace mlir::titan;
+
+namespace {
+
+/// One argument or result of @train_step.
+struct Slot {
+  Type type;
+  std::string name;
+  /// "param", "state", "buffer" or "input"; empty for results.
+  std::string role;
+};
+
+/// The name and role attributes of argument `index` of `function`.
+std::pair<StringRef, StringRef> nameAndRole(func::FuncOp function,
+                                            unsigned index) {
+  auto name =
+      function.getArgAttrOfType<StringAttr>(index, TitanDialect::kNameAttrName);
+  auto role =
+      function.getArgAttrOfType<StringAttr>(index, TitanDialect::kRoleAttrName);
+  return {name ? name.getValue() : StringRef(),
+          role ? role.getValue() : StringRef("input")};
+}
+
+class BuildTrainStepPass
+    : public titan::impl::BuildTrainStepPassBase<BuildTrainStepPass> {
+public:
+  using BuildTrainStepPassBase::BuildTrainStepPassBase;
+
+  void runOnOperation() override {
+    if (failed(build()))
+      signalPassFailure();
+  }
+
+private:
+  LogicalResult build();
+  /// Reverse-mode differentiation of the ops of `body` up to the loss:
+  /// fills `grads` with the cotangent of every value that needs one.
+  LogicalResult differentiate(Block *body, Value loss,
+                              const llvm::DenseSet<Value> &params,
+                              DenseMap<Value, Value> &grads,
+                              OpBuilder &builder);
+};
+
+LogicalResult BuildTrainStepPass::build() {
+  ModuleOp module = getOperation();
+  auto forward = module.lookupSymbol<func::FuncOp>(forwardName);
+  if (!forward)
+    return module.emitError()
+           << "titan-build-train-step: no function @" << forwardName
+           << " (import a model with titan-compile first)";
+  if (module.lookupSymbol("train_step"))
+    return module.emitError()
+           << "titan-build-train-step: the module already has @train_step";
+  Location loc = forward.getLoc();
+
+  // The model must map tokens [batch, seq] to logits [batch, seq, vocab].
+  auto logitsType =
+      forward.getNumResults() == 1
+          ? dyn_cast<RankedTensorType>(forward.getResultTypes()[0])
+          : RankedTensorType();
+  if (!logitsType || logitsType.getRank() != 3 ||
+      !isa<FloatType>(logitsType.getElementType()))
+    return forward.emitError()
+           << "titan-build-train-step: @" << forwardName
+           << " must return one tensor of logits [batch, seq, vocab] "
+              "(floating point), it returns "
+           << forward.getResultTypes()
+           << "; make the model's forward return the logits only";
+  int64_t batch = logitsType.getDimSize(0), seq = logitsType.getDimSize(1),
+          vocab = logitsType.getDimSize(2);
+  int tokensIndex = -1;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+    if (nameAndRole(forward, i).second != "input")
+      continue;
+    if (tokensIndex >= 0)
+      return forward.emitError()
+             << "titan-build-train-step: @" << forwardName
+             << " has more than one model input; a language model takes the "
+                "token ids only";
+    tokensIndex = i;
+  }
+  auto tokensType = tokensIndex < 0
+                        ? RankedTensorType()
+                        : dyn_cast<RankedTensorType>(
+                              forward.getArgument(tokensIndex).getType());
+  if (!tokensType || !isa<IntegerType>(tokensType.getElementType()) ||
+      tokensType.getShape() != ArrayRef<int64_t>{batch, seq})
+    return forward.emitError()
+           << "titan-build-train-step: @" << forwardName
+           << " must take token ids of shape [" << batch << ", " << seq
+           << "] (the batch and sequence dims of its logits)";
+
+  // The signature of @train_step.
+  SmallVector<Slot> args, results;
+  SmallVector<unsigned> paramIndices, bufferIndices;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+    StringRef role = nameAndRole(forward, i).second;
+    if (role == "param")
+      paramIndices.push_back(i);
+    else if (role == "buffer")
+      bufferIndices.push_back(i);
+  }
+  auto nameOf = [&](unsigned i) {
+    StringRef name = nameAndRole(forward, i).first;
+    return name.empty() ? "arg" + std::to_string(i) : name.str();
+  };
+  auto typeOf = [&](unsigned i) { return forward.getArgument(i).getType(); };
+  for (unsigned i : paramIndices)
+    args.push_back({typeOf(i), nameOf(i), "param"});
+  for (StringRef moment : {"exp_avg.", "exp_avg_sq."})
+    for (unsigned i : paramIndices)
+      args.push_back({typeOf(i), moment.str() + nameOf(i), "state"});
+  for (unsigned i : bufferIndices)
+    args.push_back({typeOf(i), nameOf(i), "buffer"});
+  OpBuilder builder(module.getContext());
+  auto scalarF32 = RankedTensorType::get({}, builder.getF32Type());
+  args.push_back({tokensType, nameOf(tokensIndex), "input"});
+  args.push_back({tokensType, "labels", "input"});
+  args.push_back({scalarF32, "lr", "input"});
+  args.push_back({scalarF32, "step", "input"});
+
+  builder.setInsertionPointAfter(forward);
+  SmallVector<Type> argTypes;
+  for (const Slot &slot : args)
+    argTypes.push_back(slot.type);
+  auto trainStep = func::FuncOp::create(builder, loc, "train_step",
+                                        builder.getFunctionType(argTypes, {}));
+  Block *body = trainStep.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+
+  // Clone the forward body onto the new arguments.
+  size_t numParams = paramIndices.size();
+  IRMapping mapping;
+  for (auto [k, i] : llvm::enumerate(paramIndices))
+    mapping.map(forward.getArgument(i), body->getArgument(k));
+  for (auto [k, i] : llvm::enumerate(bufferIndices))
+    mapping.map(forward.getArgument(i), body->getArgument(3 * numParams + k));
+  size_t tail = 3 * numParams + bufferIndices.size();
+  mapping.map(forward.getArgument(tokensIndex), body->getArgument(tail));
+  Value labels = body->getArgument(tail + 1);
+  Value lr = body->getArgument(tail + 2);
+  Value step = body->getArgument(tail + 3);
+  Value logits;
+  for (Operation &op : forward.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op))
+      logits = mapping.lookup(ret.getOperand(0));
+    else
+      builder.clone(op, mapping);
+  }
+
+  // Loss: mean token cross-entropy.
+  TensorBuilder tb(builder, loc);
+  Value flatLogits = tb.reshape(logits, {batch * seq, vocab});
+  Value flatLabels = tb.reshape(labels, {batch * seq});
+  Value loss =
+      CrossEntropyOp::create(builder, loc, scalarF32, flatLogits, flatLabels,
+                             builder.getI64IntegerAttr(ignoreIndex));
+
+  // Gradients.
+  llvm::DenseSet<Value> params;
+  for (size_t k = 0; k < numParams; ++k)
+    params.insert(body->getArgument(k));
+  DenseMap<Value, Value> grads;
+  if (failed(differentiate(body, loss, params, grads, builder)))
+    return failure();
+  SmallVector<Value> paramGrads;
+  for (size_t k = 0; k < numParams; ++k) {
+    Value param = body->getArgument(k);
+    Value grad = grads.lookup(param);
+    paramGrads.push_back(
+        grad ? tb.cast(grad, tensorTypeOf(param).getElementType())
+             : tb.splatLike(param, 0.0));
+  }
+
+  // Global-norm clipping (torch.nn.utils.clip_grad_norm_, 2-norm).
+  auto broadcastScalar = [&](Value scalar, Value like) {
+    RankedTensorType type = tensorTypeOf(like);
+    return tb.broadcastTo(tb.cast(scalar, type.getElementType()),
+                          type.getShape());
+  };
+  if (maxNorm > 0 && numParams > 0) {
+    Value sumSquares;
+    for (Value g : paramGrads) {
+      Value g32 = tb.cast(g, builder.getF32Type());
+      Value s = tb.sumAll(tb.binary<MulOp>(g32, g32));
+      sumSquares = sumSquares ? tb.binary<AddOp>(sumSquares, s) : s;
+    }
+    Value norm = tb.unary<SqrtOp>(sumSquares);
+    Value coef =
+        tb.binary<DivOp>(tb.splat(scalarF32, maxNorm),
+                         tb.binary<AddOp>(norm, tb.splat(scalarF32, 1e-6)));
+    Value clamped = tb.min(coef, tb.splat(scalarF32, 1.0));
+    for (Value &g : paramGrads)
+      g = tb.binary<MulOp>(g, broadcastScalar(clamped, g));
+  }
+
+  // AdamW. Scalars that depend on lr and step are computed in f64, as
+  // PyTorch computes them in Python floats.
+  auto scalarF64 = RankedTensorType::get({}, builder.getF64Type());
+  Value lr64 = tb.cast(lr, builder.getF64Type());
+  Value t = tb.binary<AddOp>(tb.cast(step, builder.getF64Type()),
+                             tb.splat(scalarF64, 1.0));
+  auto oneMinusPow = [&](double beta) { // 1 - beta^t
+    Value power = tb.unary<ExpOp>(tb.scale(t, std::log(beta)));
+    return tb.binary<SubOp>(tb.splat(scalarF64, 1.0), power);
+  };
+  Value decay =
+      tb.binary<SubOp>(tb.splat(scalarF64, 1.0), tb.scale(lr64, weightDecay));
+  Value stepSize = tb.binary<DivOp>(lr64, oneMinusPow(beta1));
+  Value correction2Sqrt = tb.unary<SqrtOp>(oneMinusPow(beta2));
+
+  SmallVector<Value> newParams, newExpAvg, newExpAvgSq;
+  for (size_t k = 0; k < numParams; ++k) {
+    Value p = body->getArgument(k);
+    Value m = body->getArgument(numParams + k);
+    Value v = body->getArgument(2 * numParams + k);
+    Value g = paramGrads[k];
+    Value decayed = tb.binary<MulOp>(p, broadcastScalar(decay, p));
+    Value m1 = tb.binary<AddOp>(tb.scale(m, beta1), tb.scale(g, 1 - beta1));
+    Value v1 = tb.binary<AddOp>(tb.scale(v, beta2),
+                                tb.scale(tb.binary<MulOp>(g, g), 1 - beta2));
+    Value denom =
+        tb.binary<AddOp>(tb.binary<DivOp>(tb.unary<SqrtOp>(v1),
+                                          broadcastScalar(correction2Sqrt, v1)),
+                         tb.splatLike(v1, eps));
+    Value update = tb.binary<MulOp>(tb.binary<DivOp>(m1, denom),
+                                    broadcastScalar(stepSize, m1));
+    newParams.push_back(tb.binary<SubOp>(decayed, update));
+    newExpAvg.push_back(m1);
+    newExpAvgSq.push_back(v1);
+  }
+
+  // Results.
+  SmallVector<Value> returned{loss};
+  results.push_back({loss.getType(), "loss", ""});
+  auto addResults = [&](ArrayRef<Value> values, StringRef prefix) {
+    for (auto [k, value] : llvm::enumerate(values)) {
+      returned.push_back(value);
+      results.push_back({value.getType(), (prefix + args[k].name).str(), ""});
+    }
+  };
+  addResults(newParams, "param.");
+  addResults(newExpAvg, "exp_avg.");
+  addResults(newExpAvgSq, "exp_avg_sq.");
+  if (emitGrads)
+    addResults(paramGrads, "grad.");
+  func::ReturnOp::create(builder, loc, returned);
+  trainStep.setType(
+      builder.getFunctionType(argTypes, ValueRange(returned).getTypes()));
+  for (auto [i, slot] : llvm::enumerate(args)) {
+    trainStep.setArgAttr(i, TitanDialect::kNameAttrName,
+                         builder.getStringAttr(slot.name));
+    trainStep.setArgAttr(i, TitanDialect::kRoleAttrName,
+                         builder.getStringAttr(slot.role));
+  }
+  for (auto [i, slot] : llvm::enumerate(results))
+    trainStep.setResultAttr(i, TitanDialect::kNameAttrName,
+                            builder.getStringAttr(slot.name));
+  return success();
+}
+
+LogicalResult BuildTrainStepPass::differentiate(
+    Block *body, Value loss, const llvm::DenseSet<Value> &params,
+    DenseMap<Value, Value> &grads, OpBuilder &builder) {
+  // The forward computation: every op up to the loss.
+  Operation *lossOp = loss.getDefiningOp();
+  SmallVector<Operation *> ops;
+  for (Operation &op : *body) {
+    ops.push_back(&op);
+    if (&op == lossOp)
+      break;
+  }
+
+  // Values that depend on a parameter: only they need cotangents, and only
+  // ops with such an operand need a VJP rule.
+  llvm::DenseSet<Value> varied(params.begin(), params.end());
+  for (Operation *op : ops)
+    if (llvm::any_of(op->getOperands(),
+                     [&](Value v) { return varied.contains(v); }))
+      for (Value result : op->getResults())
+        if (isa<FloatType>(getElementTypeOrSelf(result.getType())))
+          varied.insert(result);
+
+  auto accumulate = [&](Value value, Value grad) {
+    Value &slot = grads[value];
+    if (!slot) {
+      slot = grad;
+      return;
+    }
+    TensorBuilder tb(builder, value.getLoc());
+    slot = tb.binary<AddOp>(slot,
+                            tb.cast(grad, tensorTypeOf(slot).getElementType()));
+  };
+
+  builder.setInsertionPointAfter(lossOp);
+  TensorBuilder tb(builder, loss.getLoc());
+  grads[loss] = tb.splatLike(loss, 1.0);
+
+  for (Operation *op : llvm::reverse(ops)) {
+    bool hasGrad =
+        llvm::any_of(op->getResults(), [&](Value r) { return grads.count(r); });
+    bool hasVariedOperand = llvm::any_of(
+        op->getOperands(), [&](Value v) { return varied.contains(v); });
+    if (!hasGrad || !hasVariedOperand)
+      continue;
+    auto differentiable = dyn_cast<DifferentiableOpInterface>(op);
+    if (!differentiable)
+      return op->emitError()
+             << "titan-build-train-step: '" << op->getName()
+             << "' has no VJP rule, but it lies between a parameter and the "
+                "loss; implement DifferentiableOpInterface::buildVJP for it "
+                "(dialects/titan/ComputeGradients.cpp)";
+    SmallVector<Value> resultGrads;
+    for (Value result : op->getResults())
+      resultGrads.push_back(grads.lookup(result));
+    FailureOr<SmallVector<Value>> operandGrads =
+        differentiable.buildVJP(builder, resultGrads);
+    if (failed(operandGrads))
+      return op->emitError() << "titan-build-train-step: the VJP rule of '"
+                             << op->getName() << "' failed";
+    for (auto [operand, grad] : llvm::zip(op->getOperands(), *operandGrads))
+      if (grad && varied.contains(operand))
+        accumulate(operand, grad);
+  }
+  return success();
+}
+
+} // namespace

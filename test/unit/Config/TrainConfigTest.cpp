@@ -1,0 +1,116 @@
+//===- TrainConfigTest.cpp - training config parsing ----------------------===//
+
+#include "titan/Config/TrainConfig.h"
+
+#include "gtest/gtest.h"
+
+using namespace mlir::titan;
+
+namespace {
+
+/// The message of a failed parse.
+std::string errorOf(llvm::StringRef text,
+                    llvm::ArrayRef<std::string> overrides = {}) {
+  llvm::Expected<TrainConfig> config =
+      parseTrainConfig(text, "cfg.toml", overrides);
+  if (config)
+    return "";
+  return llvm::toString(config.takeError());
+}
+
+TEST(TrainConfig, ReadsTorchtitanKeys) {
+  llvm::Expected<TrainConfig> config = parseTrainConfig(R"(
+[model]
+name = "llama3"
+flavor = "debugmodel"
+[optimizer]
+name = "AdamW"
+lr = 3e-4
+beta2 = 0.99
+weight_decay = 0
+[training]
+local_batch_size = 4
+seq_len = 128
+max_norm = 0.5
+[parallelism]
+data_parallel_shard_degree = -1
+tensor_parallel_degree = 2
+)",
+                                                        "cfg.toml");
+  ASSERT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
+  EXPECT_EQ(config->modelFlavor, "debugmodel");
+  EXPECT_DOUBLE_EQ(config->optimizer.lr, 3e-4);
+  EXPECT_DOUBLE_EQ(config->optimizer.beta1, 0.9); // default
+  EXPECT_DOUBLE_EQ(config->optimizer.beta2, 0.99);
+  EXPECT_DOUBLE_EQ(config->optimizer.weightDecay, 0.0); // integer for float
+  EXPECT_EQ(config->training.localBatchSize, 4);
+  EXPECT_EQ(config->training.seqLen, 128);
+  EXPECT_DOUBLE_EQ(config->training.maxNorm, 0.5);
+  EXPECT_EQ(config->parallelism.dataParallelShardDegree, -1);
+  EXPECT_EQ(config->parallelism.tensorParallelDegree, 2);
+}
+
+TEST(TrainConfig, OverridesApplyAfterTheFile) {
+  llvm::Expected<TrainConfig> config = parseTrainConfig(
+      "[training]\nseq_len = 2048\n", "cfg.toml",
+      {"training.seq_len=64", "model.flavor=8B", "optimizer.lr=1e-3",
+       "parallelism.enable_sequence_parallel=false"});
+  ASSERT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
+  EXPECT_EQ(config->training.seqLen, 64);
+  EXPECT_EQ(config->modelFlavor, "8B");
+  EXPECT_DOUBLE_EQ(config->optimizer.lr, 1e-3);
+  EXPECT_FALSE(config->parallelism.enableSequenceParallel);
+}
+
+TEST(TrainConfig, TyposAreErrorsWithASuggestion) {
+  EXPECT_EQ(errorOf("[training]\nseq_lenn = 8\n"),
+            "cfg.toml:2: unknown key 'training.seq_lenn' (did you mean "
+            "'seq_len'?)");
+  EXPECT_EQ(errorOf("[trainin]\nseq_len = 8\n"),
+            "cfg.toml:1: unknown section [trainin] (did you mean "
+            "'training'?)");
+  EXPECT_EQ(errorOf("[model]\nfoo = 1\n"), "cfg.toml:2: unknown key "
+                                           "'model.foo'");
+  EXPECT_EQ(errorOf("", {"training.seq_lem=8"}),
+            "override 'training.seq_lem=8':2: unknown key "
+            "'training.seq_lem' (did you mean 'seq_len'?)");
+}
+
+TEST(TrainConfig, WrongTypesAndValuesAreErrors) {
+  EXPECT_EQ(errorOf("[training]\nseq_len = \"long\"\n"),
+            "cfg.toml:2: 'training.seq_len' must be an integer");
+  EXPECT_EQ(errorOf("[optimizer]\nlr = true\n"),
+            "cfg.toml:2: 'optimizer.lr' must be a number");
+  EXPECT_EQ(errorOf("[optimizer]\nbeta1 = 1.0\n"),
+            "cfg.toml: 'optimizer.beta1' must be in [0, 1), got 1.00");
+  EXPECT_EQ(errorOf("[optimizer]\nname = \"SGD\"\n"),
+            "cfg.toml: 'optimizer.name' must be \"AdamW\" (the only "
+            "optimizer titan builds), got \"SGD\"");
+  EXPECT_EQ(errorOf("[training]\nlocal_batch_size = 0\n"),
+            "cfg.toml: 'training.local_batch_size' must be at least 1");
+  EXPECT_EQ(errorOf("training = 3\n"),
+            "cfg.toml:1: 'training' must be a section ([training])");
+  EXPECT_EQ(errorOf("", {"seq_len=8"}),
+            "override 'seq_len=8': expected section.key=value, e.g. "
+            "training.seq_len=64");
+}
+
+TEST(TrainConfig, SyntaxErrorsNameTheLine) {
+  std::string message = errorOf("[training]\nseq_len = = 3\n");
+  EXPECT_EQ(message.rfind("cfg.toml:2: ", 0), 0u) << message;
+}
+
+TEST(TrainConfig, BundledConfigsLoad) {
+  for (const char *path : {"llama3/train_configs/debugmodel.toml",
+                           "llama3/train_configs/llama3_8b.toml",
+                           "llama3/train_configs/llama3_70b.toml",
+                           "llama3/train_configs/llama3_405b.toml",
+                           "gpt2/train_configs/tiny.toml"}) {
+    llvm::Expected<TrainConfig> config =
+        loadTrainConfig(std::string(TITAN_MODELS_DIR) + "/" + path);
+    EXPECT_TRUE(static_cast<bool>(config))
+        << path << ": " << llvm::toString(config.takeError());
+  }
+}
+
+} // namespace
