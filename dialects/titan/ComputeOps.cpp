@@ -317,44 +317,68 @@ LogicalResult RopeOp::verify() {
                     table.getElementType(), table);
 }
 
-LogicalResult AttentionOp::verify() {
-  RankedTensorType q = getQ().getType();
-  RankedTensorType k = getK().getType();
-  if (failed(verifyRank(*this, "q", q, 4)) ||
-      failed(verifyRank(*this, "k and v", k, 4)))
+/// Checks the operands of attention or its VJP: `q` [batch, q_heads, seq,
+/// head_dim], `k` (and `v`, which must match it) [batch, kv_heads, seq,
+/// head_dim] with kv_heads dividing q_heads, and a positive `scale`.
+static LogicalResult verifyAttention(Operation *op, RankedTensorType q,
+                                     RankedTensorType k,
+                                     std::optional<APFloat> scale) {
+  if (failed(verifyRank(op, "q", q, 4)) ||
+      failed(verifyRank(op, "k and v", k, 4)))
     return failure();
   if (q.getElementType() != k.getElementType())
-    return emitOpError() << "element types differ: q has "
-                         << q.getElementType() << ", k and v have "
-                         << k.getElementType();
+    return op->emitOpError()
+           << "element types differ: q has " << q.getElementType()
+           << ", k and v have " << k.getElementType();
   int64_t qHeads = q.getDimSize(1);
   int64_t kvHeads = k.getDimSize(1);
   if (!ShapedType::isDynamic(qHeads) && !ShapedType::isDynamic(kvHeads) &&
       (kvHeads == 0 || qHeads % kvHeads != 0))
-    return emitOpError() << kvHeads << " kv heads do not divide " << qHeads
-                         << " q heads";
+    return op->emitOpError()
+           << kvHeads << " kv heads do not divide " << qHeads << " q heads";
   SmallVector<int64_t> expectedKv(q.getShape());
   expectedKv[1] = kvHeads;
-  if (failed(verifyType(*this, "k and v", expectedKv, q.getElementType(), k)))
+  if (failed(verifyType(op, "k and v", expectedKv, q.getElementType(), k)))
     return failure();
-  if (std::optional<APFloat> scale = getScale())
-    return verifyPositive(*this, "scale", scale->convertToDouble());
+  if (scale)
+    return verifyPositive(op, "scale", scale->convertToDouble());
   return success();
 }
 
-double AttentionOp::getScaleOrDefault() {
-  if (std::optional<APFloat> scale = getScale())
+/// The softmax scale of attention: `scale` if set, else 1/sqrt(head_dim).
+static double getAttentionScale(std::optional<APFloat> scale,
+                                RankedTensorType q) {
+  if (scale)
     return scale->convertToDouble();
-  return 1.0 / std::sqrt(static_cast<double>(getQ().getType().getDimSize(3)));
+  return 1.0 / std::sqrt(static_cast<double>(q.getDimSize(3)));
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifyAttention(*this, getQ().getType(), getK().getType(), getScale());
+}
+
+double AttentionOp::getScaleOrDefault() {
+  return getAttentionScale(getScale(), getQ().getType());
+}
+
+/// Checks the operands of cross-entropy or its VJP: `logits` [..., vocab],
+/// `labels` of `logits`' shape without the last dim, and the 0-d loss type
+/// `loss`, f64 only for f64 logits.
+static LogicalResult verifyCrossEntropy(Operation *op, RankedTensorType logits,
+                                        RankedTensorType labels,
+                                        RankedTensorType loss) {
+  if (failed(verifyRank(op, "logits", logits, 1, /*orMore=*/true)))
+    return failure();
+  if (loss.getElementType().isF64() && !logits.getElementType().isF64())
+    return op->emitOpError() << "has an f64 loss for " << logits
+                             << " logits; only f64 logits give an f64 loss";
+  return verifyType(op, "labels", logits.getShape().drop_back(),
+                    labels.getElementType(), labels);
 }
 
 LogicalResult CrossEntropyOp::verify() {
-  RankedTensorType logits = getLogits().getType();
-  if (failed(verifyRank(*this, "logits", logits, 1, /*orMore=*/true)))
-    return failure();
-  RankedTensorType labels = getLabels().getType();
-  return verifyType(*this, "labels", logits.getShape().drop_back(),
-                    labels.getElementType(), labels);
+  return verifyCrossEntropy(*this, getLogits().getType(), getLabels().getType(),
+                            getType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -532,6 +556,90 @@ OpFoldResult BroadcastInDimOp::fold(FoldAdaptor) {
 }
 
 //===----------------------------------------------------------------------===//
+// Backward-only ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult GeluGradOp::verify() {
+  return verifyKeyword(*this, "approximate", getApproximateAttr(),
+                       {"none", "tanh"});
+}
+
+LogicalResult RmsNormGradOp::verify() {
+  if (failed(verifyPositive(*this, "eps", getEps().convertToDouble())))
+    return failure();
+  return verifyNormParam(*this, "weight", getInput().getType(),
+                         getWeight().getType());
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  if (failed(verifyPositive(*this, "eps", getEps().convertToDouble())))
+    return failure();
+  return verifyNormParam(*this, "weight", getInput().getType(),
+                         getWeight().getType());
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  RankedTensorType table = getType();
+  if (failed(verifyRank(*this, "result", table, 2)))
+    return failure();
+  SmallVector<int64_t> expected(getIds().getType().getShape());
+  expected.push_back(table.getDimSize(1));
+  return verifyType(*this, "grad", expected, table.getElementType(),
+                    getGrad().getType());
+}
+
+LogicalResult AttentionGradOp::verify() {
+  return verifyAttention(*this, getQ().getType(), getK().getType(), getScale());
+}
+
+double AttentionGradOp::getScaleOrDefault() {
+  return getAttentionScale(getScale(), getQ().getType());
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  return verifyCrossEntropy(*this, getLogits().getType(), getLabels().getType(),
+                            getGrad().getType());
+}
+
+LogicalResult PadOp::verify() {
+  RankedTensorType input = getInput().getType();
+  RankedTensorType result = getType();
+  ArrayRef<int64_t> start = getStart(), step = getStep();
+  int64_t rank = input.getRank();
+  if (static_cast<int64_t>(start.size()) != rank ||
+      static_cast<int64_t>(step.size()) != rank)
+    return emitOpError() << "start and step need one entry per dim of the "
+                            "rank-"
+                         << rank << " input, got " << start.size() << " and "
+                         << step.size();
+  if (failed(verifyRank(*this, "result", result, rank)))
+    return failure();
+  if (input.getElementType() != result.getElementType())
+    return emitOpError() << "changes the element type from "
+                         << input.getElementType() << " to "
+                         << result.getElementType();
+  for (int64_t dim = 0; dim < rank; ++dim) {
+    if (step[dim] < 1)
+      return emitOpError() << "step " << step[dim] << " of dim " << dim
+                           << " must be positive";
+    if (start[dim] < 0)
+      return emitOpError() << "start " << start[dim] << " of dim " << dim
+                           << " must not be negative";
+    int64_t size = input.getDimSize(dim), target = result.getDimSize(dim);
+    if (ShapedType::isDynamic(size) || ShapedType::isDynamic(target))
+      continue;
+    int64_t end =
+        size == 0 ? start[dim] : start[dim] + (size - 1) * step[dim] + 1;
+    if (end > target)
+      return emitOpError() << "dim " << dim << " of size " << size
+                           << " placed at " << start[dim] << " with step "
+                           << step[dim] << " ends at " << end
+                           << ", beyond the result's " << target;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Costs
 //===----------------------------------------------------------------------===//
 //
@@ -607,3 +715,33 @@ int64_t TransposeOp::getFlops() { return 0; }
 int64_t SliceOp::getFlops() { return 0; }
 int64_t ConcatOp::getFlops() { return 0; }
 int64_t BroadcastInDimOp::getFlops() { return 0; }
+
+// Backward-only ops.
+// Derivative of the tanh form (as GELU's count) and the product.
+int64_t GeluGradOp::getFlops() { return 12 * numElements(getType()); }
+// Recomputed statistics, two row dot products, the update and the weight sum.
+int64_t RmsNormGradOp::getFlops() {
+  return 8 * numElements(getInput().getType());
+}
+int64_t LayerNormGradOp::getFlops() {
+  return 12 * numElements(getInput().getType());
+}
+// One add per element of grad.
+int64_t EmbeddingGradOp::getFlops() { return numElements(getGrad().getType()); }
+
+int64_t AttentionGradOp::getFlops() {
+  RankedTensorType q = getQ().getType();
+  int64_t seq = getK().getType().getDimSize(2);
+  if (!q.hasStaticShape() || ShapedType::isDynamic(seq))
+    return 0;
+  // Recomputed q k^T plus dv, dp, dq and dk: five products of 2 * S_kv * Dh
+  // per query row; causal halves them.
+  int64_t flops = 10 * q.getNumElements() * seq;
+  return getCausal() ? flops / 2 : flops;
+}
+
+// Softmax per row (as cross_entropy) plus the subtract and scale.
+int64_t CrossEntropyGradOp::getFlops() {
+  return 7 * numElements(getLogits().getType());
+}
+int64_t PadOp::getFlops() { return 0; }

@@ -11,7 +11,11 @@
 //     are [batch, seq, heads, head_dim] (torchtitan's layouts);
 //   - fused ops (rms_norm, layer_norm, rope, attention, cross_entropy) are
 //     fused because each is one kernel on both backends and has one VJP rule;
-//     everything else is decomposed into the elementwise ops below.
+//     everything else is decomposed into the elementwise ops below;
+//   - the VJP rules (ComputeGradients.cpp) emit these ops and the
+//     backward-only ops at the end of this file, where a decomposition would
+//     be poor (norms, attention, cross-entropy, GELU) or impossible
+//     (embedding's scatter-add, slice's strided zero padding).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,13 +27,22 @@ class Titan_ComputeOp<string mnemonic, list<Trait> traits = []>
     : Titan_Op<mnemonic, traits # [Pure,
         DeclareOpInterfaceMethods<Titan_CostOpInterface>]>;
 
+/// A compute op with a reverse-mode rule (ComputeGradients.cpp). Every op of
+/// the forward program has one, also the non-differentiable ones (constant,
+/// iota, compare), whose rule returns no cotangent, so that
+/// `titan-build-train-step` needs no list of exceptions; the backward-only
+/// ops below (`*_grad`, `pad`) have none.
+class Titan_DifferentiableOp<string mnemonic, list<Trait> traits = []>
+    : Titan_ComputeOp<mnemonic, traits # [
+        DeclareOpInterfaceMethods<Titan_DifferentiableOpInterface>]>;
+
 //===----------------------------------------------------------------------===//
 // Elementwise arithmetic
 //===----------------------------------------------------------------------===//
 
 /// Elementwise binary arithmetic on operands of one type.
 class Titan_BinaryOp<string mnemonic, list<Trait> traits = []>
-    : Titan_ComputeOp<mnemonic, traits # [SameOperandsAndResultType,
+    : Titan_DifferentiableOp<mnemonic, traits # [SameOperandsAndResultType,
         Elementwise]> {
   let arguments = (ins Titan_FloatTensor:$lhs, Titan_FloatTensor:$rhs);
   let results = (outs Titan_FloatTensor:$result);
@@ -104,7 +117,7 @@ def Titan_MaxOp : Titan_BinaryOp<"max", [Commutative]> {
 
 /// Elementwise unary math on a floating-point tensor.
 class Titan_UnaryOp<string mnemonic, list<Trait> traits = []>
-    : Titan_ComputeOp<mnemonic, traits # [SameOperandsAndResultType,
+    : Titan_DifferentiableOp<mnemonic, traits # [SameOperandsAndResultType,
         Elementwise]> {
   let arguments = (ins Titan_FloatTensor:$input);
   let results = (outs Titan_FloatTensor:$result);
@@ -242,7 +255,7 @@ def Titan_SinOp : Titan_UnaryOp<"sin"> {
   }];
 }
 
-def Titan_GeluOp : Titan_ComputeOp<"gelu",
+def Titan_GeluOp : Titan_DifferentiableOp<"gelu",
     [SameOperandsAndResultType, Elementwise]> {
   let summary = "Elementwise GELU";
   let description = [{
@@ -265,7 +278,7 @@ def Titan_GeluOp : Titan_ComputeOp<"gelu",
   let hasVerifier = 1;
 }
 
-def Titan_ScaleOp : Titan_ComputeOp<"scale",
+def Titan_ScaleOp : Titan_DifferentiableOp<"scale",
     [SameOperandsAndResultType, Elementwise]> {
   let summary = "Multiplies a tensor by a compile-time scalar";
   let description = [{
@@ -288,7 +301,7 @@ def Titan_ScaleOp : Titan_ComputeOp<"scale",
 // Constants, conversions, masks
 //===----------------------------------------------------------------------===//
 
-def Titan_ConstantOp : Titan_ComputeOp<"constant", [ConstantLike,
+def Titan_ConstantOp : Titan_DifferentiableOp<"constant", [ConstantLike,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "A constant tensor";
   let description = [{
@@ -306,7 +319,7 @@ def Titan_ConstantOp : Titan_ComputeOp<"constant", [ConstantLike,
   let hasFolder = 1;
 }
 
-def Titan_CastOp : Titan_ComputeOp<"cast",
+def Titan_CastOp : Titan_DifferentiableOp<"cast",
     [SameOperandsAndResultShape, Elementwise]> {
   let summary = "Converts the element type of a tensor";
   let description = [{
@@ -328,7 +341,7 @@ def Titan_CastOp : Titan_ComputeOp<"cast",
   let hasFolder = 1;
 }
 
-def Titan_IotaOp : Titan_ComputeOp<"iota"> {
+def Titan_IotaOp : Titan_DifferentiableOp<"iota"> {
   let summary = "A tensor of indices along one dimension";
   let description = [{
     `result[i_0, ..., i_n] = i_dim`, converted to the element type
@@ -346,7 +359,7 @@ def Titan_IotaOp : Titan_ComputeOp<"iota"> {
   let hasVerifier = 1;
 }
 
-def Titan_CompareOp : Titan_ComputeOp<"compare",
+def Titan_CompareOp : Titan_DifferentiableOp<"compare",
     [AllTypesMatch<["lhs", "rhs"]>, SameOperandsAndResultShape,
      Elementwise]> {
   let summary = "Elementwise comparison";
@@ -371,7 +384,7 @@ def Titan_CompareOp : Titan_ComputeOp<"compare",
   let hasVerifier = 1;
 }
 
-def Titan_SelectOp : Titan_ComputeOp<"select",
+def Titan_SelectOp : Titan_DifferentiableOp<"select",
     [AllTypesMatch<["on_true", "on_false", "result"]>,
      SameOperandsAndResultShape, Elementwise]> {
   let summary = "Elementwise choice between two tensors";
@@ -402,7 +415,7 @@ def Titan_SelectOp : Titan_ComputeOp<"select",
 /// Reduction over the dimensions `dims` (sorted, unique, in range); the
 /// reduced dimensions are kept with size 1 when `keepdim` is set and dropped
 /// otherwise.
-class Titan_ReduceOp<string mnemonic> : Titan_ComputeOp<mnemonic> {
+class Titan_ReduceOp<string mnemonic> : Titan_DifferentiableOp<mnemonic> {
   let arguments = (ins Titan_FloatTensor:$input, DenseI64ArrayAttr:$dims,
                        UnitAttr:$keepdim);
   let results = (outs Titan_FloatTensor:$result);
@@ -453,7 +466,7 @@ def Titan_ReduceMeanOp : Titan_ReduceOp<"reduce_mean"> {
 }
 
 /// Softmax-like normalization along one dimension.
-class Titan_SoftmaxOp<string mnemonic> : Titan_ComputeOp<mnemonic,
+class Titan_SoftmaxOp<string mnemonic> : Titan_DifferentiableOp<mnemonic,
     [SameOperandsAndResultType]> {
   let arguments = (ins Titan_FloatTensor:$input, I64Attr:$dim);
   let results = (outs Titan_FloatTensor:$result);
@@ -489,7 +502,7 @@ def Titan_LogSoftmaxOp : Titan_SoftmaxOp<"log_softmax"> {
   }];
 }
 
-def Titan_RmsNormOp : Titan_ComputeOp<"rms_norm",
+def Titan_RmsNormOp : Titan_DifferentiableOp<"rms_norm",
     [AllTypesMatch<["input", "result"]>]> {
   let summary = "RMSNorm over the last dimension";
   let description = [{
@@ -511,7 +524,7 @@ def Titan_RmsNormOp : Titan_ComputeOp<"rms_norm",
   let hasVerifier = 1;
 }
 
-def Titan_LayerNormOp : Titan_ComputeOp<"layer_norm",
+def Titan_LayerNormOp : Titan_DifferentiableOp<"layer_norm",
     [AllTypesMatch<["input", "result"]>, AllTypesMatch<["weight", "bias"]>]> {
   let summary = "LayerNorm over the last dimension";
   let description = [{
@@ -538,7 +551,7 @@ def Titan_LayerNormOp : Titan_ComputeOp<"layer_norm",
 // Contractions and model-level ops
 //===----------------------------------------------------------------------===//
 
-def Titan_MatmulOp : Titan_ComputeOp<"matmul"> {
+def Titan_MatmulOp : Titan_DifferentiableOp<"matmul"> {
   let summary = "Batched matrix multiplication";
   let description = [{
     `result[b..., m, n] = sum_k lhs'[b..., m, k] * rhs'[b..., k, n]`, where
@@ -565,7 +578,7 @@ def Titan_MatmulOp : Titan_ComputeOp<"matmul"> {
   let hasVerifier = 1;
 }
 
-def Titan_EmbeddingOp : Titan_ComputeOp<"embedding"> {
+def Titan_EmbeddingOp : Titan_DifferentiableOp<"embedding"> {
   let summary = "Looks up rows of an embedding table";
   let description = [{
     `result[i..., :] = table[ids[i...], :]` (`nn.Embedding`); `table` is
@@ -587,7 +600,7 @@ def Titan_EmbeddingOp : Titan_ComputeOp<"embedding"> {
   let hasVerifier = 1;
 }
 
-def Titan_RopeOp : Titan_ComputeOp<"rope",
+def Titan_RopeOp : Titan_DifferentiableOp<"rope",
     [AllTypesMatch<["input", "result"]>, AllTypesMatch<["cos", "sin"]>]> {
   let summary = "Rotary position embedding";
   let description = [{
@@ -617,7 +630,7 @@ def Titan_RopeOp : Titan_ComputeOp<"rope",
   let hasVerifier = 1;
 }
 
-def Titan_AttentionOp : Titan_ComputeOp<"attention",
+def Titan_AttentionOp : Titan_DifferentiableOp<"attention",
     [AllTypesMatch<["q", "result"]>, AllTypesMatch<["k", "v"]>]> {
   let summary = "Scaled dot-product attention with grouped KV heads";
   let description = [{
@@ -653,7 +666,7 @@ def Titan_AttentionOp : Titan_ComputeOp<"attention",
   }];
 }
 
-def Titan_CrossEntropyOp : Titan_ComputeOp<"cross_entropy"> {
+def Titan_CrossEntropyOp : Titan_DifferentiableOp<"cross_entropy"> {
   let summary = "Mean cross-entropy loss of logits against labels";
   let description = [{
     `result = mean over {i : labels[i] != ignore_index} of
@@ -661,7 +674,8 @@ def Titan_CrossEntropyOp : Titan_ComputeOp<"cross_entropy"> {
     (`F.cross_entropy(logits, labels, ignore_index=ignore_index)`, reduction
     "mean"; NaN when every label is ignored). `logits` is [..., vocab],
     `labels` has `logits`' shape without the last dim; the loss is computed
-    and returned in f32.
+    and returned in f32 (in f64 for f64 logits, so that gradients can be
+    checked by finite differences).
 
     Example:
 
@@ -672,7 +686,7 @@ def Titan_CrossEntropyOp : Titan_ComputeOp<"cross_entropy"> {
   }];
   let arguments = (ins Titan_FloatTensor:$logits, Titan_IndexTensor:$labels,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
-  let results = (outs 0DTensorOf<[F32]>:$result);
+  let results = (outs 0DTensorOf<[F32, F64]>:$result);
   let assemblyFormat = [{
     $logits `,` $labels (`ignore_index` $ignore_index^)? attr-dict
     `:` type($logits) `,` type($labels) `->` type($result)
@@ -684,7 +698,7 @@ def Titan_CrossEntropyOp : Titan_ComputeOp<"cross_entropy"> {
 // Shape ops
 //===----------------------------------------------------------------------===//
 
-def Titan_ReshapeOp : Titan_ComputeOp<"reshape"> {
+def Titan_ReshapeOp : Titan_DifferentiableOp<"reshape"> {
   let summary = "Reinterprets a tensor with another shape";
   let description = [{
     `result` holds `input`'s elements in row-major order with the result's
@@ -703,7 +717,7 @@ def Titan_ReshapeOp : Titan_ComputeOp<"reshape"> {
   let hasFolder = 1;
 }
 
-def Titan_TransposeOp : Titan_ComputeOp<"transpose"> {
+def Titan_TransposeOp : Titan_DifferentiableOp<"transpose"> {
   let summary = "Permutes the dimensions of a tensor";
   let description = [{
     `result[j] = input[k]` with `k[permutation[d]] = j[d]`, so
@@ -726,7 +740,7 @@ def Titan_TransposeOp : Titan_ComputeOp<"transpose"> {
   let hasFolder = 1;
 }
 
-def Titan_SliceOp : Titan_ComputeOp<"slice"> {
+def Titan_SliceOp : Titan_DifferentiableOp<"slice"> {
   let summary = "A strided static slice";
   let description = [{
     `result[j] = input[start + j * step]` per dim, for
@@ -751,7 +765,7 @@ def Titan_SliceOp : Titan_ComputeOp<"slice"> {
   let hasFolder = 1;
 }
 
-def Titan_ConcatOp : Titan_ComputeOp<"concat"> {
+def Titan_ConcatOp : Titan_DifferentiableOp<"concat"> {
   let summary = "Concatenates tensors along one dimension";
   let description = [{
     `result = torch.cat(inputs, dim)`: the operands have one rank and element
@@ -773,7 +787,7 @@ def Titan_ConcatOp : Titan_ComputeOp<"concat"> {
   let hasFolder = 1;
 }
 
-def Titan_BroadcastInDimOp : Titan_ComputeOp<"broadcast_in_dim"> {
+def Titan_BroadcastInDimOp : Titan_DifferentiableOp<"broadcast_in_dim"> {
   let summary = "Broadcasts a tensor to a larger shape";
   let description = [{
     `result[j] = input[k]` with `k[d] = size(input, d) == 1 ? 0 :
@@ -796,6 +810,204 @@ def Titan_BroadcastInDimOp : Titan_ComputeOp<"broadcast_in_dim"> {
   }];
   let hasVerifier = 1;
   let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Backward-only ops (emitted by the VJP rules, not differentiable again)
+//===----------------------------------------------------------------------===//
+
+def Titan_GeluGradOp : Titan_ComputeOp<"gelu_grad",
+    [SameOperandsAndResultType, Elementwise]> {
+  let summary = "Cotangent of GELU's input";
+  let description = [{
+    `result[i] = grad[i] * gelu'(input[i])` for `titan.gelu` with the same
+    `approximate` (`none`: `Phi(x) + x phi(x)` with the normal CDF and
+    density; `tanh`: the derivative of the tanh form). Fused because the exact
+    form needs `erf`, which titan has no op for.
+
+    Example:
+
+    ```mlir
+    %dx = titan.gelu_grad %x, %dy approximate tanh : tensor<2x64x1024xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$input, Titan_FloatTensor:$grad,
+                       StrAttr:$approximate);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad `approximate` custom<BareKeyword>($approximate) attr-dict
+    `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_RmsNormGradOp : Titan_ComputeOp<"rms_norm_grad",
+    [AllTypesMatch<["input", "grad", "input_grad"]>,
+     AllTypesMatch<["weight", "weight_grad"]>]> {
+  let summary = "Cotangents of RMSNorm's input and weight";
+  let description = [{
+    For `y = x * r * w` with `r = rsqrt(mean(x^2, -1) + eps)` per row and the
+    cotangent `grad` of `y`: `input_grad = r * (g - x * r^2 * mean(g * x, -1))`
+    with `g = grad * w`, and `weight_grad = sum over rows of grad * x * r`.
+    The statistics are recomputed from `input`.
+
+    Example:
+
+    ```mlir
+    %dx, %dw = titan.rms_norm_grad %x, %w, %dy eps 1.000000e-05
+        : tensor<2x64x256xf32>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$input, Titan_FloatTensor:$weight,
+                       Titan_FloatTensor:$grad, F64Attr:$eps);
+  let results = (outs Titan_FloatTensor:$input_grad,
+                      Titan_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $grad `eps` $eps attr-dict
+    `:` type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_LayerNormGradOp : Titan_ComputeOp<"layer_norm_grad",
+    [AllTypesMatch<["input", "grad", "input_grad"]>,
+     AllTypesMatch<["weight", "weight_grad", "bias_grad"]>]> {
+  let summary = "Cotangents of LayerNorm's input, weight and bias";
+  let description = [{
+    For `y = xhat * w + b` with `xhat = (x - mean) * r`, `r = rsqrt(var +
+    eps)` per row and the cotangent `grad` of `y`: `input_grad = r * (g -
+    mean(g, -1) - xhat * mean(g * xhat, -1))` with `g = grad * w`,
+    `weight_grad = sum over rows of grad * xhat`, `bias_grad = sum over rows
+    of grad`. The statistics are recomputed from `input`; the bias is not
+    needed.
+
+    Example:
+
+    ```mlir
+    %dx, %dw, %db = titan.layer_norm_grad %x, %w, %dy eps 1.000000e-05
+        : tensor<2x64x768xf32>, tensor<768xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$input, Titan_FloatTensor:$weight,
+                       Titan_FloatTensor:$grad, F64Attr:$eps);
+  let results = (outs Titan_FloatTensor:$input_grad,
+                      Titan_FloatTensor:$weight_grad,
+                      Titan_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $grad `eps` $eps attr-dict
+    `:` type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_EmbeddingGradOp : Titan_ComputeOp<"embedding_grad"> {
+  let summary = "Cotangent of an embedding table (scatter-add of rows)";
+  let description = [{
+    `result = zeros; result[ids[i...], :] += grad[i..., :]` for every index
+    `i...` of `ids`: the cotangent of `titan.embedding`'s table, of the
+    result type [vocab, dim]; `grad` has `ids`' shape followed by dim. Ids
+    outside [0, vocab) are undefined behavior.
+
+    Example:
+
+    ```mlir
+    %dtable = titan.embedding_grad %tokens, %dh
+        : tensor<2x64xi64>, tensor<2x64x256xf32> -> tensor<2048x256xf32>
+    ```
+  }];
+  let arguments = (ins Titan_IndexTensor:$ids, Titan_FloatTensor:$grad);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $ids `,` $grad attr-dict `:` type($ids) `,` type($grad) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_AttentionGradOp : Titan_ComputeOp<"attention_grad",
+    [AllTypesMatch<["q", "grad", "q_grad"]>,
+     AllTypesMatch<["k", "v", "k_grad", "v_grad"]>]> {
+  let summary = "Cotangents of attention's q, k and v";
+  let description = [{
+    The VJP of `titan.attention` with the same `causal` and `scale`, given
+    the cotangent `grad` of its result: the probabilities `p = softmax(q k^T *
+    scale + mask)` are recomputed from `q` and `k`, then `dv = p^T grad`,
+    `ds = p * (grad v^T - rowsum(grad * out))`, `dq = ds k * scale`, `dk =
+    ds^T q * scale`. With grouped KV heads, `k_grad` and `v_grad` sum over the
+    query heads that read each KV head.
+
+    Example:
+
+    ```mlir
+    %dq, %dk, %dv = titan.attention_grad %q, %k, %v, %do causal
+        : tensor<2x32x64x128xbf16>, tensor<2x8x64x128xbf16>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$q, Titan_FloatTensor:$k,
+                       Titan_FloatTensor:$v, Titan_FloatTensor:$grad,
+                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
+  let results = (outs Titan_FloatTensor:$q_grad, Titan_FloatTensor:$k_grad,
+                      Titan_FloatTensor:$v_grad);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $grad (`causal` $causal^)? (`scale` $scale^)?
+    attr-dict `:` type($q) `,` type($k)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The softmax scale: `scale` if set, else 1/sqrt(head_dim).
+    double getScaleOrDefault();
+  }];
+}
+
+def Titan_CrossEntropyGradOp : Titan_ComputeOp<"cross_entropy_grad",
+    [AllTypesMatch<["logits", "result"]>]> {
+  let summary = "Cotangent of cross-entropy's logits";
+  let description = [{
+    `result[i, :] = grad * (softmax(logits[i, :]) - onehot(labels[i])) /
+    count` for rows whose label is not `ignore_index` and zero for the
+    others, where `count` is the number of rows not ignored and `grad` the
+    cotangent of `titan.cross_entropy`'s 0-d loss (all zero when every label
+    is ignored, as in PyTorch).
+
+    Example:
+
+    ```mlir
+    %dlogits = titan.cross_entropy_grad %logits, %labels, %dloss
+        : tensor<128x2048xbf16>, tensor<128xi64>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$logits, Titan_IndexTensor:$labels,
+                       0DTensorOf<[F32, F64]>:$grad,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $grad (`ignore_index` $ignore_index^)? attr-dict
+    `:` type($logits) `,` type($labels) `,` type($grad)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_PadOp : Titan_ComputeOp<"pad"> {
+  let summary = "Places a tensor at a strided position in a zero tensor";
+  let description = [{
+    `result = zeros; result[start + j * step] = input[j]` per dim: the
+    inverse of `titan.slice` (the cotangent of a slice's input), with the
+    shape of the result type. `start` >= 0, `step` >= 1 and the last element
+    `start + (size - 1) * step` lies within the result.
+
+    Example:
+
+    ```mlir
+    %1 = titan.pad %0 [0, 1, 0] step [1, 2, 1]
+        : tensor<2x8x64xf32> -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Titan_Tensor:$input, DenseI64ArrayAttr:$start,
+                       DenseI64ArrayAttr:$step);
+  let results = (outs Titan_Tensor:$result);
+  let assemblyFormat = [{
+    $input $start `step` $step attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // TITAN_COMPUTE_OPS

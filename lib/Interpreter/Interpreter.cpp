@@ -164,6 +164,19 @@ static double gelu(double x, bool tanhApproximation) {
   return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
 }
 
+/// The derivative of `titan.gelu` at `x`.
+static double geluDerivative(double x, bool tanhApproximation) {
+  if (tanhApproximation) {
+    double c = std::sqrt(2.0 / llvm::numbers::pi);
+    double t = std::tanh(c * (x + 0.044715 * x * x * x));
+    return 0.5 * (1.0 + t) +
+           0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * x * x);
+  }
+  double cdf = 0.5 * (1.0 + std::erf(x / std::sqrt(2.0)));
+  double density = std::exp(-0.5 * x * x) / std::sqrt(2.0 * llvm::numbers::pi);
+  return cdf + x * density;
+}
+
 /// `factor` rounded to the float kind `kind`.
 static double roundFactor(double factor, ElementKind kind) {
   return kind == ElementKind::F64 ? factor : roundToFloatKind(factor, kind);
@@ -290,6 +303,28 @@ static FailureOr<TensorValue> evaluate(Operation *op,
         return check(crossEntropy(*in[0], *in[1],
                                   static_cast<int64_t>(ce.getIgnoreIndex())));
       })
+      // Backward-only ops with one result.
+      .Case([&](GeluGradOp g) {
+        bool approximate = g.getApproximate() == "tanh";
+        return binary([=](double x, double dy) {
+          return dy * geluDerivative(x, approximate);
+        });
+      })
+      .Case([&](EmbeddingGradOp g) -> Result {
+        int64_t vocab = g.getType().getDimSize(0);
+        if (ShapedType::isDynamic(vocab))
+          return op->emitOpError("needs a static vocab size");
+        return check(embeddingGrad(*in[0], *in[1], vocab));
+      })
+      .Case([&](CrossEntropyGradOp ce) {
+        return check(crossEntropyGrad(
+            *in[0], *in[1], *in[2], static_cast<int64_t>(ce.getIgnoreIndex())));
+      })
+      .Case([&](PadOp p) -> Result {
+        if (ShapedType::isDynamicShape(resultShape()))
+          return op->emitOpError("needs a static result shape");
+        return pad(*in[0], p.getStart(), p.getStep(), resultShape());
+      })
       // Shape ops.
       .Case([&](ReshapeOp) -> Result {
         FailureOr<SmallVector<int64_t>> shape =
@@ -323,6 +358,27 @@ static FailureOr<TensorValue> evaluate(Operation *op,
                                  "program before running it on several "
                                  "ranks");
         return *in[0];
+      })
+      .Default([&](Operation *) -> Result { return emitUnsupported(op); });
+}
+
+/// Evaluates the compute op `op` with several results on one rank's
+/// operands.
+static FailureOr<std::vector<TensorValue>>
+evaluateResults(Operation *op, ArrayRef<const TensorValue *> in) {
+  using Result = FailureOr<std::vector<TensorValue>>;
+  return llvm::TypeSwitch<Operation *, Result>(op)
+      .Case([&](RmsNormGradOp g) {
+        return rmsNormGrad(*in[0], *in[1], *in[2],
+                           g.getEps().convertToDouble());
+      })
+      .Case([&](LayerNormGradOp g) {
+        return layerNormGrad(*in[0], *in[1], *in[2],
+                             g.getEps().convertToDouble());
+      })
+      .Case([&](AttentionGradOp g) {
+        return attentionGrad(*in[0], *in[1], *in[2], *in[3], g.getCausal(),
+                             g.getScaleOrDefault());
       })
       .Default([&](Operation *) -> Result { return emitUnsupported(op); });
 }
@@ -410,12 +466,20 @@ LogicalResult Execution::define(Operation *op, Value result, int64_t rank,
 }
 
 LogicalResult Execution::runComputeOp(Operation *op) {
-  if (op->getNumResults() != 1)
-    return emitUnsupported(op);
   for (int64_t rank = 0; rank < numRanks; ++rank) {
     SmallVector<const TensorValue *> operands;
     for (Value operand : op->getOperands())
       operands.push_back(&values[rank].find(operand)->second);
+    if (op->getNumResults() != 1) {
+      FailureOr<std::vector<TensorValue>> results =
+          evaluateResults(op, operands);
+      if (failed(results))
+        return failure();
+      for (auto [result, value] : llvm::zip_equal(op->getResults(), *results))
+        if (failed(define(op, result, rank, std::move(value))))
+          return failure();
+      continue;
+    }
     FailureOr<TensorValue> result = evaluate(op, operands, rank, numRanks);
     if (failed(result) ||
         failed(define(op, op->getResult(0), rank, std::move(*result))))

@@ -470,7 +470,220 @@ llvm::Expected<TensorValue> kernels::crossEntropy(const TensorValue &logits,
   }
   double loss =
       count ? total / double(count) : std::numeric_limits<double>::quiet_NaN();
-  return fromDoubles(ElementKind::F32, {}, {loss});
+  ElementKind kind = logits.getKind() == ElementKind::F64 ? ElementKind::F64
+                                                          : ElementKind::F32;
+  return fromDoubles(kind, {}, {loss});
+}
+
+//===----------------------------------------------------------------------===//
+// Backward-only ops
+//===----------------------------------------------------------------------===//
+
+std::vector<TensorValue> kernels::rmsNormGrad(const TensorValue &input,
+                                              const TensorValue &weight,
+                                              const TensorValue &grad,
+                                              double eps) {
+  std::vector<double> x = toDoubles(input), w = toDoubles(weight),
+                      dy = toDoubles(grad);
+  int64_t cols = w.size(), rows = cols ? x.size() / cols : 0;
+  std::vector<double> dx(x.size()), dw(cols, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *row = x.data() + r * cols, *dRow = dy.data() + r * cols;
+    double squares = 0, dot = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      squares += row[c] * row[c];
+      dot += dRow[c] * w[c] * row[c];
+    }
+    double scale = 1.0 / std::sqrt(squares / double(cols) + eps);
+    double correction = scale * scale * dot / double(cols);
+    for (int64_t c = 0; c < cols; ++c) {
+      dx[r * cols + c] = scale * (dRow[c] * w[c] - row[c] * correction);
+      dw[c] += dRow[c] * row[c] * scale;
+    }
+  }
+  return {fromDoubles(input.getKind(), input.getShape(), dx),
+          fromDoubles(weight.getKind(), weight.getShape(), dw)};
+}
+
+std::vector<TensorValue> kernels::layerNormGrad(const TensorValue &input,
+                                                const TensorValue &weight,
+                                                const TensorValue &grad,
+                                                double eps) {
+  std::vector<double> x = toDoubles(input), w = toDoubles(weight),
+                      dy = toDoubles(grad);
+  int64_t cols = w.size(), rows = cols ? x.size() / cols : 0;
+  std::vector<double> dx(x.size()), dw(cols, 0.0), db(cols, 0.0),
+      normalized(cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *row = x.data() + r * cols, *dRow = dy.data() + r * cols;
+    double mean = 0;
+    for (int64_t c = 0; c < cols; ++c)
+      mean += row[c];
+    mean /= double(cols);
+    double variance = 0;
+    for (int64_t c = 0; c < cols; ++c)
+      variance += (row[c] - mean) * (row[c] - mean);
+    double scale = 1.0 / std::sqrt(variance / double(cols) + eps);
+    // Row means of g = dy * w and of g * xhat.
+    double meanG = 0, meanGX = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      normalized[c] = (row[c] - mean) * scale;
+      meanG += dRow[c] * w[c];
+      meanGX += dRow[c] * w[c] * normalized[c];
+      dw[c] += dRow[c] * normalized[c];
+      db[c] += dRow[c];
+    }
+    meanG /= double(cols);
+    meanGX /= double(cols);
+    for (int64_t c = 0; c < cols; ++c)
+      dx[r * cols + c] =
+          scale * (dRow[c] * w[c] - meanG - normalized[c] * meanGX);
+  }
+  return {fromDoubles(input.getKind(), input.getShape(), dx),
+          fromDoubles(weight.getKind(), weight.getShape(), dw),
+          fromDoubles(weight.getKind(), weight.getShape(), db)};
+}
+
+llvm::Expected<TensorValue> kernels::embeddingGrad(const TensorValue &ids,
+                                                   const TensorValue &grad,
+                                                   int64_t vocab) {
+  int64_t dim = grad.getShape().back();
+  ArrayRef<int64_t> idValues = ids.get<int64_t>();
+  std::vector<double> dy = toDoubles(grad);
+  std::vector<double> table(vocab * dim, 0.0);
+  for (auto [i, id] : llvm::enumerate(idValues)) {
+    if (id < 0 || id >= vocab)
+      return llvm::createStringError(
+          "id %lld at flat index %zu is outside the table's [0, %lld)",
+          (long long)id, i, (long long)vocab);
+    for (int64_t c = 0; c < dim; ++c)
+      table[id * dim + c] += dy[i * dim + c];
+  }
+  return fromDoubles(grad.getKind(), {vocab, dim}, table);
+}
+
+/// Replaces the first `visible` entries of `row` by their softmax and the
+/// other `size - visible` by 0.
+static void softmaxRow(double *row, int64_t visible, int64_t size) {
+  double max = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < visible; ++j)
+    accumulate(max, row[j], ReduceKind::Max);
+  double sum = 0;
+  for (int64_t j = 0; j < visible; ++j)
+    sum += row[j] = std::exp(row[j] - max);
+  for (int64_t j = 0; j < size; ++j)
+    row[j] = j < visible ? row[j] / sum : 0.0;
+}
+
+std::vector<TensorValue> kernels::attentionGrad(const TensorValue &q,
+                                                const TensorValue &k,
+                                                const TensorValue &v,
+                                                const TensorValue &grad,
+                                                bool causal, double scale) {
+  ArrayRef<int64_t> qShape = q.getShape(), kShape = k.getShape();
+  int64_t batch = qShape[0], qHeads = qShape[1], qSeq = qShape[2],
+          headDim = qShape[3], kvHeads = kShape[1], kvSeq = kShape[2],
+          vDim = v.getShape()[3];
+  int64_t group = qHeads / kvHeads;
+  std::vector<double> qs = toDoubles(q), ks = toDoubles(k), vs = toDoubles(v),
+                      dOut = toDoubles(grad);
+  std::vector<double> dq(qs.size()), dk(ks.size(), 0.0), dv(vs.size(), 0.0);
+  std::vector<double> probs(qSeq * kvSeq), dScores(qSeq * kvSeq),
+      partial(kvSeq * std::max(headDim, vDim));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < qHeads; ++h) {
+      int64_t kvHead = b * kvHeads + h / group;
+      int64_t qOffset = (b * qHeads + h) * qSeq * headDim;
+      const double *kMatrix = ks.data() + kvHead * kvSeq * headDim;
+      const double *vMatrix = vs.data() + kvHead * kvSeq * vDim;
+      const double *dOutMatrix = dOut.data() + (b * qHeads + h) * qSeq * vDim;
+      gemm(false, true, qSeq, kvSeq, headDim, scale, qs.data() + qOffset,
+           kMatrix, probs.data());
+      for (int64_t i = 0; i < qSeq; ++i)
+        softmaxRow(probs.data() + i * kvSeq,
+                   causal ? std::min(i + 1, kvSeq) : kvSeq, kvSeq);
+      // dV += P^T dO.
+      gemm(true, false, kvSeq, vDim, qSeq, 1.0, probs.data(), dOutMatrix,
+           partial.data());
+      for (int64_t i = 0; i < kvSeq * vDim; ++i)
+        dv[kvHead * kvSeq * vDim + i] += partial[i];
+      // dS = P * (dO V^T - rowsum(P * dO V^T)).
+      gemm(false, true, qSeq, kvSeq, vDim, 1.0, dOutMatrix, vMatrix,
+           dScores.data());
+      for (int64_t i = 0; i < qSeq; ++i) {
+        double *pRow = probs.data() + i * kvSeq;
+        double *dRow = dScores.data() + i * kvSeq;
+        double dot = 0;
+        for (int64_t j = 0; j < kvSeq; ++j)
+          dot += pRow[j] * dRow[j];
+        for (int64_t j = 0; j < kvSeq; ++j)
+          dRow[j] = pRow[j] * (dRow[j] - dot);
+      }
+      // dQ = scale dS K, dK += scale dS^T Q.
+      gemm(false, false, qSeq, headDim, kvSeq, scale, dScores.data(), kMatrix,
+           dq.data() + qOffset);
+      gemm(true, false, kvSeq, headDim, qSeq, scale, dScores.data(),
+           qs.data() + qOffset, partial.data());
+      for (int64_t i = 0; i < kvSeq * headDim; ++i)
+        dk[kvHead * kvSeq * headDim + i] += partial[i];
+    }
+  }
+  return {fromDoubles(q.getKind(), qShape, dq),
+          fromDoubles(k.getKind(), kShape, dk),
+          fromDoubles(v.getKind(), v.getShape(), dv)};
+}
+
+llvm::Expected<TensorValue> kernels::crossEntropyGrad(const TensorValue &logits,
+                                                      const TensorValue &labels,
+                                                      const TensorValue &grad,
+                                                      int64_t ignoreIndex) {
+  int64_t vocab = logits.getShape().back();
+  ArrayRef<int64_t> targets = labels.get<int64_t>();
+  std::vector<double> x = toDoubles(logits);
+  std::vector<double> dx(x.size(), 0.0);
+  int64_t count = 0;
+  for (auto [row, label] : llvm::enumerate(targets)) {
+    if (label == ignoreIndex)
+      continue;
+    if (label < 0 || label >= vocab)
+      return llvm::createStringError(
+          "label %lld at flat index %zu is outside [0, %lld) and is not the "
+          "ignore_index %lld",
+          (long long)label, row, (long long)vocab, (long long)ignoreIndex);
+    ++count;
+  }
+  double factor = toDoubles(grad).front() / double(std::max<int64_t>(count, 1));
+  for (auto [row, label] : llvm::enumerate(targets)) {
+    if (label == ignoreIndex)
+      continue;
+    double *out = dx.data() + row * vocab;
+    std::copy_n(x.data() + row * vocab, vocab, out);
+    softmaxRow(out, vocab, vocab);
+    out[label] -= 1.0;
+    for (int64_t j = 0; j < vocab; ++j)
+      out[j] *= factor;
+  }
+  return fromDoubles(logits.getKind(), logits.getShape(), dx);
+}
+
+TensorValue kernels::pad(const TensorValue &input, ArrayRef<int64_t> start,
+                         ArrayRef<int64_t> step, ArrayRef<int64_t> shape) {
+  TensorValue result(input.getKind(), shape);
+  SmallVector<int64_t> strides = getStrides(shape);
+  int64_t base = 0;
+  for (auto [d, stride] : llvm::enumerate(strides)) {
+    base += start[d] * stride;
+    stride *= step[d];
+  }
+  std::visit(
+      [&](auto &out) {
+        using T = typename std::decay_t<decltype(out)>::value_type;
+        ArrayRef<T> in = input.get<T>();
+        walkStrided(input.getShape(), strides,
+                    [&](int64_t i, int64_t o) { out[base + o] = in[i]; });
+      },
+      result.getStorage());
+  return result;
 }
 
 //===----------------------------------------------------------------------===//

@@ -156,11 +156,48 @@ TensorValue rope(const TensorValue &input, const TensorValue &cos,
 TensorValue attention(const TensorValue &q, const TensorValue &k,
                       const TensorValue &v, bool causal, double scale);
 
-/// `titan.cross_entropy`: the f32 mean over non-ignored labels; fails on a
+/// `titan.cross_entropy`: the mean over non-ignored labels, f32 (f64 for f64
+/// logits); fails on a
 /// label outside [0, vocab) that is not `ignoreIndex`.
 llvm::Expected<TensorValue> crossEntropy(const TensorValue &logits,
                                          const TensorValue &labels,
                                          int64_t ignoreIndex);
+
+/// `titan.rms_norm_grad`: the cotangents of the input and the weight of
+/// `rmsNorm(input, weight, eps)` given the cotangent `grad` of its result.
+std::vector<TensorValue> rmsNormGrad(const TensorValue &input,
+                                     const TensorValue &weight,
+                                     const TensorValue &grad, double eps);
+
+/// `titan.layer_norm_grad`: the cotangents of the input, weight and bias of
+/// `layerNorm` given the cotangent `grad` of its result.
+std::vector<TensorValue> layerNormGrad(const TensorValue &input,
+                                       const TensorValue &weight,
+                                       const TensorValue &grad, double eps);
+
+/// `titan.embedding_grad`: the [vocab, dim] scatter-add of the rows of
+/// `grad` at `ids`; fails on an id outside [0, vocab).
+llvm::Expected<TensorValue>
+embeddingGrad(const TensorValue &ids, const TensorValue &grad, int64_t vocab);
+
+/// `titan.attention_grad`: the cotangents of q, k and v of `attention` given
+/// the cotangent `grad` of its result (probabilities recomputed).
+std::vector<TensorValue>
+attentionGrad(const TensorValue &q, const TensorValue &k, const TensorValue &v,
+              const TensorValue &grad, bool causal, double scale);
+
+/// `titan.cross_entropy_grad`: the cotangent of the logits of
+/// `crossEntropy` given the cotangent `grad` (0-d) of the loss; fails like
+/// `crossEntropy` on a bad label.
+llvm::Expected<TensorValue> crossEntropyGrad(const TensorValue &logits,
+                                             const TensorValue &labels,
+                                             const TensorValue &grad,
+                                             int64_t ignoreIndex);
+
+/// `titan.pad`: a zero tensor of `shape` with `input[j]` at `start + j *
+/// step`.
+TensorValue pad(const TensorValue &input, llvm::ArrayRef<int64_t> start,
+                llvm::ArrayRef<int64_t> step, llvm::ArrayRef<int64_t> shape);
 
 /// `titan.transpose`: result dim d is input dim permutation[d].
 TensorValue transpose(const TensorValue &input,

@@ -170,3 +170,35 @@ func.func @dynamic_model_ops(%x: tensor<?x?x4x16xbf16>, %cos: tensor<?x8xf32>, %
   %6 = titan.reshape %m : tensor<?x8xf32> -> tensor<?xf32>
   return %0, %1, %2, %3, %4, %5, %6 : tensor<?x?x4x16xbf16>, tensor<?x4x?x16xf32>, tensor<4x?xf32>, tensor<?x16xf32>, tensor<8xf32>, tensor<?x?x64xf32>, tensor<?xf32>
 }
+
+// Backward-only ops emitted by the VJP rules.
+// CHECK-LABEL: func.func @backward
+func.func @backward(%x: tensor<2x16x64xf32>, %w: tensor<64xf32>, %dy: tensor<2x16x64xf32>, %tokens: tensor<2x16xi64>, %q: tensor<2x4x16x16xbf16>, %kv: tensor<2x2x16x16xbf16>, %logits: tensor<32x128xf32>, %labels: tensor<32xi64>, %dloss: tensor<f32>, %s: tensor<2x8x64xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<128x64xf32>, tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>, tensor<2x2x16x16xbf16>, tensor<2x4x16x16xbf16>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<2x16x64xf32>) {
+  // CHECK: titan.gelu_grad %{{.*}}, %{{.*}} approximate tanh : tensor<2x16x64xf32>
+  %g = titan.gelu_grad %x, %dy approximate tanh : tensor<2x16x64xf32>
+  // CHECK: titan.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}} eps 1.000000e-05 : tensor<2x16x64xf32>, tensor<64xf32>
+  %rx, %rw = titan.rms_norm_grad %x, %w, %dy eps 1.0e-5 : tensor<2x16x64xf32>, tensor<64xf32>
+  // CHECK: titan.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} eps 1.000000e-05 : tensor<2x16x64xf32>, tensor<64xf32>
+  %lx, %lw, %lb = titan.layer_norm_grad %x, %w, %dy eps 1.0e-5 : tensor<2x16x64xf32>, tensor<64xf32>
+  // CHECK: titan.embedding_grad %{{.*}}, %{{.*}} : tensor<2x16xi64>, tensor<2x16x64xf32> -> tensor<128x64xf32>
+  %dt = titan.embedding_grad %tokens, %dy : tensor<2x16xi64>, tensor<2x16x64xf32> -> tensor<128x64xf32>
+  // CHECK: titan.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
+  %dq, %dk, %dv = titan.attention_grad %q, %kv, %kv, %q causal : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
+  // CHECK: titan.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scale 2.500000e-01 : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
+  %dq1, %dk1, %dv1 = titan.attention_grad %q, %kv, %kv, %q scale 0.25 : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
+  // CHECK: titan.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x128xf32>, tensor<32xi64>, tensor<f32>
+  %dl0 = titan.cross_entropy_grad %logits, %labels, %dloss : tensor<32x128xf32>, tensor<32xi64>, tensor<f32>
+  // CHECK: titan.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} ignore_index 0 : tensor<32x128xf32>, tensor<32xi64>, tensor<f32>
+  %dl1 = titan.cross_entropy_grad %logits, %labels, %dloss ignore_index 0 : tensor<32x128xf32>, tensor<32xi64>, tensor<f32>
+  // CHECK: titan.pad %{{.*}} [0, 1, 0] step [1, 2, 1] : tensor<2x8x64xf32> -> tensor<2x16x64xf32>
+  %p = titan.pad %s [0, 1, 0] step [1, 2, 1] : tensor<2x8x64xf32> -> tensor<2x16x64xf32>
+  return %g, %rx, %rw, %lx, %lw, %lb, %dt, %dq, %dk, %dv, %dq1, %dl0, %dl1, %p : tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<128x64xf32>, tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>, tensor<2x2x16x16xbf16>, tensor<2x4x16x16xbf16>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<2x16x64xf32>
+}
+
+// A cross-entropy of f64 logits is f64.
+// CHECK-LABEL: func.func @f64_loss
+func.func @f64_loss(%logits: tensor<4x8xf64>, %labels: tensor<4xi64>) -> tensor<f64> {
+  // CHECK: titan.cross_entropy %{{.*}}, %{{.*}} : tensor<4x8xf64>, tensor<4xi64> -> tensor<f64>
+  %0 = titan.cross_entropy %logits, %labels : tensor<4x8xf64>, tensor<4xi64> -> tensor<f64>
+  return %0 : tensor<f64>
+}

@@ -370,7 +370,7 @@ func.func @cross_entropy_rank(%l: tensor<f32>, %y: tensor<i64>) {
 // -----
 
 func.func @cross_entropy_result(%l: tensor<8x16xbf16>, %y: tensor<8xi64>) {
-  // expected-error @+1 {{result #0 must be 0D tensor of 32-bit float values}}
+  // expected-error @+1 {{result #0 must be 0D tensor of 32-bit float or 64-bit float values}}
   %0 = titan.cross_entropy %l, %y : tensor<8x16xbf16>, tensor<8xi64> -> tensor<bf16>
   return
 }
@@ -833,4 +833,124 @@ func.func @f(%x: tensor<8xf32> {titan.role = "weight"}) {
 // expected-error @+1 {{unknown titan result attribute 'titan.role'}}
 func.func @f(%x: tensor<8xf32>) -> (tensor<8xf32> {titan.role = "param"}) {
   return %x : tensor<8xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<8xf32>, %dy: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'titan.gelu_grad' op unknown approximate 'erf', expected one of: none, tanh}}
+  %0 = titan.gelu_grad %x, %dy approximate erf : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<2x8xf32>, %w: tensor<8xf32>, %dy: tensor<2x8xf32>) {
+  // expected-error @+1 {{'titan.rms_norm_grad' op eps must be positive and finite, got 0.000000e+00}}
+  %0, %1 = titan.rms_norm_grad %x, %w, %dy eps 0.0 : tensor<2x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x8xf32>, %w: tensor<4xf32>, %dy: tensor<2x8xf32>) {
+  // expected-error @+1 {{'titan.layer_norm_grad' op expected weight type 'tensor<8xf32>', got 'tensor<4xf32>'}}
+  %0, %1, %2 = titan.layer_norm_grad %x, %w, %dy eps 1.0e-5 : tensor<2x8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%ids: tensor<2x3xi64>, %dy: tensor<2x3x4xf32>) -> tensor<16x4x1xf32> {
+  // expected-error @+1 {{'titan.embedding_grad' op expects result of rank 2, got 'tensor<16x4x1xf32>'}}
+  %0 = titan.embedding_grad %ids, %dy : tensor<2x3xi64>, tensor<2x3x4xf32> -> tensor<16x4x1xf32>
+  return %0 : tensor<16x4x1xf32>
+}
+
+// -----
+
+func.func @f(%ids: tensor<2x3xi64>, %dy: tensor<3x2x4xf32>) -> tensor<16x4xf32> {
+  // expected-error @+1 {{'titan.embedding_grad' op expected grad type 'tensor<2x3x4xf32>', got 'tensor<3x2x4xf32>'}}
+  %0 = titan.embedding_grad %ids, %dy : tensor<2x3xi64>, tensor<3x2x4xf32> -> tensor<16x4xf32>
+  return %0 : tensor<16x4xf32>
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x8x16xf32>, %kv: tensor<1x3x8x16xf32>) {
+  // expected-error @+1 {{'titan.attention_grad' op 3 kv heads do not divide 4 q heads}}
+  %0, %1, %2 = titan.attention_grad %q, %kv, %kv, %q : tensor<1x4x8x16xf32>, tensor<1x3x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x8x16xf32>, %kv: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{'titan.attention_grad' op scale must be positive and finite, got -1.000000e+00}}
+  %0, %1, %2 = titan.attention_grad %q, %kv, %kv, %q scale -1.0 : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%logits: tensor<4x8xf32>, %labels: tensor<8xi64>, %g: tensor<f32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'titan.cross_entropy_grad' op expected labels type 'tensor<4xi64>', got 'tensor<8xi64>'}}
+  %0 = titan.cross_entropy_grad %logits, %labels, %g : tensor<4x8xf32>, tensor<8xi64>, tensor<f32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @f(%logits: tensor<4x8xbf16>, %labels: tensor<4xi64>, %g: tensor<f64>) -> tensor<4x8xbf16> {
+  // expected-error @+1 {{'titan.cross_entropy_grad' op has an f64 loss for 'tensor<4x8xbf16>' logits; only f64 logits give an f64 loss}}
+  %0 = titan.cross_entropy_grad %logits, %labels, %g : tensor<4x8xbf16>, tensor<4xi64>, tensor<f64>
+  return %0 : tensor<4x8xbf16>
+}
+
+// -----
+
+func.func @f(%logits: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f64> {
+  // expected-error @+1 {{'titan.cross_entropy' op has an f64 loss for 'tensor<4x8xf32>' logits; only f64 logits give an f64 loss}}
+  %0 = titan.cross_entropy %logits, %labels : tensor<4x8xf32>, tensor<4xi64> -> tensor<f64>
+  return %0 : tensor<f64>
+}
+
+// -----
+
+func.func @f(%x: tensor<4x3xf32>) -> tensor<8x3xf32> {
+  // expected-error @+1 {{'titan.pad' op start and step need one entry per dim of the rank-2 input, got 2 and 1}}
+  %0 = titan.pad %x [0, 0] step [1] : tensor<4x3xf32> -> tensor<8x3xf32>
+  return %0 : tensor<8x3xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4x3xf32>) -> tensor<8x3xf32> {
+  // expected-error @+1 {{'titan.pad' op step 0 of dim 0 must be positive}}
+  %0 = titan.pad %x [0, 0] step [0, 1] : tensor<4x3xf32> -> tensor<8x3xf32>
+  return %0 : tensor<8x3xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4x3xf32>) -> tensor<8x3xf32> {
+  // expected-error @+1 {{'titan.pad' op start -1 of dim 1 must not be negative}}
+  %0 = titan.pad %x [0, -1] step [1, 1] : tensor<4x3xf32> -> tensor<8x3xf32>
+  return %0 : tensor<8x3xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4x3xf32>) -> tensor<8x3xf32> {
+  // expected-error @+1 {{'titan.pad' op dim 0 of size 4 placed at 1 with step 3 ends at 11, beyond the result's 8}}
+  %0 = titan.pad %x [1, 0] step [3, 1] : tensor<4x3xf32> -> tensor<8x3xf32>
+  return %0 : tensor<8x3xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4x3xf32>) -> tensor<8x3xf64> {
+  // expected-error @+1 {{'titan.pad' op changes the element type from 'f32' to 'f64'}}
+  %0 = titan.pad %x [0, 0] step [2, 1] : tensor<4x3xf32> -> tensor<8x3xf64>
+  return %0 : tensor<8x3xf64>
 }
