@@ -64,4 +64,66 @@ def BuildTrainStepPass : Pass<"titan-build-train-step", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def SpmdizePass : Pass<"titan-spmdize", "::mlir::ModuleOp"> {
+  let summary = "Rewrites annotated global programs into the program of one rank";
+  let description = [{
+    Input: a global program whose function arguments and results carry
+    `titan.placements`, whose tensor op results carry the discardable
+    `titan.placements = [#titan.placements<...>, ...]` (one per result), in
+    which every op other than `titan.redistribute` is computable on its
+    shards and all communication is explicit in `titan.redistribute` (what
+    `titan-propagate-placements` writes). A missing attribute means
+    replicated, as `titan-eval` reads it. Every function with a placement on
+    an argument, a result or an op is rewritten; the others are left alone.
+
+    Output: the SPMD program every rank runs, with local shapes and explicit
+    collectives:
+
+    - types: every value gets the type of its shard (torch.chunk sizes of
+      each sharded dim, several axes sharding one dim nesting in mesh-axis
+      order); partial and replicated dims keep their size, element types
+      stay. Function arguments and results keep all their attributes
+      (names, roles, placements), so `titan-eval --ranks=N` shards the
+      global inputs and assembles the global outputs;
+    - `titan.redistribute` becomes the steps of the placement algebra's
+      `planRedistribution`, in its order over the mesh axes, one mesh axis
+      per collective: S->R `titan.all_gather`, P->R `titan.all_reduce`,
+      P->S `titan.reduce_scatter`, S(i)->S(j) `titan.all_to_all`; R->S keeps
+      the rank's chunk (static slices of every chunk and a select chain on
+      `titan.axis_index`, exact for every element type); R->P(sum) keeps the
+      value on coordinate 0 of the axis and zero elsewhere; R->P(avg|max|min)
+      keeps it everywhere;
+    - ops are rebuilt on local types; attributes that carry shapes are
+      localized: reshape and broadcast_in_dim result shapes, slice limits
+      (a sharded dim may only be sliced whole), iota and splat constants.
+      A non-splat constant on a sharded dim, any constant or iota under
+      P(sum) and an iota along a sharded dim are built whole and
+      redistributed from R;
+    - ops with a sharded reduced or contracted dim (matmul over a sharded
+      k, reduce_sum over a sharded dim) compute locally and are partial,
+      which their result placements must say (reduce_sum P(sum),
+      reduce_max P(max), reduce_mean P(avg));
+    - `titan.embedding` with the table's vocab dim sharded is a masked local
+      lookup: ids are shifted by the shard's first row (axis_index times the
+      local rows), ids outside the shard read row 0 and are zeroed; the
+      result must be P(sum) on those axes and the ids replicated there.
+
+    Rejected with an error that names the value or op, the dim, the mesh
+    axis and the sizes: uneven shards (a sharded dim not divisible by the
+    axes sharding it; there is no padding), sharded dynamic dims, a softmax,
+    norm or RoPE whose normalized or rotated dim is sharded, attention with
+    the sequence sharded (context parallel) and cross-entropy with the vocab
+    sharded (loss parallel), "not supported yet", as are concatenation along
+    a sharded dim, partial slices of a sharded dim, reshapes that would move
+    elements between ranks (checked rank by rank), elementwise ops whose
+    operands and result are sharded differently, reduce results whose
+    placements disagree with the reduced sharded dims, ops the pass has no
+    rule for on sharded values, collectives in the global program,
+    redistributions between meshes and returned values whose placements
+    differ from the declared result placements.
+  }];
+  let dependentDialects = ["::mlir::titan::TitanDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // TITAN_PASSES

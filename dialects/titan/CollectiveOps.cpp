@@ -190,6 +190,10 @@ LogicalResult RecvOp::verify() {
   return verifyPointToPoint(*this, getMeshAttr(), getAxes(), getPeer());
 }
 
+LogicalResult AxisIndexOp::verify() {
+  return verifyGroup(*this, getMeshAttr(), getAxes());
+}
+
 //===----------------------------------------------------------------------===//
 // Group sizes and costs
 //===----------------------------------------------------------------------===//
@@ -228,3 +232,4 @@ int64_t AllToAllOp::getFlops() { return 0; }
 int64_t BroadcastOp::getFlops() { return 0; }
 int64_t SendOp::getFlops() { return 0; }
 int64_t RecvOp::getFlops() { return 0; }
+int64_t AxisIndexOp::getFlops() { return 0; }

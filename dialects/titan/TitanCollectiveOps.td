@@ -183,4 +183,27 @@ def Titan_RecvOp : Titan_CollectiveOp<"recv"> {
   }];
 }
 
+def Titan_AxisIndexOp : Titan_CollectiveOp<"axis_index", [Pure]> {
+  let summary = "The rank's coordinate along mesh axes";
+  let description = [{
+    A 0-d integer tensor holding the calling rank's index in its group over
+    the named axes: its coordinate on the axis when one axis is named, the
+    row-major index over the named axes (the first one outer) otherwise, so
+    it lies in [0, group size). The only rank-dependent value of an SPMD
+    program: `titan-spmdize` uses it where a rank needs its own shard of a
+    value every rank holds (R -> S, R -> P(sum), non-splat constants).
+
+    Example (rank 5 of a mesh `["fsdp"=4, "tp"=2]` gets 2 for "fsdp"):
+
+    ```mlir
+    %i = titan.axis_index on @mesh ["fsdp"] : tensor<i64>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, Titan_MeshAxesAttr:$axes);
+  let results = (outs 0DTensorOf<[I64, I32]>:$result);
+  let assemblyFormat = [{
+    `on` $mesh $axes attr-dict `:` type($result)
+  }];
+}
+
 #endif // TITAN_COLLECTIVE_OPS

@@ -410,6 +410,8 @@ private:
   LogicalResult runGroupCollective(OpTy op, Fn compute);
   /// Runs `titan.send` or `titan.recv` on every rank.
   LogicalResult runPointToPoint(Operation *op);
+  /// Runs `titan.axis_index` on every rank.
+  LogicalResult runAxisIndex(AxisIndexOp op);
   /// Stores `value` as `result` of rank `rank` after checking its type.
   LogicalResult define(Operation *op, Value result, int64_t rank,
                        TensorValue value);
@@ -572,6 +574,27 @@ LogicalResult Execution::runPointToPoint(Operation *op) {
   return success();
 }
 
+LogicalResult Execution::runAxisIndex(AxisIndexOp op) {
+  FailureOr<const DeviceMesh *> mesh =
+      interpreter.getMesh(op, op.getMeshAttr());
+  if (failed(mesh))
+    return failure();
+  FailureOr<SmallVector<unsigned>> axes = getAxes(op, **mesh, op.getAxes());
+  if (failed(axes))
+    return failure();
+  ElementKind kind = getKindAndShape(op.getType())->first;
+  for (int64_t rank = 0; rank < numRanks; ++rank) {
+    SmallVector<int64_t> coordinate = (*mesh)->getCoordinate(rank);
+    int64_t index = 0;
+    for (unsigned axis : *axes)
+      index = index * (*mesh)->getSize(axis) + coordinate[axis];
+    if (failed(define(op, op.getResult(), rank,
+                      fromDoubles(kind, {}, {double(index)}))))
+      return failure();
+  }
+  return success();
+}
+
 /// `count` copies of `value`.
 static std::vector<TensorValue> replicate(TensorValue value, size_t count) {
   return std::vector<TensorValue>(count, value);
@@ -644,6 +667,8 @@ FailureOr<std::vector<std::vector<TensorValue>>> Execution::run() {
                  << " ranks";
         return replicate(*in[root], in.size());
       });
+    } else if (auto axisIndex = dyn_cast<AxisIndexOp>(op)) {
+      status = runAxisIndex(axisIndex);
     } else if (isa<SendOp, RecvOp>(op)) {
       status = runPointToPoint(&op);
     } else {

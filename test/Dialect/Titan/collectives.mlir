@@ -21,5 +21,9 @@ func.func @collectives(%x: tensor<16x8xf32>) -> tensor<16x8xf32> {
   titan.send %5 on @mesh ["fsdp"] peer 3 tag 1 : tensor<16x16xf32>
   // CHECK: titan.recv on @mesh ["fsdp"] peer 0 tag 1 : tensor<16x8xf32>
   %6 = titan.recv on @mesh ["fsdp"] peer 0 tag 1 : tensor<16x8xf32>
+  // CHECK: titan.axis_index on @mesh ["tp"] : tensor<i64>
+  %7 = titan.axis_index on @mesh ["tp"] : tensor<i64>
+  // CHECK: titan.axis_index on @mesh ["fsdp", "tp"] : tensor<i32>
+  %8 = titan.axis_index on @mesh ["fsdp", "tp"] : tensor<i32>
   return %6 : tensor<16x8xf32>
 }

@@ -1,0 +1,802 @@
+//===- Spmdize.cpp - the local program of one rank ------------------------===//
+//
+// Implements titan-spmdize (see passes/Passes.td for the contract): every
+// value of an annotated global function gets the local type of its shard,
+// every op is rebuilt on those types, and every titan.redistribute becomes
+// the collectives of the placement algebra's plan.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/TensorBuilder.h"
+#include "titan/Passes.h"
+#include "titan/Placement/PlacementAlgebra.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::titan {
+#define GEN_PASS_DEF_SPMDIZEPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::titan
+
+using namespace mlir;
+using namespace mlir::titan;
+
+namespace {
+
+/// How one value of the global program is laid out: its global type and its
+/// placements (none: replicated, as titan-eval reads a missing attribute).
+struct Layout {
+  RankedTensorType global;
+  PlacementsAttr placements;
+
+  /// The placement of mesh axis `axis` (`R` without placements).
+  Placement get(unsigned axis) const {
+    return placements ? placements.getPlacements()[axis]
+                      : Placement::replicate();
+  }
+  /// The number of mesh axes the placements name (0 without placements).
+  unsigned getNumAxes() const { return placements ? placements.size() : 0; }
+  /// Whether `other` describes the same layout (missing placements and
+  /// all-`R` placements alike mean replicated).
+  bool isSameLayout(const Layout &other) const {
+    if (placements && other.placements)
+      return placements == other.placements;
+    const Layout &annotated = placements ? *this : other;
+    return !annotated.placements || annotated.placements.isFullyReplicated();
+  }
+  /// The mesh axes that shard tensor dim `dim`, outermost first.
+  SmallVector<unsigned> axesSharding(int64_t dim) const {
+    SmallVector<unsigned> axes;
+    if (placements)
+      for (auto [axis, placement] : llvm::enumerate(placements.getPlacements()))
+        if (placement.isShard(dim))
+          axes.push_back(axis);
+    return axes;
+  }
+};
+
+/// `shape` with every dynamic dim replaced by 1, for the placement algebra
+/// (callers make sure no mesh axis shards a dynamic dim).
+SmallVector<int64_t> staticShape(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> result(shape);
+  for (int64_t &size : result)
+    if (ShapedType::isDynamic(size))
+      size = 1;
+  return result;
+}
+
+/// The local type of a value of global type `global` under `placements` on
+/// `mesh`, for an even layout (every rank's shard has this type); dynamic
+/// dims, which no axis shards, stay dynamic.
+RankedTensorType getLocalType(RankedTensorType global, const DeviceMesh &mesh,
+                              ArrayRef<Placement> placements) {
+  SmallVector<int64_t> coordinate(mesh.getNumAxes(), 0);
+  LocalShard shard = llvm::cantFail(
+      computeLocalShapeAndGlobalOffset(staticShape(global.getShape()),
+                                       mesh.getSizes(), placements, coordinate),
+      "layouts are verified when they are collected");
+  for (auto [local, size] : llvm::zip_equal(shard.shape, global.getShape()))
+    if (ShapedType::isDynamic(size))
+      local = size;
+  return global.clone(shard.shape);
+}
+
+/// The reduction that a reduce op leaves pending on an axis that shards one of
+/// its reduced dims.
+std::optional<ReduceKind> getPendingReduction(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::optional<ReduceKind>>(op)
+      .Case([](ReduceSumOp) { return ReduceKind::Sum; })
+      .Case([](ReduceMaxOp) { return ReduceKind::Max; })
+      .Case([](ReduceMeanOp) { return ReduceKind::Avg; })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// The map from the row-major positions of one rank's shard to row-major
+/// positions of the global tensor: a base offset plus (size, stride) runs,
+/// outermost first, with unit dims dropped and adjacent runs that are
+/// contiguous merged, so that two shards are laid out alike exactly when
+/// their runs and bases agree.
+struct ShardRuns {
+  int64_t base = 0;
+  SmallVector<std::pair<int64_t, int64_t>> runs;
+
+  bool operator==(const ShardRuns &other) const {
+    return base == other.base && runs == other.runs;
+  }
+};
+
+ShardRuns getShardRuns(ArrayRef<int64_t> globalShape, const LocalShard &shard) {
+  ShardRuns result;
+  int64_t stride = 1;
+  SmallVector<std::pair<int64_t, int64_t>> innerFirst;
+  for (int64_t d = globalShape.size() - 1; d >= 0; --d) {
+    result.base += shard.offset[d] * stride;
+    if (shard.shape[d] != 1) {
+      if (!innerFirst.empty() &&
+          innerFirst.back().first * innerFirst.back().second == stride)
+        innerFirst.back().first *= shard.shape[d];
+      else
+        innerFirst.push_back({shard.shape[d], stride});
+    }
+    stride *= globalShape[d];
+  }
+  result.runs.assign(innerFirst.rbegin(), innerFirst.rend());
+  return result;
+}
+
+/// Rewrites the body of one annotated function into the program of one rank.
+class FunctionSpmdizer {
+public:
+  explicit FunctionSpmdizer(func::FuncOp function)
+      : function(function), builder(function.getContext()) {}
+
+  LogicalResult run();
+
+private:
+  /// Reads and checks the layouts of every argument, op result and function
+  /// result before anything is rewritten.
+  LogicalResult collectLayouts();
+  /// Checks one layout (mesh, placements, static and even sharded dims);
+  /// `describe` names the value in messages.
+  LogicalResult checkLayout(Operation *anchor, Attribute attr, Type type,
+                            const Twine &describe, Layout &layout);
+  /// The device mesh `symbol`, built once.
+  FailureOr<const DeviceMesh *> getMesh(Operation *user,
+                                        FlatSymbolRefAttr symbol);
+  /// The mesh of a layout that has placements.
+  const DeviceMesh &meshOf(const Layout &layout) {
+    return meshes.find(layout.placements.getMesh().getValue())->second;
+  }
+  /// The local type of a value with `layout`.
+  RankedTensorType localTypeOf(const Layout &layout) {
+    if (!layout.placements)
+      return layout.global;
+    return getLocalType(layout.global, meshOf(layout),
+                        layout.placements.getPlacements());
+  }
+
+  /// Emits the local form of `op` and maps its results.
+  LogicalResult rewriteOp(Operation *op);
+  /// Fails with an error when `op` is not computable on its operands' shards
+  /// as the layouts say.
+  LogicalResult checkLocal(Operation *op);
+  /// `op` rebuilt on the mapped operands with the local result types.
+  Operation *cloneLocal(Operation *op);
+  /// Builds the local value of a constant or iota whose shard depends on the
+  /// rank: the whole value, then its shard as a redistribution from R.
+  FailureOr<Value> buildFromReplicated(Operation *op, const Layout &layout);
+  /// Vocabulary-parallel lookup: the table's rows are sharded, each rank
+  /// looks up the ids in its range and leaves zeros elsewhere (P(sum)).
+  FailureOr<Value> buildShardedEmbedding(EmbeddingOp op);
+
+  /// Emits the steps that take `local` (a shard of a value of global type
+  /// `global` under `from`) to its shard under `to`, both on `mesh`.
+  FailureOr<Value> emitRedistribution(Operation *anchor, Value local,
+                                      RankedTensorType global,
+                                      FlatSymbolRefAttr mesh,
+                                      ArrayRef<Placement> from,
+                                      ArrayRef<Placement> to);
+  /// The rank's index over mesh axes `axes` (row-major) as a 0-d i64 tensor.
+  Value axisIndex(TensorBuilder &b, FlatSymbolRefAttr mesh,
+                  ArrayRef<unsigned> axes);
+  /// Whether the 0-d `index` equals `k`, broadcast to `shape`.
+  Value indexEquals(TensorBuilder &b, Value index, int64_t k,
+                    ArrayRef<int64_t> shape);
+
+  func::FuncOp function;
+  OpBuilder builder;
+  IRMapping mapping;
+  llvm::StringMap<DeviceMesh> meshes;
+  /// The layout of every value of the global program.
+  DenseMap<Value, Layout> layouts;
+  /// The layouts the function declares for its results.
+  SmallVector<Layout> resultLayouts;
+};
+
+} // namespace
+
+FailureOr<const DeviceMesh *>
+FunctionSpmdizer::getMesh(Operation *user, FlatSymbolRefAttr symbol) {
+  auto it = meshes.find(symbol.getValue());
+  if (it != meshes.end())
+    return &it->second;
+  MeshOp mesh = MeshOp::lookup(user, symbol);
+  if (!mesh)
+    return user->emitError() << "placements refer to unknown mesh " << symbol;
+  SmallVector<std::string> names(
+      mesh.getAxisNames().getAsValueRange<StringAttr>());
+  llvm::Expected<DeviceMesh> deviceMesh =
+      DeviceMesh::get(names, mesh.getAxisSizes());
+  if (!deviceMesh)
+    return mesh.emitError() << llvm::toString(deviceMesh.takeError());
+  return &meshes.try_emplace(symbol.getValue(), std::move(*deviceMesh))
+              .first->second;
+}
+
+LogicalResult FunctionSpmdizer::checkLayout(Operation *anchor, Attribute attr,
+                                            Type type, const Twine &describe,
+                                            Layout &layout) {
+  layout.global = dyn_cast<RankedTensorType>(type);
+  if (!layout.global)
+    return anchor->emitError()
+           << describe << ": titan-spmdize handles ranked tensors only, got "
+           << type;
+  if (!attr)
+    return success();
+  layout.placements = dyn_cast<PlacementsAttr>(attr);
+  if (!layout.placements)
+    return anchor->emitError()
+           << describe << ": expected #titan.placements, got " << attr;
+  FailureOr<const DeviceMesh *> mesh =
+      getMesh(anchor, layout.placements.getMesh());
+  if (failed(mesh))
+    return failure();
+  ArrayRef<int64_t> shape = layout.global.getShape();
+  ArrayRef<Placement> list = layout.placements.getPlacements();
+  if (llvm::Error error =
+          verifyPlacements(staticShape(shape), (*mesh)->getSizes(), list))
+    return anchor->emitError()
+           << describe << ": " << llvm::toString(std::move(error));
+  for (int64_t dim = 0, rank = shape.size(); dim < rank; ++dim) {
+    int64_t remaining = shape[dim];
+    for (unsigned axis : layout.axesSharding(dim)) {
+      StringRef name = (*mesh)->getAxisName(axis);
+      int64_t axisSize = (*mesh)->getSize(axis);
+      if (ShapedType::isDynamic(remaining))
+        return anchor->emitError()
+               << describe << ": dim " << dim
+               << " is dynamic and sharded over mesh axis \"" << name
+               << "\"; titan-spmdize needs static sizes for sharded dims";
+      if (remaining % axisSize != 0) {
+        InFlightDiagnostic diag = anchor->emitError()
+                                  << describe << ": dim " << dim << " of size "
+                                  << shape[dim];
+        if (remaining != shape[dim])
+          diag << " (" << remaining << " per shard of the outer mesh axes)";
+        return diag << " does not divide over mesh axis \"" << name
+                    << "\" of size " << axisSize
+                    << "; pick sizes that divide or do not shard this dim "
+                       "over that axis (titan-spmdize does not pad uneven "
+                       "shards)";
+      }
+      remaining /= axisSize;
+    }
+  }
+  return success();
+}
+
+LogicalResult FunctionSpmdizer::collectLayouts() {
+  Block &body = function.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned index = arg.getArgNumber();
+    std::string describe = "argument #" + std::to_string(index);
+    if (auto name = function.getArgAttrOfType<StringAttr>(
+            index, TitanDialect::kNameAttrName))
+      describe += " '" + name.str() + "'";
+    if (failed(checkLayout(
+            function,
+            function.getArgAttr(index, TitanDialect::kPlacementsAttrName),
+            arg.getType(), describe, layouts[arg])))
+      return failure();
+  }
+  for (auto [index, type] : llvm::enumerate(function.getResultTypes())) {
+    std::string describe = "result #" + std::to_string(index);
+    if (auto name = function.getResultAttrOfType<StringAttr>(
+            index, TitanDialect::kNameAttrName))
+      describe += " '" + name.str() + "'";
+    if (failed(checkLayout(
+            function,
+            function.getResultAttr(index, TitanDialect::kPlacementsAttrName),
+            type, describe, resultLayouts.emplace_back())))
+      return failure();
+  }
+  for (Operation &op : body.without_terminator()) {
+    auto placements =
+        op.getAttrOfType<ArrayAttr>(TitanDialect::kPlacementsAttrName);
+    for (OpResult result : op.getResults()) {
+      Attribute attr;
+      if (placements)
+        attr = placements[result.getResultNumber()];
+      else if (auto redistribute = dyn_cast<RedistributeOp>(op))
+        attr = redistribute.getTo();
+      if (failed(checkLayout(&op, attr, result.getType(),
+                             "result #" + Twine(result.getResultNumber()),
+                             layouts[result])))
+        return failure();
+    }
+  }
+  return success();
+}
+
+Value FunctionSpmdizer::axisIndex(TensorBuilder &b, FlatSymbolRefAttr mesh,
+                                  ArrayRef<unsigned> axes) {
+  const DeviceMesh &deviceMesh = meshes.find(mesh.getValue())->second;
+  SmallVector<Attribute> names;
+  for (unsigned axis : axes)
+    names.push_back(b.getBuilder().getStringAttr(deviceMesh.getAxisName(axis)));
+  return AxisIndexOp::create(
+      b.getBuilder(), b.getLoc(),
+      RankedTensorType::get({}, b.getBuilder().getI64Type()), mesh,
+      b.getBuilder().getArrayAttr(names));
+}
+
+Value FunctionSpmdizer::indexEquals(TensorBuilder &b, Value index, int64_t k,
+                                    ArrayRef<int64_t> shape) {
+  Value equal = b.compare("eq", index, b.splat(tensorTypeOf(index), double(k)));
+  return b.broadcastTo(equal, shape);
+}
+
+FailureOr<Value> FunctionSpmdizer::emitRedistribution(
+    Operation *anchor, Value local, RankedTensorType global,
+    FlatSymbolRefAttr mesh, ArrayRef<Placement> from, ArrayRef<Placement> to) {
+  const DeviceMesh &deviceMesh = meshes.find(mesh.getValue())->second;
+  llvm::Expected<std::vector<RedistributeStep>> steps = planRedistribution(
+      staticShape(global.getShape()), deviceMesh.getSizes(), from, to);
+  if (!steps)
+    return anchor->emitError() << llvm::toString(steps.takeError());
+  TensorBuilder b(builder, anchor->getLoc());
+  MLIRContext *context = builder.getContext();
+  for (const RedistributeStep &step : *steps) {
+    RankedTensorType type = getLocalType(global, deviceMesh, step.after);
+    unsigned axis = step.meshAxis;
+    ArrayAttr axes = builder.getStrArrayAttr({deviceMesh.getAxisName(axis)});
+    auto reduce = [&] { return ReduceKindAttr::get(context, *step.reduce); };
+    switch (step.kind) {
+    case StepKind::AllGather:
+      local = AllGatherOp::create(builder, b.getLoc(), type, local,
+                                  mesh.getValue(), axes, *step.unshardDim);
+      break;
+    case StepKind::AllReduce:
+      local = AllReduceOp::create(builder, b.getLoc(), type, local,
+                                  mesh.getValue(), axes, reduce());
+      break;
+    case StepKind::ReduceScatter:
+      if (!isa<FloatType>(type.getElementType()))
+        return anchor->emitError()
+               << "cannot reduce-scatter a partial " << global
+               << ": titan.reduce_scatter takes floating-point tensors";
+      local = ReduceScatterOp::create(builder, b.getLoc(), type, local,
+                                      mesh.getValue(), axes, *step.shardDim,
+                                      reduce());
+      break;
+    case StepKind::AllToAll:
+      local =
+          AllToAllOp::create(builder, b.getLoc(), type, local, mesh.getValue(),
+                             axes, *step.shardDim, *step.unshardDim);
+      break;
+    case StepKind::LocalChunk: {
+      // Chunk k of the local value, chosen by the rank's coordinate: a chain
+      // of selects, exact for every element type. (Ops are built one
+      // statement at a time so that their order does not depend on the
+      // compiler's order of evaluating arguments.)
+      int64_t dim = *step.shardDim, size = type.getDimSize(dim);
+      Value index = axisIndex(b, mesh, axis);
+      int64_t last = deviceMesh.getSize(axis) - 1;
+      Value chunk = b.slice(local, dim, last * size, (last + 1) * size, 1);
+      for (int64_t k = last - 1; k >= 0; --k) {
+        Value candidate = b.slice(local, dim, k * size, (k + 1) * size, 1);
+        Value isK = indexEquals(b, index, k, type.getShape());
+        chunk = b.select(isK, candidate, chunk);
+      }
+      local = chunk;
+      break;
+    }
+    case StepKind::Partition:
+      // Sum: coordinate 0 keeps the value, the others hold zero; the other
+      // reductions keep it on every rank.
+      if (*step.reduce == ReduceKind::Sum) {
+        Value isFirst =
+            indexEquals(b, axisIndex(b, mesh, axis), 0, type.getShape());
+        Value zeros = b.splat(type, 0.0);
+        local = b.select(isFirst, local, zeros);
+      }
+      break;
+    }
+  }
+  return local;
+}
+
+Operation *FunctionSpmdizer::cloneLocal(Operation *op) {
+  Operation *local = builder.clone(*op, mapping);
+  local->removeAttr(TitanDialect::kPlacementsAttrName);
+  for (auto [result, localResult] :
+       llvm::zip_equal(op->getResults(), local->getResults()))
+    localResult.setType(localTypeOf(layouts.find(result)->second));
+  return local;
+}
+
+FailureOr<Value> FunctionSpmdizer::buildFromReplicated(Operation *op,
+                                                       const Layout &layout) {
+  Operation *whole = builder.clone(*op);
+  whole->removeAttr(TitanDialect::kPlacementsAttrName);
+  SmallVector<Placement> replicated(layout.placements.size(),
+                                    Placement::replicate());
+  return emitRedistribution(op, whole->getResult(0), layout.global,
+                            layout.placements.getMesh(), replicated,
+                            layout.placements.getPlacements());
+}
+
+FailureOr<Value> FunctionSpmdizer::buildShardedEmbedding(EmbeddingOp op) {
+  const Layout &table = layouts.find(op.getTable())->second;
+  const Layout &result = layouts.find(op.getResult())->second;
+  const Layout &idsLayout = layouts.find(op.getIds())->second;
+  SmallVector<unsigned> vocabAxes = table.axesSharding(0);
+  for (unsigned axis : vocabAxes) {
+    if (!idsLayout.get(axis).isReplicate())
+      return op.emitError()
+             << "the table's vocab dim is sharded over mesh axis \""
+             << meshOf(table).getAxisName(axis)
+             << "\", which needs every id there, but the ids are "
+             << idsLayout.get(axis).str() << " on it";
+    if (result.get(axis) != Placement::partial(ReduceKind::Sum))
+      return op.emitError()
+             << "the table's vocab dim is sharded over mesh axis \""
+             << meshOf(table).getAxisName(axis)
+             << "\", so the lookup is P(sum) there, but the result is "
+             << result.get(axis).str();
+  }
+  // Ids are compared and shifted in f64, exact for any vocabulary that fits
+  // in memory; the rows of the shard start at index * rows.
+  TensorBuilder b(builder, op.getLoc());
+  Value ids = mapping.lookupOrDefault(op.getIds());
+  Value localTable = mapping.lookupOrDefault(op.getTable());
+  RankedTensorType idsType = tensorTypeOf(ids);
+  int64_t rows = tensorTypeOf(localTable).getDimSize(0);
+  Type f64 = builder.getF64Type();
+  // Ops are built one statement at a time, in a fixed order.
+  Value index = axisIndex(b, table.placements.getMesh(), vocabAxes);
+  Value offset = b.scale(b.cast(index, f64), double(rows));
+  Value idsF64 = b.cast(ids, f64);
+  Value shifted =
+      b.binary<SubOp>(idsF64, b.broadcastTo(offset, idsType.getShape()));
+  Value zeros = b.splatLike(shifted, 0.0);
+  Value aboveStart = b.compare("ge", shifted, zeros);
+  Value belowEnd = b.compare("lt", shifted, b.splatLike(shifted, rows));
+  Value never = b.splatLike(shifted, 0.0, builder.getI1Type());
+  Value inRange = b.select(aboveStart, belowEnd, never);
+  Value localIds =
+      b.cast(b.select(inRange, shifted, zeros), idsType.getElementType());
+  RankedTensorType type = localTypeOf(result);
+  Value lookup =
+      EmbeddingOp::create(builder, op.getLoc(), type, localTable, localIds);
+  SmallVector<int64_t> dims =
+      llvm::to_vector(llvm::seq<int64_t>(0, idsType.getRank()));
+  Value rowMask = BroadcastInDimOp::create(
+      builder, op.getLoc(), type.clone(builder.getI1Type()), inRange,
+      builder.getDenseI64ArrayAttr(dims));
+  Value zeroRows = b.splat(type, 0.0);
+  return b.select(rowMask, lookup, zeroRows);
+}
+
+LogicalResult FunctionSpmdizer::checkLocal(Operation *op) {
+  // The first mesh axis that shards dim `dim` of `value`, if any.
+  auto shardingAxis = [&](Value value, int64_t dim) -> std::optional<unsigned> {
+    SmallVector<unsigned> axes = layouts.find(value)->second.axesSharding(dim);
+    if (axes.empty())
+      return std::nullopt;
+    return axes.front();
+  };
+  auto axisName = [&](Value value, unsigned axis) {
+    return meshOf(layouts.find(value)->second).getAxisName(axis);
+  };
+  // Fails when a mesh axis shards dim `dim` of `value`, which `op` needs
+  // whole; `why` says what the dim is to the op.
+  auto needWhole = [&](Value value, int64_t dim,
+                       StringRef why) -> LogicalResult {
+    std::optional<unsigned> axis = shardingAxis(value, dim);
+    if (!axis)
+      return success();
+    return op->emitError()
+           << "'" << op->getName() << "' needs dim " << dim << " (" << why
+           << ") whole on every rank, but mesh axis \""
+           << axisName(value, *axis)
+           << "\" shards it; redistribute the operand to replicate that dim "
+              "first";
+  };
+  // Fails with "not supported yet" when a mesh axis shards dim `dim`.
+  auto notYet = [&](Value value, int64_t dim, StringRef what) -> LogicalResult {
+    std::optional<unsigned> axis = shardingAxis(value, dim);
+    if (!axis)
+      return success();
+    return op->emitError() << what << " ('" << op->getName() << "' with dim "
+                           << dim << " sharded over mesh axis \""
+                           << axisName(value, *axis)
+                           << "\") is not supported yet by titan-spmdize";
+  };
+  auto lastDim = [](Value value) { return tensorTypeOf(value).getRank() - 1; };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<SoftmaxOp, LogSoftmaxOp>([&](auto softmax) {
+        return needWhole(softmax.getInput(), softmax.getDim(),
+                         "the normalized dim");
+      })
+      .Case<RmsNormOp, LayerNormOp>([&](auto norm) {
+        return needWhole(norm.getInput(), lastDim(norm.getInput()),
+                         "the normalized dim");
+      })
+      .Case([&](RopeOp rope) {
+        return needWhole(rope.getInput(), 3, "head_dim, rotated in pairs");
+      })
+      .Case([&](AttentionOp attention) {
+        if (failed(notYet(attention.getQ(), 2, "context parallel attention")) ||
+            failed(notYet(attention.getK(), 2, "context parallel attention")))
+          return failure();
+        return needWhole(attention.getQ(), 3, "head_dim");
+      })
+      .Case([&](CrossEntropyOp loss) {
+        return notYet(loss.getLogits(), lastDim(loss.getLogits()),
+                      "loss parallel cross-entropy");
+      })
+      .Case([&](ConcatOp concat) {
+        for (Value input : concat.getInputs())
+          if (failed(notYet(input, concat.getDim(),
+                            "concatenation along a "
+                            "sharded dim")))
+            return failure();
+        return success();
+      })
+      .Case([&](SliceOp slice) {
+        ArrayRef<int64_t> shape =
+            layouts.find(slice.getInput())->second.global.getShape();
+        for (auto [dim, start, limit, step] : llvm::enumerate(
+                 slice.getStart(), slice.getLimit(), slice.getStep()))
+          if (start != 0 || limit != shape[dim] || step != 1)
+            if (failed(notYet(slice.getInput(), dim,
+                              "a partial slice of a sharded dim")))
+              return failure();
+        return success();
+      })
+      .Case<ReduceSumOp, ReduceMaxOp, ReduceMeanOp>(
+          [&](auto reduce) -> LogicalResult {
+            const Layout &result = layouts.find(reduce.getResult())->second;
+            Placement pending = Placement::partial(*getPendingReduction(op));
+            for (int64_t dim : reduce.getDims()) {
+              std::optional<unsigned> axis =
+                  shardingAxis(reduce.getInput(), dim);
+              if (axis && result.get(*axis) != pending)
+                return op->emitError()
+                       << "reduces dim " << dim << ", which mesh axis \""
+                       << axisName(reduce.getInput(), *axis)
+                       << "\" shards, so the result is " << pending.str()
+                       << " there, but its placements say "
+                       << result.get(*axis).str();
+            }
+            return success();
+          })
+      .Case([&](ReshapeOp reshape) -> LogicalResult {
+        const Layout &in = layouts.find(reshape.getInput())->second;
+        const Layout &out = layouts.find(reshape.getResult())->second;
+        if (!in.placements && !out.placements)
+          return success();
+        const Layout &withMesh = in.placements ? in : out;
+        const DeviceMesh &mesh = meshOf(withMesh);
+        SmallVector<Placement> inList, outList;
+        for (unsigned axis = 0; axis < mesh.getNumAxes(); ++axis) {
+          inList.push_back(in.get(axis));
+          outList.push_back(out.get(axis));
+        }
+        if (!in.global.hasStaticShape() || !out.global.hasStaticShape())
+          return inList == outList &&
+                         llvm::none_of(inList,
+                                       [](Placement p) { return p.isShard(); })
+                     ? success()
+                     : op->emitError() << "a reshape of a dynamic shape "
+                                          "with sharded dims is not "
+                                          "supported yet by titan-spmdize";
+        for (int64_t rank = 0; rank < mesh.getNumRanks(); ++rank) {
+          SmallVector<int64_t> coordinate = mesh.getCoordinate(rank);
+          auto runsOf = [&](const Layout &layout, ArrayRef<Placement> list) {
+            return getShardRuns(layout.global.getShape(),
+                                llvm::cantFail(computeLocalShapeAndGlobalOffset(
+                                    layout.global.getShape(), mesh.getSizes(),
+                                    list, coordinate)));
+          };
+          if (!(runsOf(in, inList) == runsOf(out, outList)))
+            return op->emitError()
+                   << "the shard of rank " << rank << " under " << in.placements
+                   << " does not reshape into its shard "
+                   << "under " << out.placements
+                   << ": the reshape moves elements between ranks; "
+                      "redistribute before or after it";
+        }
+        return success();
+      })
+      .Default([&](Operation *) -> LogicalResult {
+        if (op->hasTrait<OpTrait::Elementwise>()) {
+          const Layout &result = layouts.find(op->getResult(0))->second;
+          for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+            const Layout &in = layouts.find(operand)->second;
+            for (unsigned axis = 0,
+                          e = std::max(in.getNumAxes(), result.getNumAxes());
+                 axis < e; ++axis)
+              if ((in.get(axis).isShard() || result.get(axis).isShard()) &&
+                  in.get(axis) != result.get(axis))
+                return op->emitError()
+                       << "operand #" << index << " is " << in.get(axis).str()
+                       << " on mesh axis #" << axis << " but the result is "
+                       << result.get(axis).str()
+                       << "; an elementwise op needs its operands and "
+                          "result sharded alike";
+          }
+          return success();
+        }
+        if (isa<ConstantOp, IotaOp, MatmulOp, TransposeOp, BroadcastInDimOp,
+                EmbeddingOp>(op))
+          return success();
+        if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp,
+                BroadcastOp, SendOp, RecvOp, AxisIndexOp>(op))
+          return op->emitError()
+                 << "'" << op->getName()
+                 << "' is an op of the local program; the global program "
+                    "communicates through titan.redistribute only";
+        // Any op computes locally on replicated and partial shards of its
+        // whole shape; sharded operands need a rule the pass knows.
+        for (Value value :
+             llvm::concat<Value>(op->getOperands(), op->getResults())) {
+          auto it = layouts.find(value);
+          if (it == layouts.end() || !it->second.placements)
+            continue;
+          for (int64_t dim = 0; dim < it->second.global.getRank(); ++dim)
+            if (failed(notYet(value, dim, "computing this op on shards")))
+              return failure();
+        }
+        return success();
+      });
+}
+
+LogicalResult FunctionSpmdizer::rewriteOp(Operation *op) {
+  builder.setInsertionPoint(op);
+  if (auto redistribute = dyn_cast<RedistributeOp>(op)) {
+    const Layout &in = layouts.find(redistribute.getInput())->second;
+    PlacementsAttr to = redistribute.getTo();
+    if (in.placements && in.placements.getMesh() != to.getMesh())
+      return op->emitError()
+             << "moves a value from mesh " << in.placements.getMesh()
+             << " to mesh " << to.getMesh()
+             << "; titan-spmdize redistributes within one "
+                "mesh";
+    SmallVector<Placement> from;
+    for (unsigned axis = 0; axis < to.size(); ++axis)
+      from.push_back(in.get(axis));
+    FailureOr<Value> local =
+        emitRedistribution(op, mapping.lookupOrDefault(redistribute.getInput()),
+                           in.global, to.getMesh(), from, to.getPlacements());
+    if (failed(local))
+      return failure();
+    mapping.map(redistribute.getResult(), *local);
+    return success();
+  }
+  if (failed(checkLocal(op)))
+    return failure();
+  // Constants and iotas whose shard depends on the rank.
+  if (isa<ConstantOp, IotaOp>(op)) {
+    const Layout &layout = layouts.find(op->getResult(0))->second;
+    auto constant = dyn_cast<ConstantOp>(op);
+    bool splat = constant && isa<SplatElementsAttr>(constant.getValue());
+    auto iota = dyn_cast<IotaOp>(op);
+    // A splat is the same on every shard and an iota along an unsharded dim
+    // restarts on every shard alike; a partial value is not.
+    auto isPositional = [&](Placement p) {
+      if (p.isPartial())
+        return true;
+      if (!p.isShard() || splat)
+        return false;
+      return !iota || p.getDim() == int64_t(iota.getDim());
+    };
+    bool positional =
+        layout.placements &&
+        llvm::any_of(layout.placements.getPlacements(), isPositional);
+    if (positional) {
+      FailureOr<Value> local = buildFromReplicated(op, layout);
+      if (failed(local))
+        return failure();
+      mapping.map(op->getResult(0), *local);
+      return success();
+    }
+    if (splat) {
+      RankedTensorType type = localTypeOf(layout);
+      mapping.map(
+          op->getResult(0),
+          ConstantOp::create(
+              builder, op->getLoc(),
+              cast<SplatElementsAttr>(constant.getValue()).resizeSplat(type)));
+      return success();
+    }
+  }
+  if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+    if (layouts.find(embedding.getTable())->second.axesSharding(0).size()) {
+      FailureOr<Value> local = buildShardedEmbedding(embedding);
+      if (failed(local))
+        return failure();
+      mapping.map(embedding.getResult(), *local);
+      return success();
+    }
+  }
+  Operation *local = cloneLocal(op);
+  // A full slice of a sharded dim covers the local dim.
+  if (auto slice = dyn_cast<SliceOp>(local)) {
+    SmallVector<int64_t> limit(slice.getLimit());
+    for (auto [dim, size] : llvm::enumerate(slice.getType().getShape()))
+      if (!layouts.find(op->getOperand(0))->second.axesSharding(dim).empty())
+        limit[dim] = size;
+    slice.setLimit(limit);
+  }
+  return success();
+}
+
+LogicalResult FunctionSpmdizer::run() {
+  if (!llvm::hasSingleElement(function.getBody()))
+    return function.emitError(
+        "titan-spmdize handles functions of one block only");
+  if (failed(collectLayouts()))
+    return failure();
+  Block &body = function.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (auto [index, operand] : llvm::enumerate(ret.getOperands())) {
+    const Layout &value = layouts.find(operand)->second;
+    const Layout &declared = resultLayouts[index];
+    if (!value.isSameLayout(declared))
+      return ret.emitError()
+             << "returns a value placed as "
+             << (value.placements ? Attribute(value.placements)
+                                  : Attribute(builder.getStringAttr("R")))
+             << " as result #" << index << ", declared as "
+             << (declared.placements ? Attribute(declared.placements)
+                                     : Attribute(builder.getStringAttr("R")))
+             << "; redistribute it before returning";
+  }
+  // Ops are rebuilt on the local arguments; the global ops, erased below,
+  // are never looked at again.
+  for (BlockArgument arg : body.getArguments())
+    arg.setType(localTypeOf(layouts.find(arg)->second));
+  SmallVector<Operation *> globalOps;
+  for (Operation &op : body.without_terminator()) {
+    if (failed(rewriteOp(&op)))
+      return failure();
+    globalOps.push_back(&op);
+  }
+  for (OpOperand &operand : ret->getOpOperands())
+    operand.set(mapping.lookupOrDefault(operand.get()));
+  for (Operation *op : llvm::reverse(globalOps))
+    op->erase();
+  function.setType(FunctionType::get(
+      function.getContext(), body.getArgumentTypes(), ret.getOperandTypes()));
+  return success();
+}
+
+namespace {
+class SpmdizePass : public titan::impl::SpmdizePassBase<SpmdizePass> {
+public:
+  using SpmdizePassBase::SpmdizePassBase;
+
+  void runOnOperation() override {
+    for (auto function : getOperation().getOps<func::FuncOp>()) {
+      if (function.isExternal() || !hasPlacements(function))
+        continue;
+      if (failed(FunctionSpmdizer(function).run()))
+        return signalPassFailure();
+    }
+  }
+
+private:
+  /// Whether `function` is a global program: one of its arguments, results
+  /// or ops carries placements.
+  static bool hasPlacements(func::FuncOp function) {
+    StringRef name = TitanDialect::kPlacementsAttrName;
+    for (unsigned i = 0; i < function.getNumArguments(); ++i)
+      if (function.getArgAttr(i, name))
+        return true;
+    for (unsigned i = 0; i < function.getNumResults(); ++i)
+      if (function.getResultAttr(i, name))
+        return true;
+    return function
+        .walk([&](Operation *op) {
+          return op->hasAttr(name) || isa<RedistributeOp>(op)
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        })
+        .wasInterrupted();
+  }
+};
+} // namespace

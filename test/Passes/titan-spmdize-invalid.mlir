@@ -1,0 +1,183 @@
+// RUN: titan-opt %s --titan-spmdize --split-input-file --verify-diagnostics
+
+titan.mesh @mesh ["dp"=2, "fsdp"=4]
+
+// expected-error @+1 {{argument #0 'w': dim 0 of size 10 does not divide over mesh axis "fsdp" of size 4; pick sizes that divide or do not shard this dim over that axis (titan-spmdize does not pad uneven shards)}}
+func.func @uneven(%w: tensor<10x4xf32> {titan.name = "w", titan.placements = #titan.placements<@mesh, [R, S(0)]>}) {
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["dp"=2, "fsdp"=4]
+
+// expected-error @+1 {{result #0: dim 0 of size 12 (6 per shard of the outer mesh axes) does not divide over mesh axis "fsdp" of size 4}}
+func.func @uneven_nested(%w: tensor<12x4xf32>) -> (tensor<12x4xf32> {titan.placements = #titan.placements<@mesh, [S(0), S(0)]>}) {
+  return %w : tensor<12x4xf32>
+}
+
+// -----
+
+titan.mesh @mesh ["dp"=2, "fsdp"=4]
+
+func.func @uneven_op(%w: tensor<8x6xf32> {titan.placements = #titan.placements<@mesh, [R, R]>}) {
+  // expected-error @+1 {{result #0: dim 1 of size 6 does not divide over mesh axis "fsdp" of size 4}}
+  %0 = titan.redistribute %w to <@mesh, [R, S(1)]> : tensor<8x6xf32>
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["dp"=2]
+
+// expected-error @+1 {{argument #0: dim 0 is dynamic and sharded over mesh axis "dp"; titan-spmdize needs static sizes for sharded dims}}
+func.func @dynamic(%x: tensor<?x4xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>}) {
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["cp"=2]
+
+func.func @context_parallel(%q: tensor<1x2x8x4xf32> {titan.placements = #titan.placements<@mesh, [S(2)]>}) {
+  // expected-error @+1 {{context parallel attention ('titan.attention' with dim 2 sharded over mesh axis "cp") is not supported yet by titan-spmdize}}
+  %0 = titan.attention %q, %q, %q causal {titan.placements = [#titan.placements<@mesh, [S(2)]>]} : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["tp"=2]
+
+func.func @loss_parallel(%logits: tensor<4x16xf32> {titan.placements = #titan.placements<@mesh, [S(1)]>},
+                         %labels: tensor<4xi64> {titan.placements = #titan.placements<@mesh, [R]>}) {
+  // expected-error @+1 {{loss parallel cross-entropy ('titan.cross_entropy' with dim 1 sharded over mesh axis "tp") is not supported yet by titan-spmdize}}
+  %0 = titan.cross_entropy %logits, %labels {titan.placements = [#titan.placements<@mesh, [R]>]} : tensor<4x16xf32>, tensor<4xi64> -> tensor<f32>
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["tp"=2]
+
+func.func @softmax(%x: tensor<4x16xf32> {titan.placements = #titan.placements<@mesh, [S(1)]>}) {
+  // expected-error @+1 {{'titan.softmax' needs dim 1 (the normalized dim) whole on every rank, but mesh axis "tp" shards it; redistribute the operand to replicate that dim first}}
+  %0 = titan.softmax %x dim 1 {titan.placements = [#titan.placements<@mesh, [S(1)]>]} : tensor<4x16xf32>
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["tp"=2]
+
+func.func @rms_norm(%x: tensor<4x16xf32> {titan.placements = #titan.placements<@mesh, [S(1)]>},
+                    %w: tensor<16xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>}) {
+  // expected-error @+1 {{'titan.rms_norm' needs dim 1 (the normalized dim) whole on every rank}}
+  %0 = titan.rms_norm %x, %w eps 1.0e-05 {titan.placements = [#titan.placements<@mesh, [S(1)]>]} : tensor<4x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["tp"=2]
+
+func.func @embedding_result(%t: tensor<16x4xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>},
+                            %ids: tensor<3xi64> {titan.placements = #titan.placements<@mesh, [R]>}) {
+  // expected-error @+1 {{the table's vocab dim is sharded over mesh axis "tp", so the lookup is P(sum) there, but the result is R}}
+  %0 = titan.embedding %t, %ids {titan.placements = [#titan.placements<@mesh, [R]>]} : tensor<16x4xf32>, tensor<3xi64> -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["tp"=2]
+
+func.func @embedding_ids(%t: tensor<16x4xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>},
+                         %ids: tensor<4xi64> {titan.placements = #titan.placements<@mesh, [S(0)]>}) {
+  // expected-error @+1 {{the table's vocab dim is sharded over mesh axis "tp", which needs every id there, but the ids are S(0) on it}}
+  %0 = titan.embedding %t, %ids {titan.placements = [#titan.placements<@mesh, [P(sum)]>]} : tensor<16x4xf32>, tensor<4xi64> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["tp"=2]
+
+func.func @reshape(%x: tensor<4x6xf32> {titan.placements = #titan.placements<@mesh, [S(1)]>}) {
+  // expected-error @+1 {{the shard of rank 0 under #titan.placements<@mesh, [S(1)]> does not reshape into its shard under #titan.placements<@mesh, [S(0)]>: the reshape moves elements between ranks; redistribute before or after it}}
+  %0 = titan.reshape %x {titan.placements = [#titan.placements<@mesh, [S(0)]>]} : tensor<4x6xf32> -> tensor<24xf32>
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["tp"=2]
+
+func.func @elementwise(%a: tensor<4x4xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>},
+                       %b: tensor<4x4xf32> {titan.placements = #titan.placements<@mesh, [S(1)]>}) {
+  // expected-error @+1 {{operand #1 is S(1) on mesh axis #0 but the result is S(0); an elementwise op needs its operands and result sharded alike}}
+  %0 = titan.add %a, %b {titan.placements = [#titan.placements<@mesh, [S(0)]>]} : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["dp"=2]
+
+func.func @reduce(%x: tensor<4x4xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>}) {
+  // expected-error @+1 {{reduces dim 0, which mesh axis "dp" shards, so the result is P(max) there, but its placements say P(sum)}}
+  %0 = titan.reduce_max %x dims [0] {titan.placements = [#titan.placements<@mesh, [P(sum)]>]} : tensor<4x4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["dp"=2]
+
+func.func @concat(%x: tensor<4x4xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>}) {
+  // expected-error @+1 {{concatenation along a sharded dim ('titan.concat' with dim 0 sharded over mesh axis "dp") is not supported yet by titan-spmdize}}
+  %0 = titan.concat %x, %x dim 0 {titan.placements = [#titan.placements<@mesh, [S(0)]>]} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["dp"=2]
+
+func.func @slice(%x: tensor<4x4xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>}) {
+  // expected-error @+1 {{a partial slice of a sharded dim ('titan.slice' with dim 0 sharded over mesh axis "dp") is not supported yet by titan-spmdize}}
+  %0 = titan.slice %x [0, 0] to [2, 4] step [1, 1] {titan.placements = [#titan.placements<@mesh, [S(0)]>]} : tensor<4x4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["dp"=2]
+
+func.func @collective(%x: tensor<4x4xf32> {titan.placements = #titan.placements<@mesh, [P(sum)]>}) {
+  // expected-error @+1 {{'titan.all_reduce' is an op of the local program; the global program communicates through titan.redistribute only}}
+  %0 = titan.all_reduce %x on @mesh ["dp"] sum {titan.placements = [#titan.placements<@mesh, [R]>]} : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["dp"=2]
+
+func.func @returned(%x: tensor<4x4xf32> {titan.placements = #titan.placements<@mesh, [P(sum)]>})
+    -> (tensor<4x4xf32> {titan.placements = #titan.placements<@mesh, [R]>}) {
+  // expected-error @+1 {{returns a value placed as #titan.placements<@mesh, [P(sum)]> as result #0, declared as #titan.placements<@mesh, [R]>; redistribute it before returning}}
+  return %x : tensor<4x4xf32>
+}
+
+// -----
+
+titan.mesh @mesh ["dp"=2]
+
+func.func private @opaque(tensor<4x4xf32>) -> tensor<4x4xf32>
+
+func.func @unknown_op(%x: tensor<4x4xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>}) {
+  // expected-error @+1 {{computing this op on shards ('func.call' with dim 0 sharded over mesh axis "dp") is not supported yet by titan-spmdize}}
+  %0 = func.call @opaque(%x) {titan.placements = [#titan.placements<@mesh, [S(0)]>]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  return
+}
