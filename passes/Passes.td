@@ -126,4 +126,80 @@ def SpmdizePass : Pass<"titan-spmdize", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def PropagatePlacementsPass : Pass<"titan-propagate-placements",
+                                   "::mlir::ModuleOp"> {
+  let summary = "Places every value through the sharding rules, with explicit "
+                "redistributions chosen by cost";
+  let description = [{
+    For every function whose arguments or results carry `titan.placements`
+    (functions without any are left alone), gives every tensor value
+    placements and makes every change of placement an explicit
+    `titan.redistribute`. Afterwards every op result carries the discardable
+    `titan.placements` (one entry per result), every argument and result has
+    the `titan.placements` attribute (an argument without one is replicated),
+    and every op other than `titan.redistribute` is locally computable under
+    its sharding rule (`ShardingRuleOpInterface`): on each mesh axis it shards
+    one factor consistently in all its operands and results (results without
+    a sharded Reduction factor are Partial), or keeps one linear operand group
+    Partial, or replicates.
+
+    Algorithm. Each op is decided once, for all mesh axes (in mesh order),
+    from the placements known of its operands and results (a result is known
+    before its producer is decided when a consumer asked for a layout: a
+    hint). On each axis the candidates are: sharding a factor that a known
+    operand, a planned redistribution of an operand, or a known result shards
+    (the outermost factor of size > 1 of that dim; not NeedReplication, and
+    the axes sharding it must divide its size), keeping a linear operand
+    group Partial (every operand of the group Partial sum or avg and used
+    only by this op: a partial value with several uses is reduced once, not
+    on every path), and replicating. The cheapest candidate wins; ties go to
+    the first in that order. Once decided, the op asks each unknown operand
+    for the layout it needs (a hint to the producer), plans a redistribution
+    of each known operand whose layout differs, and fixes its results.
+    Order: ops next to a known sharded value (Shard placements, or a planned
+    sharded redistribution) are decided first, sweeping forward then backward
+    in program order until none is left; then the next ops next to any known
+    value in program order, until one of them shards something (then the
+    sharded sweeps resume); an op that no known value reaches is replicated.
+    Everything follows program order, so the result is deterministic.
+
+    Cost model. The cost of a candidate is the sum, over the known operands
+    and hinted results it would redistribute (each (value, layout) once, and
+    zero for a redistribution already planned), of the per-rank seconds of
+    the redistribution: `planRedistribution` + `estimateRedistributeCost`
+    (ring all-gather, reduce-scatter, all-reduce, all-to-all bytes divided by
+    the bandwidth of the axis that carries them; with the default equal
+    bandwidths, bytes per rank). A new Partial result is charged the
+    reduce-scatter it will need (onto its first dim the axis divides, or an
+    all-reduce). So FSDP's all-gather of a weight is chosen over gathering
+    activations when the weight is smaller, a gradient that comes out Partial
+    over the batch axes is reduce-scattered (FSDP) or all-reduced (DDP) once
+    because the optimizer update meets it with the parameter's placement,
+    and Megatron's column/row matmul pair needs no redistribution between
+    the two matmuls.
+
+    Materialization. A redistribution of a value to a layout is created once,
+    right after the value's definition, and shared by every use that needs
+    it. A function result whose `titan.placements` is already set (pinned by
+    the plan) is honored with a redistribution; the others get the returned
+    value's placements. With `remarks=true`, each inserted redistribute
+    emits a remark: the layouts, the bytes per rank and cost, and the op
+    choice that needed it with the cost of every alternative per axis.
+
+    Errors: an op without a sharding rule in a function that is placed, a
+    function with more than one block, placements naming an unknown mesh,
+    an `axis-bandwidth` list whose length differs from the mesh's axis
+    count or with a non-positive entry.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark explaining every inserted redistribute">,
+    ListOption<"axisBandwidth", "axis-bandwidth", "double",
+               "Bytes per second one rank sends over each mesh axis, in mesh "
+               "axis order (default: equal on every axis)">,
+  ];
+  let dependentDialects = ["::mlir::titan::TitanDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // TITAN_PASSES

@@ -22,10 +22,12 @@
 #ifndef TITAN_COMPUTE_OPS
 #define TITAN_COMPUTE_OPS
 
-/// Base class of compute ops: side-effect free, with a cost.
+/// Base class of compute ops: side-effect free, with a cost and a sharding
+/// rule (ShardingRules.cpp).
 class Titan_ComputeOp<string mnemonic, list<Trait> traits = []>
     : Titan_Op<mnemonic, traits # [Pure,
-        DeclareOpInterfaceMethods<Titan_CostOpInterface>]>;
+        DeclareOpInterfaceMethods<Titan_CostOpInterface>,
+        DeclareOpInterfaceMethods<Titan_ShardingRuleOpInterface>]>;
 
 /// A compute op with a reverse-mode rule (ComputeGradients.cpp). Every op of
 /// the forward program has one, also the non-differentiable ones (constant,

@@ -1,0 +1,684 @@
+//===- PropagatePlacements.cpp - titan-propagate-placements ---------------===//
+//
+// Gives every tensor value of a function DTensor placements from those of its
+// arguments, through the ops' sharding rules, and makes every change of
+// placement an explicit titan.redistribute chosen by the estimated cost of
+// the redistributions. See the pass description in Passes.td for the
+// algorithm and the cost model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Passes.h"
+#include "titan/Placement/PlacementAlgebra.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <limits>
+
+namespace mlir::titan {
+#define GEN_PASS_DEF_PROPAGATEPLACEMENTSPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::titan
+
+using namespace mlir;
+using namespace mlir::titan;
+
+namespace {
+
+/// The placements of a value, one per mesh axis.
+using Layout = SmallVector<Placement>;
+/// The factors of each dim of one value in a rule.
+using ValueDims = SmallVector<SmallVector<int64_t, 1>>;
+
+/// What an op does on one mesh axis.
+struct AxisChoice {
+  enum class Kind : uint8_t { Shard, Partial, Replicate };
+  Kind kind = Kind::Replicate;
+  /// The sharded factor (Shard) or the linear operand group (Partial).
+  int64_t index = -1;
+  /// The partial kind of the group's operands (Partial).
+  ReduceKind reduce = ReduceKind::Sum;
+
+  bool operator==(const AxisChoice &other) const {
+    return kind == other.kind && index == other.index &&
+           reduce == other.reduce;
+  }
+};
+
+/// A decided op: its rule, the choice per mesh axis, and why (for remarks).
+struct OpDecision {
+  OpShardingRule rule;
+  SmallVector<AxisChoice> choices;
+  /// Per mesh axis: the chosen candidate and its cost against the best
+  /// alternative, e.g. `shard factor a (cost 0) over replicate (cost 512)`.
+  SmallVector<std::string> reasons;
+  /// The layout this op requires of each operand.
+  SmallVector<Layout> operandLayouts;
+};
+
+/// What is known of a value's placements.
+struct ValueState {
+  Layout layout;
+  /// True once the producer (or the signature) fixed the layout; false for a
+  /// hint: the layout a consumer asked for before the producer decided.
+  bool fromProducer = false;
+};
+
+/// Index of the dim of `dims` that holds factor `factor`, if any.
+static std::optional<int64_t> findDim(const ValueDims &dims, int64_t factor) {
+  for (auto [dim, factors] : llvm::enumerate(dims))
+    if (llvm::is_contained(factors, factor))
+      return dim;
+  return std::nullopt;
+}
+
+/// The factor through which a sharding of `dims[dim]` is expressed: its
+/// outermost factor whose size is not 1.
+static std::optional<int64_t> shardedFactor(const OpShardingRule &rule,
+                                            const ValueDims &dims,
+                                            int64_t dim) {
+  for (int64_t factor : dims[dim])
+    if (rule.factorSizes[factor] != 1)
+      return factor;
+  return std::nullopt;
+}
+
+/// Prints an axis choice for remarks.
+static std::string describe(const OpShardingRule &rule,
+                            const AxisChoice &choice) {
+  switch (choice.kind) {
+  case AxisChoice::Kind::Shard: {
+    // Name the factor by the first operand (or result) dim that holds it.
+    std::string where;
+    for (auto [index, dims] : llvm::enumerate(rule.operandDims))
+      if (std::optional<int64_t> dim = findDim(dims, choice.index)) {
+        where = llvm::formatv("operand #{0} dim {1}", index, *dim);
+        break;
+      }
+    if (where.empty())
+      for (auto [index, dims] : llvm::enumerate(rule.resultDims))
+        if (std::optional<int64_t> dim = findDim(dims, choice.index)) {
+          where = llvm::formatv("result #{0} dim {1}", index, *dim);
+          break;
+        }
+    return llvm::formatv("shard {0} ({1})", where,
+                         stringifyFactorKind(rule.factorKinds[choice.index]));
+  }
+  case AxisChoice::Kind::Partial:
+    return llvm::formatv(
+        "keep operands {{{0}} partial",
+        llvm::join(llvm::map_range(rule.linearOperandGroups[choice.index],
+                                   [](unsigned i) { return std::to_string(i); }),
+                   ", "));
+  case AxisChoice::Kind::Replicate:
+    return "replicate";
+  }
+  llvm_unreachable("unknown axis choice");
+}
+
+/// Prints a layout as `[S(0), R]`.
+static std::string formatLayout(ArrayRef<Placement> layout) {
+  return "[" +
+         llvm::join(llvm::map_range(layout,
+                                    [](const Placement &p) { return p.str(); }),
+                    ", ") +
+         "]";
+}
+
+class PlacementPropagator {
+public:
+  PlacementPropagator(func::FuncOp func, MeshOp mesh,
+                      ArrayRef<double> bandwidth, bool remarks)
+      : func(func), mesh(mesh),
+        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
+        remarks(remarks),
+        meshSizes(mesh.getAxisSizes()),
+        bandwidth(bandwidth.begin(), bandwidth.end()) {
+    if (this->bandwidth.empty())
+      this->bandwidth.assign(meshSizes.size(), 1.0);
+  }
+
+  LogicalResult run();
+
+private:
+  /// The known layout of `value`, if any.
+  const Layout *known(Value value) const {
+    auto it = states.find(value);
+    return it == states.end() ? nullptr : &it->second.layout;
+  }
+  /// The estimate of redistributing `value` from `from` to `to`: bytes per
+  /// rank and seconds (both infinite when the algebra refuses).
+  RedistributeCost estimate(Value value, ArrayRef<Placement> from,
+                            ArrayRef<Placement> to) const;
+  /// The seconds of `estimate` (bytes per rank when all bandwidths are 1).
+  double cost(Value value, ArrayRef<Placement> from,
+              ArrayRef<Placement> to) const {
+    return estimate(value, from, to).totalSeconds;
+  }
+  /// True when a redistribute of `value` to `to` is already planned.
+  bool isPlanned(Value value, ArrayRef<Placement> to) const;
+  /// True when factor `factor` may be sharded on mesh axis `axis` by an op
+  /// whose earlier axes chose `choices`.
+  bool isShardable(const OpShardingRule &rule, int64_t factor, unsigned axis,
+                   ArrayRef<AxisChoice> choices) const;
+  /// The placement that operand `index` / result `index` has under `choice`.
+  Placement operandPlacement(const OpShardingRule &rule,
+                             const AxisChoice &choice, unsigned index) const;
+  Placement resultPlacement(const OpShardingRule &rule,
+                            const AxisChoice &choice, unsigned index) const;
+  /// The cost of `choice` on `axis` for `op` given what is known.
+  double choiceCost(Operation *op, const OpShardingRule &rule, unsigned axis,
+                    const AxisChoice &choice) const;
+  /// The candidates on `axis`, best first in the deterministic order:
+  /// shardings proposed by the known values (operands, planned
+  /// redistributions of operands, then results), partial groups, replicate.
+  SmallVector<AxisChoice> candidates(Operation *op, const OpShardingRule &rule,
+                                     unsigned axis,
+                                     ArrayRef<AxisChoice> earlier) const;
+  /// Decides `op` from what is known and records the consequences.
+  void decide(Operation *op);
+  /// True when a neighbor of `op` is known and, with `shardedOnly`, shards
+  /// something.
+  bool isReady(Operation *op, bool shardedOnly) const;
+  /// Inserts the redistributions and writes the placements into the IR.
+  void materialize();
+  /// The redistribute of `value` to `layout`, created after the value's
+  /// definition (and the redistributes of it created before) on first use.
+  Value getRedistributed(Value value, ArrayRef<Placement> layout,
+                         Location loc, StringRef reason);
+  PlacementsAttr getAttr(ArrayRef<Placement> layout) const {
+    return PlacementsAttr::get(meshRef.getContext(), meshRef, layout);
+  }
+
+  func::FuncOp func;
+  MeshOp mesh;
+  FlatSymbolRefAttr meshRef;
+  bool remarks;
+  SmallVector<int64_t> meshSizes;
+  SmallVector<double> bandwidth;
+  /// The ops with a sharding rule, in program order.
+  SmallVector<Operation *> ops;
+  DenseMap<Operation *, OpDecision> decisions;
+  DenseMap<Value, ValueState> states;
+  /// Layouts other than its own that a value is redistributed to.
+  DenseMap<Value, SmallVector<Layout, 1>> planned;
+  /// Created redistributes per (value, target layout) and the last one per
+  /// value (the insertion point of the next).
+  DenseMap<Value, SmallVector<std::pair<Layout, Value>, 1>> created;
+};
+
+} // namespace
+
+RedistributeCost PlacementPropagator::estimate(Value value,
+                                               ArrayRef<Placement> from,
+                                               ArrayRef<Placement> to) const {
+  RedistributeCost refused;
+  refused.totalBytes = refused.totalSeconds =
+      std::numeric_limits<double>::infinity();
+  if (ArrayRef<Placement>(from) == to)
+    return {};
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> shape = llvm::map_to_vector(
+      type.getShape(),
+      [](int64_t size) { return ShapedType::isDynamic(size) ? 1 : size; });
+  auto steps = planRedistribution(shape, meshSizes, from, to);
+  if (!steps) {
+    llvm::consumeError(steps.takeError());
+    return refused;
+  }
+  auto result = estimateRedistributeCost(*steps, meshSizes,
+                                         getElementByteWidth(type.getElementType()), bandwidth);
+  if (!result) {
+    llvm::consumeError(result.takeError());
+    return refused;
+  }
+  return *result;
+}
+
+bool PlacementPropagator::isPlanned(Value value,
+                                    ArrayRef<Placement> to) const {
+  auto it = planned.find(value);
+  return it != planned.end() &&
+         llvm::any_of(it->second, [&](const Layout &layout) {
+           return ArrayRef<Placement>(layout) == to;
+         });
+}
+
+bool PlacementPropagator::isShardable(const OpShardingRule &rule,
+                                      int64_t factor, unsigned axis,
+                                      ArrayRef<AxisChoice> choices) const {
+  if (rule.factorKinds[factor] == FactorKind::NeedReplication)
+    return false;
+  int64_t size = rule.factorSizes[factor];
+  if (ShapedType::isDynamic(size))
+    return false;
+  int64_t ways = meshSizes[axis];
+  for (auto [earlier, choice] : llvm::enumerate(choices))
+    if (choice.kind == AxisChoice::Kind::Shard && choice.index == factor)
+      ways *= meshSizes[earlier];
+  if (ways <= 1 || size % ways != 0)
+    return false;
+  auto isOutermost = [&](const ValueDims &dims) {
+    std::optional<int64_t> dim = findDim(dims, factor);
+    return !dim || shardedFactor(rule, dims, *dim) == factor;
+  };
+  return llvm::all_of(rule.operandDims, isOutermost) &&
+         llvm::all_of(rule.resultDims, isOutermost);
+}
+
+Placement PlacementPropagator::operandPlacement(const OpShardingRule &rule,
+                                                const AxisChoice &choice,
+                                                unsigned index) const {
+  switch (choice.kind) {
+  case AxisChoice::Kind::Shard:
+    if (std::optional<int64_t> dim =
+            findDim(rule.operandDims[index], choice.index))
+      return Placement::shard(*dim);
+    return Placement::replicate();
+  case AxisChoice::Kind::Partial:
+    if (llvm::is_contained(rule.linearOperandGroups[choice.index], index))
+      return Placement::partial(choice.reduce);
+    return Placement::replicate();
+  case AxisChoice::Kind::Replicate:
+    return Placement::replicate();
+  }
+  llvm_unreachable("unknown axis choice");
+}
+
+Placement PlacementPropagator::resultPlacement(const OpShardingRule &rule,
+                                               const AxisChoice &choice,
+                                               unsigned index) const {
+  switch (choice.kind) {
+  case AxisChoice::Kind::Shard:
+    if (std::optional<int64_t> dim =
+            findDim(rule.resultDims[index], choice.index))
+      return Placement::shard(*dim);
+    if (rule.factorKinds[choice.index] == FactorKind::Reduction)
+      return Placement::partial(rule.partialKind);
+    return Placement::replicate();
+  case AxisChoice::Kind::Partial:
+    return Placement::partial(choice.reduce);
+  case AxisChoice::Kind::Replicate:
+    return Placement::replicate();
+  }
+  llvm_unreachable("unknown axis choice");
+}
+
+double PlacementPropagator::choiceCost(Operation *op,
+                                       const OpShardingRule &rule,
+                                       unsigned axis,
+                                       const AxisChoice &choice) const {
+  double total = 0;
+  SmallVector<std::pair<Value, Layout>> counted;
+  auto add = [&](Value value, ArrayRef<Placement> from, Layout to) {
+    if (ArrayRef<Placement>(from) == ArrayRef<Placement>(to) ||
+        isPlanned(value, to))
+      return;
+    for (const auto &[seen, layout] : counted)
+      if (seen == value && layout == to)
+        return;
+    total += cost(value, from, to);
+    counted.emplace_back(value, std::move(to));
+  };
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    const Layout *layout = known(operand);
+    if (!layout)
+      continue;
+    Layout to = *layout;
+    to[axis] = operandPlacement(rule, choice, index);
+    add(operand, *layout, std::move(to));
+  }
+  for (auto [index, result] : llvm::enumerate(op->getResults())) {
+    Placement produced = resultPlacement(rule, choice, index);
+    if (const Layout *hint = known(result)) {
+      Layout from = *hint;
+      from[axis] = produced;
+      add(result, from, *hint);
+      continue;
+    }
+    if (!produced.isPartial())
+      continue;
+    // A new partial result will have to be reduced: charge a reduce-scatter
+    // onto its first dim the axis divides, or an all-reduce.
+    Layout from(meshSizes.size(), Placement::replicate());
+    from[axis] = produced;
+    Layout to(meshSizes.size(), Placement::replicate());
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(result.getType()).getShape();
+    for (auto [dim, size] : llvm::enumerate(shape)) {
+      if (!ShapedType::isDynamic(size) && size % meshSizes[axis] == 0) {
+        to[axis] = Placement::shard(dim);
+        break;
+      }
+    }
+    total += cost(result, from, to);
+  }
+  return total;
+}
+
+SmallVector<AxisChoice>
+PlacementPropagator::candidates(Operation *op, const OpShardingRule &rule,
+                                unsigned axis,
+                                ArrayRef<AxisChoice> earlier) const {
+  SmallVector<AxisChoice> result;
+  auto propose = [&](ArrayRef<Placement> layout, const ValueDims &dims) {
+    const Placement &p = layout[axis];
+    if (!p.isShard() || p.getDim() >= static_cast<int64_t>(dims.size()))
+      return;
+    std::optional<int64_t> factor = shardedFactor(rule, dims, p.getDim());
+    if (!factor || !isShardable(rule, *factor, axis, earlier))
+      return;
+    AxisChoice choice{AxisChoice::Kind::Shard, *factor};
+    if (!llvm::is_contained(result, choice))
+      result.push_back(choice);
+  };
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    if (const Layout *layout = known(operand))
+      propose(*layout, rule.operandDims[index]);
+    auto it = planned.find(operand);
+    if (it != planned.end())
+      for (const Layout &layout : it->second)
+        propose(layout, rule.operandDims[index]);
+  }
+  for (auto [index, value] : llvm::enumerate(op->getResults()))
+    if (const Layout *layout = known(value))
+      propose(*layout, rule.resultDims[index]);
+  // A group may stay partial when every operand of it is partial of one
+  // linear kind and is used only here: a partial value with several uses is
+  // better reduced once than on every path.
+  for (auto [index, group] : llvm::enumerate(rule.linearOperandGroups)) {
+    std::optional<ReduceKind> kind;
+    bool valid = true;
+    for (unsigned operandIndex : group) {
+      Value operand = op->getOperand(operandIndex);
+      const Layout *layout = known(operand);
+      if (!layout || !(*layout)[axis].isPartial() || !operand.hasOneUse()) {
+        valid = false;
+        break;
+      }
+      ReduceKind reduce = (*layout)[axis].getReduce();
+      if ((reduce != ReduceKind::Sum && reduce != ReduceKind::Avg) ||
+          (kind && *kind != reduce)) {
+        valid = false;
+        break;
+      }
+      kind = reduce;
+    }
+    if (valid && kind)
+      result.push_back({AxisChoice::Kind::Partial,
+                        static_cast<int64_t>(index), *kind});
+  }
+  result.push_back({AxisChoice::Kind::Replicate});
+  return result;
+}
+
+void PlacementPropagator::decide(Operation *op) {
+  OpDecision &decision = decisions[op];
+  decision.rule = cast<ShardingRuleOpInterface>(op).getShardingRule();
+  const OpShardingRule &rule = decision.rule;
+  for (unsigned axis : llvm::seq<unsigned>(0, meshSizes.size())) {
+    SmallVector<AxisChoice> options =
+        candidates(op, rule, axis, decision.choices);
+    SmallVector<double> costs = llvm::map_to_vector(
+        options, [&](const AxisChoice &c) {
+          return choiceCost(op, rule, axis, c);
+        });
+    size_t best = 0;
+    for (size_t i = 1; i < options.size(); ++i)
+      if (costs[i] < costs[best])
+        best = i;
+    decision.choices.push_back(options[best]);
+    std::string reason = llvm::formatv("axis \"{0}\": {1} (cost {2})",
+                                       cast<StringAttr>(mesh.getAxisNames()[axis]).getValue(),
+                                       describe(rule, options[best]),
+                                       costs[best]);
+    for (size_t i = 0; i < options.size(); ++i)
+      if (i != best)
+        reason += llvm::formatv(" over {0} (cost {1})",
+                                describe(rule, options[i]), costs[i]);
+    decision.reasons.push_back(std::move(reason));
+  }
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    Layout required = llvm::map_to_vector(decision.choices, [&](auto &c) {
+      return operandPlacement(rule, c, index);
+    });
+    auto it = states.find(operand);
+    if (it == states.end())
+      states[operand] = {required, /*fromProducer=*/false};
+    else if (it->second.layout != required && !isPlanned(operand, required))
+      planned[operand].push_back(required);
+    decision.operandLayouts.push_back(std::move(required));
+  }
+  for (auto [index, result] : llvm::enumerate(op->getResults())) {
+    Layout produced = llvm::map_to_vector(decision.choices, [&](auto &c) {
+      return resultPlacement(rule, c, index);
+    });
+    states[result] = {std::move(produced), /*fromProducer=*/true};
+  }
+}
+
+bool PlacementPropagator::isReady(Operation *op, bool shardedOnly) const {
+  auto informs = [&](Value value) {
+    const Layout *layout = known(value);
+    if (!layout)
+      return false;
+    if (!shardedOnly)
+      return true;
+    auto isShard = [](const Placement &p) { return p.isShard(); };
+    if (llvm::any_of(*layout, isShard))
+      return true;
+    auto it = planned.find(value);
+    return it != planned.end() &&
+           llvm::any_of(it->second, [&](const Layout &l) {
+             return llvm::any_of(l, isShard);
+           });
+  };
+  return llvm::any_of(op->getOperands(), informs) ||
+         llvm::any_of(op->getResults(), informs);
+}
+
+LogicalResult PlacementPropagator::run() {
+  Block &body = func.getBody().front();
+  StringRef name = TitanDialect::kPlacementsAttrName;
+  size_t numAxes = meshSizes.size();
+  for (BlockArgument arg : body.getArguments()) {
+    Layout layout(numAxes, Placement::replicate());
+    if (auto attr = func.getArgAttrOfType<PlacementsAttr>(arg.getArgNumber(),
+                                                           name))
+      layout.assign(attr.getPlacements().begin(), attr.getPlacements().end());
+    states[arg] = {layout, /*fromProducer=*/true};
+  }
+  for (Operation &op : body.without_terminator()) {
+    if (auto redistribute = dyn_cast<RedistributeOp>(op)) {
+      ArrayRef<Placement> to = redistribute.getTo().getPlacements();
+      states[redistribute.getResult()] = {Layout(to.begin(), to.end()),
+                                          /*fromProducer=*/true};
+      continue;
+    }
+    if (!isa<ShardingRuleOpInterface>(op))
+      return op.emitOpError("has no sharding rule; titan-propagate-placements "
+                            "cannot place its values");
+    ops.push_back(&op);
+  }
+  // Pinned function results are hints for the values returned.
+  Operation *terminator = body.getTerminator();
+  for (auto [index, value] : llvm::enumerate(terminator->getOperands()))
+    if (auto attr = func.getResultAttrOfType<PlacementsAttr>(index, name))
+      if (!known(value))
+        states[value] = {Layout(attr.getPlacements().begin(),
+                                attr.getPlacements().end()),
+                         /*fromProducer=*/false};
+
+  auto undecided = [&](Operation *op) { return !decisions.count(op); };
+  auto producedShard = [&](Operation *op) {
+    auto hasShard = [&](Value value) {
+      const Layout *layout = known(value);
+      return layout && llvm::any_of(*layout, [](const Placement &p) {
+               return p.isShard();
+             });
+    };
+    return llvm::any_of(op->getResults(), hasShard) ||
+           llvm::any_of(op->getOperands(), hasShard);
+  };
+  while (llvm::any_of(ops, undecided)) {
+    // Shardings first, forward and backward to a fixed point.
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (Operation *op : ops)
+        if (undecided(op) && isReady(op, /*shardedOnly=*/true)) {
+          decide(op);
+          progress = true;
+        }
+      for (Operation *op : llvm::reverse(ops))
+        if (undecided(op) && isReady(op, /*shardedOnly=*/true)) {
+          decide(op);
+          progress = true;
+        }
+    }
+    // Then replicated and partial values, forward, until a decision shards
+    // something (shardings take priority again).
+    bool decided = false;
+    for (Operation *op : ops) {
+      if (!undecided(op) || !isReady(op, /*shardedOnly=*/false))
+        continue;
+      decide(op);
+      decided = true;
+      if (producedShard(op))
+        break;
+    }
+    if (decided)
+      continue;
+    // Ops no known value reaches (e.g. constants feeding each other).
+    auto first = llvm::find_if(ops, undecided);
+    if (first != ops.end())
+      decide(*first);
+  }
+  materialize();
+  return success();
+}
+
+Value PlacementPropagator::getRedistributed(Value value,
+                                            ArrayRef<Placement> layout,
+                                            Location loc, StringRef reason) {
+  auto &list = created[value];
+  for (const auto &[target, redistributed] : list)
+    if (ArrayRef<Placement>(target) == layout)
+      return redistributed;
+  OpBuilder builder(func.getContext());
+  if (!list.empty())
+    builder.setInsertionPointAfter(list.back().second.getDefiningOp());
+  else if (Operation *def = value.getDefiningOp())
+    builder.setInsertionPointAfter(def);
+  else
+    builder.setInsertionPointToStart(&func.getBody().front());
+  auto op = RedistributeOp::create(builder, loc, value.getType(), value,
+                                   getAttr(layout));
+  op->setAttr(TitanDialect::kPlacementsAttrName,
+              builder.getArrayAttr({getAttr(layout)}));
+  const Layout &from = states.lookup(value).layout;
+  if (remarks) {
+    RedistributeCost total = estimate(value, from, layout);
+    op->emitRemark() << formatLayout(from) << " -> " << formatLayout(layout)
+                     << llvm::formatv(" ({0} bytes per rank, cost {1}) ",
+                                      total.totalBytes, total.totalSeconds)
+                     << reason;
+  }
+  list.emplace_back(Layout(layout.begin(), layout.end()), op.getResult());
+  return op.getResult();
+}
+
+void PlacementPropagator::materialize() {
+  StringRef name = TitanDialect::kPlacementsAttrName;
+  for (Operation *op : ops) {
+    SmallVector<Attribute> attrs = llvm::map_to_vector(
+        op->getResults(), [&](Value result) -> Attribute {
+          return getAttr(states.lookup(result).layout);
+        });
+    op->setAttr(name, ArrayAttr::get(func.getContext(), attrs));
+  }
+  for (Operation *op : ops) {
+    const OpDecision &decision = decisions.find(op)->second;
+    for (OpOperand &use : op->getOpOperands()) {
+      const Layout &required = decision.operandLayouts[use.getOperandNumber()];
+      if (states.lookup(use.get()).layout == required)
+        continue;
+      std::string reason = llvm::formatv(
+          "for operand #{0} of '{1}': {2}", use.getOperandNumber(),
+          op->getName(), llvm::join(decision.reasons, "; "));
+      use.set(getRedistributed(use.get(), required, op->getLoc(), reason));
+    }
+  }
+  Operation *terminator = func.getBody().front().getTerminator();
+  for (OpOperand &use : terminator->getOpOperands()) {
+    unsigned index = use.getOperandNumber();
+    const Layout &layout = states.lookup(use.get()).layout;
+    auto pinned = func.getResultAttrOfType<PlacementsAttr>(index, name);
+    if (!pinned) {
+      func.setResultAttr(index, name, getAttr(layout));
+      continue;
+    }
+    if (pinned.getPlacements() != ArrayRef<Placement>(layout))
+      use.set(getRedistributed(
+          use.get(), pinned.getPlacements(), terminator->getLoc(),
+          llvm::formatv("for result #{0} of the function: pinned by the plan",
+                        index)
+              .str()));
+  }
+  for (BlockArgument arg : func.getBody().front().getArguments())
+    func.setArgAttr(arg.getArgNumber(), name,
+                    getAttr(states.lookup(arg).layout));
+}
+
+namespace {
+struct PropagatePlacementsPass
+    : titan::impl::PropagatePlacementsPassBase<PropagatePlacementsPass> {
+  using PropagatePlacementsPassBase::PropagatePlacementsPassBase;
+
+  void runOnOperation() override {
+    StringRef name = TitanDialect::kPlacementsAttrName;
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      // The mesh: the one the function's argument or result placements
+      // name; a function without any is not distributed and is left alone.
+      PlacementsAttr first;
+      for (unsigned i : llvm::seq(func.getNumArguments()))
+        if (auto attr = func.getArgAttrOfType<PlacementsAttr>(i, name))
+          first = first ? first : attr;
+      for (unsigned i : llvm::seq(func.getNumResults()))
+        if (auto attr = func.getResultAttrOfType<PlacementsAttr>(i, name))
+          first = first ? first : attr;
+      if (!first)
+        continue;
+      if (!func.getBody().hasOneBlock()) {
+        func.emitOpError("must have a single block to propagate placements");
+        return signalPassFailure();
+      }
+      MeshOp mesh = MeshOp::lookup(func, first.getMesh());
+      if (!mesh) {
+        func.emitOpError("placements refer to unknown mesh ")
+            << first.getMesh();
+        return signalPassFailure();
+      }
+      if (!axisBandwidth.empty() &&
+          axisBandwidth.size() != mesh.getAxisSizes().size()) {
+        func.emitOpError("axis-bandwidth has ")
+            << axisBandwidth.size() << " entries but mesh " << first.getMesh()
+            << " has " << mesh.getAxisSizes().size() << " axes";
+        return signalPassFailure();
+      }
+      if (llvm::any_of(axisBandwidth, [](double b) { return b <= 0; })) {
+        func.emitOpError("axis-bandwidth entries must be positive");
+        return signalPassFailure();
+      }
+      PlacementPropagator propagator(func, mesh, axisBandwidth, remarks);
+      if (failed(propagator.run()))
+        return signalPassFailure();
+    }
+  }
+};
+} // namespace
