@@ -43,8 +43,7 @@ struct AxisChoice {
   ReduceKind reduce = ReduceKind::Sum;
 
   bool operator==(const AxisChoice &other) const {
-    return kind == other.kind && index == other.index &&
-           reduce == other.reduce;
+    return kind == other.kind && index == other.index && reduce == other.reduce;
   }
 };
 
@@ -77,9 +76,8 @@ static std::optional<int64_t> findDim(const ValueDims &dims, int64_t factor) {
 
 /// The factor through which a sharding of `dims[dim]` is expressed: its
 /// outermost factor whose size is not 1.
-static std::optional<int64_t> shardedFactor(const OpShardingRule &rule,
-                                            const ValueDims &dims,
-                                            int64_t dim) {
+static std::optional<int64_t>
+shardedFactor(const OpShardingRule &rule, const ValueDims &dims, int64_t dim) {
   for (int64_t factor : dims[dim])
     if (rule.factorSizes[factor] != 1)
       return factor;
@@ -110,9 +108,10 @@ static std::string describe(const OpShardingRule &rule,
   case AxisChoice::Kind::Partial:
     return llvm::formatv(
         "keep operands {{{0}} partial",
-        llvm::join(llvm::map_range(rule.linearOperandGroups[choice.index],
-                                   [](unsigned i) { return std::to_string(i); }),
-                   ", "));
+        llvm::join(
+            llvm::map_range(rule.linearOperandGroups[choice.index],
+                            [](unsigned i) { return std::to_string(i); }),
+            ", "));
   case AxisChoice::Kind::Replicate:
     return "replicate";
   }
@@ -134,7 +133,7 @@ public:
                       ArrayRef<double> bandwidth, bool remarks)
       : func(func), mesh(mesh),
         meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
-        remarks(remarks),
+        remarks(remarks), hasBandwidth(!bandwidth.empty()),
         meshSizes(mesh.getAxisSizes()),
         bandwidth(bandwidth.begin(), bandwidth.end()) {
     if (this->bandwidth.empty())
@@ -187,8 +186,14 @@ private:
   void materialize();
   /// The redistribute of `value` to `layout`, created after the value's
   /// definition (and the redistributes of it created before) on first use.
-  Value getRedistributed(Value value, ArrayRef<Placement> layout,
-                         Location loc, StringRef reason);
+  Value getRedistributed(Value value, ArrayRef<Placement> layout, Location loc,
+                         StringRef reason);
+  /// Prints a cost: bytes per rank when no bandwidths were given (`1024 B`),
+  /// seconds otherwise (`1.024e-06 s`).
+  std::string formatCost(double value) const {
+    return hasBandwidth ? llvm::formatv("{0:e3} s", value).str()
+                        : llvm::formatv("{0:F0} B", value).str();
+  }
   PlacementsAttr getAttr(ArrayRef<Placement> layout) const {
     return PlacementsAttr::get(meshRef.getContext(), meshRef, layout);
   }
@@ -197,6 +202,8 @@ private:
   MeshOp mesh;
   FlatSymbolRefAttr meshRef;
   bool remarks;
+  /// Whether the user gave per-axis bandwidths (costs are then seconds).
+  bool hasBandwidth;
   SmallVector<int64_t> meshSizes;
   SmallVector<double> bandwidth;
   /// The ops with a sharding rule, in program order.
@@ -221,16 +228,17 @@ RedistributeCost PlacementPropagator::estimate(Value value,
   if (ArrayRef<Placement>(from) == to)
     return {};
   auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<int64_t> shape = llvm::map_to_vector(
-      type.getShape(),
-      [](int64_t size) { return ShapedType::isDynamic(size) ? 1 : size; });
+  SmallVector<int64_t> shape =
+      llvm::map_to_vector(type.getShape(), [](int64_t size) {
+        return ShapedType::isDynamic(size) ? 1 : size;
+      });
   auto steps = planRedistribution(shape, meshSizes, from, to);
   if (!steps) {
     llvm::consumeError(steps.takeError());
     return refused;
   }
-  auto result = estimateRedistributeCost(*steps, meshSizes,
-                                         getElementByteWidth(type.getElementType()), bandwidth);
+  auto result = estimateRedistributeCost(
+      *steps, meshSizes, getElementByteWidth(type.getElementType()), bandwidth);
   if (!result) {
     llvm::consumeError(result.takeError());
     return refused;
@@ -238,8 +246,7 @@ RedistributeCost PlacementPropagator::estimate(Value value,
   return *result;
 }
 
-bool PlacementPropagator::isPlanned(Value value,
-                                    ArrayRef<Placement> to) const {
+bool PlacementPropagator::isPlanned(Value value, ArrayRef<Placement> to) const {
   auto it = planned.find(value);
   return it != planned.end() &&
          llvm::any_of(it->second, [&](const Layout &layout) {
@@ -408,8 +415,8 @@ PlacementPropagator::candidates(Operation *op, const OpShardingRule &rule,
       kind = reduce;
     }
     if (valid && kind)
-      result.push_back({AxisChoice::Kind::Partial,
-                        static_cast<int64_t>(index), *kind});
+      result.push_back(
+          {AxisChoice::Kind::Partial, static_cast<int64_t>(index), *kind});
   }
   result.push_back({AxisChoice::Kind::Replicate});
   return result;
@@ -422,8 +429,8 @@ void PlacementPropagator::decide(Operation *op) {
   for (unsigned axis : llvm::seq<unsigned>(0, meshSizes.size())) {
     SmallVector<AxisChoice> options =
         candidates(op, rule, axis, decision.choices);
-    SmallVector<double> costs = llvm::map_to_vector(
-        options, [&](const AxisChoice &c) {
+    SmallVector<double> costs =
+        llvm::map_to_vector(options, [&](const AxisChoice &c) {
           return choiceCost(op, rule, axis, c);
         });
     size_t best = 0;
@@ -431,14 +438,14 @@ void PlacementPropagator::decide(Operation *op) {
       if (costs[i] < costs[best])
         best = i;
     decision.choices.push_back(options[best]);
-    std::string reason = llvm::formatv("axis \"{0}\": {1} (cost {2})",
-                                       cast<StringAttr>(mesh.getAxisNames()[axis]).getValue(),
-                                       describe(rule, options[best]),
-                                       costs[best]);
+    std::string reason =
+        llvm::formatv("axis \"{0}\": {1} ({2})",
+                      cast<StringAttr>(mesh.getAxisNames()[axis]).getValue(),
+                      describe(rule, options[best]), formatCost(costs[best]));
     for (size_t i = 0; i < options.size(); ++i)
       if (i != best)
-        reason += llvm::formatv(" over {0} (cost {1})",
-                                describe(rule, options[i]), costs[i]);
+        reason += llvm::formatv(" over {0} ({1})", describe(rule, options[i]),
+                                formatCost(costs[i]));
     decision.reasons.push_back(std::move(reason));
   }
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
@@ -486,8 +493,8 @@ LogicalResult PlacementPropagator::run() {
   size_t numAxes = meshSizes.size();
   for (BlockArgument arg : body.getArguments()) {
     Layout layout(numAxes, Placement::replicate());
-    if (auto attr = func.getArgAttrOfType<PlacementsAttr>(arg.getArgNumber(),
-                                                           name))
+    if (auto attr =
+            func.getArgAttrOfType<PlacementsAttr>(arg.getArgNumber(), name))
       layout.assign(attr.getPlacements().begin(), attr.getPlacements().end());
     states[arg] = {layout, /*fromProducer=*/true};
   }
@@ -508,9 +515,9 @@ LogicalResult PlacementPropagator::run() {
   for (auto [index, value] : llvm::enumerate(terminator->getOperands()))
     if (auto attr = func.getResultAttrOfType<PlacementsAttr>(index, name))
       if (!known(value))
-        states[value] = {Layout(attr.getPlacements().begin(),
-                                attr.getPlacements().end()),
-                         /*fromProducer=*/false};
+        states[value] = {
+            Layout(attr.getPlacements().begin(), attr.getPlacements().end()),
+            /*fromProducer=*/false};
 
   auto undecided = [&](Operation *op) { return !decisions.count(op); };
   auto producedShard = [&](Operation *op) {
@@ -583,9 +590,11 @@ Value PlacementPropagator::getRedistributed(Value value,
   if (remarks) {
     RedistributeCost total = estimate(value, from, layout);
     op->emitRemark() << formatLayout(from) << " -> " << formatLayout(layout)
-                     << llvm::formatv(" ({0} bytes per rank, cost {1}) ",
-                                      total.totalBytes, total.totalSeconds)
-                     << reason;
+                     << llvm::formatv(" ({0:F0} bytes per rank",
+                                      total.totalBytes)
+                     << (hasBandwidth ? ", " + formatCost(total.totalSeconds)
+                                      : std::string())
+                     << ") " << reason;
   }
   list.emplace_back(Layout(layout.begin(), layout.end()), op.getResult());
   return op.getResult();
@@ -594,8 +603,8 @@ Value PlacementPropagator::getRedistributed(Value value,
 void PlacementPropagator::materialize() {
   StringRef name = TitanDialect::kPlacementsAttrName;
   for (Operation *op : ops) {
-    SmallVector<Attribute> attrs = llvm::map_to_vector(
-        op->getResults(), [&](Value result) -> Attribute {
+    SmallVector<Attribute> attrs =
+        llvm::map_to_vector(op->getResults(), [&](Value result) -> Attribute {
           return getAttr(states.lookup(result).layout);
         });
     op->setAttr(name, ArrayAttr::get(func.getContext(), attrs));
@@ -606,9 +615,9 @@ void PlacementPropagator::materialize() {
       const Layout &required = decision.operandLayouts[use.getOperandNumber()];
       if (states.lookup(use.get()).layout == required)
         continue;
-      std::string reason = llvm::formatv(
-          "for operand #{0} of '{1}': {2}", use.getOperandNumber(),
-          op->getName(), llvm::join(decision.reasons, "; "));
+      std::string reason = llvm::formatv("for operand #{0} of '{1}': {2}",
+                                         use.getOperandNumber(), op->getName(),
+                                         llvm::join(decision.reasons, "; "));
       use.set(getRedistributed(use.get(), required, op->getLoc(), reason));
     }
   }

@@ -101,9 +101,8 @@ static void printFactorName(raw_ostream &os, int64_t index) {
 }
 
 /// Prints a list of values' dims as `([a, b*c], [])`.
-static void
-printDims(raw_ostream &os,
-          ArrayRef<SmallVector<SmallVector<int64_t, 1>>> values) {
+static void printDims(raw_ostream &os,
+                      ArrayRef<SmallVector<SmallVector<int64_t, 1>>> values) {
   os << '(';
   llvm::interleaveComma(values, os, [&](const auto &dims) {
     os << '[';
@@ -226,11 +225,10 @@ static OpShardingRule reductionRule(Operation *op, ArrayRef<int64_t> reduced,
 static OpShardingRule normRule(Operation *op, bool isGrad) {
   OpShardingRule rule;
   ArrayRef<int64_t> shape = shapeOf(op->getOperand(0));
-  ValueDims full = addFactorPerDim(
-      rule, shape.drop_back(),
-      isGrad ? FactorKind::Reduction : FactorKind::Parallel);
-  int64_t channel =
-      rule.addFactor(shape.back(), FactorKind::NeedReplication);
+  ValueDims full =
+      addFactorPerDim(rule, shape.drop_back(),
+                      isGrad ? FactorKind::Reduction : FactorKind::Parallel);
+  int64_t channel = rule.addFactor(shape.back(), FactorKind::NeedReplication);
   full.push_back({channel});
   ValueDims perChannel = {{channel}};
   for (Value operand : op->getOperands())
@@ -256,21 +254,21 @@ static OpShardingRule attentionRule(Operation *op,
   ArrayRef<int64_t> k = shapeOf(op->getOperand(1));
   int64_t batch = rule.addFactor(q[0], FactorKind::Parallel);
   int64_t kvHeads = rule.addFactor(k[1], FactorKind::Parallel);
-  int64_t group = rule.addFactor(
-      ShapedType::isDynamic(q[1]) || ShapedType::isDynamic(k[1])
-          ? ShapedType::kDynamic
-          : q[1] / k[1],
-      isGrad ? FactorKind::Reduction : FactorKind::Parallel);
+  int64_t group =
+      rule.addFactor(ShapedType::isDynamic(q[1]) || ShapedType::isDynamic(k[1])
+                         ? ShapedType::kDynamic
+                         : q[1] / k[1],
+                     isGrad ? FactorKind::Reduction : FactorKind::Parallel);
   int64_t seq = rule.addFactor(q[2], FactorKind::NeedReplication);
   int64_t headDim = rule.addFactor(q[3], FactorKind::NeedReplication);
   ValueDims qLike = {{batch}, {kvHeads, group}, {seq}, {headDim}};
   ValueDims kLike = {{batch}, {kvHeads}, {seq}, {headDim}};
   for (unsigned i : llvm::seq(op->getNumOperands()))
     rule.operandDims.push_back(llvm::is_contained(qLikeOperands, i) ? qLike
-                                                                     : kLike);
+                                                                    : kLike);
   for (unsigned i : llvm::seq(op->getNumResults()))
     rule.resultDims.push_back(llvm::is_contained(qLikeResults, i) ? qLike
-                                                                   : kLike);
+                                                                  : kLike);
   rule.linearOperandGroups.assign(linear.begin(), linear.end());
   return rule;
 }
@@ -333,10 +331,8 @@ static OpShardingRule reshapeRule(ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
     return !ShapedType::isDynamic(size) && size > 0;
   };
   if (!llvm::all_of(in, isUsable) || !llvm::all_of(out, isUsable)) {
-    rule.operandDims = {
-        addFactorPerDim(rule, in, FactorKind::NeedReplication)};
-    rule.resultDims = {
-        addFactorPerDim(rule, out, FactorKind::NeedReplication)};
+    rule.operandDims = {addFactorPerDim(rule, in, FactorKind::NeedReplication)};
+    rule.resultDims = {addFactorPerDim(rule, out, FactorKind::NeedReplication)};
     rule.linearOperandGroups = {{0}};
     return rule;
   }
@@ -419,9 +415,7 @@ OpShardingRule NegOp::getShardingRule() {
 OpShardingRule ExpOp::getShardingRule() { return elementwiseRule(*this, {}); }
 OpShardingRule LogOp::getShardingRule() { return elementwiseRule(*this, {}); }
 OpShardingRule SqrtOp::getShardingRule() { return elementwiseRule(*this, {}); }
-OpShardingRule RsqrtOp::getShardingRule() {
-  return elementwiseRule(*this, {});
-}
+OpShardingRule RsqrtOp::getShardingRule() { return elementwiseRule(*this, {}); }
 OpShardingRule TanhOp::getShardingRule() { return elementwiseRule(*this, {}); }
 OpShardingRule SigmoidOp::getShardingRule() {
   return elementwiseRule(*this, {});
@@ -529,7 +523,8 @@ OpShardingRule EmbeddingOp::getShardingRule() {
   int64_t vocab =
       rule.addFactor(table[0], FactorKind::Reduction, /*custom=*/true);
   int64_t dim = rule.addFactor(table[1], FactorKind::Parallel);
-  ValueDims ids = addFactorPerDim(rule, shapeOf(getIds()), FactorKind::Parallel);
+  ValueDims ids =
+      addFactorPerDim(rule, shapeOf(getIds()), FactorKind::Parallel);
   ValueDims result = ids;
   result.push_back({dim});
   rule.operandDims = {{{vocab}, {dim}}, ids};
@@ -559,8 +554,7 @@ OpShardingRule RopeOp::getShardingRule() {
   ArrayRef<int64_t> input = shapeOf(getInput());
   ValueDims dims =
       addFactorPerDim(rule, input.drop_back(), FactorKind::Parallel);
-  dims.push_back(
-      {rule.addFactor(input.back(), FactorKind::NeedReplication)});
+  dims.push_back({rule.addFactor(input.back(), FactorKind::NeedReplication)});
   ValueDims table = {
       dims[1],
       {rule.addFactor(shapeOf(getCos()).back(), FactorKind::NeedReplication)}};
@@ -625,13 +619,13 @@ OpShardingRule PadOp::getShardingRule() {
 OpShardingRule ConcatOp::getShardingRule() {
   OpShardingRule rule;
   int64_t concatDim = getDim();
-  ValueDims shared = addFactorPerDim(rule, shapeOf(getResult()),
-                                     FactorKind::Parallel);
+  ValueDims shared =
+      addFactorPerDim(rule, shapeOf(getResult()), FactorKind::Parallel);
   SmallVector<unsigned, 2> all;
   for (auto [index, input] : llvm::enumerate(getInputs())) {
     ValueDims dims = shared;
-    dims[concatDim] = {rule.addFactor(shapeOf(input)[concatDim],
-                                      FactorKind::NeedReplication)};
+    dims[concatDim] = {
+        rule.addFactor(shapeOf(input)[concatDim], FactorKind::NeedReplication)};
     rule.operandDims.push_back(dims);
     all.push_back(index);
   }

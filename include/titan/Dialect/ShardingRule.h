@@ -89,7 +89,7 @@ struct OpShardingRule {
   /// Prints e.g. `([i, k], [k, j]) -> ([i, j]) {i=8, j=4, k=16 reduction}`
   /// with factors named i, j, k, ... in index order (f<N> past z), the
   /// dims of several factors as `i*j`, custom-lowering factors marked
-  /// `custom`, then `partial=<kind>` when not sum and `linear={0,1},{2}`.
+  /// `custom`, then `partial=<kind>` when not sum and `linear={0, 1}, {2}`.
   std::string str() const;
 };
 
