@@ -107,6 +107,18 @@ def SpmdizePass : Pass<"titan-spmdize", "::mlir::ModuleOp"> {
       lookup: ids are shifted by the shard's first row (axis_index times the
       local rows), ids outside the shard read row 0 and are zeroed; the
       result must be P(sum) on those axes and the ids replicated there.
+      `titan.embedding_grad` with the result's vocab dim sharded
+      scatter-adds only the rows of the ids in the rank's shard;
+    - `titan.cross_entropy` with sharded labels (a sharded batch) is the
+      mean over the counted labels of all ranks even when the ranks count
+      different numbers of labels (ignore_index): each rank's mean is
+      weighted by its share of the counted labels (the counts are
+      all-reduced over the batch axes), and the result must be P(sum) or
+      P(avg) on those axes; `titan.cross_entropy_grad` rescales its local
+      cotangent from the rank's count to the global one;
+    - norm cotangents (`rms_norm_grad`, `layer_norm_grad`) compute locally;
+      their parameter cotangents must be P(sum) on the axes that shard the
+      rows.
 
     Rejected with an error that names the value or op, the dim, the mesh
     axis and the sizes: uneven shards (a sharded dim not divisible by the
@@ -114,11 +126,11 @@ def SpmdizePass : Pass<"titan-spmdize", "::mlir::ModuleOp"> {
     norm or RoPE whose normalized or rotated dim is sharded, attention with
     the sequence sharded (context parallel) and cross-entropy with the vocab
     sharded (loss parallel), "not supported yet", as are concatenation along
-    a sharded dim, partial slices of a sharded dim, reshapes that would move
-    elements between ranks (checked rank by rank), elementwise ops whose
-    operands and result are sharded differently, reduce results whose
-    placements disagree with the reduced sharded dims, ops the pass has no
-    rule for on sharded values, collectives in the global program,
+    a sharded dim, partial slices and pads of a sharded dim, reshapes that
+    would move elements between ranks (checked rank by rank), elementwise
+    ops whose operands and result are sharded differently, reduce results
+    whose placements disagree with the reduced sharded dims, ops the pass
+    has no rule for on sharded values, collectives in the global program,
     redistributions between meshes and returned values whose placements
     differ from the declared result placements.
   }];

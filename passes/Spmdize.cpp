@@ -167,9 +167,50 @@ private:
   /// Builds the local value of a constant or iota whose shard depends on the
   /// rank: the whole value, then its shard as a redistribution from R.
   FailureOr<Value> buildFromReplicated(Operation *op, const Layout &layout);
+  /// Ids relative to the first row of the rank's shard of a vocab-sharded
+  /// table, and which of them fall in the shard.
+  struct ShardIds {
+    /// The ids minus the shard's first row; 0 where out of the shard.
+    Value local;
+    /// i1, true where the id is in the shard.
+    Value inRange;
+  };
+  /// Shifts the ids `ids` (global value, replicated over the vocab axes) to
+  /// the shard of a value with layout `vocab` whose dim 0 (the vocab) is
+  /// sharded, `rows` rows per shard.
+  FailureOr<ShardIds> shiftIdsToShard(Operation *op, Value ids,
+                                      const Layout &vocab, int64_t rows);
+  /// `rows` ([ids..., dim]) with the rows whose id is out of range zeroed.
+  Value maskRows(TensorBuilder &b, Value rows, Value inRange);
   /// Vocabulary-parallel lookup: the table's rows are sharded, each rank
   /// looks up the ids in its range and leaves zeros elsewhere (P(sum)).
   FailureOr<Value> buildShardedEmbedding(EmbeddingOp op);
+  /// The cotangent of a vocab-sharded table: each rank scatter-adds the rows
+  /// of the ids in its range.
+  FailureOr<Value> buildShardedEmbeddingGrad(EmbeddingGradOp op);
+
+  /// The labels of a cross-entropy that a rank and all ranks count.
+  struct LabelCounts {
+    /// 0-d: labels other than the ignore index on this rank, and over the
+    /// ranks of the batch axes (all-reduced).
+    Value local, total;
+    /// The number of ranks of the mesh axes that shard the labels.
+    int64_t groupSize;
+  };
+  /// Counts the labels of `labels` (sharded) other than `ignoreIndex` as
+  /// 0-d tensors of `type`.
+  LabelCounts countLabels(Operation *op, Value labels, int64_t ignoreIndex,
+                          FloatType type);
+  /// Cross-entropy with sharded labels: the mean over the counted labels of
+  /// all ranks, as the partial sum (or average) of each rank's local mean
+  /// weighted by its share of the counted labels.
+  FailureOr<Value> buildBatchShardedCrossEntropy(CrossEntropyOp op);
+  /// Its cotangent: the local cotangent rescaled from the local count to the
+  /// global one.
+  Value buildBatchShardedCrossEntropyGrad(CrossEntropyGradOp op);
+  /// Emits the local form of the ops whose local computation differs from
+  /// the global op; returns a null value for the others.
+  FailureOr<Value> buildSpecialOp(Operation *op);
 
   /// Emits the steps that take `local` (a shard of a value of global type
   /// `global` under `from`) to its shard under `to`, both on `mesh`.
@@ -418,37 +459,28 @@ FailureOr<Value> FunctionSpmdizer::buildFromReplicated(Operation *op,
                             layout.placements.getPlacements());
 }
 
-FailureOr<Value> FunctionSpmdizer::buildShardedEmbedding(EmbeddingOp op) {
-  const Layout &table = layouts.find(op.getTable())->second;
-  const Layout &result = layouts.find(op.getResult())->second;
-  const Layout &idsLayout = layouts.find(op.getIds())->second;
-  SmallVector<unsigned> vocabAxes = table.axesSharding(0);
-  for (unsigned axis : vocabAxes) {
+FailureOr<FunctionSpmdizer::ShardIds>
+FunctionSpmdizer::shiftIdsToShard(Operation *op, Value ids, const Layout &vocab,
+                                  int64_t rows) {
+  const Layout &idsLayout = layouts.find(ids)->second;
+  SmallVector<unsigned> vocabAxes = vocab.axesSharding(0);
+  for (unsigned axis : vocabAxes)
     if (!idsLayout.get(axis).isReplicate())
-      return op.emitError()
-             << "the table's vocab dim is sharded over mesh axis \""
-             << meshOf(table).getAxisName(axis)
+      return op->emitError()
+             << "the vocab dim is sharded over mesh axis \""
+             << meshOf(vocab).getAxisName(axis)
              << "\", which needs every id there, but the ids are "
              << idsLayout.get(axis).str() << " on it";
-    if (result.get(axis) != Placement::partial(ReduceKind::Sum))
-      return op.emitError()
-             << "the table's vocab dim is sharded over mesh axis \""
-             << meshOf(table).getAxisName(axis)
-             << "\", so the lookup is P(sum) there, but the result is "
-             << result.get(axis).str();
-  }
   // Ids are compared and shifted in f64, exact for any vocabulary that fits
-  // in memory; the rows of the shard start at index * rows.
-  TensorBuilder b(builder, op.getLoc());
-  Value ids = mapping.lookupOrDefault(op.getIds());
-  Value localTable = mapping.lookupOrDefault(op.getTable());
-  RankedTensorType idsType = tensorTypeOf(ids);
-  int64_t rows = tensorTypeOf(localTable).getDimSize(0);
+  // in memory; the rows of the shard start at index * rows. Ops are built
+  // one statement at a time, in a fixed order.
+  TensorBuilder b(builder, op->getLoc());
+  Value localIds = mapping.lookupOrDefault(ids);
+  RankedTensorType idsType = tensorTypeOf(localIds);
   Type f64 = builder.getF64Type();
-  // Ops are built one statement at a time, in a fixed order.
-  Value index = axisIndex(b, table.placements.getMesh(), vocabAxes);
+  Value index = axisIndex(b, vocab.placements.getMesh(), vocabAxes);
   Value offset = b.scale(b.cast(index, f64), double(rows));
-  Value idsF64 = b.cast(ids, f64);
+  Value idsF64 = b.cast(localIds, f64);
   Value shifted =
       b.binary<SubOp>(idsF64, b.broadcastTo(offset, idsType.getShape()));
   Value zeros = b.splatLike(shifted, 0.0);
@@ -456,18 +488,151 @@ FailureOr<Value> FunctionSpmdizer::buildShardedEmbedding(EmbeddingOp op) {
   Value belowEnd = b.compare("lt", shifted, b.splatLike(shifted, rows));
   Value never = b.splatLike(shifted, 0.0, builder.getI1Type());
   Value inRange = b.select(aboveStart, belowEnd, never);
-  Value localIds =
+  Value inShard =
       b.cast(b.select(inRange, shifted, zeros), idsType.getElementType());
-  RankedTensorType type = localTypeOf(result);
-  Value lookup =
-      EmbeddingOp::create(builder, op.getLoc(), type, localTable, localIds);
+  return ShardIds{inShard, inRange};
+}
+
+Value FunctionSpmdizer::maskRows(TensorBuilder &b, Value rows, Value inRange) {
+  RankedTensorType type = tensorTypeOf(rows);
   SmallVector<int64_t> dims =
-      llvm::to_vector(llvm::seq<int64_t>(0, idsType.getRank()));
+      llvm::to_vector(llvm::seq<int64_t>(0, tensorTypeOf(inRange).getRank()));
   Value rowMask = BroadcastInDimOp::create(
-      builder, op.getLoc(), type.clone(builder.getI1Type()), inRange,
+      builder, b.getLoc(), type.clone(builder.getI1Type()), inRange,
       builder.getDenseI64ArrayAttr(dims));
   Value zeroRows = b.splat(type, 0.0);
-  return b.select(rowMask, lookup, zeroRows);
+  return b.select(rowMask, rows, zeroRows);
+}
+
+FailureOr<Value> FunctionSpmdizer::buildShardedEmbedding(EmbeddingOp op) {
+  const Layout &table = layouts.find(op.getTable())->second;
+  const Layout &result = layouts.find(op.getResult())->second;
+  for (unsigned axis : table.axesSharding(0))
+    if (result.get(axis) != Placement::partial(ReduceKind::Sum))
+      return op.emitError()
+             << "the table's vocab dim is sharded over mesh axis \""
+             << meshOf(table).getAxisName(axis)
+             << "\", so the lookup is P(sum) there, but the result is "
+             << result.get(axis).str();
+  Value localTable = mapping.lookupOrDefault(op.getTable());
+  FailureOr<ShardIds> ids = shiftIdsToShard(
+      op, op.getIds(), table, tensorTypeOf(localTable).getDimSize(0));
+  if (failed(ids))
+    return failure();
+  TensorBuilder b(builder, op.getLoc());
+  Value lookup = EmbeddingOp::create(builder, op.getLoc(), localTypeOf(result),
+                                     localTable, ids->local);
+  return maskRows(b, lookup, ids->inRange);
+}
+
+FailureOr<Value>
+FunctionSpmdizer::buildShardedEmbeddingGrad(EmbeddingGradOp op) {
+  const Layout &result = layouts.find(op.getResult())->second;
+  const Layout &grad = layouts.find(op.getGrad())->second;
+  for (unsigned axis : result.axesSharding(0))
+    if (!grad.get(axis).isReplicate())
+      return op.emitError()
+             << "the vocab dim of the result is sharded over mesh axis \""
+             << meshOf(result).getAxisName(axis)
+             << "\", which needs the whole cotangent there, but it is "
+             << grad.get(axis).str() << " on it";
+  RankedTensorType type = localTypeOf(result);
+  FailureOr<ShardIds> ids =
+      shiftIdsToShard(op, op.getIds(), result, type.getDimSize(0));
+  if (failed(ids))
+    return failure();
+  // Rows of ids outside the shard add zeros to row 0.
+  TensorBuilder b(builder, op.getLoc());
+  Value masked =
+      maskRows(b, mapping.lookupOrDefault(op.getGrad()), ids->inRange);
+  return EmbeddingGradOp::create(builder, op.getLoc(), type, ids->local, masked)
+      .getResult();
+}
+
+FunctionSpmdizer::LabelCounts FunctionSpmdizer::countLabels(Operation *op,
+                                                            Value labels,
+                                                            int64_t ignoreIndex,
+                                                            FloatType type) {
+  const Layout &layout = layouts.find(labels)->second;
+  SmallVector<unsigned> axes;
+  for (int64_t dim = 0; dim < layout.global.getRank(); ++dim)
+    llvm::append_range(axes, layout.axesSharding(dim));
+  llvm::sort(axes);
+  TensorBuilder b(builder, op->getLoc());
+  Value local = mapping.lookupOrDefault(labels);
+  Value ignore = b.splatLike(local, double(ignoreIndex));
+  Value counted = b.cast(b.compare("ne", local, ignore), type);
+  Value count = b.sumAll(counted);
+  const DeviceMesh &mesh = meshOf(layout);
+  SmallVector<StringRef> names;
+  int64_t groupSize = 1;
+  for (unsigned axis : axes) {
+    names.push_back(mesh.getAxisName(axis));
+    groupSize *= mesh.getSize(axis);
+  }
+  Value total = AllReduceOp::create(
+      builder, op->getLoc(), count.getType(), count,
+      layout.placements.getMesh().getValue(), builder.getStrArrayAttr(names),
+      ReduceKindAttr::get(builder.getContext(), ReduceKind::Sum));
+  return LabelCounts{count, total, groupSize};
+}
+
+FailureOr<Value>
+FunctionSpmdizer::buildBatchShardedCrossEntropy(CrossEntropyOp op) {
+  const Layout &result = layouts.find(op.getResult())->second;
+  const Layout &labels = layouts.find(op.getLabels())->second;
+  // The result must be partial over the batch axes, all alike.
+  std::optional<Placement> pending;
+  for (int64_t dim = 0; dim < labels.global.getRank(); ++dim)
+    for (unsigned axis : labels.axesSharding(dim)) {
+      pending = pending.value_or(result.get(axis));
+      if (result.get(axis) != *pending ||
+          (*pending != Placement::partial(ReduceKind::Sum) &&
+           *pending != Placement::partial(ReduceKind::Avg)))
+        return op.emitError()
+               << "averages over labels sharded over mesh axis \""
+               << meshOf(result).getAxisName(axis)
+               << "\", so its result is P(sum) or P(avg) there (the same on "
+                  "every such axis), but its placements say "
+               << result.get(axis).str();
+    }
+  LabelCounts counts =
+      countLabels(op, op.getLabels(), op.getIgnoreIndex(),
+                  cast<FloatType>(op.getType().getElementType()));
+  // The local mean weighted by the rank's share of the counted labels; a
+  // rank without counted labels contributes zero (its mean is NaN), and the
+  // result is NaN when no rank counts any, as in PyTorch.
+  TensorBuilder b(builder, op.getLoc());
+  Value mean = cloneLocal(op)->getResult(0);
+  Value share = b.binary<DivOp>(counts.local, counts.total);
+  Value weighted = b.binary<MulOp>(mean, share);
+  if (pending->getReduce() == ReduceKind::Avg)
+    weighted = b.scale(weighted, double(counts.groupSize));
+  Value zero = b.splatLike(weighted, 0.0);
+  Value hasLabels = b.compare("gt", counts.local, zero);
+  Value noneAnywhere = b.compare("eq", counts.total, zero);
+  Value always = b.splatLike(hasLabels, 1.0);
+  Value keep = b.select(hasLabels, always, noneAnywhere);
+  return b.select(keep, weighted, zero);
+}
+
+Value FunctionSpmdizer::buildBatchShardedCrossEntropyGrad(
+    CrossEntropyGradOp op) {
+  LabelCounts counts =
+      countLabels(op, op.getLabels(), op.getIgnoreIndex(),
+                  cast<FloatType>(op.getGrad().getType().getElementType()));
+  // The local cotangent divides by the rank's count; rescale it to the
+  // global count (a rank without counted labels has a zero cotangent).
+  TensorBuilder b(builder, op.getLoc());
+  Value local = cloneLocal(op)->getResult(0);
+  Value zero = b.splatLike(counts.local, 0.0);
+  Value hasLabels = b.compare("gt", counts.local, zero);
+  Value ratio = b.binary<DivOp>(counts.local, counts.total);
+  Value share = b.select(hasLabels, ratio, zero);
+  RankedTensorType localType = tensorTypeOf(local);
+  Value factor = b.broadcastTo(b.cast(share, localType.getElementType()),
+                               localType.getShape());
+  return b.binary<MulOp>(local, factor);
 }
 
 LogicalResult FunctionSpmdizer::checkLocal(Operation *op) {
@@ -524,9 +689,47 @@ LogicalResult FunctionSpmdizer::checkLocal(Operation *op) {
           return failure();
         return needWhole(attention.getQ(), 3, "head_dim");
       })
-      .Case([&](CrossEntropyOp loss) {
+      .Case<CrossEntropyOp, CrossEntropyGradOp>([&](auto loss) {
         return notYet(loss.getLogits(), lastDim(loss.getLogits()),
                       "loss parallel cross-entropy");
+      })
+      .Case<RmsNormGradOp, LayerNormGradOp>([&](auto norm) -> LogicalResult {
+        if (failed(needWhole(norm.getInput(), lastDim(norm.getInput()),
+                             "the normalized dim")))
+          return failure();
+        // The parameter cotangents sum over the rows.
+        const Layout &input = layouts.find(norm.getInput())->second;
+        for (int64_t dim = 0; dim < lastDim(norm.getInput()); ++dim)
+          for (unsigned axis : input.axesSharding(dim))
+            for (OpResult result : llvm::drop_begin(op->getResults())) {
+              Placement placement = layouts.find(result)->second.get(axis);
+              if (placement != Placement::partial(ReduceKind::Sum))
+                return op->emitError()
+                       << "sums parameter cotangents over dim " << dim
+                       << ", which mesh axis \""
+                       << axisName(norm.getInput(), axis)
+                       << "\" shards, so they are P(sum) there, but result #"
+                       << result.getResultNumber() << " is " << placement.str();
+            }
+        return success();
+      })
+      .Case([&](AttentionGradOp attention) {
+        if (failed(notYet(attention.getQ(), 2, "context parallel attention")) ||
+            failed(notYet(attention.getK(), 2, "context parallel attention")))
+          return failure();
+        return needWhole(attention.getQ(), 3, "head_dim");
+      })
+      .Case([&](PadOp pad) {
+        const Layout &input = layouts.find(pad.getInput())->second;
+        const Layout &result = layouts.find(pad.getResult())->second;
+        for (auto [dim, start, step] :
+             llvm::enumerate(pad.getStart(), pad.getStep()))
+          if (start != 0 || step != 1 ||
+              input.global.getDimSize(dim) != result.global.getDimSize(dim))
+            if (failed(notYet(pad.getInput(), dim, "padding a sharded dim")) ||
+                failed(notYet(pad.getResult(), dim, "padding a sharded dim")))
+              return failure();
+        return success();
       })
       .Case([&](ConcatOp concat) {
         for (Value input : concat.getInputs())
@@ -622,7 +825,7 @@ LogicalResult FunctionSpmdizer::checkLocal(Operation *op) {
           return success();
         }
         if (isa<ConstantOp, IotaOp, MatmulOp, TransposeOp, BroadcastInDimOp,
-                EmbeddingOp>(op))
+                EmbeddingOp, EmbeddingGradOp>(op))
           return success();
         if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp,
                 BroadcastOp, SendOp, RecvOp, AxisIndexOp>(op))
@@ -643,6 +846,40 @@ LogicalResult FunctionSpmdizer::checkLocal(Operation *op) {
         }
         return success();
       });
+}
+
+FailureOr<Value> FunctionSpmdizer::buildSpecialOp(Operation *op) {
+  // Whether a mesh axis shards dim `dim` of `value` (any dim when none).
+  auto isSharded = [&](Value value, std::optional<int64_t> dim) {
+    const Layout &layout = layouts.find(value)->second;
+    if (dim)
+      return !layout.axesSharding(*dim).empty();
+    return llvm::any_of(
+        llvm::seq<int64_t>(0, layout.global.getRank()),
+        [&](int64_t d) { return !layout.axesSharding(d).empty(); });
+  };
+  return llvm::TypeSwitch<Operation *, FailureOr<Value>>(op)
+      .Case([&](EmbeddingOp embedding) -> FailureOr<Value> {
+        if (!isSharded(embedding.getTable(), 0))
+          return Value();
+        return buildShardedEmbedding(embedding);
+      })
+      .Case([&](EmbeddingGradOp grad) -> FailureOr<Value> {
+        if (!isSharded(grad.getResult(), 0))
+          return Value();
+        return buildShardedEmbeddingGrad(grad);
+      })
+      .Case([&](CrossEntropyOp loss) -> FailureOr<Value> {
+        if (!isSharded(loss.getLabels(), std::nullopt))
+          return Value();
+        return buildBatchShardedCrossEntropy(loss);
+      })
+      .Case([&](CrossEntropyGradOp grad) -> FailureOr<Value> {
+        if (!isSharded(grad.getLabels(), std::nullopt))
+          return Value();
+        return buildBatchShardedCrossEntropyGrad(grad);
+      })
+      .Default([](Operation *) -> FailureOr<Value> { return Value(); });
 }
 
 LogicalResult FunctionSpmdizer::rewriteOp(Operation *op) {
@@ -704,14 +941,12 @@ LogicalResult FunctionSpmdizer::rewriteOp(Operation *op) {
       return success();
     }
   }
-  if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
-    if (layouts.find(embedding.getTable())->second.axesSharding(0).size()) {
-      FailureOr<Value> local = buildShardedEmbedding(embedding);
-      if (failed(local))
-        return failure();
-      mapping.map(embedding.getResult(), *local);
-      return success();
-    }
+  FailureOr<Value> special = buildSpecialOp(op);
+  if (failed(special))
+    return failure();
+  if (*special) {
+    mapping.map(op->getResult(0), *special);
+    return success();
   }
   Operation *local = cloneLocal(op);
   // A full slice of a sharded dim covers the local dim.

@@ -94,7 +94,7 @@ titan.mesh @mesh ["tp"=2]
 
 func.func @embedding_ids(%t: tensor<16x4xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>},
                          %ids: tensor<4xi64> {titan.placements = #titan.placements<@mesh, [S(0)]>}) {
-  // expected-error @+1 {{the table's vocab dim is sharded over mesh axis "tp", which needs every id there, but the ids are S(0) on it}}
+  // expected-error @+1 {{the vocab dim is sharded over mesh axis "tp", which needs every id there, but the ids are S(0) on it}}
   %0 = titan.embedding %t, %ids {titan.placements = [#titan.placements<@mesh, [P(sum)]>]} : tensor<16x4xf32>, tensor<4xi64> -> tensor<4x4xf32>
   return
 }
@@ -179,5 +179,37 @@ func.func private @opaque(tensor<4x4xf32>) -> tensor<4x4xf32>
 func.func @unknown_op(%x: tensor<4x4xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>}) {
   // expected-error @+1 {{computing this op on shards ('func.call' with dim 0 sharded over mesh axis "dp") is not supported yet by titan-spmdize}}
   %0 = func.call @opaque(%x) {titan.placements = [#titan.placements<@mesh, [S(0)]>]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["dp"=2]
+
+func.func @loss_not_partial(%logits: tensor<4x16xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>},
+                            %labels: tensor<4xi64> {titan.placements = #titan.placements<@mesh, [S(0)]>}) {
+  // expected-error @+1 {{averages over labels sharded over mesh axis "dp", so its result is P(sum) or P(avg) there (the same on every such axis), but its placements say R}}
+  %0 = titan.cross_entropy %logits, %labels {titan.placements = [#titan.placements<@mesh, [R]>]} : tensor<4x16xf32>, tensor<4xi64> -> tensor<f32>
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["dp"=2]
+
+func.func @norm_grad(%x: tensor<4x8xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>},
+                     %w: tensor<8xf32> {titan.placements = #titan.placements<@mesh, [R]>}) {
+  // expected-error @+1 {{sums parameter cotangents over dim 0, which mesh axis "dp" shards, so they are P(sum) there, but result #1 is R}}
+  %dx, %dw = titan.rms_norm_grad %x, %w, %x eps 1.0e-05 {titan.placements = [#titan.placements<@mesh, [S(0)]>, #titan.placements<@mesh, [R]>]} : tensor<4x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+titan.mesh @mesh ["dp"=2]
+
+func.func @pad(%x: tensor<4x8xf32> {titan.placements = #titan.placements<@mesh, [S(1)]>}) {
+  // expected-error @+1 {{padding a sharded dim ('titan.pad' with dim 1 sharded over mesh axis "dp") is not supported yet by titan-spmdize}}
+  %0 = titan.pad %x [0, 0] step [1, 2] {titan.placements = [#titan.placements<@mesh, [S(1)]>]} : tensor<4x8xf32> -> tensor<4x16xf32>
   return
 }
