@@ -15,7 +15,10 @@
 //   - fused backward ops (gelu_grad, rms_norm_grad, layer_norm_grad,
 //     embedding_grad, attention_grad, cross_entropy_grad, pad) are used where
 //     a decomposition would be poor or impossible; everything else is
-//     decomposed into forward ops.
+//     decomposed into forward ops;
+//   - rules that need a zero tensor (max, select), an element count
+//     (reduce_mean) or slice bounds (concat) need static shapes there and
+//     fail with a diagnostic on the op otherwise.
 //
 //===----------------------------------------------------------------------===//
 
@@ -468,18 +471,6 @@ Grads LayerNormOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
 // Contractions and model-level ops
 //===----------------------------------------------------------------------===//
 
-/// `value` reshaped to rank 2: its last dim, and all others folded into the
-/// rows.
-static Value flattenRows(Emitter &e, Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  int64_t rows = 1;
-  for (int64_t size : type.getShape().drop_back())
-    rows = ShapedType::isDynamic(size) || ShapedType::isDynamic(rows)
-               ? ShapedType::kDynamic
-               : rows * size;
-  return e.reshape(value, type.clone({rows, type.getShape().back()}));
-}
-
 Grads MatmulOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
   // With C = A' B' (A' = A or A^T, B' = B or B^T): dA' = dC B'^T and
   // dB' = A'^T dC, each written as one matmul with transpose flags.
@@ -511,17 +502,11 @@ Grads MatmulOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
           lhsGrad = e.transpose(product, swapLast);
         }
 
-        if (sharedRhs && !transposeLhs) {
-          // The batch dims fold into the rows of one rank-2 product, which
-          // sums over the batch without a batched intermediate.
-          Value flatLhs = flattenRows(e, lhs), flatDy = flattenRows(e, dy);
-          Value rhsGrad = transposeRhs
-                              ? e.matmul(rhsType, flatDy, flatLhs, true, false)
-                              : e.matmul(rhsType, flatLhs, flatDy, true, false);
-          return SmallVector<Value>{lhsGrad, rhsGrad};
-        }
         // The rhs cotangent per batch, summed over the batch for a shared
-        // rank-2 rhs.
+        // rank-2 rhs. (Folding the batch into the rows of one rank-2 product
+        // would avoid the [batch, K, N] intermediate, but a reshape that
+        // merges the batch with a sharded sequence dim cannot keep that
+        // sharding, e.g. under context parallelism.)
         SmallVector<int64_t> shape(lhsType.getShape().drop_back(2));
         llvm::append_range(shape, rhsType.getShape().take_back(2));
         RankedTensorType batchedType = rhsType.clone(shape);
