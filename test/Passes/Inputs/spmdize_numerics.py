@@ -1,9 +1,10 @@
 """Inputs and comparison of titan-spmdize's numerics tests.
 
-    spmdize_numerics.py gen DIR NAME:SHAPE[:i64:HIGH] ...
+    spmdize_numerics.py gen DIR NAME:SHAPE[:i64:HIGH | :abs] ...
         writes DIR/NAME.npy for every argument: SHAPE like 8x16 (or "scalar"),
-        standard normal float32 values, or with ":i64:HIGH" int64 values in
-        [0, HIGH) (token ids)
+        standard normal float32 values, with ":abs" their absolute values
+        (second moments, learning rates), or with ":i64:HIGH" int64 values
+        in [0, HIGH) (token ids)
     spmdize_numerics.py compare REF OUT
         checks that every REF/NAME.npy (the global program run on one rank)
         equals OUT/NAME.npy (the spmdized program run on several ranks and
@@ -27,10 +28,12 @@ def gen(directory, specs):
     for spec in specs:
         name, shape, *kind = spec.split(":")
         dims = () if shape == "scalar" else tuple(int(d) for d in shape.split("x"))
-        if kind:
+        if kind and kind[0] == "i64":
             value = rng.integers(0, int(kind[1]), dims, dtype=np.int64)
         else:
             value = rng.standard_normal(dims).astype(np.float32)
+            if kind == ["abs"]:
+                value = np.abs(value)
         np.save(os.path.join(directory, name + ".npy"), value)
 
 
