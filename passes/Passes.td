@@ -64,6 +64,49 @@ def BuildTrainStepPass : Pass<"titan-build-train-step", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def ApplyParallelPlanPass : Pass<"titan-apply-parallel-plan",
+                                 "::mlir::ModuleOp"> {
+  let summary = "Writes the device mesh and the placements of the arguments";
+  let description = [{
+    Turns torchtitan's `[parallelism]` degrees into a device mesh and DTensor
+    placements of the training step's arguments and results; everything else
+    is left to `titan-propagate-placements`.
+
+    - Degrees: `data_parallel_replicate_degree` (dp-replicate),
+      `data_parallel_shard_degree` (dp-shard; -1 = the rest of the world),
+      `context_parallel_degree` (cp), `tensor_parallel_degree` (tp). Their
+      product must equal `world-size`. `pipeline_parallel_degree` must be 1
+      (pipeline stages are a separate issue).
+    - The mesh: `titan.mesh @mesh ["dp_replicate"=r, "fsdp"=s, "cp"=c,
+      "tp"=t]`, ranks row-major (`init_device_mesh` order).
+    - Parameters, their optimizer state and the returned updates: FSDP is a
+      placement, `S(0)` over "fsdp"; "tp" follows the tensor-parallel plan
+      (FQN patterns -> placement; torchtitan's Llama plan by default); `R`
+      elsewhere. Tokens and labels `[batch, seq]`: the batch split over
+      "dp_replicate" and "fsdp", the sequence over "cp", replicated over
+      "tp". Buffers, `lr`, `step` and the loss: replicated.
+    - Axes of size 1 always get `R`.
+
+    Every sharded dimension must divide evenly; an error names the tensor,
+    the dimension, its size and the config keys whose degrees do not divide
+    it.
+  }];
+  let options = [
+    Option<"worldSize", "world-size", "int64_t", "1",
+           "Number of ranks">,
+    Option<"dpReplicate", "dp-replicate", "int64_t", "1",
+           "data_parallel_replicate_degree">,
+    Option<"dpShard", "dp-shard", "int64_t", "-1",
+           "data_parallel_shard_degree (-1: the rest)">,
+    Option<"cp", "cp", "int64_t", "1", "context_parallel_degree">,
+    Option<"tp", "tp", "int64_t", "1", "tensor_parallel_degree">,
+    Option<"pp", "pp", "int64_t", "1", "pipeline_parallel_degree">,
+    Option<"planFile", "plan", "std::string", "\"\"",
+           "Tensor-parallel plan file (default: torchtitan's Llama plan)">,
+  ];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
 def SpmdizePass : Pass<"titan-spmdize", "::mlir::ModuleOp"> {
   let summary = "Rewrites annotated global programs into the program of one rank";
   let description = [{

@@ -66,6 +66,9 @@ struct ParallelismConfig {
   int64_t contextParallelDegree = 1;
   int64_t pipelineParallelDegree = 1;
   std::string pipelineParallelSchedule = "1F1B";
+  /// Tensor-parallel plan file (see ParallelPlan.h); empty: the built-in
+  /// Llama plan.
+  std::string tpPlan;
 };
 
 /// [activation_checkpoint].

@@ -1,0 +1,50 @@
+// RUN: titan-opt %s --titan-build-train-step -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{titan-build-train-step: no function @forward (import a model with titan-compile first)}}
+module {
+  func.func @model(%x: tensor<2xf32>) -> tensor<2xf32> {
+    return %x : tensor<2xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{titan-build-train-step: @forward must return one tensor of logits [batch, seq, vocab] (floating point), it returns 'tensor<2x4xf32>'; make the model's forward return the logits only}}
+func.func @forward(%w: tensor<4x4xf32> {titan.role = "param"},
+                   %tokens: tensor<2x4xi64> {titan.name = "tokens", titan.role = "input"}) -> tensor<2x4xf32> {
+  %0 = titan.embedding %w, %tokens : tensor<4x4xf32>, tensor<2x4xi64> -> tensor<2x4x4xf32>
+  %1 = titan.reduce_sum %0 dims [2] : tensor<2x4x4xf32> -> tensor<2x4xf32>
+  return %1 : tensor<2x4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{titan-build-train-step: @forward has more than one model input; a language model takes the token ids only}}
+func.func @forward(%w: tensor<4x4xf32> {titan.role = "param"},
+                   %tokens: tensor<2x4xi64> {titan.role = "input"},
+                   %mask: tensor<2x4xi64> {titan.role = "input"}) -> tensor<2x4x4xf32> {
+  %0 = titan.embedding %w, %tokens : tensor<4x4xf32>, tensor<2x4xi64> -> tensor<2x4x4xf32>
+  return %0 : tensor<2x4x4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{titan-build-train-step: @forward must take token ids of shape [2, 4] (the batch and sequence dims of its logits)}}
+func.func @forward(%w: tensor<4x4xf32> {titan.role = "param"},
+                   %tokens: tensor<8xi64> {titan.role = "input"}) -> tensor<2x4x4xf32> {
+  %0 = titan.embedding %w, %tokens : tensor<4x4xf32>, tensor<8xi64> -> tensor<8x4xf32>
+  %1 = titan.reshape %0 : tensor<8x4xf32> -> tensor<2x4x4xf32>
+  return %1 : tensor<2x4x4xf32>
+}
+
+// -----
+
+// An op without a VJP rule between a parameter and the loss.
+titan.mesh @mesh ["dp"=2]
+func.func @forward(%w: tensor<4x4xf32> {titan.role = "param"},
+                   %tokens: tensor<2x4xi64> {titan.role = "input"}) -> tensor<2x4x4xf32> {
+  %0 = titan.embedding %w, %tokens : tensor<4x4xf32>, tensor<2x4xi64> -> tensor<2x4x4xf32>
+  // expected-error @+1 {{titan-build-train-step: 'titan.all_reduce' has no VJP rule, but it lies between a parameter and the loss; implement DifferentiableOpInterface::buildVJP for it (dialects/titan/ComputeGradients.cpp)}}
+  %1 = titan.all_reduce %0 on @mesh ["dp"] sum : tensor<2x4x4xf32>
+  return %1 : tensor<2x4x4xf32>
+}

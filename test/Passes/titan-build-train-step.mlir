@@ -1,0 +1,73 @@
+// RUN: titan-opt %s --titan-build-train-step="max-norm=1.0 emit-grads=true beta1=0.9 beta2=0.95 weight-decay=0.1" | FileCheck %s
+// RUN: titan-opt %s --titan-build-train-step | FileCheck %s --check-prefix=NOCLIP
+
+// A tiny language model: embedding -> RMSNorm -> output projection.
+func.func @forward(%emb: tensor<16x8xf32> {titan.name = "tok_embeddings.weight", titan.role = "param"},
+                   %norm: tensor<8xf32> {titan.name = "norm.weight", titan.role = "param"},
+                   %out: tensor<16x8xf32> {titan.name = "output.weight", titan.role = "param"},
+                   %tokens: tensor<2x4xi64> {titan.name = "tokens", titan.role = "input"})
+    -> (tensor<2x4x16xf32> {titan.name = "logits"}) {
+  %h = titan.embedding %emb, %tokens : tensor<16x8xf32>, tensor<2x4xi64> -> tensor<2x4x8xf32>
+  %n = titan.rms_norm %h, %norm eps 1.000000e-05 : tensor<2x4x8xf32>, tensor<8xf32>
+  %logits = titan.matmul %n, %out transpose_rhs : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+  return %logits : tensor<2x4x16xf32>
+}
+
+// The signature: params, moments, tokens, labels, lr, step; named results.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: %[[EMB:[a-z0-9]+]]: tensor<16x8xf32> {titan.name = "tok_embeddings.weight", titan.role = "param"}
+// CHECK-SAME: %[[NORM:[a-z0-9]+]]: tensor<8xf32> {titan.name = "norm.weight", titan.role = "param"}
+// CHECK-SAME: %[[OUT:[a-z0-9]+]]: tensor<16x8xf32> {titan.name = "output.weight", titan.role = "param"}
+// CHECK-SAME: %[[M_EMB:[a-z0-9]+]]: tensor<16x8xf32> {titan.name = "exp_avg.tok_embeddings.weight", titan.role = "state"}
+// CHECK-SAME: {titan.name = "exp_avg_sq.output.weight", titan.role = "state"}
+// CHECK-SAME: %[[TOKENS:[a-z0-9]+]]: tensor<2x4xi64> {titan.name = "tokens", titan.role = "input"}
+// CHECK-SAME: %[[LABELS:[a-z0-9]+]]: tensor<2x4xi64> {titan.name = "labels", titan.role = "input"}
+// CHECK-SAME: %[[LR:[a-z0-9]+]]: tensor<f32> {titan.name = "lr", titan.role = "input"}
+// CHECK-SAME: %[[STEP:[a-z0-9]+]]: tensor<f32> {titan.name = "step", titan.role = "input"}
+// CHECK-SAME: -> (tensor<f32> {titan.name = "loss"}, tensor<16x8xf32> {titan.name = "param.tok_embeddings.weight"}
+// CHECK-SAME: tensor<16x8xf32> {titan.name = "exp_avg.tok_embeddings.weight"}
+// CHECK-SAME: tensor<16x8xf32> {titan.name = "grad.output.weight"})
+
+// The forward program, then the loss over [batch * seq, vocab].
+// CHECK: %[[H:.*]] = titan.embedding %[[EMB]], %[[TOKENS]]
+// CHECK: %[[N:.*]] = titan.rms_norm %[[H]], %[[NORM]]
+// CHECK: %[[LOGITS:.*]] = titan.matmul %[[N]], %[[OUT]] transpose_rhs
+// CHECK: %[[FLAT:.*]] = titan.reshape %[[LOGITS]] : tensor<2x4x16xf32> -> tensor<8x16xf32>
+// CHECK: %[[FLABELS:.*]] = titan.reshape %[[LABELS]] : tensor<2x4xi64> -> tensor<8xi64>
+// CHECK: %[[LOSS:.*]] = titan.cross_entropy %[[FLAT]], %[[FLABELS]]
+
+// The backward program, in reverse order of the forward.
+// CHECK: %[[SEED:.*]] = titan.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[DLOGITS:.*]] = titan.cross_entropy_grad %[[FLAT]], %[[FLABELS]], %[[SEED]]
+// CHECK: %[[DL3:.*]] = titan.reshape %[[DLOGITS]] : tensor<8x16xf32> -> tensor<2x4x16xf32>
+// CHECK: %[[DN:.*]] = titan.matmul %[[DL3]], %[[OUT]] : tensor<2x4x16xf32>, tensor<16x8xf32> -> tensor<2x4x8xf32>
+// CHECK: titan.matmul %[[DL3]], %[[N]] transpose_lhs
+// CHECK: %[[DH:.*]], %[[DNORM:.*]] = titan.rms_norm_grad %[[H]], %[[NORM]], %[[DN]]
+// CHECK: %[[DEMB:.*]] = titan.embedding_grad %[[TOKENS]], %[[DH]] : tensor<2x4xi64>, tensor<2x4x8xf32> -> tensor<16x8xf32>
+
+// Global-norm clipping: min(1, max_norm / (norm + 1e-6)).
+// CHECK: %[[NORM2:.*]] = titan.sqrt %{{.*}} : tensor<f32>
+// CHECK: titan.add %[[NORM2]], %{{.*}} : tensor<f32>
+// CHECK: titan.max
+// CHECK: %[[COEF:.*]] = titan.neg
+// CHECK: %[[BCOEF:.*]] = titan.broadcast_in_dim %[[COEF]] dims [] : tensor<f32> -> tensor<16x8xf32>
+// CHECK: %[[GEMB:.*]] = titan.mul %[[DEMB]], %[[BCOEF]]
+
+// AdamW: decay factor 1 - lr * wd and bias corrections with t = step + 1.
+// CHECK: %[[T:.*]] = titan.add %{{.*}}, %{{.*}} : tensor<f64>
+// CHECK: titan.scale %{{.*}} by 1.000000e-01 : tensor<f64>
+// CHECK: titan.scale %[[T]] by -0.10536051565782628 : tensor<f64>
+// CHECK: titan.scale %[[T]] by -0.051293294387550578 : tensor<f64>
+// CHECK: %[[DECAYED:.*]] = titan.mul %[[EMB]], %{{.*}} : tensor<16x8xf32>
+// CHECK: %[[G1:.*]] = titan.scale %[[GEMB]] by 0.099999999999999978
+// CHECK: %[[M1:.*]] = titan.scale %[[M_EMB]] by 9.000000e-01
+// CHECK: %[[M:.*]] = titan.add %[[M1]], %[[G1]]
+// CHECK: titan.scale %{{.*}} by 0.050000000000000044
+// CHECK: %[[NEWEMB:.*]] = titan.sub %[[DECAYED]], %{{.*}} : tensor<16x8xf32>
+// CHECK: return %[[LOSS]], %[[NEWEMB]]
+
+// Without max-norm there is no clipping, and no grad.* results.
+// NOCLIP-LABEL: func.func @train_step
+// NOCLIP-NOT: titan.max
+// NOCLIP-NOT: grad.
+// NOCLIP: return

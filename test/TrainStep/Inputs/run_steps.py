@@ -1,0 +1,109 @@
+"""Runs @train_step N times with titan-eval, feeding each step's parameters
+and optimizer state into the next, and checks the results against the
+PyTorch oracle's (train_oracle.py).
+
+usage: run_steps.py STEP.mlir STATE_DIR ORACLE_DIR --steps N [--rtol R]
+       --lr L --beta1 B1 --beta2 B2 --eps E --weight-decay W
+
+STATE_DIR holds the initial training state (titan-compile --export-weights);
+tokens.npy and labels.npy are copied in from ORACLE_DIR's model and oracle.
+Prints the loss curves and one verdict line per comparison.
+"""
+
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+
+def rel_err(actual: np.ndarray, expected: np.ndarray) -> float:
+    scale = max(float(np.abs(expected).max()), 1e-30)
+    return float(np.abs(actual.astype(np.float64) - expected).max() / scale)
+
+
+def adamw_reference(args, out: str, name: str) -> np.ndarray:
+    """torch.optim.AdamW's first step from the initial parameter and titan's
+    (clipped) gradient: checks titan's optimizer arithmetic in isolation.
+
+    Comparing titan's updated parameters with the oracle's directly would be
+    ill-conditioned: the first AdamW step moves each element by about
+    lr * g / (|g| + eps), which turns fp32 rounding noise in gradients that
+    are mathematically zero (e.g. a key bias) into full-size steps.
+    """
+    import torch
+
+    param = torch.tensor(np.load(os.path.join(args.state, name + ".npy")), requires_grad=True)
+    param.grad = torch.tensor(np.load(os.path.join(out, f"grad.{name}.npy")))
+    optimizer = torch.optim.AdamW([param], lr=args.lr, betas=(args.beta1, args.beta2),
+                                  eps=args.eps, weight_decay=args.weight_decay)
+    optimizer.step()
+    return param.detach().numpy()
+
+
+def compare_first_step(args, out: str, expected: str) -> bool:
+    """Gradients against the oracle and parameters against AdamW applied to
+    titan's gradients, after step 1."""
+    ok = True
+    grads = sorted(glob.glob(os.path.join(expected, "grad.*.npy")))
+    names = [os.path.basename(f)[len("grad."):-len(".npy")] for f in grads]
+    checks = (
+        ("grads vs PyTorch", [(rel_err(np.load(os.path.join(out, f"grad.{n}.npy")),
+                                       np.load(os.path.join(expected, f"grad.{n}.npy"))), n) for n in names]),
+        ("parameters vs torch.optim.AdamW", [(rel_err(np.load(os.path.join(out, f"param.{n}.npy")),
+                                                      adamw_reference(args, out, n)), n) for n in names]),
+    )
+    for what, errors in checks:
+        worst = max(errors)
+        verdict = "match" if worst[0] <= args.rtol else "MISMATCH"
+        ok &= worst[0] <= args.rtol
+        print(f"{verdict}: {len(errors)} {what} after step 1, worst {worst[1]} rel {worst[0]:.2e}")
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("step_mlir")
+    parser.add_argument("state")
+    parser.add_argument("oracle")
+    parser.add_argument("--steps", type=int, default=1)
+    parser.add_argument("--rtol", type=float, default=1e-4)
+    parser.add_argument("--titan-eval", default="titan-eval")
+    for name in ("lr", "beta1", "beta2", "eps", "weight-decay"):
+        parser.add_argument("--" + name, type=float, required=True)
+    args = parser.parse_args()
+
+    expected = os.path.join(args.oracle, "expected")
+    losses = []
+    ok = True
+    for step in range(args.steps):
+        out = os.path.join(args.state + ".steps", str(step))
+        subprocess.run([args.titan_eval, args.step_mlir, "--entry=train_step",
+                        f"--inputs={args.state}", f"--outputs={out}"], check=True)
+        losses.append(float(np.load(os.path.join(out, "loss.npy"))))
+        if step == 0:
+            ok &= compare_first_step(args, out, expected)
+        # Next state: param.<fqn> -> <fqn>, moments keep their names.
+        for path in glob.glob(os.path.join(out, "*.npy")):
+            name = os.path.basename(path)
+            if name.startswith("param."):
+                shutil.copy(path, os.path.join(args.state, name[len("param."):]))
+            elif name.startswith("exp_avg"):
+                shutil.copy(path, os.path.join(args.state, name))
+        step_file = os.path.join(args.state, "step.npy")
+        np.save(step_file, np.load(step_file) + np.float32(1))
+    reference = np.load(os.path.join(expected, "losses.npy"))
+    err = rel_err(np.array(losses), reference[: len(losses)])
+    print("titan losses:  " + " ".join(f"{x:.6f}" for x in losses))
+    print("torch losses:  " + " ".join(f"{x:.6f}" for x in reference[: len(losses)]))
+    verdict = "match" if err <= args.rtol else "MISMATCH"
+    ok &= err <= args.rtol
+    print(f"{verdict}: loss curve over {len(losses)} steps rel {err:.2e}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
