@@ -198,35 +198,44 @@ def PropagatePlacementsPass : Pass<"titan-propagate-placements",
     a sharded Reduction factor are Partial), or keeps one linear operand group
     Partial, or replicates.
 
-    Algorithm. Each op is decided once, for all mesh axes (in mesh order),
-    from the placements known of its operands and results (a result is known
-    before its producer is decided when a consumer asked for a layout: a
-    hint). On each axis the candidates are: sharding a factor that a known
-    operand, a planned redistribution of an operand, or a known result shards
-    (the outermost factor of size > 1 of that dim; not NeedReplication, and
-    the axes sharding it must divide its size), keeping a linear operand
-    group Partial (every operand of the group Partial sum or avg and used
-    only by this op: a partial value with several uses is reduced once, not
-    on every path), and replicating. The cheapest candidate wins; ties go to
-    the first in that order. Once decided, the op asks each unknown operand
-    for the layout it needs (a hint to the producer), plans a redistribution
-    of each known operand whose layout differs, and fixes its results.
-    Order: ops next to a known sharded value (Shard placements, or a planned
-    sharded redistribution) are decided first, sweeping forward then backward
-    in program order until none is left; then the next ops next to any known
-    value in program order, until one of them shards something (then the
-    sharded sweeps resume); an op that no known value reaches is replicated.
-    Everything follows program order, so the result is deterministic.
+    Algorithm. Each op is decided once, for all mesh axes jointly, from the
+    placements known of its operands and results (a result is known before
+    its producer is decided when a consumer asked for a layout: a hint). On
+    each axis the candidates are: sharding a factor that a known operand, a
+    planned redistribution of an operand, or a known result shards (the
+    outermost factor of size > 1 of that dim; not NeedReplication), keeping
+    a linear operand group Partial (every operand of the group Partial sum
+    or avg and used only by this op: a partial value with several uses is
+    reduced once, not on every path), and replicating. Every combination of
+    the axes' candidates whose axes divide the factors they shard is costed
+    and the cheapest wins; ties go to the first combination (first axis
+    outermost, candidates in the order above). Once decided, the op asks
+    each unknown operand for the layout it needs (a hint to the producer),
+    plans a redistribution of each known operand whose layout differs, and
+    fixes its results.
 
-    Cost model. The cost of a candidate is the sum, over the known operands
-    and hinted results it would redistribute (each (value, layout) once, and
+    Order: first the ops next to a sharded value (a Shard placement, or a
+    planned sharded redistribution), the op next to the largest such value
+    first (moving large tensors is what costs), a value fixed by its
+    producer before a consumer's hint of the same size (so that a producer
+    hears all the consumers anchored as strongly), then program order; the
+    neighbors of each decided op are reconsidered, until no op is next to a
+    sharded value. Then the ops next to any known value, in program order,
+    until one of them shards something (then the sharded phase resumes); an
+    op that no known value reaches is replicated. Every order is fixed by
+    sizes and program order, so the result is deterministic.
+
+    Cost model. The cost of a combination is the sum, over the known operands
+    and the layouts asked of its results that it would redistribute (each (value, layout) once, and
     zero for a redistribution already planned), of the per-rank seconds of
     the redistribution: `planRedistribution` + `estimateRedistributeCost`
     (ring all-gather, reduce-scatter, all-reduce, all-to-all bytes divided by
     the bandwidth of the axis that carries them; with the default equal
     bandwidths, bytes per rank). A new Partial result is charged the
-    reduce-scatter it will need (onto its first dim the axis divides, or an
-    all-reduce). So FSDP's all-gather of a weight is chosen over gathering
+    reduce-scatter it will need (per partial axis, onto its first dim the
+    axis divides, or an all-reduce). Memory and latency are not modeled: on
+    tiny activations (fewer tokens than a weight has rows) gathering the
+    activation is cheaper than gathering the weight, and is chosen. So FSDP's all-gather of a weight is chosen over gathering
     activations when the weight is smaller, a gradient that comes out Partial
     over the batch axes is reduce-scattered (FSDP) or all-reduced (DDP) once
     because the optimizer update meets it with the parameter's placement,

@@ -17,6 +17,8 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <limits>
+#include <queue>
+#include <tuple>
 
 namespace mlir::titan {
 #define GEN_PASS_DEF_PROPAGATEPLACEMENTSPASS
@@ -168,20 +170,34 @@ private:
                              const AxisChoice &choice, unsigned index) const;
   Placement resultPlacement(const OpShardingRule &rule,
                             const AxisChoice &choice, unsigned index) const;
-  /// The cost of `choice` on `axis` for `op` given what is known.
-  double choiceCost(Operation *op, const OpShardingRule &rule, unsigned axis,
-                    const AxisChoice &choice) const;
-  /// The candidates on `axis`, best first in the deterministic order:
-  /// shardings proposed by the known values (operands, planned
-  /// redistributions of operands, then results), partial groups, replicate.
+  /// True when `choices` (one per mesh axis) can be applied together: the
+  /// axes sharding each factor divide it, and every result is Partial of
+  /// one reduction at most.
+  bool isValid(const OpShardingRule &rule, ArrayRef<AxisChoice> choices) const;
+  /// The layout operand / result `index` has under `choices`.
+  Layout operandLayout(const OpShardingRule &rule, ArrayRef<AxisChoice> choices,
+                       unsigned index) const;
+  Layout resultLayout(const OpShardingRule &rule, ArrayRef<AxisChoice> choices,
+                      unsigned index) const;
+  /// The cost of `choices` for `op` given what is known.
+  double choiceCost(Operation *op, const OpShardingRule &rule,
+                    ArrayRef<AxisChoice> choices) const;
+  /// The candidates on `axis` in the deterministic order: shardings
+  /// proposed by the known values (operands, planned redistributions of
+  /// operands, then results), partial groups, replicate.
   SmallVector<AxisChoice> candidates(Operation *op, const OpShardingRule &rule,
-                                     unsigned axis,
-                                     ArrayRef<AxisChoice> earlier) const;
+                                     unsigned axis) const;
   /// Decides `op` from what is known and records the consequences.
   void decide(Operation *op);
-  /// True when a neighbor of `op` is known and, with `shardedOnly`, shards
-  /// something.
-  bool isReady(Operation *op, bool shardedOnly) const;
+  /// Why an op is next to a sharded value: the bytes of the largest such
+  /// value, and whether it is fixed (its producer made it sharded, or it is
+  /// planned to be redistributed to a sharded layout) rather than a
+  /// consumer's hint. Ordered: larger first, then fixed before hinted.
+  using Anchor = std::pair<int64_t, bool>;
+  /// The anchor of `op`; {0, false} when no neighbor is sharded.
+  Anchor getAnchor(Operation *op) const;
+  /// True when an operand or result of `op` has a known layout.
+  bool hasKnownNeighbor(Operation *op) const;
   /// Inserts the redistributions and writes the placements into the IR.
   void materialize();
   /// The redistribute of `value` to `layout`, created after the value's
@@ -314,15 +330,53 @@ Placement PlacementPropagator::resultPlacement(const OpShardingRule &rule,
   llvm_unreachable("unknown axis choice");
 }
 
+bool PlacementPropagator::isValid(const OpShardingRule &rule,
+                                  ArrayRef<AxisChoice> choices) const {
+  for (auto [axis, choice] : llvm::enumerate(choices))
+    if (choice.kind == AxisChoice::Kind::Shard &&
+        !isShardable(rule, choice.index, axis, choices.take_front(axis)))
+      return false;
+  for (unsigned index : llvm::seq<unsigned>(0, rule.resultDims.size())) {
+    std::optional<ReduceKind> kind;
+    for (const Placement &p : resultLayout(rule, choices, index)) {
+      if (!p.isPartial())
+        continue;
+      if (kind && *kind != p.getReduce())
+        return false;
+      kind = p.getReduce();
+    }
+  }
+  return true;
+}
+
+Layout PlacementPropagator::operandLayout(const OpShardingRule &rule,
+                                          ArrayRef<AxisChoice> choices,
+                                          unsigned index) const {
+  return llvm::map_to_vector(choices, [&](const AxisChoice &c) {
+    return operandPlacement(rule, c, index);
+  });
+}
+
+Layout PlacementPropagator::resultLayout(const OpShardingRule &rule,
+                                         ArrayRef<AxisChoice> choices,
+                                         unsigned index) const {
+  return llvm::map_to_vector(choices, [&](const AxisChoice &c) {
+    return resultPlacement(rule, c, index);
+  });
+}
+
 double PlacementPropagator::choiceCost(Operation *op,
                                        const OpShardingRule &rule,
-                                       unsigned axis,
-                                       const AxisChoice &choice) const {
+                                       ArrayRef<AxisChoice> choices) const {
   double total = 0;
   SmallVector<std::pair<Value, Layout>> counted;
-  auto add = [&](Value value, ArrayRef<Placement> from, Layout to) {
+  // Adds the cost of redistributing `value` from `from` to `to` once; an
+  // operand's redistribution already planned by another consumer is shared
+  // and free.
+  auto add = [&](Value value, ArrayRef<Placement> from, Layout to,
+                 bool shared) {
     if (ArrayRef<Placement>(from) == ArrayRef<Placement>(to) ||
-        isPlanned(value, to))
+        (shared && isPlanned(value, to)))
       return;
     for (const auto &[seen, layout] : counted)
       if (seen == value && layout == to)
@@ -334,49 +388,54 @@ double PlacementPropagator::choiceCost(Operation *op,
     const Layout *layout = known(operand);
     if (!layout)
       continue;
-    Layout to = *layout;
-    to[axis] = operandPlacement(rule, choice, index);
-    add(operand, *layout, std::move(to));
+    add(operand, *layout, operandLayout(rule, choices, index),
+        /*shared=*/true);
   }
   for (auto [index, result] : llvm::enumerate(op->getResults())) {
-    Placement produced = resultPlacement(rule, choice, index);
+    Layout produced = resultLayout(rule, choices, index);
     if (const Layout *hint = known(result)) {
-      Layout from = *hint;
-      from[axis] = produced;
-      add(result, from, *hint);
+      // Every layout the consumers decided so far asked for: the hint and
+      // the redistributions planned from it.
+      add(result, produced, *hint, /*shared=*/false);
+      auto it = planned.find(result);
+      if (it != planned.end())
+        for (const Layout &wanted : it->second)
+          add(result, produced, wanted, /*shared=*/false);
       continue;
     }
-    if (!produced.isPartial())
-      continue;
-    // A new partial result will have to be reduced: charge a reduce-scatter
-    // onto its first dim the axis divides, or an all-reduce.
-    Layout from(meshSizes.size(), Placement::replicate());
-    from[axis] = produced;
-    Layout to(meshSizes.size(), Placement::replicate());
+    // A new partial result will have to be reduced: charge, per partial
+    // axis, a reduce-scatter onto the first dim the axis divides (or an
+    // all-reduce).
+    Layout reduced = produced;
     ArrayRef<int64_t> shape =
         cast<RankedTensorType>(result.getType()).getShape();
-    for (auto [dim, size] : llvm::enumerate(shape)) {
-      if (!ShapedType::isDynamic(size) && size % meshSizes[axis] == 0) {
-        to[axis] = Placement::shard(dim);
-        break;
+    for (auto [axis, placement] : llvm::enumerate(reduced)) {
+      if (!placement.isPartial())
+        continue;
+      placement = Placement::replicate();
+      for (auto [dim, size] : llvm::enumerate(shape)) {
+        if (!ShapedType::isDynamic(size) && size % meshSizes[axis] == 0) {
+          placement = Placement::shard(dim);
+          break;
+        }
       }
     }
-    total += cost(result, from, to);
+    if (reduced != produced)
+      total += cost(result, produced, reduced);
   }
   return total;
 }
 
 SmallVector<AxisChoice>
 PlacementPropagator::candidates(Operation *op, const OpShardingRule &rule,
-                                unsigned axis,
-                                ArrayRef<AxisChoice> earlier) const {
+                                unsigned axis) const {
   SmallVector<AxisChoice> result;
   auto propose = [&](ArrayRef<Placement> layout, const ValueDims &dims) {
     const Placement &p = layout[axis];
     if (!p.isShard() || p.getDim() >= static_cast<int64_t>(dims.size()))
       return;
     std::optional<int64_t> factor = shardedFactor(rule, dims, p.getDim());
-    if (!factor || !isShardable(rule, *factor, axis, earlier))
+    if (!factor || !isShardable(rule, *factor, axis, {}))
       return;
     AxisChoice choice{AxisChoice::Kind::Shard, *factor};
     if (!llvm::is_contained(result, choice))
@@ -426,32 +485,60 @@ void PlacementPropagator::decide(Operation *op) {
   OpDecision &decision = decisions[op];
   decision.rule = cast<ShardingRuleOpInterface>(op).getShardingRule();
   const OpShardingRule &rule = decision.rule;
-  for (unsigned axis : llvm::seq<unsigned>(0, meshSizes.size())) {
-    SmallVector<AxisChoice> options =
-        candidates(op, rule, axis, decision.choices);
-    SmallVector<double> costs =
-        llvm::map_to_vector(options, [&](const AxisChoice &c) {
-          return choiceCost(op, rule, axis, c);
-        });
-    size_t best = 0;
-    for (size_t i = 1; i < options.size(); ++i)
-      if (costs[i] < costs[best])
-        best = i;
-    decision.choices.push_back(options[best]);
-    std::string reason =
-        llvm::formatv("axis \"{0}\": {1} ({2})",
-                      cast<StringAttr>(mesh.getAxisNames()[axis]).getValue(),
-                      describe(rule, options[best]), formatCost(costs[best]));
-    for (size_t i = 0; i < options.size(); ++i)
-      if (i != best)
-        reason += llvm::formatv(" over {0} ({1})", describe(rule, options[i]),
-                                formatCost(costs[i]));
-    decision.reasons.push_back(std::move(reason));
+  unsigned numAxes = meshSizes.size();
+  SmallVector<SmallVector<AxisChoice>> options;
+  for (unsigned axis : llvm::seq(numAxes))
+    options.push_back(candidates(op, rule, axis));
+  // Every combination of the axes' candidates, the first axis outermost and
+  // each axis in candidate order; the first cheapest valid one wins.
+  SmallVector<size_t> pick(numAxes, 0), best;
+  double bestCost = std::numeric_limits<double>::infinity();
+  auto choicesOf = [&](ArrayRef<size_t> indices) {
+    SmallVector<AxisChoice> choices;
+    for (auto [axis, index] : llvm::enumerate(indices))
+      choices.push_back(options[axis][index]);
+    return choices;
+  };
+  auto costOf = [&](ArrayRef<size_t> indices) {
+    SmallVector<AxisChoice> choices = choicesOf(indices);
+    return isValid(rule, choices) ? choiceCost(op, rule, choices)
+                                  : std::numeric_limits<double>::infinity();
+  };
+  while (true) {
+    double total = costOf(pick);
+    if (best.empty() || total < bestCost) {
+      best = pick;
+      bestCost = total;
+    }
+    unsigned axis = numAxes;
+    while (axis > 0 && ++pick[axis - 1] == options[axis - 1].size())
+      pick[--axis] = 0;
+    if (axis == 0)
+      break;
+  }
+  decision.choices = choicesOf(best);
+  if (remarks) {
+    // Per axis: the choice and, for each alternative on that axis alone,
+    // the cost with the other axes as chosen.
+    for (unsigned axis : llvm::seq(numAxes)) {
+      std::string reason = llvm::formatv(
+          "axis \"{0}\": {1} ({2})",
+          cast<StringAttr>(mesh.getAxisNames()[axis]).getValue(),
+          describe(rule, decision.choices[axis]), formatCost(bestCost));
+      for (size_t i : llvm::seq<size_t>(0, options[axis].size())) {
+        if (i == best[axis])
+          continue;
+        SmallVector<size_t> other = best;
+        other[axis] = i;
+        reason +=
+            llvm::formatv(" over {0} ({1})", describe(rule, options[axis][i]),
+                          formatCost(costOf(other)));
+      }
+      decision.reasons.push_back(std::move(reason));
+    }
   }
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
-    Layout required = llvm::map_to_vector(decision.choices, [&](auto &c) {
-      return operandPlacement(rule, c, index);
-    });
+    Layout required = operandLayout(rule, decision.choices, index);
     auto it = states.find(operand);
     if (it == states.end())
       states[operand] = {required, /*fromProducer=*/false};
@@ -460,31 +547,43 @@ void PlacementPropagator::decide(Operation *op) {
     decision.operandLayouts.push_back(std::move(required));
   }
   for (auto [index, result] : llvm::enumerate(op->getResults())) {
-    Layout produced = llvm::map_to_vector(decision.choices, [&](auto &c) {
-      return resultPlacement(rule, c, index);
-    });
-    states[result] = {std::move(produced), /*fromProducer=*/true};
+    states[result] = {resultLayout(rule, decision.choices, index),
+                      /*fromProducer=*/true};
   }
 }
 
-bool PlacementPropagator::isReady(Operation *op, bool shardedOnly) const {
-  auto informs = [&](Value value) {
-    const Layout *layout = known(value);
-    if (!layout)
-      return false;
-    if (!shardedOnly)
-      return true;
-    auto isShard = [](const Placement &p) { return p.isShard(); };
-    if (llvm::any_of(*layout, isShard))
-      return true;
+PlacementPropagator::Anchor
+PlacementPropagator::getAnchor(Operation *op) const {
+  auto isShard = [](const Placement &p) { return p.isShard(); };
+  Anchor anchor;
+  auto visit = [&](Value value) {
+    auto state = states.find(value);
+    if (state == states.end())
+      return;
+    bool fixed = state->second.fromProducer &&
+                 llvm::any_of(state->second.layout, isShard);
     auto it = planned.find(value);
-    return it != planned.end() &&
-           llvm::any_of(it->second, [&](const Layout &l) {
-             return llvm::any_of(l, isShard);
-           });
+    fixed |=
+        it != planned.end() && llvm::any_of(it->second, [&](const Layout &l) {
+          return llvm::any_of(l, isShard);
+        });
+    if (!fixed && !llvm::any_of(state->second.layout, isShard))
+      return;
+    auto type = cast<RankedTensorType>(value.getType());
+    int64_t bytes = getElementByteWidth(type.getElementType());
+    for (int64_t size : type.getShape())
+      bytes *= ShapedType::isDynamic(size) ? 1 : size;
+    anchor = std::max(anchor, Anchor{bytes, fixed});
   };
-  return llvm::any_of(op->getOperands(), informs) ||
-         llvm::any_of(op->getResults(), informs);
+  llvm::for_each(op->getOperands(), visit);
+  llvm::for_each(op->getResults(), visit);
+  return anchor;
+}
+
+bool PlacementPropagator::hasKnownNeighbor(Operation *op) const {
+  auto isKnown = [&](Value value) { return known(value) != nullptr; };
+  return llvm::any_of(op->getOperands(), isKnown) ||
+         llvm::any_of(op->getResults(), isKnown);
 }
 
 LogicalResult PlacementPropagator::run() {
@@ -530,27 +629,49 @@ LogicalResult PlacementPropagator::run() {
     return llvm::any_of(op->getResults(), hasShard) ||
            llvm::any_of(op->getOperands(), hasShard);
   };
+  DenseMap<Operation *, unsigned> indices;
+  for (auto [index, op] : llvm::enumerate(ops))
+    indices[op] = index;
   while (llvm::any_of(ops, undecided)) {
-    // Shardings first, forward and backward to a fixed point.
-    bool progress = true;
-    while (progress) {
-      progress = false;
-      for (Operation *op : ops)
-        if (undecided(op) && isReady(op, /*shardedOnly=*/true)) {
-          decide(op);
-          progress = true;
-        }
-      for (Operation *op : llvm::reverse(ops))
-        if (undecided(op) && isReady(op, /*shardedOnly=*/true)) {
-          decide(op);
-          progress = true;
-        }
+    // Shardings first: the op next to the largest sharded value decides
+    // next (moving large tensors is what costs), a value fixed by its
+    // producer before a consumer's hint (so that a producer hears all its
+    // consumers), then program order; the neighbors of each decided op are
+    // reconsidered, until no op is next to a sharded value.
+    using Entry = std::tuple<Anchor, int64_t, Operation *>;
+    auto later = [](const Entry &a, const Entry &b) {
+      return std::make_pair(std::get<0>(a), std::get<1>(a)) <
+             std::make_pair(std::get<0>(b), std::get<1>(b));
+    };
+    std::priority_queue<Entry, std::vector<Entry>, decltype(later)> queue(
+        later);
+    auto push = [&](Operation *op) {
+      if (!indices.count(op) || !undecided(op))
+        return;
+      Anchor anchor = getAnchor(op);
+      if (anchor.first > 0)
+        queue.emplace(anchor, -static_cast<int64_t>(indices[op]), op);
+    };
+    llvm::for_each(ops, push);
+    while (!queue.empty()) {
+      auto [anchor, order, op] = queue.top();
+      queue.pop();
+      if (!undecided(op) || getAnchor(op) != anchor)
+        continue;
+      decide(op);
+      for (Value operand : op->getOperands()) {
+        if (Operation *def = operand.getDefiningOp())
+          push(def);
+        llvm::for_each(operand.getUsers(), push);
+      }
+      for (Value result : op->getResults())
+        llvm::for_each(result.getUsers(), push);
     }
     // Then replicated and partial values, forward, until a decision shards
     // something (shardings take priority again).
     bool decided = false;
     for (Operation *op : ops) {
-      if (!undecided(op) || !isReady(op, /*shardedOnly=*/false))
+      if (!undecided(op) || !hasKnownNeighbor(op))
         continue;
       decide(op);
       decided = true;

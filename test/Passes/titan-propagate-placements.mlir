@@ -289,3 +289,27 @@ func.func @two_consumers(%a: tensor<8x8xf32> {titan.placements = #titan.placemen
   %y = titan.add %e, %c : tensor<8x8xf32>
   return %x, %y, %e : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
 }
+
+// -----
+
+// A value shared by consumers that want it sharded differently (AdamW's
+// broadcast scalars are shared by the updates of column- and row-wise
+// weights): its producer decides after both consumers asked, and computes
+// it replicated, so that both get free local slices instead of one
+// all-to-all between the two layouts.
+
+titan.mesh @mesh ["tp"=2]
+// CHECK-LABEL: func.func @shared_broadcast(
+// CHECK: %[[C:.*]] = titan.broadcast_in_dim %arg2 dims [] {titan.placements = [#titan.placements<@mesh, [R]>]}
+// CHECK-NEXT: %[[C0:.*]] = titan.redistribute %[[C]] to <@mesh, [S(0)]>
+// CHECK-NEXT: %[[C1:.*]] = titan.redistribute %[[C]] to <@mesh, [S(1)]>
+// CHECK-NEXT: titan.mul %arg0, %[[C0]] {titan.placements = [#titan.placements<@mesh, [S(0)]>]}
+// CHECK-NEXT: titan.mul %arg1, %[[C1]] {titan.placements = [#titan.placements<@mesh, [S(1)]>]}
+func.func @shared_broadcast(%a: tensor<64x64xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>},
+                            %b: tensor<64x64xf32> {titan.placements = #titan.placements<@mesh, [S(1)]>},
+                            %s: tensor<f32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %c = titan.broadcast_in_dim %s dims [] : tensor<f32> -> tensor<64x64xf32>
+  %x = titan.mul %a, %c : tensor<64x64xf32>
+  %y = titan.mul %b, %c : tensor<64x64xf32>
+  return %x, %y : tensor<64x64xf32>, tensor<64x64xf32>
+}
