@@ -145,7 +145,8 @@ def SpmdizePass : Pass<"titan-spmdize", "::mlir::ModuleOp"> {
     - ops with a sharded reduced or contracted dim (matmul over a sharded
       k, reduce_sum over a sharded dim) compute locally and are partial,
       which their result placements must say (reduce_sum P(sum),
-      reduce_max P(max), reduce_mean P(avg));
+      reduce_max P(max), reduce_mean P(avg), or P(sum) where the local mean
+      is divided by the ranks of those axes);
     - `titan.embedding` with the table's vocab dim sharded is a masked local
       lookup: ids are shifted by the shard's first row (axis_index times the
       local rows), ids outside the shard read row 0 and are zeroed; the
@@ -159,6 +160,14 @@ def SpmdizePass : Pass<"titan-spmdize", "::mlir::ModuleOp"> {
       all-reduced over the batch axes), and the result must be P(sum) or
       P(avg) on those axes; `titan.cross_entropy_grad` rescales its local
       cotangent from the rank's count to the global one;
+    - loss parallel: `titan.cross_entropy` with the vocab (last) dim of the
+      logits sharded takes the row maxima and the sums of exp from
+      all-reduces (max, sum) over the vocab axes, reads each target logit on
+      the rank whose shard holds it and counts the logsumexp on coordinate 0
+      only, so its result, which must be P(sum) there, sums to the loss; the
+      logits are never gathered. `titan.cross_entropy_grad` computes the
+      softmax from the same statistics minus the one-hot of the labels in
+      the rank's shard;
     - norm cotangents (`rms_norm_grad`, `layer_norm_grad`) compute locally;
       their parameter cotangents must be P(sum) on the axes that shard the
       rows.
@@ -166,16 +175,15 @@ def SpmdizePass : Pass<"titan-spmdize", "::mlir::ModuleOp"> {
     Rejected with an error that names the value or op, the dim, the mesh
     axis and the sizes: uneven shards (a sharded dim not divisible by the
     axes sharding it; there is no padding), sharded dynamic dims, a softmax,
-    norm or RoPE whose normalized or rotated dim is sharded, attention with
-    the sequence sharded (context parallel) and cross-entropy with the vocab
-    sharded (loss parallel), "not supported yet", as are concatenation along
-    a sharded dim, partial slices and pads of a sharded dim, reshapes that
+    norm or RoPE whose normalized or rotated dim is sharded, reshapes that
     would move elements between ranks (checked rank by rank), elementwise
     ops whose operands and result are sharded differently, reduce results
-    whose placements disagree with the reduced sharded dims, ops the pass
-    has no rule for on sharded values, collectives in the global program,
-    redistributions between meshes and returned values whose placements
-    differ from the declared result placements.
+    whose placements disagree with the reduced sharded dims, collectives in
+    the global program, redistributions between meshes and returned values
+    whose placements differ from the declared result placements. "Not
+    supported yet": attention with the sequence sharded (context parallel),
+    concatenation along a sharded dim, partial slices and pads of a sharded
+    dim, and ops the pass has no rule for on sharded values.
   }];
   let dependentDialects = ["::mlir::titan::TitanDialect",
                            "::mlir::func::FuncDialect"];

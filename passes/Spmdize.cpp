@@ -176,10 +176,14 @@ private:
     Value inRange;
   };
   /// Shifts the ids `ids` (global value, replicated over the vocab axes) to
-  /// the shard of a value with layout `vocab` whose dim 0 (the vocab) is
-  /// sharded, `rows` rows per shard.
+  /// the shard of a value with layout `vocab` whose dim `vocabDim` is
+  /// sharded, `rows` entries per shard.
   FailureOr<ShardIds> shiftIdsToShard(Operation *op, Value ids,
-                                      const Layout &vocab, int64_t rows);
+                                      const Layout &vocab, int64_t vocabDim,
+                                      int64_t rows);
+  /// `perRow` ([rows...]) broadcast along a new last dim to `like`'s shape
+  /// ([rows..., k]).
+  Value expandRows(Value perRow, RankedTensorType like);
   /// `rows` ([ids..., dim]) with the rows whose id is out of range zeroed.
   Value maskRows(TensorBuilder &b, Value rows, Value inRange);
   /// Vocabulary-parallel lookup: the table's rows are sharded, each rank
@@ -201,13 +205,31 @@ private:
   /// 0-d tensors of `type`.
   LabelCounts countLabels(Operation *op, Value labels, int64_t ignoreIndex,
                           FloatType type);
-  /// Cross-entropy with sharded labels: the mean over the counted labels of
-  /// all ranks, as the partial sum (or average) of each rank's local mean
-  /// weighted by its share of the counted labels.
-  FailureOr<Value> buildBatchShardedCrossEntropy(CrossEntropyOp op);
-  /// Its cotangent: the local cotangent rescaled from the local count to the
-  /// global one.
-  Value buildBatchShardedCrossEntropyGrad(CrossEntropyGradOp op);
+  /// Cross-entropy with sharded labels (a sharded batch) or a sharded
+  /// vocabulary (loss parallel). Over the batch axes, the result is the
+  /// partial sum (or average) of each rank's mean weighted by its share of
+  /// the counted labels; over the vocab axes it is the partial sum of the
+  /// rows' logsumexp (on coordinate 0) minus the target logits that fall in
+  /// the rank's shard, the softmax statistics all-reduced.
+  FailureOr<Value> buildShardedCrossEntropy(CrossEntropyOp op);
+  /// Its cotangent: the softmax from all-reduced statistics and a one-hot
+  /// of the labels in the rank's vocab shard; the local cotangent rescaled
+  /// from the local count of labels to the global one.
+  FailureOr<Value> buildShardedCrossEntropy(CrossEntropyGradOp op);
+  /// The softmax of rows whose vocab is sharded, as loss parallel needs it.
+  struct VocabRows {
+    /// exp(logits - max) of the local logits, in `type`.
+    Value exp;
+    /// Per row (kept dim): the global max and the global sum of `exp`.
+    Value max, sumExp;
+    /// i1 like the logits: true at each row's label (within the shard).
+    Value target;
+    /// i1 per row: the label is not the ignore index.
+    Value counted;
+  };
+  /// Builds `VocabRows` for logits with a sharded vocab (last) dim.
+  FailureOr<VocabRows> buildVocabRows(Operation *op, Value logits, Value labels,
+                                      int64_t ignoreIndex, FloatType type);
   /// Emits the local form of the ops whose local computation differs from
   /// the global op; returns a null value for the others.
   FailureOr<Value> buildSpecialOp(Operation *op);
@@ -461,9 +483,9 @@ FailureOr<Value> FunctionSpmdizer::buildFromReplicated(Operation *op,
 
 FailureOr<FunctionSpmdizer::ShardIds>
 FunctionSpmdizer::shiftIdsToShard(Operation *op, Value ids, const Layout &vocab,
-                                  int64_t rows) {
+                                  int64_t vocabDim, int64_t rows) {
   const Layout &idsLayout = layouts.find(ids)->second;
-  SmallVector<unsigned> vocabAxes = vocab.axesSharding(0);
+  SmallVector<unsigned> vocabAxes = vocab.axesSharding(vocabDim);
   for (unsigned axis : vocabAxes)
     if (!idsLayout.get(axis).isReplicate())
       return op->emitError()
@@ -493,13 +515,18 @@ FunctionSpmdizer::shiftIdsToShard(Operation *op, Value ids, const Layout &vocab,
   return ShardIds{inShard, inRange};
 }
 
+Value FunctionSpmdizer::expandRows(Value perRow, RankedTensorType like) {
+  RankedTensorType type = tensorTypeOf(perRow);
+  SmallVector<int64_t> dims =
+      llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+  return BroadcastInDimOp::create(builder, perRow.getLoc(),
+                                  like.clone(type.getElementType()), perRow,
+                                  builder.getDenseI64ArrayAttr(dims));
+}
+
 Value FunctionSpmdizer::maskRows(TensorBuilder &b, Value rows, Value inRange) {
   RankedTensorType type = tensorTypeOf(rows);
-  SmallVector<int64_t> dims =
-      llvm::to_vector(llvm::seq<int64_t>(0, tensorTypeOf(inRange).getRank()));
-  Value rowMask = BroadcastInDimOp::create(
-      builder, b.getLoc(), type.clone(builder.getI1Type()), inRange,
-      builder.getDenseI64ArrayAttr(dims));
+  Value rowMask = expandRows(inRange, type);
   Value zeroRows = b.splat(type, 0.0);
   return b.select(rowMask, rows, zeroRows);
 }
@@ -516,7 +543,7 @@ FailureOr<Value> FunctionSpmdizer::buildShardedEmbedding(EmbeddingOp op) {
              << result.get(axis).str();
   Value localTable = mapping.lookupOrDefault(op.getTable());
   FailureOr<ShardIds> ids = shiftIdsToShard(
-      op, op.getIds(), table, tensorTypeOf(localTable).getDimSize(0));
+      op, op.getIds(), table, 0, tensorTypeOf(localTable).getDimSize(0));
   if (failed(ids))
     return failure();
   TensorBuilder b(builder, op.getLoc());
@@ -538,7 +565,7 @@ FunctionSpmdizer::buildShardedEmbeddingGrad(EmbeddingGradOp op) {
              << grad.get(axis).str() << " on it";
   RankedTensorType type = localTypeOf(result);
   FailureOr<ShardIds> ids =
-      shiftIdsToShard(op, op.getIds(), result, type.getDimSize(0));
+      shiftIdsToShard(op, op.getIds(), result, 0, type.getDimSize(0));
   if (failed(ids))
     return failure();
   // Rows of ids outside the shard add zeros to row 0.
@@ -577,10 +604,67 @@ FunctionSpmdizer::LabelCounts FunctionSpmdizer::countLabels(Operation *op,
   return LabelCounts{count, total, groupSize};
 }
 
-FailureOr<Value>
-FunctionSpmdizer::buildBatchShardedCrossEntropy(CrossEntropyOp op) {
+FailureOr<FunctionSpmdizer::VocabRows>
+FunctionSpmdizer::buildVocabRows(Operation *op, Value logits, Value labels,
+                                 int64_t ignoreIndex, FloatType type) {
+  const Layout &layout = layouts.find(logits)->second;
+  int64_t vocabDim = layout.global.getRank() - 1;
+  SmallVector<unsigned> axes = layout.axesSharding(vocabDim);
+  const DeviceMesh &mesh = meshOf(layout);
+  SmallVector<StringRef> names;
+  for (unsigned axis : axes)
+    names.push_back(mesh.getAxisName(axis));
+  StringRef meshName = layout.placements.getMesh().getValue();
+  ArrayAttr axesAttr = builder.getStrArrayAttr(names);
+  auto allReduce = [&](Value value, ReduceKind kind) -> Value {
+    return AllReduceOp::create(builder, op->getLoc(), value.getType(), value,
+                               meshName, axesAttr,
+                               ReduceKindAttr::get(builder.getContext(), kind));
+  };
+  TensorBuilder b(builder, op->getLoc());
+  Value local = b.cast(mapping.lookupOrDefault(logits), type);
+  RankedTensorType localType = tensorTypeOf(local);
+  SmallVector<int64_t> keptShape(localType.getShape());
+  keptShape.back() = 1;
+  Value localMax = ReduceMaxOp::create(
+      builder, op->getLoc(), localType.clone(keptShape), local,
+      builder.getDenseI64ArrayAttr({vocabDim}), /*keepdim=*/true);
+  Value max = allReduce(localMax, ReduceKind::Max);
+  Value centered =
+      b.binary<SubOp>(local, b.broadcastTo(max, localType.getShape()));
+  Value exp = b.unary<ExpOp>(centered);
+  Value sumExp = allReduce(b.reduceSum(exp, {vocabDim}, /*keepdim=*/true),
+                           ReduceKind::Sum);
+  FailureOr<ShardIds> ids = shiftIdsToShard(op, labels, layout, vocabDim,
+                                            localType.getShape().back());
+  if (failed(ids))
+    return failure();
+  Value columns = b.iota(localType.clone(builder.getI64Type()), vocabDim);
+  Value isLabel = b.compare("eq", columns, expandRows(ids->local, localType));
+  Value inRange = expandRows(ids->inRange, localType);
+  Value never = b.splatLike(isLabel, 0.0);
+  Value target = b.select(isLabel, inRange, never);
+  Value localLabels = mapping.lookupOrDefault(labels);
+  Value ignore = b.splatLike(localLabels, double(ignoreIndex));
+  Value counted = b.compare("ne", localLabels, ignore);
+  return VocabRows{exp, max, sumExp, target, counted};
+}
+
+FailureOr<Value> FunctionSpmdizer::buildShardedCrossEntropy(CrossEntropyOp op) {
   const Layout &result = layouts.find(op.getResult())->second;
+  const Layout &logits = layouts.find(op.getLogits())->second;
   const Layout &labels = layouts.find(op.getLabels())->second;
+  auto type = cast<FloatType>(op.getType().getElementType());
+  SmallVector<unsigned> vocabAxes =
+      logits.axesSharding(logits.global.getRank() - 1);
+  for (unsigned axis : vocabAxes)
+    if (result.get(axis) != Placement::partial(ReduceKind::Sum))
+      return op.emitError()
+             << "the vocab dim is sharded over mesh axis \""
+             << meshOf(logits).getAxisName(axis)
+             << "\" (loss parallel), so the loss is P(sum) there, but its "
+                "placements say "
+             << result.get(axis).str();
   // The result must be partial over the batch axes, all alike.
   std::optional<Placement> pending;
   for (int64_t dim = 0; dim < labels.global.getRank(); ++dim)
@@ -596,14 +680,41 @@ FunctionSpmdizer::buildBatchShardedCrossEntropy(CrossEntropyOp op) {
                   "every such axis), but its placements say "
                << result.get(axis).str();
     }
-  LabelCounts counts =
-      countLabels(op, op.getLabels(), op.getIgnoreIndex(),
-                  cast<FloatType>(op.getType().getElementType()));
-  // The local mean weighted by the rank's share of the counted labels; a
-  // rank without counted labels contributes zero (its mean is NaN), and the
-  // result is NaN when no rank counts any, as in PyTorch.
   TensorBuilder b(builder, op.getLoc());
-  Value mean = cloneLocal(op)->getResult(0);
+  // The mean over the rank's rows (a partial sum over the vocab axes).
+  Value mean;
+  if (vocabAxes.empty()) {
+    mean = cloneLocal(op)->getResult(0);
+  } else {
+    FailureOr<VocabRows> rows = buildVocabRows(
+        op, op.getLogits(), op.getLabels(), op.getIgnoreIndex(), type);
+    if (failed(rows))
+      return failure();
+    RankedTensorType expType = tensorTypeOf(rows->exp);
+    Value logsumexp = b.binary<AddOp>(b.unary<LogOp>(rows->sumExp), rows->max);
+    SmallVector<int64_t> rowShape(expType.getShape().drop_back());
+    Value rowLogsumexp = b.reshape(logsumexp, rowShape);
+    Value isFirst = indexEquals(
+        b, axisIndex(b, logits.placements.getMesh(), vocabAxes), 0, rowShape);
+    Value rowZeros = b.splatLike(rowLogsumexp, 0.0);
+    Value ownLogsumexp = b.select(isFirst, rowLogsumexp, rowZeros);
+    Value local = b.cast(mapping.lookupOrDefault(op.getLogits()), type);
+    Value picked = b.select(rows->target, local, b.splatLike(local, 0.0));
+    Value targetLogit = b.reduceSum(picked, {expType.getRank() - 1},
+                                    /*keepdim=*/false);
+    Value rowLoss = b.binary<SubOp>(ownLogsumexp, targetLogit);
+    Value countedLoss = b.select(rows->counted, rowLoss, rowZeros);
+    Value total = b.sumAll(countedLoss);
+    Value count = b.sumAll(b.cast(rows->counted, type));
+    mean = b.binary<DivOp>(total, count);
+  }
+  if (!pending)
+    return mean;
+  // The rank's mean weighted by its share of the counted labels; a rank
+  // without counted labels contributes zero (its mean is NaN), and the
+  // result is NaN when no rank counts any, as in PyTorch.
+  LabelCounts counts =
+      countLabels(op, op.getLabels(), op.getIgnoreIndex(), type);
   Value share = b.binary<DivOp>(counts.local, counts.total);
   Value weighted = b.binary<MulOp>(mean, share);
   if (pending->getReduce() == ReduceKind::Avg)
@@ -616,15 +727,43 @@ FunctionSpmdizer::buildBatchShardedCrossEntropy(CrossEntropyOp op) {
   return b.select(keep, weighted, zero);
 }
 
-Value FunctionSpmdizer::buildBatchShardedCrossEntropyGrad(
-    CrossEntropyGradOp op) {
-  LabelCounts counts =
-      countLabels(op, op.getLabels(), op.getIgnoreIndex(),
-                  cast<FloatType>(op.getGrad().getType().getElementType()));
-  // The local cotangent divides by the rank's count; rescale it to the
-  // global count (a rank without counted labels has a zero cotangent).
+FailureOr<Value>
+FunctionSpmdizer::buildShardedCrossEntropy(CrossEntropyGradOp op) {
+  const Layout &logits = layouts.find(op.getLogits())->second;
+  const Layout &labels = layouts.find(op.getLabels())->second;
+  auto countType = cast<FloatType>(op.getGrad().getType().getElementType());
   TensorBuilder b(builder, op.getLoc());
-  Value local = cloneLocal(op)->getResult(0);
+  // The cotangent of the rank's rows, divided by their count.
+  Value local;
+  if (logits.axesSharding(logits.global.getRank() - 1).empty()) {
+    local = cloneLocal(op)->getResult(0);
+  } else {
+    auto type = cast<FloatType>(op.getType().getElementType());
+    FailureOr<VocabRows> rows = buildVocabRows(
+        op, op.getLogits(), op.getLabels(), op.getIgnoreIndex(), type);
+    if (failed(rows))
+      return failure();
+    RankedTensorType localType = tensorTypeOf(rows->exp);
+    Value softmax = b.binary<DivOp>(
+        rows->exp, b.broadcastTo(rows->sumExp, localType.getShape()));
+    Value ones = b.splatLike(softmax, 1.0);
+    Value zeros = b.splatLike(softmax, 0.0);
+    Value oneHot = b.select(rows->target, ones, zeros);
+    Value diff = b.binary<SubOp>(softmax, oneHot);
+    Value count = b.sumAll(b.cast(rows->counted, countType));
+    Value perRow =
+        b.binary<DivOp>(mapping.lookupOrDefault(op.getGrad()), count);
+    Value factor = b.broadcastTo(b.cast(perRow, type), localType.getShape());
+    Value scaled = b.binary<MulOp>(diff, factor);
+    local = b.select(expandRows(rows->counted, localType), scaled, zeros);
+  }
+  if (llvm::all_of(llvm::seq<int64_t>(0, labels.global.getRank()),
+                   [&](int64_t d) { return labels.axesSharding(d).empty(); }))
+    return local;
+  // Rescale from the local count to the global count (a rank without
+  // counted labels has a zero cotangent).
+  LabelCounts counts =
+      countLabels(op, op.getLabels(), op.getIgnoreIndex(), countType);
   Value zero = b.splatLike(counts.local, 0.0);
   Value hasLabels = b.compare("gt", counts.local, zero);
   Value ratio = b.binary<DivOp>(counts.local, counts.total);
@@ -689,10 +828,6 @@ LogicalResult FunctionSpmdizer::checkLocal(Operation *op) {
           return failure();
         return needWhole(attention.getQ(), 3, "head_dim");
       })
-      .Case<CrossEntropyOp, CrossEntropyGradOp>([&](auto loss) {
-        return notYet(loss.getLogits(), lastDim(loss.getLogits()),
-                      "loss parallel cross-entropy");
-      })
       .Case<RmsNormGradOp, LayerNormGradOp>([&](auto norm) -> LogicalResult {
         if (failed(needWhole(norm.getInput(), lastDim(norm.getInput()),
                              "the normalized dim")))
@@ -750,23 +885,27 @@ LogicalResult FunctionSpmdizer::checkLocal(Operation *op) {
               return failure();
         return success();
       })
-      .Case<ReduceSumOp, ReduceMaxOp, ReduceMeanOp>(
-          [&](auto reduce) -> LogicalResult {
-            const Layout &result = layouts.find(reduce.getResult())->second;
-            Placement pending = Placement::partial(*getPendingReduction(op));
-            for (int64_t dim : reduce.getDims()) {
-              std::optional<unsigned> axis =
-                  shardingAxis(reduce.getInput(), dim);
-              if (axis && result.get(*axis) != pending)
-                return op->emitError()
-                       << "reduces dim " << dim << ", which mesh axis \""
-                       << axisName(reduce.getInput(), *axis)
-                       << "\" shards, so the result is " << pending.str()
-                       << " there, but its placements say "
-                       << result.get(*axis).str();
-            }
-            return success();
-          })
+      .Case<ReduceSumOp, ReduceMaxOp, ReduceMeanOp>([&](auto reduce)
+                                                        -> LogicalResult {
+        const Layout &input = layouts.find(reduce.getInput())->second;
+        const Layout &result = layouts.find(reduce.getResult())->second;
+        Placement pending = Placement::partial(*getPendingReduction(op));
+        // A mean may also be P(sum): the local mean over the ranks.
+        bool isMean = isa<ReduceMeanOp>(op);
+        for (int64_t dim : reduce.getDims())
+          for (unsigned axis : input.axesSharding(dim)) {
+            Placement placement = result.get(axis);
+            if (placement != pending &&
+                !(isMean && placement == Placement::partial(ReduceKind::Sum)))
+              return op->emitError()
+                     << "reduces dim " << dim << ", which mesh axis \""
+                     << axisName(reduce.getInput(), axis)
+                     << "\" shards, so the result is " << pending.str()
+                     << (isMean ? " or P(sum)" : "")
+                     << " there, but its placements say " << placement.str();
+          }
+        return success();
+      })
       .Case([&](ReshapeOp reshape) -> LogicalResult {
         const Layout &in = layouts.find(reshape.getInput())->second;
         const Layout &out = layouts.find(reshape.getResult())->second;
@@ -825,7 +964,8 @@ LogicalResult FunctionSpmdizer::checkLocal(Operation *op) {
           return success();
         }
         if (isa<ConstantOp, IotaOp, MatmulOp, TransposeOp, BroadcastInDimOp,
-                EmbeddingOp, EmbeddingGradOp>(op))
+                EmbeddingOp, EmbeddingGradOp, CrossEntropyOp,
+                CrossEntropyGradOp>(op))
           return success();
         if (isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp,
                 BroadcastOp, SendOp, RecvOp, AxisIndexOp>(op))
@@ -869,15 +1009,28 @@ FailureOr<Value> FunctionSpmdizer::buildSpecialOp(Operation *op) {
           return Value();
         return buildShardedEmbeddingGrad(grad);
       })
-      .Case([&](CrossEntropyOp loss) -> FailureOr<Value> {
-        if (!isSharded(loss.getLabels(), std::nullopt))
-          return Value();
-        return buildBatchShardedCrossEntropy(loss);
+      .Case<CrossEntropyOp, CrossEntropyGradOp>([&](auto loss) {
+        Value logits = loss.getLogits();
+        if (!isSharded(loss.getLabels(), std::nullopt) &&
+            !isSharded(logits, tensorTypeOf(logits).getRank() - 1))
+          return FailureOr<Value>(Value());
+        return buildShardedCrossEntropy(loss);
       })
-      .Case([&](CrossEntropyGradOp grad) -> FailureOr<Value> {
-        if (!isSharded(grad.getLabels(), std::nullopt))
+      .Case([&](ReduceMeanOp mean) -> FailureOr<Value> {
+        // A mean that is P(sum) over the axes sharding its reduced dims is
+        // the local mean divided by their ranks.
+        const Layout &input = layouts.find(mean.getInput())->second;
+        const Layout &result = layouts.find(mean.getResult())->second;
+        int64_t parts = 1;
+        for (int64_t dim : mean.getDims())
+          for (unsigned axis : input.axesSharding(dim))
+            if (result.get(axis).isPartial() &&
+                result.get(axis).getReduce() == ReduceKind::Sum)
+              parts *= meshOf(input).getSize(axis);
+        if (parts == 1)
           return Value();
-        return buildBatchShardedCrossEntropyGrad(grad);
+        TensorBuilder b(builder, op->getLoc());
+        return b.scale(cloneLocal(op)->getResult(0), 1.0 / double(parts));
       })
       .Default([](Operation *) -> FailureOr<Value> { return Value(); });
 }
