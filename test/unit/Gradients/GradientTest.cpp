@@ -35,7 +35,7 @@ namespace {
 /// One VJP rule to check: `source` defines @f whose body is one op applied to
 /// the function's arguments in order, then a return of its result.
 struct GradientCase {
-  const char *source;
+  std::string source;
   /// Values of the integer and i1 arguments, by argument index.
   std::map<unsigned, std::vector<int64_t>> integers = {};
   /// Float arguments drawn from [0.5, 2] instead of N(0, 1).
@@ -209,252 +209,217 @@ void checkGradient(const GradientCase &c) {
   }
 }
 
+/// The source of @f(`args`) -> `result` whose body is `%0 = titan.<op>`
+/// (`op` is the op's text after "titan.", through its types).
+std::string function(StringRef args, StringRef op, StringRef result) {
+  return ("func.func @f(" + args + ") -> " + result + " {\n  %0 = titan." + op +
+          "\n  return %0 : " + result + "\n}")
+      .str();
+}
+
 TEST(GradientTest, ElementwiseBinary) {
+  const char *args = "%a: tensor<3x4xf64>, %b: tensor<3x4xf64>";
   for (const char *name : {"add", "sub", "mul", "max"})
-    checkGradient({(std::string(R"mlir(
-      func.func @f(%a: tensor<3x4xf64>, %b: tensor<3x4xf64>) -> tensor<3x4xf64> {
-        %0 = titan.)mlir") +
-                    name + R"mlir( %a, %b : tensor<3x4xf64>
-        return %0 : tensor<3x4xf64>
-      })mlir")
-                       .c_str()});
-  checkGradient({R"mlir(
-    func.func @f(%a: tensor<3x4xf64>, %b: tensor<3x4xf64>) -> tensor<3x4xf64> {
-      %0 = titan.div %a, %b : tensor<3x4xf64>
-      return %0 : tensor<3x4xf64>
-    })mlir",
-                 {},
-                 {1}});
+    checkGradient(
+        {function(args, std::string(name) + " %a, %b : tensor<3x4xf64>",
+                  "tensor<3x4xf64>")});
+  // Division by values away from 0.
+  checkGradient(
+      {function(args, "div %a, %b : tensor<3x4xf64>", "tensor<3x4xf64>"),
+       {},
+       {1}});
 }
 
 TEST(GradientTest, ElementwiseUnary) {
-  for (const char *name : {"neg", "exp", "tanh", "sigmoid", "silu", "cos",
-                           "sin", "log", "sqrt", "rsqrt"}) {
-    std::string source = std::string(R"mlir(
-      func.func @f(%a: tensor<2x5xf64>) -> tensor<2x5xf64> {
-        %0 = titan.)mlir") +
-                         name + R"mlir( %a : tensor<2x5xf64>
-        return %0 : tensor<2x5xf64>
-      })mlir";
-    bool positive = StringRef(name) == "log" || StringRef(name) == "sqrt" ||
-                    StringRef(name) == "rsqrt";
-    checkGradient({source.c_str(),
-                   {},
-                   positive ? std::set<unsigned>{0} : std::set<unsigned>{}});
+  for (StringRef name : {"neg", "exp", "tanh", "sigmoid", "silu", "cos", "sin",
+                         "log", "sqrt", "rsqrt"}) {
+    std::set<unsigned> positive;
+    if (name == "log" || name == "sqrt" || name == "rsqrt")
+      positive.insert(0);
+    checkGradient(
+        {function("%a: tensor<2x5xf64>", name.str() + " %a : tensor<2x5xf64>",
+                  "tensor<2x5xf64>"),
+         {},
+         positive});
   }
 }
 
 TEST(GradientTest, GeluAndScale) {
-  for (const char *op : {"gelu %a approximate none", "gelu %a approximate tanh",
-                         "scale %a by -1.250000e-01"}) {
-    std::string source = std::string(R"mlir(
-      func.func @f(%a: tensor<2x5xf64>) -> tensor<2x5xf64> {
-        %0 = titan.)mlir") +
-                         op + R"mlir( : tensor<2x5xf64>
-        return %0 : tensor<2x5xf64>
-      })mlir";
-    checkGradient({source.c_str()});
-  }
+  for (StringRef op : {"gelu %a approximate none", "gelu %a approximate tanh",
+                       "scale %a by -1.250000e-01"})
+    checkGradient(
+        {function("%a: tensor<2x5xf64>", op.str() + " : tensor<2x5xf64>",
+                  "tensor<2x5xf64>")});
 }
 
 TEST(GradientTest, Cast) {
   // Through f32 the function is rounded, so the step is large; the map is
   // linear, so only rounding limits the accuracy.
-  checkGradient({R"mlir(
-    func.func @f(%a: tensor<2x3xf64>) -> tensor<2x3xf32> {
-      %0 = titan.cast %a : tensor<2x3xf64> to tensor<2x3xf32>
-      return %0 : tensor<2x3xf32>
-    })mlir",
+  checkGradient({function("%a: tensor<2x3xf64>",
+                          "cast %a : tensor<2x3xf64> to tensor<2x3xf32>",
+                          "tensor<2x3xf32>"),
                  {},
                  {},
                  {},
-                 1e-2,
-                 1e-4});
+                 /*eps=*/1e-2,
+                 /*tolerance=*/1e-4});
 }
 
 TEST(GradientTest, Select) {
-  checkGradient({R"mlir(
-    func.func @f(%c: tensor<2x3xi1>, %a: tensor<2x3xf64>, %b: tensor<2x3xf64>) -> tensor<2x3xf64> {
-      %0 = titan.select %c, %a, %b : tensor<2x3xi1>, tensor<2x3xf64>
-      return %0 : tensor<2x3xf64>
-    })mlir",
+  checkGradient({function("%c: tensor<2x3xi1>, %a: tensor<2x3xf64>, "
+                          "%b: tensor<2x3xf64>",
+                          "select %c, %a, %b : tensor<2x3xi1>, tensor<2x3xf64>",
+                          "tensor<2x3xf64>"),
                  {{0, {1, 0, 0, 1, 1, 0}}}});
 }
 
 TEST(GradientTest, Reductions) {
-  for (const char *op :
-       {"reduce_sum %a dims [0, 2] : tensor<2x3x4xf64> -> tensor<3xf64>",
-        "reduce_mean %a dims [0, 2] : tensor<2x3x4xf64> -> tensor<3xf64>",
-        "reduce_max %a dims [0, 2] : tensor<2x3x4xf64> -> tensor<3xf64>"}) {
-    std::string source = std::string(R"mlir(
-      func.func @f(%a: tensor<2x3x4xf64>) -> tensor<3xf64> {
-        %0 = titan.)mlir") +
-                         op + R"mlir(
-        return %0 : tensor<3xf64>
-      })mlir";
-    checkGradient({source.c_str()});
-  }
-  for (const char *op : {"reduce_sum %a dims [1] keepdim : tensor<2x3x4xf64> "
-                         "-> tensor<2x1x4xf64>",
-                         "reduce_mean %a dims [1] keepdim : tensor<2x3x4xf64> "
-                         "-> tensor<2x1x4xf64>",
-                         "reduce_max %a dims [1] keepdim : tensor<2x3x4xf64> "
-                         "-> tensor<2x1x4xf64>"}) {
-    std::string source = std::string(R"mlir(
-      func.func @f(%a: tensor<2x3x4xf64>) -> tensor<2x1x4xf64> {
-        %0 = titan.)mlir") +
-                         op + R"mlir(
-        return %0 : tensor<2x1x4xf64>
-      })mlir";
-    checkGradient({source.c_str()});
+  for (StringRef name : {"reduce_sum", "reduce_mean", "reduce_max"}) {
+    checkGradient({function("%a: tensor<2x3x4xf64>",
+                            name.str() + " %a dims [0, 2] : tensor<2x3x4xf64> "
+                                         "-> tensor<3xf64>",
+                            "tensor<3xf64>")});
+    checkGradient(
+        {function("%a: tensor<2x3x4xf64>",
+                  name.str() + " %a dims [1] keepdim : "
+                               "tensor<2x3x4xf64> -> tensor<2x1x4xf64>",
+                  "tensor<2x1x4xf64>")});
   }
 }
 
 TEST(GradientTest, Softmax) {
-  for (const char *op : {"softmax %a dim 1", "softmax %a dim 2",
-                         "log_softmax %a dim 2", "log_softmax %a dim 0"}) {
-    std::string source = std::string(R"mlir(
-      func.func @f(%a: tensor<2x3x4xf64>) -> tensor<2x3x4xf64> {
-        %0 = titan.)mlir") +
-                         op + R"mlir( : tensor<2x3x4xf64>
-        return %0 : tensor<2x3x4xf64>
-      })mlir";
-    checkGradient({source.c_str()});
-  }
+  for (StringRef op : {"softmax %a dim 1", "softmax %a dim 2",
+                       "log_softmax %a dim 2", "log_softmax %a dim 0"})
+    checkGradient(
+        {function("%a: tensor<2x3x4xf64>", op.str() + " : tensor<2x3x4xf64>",
+                  "tensor<2x3x4xf64>")});
 }
 
 TEST(GradientTest, Norms) {
-  checkGradient({R"mlir(
-    func.func @f(%x: tensor<2x3x5xf64>, %w: tensor<5xf64>) -> tensor<2x3x5xf64> {
-      %0 = titan.rms_norm %x, %w eps 1.000000e-05 : tensor<2x3x5xf64>, tensor<5xf64>
-      return %0 : tensor<2x3x5xf64>
-    })mlir"});
-  checkGradient({R"mlir(
-    func.func @f(%x: tensor<2x3x5xf64>, %w: tensor<5xf64>, %b: tensor<5xf64>) -> tensor<2x3x5xf64> {
-      %0 = titan.layer_norm %x, %w, %b eps 1.000000e-05 : tensor<2x3x5xf64>, tensor<5xf64>
-      return %0 : tensor<2x3x5xf64>
-    })mlir"});
+  checkGradient({function("%x: tensor<2x3x5xf64>, %w: tensor<5xf64>",
+                          "rms_norm %x, %w eps 1.000000e-05 : "
+                          "tensor<2x3x5xf64>, tensor<5xf64>",
+                          "tensor<2x3x5xf64>")});
+  checkGradient(
+      {function("%x: tensor<2x3x5xf64>, %w: tensor<5xf64>, %b: tensor<5xf64>",
+                "layer_norm %x, %w, %b eps 1.000000e-05 : tensor<2x3x5xf64>, "
+                "tensor<5xf64>",
+                "tensor<2x3x5xf64>")});
 }
 
 TEST(GradientTest, Matmul) {
-  // lhs, rhs types and flags for plain, transposed, batched and shared-rhs
-  // (rank-2 rhs broadcast over the batch) products of M=3, K=4, N=2.
+  // lhs and rhs shapes, flags and result shape of plain, transposed, batched
+  // and shared-rhs (a rank-2 rhs broadcast over the batch) products of M=3,
+  // K=4, N=2.
   struct Product {
     const char *lhs, *rhs, *flags, *result;
   };
   for (const Product &p : std::vector<Product>{
            {"3x4", "4x2", "", "3x2"},
-           {"4x3", "4x2", "transpose_lhs", "3x2"},
-           {"3x4", "2x4", "transpose_rhs", "3x2"},
-           {"4x3", "2x4", "transpose_lhs transpose_rhs", "3x2"},
+           {"4x3", "4x2", " transpose_lhs", "3x2"},
+           {"3x4", "2x4", " transpose_rhs", "3x2"},
+           {"4x3", "2x4", " transpose_lhs transpose_rhs", "3x2"},
            {"2x3x4", "2x4x2", "", "2x3x2"},
-           {"2x4x3", "2x2x4", "transpose_lhs transpose_rhs", "2x3x2"},
+           {"2x4x3", "2x2x4", " transpose_lhs transpose_rhs", "2x3x2"},
            {"2x2x3x4", "4x2", "", "2x2x3x2"},
-           {"2x3x4", "2x4", "transpose_rhs", "2x3x2"},
-           {"2x4x3", "4x2", "transpose_lhs", "2x3x2"},
-           {"2x2x4x3", "2x4", "transpose_lhs transpose_rhs", "2x2x3x2"}}) {
+           {"2x3x4", "2x4", " transpose_rhs", "2x3x2"},
+           {"2x4x3", "4x2", " transpose_lhs", "2x3x2"},
+           {"2x2x4x3", "2x4", " transpose_lhs transpose_rhs", "2x2x3x2"}}) {
     std::string lhs = std::string("tensor<") + p.lhs + "xf64>";
     std::string rhs = std::string("tensor<") + p.rhs + "xf64>";
     std::string result = std::string("tensor<") + p.result + "xf64>";
-    std::string source = "func.func @f(%a: " + lhs + ", %b: " + rhs + ") -> " +
-                         result + " {\n  %0 = titan.matmul %a, %b " + p.flags +
-                         " : " + lhs + ", " + rhs + " -> " + result +
-                         "\n  return %0 : " + result + "\n}";
-    checkGradient({source.c_str()});
+    checkGradient({function("%a: " + lhs + ", %b: " + rhs,
+                            "matmul %a, %b" + std::string(p.flags) + " : " +
+                                lhs + ", " + rhs + " -> " + result,
+                            result)});
   }
 }
 
 TEST(GradientTest, Embedding) {
   // Repeated ids accumulate into one row; row 4 is never read.
-  checkGradient({R"mlir(
-    func.func @f(%t: tensor<6x3xf64>, %ids: tensor<2x3xi64>) -> tensor<2x3x3xf64> {
-      %0 = titan.embedding %t, %ids : tensor<6x3xf64>, tensor<2x3xi64> -> tensor<2x3x3xf64>
-      return %0 : tensor<2x3x3xf64>
-    })mlir",
+  checkGradient({function("%t: tensor<6x3xf64>, %ids: tensor<2x3xi64>",
+                          "embedding %t, %ids : tensor<6x3xf64>, "
+                          "tensor<2x3xi64> -> tensor<2x3x3xf64>",
+                          "tensor<2x3x3xf64>"),
                  {{1, {0, 2, 2, 5, 0, 1}}}});
 }
 
 TEST(GradientTest, Rope) {
-  for (const char *style : {"interleaved", "half"}) {
-    std::string source = std::string(R"mlir(
-      func.func @f(%x: tensor<2x3x2x4xf64>, %cos: tensor<3x2xf64>, %sin: tensor<3x2xf64>) -> tensor<2x3x2x4xf64> {
-        %0 = titan.rope %x, %cos, %sin )mlir") +
-                         style + R"mlir( : tensor<2x3x2x4xf64>, tensor<3x2xf64>
-        return %0 : tensor<2x3x2x4xf64>
-      })mlir";
-    checkGradient({source.c_str(), {}, {}, {1, 2}});
-  }
+  for (StringRef style : {"interleaved", "half"})
+    checkGradient({function("%x: tensor<2x3x2x4xf64>, %cos: tensor<3x2xf64>, "
+                            "%sin: tensor<3x2xf64>",
+                            "rope %x, %cos, %sin " + style.str() +
+                                " : tensor<2x3x2x4xf64>, tensor<3x2xf64>",
+                            "tensor<2x3x2x4xf64>"),
+                   {},
+                   {},
+                   /*constant=*/{1, 2}});
 }
 
 TEST(GradientTest, Attention) {
   // Causal with two query heads per KV head, and full MHA with a scale.
-  checkGradient({R"mlir(
-    func.func @f(%q: tensor<2x4x3x4xf64>, %k: tensor<2x2x3x4xf64>, %v: tensor<2x2x3x4xf64>) -> tensor<2x4x3x4xf64> {
-      %0 = titan.attention %q, %k, %v causal : tensor<2x4x3x4xf64>, tensor<2x2x3x4xf64>
-      return %0 : tensor<2x4x3x4xf64>
-    })mlir"});
-  checkGradient({R"mlir(
-    func.func @f(%q: tensor<1x2x4x3xf64>, %k: tensor<1x2x4x3xf64>, %v: tensor<1x2x4x3xf64>) -> tensor<1x2x4x3xf64> {
-      %0 = titan.attention %q, %k, %v scale 7.000000e-01 : tensor<1x2x4x3xf64>, tensor<1x2x4x3xf64>
-      return %0 : tensor<1x2x4x3xf64>
-    })mlir"});
+  checkGradient({function("%q: tensor<2x4x3x4xf64>, %k: tensor<2x2x3x4xf64>, "
+                          "%v: tensor<2x2x3x4xf64>",
+                          "attention %q, %k, %v causal : tensor<2x4x3x4xf64>, "
+                          "tensor<2x2x3x4xf64>",
+                          "tensor<2x4x3x4xf64>")});
+  checkGradient({function("%q: tensor<1x2x4x3xf64>, %k: tensor<1x2x4x3xf64>, "
+                          "%v: tensor<1x2x4x3xf64>",
+                          "attention %q, %k, %v scale 7.000000e-01 : "
+                          "tensor<1x2x4x3xf64>, tensor<1x2x4x3xf64>",
+                          "tensor<1x2x4x3xf64>")});
 }
 
 TEST(GradientTest, CrossEntropy) {
   // One label ignored by the default ignore_index, two by a custom one.
-  checkGradient({R"mlir(
-    func.func @f(%logits: tensor<2x3x5xf64>, %labels: tensor<2x3xi64>) -> tensor<f64> {
-      %0 = titan.cross_entropy %logits, %labels : tensor<2x3x5xf64>, tensor<2x3xi64> -> tensor<f64>
-      return %0 : tensor<f64>
-    })mlir",
-                 {{1, {4, -100, 0, 2, 2, 1}}}});
-  checkGradient({R"mlir(
-    func.func @f(%logits: tensor<4x5xf64>, %labels: tensor<4xi32>) -> tensor<f64> {
-      %0 = titan.cross_entropy %logits, %labels ignore_index 3 : tensor<4x5xf64>, tensor<4xi32> -> tensor<f64>
-      return %0 : tensor<f64>
-    })mlir",
+  checkGradient(
+      {function("%logits: tensor<2x3x5xf64>, %labels: tensor<2x3xi64>",
+                "cross_entropy %logits, %labels : tensor<2x3x5xf64>, "
+                "tensor<2x3xi64> -> tensor<f64>",
+                "tensor<f64>"),
+       {{1, {4, -100, 0, 2, 2, 1}}}});
+  checkGradient({function("%logits: tensor<4x5xf64>, %labels: tensor<4xi32>",
+                          "cross_entropy %logits, %labels ignore_index 3 : "
+                          "tensor<4x5xf64>, tensor<4xi32> -> tensor<f64>",
+                          "tensor<f64>"),
                  {{1, {3, 1, 3, 0}}}});
 }
 
 TEST(GradientTest, ShapeOps) {
-  checkGradient({R"mlir(
-    func.func @f(%a: tensor<2x3x4xf64>) -> tensor<6x2x2xf64> {
-      %0 = titan.reshape %a : tensor<2x3x4xf64> -> tensor<6x2x2xf64>
-      return %0 : tensor<6x2x2xf64>
-    })mlir"});
-  checkGradient({R"mlir(
-    func.func @f(%a: tensor<2x3x4xf64>) -> tensor<4x2x3xf64> {
-      %0 = titan.transpose %a [2, 0, 1] : tensor<2x3x4xf64> -> tensor<4x2x3xf64>
-      return %0 : tensor<4x2x3xf64>
-    })mlir"});
+  checkGradient({function("%a: tensor<2x3x4xf64>",
+                          "reshape %a : tensor<2x3x4xf64> -> tensor<6x2x2xf64>",
+                          "tensor<6x2x2xf64>")});
+  checkGradient({function("%a: tensor<2x3x4xf64>",
+                          "transpose %a [2, 0, 1] : tensor<2x3x4xf64> -> "
+                          "tensor<4x2x3xf64>",
+                          "tensor<4x2x3xf64>")});
   // Strided slice with offsets: the cotangent is padded back with zeros.
-  checkGradient({R"mlir(
-    func.func @f(%a: tensor<3x7x4xf64>) -> tensor<2x3x2xf64> {
-      %0 = titan.slice %a [1, 1, 0] to [3, 7, 4] step [1, 2, 3] : tensor<3x7x4xf64> -> tensor<2x3x2xf64>
-      return %0 : tensor<2x3x2xf64>
-    })mlir"});
-  checkGradient({R"mlir(
-    func.func @f(%a: tensor<2x1x3xf64>, %b: tensor<2x2x3xf64>, %c: tensor<2x3x3xf64>) -> tensor<2x6x3xf64> {
-      %0 = titan.concat %a, %b, %c dim 1 : (tensor<2x1x3xf64>, tensor<2x2x3xf64>, tensor<2x3x3xf64>) -> tensor<2x6x3xf64>
-      return %0 : tensor<2x6x3xf64>
-    })mlir"});
+  checkGradient({function("%a: tensor<3x7x4xf64>",
+                          "slice %a [1, 1, 0] to [3, 7, 4] step [1, 2, 3] : "
+                          "tensor<3x7x4xf64> -> tensor<2x3x2xf64>",
+                          "tensor<2x3x2xf64>")});
+  checkGradient({function("%a: tensor<2x1x3xf64>, %b: tensor<2x2x3xf64>, "
+                          "%c: tensor<2x3x3xf64>",
+                          "concat %a, %b, %c dim 1 : (tensor<2x1x3xf64>, "
+                          "tensor<2x2x3xf64>, tensor<2x3x3xf64>) -> "
+                          "tensor<2x6x3xf64>",
+                          "tensor<2x6x3xf64>")});
 }
 
 TEST(GradientTest, BroadcastInDim) {
   // A bias over new leading dims, a size-1 dim expanded, and dims mapped
   // out of order (a transpose).
-  for (const char *types :
-       {"tensor<4xf64> dims [2] : tensor<4xf64> -> tensor<2x3x4xf64>",
-        "tensor<3x1xf64> dims [1, 2] : tensor<3x1xf64> -> tensor<2x3x4xf64>",
-        "tensor<4x2xf64> dims [2, 0] : tensor<4x2xf64> -> tensor<2x3x4xf64>"}) {
-    StringRef spec(types);
-    auto [argType, rest] = spec.split(' ');
-    std::string source = "func.func @f(%a: " + argType.str() +
-                         ") -> tensor<2x3x4xf64> {\n  %0 = "
-                         "titan.broadcast_in_dim %a " +
-                         rest.str() + "\n  return %0 : tensor<2x3x4xf64>\n}";
-    checkGradient({source.c_str()});
-  }
+  struct Broadcast {
+    const char *operand, *dims;
+  };
+  for (const Broadcast &b :
+       std::vector<Broadcast>{{"tensor<4xf64>", "[2]"},
+                              {"tensor<3x1xf64>", "[1, 2]"},
+                              {"tensor<4x2xf64>", "[2, 0]"}})
+    checkGradient({function(std::string("%a: ") + b.operand,
+                            std::string("broadcast_in_dim %a dims ") + b.dims +
+                                " : " + b.operand + " -> tensor<2x3x4xf64>",
+                            "tensor<2x3x4xf64>")});
 }
 
 /// Builds @vjp for `source` and runs it on `inputs`; returns its results.
