@@ -498,4 +498,23 @@ TEST(GradientTest, NonDifferentiableOperands) {
   }
 }
 
+TEST(GradientTest, RulesNeedingZerosRejectDynamicShapes) {
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module =
+      parse(context, function("%c: tensor<?x3xi1>, %a: tensor<?x3xf64>, "
+                              "%b: tensor<?x3xf64>",
+                              "select %c, %a, %b : tensor<?x3xi1>, "
+                              "tensor<?x3xf64>",
+                              "tensor<?x3xf64>"));
+  ASSERT_TRUE(module);
+  std::string message;
+  ScopedDiagnosticHandler capture(&context, [&](Diagnostic &diagnostic) {
+    message = diagnostic.str();
+    return success();
+  });
+  EXPECT_TRUE(failed(buildVJPFunction(*module)));
+  EXPECT_EQ(message, "'titan.select' op needs a static shape for its VJP, got "
+                     "'tensor<?x3xf64>'");
+}
+
 } // namespace
