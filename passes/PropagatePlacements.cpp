@@ -53,8 +53,10 @@ struct AxisChoice {
 struct OpDecision {
   OpShardingRule rule;
   SmallVector<AxisChoice> choices;
-  /// Per mesh axis: the chosen candidate and its cost against the best
-  /// alternative, e.g. `shard factor a (cost 0) over replicate (cost 512)`.
+  /// Per mesh axis (only with remarks): the chosen candidate and the cost of
+  /// the choice against each alternative on that axis, e.g.
+  /// `axis "x": shard operand #0 dim 0 (parallel) (0 B) over replicate
+  /// (512 B)`.
   SmallVector<std::string> reasons;
   /// The layout this op requires of each operand.
   SmallVector<Layout> operandLayouts;
