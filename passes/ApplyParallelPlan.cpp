@@ -187,10 +187,17 @@ LogicalResult ApplyParallelPlanPass::apply() {
         function.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
     auto name =
         function.getArgAttrOfType<StringAttr>(i, TitanDialect::kNameAttrName);
-    if (role && name && role.getValue() == "param")
-      paramPlacements[name.getValue()] =
-          onMesh({replicate, Placement::shard(0), replicate,
-                  plan.placementOf(name.getValue())});
+    if (!role || !name || role.getValue() != "param")
+      continue;
+    // FSDP shards dim 0, or dim 1 of a weight whose dim 0 tensor parallelism
+    // already splits: the two axes then shard disjoint dims, so the gradient
+    // is reduce-scattered over "fsdp" without touching the "tp" layout.
+    Placement tpPlacement = plan.placementOf(name.getValue());
+    auto type = cast<RankedTensorType>(function.getArgument(i).getType());
+    int64_t fsdpDim =
+        sizes[Tp] > 1 && tpPlacement.isShard(0) && type.getRank() >= 2 ? 1 : 0;
+    paramPlacements[name.getValue()] =
+        onMesh({replicate, Placement::shard(fsdpDim), replicate, tpPlacement});
   }
   /// The placements of a value named `name` (an argument or a result).
   auto placementsOf = [&](StringRef name, StringRef role,

@@ -80,7 +80,10 @@ def ApplyParallelPlanPass : Pass<"titan-apply-parallel-plan",
     - The mesh: `titan.mesh @mesh ["dp_replicate"=r, "fsdp"=s, "cp"=c,
       "tp"=t]`, ranks row-major (`init_device_mesh` order).
     - Parameters, their optimizer state and the returned updates: FSDP is a
-      placement, `S(0)` over "fsdp"; "tp" follows the tensor-parallel plan
+      placement, `S(0)` over "fsdp" (`S(1)` for a weight whose dim 0 the
+      plan shards over "tp", so the two axes split disjoint dims and a
+      gradient is reduce-scattered over "fsdp" alone); "tp" follows the
+      tensor-parallel plan
       (FQN patterns -> placement; torchtitan's Llama plan by default); `R`
       elsewhere. Tokens and labels `[batch, seq]`: the batch split over
       "dp_replicate" and "fsdp", the sequence over "cp", replicated over

@@ -19,17 +19,37 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
+  if (options.stage >= PipelineStage::Spmd) {
+    pm.addPass(createApplyParallelPlanPass(options.parallelPlan));
+    pm.addPass(createPropagatePlacementsPass(options.propagation));
+    pm.addPass(createSpmdizePass());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
 }
 
-BuildTrainStepPassOptions
-mlir::titan::trainStepOptionsFrom(const TrainConfig &config, bool emitGrads) {
-  BuildTrainStepPassOptions options;
-  options.beta1 = config.optimizer.beta1;
-  options.beta2 = config.optimizer.beta2;
-  options.eps = config.optimizer.eps;
-  options.weightDecay = config.optimizer.weightDecay;
-  options.maxNorm = config.training.maxNorm;
-  options.ignoreIndex = config.training.ignoreIndex;
-  options.emitGrads = emitGrads;
+TitanPipelineOptions mlir::titan::pipelineOptionsFrom(const TrainConfig &config,
+                                                      PipelineStage stage,
+                                                      bool emitGrads,
+                                                      int64_t worldSize) {
+  TitanPipelineOptions options;
+  options.stage = stage;
+  BuildTrainStepPassOptions &step = options.trainStep;
+  step.beta1 = config.optimizer.beta1;
+  step.beta2 = config.optimizer.beta2;
+  step.eps = config.optimizer.eps;
+  step.weightDecay = config.optimizer.weightDecay;
+  step.maxNorm = config.training.maxNorm;
+  step.ignoreIndex = config.training.ignoreIndex;
+  step.emitGrads = emitGrads;
+  ApplyParallelPlanPassOptions &plan = options.parallelPlan;
+  const ParallelismConfig &parallelism = config.parallelism;
+  plan.worldSize = worldSize;
+  plan.dpReplicate = parallelism.dataParallelReplicateDegree;
+  plan.dpShard = parallelism.dataParallelShardDegree;
+  plan.cp = parallelism.contextParallelDegree;
+  plan.tp = parallelism.tensorParallelDegree;
+  plan.pp = parallelism.pipelineParallelDegree;
+  plan.planFile = parallelism.tpPlan;
   return options;
 }

@@ -16,20 +16,27 @@ enum class PipelineStage {
   Forward,
   /// + titan-build-train-step.
   TrainStep,
+  /// + titan-apply-parallel-plan, titan-propagate-placements, titan-spmdize:
+  /// the program of one rank.
+  Spmd,
 };
 
 /// Options of every stage.
 struct TitanPipelineOptions {
   PipelineStage stage = PipelineStage::TrainStep;
   BuildTrainStepPassOptions trainStep;
+  ApplyParallelPlanPassOptions parallelPlan;
+  PropagatePlacementsPassOptions propagation;
 };
 
 /// Appends the passes of `options.stage` (after import) to `pm`.
 void buildTitanPipeline(OpPassManager &pm, const TitanPipelineOptions &options);
 
-/// The train-step options a training config asks for.
-BuildTrainStepPassOptions trainStepOptionsFrom(const TrainConfig &config,
-                                               bool emitGrads);
+/// The options a training config asks for; `worldSize` is the number of
+/// ranks the program is compiled for.
+TitanPipelineOptions pipelineOptionsFrom(const TrainConfig &config,
+                                         PipelineStage stage, bool emitGrads,
+                                         int64_t worldSize);
 
 } // namespace mlir::titan
 

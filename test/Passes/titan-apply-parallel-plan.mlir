@@ -26,11 +26,11 @@ func.func @train_step(
 // HSDP x TP: dp_replicate 2, fsdp 8 / (2 * 2) = 2, tp 2.
 // CHECK: titan.mesh @mesh ["dp_replicate"=2, "fsdp"=2, "cp"=1, "tp"=2]
 // CHECK-LABEL: func.func @train_step
-// CHECK-SAME: "tok_embeddings.weight", titan.placements = #titan.placements<@mesh, [R, S(0), R, S(0)]>
-// CHECK-SAME: "layers.0.attention.wq.weight", titan.placements = #titan.placements<@mesh, [R, S(0), R, S(0)]>
+// CHECK-SAME: "tok_embeddings.weight", titan.placements = #titan.placements<@mesh, [R, S(1), R, S(0)]>
+// CHECK-SAME: "layers.0.attention.wq.weight", titan.placements = #titan.placements<@mesh, [R, S(1), R, S(0)]>
 // CHECK-SAME: "layers.0.attention.wo.weight", titan.placements = #titan.placements<@mesh, [R, S(0), R, S(1)]>
 // CHECK-SAME: "norm.weight", titan.placements = #titan.placements<@mesh, [R, S(0), R, R]>
-// CHECK-SAME: "output.weight", titan.placements = #titan.placements<@mesh, [R, S(0), R, S(0)]>
+// CHECK-SAME: "output.weight", titan.placements = #titan.placements<@mesh, [R, S(1), R, S(0)]>
 // CHECK-SAME: "exp_avg.layers.0.attention.wo.weight", titan.placements = #titan.placements<@mesh, [R, S(0), R, S(1)]>
 // CHECK-SAME: "freqs_cis.real", titan.placements = #titan.placements<@mesh, [R, R, R, R]>
 // CHECK-SAME: "tokens", titan.placements = #titan.placements<@mesh, [S(0), S(0), R, R]>

@@ -40,7 +40,15 @@ static cl::opt<PipelineStage>
                                "the imported forward program (titan dialect)"),
                     clEnumValN(PipelineStage::TrainStep, "train-step",
                                "+ @train_step: loss, gradients, AdamW (needs "
-                               "--config)")));
+                               "--config)"),
+                    clEnumValN(PipelineStage::Spmd, "spmd",
+                               "+ the parallel plan, placements and the "
+                               "per-rank program (needs --config and "
+                               "--world-size)")));
+static cl::opt<int64_t>
+    worldSize("world-size",
+              cl::desc("Number of ranks to compile for (with --emit=spmd)"),
+              cl::init(1));
 static cl::opt<std::string>
     configFile("config", cl::desc("Training config (torchtitan-style TOML)"),
                cl::value_desc("file.toml"));
@@ -123,7 +131,13 @@ public:
   }
   llvm::Error write(const ImportedTensor &weight) {
     names.push_back(weight.name + ".npy");
+    shapes[weight.name] = weight.shape;
     return writeWeight(staging, weight);
+  }
+  /// The global shape of an exported tensor, or nullptr.
+  const std::vector<int64_t> *shapeOf(llvm::StringRef name) const {
+    auto it = shapes.find(name);
+    return it == shapes.end() ? nullptr : &it->second;
   }
   /// Writes a tensor of `shape` filled with `value` (optimizer state,
   /// scalars of the training state).
@@ -159,6 +173,7 @@ public:
 private:
   llvm::SmallString<256> staging;
   std::vector<std::string> names;
+  llvm::StringMap<std::vector<int64_t>> shapes;
 };
 
 /// Prints parameter and op counts of the imported module.
@@ -226,9 +241,27 @@ int main(int argc, char **argv) {
     if (!loaded)
       return fail(llvm::toString(loaded.takeError()));
     config = *loaded;
-    // The model input (tokens) is [local_batch_size, seq_len] unless given.
-    options.defaultInput = InputSpec{
-        {config->training.localBatchSize, config->training.seqLen}, "i64"};
+    // The model input (tokens) is [global batch, seq_len] unless given; as
+    // in torchtitan, local_batch_size is per data-parallel rank, so the
+    // global batch multiplies it by the data-parallel degrees of the world
+    // the program is compiled for (titan-apply-parallel-plan validates them).
+    const ParallelismConfig &parallelism = config->parallelism;
+    int64_t dataParallel = 1;
+    if (emit >= PipelineStage::Spmd) {
+      int64_t others = parallelism.dataParallelReplicateDegree *
+                       parallelism.contextParallelDegree *
+                       parallelism.tensorParallelDegree *
+                       parallelism.pipelineParallelDegree;
+      int64_t shard = parallelism.dataParallelShardDegree;
+      if (shard == -1 && others > 0)
+        shard = worldSize / others;
+      dataParallel =
+          parallelism.dataParallelReplicateDegree * std::max<int64_t>(shard, 1);
+    }
+    options.defaultInput =
+        InputSpec{{config->training.localBatchSize * dataParallel,
+                   config->training.seqLen},
+                  "i64"};
   } else if (!configOverrides.empty()) {
     return fail("--set needs --config");
   }
@@ -246,9 +279,8 @@ int main(int argc, char **argv) {
     summarize(**module);
 
   if (emit > PipelineStage::Forward) {
-    TitanPipelineOptions pipeline;
-    pipeline.stage = emit;
-    pipeline.trainStep = trainStepOptionsFrom(*config, emitGrads);
+    TitanPipelineOptions pipeline =
+        pipelineOptionsFrom(*config, emit, emitGrads, worldSize);
     PassManager pm(&context);
     buildTitanPipeline(pm, pipeline);
     if (failed(pm.run(**module)))
@@ -256,25 +288,29 @@ int main(int argc, char **argv) {
   }
   if (emit >= PipelineStage::TrainStep && !exportWeights.empty()) {
     // The rest of the initial training state, under @train_step's argument
-    // names: zero moments, step 0 and the configured learning rate.
+    // names: zero moments (shaped like their parameter, globally), step 0
+    // and the configured learning rate.
     auto trainStep = (*module)->lookupSymbol<func::FuncOp>("train_step");
     for (unsigned i = 0; i < trainStep.getNumArguments(); ++i) {
       auto role = trainStep.getArgAttrOfType<StringAttr>(
           i, TitanDialect::kRoleAttrName);
-      auto name = trainStep.getArgAttrOfType<StringAttr>(
-          i, TitanDialect::kNameAttrName);
-      auto type = cast<RankedTensorType>(trainStep.getArgument(i).getType());
-      float value;
-      if (role.getValue() == "state")
-        value = 0.0f;
-      else if (name.getValue() == "step")
-        value = 0.0f;
-      else if (name.getValue() == "lr")
+      llvm::StringRef name =
+          trainStep.getArgAttrOfType<StringAttr>(i, TitanDialect::kNameAttrName)
+              .getValue();
+      std::vector<int64_t> shape;
+      float value = 0.0f;
+      if (role.getValue() == "state") {
+        const std::vector<int64_t> *paramShape =
+            weights.shapeOf(name.split('.').second);
+        if (!paramShape)
+          return fail("no exported parameter for '" + name + "'");
+        shape = *paramShape;
+      } else if (name == "lr") {
         value = static_cast<float>(config->optimizer.lr);
-      else
+      } else if (name != "step") {
         continue;
-      if (llvm::Error error = weights.writeFilled(name.getValue().str(),
-                                                  type.getShape(), value))
+      }
+      if (llvm::Error error = weights.writeFilled(name.str(), shape, value))
         return fail(llvm::toString(std::move(error)));
     }
   }

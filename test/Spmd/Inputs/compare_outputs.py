@@ -1,0 +1,50 @@
+"""Compares every output of two titan-eval runs of @train_step.
+
+usage: compare_outputs.py ACTUAL_DIR EXPECTED_DIR [--rtol R]
+
+For each .npy in EXPECTED_DIR: the same file must exist in ACTUAL_DIR with
+the same shape, and the normwise error ||a - e|| / ||e|| must be <= rtol
+(summation order differs between one rank and N, so elements near zero
+differ in their last bits; the norm is the well-conditioned measure).
+Prints the loss of both, the worst output, and "match" or "MISMATCH".
+"""
+
+import argparse
+import glob
+import os
+import sys
+
+import numpy as np
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("actual")
+    parser.add_argument("expected")
+    parser.add_argument("--rtol", type=float, default=1e-5)
+    args = parser.parse_args()
+    worst = (0.0, "-")
+    names = sorted(os.path.basename(p) for p in glob.glob(os.path.join(args.expected, "*.npy")))
+    for name in names:
+        expected = np.load(os.path.join(args.expected, name)).astype(np.float64)
+        path = os.path.join(args.actual, name)
+        if not os.path.exists(path):
+            print(f"MISMATCH: {name} missing")
+            return 1
+        actual = np.load(path).astype(np.float64)
+        if actual.shape != expected.shape:
+            print(f"MISMATCH: {name} shape {actual.shape} != {expected.shape}")
+            return 1
+        norm = np.linalg.norm(expected)
+        err = float(np.linalg.norm(actual - expected) / norm) if norm > 0 else float(np.abs(actual).max())
+        worst = max(worst, (err, name))
+    loss_a = float(np.load(os.path.join(args.actual, "loss.npy")))
+    loss_e = float(np.load(os.path.join(args.expected, "loss.npy")))
+    print(f"loss: {loss_a:.7f} (ranks) vs {loss_e:.7f} (one device)")
+    verdict = "match" if worst[0] <= args.rtol else "MISMATCH"
+    print(f"{verdict}: {len(names)} outputs, worst {worst[1]} rel {worst[0]:.2e}")
+    return 0 if worst[0] <= args.rtol else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
