@@ -140,6 +140,10 @@ def export(opts: argparse.Namespace) -> Dict[str, Any]:
     """Build, record (trace or script), save and describe one model; returns export.json's content."""
     start = time.perf_counter()
     args = flavor_args(opts.model, opts.flavor, opts.rope)
+    if opts.n_layers is not None:
+        if opts.model != "llama3":
+            raise SystemExit("--n-layers applies to llama3 only")
+        args = dataclasses.replace(args, n_layers=opts.n_layers)
     vocab = args.vocab_size
     shape_only = opts.shape_only or (opts.model, opts.flavor) in LARGE_FLAVORS
     mode = opts.mode or ("script" if shape_only else "trace")
@@ -210,6 +214,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=2, help="batch size of the oracle batch")
     parser.add_argument("--seq", type=int, default=32, help="sequence length of the oracle batch")
     parser.add_argument("--seed", type=int, default=0, help="weight seed; the tokens use seed + 1")
+    parser.add_argument("--n-layers", type=int, default=None,
+                        help="override the flavor's number of layers (llama3; for scaling benchmarks)")
     opts = parser.parse_args()
     info = export(opts)
     kind = "shape-only" if info["shape_only"] else "weights"

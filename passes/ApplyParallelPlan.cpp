@@ -43,6 +43,8 @@ private:
   /// Placements of a value over the mesh, `R` on axes of size 1.
   SmallVector<Placement> onMesh(ArrayRef<Placement> perAxis) const;
   /// Checks that every sharded dim of `type` divides; `what` names it.
+  /// Errors point at `anchor`'s location (the module's: a function's
+  /// location would quote its whole signature).
   LogicalResult checkDivisible(Operation *anchor, StringRef what,
                                RankedTensorType type,
                                ArrayRef<Placement> placements) const;
@@ -228,7 +230,7 @@ LogicalResult ApplyParallelPlanPass::apply() {
         name ? name.getValue() : "", role ? role.getValue() : "", type);
     std::string what = name ? "'" + name.getValue().str() + "'"
                             : "argument #" + std::to_string(i);
-    if (failed(checkDivisible(function, what, cast<RankedTensorType>(type),
+    if (failed(checkDivisible(module, what, cast<RankedTensorType>(type),
                               placements)))
       return failure();
     function.setArgAttr(i, TitanDialect::kPlacementsAttrName,

@@ -6,7 +6,10 @@
 #      it in the reference interpreter against PyTorch's TransformerBlock;
 #   3. export the Llama 3 debugmodel from PyTorch to TorchScript, import it
 #      with titan-compile, run its forward with titan-eval, and compare the
-#      logits with PyTorch's.
+#      logits with PyTorch's;
+#   4. compile its training step for FSDP 2 x TP 2 (4 ranks), print the plan
+#      report, run the 4 ranks in the interpreter and show that the loss and
+#      the updated parameters equal the single-device step's.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${TITAN_BUILD_DIR:-$root/build}
@@ -45,5 +48,25 @@ cp "$work/debugmodel/tokens.npy" "$work/debugmodel/inputs/"
 echo -n "logits vs PyTorch 1.13: "
 "$python" "$root/test/Import/Inputs/compare_npy.py" \
   "$work/debugmodel/outputs/logits.npy" "$work/debugmodel/logits.npy"
+
+echo
+echo "== Llama 3 debugmodel training step, FSDP 2 x TP 2 on 4 simulated ranks =="
+config=$root/models/llama3/train_configs/debugmodel.toml
+common=(--config "$config" --set training.seq_len=128 --set optimizer.eps=1e-6)
+"$bin/titan-compile" "$work/debugmodel/model.pt" "${common[@]}" \
+  --set training.local_batch_size=2 --set parallelism.tensor_parallel_degree=2 \
+  --emit=spmd --world-size 4 --plan-report - \
+  --export-weights "$work/fsdp2xtp2/state" -o "$work/fsdp2xtp2/spmd.mlir"
+"$bin/titan-compile" "$work/debugmodel/model.pt" "${common[@]}" \
+  --set training.local_batch_size=4 --emit=train-step -o "$work/fsdp2xtp2/single.mlir"
+"$python" "$root/test/Spmd/Inputs/make_batch.py" "$work/fsdp2xtp2/state" 4 128 2048
+"$bin/titan-eval" "$work/fsdp2xtp2/single.mlir" --entry=train_step \
+  --inputs="$work/fsdp2xtp2/state" --outputs="$work/fsdp2xtp2/one-device"
+"$bin/titan-eval" "$work/fsdp2xtp2/spmd.mlir" --entry=train_step --ranks=4 \
+  --inputs="$work/fsdp2xtp2/state" --outputs="$work/fsdp2xtp2/four-ranks"
+echo
+echo "4 ranks vs one device, after one step (loss, parameters, AdamW moments):"
+"$python" "$root/test/Spmd/Inputs/compare_outputs.py" \
+  "$work/fsdp2xtp2/four-ranks" "$work/fsdp2xtp2/one-device"
 echo
 echo "files: $work"

@@ -10,6 +10,7 @@
 #include "titan/Import/TorchScriptImporter.h"
 #include "titan/InitAll.h"
 #include "titan/Pipeline.h"
+#include "titan/Report/PlanReport.h"
 #include "titan/Support/Npy.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -71,6 +72,12 @@ static cl::list<std::string>
                 cl::desc("Shape of a model input, e.g. tokens=2x64xi64 "
                          "(needed for scripted modules)"),
                 cl::value_desc("name=shape"));
+static cl::opt<std::string>
+    planReport("plan-report",
+               cl::desc("With --emit=spmd, write the plan report (mesh, "
+                        "placements, collectives) to this file ('-': "
+                        "stdout)"),
+               cl::value_desc("file"));
 static cl::opt<bool>
     printSummary("summary",
                  cl::desc("Print parameter and op counts to stderr"));
@@ -285,6 +292,17 @@ int main(int argc, char **argv) {
     buildTitanPipeline(pm, pipeline);
     if (failed(pm.run(**module)))
       return fail("compilation failed (see the errors above)");
+  }
+  if (!planReport.empty()) {
+    if (emit < PipelineStage::Spmd)
+      return fail("--plan-report needs --emit=spmd");
+    std::string message;
+    auto report = openOutputFile(planReport, &message);
+    if (!report)
+      return fail(message);
+    if (failed(writePlanReport(**module, report->os())))
+      return fail("cannot write the plan report");
+    report->keep();
   }
   if (emit >= PipelineStage::TrainStep && !exportWeights.empty()) {
     // The rest of the initial training state, under @train_step's argument

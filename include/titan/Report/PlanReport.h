@@ -1,0 +1,23 @@
+//===- PlanReport.h - human-readable parallel plan report -------*- C++ -*-===//
+//
+// Summarizes a partitioned (spmdized) training step for a person: the mesh,
+// every parameter's placements with its global and per-rank shape, and the
+// collectives one rank runs per step with the bytes each sends (ring
+// algorithm estimates), per collective kind and per transformer block.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_REPORT_PLANREPORT_H
+#define TITAN_REPORT_PLANREPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir::titan {
+
+/// Writes the report of `@train_step` in `module` (after titan-spmdize).
+LogicalResult writePlanReport(ModuleOp module, llvm::raw_ostream &os);
+
+} // namespace mlir::titan
+
+#endif // TITAN_REPORT_PLANREPORT_H
