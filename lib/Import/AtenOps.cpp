@@ -146,6 +146,28 @@ llvm::Expected<ArrayRef<int64_t>> shapeOf(const ImportedValue &value) {
   return tensorType(value.tensor).getShape();
 }
 
+/// The shape of input 0 of `node` (a real or complex tensor) and the
+/// normalized dimension given by input `dimIndex`; `extraRank` is added to the
+/// rank the dim must fit (unsqueeze inserts a dim).
+struct TensorDim {
+  ArrayRef<int64_t> shape;
+  int64_t dim;
+};
+llvm::Expected<TensorDim> tensorAndDim(GraphImporter &importer, Node *node,
+                                       size_t dimIndex, int64_t extraRank = 0) {
+  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(importer.input(node, 0));
+  if (!shape)
+    return shape.takeError();
+  llvm::Expected<int64_t> dim = importer.intInput(node, dimIndex);
+  if (!dim)
+    return dim.takeError();
+  llvm::Expected<int64_t> normalized =
+      normalizeDim(*dim, shape->size() + extraRank);
+  if (!normalized)
+    return normalized.takeError();
+  return TensorDim{*shape, *normalized};
+}
+
 /// Resolves a view/reshape size list with one optional -1.
 llvm::Expected<SmallVector<int64_t>> resolveShape(ArrayRef<int64_t> from,
                                                   std::vector<int64_t> to) {
@@ -528,20 +550,16 @@ Outputs convertFlatten(GraphImporter &importer, Node *node) {
 }
 
 Outputs convertUnsqueeze(GraphImporter &importer, Node *node) {
-  const ImportedValue &x = importer.input(node, 0);
-  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
-  llvm::Expected<int64_t> dim = importer.intInput(node, 1);
-  if (!shape || !dim)
-    return makeError("unsqueeze needs a tensor and a constant dim");
-  llvm::Expected<int64_t> d = normalizeDim(*dim, shape->size() + 1);
-  if (!d)
-    return d.takeError();
-  SmallVector<int64_t> result(*shape);
-  result.insert(result.begin() + *d, 1);
+  llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1, 1);
+  if (!td)
+    return td.takeError();
+  SmallVector<int64_t> result(td->shape);
+  result.insert(result.begin() + td->dim, 1);
   Emitter emit(importer);
-  return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
-    return emit.reshape(v, result);
-  });
+  return mapParts(importer.input(node, 0),
+                  [&](Value v) -> llvm::Expected<Value> {
+                    return emit.reshape(v, result);
+                  });
 }
 
 Outputs convertSqueeze(GraphImporter &importer, Node *node) {
@@ -625,17 +643,15 @@ int64_t sliceBound(const ImportedValue &bound, int64_t size, int64_t fallback) {
 
 Outputs convertSlice(GraphImporter &importer, Node *node) {
   const ImportedValue &x = importer.input(node, 0);
-  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
-  llvm::Expected<int64_t> dim = importer.intInput(node, 1);
+  llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
+  if (!td)
+    return td.takeError();
   llvm::Expected<int64_t> step = importer.intInput(node, 4);
-  if (!shape || !dim || !step)
-    return makeError("slice needs a tensor and constant dim and step");
-  llvm::Expected<int64_t> d = normalizeDim(*dim, shape->size());
-  if (!d)
-    return d.takeError();
+  if (!step)
+    return step.takeError();
   if (*step < 1)
     return makeError("slice step must be positive");
-  int64_t size = (*shape)[*d];
+  int64_t size = td->shape[td->dim];
   int64_t start = sliceBound(importer.input(node, 2), size, 0);
   int64_t end =
       std::max(start, sliceBound(importer.input(node, 3), size, size));
@@ -643,47 +659,40 @@ Outputs convertSlice(GraphImporter &importer, Node *node) {
     return single(x);
   Emitter emit(importer);
   return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
-    return emit.slice(v, *d, start, end, *step);
+    return emit.slice(v, td->dim, start, end, *step);
   });
 }
 
 Outputs convertSelect(GraphImporter &importer, Node *node) {
   const ImportedValue &x = importer.input(node, 0);
-  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
-  llvm::Expected<int64_t> dim = importer.intInput(node, 1);
+  llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
+  if (!td)
+    return td.takeError();
   llvm::Expected<int64_t> index = importer.intInput(node, 2);
-  if (!shape || !dim || !index)
-    return makeError("select needs a tensor and constant dim and index");
-  llvm::Expected<int64_t> d = normalizeDim(*dim, shape->size());
-  if (!d)
-    return d.takeError();
-  int64_t size = (*shape)[*d];
+  if (!index)
+    return index.takeError();
+  int64_t size = td->shape[td->dim];
   int64_t i = *index < 0 ? *index + size : *index;
   if (i < 0 || i >= size)
     return makeError(
         llvm::formatv("index {0} is out of range for size {1}", *index, size));
-  SmallVector<int64_t> result(*shape);
-  result.erase(result.begin() + *d);
+  SmallVector<int64_t> result(td->shape);
+  result.erase(result.begin() + td->dim);
   Emitter emit(importer);
   return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
-    return emit.reshape(emit.slice(v, *d, i, i + 1, 1), result);
+    return emit.reshape(emit.slice(v, td->dim, i, i + 1, 1), result);
   });
 }
 
 /// aten::chunk / split / split_with_sizes / unbind: a list of slices.
 Outputs convertSplit(GraphImporter &importer, Node *node, StringRef how) {
   const ImportedValue &x = importer.input(node, 0);
-  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
-  if (!shape)
-    return shape.takeError();
-  llvm::Expected<int64_t> dim =
-      importer.intInput(node, how == "unbind" ? 1 : 2);
-  if (!dim)
-    return dim.takeError();
-  llvm::Expected<int64_t> d = normalizeDim(*dim, shape->size());
-  if (!d)
-    return d.takeError();
-  int64_t size = (*shape)[*d];
+  llvm::Expected<TensorDim> td =
+      tensorAndDim(importer, node, how == "unbind" ? 1 : 2);
+  if (!td)
+    return td.takeError();
+  int64_t dim = td->dim;
+  int64_t size = td->shape[dim];
   std::vector<int64_t> sizes;
   if (how == "unbind") {
     sizes.assign(size, 1);
@@ -714,11 +723,11 @@ Outputs convertSplit(GraphImporter &importer, Node *node, StringRef how) {
   int64_t start = 0;
   for (int64_t piece : sizes) {
     Outputs part = mapParts(x, [&](Value v) -> llvm::Expected<Value> {
-      Value s = emit.slice(v, *d, start, start + piece, 1);
+      Value s = emit.slice(v, dim, start, start + piece, 1);
       if (how != "unbind")
         return s;
       SmallVector<int64_t> squeezed(tensorType(s).getShape());
-      squeezed.erase(squeezed.begin() + *d);
+      squeezed.erase(squeezed.begin() + dim);
       return emit.reshape(s, squeezed);
     });
     if (!part)
