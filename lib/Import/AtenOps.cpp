@@ -253,7 +253,7 @@ Outputs scalarBinary(BinaryKind kind, const ImportedValue &a,
   double x = a.asDouble(), y = b.asDouble();
   if (kind == BinaryKind::Rsub)
     std::swap(x, y);
-  double r;
+  double r = 0;
   switch (kind) {
   case BinaryKind::Add:
     r = x + y;
