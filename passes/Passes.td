@@ -277,4 +277,27 @@ def PropagatePlacementsPass : Pass<"titan-propagate-placements",
                            "::mlir::func::FuncDialect"];
 }
 
+def FuseRmsNormPass : Pass<"titan-fuse-rms-norm"> {
+  let summary = "Recognizes RMSNorm written with elementwise ops";
+  let description = [{
+    Models write RMSNorm by hand (Llama's
+    `x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight`), so
+    the importer sees a multiply, a mean, an add, an rsqrt, broadcasts and
+    two more multiplies. This pass replaces
+
+    ```
+    mul(mul(x, broadcast(rsqrt(add(reduce_mean(mul(x, x), [last], keepdim),
+                                   eps)))),
+        broadcast(w))
+    ```
+
+    (any operand order; `eps` a positive scalar constant, possibly cast or
+    broadcast; `w` of the size of the last dim) with one
+    `titan.rms_norm x, w eps`, whose fused VJP (`titan.rms_norm_grad`) and
+    sharding rule (the normalized dim whole, the others parallel) later
+    passes use. Ops of the old form that no longer have users are erased.
+  }];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
 #endif // TITAN_PASSES

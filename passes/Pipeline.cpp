@@ -14,6 +14,8 @@ using namespace mlir::titan;
 
 void mlir::titan::buildTitanPipeline(OpPassManager &pm,
                                      const TitanPipelineOptions &options) {
+  // Forward: fused forms of what models write by hand.
+  pm.addPass(createFuseRmsNormPass());
   if (options.stage >= PipelineStage::TrainStep) {
     pm.addPass(createBuildTrainStepPass(options.trainStep));
     pm.addPass(createCanonicalizerPass());

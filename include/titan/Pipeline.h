@@ -12,7 +12,7 @@ namespace mlir::titan {
 
 /// How far the pipeline goes; each stage includes the ones before it.
 enum class PipelineStage {
-  /// The imported forward program only.
+  /// The imported forward program (+ titan-fuse-rms-norm).
   Forward,
   /// + titan-build-train-step.
   TrainStep,

@@ -285,9 +285,11 @@ int main(int argc, char **argv) {
   if (printSummary)
     summarize(**module);
 
-  if (emit > PipelineStage::Forward) {
+  {
+    // Without a config only the forward stage runs (checked above).
     TitanPipelineOptions pipeline =
-        pipelineOptionsFrom(*config, emit, emitGrads, worldSize);
+        config ? pipelineOptionsFrom(*config, emit, emitGrads, worldSize)
+               : TitanPipelineOptions{PipelineStage::Forward, {}, {}, {}};
     PassManager pm(&context);
     buildTitanPipeline(pm, pipeline);
     if (failed(pm.run(**module)))
