@@ -236,6 +236,21 @@ LogicalResult ApplyParallelPlanPass::apply() {
     function.setArgAttr(i, TitanDialect::kPlacementsAttrName,
                         makeAttr(placements));
   }
+  // Sequence parallelism: the normalized activations [batch, seq, dim] are
+  // sharded along the sequence over "tp" as well.
+  if (sequenceParallel && sizes[Tp] > 1) {
+    SmallVector<Placement> sequenceSharded =
+        onMesh({Placement::shard(0), Placement::shard(0), Placement::shard(1),
+                Placement::shard(1)});
+    function.walk([&](Operation *op) {
+      if (!isa<RmsNormOp, LayerNormOp>(op) ||
+          cast<RankedTensorType>(op->getResult(0).getType()).getRank() != 3)
+        return;
+      op->setAttr(
+          TitanDialect::kPlacementsAttrName,
+          ArrayAttr::get(module.getContext(), {makeAttr(sequenceSharded)}));
+    });
+  }
   for (unsigned i = 0; i < function.getNumResults(); ++i) {
     auto name = function.getResultAttrOfType<StringAttr>(
         i, TitanDialect::kNameAttrName);

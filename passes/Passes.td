@@ -89,6 +89,13 @@ def ApplyParallelPlanPass : Pass<"titan-apply-parallel-plan",
       "dp_replicate" and "fsdp", the sequence over "cp", replicated over
       "tp". Buffers, `lr`, `step` and the loss: replicated.
     - Axes of size 1 always get `R`.
+    - With `sequence-parallel` (and tp > 1), the result of every
+      `titan.rms_norm` / `titan.layer_norm` over `[batch, seq, dim]` gets
+      the placements `titan.propagate-placements` treats as a hint: the
+      batch like the tokens, the sequence split over "cp" and "tp"
+      (Megatron sequence parallelism: the norms run on sequence shards, the
+      column-parallel matmuls all-gather their input, the row-parallel ones
+      reduce-scatter their output).
 
     Every sharded dimension must divide evenly; an error names the tensor,
     the dimension, its size and the config keys whose degrees do not divide
@@ -106,6 +113,9 @@ def ApplyParallelPlanPass : Pass<"titan-apply-parallel-plan",
     Option<"pp", "pp", "int64_t", "1", "pipeline_parallel_degree">,
     Option<"planFile", "plan", "std::string", "\"\"",
            "Tensor-parallel plan file (default: torchtitan's Llama plan)">,
+    Option<"sequenceParallel", "sequence-parallel", "bool", "false",
+           "enable_sequence_parallel: with tp > 1, ask for the outputs of "
+           "the norms to be sharded along the sequence over \"tp\"">,
   ];
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }

@@ -53,5 +53,6 @@ TitanPipelineOptions mlir::titan::pipelineOptionsFrom(const TrainConfig &config,
   plan.tp = parallelism.tensorParallelDegree;
   plan.pp = parallelism.pipelineParallelDegree;
   plan.planFile = parallelism.tpPlan;
+  plan.sequenceParallel = parallelism.enableSequenceParallel;
   return options;
 }

@@ -611,6 +611,16 @@ LogicalResult PlacementPropagator::run() {
                             "cannot place its values");
     ops.push_back(&op);
   }
+  // Placements the plan wrote on op results (e.g. sequence parallelism's
+  // layout of the normalized activations) are hints for those values, as
+  // pinned function results are for the values returned.
+  for (Operation *op : ops)
+    if (auto attr = op->getAttrOfType<ArrayAttr>(name))
+      for (auto [result, entry] : llvm::zip(op->getResults(), attr))
+        if (auto placements = dyn_cast<PlacementsAttr>(entry))
+          states[result] = {Layout(placements.getPlacements().begin(),
+                                   placements.getPlacements().end()),
+                            /*fromProducer=*/false};
   // Pinned function results are hints for the values returned.
   Operation *terminator = body.getTerminator();
   for (auto [index, value] : llvm::enumerate(terminator->getOperands()))

@@ -10,6 +10,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -20,8 +21,7 @@ namespace {
 /// Bytes of a static tensor type.
 int64_t bytesOf(Type type) {
   auto tensor = cast<RankedTensorType>(type);
-  return tensor.getNumElements() *
-         getElementByteWidth(tensor.getElementType());
+  return tensor.getNumElements() * getElementByteWidth(tensor.getElementType());
 }
 
 /// Bytes one rank sends in a collective (ring algorithms), and the group.
@@ -48,7 +48,9 @@ std::pair<double, int64_t> sentBytes(Operation *op) {
       .Case([](BroadcastOp b) {
         return std::pair{double(bytesOf(b.getType())), b.getGroupSize()};
       })
-      .Default([](Operation *) { return std::pair{0.0, int64_t(1)}; });
+      .Default([](Operation *) {
+        return std::pair{0.0, int64_t(1)};
+      });
 }
 
 /// "1.5 MB" style.
@@ -124,12 +126,12 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
                       "global shape", "placements", "per rank");
   int64_t paramBytes = 0, localBytes = 0;
   for (unsigned i = 0; i < function.getNumArguments(); ++i) {
-    auto role = function.getArgAttrOfType<StringAttr>(
-        i, TitanDialect::kRoleAttrName);
+    auto role =
+        function.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
     if (!role || role.getValue() != "param")
       continue;
-    auto name = function.getArgAttrOfType<StringAttr>(
-        i, TitanDialect::kNameAttrName);
+    auto name =
+        function.getArgAttrOfType<StringAttr>(i, TitanDialect::kNameAttrName);
     auto placements = function.getArgAttrOfType<PlacementsAttr>(
         i, TitanDialect::kPlacementsAttrName);
     auto local = cast<RankedTensorType>(function.getArgument(i).getType());
@@ -150,8 +152,8 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
     paramBytes += elements * getElementByteWidth(local.getElementType());
     localBytes += bytesOf(local);
     os << llvm::formatv("{0,-42} {1,-16} {2,-22} {3}\n",
-                        name ? name.getValue() : "?", shapeString(global),
-                        text, shapeString(local.getShape()));
+                        name ? name.getValue() : "?", shapeString(global), text,
+                        shapeString(local.getShape()));
   }
   os << llvm::formatv("parameters: {0} in all, {1} per rank\n\n",
                       humanBytes(paramBytes), humanBytes(localBytes));
@@ -172,8 +174,8 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
     std::string axes;
     if (auto named = op->getAttrOfType<ArrayAttr>("axes"))
       for (Attribute axis : named)
-        axes += (axes.empty() ? "" : ",") +
-                cast<StringAttr>(axis).getValue().str();
+        axes +=
+            (axes.empty() ? "" : ",") + cast<StringAttr>(axis).getValue().str();
     std::string kind = op->getName().stripDialect().str() + " [" + axes + "]";
     byKind[kind].count++;
     byKind[kind].bytes += bytes;
@@ -197,7 +199,19 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
   os << llvm::formatv("  {0,-32} {1,6} {2,12}\n\n", "total", total.count,
                       humanBytes(total.bytes));
   os << "collectives that move parameters, per transformer block:\n";
-  for (const auto &[block, tally] : byBlock)
+  // Blocks in layer order, then the rest.
+  auto layerIndex = [](StringRef block) {
+    int64_t index;
+    if (block.consume_front("layers.") && !block.getAsInteger(10, index))
+      return index;
+    return std::numeric_limits<int64_t>::max();
+  };
+  SmallVector<std::pair<std::string, Tally>> blocks(byBlock.begin(),
+                                                    byBlock.end());
+  llvm::stable_sort(blocks, [&](const auto &a, const auto &b) {
+    return layerIndex(a.first) < layerIndex(b.first);
+  });
+  for (const auto &[block, tally] : blocks)
     os << llvm::formatv("  {0,-32} {1,6} {2,12}\n", block, tally.count,
                         humanBytes(tally.bytes));
   return success();
