@@ -14,6 +14,14 @@
 //       --chunks is written whole by rank 0.
 //   titan-ckpt load --from DIR --to NPYDIR
 //       Writes every tensor of the checkpoint, whole, as NPYDIR/<fqn>.npy.
+//   titan-ckpt save --plan PLAN --from NPYDIR --to DIR [--flavor ...]
+//       Writes the checkpoint as the ranks of PLAN (titan-compile
+//       --checkpoint-layout) would: rank r writes __r_0.distcp with the
+//       boxes the plan assigns it, cut from NPYDIR/<source>.npy, then
+//       .metadata is written atomically.
+//   titan-ckpt load --plan PLAN --from DIR --to NPYDIR
+//       Reads every rank's box of PLAN from a checkpoint of any sharding and
+//       writes the assembled global tensors as NPYDIR/<source>.npy.
 //
 // NumPy has no bfloat16: bfloat16 tensors are .npy files of dtype uint16
 // holding the raw bits, in both directions.
@@ -21,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/Checkpoint/Dcp.h"
+#include "titan/Checkpoint/Plan.h"
 #include "titan/Support/Npy.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -51,6 +60,12 @@ static cl::opt<std::string> fromDir("from", cl::Required,
 static cl::opt<std::string> toDir("to", cl::Required,
                                   cl::desc("Destination directory"),
                                   cl::sub(saveCommand), cl::sub(loadCommand));
+static cl::opt<std::string>
+    planFile("plan",
+             cl::desc("Checkpoint plan (titan-compile --checkpoint-layout): "
+                      "save and load as its ranks do"),
+             cl::value_desc("file"), cl::sub(saveCommand),
+             cl::sub(loadCommand));
 static cl::list<std::string>
     chunkSpecs("chunks",
                cl::desc("FQN=GRID: split tensor FQN into a grid of chunks, "
@@ -163,6 +178,27 @@ static NpyDType npyTypeOf(TorchDType dtype) {
   llvm_unreachable("unknown dtype");
 }
 
+/// Reads an .npy file as a checkpoint tensor.
+static llvm::Expected<DenseTensor> readTensor(StringRef path) {
+  llvm::Expected<NpyArray> array = readNpy(path);
+  if (!array)
+    return array.takeError();
+  llvm::Expected<TorchDType> dtype = dtypeOf(array->dtype, path);
+  if (!dtype)
+    return dtype.takeError();
+  return DenseTensor{*dtype, array->shape, std::move(array->data)};
+}
+
+/// Writes `tensor` as DIR/<name>.npy.
+static llvm::Error writeTensor(StringRef dir, StringRef name,
+                               DenseTensor tensor) {
+  NpyArray array{npyTypeOf(tensor.dtype), tensor.shape,
+                 std::move(tensor.data)};
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, name + ".npy");
+  return writeNpy(path, array);
+}
+
 /// Parses "2x1" into {2, 1}.
 static llvm::Expected<llvm::SmallVector<int64_t>> parseGrid(StringRef spec) {
   StringRef fqn = spec.split('=').first, grid = spec.split('=').second;
@@ -249,17 +285,13 @@ static llvm::Error save() {
   std::map<unsigned, DcpRankData> ranks;
   for (const std::string &path : paths) {
     std::string fqn = llvm::sys::path::stem(path).str();
-    llvm::Expected<NpyArray> array = readNpy(path);
-    if (!array)
-      return array.takeError();
-    llvm::Expected<TorchDType> dtype = dtypeOf(array->dtype, path);
-    if (!dtype)
-      return dtype.takeError();
-    DenseTensor tensor{*dtype, array->shape, std::move(array->data)};
+    llvm::Expected<DenseTensor> tensor = readTensor(path);
+    if (!tensor)
+      return tensor.takeError();
     auto grid = grids.find(fqn);
-    llvm::SmallVector<int64_t> ones(tensor.shape.size(), 1);
+    llvm::SmallVector<int64_t> ones(tensor->shape.size(), 1);
     if (llvm::Error err = splitTensor(
-            fqn, tensor, grid == grids.end() ? ones : grid->second, ranks))
+            fqn, *tensor, grid == grids.end() ? ones : grid->second, ranks))
       return err;
     if (grid != grids.end())
       grids.erase(grid);
@@ -283,13 +315,54 @@ static llvm::Error load() {
     llvm::Expected<DenseTensor> tensor = reader->readTensor(entry.first);
     if (!tensor)
       return tensor.takeError();
-    NpyArray array{npyTypeOf(tensor->dtype), tensor->shape,
-                   std::move(tensor->data)};
-    llvm::SmallString<256> path(toDir.getValue());
-    llvm::sys::path::append(path, entry.first + ".npy");
-    if (llvm::Error err = writeNpy(path, array))
+    if (llvm::Error err = writeTensor(toDir, entry.first, std::move(*tensor)))
       return err;
   }
+  return llvm::Error::success();
+}
+
+static llvm::Error saveWithPlan() {
+  if (!chunkSpecs.empty())
+    return fail("--chunks and --plan exclude each other");
+  llvm::Expected<CheckpointPlan> plan = readCheckpointPlan(planFile);
+  if (!plan)
+    return plan.takeError();
+  StateTensors state;
+  for (const PlanTensor &tensor : plan->tensors) {
+    if (state.count(tensor.source))
+      continue;
+    llvm::SmallString<256> path(fromDir.getValue());
+    llvm::sys::path::append(path, tensor.source + ".npy");
+    llvm::Expected<DenseTensor> global = readTensor(path);
+    if (!global)
+      return global.takeError();
+    state.emplace(tensor.source, std::move(*global));
+  }
+  std::vector<DcpRankData> ranks;
+  for (unsigned rank = 0; rank < plan->numRanks; ++rank) {
+    llvm::Expected<DcpRankData> data = planRankData(*plan, rank, state);
+    if (!data)
+      return data.takeError();
+    ranks.push_back(std::move(*data));
+  }
+  return writeDcpCheckpoint(toDir, ranks, flavor);
+}
+
+static llvm::Error loadWithPlan() {
+  llvm::Expected<CheckpointPlan> plan = readCheckpointPlan(planFile);
+  if (!plan)
+    return plan.takeError();
+  llvm::Expected<DcpReader> reader = DcpReader::open(fromDir);
+  if (!reader)
+    return reader.takeError();
+  llvm::Expected<StateTensors> state = loadPlanState(*reader, *plan);
+  if (!state)
+    return state.takeError();
+  if (std::error_code ec = llvm::sys::fs::create_directories(toDir))
+    return fail("cannot create '" + toDir + "': " + ec.message());
+  for (auto &[source, tensor] : *state)
+    if (llvm::Error err = writeTensor(toDir, source, std::move(tensor)))
+      return err;
   return llvm::Error::success();
 }
 
@@ -301,9 +374,9 @@ int main(int argc, char **argv) {
   if (inspectCommand)
     err = inspect();
   else if (saveCommand)
-    err = save();
+    err = planFile.empty() ? save() : saveWithPlan();
   else if (loadCommand)
-    err = load();
+    err = planFile.empty() ? load() : loadWithPlan();
   else
     err = fail("expected a subcommand: inspect, save or load (see --help)");
   if (err) {

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Checkpoint/Layout.h"
 #include "titan/Import/TorchScriptImporter.h"
 #include "titan/InitAll.h"
 #include "titan/Pipeline.h"
@@ -78,6 +79,11 @@ static cl::opt<std::string>
                         "placements, collectives) to this file ('-': "
                         "stdout)"),
                cl::value_desc("file"));
+static cl::opt<std::string> checkpointLayout(
+    "checkpoint-layout",
+    cl::desc("With --emit=spmd, write the checkpoint plan (keys, global "
+             "shapes, dtypes, the box each rank writes) to this file"),
+    cl::value_desc("file"));
 static cl::opt<bool>
     printSummary("summary",
                  cl::desc("Print parameter and op counts to stderr"));
@@ -305,6 +311,19 @@ int main(int argc, char **argv) {
     if (failed(writePlanReport(**module, report->os())))
       return fail("cannot write the plan report");
     report->keep();
+  }
+  if (!checkpointLayout.empty()) {
+    if (emit < PipelineStage::Spmd)
+      return fail("--checkpoint-layout needs --emit=spmd");
+    FailureOr<CheckpointPlan> plan = computeCheckpointLayout(**module);
+    if (failed(plan))
+      return fail("cannot compute the checkpoint layout");
+    std::string message;
+    auto layout = openOutputFile(checkpointLayout, &message);
+    if (!layout)
+      return fail(message);
+    printCheckpointPlan(*plan, layout->os());
+    layout->keep();
   }
   if (emit >= PipelineStage::TrainStep && !exportWeights.empty()) {
     // The rest of the initial training state, under @train_step's argument

@@ -1,0 +1,33 @@
+//===- Layout.h - The checkpoint plan of a partitioned program --*- C++ -*-===//
+//
+// Derives the checkpoint plan (Plan.h) of a program partitioned by
+// titan-spmdize from its @train_step arguments: their names, roles,
+// placements and local types, and the module's mesh.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_CHECKPOINT_LAYOUT_H
+#define TITAN_CHECKPOINT_LAYOUT_H
+
+#include "titan/Checkpoint/Plan.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::titan {
+
+/// The checkpoint plan of `module`'s @train_step, with torchtitan's keys:
+///  - a `param` argument `<fqn>` is saved as `<fqn>`;
+///  - `state` arguments `exp_avg.<fqn>` and `exp_avg_sq.<fqn>` as
+///    `optimizer.state.<fqn>.exp_avg` and `.exp_avg_sq`, and the `step`
+///    argument as `optimizer.state.<fqn>.step` for every such `<fqn>` and as
+///    `train_state.step`.
+/// Global shapes are the local shapes times the shard counts; each rank's
+/// box comes from the placement algebra, and of ranks holding the same box
+/// the lowest writes it. Fails (with an error on the module) on a missing
+/// mesh or placements, a partial value, a local type the placements do not
+/// produce, or a plan whose written boxes do not tile a tensor.
+FailureOr<CheckpointPlan> computeCheckpointLayout(ModuleOp module);
+
+} // namespace mlir::titan
+
+#endif // TITAN_CHECKPOINT_LAYOUT_H

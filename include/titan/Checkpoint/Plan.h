@@ -1,0 +1,106 @@
+//===- Plan.h - Checkpoint plans: which rank writes which box ---*- C++ -*-===//
+//
+// A checkpoint plan lists, for every tensor of a training state, its DCP key,
+// the name of the training-state tensor it comes from, its dtype and global
+// shape, and the box of it each rank holds; exactly one rank writes each
+// distinct box, and the written boxes tile the tensor. titan-compile derives
+// a plan from a partitioned program (Layout.h); titan-ckpt and the runtime
+// save and load checkpoints through it.
+//
+// Plan file (text, one record a line, fields separated by single spaces;
+// lines starting with '#' and empty lines are ignored):
+//
+//   titan-checkpoint-plan 1
+//   ranks <N>
+//   tensor <key> <source> <dtype> <shape>
+//   box <rank> <offsets> <sizes> write|hold
+//   ...
+//
+// Every `tensor` record is followed by one `box` record per rank 0..N-1, in
+// rank order. <key> is the DCP key (e.g. `optimizer.state.norm.weight.
+// exp_avg`), <source> the training-state tensor it is taken from (the
+// @train_step argument name, e.g. `exp_avg.norm.weight`), <dtype> a torch
+// dtype name (`float32`, `bfloat16`, ...), and shapes, offsets and sizes are
+// bracketed lists without spaces (`[256,128]`, `[]` for a 0-d tensor).
+// `write` marks the one rank that writes that box; `hold` a rank holding a
+// copy of a box another rank writes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_CHECKPOINT_PLAN_H
+#define TITAN_CHECKPOINT_PLAN_H
+
+#include "titan/Checkpoint/Dcp.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mlir::titan {
+
+/// The box of a tensor one rank holds.
+struct PlanBox {
+  IndexBox box;
+  /// Whether this rank writes the box (one writer per distinct box).
+  bool writes = false;
+};
+
+/// One tensor of a checkpoint plan.
+struct PlanTensor {
+  /// The DCP key.
+  std::string key;
+  /// The training-state tensor the value comes from (several keys may share
+  /// one, e.g. every `optimizer.state.<fqn>.step` and `train_state.step`).
+  std::string source;
+  TorchDType dtype = TorchDType::Float32;
+  llvm::SmallVector<int64_t> shape;
+  /// The box of every rank, indexed by rank.
+  std::vector<PlanBox> boxes;
+};
+
+/// What every rank of a program saves and loads.
+struct CheckpointPlan {
+  unsigned numRanks = 1;
+  std::vector<PlanTensor> tensors;
+};
+
+/// Checks that `plan` is consistent: keys are unique, every tensor has one
+/// in-bounds box per rank, ranks marked `write` hold distinct boxes that
+/// tile the tensor exactly (validateTiling), and every other rank holds a
+/// copy of a written box.
+llvm::Error validateCheckpointPlan(const CheckpointPlan &plan);
+
+/// Writes `plan` in the plan file format.
+void printCheckpointPlan(const CheckpointPlan &plan, llvm::raw_ostream &os);
+
+/// Parses and validates a plan file; `name` names it in errors.
+llvm::Expected<CheckpointPlan> parseCheckpointPlan(llvm::StringRef text,
+                                                   llvm::StringRef name);
+
+/// Reads and validates the plan file at `path`.
+llvm::Expected<CheckpointPlan> readCheckpointPlan(llvm::StringRef path);
+
+/// Global training-state tensors by source name.
+using StateTensors = std::map<std::string, DenseTensor>;
+
+/// The chunks rank `rank` of `plan` writes, cut from the global tensors in
+/// `state`; fails when a source is missing or its dtype or shape differs
+/// from the plan.
+llvm::Expected<DcpRankData> planRankData(const CheckpointPlan &plan,
+                                         unsigned rank,
+                                         const StateTensors &state);
+
+/// Reads every rank's box of every tensor of `plan` from `reader` (any
+/// saved sharding) and assembles them into global tensors by source name.
+/// Fails when the checkpoint lacks a key of the plan, holds it with another
+/// dtype or shape, or when two keys of one source disagree.
+llvm::Expected<StateTensors> loadPlanState(const DcpReader &reader,
+                                           const CheckpointPlan &plan);
+
+} // namespace mlir::titan
+
+#endif // TITAN_CHECKPOINT_PLAN_H

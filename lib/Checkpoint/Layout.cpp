@@ -1,0 +1,153 @@
+//===- Layout.cpp - The checkpoint plan of a partitioned program ----------===//
+
+#include "titan/Checkpoint/Layout.h"
+
+#include "titan/Dialect/TitanDialect.h"
+#include "titan/Placement/PlacementAlgebra.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+using namespace mlir::titan;
+
+/// The checkpoint dtype of a tensor element type, if it has one.
+static std::optional<TorchDType> dtypeOf(Type type) {
+  if (type.isF32())
+    return TorchDType::Float32;
+  if (type.isF64())
+    return TorchDType::Float64;
+  if (type.isF16())
+    return TorchDType::Float16;
+  if (type.isBF16())
+    return TorchDType::BFloat16;
+  if (type.isSignlessInteger(64))
+    return TorchDType::Int64;
+  if (type.isSignlessInteger(32))
+    return TorchDType::Int32;
+  return std::nullopt;
+}
+
+namespace {
+
+/// Builds the plan tensor by tensor from @train_step's arguments.
+class LayoutBuilder {
+public:
+  LayoutBuilder(func::FuncOp function, const DeviceMesh &mesh)
+      : function(function), mesh(mesh) {}
+
+  /// Adds tensor `key` holding argument `index` to `plan`.
+  LogicalResult add(StringRef key, unsigned index, CheckpointPlan &plan);
+
+private:
+  func::FuncOp function;
+  const DeviceMesh &mesh;
+};
+
+} // namespace
+
+LogicalResult LayoutBuilder::add(StringRef key, unsigned index,
+                                 CheckpointPlan &plan) {
+  BlockArgument arg = function.getArgument(index);
+  StringRef source =
+      function.getArgAttrOfType<StringAttr>(index, TitanDialect::kNameAttrName)
+          .getValue();
+  auto emitArgError = [&]() {
+    return mlir::emitError(arg.getLoc())
+           << "checkpoint layout of '" << source << "': ";
+  };
+  auto type = cast<RankedTensorType>(arg.getType());
+  std::optional<TorchDType> dtype = dtypeOf(type.getElementType());
+  if (!dtype)
+    return emitArgError() << "element type " << type.getElementType()
+                          << " has no checkpoint dtype";
+  auto placements = function.getArgAttrOfType<PlacementsAttr>(
+      index, TitanDialect::kPlacementsAttrName);
+  if (!placements || placements.size() != mesh.getNumAxes())
+    return emitArgError() << "no placements over the mesh";
+
+  PlanTensor tensor{key.str(), source.str(), *dtype,
+                    llvm::SmallVector<int64_t>(type.getShape()), {}};
+  for (auto [axis, placement] : llvm::enumerate(placements.getPlacements())) {
+    if (placement.isPartial())
+      return emitArgError() << "a partial value (" << placement.str()
+                            << ") cannot be saved";
+    if (placement.isShard())
+      tensor.shape[placement.getDim()] *= mesh.getSize(axis);
+  }
+  for (int64_t rank = 0; rank < mesh.getNumRanks(); ++rank) {
+    llvm::Expected<LocalShard> shard = computeLocalShapeAndGlobalOffset(
+        tensor.shape, mesh.getSizes(), placements.getPlacements(),
+        mesh.getCoordinate(rank));
+    if (!shard)
+      return emitArgError() << llvm::toString(shard.takeError());
+    if (shard->shape != ArrayRef<int64_t>(type.getShape()))
+      return emitArgError() << "rank " << rank << " holds "
+                            << formatInts(shard->shape)
+                            << ", not the local type " << type;
+    IndexBox box{shard->offset, shard->shape};
+    bool copied = llvm::any_of(
+        tensor.boxes, [&](const PlanBox &other) { return other.box == box; });
+    tensor.boxes.push_back(PlanBox{std::move(box), !copied});
+  }
+  plan.tensors.push_back(std::move(tensor));
+  return success();
+}
+
+FailureOr<CheckpointPlan>
+mlir::titan::computeCheckpointLayout(ModuleOp module) {
+  auto function = module.lookupSymbol<func::FuncOp>("train_step");
+  MeshOp meshOp;
+  for (MeshOp op : module.getOps<MeshOp>())
+    meshOp = op;
+  if (!function || !meshOp)
+    return module.emitError("the checkpoint layout needs a partitioned "
+                            "@train_step (titan-compile --emit=spmd)");
+  llvm::SmallVector<std::string> axisNames;
+  for (Attribute name : meshOp.getAxisNames())
+    axisNames.push_back(cast<StringAttr>(name).getValue().str());
+  llvm::Expected<DeviceMesh> mesh =
+      DeviceMesh::get(axisNames, meshOp.getAxisSizes());
+  if (!mesh)
+    return meshOp.emitError(llvm::toString(mesh.takeError()));
+
+  CheckpointPlan plan;
+  plan.numRanks = mesh->getNumRanks();
+  LayoutBuilder builder(function, *mesh);
+  std::optional<unsigned> stepIndex;
+  llvm::SmallVector<std::string> optimizedParams;
+  for (unsigned i = 0; i < function.getNumArguments(); ++i) {
+    auto role =
+        function.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
+    auto name =
+        function.getArgAttrOfType<StringAttr>(i, TitanDialect::kNameAttrName);
+    if (!role || !name)
+      continue;
+    StringRef value = name.getValue();
+    if (role.getValue() == "input" && value == "step")
+      stepIndex = i;
+    if (role.getValue() == "param" && failed(builder.add(value, i, plan)))
+      return failure();
+    if (role.getValue() != "state")
+      continue;
+    auto [moment, fqn] = value.split('.');
+    if (moment != "exp_avg" && moment != "exp_avg_sq")
+      return function.emitError("checkpoint layout: unknown optimizer state '")
+             << value << "'";
+    if (failed(builder.add(("optimizer.state." + fqn + "." + moment).str(), i,
+                           plan)))
+      return failure();
+    if (moment == "exp_avg")
+      optimizedParams.push_back(fqn.str());
+  }
+  if (stepIndex) {
+    for (const std::string &fqn : optimizedParams)
+      if (failed(builder.add("optimizer.state." + fqn + ".step", *stepIndex,
+                             plan)))
+        return failure();
+    if (failed(builder.add("train_state.step", *stepIndex, plan)))
+      return failure();
+  }
+  if (llvm::Error err = validateCheckpointPlan(plan))
+    return module.emitError(llvm::toString(std::move(err)));
+  return plan;
+}
