@@ -1,6 +1,7 @@
 //===- CollectiveOps.cpp - collectives on local tensors -------------------===//
 
 #include "AsmDirectives.h"
+#include "OpVerification.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringSet.h"
@@ -52,16 +53,6 @@ static FailureOr<int64_t> verifyGroup(Operation *op, FlatSymbolRefAttr meshRef,
   return groupSize;
 }
 
-/// Checks that `dim` is a dimension of `type`; `what` names the attribute.
-static LogicalResult verifyDim(Operation *op, int64_t dim,
-                               RankedTensorType type, StringRef what) {
-  if (dim < 0 || dim >= type.getRank())
-    return op->emitOpError()
-           << what << " " << dim << " is out of range for a rank-"
-           << type.getRank() << " tensor";
-  return success();
-}
-
 /// Checks that `result` equals `input` with dim `dim` scaled by `num/den`,
 /// and the element types agree.
 static LogicalResult
@@ -109,7 +100,8 @@ LogicalResult AllGatherOp::verify() {
   if (failed(group))
     return failure();
   auto input = getInput().getType();
-  if (failed(verifyDim(*this, getGatherDim(), input, "gather_dim")))
+  if (failed(verifyDimInRange(*this, "gather_dim", getGatherDim(),
+                              input.getRank())))
     return failure();
   return verifyScaledShape(*this, input, getType(), {{getGatherDim(), *group}});
 }
@@ -119,7 +111,8 @@ LogicalResult ReduceScatterOp::verify() {
   if (failed(group))
     return failure();
   auto input = getInput().getType();
-  if (failed(verifyDim(*this, getScatterDim(), input, "scatter_dim")) ||
+  if (failed(verifyDimInRange(*this, "scatter_dim", getScatterDim(),
+                              input.getRank())) ||
       failed(verifyDivisible(*this, input, getScatterDim(), *group,
                              "scatter_dim")))
     return failure();
@@ -142,8 +135,10 @@ LogicalResult AllToAllOp::verify() {
   if (failed(group))
     return failure();
   auto input = getInput().getType();
-  if (failed(verifyDim(*this, getSplitDim(), input, "split_dim")) ||
-      failed(verifyDim(*this, getConcatDim(), input, "concat_dim")) ||
+  if (failed(verifyDimInRange(*this, "split_dim", getSplitDim(),
+                              input.getRank())) ||
+      failed(verifyDimInRange(*this, "concat_dim", getConcatDim(),
+                              input.getRank())) ||
       failed(verifyDivisible(*this, input, getSplitDim(), *group, "split_dim")))
     return failure();
   if (getSplitDim() == getConcatDim())
@@ -211,21 +206,15 @@ int64_t mlir::titan::getGroupSize(Operation *op, FlatSymbolRefAttr meshRef,
   return size;
 }
 
-/// Number of elements of a static tensor type, 0 otherwise.
-static int64_t numElements(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  return tensor && tensor.hasStaticShape() ? tensor.getNumElements() : 0;
-}
-
 // Collectives that reduce perform one operation per element received from
 // each other rank; the others move data only.
 int64_t AllGatherOp::getFlops() { return 0; }
 int64_t ReduceScatterOp::getFlops() {
-  return numElements(getInput().getType()) * (getGroupSize() - 1) /
+  return getStaticNumElements(getInput().getType()) * (getGroupSize() - 1) /
          std::max<int64_t>(1, getGroupSize());
 }
 int64_t AllReduceOp::getFlops() {
-  return numElements(getInput().getType()) * (getGroupSize() - 1) /
+  return getStaticNumElements(getInput().getType()) * (getGroupSize() - 1) /
          std::max<int64_t>(1, getGroupSize());
 }
 int64_t AllToAllOp::getFlops() { return 0; }

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AsmDirectives.h"
+#include "OpVerification.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -38,8 +39,7 @@ void mlir::titan::printBareKeyword(OpAsmPrinter &printer, Operation *,
 /// True when two dimension sizes may be equal: either is dynamic or they
 /// agree.
 static bool isCompatibleDim(int64_t lhs, int64_t rhs) {
-  return ShapedType::isDynamic(lhs) || ShapedType::isDynamic(rhs) ||
-         lhs == rhs;
+  return ShapedType::isDynamic(lhs) || ShapedType::isDynamic(rhs) || lhs == rhs;
 }
 
 /// Checks that `actual` has element type `elementType` and a shape
@@ -49,11 +49,9 @@ static LogicalResult verifyType(Operation *op, StringRef what,
                                 ShapedType actual) {
   if (actual.getElementType() == elementType &&
       actual.getRank() == static_cast<int64_t>(expected.size()) &&
-      llvm::all_of(llvm::zip_equal(expected, actual.getShape()),
-                   [](auto dims) {
-                     return isCompatibleDim(std::get<0>(dims),
-                                            std::get<1>(dims));
-                   }))
+      llvm::all_of(llvm::zip_equal(expected, actual.getShape()), [](auto dims) {
+        return isCompatibleDim(std::get<0>(dims), std::get<1>(dims));
+      }))
     return success();
   return op->emitOpError() << "expected " << what << " type "
                            << RankedTensorType::get(expected, elementType)
@@ -61,25 +59,12 @@ static LogicalResult verifyType(Operation *op, StringRef what,
 }
 
 /// Checks that `type` has rank `rank`, or at least `rank` when `orMore`.
-static LogicalResult verifyRank(Operation *op, StringRef what,
-                                ShapedType type, int64_t rank,
-                                bool orMore = false) {
+static LogicalResult verifyRank(Operation *op, StringRef what, ShapedType type,
+                                int64_t rank, bool orMore = false) {
   if (type.getRank() == rank || (orMore && type.getRank() > rank))
     return success();
   return op->emitOpError() << "expects " << what << " of rank "
-                           << (orMore ? ">= " : "") << rank << ", got "
-                           << type;
-}
-
-/// Checks that `dim` (the attribute `what`) names a dimension of a rank-`rank`
-/// tensor.
-static LogicalResult verifyDimInRange(Operation *op, StringRef what,
-                                      int64_t dim, int64_t rank) {
-  if (dim >= 0 && dim < rank)
-    return success();
-  return op->emitOpError() << what << " " << dim
-                           << " is out of range for a rank-" << rank
-                           << " tensor";
+                           << (orMore ? ">= " : "") << rank << ", got " << type;
 }
 
 /// Checks that the attribute `what` is strictly positive.
@@ -113,11 +98,11 @@ static LogicalResult verifyDimList(Operation *op, ArrayRef<int64_t> dims,
     if (failed(verifyDimInRange(op, "dim", dim, rank)))
       return failure();
     if (seen[dim])
-      return op->emitOpError() << "dims [" << dims << "] name dim " << dim
-                               << " more than once";
+      return op->emitOpError()
+             << "dims [" << dims << "] name dim " << dim << " more than once";
     if (sorted && index > 0 && dims[index - 1] > dim)
-      return op->emitOpError() << "dims [" << dims
-                               << "] must be sorted in increasing order";
+      return op->emitOpError()
+             << "dims [" << dims << "] must be sorted in increasing order";
     seen[dim] = true;
   }
   return success();
@@ -146,14 +131,8 @@ static LogicalResult verifyNormParam(Operation *op, StringRef what,
                                      RankedTensorType param) {
   if (failed(verifyRank(op, "input", input, 1, /*orMore=*/true)))
     return failure();
-  return verifyType(op, what, {input.getShape().back()},
-                    input.getElementType(), param);
-}
-
-/// Number of elements of a static tensor type, 0 otherwise.
-static int64_t numElements(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  return tensor && tensor.hasStaticShape() ? tensor.getNumElements() : 0;
+  return verifyType(op, what, {input.getShape().back()}, input.getElementType(),
+                    param);
 }
 
 //===----------------------------------------------------------------------===//
@@ -169,10 +148,11 @@ OpFoldResult ScaleOp::fold(FoldAdaptor) {
   return getFactor().convertToDouble() == 1.0 ? getInput() : Value();
 }
 
-LogicalResult ConstantOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, ValueRange operands,
-    DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
-    SmallVectorImpl<Type> &inferredReturnTypes) {
+LogicalResult
+ConstantOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                             ValueRange operands, DictionaryAttr attributes,
+                             OpaqueProperties properties, RegionRange regions,
+                             SmallVectorImpl<Type> &inferredReturnTypes) {
   ConstantOp::Adaptor adaptor(operands, attributes, properties, regions);
   if (!adaptor.getValueAttr())
     return failure();
@@ -276,8 +256,7 @@ LogicalResult MatmulOp::verify() {
 
   SmallVector<int64_t> expected(lhs.getShape().drop_back(2));
   if (rhsRank == rank) {
-    for (auto [dim, rhsSize] :
-         llvm::enumerate(rhs.getShape().drop_back(2))) {
+    for (auto [dim, rhsSize] : llvm::enumerate(rhs.getShape().drop_back(2))) {
       if (!isCompatibleDim(expected[dim], rhsSize))
         return emitOpError() << "batch dim " << dim << " differs: lhs has "
                              << expected[dim] << ", rhs has " << rhsSize;
@@ -286,8 +265,7 @@ LogicalResult MatmulOp::verify() {
     }
   }
   expected.append({m, n});
-  return verifyType(*this, "result", expected, lhs.getElementType(),
-                    getType());
+  return verifyType(*this, "result", expected, lhs.getElementType(), getType());
 }
 
 LogicalResult EmbeddingOp::verify() {
@@ -474,8 +452,7 @@ LogicalResult SliceOp::verify() {
     if (start[dim] < 0 || start[dim] > limit[dim] ||
         (!ShapedType::isDynamic(size) && limit[dim] > size))
       return emitOpError() << "slice " << start[dim] << ":" << limit[dim]
-                           << " of dim " << dim << " is not within 0:"
-                           << size;
+                           << " of dim " << dim << " is not within 0:" << size;
     expected.push_back((limit[dim] - start[dim] + step[dim] - 1) / step[dim]);
   }
   return verifyType(*this, "result", expected, input.getElementType(),
@@ -510,10 +487,10 @@ LogicalResult ConcatOp::verify() {
     if (failed(verifyType(*this, what, like, first.getElementType(), type)))
       return failure();
     int64_t size = type.getDimSize(dim);
-    expected[dim] = ShapedType::isDynamic(expected[dim]) ||
-                            ShapedType::isDynamic(size)
-                        ? ShapedType::kDynamic
-                        : expected[dim] + size;
+    expected[dim] =
+        ShapedType::isDynamic(expected[dim]) || ShapedType::isDynamic(size)
+            ? ShapedType::kDynamic
+            : expected[dim] + size;
   }
   return verifyType(*this, "result", expected, first.getElementType(),
                     getType());
@@ -646,54 +623,60 @@ LogicalResult PadOp::verify() {
 // Flops count one per arithmetic operation or transcendental function, per
 // element; ops that only move data cost none.
 
-int64_t AddOp::getFlops() { return numElements(getType()); }
-int64_t SubOp::getFlops() { return numElements(getType()); }
-int64_t MulOp::getFlops() { return numElements(getType()); }
-int64_t DivOp::getFlops() { return numElements(getType()); }
-int64_t MaxOp::getFlops() { return numElements(getType()); }
-int64_t NegOp::getFlops() { return numElements(getType()); }
-int64_t ExpOp::getFlops() { return numElements(getType()); }
-int64_t LogOp::getFlops() { return numElements(getType()); }
-int64_t SqrtOp::getFlops() { return numElements(getType()); }
-int64_t RsqrtOp::getFlops() { return numElements(getType()); }
-int64_t TanhOp::getFlops() { return numElements(getType()); }
-int64_t CosOp::getFlops() { return numElements(getType()); }
-int64_t SinOp::getFlops() { return numElements(getType()); }
+int64_t AddOp::getFlops() { return getStaticNumElements(getType()); }
+int64_t SubOp::getFlops() { return getStaticNumElements(getType()); }
+int64_t MulOp::getFlops() { return getStaticNumElements(getType()); }
+int64_t DivOp::getFlops() { return getStaticNumElements(getType()); }
+int64_t MaxOp::getFlops() { return getStaticNumElements(getType()); }
+int64_t NegOp::getFlops() { return getStaticNumElements(getType()); }
+int64_t ExpOp::getFlops() { return getStaticNumElements(getType()); }
+int64_t LogOp::getFlops() { return getStaticNumElements(getType()); }
+int64_t SqrtOp::getFlops() { return getStaticNumElements(getType()); }
+int64_t RsqrtOp::getFlops() { return getStaticNumElements(getType()); }
+int64_t TanhOp::getFlops() { return getStaticNumElements(getType()); }
+int64_t CosOp::getFlops() { return getStaticNumElements(getType()); }
+int64_t SinOp::getFlops() { return getStaticNumElements(getType()); }
 // neg, exp, add, divide.
-int64_t SigmoidOp::getFlops() { return 4 * numElements(getType()); }
+int64_t SigmoidOp::getFlops() { return 4 * getStaticNumElements(getType()); }
 // sigmoid, then multiply.
-int64_t SiluOp::getFlops() { return 5 * numElements(getType()); }
+int64_t SiluOp::getFlops() { return 5 * getStaticNumElements(getType()); }
 // tanh form: cube (2), scale, add, scale, tanh, add, two multiplies.
-int64_t GeluOp::getFlops() { return 9 * numElements(getType()); }
-int64_t ScaleOp::getFlops() { return numElements(getType()); }
+int64_t GeluOp::getFlops() { return 9 * getStaticNumElements(getType()); }
+int64_t ScaleOp::getFlops() { return getStaticNumElements(getType()); }
 int64_t ConstantOp::getFlops() { return 0; }
 int64_t CastOp::getFlops() { return 0; }
 int64_t IotaOp::getFlops() { return 0; }
-int64_t CompareOp::getFlops() { return numElements(getType()); }
+int64_t CompareOp::getFlops() { return getStaticNumElements(getType()); }
 int64_t SelectOp::getFlops() { return 0; }
 
-int64_t ReduceSumOp::getFlops() { return numElements(getInput().getType()); }
-int64_t ReduceMaxOp::getFlops() { return numElements(getInput().getType()); }
-int64_t ReduceMeanOp::getFlops() { return numElements(getInput().getType()); }
+int64_t ReduceSumOp::getFlops() {
+  return getStaticNumElements(getInput().getType());
+}
+int64_t ReduceMaxOp::getFlops() {
+  return getStaticNumElements(getInput().getType());
+}
+int64_t ReduceMeanOp::getFlops() {
+  return getStaticNumElements(getInput().getType());
+}
 // max, subtract, exp, sum, divide (log_softmax: log and subtract instead).
-int64_t SoftmaxOp::getFlops() { return 5 * numElements(getType()); }
-int64_t LogSoftmaxOp::getFlops() { return 5 * numElements(getType()); }
+int64_t SoftmaxOp::getFlops() { return 5 * getStaticNumElements(getType()); }
+int64_t LogSoftmaxOp::getFlops() { return 5 * getStaticNumElements(getType()); }
 // square, sum, normalize, scale (+ one rsqrt per row).
-int64_t RmsNormOp::getFlops() { return 4 * numElements(getType()); }
+int64_t RmsNormOp::getFlops() { return 4 * getStaticNumElements(getType()); }
 // sum, subtract, square, sum, normalize, scale, shift.
-int64_t LayerNormOp::getFlops() { return 7 * numElements(getType()); }
+int64_t LayerNormOp::getFlops() { return 7 * getStaticNumElements(getType()); }
 
 int64_t MatmulOp::getFlops() {
   // lhs holds batch * M * K elements; the result's last dim is N.
   int64_t n = getType().getShape().back();
   if (ShapedType::isDynamic(n))
     return 0;
-  return 2 * numElements(getLhs().getType()) * n;
+  return 2 * getStaticNumElements(getLhs().getType()) * n;
 }
 
 int64_t EmbeddingOp::getFlops() { return 0; }
 // Per output element two multiplies and one add.
-int64_t RopeOp::getFlops() { return 3 * numElements(getType()); }
+int64_t RopeOp::getFlops() { return 3 * getStaticNumElements(getType()); }
 
 int64_t AttentionOp::getFlops() {
   RankedTensorType q = getQ().getType();
@@ -707,7 +690,7 @@ int64_t AttentionOp::getFlops() {
 
 // logsumexp per row (max, subtract, exp, sum) plus the pick.
 int64_t CrossEntropyOp::getFlops() {
-  return 5 * numElements(getLogits().getType());
+  return 5 * getStaticNumElements(getLogits().getType());
 }
 
 int64_t ReshapeOp::getFlops() { return 0; }
@@ -718,16 +701,18 @@ int64_t BroadcastInDimOp::getFlops() { return 0; }
 
 // Backward-only ops.
 // Derivative of the tanh form (as GELU's count) and the product.
-int64_t GeluGradOp::getFlops() { return 12 * numElements(getType()); }
+int64_t GeluGradOp::getFlops() { return 12 * getStaticNumElements(getType()); }
 // Recomputed statistics, two row dot products, the update and the weight sum.
 int64_t RmsNormGradOp::getFlops() {
-  return 8 * numElements(getInput().getType());
+  return 8 * getStaticNumElements(getInput().getType());
 }
 int64_t LayerNormGradOp::getFlops() {
-  return 12 * numElements(getInput().getType());
+  return 12 * getStaticNumElements(getInput().getType());
 }
 // One add per element of grad.
-int64_t EmbeddingGradOp::getFlops() { return numElements(getGrad().getType()); }
+int64_t EmbeddingGradOp::getFlops() {
+  return getStaticNumElements(getGrad().getType());
+}
 
 int64_t AttentionGradOp::getFlops() {
   RankedTensorType q = getQ().getType();
@@ -742,6 +727,6 @@ int64_t AttentionGradOp::getFlops() {
 
 // Softmax per row (as cross_entropy) plus the subtract and scale.
 int64_t CrossEntropyGradOp::getFlops() {
-  return 7 * numElements(getLogits().getType());
+  return 7 * getStaticNumElements(getLogits().getType());
 }
 int64_t PadOp::getFlops() { return 0; }

@@ -2,6 +2,8 @@
 
 #include "titan/Dialect/TitanDialect.h"
 
+#include "OpVerification.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -27,17 +29,28 @@ int64_t mlir::titan::getElementByteWidth(Type type) {
   return std::max<int64_t>(1, (type.getIntOrFloatBitWidth() + 7) / 8);
 }
 
+int64_t mlir::titan::getStaticNumElements(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.hasStaticShape() ? tensor.getNumElements() : 0;
+}
+
 int64_t mlir::titan::defaultBytesAccessed(Operation *op) {
   int64_t bytes = 0;
-  auto addValue = [&](Value value) {
-    if (auto tensor = dyn_cast<RankedTensorType>(value.getType()))
-      if (tensor.hasStaticShape())
-        bytes += tensor.getNumElements() *
-                 getElementByteWidth(tensor.getElementType());
-  };
-  llvm::for_each(op->getOperands(), addValue);
-  llvm::for_each(op->getResults(), addValue);
+  for (Value value : llvm::concat<Value>(op->getOperands(), op->getResults())) {
+    if (int64_t elements = getStaticNumElements(value.getType()))
+      bytes +=
+          elements * getElementByteWidth(getElementTypeOrSelf(value.getType()));
+  }
   return bytes;
+}
+
+LogicalResult mlir::titan::verifyDimInRange(Operation *op, StringRef what,
+                                            int64_t dim, int64_t rank) {
+  if (dim >= 0 && dim < rank)
+    return success();
+  return op->emitOpError() << what << " " << dim
+                           << " is out of range for a rank-" << rank
+                           << " tensor";
 }
 
 //===----------------------------------------------------------------------===//

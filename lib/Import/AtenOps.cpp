@@ -40,7 +40,6 @@ public:
         context(importer.getContext()) {}
 
   Type f64() { return Float64Type::get(&context); }
-  Type i1() { return IntegerType::get(&context, 1); }
 
   OpBuilder &builder;
   Location loc;

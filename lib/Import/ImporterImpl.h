@@ -72,12 +72,6 @@ struct ImportedValue {
   }
 };
 
-/// An error while importing one node; carries the message only, the node is
-/// added by the caller.
-struct ConversionError {
-  std::string message;
-};
-
 class GraphImporter;
 
 /// Converts one node; returns its outputs or an error message.
@@ -93,9 +87,8 @@ llvm::Error makeError(const llvm::Twine &message);
 /// Imports the nodes of graphs into the entry block of `func.func @forward`.
 class GraphImporter {
 public:
-  GraphImporter(MLIRContext &context, Block &entry,
-                const TorchScriptImportOptions &options)
-      : context(context), builder(&context), entry(entry), options(options) {
+  GraphImporter(MLIRContext &context, Block &entry)
+      : context(context), builder(&context), entry(entry) {
     builder.setInsertionPointToEnd(&entry);
   }
 
@@ -142,8 +135,6 @@ public:
                                               llvm::StringRef name)>
       getAttr;
 
-  const TorchScriptImportOptions &getOptions() const { return options; }
-
 private:
   llvm::Expected<std::vector<ImportedValue>> importNode(torch::jit::Node *node);
   llvm::Expected<std::vector<ImportedValue>> importIf(torch::jit::Node *node);
@@ -158,7 +149,6 @@ private:
   MLIRContext &context;
   OpBuilder builder;
   Block &entry;
-  const TorchScriptImportOptions &options;
   Location loc = UnknownLoc::get(&context);
   std::unordered_map<const torch::jit::Value *, ImportedValue> values;
   std::vector<std::pair<std::string, std::string>> argumentNames;

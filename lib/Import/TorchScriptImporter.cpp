@@ -358,7 +358,6 @@ unpack(const ImportedValue &value, size_t count) {
 
 llvm::Expected<std::vector<ImportedValue>>
 GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
-  using torch::jit::prim::Constant;
   handled = true;
   torch::jit::NodeKind kind = node->kind();
   if (kind == torch::jit::prim::Constant) {
@@ -511,7 +510,7 @@ static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
   context.loadDialect<TitanDialect, func::FuncDialect>();
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
   auto block = std::make_unique<Block>();
-  GraphImporter importer(context, *block, options);
+  GraphImporter importer(context, *block);
 
   std::vector<ImportedValue> graphInputs;
   size_t first = 0;

@@ -20,8 +20,8 @@ namespace {
 
 /// Bytes of a static tensor type.
 int64_t bytesOf(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  return tensor.getNumElements() * getElementByteWidth(tensor.getElementType());
+  return getStaticNumElements(type) *
+         getElementByteWidth(getElementTypeOrSelf(type));
 }
 
 /// Bytes one rank sends in a collective (ring algorithms), and the group.

@@ -35,6 +35,9 @@ int64_t defaultBytesAccessed(Operation *op);
 /// `mesh` (product of the axis sizes; 1 when the mesh cannot be found).
 int64_t getGroupSize(Operation *op, FlatSymbolRefAttr mesh, ArrayAttr axes);
 
+/// Number of elements of a static ranked tensor type; 0 for anything else.
+int64_t getStaticNumElements(Type type);
+
 /// Bytes of one element of `type` (bf16: 2, i1: 1, ...).
 int64_t getElementByteWidth(Type type);
 } // namespace mlir::titan
