@@ -22,8 +22,7 @@ void printReduceKind(OpAsmPrinter &printer, Operation *op,
 /// keyword, e.g. `tanh` for "tanh". Which keywords are valid is checked by the
 /// op's verifier.
 ParseResult parseBareKeyword(OpAsmParser &parser, StringAttr &keyword);
-void printBareKeyword(OpAsmPrinter &printer, Operation *op,
-                      StringAttr keyword);
+void printBareKeyword(OpAsmPrinter &printer, Operation *op, StringAttr keyword);
 
 } // namespace mlir::titan
 
