@@ -11,8 +11,11 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <set>
+#include <unistd.h>
 
 using namespace mlir::titan;
 using llvm::StringRef;
@@ -42,6 +45,13 @@ static std::string joinPath(StringRef directory, StringRef name) {
   return std::string(path);
 }
 
+/// The storage key of the chunk of tensor `fqn` at `offsets` (of a bytes
+/// entry when `offsets` is empty and `fqn` is not a tensor).
+static DcpStorageKey storageKey(StringRef fqn,
+                                llvm::ArrayRef<int64_t> offsets) {
+  return {fqn.str(), std::vector<int64_t>(offsets.begin(), offsets.end())};
+}
+
 //===----------------------------------------------------------------------===//
 // Boxes
 //===----------------------------------------------------------------------===//
@@ -68,9 +78,8 @@ std::optional<IndexBox> mlir::titan::intersectBoxes(const IndexBox &a,
   return result;
 }
 
-void mlir::titan::copyRegion(const DenseTensor &source,
-                             const IndexBox &sourceBox, DenseTensor &target,
-                             const IndexBox &targetBox,
+void mlir::titan::copyRegion(DenseTensorRef source, const IndexBox &sourceBox,
+                             DenseTensor &target, const IndexBox &targetBox,
                              const IndexBox &region) {
   size_t elementSize = torchDTypeSize(source.dtype);
   size_t rank = region.sizes.size();
@@ -544,9 +553,7 @@ llvm::Error mlir::titan::validateDcpMetadata(const DcpMetadata &metadata) {
     if (llvm::Error err = validateTiling(fqn, tensor.size, tensor.chunks))
       return err;
     for (const IndexBox &chunk : tensor.chunks)
-      if (!metadata.storage.count(
-              {fqn, std::vector<int64_t>(chunk.offsets.begin(),
-                                         chunk.offsets.end())}))
+      if (!metadata.storage.count(storageKey(fqn, chunk.offsets)))
         return fail("tensor '" + fqn + "' chunk " + formatBox(chunk) +
                     " has no storage entry");
   }
@@ -560,94 +567,174 @@ std::string mlir::titan::dcpDataFileName(unsigned rank) {
   return "__" + std::to_string(rank) + "_0.distcp";
 }
 
-/// The metadata of `ranks` without storage entries, checked for consistency
-/// and exact tiling.
-static llvm::Expected<DcpMetadata>
-describeRanks(llvm::ArrayRef<DcpRankData> ranks) {
-  DcpMetadata metadata;
-  std::set<unsigned> seenRanks;
-  for (const DcpRankData &rank : ranks) {
-    if (!seenRanks.insert(rank.rank).second)
-      return fail("rank " + llvm::Twine(rank.rank) + " is given twice");
-    for (const DcpTensorChunk &chunk : rank.chunks) {
-      auto [it, inserted] = metadata.tensors.try_emplace(chunk.fqn);
-      DcpTensorMetadata &tensor = it->second;
-      if (inserted) {
-        tensor.dtype = chunk.data.dtype;
-        tensor.size = chunk.globalSize;
-      } else if (tensor.dtype != chunk.data.dtype ||
-                 tensor.size != chunk.globalSize) {
-        return fail("tensor '" + chunk.fqn +
-                    "': its chunks disagree on dtype or global size (" +
-                    torchDTypeName(tensor.dtype) + " " +
-                    formatInts(tensor.size) + " vs " +
-                    torchDTypeName(chunk.data.dtype) + " " +
-                    formatInts(chunk.globalSize) + ")");
-      }
-      if (chunk.offsets.size() != chunk.data.shape.size())
-        return fail("tensor '" + chunk.fqn + "': chunk offsets " +
-                    formatInts(chunk.offsets) + " do not match its shape " +
-                    formatInts(chunk.data.shape));
-      size_t bytes =
-          chunk.data.numElements() * torchDTypeSize(chunk.data.dtype);
-      if (chunk.data.data.size() != bytes)
-        return fail("tensor '" + chunk.fqn + "' chunk at " +
-                    formatInts(chunk.offsets) + " has " +
-                    llvm::Twine(chunk.data.data.size()) +
-                    " bytes of data, its shape needs " + llvm::Twine(bytes));
-      tensor.chunks.push_back({chunk.offsets, chunk.data.shape});
-    }
-  }
-  for (const auto &[fqn, tensor] : metadata.tensors)
-    if (llvm::Error err = validateTiling(fqn, tensor.size, tensor.chunks))
-      return std::move(err);
-  for (const DcpRankData &rank : ranks) {
-    for (const DcpBytesEntry &entry : rank.bytesEntries) {
-      if (metadata.tensors.count(entry.fqn) ||
-          llvm::is_contained(metadata.bytesEntries, entry.fqn))
-        return fail("'" + entry.fqn + "' is saved twice");
-      metadata.bytesEntries.push_back(entry.fqn);
-    }
-  }
-  return metadata;
+std::string mlir::titan::dcpRankResultsFileName(unsigned rank) {
+  return dcpDataFileName(rank) + ".results";
 }
 
-llvm::Expected<DcpStorageMap>
-mlir::titan::writeDcpDataFile(StringRef directory, const DcpRankData &data) {
+/// Adds the chunks of `tensor` to tensor `fqn` of `into`, which must agree
+/// on dtype and global size.
+static llvm::Error addChunks(DcpMetadata &into, StringRef fqn,
+                             const DcpTensorMetadata &tensor) {
+  auto [it, inserted] = into.tensors.try_emplace(fqn.str());
+  DcpTensorMetadata &merged = it->second;
+  if (inserted) {
+    merged.dtype = tensor.dtype;
+    merged.requiresGrad = tensor.requiresGrad;
+    merged.size = tensor.size;
+  } else if (merged.dtype != tensor.dtype || merged.size != tensor.size) {
+    return fail(
+        "tensor '" + fqn + "': its chunks disagree on dtype or global size (" +
+        torchDTypeName(merged.dtype) + " " + formatInts(merged.size) + " vs " +
+        torchDTypeName(tensor.dtype) + " " + formatInts(tensor.size) + ")");
+  }
+  llvm::append_range(merged.chunks, tensor.chunks);
+  return llvm::Error::success();
+}
+
+/// The piece of metadata of `rank` without storage entries, each chunk
+/// checked against its data.
+static llvm::Expected<DcpMetadata> describeRank(const DcpRankData &rank) {
+  DcpMetadata piece;
+  for (const DcpTensorChunk &chunk : rank.chunks) {
+    if (chunk.offsets.size() != chunk.data.shape.size())
+      return fail("tensor '" + chunk.fqn + "': chunk offsets " +
+                  formatInts(chunk.offsets) + " do not match its shape " +
+                  formatInts(chunk.data.shape));
+    size_t bytes = chunk.data.numElements() * torchDTypeSize(chunk.data.dtype);
+    if (chunk.data.data.size() != bytes)
+      return fail("tensor '" + chunk.fqn + "' chunk at " +
+                  formatInts(chunk.offsets) + " has " +
+                  llvm::Twine(chunk.data.data.size()) +
+                  " bytes of data, its shape needs " + llvm::Twine(bytes));
+    DcpTensorMetadata tensor;
+    tensor.dtype = chunk.data.dtype;
+    tensor.size = chunk.globalSize;
+    tensor.chunks.push_back({chunk.offsets, chunk.data.shape});
+    if (llvm::Error err = addChunks(piece, chunk.fqn, tensor))
+      return std::move(err);
+  }
+  for (const DcpBytesEntry &entry : rank.bytesEntries)
+    piece.bytesEntries.push_back(entry.fqn);
+  return piece;
+}
+
+llvm::Expected<DcpMetadata>
+mlir::titan::mergeDcpMetadata(llvm::ArrayRef<DcpMetadata> pieces) {
+  DcpMetadata merged;
+  for (const DcpMetadata &piece : pieces) {
+    for (const auto &[fqn, tensor] : piece.tensors)
+      if (llvm::Error err = addChunks(merged, fqn, tensor))
+        return std::move(err);
+    for (const std::string &fqn : piece.bytesEntries) {
+      if (llvm::is_contained(merged.bytesEntries, fqn))
+        return fail("'" + fqn + "' is saved twice");
+      merged.bytesEntries.push_back(fqn);
+    }
+    for (const auto &[key, info] : piece.storage)
+      merged.storage.try_emplace(key, info);
+  }
+  for (const std::string &fqn : merged.bytesEntries)
+    if (merged.tensors.count(fqn))
+      return fail("'" + fqn + "' is saved twice");
+  for (const auto &[fqn, tensor] : merged.tensors)
+    if (llvm::Error err = validateTiling(fqn, tensor.size, tensor.chunks))
+      return std::move(err);
+  return merged;
+}
+
+/// Opens `path` for writing (truncated) as file descriptor `fd`.
+static llvm::Error openForWrite(StringRef path, int &fd) {
+  if (std::error_code ec = llvm::sys::fs::openFileForWrite(path, fd))
+    return fail("cannot write '" + path + "': " + ec.message());
+  return llvm::Error::success();
+}
+
+/// Flushes `os`, which writes file descriptor `fd` of `path`, syncs the file
+/// to disk and closes it.
+static llvm::Error closeSynced(llvm::raw_fd_ostream &os, int fd,
+                               StringRef path) {
+  os.flush();
+  if (!os.has_error() && ::fsync(fd) != 0)
+    return fail("cannot sync '" + path + "' to disk: " +
+                std::error_code(errno, std::generic_category()).message());
+  os.close();
+  if (!os.has_error())
+    return llvm::Error::success();
+  std::string message = os.error().message();
+  os.clear_error();
+  return fail("cannot write '" + path + "': " + message);
+}
+
+/// Syncs `directory` (a rename in it) to disk.
+static llvm::Error syncDirectory(StringRef directory) {
+  int fd = ::open(std::string(directory).c_str(), O_RDONLY | O_DIRECTORY);
+  bool synced = fd >= 0 && ::fsync(fd) == 0;
+  std::error_code ec(errno, std::generic_category());
+  if (fd >= 0)
+    ::close(fd);
+  if (!synced)
+    return fail("cannot sync directory '" + directory +
+                "' to disk: " + ec.message());
+  return llvm::Error::success();
+}
+
+/// Writes `bytes` as file `name` of `directory` so that it appears whole or
+/// not at all, durably: to `name.tmp`, synced, then renamed.
+static llvm::Error writeFileAtomically(StringRef directory, StringRef name,
+                                       StringRef bytes) {
+  std::string path = joinPath(directory, name);
+  std::string temporary = path + ".tmp";
+  int fd;
+  if (llvm::Error err = openForWrite(temporary, fd))
+    return err;
+  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+  os << bytes;
+  if (llvm::Error err = closeSynced(os, fd, temporary)) {
+    llvm::sys::fs::remove(temporary);
+    return err;
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(temporary, path)) {
+    llvm::sys::fs::remove(temporary);
+    return fail("cannot rename '" + temporary + "' to '" + path +
+                "': " + ec.message());
+  }
+  return syncDirectory(directory);
+}
+
+llvm::Expected<DcpMetadata>
+mlir::titan::writeDcpRankData(StringRef directory, const DcpRankData &data) {
+  llvm::Expected<DcpMetadata> piece = describeRank(data);
+  if (!piece)
+    return piece.takeError();
+  llvm::sys::fs::remove(joinPath(directory, ".metadata"));
   std::string name = dcpDataFileName(data.rank);
   std::string path = joinPath(directory, name);
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec)
-    return fail("cannot write '" + path + "': " + ec.message());
-  // Closes and removes the partial file.
-  auto abandon = [&](const llvm::Twine &message) {
-    os.close();
-    os.clear_error();
-    llvm::sys::fs::remove(path);
-    return fail(message);
-  };
-  DcpStorageMap storage;
-  auto append = [&](DcpStorageKey key, StringRef blob) {
-    storage[std::move(key)] = {name, os.tell(), blob.size()};
-    os << blob;
+  int fd;
+  if (llvm::Error err = openForWrite(path, fd))
+    return std::move(err);
+  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+  // Headers go through the buffer; chunk data, larger than it, goes straight
+  // from the chunk to the file.
+  os.SetBufferSize(1 << 20);
+  auto record = [&](DcpStorageKey key, uint64_t start) {
+    piece->storage[std::move(key)] = {name, start, os.tell() - start};
   };
   for (const DcpTensorChunk &chunk : data.chunks) {
-    llvm::Expected<std::string> blob = writeTorchSaveTensor(chunk.data);
-    if (!blob)
-      return abandon("tensor '" + chunk.fqn + "' chunk at " +
-                     formatInts(chunk.offsets) + ": " +
-                     llvm::toString(blob.takeError()));
-    append({chunk.fqn,
-            std::vector<int64_t>(chunk.offsets.begin(), chunk.offsets.end())},
-           *blob);
+    uint64_t start = os.tell();
+    // describeRank checked the data size, the only way this can fail.
+    llvm::cantFail(writeTorchSaveTensor(chunk.data, os));
+    record(storageKey(chunk.fqn, chunk.offsets), start);
   }
-  for (const DcpBytesEntry &entry : data.bytesEntries)
-    append({entry.fqn, {}}, entry.data);
-  os.close();
-  if (os.has_error())
-    return abandon("cannot write '" + path + "': " + os.error().message());
-  return storage;
+  for (const DcpBytesEntry &entry : data.bytesEntries) {
+    uint64_t start = os.tell();
+    os << entry.data;
+    record(storageKey(entry.fqn, {}), start);
+  }
+  if (llvm::Error err = closeSynced(os, fd, path)) {
+    llvm::sys::fs::remove(path);
+    return std::move(err);
+  }
+  return piece;
 }
 
 llvm::Error mlir::titan::writeDcpMetadata(StringRef directory,
@@ -656,56 +743,95 @@ llvm::Error mlir::titan::writeDcpMetadata(StringRef directory,
   if (llvm::Error err = validateDcpMetadata(metadata))
     return fail("refusing to write the .metadata of '" + directory +
                 "': " + llvm::toString(std::move(err)));
-  std::string temporary = joinPath(directory, ".metadata.tmp");
-  std::string path = joinPath(directory, ".metadata");
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(temporary, ec);
-    if (ec)
-      return fail("cannot write '" + temporary + "': " + ec.message());
-    os << encodeDcpMetadata(metadata, flavor);
-    os.close();
-    if (os.has_error()) {
-      std::string message = os.error().message();
-      os.clear_error();
-      llvm::sys::fs::remove(temporary);
-      return fail("cannot write '" + temporary + "': " + message);
-    }
+  return writeFileAtomically(directory, ".metadata",
+                             encodeDcpMetadata(metadata, flavor));
+}
+
+llvm::Error mlir::titan::commitDcpCheckpoint(StringRef directory,
+                                             llvm::ArrayRef<DcpMetadata> pieces,
+                                             DcpFlavor flavor) {
+  llvm::Expected<DcpMetadata> metadata = mergeDcpMetadata(pieces);
+  if (!metadata)
+    return fail("refusing to write the .metadata of '" + directory +
+                "': " + llvm::toString(metadata.takeError()));
+  return writeDcpMetadata(directory, *metadata, flavor);
+}
+
+llvm::Error mlir::titan::saveDcpRank(StringRef directory,
+                                     const DcpRankData &data) {
+  // A results file left by an earlier save must not outlive this one's data.
+  std::string results = dcpRankResultsFileName(data.rank);
+  llvm::sys::fs::remove(joinPath(directory, results));
+  llvm::Expected<DcpMetadata> piece = writeDcpRankData(directory, data);
+  if (!piece)
+    return piece.takeError();
+  return writeFileAtomically(directory, results,
+                             encodeDcpMetadata(*piece, DcpFlavor::Torch2));
+}
+
+llvm::Error mlir::titan::finishDcpSave(StringRef directory, unsigned numRanks,
+                                       DcpFlavor flavor) {
+  std::vector<DcpMetadata> pieces;
+  std::vector<std::string> paths;
+  for (unsigned rank = 0; rank < numRanks; ++rank) {
+    std::string path = joinPath(directory, dcpRankResultsFileName(rank));
+    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                              /*RequiresNullTerminator=*/false);
+    if (!buffer)
+      return fail("rank " + llvm::Twine(rank) +
+                  " has not finished its part of the save: '" + path +
+                  "' is missing (" + buffer.getError().message() +
+                  "); no .metadata was written: save rank " +
+                  llvm::Twine(rank) + " again, then finish");
+    llvm::Expected<DcpMetadata> piece =
+        decodeDcpMetadata((*buffer)->getBuffer(), path);
+    if (!piece)
+      return piece.takeError();
+    pieces.push_back(std::move(*piece));
+    paths.push_back(std::move(path));
   }
-  if (std::error_code ec = llvm::sys::fs::rename(temporary, path)) {
-    llvm::sys::fs::remove(temporary);
-    return fail("cannot rename '" + temporary + "' to '" + path +
-                "': " + ec.message());
-  }
+  if (llvm::Error err = commitDcpCheckpoint(directory, pieces, flavor))
+    return err;
+  // Committed: the results have served their purpose.
+  for (const std::string &path : paths)
+    llvm::sys::fs::remove(path);
   return llvm::Error::success();
 }
 
 llvm::Error mlir::titan::writeDcpCheckpoint(StringRef directory,
                                             llvm::ArrayRef<DcpRankData> ranks,
                                             DcpFlavor flavor) {
-  llvm::Expected<DcpMetadata> metadata = describeRanks(ranks);
-  if (!metadata)
-    return metadata.takeError();
+  std::set<unsigned> seenRanks;
+  std::vector<DcpMetadata> described;
+  for (const DcpRankData &rank : ranks) {
+    if (!seenRanks.insert(rank.rank).second)
+      return fail("rank " + llvm::Twine(rank.rank) + " is given twice");
+    llvm::Expected<DcpMetadata> piece = describeRank(rank);
+    if (!piece)
+      return piece.takeError();
+    described.push_back(std::move(*piece));
+  }
+  if (llvm::Expected<DcpMetadata> merged = mergeDcpMetadata(described); !merged)
+    return merged.takeError();
   if (std::error_code ec = llvm::sys::fs::create_directories(directory))
     return fail("cannot create checkpoint directory '" + directory +
                 "': " + ec.message());
-  // A stale .metadata would describe data files about to be replaced.
-  llvm::sys::fs::remove(joinPath(directory, ".metadata"));
+  std::vector<DcpMetadata> pieces;
   std::vector<std::string> written;
   auto removeWritten = [&] {
     for (const std::string &path : written)
       llvm::sys::fs::remove(path);
   };
   for (const DcpRankData &rank : ranks) {
-    llvm::Expected<DcpStorageMap> storage = writeDcpDataFile(directory, rank);
-    if (!storage) {
+    llvm::Expected<DcpMetadata> piece = writeDcpRankData(directory, rank);
+    if (!piece) {
       removeWritten();
-      return storage.takeError();
+      return piece.takeError();
     }
-    metadata->storage.merge(*storage);
+    pieces.push_back(std::move(*piece));
     written.push_back(joinPath(directory, dcpDataFileName(rank.rank)));
   }
-  if (llvm::Error err = writeDcpMetadata(directory, *metadata, flavor)) {
+  if (llvm::Error err = commitDcpCheckpoint(directory, pieces, flavor)) {
     removeWritten();
     return err;
   }
@@ -715,6 +841,40 @@ llvm::Error mlir::titan::writeDcpCheckpoint(StringRef directory,
 //===----------------------------------------------------------------------===//
 // Reading
 //===----------------------------------------------------------------------===//
+
+/// Checks that every data file `metadata` refers to exists in `directory`
+/// and is long enough for the blobs placed in it.
+static llvm::Error checkDataFiles(StringRef directory,
+                                  const DcpMetadata &metadata) {
+  // The end of the last blob of each file and the entry that blob holds.
+  std::map<std::string, std::pair<uint64_t, std::string>> ends;
+  for (const auto &[key, info] : metadata.storage) {
+    auto &[end, fqn] = ends[info.relativePath];
+    if (info.offset + info.length >= end) {
+      end = info.offset + info.length;
+      fqn = key.first;
+    }
+  }
+  for (const auto &[name, last] : ends) {
+    const auto &[end, fqn] = last;
+    std::string path = joinPath(directory, name);
+    uint64_t size;
+    if (std::error_code ec = llvm::sys::fs::file_size(path, size))
+      return fail("'" + path + "' is missing (" + ec.message() +
+                  "): .metadata stores blobs there, e.g. of '" + fqn +
+                  "'; the checkpoint is incomplete (the rank that writes " +
+                  name +
+                  " did not finish, or the file was removed): save "
+                  "it again");
+    if (size < end)
+      return fail("'" + path + "' is truncated: it has " + llvm::Twine(size) +
+                  " bytes, .metadata places blobs up to byte " +
+                  llvm::Twine(end) + " (e.g. of '" + fqn +
+                  "'); the checkpoint is incomplete or corrupted, save it "
+                  "again");
+  }
+  return llvm::Error::success();
+}
 
 llvm::Expected<DcpReader> DcpReader::open(StringRef directory) {
   std::string path = joinPath(directory, ".metadata");
@@ -730,22 +890,14 @@ llvm::Expected<DcpReader> DcpReader::open(StringRef directory) {
     return metadata.takeError();
   if (llvm::Error err = validateDcpMetadata(*metadata))
     return fail("'" + path + "': " + llvm::toString(std::move(err)));
+  if (llvm::Error err = checkDataFiles(directory, *metadata))
+    return std::move(err);
   return DcpReader(directory.str(), std::move(*metadata));
 }
 
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 DcpReader::readBlob(const DcpStorageInfo &info) const {
   std::string path = joinPath(directory, info.relativePath);
-  uint64_t fileSize;
-  if (std::error_code ec = llvm::sys::fs::file_size(path, fileSize))
-    return fail("'" + path + "': cannot read (" + ec.message() +
-                "); the checkpoint is incomplete");
-  if (fileSize < info.offset + info.length)
-    return fail("'" + path + "' is truncated: it has " + llvm::Twine(fileSize) +
-                " bytes, .metadata places a blob at bytes [" +
-                llvm::Twine(info.offset) + ", " +
-                llvm::Twine(info.offset + info.length) +
-                "); the checkpoint is incomplete or corrupted, save it again");
   auto buffer = llvm::MemoryBuffer::getFileSlice(path, info.length, info.offset,
                                                  /*IsVolatile=*/false);
   if (!buffer)
@@ -780,9 +932,8 @@ llvm::Expected<DenseTensor> DcpReader::readBox(StringRef fqn,
     std::optional<IndexBox> region = intersectBoxes(chunk, box);
     if (!region)
       continue;
-    const DcpStorageInfo &info = metadata.storage.at(
-        {fqn.str(),
-         std::vector<int64_t>(chunk.offsets.begin(), chunk.offsets.end())});
+    const DcpStorageInfo &info =
+        metadata.storage.at(storageKey(fqn, chunk.offsets));
     llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> blob = readBlob(info);
     if (!blob)
       return blob.takeError();

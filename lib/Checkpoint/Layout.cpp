@@ -65,12 +65,15 @@ LogicalResult LayoutBuilder::add(StringRef key, unsigned index,
   if (!placements || placements.size() != mesh.getNumAxes())
     return emitArgError() << "no placements over the mesh";
 
-  PlanTensor tensor{key.str(), source.str(), *dtype,
-                    llvm::SmallVector<int64_t>(type.getShape()), {}};
+  PlanTensor tensor{key.str(),
+                    source.str(),
+                    *dtype,
+                    llvm::SmallVector<int64_t>(type.getShape()),
+                    {}};
   for (auto [axis, placement] : llvm::enumerate(placements.getPlacements())) {
     if (placement.isPartial())
-      return emitArgError() << "a partial value (" << placement.str()
-                            << ") cannot be saved";
+      return emitArgError()
+             << "a partial value (" << placement.str() << ") cannot be saved";
     if (placement.isShard())
       tensor.shape[placement.getDim()] *= mesh.getSize(axis);
   }
@@ -81,9 +84,9 @@ LogicalResult LayoutBuilder::add(StringRef key, unsigned index,
     if (!shard)
       return emitArgError() << llvm::toString(shard.takeError());
     if (shard->shape != ArrayRef<int64_t>(type.getShape()))
-      return emitArgError() << "rank " << rank << " holds "
-                            << formatInts(shard->shape)
-                            << ", not the local type " << type;
+      return emitArgError()
+             << "rank " << rank << " holds " << formatInts(shard->shape)
+             << ", not the local type " << type;
     IndexBox box{shard->offset, shard->shape};
     bool copied = llvm::any_of(
         tensor.boxes, [&](const PlanBox &other) { return other.box == box; });
@@ -144,8 +147,20 @@ mlir::titan::computeCheckpointLayout(ModuleOp module) {
       if (failed(builder.add("optimizer.state." + fqn + ".step", *stepIndex,
                              plan)))
         return failure();
-    if (failed(builder.add("train_state.step", *stepIndex, plan)))
-      return failure();
+    // torchtitan's trainer saves its step as a Python int (a bytes entry).
+    auto type =
+        cast<RankedTensorType>(function.getArgument(*stepIndex).getType());
+    std::optional<TorchDType> dtype = dtypeOf(type.getElementType());
+    if (type.getRank() != 0 || !dtype)
+      return function.emitError("checkpoint layout: the step is ")
+             << type << ", not a 0-d tensor of a checkpoint dtype";
+    plan.values.push_back(
+        PlanValue{"train_state.step",
+                  function
+                      .getArgAttrOfType<StringAttr>(*stepIndex,
+                                                    TitanDialect::kNameAttrName)
+                      .str(),
+                  *dtype});
   }
   if (llvm::Error err = validateCheckpointPlan(plan))
     return module.emitError(llvm::toString(std::move(err)));

@@ -4,7 +4,11 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Endian.h"
 #include "llvm/Support/MemoryBuffer.h"
+
+#include <cmath>
+#include <cstring>
 
 using namespace mlir::titan;
 using llvm::StringRef;
@@ -38,6 +42,17 @@ llvm::Error mlir::titan::validateCheckpointPlan(const CheckpointPlan &plan) {
                     " sizes " + formatInts(box.box.sizes) + " of '" +
                     tensor.key + "', which no rank writes");
   }
+  for (const PlanValue &value : plan.values) {
+    if (!keys.insert(value.key).second)
+      return fail("checkpoint plan: key '" + value.key + "' appears twice");
+    if (!llvm::is_contained({TorchDType::Float32, TorchDType::Float64,
+                             TorchDType::Int32, TorchDType::Int64},
+                            value.dtype))
+      return fail("checkpoint plan: value '" + value.key + "' comes from a " +
+                  torchDTypeName(value.dtype) +
+                  " tensor; an int is taken from float32, float64, int32 or "
+                  "int64");
+  }
   return llvm::Error::success();
 }
 
@@ -61,6 +76,9 @@ void mlir::titan::printCheckpointPlan(const CheckpointPlan &plan,
          << formatField(box.box.sizes) << (box.writes ? " write" : " hold")
          << "\n";
   }
+  for (const PlanValue &value : plan.values)
+    os << "value " << value.key << " " << value.source << " "
+       << torchDTypeName(value.dtype) << "\n";
 }
 
 /// Parses a bracketed list "[1,2]" ("[]" is empty).
@@ -129,14 +147,20 @@ mlir::titan::parseCheckpointPlan(StringRef text, StringRef name) {
           (fields[4] != "write" && fields[4] != "hold"))
         return error("expected 'box <rank> <offsets> <sizes> write|hold'");
       if (rank != tensor.boxes.size())
-        return error("box of rank " + llvm::Twine(rank) + " of '" +
-                     tensor.key + "' out of rank order");
+        return error("box of rank " + llvm::Twine(rank) + " of '" + tensor.key +
+                     "' out of rank order");
       std::optional<llvm::SmallVector<int64_t>> offsets = parseField(fields[2]);
       std::optional<llvm::SmallVector<int64_t>> sizes = parseField(fields[3]);
       if (!offsets || !sizes)
         return error("bad offsets or sizes");
       tensor.boxes.push_back(
           PlanBox{IndexBox{*offsets, *sizes}, fields[4] == "write"});
+    } else if (kind == "value") {
+      std::optional<TorchDType> dtype;
+      if (fields.size() != 4 || !(dtype = parseTorchDTypeName(fields[3])))
+        return error("expected 'value <key> <source> <dtype>'");
+      plan.values.push_back(
+          PlanValue{fields[1].str(), fields[2].str(), *dtype});
     } else {
       return error("unknown record '" + kind + "'");
     }
@@ -148,8 +172,7 @@ mlir::titan::parseCheckpointPlan(StringRef text, StringRef name) {
   return plan;
 }
 
-llvm::Expected<CheckpointPlan>
-mlir::titan::readCheckpointPlan(StringRef path) {
+llvm::Expected<CheckpointPlan> mlir::titan::readCheckpointPlan(StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer)
     return fail("cannot read checkpoint plan '" + path +
@@ -170,32 +193,137 @@ static DenseTensor makeTensor(TorchDType dtype, llvm::ArrayRef<int64_t> shape) {
   return tensor;
 }
 
+/// The int a 0-d tensor of the dtypes PlanValue allows holds; `what` names
+/// it in errors.
+static llvm::Expected<int64_t> scalarToInt(DenseTensorRef tensor,
+                                           const llvm::Twine &what) {
+  if (!tensor.shape.empty())
+    return fail(what + " has shape " + formatInts(tensor.shape) +
+                ", not a 0-d tensor holding an int");
+  double value;
+  switch (tensor.dtype) {
+  case TorchDType::Int64:
+    return llvm::support::endian::read64le(tensor.data.data());
+  case TorchDType::Int32:
+    return int32_t(llvm::support::endian::read32le(tensor.data.data()));
+  case TorchDType::Float32: {
+    float single;
+    std::memcpy(&single, tensor.data.data(), sizeof(single));
+    value = single;
+    break;
+  }
+  case TorchDType::Float64:
+    std::memcpy(&value, tensor.data.data(), sizeof(value));
+    break;
+  default:
+    return fail(what + " is " + torchDTypeName(tensor.dtype) +
+                ", which cannot hold an int");
+  }
+  if (value != std::trunc(value) || std::abs(value) > 0x1p53)
+    return fail(what + " holds " + std::to_string(value) +
+                ", which is not an integer");
+  return int64_t(value);
+}
+
+/// A 0-d tensor of `dtype` (one PlanValue allows) holding `value`.
+static DenseTensor intToScalar(int64_t value, TorchDType dtype) {
+  DenseTensor tensor = makeTensor(dtype, {});
+  char *data = tensor.data.data();
+  switch (dtype) {
+  case TorchDType::Int64:
+    llvm::support::endian::write64le(data, value);
+    break;
+  case TorchDType::Int32:
+    llvm::support::endian::write32le(data, uint32_t(value));
+    break;
+  case TorchDType::Float32: {
+    float single = value;
+    std::memcpy(data, &single, sizeof(single));
+    break;
+  }
+  case TorchDType::Float64: {
+    double wide = value;
+    std::memcpy(data, &wide, sizeof(wide));
+    break;
+  }
+  default:
+    llvm_unreachable("validateCheckpointPlan allows no other value dtype");
+  }
+  return tensor;
+}
+
+/// Looks up `source` for `key` and checks its dtype and shape.
+static llvm::Expected<DenseTensorRef>
+lookupSource(StateLookup state, StringRef source, StringRef key,
+             TorchDType dtype, llvm::ArrayRef<int64_t> shape) {
+  llvm::Expected<DenseTensorRef> global = state(source);
+  if (!global)
+    return global.takeError();
+  if (global->dtype != dtype || global->shape != shape)
+    return fail("'" + source + "' is " + torchDTypeName(global->dtype) + " " +
+                formatInts(global->shape) + ", the plan expects " +
+                torchDTypeName(dtype) + " " + formatInts(shape) + " for '" +
+                key + "'");
+  return global;
+}
+
 llvm::Expected<DcpRankData>
 mlir::titan::planRankData(const CheckpointPlan &plan, unsigned rank,
-                          const StateTensors &state) {
+                          StateLookup state) {
   DcpRankData data;
   data.rank = rank;
   for (const PlanTensor &tensor : plan.tensors) {
     const PlanBox &box = tensor.boxes[rank];
     if (!box.writes)
       continue;
-    auto source = state.find(tensor.source);
-    if (source == state.end())
-      return fail("no training-state tensor '" + tensor.source + "' for '" +
-                  tensor.key + "'");
-    const DenseTensor &global = source->second;
-    if (global.dtype != tensor.dtype || global.shape != tensor.shape)
-      return fail("'" + tensor.source + "' is " +
-                  torchDTypeName(global.dtype) + " " +
-                  formatInts(global.shape) + ", the plan expects " +
-                  torchDTypeName(tensor.dtype) + " " +
-                  formatInts(tensor.shape) + " for '" + tensor.key + "'");
+    llvm::Expected<DenseTensorRef> global = lookupSource(
+        state, tensor.source, tensor.key, tensor.dtype, tensor.shape);
+    if (!global)
+      return global.takeError();
     DcpTensorChunk chunk{tensor.key, tensor.shape, box.box.offsets,
                          makeTensor(tensor.dtype, box.box.sizes)};
-    copyRegion(global, wholeBox(global.shape), chunk.data, box.box, box.box);
+    copyRegion(*global, wholeBox(tensor.shape), chunk.data, box.box, box.box);
     data.chunks.push_back(std::move(chunk));
   }
+  // DCP's coordinator writes the non-tensor values.
+  if (rank != 0)
+    return data;
+  for (const PlanValue &value : plan.values) {
+    llvm::Expected<DenseTensorRef> source =
+        lookupSource(state, value.source, value.key, value.dtype, {});
+    if (!source)
+      return source.takeError();
+    llvm::Expected<int64_t> integer =
+        scalarToInt(*source, "'" + value.source + "'");
+    if (!integer)
+      return integer.takeError();
+    data.bytesEntries.push_back(
+        {value.key, writeTorchSaveObject(PickleValue::integer(*integer))});
+  }
   return data;
+}
+
+/// Reads value `value` of a plan from `reader`: the int of a bytes entry
+/// (a torch.save archive) or of a 0-d tensor.
+static llvm::Expected<int64_t> readValue(const DcpReader &reader,
+                                         const PlanValue &value) {
+  if (reader.getMetadata().tensors.count(value.key)) {
+    llvm::Expected<DenseTensor> tensor = reader.readTensor(value.key);
+    if (!tensor)
+      return tensor.takeError();
+    return scalarToInt(*tensor, "the checkpoint's '" + value.key + "'");
+  }
+  llvm::Expected<std::string> blob = reader.readBytes(value.key);
+  if (!blob)
+    return fail("the checkpoint has no entry '" + value.key +
+                "', which the plan needs");
+  llvm::Expected<TorchSaveArchive> archive = readTorchSave(*blob, value.key);
+  if (!archive)
+    return archive.takeError();
+  if (!archive->root->is(PickleValue::Kind::Int))
+    return fail("the checkpoint's bytes entry '" + value.key +
+                "' does not hold an int, which the plan expects");
+  return archive->root->getInt();
 }
 
 llvm::Expected<StateTensors>
@@ -204,6 +332,17 @@ mlir::titan::loadPlanState(const DcpReader &reader,
   const DcpMetadata &metadata = reader.getMetadata();
   StateTensors state;
   std::map<std::string, std::string> keyOfSource;
+  // Adds the value of `source` read from `key`, which must equal what other
+  // keys of the same source hold.
+  auto add = [&](const std::string &key, const std::string &source,
+                 DenseTensor global) -> llvm::Error {
+    auto [previous, inserted] = state.try_emplace(source, std::move(global));
+    if (!inserted && previous->second.data != global.data)
+      return fail("'" + key + "' and '" + keyOfSource[source] +
+                  "' both hold '" + source + "' but differ");
+    keyOfSource.try_emplace(source, key);
+    return llvm::Error::success();
+  };
   for (const PlanTensor &tensor : plan.tensors) {
     auto saved = metadata.tensors.find(tensor.key);
     if (saved == metadata.tensors.end())
@@ -216,22 +355,29 @@ mlir::titan::loadPlanState(const DcpReader &reader,
                   formatInts(saved->second.size) + ", the plan expects " +
                   torchDTypeName(tensor.dtype) + " " +
                   formatInts(tensor.shape));
-    // Every rank reads its own box; the checkpoint's chunks tile the tensor
-    // (DcpReader validates that), so each box is covered, and the boxes of
-    // the plan's writers tile it, so the assembled tensor is complete.
+    // Every writing rank reads its own box; the checkpoint's chunks tile the
+    // tensor (DcpReader validates that), so each box is covered, and the
+    // writers' boxes tile it, so the assembled tensor is complete.
     DenseTensor global = makeTensor(tensor.dtype, tensor.shape);
     IndexBox whole = wholeBox(tensor.shape);
     for (const PlanBox &box : tensor.boxes) {
+      if (!box.writes)
+        continue;
       llvm::Expected<DenseTensor> local = reader.readBox(tensor.key, box.box);
       if (!local)
         return local.takeError();
       copyRegion(*local, box.box, global, whole, box.box);
     }
-    auto [previous, inserted] = state.try_emplace(tensor.source, global);
-    if (!inserted && previous->second.data != global.data)
-      return fail("'" + tensor.key + "' and '" + keyOfSource[tensor.source] +
-                  "' both hold '" + tensor.source + "' but differ");
-    keyOfSource.try_emplace(tensor.source, tensor.key);
+    if (llvm::Error err = add(tensor.key, tensor.source, std::move(global)))
+      return std::move(err);
+  }
+  for (const PlanValue &value : plan.values) {
+    llvm::Expected<int64_t> integer = readValue(reader, value);
+    if (!integer)
+      return integer.takeError();
+    if (llvm::Error err =
+            add(value.key, value.source, intToScalar(*integer, value.dtype)))
+      return std::move(err);
   }
   return state;
 }

@@ -7,6 +7,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CRC.h"
 #include "llvm/Support/Endian.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
 
 using namespace mlir::titan;
 using llvm::StringRef;
@@ -93,36 +96,41 @@ static constexpr size_t kCentralHeaderSize = 46;
 static constexpr size_t kEndSize = 22;
 static constexpr size_t kAlignment = 64;
 
-static void put16(std::string &out, uint16_t value) {
-  char buffer[2];
-  endian::write16le(buffer, value);
-  out.append(buffer, 2);
-}
+namespace {
+/// Little-endian record fields, appended to a string.
+struct Record {
+  std::string bytes;
+  void put16(uint16_t value) { put<uint16_t>(value); }
+  void put32(uint32_t value) { put<uint32_t>(value); }
+  void put64(uint64_t value) { put<uint64_t>(value); }
 
-static void put32(std::string &out, uint32_t value) {
-  char buffer[4];
-  endian::write32le(buffer, value);
-  out.append(buffer, 4);
-}
-
-static void put64(std::string &out, uint64_t value) {
-  char buffer[8];
-  endian::write64le(buffer, value);
-  out.append(buffer, 8);
-}
+private:
+  template <typename T> void put(T value) {
+    char buffer[sizeof(T)];
+    endian::write<T>(buffer, value, llvm::endianness::little);
+    bytes.append(buffer, sizeof(T));
+  }
+};
+} // namespace
 
 /// `value` as a 32-bit zip field: saturated when zip64 holds it.
 static uint32_t field32(uint64_t value, bool inZip64) {
   return inZip64 ? 0xffffffffu : uint32_t(value);
 }
 
-std::string mlir::titan::writeStoredZip(llvm::ArrayRef<ZipEntry> entries,
-                                        uint64_t zip64Threshold) {
-  std::string out;
-  std::string central;
-  for (const ZipEntry &entry : entries) {
+void mlir::titan::writeStoredZip(llvm::ArrayRef<ZipEntryView> entries,
+                                 llvm::raw_ostream &os,
+                                 uint64_t zip64Threshold) {
+  // Offsets are relative to the archive's start, wherever `os` is.
+  uint64_t written = 0;
+  auto emit = [&](StringRef bytes) {
+    os << bytes;
+    written += bytes.size();
+  };
+  Record central;
+  for (const ZipEntryView &entry : entries) {
     uint64_t size = entry.data.size();
-    uint64_t offset = out.size();
+    uint64_t offset = written;
     bool bigSize = size >= zip64Threshold;
     bool bigOffset = offset >= zip64Threshold;
     uint32_t crc = llvm::crc32(llvm::arrayRefFromStringRef(entry.data));
@@ -132,84 +140,88 @@ std::string mlir::titan::writeStoredZip(llvm::ArrayRef<ZipEntry> entries,
     size_t unpadded =
         offset + kLocalHeaderSize + entry.name.size() + localZip64 + 4;
     size_t padding = (kAlignment - unpadded % kAlignment) % kAlignment;
-    auto putCommon = [&](std::string &to) {
-      put16(to, bigSize || bigOffset ? 45 : 20); // Version needed: 4.5 / 2.0.
-      put16(to, 0);                              // Flags.
-      put16(to, 0);                              // Method: stored.
-      put16(to, 0);                              // Modification time.
-      put16(to, 0x21); // Modification date: 1980-01-01.
-      put32(to, crc);
-      put32(to, field32(size, bigSize));
-      put32(to, field32(size, bigSize));
-      put16(to, entry.name.size());
+    auto putCommon = [&](Record &to) {
+      to.put16(bigSize || bigOffset ? 45 : 20); // Version needed: 4.5 / 2.0.
+      to.put16(0);                              // Flags.
+      to.put16(0);                              // Method: stored.
+      to.put16(0);                              // Modification time.
+      to.put16(0x21); // Modification date: 1980-01-01.
+      to.put32(crc);
+      to.put32(field32(size, bigSize));
+      to.put32(field32(size, bigSize));
+      to.put16(entry.name.size());
     };
-    put32(out, kLocalHeaderSig);
-    putCommon(out);
-    put16(out, localZip64 + 4 + padding);
-    out += entry.name;
+    Record local;
+    local.put32(kLocalHeaderSig);
+    putCommon(local);
+    local.put16(localZip64 + 4 + padding);
+    local.bytes += entry.name;
     if (bigSize) {
-      put16(out, 1);
-      put16(out, 16);
-      put64(out, size);
-      put64(out, size);
+      local.put16(1);
+      local.put16(16);
+      local.put64(size);
+      local.put64(size);
     }
-    put16(out, 0x4246); // "FB"
-    put16(out, padding);
-    out.append(padding, 'Z');
-    out += entry.data;
+    local.put16(0x4246); // "FB"
+    local.put16(padding);
+    local.bytes.append(padding, 'Z');
+    emit(local.bytes);
+    emit(entry.data);
 
-    put32(central, kCentralHeaderSig);
-    put16(central, 45); // Version made by.
+    central.put32(kCentralHeaderSig);
+    central.put16(45); // Version made by.
     putCommon(central);
     size_t centralZip64 = (bigSize ? 16 : 0) + (bigOffset ? 8 : 0);
-    put16(central, centralZip64 ? 4 + centralZip64 : 0);
-    put16(central, 0); // Comment length.
-    put16(central, 0); // Disk number.
-    put16(central, 0); // Internal attributes.
-    put32(central, 0); // External attributes.
-    put32(central, field32(offset, bigOffset));
-    central += entry.name;
+    central.put16(centralZip64 ? 4 + centralZip64 : 0);
+    central.put16(0); // Comment length.
+    central.put16(0); // Disk number.
+    central.put16(0); // Internal attributes.
+    central.put32(0); // External attributes.
+    central.put32(field32(offset, bigOffset));
+    central.bytes += entry.name;
     if (centralZip64) {
-      put16(central, 1);
-      put16(central, centralZip64);
+      central.put16(1);
+      central.put16(centralZip64);
       if (bigSize) {
-        put64(central, size);
-        put64(central, size);
+        central.put64(size);
+        central.put64(size);
       }
       if (bigOffset)
-        put64(central, offset);
+        central.put64(offset);
     }
   }
-  uint64_t centralOffset = out.size();
-  out += central;
+  uint64_t centralOffset = written;
+  uint64_t centralSize = central.bytes.size();
+  Record end;
   bool zip64End = entries.size() >= 0xffff || centralOffset >= zip64Threshold ||
-                  central.size() >= zip64Threshold;
+                  centralSize >= zip64Threshold;
   if (zip64End) {
-    uint64_t recordOffset = out.size();
-    put32(out, kZip64EndSig);
-    put64(out, 44); // Size of the rest of the record.
-    put16(out, 45); // Version made by.
-    put16(out, 45); // Version needed.
-    put32(out, 0);  // This disk.
-    put32(out, 0);  // Disk of the central directory.
-    put64(out, entries.size());
-    put64(out, entries.size());
-    put64(out, central.size());
-    put64(out, centralOffset);
-    put32(out, kZip64LocatorSig);
-    put32(out, 0); // Disk of the zip64 end record.
-    put64(out, recordOffset);
-    put32(out, 1); // Number of disks.
+    uint64_t recordOffset = centralOffset + centralSize;
+    end.put32(kZip64EndSig);
+    end.put64(44); // Size of the rest of the record.
+    end.put16(45); // Version made by.
+    end.put16(45); // Version needed.
+    end.put32(0);  // This disk.
+    end.put32(0);  // Disk of the central directory.
+    end.put64(entries.size());
+    end.put64(entries.size());
+    end.put64(centralSize);
+    end.put64(centralOffset);
+    end.put32(kZip64LocatorSig);
+    end.put32(0); // Disk of the zip64 end record.
+    end.put64(recordOffset);
+    end.put32(1); // Number of disks.
   }
-  put32(out, kEndSig);
-  put16(out, 0);
-  put16(out, 0);
-  put16(out, zip64End ? 0xffff : entries.size());
-  put16(out, zip64End ? 0xffff : entries.size());
-  put32(out, field32(central.size(), zip64End));
-  put32(out, field32(centralOffset, zip64End));
-  put16(out, 0);
-  return out;
+  end.put32(kEndSig);
+  end.put16(0);
+  end.put16(0);
+  end.put16(zip64End ? 0xffff : entries.size());
+  end.put16(zip64End ? 0xffff : entries.size());
+  end.put32(field32(centralSize, zip64End));
+  end.put32(field32(centralOffset, zip64End));
+  end.put16(0);
+  emit(central.bytes);
+  emit(end.bytes);
 }
 
 namespace {
@@ -340,9 +352,27 @@ static PickleRef intTuple(llvm::ArrayRef<int64_t> values) {
   return PickleValue::tuple(std::move(items));
 }
 
-llvm::Expected<std::string>
-mlir::titan::writeTorchSaveTensor(const DenseTensor &tensor,
-                                  StringRef archiveName) {
+/// Writes the torch.save archive of `root` whose storages are `storages`
+/// (`data/<key>` entries, in order) under the folder `archiveName`.
+static void writeTorchSave(const PickleRef &root,
+                           llvm::ArrayRef<StringRef> storages,
+                           StringRef archiveName, llvm::raw_ostream &os) {
+  std::string folder = archiveName.str() + "/";
+  std::string pickle = writePickle(root);
+  std::vector<std::string> names = {folder + "data.pkl"};
+  for (size_t key = 0; key < storages.size(); ++key)
+    names.push_back(folder + "data/" + std::to_string(key));
+  names.push_back(folder + "version");
+  std::vector<ZipEntryView> entries = {{names.front(), pickle}};
+  for (auto [key, storage] : llvm::enumerate(storages))
+    entries.push_back({names[key + 1], storage});
+  entries.push_back({names.back(), "3\n"});
+  writeStoredZip(entries, os);
+}
+
+llvm::Error mlir::titan::writeTorchSaveTensor(const DenseTensor &tensor,
+                                              llvm::raw_ostream &os,
+                                              StringRef archiveName) {
   int64_t count = tensor.numElements();
   if (tensor.data.size() != size_t(count) * torchDTypeSize(tensor.dtype))
     return fail(archiveName,
@@ -364,11 +394,17 @@ mlir::titan::writeTorchSaveTensor(const DenseTensor &tensor,
                           intTuple(contiguousStrides(tensor.shape)),
                           PickleValue::boolean(false), hooks}),
       /*newObj=*/false);
-  std::string folder = archiveName.str() + "/";
-  return writeStoredZip(
-      {{folder + "data.pkl", writePickle(root)},
-       {folder + "data/0", std::string(tensor.data.begin(), tensor.data.end())},
-       {folder + "version", "3\n"}});
+  writeTorchSave(root, StringRef(tensor.data.data(), tensor.data.size()),
+                 archiveName, os);
+  return llvm::Error::success();
+}
+
+std::string mlir::titan::writeTorchSaveObject(const PickleRef &root,
+                                              StringRef archiveName) {
+  std::string archive;
+  llvm::raw_string_ostream os(archive);
+  writeTorchSave(root, {}, archiveName, os);
+  return archive;
 }
 
 /// Reads a tuple of ints, e.g. a size or stride.
@@ -489,13 +525,21 @@ llvm::Expected<DenseTensor> mlir::titan::readTorchSaveTensor(StringRef archive,
   }
   if (lowest < 0 || highest >= storageCount)
     return notATensor("the view exceeds its storage");
-  // Copy element by element, walking the index in row-major order.
-  llvm::SmallVector<int64_t> index(shape->size(), 0);
+  // Copy runs of the innermost dimension (all of the data when the view is
+  // contiguous), walking the outer index in row-major order.
+  size_t rank = shape->size();
+  int64_t run = 1;
+  size_t inner = rank;
+  for (int64_t expected = 1; inner > 0 && (*strides)[inner - 1] == expected;
+       --inner)
+    expected = run *= (*shape)[inner - 1];
+  llvm::SmallVector<int64_t> index(inner, 0);
   int64_t source = args[1]->getInt();
-  for (int64_t i = 0; i < count; ++i) {
-    std::memcpy(tensor.data.data() + i * elementSize,
-                storage->data.data() + source * elementSize, elementSize);
-    for (size_t d = shape->size(); d-- > 0;) {
+  size_t runBytes = run * elementSize;
+  for (int64_t target = 0; target < count; target += run) {
+    std::memcpy(tensor.data.data() + target * elementSize,
+                storage->data.data() + source * elementSize, runBytes);
+    for (size_t d = inner; d-- > 0;) {
       source += (*strides)[d];
       if (++index[d] < (*shape)[d])
         break;

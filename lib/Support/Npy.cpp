@@ -4,8 +4,8 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Endian.h"
-#include "llvm/Support/FileOutputBuffer.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir::titan;
 using llvm::StringRef;
@@ -58,8 +58,18 @@ static StringRef headerValue(StringRef header, StringRef key) {
   return header.drop_front(pos + quoted.size()).ltrim();
 }
 
-llvm::Expected<NpyArray> mlir::titan::parseNpy(StringRef contents,
-                                               StringRef name) {
+namespace {
+/// The header fields of an .npy file and a view of its data.
+struct NpyView {
+  NpyDType dtype = NpyDType::F32;
+  llvm::SmallVector<int64_t> shape;
+  StringRef data;
+};
+} // namespace
+
+/// Parses the header of `contents` and checks that the data is all there.
+static llvm::Expected<NpyView> parseNpyView(StringRef contents,
+                                            StringRef name) {
   if (!contents.starts_with("\x93NUMPY") || contents.size() < 10)
     return npyError(name, "not an .npy file (bad magic)");
   uint8_t major = contents[6];
@@ -76,7 +86,7 @@ llvm::Expected<NpyArray> mlir::titan::parseNpy(StringRef contents,
     return npyError(name, "truncated .npy header");
   StringRef header = contents.slice(8 + lengthBytes, dataStart);
 
-  NpyArray array;
+  NpyView array;
   StringRef descr = headerValue(header, "descr");
   if (!descr.consume_front("'"))
     return npyError(name, "header has no 'descr'");
@@ -113,14 +123,36 @@ llvm::Expected<NpyArray> mlir::titan::parseNpy(StringRef contents,
     array.shape.push_back(value);
   }
 
-  uint64_t bytes = array.numElements() * found->size;
+  uint64_t bytes = found->size;
+  for (int64_t dim : array.shape)
+    bytes *= dim;
   if (contents.size() - dataStart < bytes)
     return npyError(name, "truncated data: expected " + llvm::Twine(bytes) +
                               " bytes, file has " +
                               llvm::Twine(contents.size() - dataStart));
-  StringRef data = contents.substr(dataStart, bytes);
-  array.data.assign(data.begin(), data.end());
+  array.data = contents.substr(dataStart, bytes);
   return array;
+}
+
+llvm::Expected<NpyArray> mlir::titan::parseNpy(StringRef contents,
+                                               StringRef name) {
+  llvm::Expected<NpyView> view = parseNpyView(contents, name);
+  if (!view)
+    return view.takeError();
+  return NpyArray{view->dtype, std::move(view->shape),
+                  std::vector<char>(view->data.begin(), view->data.end())};
+}
+
+llvm::Expected<MappedNpy> mlir::titan::mapNpy(StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return npyError(path, "cannot read: " + buffer.getError().message());
+  llvm::Expected<NpyView> view = parseNpyView((*buffer)->getBuffer(), path);
+  if (!view)
+    return view.takeError();
+  return MappedNpy{view->dtype, std::move(view->shape), view->data,
+                   std::move(*buffer)};
 }
 
 llvm::Expected<NpyArray> mlir::titan::readNpy(StringRef path) {
@@ -131,7 +163,9 @@ llvm::Expected<NpyArray> mlir::titan::readNpy(StringRef path) {
   return parseNpy((*buffer)->getBuffer(), path);
 }
 
-std::string mlir::titan::serializeNpy(const NpyArray &array) {
+/// The .npy header of `array`, padded so that the data starts 64-byte
+/// aligned.
+static std::string npyHeader(const NpyArray &array) {
   std::string header = "{'descr': '" + npyDescr(array.dtype).str() +
                        "', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < array.shape.size(); ++i)
@@ -148,19 +182,27 @@ std::string mlir::titan::serializeNpy(const NpyArray &array) {
   out += '\0';
   out += static_cast<char>(header.size() & 0xff);
   out += static_cast<char>(header.size() >> 8);
-  out += header;
+  return out + header;
+}
+
+std::string mlir::titan::serializeNpy(const NpyArray &array) {
+  std::string out = npyHeader(array);
   out.append(array.data.begin(), array.data.end());
   return out;
 }
 
 llvm::Error mlir::titan::writeNpy(StringRef path, const NpyArray &array) {
-  std::string bytes = serializeNpy(array);
-  auto buffer = llvm::FileOutputBuffer::create(path, bytes.size());
-  if (!buffer)
-    return npyError(path,
-                    "cannot write: " + llvm::toString(buffer.takeError()));
-  std::copy(bytes.begin(), bytes.end(), (*buffer)->getBufferStart());
-  if (llvm::Error error = (*buffer)->commit())
-    return npyError(path, "cannot write: " + llvm::toString(std::move(error)));
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return npyError(path, "cannot write: " + ec.message());
+  os << npyHeader(array);
+  os.write(array.data.data(), array.data.size());
+  os.close();
+  if (os.has_error()) {
+    std::string message = os.error().message();
+    os.clear_error();
+    return npyError(path, "cannot write: " + message);
+  }
   return llvm::Error::success();
 }

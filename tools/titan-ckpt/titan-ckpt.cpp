@@ -19,6 +19,18 @@
 //       --checkpoint-layout) would: rank r writes __r_0.distcp with the
 //       boxes the plan assigns it, cut from NPYDIR/<source>.npy, then
 //       .metadata is written atomically.
+//   titan-ckpt save --plan PLAN --rank R --from NPYDIR --to DIR
+//       Writes rank R's part only, as that rank of a distributed save does:
+//       __R_0.distcp and its write results __R_0.distcp.results; no
+//       .metadata, so the directory is not a loadable checkpoint yet.
+//   titan-ckpt save --plan PLAN --finish --to DIR [--flavor ...]
+//       The coordinator's last step once every rank's part is written:
+//       merges the ranks' results into .metadata (written atomically) and
+//       removes them; refuses, naming the rank, while a rank's part is
+//       missing.
+//
+// Every save syncs its files to disk before it returns (as PyTorch's
+// FileSystemWriter does by default).
 //   titan-ckpt load --plan PLAN --from DIR --to NPYDIR
 //       Reads every rank's box of PLAN from a checkpoint of any sharding and
 //       writes the assembled global tensors as NPYDIR/<source>.npy.
@@ -54,8 +66,7 @@ static cl::SubCommand
 static cl::opt<std::string> inspectDir(cl::Positional, cl::Required,
                                        cl::desc("<checkpoint directory>"),
                                        cl::sub(inspectCommand));
-static cl::opt<std::string> fromDir("from", cl::Required,
-                                    cl::desc("Source directory"),
+static cl::opt<std::string> fromDir("from", cl::desc("Source directory"),
                                     cl::sub(saveCommand), cl::sub(loadCommand));
 static cl::opt<std::string> toDir("to", cl::Required,
                                   cl::desc("Destination directory"),
@@ -66,6 +77,16 @@ static cl::opt<std::string>
                       "save and load as its ranks do"),
              cl::value_desc("file"), cl::sub(saveCommand),
              cl::sub(loadCommand));
+static cl::opt<int>
+    saveRank("rank",
+             cl::desc("With --plan: write only this rank's part of the "
+                      "checkpoint (finish it with --finish)"),
+             cl::init(-1), cl::sub(saveCommand));
+static cl::opt<bool>
+    finishSave("finish",
+               cl::desc("With --plan: commit a checkpoint whose ranks' parts "
+                        "were written with --rank (writes .metadata)"),
+               cl::sub(saveCommand));
 static cl::list<std::string>
     chunkSpecs("chunks",
                cl::desc("FQN=GRID: split tensor FQN into a grid of chunks, "
@@ -178,22 +199,43 @@ static NpyDType npyTypeOf(TorchDType dtype) {
   llvm_unreachable("unknown dtype");
 }
 
-/// Reads an .npy file as a checkpoint tensor.
-static llvm::Expected<DenseTensor> readTensor(StringRef path) {
-  llvm::Expected<NpyArray> array = readNpy(path);
-  if (!array)
-    return array.takeError();
-  llvm::Expected<TorchDType> dtype = dtypeOf(array->dtype, path);
-  if (!dtype)
-    return dtype.takeError();
-  return DenseTensor{*dtype, array->shape, std::move(array->data)};
+namespace {
+/// The .npy files of a directory as checkpoint tensors, each mapped on
+/// first use (only the pages a save cuts chunks from are read).
+class NpyDirectory {
+public:
+  explicit NpyDirectory(StringRef dir) : dir(dir) {}
+
+  /// The tensor in `<dir>/<name>.npy`.
+  llvm::Expected<DenseTensorRef> get(StringRef name);
+
+private:
+  std::string dir;
+  std::map<std::string, std::pair<TorchDType, MappedNpy>> files;
+};
+} // namespace
+
+llvm::Expected<DenseTensorRef> NpyDirectory::get(StringRef name) {
+  auto it = files.find(name.str());
+  if (it == files.end()) {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, name + ".npy");
+    llvm::Expected<MappedNpy> array = mapNpy(path);
+    if (!array)
+      return array.takeError();
+    llvm::Expected<TorchDType> dtype = dtypeOf(array->dtype, path);
+    if (!dtype)
+      return dtype.takeError();
+    it = files.try_emplace(name.str(), *dtype, std::move(*array)).first;
+  }
+  const auto &[dtype, array] = it->second;
+  return DenseTensorRef(dtype, array.shape, array.data);
 }
 
 /// Writes `tensor` as DIR/<name>.npy.
 static llvm::Error writeTensor(StringRef dir, StringRef name,
                                DenseTensor tensor) {
-  NpyArray array{npyTypeOf(tensor.dtype), tensor.shape,
-                 std::move(tensor.data)};
+  NpyArray array{npyTypeOf(tensor.dtype), tensor.shape, std::move(tensor.data)};
   llvm::SmallString<256> path(dir);
   llvm::sys::path::append(path, name + ".npy");
   return writeNpy(path, array);
@@ -218,7 +260,7 @@ static llvm::Expected<llvm::SmallVector<int64_t>> parseGrid(StringRef spec) {
 /// Splits `tensor` into a grid of chunks as torch.chunk does per dimension
 /// (parts of ceil(size / count) elements; empty parts are dropped) and adds
 /// the chunks, in row-major order, to ranks 0, 1, ...
-static llvm::Error splitTensor(StringRef fqn, const DenseTensor &tensor,
+static llvm::Error splitTensor(StringRef fqn, DenseTensorRef tensor,
                                llvm::ArrayRef<int64_t> grid,
                                std::map<unsigned, DcpRankData> &ranks) {
   if (grid.size() != tensor.shape.size())
@@ -227,7 +269,7 @@ static llvm::Error splitTensor(StringRef fqn, const DenseTensor &tensor,
                 llvm::Twine(tensor.shape.size()));
   IndexBox whole;
   whole.offsets.assign(tensor.shape.size(), 0);
-  whole.sizes = tensor.shape;
+  whole.sizes.assign(tensor.shape.begin(), tensor.shape.end());
   int64_t cells = 1;
   for (int64_t count : grid)
     cells *= count;
@@ -248,7 +290,7 @@ static llvm::Error splitTensor(StringRef fqn, const DenseTensor &tensor,
       continue;
     DcpTensorChunk chunk;
     chunk.fqn = fqn.str();
-    chunk.globalSize = tensor.shape;
+    chunk.globalSize.assign(tensor.shape.begin(), tensor.shape.end());
     chunk.offsets = box.offsets;
     chunk.data.dtype = tensor.dtype;
     chunk.data.shape = box.sizes;
@@ -262,6 +304,8 @@ static llvm::Error splitTensor(StringRef fqn, const DenseTensor &tensor,
 }
 
 static llvm::Error save() {
+  if (fromDir.empty())
+    return fail("save needs --from NPYDIR");
   std::map<std::string, llvm::SmallVector<int64_t>> grids;
   for (StringRef spec : chunkSpecs) {
     if (!spec.contains('='))
@@ -283,9 +327,10 @@ static llvm::Error save() {
   llvm::sort(paths);
 
   std::map<unsigned, DcpRankData> ranks;
+  NpyDirectory npy(fromDir);
   for (const std::string &path : paths) {
     std::string fqn = llvm::sys::path::stem(path).str();
-    llvm::Expected<DenseTensor> tensor = readTensor(path);
+    llvm::Expected<DenseTensorRef> tensor = npy.get(fqn);
     if (!tensor)
       return tensor.takeError();
     auto grid = grids.find(fqn);
@@ -306,6 +351,8 @@ static llvm::Error save() {
 }
 
 static llvm::Error load() {
+  if (fromDir.empty())
+    return fail("load needs --from DIR (the checkpoint)");
   llvm::Expected<DcpReader> reader = DcpReader::open(fromDir);
   if (!reader)
     return reader.takeError();
@@ -324,19 +371,30 @@ static llvm::Error load() {
 static llvm::Error saveWithPlan() {
   if (!chunkSpecs.empty())
     return fail("--chunks and --plan exclude each other");
+  if (finishSave && saveRank >= 0)
+    return fail("--finish and --rank exclude each other: save every rank's "
+                "part with --rank, then finish with --finish");
   llvm::Expected<CheckpointPlan> plan = readCheckpointPlan(planFile);
   if (!plan)
     return plan.takeError();
-  StateTensors state;
-  for (const PlanTensor &tensor : plan->tensors) {
-    if (state.count(tensor.source))
-      continue;
-    llvm::SmallString<256> path(fromDir.getValue());
-    llvm::sys::path::append(path, tensor.source + ".npy");
-    llvm::Expected<DenseTensor> global = readTensor(path);
-    if (!global)
-      return global.takeError();
-    state.emplace(tensor.source, std::move(*global));
+  if (finishSave)
+    return finishDcpSave(toDir, plan->numRanks, flavor);
+  if (fromDir.empty())
+    return fail("save needs --from NPYDIR (the training state)");
+  if (saveRank >= int(plan->numRanks))
+    return fail("--rank " + llvm::Twine(saveRank) + " is not a rank of '" +
+                planFile + "', which has " + llvm::Twine(plan->numRanks) +
+                " ranks");
+  NpyDirectory npy(fromDir);
+  auto state = [&](StringRef source) { return npy.get(source); };
+  if (saveRank >= 0) {
+    llvm::Expected<DcpRankData> data = planRankData(*plan, saveRank, state);
+    if (!data)
+      return data.takeError();
+    if (std::error_code ec = llvm::sys::fs::create_directories(toDir))
+      return fail("cannot create checkpoint directory '" + toDir +
+                  "': " + ec.message());
+    return saveDcpRank(toDir, *data);
   }
   std::vector<DcpRankData> ranks;
   for (unsigned rank = 0; rank < plan->numRanks; ++rank) {
@@ -349,6 +407,8 @@ static llvm::Error saveWithPlan() {
 }
 
 static llvm::Error loadWithPlan() {
+  if (fromDir.empty())
+    return fail("load needs --from DIR (the checkpoint)");
   llvm::Expected<CheckpointPlan> plan = readCheckpointPlan(planFile);
   if (!plan)
     return plan.takeError();
@@ -373,6 +433,8 @@ int main(int argc, char **argv) {
   llvm::Error err = llvm::Error::success();
   if (inspectCommand)
     err = inspect();
+  else if (saveCommand && planFile.empty() && (finishSave || saveRank >= 0))
+    err = fail("--rank and --finish save as the ranks of a plan: add --plan");
   else if (saveCommand)
     err = planFile.empty() ? save() : saveWithPlan();
   else if (loadCommand)

@@ -62,7 +62,7 @@ std::optional<IndexBox> intersectBoxes(const IndexBox &a, const IndexBox &b);
 /// `sourceBox` of some tensor, into `target`, which holds `targetBox` of a
 /// tensor of the same dtype; the boxes are in that tensor's global
 /// coordinates and `region` lies within both.
-void copyRegion(const DenseTensor &source, const IndexBox &sourceBox,
+void copyRegion(DenseTensorRef source, const IndexBox &sourceBox,
                 DenseTensor &target, const IndexBox &targetBox,
                 const IndexBox &region);
 
@@ -139,25 +139,60 @@ struct DcpRankData {
   std::vector<DcpBytesEntry> bytesEntries;
 };
 
-/// Where blobs were stored, by storage key.
-using DcpStorageMap = std::map<DcpStorageKey, DcpStorageInfo>;
-
 /// The name of rank `rank`'s data file, `__{rank}_0.distcp`.
 std::string dcpDataFileName(unsigned rank);
 
-/// Writes the data file of one rank into the existing `directory`, one blob
-/// at a time, and returns where each blob landed. Each rank of a
-/// distributed save calls this; the coordinator then merges the storage
-/// maps into the metadata and calls writeDcpMetadata. On error the file is
-/// removed.
-llvm::Expected<DcpStorageMap> writeDcpDataFile(llvm::StringRef directory,
-                                               const DcpRankData &data);
+/// Rank `data.rank`'s part of a distributed save (PyTorch's
+/// `write_data`): removes a stale `directory/.metadata` (it would describe
+/// data files about to be replaced), writes the rank's data file one blob at
+/// a time, straight from the chunks' data, syncs it to disk and returns the
+/// rank's piece of the metadata: its chunks and bytes entries and where each
+/// blob landed. Each chunk is checked (offsets of its rank, data of its
+/// shape) before anything is written; tiling needs every rank's piece and is
+/// checked by mergeDcpMetadata. `directory` must exist. On error the data
+/// file is removed.
+llvm::Expected<DcpMetadata> writeDcpRankData(llvm::StringRef directory,
+                                             const DcpRankData &data);
+
+/// Merges the pieces of metadata of every rank (PyTorch's coordinator
+/// gathering write results): fails when two pieces disagree on a tensor's
+/// dtype or global size, save an entry twice, or when the chunks do not tile
+/// a tensor exactly (a rank's piece is missing, or overlapping chunks).
+llvm::Expected<DcpMetadata>
+mergeDcpMetadata(llvm::ArrayRef<DcpMetadata> pieces);
 
 /// Validates `metadata` (validateDcpMetadata) and writes it as
-/// `directory/.metadata`: to `.metadata.tmp` first, then renamed, so that a
-/// reader never sees a partial file.
+/// `directory/.metadata`: to `.metadata.tmp` first, synced, then renamed, so
+/// that a reader never sees a partial file and the previous checkpoint stays
+/// loadable until the rename.
 llvm::Error writeDcpMetadata(llvm::StringRef directory,
                              const DcpMetadata &metadata, DcpFlavor flavor);
+
+/// Merges `pieces` (mergeDcpMetadata) and commits the checkpoint by writing
+/// `.metadata` (writeDcpMetadata): the coordinator's last step, after every
+/// rank's writeDcpRankData returned.
+llvm::Error commitDcpCheckpoint(llvm::StringRef directory,
+                                llvm::ArrayRef<DcpMetadata> pieces,
+                                DcpFlavor flavor);
+
+/// The name of the file in which a rank saving in its own process leaves its
+/// piece of the metadata for the finishing step,
+/// `__{rank}_0.distcp.results`.
+std::string dcpRankResultsFileName(unsigned rank);
+
+/// Writes rank `data.rank`'s part of a save made by separate processes:
+/// writeDcpRankData, then the returned piece into the rank's results file
+/// (synced, written under a temporary name and renamed, so that it exists
+/// only once the rank's data file is complete).
+llvm::Error saveDcpRank(llvm::StringRef directory, const DcpRankData &data);
+
+/// Finishes a save made by separate processes of ranks 0 .. numRanks-1
+/// (saveDcpRank): reads every rank's results file, commits the checkpoint
+/// (commitDcpCheckpoint) and removes the results files. Fails, writing no
+/// `.metadata`, when a rank's results file is missing (that rank has not
+/// finished) or the pieces do not form a complete checkpoint.
+llvm::Error finishDcpSave(llvm::StringRef directory, unsigned numRanks,
+                          DcpFlavor flavor);
 
 /// Writes a whole checkpoint from one process into `directory` (created if
 /// missing): every rank's data file, then `.metadata`. Everything is
@@ -170,7 +205,9 @@ llvm::Error writeDcpCheckpoint(llvm::StringRef directory,
 /// A checkpoint directory opened for reading.
 class DcpReader {
 public:
-  /// Reads and validates (validateDcpMetadata) `directory/.metadata`.
+  /// Reads and validates (validateDcpMetadata) `directory/.metadata` and
+  /// checks that every data file it refers to exists and holds its blobs, so
+  /// that a checkpoint missing a rank's file is refused up front.
   static llvm::Expected<DcpReader> open(llvm::StringRef directory);
 
   const DcpMetadata &getMetadata() const { return metadata; }
@@ -190,7 +227,7 @@ private:
   DcpReader(std::string directory, DcpMetadata metadata)
       : directory(std::move(directory)), metadata(std::move(metadata)) {}
 
-  /// Reads the blob `info` points to, checking that the file holds it.
+  /// Reads the blob `info` points to (open checked that the file holds it).
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
   readBlob(const DcpStorageInfo &info) const;
 

@@ -19,8 +19,9 @@ namespace mlir::titan {
 ///  - a `param` argument `<fqn>` is saved as `<fqn>`;
 ///  - `state` arguments `exp_avg.<fqn>` and `exp_avg_sq.<fqn>` as
 ///    `optimizer.state.<fqn>.exp_avg` and `.exp_avg_sq`, and the `step`
-///    argument as `optimizer.state.<fqn>.step` for every such `<fqn>` and as
-///    `train_state.step`.
+///    argument as `optimizer.state.<fqn>.step` for every such `<fqn>` and,
+///    as a value (an int in a bytes entry, as torchtitan's trainer saves
+///    it), as `train_state.step`.
 /// Global shapes are the local shapes times the shard counts; each rank's
 /// box comes from the placement algebra, and of ranks holding the same box
 /// the lowest writes it. Fails (with an error on the module) on a missing

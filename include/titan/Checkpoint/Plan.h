@@ -15,6 +15,7 @@
 //   tensor <key> <source> <dtype> <shape>
 //   box <rank> <offsets> <sizes> write|hold
 //   ...
+//   value <key> <source> <dtype>
 //
 // Every `tensor` record is followed by one `box` record per rank 0..N-1, in
 // rank order. <key> is the DCP key (e.g. `optimizer.state.norm.weight.
@@ -23,7 +24,11 @@
 // dtype name (`float32`, `bfloat16`, ...), and shapes, offsets and sizes are
 // bracketed lists without spaces (`[256,128]`, `[]` for a 0-d tensor).
 // `write` marks the one rank that writes that box; `hold` a rank holding a
-// copy of a box another rank writes.
+// copy of a box another rank writes. A `value` record is a Python int taken
+// from the 0-d training-state tensor <source> of dtype <dtype>; DCP saves it
+// as a bytes entry (BytesStorageMetadata: the torch.save archive of the
+// int), which rank 0, the coordinator, writes. torchtitan's trainer saves
+// `train_state.step` that way (its state_dict is {"step": int}).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +37,7 @@
 
 #include "titan/Checkpoint/Dcp.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -62,16 +68,28 @@ struct PlanTensor {
   std::vector<PlanBox> boxes;
 };
 
+/// One non-tensor value of a checkpoint plan: an int saved as a bytes entry
+/// by rank 0.
+struct PlanValue {
+  /// The DCP key.
+  std::string key;
+  /// The 0-d training-state tensor holding the value.
+  std::string source;
+  /// The dtype of the source (float32, float64, int32 or int64).
+  TorchDType dtype = TorchDType::Int64;
+};
+
 /// What every rank of a program saves and loads.
 struct CheckpointPlan {
   unsigned numRanks = 1;
   std::vector<PlanTensor> tensors;
+  std::vector<PlanValue> values;
 };
 
 /// Checks that `plan` is consistent: keys are unique, every tensor has one
 /// in-bounds box per rank, ranks marked `write` hold distinct boxes that
-/// tile the tensor exactly (validateTiling), and every other rank holds a
-/// copy of a written box.
+/// tile the tensor exactly (validateTiling), every other rank holds a copy
+/// of a written box, and values come from sources that can hold an int.
 llvm::Error validateCheckpointPlan(const CheckpointPlan &plan);
 
 /// Writes `plan` in the plan file format.
@@ -87,17 +105,24 @@ llvm::Expected<CheckpointPlan> readCheckpointPlan(llvm::StringRef path);
 /// Global training-state tensors by source name.
 using StateTensors = std::map<std::string, DenseTensor>;
 
-/// The chunks rank `rank` of `plan` writes, cut from the global tensors in
-/// `state`; fails when a source is missing or its dtype or shape differs
-/// from the plan.
-llvm::Expected<DcpRankData> planRankData(const CheckpointPlan &plan,
-                                         unsigned rank,
-                                         const StateTensors &state);
+/// Looks up the global training-state tensor of a source name.
+using StateLookup =
+    llvm::function_ref<llvm::Expected<DenseTensorRef>(llvm::StringRef source)>;
 
-/// Reads every rank's box of every tensor of `plan` from `reader` (any
-/// saved sharding) and assembles them into global tensors by source name.
-/// Fails when the checkpoint lacks a key of the plan, holds it with another
-/// dtype or shape, or when two keys of one source disagree.
+/// What rank `rank` of `plan` writes: its chunks, cut from the global
+/// tensors `state` returns (looked up only for what the rank writes), and,
+/// on rank 0, the values. Fails when a lookup fails, a source's dtype or
+/// shape differs from the plan, or a value is not an integer.
+llvm::Expected<DcpRankData> planRankData(const CheckpointPlan &plan,
+                                         unsigned rank, StateLookup state);
+
+/// Reads the box of every writing rank of every tensor of `plan` from
+/// `reader` (any saved sharding; the ranks holding copies would read the
+/// same boxes) and the values, and assembles them into global tensors by
+/// source name. A value is read from a bytes entry holding an int, or from a
+/// 0-d tensor (as older checkpoints store a step). Fails when the checkpoint
+/// lacks a key of the plan, holds it with another dtype or shape, or when
+/// two keys of one source disagree.
 llvm::Expected<StateTensors> loadPlanState(const DcpReader &reader,
                                            const CheckpointPlan &plan);
 

@@ -18,6 +18,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 #include <optional>
@@ -50,10 +51,19 @@ struct DenseTensor {
   int64_t numElements() const;
 };
 
-/// One entry of a zip archive.
-struct ZipEntry {
-  std::string name;
-  std::string data;
+/// A read-only view of a dense, C-contiguous tensor whose data lives
+/// elsewhere (a DenseTensor, a mapped file, a runtime's buffer).
+struct DenseTensorRef {
+  TorchDType dtype = TorchDType::Float32;
+  llvm::ArrayRef<int64_t> shape;
+  llvm::StringRef data;
+
+  DenseTensorRef(TorchDType dtype, llvm::ArrayRef<int64_t> shape,
+                 llvm::StringRef data)
+      : dtype(dtype), shape(shape), data(data) {}
+  DenseTensorRef(const DenseTensor &tensor)
+      : dtype(tensor.dtype), shape(tensor.shape),
+        data(tensor.data.data(), tensor.data.size()) {}
 };
 
 /// A view of one entry of a zip archive held in memory.
@@ -65,13 +75,14 @@ struct ZipEntryView {
 /// Sizes and offsets from which zip needs its zip64 records.
 constexpr uint64_t kZip64Limit = 0xffffffffu;
 
-/// Serializes `entries` as an uncompressed zip archive with every entry's
-/// data 64-byte aligned. Sizes and offsets of at least `zip64Threshold`
-/// bytes (and the directory of 65535 entries or more) are written in zip64
-/// records; a lower threshold than kZip64Limit exercises that path on small
-/// archives.
-std::string writeStoredZip(llvm::ArrayRef<ZipEntry> entries,
-                           uint64_t zip64Threshold = kZip64Limit);
+/// Writes `entries` to `os` as an uncompressed zip archive with every
+/// entry's data 64-byte aligned (offsets count from where the archive
+/// starts). Entry data is written straight from the views, unbuffered when
+/// large. Sizes and offsets of at least `zip64Threshold` bytes (and the
+/// directory of 65535 entries or more) are written in zip64 records; a lower
+/// threshold than kZip64Limit exercises that path on small archives.
+void writeStoredZip(llvm::ArrayRef<ZipEntryView> entries, llvm::raw_ostream &os,
+                    uint64_t zip64Threshold = kZip64Limit);
 
 /// Lists the entries of an uncompressed (stored) zip archive, zip64 records
 /// included, checking sizes and CRC-32. `name` is used in error messages.
@@ -95,10 +106,16 @@ struct TorchSaveArchive {
 llvm::Expected<TorchSaveArchive> readTorchSave(llvm::StringRef archive,
                                                llvm::StringRef name);
 
-/// Serializes `tensor` as torch.save does, under the folder `archiveName`.
-llvm::Expected<std::string>
-writeTorchSaveTensor(const DenseTensor &tensor,
-                     llvm::StringRef archiveName = "archive");
+/// Writes `tensor` to `os` as torch.save does, under the folder
+/// `archiveName`; fails when its data does not match its shape.
+llvm::Error writeTorchSaveTensor(const DenseTensor &tensor,
+                                 llvm::raw_ostream &os,
+                                 llvm::StringRef archiveName = "archive");
+
+/// The torch.save archive of an object without storages (e.g. a Python int,
+/// as DCP saves non-tensor values), under the folder `archiveName`.
+std::string writeTorchSaveObject(const PickleRef &root,
+                                 llvm::StringRef archiveName = "archive");
 
 /// Reads a torch.save archive of one tensor (any strides and storage
 /// offset) into a contiguous tensor. `name` is used in error messages.

@@ -13,8 +13,10 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,19 @@ llvm::Expected<NpyArray> parseNpy(llvm::StringRef contents,
 
 /// Reads an .npy file from disk.
 llvm::Expected<NpyArray> readNpy(llvm::StringRef path);
+
+/// An .npy file mapped into memory: its element type and shape, and a view
+/// of its data that lives as long as `buffer`.
+struct MappedNpy {
+  NpyDType dtype = NpyDType::F32;
+  llvm::SmallVector<int64_t> shape;
+  llvm::StringRef data;
+  std::unique_ptr<llvm::MemoryBuffer> buffer;
+};
+
+/// Maps an .npy file without copying its data (pages are read as they are
+/// touched).
+llvm::Expected<MappedNpy> mapNpy(llvm::StringRef path);
 
 /// Serializes `array` in .npy format 1.0.
 std::string serializeNpy(const NpyArray &array);

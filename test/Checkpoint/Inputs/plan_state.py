@@ -7,7 +7,8 @@ Subcommands:
   compare SAVED LOADED         every LOADED/*.npy is byte-identical (dtype,
                                shape, bytes) to SAVED/<same name>
   by-key PLAN STATE OUT        write OUT/<key>.npy = STATE/<source>.npy for
-                               every `tensor <key> <source> ...` of PLAN
+                               every `tensor <key> <source> ...` and
+                               `value <key> <source> ...` of PLAN
 """
 
 import os
@@ -47,7 +48,7 @@ def by_key(plan, state, out):
     with open(plan) as f:
         for line in f:
             fields = line.split()
-            if fields and fields[0] == "tensor":
+            if fields and fields[0] in ("tensor", "value"):
                 key, source = fields[1], fields[2]
                 np.save(os.path.join(out, key + ".npy"),
                         np.load(os.path.join(state, source + ".npy")))

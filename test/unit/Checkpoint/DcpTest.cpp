@@ -176,8 +176,9 @@ TEST_F(DcpDirectoryTest, RefusesBadTilingAndWritesNothing) {
 }
 
 TEST_F(DcpDirectoryTest, WritesRankByRankThenMetadata) {
-  // A distributed save: each rank writes its file, the coordinator merges
-  // the storage maps into the metadata and writes .metadata last.
+  // A distributed save: each rank writes its file and returns its piece of
+  // the metadata; the coordinator merges the pieces and writes .metadata
+  // last.
   ASSERT_FALSE(llvm::sys::fs::create_directories(dir));
   DcpMetadata metadata;
   DcpTensorMetadata &w = metadata.tensors["w"];
@@ -187,17 +188,60 @@ TEST_F(DcpDirectoryTest, WritesRankByRankThenMetadata) {
       errorOf(writeDcpMetadata(dir, metadata, DcpFlavor::Torch2));
   EXPECT_NE(refused.find("has no storage entry"), std::string::npos) << refused;
   EXPECT_FALSE(llvm::sys::fs::exists(path("ckpt/.metadata")));
+  std::vector<DcpMetadata> pieces;
   for (const DcpRankData &rank : columnSplit()) {
-    llvm::Expected<DcpStorageMap> storage = writeDcpDataFile(dir, rank);
-    ASSERT_TRUE(bool(storage)) << llvm::toString(storage.takeError());
-    metadata.storage.merge(*storage);
+    llvm::Expected<DcpMetadata> piece = writeDcpRankData(dir, rank);
+    ASSERT_TRUE(bool(piece)) << llvm::toString(piece.takeError());
+    pieces.push_back(std::move(*piece));
   }
-  ASSERT_FALSE(bool(writeDcpMetadata(dir, metadata, DcpFlavor::Torch2)));
+  // Without rank 1's piece the chunks leave a gap: nothing is committed.
+  std::string gap =
+      errorOf(commitDcpCheckpoint(dir, pieces[0], DcpFlavor::Torch2));
+  EXPECT_NE(gap.find("a gap"), std::string::npos) << gap;
+  EXPECT_FALSE(llvm::sys::fs::exists(path("ckpt/.metadata")));
+  ASSERT_FALSE(bool(commitDcpCheckpoint(dir, pieces, DcpFlavor::Torch2)));
   llvm::Expected<DcpReader> reader = DcpReader::open(dir);
   ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
   llvm::Expected<DenseTensor> whole = reader->readTensor("w");
   ASSERT_TRUE(bool(whole)) << llvm::toString(whole.takeError());
   EXPECT_EQ(whole->data, iota().data);
+}
+
+TEST_F(DcpDirectoryTest, SeparateRankProcessesThenFinish) {
+  // Ranks saving in their own processes leave their pieces in results
+  // files; finishing needs all of them and equals a one-process save.
+  ASSERT_FALSE(llvm::sys::fs::create_directories(dir));
+  std::vector<DcpRankData> ranks = columnSplit();
+  ASSERT_FALSE(bool(saveDcpRank(dir, ranks[0])));
+  EXPECT_FALSE(llvm::sys::fs::exists(path("ckpt/.metadata")));
+  std::string missing = errorOf(finishDcpSave(dir, 2, DcpFlavor::Torch2));
+  EXPECT_NE(missing.find("rank 1 has not finished its part of the save"),
+            std::string::npos)
+      << missing;
+  EXPECT_NE(missing.find("__1_0.distcp.results' is missing"), std::string::npos)
+      << missing;
+  EXPECT_FALSE(llvm::sys::fs::exists(path("ckpt/.metadata")));
+  ASSERT_FALSE(bool(saveDcpRank(dir, ranks[1])));
+  ASSERT_FALSE(bool(finishDcpSave(dir, 2, DcpFlavor::Torch2)));
+  EXPECT_FALSE(llvm::sys::fs::exists(path("ckpt/__0_0.distcp.results")));
+  auto separate = llvm::MemoryBuffer::getFile(path("ckpt/.metadata"));
+  ASSERT_TRUE(bool(separate));
+
+  std::string oneProcess = path("one");
+  ASSERT_FALSE(bool(writeDcpCheckpoint(oneProcess, ranks, DcpFlavor::Torch2)));
+  auto expected = llvm::MemoryBuffer::getFile(oneProcess + "/.metadata");
+  ASSERT_TRUE(bool(expected));
+  EXPECT_EQ((*separate)->getBuffer(), (*expected)->getBuffer());
+}
+
+TEST_F(DcpDirectoryTest, RefusesCheckpointMissingADataFile) {
+  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, columnSplit(), DcpFlavor::Torch2)));
+  ASSERT_FALSE(llvm::sys::fs::remove(path("ckpt/__1_0.distcp")));
+  std::string message = errorOf(DcpReader::open(dir).takeError());
+  EXPECT_NE(message.find("__1_0.distcp' is missing"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("the checkpoint is incomplete"), std::string::npos)
+      << message;
 }
 
 TEST_F(DcpDirectoryTest, ReportsMissingMetadata) {
@@ -221,12 +265,8 @@ TEST_F(DcpDirectoryTest, ReportsTruncatedDataFile) {
   os << kept;
   os.close();
 
-  llvm::Expected<DcpReader> reader = DcpReader::open(dir);
-  ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
-  // The first chunk is intact; the second is cut short.
-  EXPECT_TRUE(bool(reader->readBox("w", box({0, 0}, {4, 2}))));
-  llvm::Expected<DenseTensor> whole = reader->readTensor("w");
-  std::string message = errorOf(whole.takeError());
+  // Opening refuses the checkpoint before any tensor is read.
+  std::string message = errorOf(DcpReader::open(dir).takeError());
   EXPECT_NE(message.find("__1_0.distcp' is truncated"), std::string::npos)
       << message;
 }

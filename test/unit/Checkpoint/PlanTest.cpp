@@ -8,6 +8,7 @@
 
 #include "gtest/gtest.h"
 
+#include <cstring>
 #include <numeric>
 
 using namespace mlir::titan;
@@ -19,23 +20,28 @@ std::string errorOf(llvm::Error err) {
   return llvm::toString(std::move(err));
 }
 
-/// w [4, 2] split in rows over 2 ranks, and a 0-d step both ranks hold.
+/// w [4, 2] split in rows over 2 ranks, a 0-d step both ranks hold, and the
+/// same step as an int value.
 constexpr const char *kPlanText = "titan-checkpoint-plan 1\n"
                                   "ranks 2\n"
                                   "tensor w w float32 [4,2]\n"
                                   "box 0 [0,0] [2,2] write\n"
                                   "box 1 [2,0] [2,2] write\n"
-                                  "tensor train_state.step step int64 []\n"
+                                  "tensor optimizer.state.w.step step "
+                                  "float32 []\n"
                                   "box 0 [] [] write\n"
-                                  "box 1 [] [] hold\n";
+                                  "box 1 [] [] hold\n"
+                                  "value train_state.step step float32\n";
 
 TEST(PlanTest, PrintsWhatItParses) {
   llvm::Expected<CheckpointPlan> plan = parseCheckpointPlan(kPlanText, "p");
   ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
   EXPECT_EQ(plan->numRanks, 2u);
   ASSERT_EQ(plan->tensors.size(), 2u);
-  EXPECT_EQ(plan->tensors[1].dtype, TorchDType::Int64);
+  EXPECT_EQ(plan->tensors[1].dtype, TorchDType::Float32);
   EXPECT_FALSE(plan->tensors[1].boxes[1].writes);
+  ASSERT_EQ(plan->values.size(), 1u);
+  EXPECT_EQ(plan->values[0].source, "step");
   std::string printed;
   llvm::raw_string_ostream os(printed);
   printCheckpointPlan(*plan, os);
@@ -65,18 +71,31 @@ TEST(PlanTest, SavesAndLoadsThroughThePlan) {
   ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
   DenseTensor w{TorchDType::Float32, {4, 2}, std::vector<char>(32)};
   std::iota(w.data.begin(), w.data.end(), 0);
-  DenseTensor step{TorchDType::Int64, {}, std::vector<char>(8, 3)};
+  float seven = 7;
+  DenseTensor step{TorchDType::Float32, {}, std::vector<char>(4)};
+  std::memcpy(step.data.data(), &seven, 4);
   StateTensors state{{"w", w}, {"step", step}};
+  auto lookup = [&](llvm::StringRef source) -> llvm::Expected<DenseTensorRef> {
+    return DenseTensorRef(state.at(source.str()));
+  };
 
   std::vector<DcpRankData> ranks;
   for (unsigned rank = 0; rank < 2; ++rank) {
-    llvm::Expected<DcpRankData> data = planRankData(*plan, rank, state);
+    llvm::Expected<DcpRankData> data = planRankData(*plan, rank, lookup);
     ASSERT_TRUE(bool(data)) << llvm::toString(data.takeError());
     ranks.push_back(std::move(*data));
   }
   EXPECT_EQ(ranks[0].chunks.size(), 2u);
   ASSERT_EQ(ranks[1].chunks.size(), 1u);
   EXPECT_EQ(ranks[1].chunks[0].offsets, llvm::SmallVector<int64_t>({2, 0}));
+  // The coordinator writes the value: the torch.save archive of the int 7.
+  ASSERT_EQ(ranks[0].bytesEntries.size(), 1u);
+  EXPECT_TRUE(ranks[1].bytesEntries.empty());
+  llvm::Expected<TorchSaveArchive> value =
+      readTorchSave(ranks[0].bytesEntries[0].data, "value");
+  ASSERT_TRUE(bool(value)) << llvm::toString(value.takeError());
+  EXPECT_TRUE(value->root->is(PickleValue::Kind::Int));
+  EXPECT_EQ(value->root->getInt(), 7);
 
   llvm::SmallString<128> dir;
   ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("plan-test", dir));
@@ -90,9 +109,15 @@ TEST(PlanTest, SavesAndLoadsThroughThePlan) {
   llvm::sys::fs::remove_directories(dir);
 
   state.at("w").shape = {2, 4};
-  EXPECT_NE(errorOf(planRankData(*plan, 0, state).takeError())
+  EXPECT_NE(errorOf(planRankData(*plan, 0, lookup).takeError())
                 .find("'w' is float32 [2, 4], the plan expects float32 "
                       "[4, 2] for 'w'"),
+            std::string::npos);
+  state.at("w").shape = {4, 2};
+  float half = 7.5;
+  std::memcpy(state.at("step").data.data(), &half, 4);
+  EXPECT_NE(errorOf(planRankData(*plan, 0, lookup).takeError())
+                .find("'step' holds 7.5"),
             std::string::npos);
 }
 

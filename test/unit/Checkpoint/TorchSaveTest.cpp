@@ -2,6 +2,8 @@
 
 #include "titan/Checkpoint/TorchSave.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 #include "gtest/gtest.h"
 
 #include <cstring>
@@ -11,13 +13,18 @@ using namespace mlir::titan;
 namespace {
 
 TEST(TorchSaveTest, ZipRoundTripAlignsData) {
-  std::vector<ZipEntry> entries = {{"a/data.pkl", "xyz"},
-                                   {"a/data/0", std::string(100, '\x07')},
-                                   {"a/version", "3\n"}};
+  std::string data(100, '\x07');
+  std::vector<ZipEntryView> entries = {
+      {"a/data.pkl", "xyz"}, {"a/data/0", data}, {"a/version", "3\n"}};
   // The default writes 32-bit records; threshold 0 forces every zip64 record
   // (sizes, offsets, end of central directory), as a 4 GiB entry would.
   for (uint64_t threshold : {kZip64Limit, uint64_t(0)}) {
-    std::string zip = writeStoredZip(entries, threshold);
+    std::string zip;
+    llvm::raw_string_ostream os(zip);
+    // Offsets count from the archive's start, not the stream's.
+    os << "prefix";
+    writeStoredZip(entries, os, threshold);
+    zip.erase(0, 6);
     EXPECT_EQ(llvm::StringRef(zip).contains("PK\x06\x06"), threshold == 0);
     llvm::Expected<std::vector<ZipEntryView>> read = readStoredZip(zip, "z");
     ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
@@ -31,7 +38,9 @@ TEST(TorchSaveTest, ZipRoundTripAlignsData) {
 }
 
 TEST(TorchSaveTest, ZipDetectsTruncationAndCorruption) {
-  std::string zip = writeStoredZip({{"a/data/0", std::string(64, 'x')}});
+  std::string zip;
+  llvm::raw_string_ostream os(zip);
+  writeStoredZip({{"a/data/0", std::string(64, 'x')}}, os);
   auto truncated = readStoredZip(llvm::StringRef(zip).drop_back(10), "z.zip");
   ASSERT_FALSE(bool(truncated));
   EXPECT_NE(llvm::toString(truncated.takeError()).find("z.zip"),
@@ -51,9 +60,10 @@ TEST(TorchSaveTest, TensorRoundTripEveryDType) {
     tensor.data.resize(6 * torchDTypeSize(dtype));
     for (size_t i = 0; i < tensor.data.size(); ++i)
       tensor.data[i] = char(i * 7);
-    llvm::Expected<std::string> blob = writeTorchSaveTensor(tensor);
-    ASSERT_TRUE(bool(blob)) << llvm::toString(blob.takeError());
-    llvm::Expected<DenseTensor> read = readTorchSaveTensor(*blob, "blob");
+    std::string blob;
+    llvm::raw_string_ostream os(blob);
+    ASSERT_FALSE(bool(writeTorchSaveTensor(tensor, os)));
+    llvm::Expected<DenseTensor> read = readTorchSaveTensor(blob, "blob");
     ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
     EXPECT_EQ(read->dtype, dtype);
     EXPECT_EQ(read->shape, tensor.shape);
@@ -63,9 +73,82 @@ TEST(TorchSaveTest, TensorRoundTripEveryDType) {
 
 TEST(TorchSaveTest, RejectsWrongDataSize) {
   DenseTensor tensor{TorchDType::Float32, {4}, std::vector<char>(12)};
-  llvm::Expected<std::string> blob = writeTorchSaveTensor(tensor);
-  ASSERT_FALSE(bool(blob));
-  EXPECT_NE(llvm::toString(blob.takeError()).find("16"), std::string::npos);
+  std::string blob;
+  llvm::raw_string_ostream os(blob);
+  llvm::Error err = writeTorchSaveTensor(tensor, os);
+  ASSERT_TRUE(bool(err));
+  EXPECT_NE(llvm::toString(std::move(err)).find("16"), std::string::npos);
+  EXPECT_TRUE(blob.empty());
+}
+
+/// A torch.save archive of a view of shape `shape` and `strides` starting at
+/// element `offset` of an int64 storage holding 0, 1, ..., count - 1.
+std::string strided(int64_t count, int64_t offset, std::vector<int64_t> shape,
+                    std::vector<int64_t> strides) {
+  auto ints = [](const std::vector<int64_t> &values) {
+    std::vector<PickleRef> items;
+    for (int64_t value : values)
+      items.push_back(PickleValue::integer(value));
+    return PickleValue::tuple(std::move(items));
+  };
+  PickleRef storage = PickleValue::persistentId(PickleValue::tuple(
+      {PickleValue::string("storage"),
+       PickleValue::global("torch", "LongStorage"), PickleValue::string("0"),
+       PickleValue::string("cpu"), PickleValue::integer(count)}));
+  PickleRef root = PickleValue::object(
+      PickleValue::global("torch._utils", "_rebuild_tensor_v2"),
+      PickleValue::tuple({storage, PickleValue::integer(offset), ints(shape),
+                          ints(strides), PickleValue::boolean(false),
+                          PickleValue::object(
+                              PickleValue::global("collections", "OrderedDict"),
+                              PickleValue::tuple({}), /*newObj=*/false)}),
+      /*newObj=*/false);
+  std::vector<int64_t> values(count);
+  for (int64_t i = 0; i < count; ++i)
+    values[i] = i;
+  std::string pickle = writePickle(root);
+  std::string zip;
+  llvm::raw_string_ostream os(zip);
+  writeStoredZip(
+      {{"a/data.pkl", pickle},
+       {"a/data/0",
+        llvm::StringRef(reinterpret_cast<char *>(values.data()), count * 8)},
+       {"a/version", "3\n"}},
+      os);
+  return zip;
+}
+
+TEST(TorchSaveTest, ReadsStridedViews) {
+  auto elements = [](const DenseTensor &tensor) {
+    std::vector<int64_t> values(tensor.numElements());
+    std::memcpy(values.data(), tensor.data.data(), tensor.data.size());
+    return values;
+  };
+  // A transposed view: [i][j] = storage[1 + i + 3j].
+  llvm::Expected<DenseTensor> transposed =
+      readTorchSaveTensor(strided(7, 1, {3, 2}, {1, 3}), "t");
+  ASSERT_TRUE(bool(transposed)) << llvm::toString(transposed.takeError());
+  EXPECT_EQ(elements(*transposed), std::vector<int64_t>({1, 4, 2, 5, 3, 6}));
+  // Rows of a wider storage: [i][j] = storage[4i + j], runs of 2.
+  llvm::Expected<DenseTensor> rows =
+      readTorchSaveTensor(strided(8, 0, {2, 2}, {4, 1}), "r");
+  ASSERT_TRUE(bool(rows)) << llvm::toString(rows.takeError());
+  EXPECT_EQ(elements(*rows), std::vector<int64_t>({0, 1, 4, 5}));
+  // A view past the end of its storage is refused.
+  llvm::Expected<DenseTensor> outside =
+      readTorchSaveTensor(strided(4, 1, {2, 2}, {2, 1}), "o");
+  ASSERT_FALSE(bool(outside));
+  EXPECT_NE(llvm::toString(outside.takeError()).find("exceeds its storage"),
+            std::string::npos);
+}
+
+TEST(TorchSaveTest, ObjectArchiveHoldsAnInt) {
+  std::string blob = writeTorchSaveObject(PickleValue::integer(12));
+  llvm::Expected<TorchSaveArchive> read = readTorchSave(blob, "blob");
+  ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
+  ASSERT_TRUE(read->root->is(PickleValue::Kind::Int));
+  EXPECT_EQ(read->root->getInt(), 12);
+  EXPECT_EQ(read->folder, "archive/");
 }
 
 } // namespace
