@@ -1,4 +1,29 @@
 //===- PlanReport.cpp - human-readable parallel plan report ---------------===//
+//
+// Collectives are attributed to transformer blocks by data flow, so that any
+// model whose block parameters have FQNs "<stem>.<index>.*" (e.g.
+// "layers.3.attention.wq.weight", "transformer.h.3.attn.c_attn.weight") is
+// reported per block without knowing its code:
+//
+// - every value gets a stage: derived from one parameter alone, before the
+//   blocks, block i, after the blocks, or none (constants);
+// - forward (up to the loss): an op's stage is the latest stage of its
+//   operands and of the blocks of the parameters it reads; reading a
+//   parameter of no block (norm, output) after a block means "after the
+//   blocks", before any block (embedding) "before the blocks";
+// - after the loss, an op that reads forward values (activations saved for
+//   the backward, parameters) takes their stage as above (the VJP of a block
+//   op reads that block's values); one that reads only cotangents takes the
+//   earliest of theirs (a residual cotangent flows into the earlier block).
+//
+// A collective belongs to the stage of the value it moves. Its phase is the
+// forward when that value is computed up to the loss (or, for a value read
+// from an argument, when its first use is), the backward when it is computed
+// by an op with a model source location (titan-build-train-step's VJPs keep
+// the forward op's location) or feeds one, the optimizer otherwise
+// (gradient clipping and AdamW have no source location).
+//
+//===----------------------------------------------------------------------===//
 
 #include "titan/Report/PlanReport.h"
 
@@ -24,33 +49,57 @@ int64_t bytesOf(Type type) {
          getElementByteWidth(getElementTypeOrSelf(type));
 }
 
-/// Bytes one rank sends in a collective (ring algorithms), and the group.
-std::pair<double, int64_t> sentBytes(Operation *op) {
-  return llvm::TypeSwitch<Operation *, std::pair<double, int64_t>>(op)
+bool isCollective(Operation *op) {
+  return isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp,
+             BroadcastOp>(op);
+}
+
+/// Bytes one rank sends in a collective (ring algorithms).
+double sentBytes(Operation *op) {
+  return llvm::TypeSwitch<Operation *, double>(op)
       .Case([](AllGatherOp g) {
         int64_t n = g.getGroupSize();
-        return std::pair{double(n - 1) / n * bytesOf(g.getType()), n};
+        return double(n - 1) / n * bytesOf(g.getType());
       })
       .Case([](ReduceScatterOp r) {
         int64_t n = r.getGroupSize();
-        return std::pair{double(n - 1) / n * bytesOf(r.getInput().getType()),
-                         n};
+        return double(n - 1) / n * bytesOf(r.getInput().getType());
       })
       .Case([](AllReduceOp r) {
         int64_t n = r.getGroupSize();
-        return std::pair{2.0 * (n - 1) / n * bytesOf(r.getType()), n};
+        return 2.0 * (n - 1) / n * bytesOf(r.getType());
       })
       .Case([](AllToAllOp a) {
         int64_t n = a.getGroupSize();
-        return std::pair{double(n - 1) / n * bytesOf(a.getInput().getType()),
-                         n};
+        return double(n - 1) / n * bytesOf(a.getInput().getType());
+      })
+      .Case([](BroadcastOp b) { return double(bytesOf(b.getType())); })
+      .Default([](Operation *) { return 0.0; });
+}
+
+/// The tensor dims a collective gathers, scatters or moves and its
+/// reduction: "dim 1", "dim 1 sum", "sum", "dim 0->1", "root 0".
+std::string dimsOf(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::string>(op)
+      .Case([](AllGatherOp g) {
+        return llvm::formatv("dim {0}", g.getGatherDim()).str();
+      })
+      .Case([](ReduceScatterOp r) {
+        return llvm::formatv("dim {0} {1}", r.getScatterDim(),
+                             stringifyReduce(r.getReduce().getValue()))
+            .str();
+      })
+      .Case([](AllReduceOp r) {
+        return stringifyReduce(r.getReduce().getValue()).str();
+      })
+      .Case([](AllToAllOp a) {
+        return llvm::formatv("dim {0}->{1}", a.getSplitDim(), a.getConcatDim())
+            .str();
       })
       .Case([](BroadcastOp b) {
-        return std::pair{double(bytesOf(b.getType())), b.getGroupSize()};
+        return llvm::formatv("root {0}", b.getRoot()).str();
       })
-      .Default([](Operation *) {
-        return std::pair{0.0, int64_t(1)};
-      });
+      .Default([](Operation *) { return std::string(); });
 }
 
 /// "1.5 MB" style.
@@ -72,30 +121,322 @@ std::string shapeString(ArrayRef<int64_t> shape) {
   return text;
 }
 
-/// The parameter a collective moves, when its operand comes straight from a
-/// function argument (an FSDP all-gather) or its result goes straight to a
-/// returned value named after one (a gradient reduce-scatter).
-std::string parameterOf(Operation *op, func::FuncOp function) {
-  auto nameOfArg = [&](Value value) -> std::string {
-    auto arg = dyn_cast<BlockArgument>(value);
-    if (!arg)
-      return "";
-    auto name = function.getArgAttrOfType<StringAttr>(
-        arg.getArgNumber(), TitanDialect::kNameAttrName);
-    return name ? name.getValue().str() : "";
-  };
-  for (Value operand : op->getOperands())
-    if (std::string name = nameOfArg(operand); !name.empty())
-      return name;
+/// "f32[2,32,256]".
+std::string typeString(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << tensor.getElementType() << shapeString(tensor.getShape());
+  return text;
+}
+
+/// The transformer block of a parameter: its FQN up to the first numeric
+/// component ("layers.3" of "layers.3.attention.wq.weight"), or "".
+std::string blockOf(StringRef fqn) {
+  SmallVector<StringRef> parts;
+  fqn.split(parts, '.');
+  std::string prefix;
+  for (StringRef part : ArrayRef(parts).drop_back()) {
+    prefix += (prefix.empty() ? "" : ".") + part.str();
+    unsigned index;
+    if (!part.getAsInteger(10, index))
+      return prefix;
+  }
   return "";
 }
 
-/// "layers.3" for "layers.3.attention.wq.weight", else "".
-std::string blockOf(StringRef fqn) {
-  if (!fqn.starts_with("layers."))
-    return "";
-  auto [index, rest] = fqn.drop_front(7).split('.');
-  return ("layers." + index).str();
+/// Orders blocks by stem, then numerically by index ("layers.2" before
+/// "layers.10").
+bool blockLess(StringRef a, StringRef b) {
+  auto [stemA, indexA] = a.rsplit('.');
+  auto [stemB, indexB] = b.rsplit('.');
+  if (stemA != stemB)
+    return stemA < stemB;
+  unsigned ia = 0, ib = 0;
+  (void)indexA.getAsInteger(10, ia);
+  (void)indexB.getAsInteger(10, ib);
+  return ia < ib;
+}
+
+enum class Phase { Forward, Backward, Optimizer };
+constexpr const char *kPhaseNames[] = {"forward", "backward", "optimizer"};
+
+/// Where a value stands relative to the transformer blocks (see the file
+/// comment): derived from parameter `param` alone, or at `stage` (-1 before
+/// the blocks, 0..n-1 block i, n after them, kNone unknown).
+struct Origin {
+  static constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
+  int64_t stage = kNone;
+  int param = -1;
+};
+
+/// The block stage and phase of every collective of a training step.
+class StepAnalysis {
+public:
+  StepAnalysis(func::FuncOp function, ArrayRef<int64_t> paramBlocks,
+               const DenseMap<unsigned, int> &argParams, int64_t numBlocks);
+
+  /// The stage of the value `collective` moves: a block index, or -1 / the
+  /// number of blocks for before / after the blocks. Sets `param` to the
+  /// parameter it moves when it is derived from one alone, else -1.
+  int64_t stageOf(Operation *collective, int &param) const;
+  Phase phaseOf(Operation *collective) const;
+
+private:
+  /// Combines operands read in the forward (see the file comment).
+  Origin combine(ArrayRef<Origin> origins) const;
+  /// Origin of an op after the loss.
+  Origin afterLoss(Operation *op) const;
+  Origin originOf(Value value) const { return origins.lookup(value); }
+  bool beforeOrAtLoss(Operation *op) const {
+    return positions.lookup(op) <= lossPosition;
+  }
+
+  ArrayRef<int64_t> paramBlocks;
+  int64_t numBlocks;
+  DenseMap<Operation *, int64_t> positions;
+  int64_t lossPosition = std::numeric_limits<int64_t>::max();
+  DenseMap<Value, Origin> origins;
+  /// Ops after the loss with a model source location or feeding one.
+  llvm::DenseSet<Operation *> feedsModel;
+};
+
+/// The value a chain of collectives starts from.
+Value throughCollectives(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (!isCollective(def))
+      break;
+    value = def->getOperand(0);
+  }
+  return value;
+}
+
+bool hasSourceLocation(Operation *op) {
+  return static_cast<bool>(op->getLoc()->findInstanceOf<FileLineColLoc>());
+}
+
+StepAnalysis::StepAnalysis(func::FuncOp function, ArrayRef<int64_t> paramBlocks,
+                           const DenseMap<unsigned, int> &argParams,
+                           int64_t numBlocks)
+    : paramBlocks(paramBlocks), numBlocks(numBlocks) {
+  Block &body = function.getBody().front();
+  int64_t position = 0;
+  for (Operation &op : body)
+    positions[&op] = position++;
+  Operation *terminator = body.getTerminator();
+  for (unsigned i = 0; i < function.getNumResults(); ++i) {
+    auto name = function.getResultAttrOfType<StringAttr>(
+        i, TitanDialect::kNameAttrName);
+    if (!name || name.getValue() != "loss")
+      continue;
+    if (Operation *def =
+            throughCollectives(terminator->getOperand(i)).getDefiningOp())
+      lossPosition = positions.lookup(def);
+  }
+
+  // Parameters and their optimizer state are derived from the parameter;
+  // inputs (tokens, labels, lr, step) come before the blocks; buffers (RoPE
+  // tables) are read by every block and tell nothing.
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto it = argParams.find(i);
+    auto role =
+        function.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
+    if (it != argParams.end())
+      origins[arg] = {Origin::kNone, it->second};
+    else if (role && role.getValue() == "input")
+      origins[arg] = {-1, -1};
+  }
+  for (Operation &op : body.without_terminator()) {
+    Origin origin;
+    if (beforeOrAtLoss(&op)) {
+      SmallVector<Origin> operands;
+      for (Value operand : op.getOperands())
+        operands.push_back(originOf(operand));
+      origin = combine(operands);
+    } else {
+      origin = afterLoss(&op);
+    }
+    for (Value result : op.getResults())
+      origins[result] = origin;
+  }
+  for (Operation &op : llvm::reverse(body.without_terminator())) {
+    if (beforeOrAtLoss(&op))
+      break;
+    if (hasSourceLocation(&op) ||
+        llvm::any_of(op.getUsers(),
+                     [&](Operation *user) { return feedsModel.count(user); }))
+      feedsModel.insert(&op);
+  }
+}
+
+Origin StepAnalysis::combine(ArrayRef<Origin> operands) const {
+  int64_t stage = Origin::kNone;
+  SmallVector<int> params;
+  for (const Origin &origin : operands) {
+    if (origin.param >= 0)
+      params.push_back(origin.param);
+    else
+      stage = std::max(stage, origin.stage);
+  }
+  if (stage == Origin::kNone && !params.empty() && llvm::all_equal(params))
+    return {Origin::kNone, params.front()};
+  bool outsideBlocks = false;
+  for (int param : params) {
+    if (paramBlocks[param] >= 0)
+      stage = std::max(stage, paramBlocks[param]);
+    else
+      outsideBlocks = true;
+  }
+  if (outsideBlocks)
+    stage = stage >= 0 ? numBlocks : std::max<int64_t>(stage, -1);
+  return {stage, -1};
+}
+
+/// A scalar, or a scalar broadcast to a shape (a loss scale, a clipping
+/// coefficient): whatever it was computed from, it says nothing about the
+/// block of a tensor it scales.
+bool isScalarLike(Value value) {
+  if (auto broadcast = value.getDefiningOp<BroadcastInDimOp>())
+    value = broadcast.getInput();
+  return cast<RankedTensorType>(value.getType()).getRank() == 0;
+}
+
+Origin StepAnalysis::afterLoss(Operation *op) const {
+  SmallVector<Origin> saved;
+  // The earliest stage of the cotangents, and of the tensor ones alone.
+  int64_t cotangent = Origin::kNone, tensorCotangent = Origin::kNone;
+  auto earliest = [](int64_t current, int64_t stage) {
+    return current == Origin::kNone ? stage : std::min(current, stage);
+  };
+  for (Value operand : op->getOperands()) {
+    Origin origin = originOf(operand);
+    if (origin.param < 0 && origin.stage == Origin::kNone)
+      continue;
+    Operation *def = operand.getDefiningOp();
+    if (origin.param >= 0 || !def || beforeOrAtLoss(def)) {
+      saved.push_back(origin);
+      continue;
+    }
+    cotangent = earliest(cotangent, origin.stage);
+    if (!isScalarLike(operand))
+      tensorCotangent = earliest(tensorCotangent, origin.stage);
+  }
+  if (saved.empty())
+    return {tensorCotangent != Origin::kNone ? tensorCotangent : cotangent, -1};
+  Origin origin = combine(saved);
+  // A cotangent times a parameter is an activation's cotangent.
+  if (cotangent != Origin::kNone && origin.param >= 0)
+    return {std::max<int64_t>(paramBlocks[origin.param], -1), -1};
+  return origin;
+}
+
+int64_t StepAnalysis::stageOf(Operation *collective, int &param) const {
+  Origin origin = originOf(collective->getOperand(0));
+  param = origin.param;
+  if (param >= 0)
+    return paramBlocks[param];
+  return origin.stage == Origin::kNone ? -1 : origin.stage;
+}
+
+Phase StepAnalysis::phaseOf(Operation *collective) const {
+  Operation *producer =
+      throughCollectives(collective->getOperand(0)).getDefiningOp();
+  if (!producer) {
+    // Read from an argument (a parameter's all-gather): where it is used
+    // first.
+    Operation *first = collective;
+    for (Operation *user : collective->getUsers())
+      if (first == collective ||
+          positions.lookup(user) < positions.lookup(first))
+        first = user;
+    if (beforeOrAtLoss(first))
+      return Phase::Forward;
+    return feedsModel.count(first) ? Phase::Backward : Phase::Optimizer;
+  }
+  if (beforeOrAtLoss(producer))
+    return Phase::Forward;
+  return hasSourceLocation(producer) || feedsModel.count(collective)
+             ? Phase::Backward
+             : Phase::Optimizer;
+}
+
+/// A count and the bytes one rank sends.
+struct Tally {
+  int64_t count = 0;
+  double bytes = 0;
+  void add(double sent) {
+    ++count;
+    bytes += sent;
+  }
+};
+
+/// One line of a block's listing: identical collectives of one phase.
+struct Line {
+  Phase phase;
+  std::string kind, axes, dims, what;
+  Tally tally;
+};
+
+/// The collectives of a block (or of what lies outside the blocks).
+struct BlockListing {
+  Tally phases[3];
+  Tally total;
+  /// Lines in program order, identical ones merged.
+  std::vector<Line> lines;
+  void add(Line line, double sent) {
+    phases[static_cast<int>(line.phase)].add(sent);
+    total.add(sent);
+    for (Line &existing : lines)
+      if (existing.phase == line.phase && existing.kind == line.kind &&
+          existing.axes == line.axes && existing.dims == line.dims &&
+          existing.what == line.what) {
+        existing.tally.add(sent);
+        return;
+      }
+    line.tally.add(sent);
+    lines.push_back(std::move(line));
+  }
+  /// The lines as text, with `block`'s name in parameter names replaced, to
+  /// find blocks that communicate alike.
+  std::string signature(StringRef block) const {
+    std::string text;
+    for (const Line &line : lines) {
+      std::string what = line.what;
+      if (StringRef(what).starts_with(block))
+        what = "*" + what.substr(block.size());
+      text += llvm::formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6}\n",
+                            static_cast<int>(line.phase), line.kind, line.axes,
+                            line.dims, what, line.tally.count, line.tally.bytes)
+                  .str();
+    }
+    return text;
+  }
+};
+
+/// Prints the lines of `listing`, phase by phase.
+void printLines(const BlockListing &listing, llvm::raw_ostream &os) {
+  SmallVector<const Line *> lines;
+  for (const Line &line : listing.lines)
+    lines.push_back(&line);
+  llvm::stable_sort(
+      lines, [](const Line *a, const Line *b) { return a->phase < b->phase; });
+  for (const Line *line : lines)
+    os << llvm::formatv("  {0,-9} {1,3} x {2,-14} {3,-14} {4,-10} {5,-42} "
+                        "{6,10}\n",
+                        kPhaseNames[static_cast<int>(line->phase)],
+                        line->tally.count, line->kind, line->axes, line->dims,
+                        line->what, humanBytes(line->tally.bytes));
+}
+
+/// Prints the counts and bytes of `listing` per phase and in all.
+void printTallies(StringRef name, const BlockListing &listing,
+                  llvm::raw_ostream &os) {
+  os << llvm::formatv("  {0,-24}", name);
+  for (const Tally &tally : listing.phases)
+    os << llvm::formatv(" {0,5} {1,10}", tally.count, humanBytes(tally.bytes));
+  os << llvm::formatv(" {0,5} {1,10}\n", listing.total.count,
+                      humanBytes(listing.total.bytes));
 }
 
 } // namespace
@@ -125,6 +466,9 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
   os << llvm::formatv("{0,-42} {1,-16} {2,-22} {3}\n", "parameter",
                       "global shape", "placements", "per rank");
   int64_t paramBytes = 0, localBytes = 0;
+  SmallVector<std::string> paramNames;
+  llvm::StringMap<int> paramIndices;
+  DenseMap<unsigned, int> argParams;
   for (unsigned i = 0; i < function.getNumArguments(); ++i) {
     auto role =
         function.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
@@ -151,44 +495,73 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
       elements *= d;
     paramBytes += elements * getElementByteWidth(local.getElementType());
     localBytes += bytesOf(local);
-    os << llvm::formatv("{0,-42} {1,-16} {2,-22} {3}\n",
-                        name ? name.getValue() : "?", shapeString(global), text,
+    std::string fqn = name ? name.getValue().str() : "?";
+    os << llvm::formatv("{0,-42} {1,-16} {2,-22} {3}\n", fqn,
+                        shapeString(global), text,
                         shapeString(local.getShape()));
+    argParams[i] = paramNames.size();
+    paramIndices[fqn] = paramNames.size();
+    paramNames.push_back(fqn);
   }
   os << llvm::formatv("parameters: {0} in all, {1} per rank\n\n",
                       humanBytes(paramBytes), humanBytes(localBytes));
+  // Optimizer state ("exp_avg.<fqn>") is derived from its parameter.
+  for (unsigned i = 0; i < function.getNumArguments(); ++i) {
+    auto role =
+        function.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
+    auto name =
+        function.getArgAttrOfType<StringAttr>(i, TitanDialect::kNameAttrName);
+    if (!role || !name || role.getValue() != "state")
+      continue;
+    auto it = paramIndices.find(name.getValue().split('.').second);
+    if (it != paramIndices.end())
+      argParams[i] = it->second;
+  }
+
+  // Transformer blocks, in order.
+  SmallVector<std::string> blocks;
+  for (const std::string &fqn : paramNames)
+    if (std::string block = blockOf(fqn);
+        !block.empty() && !llvm::is_contained(blocks, block))
+      blocks.push_back(block);
+  llvm::stable_sort(blocks, blockLess);
+  SmallVector<int64_t> paramBlocks;
+  for (const std::string &fqn : paramNames) {
+    auto *it = llvm::find(blocks, blockOf(fqn));
+    paramBlocks.push_back(it == blocks.end() ? -1 : it - blocks.begin());
+  }
+  StepAnalysis analysis(function, paramBlocks, argParams, blocks.size());
 
   // Collectives.
-  struct Tally {
-    int64_t count = 0;
-    double bytes = 0;
-  };
   std::map<std::string, Tally> byKind;
-  llvm::MapVector<std::string, Tally, llvm::StringMap<unsigned>> byBlock;
-  Tally total;
+  // Blocks, then what lies outside them.
+  std::vector<BlockListing> listings(blocks.size() + 1);
+  BlockListing all;
   function.walk([&](Operation *op) {
-    if (!isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp,
-             BroadcastOp>(op))
+    if (!isCollective(op))
       return;
-    auto [bytes, group] = sentBytes(op);
-    std::string axes;
-    if (auto named = op->getAttrOfType<ArrayAttr>("axes"))
-      for (Attribute axis : named)
-        axes +=
-            (axes.empty() ? "" : ",") + cast<StringAttr>(axis).getValue().str();
-    std::string kind = op->getName().stripDialect().str() + " [" + axes + "]";
-    byKind[kind].count++;
-    byKind[kind].bytes += bytes;
-    total.count++;
-    total.bytes += bytes;
-    std::string param = parameterOf(op, function);
-    std::string block = blockOf(param);
-    Tally &tally = byBlock[block.empty() ? (param.empty() ? "activations, "
-                                                            "gradients, loss"
-                                                          : "other parameters")
-                                         : block];
-    tally.count++;
-    tally.bytes += bytes;
+    double sent = sentBytes(op);
+    std::string axes = "[";
+    llvm::raw_string_ostream as(axes);
+    llvm::interleave(
+        op->getAttrOfType<ArrayAttr>("axes"), as,
+        [&](Attribute axis) { as << cast<StringAttr>(axis).getValue(); }, ",");
+    axes += "]";
+    std::string kind = op->getName().stripDialect().str();
+    byKind[kind + " " + axes].add(sent);
+    int param;
+    int64_t stage = analysis.stageOf(op, param);
+    Line line{analysis.phaseOf(op),
+              kind,
+              axes,
+              dimsOf(op),
+              param >= 0 ? paramNames[param]
+                         : typeString(op->getOperand(0).getType()),
+              Tally()};
+    all.add(line, sent);
+    listings[stage >= 0 && stage < int64_t(blocks.size()) ? stage
+                                                          : blocks.size()]
+        .add(std::move(line), sent);
   });
   os << "collectives one rank runs per step (bytes sent, ring estimates):\n";
   os << llvm::formatv("  {0,-32} {1,6} {2,12}\n", "kind [mesh axes]", "count",
@@ -196,23 +569,39 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
   for (const auto &[kind, tally] : byKind)
     os << llvm::formatv("  {0,-32} {1,6} {2,12}\n", kind, tally.count,
                         humanBytes(tally.bytes));
-  os << llvm::formatv("  {0,-32} {1,6} {2,12}\n\n", "total", total.count,
-                      humanBytes(total.bytes));
-  os << "collectives that move parameters, per transformer block:\n";
-  // Blocks in layer order, then the rest.
-  auto layerIndex = [](StringRef block) {
-    int64_t index;
-    if (block.consume_front("layers.") && !block.getAsInteger(10, index))
-      return index;
-    return std::numeric_limits<int64_t>::max();
-  };
-  SmallVector<std::pair<std::string, Tally>> blocks(byBlock.begin(),
-                                                    byBlock.end());
-  llvm::stable_sort(blocks, [&](const auto &a, const auto &b) {
-    return layerIndex(a.first) < layerIndex(b.first);
-  });
-  for (const auto &[block, tally] : blocks)
-    os << llvm::formatv("  {0,-32} {1,6} {2,12}\n", block, tally.count,
-                        humanBytes(tally.bytes));
+  os << llvm::formatv("  {0,-32} {1,6} {2,12}\n\n", "total", all.total.count,
+                      humanBytes(all.total.bytes));
+
+  os << "collectives per transformer block (count, bytes one rank sends):\n";
+  os << llvm::formatv("  {0,-24}", "");
+  for (const char *phase : kPhaseNames)
+    os << llvm::formatv(" {0,16}", phase);
+  os << llvm::formatv(" {0,16}\n", "total");
+  for (auto [block, listing] : llvm::zip(blocks, listings))
+    printTallies(block, listing, os);
+  printTallies("outside blocks", listings.back(), os);
+  printTallies("total", all, os);
+
+  // Details: each block's collectives; a run of blocks that communicate like
+  // the first of the run is named once.
+  os << "\nin detail (phase, count, kind, mesh axes, tensor dims, the "
+        "parameter or the local operand, bytes sent):\n";
+  for (size_t i = 0; i < blocks.size();) {
+    std::string signature = listings[i].signature(blocks[i]);
+    size_t end = i + 1;
+    while (end < blocks.size() &&
+           listings[end].signature(blocks[end]) == signature)
+      ++end;
+    os << blocks[i] << ":\n";
+    printLines(listings[i], os);
+    if (end == i + 2)
+      os << blocks[i + 1] << ": the same as " << blocks[i] << "\n";
+    else if (end > i + 2)
+      os << llvm::formatv("{0} .. {1}: the same as {2}\n", blocks[i + 1],
+                          blocks[end - 1], blocks[i]);
+    i = end;
+  }
+  os << "outside blocks:\n";
+  printLines(listings.back(), os);
   return success();
 }

@@ -3,7 +3,11 @@
 // Summarizes a partitioned (spmdized) training step for a person: the mesh,
 // every parameter's placements with its global and per-rank shape, and the
 // collectives one rank runs per step with the bytes each sends (ring
-// algorithm estimates), per collective kind and per transformer block.
+// algorithm estimates): per collective kind, and every collective attributed
+// to a transformer block (parameters "<stem>.<index>.*") or to what lies
+// outside the blocks (embedding, output, loss, optimizer), in the forward,
+// the backward or the optimizer, with its mesh axes, tensor dims and the
+// parameter or local tensor it moves.
 //
 //===----------------------------------------------------------------------===//
 
