@@ -251,6 +251,15 @@ LogicalResult ApplyParallelPlanPass::apply() {
           ArrayAttr::get(module.getContext(), {makeAttr(sequenceSharded)}));
     });
   }
+  // Without loss parallelism (disable_loss_parallel), the loss needs the
+  // whole vocabulary: propagation gathers the logits before it, as
+  // torchtitan's output projection with output_layouts=Replicate().
+  if (!lossParallel) {
+    auto unit = UnitAttr::get(module.getContext());
+    function.walk([&](CrossEntropyOp op) { op.setReplicatedVocabAttr(unit); });
+    function.walk(
+        [&](CrossEntropyGradOp op) { op.setReplicatedVocabAttr(unit); });
+  }
   for (unsigned i = 0; i < function.getNumResults(); ++i) {
     auto name = function.getResultAttrOfType<StringAttr>(
         i, TitanDialect::kNameAttrName);

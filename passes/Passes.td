@@ -96,6 +96,13 @@ def ApplyParallelPlanPass : Pass<"titan-apply-parallel-plan",
       (Megatron sequence parallelism: the norms run on sequence shards, the
       column-parallel matmuls all-gather their input, the row-parallel ones
       reduce-scatter their output).
+    - Loss parallelism is the default: the output projection's logits may
+      stay sharded along the vocabulary over "tp" and `titan.cross_entropy`
+      runs on the shards (see `titan-spmdize`). Without `loss-parallel`
+      (torchtitan's `disable_loss_parallel`), `titan.cross_entropy` and
+      `titan.cross_entropy_grad` get `replicated_vocab`, so propagation
+      gathers the logits along the vocabulary before the loss, as
+      torchtitan's output projection with `output_layouts=Replicate()`.
 
     Every sharded dimension must divide evenly; an error names the tensor,
     the dimension, its size and the config keys whose degrees do not divide
@@ -116,6 +123,9 @@ def ApplyParallelPlanPass : Pass<"titan-apply-parallel-plan",
     Option<"sequenceParallel", "sequence-parallel", "bool", "false",
            "enable_sequence_parallel: with tp > 1, ask for the outputs of "
            "the norms to be sharded along the sequence over \"tp\"">,
+    Option<"lossParallel", "loss-parallel", "bool", "true",
+           "Allow the cross-entropy on vocabulary-sharded logits; false "
+           "(disable_loss_parallel) marks it replicated_vocab">,
   ];
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }

@@ -54,5 +54,6 @@ TitanPipelineOptions mlir::titan::pipelineOptionsFrom(const TrainConfig &config,
   plan.pp = parallelism.pipelineParallelDegree;
   plan.planFile = parallelism.tpPlan;
   plan.sequenceParallel = parallelism.enableSequenceParallel;
+  plan.lossParallel = !parallelism.disableLossParallel;
   return options;
 }

@@ -555,7 +555,8 @@ Grads CrossEntropyOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
                    [&](Emitter &e, Value dy) -> Grads {
                      Value logits = CrossEntropyGradOp::create(
                          e.b, e.loc, getLogits().getType(), getLogits(),
-                         getLabels(), dy, getIgnoreIndexAttr());
+                         getLabels(), dy, getIgnoreIndexAttr(),
+                         getReplicatedVocabAttr());
                      return SmallVector<Value>{logits, Value()};
                    });
 }

@@ -274,8 +274,10 @@ static OpShardingRule attentionRule(Operation *op,
 }
 
 /// Cross-entropy and its VJP over logits [tokens..., vocab] and labels
-/// [tokens...] (custom-lowered factors, see the file header).
-static OpShardingRule crossEntropyRule(Operation *op, bool isGrad) {
+/// [tokens...] (custom-lowered factors, see the file header); with
+/// `replicatedVocab` the vocab must be whole (no loss parallelism).
+static OpShardingRule crossEntropyRule(Operation *op, bool isGrad,
+                                       bool replicatedVocab) {
   OpShardingRule rule;
   FactorKind kind = isGrad ? FactorKind::Parallel : FactorKind::Reduction;
   ArrayRef<int64_t> logits = shapeOf(op->getOperand(0));
@@ -283,7 +285,11 @@ static OpShardingRule crossEntropyRule(Operation *op, bool isGrad) {
   for (int64_t size : logits.drop_back())
     tokens.push_back({rule.addFactor(size, kind, /*custom=*/true)});
   ValueDims full = tokens;
-  full.push_back({rule.addFactor(logits.back(), kind, /*custom=*/true)});
+  int64_t vocab =
+      replicatedVocab
+          ? rule.addFactor(logits.back(), FactorKind::NeedReplication)
+          : rule.addFactor(logits.back(), kind, /*custom=*/true);
+  full.push_back({vocab});
   rule.operandDims = {full, tokens};
   if (isGrad) {
     rule.operandDims.push_back({});
@@ -573,10 +579,10 @@ OpShardingRule AttentionGradOp::getShardingRule() {
                        /*isGrad=*/true, {{3}});
 }
 OpShardingRule CrossEntropyOp::getShardingRule() {
-  return crossEntropyRule(*this, /*isGrad=*/false);
+  return crossEntropyRule(*this, /*isGrad=*/false, getReplicatedVocab());
 }
 OpShardingRule CrossEntropyGradOp::getShardingRule() {
-  return crossEntropyRule(*this, /*isGrad=*/true);
+  return crossEntropyRule(*this, /*isGrad=*/true, getReplicatedVocab());
 }
 
 //===----------------------------------------------------------------------===//

@@ -679,6 +679,10 @@ def Titan_CrossEntropyOp : Titan_DifferentiableOp<"cross_entropy"> {
     and returned in f32 (in f64 for f64 logits, so that gradients can be
     checked by finite differences).
 
+    With `replicated_vocab` (torchtitan's `disable_loss_parallel`), the
+    sharding rule keeps the vocab dim whole: no loss parallelism, the logits
+    are gathered before the loss.
+
     Example:
 
     ```mlir
@@ -687,7 +691,8 @@ def Titan_CrossEntropyOp : Titan_DifferentiableOp<"cross_entropy"> {
     ```
   }];
   let arguments = (ins Titan_FloatTensor:$logits, Titan_IndexTensor:$labels,
-                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       UnitAttr:$replicated_vocab);
   let results = (outs 0DTensorOf<[F32, F64]>:$result);
   let assemblyFormat = [{
     $logits `,` $labels (`ignore_index` $ignore_index^)? attr-dict
@@ -968,7 +973,8 @@ def Titan_CrossEntropyGradOp : Titan_ComputeOp<"cross_entropy_grad",
     count` for rows whose label is not `ignore_index` and zero for the
     others, where `count` is the number of rows not ignored and `grad` the
     cotangent of `titan.cross_entropy`'s 0-d loss (all zero when every label
-    is ignored, as in PyTorch).
+    is ignored, as in PyTorch). `replicated_vocab` as in
+    `titan.cross_entropy`.
 
     Example:
 
@@ -979,7 +985,8 @@ def Titan_CrossEntropyGradOp : Titan_ComputeOp<"cross_entropy_grad",
   }];
   let arguments = (ins Titan_FloatTensor:$logits, Titan_IndexTensor:$labels,
                        0DTensorOf<[F32, F64]>:$grad,
-                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       UnitAttr:$replicated_vocab);
   let results = (outs Titan_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels `,` $grad (`ignore_index` $ignore_index^)? attr-dict
