@@ -12,6 +12,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <set>
@@ -78,30 +79,55 @@ std::optional<IndexBox> mlir::titan::intersectBoxes(const IndexBox &a,
   return result;
 }
 
-void mlir::titan::copyRegion(DenseTensorRef source, const IndexBox &sourceBox,
-                             DenseTensor &target, const IndexBox &targetBox,
-                             const IndexBox &region) {
-  size_t elementSize = torchDTypeSize(source.dtype);
+/// Calls `run(sourceOffset, targetOffset, bytes)` for every run of the
+/// elements of `region` that is contiguous both in a C-contiguous tensor
+/// holding `sourceBox` and in one holding `targetBox` (offsets in bytes from
+/// their starts), in row-major order: trailing dimensions that both boxes
+/// and the region span whole merge into one run.
+static void forEachRun(const IndexBox &sourceBox, const IndexBox &targetBox,
+                       const IndexBox &region, size_t elementSize,
+                       llvm::function_ref<void(size_t, size_t, size_t)> run) {
+  if (region.numElements() == 0)
+    return;
   size_t rank = region.sizes.size();
+  // Dimensions [outer, rank) form a run: all but the first of them whole.
+  size_t outer = rank;
+  int64_t runElements = 1;
+  while (outer > 0) {
+    --outer;
+    runElements *= region.sizes[outer];
+    if (region.sizes[outer] != sourceBox.sizes[outer] ||
+        region.sizes[outer] != targetBox.sizes[outer])
+      break;
+  }
   auto linear = [&](const IndexBox &box, llvm::ArrayRef<int64_t> index) {
     int64_t offset = 0;
     for (size_t d = 0; d < rank; ++d)
       offset = offset * box.sizes[d] + (index[d] - box.offsets[d]);
-    return offset;
+    return size_t(offset) * elementSize;
   };
-  size_t run = (rank ? region.sizes.back() : 1) * elementSize;
   llvm::SmallVector<int64_t> index(region.offsets);
-  int64_t rows = region.numElements() / (rank ? region.sizes.back() : 1);
-  for (int64_t row = 0; row < rows; ++row) {
-    std::memcpy(target.data.data() + linear(targetBox, index) * elementSize,
-                source.data.data() + linear(sourceBox, index) * elementSize,
-                run);
-    for (size_t d = rank ? rank - 1 : 0; d-- > 0;) {
+  int64_t runs = region.numElements() / runElements;
+  for (int64_t i = 0; i < runs; ++i) {
+    run(linear(sourceBox, index), linear(targetBox, index),
+        runElements * elementSize);
+    for (size_t d = outer; d-- > 0;) {
       if (++index[d] < region.offsets[d] + region.sizes[d])
         break;
       index[d] = region.offsets[d];
     }
   }
+}
+
+void mlir::titan::copyRegion(DenseTensorRef source, const IndexBox &sourceBox,
+                             MutableDenseTensorRef target,
+                             const IndexBox &targetBox,
+                             const IndexBox &region) {
+  forEachRun(sourceBox, targetBox, region, torchDTypeSize(source.dtype),
+             [&](size_t from, size_t to, size_t bytes) {
+               std::memcpy(target.data.data() + to, source.data.data() + from,
+                           bytes);
+             });
 }
 
 /// An element of a tensor of shape `size` that no chunk covers, if one is
@@ -591,25 +617,44 @@ static llvm::Error addChunks(DcpMetadata &into, StringRef fqn,
   return llvm::Error::success();
 }
 
+/// Whether `inner` lies within `outer` (both of `outer`'s rank).
+static bool containsBox(const IndexBox &outer, const IndexBox &inner) {
+  if (inner.offsets.size() != outer.offsets.size() ||
+      inner.sizes.size() != outer.sizes.size())
+    return false;
+  for (size_t d = 0; d < outer.sizes.size(); ++d)
+    if (inner.offsets[d] < outer.offsets[d] || inner.sizes[d] < 0 ||
+        inner.offsets[d] + inner.sizes[d] > outer.offsets[d] + outer.sizes[d])
+      return false;
+  return true;
+}
+
 /// The piece of metadata of `rank` without storage entries, each chunk
-/// checked against its data.
+/// checked against its source.
 static llvm::Expected<DcpMetadata> describeRank(const DcpRankData &rank) {
   DcpMetadata piece;
   for (const DcpTensorChunk &chunk : rank.chunks) {
-    if (chunk.offsets.size() != chunk.data.shape.size())
-      return fail("tensor '" + chunk.fqn + "': chunk offsets " +
-                  formatInts(chunk.offsets) + " do not match its shape " +
-                  formatInts(chunk.data.shape));
-    size_t bytes = chunk.data.numElements() * torchDTypeSize(chunk.data.dtype);
-    if (chunk.data.data.size() != bytes)
-      return fail("tensor '" + chunk.fqn + "' chunk at " +
-                  formatInts(chunk.offsets) + " has " +
-                  llvm::Twine(chunk.data.data.size()) +
+    const DenseTensorRef &source = chunk.source;
+    if (chunk.box.offsets.size() != chunk.globalSize.size() ||
+        chunk.box.sizes.size() != chunk.globalSize.size())
+      return fail("tensor '" + chunk.fqn + "' of shape " +
+                  formatInts(chunk.globalSize) + ": chunk " +
+                  formatBox(chunk.box) + " has the wrong rank");
+    if (llvm::ArrayRef<int64_t>(chunk.sourceBox.sizes) != source.shape ||
+        !containsBox(chunk.sourceBox, chunk.box))
+      return fail("tensor '" + chunk.fqn + "' chunk " + formatBox(chunk.box) +
+                  ": its source of shape " + formatInts(source.shape) +
+                  " does not hold it (the source holds " +
+                  formatBox(chunk.sourceBox) + ")");
+    size_t bytes = chunk.sourceBox.numElements() * torchDTypeSize(source.dtype);
+    if (source.data.size() != bytes)
+      return fail("tensor '" + chunk.fqn + "' chunk " + formatBox(chunk.box) +
+                  ": its source has " + llvm::Twine(source.data.size()) +
                   " bytes of data, its shape needs " + llvm::Twine(bytes));
     DcpTensorMetadata tensor;
-    tensor.dtype = chunk.data.dtype;
+    tensor.dtype = source.dtype;
     tensor.size = chunk.globalSize;
-    tensor.chunks.push_back({chunk.offsets, chunk.data.shape});
+    tensor.chunks.push_back(chunk.box);
     if (llvm::Error err = addChunks(piece, chunk.fqn, tensor))
       return std::move(err);
   }
@@ -701,6 +746,152 @@ static llvm::Error writeFileAtomically(StringRef directory, StringRef name,
   return syncDirectory(directory);
 }
 
+/// The size of the buffers through which data files are written and read.
+static constexpr size_t kIOBufferSize = 8 << 20;
+
+/// The alignment of direct I/O: file offsets, sizes and memory (the logical
+/// block size of any common device divides it).
+static constexpr size_t kDirectAlignment = 4096;
+
+namespace {
+/// Writes a file sequentially through one reused buffer of kIOBufferSize,
+/// flushed in block-aligned writes that bypass the page cache (O_DIRECT)
+/// where the file system allows, else ordinary writes. The last block is
+/// padded, then the file truncated to its length. The first error is kept
+/// and reported by close().
+class DataFileWriter {
+public:
+  /// Creates (truncates) `path`.
+  static llvm::Expected<std::unique_ptr<DataFileWriter>> create(StringRef path);
+  ~DataFileWriter() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+
+  /// The number of bytes written so far.
+  uint64_t tell() const { return flushed + used; }
+  void write(StringRef bytes);
+  /// Writes the elements of `region` of `source`, which holds `sourceBox`,
+  /// in row-major order.
+  void writeRegion(DenseTensorRef source, const IndexBox &sourceBox,
+                   const IndexBox &region);
+  /// Writes what is buffered, syncs the file's data to disk (fdatasync) and
+  /// closes it.
+  llvm::Error close();
+
+private:
+  DataFileWriter(std::string path, int fd, bool direct)
+      : path(std::move(path)), fd(fd), direct(direct),
+        buffer(static_cast<char *>(
+                   std::aligned_alloc(kDirectAlignment, kIOBufferSize)),
+               &std::free) {
+    if (!buffer)
+      llvm::report_bad_alloc_error("cannot allocate a write buffer");
+  }
+  /// Writes the first `bytes` of the buffer at offset `flushed`; a file
+  /// system refusing direct I/O on the way gets ordinary writes.
+  void writeBuffer(size_t bytes);
+  void setError(StringRef what) {
+    if (!error)
+      error = std::error_code(errno, std::generic_category());
+    failedAt = what.str();
+  }
+
+  std::string path;
+  int fd;
+  bool direct;
+  std::unique_ptr<char, decltype(&std::free)> buffer;
+  size_t used = 0;
+  uint64_t flushed = 0;
+  std::error_code error;
+  std::string failedAt;
+};
+} // namespace
+
+llvm::Expected<std::unique_ptr<DataFileWriter>>
+DataFileWriter::create(StringRef path) {
+  std::string name = path.str();
+  int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+  int fd = ::open(name.c_str(), flags | O_DIRECT, 0666);
+  bool direct = fd >= 0;
+  if (!direct && errno == EINVAL)
+    fd = ::open(name.c_str(), flags, 0666);
+  if (fd < 0)
+    return fail("cannot write '" + path + "': " +
+                std::error_code(errno, std::generic_category()).message());
+  return std::unique_ptr<DataFileWriter>(
+      new DataFileWriter(std::move(name), fd, direct));
+}
+
+void DataFileWriter::writeBuffer(size_t bytes) {
+  size_t done = 0;
+  while (!error && done < bytes) {
+    ssize_t n = ::pwrite(fd, buffer.get() + done, bytes - done, flushed + done);
+    if (n > 0) {
+      done += n;
+    } else if (n < 0 && errno == EINVAL && direct) {
+      // The file system takes no direct I/O (or not of this size).
+      direct = false;
+      if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_DIRECT) != 0)
+        setError("write");
+    } else if (n == 0 || errno != EINTR) {
+      setError("write");
+    }
+  }
+}
+
+void DataFileWriter::write(StringRef bytes) {
+  while (!bytes.empty() && !error) {
+    size_t n = std::min(kIOBufferSize - used, bytes.size());
+    std::memcpy(buffer.get() + used, bytes.data(), n);
+    used += n;
+    bytes = bytes.drop_front(n);
+    if (used < kIOBufferSize)
+      continue;
+    writeBuffer(used);
+    flushed += used;
+    used = 0;
+  }
+}
+
+void DataFileWriter::writeRegion(DenseTensorRef source,
+                                 const IndexBox &sourceBox,
+                                 const IndexBox &region) {
+  forEachRun(sourceBox, region, region, torchDTypeSize(source.dtype),
+             [&](size_t from, size_t, size_t bytes) {
+               write(source.data.substr(from, bytes));
+             });
+}
+
+llvm::Error DataFileWriter::close() {
+  // Pad the tail to a whole block for direct I/O, then cut the padding.
+  size_t padded = llvm::alignTo(used, kDirectAlignment);
+  std::memset(buffer.get() + used, 0, padded - used);
+  writeBuffer(padded);
+  if (!error && ::ftruncate(fd, flushed + used) != 0)
+    setError("truncate");
+  if (!error && ::fdatasync(fd) != 0)
+    setError("sync to disk");
+  if (::close(fd) != 0)
+    setError("close");
+  fd = -1;
+  if (!error)
+    return llvm::Error::success();
+  return fail("cannot " + failedAt + " '" + path + "': " + error.message());
+}
+
+/// The CRC-32 of the elements of `region` of `source`, which holds
+/// `sourceBox`, in row-major order.
+static uint32_t regionCrc(DenseTensorRef source, const IndexBox &sourceBox,
+                          const IndexBox &region) {
+  uint32_t crc = 0;
+  forEachRun(sourceBox, region, region, torchDTypeSize(source.dtype),
+             [&](size_t from, size_t, size_t bytes) {
+               crc = zipCrc32(source.data.substr(from, bytes), crc);
+             });
+  return crc;
+}
+
 llvm::Expected<DcpMetadata>
 mlir::titan::writeDcpRankData(StringRef directory, const DcpRankData &data) {
   llvm::Expected<DcpMetadata> piece = describeRank(data);
@@ -709,28 +900,30 @@ mlir::titan::writeDcpRankData(StringRef directory, const DcpRankData &data) {
   llvm::sys::fs::remove(joinPath(directory, ".metadata"));
   std::string name = dcpDataFileName(data.rank);
   std::string path = joinPath(directory, name);
-  int fd;
-  if (llvm::Error err = openForWrite(path, fd))
-    return std::move(err);
-  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-  // Headers go through the buffer; chunk data, larger than it, goes straight
-  // from the chunk to the file.
-  os.SetBufferSize(1 << 20);
+  llvm::Expected<std::unique_ptr<DataFileWriter>> file =
+      DataFileWriter::create(path);
+  if (!file)
+    return file.takeError();
+  DataFileWriter &out = **file;
   auto record = [&](DcpStorageKey key, uint64_t start) {
-    piece->storage[std::move(key)] = {name, start, os.tell() - start};
+    piece->storage[std::move(key)] = {name, start, out.tell() - start};
   };
   for (const DcpTensorChunk &chunk : data.chunks) {
-    uint64_t start = os.tell();
-    // describeRank checked the data size, the only way this can fail.
-    llvm::cantFail(writeTorchSaveTensor(chunk.data, os));
-    record(storageKey(chunk.fqn, chunk.offsets), start);
+    uint64_t start = out.tell();
+    TorchSaveFraming framing = torchSaveTensorFraming(
+        chunk.source.dtype, chunk.box.sizes,
+        regionCrc(chunk.source, chunk.sourceBox, chunk.box));
+    out.write(framing.prefix);
+    out.writeRegion(chunk.source, chunk.sourceBox, chunk.box);
+    out.write(framing.suffix);
+    record(storageKey(chunk.fqn, chunk.box.offsets), start);
   }
   for (const DcpBytesEntry &entry : data.bytesEntries) {
-    uint64_t start = os.tell();
-    os << entry.data;
+    uint64_t start = out.tell();
+    out.write(entry.data);
     record(storageKey(entry.fqn, {}), start);
   }
-  if (llvm::Error err = closeSynced(os, fd, path)) {
+  if (llvm::Error err = out.close()) {
     llvm::sys::fs::remove(path);
     return std::move(err);
   }
@@ -906,8 +1099,159 @@ DcpReader::readBlob(const DcpStorageInfo &info) const {
   return std::move(*buffer);
 }
 
-llvm::Expected<DenseTensor> DcpReader::readBox(StringRef fqn,
-                                               const IndexBox &box) const {
+namespace {
+/// A file opened for reading with large preads.
+class ReadFile {
+public:
+  explicit ReadFile(StringRef path) : path(path.str()) {
+    fd = ::open(this->path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      openError = std::error_code(errno, std::generic_category());
+    else
+      ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  }
+  ~ReadFile() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+
+  /// Reads `into.size()` bytes at `offset`.
+  llvm::Error read(llvm::MutableArrayRef<char> into, uint64_t offset) const {
+    std::error_code ec = openError;
+    size_t done = 0;
+    while (!ec && done < into.size()) {
+      ssize_t n =
+          ::pread(fd, into.data() + done, into.size() - done, offset + done);
+      if (n > 0)
+        done += n;
+      else if (n == 0)
+        return fail("'" + path + "': cannot read: unexpected end of file");
+      else if (errno != EINTR)
+        ec = std::error_code(errno, std::generic_category());
+    }
+    if (ec)
+      return fail("'" + path + "': cannot read (" + ec.message() + ")");
+    return llvm::Error::success();
+  }
+
+private:
+  std::string path;
+  int fd;
+  std::error_code openError;
+};
+} // namespace
+
+llvm::Error DcpReader::readChunk(StringRef fqn, TorchDType dtype,
+                                 const IndexBox &chunk, const IndexBox &region,
+                                 MutableDenseTensorRef target,
+                                 const IndexBox &targetBox) const {
+  const DcpStorageInfo &info =
+      metadata.storage.at(storageKey(fqn, chunk.offsets));
+  // The blob is mapped (or read, when small); only its zip records and
+  // pickle are touched, the data is read with preads below.
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> blob = readBlob(info);
+  if (!blob)
+    return blob.takeError();
+  StringRef bytes = (*blob)->getBuffer();
+  std::string path = joinPath(directory, info.relativePath);
+  std::string blobName = (path + "@" + llvm::Twine(info.offset)).str();
+  llvm::Expected<TorchSaveArchive> archive =
+      readTorchSave(bytes, blobName, /*checkData=*/false);
+  if (!archive)
+    return archive.takeError();
+  llvm::Expected<TorchSaveTensorLayout> layout =
+      getTorchSaveTensorLayout(*archive, blobName);
+  if (!layout)
+    return layout.takeError();
+  if (layout->dtype != dtype || layout->shape != chunk.sizes)
+    return fail("'" + blobName + "': the saved chunk of '" + fqn + "' is " +
+                torchDTypeName(layout->dtype) + " " +
+                formatInts(layout->shape) + " but .metadata says " +
+                torchDTypeName(dtype) + " " + formatInts(chunk.sizes) +
+                " (shape mismatch); the checkpoint is inconsistent");
+  auto corrupted = [&](StringRef entry) {
+    return fail("'" + blobName + "': CRC-32 mismatch in entry '" + entry +
+                "' (corrupted file)");
+  };
+  for (const ZipEntryView &entry : archive->entries)
+    if (entry.data.data() != layout->storage.data.data() &&
+        zipCrc32(entry.data) != entry.crc)
+      return corrupted(entry.name);
+
+  size_t elementSize = torchDTypeSize(dtype);
+  size_t chunkBytes = chunk.numElements() * elementSize;
+  if (!layout->isContiguous() || layout->storage.data.size() != chunkBytes) {
+    // A view into a larger storage (written by torch.save, not by DCP):
+    // read it whole from the mapping.
+    if (zipCrc32(layout->storage.data) != layout->storage.crc)
+      return corrupted(layout->storage.name);
+    llvm::Expected<DenseTensor> saved = readTorchSaveTensor(bytes, blobName);
+    if (!saved)
+      return saved.takeError();
+    copyRegion(*saved, chunk, target, targetBox, region);
+    return llvm::Error::success();
+  }
+
+  ReadFile file(path);
+  uint64_t dataOffset =
+      info.offset + (layout->storage.data.data() - bytes.data());
+  uint32_t crc = 0;
+  auto readPiece = [&](llvm::MutableArrayRef<char> into,
+                       uint64_t offset) -> llvm::Error {
+    if (llvm::Error err = file.read(into, dataOffset + offset))
+      return err;
+    crc = zipCrc32(StringRef(into.data(), into.size()), crc);
+    return llvm::Error::success();
+  };
+  // Where the chunk is one run of the target, read it there directly.
+  std::optional<size_t> whole;
+  if (region == chunk)
+    forEachRun(chunk, targetBox, region, elementSize,
+               [&](size_t, size_t to, size_t runBytes) {
+                 if (runBytes == chunkBytes)
+                   whole = to;
+               });
+  if (whole) {
+    for (size_t at = 0; at < chunkBytes; at += kIOBufferSize)
+      if (llvm::Error err = readPiece(
+              target.data.slice(*whole + at,
+                                std::min(kIOBufferSize, chunkBytes - at)),
+              at))
+        return err;
+  } else {
+    // Slabs of whole rows (of the outermost dimension) through the scratch
+    // buffer, each copied to the target where it meets the region.
+    size_t rowBytes = chunk.sizes.empty() || chunk.sizes[0] == 0
+                          ? chunkBytes
+                          : chunkBytes / chunk.sizes[0];
+    int64_t rows = chunk.sizes.empty() ? 1 : chunk.sizes[0];
+    int64_t slabRows =
+        std::max<int64_t>(1, kIOBufferSize / std::max<size_t>(rowBytes, 1));
+    scratch.resize(std::min<size_t>(slabRows * rowBytes, chunkBytes));
+    for (int64_t row = 0; row < rows && rowBytes; row += slabRows) {
+      IndexBox slab = chunk;
+      if (!slab.sizes.empty()) {
+        slab.offsets[0] += row;
+        slab.sizes[0] = std::min(slabRows, rows - row);
+      }
+      size_t slabBytes = slab.numElements() * elementSize;
+      if (llvm::Error err = readPiece(
+              llvm::MutableArrayRef<char>(scratch).take_front(slabBytes),
+              row * rowBytes))
+        return err;
+      if (std::optional<IndexBox> part = intersectBoxes(slab, region))
+        copyRegion(DenseTensorRef(dtype, slab.sizes,
+                                  StringRef(scratch.data(), slabBytes)),
+                   slab, target, targetBox, *part);
+    }
+  }
+  if (crc != layout->storage.crc)
+    return corrupted(layout->storage.name);
+  return llvm::Error::success();
+}
+
+llvm::Error DcpReader::readBoxInto(StringRef fqn, const IndexBox &box,
+                                   MutableDenseTensorRef target) const {
   auto it = metadata.tensors.find(fqn.str());
   if (it == metadata.tensors.end())
     return fail("checkpoint '" + directory + "' has no tensor '" + fqn + "'");
@@ -923,35 +1267,33 @@ llvm::Expected<DenseTensor> DcpReader::readBox(StringRef fqn,
       return fail("tensor '" + fqn + "' has shape " + formatInts(tensor.size) +
                   ", the requested box " + formatBox(box) +
                   " is out of bounds");
+  if (target.dtype != tensor.dtype ||
+      target.shape != llvm::ArrayRef<int64_t>(box.sizes) ||
+      target.data.size() != box.numElements() * torchDTypeSize(tensor.dtype))
+    return fail("tensor '" + fqn + "' box " + formatBox(box) + " is " +
+                torchDTypeName(tensor.dtype) + " " + formatInts(box.sizes) +
+                ", it cannot be read into a " + torchDTypeName(target.dtype) +
+                " " + formatInts(target.shape) + " of " +
+                llvm::Twine(target.data.size()) + " bytes");
+  for (const IndexBox &chunk : tensor.chunks)
+    if (std::optional<IndexBox> region = intersectBoxes(chunk, box))
+      if (llvm::Error err =
+              readChunk(fqn, tensor.dtype, chunk, *region, target, box))
+        return err;
+  return llvm::Error::success();
+}
 
+llvm::Expected<DenseTensor> DcpReader::readBox(StringRef fqn,
+                                               const IndexBox &box) const {
+  auto it = metadata.tensors.find(fqn.str());
+  if (it == metadata.tensors.end())
+    return fail("checkpoint '" + directory + "' has no tensor '" + fqn + "'");
   DenseTensor result;
-  result.dtype = tensor.dtype;
+  result.dtype = it->second.dtype;
   result.shape = box.sizes;
-  result.data.resize(box.numElements() * torchDTypeSize(tensor.dtype));
-  for (const IndexBox &chunk : tensor.chunks) {
-    std::optional<IndexBox> region = intersectBoxes(chunk, box);
-    if (!region)
-      continue;
-    const DcpStorageInfo &info =
-        metadata.storage.at(storageKey(fqn, chunk.offsets));
-    llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> blob = readBlob(info);
-    if (!blob)
-      return blob.takeError();
-    std::string blobName = (joinPath(directory, info.relativePath) + "@" +
-                            llvm::Twine(info.offset))
-                               .str();
-    llvm::Expected<DenseTensor> saved =
-        readTorchSaveTensor((*blob)->getBuffer(), blobName);
-    if (!saved)
-      return saved.takeError();
-    if (saved->dtype != tensor.dtype || saved->shape != chunk.sizes)
-      return fail("'" + blobName + "': the saved chunk of '" + fqn + "' is " +
-                  torchDTypeName(saved->dtype) + " " +
-                  formatInts(saved->shape) + " but .metadata says " +
-                  torchDTypeName(tensor.dtype) + " " + formatInts(chunk.sizes) +
-                  " (shape mismatch); the checkpoint is inconsistent");
-    copyRegion(*saved, chunk, result, box, *region);
-  }
+  result.data.resize(box.numElements() * torchDTypeSize(result.dtype));
+  if (llvm::Error err = readBoxInto(fqn, box, result))
+    return std::move(err);
   return result;
 }
 

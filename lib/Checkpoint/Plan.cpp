@@ -280,10 +280,8 @@ mlir::titan::planRankData(const CheckpointPlan &plan, unsigned rank,
         state, tensor.source, tensor.key, tensor.dtype, tensor.shape);
     if (!global)
       return global.takeError();
-    DcpTensorChunk chunk{tensor.key, tensor.shape, box.box.offsets,
-                         makeTensor(tensor.dtype, box.box.sizes)};
-    copyRegion(*global, wholeBox(tensor.shape), chunk.data, box.box, box.box);
-    data.chunks.push_back(std::move(chunk));
+    data.chunks.push_back(DcpTensorChunk{tensor.key, tensor.shape, box.box,
+                                         *global, wholeBox(tensor.shape)});
   }
   // DCP's coordinator writes the non-tensor values.
   if (rank != 0)
@@ -315,8 +313,7 @@ static llvm::Expected<int64_t> readValue(const DcpReader &reader,
   }
   llvm::Expected<std::string> blob = reader.readBytes(value.key);
   if (!blob)
-    return fail("the checkpoint has no entry '" + value.key +
-                "', which the plan needs");
+    return blob.takeError();
   llvm::Expected<TorchSaveArchive> archive = readTorchSave(*blob, value.key);
   if (!archive)
     return archive.takeError();
@@ -326,23 +323,62 @@ static llvm::Expected<int64_t> readValue(const DcpReader &reader,
   return archive->root->getInt();
 }
 
-llvm::Expected<StateTensors>
-mlir::titan::loadPlanState(const DcpReader &reader,
-                           const CheckpointPlan &plan) {
+/// Loads into what `destination` returns, for every tensor of `plan`, the
+/// box `boxOf` gives and every value; a source several keys hold is loaded
+/// from the first (and kept, as the destination's memory may be reused) and
+/// compared with the others.
+static llvm::Error
+loadPlanBoxes(const DcpReader &reader, const CheckpointPlan &plan,
+              llvm::function_ref<IndexBox(const PlanTensor &)> boxOf,
+              StateDestination destination) {
   const DcpMetadata &metadata = reader.getMetadata();
-  StateTensors state;
-  std::map<std::string, std::string> keyOfSource;
-  // Adds the value of `source` read from `key`, which must equal what other
-  // keys of the same source hold.
-  auto add = [&](const std::string &key, const std::string &source,
-                 DenseTensor global) -> llvm::Error {
-    auto [previous, inserted] = state.try_emplace(source, std::move(global));
-    if (!inserted && previous->second.data != global.data)
-      return fail("'" + key + "' and '" + keyOfSource[source] +
-                  "' both hold '" + source + "' but differ");
-    keyOfSource.try_emplace(source, key);
+  std::map<std::string, unsigned> keysOf;
+  for (const PlanTensor &tensor : plan.tensors)
+    ++keysOf[tensor.source];
+  for (const PlanValue &value : plan.values)
+    ++keysOf[value.source];
+  // The loaded sources: the key each was loaded from, and its data when
+  // other keys hold it too.
+  std::map<std::string, std::pair<std::string, std::vector<char>>> loaded;
+  // Loads `source` from `key` with `read`, or checks that another key
+  // already loaded the same values.
+  auto load = [&](const std::string &key, const std::string &source,
+                  TorchDType dtype, llvm::ArrayRef<int64_t> shape,
+                  llvm::function_ref<llvm::Error(MutableDenseTensorRef)> read)
+      -> llvm::Error {
+    auto previous = loaded.find(source);
+    if (previous != loaded.end()) {
+      DenseTensor again = makeTensor(dtype, shape);
+      if (llvm::Error err = read(again))
+        return err;
+      const auto &[firstKey, first] = previous->second;
+      if (!llvm::equal(first, again.data))
+        return fail("'" + key + "' and '" + firstKey + "' both hold '" +
+                    source + "' but differ");
+      return llvm::Error::success();
+    }
+    llvm::Expected<MutableDenseTensorRef> target =
+        destination(source, dtype, shape);
+    if (!target)
+      return target.takeError();
+    int64_t count = 1;
+    for (int64_t dim : shape)
+      count *= dim;
+    if (target->dtype != dtype || target->shape != shape ||
+        target->data.size() != count * torchDTypeSize(dtype))
+      return fail("the destination of '" + source + "' is " +
+                  torchDTypeName(target->dtype) + " " +
+                  formatInts(target->shape) + ", '" + key + "' needs " +
+                  torchDTypeName(dtype) + " " + formatInts(shape));
+    if (llvm::Error err = read(*target))
+      return err;
+    std::vector<char> kept;
+    if (keysOf[source] > 1)
+      kept.assign(target->data.begin(), target->data.end());
+    loaded.try_emplace(source, key, std::move(kept));
     return llvm::Error::success();
   };
+  // Check every key before loading anything.
   for (const PlanTensor &tensor : plan.tensors) {
     auto saved = metadata.tensors.find(tensor.key);
     if (saved == metadata.tensors.end())
@@ -355,29 +391,71 @@ mlir::titan::loadPlanState(const DcpReader &reader,
                   formatInts(saved->second.size) + ", the plan expects " +
                   torchDTypeName(tensor.dtype) + " " +
                   formatInts(tensor.shape));
-    // Every writing rank reads its own box; the checkpoint's chunks tile the
-    // tensor (DcpReader validates that), so each box is covered, and the
-    // writers' boxes tile it, so the assembled tensor is complete.
-    DenseTensor global = makeTensor(tensor.dtype, tensor.shape);
-    IndexBox whole = wholeBox(tensor.shape);
-    for (const PlanBox &box : tensor.boxes) {
-      if (!box.writes)
-        continue;
-      llvm::Expected<DenseTensor> local = reader.readBox(tensor.key, box.box);
-      if (!local)
-        return local.takeError();
-      copyRegion(*local, box.box, global, whole, box.box);
-    }
-    if (llvm::Error err = add(tensor.key, tensor.source, std::move(global)))
-      return std::move(err);
+  }
+  for (const PlanValue &value : plan.values)
+    if (!metadata.tensors.count(value.key) &&
+        !llvm::is_contained(metadata.bytesEntries, value.key))
+      return fail("the checkpoint has no entry '" + value.key +
+                  "', which the plan needs");
+  for (const PlanTensor &tensor : plan.tensors) {
+    // The checkpoint's chunks tile the tensor (DcpReader validates that), so
+    // every box is covered.
+    IndexBox box = boxOf(tensor);
+    if (llvm::Error err = load(tensor.key, tensor.source, tensor.dtype,
+                               box.sizes, [&](MutableDenseTensorRef target) {
+                                 return reader.readBoxInto(tensor.key, box,
+                                                           target);
+                               }))
+      return err;
   }
   for (const PlanValue &value : plan.values) {
     llvm::Expected<int64_t> integer = readValue(reader, value);
     if (!integer)
       return integer.takeError();
-    if (llvm::Error err =
-            add(value.key, value.source, intToScalar(*integer, value.dtype)))
-      return std::move(err);
+    DenseTensor scalar = intToScalar(*integer, value.dtype);
+    if (llvm::Error err = load(value.key, value.source, value.dtype, {},
+                               [&](MutableDenseTensorRef target) {
+                                 llvm::copy(scalar.data, target.data.begin());
+                                 return llvm::Error::success();
+                               }))
+      return err;
   }
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::titan::loadPlanState(const DcpReader &reader,
+                                       const CheckpointPlan &plan,
+                                       StateDestination destination) {
+  return loadPlanBoxes(
+      reader, plan,
+      [](const PlanTensor &tensor) { return wholeBox(tensor.shape); },
+      destination);
+}
+
+llvm::Error mlir::titan::loadPlanRank(const DcpReader &reader,
+                                      const CheckpointPlan &plan, unsigned rank,
+                                      StateDestination destination) {
+  if (rank >= plan.numRanks)
+    return fail("rank " + llvm::Twine(rank) +
+                " is not a rank of the plan, which has " +
+                llvm::Twine(plan.numRanks) + " ranks");
+  return loadPlanBoxes(
+      reader, plan,
+      [&](const PlanTensor &tensor) { return tensor.boxes[rank].box; },
+      destination);
+}
+
+llvm::Expected<StateTensors>
+mlir::titan::loadPlanState(const DcpReader &reader,
+                           const CheckpointPlan &plan) {
+  StateTensors state;
+  auto allocate = [&](StringRef source, TorchDType dtype,
+                      llvm::ArrayRef<int64_t> shape)
+      -> llvm::Expected<MutableDenseTensorRef> {
+    return MutableDenseTensorRef(state[source.str()] =
+                                     makeTensor(dtype, shape));
+  };
+  if (llvm::Error err = loadPlanState(reader, plan, allocate))
+    return std::move(err);
   return state;
 }

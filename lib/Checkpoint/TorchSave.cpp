@@ -5,11 +5,11 @@
 #include "titan/Checkpoint/Pickle.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/CRC.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstring>
+#include <libdeflate.h>
 
 using namespace mlir::titan;
 using llvm::StringRef;
@@ -86,6 +86,10 @@ static llvm::Error fail(StringRef name, const llvm::Twine &message) {
 // Zip
 //===----------------------------------------------------------------------===//
 
+uint32_t mlir::titan::zipCrc32(StringRef data, uint32_t crc) {
+  return libdeflate_crc32(crc, data.data(), data.size());
+}
+
 static constexpr uint32_t kLocalHeaderSig = 0x04034b50;
 static constexpr uint32_t kCentralHeaderSig = 0x02014b50;
 static constexpr uint32_t kEndSig = 0x06054b50;
@@ -118,22 +122,32 @@ static uint32_t field32(uint64_t value, bool inZip64) {
   return inZip64 ? 0xffffffffu : uint32_t(value);
 }
 
-void mlir::titan::writeStoredZip(llvm::ArrayRef<ZipEntryView> entries,
-                                 llvm::raw_ostream &os,
-                                 uint64_t zip64Threshold) {
-  // Offsets are relative to the archive's start, wherever `os` is.
+namespace {
+/// An entry of an archive being written: its name, size and CRC-32, and its
+/// data when it is held in memory.
+struct ZipEntrySpec {
+  StringRef name;
+  uint64_t size;
+  uint32_t crc;
+  StringRef data;
+};
+} // namespace
+
+/// Writes `entries` as an uncompressed zip archive with every entry's data
+/// 64-byte aligned: `emit` receives the records, `emitData` is called where
+/// an entry's data goes (writeStoredZip documents the zip64 threshold).
+static void writeZip(llvm::ArrayRef<ZipEntrySpec> entries,
+                     uint64_t zip64Threshold,
+                     llvm::function_ref<void(StringRef)> emit,
+                     llvm::function_ref<void(const ZipEntrySpec &)> emitData) {
+  // Offsets are relative to the archive's start.
   uint64_t written = 0;
-  auto emit = [&](StringRef bytes) {
-    os << bytes;
-    written += bytes.size();
-  };
   Record central;
-  for (const ZipEntryView &entry : entries) {
-    uint64_t size = entry.data.size();
+  for (const ZipEntrySpec &entry : entries) {
+    uint64_t size = entry.size;
     uint64_t offset = written;
     bool bigSize = size >= zip64Threshold;
     bool bigOffset = offset >= zip64Threshold;
-    uint32_t crc = llvm::crc32(llvm::arrayRefFromStringRef(entry.data));
     // The local zip64 extra field holds both sizes.
     size_t localZip64 = bigSize ? 4 + 16 : 0;
     // An extra field "FB" of 'Z's pads the header so that data is aligned.
@@ -146,7 +160,7 @@ void mlir::titan::writeStoredZip(llvm::ArrayRef<ZipEntryView> entries,
       to.put16(0);                              // Method: stored.
       to.put16(0);                              // Modification time.
       to.put16(0x21); // Modification date: 1980-01-01.
-      to.put32(crc);
+      to.put32(entry.crc);
       to.put32(field32(size, bigSize));
       to.put32(field32(size, bigSize));
       to.put16(entry.name.size());
@@ -166,7 +180,8 @@ void mlir::titan::writeStoredZip(llvm::ArrayRef<ZipEntryView> entries,
     local.put16(padding);
     local.bytes.append(padding, 'Z');
     emit(local.bytes);
-    emit(entry.data);
+    emitData(entry);
+    written += local.bytes.size() + size;
 
     central.put32(kCentralHeaderSig);
     central.put16(45); // Version made by.
@@ -224,6 +239,22 @@ void mlir::titan::writeStoredZip(llvm::ArrayRef<ZipEntryView> entries,
   emit(end.bytes);
 }
 
+/// The spec of an entry held in memory.
+static ZipEntrySpec inMemory(StringRef name, StringRef data) {
+  return {name, data.size(), zipCrc32(data), data};
+}
+
+void mlir::titan::writeStoredZip(llvm::ArrayRef<ZipEntryView> entries,
+                                 llvm::raw_ostream &os,
+                                 uint64_t zip64Threshold) {
+  std::vector<ZipEntrySpec> specs;
+  for (const ZipEntryView &entry : entries)
+    specs.push_back(inMemory(entry.name, entry.data));
+  writeZip(
+      specs, zip64Threshold, [&](StringRef bytes) { os << bytes; },
+      [&](const ZipEntrySpec &entry) { os << entry.data; });
+}
+
 namespace {
 /// Bounds-checked little-endian reads of a byte range.
 struct Cursor {
@@ -244,7 +275,7 @@ struct Cursor {
 } // namespace
 
 llvm::Expected<std::vector<ZipEntryView>>
-mlir::titan::readStoredZip(StringRef archive, StringRef name) {
+mlir::titan::readStoredZip(StringRef archive, StringRef name, bool checkData) {
   Cursor zip{archive};
   if (archive.size() < kEndSize)
     return fail(name, "not a zip archive (too short; truncated file?)");
@@ -323,10 +354,10 @@ mlir::titan::readStoredZip(StringRef archive, StringRef name) {
       return fail(name, "data of entry '" + entryName +
                             "' out of bounds (truncated file?)");
     StringRef data = archive.substr(dataOffset, size);
-    if (llvm::crc32(llvm::arrayRefFromStringRef(data)) != crc)
+    if (checkData && zipCrc32(data) != crc)
       return fail(name, "CRC-32 mismatch in entry '" + entryName +
                             "' (corrupted file)");
-    entries.push_back({entryName, data});
+    entries.push_back({entryName, data, crc});
     pos += kCentralHeaderSize + nameLength + extraLength + commentLength;
   }
   return entries;
@@ -352,22 +383,69 @@ static PickleRef intTuple(llvm::ArrayRef<int64_t> values) {
   return PickleValue::tuple(std::move(items));
 }
 
-/// Writes the torch.save archive of `root` whose storages are `storages`
-/// (`data/<key>` entries, in order) under the folder `archiveName`.
+/// Writes the torch.save archive of `root` under the folder `archiveName`:
+/// `data.pkl`, the storage `data/0` when `storage` is given (`emitData` is
+/// called where its data goes) and `version`; `emit` receives the rest.
 static void writeTorchSave(const PickleRef &root,
-                           llvm::ArrayRef<StringRef> storages,
-                           StringRef archiveName, llvm::raw_ostream &os) {
+                           std::optional<ZipEntrySpec> storage,
+                           StringRef archiveName,
+                           llvm::function_ref<void(StringRef)> emit,
+                           llvm::function_ref<void()> emitData) {
   std::string folder = archiveName.str() + "/";
   std::string pickle = writePickle(root);
-  std::vector<std::string> names = {folder + "data.pkl"};
-  for (size_t key = 0; key < storages.size(); ++key)
-    names.push_back(folder + "data/" + std::to_string(key));
-  names.push_back(folder + "version");
-  std::vector<ZipEntryView> entries = {{names.front(), pickle}};
-  for (auto [key, storage] : llvm::enumerate(storages))
-    entries.push_back({names[key + 1], storage});
-  entries.push_back({names.back(), "3\n"});
-  writeStoredZip(entries, os);
+  std::string pickleName = folder + "data.pkl";
+  std::string storageName = folder + "data/0";
+  std::string versionName = folder + "version";
+  std::vector<ZipEntrySpec> entries = {inMemory(pickleName, pickle)};
+  if (storage) {
+    storage->name = storageName;
+    entries.push_back(*storage);
+  }
+  entries.push_back(inMemory(versionName, "3\n"));
+  writeZip(entries, kZip64Limit, emit, [&](const ZipEntrySpec &entry) {
+    if (entry.name == storageName)
+      emitData();
+    else
+      emit(entry.data);
+  });
+}
+
+/// The root object of the torch.save of a C-contiguous tensor of `dtype` and
+/// `shape`: torch._utils._rebuild_tensor_v2 of storage "0".
+static PickleRef tensorPickle(TorchDType dtype, llvm::ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  PickleRef storage = PickleValue::persistentId(
+      PickleValue::tuple({PickleValue::string("storage"),
+                          PickleValue::global("torch", torchStorageName(dtype)),
+                          PickleValue::string("0"), PickleValue::string("cpu"),
+                          PickleValue::integer(count)}));
+  PickleRef hooks =
+      PickleValue::object(PickleValue::global("collections", "OrderedDict"),
+                          PickleValue::tuple({}), /*newObj=*/false);
+  return PickleValue::object(
+      PickleValue::global("torch._utils", "_rebuild_tensor_v2"),
+      PickleValue::tuple({storage, PickleValue::integer(0), intTuple(shape),
+                          intTuple(contiguousStrides(shape)),
+                          PickleValue::boolean(false), hooks}),
+      /*newObj=*/false);
+}
+
+TorchSaveFraming
+mlir::titan::torchSaveTensorFraming(TorchDType dtype,
+                                    llvm::ArrayRef<int64_t> shape,
+                                    uint32_t dataCrc, StringRef archiveName) {
+  uint64_t size = torchDTypeSize(dtype);
+  for (int64_t dim : shape)
+    size *= dim;
+  TorchSaveFraming framing;
+  std::string *to = &framing.prefix;
+  writeTorchSave(
+      tensorPickle(dtype, shape), ZipEntrySpec{{}, size, dataCrc, {}},
+      archiveName, [&](StringRef bytes) { *to += bytes; },
+      [&] { to = &framing.suffix; });
+  return framing;
 }
 
 llvm::Error mlir::titan::writeTorchSaveTensor(const DenseTensor &tensor,
@@ -379,31 +457,20 @@ llvm::Error mlir::titan::writeTorchSaveTensor(const DenseTensor &tensor,
                 "tensor data has " + llvm::Twine(tensor.data.size()) +
                     " bytes, its shape needs " +
                     llvm::Twine(count * torchDTypeSize(tensor.dtype)));
-  PickleRef storage = PickleValue::persistentId(PickleValue::tuple(
-      {PickleValue::string("storage"),
-       PickleValue::global("torch", torchStorageName(tensor.dtype)),
-       PickleValue::string("0"), PickleValue::string("cpu"),
-       PickleValue::integer(count)}));
-  PickleRef hooks =
-      PickleValue::object(PickleValue::global("collections", "OrderedDict"),
-                          PickleValue::tuple({}), /*newObj=*/false);
-  PickleRef root = PickleValue::object(
-      PickleValue::global("torch._utils", "_rebuild_tensor_v2"),
-      PickleValue::tuple({storage, PickleValue::integer(0),
-                          intTuple(tensor.shape),
-                          intTuple(contiguousStrides(tensor.shape)),
-                          PickleValue::boolean(false), hooks}),
-      /*newObj=*/false);
-  writeTorchSave(root, StringRef(tensor.data.data(), tensor.data.size()),
-                 archiveName, os);
+  StringRef data(tensor.data.data(), tensor.data.size());
+  TorchSaveFraming framing = torchSaveTensorFraming(
+      tensor.dtype, tensor.shape, zipCrc32(data), archiveName);
+  os << framing.prefix << data << framing.suffix;
   return llvm::Error::success();
 }
 
 std::string mlir::titan::writeTorchSaveObject(const PickleRef &root,
                                               StringRef archiveName) {
   std::string archive;
-  llvm::raw_string_ostream os(archive);
-  writeTorchSave(root, {}, archiveName, os);
+  writeTorchSave(
+      root, std::nullopt, archiveName,
+      [&](StringRef bytes) { archive += bytes; },
+      [] { llvm_unreachable("an object archive has no storage"); });
   return archive;
 }
 
@@ -429,11 +496,11 @@ const ZipEntryView *TorchSaveArchive::find(StringRef suffix) const {
   return nullptr;
 }
 
-llvm::Expected<TorchSaveArchive> mlir::titan::readTorchSave(StringRef archive,
-                                                            StringRef name) {
+llvm::Expected<TorchSaveArchive>
+mlir::titan::readTorchSave(StringRef archive, StringRef name, bool checkData) {
   TorchSaveArchive result;
   llvm::Expected<std::vector<ZipEntryView>> entries =
-      readStoredZip(archive, name);
+      readStoredZip(archive, name, checkData);
   if (!entries)
     return entries.takeError();
   result.entries = std::move(*entries);
@@ -457,16 +524,20 @@ llvm::Expected<TorchSaveArchive> mlir::titan::readTorchSave(StringRef archive,
   return result;
 }
 
-llvm::Expected<DenseTensor> mlir::titan::readTorchSaveTensor(StringRef archive,
-                                                             StringRef name) {
-  llvm::Expected<TorchSaveArchive> saved = readTorchSave(archive, name);
-  if (!saved)
-    return saved.takeError();
-  std::string pickleName = (name + ":" + saved->folder + "data.pkl").str();
+bool TorchSaveTensorLayout::isContiguous() const {
+  return storageOffset == 0 &&
+         llvm::ArrayRef<int64_t>(strides) ==
+             llvm::ArrayRef<int64_t>(contiguousStrides(shape));
+}
+
+llvm::Expected<TorchSaveTensorLayout>
+mlir::titan::getTorchSaveTensorLayout(const TorchSaveArchive &saved,
+                                      StringRef name) {
+  std::string pickleName = (name + ":" + saved.folder + "data.pkl").str();
   auto notATensor = [&](const llvm::Twine &why) {
     return fail(pickleName, "not a torch.save of one tensor: " + why);
   };
-  const PickleRef &call = saved->root;
+  const PickleRef &call = saved.root;
   if (!call->is(PickleValue::Kind::Object) ||
       call->getQualifiedName() != "torch._utils._rebuild_tensor_v2")
     return notATensor("the root is not torch._utils._rebuild_tensor_v2(...)");
@@ -495,9 +566,9 @@ llvm::Expected<DenseTensor> mlir::titan::readTorchSaveTensor(StringRef archive,
     return notATensor("bad size or stride");
 
   const ZipEntryView *storage =
-      saved->find(("data/" + idItems[2]->getString()).str());
+      saved.find(("data/" + idItems[2]->getString()).str());
   if (!storage)
-    return fail(name, "missing storage entry '" + saved->folder + "data/" +
+    return fail(name, "missing storage entry '" + saved.folder + "data/" +
                           idItems[2]->getString() + "'");
   size_t elementSize = torchDTypeSize(*dtype);
   int64_t storageCount = idItems[4]->getInt();
@@ -507,43 +578,59 @@ llvm::Expected<DenseTensor> mlir::titan::readTorchSaveTensor(StringRef archive,
                           llvm::Twine(storage->data.size()) +
                           " bytes, fewer than its " +
                           llvm::Twine(storageCount) + " elements need");
-
-  DenseTensor tensor;
-  tensor.dtype = *dtype;
-  tensor.shape = *shape;
-  int64_t count = tensor.numElements();
-  tensor.data.resize(size_t(count) * elementSize);
-  if (count == 0)
-    return tensor;
+  TorchSaveTensorLayout layout{*dtype, *shape, *strides, args[1]->getInt(),
+                               *storage};
   // Bounds of the strided view within the storage.
-  int64_t lowest = args[1]->getInt(), highest = args[1]->getInt();
+  int64_t lowest = layout.storageOffset, highest = layout.storageOffset;
+  bool empty = false;
   for (size_t d = 0; d < shape->size(); ++d) {
     if ((*shape)[d] < 0)
       return notATensor("negative size");
+    empty |= (*shape)[d] == 0;
     int64_t reach = ((*shape)[d] - 1) * (*strides)[d];
     (reach < 0 ? lowest : highest) += reach;
   }
-  if (lowest < 0 || highest >= storageCount)
+  if (!empty && (lowest < 0 || highest >= storageCount))
     return notATensor("the view exceeds its storage");
+  return layout;
+}
+
+llvm::Expected<DenseTensor> mlir::titan::readTorchSaveTensor(StringRef archive,
+                                                             StringRef name) {
+  llvm::Expected<TorchSaveArchive> saved = readTorchSave(archive, name);
+  if (!saved)
+    return saved.takeError();
+  llvm::Expected<TorchSaveTensorLayout> layout =
+      getTorchSaveTensorLayout(*saved, name);
+  if (!layout)
+    return layout.takeError();
+  DenseTensor tensor;
+  tensor.dtype = layout->dtype;
+  tensor.shape = layout->shape;
+  int64_t count = tensor.numElements();
+  size_t elementSize = torchDTypeSize(tensor.dtype);
+  tensor.data.resize(size_t(count) * elementSize);
+  if (count == 0)
+    return tensor;
   // Copy runs of the innermost dimension (all of the data when the view is
   // contiguous), walking the outer index in row-major order.
-  size_t rank = shape->size();
+  llvm::ArrayRef<int64_t> shape = layout->shape, strides = layout->strides;
   int64_t run = 1;
-  size_t inner = rank;
-  for (int64_t expected = 1; inner > 0 && (*strides)[inner - 1] == expected;
+  size_t inner = shape.size();
+  for (int64_t expected = 1; inner > 0 && strides[inner - 1] == expected;
        --inner)
-    expected = run *= (*shape)[inner - 1];
+    expected = run *= shape[inner - 1];
   llvm::SmallVector<int64_t> index(inner, 0);
-  int64_t source = args[1]->getInt();
+  int64_t source = layout->storageOffset;
   size_t runBytes = run * elementSize;
   for (int64_t target = 0; target < count; target += run) {
     std::memcpy(tensor.data.data() + target * elementSize,
-                storage->data.data() + source * elementSize, runBytes);
+                layout->storage.data.data() + source * elementSize, runBytes);
     for (size_t d = inner; d-- > 0;) {
-      source += (*strides)[d];
-      if (++index[d] < (*shape)[d])
+      source += strides[d];
+      if (++index[d] < shape[d])
         break;
-      source -= index[d] * (*strides)[d];
+      source -= index[d] * strides[d];
       index[d] = 0;
     }
   }

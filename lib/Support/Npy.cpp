@@ -163,14 +163,14 @@ llvm::Expected<NpyArray> mlir::titan::readNpy(StringRef path) {
   return parseNpy((*buffer)->getBuffer(), path);
 }
 
-/// The .npy header of `array`, padded so that the data starts 64-byte
-/// aligned.
-static std::string npyHeader(const NpyArray &array) {
-  std::string header = "{'descr': '" + npyDescr(array.dtype).str() +
+/// The .npy header of an array of `dtype` and `shape`, padded so that the
+/// data starts 64-byte aligned.
+static std::string npyHeader(NpyDType dtype, llvm::ArrayRef<int64_t> shape) {
+  std::string header = "{'descr': '" + npyDescr(dtype).str() +
                        "', 'fortran_order': False, 'shape': (";
-  for (size_t i = 0; i < array.shape.size(); ++i)
-    header += (i ? ", " : "") + std::to_string(array.shape[i]);
-  if (array.shape.size() == 1)
+  for (size_t i = 0; i < shape.size(); ++i)
+    header += (i ? ", " : "") + std::to_string(shape[i]);
+  if (shape.size() == 1)
     header += ",";
   header += "), }";
   // Pad with spaces and a newline so that the data starts 64-byte aligned.
@@ -186,18 +186,19 @@ static std::string npyHeader(const NpyArray &array) {
 }
 
 std::string mlir::titan::serializeNpy(const NpyArray &array) {
-  std::string out = npyHeader(array);
+  std::string out = npyHeader(array.dtype, array.shape);
   out.append(array.data.begin(), array.data.end());
   return out;
 }
 
-llvm::Error mlir::titan::writeNpy(StringRef path, const NpyArray &array) {
+llvm::Error mlir::titan::writeNpy(StringRef path, NpyDType dtype,
+                                  llvm::ArrayRef<int64_t> shape,
+                                  StringRef data) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (ec)
     return npyError(path, "cannot write: " + ec.message());
-  os << npyHeader(array);
-  os.write(array.data.data(), array.data.size());
+  os << npyHeader(dtype, shape) << data;
   os.close();
   if (os.has_error()) {
     std::string message = os.error().message();
@@ -205,4 +206,9 @@ llvm::Error mlir::titan::writeNpy(StringRef path, const NpyArray &array) {
     return npyError(path, "cannot write: " + message);
   }
   return llvm::Error::success();
+}
+
+llvm::Error mlir::titan::writeNpy(StringRef path, const NpyArray &array) {
+  return writeNpy(path, array.dtype, array.shape,
+                  StringRef(array.data.data(), array.data.size()));
 }

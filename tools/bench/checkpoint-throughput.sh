@@ -6,16 +6,21 @@
 #   save   4 concurrent `titan-ckpt save --plan FSDP2xTP2 --rank R`
 #          processes, then `--finish` (.metadata); every file is synced to
 #          disk before a process exits, so it compares with dd's fdatasync.
-#   load   `titan-ckpt load --plan PLAN` of the whole state, under the
-#          saved layout and under FSDP4, from disk: the checkpoint's pages
-#          are dropped from the page cache first (posix_fadvise DONTNEED of
-#          its synced files). Loading writes the global tensors as .npy
-#          files, not synced.
-#   dd     dd if=/dev/zero of=FILE bs=1M count=2048 conv=fdatasync
+#   load   `titan-ckpt load --plan PLAN` of the whole state in one process,
+#          and 4 concurrent `titan-ckpt load --plan PLAN --rank R` processes
+#          (each writing the boxes its rank holds, as runtime ranks load),
+#          under the saved layout and under FSDP4, from disk: the
+#          checkpoint's pages are dropped from the page cache first
+#          (posix_fadvise DONTNEED of its synced files). Loading writes the
+#          tensors as .npy files, not synced.
+#   dd     dd if=/dev/zero of=FILE bs=1M count=2048 conv=fdatasync (what a
+#          save compares with: buffered writes, synced at the end), and
+#          dd ... bs=8M count=256 oflag=direct (the device's direct write
+#          speed, which saves approach by bypassing the page cache).
 #
-# GB/s is 10^9 bytes of tensor data (the .npy payload) per second of wall
-# time, each command's start to end (process start and .npy mapping
-# included). Every load is checked byte for byte against the state.
+# GB/s is 10^9 bytes of the state's tensor data (the .npy payload) per
+# second of wall time, each command's start to end (process start and .npy
+# mapping included). Every load is checked byte for byte against the state.
 #   usage: tools/bench/checkpoint-throughput.sh [BUILD_DIR] [LAYERS]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -43,6 +48,16 @@ for name in os.listdir(sys.argv[1]):
     os.close(fd)" "$1"
 }
 
+on_ranks() { # titan-ckpt ARGS... --rank R for ranks 0-3 at once; {rank} in
+  # an argument becomes R
+  local pids=() rank pid
+  for rank in 0 1 2 3; do
+    "$ckpt" "${@//\{rank\}/$rank}" --rank "$rank" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+}
+
 printf "state: %s bytes (%s layers)\n" "$bytes" "$layers"
 printf "%-34s %8s %8s\n" "step" "wall (s)" "GB/s"
 
@@ -50,15 +65,15 @@ start=$(now)
 dd if=/dev/zero of="$work/dd.bin" bs=1M count=2048 conv=fdatasync status=none
 row "dd 2 GiB, conv=fdatasync" "$(echo "$(now) - $start" | bc)" $((2048 << 20))
 rm "$work/dd.bin"
+start=$(now)
+dd if=/dev/zero of="$work/dd.bin" bs=8M count=256 oflag=direct conv=fdatasync \
+  status=none
+row "dd 2 GiB, oflag=direct" "$(echo "$(now) - $start" | bc)" $((2048 << 20))
+rm "$work/dd.bin"
 
 start=$(now)
-pids=()
-for rank in 0 1 2 3; do
-  "$ckpt" save --plan "$work/fsdp2tp2.plan" --rank "$rank" \
-    --from "$work/state" --to "$work/ckpt" &
-  pids+=($!)
-done
-for pid in "${pids[@]}"; do wait "$pid"; done
+on_ranks save --plan "$work/fsdp2tp2.plan" --from "$work/state" \
+  --to "$work/ckpt"
 "$ckpt" save --plan "$work/fsdp2tp2.plan" --finish --to "$work/ckpt"
 row "save: 4 rank processes + finish" "$(echo "$(now) - $start" | bc)" "$bytes"
 
@@ -69,5 +84,16 @@ for plan in fsdp2tp2 fsdp4; do
   row "load under $plan (cold cache)" "$(echo "$(now) - $start" | bc)" "$bytes"
   $python "$root/test/Checkpoint/Inputs/plan_state.py" compare \
     "$work/state" "$work/$plan" > /dev/null
+  rm -rf "${work:?}/$plan"
+
+  uncache "$work/ckpt"
+  start=$(now)
+  on_ranks load --plan "$work/$plan.plan" --from "$work/ckpt" \
+    --to "$work/$plan/{rank}"
+  row "load $plan: 4 rank processes" "$(echo "$(now) - $start" | bc)" "$bytes"
+  for rank in 0 1 2 3; do
+    $python "$root/test/Checkpoint/Inputs/plan_state.py" rank \
+      "$work/$plan.plan" "$work/state" "$rank" "$work/$plan/$rank" > /dev/null
+  done
   rm -rf "${work:?}/$plan"
 done

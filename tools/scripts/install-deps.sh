@@ -14,6 +14,8 @@ PACKAGES=(
   libopenblas-dev libgloo-dev
   # Config files, tests, integer programming.
   libtomlplusplus-dev libgtest-dev libgmock-dev coinor-libcbc-dev libglpk-dev
+  # Checkpoints: fast CRC-32 of the zip entries DCP stores chunks in.
+  libdeflate-dev
 )
 
 missing=()

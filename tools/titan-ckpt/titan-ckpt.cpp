@@ -28,12 +28,17 @@
 //       merges the ranks' results into .metadata (written atomically) and
 //       removes them; refuses, naming the rank, while a rank's part is
 //       missing.
+//   titan-ckpt load --plan PLAN --from DIR --to NPYDIR
+//       Reads the tensors of PLAN from a checkpoint of any sharding and
+//       writes the global tensors as NPYDIR/<source>.npy.
+//   titan-ckpt load --plan PLAN --rank R --from DIR --to NPYDIR
+//       Loads as rank R of PLAN does: writes the box rank R holds of every
+//       tensor (and the values) as NPYDIR/<source>.npy.
 //
 // Every save syncs its files to disk before it returns (as PyTorch's
-// FileSystemWriter does by default).
-//   titan-ckpt load --plan PLAN --from DIR --to NPYDIR
-//       Reads every rank's box of PLAN from a checkpoint of any sharding and
-//       writes the assembled global tensors as NPYDIR/<source>.npy.
+// FileSystemWriter does by default). Loads read chunk data with large
+// preads straight into one reused buffer per tensor and write it out as the
+// .npy file (not synced).
 //
 // NumPy has no bfloat16: bfloat16 tensors are .npy files of dtype uint16
 // holding the raw bits, in both directions.
@@ -78,10 +83,11 @@ static cl::opt<std::string>
              cl::value_desc("file"), cl::sub(saveCommand),
              cl::sub(loadCommand));
 static cl::opt<int>
-    saveRank("rank",
-             cl::desc("With --plan: write only this rank's part of the "
-                      "checkpoint (finish it with --finish)"),
-             cl::init(-1), cl::sub(saveCommand));
+    rankOption("rank",
+               cl::desc("With --plan: save only this rank's part of the "
+                        "checkpoint (finish it with --finish), or load only "
+                        "the boxes this rank holds"),
+               cl::init(-1), cl::sub(saveCommand), cl::sub(loadCommand));
 static cl::opt<bool>
     finishSave("finish",
                cl::desc("With --plan: commit a checkpoint whose ranks' parts "
@@ -232,13 +238,58 @@ llvm::Expected<DenseTensorRef> NpyDirectory::get(StringRef name) {
   return DenseTensorRef(dtype, array.shape, array.data);
 }
 
-/// Writes `tensor` as DIR/<name>.npy.
-static llvm::Error writeTensor(StringRef dir, StringRef name,
-                               DenseTensor tensor) {
-  NpyArray array{npyTypeOf(tensor.dtype), tensor.shape, std::move(tensor.data)};
+namespace {
+/// Writes the tensors of a load as .npy files of a directory through one
+/// reused buffer: a tensor is written out when the next one is requested,
+/// the last by finish().
+class NpyOutputs {
+public:
+  explicit NpyOutputs(StringRef dir) : dir(dir) {}
+
+  /// Writes out the previous tensor and returns memory for
+  /// `<dir>/<name>.npy` of `dtype` and `shape`.
+  llvm::Expected<MutableDenseTensorRef> next(StringRef name, TorchDType dtype,
+                                             llvm::ArrayRef<int64_t> shape);
+
+  /// Writes out the last tensor.
+  llvm::Error finish();
+
+private:
+  std::string dir;
+  std::vector<char> buffer;
+  /// The tensor in `buffer`, not yet written out.
+  std::string name;
+  TorchDType dtype = TorchDType::Float32;
+  llvm::SmallVector<int64_t> shape;
+  size_t size = 0;
+};
+} // namespace
+
+llvm::Expected<MutableDenseTensorRef>
+NpyOutputs::next(StringRef nextName, TorchDType nextDType,
+                 llvm::ArrayRef<int64_t> nextShape) {
+  if (llvm::Error err = finish())
+    return std::move(err);
+  name = nextName.str();
+  dtype = nextDType;
+  shape.assign(nextShape.begin(), nextShape.end());
+  size = torchDTypeSize(dtype);
+  for (int64_t dim : shape)
+    size *= dim;
+  if (buffer.size() < size)
+    buffer.resize(size);
+  return MutableDenseTensorRef(
+      dtype, shape, llvm::MutableArrayRef<char>(buffer).take_front(size));
+}
+
+llvm::Error NpyOutputs::finish() {
+  if (name.empty())
+    return llvm::Error::success();
   llvm::SmallString<256> path(dir);
   llvm::sys::path::append(path, name + ".npy");
-  return writeNpy(path, array);
+  name.clear();
+  return writeNpy(path, npyTypeOf(dtype), shape,
+                  StringRef(buffer.data(), size));
 }
 
 /// Parses "2x1" into {2, 1}.
@@ -288,14 +339,8 @@ static llvm::Error splitTensor(StringRef fqn, DenseTensorRef tensor,
     }
     if (box.numElements() == 0)
       continue;
-    DcpTensorChunk chunk;
-    chunk.fqn = fqn.str();
-    chunk.globalSize.assign(tensor.shape.begin(), tensor.shape.end());
-    chunk.offsets = box.offsets;
-    chunk.data.dtype = tensor.dtype;
-    chunk.data.shape = box.sizes;
-    chunk.data.data.resize(box.numElements() * torchDTypeSize(tensor.dtype));
-    copyRegion(tensor, whole, chunk.data, box, box);
+    DcpTensorChunk chunk{fqn.str(), llvm::SmallVector<int64_t>(tensor.shape),
+                         box, tensor, whole};
     DcpRankData &rankData = ranks[rank];
     rankData.rank = rank++;
     rankData.chunks.push_back(std::move(chunk));
@@ -358,20 +403,24 @@ static llvm::Error load() {
     return reader.takeError();
   if (std::error_code ec = llvm::sys::fs::create_directories(toDir))
     return fail("cannot create '" + toDir + "': " + ec.message());
-  for (const auto &entry : reader->getMetadata().tensors) {
-    llvm::Expected<DenseTensor> tensor = reader->readTensor(entry.first);
-    if (!tensor)
-      return tensor.takeError();
-    if (llvm::Error err = writeTensor(toDir, entry.first, std::move(*tensor)))
+  NpyOutputs outputs(toDir);
+  for (const auto &[fqn, tensor] : reader->getMetadata().tensors) {
+    llvm::Expected<MutableDenseTensorRef> target =
+        outputs.next(fqn, tensor.dtype, tensor.size);
+    if (!target)
+      return target.takeError();
+    IndexBox whole{llvm::SmallVector<int64_t>(tensor.size.size(), 0),
+                   tensor.size};
+    if (llvm::Error err = reader->readBoxInto(fqn, whole, *target))
       return err;
   }
-  return llvm::Error::success();
+  return outputs.finish();
 }
 
 static llvm::Error saveWithPlan() {
   if (!chunkSpecs.empty())
     return fail("--chunks and --plan exclude each other");
-  if (finishSave && saveRank >= 0)
+  if (finishSave && rankOption >= 0)
     return fail("--finish and --rank exclude each other: save every rank's "
                 "part with --rank, then finish with --finish");
   llvm::Expected<CheckpointPlan> plan = readCheckpointPlan(planFile);
@@ -381,14 +430,14 @@ static llvm::Error saveWithPlan() {
     return finishDcpSave(toDir, plan->numRanks, flavor);
   if (fromDir.empty())
     return fail("save needs --from NPYDIR (the training state)");
-  if (saveRank >= int(plan->numRanks))
-    return fail("--rank " + llvm::Twine(saveRank) + " is not a rank of '" +
+  if (rankOption >= int(plan->numRanks))
+    return fail("--rank " + llvm::Twine(rankOption) + " is not a rank of '" +
                 planFile + "', which has " + llvm::Twine(plan->numRanks) +
                 " ranks");
   NpyDirectory npy(fromDir);
   auto state = [&](StringRef source) { return npy.get(source); };
-  if (saveRank >= 0) {
-    llvm::Expected<DcpRankData> data = planRankData(*plan, saveRank, state);
+  if (rankOption >= 0) {
+    llvm::Expected<DcpRankData> data = planRankData(*plan, rankOption, state);
     if (!data)
       return data.takeError();
     if (std::error_code ec = llvm::sys::fs::create_directories(toDir))
@@ -415,15 +464,23 @@ static llvm::Error loadWithPlan() {
   llvm::Expected<DcpReader> reader = DcpReader::open(fromDir);
   if (!reader)
     return reader.takeError();
-  llvm::Expected<StateTensors> state = loadPlanState(*reader, *plan);
-  if (!state)
-    return state.takeError();
+  bool created = !llvm::sys::fs::exists(toDir);
   if (std::error_code ec = llvm::sys::fs::create_directories(toDir))
     return fail("cannot create '" + toDir + "': " + ec.message());
-  for (auto &[source, tensor] : *state)
-    if (llvm::Error err = writeTensor(toDir, source, std::move(tensor)))
-      return err;
-  return llvm::Error::success();
+  NpyOutputs outputs(toDir);
+  auto destination = [&](StringRef source, TorchDType dtype,
+                         llvm::ArrayRef<int64_t> shape) {
+    return outputs.next(source, dtype, shape);
+  };
+  llvm::Error err = rankOption >= 0
+                        ? loadPlanRank(*reader, *plan, rankOption, destination)
+                        : loadPlanState(*reader, *plan, destination);
+  if (!err)
+    err = outputs.finish();
+  // A failed load leaves no partial state behind in a directory it created.
+  if (err && created)
+    llvm::sys::fs::remove_directories(toDir);
+  return err;
 }
 
 int main(int argc, char **argv) {
@@ -433,8 +490,10 @@ int main(int argc, char **argv) {
   llvm::Error err = llvm::Error::success();
   if (inspectCommand)
     err = inspect();
-  else if (saveCommand && planFile.empty() && (finishSave || saveRank >= 0))
+  else if (saveCommand && planFile.empty() && (finishSave || rankOption >= 0))
     err = fail("--rank and --finish save as the ranks of a plan: add --plan");
+  else if (loadCommand && planFile.empty() && rankOption >= 0)
+    err = fail("--rank loads as a rank of a plan: add --plan");
   else if (saveCommand)
     err = planFile.empty() ? save() : saveWithPlan();
   else if (loadCommand)

@@ -61,9 +61,10 @@ std::optional<IndexBox> intersectBoxes(const IndexBox &a, const IndexBox &b);
 /// Copies the elements of `region` from `source`, which holds the box
 /// `sourceBox` of some tensor, into `target`, which holds `targetBox` of a
 /// tensor of the same dtype; the boxes are in that tensor's global
-/// coordinates and `region` lies within both.
+/// coordinates and `region` lies within both. Runs contiguous in both are
+/// copied with one memcpy each.
 void copyRegion(DenseTensorRef source, const IndexBox &sourceBox,
-                DenseTensor &target, const IndexBox &targetBox,
+                MutableDenseTensorRef target, const IndexBox &targetBox,
                 const IndexBox &region);
 
 /// Checks that `chunks` tile a tensor of shape `size` exactly: every chunk
@@ -116,14 +117,19 @@ llvm::Expected<DcpMetadata> decodeDcpMetadata(llvm::StringRef bytes,
 /// entry.
 llvm::Error validateDcpMetadata(const DcpMetadata &metadata);
 
-/// One contiguous chunk of a tensor to save.
+/// One chunk of a tensor to save. Its data is not copied out beforehand:
+/// the writer streams it from `source` into the data file.
 struct DcpTensorChunk {
   std::string fqn;
   /// The tensor's global shape.
   llvm::SmallVector<int64_t> globalSize;
-  /// The chunk's offsets in the global tensor; its sizes are data.shape.
-  llvm::SmallVector<int64_t> offsets;
-  DenseTensor data;
+  /// The chunk's box in the global tensor.
+  IndexBox box;
+  /// A tensor holding the box `sourceBox` of the global tensor, which
+  /// contains `box`: the global tensor itself, a rank's shard or the chunk
+  /// alone. Its data must outlive the write.
+  DenseTensorRef source;
+  IndexBox sourceBox;
 };
 
 /// An opaque byte blob to save (BytesStorageMetadata).
@@ -145,9 +151,13 @@ std::string dcpDataFileName(unsigned rank);
 /// Rank `data.rank`'s part of a distributed save (PyTorch's
 /// `write_data`): removes a stale `directory/.metadata` (it would describe
 /// data files about to be replaced), writes the rank's data file one blob at
-/// a time, straight from the chunks' data, syncs it to disk and returns the
-/// rank's piece of the metadata: its chunks and bytes entries and where each
-/// blob landed. Each chunk is checked (offsets of its rank, data of its
+/// a time, syncs it to disk and returns the rank's piece of the metadata:
+/// its chunks and bytes entries and where each blob landed. Chunk data is
+/// streamed from its source through one reused buffer in large,
+/// block-aligned writes that bypass the page cache where the file system
+/// allows (O_DIRECT), after a pass over the source for the CRC-32 that the
+/// zip headers before the data need; the file is synced once, at the end.
+/// Each chunk is checked (ranks and bounds of its boxes, source data of its
 /// shape) before anything is written; tiling needs every rank's piece and is
 /// checked by mergeDcpMetadata. `directory` must exist. On error the data
 /// file is removed.
@@ -212,8 +222,16 @@ public:
 
   const DcpMetadata &getMetadata() const { return metadata; }
 
-  /// Reads the part `box` of tensor `fqn` by intersecting it with the saved
-  /// chunks.
+  /// Reads the part `box` of tensor `fqn` into `target`, a tensor of the
+  /// saved dtype and of the box's shape, by intersecting it with the saved
+  /// chunks. Each chunk's data is read with large preads, straight into
+  /// `target` where the chunk is one contiguous run of it, else through a
+  /// reused buffer, and checked against its CRC-32 as it is read (so a chunk
+  /// is read whole even when `box` needs part of it, as PyTorch does).
+  llvm::Error readBoxInto(llvm::StringRef fqn, const IndexBox &box,
+                          MutableDenseTensorRef target) const;
+
+  /// Reads the part `box` of tensor `fqn` (readBoxInto) into a new tensor.
   llvm::Expected<DenseTensor> readBox(llvm::StringRef fqn,
                                       const IndexBox &box) const;
 
@@ -231,8 +249,18 @@ private:
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
   readBlob(const DcpStorageInfo &info) const;
 
+  /// Reads the part `region` of the saved chunk `chunk` of `dtype` into
+  /// `target`, which holds `targetBox`.
+  llvm::Error readChunk(llvm::StringRef fqn, TorchDType dtype,
+                        const IndexBox &chunk, const IndexBox &region,
+                        MutableDenseTensorRef target,
+                        const IndexBox &targetBox) const;
+
   std::string directory;
   DcpMetadata metadata;
+  /// The buffer through which chunks not contiguous in their target are
+  /// read, reused between reads (a reader serves one thread at a time).
+  mutable std::vector<char> scratch;
 };
 
 } // namespace mlir::titan

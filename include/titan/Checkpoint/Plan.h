@@ -116,13 +116,32 @@ using StateLookup =
 llvm::Expected<DcpRankData> planRankData(const CheckpointPlan &plan,
                                          unsigned rank, StateLookup state);
 
-/// Reads the box of every writing rank of every tensor of `plan` from
-/// `reader` (any saved sharding; the ranks holding copies would read the
-/// same boxes) and the values, and assembles them into global tensors by
-/// source name. A value is read from a bytes entry holding an int, or from a
-/// 0-d tensor (as older checkpoints store a step). Fails when the checkpoint
-/// lacks a key of the plan, holds it with another dtype or shape, or when
-/// two keys of one source disagree.
+/// Where loaded tensors go: called once per source with the dtype and shape
+/// to load, it returns writable memory of that dtype and shape (a runtime's
+/// buffer). The memory is filled before the next call, so it needs to stay
+/// valid only until then (a tool may write it out and reuse it).
+using StateDestination =
+    llvm::function_ref<llvm::Expected<MutableDenseTensorRef>(
+        llvm::StringRef source, TorchDType dtype,
+        llvm::ArrayRef<int64_t> shape)>;
+
+/// Loads the global tensors of `plan` from `reader` (any saved sharding)
+/// into `destination`, by source name: every tensor whole, straight from
+/// the saved chunks (DcpReader::readBoxInto), and every value, read from a
+/// bytes entry holding an int or from a 0-d tensor (as older checkpoints
+/// store a step). Fails when the checkpoint lacks a key of the plan, holds
+/// it with another dtype or shape, or when two keys of one source disagree.
+llvm::Error loadPlanState(const DcpReader &reader, const CheckpointPlan &plan,
+                          StateDestination destination);
+
+/// What rank `rank` of `plan` does on load: loads the box it holds of every
+/// tensor (written or held, as `plan` lays the program out) and every value
+/// into `destination`, by source name, checked as loadPlanState does. A
+/// runtime rank calls it once with its own buffers.
+llvm::Error loadPlanRank(const DcpReader &reader, const CheckpointPlan &plan,
+                         unsigned rank, StateDestination destination);
+
+/// loadPlanState into new tensors.
 llvm::Expected<StateTensors> loadPlanState(const DcpReader &reader,
                                            const CheckpointPlan &plan);
 

@@ -66,11 +66,33 @@ struct DenseTensorRef {
         data(tensor.data.data(), tensor.data.size()) {}
 };
 
+/// A writable view of a dense, C-contiguous tensor whose data lives
+/// elsewhere (a DenseTensor, a tool's reused buffer, a runtime's buffer).
+struct MutableDenseTensorRef {
+  TorchDType dtype = TorchDType::Float32;
+  llvm::ArrayRef<int64_t> shape;
+  llvm::MutableArrayRef<char> data;
+
+  MutableDenseTensorRef(TorchDType dtype, llvm::ArrayRef<int64_t> shape,
+                        llvm::MutableArrayRef<char> data)
+      : dtype(dtype), shape(shape), data(data) {}
+  MutableDenseTensorRef(DenseTensor &tensor)
+      : dtype(tensor.dtype), shape(tensor.shape), data(tensor.data) {}
+};
+
 /// A view of one entry of a zip archive held in memory.
 struct ZipEntryView {
   llvm::StringRef name;
   llvm::StringRef data;
+  /// The CRC-32 the archive records for the data (readStoredZip sets it;
+  /// writeStoredZip computes its own).
+  uint32_t crc = 0;
 };
+
+/// The CRC-32 of zip archives of `data`, continuing `crc` (the CRC of the
+/// bytes before `data`), computed with carry-less multiplication where the
+/// CPU has it (libdeflate).
+uint32_t zipCrc32(llvm::StringRef data, uint32_t crc = 0);
 
 /// Sizes and offsets from which zip needs its zip64 records.
 constexpr uint64_t kZip64Limit = 0xffffffffu;
@@ -85,9 +107,12 @@ void writeStoredZip(llvm::ArrayRef<ZipEntryView> entries, llvm::raw_ostream &os,
                     uint64_t zip64Threshold = kZip64Limit);
 
 /// Lists the entries of an uncompressed (stored) zip archive, zip64 records
-/// included, checking sizes and CRC-32. `name` is used in error messages.
+/// included, checking sizes and, when `checkData` is set, every entry's
+/// CRC-32 (which reads all of the data; a caller reading the data itself
+/// checks ZipEntryView::crc as it goes). `name` is used in error messages.
 llvm::Expected<std::vector<ZipEntryView>> readStoredZip(llvm::StringRef archive,
-                                                        llvm::StringRef name);
+                                                        llvm::StringRef name,
+                                                        bool checkData = true);
 
 /// A torch.save archive held in memory: its entries and the object graph of
 /// its `data.pkl` (read with the restricted reader and
@@ -102,9 +127,11 @@ struct TorchSaveArchive {
   const ZipEntryView *find(llvm::StringRef suffix) const;
 };
 
-/// Opens a torch.save archive of any object. `name` is used in errors.
+/// Opens a torch.save archive of any object (readStoredZip, with
+/// `checkData`). `name` is used in errors.
 llvm::Expected<TorchSaveArchive> readTorchSave(llvm::StringRef archive,
-                                               llvm::StringRef name);
+                                               llvm::StringRef name,
+                                               bool checkData = true);
 
 /// Writes `tensor` to `os` as torch.save does, under the folder
 /// `archiveName`; fails when its data does not match its shape.
@@ -112,10 +139,46 @@ llvm::Error writeTorchSaveTensor(const DenseTensor &tensor,
                                  llvm::raw_ostream &os,
                                  llvm::StringRef archiveName = "archive");
 
+/// The bytes of the torch.save archive of a tensor around its data, so that
+/// the data can be streamed from wherever it lies: the archive is `prefix`,
+/// the data, `suffix`.
+struct TorchSaveFraming {
+  std::string prefix;
+  std::string suffix;
+};
+
+/// The framing of the torch.save archive (what writeTorchSaveTensor writes)
+/// of a C-contiguous tensor of `dtype` and `shape` whose data has the
+/// CRC-32 `dataCrc`, under the folder `archiveName`.
+TorchSaveFraming
+torchSaveTensorFraming(TorchDType dtype, llvm::ArrayRef<int64_t> shape,
+                       uint32_t dataCrc,
+                       llvm::StringRef archiveName = "archive");
+
 /// The torch.save archive of an object without storages (e.g. a Python int,
 /// as DCP saves non-tensor values), under the folder `archiveName`.
 std::string writeTorchSaveObject(const PickleRef &root,
                                  llvm::StringRef archiveName = "archive");
+
+/// Where the tensor of a torch.save archive of one tensor lies in its
+/// storage entry (strides and offset in elements).
+struct TorchSaveTensorLayout {
+  TorchDType dtype = TorchDType::Float32;
+  llvm::SmallVector<int64_t> shape;
+  llvm::SmallVector<int64_t> strides;
+  int64_t storageOffset = 0;
+  ZipEntryView storage;
+
+  /// Whether the tensor is C-contiguous from the storage's start (as DCP
+  /// and torch.save of a contiguous tensor write it).
+  bool isContiguous() const;
+};
+
+/// Checks that `archive` holds one tensor (torch._utils._rebuild_tensor_v2
+/// of a storage) whose view lies within its storage, and returns where.
+/// `name` is used in error messages.
+llvm::Expected<TorchSaveTensorLayout>
+getTorchSaveTensorLayout(const TorchSaveArchive &archive, llvm::StringRef name);
 
 /// Reads a torch.save archive of one tensor (any strides and storage
 /// offset) into a contiguous tensor. `name` is used in error messages.

@@ -10,6 +10,7 @@
 #ifndef TITAN_SUPPORT_NPY_H
 #define TITAN_SUPPORT_NPY_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -63,6 +64,11 @@ llvm::Expected<MappedNpy> mapNpy(llvm::StringRef path);
 
 /// Serializes `array` in .npy format 1.0.
 std::string serializeNpy(const NpyArray &array);
+
+/// Writes an array of `dtype` and `shape` whose data is `data` to `path`
+/// (format 1.0).
+llvm::Error writeNpy(llvm::StringRef path, NpyDType dtype,
+                     llvm::ArrayRef<int64_t> shape, llvm::StringRef data);
 
 /// Writes `array` to `path` (format 1.0).
 llvm::Error writeNpy(llvm::StringRef path, const NpyArray &array);

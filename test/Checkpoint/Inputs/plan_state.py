@@ -9,6 +9,10 @@ Subcommands:
   by-key PLAN STATE OUT        write OUT/<key>.npy = STATE/<source>.npy for
                                every `tensor <key> <source> ...` and
                                `value <key> <source> ...` of PLAN
+  rank PLAN STATE R LOADED     LOADED/<source>.npy is byte-identical to the
+                               box rank R holds of STATE/<source>.npy for
+                               every tensor of PLAN (the whole 0-d tensor for
+                               a value), and LOADED has nothing else
 """
 
 import os
@@ -54,6 +58,38 @@ def by_key(plan, state, out):
                         np.load(os.path.join(state, source + ".npy")))
 
 
+def parse_ints(field):
+    return [int(x) for x in field.strip("[]").split(",") if x]
+
+
+def rank(plan, state, r, loaded):
+    expected = {}
+    with open(plan) as f:
+        source = None
+        for line in f:
+            fields = line.split()
+            if fields and fields[0] == "tensor":
+                source = fields[2]
+            elif fields and fields[0] == "box" and fields[1] == r:
+                offsets, sizes = parse_ints(fields[2]), parse_ints(fields[3])
+                expected[source] = tuple(
+                    slice(o, o + s) for o, s in zip(offsets, sizes))
+            elif fields and fields[0] == "value":
+                expected[fields[2]] = ()
+    names = sorted(n for n in os.listdir(loaded) if n.endswith(".npy"))
+    if names != sorted(source + ".npy" for source in expected):
+        sys.exit(f"MISMATCH: {loaded} holds {len(names)} files, rank {r} "
+                 f"holds {len(expected)} sources")
+    for source, box in expected.items():
+        whole = np.load(os.path.join(state, source + ".npy"))
+        a = np.array(whole[box], order="C")
+        b = np.load(os.path.join(loaded, source + ".npy"))
+        if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
+            sys.exit(f"MISMATCH {source}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}")
+    print(f"rank {r}: identical: {len(expected)} sources")
+
+
 if __name__ == "__main__":
     command, *args = sys.argv[1:]
-    {"randomize": randomize, "compare": compare, "by-key": by_key}[command](*args)
+    {"randomize": randomize, "compare": compare, "by-key": by_key,
+     "rank": rank}[command](*args)

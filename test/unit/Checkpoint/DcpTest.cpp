@@ -115,17 +115,10 @@ protected:
     std::memcpy(tensor.data.data(), values.data(), tensor.data.size());
     return tensor;
   }
-  /// The chunk `region` of iota() written by `rank`.
-  /// The chunk `region` of iota(), saved as tensor "w".
+  /// The chunk `region` of iota(), saved as tensor "w" straight from it.
   static DcpTensorChunk chunk(const IndexBox &region) {
-    DenseTensor whole = iota();
-    DcpTensorChunk result{"w",
-                          whole.shape,
-                          region.offsets,
-                          {TorchDType::Float32, region.sizes, {}}};
-    result.data.data.resize(region.numElements() * sizeof(float));
-    copyRegion(whole, box({0, 0}, {4, 6}), result.data, region, region);
-    return result;
+    static const DenseTensor whole = iota();
+    return {"w", whole.shape, region, whole, box({0, 0}, {4, 6})};
   }
   /// Two ranks, each saving a block of columns of iota().
   static std::vector<DcpRankData> columnSplit() {
@@ -169,9 +162,20 @@ TEST_F(DcpDirectoryTest, RefusesBadTilingAndWritesNothing) {
       errorOf(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2));
   EXPECT_NE(overlap.find("overlap"), std::string::npos);
   ranks = columnSplit();
-  ranks[1].chunks[0].data.data.pop_back();
+  DenseTensor truncated = iota();
+  truncated.data.pop_back();
+  ranks[1].chunks[0].source = truncated;
   std::string size = errorOf(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2));
-  EXPECT_NE(size.find("bytes of data"), std::string::npos) << size;
+  EXPECT_NE(size.find("its source has 95 bytes of data, its shape needs 96"),
+            std::string::npos)
+      << size;
+  ranks = columnSplit();
+  ranks[1].chunks[0].box = box({0, 2}, {4, 5});
+  std::string outside =
+      errorOf(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2));
+  EXPECT_NE(outside.find("its source of shape [4, 6] does not hold it"),
+            std::string::npos)
+      << outside;
   EXPECT_FALSE(llvm::sys::fs::exists(dir));
 }
 
@@ -241,6 +245,75 @@ TEST_F(DcpDirectoryTest, RefusesCheckpointMissingADataFile) {
   EXPECT_NE(message.find("__1_0.distcp' is missing"), std::string::npos)
       << message;
   EXPECT_NE(message.find("the checkpoint is incomplete"), std::string::npos)
+      << message;
+}
+
+TEST_F(DcpDirectoryTest, StreamsChunksLargerThanTheBuffers) {
+  // 3000x1100 float32 (13.2 MB, more than the 8 MiB write and read
+  // buffers), saved as column blocks (not contiguous in the source) and a
+  // row block (contiguous), read back whole, as a box across the blocks and
+  // into a row block of the target (read straight into it).
+  DenseTensor big{TorchDType::Float32, {3000, 1100}, {}};
+  big.data.resize(3000 * 1100 * sizeof(float));
+  for (size_t i = 0; i < big.data.size(); ++i)
+    big.data[i] = char(i * 7 + i / 4093);
+  IndexBox whole = box({0, 0}, {3000, 1100});
+  std::vector<DcpRankData> ranks = {
+      {0, {{"big", big.shape, box({0, 0}, {2000, 500}), big, whole}}, {}},
+      {1, {{"big", big.shape, box({0, 500}, {2000, 600}), big, whole}}, {}},
+      {2, {{"big", big.shape, box({2000, 0}, {1000, 1100}), big, whole}}, {}}};
+  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2)));
+  llvm::Expected<DcpReader> reader = DcpReader::open(dir);
+  ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
+  llvm::Expected<DenseTensor> back = reader->readTensor("big");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_TRUE(back->data == big.data);
+  IndexBox across = box({1500, 400}, {1000, 300});
+  llvm::Expected<DenseTensor> part = reader->readBox("big", across);
+  ASSERT_TRUE(bool(part)) << llvm::toString(part.takeError());
+  DenseTensor expected{TorchDType::Float32, across.sizes,
+                       std::vector<char>(part->data.size())};
+  copyRegion(big, whole, expected, across, across);
+  EXPECT_TRUE(part->data == expected.data);
+  IndexBox rows = box({2000, 0}, {1000, 1100});
+  DenseTensor target{TorchDType::Float32, rows.sizes,
+                     std::vector<char>(rows.numElements() * sizeof(float))};
+  ASSERT_FALSE(bool(reader->readBoxInto("big", rows, target)));
+  expected.shape = rows.sizes;
+  expected.data.resize(target.data.size());
+  copyRegion(big, whole, expected, rows, rows);
+  EXPECT_TRUE(target.data == expected.data);
+  std::string wrong = errorOf(reader->readBoxInto("big", across, target));
+  EXPECT_NE(wrong.find("it cannot be read into a float32 [1000, 1100]"),
+            std::string::npos)
+      << wrong;
+}
+
+TEST_F(DcpDirectoryTest, ReportsCorruptedChunkData) {
+  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, columnSplit(), DcpFlavor::Torch2)));
+  llvm::Expected<DcpReader> reader = DcpReader::open(dir);
+  ASSERT_TRUE(bool(reader));
+  // Flip a byte of the data of rank 1's chunk, which is read with preads.
+  const DcpStorageInfo &info = reader->getMetadata().storage.at({"w", {0, 2}});
+  std::string file = path("ckpt/__1_0.distcp");
+  auto contents = llvm::MemoryBuffer::getFile(file);
+  ASSERT_TRUE(bool(contents));
+  std::string bytes = (*contents)->getBuffer().str();
+  contents->reset();
+  llvm::StringRef blob =
+      llvm::StringRef(bytes).substr(info.offset, info.length);
+  llvm::Expected<TorchSaveArchive> archive = readTorchSave(blob, "blob");
+  ASSERT_TRUE(bool(archive));
+  bytes[archive->find("data/0")->data.data() - bytes.data()] ^= 1;
+  std::error_code ec;
+  llvm::raw_fd_ostream os(file, ec);
+  ASSERT_FALSE(ec);
+  os << bytes;
+  os.close();
+  std::string message = errorOf(reader->readTensor("w").takeError());
+  EXPECT_NE(message.find("CRC-32 mismatch in entry 'archive/data/0' "
+                         "(corrupted file)"),
+            std::string::npos)
       << message;
 }
 

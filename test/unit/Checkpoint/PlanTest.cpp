@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 
 #include <cstring>
+#include <map>
 #include <numeric>
 
 using namespace mlir::titan;
@@ -87,7 +88,7 @@ TEST(PlanTest, SavesAndLoadsThroughThePlan) {
   }
   EXPECT_EQ(ranks[0].chunks.size(), 2u);
   ASSERT_EQ(ranks[1].chunks.size(), 1u);
-  EXPECT_EQ(ranks[1].chunks[0].offsets, llvm::SmallVector<int64_t>({2, 0}));
+  EXPECT_EQ(ranks[1].chunks[0].box.offsets, llvm::SmallVector<int64_t>({2, 0}));
   // The coordinator writes the value: the torch.save archive of the int 7.
   ASSERT_EQ(ranks[0].bytesEntries.size(), 1u);
   EXPECT_TRUE(ranks[1].bytesEntries.empty());
@@ -106,6 +107,25 @@ TEST(PlanTest, SavesAndLoadsThroughThePlan) {
   ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
   EXPECT_EQ(loaded->at("w").data, w.data);
   EXPECT_EQ(loaded->at("step").data, step.data);
+  // Rank 1 loads its own rows of w (read straight into its buffer) and the
+  // step.
+  std::map<std::string, DenseTensor> local;
+  auto allocate = [&](llvm::StringRef source, TorchDType dtype,
+                      llvm::ArrayRef<int64_t> shape)
+      -> llvm::Expected<MutableDenseTensorRef> {
+    DenseTensor &tensor = local[source.str()];
+    tensor = {dtype, llvm::SmallVector<int64_t>(shape), {}};
+    tensor.data.resize(tensor.numElements() * torchDTypeSize(dtype));
+    return MutableDenseTensorRef(tensor);
+  };
+  ASSERT_FALSE(bool(loadPlanRank(*reader, *plan, 1, allocate)));
+  EXPECT_EQ(local.at("w").shape, llvm::SmallVector<int64_t>({2, 2}));
+  EXPECT_EQ(local.at("w").data,
+            std::vector<char>(w.data.begin() + 16, w.data.end()));
+  EXPECT_EQ(local.at("step").data, step.data);
+  EXPECT_NE(errorOf(loadPlanRank(*reader, *plan, 2, allocate))
+                .find("rank 2 is not a rank of the plan, which has 2 ranks"),
+            std::string::npos);
   llvm::sys::fs::remove_directories(dir);
 
   state.at("w").shape = {2, 4};
