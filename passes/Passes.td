@@ -229,49 +229,56 @@ def PropagatePlacementsPass : Pass<"titan-propagate-placements",
     a sharded Reduction factor are Partial), or keeps one linear operand group
     Partial, or replicates.
 
-    Algorithm. Each op is decided once, for all mesh axes jointly, from the
-    placements known of its operands and results (a result is known before
-    its producer is decided when a consumer asked for a layout: a hint). On
-    each axis the candidates are: sharding a factor that a known operand, a
-    planned redistribution of an operand, or a known result shards (the
-    outermost factor of size > 1 of that dim; not NeedReplication), keeping
-    a linear operand group Partial (every operand of the group Partial sum
-    or avg and used only by this op: a partial value with several uses is
-    reduced once, not on every path), and replicating. Every combination of
-    the axes' candidates whose axes divide the factors they shard is costed
-    and the cheapest wins; ties go to the first combination (first axis
-    outermost, candidates in the order above). Once decided, the op asks
-    each unknown operand for the layout it needs (a hint to the producer),
-    plans a redistribution of each known operand whose layout differs, and
-    fixes its results.
+    Algorithm. First the known layouts (arguments, the plan's hints on op
+    results such as sequence parallelism's, pinned function results) are
+    spread as hints through the ops whose factors are all parallel (they only
+    move or combine elements: elementwise ops, broadcasts, reshapes,
+    transposes, slices), both ways, to values nothing reached yet; a value
+    takes a hint only when all that reach it agree. So a weight gradient
+    learns, before its producer decides, the layout AdamW meets it with (the
+    moments', the pinned updated parameter's).
 
-    Order: first the ops next to a sharded value (a Shard placement, or a
-    planned sharded redistribution), the op next to the largest such value
-    first (moving large tensors is what costs), a value fixed by its
-    producer before a consumer's hint of the same size (so that a producer
-    hears all the consumers anchored as strongly), then program order; the
-    neighbors of each decided op are reconsidered, until no op is next to a
-    sharded value. Then the ops next to any known value, in program order,
-    until one of them shards something (then the sharded phase resumes); an
-    op that no known value reaches is replicated. Every order is fixed by
-    sizes and program order, so the result is deterministic.
+    Then every op is decided once, in program order (producers before
+    consumers, as DTensor decides at run time), for all mesh axes jointly,
+    from the layouts of its operands and the hints on its results. On each
+    axis the candidates are: sharding a factor that an operand, a planned
+    redistribution of an operand, or a hinted result shards (the outermost
+    factor of size > 1 of that dim; not NeedReplication), keeping a linear
+    operand group Partial (every operand of the group Partial sum or avg and
+    used only by this op: a partial value with several uses is reduced once,
+    not on every path), and replicating. Every combination of the axes'
+    candidates whose axes divide the factors they shard is costed and the
+    cheapest wins; ties go to the first combination (first axis outermost,
+    candidates in the order above). Once decided, the op plans a
+    redistribution of each operand whose layout differs and fixes its
+    results. The backward of a train step follows its forward this way:
+    with sequence parallelism a block's backward reduce-scatters and
+    all-gathers along the sequence exactly where the forward gathers and
+    scatters. Everything is fixed by program order, so the result is
+    deterministic.
 
-    Cost model. The cost of a combination is the sum, over the known operands
-    and the layouts asked of its results that it would redistribute (each (value, layout) once, and
-    zero for a redistribution already planned), of the per-rank seconds of
-    the redistribution: `planRedistribution` + `estimateRedistributeCost`
-    (ring all-gather, reduce-scatter, all-reduce, all-to-all bytes divided by
-    the bandwidth of the axis that carries them; with the default equal
-    bandwidths, bytes per rank). A new Partial result is charged the
-    reduce-scatter it will need (per partial axis, onto its first dim the
-    axis divides, or an all-reduce). Memory and latency are not modeled: on
-    tiny activations (fewer tokens than a weight has rows) gathering the
-    activation is cheaper than gathering the weight, and is chosen. So FSDP's all-gather of a weight is chosen over gathering
-    activations when the weight is smaller, a gradient that comes out Partial
-    over the batch axes is reduce-scattered (FSDP) or all-reduced (DDP) once
-    because the optimizer update meets it with the parameter's placement,
-    and Megatron's column/row matmul pair needs no redistribution between
-    the two matmuls.
+    Cost model. The cost of a combination is the sum, over the operands and
+    the layouts asked of its results that it would redistribute (each
+    (value, layout) once, and zero for a redistribution already planned), of
+    the per-rank seconds of the redistribution: `planRedistribution` +
+    `estimateRedistributeCost` (ring all-gather, reduce-scatter, all-reduce,
+    all-to-all bytes divided by the bandwidth of the axis that carries them;
+    with the default equal bandwidths, bytes per rank). A new Partial result
+    is charged the reduce-scatter it will need (per partial axis, onto its
+    first dim the axis divides, or an all-reduce). A choice that would
+    redistribute a parameter on one of the `stationary-param-axes`, or an
+    input on one of the `stationary-input-axes`, is refused: the pipeline
+    names "tp" for parameters when tensor parallelism is on (the weights stay
+    sharded, the activations move, as in Megatron) and the data and context
+    parallel axes for inputs (no rank computes on another rank's tokens).
+    Memory and latency are not modeled: on tiny activations (fewer tokens
+    than a weight has rows) moving an activation can be cheaper than
+    gathering a weight, and is chosen. So FSDP's all-gather
+    of a weight is chosen over gathering activations when the weight is
+    smaller, a gradient that comes out Partial over the batch axes is
+    reduce-scattered (FSDP) or all-reduced (DDP) once because the optimizer
+    update meets it with the parameter's placement, and Megatron's
+    column/row matmul pair needs no redistribution between the two matmuls.
 
     Materialization. A redistribution of a value to a layout is created once,
     right after the value's definition, and shared by every use that needs
@@ -284,7 +291,8 @@ def PropagatePlacementsPass : Pass<"titan-propagate-placements",
     Errors: an op without a sharding rule in a function that is placed, a
     function with more than one block, placements naming an unknown mesh,
     an `axis-bandwidth` list whose length differs from the mesh's axis
-    count or with a non-positive entry.
+    count or with a non-positive entry, a `stationary-param-axes` or
+    `stationary-input-axes` entry that is not an axis of the mesh.
   }];
   let options = [
     Option<"remarks", "remarks", "bool", "false",
@@ -292,6 +300,15 @@ def PropagatePlacementsPass : Pass<"titan-propagate-placements",
     ListOption<"axisBandwidth", "axis-bandwidth", "double",
                "Bytes per second one rank sends over each mesh axis, in mesh "
                "axis order (default: equal on every axis)">,
+    ListOption<"stationaryParamAxes", "stationary-param-axes", "std::string",
+               "Mesh axes on which parameters (arguments with titan.role = "
+               "\"param\") are never redistributed: the computation follows "
+               "their sharding there (tensor parallelism)">,
+    ListOption<"stationaryInputAxes", "stationary-input-axes", "std::string",
+               "Mesh axes on which the model's inputs (arguments with "
+               "titan.role = \"input\") are never redistributed: each rank "
+               "computes on its own part of the batch (data and context "
+               "parallelism)">,
   ];
   let dependentDialects = ["::mlir::titan::TitanDialect",
                            "::mlir::func::FuncDialect"];

@@ -55,5 +55,17 @@ TitanPipelineOptions mlir::titan::pipelineOptionsFrom(const TrainConfig &config,
   plan.planFile = parallelism.tpPlan;
   plan.sequenceParallel = parallelism.enableSequenceParallel;
   plan.lossParallel = !parallelism.disableLossParallel;
+  // Tensor parallelism keeps the weights sharded over "tp" (the activations
+  // move to them, never the other way round); data and context parallelism
+  // keep each rank on its own tokens.
+  PropagatePlacementsPassOptions &propagation = options.propagation;
+  if (parallelism.tensorParallelDegree > 1)
+    propagation.stationaryParamAxes = {"tp"};
+  for (auto [axis, degree] :
+       {std::make_pair("dp_replicate", parallelism.dataParallelReplicateDegree),
+        std::make_pair("fsdp", parallelism.dataParallelShardDegree),
+        std::make_pair("cp", parallelism.contextParallelDegree)})
+    if (degree != 1)
+      propagation.stationaryInputAxes.push_back(axis);
   return options;
 }

@@ -12,12 +12,13 @@
 #include "titan/Placement/PlacementAlgebra.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <limits>
-#include <queue>
 #include <tuple>
 
 namespace mlir::titan {
@@ -60,14 +61,6 @@ struct OpDecision {
   SmallVector<std::string> reasons;
   /// The layout this op requires of each operand.
   SmallVector<Layout> operandLayouts;
-};
-
-/// What is known of a value's placements.
-struct ValueState {
-  Layout layout;
-  /// True once the producer (or the signature) fixed the layout; false for a
-  /// hint: the layout a consumer asked for before the producer decided.
-  bool fromProducer = false;
 };
 
 /// Index of the dim of `dims` that holds factor `factor`, if any.
@@ -134,8 +127,10 @@ static std::string formatLayout(ArrayRef<Placement> layout) {
 class PlacementPropagator {
 public:
   PlacementPropagator(func::FuncOp func, MeshOp mesh,
-                      ArrayRef<double> bandwidth, bool remarks)
-      : func(func), mesh(mesh),
+                      ArrayRef<double> bandwidth,
+                      llvm::StringMap<SmallVector<unsigned>> stationaryAxes,
+                      bool remarks)
+      : func(func), mesh(mesh), stationaryAxes(std::move(stationaryAxes)),
         meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
         remarks(remarks), hasBandwidth(!bandwidth.empty()),
         meshSizes(mesh.getAxisSizes()),
@@ -150,7 +145,7 @@ private:
   /// The known layout of `value`, if any.
   const Layout *known(Value value) const {
     auto it = states.find(value);
-    return it == states.end() ? nullptr : &it->second.layout;
+    return it == states.end() ? nullptr : &it->second;
   }
   /// The estimate of redistributing `value` from `from` to `to`: bytes per
   /// rank and seconds (both infinite when the algebra refuses).
@@ -191,15 +186,19 @@ private:
                                      unsigned axis) const;
   /// Decides `op` from what is known and records the consequences.
   void decide(Operation *op);
-  /// Why an op is next to a sharded value: the bytes of the largest such
-  /// value, and whether it is fixed (its producer made it sharded, or it is
-  /// planned to be redistributed to a sharded layout) rather than a
-  /// consumer's hint. Ordered: larger first, then fixed before hinted.
-  using Anchor = std::pair<int64_t, bool>;
-  /// The anchor of `op`; {0, false} when no neighbor is sharded.
-  Anchor getAnchor(Operation *op) const;
-  /// True when an operand or result of `op` has a known layout.
-  bool hasKnownNeighbor(Operation *op) const;
+  /// Spreads the known layouts (arguments, the plan's hints, pinned
+  /// results) as hints through the ops that only move or combine elements
+  /// (every factor parallel: no contraction, no reduction), both ways, to
+  /// the values no layout reaches yet: a value learns what the elementwise
+  /// computation around it already uses, e.g. a weight gradient the layout
+  /// of the moments AdamW combines it with, before its producer decides.
+  void propagateHints();
+  /// The layout of `from` carried through the factors of `rule` to a value
+  /// whose dims are `toDims`, if it shards something.
+  std::optional<Layout> carryLayout(const OpShardingRule &rule,
+                                    const ValueDims &fromDims,
+                                    ArrayRef<Placement> from,
+                                    const ValueDims &toDims) const;
   /// Inserts the redistributions and writes the placements into the IR.
   void materialize();
   /// The redistribute of `value` to `layout`, created after the value's
@@ -216,8 +215,16 @@ private:
     return PlacementsAttr::get(meshRef.getContext(), meshRef, layout);
   }
 
+  /// True when `to` moves argument `value` on an axis where its role keeps
+  /// it stationary.
+  bool movesStationaryArg(Value value, ArrayRef<Placement> from,
+                          ArrayRef<Placement> to) const;
+
   func::FuncOp func;
   MeshOp mesh;
+  /// Per argument role ("param", "input"): the mesh axes on which such
+  /// arguments are never redistributed.
+  llvm::StringMap<SmallVector<unsigned>> stationaryAxes;
   FlatSymbolRefAttr meshRef;
   bool remarks;
   /// Whether the user gave per-axis bandwidths (costs are then seconds).
@@ -227,7 +234,10 @@ private:
   /// The ops with a sharding rule, in program order.
   SmallVector<Operation *> ops;
   DenseMap<Operation *, OpDecision> decisions;
-  DenseMap<Value, ValueState> states;
+  /// The layout of each value: fixed once its producer decided (or by the
+  /// signature), a hint before (a layout the plan or the values around it
+  /// ask for).
+  DenseMap<Value, Layout> states;
   /// Layouts other than its own that a value is redistributed to.
   DenseMap<Value, SmallVector<Layout, 1>> planned;
   /// Created redistributes per (value, target layout) and the last one per
@@ -367,6 +377,21 @@ Layout PlacementPropagator::resultLayout(const OpShardingRule &rule,
   });
 }
 
+bool PlacementPropagator::movesStationaryArg(Value value,
+                                             ArrayRef<Placement> from,
+                                             ArrayRef<Placement> to) const {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg || stationaryAxes.empty())
+    return false;
+  auto role = func::FuncOp(func).getArgAttrOfType<StringAttr>(
+      arg.getArgNumber(), TitanDialect::kRoleAttrName);
+  auto axes =
+      role ? stationaryAxes.find(role.getValue()) : stationaryAxes.end();
+  return axes != stationaryAxes.end() &&
+         llvm::any_of(axes->second,
+                      [&](unsigned axis) { return from[axis] != to[axis]; });
+}
+
 double PlacementPropagator::choiceCost(Operation *op,
                                        const OpShardingRule &rule,
                                        ArrayRef<AxisChoice> choices) const {
@@ -380,6 +405,10 @@ double PlacementPropagator::choiceCost(Operation *op,
     if (ArrayRef<Placement>(from) == ArrayRef<Placement>(to) ||
         (shared && isPlanned(value, to)))
       return;
+    if (movesStationaryArg(value, from, to)) {
+      total = std::numeric_limits<double>::infinity();
+      return;
+    }
     for (const auto &[seen, layout] : counted)
       if (seen == value && layout == to)
         return;
@@ -541,51 +570,83 @@ void PlacementPropagator::decide(Operation *op) {
   }
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
     Layout required = operandLayout(rule, decision.choices, index);
-    auto it = states.find(operand);
-    if (it == states.end())
-      states[operand] = {required, /*fromProducer=*/false};
-    else if (it->second.layout != required && !isPlanned(operand, required))
+    // Producers decide first: every operand has its layout.
+    if (states.lookup(operand) != required && !isPlanned(operand, required))
       planned[operand].push_back(required);
     decision.operandLayouts.push_back(std::move(required));
   }
   for (auto [index, result] : llvm::enumerate(op->getResults())) {
-    states[result] = {resultLayout(rule, decision.choices, index),
-                      /*fromProducer=*/true};
+    states[result] = resultLayout(rule, decision.choices, index);
   }
 }
 
-PlacementPropagator::Anchor
-PlacementPropagator::getAnchor(Operation *op) const {
-  auto isShard = [](const Placement &p) { return p.isShard(); };
-  Anchor anchor;
-  auto visit = [&](Value value) {
-    auto state = states.find(value);
-    if (state == states.end())
-      return;
-    bool fixed = state->second.fromProducer &&
-                 llvm::any_of(state->second.layout, isShard);
-    auto it = planned.find(value);
-    fixed |=
-        it != planned.end() && llvm::any_of(it->second, [&](const Layout &l) {
-          return llvm::any_of(l, isShard);
-        });
-    if (!fixed && !llvm::any_of(state->second.layout, isShard))
-      return;
-    auto type = cast<RankedTensorType>(value.getType());
-    int64_t bytes = getElementByteWidth(type.getElementType());
-    for (int64_t size : type.getShape())
-      bytes *= ShapedType::isDynamic(size) ? 1 : size;
-    anchor = std::max(anchor, Anchor{bytes, fixed});
-  };
-  llvm::for_each(op->getOperands(), visit);
-  llvm::for_each(op->getResults(), visit);
-  return anchor;
+std::optional<Layout> PlacementPropagator::carryLayout(
+    const OpShardingRule &rule, const ValueDims &fromDims,
+    ArrayRef<Placement> from, const ValueDims &toDims) const {
+  Layout layout(meshSizes.size(), Placement::replicate());
+  bool sharded = false;
+  for (auto [axis, placement] : llvm::enumerate(from)) {
+    if (!placement.isShard() ||
+        placement.getDim() >= static_cast<int64_t>(fromDims.size()))
+      continue;
+    std::optional<int64_t> factor =
+        shardedFactor(rule, fromDims, placement.getDim());
+    std::optional<int64_t> dim =
+        factor ? findDim(toDims, *factor) : std::nullopt;
+    if (!dim || shardedFactor(rule, toDims, *dim) != factor)
+      continue;
+    layout[axis] = Placement::shard(*dim);
+    sharded = true;
+  }
+  if (!sharded)
+    return std::nullopt;
+  return layout;
 }
 
-bool PlacementPropagator::hasKnownNeighbor(Operation *op) const {
-  auto isKnown = [&](Value value) { return known(value) != nullptr; };
-  return llvm::any_of(op->getOperands(), isKnown) ||
-         llvm::any_of(op->getResults(), isKnown);
+void PlacementPropagator::propagateHints() {
+  std::vector<std::pair<Operation *, OpShardingRule>> elementwise;
+  for (Operation *op : ops) {
+    OpShardingRule rule = cast<ShardingRuleOpInterface>(op).getShardingRule();
+    if (llvm::all_of(rule.factorKinds, [](FactorKind kind) {
+          return kind == FactorKind::Parallel;
+        }))
+      elementwise.emplace_back(op, std::move(rule));
+  }
+  // Each round carries every known layout one op further, operands' to
+  // results and results' to operands; a value takes a hint only when all
+  // that reach it agree (a scalar broadcast feeding differently sharded
+  // products stays free to be sliced for each).
+  while (true) {
+    llvm::MapVector<Value, std::optional<Layout>> proposals;
+    auto propose = [&](Value to, std::optional<Layout> layout) {
+      if (!layout || states.count(to))
+        return;
+      auto [it, inserted] = proposals.try_emplace(to, layout);
+      if (!inserted && it->second != layout)
+        it->second = std::nullopt;
+    };
+    for (auto &[op, rule] : elementwise) {
+      for (auto [index, operand] : llvm::enumerate(op->getOperands()))
+        if (const Layout *layout = known(operand))
+          for (auto [resultIndex, result] : llvm::enumerate(op->getResults()))
+            propose(result, carryLayout(rule, rule.operandDims[index], *layout,
+                                        rule.resultDims[resultIndex]));
+      for (auto [index, result] : llvm::enumerate(op->getResults()))
+        if (const Layout *layout = known(result))
+          for (auto [operandIndex, operand] :
+               llvm::enumerate(op->getOperands()))
+            propose(operand, carryLayout(rule, rule.resultDims[index], *layout,
+                                         rule.operandDims[operandIndex]));
+    }
+    bool changed = false;
+    for (auto &[value, layout] : proposals)
+      if (layout) {
+        states[value] = std::move(*layout);
+        changed = true;
+      }
+    if (!changed)
+      return;
+  }
 }
 
 LogicalResult PlacementPropagator::run() {
@@ -597,13 +658,12 @@ LogicalResult PlacementPropagator::run() {
     if (auto attr =
             func.getArgAttrOfType<PlacementsAttr>(arg.getArgNumber(), name))
       layout.assign(attr.getPlacements().begin(), attr.getPlacements().end());
-    states[arg] = {layout, /*fromProducer=*/true};
+    states[arg] = layout;
   }
   for (Operation &op : body.without_terminator()) {
     if (auto redistribute = dyn_cast<RedistributeOp>(op)) {
       ArrayRef<Placement> to = redistribute.getTo().getPlacements();
-      states[redistribute.getResult()] = {Layout(to.begin(), to.end()),
-                                          /*fromProducer=*/true};
+      states[redistribute.getResult()] = Layout(to.begin(), to.end());
       continue;
     }
     if (!isa<ShardingRuleOpInterface>(op))
@@ -618,85 +678,21 @@ LogicalResult PlacementPropagator::run() {
     if (auto attr = op->getAttrOfType<ArrayAttr>(name))
       for (auto [result, entry] : llvm::zip(op->getResults(), attr))
         if (auto placements = dyn_cast<PlacementsAttr>(entry))
-          states[result] = {Layout(placements.getPlacements().begin(),
-                                   placements.getPlacements().end()),
-                            /*fromProducer=*/false};
+          states[result] = Layout(placements.getPlacements().begin(),
+                                  placements.getPlacements().end());
   // Pinned function results are hints for the values returned.
   Operation *terminator = body.getTerminator();
   for (auto [index, value] : llvm::enumerate(terminator->getOperands()))
     if (auto attr = func.getResultAttrOfType<PlacementsAttr>(index, name))
       if (!known(value))
-        states[value] = {
-            Layout(attr.getPlacements().begin(), attr.getPlacements().end()),
-            /*fromProducer=*/false};
+        states[value] =
+            Layout(attr.getPlacements().begin(), attr.getPlacements().end());
 
-  auto undecided = [&](Operation *op) { return !decisions.count(op); };
-  auto producedShard = [&](Operation *op) {
-    auto hasShard = [&](Value value) {
-      const Layout *layout = known(value);
-      return layout && llvm::any_of(*layout, [](const Placement &p) {
-               return p.isShard();
-             });
-    };
-    return llvm::any_of(op->getResults(), hasShard) ||
-           llvm::any_of(op->getOperands(), hasShard);
-  };
-  DenseMap<Operation *, unsigned> indices;
-  for (auto [index, op] : llvm::enumerate(ops))
-    indices[op] = index;
-  while (llvm::any_of(ops, undecided)) {
-    // Shardings first: the op next to the largest sharded value decides
-    // next (moving large tensors is what costs), a value fixed by its
-    // producer before a consumer's hint (so that a producer hears all its
-    // consumers), then program order; the neighbors of each decided op are
-    // reconsidered, until no op is next to a sharded value.
-    using Entry = std::tuple<Anchor, int64_t, Operation *>;
-    auto later = [](const Entry &a, const Entry &b) {
-      return std::make_pair(std::get<0>(a), std::get<1>(a)) <
-             std::make_pair(std::get<0>(b), std::get<1>(b));
-    };
-    std::priority_queue<Entry, std::vector<Entry>, decltype(later)> queue(
-        later);
-    auto push = [&](Operation *op) {
-      if (!indices.count(op) || !undecided(op))
-        return;
-      Anchor anchor = getAnchor(op);
-      if (anchor.first > 0)
-        queue.emplace(anchor, -static_cast<int64_t>(indices[op]), op);
-    };
-    llvm::for_each(ops, push);
-    while (!queue.empty()) {
-      auto [anchor, order, op] = queue.top();
-      queue.pop();
-      if (!undecided(op) || getAnchor(op) != anchor)
-        continue;
-      decide(op);
-      for (Value operand : op->getOperands()) {
-        if (Operation *def = operand.getDefiningOp())
-          push(def);
-        llvm::for_each(operand.getUsers(), push);
-      }
-      for (Value result : op->getResults())
-        llvm::for_each(result.getUsers(), push);
-    }
-    // Then replicated and partial values, forward, until a decision shards
-    // something (shardings take priority again).
-    bool decided = false;
-    for (Operation *op : ops) {
-      if (!undecided(op) || !hasKnownNeighbor(op))
-        continue;
-      decide(op);
-      decided = true;
-      if (producedShard(op))
-        break;
-    }
-    if (decided)
-      continue;
-    // Ops no known value reaches (e.g. constants feeding each other).
-    auto first = llvm::find_if(ops, undecided);
-    if (first != ops.end())
-      decide(*first);
-  }
+  propagateHints();
+  // Producers before consumers, in program order: each op sees the layouts
+  // its operands were given and the hints on its results.
+  for (Operation *op : ops)
+    decide(op);
   materialize();
   return success();
 }
@@ -719,7 +715,7 @@ Value PlacementPropagator::getRedistributed(Value value,
                                    getAttr(layout));
   op->setAttr(TitanDialect::kPlacementsAttrName,
               builder.getArrayAttr({getAttr(layout)}));
-  const Layout &from = states.lookup(value).layout;
+  const Layout &from = states.lookup(value);
   if (remarks) {
     RedistributeCost total = estimate(value, from, layout);
     op->emitRemark() << formatLayout(from) << " -> " << formatLayout(layout)
@@ -738,7 +734,7 @@ void PlacementPropagator::materialize() {
   for (Operation *op : ops) {
     SmallVector<Attribute> attrs =
         llvm::map_to_vector(op->getResults(), [&](Value result) -> Attribute {
-          return getAttr(states.lookup(result).layout);
+          return getAttr(states.lookup(result));
         });
     op->setAttr(name, ArrayAttr::get(func.getContext(), attrs));
   }
@@ -746,7 +742,7 @@ void PlacementPropagator::materialize() {
     const OpDecision &decision = decisions.find(op)->second;
     for (OpOperand &use : op->getOpOperands()) {
       const Layout &required = decision.operandLayouts[use.getOperandNumber()];
-      if (states.lookup(use.get()).layout == required)
+      if (states.lookup(use.get()) == required)
         continue;
       std::string reason = llvm::formatv("for operand #{0} of '{1}': {2}",
                                          use.getOperandNumber(), op->getName(),
@@ -757,7 +753,7 @@ void PlacementPropagator::materialize() {
   Operation *terminator = func.getBody().front().getTerminator();
   for (OpOperand &use : terminator->getOpOperands()) {
     unsigned index = use.getOperandNumber();
-    const Layout &layout = states.lookup(use.get()).layout;
+    const Layout &layout = states.lookup(use.get());
     auto pinned = func.getResultAttrOfType<PlacementsAttr>(index, name);
     if (!pinned) {
       func.setResultAttr(index, name, getAttr(layout));
@@ -771,8 +767,7 @@ void PlacementPropagator::materialize() {
               .str()));
   }
   for (BlockArgument arg : func.getBody().front().getArguments())
-    func.setArgAttr(arg.getArgNumber(), name,
-                    getAttr(states.lookup(arg).layout));
+    func.setArgAttr(arg.getArgNumber(), name, getAttr(states.lookup(arg)));
 }
 
 namespace {
@@ -817,7 +812,26 @@ struct PropagatePlacementsPass
         func.emitOpError("axis-bandwidth entries must be positive");
         return signalPassFailure();
       }
-      PlacementPropagator propagator(func, mesh, axisBandwidth, remarks);
+      llvm::StringMap<SmallVector<unsigned>> stationary;
+      for (auto [role, option, axisNames] :
+           {std::make_tuple("param", "stationary-param-axes",
+                            &stationaryParamAxes),
+            std::make_tuple("input", "stationary-input-axes",
+                            &stationaryInputAxes)}) {
+        auto names = mesh.getAxisNames().getAsValueRange<StringAttr>();
+        for (const std::string &name : *axisNames) {
+          auto it = llvm::find(names, name);
+          if (it == names.end()) {
+            func.emitOpError()
+                << option << " names axis \"" << name << "\" but mesh "
+                << first.getMesh() << " has no such axis";
+            return signalPassFailure();
+          }
+          stationary[role].push_back(std::distance(names.begin(), it));
+        }
+      }
+      PlacementPropagator propagator(func, mesh, axisBandwidth,
+                                     std::move(stationary), remarks);
       if (failed(propagator.run()))
         return signalPassFailure();
     }
