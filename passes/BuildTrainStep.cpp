@@ -86,8 +86,7 @@ LogicalResult BuildTrainStepPass::build() {
               "(floating point), it returns "
            << forward.getResultTypes()
            << "; make the model's forward return the logits only";
-  int64_t batch = logitsType.getDimSize(0), seq = logitsType.getDimSize(1),
-          vocab = logitsType.getDimSize(2);
+  int64_t batch = logitsType.getDimSize(0), seq = logitsType.getDimSize(1);
   int tokensIndex = -1;
   for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
     if (nameAndRole(forward, i).second != "input")
@@ -168,13 +167,11 @@ LogicalResult BuildTrainStepPass::build() {
       builder.clone(op, mapping);
   }
 
-  // Loss: mean token cross-entropy.
+  // Loss: mean token cross-entropy, on the [batch, seq] grid of tokens as
+  // is (not flattened: a sequence split by context parallelism stays split).
   TensorBuilder tb(builder, loc);
-  Value flatLogits = tb.reshape(logits, {batch * seq, vocab});
-  Value flatLabels = tb.reshape(labels, {batch * seq});
-  Value loss =
-      CrossEntropyOp::create(builder, loc, scalarF32, flatLogits, flatLabels,
-                             builder.getI64IntegerAttr(ignoreIndex));
+  Value loss = CrossEntropyOp::create(builder, loc, scalarF32, logits, labels,
+                                      builder.getI64IntegerAttr(ignoreIndex));
 
   // Gradients.
   llvm::DenseSet<Value> params;

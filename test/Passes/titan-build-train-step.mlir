@@ -28,18 +28,17 @@ func.func @forward(%emb: tensor<16x8xf32> {titan.name = "tok_embeddings.weight",
 // CHECK-SAME: tensor<16x8xf32> {titan.name = "exp_avg.tok_embeddings.weight"}
 // CHECK-SAME: tensor<16x8xf32> {titan.name = "grad.output.weight"})
 
-// The forward program, then the loss over [batch * seq, vocab].
+// The forward program, then the loss over the [batch, seq] tokens as they
+// are (not flattened, so that a split sequence stays split).
 // CHECK: %[[H:.*]] = titan.embedding %[[EMB]], %[[TOKENS]]
 // CHECK: %[[N:.*]] = titan.rms_norm %[[H]], %[[NORM]]
 // CHECK: %[[LOGITS:.*]] = titan.matmul %[[N]], %[[OUT]] transpose_rhs
-// CHECK: %[[FLAT:.*]] = titan.reshape %[[LOGITS]] : tensor<2x4x16xf32> -> tensor<8x16xf32>
-// CHECK: %[[FLABELS:.*]] = titan.reshape %[[LABELS]] : tensor<2x4xi64> -> tensor<8xi64>
-// CHECK: %[[LOSS:.*]] = titan.cross_entropy %[[FLAT]], %[[FLABELS]]
+// CHECK-NOT: titan.reshape %[[LOGITS]]
+// CHECK: %[[LOSS:.*]] = titan.cross_entropy %[[LOGITS]], %[[LABELS]] : tensor<2x4x16xf32>, tensor<2x4xi64> -> tensor<f32>
 
 // The backward program, in reverse order of the forward.
 // CHECK: %[[SEED:.*]] = titan.constant dense<1.000000e+00> : tensor<f32>
-// CHECK: %[[DLOGITS:.*]] = titan.cross_entropy_grad %[[FLAT]], %[[FLABELS]], %[[SEED]]
-// CHECK: %[[DL3:.*]] = titan.reshape %[[DLOGITS]] : tensor<8x16xf32> -> tensor<2x4x16xf32>
+// CHECK: %[[DL3:.*]] = titan.cross_entropy_grad %[[LOGITS]], %[[LABELS]], %[[SEED]]
 // CHECK: %[[DN:.*]] = titan.matmul %[[DL3]], %[[OUT]] : tensor<2x4x16xf32>, tensor<16x8xf32> -> tensor<2x4x8xf32>
 // CHECK: titan.matmul %[[DL3]], %[[N]] transpose_lhs
 // CHECK: %[[DH:.*]], %[[DNORM:.*]] = titan.rms_norm_grad %[[H]], %[[NORM]], %[[DN]]
