@@ -64,6 +64,45 @@ def BuildTrainStepPass : Pass<"titan-build-train-step", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def BalanceSequencePass : Pass<"titan-balance-sequence", "::mlir::ModuleOp"> {
+  let summary = "Stores the sequence permuted by chunks so that context "
+                "parallel ranks get equal causal attention work";
+  let description = [{
+    Causal attention makes the work of a query grow with its position: a
+    contiguous split of the sequence over `ways` context-parallel ranks gives
+    the last rank most of it. This pass cuts the sequence into 2 x `ways`
+    equal chunks and stores it in the order 0, 2w-1, 1, 2w-2, ..., w-1, w,
+    so that rank r's contiguous shard holds chunks r and 2w-1-r (an early,
+    cheap one and a late, expensive one), as PyTorch's load-balanced context
+    parallelism does.
+
+    The sequence is dim 1 of the function's [batch, seq] model input (an
+    argument with `titan.role = "input"` of rank 2). Every value dim that
+    shares a factor alone with it through the ops' sharding rules indexes
+    sequence positions. Where positions enter the program (a result dim of
+    the sequence that no operand carries: an iota, the slice of a RoPE or
+    position table, a non-splat constant such as a causal mask) the value is
+    permuted the same way (slices and a concat, computed locally); so every
+    position-dependent quantity follows its token and the program computes
+    the same loss and gradients as before. Arguments and results with a
+    sequence dim get `titan.sequence_order = array<i64: dim, chunks...>`: the
+    caller (the runtime's data loader, `titan-eval`) stores them permuted.
+
+    Errors: a sequence length that 2 x `ways` does not divide; an op that
+    depends on positions along the sequence (a partial slice, a pad or a
+    concat along it, a reshape that splits it); an op without a sharding
+    rule. `ways` <= 1 leaves the module alone; a function whose input is
+    already marked is left alone.
+  }];
+  let options = [
+    Option<"ways", "ways", "int64_t", "1",
+           "context_parallel_degree: the number of ranks that split the "
+           "sequence">,
+  ];
+  let dependentDialects = ["::mlir::titan::TitanDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def ApplyParallelPlanPass : Pass<"titan-apply-parallel-plan",
                                  "::mlir::ModuleOp"> {
   let summary = "Writes the device mesh and the placements of the arguments";

@@ -23,6 +23,7 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
   }
   if (options.stage >= PipelineStage::Spmd) {
     pm.addPass(createApplyParallelPlanPass(options.parallelPlan));
+    pm.addPass(createBalanceSequencePass(options.balanceSequence));
     pm.addPass(createPropagatePlacementsPass(options.propagation));
     pm.addPass(createSpmdizePass());
     pm.addPass(createCanonicalizerPass());
@@ -55,6 +56,7 @@ TitanPipelineOptions mlir::titan::pipelineOptionsFrom(const TrainConfig &config,
   plan.planFile = parallelism.tpPlan;
   plan.sequenceParallel = parallelism.enableSequenceParallel;
   plan.lossParallel = !parallelism.disableLossParallel;
+  options.balanceSequence.ways = parallelism.contextParallelDegree;
   // Tensor parallelism keeps the weights sharded over "tp" (the activations
   // move to them, never the other way round); data and context parallelism
   // keep each rank on its own tokens.

@@ -104,7 +104,8 @@ LogicalResult TitanDialect::verifyOperationAttribute(Operation *op,
 
 /// Shared check of the titan attributes of function arguments and results:
 /// `titan.placements`, `titan.name` (a non-empty string) and, on arguments,
-/// `titan.role` (param, state, buffer or input).
+/// `titan.role` (param, state, buffer or input); `titan.sequence_order` (a
+/// dim and a permutation of its equal chunks).
 static LogicalResult verifyFunctionValueAttr(Operation *op, unsigned index,
                                              Type type, NamedAttribute attr,
                                              StringRef what) {
@@ -127,6 +128,32 @@ static LogicalResult verifyFunctionValueAttr(Operation *op, unsigned index,
       return emitError()
              << "'" << name
              << "' must be \"param\", \"state\", \"buffer\" or \"input\"";
+    return success();
+  }
+  if (name == TitanDialect::kSequenceOrderAttrName) {
+    auto order = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!order || order.size() < 3 || !tensor)
+      return emitError() << "'" << name
+                         << "' must be array<i64: dim, chunk, chunk, ...> "
+                            "(at least two chunks) on a ranked tensor";
+    int64_t dim = order[0];
+    ArrayRef<int64_t> chunks = order.asArrayRef().drop_front();
+    if (dim < 0 || dim >= tensor.getRank())
+      return emitError() << "'" << name << "' names dim " << dim
+                         << " of a rank-" << tensor.getRank() << " tensor";
+    SmallVector<int64_t> sorted(chunks);
+    llvm::sort(sorted);
+    for (auto [index, chunk] : llvm::enumerate(sorted))
+      if (chunk != static_cast<int64_t>(index))
+        return emitError() << "'" << name
+                           << "' chunks must be a permutation of 0.."
+                           << chunks.size() - 1;
+    if (tensor.isDynamicDim(dim) ||
+        tensor.getDimSize(dim) % static_cast<int64_t>(chunks.size()) != 0)
+      return emitError() << "'" << name << "': dim " << dim << " of " << type
+                         << " does not split into " << chunks.size()
+                         << " equal chunks";
     return success();
   }
   return op->emitError() << "unknown titan " << what << " attribute '" << name

@@ -48,6 +48,12 @@ def Titan_Dialect : Dialect {
     /// state), "buffer" (not trained, e.g. RoPE tables) or "input" (data,
     /// e.g. tokens, labels, lr).
     static constexpr ::llvm::StringLiteral kRoleAttrName = "titan.role";
+    /// On a function argument or result whose dim is stored permuted by
+    /// chunks (`array<i64: dim, c0, c1, ...>`): the dim is split into equal
+    /// chunks and position k holds chunk c_k of the natural order (context
+    /// parallelism's load-balanced sequence, see titan-balance-sequence).
+    static constexpr ::llvm::StringLiteral kSequenceOrderAttrName =
+        "titan.sequence_order";
   private:
     void registerAttributes();
   public:

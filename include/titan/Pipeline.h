@@ -26,6 +26,7 @@ struct TitanPipelineOptions {
   PipelineStage stage = PipelineStage::TrainStep;
   BuildTrainStepPassOptions trainStep;
   ApplyParallelPlanPassOptions parallelPlan;
+  BalanceSequencePassOptions balanceSequence;
   PropagatePlacementsPassOptions propagation;
 };
 

@@ -898,12 +898,49 @@ FailureOr<TensorValue> Interpreter::assembleResult(
   return global;
 }
 
+/// `value` with dim `order[0]` cut into equal chunks and reordered by
+/// `order[1:]` (`titan.sequence_order`): position k gets chunk order[k+1]
+/// (`inverse`: chunk order[k+1] gets position k back).
+static TensorValue permuteChunks(const TensorValue &value,
+                                 ArrayRef<int64_t> order, bool inverse) {
+  int64_t dim = order.front();
+  ArrayRef<int64_t> chunks = order.drop_front();
+  SmallVector<int64_t> shape(value.getShape());
+  int64_t size = shape[dim] / static_cast<int64_t>(chunks.size());
+  shape[dim] = size;
+  SmallVector<int64_t> start(shape.size(), 0), step(shape.size(), 1);
+  std::vector<TensorValue> pieces(chunks.size());
+  for (auto [position, chunk] : llvm::enumerate(chunks)) {
+    int64_t from = inverse ? position : chunk;
+    start[dim] = from * size;
+    pieces[inverse ? chunk : position] = slice(value, start, step, shape);
+  }
+  SmallVector<const TensorValue *> parts;
+  for (const TensorValue &piece : pieces)
+    parts.push_back(&piece);
+  return concat(parts, dim);
+}
+
 FailureOr<std::vector<TensorValue>>
-Interpreter::run(ArrayRef<TensorValue> globalArguments) const {
+Interpreter::run(ArrayRef<TensorValue> givenArguments) const {
   func::FuncOp function = getFunction();
-  if (globalArguments.size() != function.getNumArguments())
+  if (givenArguments.size() != function.getNumArguments())
     return function.emitError() << "expected " << function.getNumArguments()
-                                << " arguments, got " << globalArguments.size();
+                                << " arguments, got " << givenArguments.size();
+  // Arguments stored with a permuted sequence get it permuted here, and
+  // such results are put back in order: callers see the natural order.
+  std::vector<TensorValue> globalArguments(givenArguments.begin(),
+                                           givenArguments.end());
+  for (auto [index, argument] : llvm::enumerate(globalArguments))
+    if (auto order = function.getArgAttrOfType<DenseI64ArrayAttr>(
+            index, TitanDialect::kSequenceOrderAttrName))
+      argument = permuteChunks(argument, order.asArrayRef(), false);
+  auto restoreOrder = [&](std::vector<TensorValue> &globals) {
+    for (auto [index, result] : llvm::enumerate(globals))
+      if (auto order = function.getResultAttrOfType<DenseI64ArrayAttr>(
+              index, TitanDialect::kSequenceOrderAttrName))
+        result = permuteChunks(result, order.asArrayRef(), true);
+  };
   std::vector<std::vector<TensorValue>> arguments(numRanks);
   if (numRanks == 1) {
     arguments[0].assign(globalArguments.begin(), globalArguments.end());
@@ -920,14 +957,17 @@ Interpreter::run(ArrayRef<TensorValue> globalArguments) const {
       runRanks(std::move(arguments));
   if (failed(results))
     return failure();
-  if (numRanks == 1)
-    return std::move(results->front());
   std::vector<TensorValue> globals;
-  for (unsigned index = 0; index < function.getNumResults(); ++index) {
-    FailureOr<TensorValue> global = assembleResult(index, *results);
-    if (failed(global))
-      return failure();
-    globals.push_back(std::move(*global));
+  if (numRanks == 1) {
+    globals = std::move(results->front());
+  } else {
+    for (unsigned index = 0; index < function.getNumResults(); ++index) {
+      FailureOr<TensorValue> global = assembleResult(index, *results);
+      if (failed(global))
+        return failure();
+      globals.push_back(std::move(*global));
+    }
   }
+  restoreOrder(globals);
   return globals;
 }

@@ -68,9 +68,11 @@ public:
   /// `P(sum)` keeps the value on coordinate 0 of the axis and zeros
   /// elsewhere, `P(avg|max|min)` keeps it everywhere. Results are assembled
   /// by their placements: shards placed, partial axes reduced, and replicas
-  /// required to agree bitwise.
+  /// required to agree bitwise. Arguments and results with
+  /// `titan.sequence_order` are given and returned in natural order (the
+  /// permutation is applied before sharding and undone after assembly).
   FailureOr<std::vector<TensorValue>>
-  run(llvm::ArrayRef<TensorValue> globalArguments) const;
+  run(llvm::ArrayRef<TensorValue> givenArguments) const;
 
   /// The mesh `symbol` referenced from `user`; emits an error on `user` when
   /// it does not exist or, with several ranks, does not have `numRanks`

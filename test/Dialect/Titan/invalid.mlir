@@ -954,3 +954,24 @@ func.func @f(%x: tensor<4x3xf32>) -> tensor<8x3xf64> {
   %0 = titan.pad %x [0, 0] step [2, 1] : tensor<4x3xf32> -> tensor<8x3xf64>
   return %0 : tensor<8x3xf64>
 }
+
+// -----
+
+// expected-error @+1 {{argument #0: 'titan.sequence_order' chunks must be a permutation of 0..3}}
+func.func @f(%x: tensor<2x8xi64> {titan.sequence_order = array<i64: 1, 0, 3, 3, 2>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{result #0: 'titan.sequence_order': dim 1 of 'tensor<2x6xf32>' does not split into 4 equal chunks}}
+func.func @f(%x: tensor<2x6xf32>) -> (tensor<2x6xf32> {titan.sequence_order = array<i64: 1, 0, 3, 1, 2>}) {
+  return %x : tensor<2x6xf32>
+}
+
+// -----
+
+// expected-error @+1 {{argument #0: 'titan.sequence_order' names dim 2 of a rank-2 tensor}}
+func.func @f(%x: tensor<2x8xi64> {titan.sequence_order = array<i64: 2, 1, 0>}) {
+  return
+}

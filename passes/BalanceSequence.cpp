@@ -1,0 +1,267 @@
+//===- BalanceSequence.cpp - titan-balance-sequence
+//------------------------===//
+//
+// Implements titan-balance-sequence (see passes/Passes.td): stores the
+// sequence of a function permuted by chunks, so that a contiguous split of it
+// over the context-parallel ranks gives every rank an equal share of causal
+// attention work.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/TensorBuilder.h"
+#include "titan/Passes.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+namespace mlir::titan {
+#define GEN_PASS_DEF_BALANCESEQUENCEPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::titan
+
+using namespace mlir;
+using namespace mlir::titan;
+
+namespace {
+
+/// One dim of one value.
+using ValueDim = std::pair<Value, int64_t>;
+
+/// Union-find over value dims.
+class DimClasses {
+public:
+  void join(ValueDim a, ValueDim b) {
+    unsigned x = find(a), y = find(b);
+    if (x != y)
+      parents[std::max(x, y)] = std::min(x, y);
+  }
+  bool same(ValueDim a, ValueDim b) { return find(a) == find(b); }
+
+private:
+  unsigned find(ValueDim key) {
+    auto [it, inserted] = ids.try_emplace(key, parents.size());
+    if (inserted)
+      parents.push_back(it->second);
+    unsigned id = it->second;
+    while (parents[id] != id)
+      id = parents[id] = parents[parents[id]];
+    return id;
+  }
+
+  DenseMap<ValueDim, unsigned> ids;
+  SmallVector<unsigned> parents;
+};
+
+/// The factor that alone spans dim `dim` of a value whose dims are `dims`
+/// (its only factor of size > 1), if there is one.
+std::optional<int64_t> soleFactor(const OpShardingRule &rule,
+                                  ArrayRef<SmallVector<int64_t, 1>> dims,
+                                  int64_t dim) {
+  std::optional<int64_t> sole;
+  for (int64_t factor : dims[dim]) {
+    if (rule.factorSizes[factor] == 1)
+      continue;
+    if (sole)
+      return std::nullopt;
+    sole = factor;
+  }
+  return sole;
+}
+
+/// The chunk order that balances causal attention over `ways` ranks: the
+/// sequence is cut into 2 * ways chunks and rank r holds chunks r and
+/// 2 * ways - 1 - r (an early, cheap one and a late, expensive one).
+SmallVector<int64_t> balancedOrder(int64_t ways) {
+  SmallVector<int64_t> order;
+  for (int64_t rank = 0; rank < ways; ++rank) {
+    order.push_back(rank);
+    order.push_back(2 * ways - 1 - rank);
+  }
+  return order;
+}
+
+class BalanceSequencePass
+    : public titan::impl::BalanceSequencePassBase<BalanceSequencePass> {
+public:
+  using BalanceSequencePassBase::BalanceSequencePassBase;
+
+  void runOnOperation() override {
+    if (ways <= 1)
+      return;
+    for (auto function : getOperation().getOps<func::FuncOp>())
+      if (!function.isExternal() && failed(balance(function)))
+        return signalPassFailure();
+  }
+
+private:
+  LogicalResult balance(func::FuncOp function);
+};
+
+LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
+  if (!function.getBody().hasOneBlock())
+    return function.emitOpError(
+        "must have a single block to balance its sequence");
+  Block &body = function.getBody().front();
+  // The sequence: dim 1 of the [batch, seq] model inputs.
+  std::optional<ValueDim> sequence;
+  int64_t length = 0;
+  for (BlockArgument arg : body.getArguments()) {
+    auto role = function.getArgAttrOfType<StringAttr>(
+        arg.getArgNumber(), TitanDialect::kRoleAttrName);
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!role || role.getValue() != "input" || !type || type.getRank() != 2)
+      continue;
+    sequence = ValueDim(arg, 1);
+    length = type.getDimSize(1);
+    break;
+  }
+  // Nothing to do without a sequence, or when it is balanced already.
+  if (!sequence ||
+      function.getArgAttr(cast<BlockArgument>(sequence->first).getArgNumber(),
+                          TitanDialect::kSequenceOrderAttrName))
+    return success();
+  int64_t numChunks = 2 * ways;
+  if (ShapedType::isDynamic(length) || length % numChunks != 0)
+    return function.emitOpError()
+           << "sequence length " << length << " is not divisible by 2 x "
+           << static_cast<int64_t>(ways) << " = " << numChunks
+           << " chunks, which load-balanced context parallelism needs; "
+              "choose a seq_len that is a multiple of "
+           << numChunks;
+
+  // Every value dim that indexes sequence positions: the dims that share a
+  // factor, alone, with the sequence through the ops' sharding rules.
+  DimClasses classes;
+  std::vector<std::pair<Operation *, OpShardingRule>> rules;
+  for (Operation &op : body.without_terminator()) {
+    auto ruled = dyn_cast<ShardingRuleOpInterface>(op);
+    if (!ruled)
+      return op.emitOpError("has no sharding rule; titan-balance-sequence "
+                            "cannot tell its sequence dims");
+    OpShardingRule rule = ruled.getShardingRule();
+    DenseMap<int64_t, ValueDim> holder;
+    auto visit = [&](Value value, ArrayRef<SmallVector<int64_t, 1>> dims) {
+      for (int64_t dim : llvm::seq<int64_t>(0, dims.size()))
+        if (std::optional<int64_t> factor = soleFactor(rule, dims, dim)) {
+          auto [it, inserted] = holder.try_emplace(*factor, value, dim);
+          if (!inserted)
+            classes.join(it->second, ValueDim(value, dim));
+        }
+    };
+    for (auto [operand, dims] : llvm::zip(op.getOperands(), rule.operandDims))
+      visit(operand, dims);
+    for (auto [result, dims] : llvm::zip(op.getResults(), rule.resultDims))
+      visit(result, dims);
+    rules.emplace_back(&op, std::move(rule));
+  }
+  auto isSequence = [&](Value value, int64_t dim) {
+    return classes.same(ValueDim(value, dim), *sequence);
+  };
+
+  SmallVector<int64_t> order = balancedOrder(ways);
+  int64_t chunk = length / numChunks;
+  for (auto &[op, rule] : rules) {
+    // Ops that read positions along the sequence cannot be permuted.
+    auto refuse = [&, op = op](int64_t dim) {
+      return op->emitOpError()
+             << "depends on positions along the sequence (dim " << dim
+             << "), which load-balanced context parallelism permutes; "
+                "keep the sequence whole in the model or set "
+                "context_parallel_degree = 1";
+    };
+    if (auto slice = dyn_cast<SliceOp>(op)) {
+      RankedTensorType type = slice.getInput().getType();
+      for (int64_t dim : llvm::seq<int64_t>(0, type.getRank()))
+        if (isSequence(slice.getInput(), dim) &&
+            (slice.getStart()[dim] != 0 || slice.getStep()[dim] != 1 ||
+             slice.getLimit()[dim] != type.getDimSize(dim)))
+          return refuse(dim);
+    }
+    if (auto pad = dyn_cast<PadOp>(op)) {
+      RankedTensorType type = pad.getInput().getType();
+      for (int64_t dim : llvm::seq<int64_t>(0, type.getRank()))
+        if (isSequence(pad.getInput(), dim) &&
+            type.getDimSize(dim) != pad.getType().getDimSize(dim))
+          return refuse(dim);
+    }
+    if (auto concat = dyn_cast<ConcatOp>(op))
+      if (llvm::any_of(concat.getInputs(), [&](Value input) {
+            return isSequence(input, concat.getDim());
+          }))
+        return refuse(concat.getDim());
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      RankedTensorType type = reshape.getInput().getType();
+      for (int64_t dim : llvm::seq<int64_t>(0, type.getRank()))
+        if (type.getDimSize(dim) == length &&
+            isSequence(reshape.getInput(), dim) &&
+            !soleFactor(rule, rule.operandDims[0], dim))
+          return refuse(dim);
+    }
+
+    // A result dim of the sequence that no operand dim carries is where
+    // positions enter (an iota, a slice of a table indexed by position, a
+    // constant): store it permuted like the sequence. A broadcast dim or a
+    // splat constant is the same at every position and stays as it is.
+    if (isa<BroadcastInDimOp>(op))
+      continue;
+    if (auto constant = dyn_cast<ConstantOp>(op))
+      if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+          dense && dense.isSplat())
+        continue;
+    for (auto [index, result] : llvm::enumerate(op->getResults())) {
+      const auto &dims = rule.resultDims[index];
+      for (int64_t dim : llvm::seq<int64_t>(0, dims.size())) {
+        if (!isSequence(result, dim))
+          continue;
+        std::optional<int64_t> factor = soleFactor(rule, dims, dim);
+        bool carried = llvm::any_of(rule.operandDims, [&](const auto &in) {
+          return llvm::any_of(in, [&](const auto &factors) {
+            return llvm::is_contained(factors, *factor);
+          });
+        });
+        if (carried)
+          continue;
+        OpBuilder builder(op->getContext());
+        builder.setInsertionPointAfter(op);
+        TensorBuilder tb(builder, op->getLoc());
+        SmallVector<Value> chunks;
+        for (int64_t c : order)
+          chunks.push_back(
+              tb.slice(result, dim, c * chunk, (c + 1) * chunk, /*step=*/1));
+        Value permuted = tb.concat(chunks, dim);
+        SmallPtrSet<Operation *, 8> slices;
+        for (Value piece : chunks)
+          slices.insert(piece.getDefiningOp());
+        result.replaceAllUsesExcept(permuted, slices);
+      }
+    }
+  }
+
+  // The contract: arguments and results along the sequence are stored
+  // permuted.
+  auto mark = [&](Value value, auto setAttr) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type)
+      return;
+    for (int64_t dim : llvm::seq<int64_t>(0, type.getRank()))
+      if (type.getDimSize(dim) == length && isSequence(value, dim)) {
+        SmallVector<int64_t> entry{dim};
+        entry.append(order);
+        setAttr(DenseI64ArrayAttr::get(function.getContext(), entry));
+        return;
+      }
+  };
+  for (BlockArgument arg : body.getArguments())
+    mark(arg, [&](Attribute a) {
+      function.setArgAttr(arg.getArgNumber(),
+                          TitanDialect::kSequenceOrderAttrName, a);
+    });
+  for (auto [index, value] :
+       llvm::enumerate(body.getTerminator()->getOperands()))
+    mark(value, [&](Attribute a) {
+      function.setResultAttr(index, TitanDialect::kSequenceOrderAttrName, a);
+    });
+  return success();
+}
+
+} // namespace

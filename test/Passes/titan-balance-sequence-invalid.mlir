@@ -1,0 +1,29 @@
+// RUN: titan-opt %s --split-input-file --titan-balance-sequence=ways=2 -verify-diagnostics
+
+// expected-error@+1 {{'func.func' op sequence length 6 is not divisible by 2 x 2 = 4 chunks, which load-balanced context parallelism needs; choose a seq_len that is a multiple of 4}}
+func.func @indivisible(%tokens: tensor<2x6xi64> {titan.name = "tokens", titan.role = "input"},
+                       %emb: tensor<32x4xf32> {titan.name = "emb", titan.role = "param"}) -> tensor<2x6x4xf32> {
+  %x = titan.embedding %emb, %tokens : tensor<32x4xf32>, tensor<2x6xi64> -> tensor<2x6x4xf32>
+  return %x : tensor<2x6x4xf32>
+}
+
+// -----
+
+// Shifting the sequence inside the model reads positions.
+func.func @shift(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.role = "input"},
+                 %emb: tensor<32x4xf32> {titan.name = "emb", titan.role = "param"}) -> tensor<2x7x4xf32> {
+  %x = titan.embedding %emb, %tokens : tensor<32x4xf32>, tensor<2x8xi64> -> tensor<2x8x4xf32>
+  // expected-error@+1 {{'titan.slice' op depends on positions along the sequence (dim 1), which load-balanced context parallelism permutes; keep the sequence whole in the model or set context_parallel_degree = 1}}
+  %y = titan.slice %x [0, 1, 0] to [2, 8, 4] step [1, 1, 1] : tensor<2x8x4xf32> -> tensor<2x7x4xf32>
+  return %y : tensor<2x7x4xf32>
+}
+
+// -----
+
+func.func @concat(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.role = "input"},
+                  %emb: tensor<32x4xf32> {titan.name = "emb", titan.role = "param"}) -> tensor<2x16x4xf32> {
+  %x = titan.embedding %emb, %tokens : tensor<32x4xf32>, tensor<2x8xi64> -> tensor<2x8x4xf32>
+  // expected-error@+1 {{'titan.concat' op depends on positions along the sequence (dim 1)}}
+  %y = titan.concat %x, %x dim 1 : (tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> tensor<2x16x4xf32>
+  return %y : tensor<2x16x4xf32>
+}

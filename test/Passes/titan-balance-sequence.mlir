@@ -1,0 +1,73 @@
+// RUN: titan-opt %s --split-input-file --titan-balance-sequence=ways=2 | FileCheck %s
+// RUN: titan-opt %s --split-input-file --titan-balance-sequence=ways=4 | FileCheck %s --check-prefix=FOUR
+// RUN: titan-opt %s --split-input-file --titan-balance-sequence=ways=1 | FileCheck %s --check-prefix=OFF
+// Balancing twice changes nothing.
+// RUN: titan-opt %s --split-input-file --titan-balance-sequence=ways=2 > %t.1
+// RUN: titan-opt %t.1 --split-input-file --titan-balance-sequence=ways=2 > %t.2
+// RUN: diff %t.1 %t.2
+// The balanced program, given the same natural-order inputs (titan-eval
+// permutes the marked ones and restores the marked results), computes the
+// same values.
+// RUN: rm -rf %t.d && %python %S/Inputs/balance_inputs.py %t.d/in
+// RUN: titan-eval %s --entry=causal_sum --inputs=%t.d/in --outputs=%t.d/natural
+// RUN: titan-eval %t.1 --entry=causal_sum --inputs=%t.d/in --outputs=%t.d/balanced
+// RUN: %python %S/../Import/Inputs/compare_npy.py %t.d/balanced/out.npy %t.d/natural/out.npy --rtol 1e-6 | FileCheck %s --check-prefix=SAME
+
+// A causal "attention" over a sequence of 8 with position-dependent
+// weights: the sequence is cut into 4 chunks of 2 stored 0, 3, 1, 2, so
+// that a contiguous split over 2 ranks gives rank 0 chunks 0 and 3 and rank
+// 1 chunks 1 and 2 (equal causal work). Positions enter through the slice
+// of the table and the two iotas of the mask: each is permuted right after
+// it is made (along every dim that indexes the sequence); the tokens and
+// the output are marked as stored permuted.
+
+// CHECK-LABEL: func.func @causal_sum(
+// CHECK-SAME: titan.name = "tokens", titan.role = "input", titan.sequence_order = array<i64: 1, 0, 3, 1, 2>
+// CHECK-SAME: -> (tensor<2x8x4xf32> {titan.name = "out", titan.sequence_order = array<i64: 1, 0, 3, 1, 2>})
+// CHECK: %[[F:.*]] = titan.slice %arg1 [0, 0] to [8, 4]
+// CHECK-NEXT: %[[F0:.*]] = titan.slice %[[F]] [0, 0] to [2, 4]
+// CHECK-NEXT: %[[F3:.*]] = titan.slice %[[F]] [6, 0] to [8, 4]
+// CHECK-NEXT: %[[F1:.*]] = titan.slice %[[F]] [2, 0] to [4, 4]
+// CHECK-NEXT: %[[F2:.*]] = titan.slice %[[F]] [4, 0] to [6, 4]
+// CHECK-NEXT: %[[FP:.*]] = titan.concat %[[F0]], %[[F3]], %[[F1]], %[[F2]] dim 0
+// CHECK-NEXT: titan.broadcast_in_dim %[[FP]]
+// CHECK: titan.iota dim 0 : tensor<8x8xf32>
+// CHECK: titan.concat {{.*}} dim 1
+// CHECK: %[[IP:.*]] = titan.concat {{.*}} dim 0
+// CHECK-NEXT: titan.iota dim 1 : tensor<8x8xf32>
+// CHECK: titan.concat {{.*}} dim 1
+// CHECK: %[[JP:.*]] = titan.concat {{.*}} dim 0
+// CHECK-NEXT: titan.compare ge, %[[IP]], %[[JP]]
+// Splat constants and broadcast dims are the same at every position.
+// CHECK-NEXT: titan.constant dense<1.000000e+00>
+// CHECK-NEXT: titan.constant dense<0.000000e+00>
+// CHECK-NEXT: titan.select
+// CHECK-NEXT: titan.broadcast_in_dim
+
+// Four ranks: 8 chunks of 1, rank r holding chunks r and 7 - r.
+// FOUR: titan.sequence_order = array<i64: 1, 0, 7, 1, 6, 2, 5, 3, 4>
+
+// OFF-NOT: titan.sequence_order
+// OFF-NOT: titan.concat
+
+// SAME: match: [2, 8, 4]
+
+func.func @causal_sum(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.role = "input"},
+                      %table: tensor<16x4xf32> {titan.name = "freqs", titan.role = "buffer"},
+                      %emb: tensor<32x4xf32> {titan.name = "emb", titan.role = "param"})
+    -> (tensor<2x8x4xf32> {titan.name = "out"}) {
+  %x = titan.embedding %emb, %tokens : tensor<32x4xf32>, tensor<2x8xi64> -> tensor<2x8x4xf32>
+  %f = titan.slice %table [0, 0] to [8, 4] step [1, 1] : tensor<16x4xf32> -> tensor<8x4xf32>
+  %fb = titan.broadcast_in_dim %f dims [1, 2] : tensor<8x4xf32> -> tensor<2x8x4xf32>
+  %xr = titan.mul %x, %fb : tensor<2x8x4xf32>
+  %i = titan.iota dim 0 : tensor<8x8xf32>
+  %j = titan.iota dim 1 : tensor<8x8xf32>
+  %keep = titan.compare ge, %i, %j : tensor<8x8xf32> -> tensor<8x8xi1>
+  %one = titan.constant dense<1.0> : tensor<8x8xf32>
+  %zero = titan.constant dense<0.0> : tensor<8x8xf32>
+  %mask = titan.select %keep, %one, %zero : tensor<8x8xi1>, tensor<8x8xf32>
+  %mb = titan.broadcast_in_dim %mask dims [1, 2] : tensor<8x8xf32> -> tensor<2x8x8xf32>
+  %y = titan.matmul %mb, %xr : tensor<2x8x8xf32>, tensor<2x8x4xf32> -> tensor<2x8x4xf32>
+  %h = titan.add %y, %xr : tensor<2x8x4xf32>
+  return %h : tensor<2x8x4xf32>
+}
