@@ -8,6 +8,7 @@
 #include "OpVerification.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
 
 #include <cmath>
 
@@ -142,6 +143,77 @@ static LogicalResult verifyNormParam(Operation *op, StringRef what,
 LogicalResult GeluOp::verify() {
   return verifyKeyword(*this, "approximate", getApproximateAttr(),
                        {"none", "tanh"});
+}
+
+namespace {
+/// The all-reduce that defines `value` when it is a linear one (sum or avg)
+/// used only once.
+AllReduceOp linearAllReduce(Value value) {
+  auto reduce = value.getDefiningOp<AllReduceOp>();
+  if (!reduce || !reduce->hasOneUse())
+    return {};
+  ReduceKind kind = reduce.getReduce().getValue();
+  return kind == ReduceKind::Sum || kind == ReduceKind::Avg ? reduce
+                                                            : AllReduceOp();
+}
+
+/// True when `a` and `b` reduce alike over the same group.
+bool sameGroup(AllReduceOp a, AllReduceOp b) {
+  return a != b && a.getReduce() == b.getReduce() &&
+         a.getMesh() == b.getMesh() && a.getAxes() == b.getAxes() &&
+         a.getInput().getType() == b.getInput().getType();
+}
+
+/// `add(all_reduce(a), all_reduce(b))` -> `all_reduce(add(a, b))`, and
+/// `add(add(x, all_reduce(a)), all_reduce(b))` ->
+/// `add(x, all_reduce(add(a, b)))`, for linear reductions of one group,
+/// each all-reduce (and the inner add) used only here.
+struct MergeAllReducesOfSum : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    for (auto [first, second] : {std::pair(add.getLhs(), add.getRhs()),
+                                 std::pair(add.getRhs(), add.getLhs())}) {
+      AllReduceOp outer = linearAllReduce(second);
+      if (!outer)
+        continue;
+      if (AllReduceOp inner = linearAllReduce(first);
+          inner && sameGroup(inner, outer)) {
+        rewriter.replaceOp(add, merge(rewriter, add.getLoc(), inner, outer));
+        return success();
+      }
+      auto partial = first.getDefiningOp<AddOp>();
+      if (!partial || !partial->hasOneUse())
+        continue;
+      for (auto [rest, reduced] :
+           {std::pair(partial.getLhs(), partial.getRhs()),
+            std::pair(partial.getRhs(), partial.getLhs())}) {
+        AllReduceOp inner = linearAllReduce(reduced);
+        if (!inner || !sameGroup(inner, outer))
+          continue;
+        Value merged = merge(rewriter, add.getLoc(), inner, outer);
+        rewriter.replaceOpWithNewOp<AddOp>(add, rest, merged);
+        return success();
+      }
+    }
+    return failure();
+  }
+
+private:
+  /// One all-reduce of the sum of the inputs of `a` and `b`.
+  static Value merge(PatternRewriter &rewriter, Location loc, AllReduceOp a,
+                     AllReduceOp b) {
+    Value sum = AddOp::create(rewriter, loc, a.getInput(), b.getInput());
+    return AllReduceOp::create(rewriter, loc, sum, a.getMeshAttr(),
+                               a.getAxesAttr(), a.getReduceAttr());
+  }
+};
+} // namespace
+
+void AddOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                        MLIRContext *context) {
+  patterns.add<MergeAllReducesOfSum>(context);
 }
 
 OpFoldResult ScaleOp::fold(FoldAdaptor) {

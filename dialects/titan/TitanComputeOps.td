@@ -61,7 +61,13 @@ def Titan_AddOp : Titan_BinaryOp<"add", [Commutative]> {
     ```mlir
     %2 = titan.add %0, %1 : tensor<2x64x256xf32>
     ```
+
+    Canonicalization: the sum of two all-reduces (sum or avg, same mesh,
+    axes and reduction, each used only here) is one all-reduce of the sum
+    of their inputs (reductions are linear): one collective instead of two,
+    e.g. the per-parameter squared norms of gradient clipping.
   }];
+  let hasCanonicalizer = 1;
 }
 
 def Titan_SubOp : Titan_BinaryOp<"sub"> {

@@ -124,3 +124,48 @@ func.func @shared(%x: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
   %1 = titan.redistribute %0 to <@mesh, [R, S(1)]> : tensor<8x4xf32>
   return %0, %1 : tensor<8x4xf32>, tensor<8x4xf32>
 }
+
+// The sum of two all-reduces of one group is one all-reduce of the sum;
+// not for max, other axes, or an all-reduce used twice.
+titan.mesh @xy ["x"=2, "y"=2]
+// CHECK-LABEL: func.func @merge_all_reduces(
+// CHECK-SAME: %[[A:[a-z0-9]+]]: tensor<f32>, %[[B:[a-z0-9]+]]: tensor<f32>, %[[C:[a-z0-9]+]]: tensor<f32>
+// CHECK-NEXT: %[[AB:.*]] = titan.add %[[A]], %[[B]]
+// CHECK-NEXT: %[[ABC:.*]] = titan.add %[[AB]], %[[C]]
+// CHECK-NEXT: %[[R:.*]] = titan.all_reduce %[[ABC]] on @xy ["x"] sum
+// CHECK-NEXT: return %[[R]]
+func.func @merge_all_reduces(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<f32>) -> tensor<f32> {
+  %ra = titan.all_reduce %a on @xy ["x"] sum : tensor<f32>
+  %rb = titan.all_reduce %b on @xy ["x"] sum : tensor<f32>
+  %rc = titan.all_reduce %c on @xy ["x"] sum : tensor<f32>
+  %s = titan.add %ra, %rb : tensor<f32>
+  %t = titan.add %s, %rc : tensor<f32>
+  return %t : tensor<f32>
+}
+// A running sum of replicated and all-reduced terms (gradient clipping's
+// squared norm) keeps one all-reduce.
+// CHECK-LABEL: func.func @running_sum(
+// CHECK-COUNT-1: titan.all_reduce
+// CHECK-NOT: titan.all_reduce
+// CHECK: return
+func.func @running_sum(%r: tensor<f32>, %a: tensor<f32>, %b: tensor<f32>, %c: tensor<f32>) -> tensor<f32> {
+  %ra = titan.all_reduce %a on @xy ["x"] sum : tensor<f32>
+  %s1 = titan.add %r, %ra : tensor<f32>
+  %rb = titan.all_reduce %b on @xy ["x"] sum : tensor<f32>
+  %s2 = titan.add %s1, %rb : tensor<f32>
+  %rc = titan.all_reduce %c on @xy ["x"] sum : tensor<f32>
+  %s3 = titan.add %s2, %rc : tensor<f32>
+  return %s3 : tensor<f32>
+}
+// CHECK-LABEL: func.func @keep_all_reduces(
+// CHECK-COUNT-4: titan.all_reduce
+func.func @keep_all_reduces(%a: tensor<f32>, %b: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>) {
+  %ma = titan.all_reduce %a on @xy ["x"] max : tensor<f32>
+  %mb = titan.all_reduce %b on @xy ["x"] max : tensor<f32>
+  %m = titan.add %ma, %mb : tensor<f32>
+  %xa = titan.all_reduce %a on @xy ["x"] sum : tensor<f32>
+  %yb = titan.all_reduce %b on @xy ["y"] sum : tensor<f32>
+  %n = titan.add %xa, %yb : tensor<f32>
+  %o = titan.add %xa, %n : tensor<f32>
+  return %m, %n, %o : tensor<f32>, tensor<f32>, tensor<f32>
+}
