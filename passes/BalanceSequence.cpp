@@ -8,10 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Dialect/DimClasses.h"
 #include "titan/Dialect/TensorBuilder.h"
 #include "titan/Passes.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 namespace mlir::titan {
@@ -23,50 +23,6 @@ using namespace mlir;
 using namespace mlir::titan;
 
 namespace {
-
-/// One dim of one value.
-using ValueDim = std::pair<Value, int64_t>;
-
-/// Union-find over value dims.
-class DimClasses {
-public:
-  void join(ValueDim a, ValueDim b) {
-    unsigned x = find(a), y = find(b);
-    if (x != y)
-      parents[std::max(x, y)] = std::min(x, y);
-  }
-  bool same(ValueDim a, ValueDim b) { return find(a) == find(b); }
-
-private:
-  unsigned find(ValueDim key) {
-    auto [it, inserted] = ids.try_emplace(key, parents.size());
-    if (inserted)
-      parents.push_back(it->second);
-    unsigned id = it->second;
-    while (parents[id] != id)
-      id = parents[id] = parents[parents[id]];
-    return id;
-  }
-
-  DenseMap<ValueDim, unsigned> ids;
-  SmallVector<unsigned> parents;
-};
-
-/// The factor that alone spans dim `dim` of a value whose dims are `dims`
-/// (its only factor of size > 1), if there is one.
-std::optional<int64_t> soleFactor(const OpShardingRule &rule,
-                                  ArrayRef<SmallVector<int64_t, 1>> dims,
-                                  int64_t dim) {
-  std::optional<int64_t> sole;
-  for (int64_t factor : dims[dim]) {
-    if (rule.factorSizes[factor] == 1)
-      continue;
-    if (sole)
-      return std::nullopt;
-    sole = factor;
-  }
-  return sole;
-}
 
 /// The chunk order that balances causal attention over `ways` ranks: the
 /// sequence is cut into 2 * ways chunks and rank r holds chunks r and
@@ -131,29 +87,15 @@ LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
 
   // Every value dim that indexes sequence positions: the dims that share a
   // factor, alone, with the sequence through the ops' sharding rules.
-  DimClasses classes;
   std::vector<std::pair<Operation *, OpShardingRule>> rules;
   for (Operation &op : body.without_terminator()) {
     auto ruled = dyn_cast<ShardingRuleOpInterface>(op);
     if (!ruled)
       return op.emitOpError("has no sharding rule; titan-balance-sequence "
                             "cannot tell its sequence dims");
-    OpShardingRule rule = ruled.getShardingRule();
-    DenseMap<int64_t, ValueDim> holder;
-    auto visit = [&](Value value, ArrayRef<SmallVector<int64_t, 1>> dims) {
-      for (int64_t dim : llvm::seq<int64_t>(0, dims.size()))
-        if (std::optional<int64_t> factor = soleFactor(rule, dims, dim)) {
-          auto [it, inserted] = holder.try_emplace(*factor, value, dim);
-          if (!inserted)
-            classes.join(it->second, ValueDim(value, dim));
-        }
-    };
-    for (auto [operand, dims] : llvm::zip(op.getOperands(), rule.operandDims))
-      visit(operand, dims);
-    for (auto [result, dims] : llvm::zip(op.getResults(), rule.resultDims))
-      visit(result, dims);
-    rules.emplace_back(&op, std::move(rule));
+    rules.emplace_back(&op, ruled.getShardingRule());
   }
+  DimClasses classes = DimClasses::build(body);
   auto isSequence = [&](Value value, int64_t dim) {
     return classes.same(ValueDim(value, dim), *sequence);
   };
@@ -194,7 +136,7 @@ LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
       for (int64_t dim : llvm::seq<int64_t>(0, type.getRank()))
         if (type.getDimSize(dim) == length &&
             isSequence(reshape.getInput(), dim) &&
-            !soleFactor(rule, rule.operandDims[0], dim))
+            !getSoleFactor(rule, rule.operandDims[0], dim))
           return refuse(dim);
     }
 
@@ -213,7 +155,7 @@ LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
       for (int64_t dim : llvm::seq<int64_t>(0, dims.size())) {
         if (!isSequence(result, dim))
           continue;
-        std::optional<int64_t> factor = soleFactor(rule, dims, dim);
+        std::optional<int64_t> factor = getSoleFactor(rule, dims, dim);
         bool carried = llvm::any_of(rule.operandDims, [&](const auto &in) {
           return llvm::any_of(in, [&](const auto &factors) {
             return llvm::is_contained(factors, *factor);

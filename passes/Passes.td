@@ -282,7 +282,12 @@ def PropagatePlacementsPass : Pass<"titan-propagate-placements",
     from the layouts of its operands and the hints on its results. On each
     axis the candidates are: sharding a factor that an operand, a planned
     redistribution of an operand, or a hinted result shards (the outermost
-    factor of size > 1 of that dim; not NeedReplication), keeping a linear
+    factor of size > 1 of that dim; not NeedReplication), sharding a dim of
+    an operand that is Partial on the axis when a known value shards a dim
+    of the same class on that axis (`DimClasses`: dims that are one factor
+    across the function; so the gradient of K and V gathered for context
+    parallelism is reduce-scattered back onto the sequence, not
+    all-reduced), keeping a linear
     operand group Partial (every operand of the group Partial sum or avg and
     used only by this op: a partial value with several uses is reduced once,
     not on every path), and replicating. Every combination of the axes'

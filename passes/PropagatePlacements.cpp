@@ -8,10 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Dialect/DimClasses.h"
 #include "titan/Passes.h"
 #include "titan/Placement/PlacementAlgebra.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -240,6 +242,13 @@ private:
   DenseMap<Value, Layout> states;
   /// Layouts other than its own that a value is redistributed to.
   DenseMap<Value, SmallVector<Layout, 1>> planned;
+  /// The classes of dims that are one factor across the function (lookups
+  /// compress paths, hence mutable), and the (class, mesh axis) pairs some
+  /// known value shards: a Partial value may be reduce-scattered onto a dim
+  /// of such a class (e.g. a gradient of gathered K/V back onto the
+  /// sequence, a weight gradient onto the dim FSDP shards).
+  mutable DimClasses classes;
+  llvm::DenseSet<std::pair<unsigned, unsigned>> shardedClasses;
   /// Created redistributes per (value, target layout) and the last one per
   /// value (the insertion point of the next).
   DenseMap<Value, SmallVector<std::pair<Layout, Value>, 1>> created;
@@ -483,6 +492,18 @@ PlacementPropagator::candidates(Operation *op, const OpShardingRule &rule,
   for (auto [index, value] : llvm::enumerate(op->getResults()))
     if (const Layout *layout = known(value))
       propose(*layout, rule.resultDims[index]);
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    const Layout *layout = known(operand);
+    if (!layout || !(*layout)[axis].isPartial())
+      continue;
+    for (int64_t dim : llvm::seq<int64_t>(0, rule.operandDims[index].size())) {
+      if (!shardedClasses.contains({classes.find({operand, dim}), axis}))
+        continue;
+      Layout scattered = *layout;
+      scattered[axis] = Placement::shard(dim);
+      propose(scattered, rule.operandDims[index]);
+    }
+  }
   // A group may stay partial when every operand of it is partial of one
   // linear kind and is used only here: a partial value with several uses is
   // better reduced once than on every path.
@@ -689,6 +710,12 @@ LogicalResult PlacementPropagator::run() {
             Layout(attr.getPlacements().begin(), attr.getPlacements().end());
 
   propagateHints();
+  classes = DimClasses::build(body);
+  for (const auto &[value, layout] : states)
+    for (auto [axis, placement] : llvm::enumerate(layout))
+      if (placement.isShard())
+        shardedClasses.insert(
+            {classes.find({value, placement.getDim()}), axis});
   // Producers before consumers, in program order: each op sees the layouts
   // its operands were given and the hints on its results.
   for (Operation *op : ops)
