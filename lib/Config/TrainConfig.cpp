@@ -6,6 +6,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include <toml++/toml.h>
 
@@ -81,8 +82,7 @@ std::vector<Section> schema(TrainConfig &c) {
         {"disable_loss_parallel", &c.parallelism.disableLossParallel},
         {"context_parallel_degree", &c.parallelism.contextParallelDegree},
         {"pipeline_parallel_degree", &c.parallelism.pipelineParallelDegree},
-        {"pipeline_parallel_schedule",
-         &c.parallelism.pipelineParallelSchedule},
+        {"pipeline_parallel_schedule", &c.parallelism.pipelineParallelSchedule},
         {"tp_plan", &c.parallelism.tpPlan}}},
       {"activation_checkpoint",
        {{"mode", &c.activationCheckpoint.mode},
@@ -258,5 +258,20 @@ mlir::titan::loadTrainConfig(llvm::StringRef path,
   if (!buffer)
     return error("cannot read config '" + path +
                  "': " + buffer.getError().message());
-  return parseTrainConfig((*buffer)->getBuffer(), path, overrides);
+  llvm::Expected<TrainConfig> config =
+      parseTrainConfig((*buffer)->getBuffer(), path, overrides);
+  if (!config)
+    return config.takeError();
+  // A plan file named by the config is found next to it (a path given on
+  // the command line is the user's, relative to where they are).
+  std::string &plan = config->parallelism.tpPlan;
+  bool fromCommandLine = llvm::any_of(overrides, [](const std::string &set) {
+    return llvm::StringRef(set).starts_with("parallelism.tp_plan=");
+  });
+  if (!plan.empty() && !fromCommandLine && llvm::sys::path::is_relative(plan)) {
+    llvm::SmallString<256> resolved = llvm::sys::path::parent_path(path);
+    llvm::sys::path::append(resolved, plan);
+    plan = std::string(resolved);
+  }
+  return config;
 }

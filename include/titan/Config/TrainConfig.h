@@ -67,7 +67,8 @@ struct ParallelismConfig {
   int64_t pipelineParallelDegree = 1;
   std::string pipelineParallelSchedule = "1F1B";
   /// Tensor-parallel plan file (see ParallelPlan.h); empty: the built-in
-  /// Llama plan.
+  /// Llama plan. A relative path in a config file is relative to the file's
+  /// directory (loadTrainConfig resolves it).
   std::string tpPlan;
 };
 

@@ -113,4 +113,17 @@ TEST(TrainConfig, BundledConfigsLoad) {
   }
 }
 
+TEST(TrainConfig, PlanFileIsFoundNextToTheConfig) {
+  std::string gpt2 = std::string(TITAN_MODELS_DIR) + "/gpt2/train_configs";
+  llvm::Expected<TrainConfig> config = loadTrainConfig(gpt2 + "/tiny.toml");
+  ASSERT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
+  EXPECT_EQ(config->parallelism.tpPlan, gpt2 + "/tp_plan.toml");
+  // A plan given on the command line is relative to the user's directory.
+  llvm::Expected<TrainConfig> overridden =
+      loadTrainConfig(gpt2 + "/tiny.toml", {"parallelism.tp_plan=mine.toml"});
+  ASSERT_TRUE(static_cast<bool>(overridden))
+      << llvm::toString(overridden.takeError());
+  EXPECT_EQ(overridden->parallelism.tpPlan, "mine.toml");
+}
+
 } // namespace
