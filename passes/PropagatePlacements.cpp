@@ -845,16 +845,15 @@ struct PropagatePlacementsPass
                             &stationaryParamAxes),
             std::make_tuple("input", "stationary-input-axes",
                             &stationaryInputAxes)}) {
-        auto names = mesh.getAxisNames().getAsValueRange<StringAttr>();
         for (const std::string &name : *axisNames) {
-          auto it = llvm::find(names, name);
-          if (it == names.end()) {
+          std::optional<unsigned> axis = mesh.getAxisIndex(name);
+          if (!axis) {
             func.emitOpError()
                 << option << " names axis \"" << name << "\" but mesh "
                 << first.getMesh() << " has no such axis";
             return signalPassFailure();
           }
-          stationary[role].push_back(std::distance(names.begin(), it));
+          stationary[role].push_back(*axis);
         }
       }
       PlacementPropagator propagator(func, mesh, axisBandwidth,

@@ -268,12 +268,9 @@ FunctionSpmdizer::getMesh(Operation *user, FlatSymbolRefAttr symbol) {
   MeshOp mesh = MeshOp::lookup(user, symbol);
   if (!mesh)
     return user->emitError() << "placements refer to unknown mesh " << symbol;
-  SmallVector<std::string> names(
-      mesh.getAxisNames().getAsValueRange<StringAttr>());
-  llvm::Expected<DeviceMesh> deviceMesh =
-      DeviceMesh::get(names, mesh.getAxisSizes());
-  if (!deviceMesh)
-    return mesh.emitError() << llvm::toString(deviceMesh.takeError());
+  FailureOr<DeviceMesh> deviceMesh = mesh.getDeviceMesh();
+  if (failed(deviceMesh))
+    return failure();
   return &meshes.try_emplace(symbol.getValue(), std::move(*deviceMesh))
               .first->second;
 }

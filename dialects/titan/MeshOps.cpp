@@ -91,6 +91,14 @@ int64_t MeshOp::getNumDevices() {
   return devices;
 }
 
+FailureOr<DeviceMesh> MeshOp::getDeviceMesh() {
+  SmallVector<std::string> names(getAxisNames().getAsValueRange<StringAttr>());
+  llvm::Expected<DeviceMesh> mesh = DeviceMesh::get(names, getAxisSizes());
+  if (!mesh)
+    return emitError() << llvm::toString(mesh.takeError());
+  return std::move(*mesh);
+}
+
 MeshOp MeshOp::lookup(Operation *from, FlatSymbolRefAttr symbol) {
   if (!symbol)
     return {};

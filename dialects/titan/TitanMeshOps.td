@@ -36,6 +36,9 @@ def Titan_MeshOp : Titan_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     /// Finds the mesh `symbol` from `from`'s nearest symbol table.
     static MeshOp lookup(::mlir::Operation *from,
                          ::mlir::FlatSymbolRefAttr symbol);
+    /// The placement algebra's view of this mesh; emits an error on the op
+    /// when the algebra refuses it.
+    ::mlir::FailureOr<::mlir::titan::DeviceMesh> getDeviceMesh();
   }];
 }
 

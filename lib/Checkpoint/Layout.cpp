@@ -105,13 +105,9 @@ mlir::titan::computeCheckpointLayout(ModuleOp module) {
   if (!function || !meshOp)
     return module.emitError("the checkpoint layout needs a partitioned "
                             "@train_step (titan-compile --emit=spmd)");
-  llvm::SmallVector<std::string> axisNames;
-  for (Attribute name : meshOp.getAxisNames())
-    axisNames.push_back(cast<StringAttr>(name).getValue().str());
-  llvm::Expected<DeviceMesh> mesh =
-      DeviceMesh::get(axisNames, meshOp.getAxisSizes());
-  if (!mesh)
-    return meshOp.emitError(llvm::toString(mesh.takeError()));
+  FailureOr<DeviceMesh> mesh = meshOp.getDeviceMesh();
+  if (failed(mesh))
+    return failure();
 
   CheckpointPlan plan;
   plan.numRanks = mesh->getNumRanks();

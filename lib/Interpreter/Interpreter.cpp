@@ -415,9 +415,9 @@ private:
   /// Stores `value` as `result` of rank `rank` after checking its type.
   LogicalResult define(Operation *op, Value result, int64_t rank,
                        TensorValue value);
-  /// The mesh axes `axes` of a collective as indices of `mesh`.
-  FailureOr<SmallVector<unsigned>>
-  getAxes(Operation *op, const DeviceMesh &mesh, ArrayAttr axes);
+  /// The mesh of a collective and its mesh axes `axes` as indices of it.
+  FailureOr<std::pair<const DeviceMesh *, SmallVector<unsigned>>>
+  getMeshAxes(Operation *op, FlatSymbolRefAttr meshName, ArrayAttr axes);
 
   const Interpreter &interpreter;
   int64_t numRanks;
@@ -490,33 +490,34 @@ LogicalResult Execution::runComputeOp(Operation *op) {
   return success();
 }
 
-FailureOr<SmallVector<unsigned>>
-Execution::getAxes(Operation *op, const DeviceMesh &mesh, ArrayAttr axes) {
+FailureOr<std::pair<const DeviceMesh *, SmallVector<unsigned>>>
+Execution::getMeshAxes(Operation *op, FlatSymbolRefAttr meshName,
+                       ArrayAttr axes) {
+  FailureOr<const DeviceMesh *> mesh = interpreter.getMesh(op, meshName);
+  if (failed(mesh))
+    return failure();
   SmallVector<unsigned> indices;
   for (auto name : axes.getAsValueRange<StringAttr>()) {
-    std::optional<unsigned> axis = mesh.findAxis(name);
+    std::optional<unsigned> axis = (*mesh)->findAxis(name);
     if (!axis)
       return op->emitOpError()
              << "names the unknown mesh axis \"" << name << "\"";
     indices.push_back(*axis);
   }
-  return indices;
+  return std::make_pair(*mesh, std::move(indices));
 }
 
 template <typename OpTy, typename Fn>
 LogicalResult Execution::runGroupCollective(OpTy op, Fn compute) {
-  FailureOr<const DeviceMesh *> mesh =
-      interpreter.getMesh(op, op.getMeshAttr());
-  if (failed(mesh))
+  auto meshAxes = getMeshAxes(op, op.getMeshAttr(), op.getAxes());
+  if (failed(meshAxes))
     return failure();
-  FailureOr<SmallVector<unsigned>> axes = getAxes(op, **mesh, op.getAxes());
-  if (failed(axes))
-    return failure();
+  const auto &[mesh, axes] = *meshAxes;
   std::vector<bool> done(numRanks, false);
   for (int64_t rank = 0; rank < numRanks; ++rank) {
     if (done[rank])
       continue;
-    SmallVector<int64_t> group = getGroup(**mesh, *axes, rank);
+    SmallVector<int64_t> group = getGroup(*mesh, axes, rank);
     SmallVector<const TensorValue *> inputs;
     for (int64_t member : group)
       inputs.push_back(&values[member].find(op.getInput())->second);
@@ -535,27 +536,25 @@ LogicalResult Execution::runGroupCollective(OpTy op, Fn compute) {
 LogicalResult Execution::runPointToPoint(Operation *op) {
   auto send = dyn_cast<SendOp>(op);
   auto recv = dyn_cast<RecvOp>(op);
-  FlatSymbolRefAttr meshName = send ? send.getMeshAttr() : recv.getMeshAttr();
-  FailureOr<const DeviceMesh *> mesh = interpreter.getMesh(op, meshName);
-  if (failed(mesh))
+  auto meshAxes =
+      getMeshAxes(op, send ? send.getMeshAttr() : recv.getMeshAttr(),
+                  send ? send.getAxes() : recv.getAxes());
+  if (failed(meshAxes))
     return failure();
-  FailureOr<SmallVector<unsigned>> axes =
-      getAxes(op, **mesh, send ? send.getAxes() : recv.getAxes());
-  if (failed(axes))
-    return failure();
-  if (axes->size() != 1)
+  const auto &[mesh, axes] = *meshAxes;
+  if (axes.size() != 1)
     return op->emitOpError("names more than one mesh axis");
-  unsigned axis = axes->front();
+  unsigned axis = axes.front();
   int64_t peer = send ? send.getPeer() : recv.getPeer();
   int64_t tag = send ? send.getTag() : recv.getTag();
-  if (peer < 0 || peer >= (*mesh)->getSize(axis))
-    return op->emitOpError() << "peer " << peer << " is outside mesh axis \""
-                             << (*mesh)->getAxisName(axis) << "\" of size "
-                             << (*mesh)->getSize(axis);
+  if (peer < 0 || peer >= mesh->getSize(axis))
+    return op->emitOpError()
+           << "peer " << peer << " is outside mesh axis \""
+           << mesh->getAxisName(axis) << "\" of size " << mesh->getSize(axis);
   for (int64_t rank = 0; rank < numRanks; ++rank) {
-    SmallVector<int64_t> coordinate = (*mesh)->getCoordinate(rank);
+    SmallVector<int64_t> coordinate = mesh->getCoordinate(rank);
     coordinate[axis] = peer;
-    int64_t peerRank = (*mesh)->getRank(coordinate);
+    int64_t peerRank = mesh->getRank(coordinate);
     if (send) {
       mailboxes[{rank, peerRank, tag}].push_back(
           values[rank].find(send.getInput())->second);
@@ -575,19 +574,16 @@ LogicalResult Execution::runPointToPoint(Operation *op) {
 }
 
 LogicalResult Execution::runAxisIndex(AxisIndexOp op) {
-  FailureOr<const DeviceMesh *> mesh =
-      interpreter.getMesh(op, op.getMeshAttr());
-  if (failed(mesh))
+  auto meshAxes = getMeshAxes(op, op.getMeshAttr(), op.getAxes());
+  if (failed(meshAxes))
     return failure();
-  FailureOr<SmallVector<unsigned>> axes = getAxes(op, **mesh, op.getAxes());
-  if (failed(axes))
-    return failure();
+  const auto &[mesh, axes] = *meshAxes;
   ElementKind kind = getKindAndShape(op.getType())->first;
   for (int64_t rank = 0; rank < numRanks; ++rank) {
-    SmallVector<int64_t> coordinate = (*mesh)->getCoordinate(rank);
+    SmallVector<int64_t> coordinate = mesh->getCoordinate(rank);
     int64_t index = 0;
-    for (unsigned axis : *axes)
-      index = index * (*mesh)->getSize(axis) + coordinate[axis];
+    for (unsigned axis : axes)
+      index = index * mesh->getSize(axis) + coordinate[axis];
     if (failed(define(op, op.getResult(), rank,
                       fromDoubles(kind, {}, {double(index)}))))
       return failure();
@@ -712,12 +708,9 @@ FailureOr<Interpreter> Interpreter::create(ModuleOp module, StringRef entry,
              << printToString(type);
   std::map<std::string, DeviceMesh> meshes;
   for (MeshOp mesh : module.getOps<MeshOp>()) {
-    SmallVector<std::string> names(
-        mesh.getAxisNames().getAsValueRange<StringAttr>());
-    llvm::Expected<DeviceMesh> deviceMesh =
-        DeviceMesh::get(names, mesh.getAxisSizes());
-    if (!deviceMesh)
-      return mesh.emitError() << llvm::toString(deviceMesh.takeError());
+    FailureOr<DeviceMesh> deviceMesh = mesh.getDeviceMesh();
+    if (failed(deviceMesh))
+      return failure();
     meshes.emplace(mesh.getSymName().str(), std::move(*deviceMesh));
   }
   return Interpreter(function, numRanks, std::move(meshes));

@@ -442,13 +442,10 @@ TensorValue kernels::attention(const TensorValue &q, const TensorValue &k,
   return fromDoubles(q.getKind(), shape, out);
 }
 
-llvm::Expected<TensorValue> kernels::crossEntropy(const TensorValue &logits,
-                                                  const TensorValue &labels,
-                                                  int64_t ignoreIndex) {
-  int64_t vocab = logits.getShape().back();
-  ArrayRef<int64_t> targets = labels.get<int64_t>();
-  std::vector<double> x = toDoubles(logits);
-  double total = 0;
+/// The number of labels that count (not `ignoreIndex`); an error names the
+/// first label outside [0, vocab).
+static llvm::Expected<int64_t> countLabels(ArrayRef<int64_t> targets,
+                                           int64_t vocab, int64_t ignoreIndex) {
   int64_t count = 0;
   for (auto [row, label] : llvm::enumerate(targets)) {
     if (label == ignoreIndex)
@@ -458,6 +455,24 @@ llvm::Expected<TensorValue> kernels::crossEntropy(const TensorValue &logits,
           "label %lld at flat index %zu is outside [0, %lld) and is not the "
           "ignore_index %lld",
           (long long)label, row, (long long)vocab, (long long)ignoreIndex);
+    ++count;
+  }
+  return count;
+}
+
+llvm::Expected<TensorValue> kernels::crossEntropy(const TensorValue &logits,
+                                                  const TensorValue &labels,
+                                                  int64_t ignoreIndex) {
+  int64_t vocab = logits.getShape().back();
+  ArrayRef<int64_t> targets = labels.get<int64_t>();
+  llvm::Expected<int64_t> count = countLabels(targets, vocab, ignoreIndex);
+  if (!count)
+    return count.takeError();
+  std::vector<double> x = toDoubles(logits);
+  double total = 0;
+  for (auto [row, label] : llvm::enumerate(targets)) {
+    if (label == ignoreIndex)
+      continue;
     const double *values = x.data() + row * vocab;
     double max = -std::numeric_limits<double>::infinity();
     for (int64_t j = 0; j < vocab; ++j)
@@ -466,10 +481,9 @@ llvm::Expected<TensorValue> kernels::crossEntropy(const TensorValue &logits,
     for (int64_t j = 0; j < vocab; ++j)
       sum += std::exp(values[j] - max);
     total += max + std::log(sum) - values[label];
-    ++count;
   }
-  double loss =
-      count ? total / double(count) : std::numeric_limits<double>::quiet_NaN();
+  double loss = *count ? total / double(*count)
+                       : std::numeric_limits<double>::quiet_NaN();
   ElementKind kind = logits.getKind() == ElementKind::F64 ? ElementKind::F64
                                                           : ElementKind::F32;
   return fromDoubles(kind, {}, {loss});
@@ -639,20 +653,13 @@ llvm::Expected<TensorValue> kernels::crossEntropyGrad(const TensorValue &logits,
                                                       int64_t ignoreIndex) {
   int64_t vocab = logits.getShape().back();
   ArrayRef<int64_t> targets = labels.get<int64_t>();
+  llvm::Expected<int64_t> count = countLabels(targets, vocab, ignoreIndex);
+  if (!count)
+    return count.takeError();
   std::vector<double> x = toDoubles(logits);
   std::vector<double> dx(x.size(), 0.0);
-  int64_t count = 0;
-  for (auto [row, label] : llvm::enumerate(targets)) {
-    if (label == ignoreIndex)
-      continue;
-    if (label < 0 || label >= vocab)
-      return llvm::createStringError(
-          "label %lld at flat index %zu is outside [0, %lld) and is not the "
-          "ignore_index %lld",
-          (long long)label, row, (long long)vocab, (long long)ignoreIndex);
-    ++count;
-  }
-  double factor = toDoubles(grad).front() / double(std::max<int64_t>(count, 1));
+  double factor =
+      toDoubles(grad).front() / double(std::max<int64_t>(*count, 1));
   for (auto [row, label] : llvm::enumerate(targets)) {
     if (label == ignoreIndex)
       continue;

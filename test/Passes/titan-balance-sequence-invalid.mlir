@@ -27,3 +27,35 @@ func.func @concat(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.role = 
   %y = titan.concat %x, %x dim 1 : (tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> tensor<2x16x4xf32>
   return %y : tensor<2x16x4xf32>
 }
+
+// -----
+
+func.func @pad(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.role = "input"},
+               %emb: tensor<32x4xf32> {titan.name = "emb", titan.role = "param"}) -> tensor<2x10x4xf32> {
+  %x = titan.embedding %emb, %tokens : tensor<32x4xf32>, tensor<2x8xi64> -> tensor<2x8x4xf32>
+  // expected-error@+1 {{'titan.pad' op depends on positions along the sequence (dim 1)}}
+  %y = titan.pad %x [0, 1, 0] step [1, 1, 1] : tensor<2x8x4xf32> -> tensor<2x10x4xf32>
+  return %y : tensor<2x10x4xf32>
+}
+
+// -----
+
+// Splitting the sequence into blocks of positions reads positions too.
+func.func @split(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.role = "input"},
+                 %emb: tensor<32x4xf32> {titan.name = "emb", titan.role = "param"}) -> tensor<2x2x4x4xf32> {
+  %x = titan.embedding %emb, %tokens : tensor<32x4xf32>, tensor<2x8xi64> -> tensor<2x8x4xf32>
+  // expected-error@+1 {{'titan.reshape' op depends on positions along the sequence (dim 1)}}
+  %y = titan.reshape %x : tensor<2x8x4xf32> -> tensor<2x2x4x4xf32>
+  return %y : tensor<2x2x4x4xf32>
+}
+
+// -----
+
+titan.mesh @mesh ["x"=2]
+func.func @no_rule(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.role = "input"},
+                   %emb: tensor<32x4xf32> {titan.name = "emb", titan.role = "param"}) -> tensor<2x8x4xf32> {
+  %x = titan.embedding %emb, %tokens : tensor<32x4xf32>, tensor<2x8xi64> -> tensor<2x8x4xf32>
+  // expected-error@+1 {{'titan.all_reduce' op has no sharding rule; titan-balance-sequence cannot tell its sequence dims}}
+  %y = titan.all_reduce %x on @mesh ["x"] sum : tensor<2x8x4xf32>
+  return %y : tensor<2x8x4xf32>
+}

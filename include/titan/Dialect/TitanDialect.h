@@ -10,6 +10,7 @@
 
 #include "titan/Dialect/ShardingRule.h"
 #include "titan/Placement/Placement.h"
+#include "titan/Placement/PlacementAlgebra.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinAttributes.h"

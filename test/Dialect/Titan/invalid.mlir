@@ -975,3 +975,10 @@ func.func @f(%x: tensor<2x6xf32>) -> (tensor<2x6xf32> {titan.sequence_order = ar
 func.func @f(%x: tensor<2x8xi64> {titan.sequence_order = array<i64: 2, 1, 0>}) {
   return
 }
+
+// -----
+
+// expected-error @+1 {{argument #0: 'titan.sequence_order' must be array<i64: dim, chunk, chunk, ...> (at least two chunks) on a ranked tensor}}
+func.func @f(%x: tensor<2x8xi64> {titan.sequence_order = array<i64: 1, 0>}) {
+  return
+}
