@@ -242,47 +242,144 @@ llvm::Expected<Type> optionalDtype(GraphImporter &importer, Node *node,
 // Arithmetic
 //===----------------------------------------------------------------------===//
 
-enum class BinaryKind { Add, Sub, Mul, Div, FloorDiv, Rsub, Max, Min, Pow };
+enum class BinaryKind {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  FloorDiv,
+  TruncDiv,
+  Remainder,
+  Fmod,
+  Rsub,
+  Max,
+  Min,
+  Pow
+};
 
-/// Scalar arithmetic evaluated at import time.
+/// Python's floor division of integers.
+int64_t floorDivide(int64_t x, int64_t y) {
+  int64_t quotient = x / y;
+  return (x % y != 0 && ((x < 0) != (y < 0))) ? quotient - 1 : quotient;
+}
+
+/// The element type of the 0-d tensor that arithmetic on `a` and `b` makes
+/// when either is a number held as a 0-d tensor (else null).
+Type wrappedResultType(const ImportedValue &a, const ImportedValue &b,
+                       const ImportedValue &result, MLIRContext &context) {
+  Type wrapped = a.wrappedType ? a.wrappedType : b.wrappedType;
+  if (!wrapped)
+    return {};
+  if (result.kind != ImportedValue::Kind::Float)
+    return IntegerType::get(&context, 64);
+  for (const ImportedValue *operand : {&a, &b})
+    if (operand->wrappedType && isa<FloatType>(operand->wrappedType))
+      return operand->wrappedType;
+  return Float32Type::get(&context);
+}
+
+/// Scalar arithmetic evaluated at import time, with Python's semantics
+/// (exact on integers; floor division and remainder round toward -inf).
 Outputs scalarBinary(BinaryKind kind, const ImportedValue &a,
-                     const ImportedValue &b) {
+                     const ImportedValue &b, MLIRContext &context) {
   bool ints = a.kind != ImportedValue::Kind::Float &&
               b.kind != ImportedValue::Kind::Float;
-  double x = a.asDouble(), y = b.asDouble();
-  if (kind == BinaryKind::Rsub)
-    std::swap(x, y);
-  double r = 0;
-  switch (kind) {
-  case BinaryKind::Add:
-    r = x + y;
-    break;
-  case BinaryKind::Sub:
-  case BinaryKind::Rsub:
-    r = x - y;
-    break;
-  case BinaryKind::Mul:
-    r = x * y;
-    break;
-  case BinaryKind::Div:
-    return single(ImportedValue::ofFloat(x / y));
-  case BinaryKind::FloorDiv:
-    r = std::floor(x / y);
-    break;
-  case BinaryKind::Max:
-    r = std::max(x, y);
-    break;
-  case BinaryKind::Min:
-    r = std::min(x, y);
-    break;
-  case BinaryKind::Pow:
-    r = std::pow(x, y);
-    if (ints && y < 0)
-      return single(ImportedValue::ofFloat(r));
-    break;
+  ImportedValue result;
+  if (ints) {
+    int64_t x = a.intValue, y = b.intValue;
+    if (kind == BinaryKind::Rsub)
+      std::swap(x, y);
+    bool divides = kind == BinaryKind::FloorDiv ||
+                   kind == BinaryKind::TruncDiv ||
+                   kind == BinaryKind::Remainder || kind == BinaryKind::Fmod;
+    if (divides && y == 0)
+      return makeError("integer division by zero");
+    switch (kind) {
+    case BinaryKind::Add:
+      result = ImportedValue::ofInt(x + y);
+      break;
+    case BinaryKind::Sub:
+    case BinaryKind::Rsub:
+      result = ImportedValue::ofInt(x - y);
+      break;
+    case BinaryKind::Mul:
+      result = ImportedValue::ofInt(x * y);
+      break;
+    case BinaryKind::Div:
+      result = ImportedValue::ofFloat(static_cast<double>(x) / y);
+      break;
+    case BinaryKind::FloorDiv:
+      result = ImportedValue::ofInt(floorDivide(x, y));
+      break;
+    case BinaryKind::TruncDiv:
+      result = ImportedValue::ofInt(x / y);
+      break;
+    case BinaryKind::Remainder:
+      result = ImportedValue::ofInt(x - floorDivide(x, y) * y);
+      break;
+    case BinaryKind::Fmod:
+      result = ImportedValue::ofInt(x % y);
+      break;
+    case BinaryKind::Max:
+      result = ImportedValue::ofInt(std::max(x, y));
+      break;
+    case BinaryKind::Min:
+      result = ImportedValue::ofInt(std::min(x, y));
+      break;
+    case BinaryKind::Pow:
+      if (y < 0) {
+        result = ImportedValue::ofFloat(std::pow(x, y));
+        break;
+      }
+      result = ImportedValue::ofInt(1);
+      for (int64_t i = 0; i < y; ++i)
+        result.intValue *= x;
+      break;
+    }
+  } else {
+    double x = a.asDouble(), y = b.asDouble(), r = 0;
+    if (kind == BinaryKind::Rsub)
+      std::swap(x, y);
+    switch (kind) {
+    case BinaryKind::Add:
+      r = x + y;
+      break;
+    case BinaryKind::Sub:
+    case BinaryKind::Rsub:
+      r = x - y;
+      break;
+    case BinaryKind::Mul:
+      r = x * y;
+      break;
+    case BinaryKind::Div:
+      r = x / y;
+      break;
+    case BinaryKind::FloorDiv:
+      r = std::floor(x / y);
+      break;
+    case BinaryKind::TruncDiv:
+      r = std::trunc(x / y);
+      break;
+    case BinaryKind::Remainder:
+      r = x - std::floor(x / y) * y;
+      break;
+    case BinaryKind::Fmod:
+      r = std::fmod(x, y);
+      break;
+    case BinaryKind::Max:
+      r = std::max(x, y);
+      break;
+    case BinaryKind::Min:
+      r = std::min(x, y);
+      break;
+    case BinaryKind::Pow:
+      r = std::pow(x, y);
+      break;
+    }
+    result = ImportedValue::ofFloat(r);
   }
-  return single(ints ? ImportedValue::ofInt(static_cast<int64_t>(r))
-                     : ImportedValue::ofFloat(r));
+  result.wrappedType = wrappedResultType(a, b, result, context);
+  return single(result);
 }
 
 /// `x ** p` for a compile-time exponent, as titan ops.
@@ -362,6 +459,12 @@ Outputs complexBinary(Emitter &emit, BinaryKind kind, ImportedValue a,
   return makeError("this operation on complex tensors is not supported");
 }
 
+/// The error for arithmetic on a tensor of integers.
+constexpr const char *integerTensorArithmetic =
+    "arithmetic on integer tensors is not supported (integers are computed "
+    "only at import time, on sizes and numbers; cast the tensor to a float "
+    "type first)";
+
 /// aten::add / sub / mul / div / rsub / maximum / minimum / pow on any mix
 /// of tensors, complex tensors and scalars.
 Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
@@ -377,11 +480,24 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
       return value.takeError();
     alpha = *value;
   }
+  // div(x, y, rounding_mode='trunc'|'floor').
+  if (kind == BinaryKind::Div && node->inputs().size() > 2) {
+    const ImportedValue &mode = importer.input(node, 2);
+    if (mode.kind == ImportedValue::Kind::String)
+      kind = mode.text == "floor" ? BinaryKind::FloorDiv : BinaryKind::TruncDiv;
+  }
   if (a.isNumber() && b.isNumber()) {
     if (alpha != 1.0)
-      b = ImportedValue::ofFloat(b.asDouble() * alpha);
-    return scalarBinary(kind, a, b);
+      b = b.kind == ImportedValue::Kind::Float
+              ? ImportedValue::ofFloat(b.asDouble() * alpha)
+              : ImportedValue::ofInt(b.intValue *
+                                     static_cast<int64_t>(alpha));
+    return scalarBinary(kind, a, b, importer.getContext());
   }
+  if (kind == BinaryKind::FloorDiv || kind == BinaryKind::TruncDiv ||
+      kind == BinaryKind::Remainder || kind == BinaryKind::Fmod)
+    return makeError("rounding division and remainder are evaluated only on "
+                     "numbers known at import time (sizes), not on tensors");
   Emitter emit(importer);
   if (a.isComplex() || b.isComplex()) {
     if (alpha != 1.0 || kind == BinaryKind::Rsub)
@@ -405,7 +521,7 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
     double y = b.asDouble() * alpha;
     Value x = a.tensor;
     if (!isa<FloatType>(tensorType(x).getElementType()))
-      return makeError("arithmetic on integer tensors is not supported");
+      return makeError(integerTensorArithmetic);
     switch (kind) {
     case BinaryKind::Mul:
       return single(emit.scale(x, y));
@@ -429,7 +545,7 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
   Value x = a.tensor, y = b.tensor;
   if (!isa<FloatType>(tensorType(x).getElementType()) ||
       !isa<FloatType>(tensorType(y).getElementType()))
-    return makeError("arithmetic on integer tensors is not supported");
+    return makeError(integerTensorArithmetic);
   if (alpha != 1.0)
     y = emit.scale(y, alpha);
   if (llvm::Error error = unify(emit, x, y))
@@ -1314,6 +1430,19 @@ Outputs convertDtype(GraphImporter &importer, Node *node) {
 Outputs convertTensorConstant(GraphImporter &importer, Node *node) {
   at::Tensor tensor = node->t(torch::jit::attr::value).contiguous();
   Type element = toElementType(importer.getContext(), tensor.scalar_type());
+  // A 0-d constant is a Python number that tracing recorded as a tensor
+  // (`x + 1`, `C // n_head`): a number known at import time, which
+  // promotes like one.
+  if (element && tensor.dim() == 0) {
+    ImportedValue number =
+        element.isInteger(1)
+            ? ImportedValue::ofBool(tensor.item<bool>())
+        : isa<FloatType>(element)
+            ? ImportedValue::ofFloat(tensor.item<double>())
+            : ImportedValue::ofInt(tensor.item<int64_t>());
+    number.wrappedType = element;
+    return single(number);
+  }
   if (!element || element.isInteger(1))
     return makeError("tensor constants of dtype " +
                      std::string(c10::toString(tensor.scalar_type())) +
@@ -1370,7 +1499,9 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::sub"}, binary(BinaryKind::Sub));
   add({"aten::mul"}, binary(BinaryKind::Mul));
   add({"aten::div", "aten::true_divide"}, binary(BinaryKind::Div));
-  add({"aten::floordiv"}, binary(BinaryKind::FloorDiv));
+  add({"aten::floordiv", "aten::floor_divide"}, binary(BinaryKind::FloorDiv));
+  add({"aten::remainder"}, binary(BinaryKind::Remainder));
+  add({"aten::fmod"}, binary(BinaryKind::Fmod));
   add({"aten::rsub"}, binary(BinaryKind::Rsub));
   add({"aten::maximum", "prim::max"}, binary(BinaryKind::Max));
   add({"aten::minimum", "prim::min"}, binary(BinaryKind::Min));

@@ -49,6 +49,11 @@ struct ImportedValue {
   std::vector<ImportedValue> items;
   /// The module, for Kind::Module.
   std::optional<torch::jit::Module> module;
+  /// For a number that TorchScript holds as a 0-d tensor (a Python number
+  /// recorded by tracing as a tensor constant, `prim::NumToTensor` of a
+  /// size): its element type as a tensor. Null for plain numbers, which
+  /// become tensors as PyTorch wraps Python scalars (i64, f32, i1).
+  Type wrappedType;
 
   static ImportedValue none() { return {}; }
   static ImportedValue ofTensor(Value v);
@@ -109,6 +114,7 @@ public:
                                   llvm::StringRef name) const;
 
   // Typed access to inputs; each fails with a message naming the input.
+  /// A real tensor; a number known at import time becomes a 0-d constant.
   llvm::Expected<Value> tensorInput(torch::jit::Node *node, size_t index);
   llvm::Expected<int64_t> intInput(torch::jit::Node *node, size_t index);
   llvm::Expected<double> numberInput(torch::jit::Node *node, size_t index);
@@ -119,6 +125,12 @@ public:
   MLIRContext &getContext() { return context; }
   /// Location of the node being converted.
   Location getLoc() const { return loc; }
+
+  /// `number` as a 0-d tensor constant of its wrapped element type.
+  Value materialize(const ImportedValue &number);
+
+  /// The ops evaluated at import time so far, by kind, in first-seen order.
+  const std::vector<FoldedOp> &getFoldedOps() const { return foldedOps; }
 
   /// Creates an argument of the entry block for a parameter, buffer or
   /// input; `role` is "param", "buffer" or "input".
@@ -145,6 +157,11 @@ private:
   std::string describe(torch::jit::Node *node) const;
   /// The MLIR location of `node`'s Python source.
   Location locationOf(torch::jit::Node *node);
+  /// The Python source of `node` as "file:line", or "".
+  std::string sourceOf(torch::jit::Node *node) const;
+  /// Counts `node` among the folded ops if it was evaluated at import time.
+  void recordIfFolded(torch::jit::Node *node,
+                      const std::vector<ImportedValue> &outputs);
 
   MLIRContext &context;
   OpBuilder builder;
@@ -152,6 +169,8 @@ private:
   Location loc = UnknownLoc::get(&context);
   std::unordered_map<const torch::jit::Value *, ImportedValue> values;
   std::vector<std::pair<std::string, std::string>> argumentNames;
+  std::vector<FoldedOp> foldedOps;
+  llvm::StringMap<size_t> foldedIndex;
 };
 
 //===----------------------------------------------------------------------===//

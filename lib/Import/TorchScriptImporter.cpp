@@ -17,6 +17,8 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
 
 #include <torch/csrc/jit/ir/irparser.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
@@ -173,9 +175,28 @@ const ImportedValue *GraphImporter::namedInput(torch::jit::Node *node,
 llvm::Expected<Value> GraphImporter::tensorInput(torch::jit::Node *node,
                                                  size_t index) {
   const ImportedValue &value = input(node, index);
+  if (value.isNumber())
+    return materialize(value);
   if (!value.isTensor())
     return makeError(llvm::formatv("input #{0} must be a real tensor", index));
   return value.tensor;
+}
+
+Value GraphImporter::materialize(const ImportedValue &number) {
+  Type element = number.wrappedType;
+  if (!element)
+    element = number.kind == ImportedValue::Kind::Float
+                  ? Type(Float32Type::get(&context))
+              : number.kind == ImportedValue::Kind::Bool
+                  ? Type(IntegerType::get(&context, 1))
+                  : Type(IntegerType::get(&context, 64));
+  auto type = RankedTensorType::get({}, element);
+  Attribute value =
+      isa<FloatType>(element)
+          ? Attribute(FloatAttr::get(element, number.asDouble()))
+          : Attribute(IntegerAttr::get(element, number.intValue));
+  return ConstantOp::create(builder, loc,
+                            DenseElementsAttr::get(type, value));
 }
 
 llvm::Expected<int64_t> GraphImporter::intInput(torch::jit::Node *node,
@@ -252,6 +273,51 @@ std::string GraphImporter::describe(torch::jit::Node *node) const {
   return text;
 }
 
+std::string GraphImporter::sourceOf(torch::jit::Node *node) const {
+  torch::jit::SourceRange range = node->sourceRange();
+  if (auto original = range.findSourceRangeThatGenerated())
+    range = *original;
+  if (auto fileLineCol = range.file_line_col()) {
+    auto [file, line, col] = *fileLineCol;
+    if (!file.empty())
+      return llvm::formatv("{0}:{1}", llvm::sys::path::filename(file), line);
+  }
+  return "";
+}
+
+void GraphImporter::recordIfFolded(torch::jit::Node *node,
+                                   const std::vector<ImportedValue> &outputs) {
+  torch::jit::NodeKind kind = node->kind();
+  std::string name = kind.toQualString();
+  bool controlFlow = kind == torch::jit::prim::If || kind == torch::jit::prim::Loop;
+  if (kind == torch::jit::prim::Constant) {
+    // Only a 0-d tensor that tracing recorded for a Python number is an
+    // assumption; other constants are constants.
+    if (node->output()->type()->kind() != c10::TypeKind::TensorType ||
+        outputs.empty() || !outputs[0].isNumber())
+      return;
+    name += " (0-d tensor)";
+  } else if (!controlFlow) {
+    // Plumbing that computes nothing, and nodes that emitted tensor ops.
+    if (kind == torch::jit::prim::GetAttr ||
+        kind == torch::jit::prim::ListConstruct ||
+        kind == torch::jit::prim::TupleConstruct ||
+        kind == torch::jit::prim::ListUnpack ||
+        kind == torch::jit::prim::TupleUnpack ||
+        kind == c10::Symbol::fromQualString("prim::TupleIndex"))
+      return;
+    if (llvm::any_of(outputs, [](const ImportedValue &value) {
+          return value.isTensor() || value.isComplex() ||
+                 value.kind == ImportedValue::Kind::Module;
+        }))
+      return;
+  }
+  auto [it, inserted] = foldedIndex.try_emplace(name, foldedOps.size());
+  if (inserted)
+    foldedOps.push_back(FoldedOp{name, 0, sourceOf(node)});
+  ++foldedOps[it->second].count;
+}
+
 Location GraphImporter::locationOf(torch::jit::Node *node) {
   torch::jit::SourceRange range = node->sourceRange();
   if (auto original = range.findSourceRangeThatGenerated())
@@ -276,6 +342,7 @@ GraphImporter::importBlock(torch::jit::Block *block,
       return makeError(llvm::formatv(
           "internal error: {0} produced {1} values for {2} outputs",
           describe(node), outputs->size(), node->outputs().size()));
+    recordIfFolded(node, *outputs);
     for (auto [value, imported] : llvm::zip(node->outputs(), *outputs))
       values[value] = std::move(imported);
   }
@@ -396,12 +463,35 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
     return importIf(node);
   if (kind == torch::jit::prim::Loop)
     return importLoop(node);
+  // Numbers that TorchScript moves between Python numbers and 0-d tensors
+  // (traced size arithmetic): they stay numbers known at import time.
+  if (kind == torch::jit::prim::NumToTensor ||
+      kind == c10::Symbol::fromQualString("aten::ScalarImplicit") ||
+      kind == c10::Symbol::fromQualString("aten::Int") ||
+      kind == c10::Symbol::fromQualString("aten::Float")) {
+    ImportedValue number = input(node, 0);
+    if (!number.isNumber())
+      return makeError("the value must be known at import time (titan "
+                       "programs have static shapes; a tensor's contents "
+                       "cannot become a Python number)");
+    if (kind == c10::Symbol::fromQualString("aten::Int"))
+      number = ImportedValue::ofInt(
+          number.kind == ImportedValue::Kind::Float
+              ? static_cast<int64_t>(std::trunc(number.floatValue))
+              : number.intValue);
+    else if (kind == c10::Symbol::fromQualString("aten::Float"))
+      number = ImportedValue::ofFloat(number.asDouble());
+    else if (kind == torch::jit::prim::NumToTensor)
+      number.wrappedType =
+          number.kind == ImportedValue::Kind::Float
+              ? Type(Float64Type::get(&context))
+          : number.kind == ImportedValue::Kind::Bool
+              ? Type(IntegerType::get(&context, 1))
+              : Type(IntegerType::get(&context, 64));
+    return std::vector<ImportedValue>{std::move(number)};
+  }
   // Values that only change the static type: pass them through.
   if (kind == torch::jit::prim::unchecked_cast ||
-      kind == torch::jit::prim::NumToTensor ||
-      kind == c10::Symbol::fromQualString("aten::Int") ||
-      kind == c10::Symbol::fromQualString("aten::Float") ||
-      kind == c10::Symbol::fromQualString("aten::ScalarImplicit") ||
       kind == c10::Symbol::fromQualString("prim::TupleIndex") ||
       kind == c10::Symbol::fromQualString("aten::contiguous") ||
       kind == c10::Symbol::fromQualString("aten::detach") ||
@@ -429,13 +519,6 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
       if (*train && *p != 0.0)
         return makeError("dropout with p > 0 in training mode is not "
                          "supported; set p = 0 or export in eval mode");
-    }
-    if (kind == c10::Symbol::fromQualString("aten::Float")) {
-      const ImportedValue &number = input(node, 0);
-      if (!number.isNumber())
-        return makeError("aten::Float of a tensor value is not supported");
-      return std::vector<ImportedValue>{
-          ImportedValue::ofFloat(number.asDouble())};
     }
     return std::vector<ImportedValue>{input(node, 0)};
   }
@@ -533,13 +616,17 @@ static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
       importer.importBlock(graph.block(), graphInputs);
   if (!outputs)
     return outputs.takeError();
+  if (options.foldedOps)
+    *options.foldedOps = importer.getFoldedOps();
 
   // The model returns one tensor or a tuple of tensors.
   std::vector<ImportedValue> results = *outputs;
   if (results.size() == 1 && results[0].kind == ImportedValue::Kind::List)
     results = results[0].items;
   SmallVector<Value> returned;
-  for (const ImportedValue &result : results) {
+  for (ImportedValue &result : results) {
+    if (result.isNumber())
+      result = ImportedValue::ofTensor(importer.materialize(result));
     if (!result.isTensor())
       return makeError("the model must return tensors; it returns a " +
                        std::string(result.isComplex() ? "complex tensor"
@@ -774,12 +861,47 @@ mlir::titan::importTorchScriptFile(MLIRContext &context, llvm::StringRef path,
   }
 }
 
+/// Gives the single-element tensor constants of graph IR text
+/// (`%c : Long(...) = prim::Constant[value={4}]()`, as tracing prints Python
+/// numbers) the values the text shows: LibTorch's parser makes them with
+/// uninitialized contents.
+static llvm::Error fillTensorConstants(
+    llvm::StringRef irText,
+    const std::unordered_map<std::string, torch::jit::Value *> &values) {
+  llvm::Regex constant(
+      "^[ \t]*%([A-Za-z0-9_.]+)[ \t]*:.*=[ \t]*"
+      "prim::Constant\\[value=\\{([^}]*)\\}\\]");
+  llvm::SmallVector<llvm::StringRef> lines;
+  irText.split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    llvm::SmallVector<llvm::StringRef, 3> match;
+    if (!constant.match(line, &match))
+      continue;
+    auto it = values.find(match[1].str());
+    if (it == values.end())
+      continue;
+    torch::jit::Node *node = it->second->node();
+    at::Tensor tensor = node->t(torch::jit::attr::value);
+    double number;
+    if (match[2].trim().getAsDouble(number))
+      return makeError("tensor constant %" + match[1] + ": '" + match[2] +
+                       "' is not a number");
+    node->t_(torch::jit::attr::value,
+             at::scalar_tensor(number, tensor.options()));
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<OwningOpRef<ModuleOp>>
 mlir::titan::importTorchScriptIR(MLIRContext &context, llvm::StringRef irText,
                                  const TorchScriptImportOptions &options) {
   auto graph = std::make_shared<torch::jit::Graph>();
   try {
-    torch::jit::parseIR(irText.str(), graph.get());
+    std::unordered_map<std::string, torch::jit::Value *> values;
+    torch::jit::parseIR(irText.str(), graph.get(), values,
+                        /*parse_tensor_constants=*/true);
+    if (llvm::Error error = fillTensorConstants(irText, values))
+      return std::move(error);
   } catch (const std::exception &error) {
     return makeError(std::string("cannot parse TorchScript IR: ") +
                      error.what());

@@ -190,6 +190,20 @@ private:
 };
 
 /// Prints parameter and op counts of the imported module.
+/// Prints the ops the importer evaluated at import time: what the compiled
+/// program assumes static.
+static void summarizeFolded(llvm::ArrayRef<FoldedOp> folded) {
+  if (folded.empty())
+    return;
+  llvm::errs() << "titan-compile: evaluated at import time (assumed static):\n";
+  for (const FoldedOp &op : folded) {
+    llvm::errs() << "  " << op.kind << " x" << op.count;
+    if (!op.firstSource.empty())
+      llvm::errs() << " (first at " << op.firstSource << ")";
+    llvm::errs() << "\n";
+  }
+}
+
 static void summarize(ModuleOp module) {
   int64_t parameters = 0, parameterTensors = 0, ops = 0;
   module.walk([&](func::FuncOp function) {
@@ -222,6 +236,8 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
 
   TorchScriptImportOptions options;
+  std::vector<FoldedOp> folded;
+  options.foldedOps = &folded;
   for (const std::string &spec : inputShapes) {
     auto [name, shape] = llvm::StringRef(spec).split('=');
     llvm::Expected<InputSpec> parsed = parseInputSpec(shape);
@@ -288,8 +304,10 @@ int main(int argc, char **argv) {
           : importTorchScriptFile(context, inputFile, options);
   if (!module)
     return fail(llvm::toString(module.takeError()));
-  if (printSummary)
+  if (printSummary) {
     summarize(**module);
+    summarizeFolded(folded);
+  }
 
   {
     // Without a config only the forward stage runs (checked above).

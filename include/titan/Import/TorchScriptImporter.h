@@ -46,6 +46,20 @@ struct ImportedTensor {
   std::vector<char> data;
 };
 
+/// A kind of TorchScript node that the importer evaluated at import time
+/// instead of emitting an op: size arithmetic, numbers, resolved `if`s and
+/// unrolled loops. The compiled program assumes their results static.
+struct FoldedOp {
+  /// The node kind, e.g. "aten::floor_divide"; a 0-d tensor constant that
+  /// tracing recorded for a Python number is "prim::Constant (0-d tensor)".
+  std::string kind;
+  /// How often it was evaluated (a node inside an unrolled loop counts once
+  /// per iteration).
+  int64_t count = 0;
+  /// The Python source of its first occurrence ("model.py:12"), or "".
+  std::string firstSource;
+};
+
 /// Options of the importer.
 struct TorchScriptImportOptions {
   /// Shapes of inputs by TorchScript name (e.g. "tokens"); they override
@@ -56,6 +70,9 @@ struct TorchScriptImportOptions {
   std::optional<InputSpec> defaultInput;
   /// Called once per parameter/buffer argument with its data when set.
   std::function<llvm::Error(const ImportedTensor &)> onWeight;
+  /// When set, receives the node kinds evaluated at import time, in the
+  /// order first seen.
+  std::vector<FoldedOp> *foldedOps = nullptr;
 };
 
 /// Loads `path` with LibTorch and imports its forward method. Errors name
