@@ -381,4 +381,149 @@ def FuseRmsNormPass : Pass<"titan-fuse-rms-norm"> {
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// The executable program: kernels, memory, runtime calls
+//===----------------------------------------------------------------------===//
+
+def NormalizeCollectivesPass : Pass<"titan-normalize-collectives",
+                                    "::mlir::ModuleOp"> {
+  let summary = "Makes every collective move contiguous chunks";
+  let description = [{
+    The runtime's collectives work on contiguous buffers whose chunks are in
+    group order (all_gather concatenates whole buffers, reduce_scatter hands
+    out leading chunks, all_to_all exchanges leading chunks). A collective
+    on another dim of a tensor whose leading dims are not all 1 is rewritten
+    into the collective on dim 0 of a reshaped tensor plus the transposes
+    that move its chunks into place, e.g. `all_gather dim 1` of `[a, b, c]`
+    over `g` ranks becomes an all_gather of `[1, a*b*c]`... viewed as
+    `[g, a, b, c]`, transposed to `[a, g, b, c]` and reshaped to
+    `[a, g*b, c]`. The transposes are ordinary ops that titan-fuse-kernels
+    fuses with their neighbours; the program computes the same values.
+  }];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
+def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
+  let summary = "Groups elementwise, reduction and shape ops into kernels";
+  let description = [{
+    Splits every function into host ops, which the runtime executes
+    (`titan.matmul`, `titan.attention`, `titan.attention_grad`,
+    `titan.embedding_grad`, the collectives, and `titan.reshape`, which is
+    free on a contiguous buffer), and fusible ops (everything else), and
+    outlines groups of fusible ops into kernel functions
+    (`func.func private @kernel_N`, marked `titan.kernel`) called by
+    `titan.launch`.
+
+    Groups are formed from the last op backwards: an op joins the group of
+    its users when all of its users are in that group, so only a group's
+    last op (its root) has results used outside it and a group can be
+    launched where its root was, with no cycle between groups. Ops that only
+    create or move data (splat constants, iotas, broadcasts, slices) are
+    instead copied into every group that uses them (and materialized by a
+    kernel of their own only for host ops and results). Groups with
+    identical bodies share one kernel.
+  }];
+  let dependentDialects = ["::mlir::titan::TitanDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def ConvertTitanToLinalgPass : Pass<"titan-convert-to-linalg",
+                                    "::mlir::func::FuncOp"> {
+  let summary = "Converts titan's fusible ops to linalg, tensor, arith and math";
+  let description = [{
+    Rewrites the elementwise, reduction, normalization, shape, embedding,
+    RoPE and cross-entropy ops of titan into `linalg.generic` (and
+    `tensor` ops for slices, pads and concatenation) on tensors, with the
+    semantics of titan's reference interpreter (the same accumulation types
+    and numerically stable forms), so that upstream elementwise fusion,
+    bufferization and loop lowering compile them. Runs on kernel functions
+    (titan-fuse-kernels); an op it cannot convert in a function marked
+    `titan.kernel` is an error that names it.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
+def LowerKernelsPass : Pass<"titan-lower-kernels", "::mlir::ModuleOp"> {
+  let summary = "Compiles kernel functions to loops on memrefs";
+  let description = [{
+    Compiles every function marked `titan.kernel` (and only those: the host
+    function keeps its tensors until titan-plan-memory) through
+    titan-convert-to-linalg, elementwise fusion and one-shot bufferization
+    into a function on memrefs in destination-passing style: one memref
+    argument per input, then one per result, then one per buffer the kernel
+    needs internally (its scratch, planned by titan-plan-memory instead of
+    allocated). Each kernel records in `titan.in_place` which input each
+    result may overwrite: an input that the kernel reads only at the element
+    it writes, in the loop nest that writes the result.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def PlanMemoryPass : Pass<"titan-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Gives every value of a rank a static place in memory";
+  let description = [{
+    Plans the memory of `@train_step` after titan-lower-kernels: arguments
+    with role param, state or buffer get consecutive places in the `state`
+    region, inputs in the `inputs` region; every other value, and the
+    scratch of kernels and runtime calls, gets an offset in the `arena` from
+    a liveness analysis: a value lives from its definition to its last use
+    (a reshape is a view of its operand and extends its lifetime), buffers
+    whose lifetimes do not overlap share memory, and a kernel result reuses
+    the buffer of an input that dies there when the kernel allows it
+    (`titan.in_place`). Offsets are chosen best-fit, largest buffers first
+    (as XLA's and TFLite's planners do), aligned to 64 bytes. A result that
+    updates a state argument (`param.<fqn>`, `exp_avg.<fqn>`, ...) is placed
+    in that argument's buffer when the argument is dead by then, so the
+    optimizer updates the state in place; otherwise it is copied there at
+    the end of the step.
+
+    Every op result gets `titan.buffers`, function arguments and results
+    `titan.buffer`, calls that need scratch `titan.scratch`, and the
+    function `titan.memory_plan`: the bytes of each region, the peak of the
+    arena and the op where it peaks. The runtime allocates exactly these
+    regions, and nothing else while it steps.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", "64",
+           "Alignment of every buffer in bytes">,
+  ];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
+def LowerToRuntimePass : Pass<"titan-lower-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "Lowers the planned program to calls into libtitanrt";
+  let description = [{
+    Turns the planned `@train_step` into
+    `llvm.func @titan_program_step(ctx, arena, state, inputs) -> i32`: each
+    host op becomes a call of its runtime function (titanrt.def) and each
+    `titan.launch` a call of its kernel, on pointers into the regions at the
+    planned offsets; a non-zero status returns at once. Kernels are lowered
+    to the LLVM dialect with the bare-pointer calling convention, the step
+    function is kept unoptimized (`optnone`, `noinline`: compile time stays
+    linear in the program's size) while kernels are optimized. The program
+    description (titanrt.h, docs/runtime.md) becomes the global
+    `titan_program_description`, and `main` hands both to the runtime's
+    `titanrt_main`. Only LLVM dialect ops remain.
+
+    The options are the defaults the executable runs with (its command line
+    overrides them): the training config's learning rate, number of steps
+    and seed.
+  }];
+  let options = [
+    Option<"learningRate", "lr", "double", "8e-4",
+           "Learning rate the executable passes each step by default">,
+    Option<"steps", "steps", "int64_t", "1",
+           "Number of steps the executable runs by default">,
+    Option<"seed", "seed", "int64_t", "0",
+           "Seed of the initialization when no checkpoint is loaded">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // TITAN_PASSES

@@ -29,6 +29,21 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
+  if (options.stage >= PipelineStage::Executable) {
+    buildPlanningPipeline(pm);
+    pm.addPass(createLowerToRuntimePass(options.runtime));
+  }
+}
+
+void mlir::titan::buildPlanningPipeline(OpPassManager &pm) {
+  // The executable runs @train_step only.
+  pm.addPass(createSymbolPrivatizePass({"train_step"}));
+  pm.addPass(createSymbolDCEPass());
+  pm.addPass(createNormalizeCollectivesPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createFuseKernelsPass());
+  pm.addPass(createLowerKernelsPass());
+  pm.addPass(createPlanMemoryPass());
 }
 
 TitanPipelineOptions mlir::titan::pipelineOptionsFrom(const TrainConfig &config,
@@ -57,6 +72,9 @@ TitanPipelineOptions mlir::titan::pipelineOptionsFrom(const TrainConfig &config,
   plan.sequenceParallel = parallelism.enableSequenceParallel;
   plan.lossParallel = !parallelism.disableLossParallel;
   options.balanceSequence.ways = parallelism.contextParallelDegree;
+  options.runtime.learningRate = config.optimizer.lr;
+  options.runtime.steps = config.training.steps;
+  options.runtime.seed = config.training.seed;
   // Tensor parallelism keeps the weights sharded over "tp" (the activations
   // move to them, never the other way round); data and context parallelism
   // keep each rank on its own tokens.

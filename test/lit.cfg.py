@@ -34,6 +34,8 @@ tools = [
     "titan-ckpt",
     "titan-eval",
     "titan-compile",
+    "titan-run",
+    "titan-comm-check",
     ToolSubst("%PYTHON", config.python_executable, unresolved="ignore"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -141,9 +141,14 @@ LogicalResult AllToAllOp::verify() {
                               input.getRank())) ||
       failed(verifyDivisible(*this, input, getSplitDim(), *group, "split_dim")))
     return failure();
-  if (getSplitDim() == getConcatDim())
-    return emitOpError() << "split_dim and concat_dim must differ, both are "
-                         << getSplitDim();
+  // On one dim, the chunks are exchanged in place (the runtime's form).
+  if (getSplitDim() == getConcatDim()) {
+    if (input != getType())
+      return emitOpError() << "exchanging the chunks of one dim keeps the "
+                              "type, but "
+                           << input << " becomes " << getType();
+    return success();
+  }
   return verifyScaledShape(
       *this, input, getType(),
       {{getSplitDim(), -*group}, {getConcatDim(), *group}});

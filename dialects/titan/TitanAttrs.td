@@ -64,4 +64,36 @@ def Titan_PlacementsAttr : Titan_Attr<"Placements", "placements"> {
   }];
 }
 
+def Titan_MemoryRegion : I32EnumAttr<"MemoryRegion",
+    "a memory region of a rank", [
+      I32EnumAttrCase<"Arena", 0, "arena">,
+      I32EnumAttrCase<"State", 1, "state">,
+      I32EnumAttrCase<"Inputs", 2, "inputs">]> {
+  let cppNamespace = "::mlir::titan";
+  let genSpecializedAttr = 0;
+}
+
+def Titan_BufferAttr : Titan_Attr<"Buffer", "buffer"> {
+  let summary = "Where a value lives in a rank's memory";
+  let description = [{
+    The place `titan-plan-memory` gave a value of the executable program:
+    `bytes` bytes at byte `offset` of one of the rank's three memory
+    regions, each allocated once by the runtime:
+
+    - `arena`: everything transient of a step (activations, gradients,
+      collective buffers, kernel scratch), reused across lifetimes;
+    - `state`: what persists across steps (parameters, optimizer moments,
+      buffers such as RoPE tables);
+    - `inputs`: what the runtime writes before each step (the batch, the
+      learning rate, the step number).
+
+    Example: `#titan.buffer<arena[4096, 65536]>`. The offset is a multiple
+    of the planner's alignment (64 bytes); both are non-negative.
+  }];
+  let parameters = (ins EnumParameter<Titan_MemoryRegion>:$region,
+                        "int64_t":$offset, "int64_t":$bytes);
+  let assemblyFormat = "`<` $region `[` $offset `,` $bytes `]` `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // TITAN_ATTRS

@@ -101,7 +101,10 @@ def Titan_AllToAllOp : Titan_CollectiveOp<"all_to_all", [Pure]> {
     received along `concat_dim`, in group order. Turns `S(concat_dim)` into
     `S(split_dim)`. The operand's `split_dim` must be divisible by the group
     size; the result's `split_dim` is divided and its `concat_dim`
-    multiplied by it.
+    multiplied by it. With `split_dim` = `concat_dim` the chunks of that dim
+    are exchanged in place and the type is unchanged (the form
+    titan-normalize-collectives gives the runtime: chunk `j` of dim 0 goes
+    to rank `j`).
 
     Example:
 

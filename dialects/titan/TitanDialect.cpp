@@ -77,11 +77,55 @@ verifyValuePlacements(function_ref<InFlightDiagnostic()> emitError,
   return placements.verifyFor(emitError, mesh, tensor.getRank());
 }
 
+/// Verifies the attributes of the executable program (titan-fuse-kernels,
+/// titan-lower-kernels, titan-plan-memory).
+static LogicalResult verifyExecutableAttribute(Operation *op,
+                                               NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  auto isBufferArray = [](Attribute attr) {
+    auto array = dyn_cast<ArrayAttr>(attr);
+    return array && llvm::all_of(array, llvm::IsaPred<BufferAttr>);
+  };
+  if (name == TitanDialect::kKernelAttrName) {
+    if (!isa<UnitAttr>(value) || !isa<FunctionOpInterface>(op))
+      return op->emitError()
+             << "'" << name << "' must be a unit attribute on a function";
+    return success();
+  }
+  if (name == TitanDialect::kInPlaceAttrName) {
+    if (!isa<DenseI64ArrayAttr>(value) || !isa<FunctionOpInterface>(op))
+      return op->emitError()
+             << "'" << name << "' must be an array<i64> on a function";
+    return success();
+  }
+  if (name == TitanDialect::kMemoryPlanAttrName) {
+    if (!isa<DictionaryAttr>(value) || !isa<FunctionOpInterface>(op))
+      return op->emitError()
+             << "'" << name << "' must be a dictionary on a function";
+    return success();
+  }
+  if (name == TitanDialect::kScratchAttrName) {
+    if (!isBufferArray(value))
+      return op->emitError()
+             << "'" << name << "' must be an array of #titan.buffer";
+    return success();
+  }
+  if (name == TitanDialect::kBuffersAttrName) {
+    if (!isBufferArray(value) ||
+        cast<ArrayAttr>(value).size() != op->getNumResults())
+      return op->emitError() << "'" << name
+                             << "' must be an array with one #titan.buffer "
+                                "per result";
+    return success();
+  }
+  return op->emitError() << "unknown titan attribute '" << name << "'";
+}
+
 LogicalResult TitanDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   if (attr.getName() != kPlacementsAttrName)
-    return op->emitError() << "unknown titan attribute '"
-                           << attr.getName().getValue() << "'";
+    return verifyExecutableAttribute(op, attr);
   auto array = dyn_cast<ArrayAttr>(attr.getValue());
   if (!array)
     return op->emitError() << "'" << kPlacementsAttrName
@@ -128,6 +172,11 @@ static LogicalResult verifyFunctionValueAttr(Operation *op, unsigned index,
       return emitError()
              << "'" << name
              << "' must be \"param\", \"state\", \"buffer\" or \"input\"";
+    return success();
+  }
+  if (name == TitanDialect::kBufferAttrName) {
+    if (!isa<BufferAttr>(attr.getValue()))
+      return emitError() << "'" << name << "' must be a #titan.buffer";
     return success();
   }
   if (name == TitanDialect::kSequenceOrderAttrName) {

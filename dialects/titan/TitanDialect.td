@@ -54,6 +54,26 @@ def Titan_Dialect : Dialect {
     /// parallelism's load-balanced sequence, see titan-balance-sequence).
     static constexpr ::llvm::StringLiteral kSequenceOrderAttrName =
         "titan.sequence_order";
+    /// On a kernel function made by titan-fuse-kernels (a unit attribute):
+    /// it is called by `titan.launch` only.
+    static constexpr ::llvm::StringLiteral kKernelAttrName = "titan.kernel";
+    /// On a kernel (array<i64>): pairs (input parameter, output parameter)
+    /// that may share one buffer, because every element of the output reads
+    /// only the same element of the input; the output parameter of result
+    /// i is number (inputs + i) of the lowered kernel.
+    static constexpr ::llvm::StringLiteral kInPlaceAttrName = "titan.in_place";
+    /// On an op of the executable program (an array with one
+    /// #titan.buffer per result) and on function arguments and results (one
+    /// #titan.buffer): where titan-plan-memory placed the value.
+    static constexpr ::llvm::StringLiteral kBuffersAttrName = "titan.buffers";
+    static constexpr ::llvm::StringLiteral kBufferAttrName = "titan.buffer";
+    /// On a `titan.launch` or runtime op (an array of #titan.buffer): the
+    /// scratch memory the call needs while it runs.
+    static constexpr ::llvm::StringLiteral kScratchAttrName = "titan.scratch";
+    /// On the planned function (a dictionary): the sizes of the rank's
+    /// memory regions and where its arena use peaks.
+    static constexpr ::llvm::StringLiteral kMemoryPlanAttrName =
+        "titan.memory_plan";
   private:
     void registerAttributes();
   public:

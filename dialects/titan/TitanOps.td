@@ -36,5 +36,6 @@ def Titan_MeshAxesAttr : TypedArrayAttrBase<StrAttr, "mesh axis names">;
 include "TitanMeshOps.td"
 include "TitanComputeOps.td"
 include "TitanCollectiveOps.td"
+include "TitanExecutableOps.td"
 
 #endif // TITAN_OPS

@@ -19,6 +19,9 @@ enum class PipelineStage {
   /// + titan-apply-parallel-plan, titan-propagate-placements, titan-spmdize:
   /// the program of one rank.
   Spmd,
+  /// + the executable: kernels, memory plan, calls into libtitanrt (an LLVM
+  /// dialect module that titan-compile compiles and links).
+  Executable,
 };
 
 /// Options of every stage.
@@ -28,10 +31,17 @@ struct TitanPipelineOptions {
   ApplyParallelPlanPassOptions parallelPlan;
   BalanceSequencePassOptions balanceSequence;
   PropagatePlacementsPassOptions propagation;
+  LowerToRuntimePassOptions runtime;
 };
 
 /// Appends the passes of `options.stage` (after import) to `pm`.
 void buildTitanPipeline(OpPassManager &pm, const TitanPipelineOptions &options);
+
+/// Appends the passes from the program of one rank to its memory plan:
+/// only @train_step is kept, collectives are normalized, fusible ops are
+/// outlined into kernels and compiled to loops, and every value is placed
+/// (titan-plan-memory). The stage Executable then lowers to the runtime.
+void buildPlanningPipeline(OpPassManager &pm);
 
 /// The options a training config asks for; `worldSize` is the number of
 /// ranks the program is compiled for.

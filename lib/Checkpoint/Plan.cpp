@@ -267,21 +267,24 @@ lookupSource(StateLookup state, StringRef source, StringRef key,
   return global;
 }
 
-llvm::Expected<DcpRankData>
-mlir::titan::planRankData(const CheckpointPlan &plan, unsigned rank,
-                          StateLookup state) {
+/// What rank `rank` writes; `state` returns the global tensor of a source
+/// or, with `fromShards`, the box of it the rank holds.
+static llvm::Expected<DcpRankData> rankData(const CheckpointPlan &plan,
+                                            unsigned rank, StateLookup state,
+                                            bool fromShards) {
   DcpRankData data;
   data.rank = rank;
   for (const PlanTensor &tensor : plan.tensors) {
     const PlanBox &box = tensor.boxes[rank];
     if (!box.writes)
       continue;
-    llvm::Expected<DenseTensorRef> global = lookupSource(
-        state, tensor.source, tensor.key, tensor.dtype, tensor.shape);
-    if (!global)
-      return global.takeError();
+    IndexBox sourceBox = fromShards ? box.box : wholeBox(tensor.shape);
+    llvm::Expected<DenseTensorRef> source = lookupSource(
+        state, tensor.source, tensor.key, tensor.dtype, sourceBox.sizes);
+    if (!source)
+      return source.takeError();
     data.chunks.push_back(DcpTensorChunk{tensor.key, tensor.shape, box.box,
-                                         *global, wholeBox(tensor.shape)});
+                                         *source, std::move(sourceBox)});
   }
   // DCP's coordinator writes the non-tensor values.
   if (rank != 0)
@@ -299,6 +302,18 @@ mlir::titan::planRankData(const CheckpointPlan &plan, unsigned rank,
         {value.key, writeTorchSaveObject(PickleValue::integer(*integer))});
   }
   return data;
+}
+
+llvm::Expected<DcpRankData>
+mlir::titan::planRankData(const CheckpointPlan &plan, unsigned rank,
+                          StateLookup state) {
+  return rankData(plan, rank, state, /*fromShards=*/false);
+}
+
+llvm::Expected<DcpRankData>
+mlir::titan::planRankShardData(const CheckpointPlan &plan, unsigned rank,
+                               StateLookup shards) {
+  return rankData(plan, rank, shards, /*fromShards=*/true);
 }
 
 /// Reads value `value` of a plan from `reader`: the int of a bytes entry

@@ -191,12 +191,10 @@ Value GraphImporter::materialize(const ImportedValue &number) {
                   ? Type(IntegerType::get(&context, 1))
                   : Type(IntegerType::get(&context, 64));
   auto type = RankedTensorType::get({}, element);
-  Attribute value =
-      isa<FloatType>(element)
-          ? Attribute(FloatAttr::get(element, number.asDouble()))
-          : Attribute(IntegerAttr::get(element, number.intValue));
-  return ConstantOp::create(builder, loc,
-                            DenseElementsAttr::get(type, value));
+  Attribute value = isa<FloatType>(element)
+                        ? Attribute(FloatAttr::get(element, number.asDouble()))
+                        : Attribute(IntegerAttr::get(element, number.intValue));
+  return ConstantOp::create(builder, loc, DenseElementsAttr::get(type, value));
 }
 
 llvm::Expected<int64_t> GraphImporter::intInput(torch::jit::Node *node,
@@ -289,7 +287,8 @@ void GraphImporter::recordIfFolded(torch::jit::Node *node,
                                    const std::vector<ImportedValue> &outputs) {
   torch::jit::NodeKind kind = node->kind();
   std::string name = kind.toQualString();
-  bool controlFlow = kind == torch::jit::prim::If || kind == torch::jit::prim::Loop;
+  bool controlFlow =
+      kind == torch::jit::prim::If || kind == torch::jit::prim::Loop;
   if (kind == torch::jit::prim::Constant) {
     // Only a 0-d tensor that tracing recorded for a Python number is an
     // assumption; other constants are constants.
@@ -482,12 +481,11 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
     else if (kind == c10::Symbol::fromQualString("aten::Float"))
       number = ImportedValue::ofFloat(number.asDouble());
     else if (kind == torch::jit::prim::NumToTensor)
-      number.wrappedType =
-          number.kind == ImportedValue::Kind::Float
-              ? Type(Float64Type::get(&context))
-          : number.kind == ImportedValue::Kind::Bool
-              ? Type(IntegerType::get(&context, 1))
-              : Type(IntegerType::get(&context, 64));
+      number.wrappedType = number.kind == ImportedValue::Kind::Float
+                               ? Type(Float64Type::get(&context))
+                           : number.kind == ImportedValue::Kind::Bool
+                               ? Type(IntegerType::get(&context, 1))
+                               : Type(IntegerType::get(&context, 64));
     return std::vector<ImportedValue>{std::move(number)};
   }
   // Values that only change the static type: pass them through.
@@ -764,9 +762,9 @@ private:
       auto type = RankedTensorType::get(shape, element);
       Value realArg = importer.addArgument(type, fqn + ".real", role);
       Value imagArg = importer.addArgument(type, fqn + ".imag", role);
-      if (llvm::Error error = emit(fqn + ".real", shape, element, real))
+      if (llvm::Error error = emit(fqn + ".real", shape, element, real, role))
         return error;
-      if (llvm::Error error = emit(fqn + ".imag", shape, element, imag))
+      if (llvm::Error error = emit(fqn + ".imag", shape, element, imag, role))
         return error;
       arguments[tensor.unsafeGetTensorImpl()] =
           ImportedValue::ofComplex(realArg, imagArg);
@@ -779,16 +777,17 @@ private:
     Value argument =
         importer.addArgument(RankedTensorType::get(shape, element), fqn, role);
     arguments[tensor.unsafeGetTensorImpl()] = ImportedValue::ofTensor(argument);
-    return emit(fqn, shape, element, tensor);
+    return emit(fqn, shape, element, tensor, role);
   }
 
   /// Hands a tensor's data to the weight callback, if any.
   llvm::Error emit(const std::string &name, const std::vector<int64_t> &shape,
-                   Type element, const at::Tensor &tensor) {
+                   Type element, const at::Tensor &tensor,
+                   llvm::StringRef role) {
     if (!options.onWeight)
       return llvm::Error::success();
     ImportedTensor weight{name, shape, elementTypeName(element),
-                          tensorBytes(tensor)};
+                          tensorBytes(tensor), role.str()};
     return options.onWeight(weight);
   }
 
@@ -868,9 +867,8 @@ mlir::titan::importTorchScriptFile(MLIRContext &context, llvm::StringRef path,
 static llvm::Error fillTensorConstants(
     llvm::StringRef irText,
     const std::unordered_map<std::string, torch::jit::Value *> &values) {
-  llvm::Regex constant(
-      "^[ \t]*%([A-Za-z0-9_.]+)[ \t]*:.*=[ \t]*"
-      "prim::Constant\\[value=\\{([^}]*)\\}\\]");
+  llvm::Regex constant("^[ \t]*%([A-Za-z0-9_.]+)[ \t]*:.*=[ \t]*"
+                       "prim::Constant\\[value=\\{([^}]*)\\}\\]");
   llvm::SmallVector<llvm::StringRef> lines;
   irText.split(lines, '\n');
   for (llvm::StringRef line : lines) {

@@ -412,6 +412,9 @@ private:
   LogicalResult runPointToPoint(Operation *op);
   /// Runs `titan.axis_index` on every rank.
   LogicalResult runAxisIndex(AxisIndexOp op);
+  /// Runs `titan.launch` on every rank: the kernel's body (titan ops on
+  /// tensors, as titan-fuse-kernels outlines it) on the launch's operands.
+  LogicalResult runLaunch(LaunchOp op);
   /// Stores `value` as `result` of rank `rank` after checking its type.
   LogicalResult define(Operation *op, Value result, int64_t rank,
                        TensorValue value);
@@ -591,6 +594,50 @@ LogicalResult Execution::runAxisIndex(AxisIndexOp op) {
   return success();
 }
 
+LogicalResult Execution::runLaunch(LaunchOp op) {
+  auto kernel = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      op, op.getKernelAttr());
+  if (!kernel || kernel.isExternal() || kernel.getNumResults() == 0)
+    return op.emitOpError()
+           << "the interpreter runs kernels on tensors (before "
+              "titan-lower-kernels); "
+           << op.getKernelAttr() << " is not one";
+  Block &body = kernel.getBody().front();
+  for (int64_t rank = 0; rank < numRanks; ++rank) {
+    llvm::DenseMap<Value, TensorValue> local;
+    for (auto [arg, input] :
+         llvm::zip_equal(body.getArguments(), op.getInputs()))
+      local[arg] = values[rank].find(input)->second;
+    for (Operation &inner : body) {
+      SmallVector<const TensorValue *> operands;
+      for (Value operand : inner.getOperands())
+        operands.push_back(&local.find(operand)->second);
+      if (auto ret = dyn_cast<func::ReturnOp>(inner)) {
+        for (auto [result, operand] :
+             llvm::zip_equal(op.getResults(), operands))
+          if (failed(define(op, result, rank, *operand)))
+            return failure();
+        break;
+      }
+      if (inner.getNumResults() == 1) {
+        FailureOr<TensorValue> result =
+            evaluate(&inner, operands, rank, numRanks);
+        if (failed(result))
+          return failure();
+        local[inner.getResult(0)] = std::move(*result);
+        continue;
+      }
+      FailureOr<std::vector<TensorValue>> results =
+          evaluateResults(&inner, operands);
+      if (failed(results))
+        return failure();
+      for (auto [result, value] : llvm::zip_equal(inner.getResults(), *results))
+        local[result] = std::move(value);
+    }
+  }
+  return success();
+}
+
 /// `count` copies of `value`.
 static std::vector<TensorValue> replicate(TensorValue value, size_t count) {
   return std::vector<TensorValue>(count, value);
@@ -667,6 +714,8 @@ FailureOr<std::vector<std::vector<TensorValue>>> Execution::run() {
       status = runAxisIndex(axisIndex);
     } else if (isa<SendOp, RecvOp>(op)) {
       status = runPointToPoint(&op);
+    } else if (auto launch = dyn_cast<LaunchOp>(op)) {
+      status = runLaunch(launch);
     } else {
       status = runComputeOp(&op);
     }
@@ -914,26 +963,19 @@ static TensorValue permuteChunks(const TensorValue &value,
   return concat(parts, dim);
 }
 
-FailureOr<std::vector<TensorValue>>
-Interpreter::run(ArrayRef<TensorValue> givenArguments) const {
+FailureOr<std::vector<std::vector<TensorValue>>>
+Interpreter::runLocal(ArrayRef<TensorValue> givenArguments) const {
   func::FuncOp function = getFunction();
   if (givenArguments.size() != function.getNumArguments())
     return function.emitError() << "expected " << function.getNumArguments()
                                 << " arguments, got " << givenArguments.size();
-  // Arguments stored with a permuted sequence get it permuted here, and
-  // such results are put back in order: callers see the natural order.
+  // Arguments stored with a permuted sequence get it permuted here.
   std::vector<TensorValue> globalArguments(givenArguments.begin(),
                                            givenArguments.end());
   for (auto [index, argument] : llvm::enumerate(globalArguments))
     if (auto order = function.getArgAttrOfType<DenseI64ArrayAttr>(
             index, TitanDialect::kSequenceOrderAttrName))
       argument = permuteChunks(argument, order.asArrayRef(), false);
-  auto restoreOrder = [&](std::vector<TensorValue> &globals) {
-    for (auto [index, result] : llvm::enumerate(globals))
-      if (auto order = function.getResultAttrOfType<DenseI64ArrayAttr>(
-              index, TitanDialect::kSequenceOrderAttrName))
-        result = permuteChunks(result, order.asArrayRef(), true);
-  };
   std::vector<std::vector<TensorValue>> arguments(numRanks);
   if (numRanks == 1) {
     arguments[0].assign(globalArguments.begin(), globalArguments.end());
@@ -946,10 +988,16 @@ Interpreter::run(ArrayRef<TensorValue> givenArguments) const {
         arguments[rank].push_back(std::move((*locals)[rank]));
     }
   }
+  return runRanks(std::move(arguments));
+}
+
+FailureOr<std::vector<TensorValue>>
+Interpreter::run(ArrayRef<TensorValue> givenArguments) const {
   FailureOr<std::vector<std::vector<TensorValue>>> results =
-      runRanks(std::move(arguments));
+      runLocal(givenArguments);
   if (failed(results))
     return failure();
+  func::FuncOp function = getFunction();
   std::vector<TensorValue> globals;
   if (numRanks == 1) {
     globals = std::move(results->front());
@@ -961,6 +1009,11 @@ Interpreter::run(ArrayRef<TensorValue> givenArguments) const {
       globals.push_back(std::move(*global));
     }
   }
-  restoreOrder(globals);
+  // Results stored with a permuted sequence are put back in order: callers
+  // see the natural order.
+  for (auto [index, result] : llvm::enumerate(globals))
+    if (auto order = function.getResultAttrOfType<DenseI64ArrayAttr>(
+            index, TitanDialect::kSequenceOrderAttrName))
+      result = permuteChunks(result, order.asArrayRef(), true);
   return globals;
 }

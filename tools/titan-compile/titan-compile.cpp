@@ -1,13 +1,17 @@
 //===- titan-compile.cpp - titan's compiler driver ------------------------===//
 //
-// titan-compile MODEL.pt --emit=titan -o MODEL.mlir [--export-weights DIR]
+// titan-compile MODEL.pt --config CFG.toml [--set k=v] -o OUT/
 //
-// Imports a TorchScript model into the titan dialect. Later stages of the
-// pipeline (train step, parallel plan, spmdize, lowering) extend --emit.
+// Imports a TorchScript model into the titan dialect, builds its training
+// step, partitions it for the ranks of the config's parallelism and
+// compiles the per-rank program into OUT/bin/train (with OUT/manifest.json,
+// OUT/checkpoint-plan.txt and OUT/buffers/). --emit stops at an earlier
+// stage and prints the IR instead.
 //
 //===----------------------------------------------------------------------===//
 
 #include "titan/Checkpoint/Layout.h"
+#include "titan/Codegen/Executable.h"
 #include "titan/Import/TorchScriptImporter.h"
 #include "titan/InitAll.h"
 #include "titan/Pipeline.h"
@@ -16,10 +20,12 @@
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -31,7 +37,8 @@ namespace cl = llvm::cl;
 
 static cl::opt<std::string>
     inputFile(cl::Positional,
-              cl::desc("<model.pt | graph.ir (TorchScript textual IR)>"),
+              cl::desc("<model.pt | graph.ir (TorchScript textual IR) | "
+                       "program.mlir (a partitioned program)>"),
               cl::Required);
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::value_desc("file"), cl::init("-"));
@@ -45,12 +52,21 @@ static cl::opt<PipelineStage>
                                "--config)"),
                     clEnumValN(PipelineStage::Spmd, "spmd",
                                "+ the parallel plan, placements and the "
-                               "per-rank program (needs --config and "
-                               "--world-size)")));
-static cl::opt<int64_t>
-    worldSize("world-size",
-              cl::desc("Number of ranks to compile for (with --emit=spmd)"),
-              cl::init(1));
+                               "per-rank program (needs --config)"),
+                    clEnumValN(PipelineStage::Executable, "executable",
+                               "+ kernels, memory plan and the linked "
+                               "executable in the -o folder (the default "
+                               "with --config)")));
+static cl::opt<int64_t> worldSize(
+    "world-size",
+    cl::desc("Number of ranks to compile for (default: the product of the "
+             "config's parallelism degrees)"),
+    cl::init(1));
+static cl::opt<std::string> targetCpu(
+    "target-cpu",
+    cl::desc("CPU the executable may assume (an LLVM CPU name; default "
+             "x86-64-v3: AVX2 and FMA; 'native' for this machine's)"),
+    cl::init("x86-64-v3"));
 static cl::opt<std::string>
     configFile("config", cl::desc("Training config (torchtitan-style TOML)"),
                cl::value_desc("file.toml"));
@@ -128,13 +144,13 @@ static llvm::Error writeWeight(llvm::StringRef dir,
 /// leaves no partial set of files.
 class WeightExport {
 public:
-  /// Creates the staging directory.
-  llvm::Error begin() {
-    if (std::error_code error =
-            llvm::sys::fs::create_directories(exportWeights))
-      return llvm::createStringError("cannot create '" + exportWeights +
+  /// Creates the staging directory inside `folder`.
+  llvm::Error begin(llvm::StringRef folder) {
+    destination = folder.str();
+    if (std::error_code error = llvm::sys::fs::create_directories(destination))
+      return llvm::createStringError("cannot create '" + destination +
                                      "': " + error.message());
-    staging = exportWeights;
+    staging = destination;
     llvm::sys::path::append(staging, ".titan-compile-partial");
     llvm::sys::fs::remove_directories(staging);
     if (std::error_code error = llvm::sys::fs::create_directory(staging))
@@ -168,7 +184,7 @@ public:
   /// Moves the staged files into the export directory.
   llvm::Error commit() {
     for (const std::string &name : names) {
-      llvm::SmallString<256> from(staging), to(exportWeights);
+      llvm::SmallString<256> from(staging), to(destination);
       llvm::sys::path::append(from, name);
       llvm::sys::path::append(to, name);
       if (std::error_code error = llvm::sys::fs::rename(from, to))
@@ -184,6 +200,7 @@ public:
   }
 
 private:
+  std::string destination;
   llvm::SmallString<256> staging;
   std::vector<std::string> names;
   llvm::StringMap<std::vector<int64_t>> shapes;
@@ -223,6 +240,111 @@ static void summarize(ModuleOp module) {
                << " ops\n";
 }
 
+/// The product of the config's parallelism degrees: the world size a
+/// program is compiled for unless --world-size says otherwise (an unset
+/// data_parallel_shard_degree, -1, counts as 1).
+static int64_t worldSizeOf(const ParallelismConfig &parallelism) {
+  int64_t size = 1;
+  for (int64_t degree :
+       {parallelism.dataParallelReplicateDegree,
+        parallelism.dataParallelShardDegree, parallelism.contextParallelDegree,
+        parallelism.tensorParallelDegree, parallelism.pipelineParallelDegree})
+    size *= std::max<int64_t>(degree, 1);
+  return size;
+}
+
+/// Writes OUT/manifest.json: what titan-run needs to start the ranks.
+static llvm::Error writeManifest(ModuleOp module, llvm::StringRef path) {
+  SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+  if (meshes.size() != 1)
+    return llvm::createStringError("the program has no single mesh");
+  FailureOr<DeviceMesh> mesh = meshes.front().getDeviceMesh();
+  if (failed(mesh))
+    return llvm::createStringError("the program's mesh is invalid");
+  llvm::json::Array axes, sizes, ranks;
+  for (unsigned axis = 0; axis < mesh->getNumAxes(); ++axis) {
+    axes.push_back(mesh->getAxisName(axis).str());
+    sizes.push_back(mesh->getSize(axis));
+  }
+  for (int64_t rank = 0; rank < mesh->getNumRanks(); ++rank) {
+    llvm::json::Array coords;
+    for (int64_t coordinate : mesh->getCoordinate(rank))
+      coords.push_back(coordinate);
+    ranks.push_back(llvm::json::Object{
+        {"rank", rank}, {"program", "train"}, {"coords", std::move(coords)}});
+  }
+  llvm::json::Object manifest{
+      {"format", "titan-manifest"},
+      {"version", 1},
+      {"world_size", mesh->getNumRanks()},
+      {"mesh", llvm::json::Object{{"axes", std::move(axes)},
+                                  {"sizes", std::move(sizes)}}},
+      {"programs", llvm::json::Array{llvm::json::Object{
+                       {"name", "train"}, {"path", "bin/train"}}}},
+      {"ranks", std::move(ranks)}};
+  std::error_code error;
+  llvm::raw_fd_ostream os(path, error);
+  if (error)
+    return llvm::createStringError("cannot write '" + path +
+                                   "': " + error.message());
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest))) << "\n";
+  return llvm::Error::success();
+}
+
+/// Compiles the partitioned module into the folder `out`: the memory plan
+/// (its section appended to `report` when given), the LLVM dialect module,
+/// bin/train, manifest.json and checkpoint-plan.txt.
+static llvm::Error writeExecutable(ModuleOp module,
+                                   const TitanPipelineOptions &pipeline,
+                                   llvm::StringRef out,
+                                   llvm::raw_ostream *report) {
+  FailureOr<CheckpointPlan> plan = computeCheckpointLayout(module);
+  if (failed(plan))
+    return llvm::createStringError("cannot compute the checkpoint layout");
+  llvm::SmallString<256> planPath(out), binDir(out), object(out),
+      executable(out), manifest(out);
+  llvm::sys::path::append(planPath, "checkpoint-plan.txt");
+  llvm::sys::path::append(binDir, "bin");
+  llvm::sys::path::append(object, "train.o");
+  llvm::sys::path::append(executable, "bin", "train");
+  llvm::sys::path::append(manifest, "manifest.json");
+  if (std::error_code error = llvm::sys::fs::create_directories(binDir))
+    return llvm::createStringError("cannot create '" + binDir +
+                                   "': " + error.message());
+  {
+    std::error_code error;
+    llvm::raw_fd_ostream os(planPath, error);
+    if (error)
+      return llvm::createStringError("cannot write '" + planPath +
+                                     "': " + error.message());
+    printCheckpointPlan(*plan, os);
+  }
+  {
+    PassManager pm(module.getContext());
+    buildPlanningPipeline(pm);
+    if (failed(pm.run(module)))
+      return llvm::createStringError("compilation failed (see the errors "
+                                     "above)");
+  }
+  if (report && failed(writeMemoryReport(module, *report)))
+    return llvm::createStringError("cannot write the memory report");
+  if (llvm::Error error = writeManifest(module, manifest))
+    return error;
+  {
+    PassManager pm(module.getContext());
+    pm.addPass(createLowerToRuntimePass(pipeline.runtime));
+    if (failed(pm.run(module)))
+      return llvm::createStringError("compilation failed (see the errors "
+                                     "above)");
+  }
+  if (llvm::Error error =
+          emitObjectFile(module, object, CodegenTarget{"", targetCpu}))
+    return error;
+  llvm::Error linked = linkExecutable(object, executable);
+  llvm::sys::fs::remove(object);
+  return linked;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv, "titan compiler driver\n");
@@ -234,6 +356,25 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   registerAllDialects(registry);
   MLIRContext context(registry);
+
+  // With a config, titan-compile builds the executable unless --emit stops
+  // earlier.
+  bool partitionedInput = llvm::StringRef(inputFile).ends_with(".mlir");
+  PipelineStage stage = emit.getNumOccurrences() ? emit.getValue()
+                        : configFile.empty() && !partitionedInput
+                            ? PipelineStage::Forward
+                            : PipelineStage::Executable;
+  if (!planReport.empty() && stage < PipelineStage::Spmd)
+    return fail("--plan-report needs --emit=spmd or an executable");
+  if (!checkpointLayout.empty() && stage < PipelineStage::Spmd)
+    return fail("--checkpoint-layout needs --emit=spmd");
+  if (stage == PipelineStage::Executable && outputFile == "-")
+    return fail("building an executable needs -o OUT (a folder for bin/, "
+                "manifest.json and the checkpoint plan); --emit=spmd prints "
+                "the per-rank program instead");
+  if (stage == PipelineStage::Executable)
+    if (llvm::Error error = checkCodegenTarget(CodegenTarget{"", targetCpu}))
+      return fail(llvm::toString(std::move(error)));
 
   TorchScriptImportOptions options;
   std::vector<FoldedOp> folded;
@@ -247,13 +388,50 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(parsed.takeError()));
     options.inputs[name] = *parsed;
   }
-  WeightExport weights;
-  if (!exportWeights.empty()) {
-    if (llvm::Error error = weights.begin())
+  // --export-weights gets every parameter and buffer; an executable's
+  // OUT/buffers/ the buffers (RoPE tables) its ranks read.
+  WeightExport weights, buffers;
+  if (!exportWeights.empty())
+    if (llvm::Error error = weights.begin(exportWeights))
       return fail(llvm::toString(std::move(error)));
-    options.onWeight = [&weights](const ImportedTensor &weight) {
-      return weights.write(weight);
-    };
+  if (stage == PipelineStage::Executable) {
+    llvm::SmallString<256> folder(outputFile);
+    llvm::sys::path::append(folder, "buffers");
+    if (llvm::Error error = buffers.begin(folder))
+      return fail(llvm::toString(std::move(error)));
+  }
+  options.onWeight = [&](const ImportedTensor &weight) -> llvm::Error {
+    if (!exportWeights.empty())
+      if (llvm::Error error = weights.write(weight))
+        return error;
+    if (stage == PipelineStage::Executable && weight.role == "buffer")
+      return buffers.write(weight);
+    return llvm::Error::success();
+  };
+
+  // A partitioned program in MLIR (titan-compile --emit=spmd, or written by
+  // hand) is compiled into an executable directly.
+  if (partitionedInput) {
+    if (stage != PipelineStage::Executable)
+      return fail("a .mlir input is a partitioned program (titan-compile "
+                  "--emit=spmd): only an executable is built from it");
+    OwningOpRef<ModuleOp> program =
+        parseSourceFile<ModuleOp>(inputFile, &context);
+    if (!program)
+      return fail("cannot parse '" + inputFile + "'");
+    TitanPipelineOptions pipeline;
+    if (!configFile.empty()) {
+      llvm::Expected<TrainConfig> loaded =
+          loadTrainConfig(configFile, configOverrides);
+      if (!loaded)
+        return fail(llvm::toString(loaded.takeError()));
+      pipeline = pipelineOptionsFrom(*loaded, stage, emitGrads, worldSize);
+    }
+    if (llvm::Error error =
+            writeExecutable(*program, pipeline, outputFile, nullptr))
+      return fail(llvm::toString(std::move(error)));
+    llvm::errs() << "titan-compile: wrote " << outputFile << "/bin/train\n";
+    return 0;
   }
 
   // A file in TorchScript's textual graph IR ("graph(%x : ...):") is
@@ -264,26 +442,29 @@ int main(int argc, char **argv) {
                 "': " + buffer.getError().message());
   llvm::StringRef contents = (*buffer)->getBuffer();
   std::optional<TrainConfig> config;
+  int64_t world = worldSize;
   if (!configFile.empty()) {
     llvm::Expected<TrainConfig> loaded =
         loadTrainConfig(configFile, configOverrides);
     if (!loaded)
       return fail(llvm::toString(loaded.takeError()));
     config = *loaded;
+    if (!worldSize.getNumOccurrences() && stage >= PipelineStage::Spmd)
+      world = worldSizeOf(config->parallelism);
     // The model input (tokens) is [global batch, seq_len] unless given; as
     // in torchtitan, local_batch_size is per data-parallel rank, so the
     // global batch multiplies it by the data-parallel degrees of the world
     // the program is compiled for (titan-apply-parallel-plan validates them).
     const ParallelismConfig &parallelism = config->parallelism;
     int64_t dataParallel = 1;
-    if (emit >= PipelineStage::Spmd) {
+    if (stage >= PipelineStage::Spmd) {
       int64_t others = parallelism.dataParallelReplicateDegree *
                        parallelism.contextParallelDegree *
                        parallelism.tensorParallelDegree *
                        parallelism.pipelineParallelDegree;
       int64_t shard = parallelism.dataParallelShardDegree;
       if (shard == -1 && others > 0)
-        shard = worldSize / others;
+        shard = world / others;
       dataParallel =
           parallelism.dataParallelReplicateDegree * std::max<int64_t>(shard, 1);
     }
@@ -294,7 +475,7 @@ int main(int argc, char **argv) {
   } else if (!configOverrides.empty()) {
     return fail("--set needs --config");
   }
-  if (emit >= PipelineStage::TrainStep && !config)
+  if (stage >= PipelineStage::TrainStep && !config)
     return fail("--emit=train-step needs --config (the optimizer and "
                 "training settings)");
 
@@ -309,30 +490,28 @@ int main(int argc, char **argv) {
     summarizeFolded(folded);
   }
 
+  // Up to the per-rank program; the executable's passes run below, after
+  // the reports that read the partitioned program.
+  TitanPipelineOptions pipeline =
+      config ? pipelineOptionsFrom(*config, stage, emitGrads, world)
+             : TitanPipelineOptions{};
+  pipeline.stage = std::min(stage, PipelineStage::Spmd);
   {
-    // Without a config only the forward stage runs (checked above).
-    TitanPipelineOptions pipeline =
-        config ? pipelineOptionsFrom(*config, emit, emitGrads, worldSize)
-               : TitanPipelineOptions{PipelineStage::Forward, {}, {}, {}};
     PassManager pm(&context);
     buildTitanPipeline(pm, pipeline);
     if (failed(pm.run(**module)))
       return fail("compilation failed (see the errors above)");
   }
+  std::unique_ptr<llvm::ToolOutputFile> report;
   if (!planReport.empty()) {
-    if (emit < PipelineStage::Spmd)
-      return fail("--plan-report needs --emit=spmd");
     std::string message;
-    auto report = openOutputFile(planReport, &message);
+    report = openOutputFile(planReport, &message);
     if (!report)
       return fail(message);
     if (failed(writePlanReport(**module, report->os())))
       return fail("cannot write the plan report");
-    report->keep();
   }
   if (!checkpointLayout.empty()) {
-    if (emit < PipelineStage::Spmd)
-      return fail("--checkpoint-layout needs --emit=spmd");
     FailureOr<CheckpointPlan> plan = computeCheckpointLayout(**module);
     if (failed(plan))
       return fail("cannot compute the checkpoint layout");
@@ -343,7 +522,7 @@ int main(int argc, char **argv) {
     printCheckpointPlan(*plan, layout->os());
     layout->keep();
   }
-  if (emit >= PipelineStage::TrainStep && !exportWeights.empty()) {
+  if (stage >= PipelineStage::TrainStep && !exportWeights.empty()) {
     // The rest of the initial training state, under @train_step's argument
     // names: zero moments (shaped like their parameter, globally), step 0
     // and the configured learning rate.
@@ -374,6 +553,21 @@ int main(int argc, char **argv) {
   if (!exportWeights.empty())
     if (llvm::Error error = weights.commit())
       return fail(llvm::toString(std::move(error)));
+
+  if (stage == PipelineStage::Executable) {
+    if (llvm::Error error = writeExecutable(**module, pipeline, outputFile,
+                                            report ? &report->os() : nullptr))
+      return fail(llvm::toString(std::move(error)));
+    if (llvm::Error error = buffers.commit())
+      return fail(llvm::toString(std::move(error)));
+    if (report)
+      report->keep();
+    llvm::errs() << "titan-compile: wrote " << outputFile << "/bin/train for "
+                 << world << (world == 1 ? " rank\n" : " ranks\n");
+    return 0;
+  }
+  if (report)
+    report->keep();
 
   // Write to a temporary file and rename it only on success, so a failed
   // run never leaves a partial output.

@@ -43,6 +43,11 @@ static llvm::cl::opt<int>
     numRanks("ranks", llvm::cl::init(1),
              llvm::cl::desc("Number of simulated ranks of a spmdized "
                             "program"));
+static llvm::cl::opt<bool> rankOutputs(
+    "rank-outputs",
+    llvm::cl::desc("Write every rank's local results as "
+                   "OUTPUTS/rank<R>/<name>.npy instead of assembling them "
+                   "(the layout of a compiled program's --dump-results)"));
 
 /// Prints `message` as an error and returns the exit code of a failure.
 static int fail(const llvm::Twine &message) {
@@ -104,18 +109,34 @@ int main(int argc, char **argv) {
       readArguments(*interpreter, inputsDir);
   if (!arguments)
     return fail(llvm::toString(arguments.takeError()));
-  FailureOr<std::vector<TensorValue>> results = interpreter->run(*arguments);
-  if (failed(results))
-    return 1;
-
-  if (std::error_code error = llvm::sys::fs::create_directories(outputsDir))
-    return fail("cannot create '" + outputsDir + "': " + error.message());
+  // Per rank (--rank-outputs) or assembled: folders and their results.
+  std::vector<std::pair<std::string, std::vector<TensorValue>>> outputs;
+  if (rankOutputs) {
+    FailureOr<std::vector<std::vector<TensorValue>>> locals =
+        interpreter->runLocal(*arguments);
+    if (failed(locals))
+      return 1;
+    for (auto [rank, results] : llvm::enumerate(*locals)) {
+      llvm::SmallString<256> folder(outputsDir);
+      llvm::sys::path::append(folder, "rank" + std::to_string(rank));
+      outputs.emplace_back(std::string(folder), std::move(results));
+    }
+  } else {
+    FailureOr<std::vector<TensorValue>> results = interpreter->run(*arguments);
+    if (failed(results))
+      return 1;
+    outputs.emplace_back(outputsDir, std::move(*results));
+  }
   func::FuncOp function = interpreter->getFunction();
-  for (auto [index, result] : llvm::enumerate(*results)) {
-    llvm::SmallString<256> path(outputsDir);
-    llvm::sys::path::append(path, getResultName(function, index) + ".npy");
-    if (llvm::Error error = writeNpy(path, tensorToNpy(result)))
-      return fail(llvm::toString(std::move(error)));
+  for (const auto &[folder, results] : outputs) {
+    if (std::error_code error = llvm::sys::fs::create_directories(folder))
+      return fail("cannot create '" + folder + "': " + error.message());
+    for (auto [index, result] : llvm::enumerate(results)) {
+      llvm::SmallString<256> path(folder);
+      llvm::sys::path::append(path, getResultName(function, index) + ".npy");
+      if (llvm::Error error = writeNpy(path, tensorToNpy(result)))
+        return fail(llvm::toString(std::move(error)));
+    }
   }
   return 0;
 }

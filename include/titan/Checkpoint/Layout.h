@@ -11,9 +11,28 @@
 
 #include "titan/Checkpoint/Plan.h"
 
+#include "titan/Placement/PlacementAlgebra.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::titan {
+
+/// Where the ranks of a partitioned function hold an argument.
+struct ArgumentLayout {
+  /// The argument's global shape: its local shape times the shard counts.
+  llvm::SmallVector<int64_t> globalShape;
+  /// The box of the global tensor each rank holds, by rank.
+  std::vector<IndexBox> boxes;
+};
+
+/// The layout of argument `index` of `function` over `mesh` from its
+/// placements (the placement algebra's boxes). Fails, with an error on the
+/// argument, on missing placements, a partial placement, or a local type
+/// the placements do not produce.
+FailureOr<ArgumentLayout> computeArgumentLayout(func::FuncOp function,
+                                                unsigned index,
+                                                const DeviceMesh &mesh);
 
 /// The checkpoint plan of `module`'s @train_step, with torchtitan's keys:
 ///  - a `param` argument `<fqn>` is saved as `<fqn>`;

@@ -116,6 +116,14 @@ using StateLookup =
 llvm::Expected<DcpRankData> planRankData(const CheckpointPlan &plan,
                                          unsigned rank, StateLookup state);
 
+/// What rank `rank` of `plan` writes, as planRankData, when `shards`
+/// returns for each source the box of it this rank holds (its shard, as a
+/// runtime rank keeps it) instead of the global tensor; values are 0-d
+/// either way.
+llvm::Expected<DcpRankData> planRankShardData(const CheckpointPlan &plan,
+                                              unsigned rank,
+                                              StateLookup shards);
+
 /// Where loaded tensors go: called once per source with the dtype and shape
 /// to load, it returns writable memory of that dtype and shape (a runtime's
 /// buffer). The memory is filled before the next call, so it needs to stay

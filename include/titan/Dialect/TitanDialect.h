@@ -45,6 +45,8 @@ int64_t getElementByteWidth(Type type);
 
 #include "titan/TitanInterfaces.h.inc"
 
+#include "titan/TitanEnums.h.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "titan/TitanAttrs.h.inc"
 

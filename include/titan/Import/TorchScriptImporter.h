@@ -44,6 +44,8 @@ struct ImportedTensor {
   /// Row-major raw little-endian bytes; empty when the module holds no data
   /// for it (shape-only export).
   std::vector<char> data;
+  /// "param" or "buffer" (the argument's titan.role).
+  std::string role;
 };
 
 /// A kind of TorchScript node that the importer evaluated at import time

@@ -74,6 +74,12 @@ public:
   FailureOr<std::vector<TensorValue>>
   run(llvm::ArrayRef<TensorValue> givenArguments) const;
 
+  /// Runs the program on global arguments, sharded as run() does, and
+  /// returns every rank's local results as they are (no assembly), as a
+  /// rank process of the compiled program holds them.
+  FailureOr<std::vector<std::vector<TensorValue>>>
+  runLocal(llvm::ArrayRef<TensorValue> givenArguments) const;
+
   /// The mesh `symbol` referenced from `user`; emits an error on `user` when
   /// it does not exist or, with several ranks, does not have `numRanks`
   /// devices.

@@ -22,6 +22,11 @@ namespace mlir::titan {
 /// Writes the report of `@train_step` in `module` (after titan-spmdize).
 LogicalResult writePlanReport(ModuleOp module, llvm::raw_ostream &os);
 
+/// Writes the memory section of the report: the bytes of each memory
+/// region of a rank and where the arena's use peaks, from `@train_step`'s
+/// memory plan (after titan-plan-memory).
+LogicalResult writeMemoryReport(ModuleOp module, llvm::raw_ostream &os);
+
 } // namespace mlir::titan
 
 #endif // TITAN_REPORT_PLANREPORT_H

@@ -15,8 +15,11 @@ func.func @collectives(%x: tensor<16x8xf32>) -> tensor<16x8xf32> {
   %3 = titan.all_reduce %2 on @mesh ["fsdp", "tp"] max : tensor<32x8xf32>
   // CHECK: titan.all_to_all %{{.*}} on @mesh ["tp"] split 0 concat 1 : tensor<32x8xf32> -> tensor<16x16xf32>
   %4 = titan.all_to_all %3 on @mesh ["tp"] split 0 concat 1 : tensor<32x8xf32> -> tensor<16x16xf32>
+  // Exchanging the chunks of one dim in place keeps the type.
+  // CHECK: titan.all_to_all %{{.*}} on @mesh ["tp"] split 0 concat 0 : tensor<16x16xf32> -> tensor<16x16xf32>
+  %exchanged = titan.all_to_all %4 on @mesh ["tp"] split 0 concat 0 : tensor<16x16xf32> -> tensor<16x16xf32>
   // CHECK: titan.broadcast %{{.*}} on @mesh ["tp"] root 1 : tensor<16x16xf32>
-  %5 = titan.broadcast %4 on @mesh ["tp"] root 1 : tensor<16x16xf32>
+  %5 = titan.broadcast %exchanged on @mesh ["tp"] root 1 : tensor<16x16xf32>
   // CHECK: titan.send %{{.*}} on @mesh ["fsdp"] peer 3 tag 1 : tensor<16x16xf32>
   titan.send %5 on @mesh ["fsdp"] peer 3 tag 1 : tensor<16x16xf32>
   // CHECK: titan.recv on @mesh ["fsdp"] peer 0 tag 1 : tensor<16x8xf32>

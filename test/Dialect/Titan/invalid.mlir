@@ -773,9 +773,9 @@ func.func @f(%x: tensor<8xi64>) -> tensor<8xi64> {
 
 titan.mesh @mesh ["fsdp"=4, "tp"=2]
 func.func @f(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
-  // expected-error @+1 {{'titan.all_to_all' op split_dim and concat_dim must differ, both are 0}}
-  %0 = titan.all_to_all %x on @mesh ["tp"] split 0 concat 0 : tensor<8x4xf32> -> tensor<8x4xf32>
-  return %0 : tensor<8x4xf32>
+  // expected-error @+1 {{'titan.all_to_all' op exchanging the chunks of one dim keeps the type, but 'tensor<8x4xf32>' becomes 'tensor<4x8xf32>'}}
+  %0 = titan.all_to_all %x on @mesh ["tp"] split 0 concat 0 : tensor<8x4xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
 }
 
 // -----

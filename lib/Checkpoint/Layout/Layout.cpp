@@ -45,41 +45,33 @@ private:
 
 } // namespace
 
-LogicalResult LayoutBuilder::add(StringRef key, unsigned index,
-                                 CheckpointPlan &plan) {
+FailureOr<ArgumentLayout>
+mlir::titan::computeArgumentLayout(func::FuncOp function, unsigned index,
+                                   const DeviceMesh &mesh) {
   BlockArgument arg = function.getArgument(index);
-  StringRef source =
-      function.getArgAttrOfType<StringAttr>(index, TitanDialect::kNameAttrName)
-          .getValue();
+  auto nameAttr =
+      function.getArgAttrOfType<StringAttr>(index, TitanDialect::kNameAttrName);
+  StringRef name = nameAttr ? nameAttr.getValue() : StringRef("?");
   auto emitArgError = [&]() {
-    return mlir::emitError(arg.getLoc())
-           << "checkpoint layout of '" << source << "': ";
+    return mlir::emitError(arg.getLoc()) << "layout of '" << name << "': ";
   };
   auto type = cast<RankedTensorType>(arg.getType());
-  std::optional<TorchDType> dtype = dtypeOf(type.getElementType());
-  if (!dtype)
-    return emitArgError() << "element type " << type.getElementType()
-                          << " has no checkpoint dtype";
   auto placements = function.getArgAttrOfType<PlacementsAttr>(
       index, TitanDialect::kPlacementsAttrName);
   if (!placements || placements.size() != mesh.getNumAxes())
     return emitArgError() << "no placements over the mesh";
-
-  PlanTensor tensor{key.str(),
-                    source.str(),
-                    *dtype,
-                    llvm::SmallVector<int64_t>(type.getShape()),
-                    {}};
+  ArgumentLayout layout;
+  layout.globalShape.assign(type.getShape().begin(), type.getShape().end());
   for (auto [axis, placement] : llvm::enumerate(placements.getPlacements())) {
     if (placement.isPartial())
       return emitArgError()
-             << "a partial value (" << placement.str() << ") cannot be saved";
+             << "a partial value (" << placement.str() << ") has no box";
     if (placement.isShard())
-      tensor.shape[placement.getDim()] *= mesh.getSize(axis);
+      layout.globalShape[placement.getDim()] *= mesh.getSize(axis);
   }
   for (int64_t rank = 0; rank < mesh.getNumRanks(); ++rank) {
     llvm::Expected<LocalShard> shard = computeLocalShapeAndGlobalOffset(
-        tensor.shape, mesh.getSizes(), placements.getPlacements(),
+        layout.globalShape, mesh.getSizes(), placements.getPlacements(),
         mesh.getCoordinate(rank));
     if (!shard)
       return emitArgError() << llvm::toString(shard.takeError());
@@ -87,7 +79,28 @@ LogicalResult LayoutBuilder::add(StringRef key, unsigned index,
       return emitArgError()
              << "rank " << rank << " holds " << formatInts(shard->shape)
              << ", not the local type " << type;
-    IndexBox box{shard->offset, shard->shape};
+    layout.boxes.push_back(IndexBox{shard->offset, shard->shape});
+  }
+  return layout;
+}
+
+LogicalResult LayoutBuilder::add(StringRef key, unsigned index,
+                                 CheckpointPlan &plan) {
+  StringRef source =
+      function.getArgAttrOfType<StringAttr>(index, TitanDialect::kNameAttrName)
+          .getValue();
+  auto type = cast<RankedTensorType>(function.getArgument(index).getType());
+  std::optional<TorchDType> dtype = dtypeOf(type.getElementType());
+  if (!dtype)
+    return mlir::emitError(function.getArgument(index).getLoc())
+           << "checkpoint layout of '" << source << "': element type "
+           << type.getElementType() << " has no checkpoint dtype";
+  FailureOr<ArgumentLayout> layout =
+      computeArgumentLayout(function, index, mesh);
+  if (failed(layout))
+    return failure();
+  PlanTensor tensor{key.str(), source.str(), *dtype, layout->globalShape, {}};
+  for (IndexBox &box : layout->boxes) {
     bool copied = llvm::any_of(
         tensor.boxes, [&](const PlanBox &other) { return other.box == box; });
     tensor.boxes.push_back(PlanBox{std::move(box), !copied});

@@ -1,0 +1,214 @@
+/*===- titanrt.h - the C ABI between compiled programs and libtitanrt -----===*\
+|*                                                                            *|
+|* The one contract between titan's code generator and its runtime. A        *|
+|* compiled rank program is straight-line code that calls the functions      *|
+|* listed in titanrt.def (GEMMs, attention, collectives, ...) with pointers  *|
+|* into memory the runtime allocated from the program's plan. Every such     *|
+|* function returns a titanrt_status; a non-zero status stops the step and   *|
+|* titanrt_last_error() says why.                                            *|
+|*                                                                            *|
+|* Pure C so that the generated code (LLVM IR built from titanrt.def) and    *|
+|* any backend can be checked against it; test/unit/Runtime/AbiTest.cpp      *|
+|* checks that every entry of titanrt.def has this header's prototype and    *|
+|* links.                                                                    *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef TITAN_RUNTIME_TITANRT_H
+#define TITAN_RUNTIME_TITANRT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===----------------------------------------------------------------------===*
+ * Status, element types, reductions
+ *===----------------------------------------------------------------------===*/
+
+/// The result of a runtime call: TITANRT_OK or one of the error codes below.
+typedef int32_t titanrt_status;
+
+enum {
+  TITANRT_OK = 0,
+  /// A caller error: a shape, dtype, communicator or id out of range.
+  TITANRT_ERROR_INVALID_ARGUMENT = 1,
+  /// A collective or point-to-point transfer failed (a peer died, a timeout).
+  TITANRT_ERROR_COMMUNICATION = 2,
+  /// Reading or writing a file failed.
+  TITANRT_ERROR_IO = 3,
+  /// The operation is not supported by this backend (e.g. a dtype).
+  TITANRT_ERROR_UNSUPPORTED = 4,
+  /// A bug in titan.
+  TITANRT_ERROR_INTERNAL = 5,
+};
+
+/// Element types: the one enum shared by the code generator, the runtime and
+/// the program description.
+typedef enum titanrt_dtype {
+  TITANRT_F32 = 0,
+  TITANRT_F64 = 1,
+  TITANRT_BF16 = 2,
+  TITANRT_F16 = 3,
+  TITANRT_I64 = 4,
+  TITANRT_I32 = 5,
+  TITANRT_BOOL = 6,
+} titanrt_dtype;
+
+/// Reductions of collectives (titan's #titan.reduce kinds). AVG is the sum
+/// divided by the group size.
+typedef enum titanrt_reduce {
+  TITANRT_SUM = 0,
+  TITANRT_AVG = 1,
+  TITANRT_MAX = 2,
+  TITANRT_MIN = 3,
+} titanrt_reduce;
+
+/// The runtime state of one rank: its communicators, threads, backend and
+/// last error. Opaque to compiled code.
+typedef struct titanrt_context titanrt_context;
+
+/// The message of the last failed call on `ctx` ("" if none). Valid until
+/// the next call on `ctx`.
+const char *titanrt_last_error(const titanrt_context *ctx);
+
+/*===----------------------------------------------------------------------===*
+ * Compute (called by compiled code; listed in titanrt.def)
+ *
+ * Tensors are dense and row-major. `dtype` is a titanrt_dtype. The CPU
+ * backend supports TITANRT_F32 (and TITANRT_F64 where noted).
+ *===----------------------------------------------------------------------===*/
+
+/// C[i] = op(A[i]) * op(B[i]) for i < batch, where op transposes its
+/// matrix when the flag is set. A[i] is m x k (k x m when transposed),
+/// B[i] is k x n (n x k when transposed), C[i] is m x n. With `b_shared`,
+/// B is one matrix used by every batch (a weight). F32 and F64.
+titanrt_status titanrt_matmul(titanrt_context *ctx, int32_t dtype,
+                              const void *a, const void *b, void *c,
+                              int64_t batch, int64_t m, int64_t n, int64_t k,
+                              int32_t transpose_a, int32_t transpose_b,
+                              int32_t b_shared);
+
+/// Scaled dot-product attention with grouped KV heads (titan.attention):
+/// q and out are [batch, q_heads, seq, head_dim], k and v [batch, kv_heads,
+/// seq, head_dim]; query head h reads KV head h / (q_heads / kv_heads).
+/// out = softmax(q k^T * scale (+ causal mask)) v, computed blockwise
+/// without a [seq, seq] matrix; with `causal`, blocks above the diagonal
+/// are skipped.
+titanrt_status titanrt_attention(titanrt_context *ctx, int32_t dtype,
+                                 const void *q, const void *k, const void *v,
+                                 void *out, int64_t batch, int64_t q_heads,
+                                 int64_t kv_heads, int64_t seq,
+                                 int64_t head_dim, int32_t causal,
+                                 double scale);
+
+/// The bytes of workspace titanrt_attention_grad needs (the compiler plans
+/// it in the rank's arena): two f32 row statistics per query row.
+static inline int64_t titanrt_attention_grad_workspace_bytes(int64_t batch,
+                                                             int64_t q_heads,
+                                                             int64_t seq) {
+  return 2 * batch * q_heads * seq * (int64_t)sizeof(float);
+}
+
+/// The cotangents dq, dk, dv of titanrt_attention given grad = d out
+/// (titan.attention_grad), shapes as there. The attention probabilities are
+/// recomputed blockwise; dk and dv sum over the query heads that read each
+/// KV head. `workspace` holds titanrt_attention_grad_workspace_bytes bytes.
+titanrt_status
+titanrt_attention_grad(titanrt_context *ctx, int32_t dtype, const void *q,
+                       const void *k, const void *v, const void *grad, void *dq,
+                       void *dk, void *dv, void *workspace, int64_t batch,
+                       int64_t q_heads, int64_t kv_heads, int64_t seq,
+                       int64_t head_dim, int32_t causal, double scale);
+
+/// The cotangent of an embedding table (titan.embedding_grad): out [vocab,
+/// dim] = 0, then out[ids[i]] += grad[i] for i < num_ids. `ids_dtype` is
+/// TITANRT_I64 or TITANRT_I32; an id outside [0, vocab) is an
+/// TITANRT_ERROR_INVALID_ARGUMENT naming it.
+titanrt_status titanrt_embedding_grad(titanrt_context *ctx, int32_t dtype,
+                                      int32_t ids_dtype, const void *ids,
+                                      const void *grad, void *out,
+                                      int64_t num_ids, int64_t vocab,
+                                      int64_t dim);
+
+/*===----------------------------------------------------------------------===*
+ * Communication (called by compiled code; listed in titanrt.def)
+ *
+ * `comm` indexes the communicators of the program description: one per set
+ * of mesh axes the program communicates over. A rank's group is the ranks
+ * whose mesh coordinates differ from its own only on those axes, ordered
+ * row-major over the axes (the first named axis outer); chunks are in group
+ * order. Buffers are contiguous; `in` and `out` may be equal only for
+ * all_reduce and broadcast.
+ *===----------------------------------------------------------------------===*/
+
+/// out = the concatenation of every group member's `bytes` bytes of `in`, in
+/// group order (out holds group_size * bytes).
+titanrt_status titanrt_all_gather(titanrt_context *ctx, int32_t comm,
+                                  const void *in, void *out, int64_t bytes);
+
+/// in holds group_size * count elements; out (count elements) = chunk
+/// `group rank` of the elementwise reduction of every member's `in`.
+titanrt_status titanrt_reduce_scatter(titanrt_context *ctx, int32_t comm,
+                                      int32_t dtype, int32_t reduce,
+                                      const void *in, void *out, int64_t count);
+
+/// out (count elements) = the elementwise reduction of every member's in.
+titanrt_status titanrt_all_reduce(titanrt_context *ctx, int32_t comm,
+                                  int32_t dtype, int32_t reduce, const void *in,
+                                  void *out, int64_t count);
+
+/// in and out hold group_size chunks of `bytes_per_peer` bytes: chunk j of
+/// in goes to member j, chunk j of out comes from member j.
+titanrt_status titanrt_all_to_all(titanrt_context *ctx, int32_t comm,
+                                  const void *in, void *out,
+                                  int64_t bytes_per_peer);
+
+/// out = `in` of the member at group index `root` (bytes bytes).
+titanrt_status titanrt_broadcast(titanrt_context *ctx, int32_t comm,
+                                 int64_t root, const void *in, void *out,
+                                 int64_t bytes);
+
+/// Sends `bytes` bytes of `in` to group index `peer` (a one-axis
+/// communicator), matched by the peer's titanrt_recv with the same tag.
+titanrt_status titanrt_send(titanrt_context *ctx, int32_t comm, int64_t peer,
+                            int64_t tag, const void *in, int64_t bytes);
+
+/// Receives `bytes` bytes into `out` from group index `peer`.
+titanrt_status titanrt_recv(titanrt_context *ctx, int32_t comm, int64_t peer,
+                            int64_t tag, void *out, int64_t bytes);
+
+/// Writes this rank's index in its group of `comm` into the 0-d tensor
+/// `out` of `dtype` (TITANRT_I64 or TITANRT_I32) (titan.axis_index).
+titanrt_status titanrt_axis_index(titanrt_context *ctx, int32_t comm,
+                                  int32_t dtype, void *out);
+
+/*===----------------------------------------------------------------------===*
+ * The compiled program and the executable's entry
+ *===----------------------------------------------------------------------===*/
+
+/// The step function of a compiled program (`titan_program_step` in the
+/// generated object): reads the parameters, optimizer state and buffers in
+/// `state` and the batch, learning rate and step number in `inputs`,
+/// computes in `arena`, and leaves the updated state in `state` and the
+/// other results (the loss) where the program description says.
+typedef titanrt_status (*titanrt_step_function)(titanrt_context *ctx,
+                                                uint8_t *arena, uint8_t *state,
+                                                uint8_t *inputs);
+
+/// The whole life of a rank process (called by the `main` the code
+/// generator emits): parses the command line, reads the program description
+/// (text naming the mesh, the communicators, the memory regions and every
+/// argument and result with its place: docs/runtime.md), connects to the
+/// other ranks, allocates the regions, loads or initializes the state, runs
+/// the training steps and saves the checkpoint. Returns the process's exit
+/// status.
+int32_t titanrt_main(int32_t argc, char **argv, const char *description,
+                     titanrt_step_function step);
+
+#ifdef __cplusplus
+} // extern "C"
+#endif
+
+#endif // TITAN_RUNTIME_TITANRT_H

@@ -1,0 +1,171 @@
+//===- ProgramDescription.cpp - what a compiled program tells its runtime -===//
+
+#include "titan/Codegen/ProgramDescription.h"
+
+#include "titan/Checkpoint/Layout.h"
+#include "titan/Dialect/TitanDialect.h"
+#include "titan/Runtime/titanrt.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::titan;
+
+int32_t mlir::titan::getRuntimeDType(Type element) {
+  if (element.isF32())
+    return TITANRT_F32;
+  if (element.isF64())
+    return TITANRT_F64;
+  if (element.isBF16())
+    return TITANRT_BF16;
+  if (element.isF16())
+    return TITANRT_F16;
+  if (element.isSignlessInteger(64))
+    return TITANRT_I64;
+  if (element.isSignlessInteger(32))
+    return TITANRT_I32;
+  if (element.isSignlessInteger(1))
+    return TITANRT_BOOL;
+  return -1;
+}
+
+StringRef mlir::titan::getRuntimeDTypeName(Type element) {
+  switch (getRuntimeDType(element)) {
+  case TITANRT_F32:
+    return "f32";
+  case TITANRT_F64:
+    return "f64";
+  case TITANRT_BF16:
+    return "bf16";
+  case TITANRT_F16:
+    return "f16";
+  case TITANRT_I64:
+    return "i64";
+  case TITANRT_I32:
+    return "i32";
+  case TITANRT_BOOL:
+    return "i1";
+  default:
+    return "";
+  }
+}
+
+int32_t CommunicatorTable::getIndex(ArrayAttr axesAttr) {
+  std::vector<std::string> names;
+  for (Attribute axis : axesAttr)
+    names.push_back(cast<StringAttr>(axis).getValue().str());
+  for (auto [index, known] : llvm::enumerate(axes))
+    if (known == names)
+      return index;
+  axes.push_back(std::move(names));
+  return axes.size() - 1;
+}
+
+/// "[2,128]" (the checkpoint plan's bracketed lists).
+static std::string formatList(ArrayRef<int64_t> values) {
+  return "[" +
+         llvm::join(llvm::map_range(
+                        values, [](int64_t v) { return std::to_string(v); }),
+                    ",") +
+         "]";
+}
+
+/// " <region> <offset> <bytes>" of a #titan.buffer.
+static std::string formatPlace(BufferAttr place) {
+  return (" " + stringifyMemoryRegion(place.getRegion()) + " " +
+          std::to_string(place.getOffset()) + " " +
+          std::to_string(place.getBytes()))
+      .str();
+}
+
+FailureOr<std::string>
+mlir::titan::describeProgram(ModuleOp module, func::FuncOp step,
+                             const CommunicatorTable &communicators,
+                             const RunDefaults &defaults) {
+  auto plan =
+      step->getAttrOfType<DictionaryAttr>(TitanDialect::kMemoryPlanAttrName);
+  if (!plan)
+    return step.emitError("describing the program needs its memory plan "
+                          "(titan-plan-memory)");
+  auto regionBytes = [&](StringRef key) {
+    auto value = plan.getAs<IntegerAttr>(key);
+    return value ? value.getInt() : 0;
+  };
+  SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+  if (meshes.size() != 1)
+    return step.emitError("describing the program needs exactly one "
+                          "titan.mesh, found ")
+           << meshes.size();
+  FailureOr<DeviceMesh> mesh = meshes.front().getDeviceMesh();
+  if (failed(mesh))
+    return failure();
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "titan-program 1\nmesh";
+  for (unsigned axis = 0; axis < mesh->getNumAxes(); ++axis)
+    os << " " << mesh->getAxisName(axis) << "=" << mesh->getSize(axis);
+  os << "\nregions arena=" << regionBytes("arena_bytes")
+     << " state=" << regionBytes("state_bytes")
+     << " inputs=" << regionBytes("input_bytes") << "\n";
+  os << "defaults lr=" << llvm::formatv("{0:e9}", defaults.learningRate)
+     << " steps=" << defaults.steps << " seed=" << defaults.seed << "\n";
+  for (auto [index, axes] : llvm::enumerate(communicators.getAxes()))
+    os << "comm " << index << " " << llvm::join(axes, " ") << "\n";
+
+  for (BlockArgument arg : step.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto name =
+        step.getArgAttrOfType<StringAttr>(i, TitanDialect::kNameAttrName);
+    auto role =
+        step.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
+    auto place =
+        step.getArgAttrOfType<BufferAttr>(i, TitanDialect::kBufferAttrName);
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (!name || !role || !place)
+      return step.emitError("argument #")
+             << i << " lacks a name, role or planned buffer";
+    os << "arg " << i << " " << name.getValue() << " " << role.getValue() << " "
+       << getRuntimeDTypeName(type.getElementType()) << " "
+       << formatList(type.getShape()) << formatPlace(place) << "\n";
+    if (role.getValue() != "input")
+      continue;
+    // Inputs come from a global batch: each rank reads its box.
+    FailureOr<ArgumentLayout> layout = computeArgumentLayout(step, i, *mesh);
+    if (failed(layout))
+      return failure();
+    os << "global " << name.getValue() << " " << formatList(layout->globalShape)
+       << "\n";
+    for (auto [rank, box] : llvm::enumerate(layout->boxes))
+      os << "box " << name.getValue() << " " << rank << " "
+         << formatList(box.offsets) << " " << formatList(box.sizes) << "\n";
+    if (auto order = step.getArgAttrOfType<DenseI64ArrayAttr>(
+            i, TitanDialect::kSequenceOrderAttrName))
+      os << "order " << name.getValue() << " " << formatList(order.asArrayRef())
+         << "\n";
+  }
+  for (unsigned i = 0; i < step.getNumResults(); ++i) {
+    auto name =
+        step.getResultAttrOfType<StringAttr>(i, TitanDialect::kNameAttrName);
+    auto place =
+        step.getResultAttrOfType<BufferAttr>(i, TitanDialect::kBufferAttrName);
+    auto type = cast<RankedTensorType>(step.getResultTypes()[i]);
+    if (!name || !place)
+      return step.emitError("result #") << i << " lacks a name or buffer";
+    os << "result " << i << " " << name.getValue() << " "
+       << getRuntimeDTypeName(type.getElementType()) << " "
+       << formatList(type.getShape()) << formatPlace(place) << "\n";
+  }
+
+  FailureOr<CheckpointPlan> checkpoint = computeCheckpointLayout(module);
+  if (failed(checkpoint))
+    return failure();
+  std::string planText;
+  llvm::raw_string_ostream planOs(planText);
+  printCheckpointPlan(*checkpoint, planOs);
+  os << "checkpoint-plan " << llvm::count(planText, '\n') << "\n" << planText;
+  os << "end\n";
+  return text;
+}

@@ -1,0 +1,255 @@
+//===- FuseKernels.cpp - group fusible ops into kernels -------------------===//
+//
+// Implements titan-fuse-kernels (see passes/Passes.td).
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir::titan {
+#define GEN_PASS_DEF_FUSEKERNELSPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::titan
+
+using namespace mlir;
+using namespace mlir::titan;
+
+/// Ops the runtime executes itself: library calls, communication, and
+/// reshapes (a view of a contiguous buffer).
+static bool isHostOp(Operation *op) {
+  return isa<MatmulOp, AttentionOp, AttentionGradOp, EmbeddingGradOp, ReshapeOp,
+             AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp, BroadcastOp,
+             SendOp, RecvOp, AxisIndexOp, LaunchOp>(op);
+}
+
+/// Ops that go into kernels.
+static bool isFusible(Operation *op) {
+  return isa<TitanDialect>(op->getDialect()) && !isHostOp(op) &&
+         !isa<MeshOp, RedistributeOp>(op);
+}
+
+/// Ops that only create or move data: copied into every kernel that uses
+/// them instead of being materialized once. A constant is copied only when
+/// it is a splat (a dense constant would be duplicated in every kernel).
+static bool isDuplicable(Operation *op) {
+  if (auto constant = dyn_cast<ConstantOp>(op)) {
+    auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+    return dense && dense.isSplat();
+  }
+  return isa<IotaOp, BroadcastInDimOp, SliceOp>(op);
+}
+
+namespace {
+
+/// The fusion groups of one function.
+struct Grouping {
+  /// The group of each fusible op that is a member of one.
+  DenseMap<Operation *, unsigned> groupOf;
+  /// The members of each group; the first is the root (the last in program
+  /// order), the others follow in reverse program order.
+  SmallVector<SmallVector<Operation *>> members;
+  /// For each duplicable op copied into kernels: the groups it is copied
+  /// into.
+  llvm::MapVector<Operation *, llvm::SmallSetVector<unsigned, 2>> copiedInto;
+};
+
+/// Forms the groups of `block` (see the pass description).
+Grouping formGroups(Block &block) {
+  Grouping grouping;
+  for (Operation &op : llvm::reverse(block)) {
+    if (!isFusible(&op))
+      continue;
+    // The groups that use the op's results, and whether anything outside a
+    // group does.
+    llvm::SmallSetVector<unsigned, 2> userGroups;
+    bool usedOutside = false;
+    for (Operation *user : op.getUsers()) {
+      if (auto it = grouping.groupOf.find(user); it != grouping.groupOf.end())
+        userGroups.insert(it->second);
+      else if (auto copy = grouping.copiedInto.find(user);
+               copy != grouping.copiedInto.end())
+        userGroups.insert(copy->second.begin(), copy->second.end());
+      else
+        usedOutside = true;
+    }
+    // A duplicable op is copied into every group that uses it, and is
+    // materialized (a group of its own) only for users outside groups.
+    if (isDuplicable(&op) && !userGroups.empty()) {
+      grouping.copiedInto[&op] = userGroups;
+      if (!usedOutside)
+        continue;
+    }
+    if (!usedOutside && !userGroups.empty()) {
+      if (userGroups.size() == 1) {
+        grouping.groupOf[&op] = userGroups.front();
+        grouping.members[userGroups.front()].push_back(&op);
+        continue;
+      }
+    }
+    grouping.groupOf[&op] = grouping.members.size();
+    grouping.members.push_back({&op});
+  }
+  return grouping;
+}
+
+/// The kernels of a module, by the printed form of their function (with a
+/// neutral name), so that identical groups share one kernel.
+class KernelTable {
+public:
+  explicit KernelTable(ModuleOp module) : symbols(module) {}
+
+  /// Adds `kernel` (not yet in the module) and returns it, or erases it and
+  /// returns the identical kernel already there.
+  func::FuncOp addOrShare(func::FuncOp kernel);
+
+private:
+  SymbolTable symbols;
+  llvm::StringMap<func::FuncOp> kernelsByText;
+};
+
+/// Outlines the groups of one function.
+class Outliner {
+public:
+  Outliner(KernelTable &kernels, const Grouping &grouping)
+      : kernels(kernels), grouping(grouping) {}
+
+  /// Replaces group `group` by a `titan.launch` of its kernel.
+  void outline(unsigned group);
+
+private:
+  /// The kernel value of `value` (defined in the group, copied, or a new
+  /// kernel argument).
+  Value lookupOrAdd(Value value, unsigned group);
+
+  KernelTable &kernels;
+  const Grouping &grouping;
+
+  // State of the group being outlined.
+  OpBuilder *body = nullptr;
+  Block *entry = nullptr;
+  IRMapping mapping;
+  SmallVector<Value> inputs;
+};
+
+} // namespace
+
+func::FuncOp KernelTable::addOrShare(func::FuncOp kernel) {
+  StringAttr name = kernel.getSymNameAttr();
+  std::string text;
+  {
+    kernel.setSymName("kernel");
+    llvm::raw_string_ostream os(text);
+    kernel->print(os, OpPrintingFlags().printGenericOpForm());
+    kernel.setSymNameAttr(name);
+  }
+  auto [it, inserted] = kernelsByText.try_emplace(text, kernel);
+  if (inserted) {
+    symbols.insert(kernel); // Made unique: kernel_add, kernel_add_0, ...
+    return kernel;
+  }
+  kernel.erase();
+  return it->second;
+}
+
+Value Outliner::lookupOrAdd(Value value, unsigned group) {
+  if (Value mapped = mapping.lookupOrNull(value))
+    return mapped;
+  Operation *def = value.getDefiningOp();
+  if (def && grouping.copiedInto.count(def) &&
+      grouping.copiedInto.lookup(def).contains(group)) {
+    for (Value operand : def->getOperands())
+      lookupOrAdd(operand, group);
+    body->clone(*def, mapping);
+    return mapping.lookup(value);
+  }
+  BlockArgument argument = entry->addArgument(value.getType(), value.getLoc());
+  mapping.map(value, argument);
+  inputs.push_back(value);
+  return argument;
+}
+
+void Outliner::outline(unsigned group) {
+  ArrayRef<Operation *> members = grouping.members[group];
+  Operation *root = members.front();
+  MLIRContext *context = root->getContext();
+
+  // Build the kernel body in program order.
+  OpBuilder detached(context);
+  auto kernel =
+      func::FuncOp::create(detached, root->getLoc(),
+                           ("kernel_" + root->getName().stripDialect()).str(),
+                           FunctionType::get(context, {}, {}));
+  entry = kernel.addEntryBlock();
+  OpBuilder builder = OpBuilder::atBlockBegin(entry);
+  body = &builder;
+  mapping.clear();
+  inputs.clear();
+  for (Operation *member : llvm::reverse(members)) {
+    for (Value operand : member->getOperands())
+      lookupOrAdd(operand, group);
+    builder.clone(*member, mapping);
+  }
+  SmallVector<Value> results;
+  for (Value result : root->getResults())
+    results.push_back(mapping.lookup(result));
+  func::ReturnOp::create(builder, root->getLoc(), results);
+  kernel.setFunctionType(FunctionType::get(context, entry->getArgumentTypes(),
+                                           root->getResultTypes()));
+  kernel.setPrivate();
+  kernel->setAttr(TitanDialect::kKernelAttrName, UnitAttr::get(context));
+
+  func::FuncOp shared = kernels.addOrShare(kernel);
+
+  OpBuilder launchBuilder(root);
+  auto launch =
+      LaunchOp::create(launchBuilder, root->getLoc(), root->getResultTypes(),
+                       FlatSymbolRefAttr::get(shared.getSymNameAttr()), inputs);
+  // Placements (if any) stay with the values.
+  if (Attribute placements = root->getAttr(TitanDialect::kPlacementsAttrName))
+    launch->setAttr(TitanDialect::kPlacementsAttrName, placements);
+  root->replaceAllUsesWith(launch->getResults());
+}
+
+namespace {
+
+struct FuseKernelsPass
+    : public mlir::titan::impl::FuseKernelsPassBase<FuseKernelsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> functions;
+    for (auto function : module.getOps<func::FuncOp>())
+      if (!function->hasAttr(TitanDialect::kKernelAttrName) &&
+          !function.isExternal())
+        functions.push_back(function);
+    KernelTable kernels(module);
+    for (func::FuncOp function : functions) {
+      Block &block = function.getBody().front();
+      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+        if (isFusible(&op) && isOpTriviallyDead(&op))
+          op.erase();
+      Grouping grouping = formGroups(block);
+      Outliner outliner(kernels, grouping);
+      for (unsigned group = 0; group < grouping.members.size(); ++group)
+        outliner.outline(group);
+      // Members, then the copied ops, have no users left but each other.
+      SmallVector<Operation *> dead;
+      for (Operation &op : block)
+        if (grouping.groupOf.count(&op) || grouping.copiedInto.count(&op))
+          dead.push_back(&op);
+      for (Operation *op : llvm::reverse(dead)) {
+        op->dropAllUses();
+        op->erase();
+      }
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,484 @@
+//===- LowerToRuntime.cpp - the step as calls into libtitanrt -------------===//
+//
+// Implements titan-lower-to-runtime (see passes/Passes.td).
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Codegen/KernelLowering.h"
+#include "titan/Codegen/ProgramDescription.h"
+#include "titan/Passes.h"
+#include "titan/Runtime/titanrt.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir::titan {
+#define GEN_PASS_DEF_LOWERTORUNTIMEPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::titan
+
+using namespace mlir;
+using namespace mlir::titan;
+
+/// The signatures of titanrt.def, by function name.
+static const llvm::StringMap<StringRef> &getRuntimeSignatures() {
+  static const llvm::StringMap<StringRef> signatures = {
+#define TITANRT_FUNCTION(name, signature) {#name, signature},
+#include "titan/Runtime/titanrt.def"
+  };
+  return signatures;
+}
+
+/// The LLVM type of one character of a titanrt.def signature.
+static Type signatureType(MLIRContext *context, char code) {
+  switch (code) {
+  case 'i':
+    return IntegerType::get(context, 32);
+  case 'l':
+    return IntegerType::get(context, 64);
+  case 'f':
+    return Float32Type::get(context);
+  case 'd':
+    return Float64Type::get(context);
+  default:
+    return LLVM::LLVMPointerType::get(context);
+  }
+}
+
+/// The titanrt_reduce of a reduction kind.
+static int32_t runtimeReduce(ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::Sum:
+    return TITANRT_SUM;
+  case ReduceKind::Avg:
+    return TITANRT_AVG;
+  case ReduceKind::Max:
+    return TITANRT_MAX;
+  case ReduceKind::Min:
+    return TITANRT_MIN;
+  }
+  llvm_unreachable("unknown reduction");
+}
+
+/// Bytes of a static tensor.
+static int64_t bytesOf(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return tensor.getNumElements() * getElementByteWidth(tensor.getElementType());
+}
+
+namespace {
+
+/// Builds `llvm.func @titan_program_step` from the planned step function.
+class StepLowering {
+public:
+  StepLowering(ModuleOp module, func::FuncOp step)
+      : module(module), step(step), context(module.getContext()),
+        builder(context) {}
+
+  /// Builds the step function; fails with an error on an op it cannot
+  /// lower.
+  LogicalResult run();
+
+  const CommunicatorTable &getCommunicators() const { return communicators; }
+  /// The step function, once built.
+  LLVM::LLVMFuncOp getFunction() const { return function; }
+
+private:
+  LogicalResult lower(Operation *op);
+  LogicalResult lowerMatmul(MatmulOp op);
+  LogicalResult lowerCopies(func::ReturnOp op);
+
+  /// A pointer to `place` (computed once, in the entry block).
+  Value pointer(BufferAttr place);
+  /// A pointer to where `value` lives.
+  Value pointer(Value value);
+  /// A pointer to scratch buffer `index` of `op`.
+  Value scratchPointer(Operation *op, unsigned index);
+  Value i32(int64_t value);
+  Value i64(int64_t value);
+  Value f64(double value);
+  /// Calls runtime function `name` and returns from the step with its
+  /// status when that is not TITANRT_OK.
+  void callRuntime(StringRef name, ArrayRef<Value> arguments);
+  /// The declaration of runtime function `name` (titanrt.def).
+  LLVM::LLVMFuncOp getRuntimeFunction(StringRef name);
+  /// The communicator index of a collective's axes.
+  Value communicator(ArrayAttr axes) {
+    return i32(communicators.getIndex(axes));
+  }
+
+  ModuleOp module;
+  func::FuncOp step;
+  MLIRContext *context;
+  OpBuilder builder;
+  CommunicatorTable communicators;
+  LLVM::LLVMFuncOp function;
+  Block *entry = nullptr;
+  /// Returns its status argument: where a failed runtime call goes.
+  Block *failBlock = nullptr;
+  Value contextArg;
+  Value bases[3];
+  DenseMap<std::pair<unsigned, int64_t>, Value> pointers;
+};
+
+} // namespace
+
+Value StepLowering::i32(int64_t value) {
+  return LLVM::ConstantOp::create(builder, step.getLoc(),
+                                  builder.getI32IntegerAttr(value));
+}
+
+Value StepLowering::i64(int64_t value) {
+  return LLVM::ConstantOp::create(builder, step.getLoc(),
+                                  builder.getI64IntegerAttr(value));
+}
+
+Value StepLowering::f64(double value) {
+  return LLVM::ConstantOp::create(builder, step.getLoc(),
+                                  builder.getF64FloatAttr(value));
+}
+
+Value StepLowering::pointer(BufferAttr place) {
+  auto key = std::make_pair(static_cast<unsigned>(place.getRegion()),
+                            place.getOffset());
+  if (Value known = pointers.lookup(key))
+    return known;
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(entry->getTerminator());
+  auto ptrType = LLVM::LLVMPointerType::get(context);
+  Value offset = LLVM::ConstantOp::create(
+      builder, step.getLoc(), builder.getI64IntegerAttr(place.getOffset()));
+  Value result = LLVM::GEPOp::create(
+      builder, step.getLoc(), ptrType, builder.getI8Type(),
+      bases[static_cast<unsigned>(place.getRegion())], ValueRange{offset});
+  pointers[key] = result;
+  return result;
+}
+
+Value StepLowering::pointer(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    return pointer(step.getArgAttrOfType<BufferAttr>(
+        arg.getArgNumber(), TitanDialect::kBufferAttrName));
+  auto result = cast<OpResult>(value);
+  auto places = result.getOwner()->getAttrOfType<ArrayAttr>(
+      TitanDialect::kBuffersAttrName);
+  return pointer(cast<BufferAttr>(places[result.getResultNumber()]));
+}
+
+Value StepLowering::scratchPointer(Operation *op, unsigned index) {
+  auto places = op->getAttrOfType<ArrayAttr>(TitanDialect::kScratchAttrName);
+  return pointer(cast<BufferAttr>(places[index]));
+}
+
+LLVM::LLVMFuncOp StepLowering::getRuntimeFunction(StringRef name) {
+  if (auto known = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+    return known;
+  StringRef signature = getRuntimeSignatures().lookup(name);
+  // "r(args)": the return type, then the arguments.
+  SmallVector<Type> arguments;
+  for (char code : signature.drop_front(2).drop_back())
+    arguments.push_back(signatureType(context, code));
+  auto type = LLVM::LLVMFunctionType::get(
+      signatureType(context, signature.front()), arguments);
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(module.getBody());
+  return LLVM::LLVMFuncOp::create(builder, module.getLoc(), name, type);
+}
+
+void StepLowering::callRuntime(StringRef name, ArrayRef<Value> arguments) {
+  Location loc = step.getLoc();
+  auto call =
+      LLVM::CallOp::create(builder, loc, getRuntimeFunction(name), arguments);
+  Value status = call.getResult();
+  Value failed = LLVM::ICmpOp::create(builder, loc, LLVM::ICmpPredicate::ne,
+                                      status, i32(TITANRT_OK));
+  Block *next =
+      builder.getInsertionBlock()->splitBlock(builder.getInsertionPoint());
+  LLVM::CondBrOp::create(builder, loc, failed, failBlock, ValueRange{status},
+                         next, ValueRange{});
+  builder.setInsertionPointToStart(next);
+}
+
+LogicalResult StepLowering::lowerMatmul(MatmulOp op) {
+  auto lhs = cast<RankedTensorType>(op.getLhs().getType());
+  auto rhs = cast<RankedTensorType>(op.getRhs().getType());
+  ArrayRef<int64_t> result = op.getType().getShape();
+  int64_t rank = result.size();
+  int64_t batch = 1;
+  for (int64_t d : result.drop_back(2))
+    batch *= d;
+  int64_t m = result[rank - 2], n = result[rank - 1];
+  int64_t k = op.getTransposeLhs() ? lhs.getShape()[rank - 2]
+                                   : lhs.getShape()[rank - 1];
+  bool shared = rhs.getRank() == 2 && rank > 2;
+  callRuntime("titanrt_matmul",
+              {contextArg, i32(getRuntimeDType(lhs.getElementType())),
+               pointer(op.getLhs()), pointer(op.getRhs()),
+               pointer(op.getResult()), i64(batch), i64(m), i64(n), i64(k),
+               i32(op.getTransposeLhs()), i32(op.getTransposeRhs()),
+               i32(shared)});
+  return success();
+}
+
+LogicalResult StepLowering::lowerCopies(func::ReturnOp op) {
+  // A result whose final place differs from where it was computed (an
+  // update of a state argument that could not be computed in place).
+  for (auto [index, value] : llvm::enumerate(op.getOperands())) {
+    auto target = step.getResultAttrOfType<BufferAttr>(
+        index, TitanDialect::kBufferAttrName);
+    Value source = pointer(value);
+    Value destination = pointer(target);
+    if (source == destination)
+      continue;
+    LLVM::MemcpyOp::create(builder, op.getLoc(), destination, source,
+                           i64(bytesOf(value.getType())), false);
+  }
+  LLVM::ReturnOp::create(builder, op.getLoc(), ValueRange{i32(TITANRT_OK)});
+  return success();
+}
+
+LogicalResult StepLowering::lower(Operation *op) {
+  auto dtypeOf = [&](Value value) {
+    return i32(getRuntimeDType(
+        cast<RankedTensorType>(value.getType()).getElementType()));
+  };
+  if (isa<ReshapeOp>(op))
+    return success(); // A view of its operand's buffer.
+  if (auto launch = dyn_cast<LaunchOp>(op)) {
+    SmallVector<Value> arguments;
+    for (Value input : launch.getInputs())
+      arguments.push_back(pointer(input));
+    for (Value result : launch.getResults())
+      arguments.push_back(pointer(result));
+    if (auto scratch =
+            op->getAttrOfType<ArrayAttr>(TitanDialect::kScratchAttrName))
+      for (unsigned i = 0; i < scratch.size(); ++i)
+        arguments.push_back(scratchPointer(op, i));
+    auto kernel = module.lookupSymbol<LLVM::LLVMFuncOp>(launch.getKernel());
+    if (!kernel)
+      return op->emitError("kernel ")
+             << launch.getKernelAttr() << " was not lowered";
+    LLVM::CallOp::create(builder, op->getLoc(), kernel, arguments);
+    return success();
+  }
+  if (auto matmul = dyn_cast<MatmulOp>(op))
+    return lowerMatmul(matmul);
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    ArrayRef<int64_t> q = attention.getQ().getType().getShape();
+    ArrayRef<int64_t> k = attention.getK().getType().getShape();
+    callRuntime("titanrt_attention",
+                {contextArg, dtypeOf(attention.getQ()),
+                 pointer(attention.getQ()), pointer(attention.getK()),
+                 pointer(attention.getV()), pointer(attention.getResult()),
+                 i64(q[0]), i64(q[1]), i64(k[1]), i64(q[2]), i64(q[3]),
+                 i32(attention.getCausal()),
+                 f64(attention.getScaleOrDefault())});
+    return success();
+  }
+  if (auto grad = dyn_cast<AttentionGradOp>(op)) {
+    ArrayRef<int64_t> q = grad.getQ().getType().getShape();
+    ArrayRef<int64_t> k = grad.getK().getType().getShape();
+    callRuntime("titanrt_attention_grad",
+                {contextArg, dtypeOf(grad.getQ()), pointer(grad.getQ()),
+                 pointer(grad.getK()), pointer(grad.getV()),
+                 pointer(grad.getGrad()), pointer(grad.getQGrad()),
+                 pointer(grad.getKGrad()), pointer(grad.getVGrad()),
+                 scratchPointer(op, 0), i64(q[0]), i64(q[1]), i64(k[1]),
+                 i64(q[2]), i64(q[3]), i32(grad.getCausal()),
+                 f64(grad.getScaleOrDefault())});
+    return success();
+  }
+  if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {
+    ArrayRef<int64_t> table = grad.getType().getShape();
+    callRuntime("titanrt_embedding_grad",
+                {contextArg, dtypeOf(grad.getGrad()), dtypeOf(grad.getIds()),
+                 pointer(grad.getIds()), pointer(grad.getGrad()),
+                 pointer(grad.getResult()),
+                 i64(grad.getIds().getType().getNumElements()), i64(table[0]),
+                 i64(table[1])});
+    return success();
+  }
+  if (auto gather = dyn_cast<AllGatherOp>(op)) {
+    callRuntime("titanrt_all_gather",
+                {contextArg, communicator(gather.getAxes()),
+                 pointer(gather.getInput()), pointer(gather.getResult()),
+                 i64(bytesOf(gather.getInput().getType()))});
+    return success();
+  }
+  if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+    callRuntime("titanrt_reduce_scatter",
+                {contextArg, communicator(scatter.getAxes()),
+                 dtypeOf(scatter.getInput()),
+                 i32(runtimeReduce(scatter.getReduce().getValue())),
+                 pointer(scatter.getInput()), pointer(scatter.getResult()),
+                 i64(scatter.getType().getNumElements())});
+    return success();
+  }
+  if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+    callRuntime("titanrt_all_reduce",
+                {contextArg, communicator(reduce.getAxes()),
+                 dtypeOf(reduce.getInput()),
+                 i32(runtimeReduce(reduce.getReduce().getValue())),
+                 pointer(reduce.getInput()), pointer(reduce.getResult()),
+                 i64(reduce.getType().getNumElements())});
+    return success();
+  }
+  if (auto exchange = dyn_cast<AllToAllOp>(op)) {
+    callRuntime("titanrt_all_to_all",
+                {contextArg, communicator(exchange.getAxes()),
+                 pointer(exchange.getInput()), pointer(exchange.getResult()),
+                 i64(bytesOf(exchange.getInput().getType()) /
+                     exchange.getGroupSize())});
+    return success();
+  }
+  if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+    callRuntime("titanrt_broadcast",
+                {contextArg, communicator(broadcast.getAxes()),
+                 i64(broadcast.getRoot()), pointer(broadcast.getInput()),
+                 pointer(broadcast.getResult()),
+                 i64(bytesOf(broadcast.getType()))});
+    return success();
+  }
+  if (auto send = dyn_cast<SendOp>(op)) {
+    callRuntime("titanrt_send",
+                {contextArg, communicator(send.getAxes()), i64(send.getPeer()),
+                 i64(send.getTag()), pointer(send.getInput()),
+                 i64(bytesOf(send.getInput().getType()))});
+    return success();
+  }
+  if (auto recv = dyn_cast<RecvOp>(op)) {
+    callRuntime("titanrt_recv",
+                {contextArg, communicator(recv.getAxes()), i64(recv.getPeer()),
+                 i64(recv.getTag()), pointer(recv.getResult()),
+                 i64(bytesOf(recv.getType()))});
+    return success();
+  }
+  if (auto index = dyn_cast<AxisIndexOp>(op)) {
+    callRuntime("titanrt_axis_index",
+                {contextArg, communicator(index.getAxes()),
+                 dtypeOf(index.getResult()), pointer(index.getResult())});
+    return success();
+  }
+  if (auto ret = dyn_cast<func::ReturnOp>(op))
+    return lowerCopies(ret);
+  return op->emitError("titan-lower-to-runtime: '")
+         << op->getName()
+         << "' has no runtime lowering (fusible ops must be in kernels: "
+            "run titan-fuse-kernels first)";
+}
+
+LogicalResult StepLowering::run() {
+  Location loc = step.getLoc();
+  auto ptrType = LLVM::LLVMPointerType::get(context);
+  auto i32Type = builder.getI32Type();
+  builder.setInsertionPointToEnd(module.getBody());
+  function = LLVM::LLVMFuncOp::create(
+      builder, loc, "titan_program_step",
+      LLVM::LLVMFunctionType::get(i32Type,
+                                  {ptrType, ptrType, ptrType, ptrType}));
+  // Straight-line code of thousands of calls: compile it fast, and never
+  // inline the kernels into it.
+  function.setNoInline(true);
+  function.setOptimizeNone(true);
+  entry = function.addEntryBlock(builder);
+  contextArg = entry->getArgument(0);
+  for (unsigned region = 0; region < 3; ++region)
+    bases[region] = entry->getArgument(region + 1);
+  failBlock = builder.createBlock(&function.getBody(), {}, {i32Type}, {loc});
+  LLVM::ReturnOp::create(builder, loc, failBlock->getArgument(0));
+  Block *body = builder.createBlock(failBlock);
+  builder.setInsertionPointToEnd(entry);
+  LLVM::BrOp::create(builder, loc, body);
+  builder.setInsertionPointToStart(body);
+  for (Operation &op : step.getBody().front())
+    if (failed(lower(&op)))
+      return failure();
+  return success();
+}
+
+/// `int main(int argc, char **argv)` of the executable: hands the program
+/// to the runtime (titanrt_main).
+static void buildMain(ModuleOp module, LLVM::GlobalOp description,
+                      LLVM::LLVMFuncOp step) {
+  MLIRContext *context = module.getContext();
+  OpBuilder builder(context);
+  builder.setInsertionPointToEnd(module.getBody());
+  Location loc = module.getLoc();
+  auto ptrType = LLVM::LLVMPointerType::get(context);
+  auto i32Type = builder.getI32Type();
+  auto runtimeMain = LLVM::LLVMFuncOp::create(
+      builder, loc, "titanrt_main",
+      LLVM::LLVMFunctionType::get(i32Type,
+                                  {i32Type, ptrType, ptrType, ptrType}));
+  auto main = LLVM::LLVMFuncOp::create(
+      builder, loc, "main",
+      LLVM::LLVMFunctionType::get(i32Type, {i32Type, ptrType}));
+  Block *entry = main.addEntryBlock(builder);
+  builder.setInsertionPointToStart(entry);
+  Value text = LLVM::AddressOfOp::create(builder, loc, description);
+  Value function = LLVM::AddressOfOp::create(builder, loc, step);
+  auto call = LLVM::CallOp::create(
+      builder, loc, runtimeMain,
+      ValueRange{entry->getArgument(0), entry->getArgument(1), text, function});
+  LLVM::ReturnOp::create(builder, loc, call.getResult());
+}
+
+namespace {
+
+struct LowerToRuntimePass
+    : public mlir::titan::impl::LowerToRuntimePassBase<LowerToRuntimePass> {
+  using LowerToRuntimePassBase::LowerToRuntimePassBase;
+  void runOnOperation() override;
+};
+
+} // namespace
+
+void LowerToRuntimePass::runOnOperation() {
+  ModuleOp module = getOperation();
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!step || !step->hasAttr(TitanDialect::kMemoryPlanAttrName)) {
+    module.emitError("titan-lower-to-runtime needs a planned @train_step "
+                     "(titan-plan-memory)");
+    return signalPassFailure();
+  }
+
+  // Kernels first: the step calls their LLVM functions.
+  OpBuilder builder(module.getContext());
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(module.getLoc());
+  for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
+    if (isa<memref::GlobalOp>(op) ||
+        (isa<func::FuncOp>(op) && op.hasAttr(TitanDialect::kKernelAttrName))) {
+      op.remove();
+      kernels->push_back(&op);
+    }
+  if (failed(lowerKernelsToLLVM(*kernels)))
+    return signalPassFailure();
+  for (Operation &op : llvm::make_early_inc_range(*kernels->getBody())) {
+    op.remove();
+    module.push_back(&op);
+  }
+
+  StepLowering lowering(module, step);
+  if (failed(lowering.run()))
+    return signalPassFailure();
+  RunDefaults defaults{learningRate, steps, seed};
+  FailureOr<std::string> description =
+      describeProgram(module, step, lowering.getCommunicators(), defaults);
+  if (failed(description))
+    return signalPassFailure();
+  builder.setInsertionPointToEnd(module.getBody());
+  std::string text = *description;
+  text.push_back('\0');
+  auto arrayType = LLVM::LLVMArrayType::get(builder.getI8Type(), text.size());
+  auto global = LLVM::GlobalOp::create(
+      builder, module.getLoc(), arrayType, /*isConstant=*/true,
+      LLVM::Linkage::External, "titan_program_description",
+      builder.getStringAttr(text));
+  buildMain(module, global, lowering.getFunction());
+
+  // Only LLVM dialect ops remain.
+  for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
+    if (!isa<LLVM::LLVMDialect>(op.getDialect()))
+      op.erase();
+}

@@ -1,0 +1,265 @@
+//===- GlooCommunicator.cpp - collectives over Gloo's TCP transport -------===//
+
+#include "comm/GlooCommunicator.h"
+
+#include "comm/CommChecks.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+namespace titan::rt {
+
+namespace {
+
+/// Slot prefixes of titan's own transfers, above Gloo's (0x01 to 0x08).
+constexpr uint8_t kReduceScatterSlotPrefix = 0x40;
+constexpr uint8_t kSendRecvSlotPrefix = 0x41;
+
+/// Waits up to `timeout` until the pending transfer of `buffer` to or from
+/// `member` is done; a failure is rethrown naming the member.
+void awaitTransfer(gloo::transport::UnboundBuffer &buffer, bool receiving,
+                   const std::string &member,
+                   std::chrono::milliseconds timeout) {
+  try {
+    if (receiving)
+      buffer.waitRecv(timeout);
+    else
+      buffer.waitSend(timeout);
+  } catch (const std::exception &error) {
+    throw gloo::IoException((receiving ? "receiving from " : "sending to ") +
+                            member + ": " + stripSourceLocation(error.what()));
+  }
+}
+
+/// An element of `Size` bytes: Gloo's typed options only use its size.
+template <size_t Size> struct Element { uint8_t bytes[Size]; };
+
+/// Sets all_reduce's buffers for elements of `Size` bytes; without an
+/// input Gloo reduces `out` in place.
+template <size_t Size>
+void setBuffers(gloo::AllreduceOptions &options, const void *in, void *out,
+                size_t count) {
+  using ElementType = Element<Size>;
+  if (in != out)
+    options.setInput(static_cast<ElementType *>(const_cast<void *>(in)), count);
+  options.setOutput(static_cast<ElementType *>(out), count);
+}
+
+/// Gloo reads send buffers only; its API takes them non-const.
+uint8_t *sendPointer(const void *in) {
+  return static_cast<uint8_t *>(const_cast<void *>(in));
+}
+
+} // namespace
+
+std::string stripSourceLocation(const std::string &message) {
+  size_t end = message.find("] ");
+  if (!message.empty() && message[0] == '[' && end != std::string::npos)
+    return message.substr(end + 2);
+  return message;
+}
+
+GlooCommunicator::GlooCommunicator(std::shared_ptr<gloo::Context> context,
+                                   std::vector<int64_t> worldRanks,
+                                   std::string description)
+    : context(std::move(context)), worldRanks(std::move(worldRanks)),
+      description(std::move(description)) {}
+
+std::string GlooCommunicator::describeMember(int64_t index) const {
+  return "group rank " + std::to_string(index) + " (world rank " +
+         std::to_string(worldRanks[index]) + ")";
+}
+
+template <typename Body>
+Status GlooCommunicator::run(const std::string &where, Body &&body) {
+  if (!failure.empty())
+    return Status::communication(where +
+                                 ": the communicator is unusable after an "
+                                 "earlier failure (" +
+                                 failure + ")");
+  try {
+    body();
+    return Status::success();
+  } catch (const std::exception &error) {
+    failure = stripSourceLocation(error.what());
+    return Status::communication(where + ": " + failure);
+  }
+}
+
+Status GlooCommunicator::allGather(const void *in, void *out, int64_t bytes) {
+  const std::string at = where("all_gather");
+  TITANRT_RETURN_IF_ERROR(checkSize(at, "bytes", bytes));
+  if (bytes == 0)
+    return Status::success();
+  return run(at, [&] {
+    gloo::AllgatherOptions options(context);
+    options.setInput(sendPointer(in), static_cast<size_t>(bytes));
+    options.setOutput(static_cast<uint8_t *>(out),
+                      static_cast<size_t>(bytes * context->size));
+    gloo::allgather(options);
+  });
+}
+
+Status GlooCommunicator::reduceScatter(titanrt_dtype dtype,
+                                       titanrt_reduce reduce, const void *in,
+                                       void *out, int64_t count) {
+  const std::string at = where("reduce_scatter");
+  Reduction reduction;
+  TITANRT_RETURN_IF_ERROR(checkReduction(at, dtype, reduce, reduction));
+  TITANRT_RETURN_IF_ERROR(checkSize(at, "count", count));
+  if (count == 0)
+    return Status::success();
+  return run(at, [&] {
+    const int size = context->size;
+    const int rank = context->rank;
+    const int next = (rank + 1) % size;
+    const int previous = (rank + size - 1) % size;
+    const size_t chunkBytes =
+        static_cast<size_t>(count) * reduction.elementSize;
+    const auto *input = static_cast<const uint8_t *>(in);
+    scratch.resize(chunkBytes);
+    auto inBuffer =
+        context->createUnboundBuffer(sendPointer(in), chunkBytes * size);
+    auto outBuffer = context->createUnboundBuffer(out, chunkBytes);
+    auto received = context->createUnboundBuffer(scratch.data(), chunkBytes);
+    const uint64_t slot = gloo::Slot::build(kReduceScatterSlotPrefix, 0);
+    const std::string nextMember = describeMember(next);
+    const std::string previousMember = describeMember(previous);
+    // Step s sends the partial reduction of chunk (rank - s - 1) mod n (at
+    // step 0 this rank's own input chunk, later `out`) and receives that of
+    // chunk (rank - s - 2) mod n, which it reduces with its own input chunk
+    // into `out`. After n - 1 steps `out` holds chunk `rank` reduced over
+    // every member.
+    for (int step = 0; step + 1 < size; ++step) {
+      const size_t sendChunk = (rank - step - 1 + size) % size;
+      const size_t receiveChunk = (rank - step - 2 + 2 * size) % size;
+      received->recv(previous, slot);
+      gloo::transport::UnboundBuffer &sending =
+          step == 0 ? *inBuffer : *outBuffer;
+      sending.send(next, slot, step == 0 ? sendChunk * chunkBytes : 0,
+                   chunkBytes);
+      awaitTransfer(*received, /*receiving=*/true, previousMember,
+                    context->getTimeout());
+      awaitTransfer(sending, /*receiving=*/false, nextMember,
+                    context->getTimeout());
+      reduction.combine(out, input + receiveChunk * chunkBytes, scratch.data(),
+                        static_cast<size_t>(count));
+    }
+    if (reduction.divide)
+      reduction.divide(out, static_cast<size_t>(count), size);
+  });
+}
+
+Status GlooCommunicator::allReduce(titanrt_dtype dtype, titanrt_reduce reduce,
+                                   const void *in, void *out, int64_t count) {
+  const std::string at = where("all_reduce");
+  Reduction reduction;
+  TITANRT_RETURN_IF_ERROR(checkReduction(at, dtype, reduce, reduction));
+  TITANRT_RETURN_IF_ERROR(checkSize(at, "count", count));
+  if (count == 0)
+    return Status::success();
+  return run(at, [&] {
+    gloo::AllreduceOptions options(context);
+    const auto elements = static_cast<size_t>(count);
+    switch (reduction.elementSize) {
+    case 2:
+      setBuffers<2>(options, in, out, elements);
+      break;
+    case 4:
+      setBuffers<4>(options, in, out, elements);
+      break;
+    default:
+      setBuffers<8>(options, in, out, elements);
+      break;
+    }
+    options.setReduceFunction(reduction.combine);
+    gloo::allreduce(options);
+    if (reduction.divide)
+      reduction.divide(out, elements, context->size);
+  });
+}
+
+Status GlooCommunicator::allToAll(const void *in, void *out,
+                                  int64_t bytesPerPeer) {
+  const std::string at = where("all_to_all");
+  TITANRT_RETURN_IF_ERROR(checkSize(at, "bytes per peer", bytesPerPeer));
+  if (bytesPerPeer == 0)
+    return Status::success();
+  return run(at, [&] {
+    const auto bytes = static_cast<size_t>(bytesPerPeer * context->size);
+    gloo::AlltoallOptions options(context);
+    options.setInput(sendPointer(in), bytes);
+    options.setOutput(static_cast<uint8_t *>(out), bytes);
+    gloo::alltoall(options);
+  });
+}
+
+Status GlooCommunicator::broadcast(int64_t root, const void *in, void *out,
+                                   int64_t bytes) {
+  const std::string at = where("broadcast");
+  TITANRT_RETURN_IF_ERROR(checkRoot(at, root, context->size));
+  TITANRT_RETURN_IF_ERROR(checkSize(at, "bytes", bytes));
+  if (bytes == 0)
+    return Status::success();
+  return run(at, [&] {
+    gloo::BroadcastOptions options(context);
+    options.setRoot(static_cast<int>(root));
+    // Only the root has an input; without one it broadcasts `out`.
+    if (root == context->rank && in != out)
+      options.setInput(sendPointer(in), static_cast<size_t>(bytes));
+    options.setOutput(static_cast<uint8_t *>(out), static_cast<size_t>(bytes));
+    gloo::broadcast(options);
+  });
+}
+
+Status GlooCommunicator::send(int64_t peer, int64_t tag, const void *in,
+                              int64_t bytes) {
+  const std::string at = where("send");
+  TITANRT_RETURN_IF_ERROR(
+      checkPeer(at, peer, tag, context->rank, context->size));
+  TITANRT_RETURN_IF_ERROR(checkSize(at, "bytes", bytes));
+  if (bytes == 0)
+    return Status::success();
+  return run(at, [&] {
+    auto buffer = context->createUnboundBuffer(sendPointer(in),
+                                               static_cast<size_t>(bytes));
+    buffer->send(
+        static_cast<int>(peer),
+        gloo::Slot::build(kSendRecvSlotPrefix, static_cast<uint32_t>(tag)));
+    awaitTransfer(*buffer, /*receiving=*/false, describeMember(peer),
+                  context->getTimeout());
+  });
+}
+
+Status GlooCommunicator::recv(int64_t peer, int64_t tag, void *out,
+                              int64_t bytes) {
+  const std::string at = where("recv");
+  TITANRT_RETURN_IF_ERROR(
+      checkPeer(at, peer, tag, context->rank, context->size));
+  TITANRT_RETURN_IF_ERROR(checkSize(at, "bytes", bytes));
+  if (bytes == 0)
+    return Status::success();
+  return run(at, [&] {
+    auto buffer = context->createUnboundBuffer(out, static_cast<size_t>(bytes));
+    buffer->recv(
+        static_cast<int>(peer),
+        gloo::Slot::build(kSendRecvSlotPrefix, static_cast<uint32_t>(tag)));
+    awaitTransfer(*buffer, /*receiving=*/true, describeMember(peer),
+                  context->getTimeout());
+  });
+}
+
+Status GlooCommunicator::barrier() {
+  return run(where("barrier"), [&] {
+    gloo::BarrierOptions options(context);
+    gloo::barrier(options);
+  });
+}
+
+} // namespace titan::rt

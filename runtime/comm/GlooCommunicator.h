@@ -1,0 +1,89 @@
+//===- GlooCommunicator.h - collectives over Gloo's TCP transport -*- C++ -*-=//
+//
+// The CPU backend's communicator: one connected Gloo context per group.
+// all_gather, all_reduce, all_to_all, broadcast and barrier are Gloo's;
+// reduce_scatter is a ring over Gloo's unbound buffers (Gloo 2022 has no
+// options-style reduce_scatter; docs/runtime-comm.md says why the ring and
+// not ReduceScatterHalvingDoubling); send and recv are unbound-buffer
+// transfers whose slot carries the tag.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_RUNTIME_COMM_GLOOCOMMUNICATOR_H
+#define TITAN_RUNTIME_COMM_GLOOCOMMUNICATOR_H
+
+#include "comm/Communicator.h"
+
+#include <gloo/context.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace titan::rt {
+
+/// Gloo's exception message without the "[file:line] " it starts with.
+std::string stripSourceLocation(const std::string &message);
+
+/// Collectives over a connected Gloo context of two or more ranks, used by
+/// one thread at a time. Gloo's exceptions become
+/// TITANRT_ERROR_COMMUNICATION Statuses naming the operation, the
+/// communicator and, where one is known, the peer. A failure (a peer that
+/// died, a timeout) closes the context's connections, so every later
+/// operation fails at once, naming the first failure.
+class GlooCommunicator final : public Communicator {
+public:
+  /// `context` is connected and carries the collectives' timeout;
+  /// `worldRanks` are the group's world ranks in group order;
+  /// `description` names the communicator in errors
+  /// (describeCommunicator).
+  GlooCommunicator(std::shared_ptr<gloo::Context> context,
+                   std::vector<int64_t> worldRanks, std::string description);
+
+  int64_t getRank() const override { return context->rank; }
+  int64_t getSize() const override { return context->size; }
+  Status allGather(const void *in, void *out, int64_t bytes) override;
+  /// A ring: n - 1 steps, each sending one chunk to the next member and
+  /// reducing the one received from the previous into `out`, with one chunk
+  /// of scratch memory.
+  Status reduceScatter(titanrt_dtype dtype, titanrt_reduce reduce,
+                       const void *in, void *out, int64_t count) override;
+  Status allReduce(titanrt_dtype dtype, titanrt_reduce reduce, const void *in,
+                   void *out, int64_t count) override;
+  Status allToAll(const void *in, void *out, int64_t bytesPerPeer) override;
+  Status broadcast(int64_t root, const void *in, void *out,
+                   int64_t bytes) override;
+  /// Returns once the peer's matching recv took the data (Gloo's transfers
+  /// are rendezvous: a rank must receive a peer's messages in the order it
+  /// sends them). Sends of zero bytes are skipped, as are their recvs.
+  Status send(int64_t peer, int64_t tag, const void *in,
+              int64_t bytes) override;
+  Status recv(int64_t peer, int64_t tag, void *out, int64_t bytes) override;
+  Status barrier() override;
+
+private:
+  /// "<operation> over <description>".
+  std::string where(const char *operation) const {
+    return std::string(operation) + " over " + description;
+  }
+  /// "group rank 1 (world rank 3)".
+  std::string describeMember(int64_t index) const;
+  /// Runs `body`, which calls Gloo, and turns an exception into an error
+  /// of `where`; refuses to run after an earlier failure.
+  template <typename Body> Status run(const std::string &where, Body &&body);
+
+  /// The connected context; its timeout bounds every wait.
+  std::shared_ptr<gloo::Context> context;
+  /// The group's world ranks in group order.
+  std::vector<int64_t> worldRanks;
+  /// describeCommunicator's text.
+  std::string description;
+  /// The first failure's message; empty while the communicator works.
+  std::string failure;
+  /// reduce_scatter's receive buffer, kept between calls.
+  std::vector<uint8_t> scratch;
+};
+
+} // namespace titan::rt
+
+#endif // TITAN_RUNTIME_COMM_GLOOCOMMUNICATOR_H

@@ -1,0 +1,156 @@
+//===- Abi.cpp - the C entry points compiled code calls -------------------===//
+//
+// Each function of titanrt.def: checks what only the context can check (the
+// communicator index), dispatches to the CPU kernels or the communicator,
+// and turns a failed Status into its code and titanrt_last_error().
+//
+//===----------------------------------------------------------------------===//
+
+#include "core/Context.h"
+#include "cpu/CpuKernels.h"
+
+#include <cstring>
+
+using namespace titan::rt;
+
+namespace {
+
+/// The communicator `comm` of `ctx`, or null after recording the error.
+Communicator *getCommunicator(titanrt_context *ctx, int32_t comm,
+                              const char *operation) {
+  if (comm < 0 || comm >= static_cast<int32_t>(ctx->communicators.size())) {
+    ctx->fail(Status::invalidArgument(
+        std::string(operation) + ": communicator " + std::to_string(comm) +
+        " does not exist (the program has " +
+        std::to_string(ctx->communicators.size()) + ")"));
+    return nullptr;
+  }
+  return ctx->communicators[comm].get();
+}
+
+} // namespace
+
+extern "C" {
+
+const char *titanrt_last_error(const titanrt_context *ctx) {
+  return ctx->lastError.c_str();
+}
+
+titanrt_status titanrt_matmul(titanrt_context *ctx, int32_t dtype,
+                              const void *a, const void *b, void *c,
+                              int64_t batch, int64_t m, int64_t n, int64_t k,
+                              int32_t transpose_a, int32_t transpose_b,
+                              int32_t b_shared) {
+  return ctx->finish(cpu::matmul(*ctx->threads, dtype, a, b, c, batch, m, n, k,
+                                 transpose_a, transpose_b, b_shared));
+}
+
+titanrt_status titanrt_attention(titanrt_context *ctx, int32_t dtype,
+                                 const void *q, const void *k, const void *v,
+                                 void *out, int64_t batch, int64_t q_heads,
+                                 int64_t kv_heads, int64_t seq,
+                                 int64_t head_dim, int32_t causal,
+                                 double scale) {
+  return ctx->finish(cpu::attention(*ctx->threads, dtype, q, k, v, out, batch,
+                                    q_heads, kv_heads, seq, head_dim, causal,
+                                    scale));
+}
+
+titanrt_status
+titanrt_attention_grad(titanrt_context *ctx, int32_t dtype, const void *q,
+                       const void *k, const void *v, const void *grad, void *dq,
+                       void *dk, void *dv, void *workspace, int64_t batch,
+                       int64_t q_heads, int64_t kv_heads, int64_t seq,
+                       int64_t head_dim, int32_t causal, double scale) {
+  return ctx->finish(cpu::attentionGrad(
+      *ctx->threads, dtype, q, k, v, grad, dq, dk, dv, workspace, batch,
+      q_heads, kv_heads, seq, head_dim, causal, scale));
+}
+
+titanrt_status titanrt_embedding_grad(titanrt_context *ctx, int32_t dtype,
+                                      int32_t ids_dtype, const void *ids,
+                                      const void *grad, void *out,
+                                      int64_t num_ids, int64_t vocab,
+                                      int64_t dim) {
+  return ctx->finish(cpu::embeddingGrad(*ctx->threads, dtype, ids_dtype, ids,
+                                        grad, out, num_ids, vocab, dim));
+}
+
+titanrt_status titanrt_all_gather(titanrt_context *ctx, int32_t comm,
+                                  const void *in, void *out, int64_t bytes) {
+  Communicator *c = getCommunicator(ctx, comm, "all_gather");
+  return c ? ctx->finish(c->allGather(in, out, bytes))
+           : TITANRT_ERROR_INVALID_ARGUMENT;
+}
+
+titanrt_status titanrt_reduce_scatter(titanrt_context *ctx, int32_t comm,
+                                      int32_t dtype, int32_t reduce,
+                                      const void *in, void *out,
+                                      int64_t count) {
+  Communicator *c = getCommunicator(ctx, comm, "reduce_scatter");
+  return c ? ctx->finish(c->reduceScatter(static_cast<titanrt_dtype>(dtype),
+                                          static_cast<titanrt_reduce>(reduce),
+                                          in, out, count))
+           : TITANRT_ERROR_INVALID_ARGUMENT;
+}
+
+titanrt_status titanrt_all_reduce(titanrt_context *ctx, int32_t comm,
+                                  int32_t dtype, int32_t reduce, const void *in,
+                                  void *out, int64_t count) {
+  Communicator *c = getCommunicator(ctx, comm, "all_reduce");
+  return c ? ctx->finish(c->allReduce(static_cast<titanrt_dtype>(dtype),
+                                      static_cast<titanrt_reduce>(reduce), in,
+                                      out, count))
+           : TITANRT_ERROR_INVALID_ARGUMENT;
+}
+
+titanrt_status titanrt_all_to_all(titanrt_context *ctx, int32_t comm,
+                                  const void *in, void *out,
+                                  int64_t bytes_per_peer) {
+  Communicator *c = getCommunicator(ctx, comm, "all_to_all");
+  return c ? ctx->finish(c->allToAll(in, out, bytes_per_peer))
+           : TITANRT_ERROR_INVALID_ARGUMENT;
+}
+
+titanrt_status titanrt_broadcast(titanrt_context *ctx, int32_t comm,
+                                 int64_t root, const void *in, void *out,
+                                 int64_t bytes) {
+  Communicator *c = getCommunicator(ctx, comm, "broadcast");
+  return c ? ctx->finish(c->broadcast(root, in, out, bytes))
+           : TITANRT_ERROR_INVALID_ARGUMENT;
+}
+
+titanrt_status titanrt_send(titanrt_context *ctx, int32_t comm, int64_t peer,
+                            int64_t tag, const void *in, int64_t bytes) {
+  Communicator *c = getCommunicator(ctx, comm, "send");
+  return c ? ctx->finish(c->send(peer, tag, in, bytes))
+           : TITANRT_ERROR_INVALID_ARGUMENT;
+}
+
+titanrt_status titanrt_recv(titanrt_context *ctx, int32_t comm, int64_t peer,
+                            int64_t tag, void *out, int64_t bytes) {
+  Communicator *c = getCommunicator(ctx, comm, "recv");
+  return c ? ctx->finish(c->recv(peer, tag, out, bytes))
+           : TITANRT_ERROR_INVALID_ARGUMENT;
+}
+
+titanrt_status titanrt_axis_index(titanrt_context *ctx, int32_t comm,
+                                  int32_t dtype, void *out) {
+  Communicator *c = getCommunicator(ctx, comm, "axis_index");
+  if (!c)
+    return TITANRT_ERROR_INVALID_ARGUMENT;
+  int64_t index = c->getRank();
+  if (dtype == TITANRT_I64) {
+    std::memcpy(out, &index, sizeof(index));
+    return TITANRT_OK;
+  }
+  if (dtype == TITANRT_I32) {
+    int32_t narrow = static_cast<int32_t>(index);
+    std::memcpy(out, &narrow, sizeof(narrow));
+    return TITANRT_OK;
+  }
+  return ctx->fail(Status::invalidArgument(
+      "axis_index: the result must be i64 or i32, not " + dtypeName(dtype)));
+}
+
+} // extern "C"

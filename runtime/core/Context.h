@@ -1,0 +1,39 @@
+//===- Context.h - the runtime state of one rank ----------------*- C++ -*-===//
+//
+// titanrt_context, opaque to compiled code: the rank's communicators (one
+// per communicator index of its program), the worker threads of the CPU
+// kernels, and the message of the last failed call.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_RUNTIME_CORE_CONTEXT_H
+#define TITAN_RUNTIME_CORE_CONTEXT_H
+
+#include "comm/Communicator.h"
+#include "core/Status.h"
+#include "cpu/ThreadPool.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+struct titanrt_context {
+  /// The communicators of the program, by communicator index.
+  std::vector<std::unique_ptr<titan::rt::Communicator>> communicators;
+  /// The threads the CPU kernels run on (the calling thread included).
+  std::unique_ptr<titan::rt::ThreadPool> threads;
+  /// The message of the last failed call (titanrt_last_error).
+  std::string lastError;
+
+  /// Records `status` as the last error and returns its code.
+  titanrt_status fail(const titan::rt::Status &status) {
+    lastError = status.getMessage();
+    return status.getCode();
+  }
+  /// Returns the code of `status`, recording its message if it failed.
+  titanrt_status finish(const titan::rt::Status &status) {
+    return status.ok() ? TITANRT_OK : fail(status);
+  }
+};
+
+#endif // TITAN_RUNTIME_CORE_CONTEXT_H

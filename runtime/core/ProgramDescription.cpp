@@ -1,0 +1,304 @@
+//===- ProgramDescription.cpp - reading a compiled program's description --===//
+
+#include "core/ProgramDescription.h"
+
+#include <algorithm>
+#include <sstream>
+
+using namespace titan::rt;
+
+int64_t TensorPlace::numElements() const {
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d;
+  return count;
+}
+
+int64_t ProgramDescription::getWorldSize() const {
+  int64_t size = 1;
+  for (int64_t axis : mesh.axisSizes)
+    size *= axis;
+  return size;
+}
+
+const TensorPlace *
+ProgramDescription::findArgument(const std::string &name) const {
+  for (const TensorPlace &place : arguments)
+    if (place.name == name)
+      return &place;
+  return nullptr;
+}
+
+const TensorPlace *
+ProgramDescription::findResult(const std::string &name) const {
+  for (const TensorPlace &place : results)
+    if (place.name == name)
+      return &place;
+  return nullptr;
+}
+
+namespace {
+
+/// Reads the description line by line.
+class Parser {
+public:
+  Parser(const std::string &text, ProgramDescription &description)
+      : input(text), description(description) {}
+
+  Status run();
+
+private:
+  Status error(const std::string &message) const {
+    return Status::invalidArgument("program description, line " +
+                                   std::to_string(lineNumber) + ": " + message);
+  }
+  /// Parses "[a,b,c]" (or "[]").
+  bool parseList(const std::string &text, std::vector<int64_t> &values) const;
+  static bool parseInt(const std::string &text, int64_t &value);
+  Status parsePlace(std::istringstream &line, TensorPlace &place) const;
+  Status parseLine(const std::string &keyword, std::istringstream &line);
+
+  std::istringstream input;
+  ProgramDescription &description;
+  int64_t lineNumber = 0;
+  bool ended = false;
+};
+
+} // namespace
+
+bool Parser::parseInt(const std::string &text, int64_t &value) {
+  if (text.empty())
+    return false;
+  size_t used = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (...) {
+    return false;
+  }
+  return used == text.size();
+}
+
+bool Parser::parseList(const std::string &text,
+                       std::vector<int64_t> &values) const {
+  values.clear();
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']')
+    return false;
+  std::string body = text.substr(1, text.size() - 2);
+  if (body.empty())
+    return true;
+  std::istringstream items(body);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    int64_t value;
+    if (!parseInt(item, value))
+      return false;
+    values.push_back(value);
+  }
+  return true;
+}
+
+Status Parser::parsePlace(std::istringstream &line, TensorPlace &place) const {
+  std::string dtype, shape, region, offset, bytes;
+  line >> dtype >> shape >> region >> offset >> bytes;
+  static const std::pair<const char *, int32_t> dtypes[] = {
+      {"f32", TITANRT_F32}, {"f64", TITANRT_F64}, {"bf16", TITANRT_BF16},
+      {"f16", TITANRT_F16}, {"i64", TITANRT_I64}, {"i32", TITANRT_I32},
+      {"i1", TITANRT_BOOL}};
+  auto known =
+      std::find_if(std::begin(dtypes), std::end(dtypes),
+                   [&](const auto &entry) { return dtype == entry.first; });
+  if (known == std::end(dtypes))
+    return error("unknown element type '" + dtype + "'");
+  place.dtype = known->second;
+  if (!parseList(shape, place.shape))
+    return error("malformed shape '" + shape + "'");
+  if (region == "arena")
+    place.region = Region::Arena;
+  else if (region == "state")
+    place.region = Region::State;
+  else if (region == "inputs")
+    place.region = Region::Inputs;
+  else
+    return error("unknown region '" + region + "'");
+  if (!parseInt(offset, place.offset) || !parseInt(bytes, place.bytes) ||
+      place.offset < 0 ||
+      place.bytes != place.numElements() * int64_t(dtypeSize(place.dtype)))
+    return error("malformed offset or size of '" + place.name + "'");
+  return Status::success();
+}
+
+Status Parser::parseLine(const std::string &keyword, std::istringstream &line) {
+  if (keyword == "mesh") {
+    std::string axis;
+    while (line >> axis) {
+      size_t equals = axis.find('=');
+      int64_t size;
+      if (equals == std::string::npos ||
+          !parseInt(axis.substr(equals + 1), size) || size < 1)
+        return error("malformed mesh axis '" + axis + "'");
+      description.mesh.axisNames.push_back(axis.substr(0, equals));
+      description.mesh.axisSizes.push_back(size);
+    }
+    return Status::success();
+  }
+  if (keyword == "regions") {
+    std::string entry;
+    while (line >> entry) {
+      size_t equals = entry.find('=');
+      int64_t bytes;
+      if (equals == std::string::npos ||
+          !parseInt(entry.substr(equals + 1), bytes) || bytes < 0)
+        return error("malformed region '" + entry + "'");
+      std::string name = entry.substr(0, equals);
+      if (name == "arena")
+        description.arenaBytes = bytes;
+      else if (name == "state")
+        description.stateBytes = bytes;
+      else if (name == "inputs")
+        description.inputBytes = bytes;
+      else
+        return error("unknown region '" + name + "'");
+    }
+    return Status::success();
+  }
+  if (keyword == "defaults") {
+    std::string entry;
+    while (line >> entry) {
+      size_t equals = entry.find('=');
+      std::string key = entry.substr(0, equals), value;
+      if (equals != std::string::npos)
+        value = entry.substr(equals + 1);
+      int64_t number;
+      if (key == "lr") {
+        try {
+          description.defaultLearningRate = std::stod(value);
+        } catch (...) {
+          return error("malformed learning rate '" + value + "'");
+        }
+      } else if ((key == "steps" || key == "seed") && parseInt(value, number)) {
+        (key == "steps" ? description.defaultSteps : description.defaultSeed) =
+            number;
+      } else {
+        return error("malformed default '" + entry + "'");
+      }
+    }
+    return Status::success();
+  }
+  if (keyword == "comm") {
+    int64_t index;
+    std::string text, axis;
+    line >> text;
+    if (!parseInt(text, index) ||
+        index != int64_t(description.communicators.size()))
+      return error("communicators must be numbered 0, 1, ... in order");
+    std::vector<int> axes;
+    while (line >> axis) {
+      auto it = std::find(description.mesh.axisNames.begin(),
+                          description.mesh.axisNames.end(), axis);
+      if (it == description.mesh.axisNames.end())
+        return error("communicator over unknown mesh axis '" + axis + "'");
+      axes.push_back(it - description.mesh.axisNames.begin());
+    }
+    description.communicators.push_back(std::move(axes));
+    return Status::success();
+  }
+  if (keyword == "arg" || keyword == "result") {
+    std::string index;
+    TensorPlace place;
+    line >> index >> place.name;
+    if (keyword == "arg")
+      line >> place.role;
+    TITANRT_RETURN_IF_ERROR(parsePlace(line, place));
+    (keyword == "arg" ? description.arguments : description.results)
+        .push_back(std::move(place));
+    return Status::success();
+  }
+  if (keyword == "global" || keyword == "box" || keyword == "order") {
+    std::string name;
+    line >> name;
+    InputLayout &layout = description.inputs[name];
+    if (keyword == "global") {
+      std::string shape;
+      line >> shape;
+      if (!parseList(shape, layout.globalShape))
+        return error("malformed global shape '" + shape + "'");
+      return Status::success();
+    }
+    if (keyword == "box") {
+      std::string rank, offsets, sizes;
+      line >> rank >> offsets >> sizes;
+      Box box;
+      int64_t index;
+      if (!parseInt(rank, index) || index != int64_t(layout.boxes.size()) ||
+          !parseList(offsets, box.offsets) || !parseList(sizes, box.sizes))
+        return error("malformed box of '" + name + "'");
+      layout.boxes.push_back(std::move(box));
+      return Status::success();
+    }
+    std::string order;
+    line >> order;
+    std::vector<int64_t> values;
+    if (!parseList(order, values) || values.size() < 3)
+      return error("malformed order of '" + name + "'");
+    layout.orderDim = values.front();
+    layout.order.assign(values.begin() + 1, values.end());
+    return Status::success();
+  }
+  if (keyword == "checkpoint-plan") {
+    int64_t count;
+    std::string text;
+    line >> text;
+    if (!parseInt(text, count) || count < 0)
+      return error("malformed checkpoint-plan line count");
+    std::string planLine;
+    for (int64_t i = 0; i < count; ++i) {
+      if (!std::getline(input, planLine))
+        return error("the checkpoint plan is cut short");
+      ++lineNumber;
+      description.checkpointPlan += planLine + "\n";
+    }
+    return Status::success();
+  }
+  if (keyword == "end") {
+    ended = true;
+    return Status::success();
+  }
+  return error("unknown record '" + keyword + "'");
+}
+
+Status Parser::run() {
+  std::string text;
+  if (!std::getline(input, text) || text != "titan-program 1")
+    return Status::invalidArgument(
+        "program description: expected 'titan-program 1' (was the program "
+        "compiled by another version of titan?)");
+  lineNumber = 1;
+  while (!ended && std::getline(input, text)) {
+    ++lineNumber;
+    std::istringstream line(text);
+    std::string keyword;
+    if (!(line >> keyword))
+      continue;
+    TITANRT_RETURN_IF_ERROR(parseLine(keyword, line));
+  }
+  if (!ended)
+    return error("the description is cut short (no 'end')");
+  std::vector<TensorPlace> places(description.arguments);
+  places.insert(places.end(), description.results.begin(),
+                description.results.end());
+  for (const TensorPlace &place : places) {
+    int64_t limit = place.region == Region::State    ? description.stateBytes
+                    : place.region == Region::Inputs ? description.inputBytes
+                                                     : description.arenaBytes;
+    if (place.offset + place.bytes > limit)
+      return Status::invalidArgument("program description: '" + place.name +
+                                     "' lies outside its region");
+  }
+  return Status::success();
+}
+
+Status titan::rt::parseProgramDescription(const std::string &text,
+                                          ProgramDescription &description) {
+  description = ProgramDescription();
+  return Parser(text, description).run();
+}

@@ -1,0 +1,95 @@
+//===- ProgramDescription.h - reading a compiled program's description ----===//
+//
+// The text titan-compile embeds in every executable
+// (`titan_program_description`): the mesh, the communicators, the sizes of
+// the memory regions, every argument and result of the step with its place,
+// the box of the global batch each rank reads, and the checkpoint plan. The
+// format is in docs/runtime.md; the writer is
+// lib/Codegen/ProgramDescription.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_RUNTIME_CORE_PROGRAMDESCRIPTION_H
+#define TITAN_RUNTIME_CORE_PROGRAMDESCRIPTION_H
+
+#include "comm/Connect.h"
+#include "core/Status.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace titan::rt {
+
+/// The memory regions of a rank (the order of the step function's
+/// pointers).
+enum class Region { Arena = 0, State = 1, Inputs = 2 };
+
+/// An argument or result of the step, and where it lives.
+struct TensorPlace {
+  std::string name;
+  /// "param", "state", "buffer" or "input" for arguments; "" for results.
+  std::string role;
+  int32_t dtype = TITANRT_F32;
+  std::vector<int64_t> shape;
+  Region region = Region::Arena;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+
+  /// The number of elements (1 for a 0-d tensor).
+  int64_t numElements() const;
+};
+
+/// A box of a global tensor.
+struct Box {
+  std::vector<int64_t> offsets;
+  std::vector<int64_t> sizes;
+};
+
+/// How the ranks read an input from the global batch.
+struct InputLayout {
+  std::vector<int64_t> globalShape;
+  /// The box each rank reads, by rank.
+  std::vector<Box> boxes;
+  /// Context parallelism's stored order (titan.sequence_order): dim
+  /// `orderDim` is cut into chunks and position k holds chunk order[k].
+  std::optional<int64_t> orderDim;
+  std::vector<int64_t> order;
+};
+
+/// Everything the runtime needs to know about a compiled program.
+struct ProgramDescription {
+  MeshShape mesh;
+  int64_t arenaBytes = 0;
+  int64_t stateBytes = 0;
+  int64_t inputBytes = 0;
+  /// The mesh axes (indices) of every communicator, by index.
+  std::vector<std::vector<int>> communicators;
+  std::vector<TensorPlace> arguments;
+  std::vector<TensorPlace> results;
+  /// Layouts of the inputs, by name.
+  std::map<std::string, InputLayout> inputs;
+  /// The checkpoint plan, in its file format (titan/Checkpoint/Plan.h).
+  std::string checkpointPlan;
+  /// What a run does unless its command line says otherwise (the training
+  /// config's values).
+  double defaultLearningRate = 8e-4;
+  int64_t defaultSteps = 1;
+  int64_t defaultSeed = 0;
+
+  /// The number of ranks of the mesh.
+  int64_t getWorldSize() const;
+  /// The argument or result called `name`, or null.
+  const TensorPlace *findArgument(const std::string &name) const;
+  const TensorPlace *findResult(const std::string &name) const;
+};
+
+/// Parses `text`; errors name the line and what is wrong with it.
+Status parseProgramDescription(const std::string &text,
+                               ProgramDescription &description);
+
+} // namespace titan::rt
+
+#endif // TITAN_RUNTIME_CORE_PROGRAMDESCRIPTION_H

@@ -1,0 +1,507 @@
+//===- Trainer.cpp - running a compiled training step ---------------------===//
+
+#include "core/Trainer.h"
+
+#include "titan/Checkpoint/Dcp.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/xxhash.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <malloc.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+using namespace titan::rt;
+using mlir::titan::DenseTensorRef;
+using mlir::titan::IndexBox;
+using mlir::titan::MutableDenseTensorRef;
+using mlir::titan::TorchDType;
+
+namespace {
+
+/// The checkpoint dtype of a runtime dtype, if it has one.
+std::optional<TorchDType> torchDType(int32_t dtype) {
+  switch (dtype) {
+  case TITANRT_F32:
+    return TorchDType::Float32;
+  case TITANRT_F64:
+    return TorchDType::Float64;
+  case TITANRT_BF16:
+    return TorchDType::BFloat16;
+  case TITANRT_F16:
+    return TorchDType::Float16;
+  case TITANRT_I64:
+    return TorchDType::Int64;
+  case TITANRT_I32:
+    return TorchDType::Int32;
+  default:
+    return std::nullopt;
+  }
+}
+
+/// The runtime dtype of an .npy element type.
+int32_t runtimeDType(mlir::titan::NpyDType dtype) {
+  switch (dtype) {
+  case mlir::titan::NpyDType::F32:
+    return TITANRT_F32;
+  case mlir::titan::NpyDType::F64:
+    return TITANRT_F64;
+  case mlir::titan::NpyDType::F16:
+    return TITANRT_F16;
+  case mlir::titan::NpyDType::I64:
+    return TITANRT_I64;
+  case mlir::titan::NpyDType::I32:
+    return TITANRT_I32;
+  case mlir::titan::NpyDType::U16:
+    return TITANRT_BF16; // titan writes bf16 as raw uint16 bits.
+  default:
+    return -1;
+  }
+}
+
+std::string formatShape(llvm::ArrayRef<int64_t> shape) {
+  return "[" +
+         llvm::join(llvm::map_range(
+                        shape, [](int64_t d) { return std::to_string(d); }),
+                    ", ") +
+         "]";
+}
+
+/// Bytes in use on the heap (glibc's mallinfo2).
+int64_t heapInUse() { return static_cast<int64_t>(mallinfo2().uordblks); }
+
+/// "12.3 MiB".
+std::string formatBytes(int64_t bytes) {
+  char text[32];
+  if (bytes >= (int64_t(1) << 30))
+    std::snprintf(text, sizeof(text), "%.2f GiB", bytes / double(1 << 30));
+  else if (bytes >= (1 << 20))
+    std::snprintf(text, sizeof(text), "%.2f MiB", bytes / double(1 << 20));
+  else if (bytes >= (1 << 10))
+    std::snprintf(text, sizeof(text), "%.2f KiB", bytes / double(1 << 10));
+  else
+    std::snprintf(text, sizeof(text), "%lld B", static_cast<long long>(bytes));
+  return text;
+}
+
+/// Copies the box `box` of `source` (a global tensor, possibly stored with
+/// a chunk order along one dim) into `target` (the box's shape).
+void copyBox(DenseTensorRef source, const Box &box, const InputLayout &layout,
+             MutableDenseTensorRef target) {
+  IndexBox targetBox{
+      llvm::SmallVector<int64_t>(box.offsets.begin(), box.offsets.end()),
+      llvm::SmallVector<int64_t>(box.sizes.begin(), box.sizes.end())};
+  IndexBox whole{llvm::SmallVector<int64_t>(source.shape.size(), 0),
+                 llvm::SmallVector<int64_t>(source.shape)};
+  if (!layout.orderDim) {
+    mlir::titan::copyRegion(source, whole, target, targetBox, targetBox);
+    return;
+  }
+  // Stored chunk k holds natural chunk order[k]: view the natural tensor
+  // shifted so that its chunk order[k] sits at stored chunk k.
+  int64_t dim = *layout.orderDim;
+  int64_t chunk = source.shape[dim] / int64_t(layout.order.size());
+  for (auto [k, natural] : llvm::enumerate(layout.order)) {
+    int64_t begin = std::max<int64_t>(k * chunk, box.offsets[dim]);
+    int64_t end =
+        std::min<int64_t>((k + 1) * chunk, box.offsets[dim] + box.sizes[dim]);
+    if (begin >= end)
+      continue;
+    IndexBox region = targetBox;
+    region.offsets[dim] = begin;
+    region.sizes[dim] = end - begin;
+    IndexBox shifted = whole;
+    shifted.offsets[dim] = (int64_t(k) - natural) * chunk;
+    mlir::titan::copyRegion(source, shifted, target, targetBox, region);
+  }
+}
+
+/// A counter-based generator: the same numbers for a global element
+/// whatever the parallel layout (SplitMix64 of the element's key).
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/// A standard normal number for (key, index), truncated to [-2, 2]
+/// standard deviations by drawing again (Box-Muller on uniform pairs).
+double normal(uint64_t key, int64_t index) {
+  for (uint64_t attempt = 0;; ++attempt) {
+    uint64_t a = mix(key ^ mix(uint64_t(index) * 2654435761ULL + attempt));
+    uint64_t b = mix(a);
+    double u = (double(a >> 11) + 0.5) * 0x1p-53;
+    double v = (double(b >> 11) + 0.5) * 0x1p-53;
+    double z = std::sqrt(-2.0 * std::log(u)) * std::cos(2.0 * M_PI * v);
+    if (std::abs(z) <= 2.0)
+      return z;
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Regions
+//===----------------------------------------------------------------------===//
+
+Regions::~Regions() {
+  for (int i = 0; i < 3; ++i)
+    if (bases[i])
+      munmap(bases[i], sizes[i]);
+}
+
+Status Regions::allocate(const ProgramDescription &description) {
+  int64_t bytes[3] = {description.arenaBytes, description.stateBytes,
+                      description.inputBytes};
+  static const char *names[3] = {"arena", "state", "inputs"};
+  for (int i = 0; i < 3; ++i) {
+    sizes[i] = std::max<int64_t>(bytes[i], 1);
+    void *memory = mmap(nullptr, sizes[i], PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED)
+      return Status::invalidArgument(std::string("cannot allocate the ") +
+                                     names[i] + " (" + formatBytes(bytes[i]) +
+                                     "): " + std::strerror(errno));
+    bases[i] = static_cast<uint8_t *>(memory);
+    sizes[i] = bytes[i];
+  }
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// BatchSource
+//===----------------------------------------------------------------------===//
+
+Status BatchSource::open(const std::string &folder,
+                         const ProgramDescription &program) {
+  for (const TensorPlace &argument : program.arguments) {
+    if (argument.role != "input" || !argument.shape.size() ||
+        !program.inputs.count(argument.name))
+      continue;
+    std::string path = folder + "/" + argument.name + ".npy";
+    llvm::Expected<mlir::titan::MappedNpy> file = mlir::titan::mapNpy(path);
+    if (!file)
+      return Status::io("cannot read the batch: " +
+                        llvm::toString(file.takeError()));
+    const std::vector<int64_t> &global =
+        program.inputs.at(argument.name).globalShape;
+    llvm::ArrayRef<int64_t> shape = file->shape;
+    if (shape.size() == global.size() + 1)
+      shape = shape.drop_front();
+    if (shape != llvm::ArrayRef<int64_t>(global) ||
+        runtimeDType(file->dtype) != argument.dtype)
+      return Status::invalidArgument(
+          path + " is " + dtypeName(runtimeDType(file->dtype)) + " " +
+          formatShape(file->shape) + "; the program reads " +
+          dtypeName(argument.dtype) + " " + formatShape(global) +
+          " per step (or [steps, ...] of it): compile for this batch "
+          "(training.local_batch_size, training.seq_len) or write the "
+          "batch with that shape");
+    files.emplace(argument.name, std::move(*file));
+  }
+  return Status::success();
+}
+
+Status BatchSource::read(const std::string &name, int64_t step, int64_t rank,
+                         const ProgramDescription &program,
+                         uint8_t *target) const {
+  const mlir::titan::MappedNpy &file = files.at(name);
+  const InputLayout &layout = program.inputs.at(name);
+  const TensorPlace *argument = program.findArgument(name);
+  TorchDType dtype = *torchDType(argument->dtype);
+  int64_t batchBytes = int64_t(dtypeSize(argument->dtype));
+  for (int64_t d : layout.globalShape)
+    batchBytes *= d;
+  int64_t batches = int64_t(file.data.size()) / batchBytes;
+  llvm::StringRef batch =
+      file.data.substr((step % batches) * batchBytes, batchBytes);
+  DenseTensorRef source(dtype, layout.globalShape, batch);
+  MutableDenseTensorRef local(
+      dtype, argument->shape,
+      llvm::MutableArrayRef<char>(reinterpret_cast<char *>(target),
+                                  argument->bytes));
+  copyBox(source, layout.boxes[rank], layout, local);
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Trainer
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<MutableDenseTensorRef> Trainer::shardOf(llvm::StringRef source) {
+  if (source == "step")
+    return MutableDenseTensorRef(
+        TorchDType::Float32, {},
+        llvm::MutableArrayRef<char>(reinterpret_cast<char *>(&stepValue),
+                                    sizeof(stepValue)));
+  const TensorPlace *argument = program.findArgument(source.str());
+  if (!argument || argument->region != Region::State)
+    return llvm::createStringError("the program holds no state tensor '" +
+                                   source + "'");
+  std::optional<TorchDType> dtype = torchDType(argument->dtype);
+  if (!dtype)
+    return llvm::createStringError("'" + source + "' has element type " +
+                                   dtypeName(argument->dtype) +
+                                   ", which checkpoints cannot hold");
+  return MutableDenseTensorRef(
+      *dtype, argument->shape,
+      llvm::MutableArrayRef<char>(
+          reinterpret_cast<char *>(regions.address(*argument)),
+          argument->bytes));
+}
+
+Status Trainer::loadCheckpoint(const std::string &folder) {
+  llvm::Expected<mlir::titan::DcpReader> reader =
+      mlir::titan::DcpReader::open(folder);
+  if (!reader)
+    return Status::io("cannot load checkpoint '" + folder +
+                      "': " + llvm::toString(reader.takeError()));
+  auto destination = [&](llvm::StringRef source, TorchDType dtype,
+                         llvm::ArrayRef<int64_t> shape)
+      -> llvm::Expected<MutableDenseTensorRef> { return shardOf(source); };
+  if (llvm::Error error =
+          mlir::titan::loadPlanRank(*reader, plan, rank, destination))
+    return Status::io("cannot load checkpoint '" + folder +
+                      "': " + llvm::toString(std::move(error)));
+  stepsDone = static_cast<int64_t>(stepValue);
+  return Status::success();
+}
+
+Status Trainer::loadBuffers(const std::string &folder) {
+  for (const TensorPlace &argument : program.arguments) {
+    if (argument.role != "buffer")
+      continue;
+    std::string path = folder + "/" + argument.name + ".npy";
+    llvm::Expected<mlir::titan::MappedNpy> file = mlir::titan::mapNpy(path);
+    if (!file)
+      return Status::io("cannot read buffer '" + argument.name +
+                        "': " + llvm::toString(file.takeError()));
+    // Buffers are replicated: every rank holds the whole tensor.
+    if (llvm::ArrayRef<int64_t>(file->shape) !=
+            llvm::ArrayRef<int64_t>(argument.shape) ||
+        runtimeDType(file->dtype) != argument.dtype)
+      return Status::invalidArgument(
+          path + " is " + formatShape(file->shape) + ", the program reads " +
+          dtypeName(argument.dtype) + " " + formatShape(argument.shape));
+    std::memcpy(regions.address(argument), file->data.data(), argument.bytes);
+  }
+  return Status::success();
+}
+
+void Trainer::initialize(uint64_t seed) {
+  // torchtitan-like defaults, from the name and rank of each parameter:
+  // biases 0, norm scales (rank 1) 1, embeddings N(0, 1), other weights
+  // N(0, 0.02), truncated at 2 standard deviations. Each global element's
+  // value depends only on the seed, the parameter's name and the element's
+  // global index, so every parallel layout starts from the same model.
+  for (const TensorPlace &argument : program.arguments) {
+    if (argument.role != "param" || argument.dtype != TITANRT_F32)
+      continue;
+    const mlir::titan::PlanTensor *tensor = nullptr;
+    for (const mlir::titan::PlanTensor &candidate : plan.tensors)
+      if (candidate.source == argument.name)
+        tensor = &candidate;
+    if (!tensor)
+      continue;
+    float *data = reinterpret_cast<float *>(regions.address(argument));
+    llvm::StringRef name = argument.name;
+    bool isBias = name.ends_with("bias");
+    bool isEmbedding =
+        name.contains("embed") || name.contains("wte") || name.contains("wpe");
+    double std = isEmbedding ? 1.0 : 0.02;
+    uint64_t key = mix(seed ^ llvm::xxh3_64bits(name));
+    const IndexBox &box = tensor->boxes[rank].box;
+    int64_t count = argument.numElements();
+    for (int64_t local = 0; local < count; ++local) {
+      // The element's global row-major index.
+      int64_t rest = local, global = 0, stride = 1;
+      for (int64_t d = int64_t(box.sizes.size()) - 1; d >= 0; --d) {
+        int64_t coordinate = rest % box.sizes[d] + box.offsets[d];
+        rest /= box.sizes[d];
+        global += coordinate * stride;
+        stride *= tensor->shape[d];
+      }
+      data[local] = isBias ? 0.0f
+                    : argument.shape.size() == 1
+                        ? 1.0f
+                        : float(std * normal(key, global));
+    }
+  }
+}
+
+Status Trainer::prepare(const RunOptions &options) {
+  llvm::Expected<mlir::titan::CheckpointPlan> parsed =
+      mlir::titan::parseCheckpointPlan(program.checkpointPlan,
+                                       "the program's checkpoint plan");
+  if (!parsed)
+    return Status::invalidArgument(llvm::toString(parsed.takeError()));
+  plan = std::move(*parsed);
+  TITANRT_RETURN_IF_ERROR(regions.allocate(program));
+  TITANRT_RETURN_IF_ERROR(loadBuffers(options.buffersFolder));
+  if (!options.loadCheckpoint.empty())
+    return loadCheckpoint(options.loadCheckpoint);
+  initialize(options.seed);
+  return Status::success();
+}
+
+Status Trainer::train(const RunOptions &options) {
+  BatchSource batches;
+  if (options.dataFolder.empty())
+    return Status::invalidArgument(
+        "no training data: pass --data DIR with tokens.npy and labels.npy");
+  TITANRT_RETURN_IF_ERROR(batches.open(options.dataFolder, program));
+  const TensorPlace *loss = program.findResult("loss");
+  int64_t tokensPerStep = 0;
+  if (const TensorPlace *tokens = program.findArgument("tokens"))
+    tokensPerStep = tokens->numElements();
+  std::ofstream metrics;
+  if (rank == 0 && !options.metricsFile.empty())
+    metrics.open(options.metricsFile, std::ios::app);
+
+  heapBeforeSteps = heapInUse();
+  for (int64_t i = 0; i < options.steps; ++i) {
+    for (const TensorPlace &argument : program.arguments) {
+      if (argument.role != "input")
+        continue;
+      uint8_t *target = regions.address(argument);
+      if (argument.name == "lr" || argument.name == "step") {
+        float value = argument.name == "lr" ? float(options.learningRate)
+                                            : float(stepsDone);
+        std::memcpy(target, &value, sizeof(value));
+        continue;
+      }
+      TITANRT_RETURN_IF_ERROR(
+          batches.read(argument.name, stepsDone, rank, program, target));
+    }
+    auto start = std::chrono::steady_clock::now();
+    titanrt_status status =
+        step(&context, regions.getBase(Region::Arena),
+             regions.getBase(Region::State), regions.getBase(Region::Inputs));
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (status != TITANRT_OK)
+      return Status(status, "step " + std::to_string(stepsDone + 1) + ": " +
+                                context.lastError);
+    ++stepsDone;
+    if (rank != 0)
+      continue;
+    float value = NAN;
+    if (loss)
+      std::memcpy(&value, regions.address(*loss), sizeof(value));
+    std::printf("step %lld | loss %.6f | %.1f ms | %.0f tokens/s/rank\n",
+                static_cast<long long>(stepsDone), value, seconds * 1e3,
+                tokensPerStep / seconds);
+    std::fflush(stdout);
+    if (metrics.is_open())
+      metrics << "{\"step\": " << stepsDone
+              << ", \"loss\": " << llvm::formatv("{0:e9}", value).str()
+              << ", \"seconds\": " << seconds << "}\n";
+  }
+  heapAfterSteps = heapInUse();
+  stepValue = static_cast<float>(stepsDone);
+  return Status::success();
+}
+
+Status Trainer::save(const RunOptions &options, Communicator &world) {
+  const std::string &folder = options.saveCheckpoint;
+  if (std::error_code error = llvm::sys::fs::create_directories(folder))
+    return Status::io("cannot create checkpoint folder '" + folder +
+                      "': " + error.message());
+  auto lookup = [&](llvm::StringRef source) -> llvm::Expected<DenseTensorRef> {
+    llvm::Expected<MutableDenseTensorRef> shard = shardOf(source);
+    if (!shard)
+      return shard.takeError();
+    return DenseTensorRef(
+        shard->dtype, shard->shape,
+        llvm::StringRef(shard->data.data(), shard->data.size()));
+  };
+  llvm::Expected<mlir::titan::DcpRankData> data =
+      mlir::titan::planRankShardData(plan, rank, lookup);
+  if (!data)
+    return Status::io("cannot save: " + llvm::toString(data.takeError()));
+  if (llvm::Error error = mlir::titan::saveDcpRank(folder, *data))
+    return Status::io("cannot save rank " + std::to_string(rank) + ": " +
+                      llvm::toString(std::move(error)));
+  TITANRT_RETURN_IF_ERROR(world.barrier());
+  if (rank != 0)
+    return Status::success();
+  mlir::titan::DcpFlavor flavor = options.checkpointFlavor == "torch1.13"
+                                      ? mlir::titan::DcpFlavor::Torch113
+                                      : mlir::titan::DcpFlavor::Torch2;
+  if (llvm::Error error =
+          mlir::titan::finishDcpSave(folder, plan.numRanks, flavor))
+    return Status::io("cannot commit checkpoint '" + folder +
+                      "': " + llvm::toString(std::move(error)));
+  std::printf("saved checkpoint %s (step %lld)\n", folder.c_str(),
+              static_cast<long long>(stepsDone));
+  return Status::success();
+}
+
+Status Trainer::dumpResults(const std::string &folder) const {
+  llvm::SmallString<256> rankFolder(folder);
+  llvm::sys::path::append(rankFolder, "rank" + std::to_string(rank));
+  if (std::error_code error = llvm::sys::fs::create_directories(rankFolder))
+    return Status::io("cannot create '" + std::string(rankFolder) +
+                      "': " + error.message());
+  for (const TensorPlace &result : program.results) {
+    std::optional<mlir::titan::NpyDType> dtype;
+    switch (result.dtype) {
+    case TITANRT_F32:
+      dtype = mlir::titan::NpyDType::F32;
+      break;
+    case TITANRT_F64:
+      dtype = mlir::titan::NpyDType::F64;
+      break;
+    case TITANRT_I64:
+      dtype = mlir::titan::NpyDType::I64;
+      break;
+    case TITANRT_I32:
+      dtype = mlir::titan::NpyDType::I32;
+      break;
+    case TITANRT_BF16:
+    case TITANRT_F16:
+      dtype = mlir::titan::NpyDType::U16;
+      break;
+    default:
+      dtype = mlir::titan::NpyDType::Bool;
+    }
+    llvm::SmallString<256> path(rankFolder);
+    llvm::sys::path::append(path, result.name + ".npy");
+    llvm::SmallVector<int64_t> shape(result.shape.begin(), result.shape.end());
+    if (llvm::Error error = mlir::titan::writeNpy(
+            path, *dtype, shape,
+            llvm::StringRef(
+                reinterpret_cast<const char *>(regions.address(result)),
+                result.bytes)))
+      return Status::io(llvm::toString(std::move(error)));
+  }
+  return Status::success();
+}
+
+void Trainer::reportMemory() const {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("memory (rank %lld): arena %s, state %s, inputs %s "
+              "(allocated = planned: %lld + %lld + %lld bytes); heap growth "
+              "while stepping %lld bytes; peak RSS %s\n",
+              static_cast<long long>(rank),
+              formatBytes(regions.getBytes(Region::Arena)).c_str(),
+              formatBytes(regions.getBytes(Region::State)).c_str(),
+              formatBytes(regions.getBytes(Region::Inputs)).c_str(),
+              static_cast<long long>(regions.getBytes(Region::Arena)),
+              static_cast<long long>(regions.getBytes(Region::State)),
+              static_cast<long long>(regions.getBytes(Region::Inputs)),
+              static_cast<long long>(heapAfterSteps - heapBeforeSteps),
+              formatBytes(int64_t(usage.ru_maxrss) * 1024).c_str());
+  std::fflush(stdout);
+}

@@ -1,0 +1,51 @@
+//===- CpuKernels.h - the CPU backend's hand-written kernels ----*- C++ -*-===//
+//
+// The operations compiled code calls into the CPU backend for (titanrt.h
+// documents each): GEMMs through OpenBLAS, blocked causal attention and its
+// backward, the embedding scatter-add. Arguments are checked (a Status
+// names what is wrong); the work is spread over `pool`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_RUNTIME_CPU_CPUKERNELS_H
+#define TITAN_RUNTIME_CPU_CPUKERNELS_H
+
+#include "core/Status.h"
+#include "cpu/ThreadPool.h"
+
+#include <cstdint>
+
+namespace titan::rt::cpu {
+
+/// titanrt_matmul: F32 and F64 through OpenBLAS, cut into single-threaded
+/// GEMMs (a batch entry times a panel of C) that the pool runs (Gemm.cpp).
+Status matmul(ThreadPool &pool, int32_t dtype, const void *a, const void *b,
+              void *c, int64_t batch, int64_t m, int64_t n, int64_t k,
+              bool transposeA, bool transposeB, bool bShared);
+
+/// titanrt_attention: F32, flash-attention style (Attention.cpp); bitwise
+/// equal results for any number of threads.
+Status attention(ThreadPool &pool, int32_t dtype, const void *q, const void *k,
+                 const void *v, void *out, int64_t batch, int64_t qHeads,
+                 int64_t kvHeads, int64_t seq, int64_t headDim, bool causal,
+                 double scale);
+
+/// titanrt_attention_grad: F32; the workspace receives each query row's
+/// log-sum-exp and rowsum(dO * O) (Attention.cpp); bitwise equal results for
+/// any number of threads.
+Status attentionGrad(ThreadPool &pool, int32_t dtype, const void *q,
+                     const void *k, const void *v, const void *grad, void *dq,
+                     void *dk, void *dv, void *workspace, int64_t batch,
+                     int64_t qHeads, int64_t kvHeads, int64_t seq,
+                     int64_t headDim, bool causal, double scale);
+
+/// titanrt_embedding_grad: F32 and F64, ids I64 or I32, checked before
+/// anything is written (Embedding.cpp); bitwise equal results for any number
+/// of threads.
+Status embeddingGrad(ThreadPool &pool, int32_t dtype, int32_t idsDtype,
+                     const void *ids, const void *grad, void *out,
+                     int64_t numIds, int64_t vocab, int64_t dim);
+
+} // namespace titan::rt::cpu
+
+#endif // TITAN_RUNTIME_CPU_CPUKERNELS_H

@@ -1,0 +1,41 @@
+// RUN: titan-opt %s --titan-fuse-kernels --titan-lower-kernels --titan-plan-memory --titan-lower-to-runtime | FileCheck %s
+// RUN: not titan-opt %s --titan-lower-to-runtime 2>&1 | FileCheck %s --check-prefix=UNPLANNED
+
+// The planned step becomes @titan_program_step(ctx, arena, state, inputs):
+// pointers into the regions at the planned offsets, a runtime call per host
+// op whose status returns at once when it is not 0, a call per kernel (the
+// AdamW-like update of w runs in place over w's state buffer), and the
+// program description and main. Only LLVM dialect ops remain.
+
+// CHECK-NOT: titan.mesh
+// CHECK-NOT: func.func
+// CHECK: llvm.func @titan_program_step(%[[CTX:.*]]: !llvm.ptr, %[[ARENA:.*]]: !llvm.ptr, %[[STATE:.*]]: !llvm.ptr, %[[INPUTS:.*]]: !llvm.ptr) -> i32 attributes {no_inline, optimize_none}
+// CHECK-DAG: %[[W:.*]] = llvm.getelementptr %[[STATE]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-DAG: %[[X:.*]] = llvm.getelementptr %[[INPUTS]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK: %[[STATUS:.*]] = llvm.call @titanrt_all_gather(%[[CTX]], %{{.*}}, %[[W]], %[[FULL:[0-9]+]], %{{.*}}) : (!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, i64) -> i32
+// CHECK: %[[FAILED:.*]] = llvm.icmp "ne" %[[STATUS]]
+// CHECK: llvm.cond_br %[[FAILED]], ^[[FAIL:.*]](%[[STATUS]] : i32), ^
+// CHECK: llvm.call @titanrt_matmul(%[[CTX]], %{{.*}}, %[[X]], %[[FULL]], %[[Y:[0-9]+]], %{{.*}}) : (!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i32, i32, i32) -> i32
+// CHECK: llvm.call @kernel_exp(%[[Y]], %[[Y]])
+// CHECK: llvm.call @kernel_add(%[[W]], %[[W]])
+// CHECK: llvm.return %{{.*}} : i32
+// CHECK: ^[[FAIL]](%[[CODE:.*]]: i32):
+// CHECK-NEXT: llvm.return %[[CODE]] : i32
+// CHECK: llvm.func @titanrt_all_gather(!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, i64) -> i32
+// CHECK: llvm.mlir.global external constant @titan_program_description("titan-program 1\0Amesh tp=2\0Aregions arena=320 state=128 inputs=64\0Adefaults lr=8.000000000e-04 steps=1 seed=0\0Acomm 0 tp\0Aarg 0 w param f32 [4,8] state 0 128\0Aarg 1 x input f32 [2,8] inputs 0 64\0Aglobal x [2,8]\0Abox x 0 [0,0] [2,8]\0Abox x 1 [0,0] [2,8]\0Aresult 0 y f32 [2,8] arena 256 64\0Aresult 1 param.w f32 [4,8] state 0 128\0Acheckpoint-plan 5\0Atitan-checkpoint-plan 1\0Aranks 2\0Atensor w w float32 [8,8]\0Abox 0 [0,0] [4,8] write\0Abox 1 [4,0] [4,8] write\0Aend\0A\00")
+// CHECK-LABEL: llvm.func @main(%{{.*}}: i32, %{{.*}}: !llvm.ptr) -> i32
+// CHECK: llvm.call @titanrt_main
+
+// UNPLANNED: error: titan-lower-to-runtime needs a planned @train_step (titan-plan-memory)
+
+titan.mesh @mesh ["tp"=2]
+func.func @train_step(%w: tensor<4x8xf32> {titan.name = "w", titan.role = "param", titan.placements = #titan.placements<@mesh, [S(0)]>},
+                      %x: tensor<2x8xf32> {titan.name = "x", titan.role = "input", titan.placements = #titan.placements<@mesh, [R]>})
+    -> (tensor<2x8xf32> {titan.name = "y"}, tensor<4x8xf32> {titan.name = "param.w"}) {
+  %full = titan.all_gather %w on @mesh ["tp"] dim 0 : tensor<4x8xf32> -> tensor<8x8xf32>
+  %y = titan.matmul %x, %full : tensor<2x8xf32>, tensor<8x8xf32> -> tensor<2x8xf32>
+  %e = titan.exp %y : tensor<2x8xf32>
+  %u = titan.scale %w by 0.5 : tensor<4x8xf32>
+  %v = titan.add %u, %w : tensor<4x8xf32>
+  return %e, %v : tensor<2x8xf32>, tensor<4x8xf32>
+}

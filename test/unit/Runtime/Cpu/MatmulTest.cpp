@@ -1,0 +1,175 @@
+//===- MatmulTest.cpp - Tests of the CPU backend's matmul -----------------===//
+//
+// cpu::matmul against a naive double-precision product, for every transpose
+// combination, batches with and without a shared B, sizes that are not
+// multiples of the panels, panels split over rows and over columns.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cpu/CpuKernels.h"
+
+#include "TestUtil.h"
+
+#include <climits>
+#include <cstring>
+#include <limits>
+
+using namespace titan::rt;
+using namespace titan::rt::cpu;
+using namespace titan::rt::cpu::test;
+
+namespace {
+
+/// One titanrt_matmul call.
+struct MatmulCase {
+  int64_t batch, m, n, k;
+  bool transposeA, transposeB, bShared;
+};
+
+/// The case for messages: 3x130x97x160_tA_sharedB.
+std::string caseName(const MatmulCase &c) {
+  return std::to_string(c.batch) + "x" + std::to_string(c.m) + "x" +
+         std::to_string(c.n) + "x" + std::to_string(c.k) +
+         (c.transposeA ? "_tA" : "") + (c.transposeB ? "_tB" : "") +
+         (c.bShared ? "_sharedB" : "");
+}
+
+/// C = op(A) op(B) in double, straight from titanrt.h's definition.
+template <typename T>
+std::vector<double> referenceMatmul(const MatmulCase &c,
+                                    const std::vector<T> &a,
+                                    const std::vector<T> &b) {
+  std::vector<double> result(c.batch * c.m * c.n);
+  for (int64_t e = 0; e < c.batch; ++e) {
+    const T *matrixA = a.data() + e * c.m * c.k;
+    const T *matrixB = b.data() + (c.bShared ? 0 : e * c.k * c.n);
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < c.k; ++p)
+          sum += double(c.transposeA ? matrixA[p * c.m + i]
+                                     : matrixA[i * c.k + p]) *
+                 double(c.transposeB ? matrixB[j * c.k + p]
+                                     : matrixB[p * c.n + j]);
+        result[(e * c.m + i) * c.n + j] = sum;
+      }
+  }
+  return result;
+}
+
+/// Runs `c` with elements T (dtype) on every thread count; checks the
+/// result against the reference within `tolerance` (relative to the
+/// largest element) and that repeated runs are bitwise equal.
+template <typename T>
+void checkMatmul(const MatmulCase &c, int32_t dtype, double tolerance) {
+  SCOPED_TRACE(caseName(c));
+  std::vector<T> a = randomValues<T>(c.batch * c.m * c.k, 1);
+  std::vector<T> b = randomValues<T>((c.bShared ? 1 : c.batch) * c.k * c.n, 2);
+  std::vector<double> expected = referenceMatmul(c, a, b);
+  for (int numThreads : threadCounts()) {
+    SCOPED_TRACE(std::to_string(numThreads) + " threads");
+    std::vector<T> first(expected.size(), std::numeric_limits<T>::quiet_NaN());
+    std::vector<T> second = first;
+    for (std::vector<T> *result : {&first, &second}) {
+      Status status =
+          matmul(pool(numThreads), dtype, a.data(), b.data(), result->data(),
+                 c.batch, c.m, c.n, c.k, c.transposeA, c.transposeB, c.bShared);
+      ASSERT_TRUE(status.ok()) << status.getMessage();
+    }
+    EXPECT_LE(relativeError(first, expected), tolerance);
+    EXPECT_EQ(
+        std::memcmp(first.data(), second.data(), first.size() * sizeof(T)), 0);
+  }
+}
+
+/// Shapes over every transpose combination.
+std::vector<MatmulCase> matmulCases() {
+  std::vector<MatmulCase> cases;
+  for (bool transposeA : {false, true})
+    for (bool transposeB : {false, true}) {
+      // One small and one odd-sized GEMM, split into row panels.
+      cases.push_back({1, 5, 3, 4, transposeA, transposeB, false});
+      cases.push_back({1, 301, 203, 151, transposeA, transposeB, false});
+      // Split into column panels (n > m).
+      cases.push_back({1, 37, 611, 203, transposeA, transposeB, false});
+      // Batches: 3 entries (not a multiple of 2 threads), and a shared B
+      // (folded into M without a transpose of A).
+      cases.push_back({3, 130, 97, 160, transposeA, transposeB, false});
+      cases.push_back({3, 130, 97, 160, transposeA, transposeB, true});
+      cases.push_back({4, 7, 9, 5, transposeA, transposeB, true});
+    }
+  return cases;
+}
+
+TEST(MatmulTest, F32MatchesReference) {
+  // f32 sums of up to 203 products of values in [-1, 1]: rounding errors of
+  // a few 1e-7 relative to the largest element.
+  for (const MatmulCase &c : matmulCases())
+    checkMatmul<float>(c, TITANRT_F32, 2e-6);
+}
+
+TEST(MatmulTest, F64MatchesReference) {
+  for (const MatmulCase &c : matmulCases())
+    checkMatmul<double>(c, TITANRT_F64, 1e-14);
+}
+
+TEST(MatmulTest, EmptyReductionGivesZeros) {
+  std::vector<float> c(2 * 3 * 4, std::numeric_limits<float>::quiet_NaN());
+  float unused = 0;
+  Status status = matmul(pool(2), TITANRT_F32, &unused, &unused, c.data(), 2, 3,
+                         4, 0, false, false, false);
+  ASSERT_TRUE(status.ok()) << status.getMessage();
+  for (float value : c)
+    EXPECT_EQ(value, 0.0f);
+}
+
+TEST(MatmulTest, EmptyOutputTouchesNothing) {
+  std::vector<float> b(4 * 6 * 5);
+  Status status = matmul(pool(2), TITANRT_F32, nullptr, b.data(), nullptr, 4, 0,
+                         5, 6, false, false, false);
+  EXPECT_TRUE(status.ok()) << status.getMessage();
+}
+
+/// The code and message of a matmul call on 1-element buffers.
+Status matmulStatus(int32_t dtype, int64_t batch, int64_t m, int64_t n,
+                    int64_t k, bool nullA = false) {
+  static double buffer[4];
+  return matmul(pool(1), dtype, nullA ? nullptr : buffer, buffer, buffer, batch,
+                m, n, k, false, false, false);
+}
+
+TEST(MatmulTest, ArgumentErrors) {
+  Status negative = matmulStatus(TITANRT_F32, 1, -2, 1, 1);
+  EXPECT_EQ(negative.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(negative.getMessage(), "matmul: m = -2 is negative");
+
+  Status negativeBatch = matmulStatus(TITANRT_F32, -1, 1, 1, 1);
+  EXPECT_EQ(negativeBatch.getMessage(), "matmul: batch = -1 is negative");
+
+  Status null = matmulStatus(TITANRT_F32, 2, 3, 1, 4, /*nullA=*/true);
+  EXPECT_EQ(null.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(null.getMessage(), "matmul: a is null but holds 24 elements");
+
+  Status bf16 = matmulStatus(TITANRT_BF16, 1, 1, 1, 1);
+  EXPECT_EQ(bf16.getCode(), TITANRT_ERROR_UNSUPPORTED);
+  EXPECT_EQ(bf16.getMessage(),
+            "matmul: dtype bf16 is not supported by the CPU backend (f32, "
+            "f64)");
+
+  Status unknown = matmulStatus(42, 1, 1, 1, 1);
+  EXPECT_EQ(unknown.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(unknown.getMessage(), "matmul: dtype 42 is not a titanrt_dtype");
+
+  // Checked before anything is read: the buffers are far too small.
+  Status huge = matmulStatus(TITANRT_F32, 1, int64_t(INT_MAX) + 1, 0, 1);
+  EXPECT_EQ(huge.getCode(), TITANRT_ERROR_UNSUPPORTED);
+  EXPECT_EQ(huge.getMessage(), "matmul: m = 2147483648 exceeds OpenBLAS's "
+                               "32-bit dimensions");
+
+  Status overflow =
+      matmulStatus(TITANRT_F32, int64_t(1) << 40, int64_t(1) << 40, 1, 1);
+  EXPECT_EQ(overflow.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(overflow.getMessage(), "matmul: a has more than 2^63 elements");
+}
+
+} // namespace
