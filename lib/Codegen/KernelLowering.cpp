@@ -29,6 +29,8 @@
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/StringMap.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
@@ -37,56 +39,75 @@ using namespace mlir;
 using namespace mlir::titan;
 
 //===----------------------------------------------------------------------===//
-// In-place analysis (on linalg over tensors, after fusion)
+// In-place analysis (on the bufferized kernel)
 //===----------------------------------------------------------------------===//
 
-/// The input of `kernel` whose buffer result `index` may share: a kernel
-/// argument of the result's type that the loop nest producing the result
-/// reads with the indexing map of the result's own output (so each element
-/// is read before it is overwritten) and that nothing after it reads (loop
-/// nests before it, such as a norm's reduction, have finished); -1 if none.
-static int64_t findInPlaceOperand(func::FuncOp kernel, unsigned index) {
-  auto ret = cast<func::ReturnOp>(kernel.getBody().front().getTerminator());
-  Value result = ret.getOperand(index);
-  auto generic = result.getDefiningOp<linalg::GenericOp>();
-  if (!generic || llvm::count(ret.getOperands(), result) != 1)
+/// The ops that use `buffer`, directly or through views of it.
+static SmallVector<OpOperand *> getTransitiveUses(Value buffer) {
+  SmallVector<OpOperand *> uses;
+  SmallVector<Value> worklist = {buffer};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      if (isa<ViewLikeOpInterface>(use.getOwner()))
+        llvm::append_range(worklist, use.getOwner()->getResults());
+      else
+        uses.push_back(&use);
+    }
+  }
+  return uses;
+}
+
+/// The input parameter whose buffer output parameter `output` of `kernel`
+/// (bufferized, `numInputs` inputs first) may share, or -1. Legal when one
+/// loop nest, without reductions, is the only op that touches the output,
+/// and it reads the input at the element it writes; every other op that
+/// reads the input runs before it (a norm's reduction). Bufferization may
+/// use an output as scratch for a temporary: then the output has other
+/// writers and nothing may share it.
+static int64_t findInPlaceInput(func::FuncOp kernel, unsigned numInputs,
+                                unsigned output) {
+  Value out = kernel.getArgument(output);
+  SmallVector<OpOperand *> outUses = getTransitiveUses(out);
+  if (outUses.size() != 1 || outUses.front()->get() != out)
     return -1;
-  unsigned resultNumber = cast<OpResult>(result).getResultNumber();
-  OpOperand *output = generic.getDpsInitOperand(resultNumber);
-  AffineMap outputMap = generic.getMatchingIndexingMap(output);
-  if (!outputMap.isIdentity() || generic.getNumReductionLoops() != 0)
+  auto generic = dyn_cast<linalg::GenericOp>(outUses.front()->getOwner());
+  if (!generic || !generic.isDpsInit(outUses.front()) ||
+      generic.getNumReductionLoops() != 0)
     return -1;
-  for (BlockArgument arg : kernel.getArguments()) {
-    if (arg.getType() != result.getType())
+  AffineMap outputMap = generic.getMatchingIndexingMap(outUses.front());
+  for (unsigned input = 0; input < numInputs; ++input) {
+    BlockArgument arg = kernel.getArgument(input);
+    if (arg.getType() != out.getType())
       continue;
     bool readHere = false;
-    bool legal = llvm::all_of(arg.getUses(), [&](OpOperand &use) {
-      Operation *user = use.getOwner();
+    bool legal = llvm::all_of(getTransitiveUses(arg), [&](OpOperand *use) {
+      Operation *user = use->getOwner();
       if (user != generic.getOperation())
         return user->getBlock() == generic->getBlock() &&
                user->isBeforeInBlock(generic);
       readHere = true;
-      return generic.isDpsInput(&use) &&
-             generic.getMatchingIndexingMap(&use) == outputMap;
+      return use->get() == arg && generic.isDpsInput(use) &&
+             generic.getMatchingIndexingMap(use) == outputMap;
     });
     if (legal && readHere)
-      return arg.getArgNumber();
+      return input;
   }
   return -1;
 }
 
-/// Records titan.in_place on every kernel of `kernels`: pairs of (input
-/// parameter, output parameter) that may share a buffer, where the output
-/// parameter of result i is the one after the inputs.
-static void recordInPlaceOperands(ModuleOp kernels) {
-  for (auto kernel : kernels.getOps<func::FuncOp>()) {
-    SmallVector<int64_t> pairs;
-    for (unsigned i = 0; i < kernel.getNumResults(); ++i)
-      if (int64_t input = findInPlaceOperand(kernel, i); input >= 0)
-        pairs.append({input, kernel.getNumArguments() + i});
-    kernel->setAttr(TitanDialect::kInPlaceAttrName,
-                    DenseI64ArrayAttr::get(kernels.getContext(), pairs));
-  }
+/// Records titan.in_place on a bufferized kernel with `numInputs` inputs
+/// and `numResults` output parameters after them: pairs of (input
+/// parameter, output parameter) that may share a buffer.
+static void recordInPlaceOperands(func::FuncOp kernel, unsigned numInputs,
+                                  unsigned numResults) {
+  SmallVector<int64_t> pairs;
+  for (unsigned output = numInputs; output < numInputs + numResults; ++output)
+    if (int64_t input = findInPlaceInput(kernel, numInputs, output);
+        input >= 0)
+      pairs.append({input, output});
+  kernel->setAttr(TitanDialect::kInPlaceAttrName,
+                  DenseI64ArrayAttr::get(kernel.getContext(), pairs));
 }
 
 //===----------------------------------------------------------------------===//
@@ -160,7 +181,12 @@ LogicalResult mlir::titan::bufferizeKernels(ModuleOp kernels) {
     if (failed(pm.run(kernels)))
       return failure();
   }
-  recordInPlaceOperands(kernels);
+  // The number of inputs and results of each kernel, for after
+  // bufferization has made the results parameters.
+  llvm::StringMap<std::pair<unsigned, unsigned>> arity;
+  for (auto kernel : kernels.getOps<func::FuncOp>())
+    arity[kernel.getSymName()] = {kernel.getNumArguments(),
+                                  kernel.getNumResults()};
   unshareFills(kernels);
   {
     PassManager pm(context);
@@ -180,9 +206,12 @@ LogicalResult mlir::titan::bufferizeKernels(ModuleOp kernels) {
     if (failed(pm.run(kernels)))
       return failure();
   }
-  for (auto kernel : kernels.getOps<func::FuncOp>())
+  for (auto kernel : kernels.getOps<func::FuncOp>()) {
     if (failed(hoistAllocations(kernel)))
       return failure();
+    auto [numInputs, numResults] = arity.lookup(kernel.getSymName());
+    recordInPlaceOperands(kernel, numInputs, numResults);
+  }
   return success();
 }
 

@@ -367,8 +367,11 @@ Status Trainer::train(const RunOptions &options) {
   if (rank == 0 && !options.metricsFile.empty())
     metrics.open(options.metricsFile, std::ios::app);
 
-  heapBeforeSteps = heapInUse();
   for (int64_t i = 0; i < options.steps; ++i) {
+    // The first step warms up (communication buffers, thread stacks); from
+    // then on a step must not allocate.
+    if (i == 1)
+      heapBeforeSteps = heapInUse();
     for (const TensorPlace &argument : program.arguments) {
       if (argument.role != "input")
         continue;
@@ -396,18 +399,22 @@ Status Trainer::train(const RunOptions &options) {
     if (rank != 0)
       continue;
     float value = NAN;
-    if (loss)
+    std::string lossText;
+    if (loss) {
       std::memcpy(&value, regions.address(*loss), sizeof(value));
-    std::printf("step %lld | loss %.6f | %.1f ms | %.0f tokens/s/rank\n",
-                static_cast<long long>(stepsDone), value, seconds * 1e3,
-                tokensPerStep / seconds);
+      lossText = llvm::formatv(" | loss {0:f6}", value).str();
+    }
+    std::printf("step %lld%s | %.1f ms | %.0f tokens/s/rank\n",
+                static_cast<long long>(stepsDone), lossText.c_str(),
+                seconds * 1e3, tokensPerStep / seconds);
     std::fflush(stdout);
     if (metrics.is_open())
       metrics << "{\"step\": " << stepsDone
               << ", \"loss\": " << llvm::formatv("{0:e9}", value).str()
               << ", \"seconds\": " << seconds << "}\n";
   }
-  heapAfterSteps = heapInUse();
+  if (options.steps > 1)
+    heapAfterSteps = heapInUse();
   stepValue = static_cast<float>(stepsDone);
   return Status::success();
 }
@@ -493,7 +500,7 @@ void Trainer::reportMemory() const {
   getrusage(RUSAGE_SELF, &usage);
   std::printf("memory (rank %lld): arena %s, state %s, inputs %s "
               "(allocated = planned: %lld + %lld + %lld bytes); heap growth "
-              "while stepping %lld bytes; peak RSS %s\n",
+              "after the first step %lld bytes; peak RSS %s\n",
               static_cast<long long>(rank),
               formatBytes(regions.getBytes(Region::Arena)).c_str(),
               formatBytes(regions.getBytes(Region::State)).c_str(),

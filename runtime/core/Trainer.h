@@ -125,6 +125,7 @@ private:
   /// The 0-d f32 the checkpoint's `step` source is loaded into and saved
   /// from.
   float stepValue = 0;
+  /// Bytes in use on the heap after the first step and after the last.
   int64_t heapBeforeSteps = 0;
   int64_t heapAfterSteps = 0;
 };

@@ -70,7 +70,8 @@ struct LossLoops : RowLoops {
     SmallVector<Value> inits = {arith::ConstantOp::create(
         b, loc, b.getI64Type(), b.getI64IntegerAttr(0))};
     if (term)
-      inits.push_back(createFloat(b, loc, computeType, 0.0));
+      inits.push_back(
+          createFloat(b, loc, getAccumulatorType(computeType), 0.0));
     return buildReduction(
         b, loc, rows, reduced, inputs, maps, inits,
         [&](OpBuilder &nested, Location l,
@@ -86,8 +87,7 @@ struct LossLoops : RowLoops {
             value = arith::SelectOp::create(
                 nested, l, counted, value,
                 createFloat(nested, l, computeType, 0.0));
-            next.push_back(
-                arith::AddFOp::create(nested, l, args.back(), value));
+            next.push_back(accumulate(nested, l, args.back(), value));
           }
           return next;
         });
@@ -117,8 +117,9 @@ LogicalResult convertCrossEntropy(CrossEntropyOp op,
         Value picked = convertFloat(
             b, l, tensor::ExtractOp::create(b, l, loops.logits, indices),
             loops.computeType);
+        Value sum = convertFloat(b, l, args[2], loops.computeType);
         Value logSumExp = arith::AddFOp::create(
-            b, l, args[1], math::LogOp::create(b, l, args[2]));
+            b, l, args[1], math::LogOp::create(b, l, sum));
         return arith::SubFOp::create(b, l, logSumExp, picked);
       });
   // total / count: NaN when nothing counted (0 / 0).

@@ -21,6 +21,16 @@ Type mlir::titan::getComputeType(Type type) {
   return type;
 }
 
+Type mlir::titan::getAccumulatorType(Type computeType) {
+  return Float64Type::get(computeType.getContext());
+}
+
+Value mlir::titan::accumulate(OpBuilder &b, Location loc, Value lhs,
+                              Value rhs) {
+  return arith::AddFOp::create(b, loc, lhs,
+                               convertFloat(b, loc, rhs, lhs.getType()));
+}
+
 Type mlir::titan::getWiderFloatType(Type a, Type b) {
   a = getComputeType(a);
   b = getComputeType(b);
@@ -240,14 +250,14 @@ SoftmaxStatistics mlir::titan::buildSoftmaxStatistics(OpBuilder &b,
   Value sum =
       buildReduction(
           b, loc, type.getShape(), dim, {input, max}, {identity, row},
-          createFloat(b, loc, computeType, 0.0),
+          createFloat(b, loc, getAccumulatorType(computeType), 0.0),
           [&](OpBuilder &nested, Location nestedLoc,
               ValueRange args) -> SmallVector<Value> {
             Value x = convertFloat(nested, nestedLoc, args[0], computeType);
             Value shifted =
                 arith::SubFOp::create(nested, nestedLoc, x, args[1]);
             Value exp = math::ExpOp::create(nested, nestedLoc, shifted);
-            return {arith::AddFOp::create(nested, nestedLoc, args[2], exp)};
+            return {accumulate(nested, nestedLoc, args[2], exp)};
           })
           .front();
   return {max, sum};

@@ -71,7 +71,8 @@ struct NormLoops : RowLoops {
       ArrayRef<AffineMap> maps, unsigned numSums,
       function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> terms)
       const {
-    SmallVector<Value> zeros(numSums, constant(b, loc, 0.0));
+    SmallVector<Value> zeros(
+        numSums, createFloat(b, loc, getAccumulatorType(computeType), 0.0));
     return buildReduction(
         b, loc, type.getShape(), reduced, inputs, maps, zeros,
         [&](OpBuilder &nested, Location nestedLoc,
@@ -82,8 +83,7 @@ struct NormLoops : RowLoops {
           SmallVector<Value> sums;
           for (auto [acc, value] :
                llvm::zip_equal(args.take_back(numSums), values))
-            sums.push_back(
-                arith::AddFOp::create(nested, nestedLoc, acc, value));
+            sums.push_back(accumulate(nested, nestedLoc, acc, value));
           return sums;
         });
   }

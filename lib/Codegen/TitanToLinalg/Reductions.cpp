@@ -3,8 +3,8 @@
 // A reduction is one `linalg.generic` whose reduced dims are `reduction`
 // iterators, accumulating into a `linalg.fill`ed tensor: 0 for sums, -inf
 // for maxima (`arith.maximumf`, so a NaN propagates as in torch.amax).
-// Sums accumulate in f32 for bf16/f16 (f64 for f64); a mean, and a sum of
-// bf16/f16, are finished by an elementwise generic. With `keepdim`, each
+// Sums accumulate in f64 (as the interpreter does); a mean, and the
+// rounding of a sum to its element type, are an elementwise generic. With `keepdim`, each
 // reduced dim also gets a parallel loop of size 1 that the result is
 // indexed by, so the result needs no reshape (every indexing map stays a
 // projection).
@@ -61,7 +61,9 @@ LogicalResult rewriteReduction(Operation *op, PatternRewriter &rewriter,
   AffineMap inputMap = getProjection(context, loops.size(), inputLoops);
 
   // Maxima are exact in the element type; sums accumulate wider.
-  Type accumulatorType = kind == Reduction::Max ? elementType : computeType;
+  Type accumulatorType = kind == Reduction::Max
+                             ? elementType
+                             : getAccumulatorType(computeType);
   double init =
       kind == Reduction::Max ? -std::numeric_limits<double>::infinity() : 0.0;
   Value accumulated =
@@ -71,11 +73,11 @@ LogicalResult rewriteReduction(Operation *op, PatternRewriter &rewriter,
           [&](OpBuilder &b, Location nestedLoc,
               ValueRange args) -> SmallVector<Value> {
             Value x = convertFloat(b, nestedLoc, args[0], computeType);
+            if (kind != Reduction::Max)
+              return {accumulate(b, nestedLoc, args[1], x)};
             Value acc = convertFloat(b, nestedLoc, args[1], computeType);
-            Value next = kind == Reduction::Max
-                             ? buildMaximum(b, nestedLoc, x, acc)
-                             : arith::AddFOp::create(b, nestedLoc, acc, x);
-            return {convertFloat(b, nestedLoc, next, accumulatorType)};
+            return {convertFloat(b, nestedLoc, buildMaximum(b, nestedLoc, x, acc),
+                                 accumulatorType)};
           })
           .front();
   if (kind == Reduction::Mean) {
