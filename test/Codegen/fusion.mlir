@@ -32,7 +32,8 @@ func.func @swiglu(%x: tensor<4x8xbf16>, %y: tensor<8x4xbf16>, %b: tensor<8xbf16>
 // Softmax as the importer writes it by hand: the keepdim reductions'
 // broadcasts back (size-1 dims read at index 0) fold into their consumers,
 // with no reshape. (exp(x - max) has two users, so upstream fusion keeps it
-// a generic of its own: 4 generics where titan.softmax makes 3.)
+// a generic of its own: 4 generics where titan.softmax makes 3.) The sum
+// accumulates in f64; its rounding to f32 fuses into the division.
 // CHECK-LABEL: func.func @softmax_by_hand
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
 // CHECK: %[[M:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[X]] : tensor<4x8xf32>) outs(%{{.*}} : tensor<4x1xf32>)
@@ -40,9 +41,12 @@ func.func @swiglu(%x: tensor<4x8xbf16>, %y: tensor<8x4xbf16>, %b: tensor<8xbf16>
 // CHECK: %[[E:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ROW1]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[X]], %[[M]] : tensor<4x8xf32>, tensor<4x1xf32>)
 // CHECK: arith.subf
 // CHECK: math.exp
-// CHECK: %[[S:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[E]] : tensor<4x8xf32>) outs(%{{.*}} : tensor<4x1xf32>)
-// CHECK: %[[P:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ROW1]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[E]], %[[S]] : tensor<4x8xf32>, tensor<4x1xf32>)
-// CHECK: arith.divf
+// CHECK: %[[S:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[E]] : tensor<4x8xf32>) outs(%{{.*}} : tensor<4x1xf64>)
+// CHECK: arith.extf %{{.*}} : f32 to f64
+// CHECK: arith.addf %{{.*}}, %{{.*}} : f64
+// CHECK: %[[P:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ROW1]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[E]], %[[S]] : tensor<4x8xf32>, tensor<4x1xf64>)
+// CHECK: %[[Z:.*]] = arith.truncf %{{.*}} : f64 to f32
+// CHECK: arith.divf %{{.*}}, %[[Z]] : f32
 // CHECK-NOT: linalg.generic
 // CHECK-NOT: tensor.expand_shape
 // CHECK-NOT: tensor.collapse_shape
@@ -59,11 +63,13 @@ func.func @softmax_by_hand(%x: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {t
 }
 
 // A norm followed by a scale by a splat constant: the constant folds into
-// the norm's elementwise generic.
+// the norm's elementwise generic (which reads the f64 sum of squares).
 // CHECK-LABEL: func.func @rms_norm_scaled
 // CHECK-DAG: %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME: outs(%{{.*}} : tensor<2x3xf64>)
 // CHECK: %[[R:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK: arith.truncf %{{.*}} : f64 to f32
 // CHECK: math.rsqrt
 // CHECK: arith.mulf %{{.*}}, %[[TWO]] : f32
 // CHECK-NOT: linalg.generic

@@ -1,8 +1,8 @@
 // RUN: titan-opt %s --titan-convert-to-linalg --split-input-file --verify-diagnostics | FileCheck %s
 
 // A kernel of representative ops: every titan op becomes linalg, tensor,
-// arith or math on tensors of the same types; results go into
-// tensor.empty, never into an input.
+// arith or math on tensors of the same types (but for sums, which
+// accumulate in f64); results go into tensor.empty, never into an input.
 // CHECK-LABEL: func.func @kernel
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xbf16>, %[[W:.*]]: tensor<8xbf16>, %[[IDS:.*]]: tensor<4xi64>, %[[T:.*]]: tensor<16x8xbf16>)
 // CHECK-SAME: attributes {titan.kernel}
@@ -11,8 +11,11 @@
 // CHECK: tensor.extract %[[T]]
 // CHECK: %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[X]], %[[EMB]] : tensor<4x8xbf16>, tensor<4x8xbf16>)
 // CHECK: arith.addf
-// CHECK: %[[SS:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[SUM]] : tensor<4x8xbf16>) outs(%{{.*}} : tensor<4xf32>)
-// CHECK: %[[NORM:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]} ins(%[[SUM]], %[[W]], %[[SS]] :
+// CHECK: %[[SS:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[SUM]] : tensor<4x8xbf16>) outs(%{{.*}} : tensor<4xf64>)
+// CHECK: arith.extf %{{.*}} : f32 to f64
+// CHECK: arith.addf %{{.*}}, %{{.*}} : f64
+// CHECK: %[[NORM:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]} ins(%[[SUM]], %[[W]], %[[SS]] : tensor<4x8xbf16>, tensor<8xbf16>, tensor<4xf64>)
+// CHECK: arith.truncf %{{.*}} : f64 to f32
 // CHECK: math.rsqrt
 // CHECK: %[[GELU:.*]] = linalg.generic {{.*}} ins(%[[NORM]] : tensor<4x8xbf16>)
 // CHECK: math.erf

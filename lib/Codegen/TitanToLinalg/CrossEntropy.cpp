@@ -1,8 +1,8 @@
 //===- CrossEntropy.cpp - titan's cross-entropy ops to linalg -------------===//
 //
 // Both ops start from the stable softmax statistics of each row of the
-// logits [rows..., vocab] (the row max and sum of exp(x - max), f32 for
-// bf16/f16 logits, f64 for f64), as the interpreter does.
+// logits [rows..., vocab] (the row max in the logits' compute type, the sum
+// of exp(x - max) accumulated in f64), as the interpreter does.
 //
 //   cross_entropy       a reduction over all rows into two 0-d
 //                       accumulators: the sum of max + log(sum) - x[label]
