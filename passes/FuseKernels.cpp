@@ -36,6 +36,11 @@ static bool isFusible(Operation *op) {
          !isa<MeshOp, RedistributeOp>(op);
 }
 
+/// Ops whose result is a reduction of their input.
+static bool isReduction(Operation *op) {
+  return isa<ReduceSumOp, ReduceMaxOp, ReduceMeanOp>(op);
+}
+
 /// Ops that only create or move data: copied into every kernel that uses
 /// them instead of being materialized once. A constant is copied only when
 /// it is a splat (a dense constant would be duplicated in every kernel).
@@ -87,7 +92,11 @@ Grouping formGroups(Block &block) {
       if (!usedOutside)
         continue;
     }
-    if (!usedOutside && !userGroups.empty()) {
+    // A reduction roots a kernel of its own: its result is small, so
+    // materializing it costs nothing, while fusing chains of independent
+    // reductions (a gradient norm over every parameter) would make one huge
+    // kernel instead of a few shared ones.
+    if (!usedOutside && !userGroups.empty() && !isReduction(&op)) {
       if (userGroups.size() == 1) {
         grouping.groupOf[&op] = userGroups.front();
         grouping.members[userGroups.front()].push_back(&op);

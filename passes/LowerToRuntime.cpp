@@ -74,7 +74,7 @@ class StepLowering {
 public:
   StepLowering(ModuleOp module, func::FuncOp step)
       : module(module), step(step), context(module.getContext()),
-        builder(context) {}
+        builder(context), symbols(module) {}
 
   /// Builds the step function; fails with an error on an op it cannot
   /// lower.
@@ -89,8 +89,10 @@ private:
   LogicalResult lowerMatmul(MatmulOp op);
   LogicalResult lowerCopies(func::ReturnOp op);
 
-  /// A pointer to `place` (computed once, in the entry block).
+  /// A pointer to `place`, computed at the insertion point.
   Value pointer(BufferAttr place);
+  /// Where `value` lives.
+  BufferAttr placeOf(Value value);
   /// A pointer to where `value` lives.
   Value pointer(Value value);
   /// A pointer to scratch buffer `index` of `op`.
@@ -114,12 +116,12 @@ private:
   OpBuilder builder;
   CommunicatorTable communicators;
   LLVM::LLVMFuncOp function;
-  Block *entry = nullptr;
   /// Returns its status argument: where a failed runtime call goes.
   Block *failBlock = nullptr;
   Value contextArg;
   Value bases[3];
-  DenseMap<std::pair<unsigned, int64_t>, Value> pointers;
+  /// The module's functions by name (kernels, runtime declarations).
+  SymbolTable symbols;
 };
 
 } // namespace
@@ -140,31 +142,27 @@ Value StepLowering::f64(double value) {
 }
 
 Value StepLowering::pointer(BufferAttr place) {
-  auto key = std::make_pair(static_cast<unsigned>(place.getRegion()),
-                            place.getOffset());
-  if (Value known = pointers.lookup(key))
-    return known;
-  OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPoint(entry->getTerminator());
-  auto ptrType = LLVM::LLVMPointerType::get(context);
+  // Computed where it is used: a pointer live across the whole step would
+  // make register allocation of the (huge) step function quadratic.
   Value offset = LLVM::ConstantOp::create(
       builder, step.getLoc(), builder.getI64IntegerAttr(place.getOffset()));
-  Value result = LLVM::GEPOp::create(
-      builder, step.getLoc(), ptrType, builder.getI8Type(),
-      bases[static_cast<unsigned>(place.getRegion())], ValueRange{offset});
-  pointers[key] = result;
-  return result;
+  return LLVM::GEPOp::create(
+      builder, step.getLoc(), LLVM::LLVMPointerType::get(context),
+      builder.getI8Type(), bases[static_cast<unsigned>(place.getRegion())],
+      ValueRange{offset});
 }
 
-Value StepLowering::pointer(Value value) {
+BufferAttr StepLowering::placeOf(Value value) {
   if (auto arg = dyn_cast<BlockArgument>(value))
-    return pointer(step.getArgAttrOfType<BufferAttr>(
-        arg.getArgNumber(), TitanDialect::kBufferAttrName));
+    return step.getArgAttrOfType<BufferAttr>(arg.getArgNumber(),
+                                             TitanDialect::kBufferAttrName);
   auto result = cast<OpResult>(value);
   auto places = result.getOwner()->getAttrOfType<ArrayAttr>(
       TitanDialect::kBuffersAttrName);
-  return pointer(cast<BufferAttr>(places[result.getResultNumber()]));
+  return cast<BufferAttr>(places[result.getResultNumber()]);
 }
+
+Value StepLowering::pointer(Value value) { return pointer(placeOf(value)); }
 
 Value StepLowering::scratchPointer(Operation *op, unsigned index) {
   auto places = op->getAttrOfType<ArrayAttr>(TitanDialect::kScratchAttrName);
@@ -172,7 +170,7 @@ Value StepLowering::scratchPointer(Operation *op, unsigned index) {
 }
 
 LLVM::LLVMFuncOp StepLowering::getRuntimeFunction(StringRef name) {
-  if (auto known = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+  if (auto known = symbols.lookup<LLVM::LLVMFuncOp>(name))
     return known;
   StringRef signature = getRuntimeSignatures().lookup(name);
   // "r(args)": the return type, then the arguments.
@@ -183,7 +181,9 @@ LLVM::LLVMFuncOp StepLowering::getRuntimeFunction(StringRef name) {
       signatureType(context, signature.front()), arguments);
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(module.getBody());
-  return LLVM::LLVMFuncOp::create(builder, module.getLoc(), name, type);
+  auto function = LLVM::LLVMFuncOp::create(builder, module.getLoc(), name, type);
+  symbols.insert(function);
+  return function;
 }
 
 void StepLowering::callRuntime(StringRef name, ArrayRef<Value> arguments) {
@@ -227,12 +227,13 @@ LogicalResult StepLowering::lowerCopies(func::ReturnOp op) {
   for (auto [index, value] : llvm::enumerate(op.getOperands())) {
     auto target = step.getResultAttrOfType<BufferAttr>(
         index, TitanDialect::kBufferAttrName);
-    Value source = pointer(value);
-    Value destination = pointer(target);
-    if (source == destination)
+    BufferAttr source = placeOf(value);
+    if (source.getRegion() == target.getRegion() &&
+        source.getOffset() == target.getOffset())
       continue;
-    LLVM::MemcpyOp::create(builder, op.getLoc(), destination, source,
-                           i64(bytesOf(value.getType())), false);
+    LLVM::MemcpyOp::create(builder, op.getLoc(), pointer(target),
+                           pointer(source), i64(bytesOf(value.getType())),
+                           false);
   }
   LLVM::ReturnOp::create(builder, op.getLoc(), ValueRange{i32(TITANRT_OK)});
   return success();
@@ -255,7 +256,7 @@ LogicalResult StepLowering::lower(Operation *op) {
             op->getAttrOfType<ArrayAttr>(TitanDialect::kScratchAttrName))
       for (unsigned i = 0; i < scratch.size(); ++i)
         arguments.push_back(scratchPointer(op, i));
-    auto kernel = module.lookupSymbol<LLVM::LLVMFuncOp>(launch.getKernel());
+    auto kernel = symbols.lookup<LLVM::LLVMFuncOp>(launch.getKernel());
     if (!kernel)
       return op->emitError("kernel ")
              << launch.getKernelAttr() << " was not lowered";
@@ -381,16 +382,16 @@ LogicalResult StepLowering::run() {
   // inline the kernels into it.
   function.setNoInline(true);
   function.setOptimizeNone(true);
-  entry = function.addEntryBlock(builder);
+  Block *entry = function.addEntryBlock(builder);
   contextArg = entry->getArgument(0);
   for (unsigned region = 0; region < 3; ++region)
     bases[region] = entry->getArgument(region + 1);
-  failBlock = builder.createBlock(&function.getBody(), {}, {i32Type}, {loc});
+  // Every runtime call's status check splits the current block; the blocks
+  // end in the one that returns a failed status.
+  failBlock = builder.createBlock(&function.getBody(), function.getBody().end(),
+                                  {i32Type}, {loc});
   LLVM::ReturnOp::create(builder, loc, failBlock->getArgument(0));
-  Block *body = builder.createBlock(failBlock);
   builder.setInsertionPointToEnd(entry);
-  LLVM::BrOp::create(builder, loc, body);
-  builder.setInsertionPointToStart(body);
   for (Operation &op : step.getBody().front())
     if (failed(lower(&op)))
       return failure();

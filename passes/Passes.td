@@ -417,7 +417,11 @@ def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
     Groups are formed from the last op backwards: an op joins the group of
     its users when all of its users are in that group, so only a group's
     last op (its root) has results used outside it and a group can be
-    launched where its root was, with no cycle between groups. Ops that only
+    launched where its root was, with no cycle between groups. A reduction
+    (reduce_sum, reduce_max, reduce_mean) always roots a group of its own
+    (its producers join it): its result is small, and chains of independent
+    reductions (a gradient norm over every parameter) would otherwise make
+    one huge kernel instead of a few shared ones. Ops that only
     create or move data (splat constants, iotas, broadcasts, slices) are
     instead copied into every group that uses them (and materialized by a
     kernel of their own only for host ops and results). Groups with

@@ -52,8 +52,9 @@ struct ArenaBuffer {
 /// The liveness and placement of one function's buffers.
 class MemoryPlanner {
 public:
-  MemoryPlanner(func::FuncOp function, int64_t alignment)
-      : function(function), alignment(alignment),
+  MemoryPlanner(func::FuncOp function, SymbolTable &symbols,
+                int64_t alignment)
+      : function(function), symbols(symbols), alignment(alignment),
         context(function.getContext()) {}
 
   /// Plans the function and records the plan in its attributes.
@@ -91,6 +92,8 @@ private:
   SmallVector<int64_t> scratchBytes(Operation *op);
 
   func::FuncOp function;
+  /// The module's symbols (the kernels).
+  SymbolTable &symbols;
   int64_t alignment;
   MLIRContext *context;
 
@@ -131,8 +134,7 @@ void MemoryPlanner::placeArguments() {
 SmallVector<std::pair<unsigned, unsigned>>
 MemoryPlanner::inPlacePairs(LaunchOp launch) {
   SmallVector<std::pair<unsigned, unsigned>> pairs;
-  auto kernel = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-      launch, launch.getKernelAttr());
+  auto kernel = symbols.lookup<func::FuncOp>(launch.getKernel());
   auto attr = kernel ? kernel->getAttrOfType<DenseI64ArrayAttr>(
                            TitanDialect::kInPlaceAttrName)
                      : DenseI64ArrayAttr();
@@ -148,8 +150,7 @@ MemoryPlanner::inPlacePairs(LaunchOp launch) {
 SmallVector<int64_t> MemoryPlanner::scratchBytes(Operation *op) {
   SmallVector<int64_t> bytes;
   if (auto launch = dyn_cast<LaunchOp>(op)) {
-    auto kernel = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-        launch, launch.getKernelAttr());
+    auto kernel = symbols.lookup<func::FuncOp>(launch.getKernel());
     FunctionType type = kernel.getFunctionType();
     unsigned fixed = launch.getInputs().size() + launch.getNumResults();
     if (type.getNumResults() == 0)
@@ -464,6 +465,7 @@ struct PlanMemoryPass
           << align;
       return signalPassFailure();
     }
+    SymbolTable symbols(getOperation());
     for (auto function : getOperation().getOps<func::FuncOp>()) {
       if (function->hasAttr(TitanDialect::kKernelAttrName) ||
           function.isExternal())
@@ -473,7 +475,7 @@ struct PlanMemoryPass
                            "block (titan programs are straight-line)");
         return signalPassFailure();
       }
-      MemoryPlanner(function, align).run();
+      MemoryPlanner(function, symbols, align).run();
     }
   }
 };

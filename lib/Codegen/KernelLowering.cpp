@@ -240,9 +240,11 @@ struct CopyToLinalg : OpRewritePattern<memref::CopyOp> {
 /// infinity keep their meaning (masks are -inf).
 static void allowReassociation(ModuleOp kernels) {
   auto flags = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
-  kernels.walk([&](arith::ArithFastMathInterface op) {
-    op->setAttr(op.getFastMathAttrName(),
-                arith::FastMathFlagsAttr::get(kernels.getContext(), flags));
+  kernels.walk([&](Operation *op) {
+    if (isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
+            arith::NegFOp>(op))
+      op->setAttr(cast<arith::ArithFastMathInterface>(op).getFastMathAttrName(),
+                  arith::FastMathFlagsAttr::get(kernels.getContext(), flags));
   });
 }
 

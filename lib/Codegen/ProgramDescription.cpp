@@ -159,13 +159,6 @@ mlir::titan::describeProgram(ModuleOp module, func::FuncOp step,
        << formatList(type.getShape()) << formatPlace(place) << "\n";
   }
 
-  FailureOr<CheckpointPlan> checkpoint = computeCheckpointLayout(module);
-  if (failed(checkpoint))
-    return failure();
-  std::string planText;
-  llvm::raw_string_ostream planOs(planText);
-  printCheckpointPlan(*checkpoint, planOs);
-  os << "checkpoint-plan " << llvm::count(planText, '\n') << "\n" << planText;
   os << "end\n";
   return text;
 }

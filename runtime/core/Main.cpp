@@ -40,6 +40,8 @@ and MASTER_PORT; without them it runs as the only rank).
                        .metadata
   --buffers DIR        the model's buffers as .npy (default: the buffers/
                        folder next to bin/)
+  --checkpoint-plan F  which box of each tensor every rank holds (default:
+                       the checkpoint-plan.txt next to bin/)
   --threads N          threads per rank (default: the cores / local ranks)
   --metrics FILE       rank 0 appends one JSON line per step
   --dump-results DIR   every rank writes its results of the last step as
@@ -87,6 +89,8 @@ std::string parseCommandLine(int argc, char **argv, RunOptions &options,
         options.checkpointFlavor = value;
       } else if (flag == "--buffers")
         options.buffersFolder = value;
+      else if (flag == "--checkpoint-plan")
+        options.checkpointPlanFile = value;
       else if (flag == "--threads")
         options.threads = std::stoi(value);
       else if (flag == "--metrics")
@@ -106,14 +110,15 @@ std::string parseCommandLine(int argc, char **argv, RunOptions &options,
   return "";
 }
 
-/// The buffers/ folder of the titan-compile output this executable is in.
-std::string defaultBuffersFolder(const char *argv0) {
+/// `name` in the titan-compile output folder this executable is in (OUT/
+/// for OUT/bin/train).
+std::string besideExecutable(const char *argv0, llvm::StringRef name) {
   std::string executable = llvm::sys::fs::getMainExecutable(
       argv0, reinterpret_cast<void *>(&titanrt_main));
-  llvm::SmallString<256> folder(
+  llvm::SmallString<256> path(
       llvm::sys::path::parent_path(llvm::sys::path::parent_path(executable)));
-  llvm::sys::path::append(folder, "buffers");
-  return std::string(folder);
+  llvm::sys::path::append(path, name);
+  return std::string(path);
 }
 
 /// Runs the program; returns the first error.
@@ -125,7 +130,8 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
   options.steps = program.defaultSteps;
   options.learningRate = program.defaultLearningRate;
   options.seed = program.defaultSeed;
-  options.buffersFolder = defaultBuffersFolder(argv[0]);
+  options.buffersFolder = besideExecutable(argv[0], "buffers");
+  options.checkpointPlanFile = besideExecutable(argv[0], "checkpoint-plan.txt");
   int timeoutSeconds = 300;
   bool help = false;
   std::string message =

@@ -244,21 +244,6 @@ Status Parser::parseLine(const std::string &keyword, std::istringstream &line) {
     layout.order.assign(values.begin() + 1, values.end());
     return Status::success();
   }
-  if (keyword == "checkpoint-plan") {
-    int64_t count;
-    std::string text;
-    line >> text;
-    if (!parseInt(text, count) || count < 0)
-      return error("malformed checkpoint-plan line count");
-    std::string planLine;
-    for (int64_t i = 0; i < count; ++i) {
-      if (!std::getline(input, planLine))
-        return error("the checkpoint plan is cut short");
-      ++lineNumber;
-      description.checkpointPlan += planLine + "\n";
-    }
-    return Status::success();
-  }
   if (keyword == "end") {
     ended = true;
     return Status::success();

@@ -3,9 +3,8 @@
 // The text titan-compile embeds in every executable
 // (`titan_program_description`): the mesh, the communicators, the sizes of
 // the memory regions, every argument and result of the step with its place,
-// the box of the global batch each rank reads, and the checkpoint plan. The
-// format is in docs/runtime.md; the writer is
-// lib/Codegen/ProgramDescription.cpp.
+// and the box of the global batch each rank reads. The format is in
+// docs/runtime.md; the writer is lib/Codegen/ProgramDescription.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,8 +70,6 @@ struct ProgramDescription {
   std::vector<TensorPlace> results;
   /// Layouts of the inputs, by name.
   std::map<std::string, InputLayout> inputs;
-  /// The checkpoint plan, in its file format (titan/Checkpoint/Plan.h).
-  std::string checkpointPlan;
   /// What a run does unless its command line says otherwise (the training
   /// config's values).
   double defaultLearningRate = 8e-4;

@@ -340,11 +340,19 @@ void Trainer::initialize(uint64_t seed) {
 
 Status Trainer::prepare(const RunOptions &options) {
   llvm::Expected<mlir::titan::CheckpointPlan> parsed =
-      mlir::titan::parseCheckpointPlan(program.checkpointPlan,
-                                       "the program's checkpoint plan");
+      mlir::titan::readCheckpointPlan(options.checkpointPlanFile);
   if (!parsed)
-    return Status::invalidArgument(llvm::toString(parsed.takeError()));
+    return Status::invalidArgument(
+        llvm::toString(parsed.takeError()) +
+        " (titan-compile writes OUT/checkpoint-plan.txt beside OUT/bin/; "
+        "--checkpoint-plan FILE names another)");
   plan = std::move(*parsed);
+  if (plan.numRanks != program.getWorldSize())
+    return Status::invalidArgument(
+        "checkpoint plan '" + options.checkpointPlanFile + "' is for " +
+        std::to_string(plan.numRanks) + " ranks, this program runs on " +
+        std::to_string(program.getWorldSize()) +
+        " (use the checkpoint-plan.txt titan-compile wrote with it)");
   TITANRT_RETURN_IF_ERROR(regions.allocate(program));
   TITANRT_RETURN_IF_ERROR(loadBuffers(options.buffersFolder));
   if (!options.loadCheckpoint.empty())

@@ -78,6 +78,9 @@ struct RunOptions {
   std::string checkpointFlavor = "torch2";
   /// Global .npy files of the buffers (RoPE tables, ...) the program reads.
   std::string buffersFolder;
+  /// The program's checkpoint plan (which box of each tensor every rank
+  /// holds): titan-compile's OUT/checkpoint-plan.txt.
+  std::string checkpointPlanFile;
   uint64_t seed = 0;
   int threads = 0;
   /// A file rank 0 appends one JSON line per step to.

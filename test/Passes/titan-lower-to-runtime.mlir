@@ -5,24 +5,46 @@
 // pointers into the regions at the planned offsets, a runtime call per host
 // op whose status returns at once when it is not 0, a call per kernel (the
 // AdamW-like update of w runs in place over w's state buffer), and the
-// program description and main. Only LLVM dialect ops remain.
+// program description (without the checkpoint plan, which the executable
+// reads from OUT/checkpoint-plan.txt) and main. Only LLVM dialect ops remain.
 
 // CHECK-NOT: titan.mesh
 // CHECK-NOT: func.func
 // CHECK: llvm.func @titan_program_step(%[[CTX:.*]]: !llvm.ptr, %[[ARENA:.*]]: !llvm.ptr, %[[STATE:.*]]: !llvm.ptr, %[[INPUTS:.*]]: !llvm.ptr) -> i32 attributes {no_inline, optimize_none}
-// CHECK-DAG: %[[W:.*]] = llvm.getelementptr %[[STATE]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-// CHECK-DAG: %[[X:.*]] = llvm.getelementptr %[[INPUTS]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-// CHECK: %[[STATUS:.*]] = llvm.call @titanrt_all_gather(%[[CTX]], %{{.*}}, %[[W]], %[[FULL:[0-9]+]], %{{.*}}) : (!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, i64) -> i32
+// Pointers are computed where they are used (a region base plus the
+// planned offset), so none lives across the step.
+// CHECK: llvm.mlir.constant(0 : i64)
+// CHECK-NEXT: %[[W:.*]] = llvm.getelementptr %[[STATE]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT: llvm.mlir.constant(0 : i64)
+// CHECK-NEXT: %[[FULL:.*]] = llvm.getelementptr %[[ARENA]][%{{.*}}]
+// CHECK-NEXT: llvm.mlir.constant(128 : i64)
+// CHECK-NEXT: %[[STATUS:.*]] = llvm.call @titanrt_all_gather(%[[CTX]], %{{.*}}, %[[W]], %[[FULL]], %{{.*}}) : (!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, i64) -> i32
 // CHECK: %[[FAILED:.*]] = llvm.icmp "ne" %[[STATUS]]
 // CHECK: llvm.cond_br %[[FAILED]], ^[[FAIL:.*]](%[[STATUS]] : i32), ^
-// CHECK: llvm.call @titanrt_matmul(%[[CTX]], %{{.*}}, %[[X]], %[[FULL]], %[[Y:[0-9]+]], %{{.*}}) : (!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i32, i32, i32) -> i32
-// CHECK: llvm.call @kernel_exp(%[[Y]], %[[Y]])
-// CHECK: llvm.call @kernel_add(%[[W]], %[[W]])
+// CHECK: llvm.mlir.constant(0 : i64)
+// CHECK-NEXT: %[[X:.*]] = llvm.getelementptr %[[INPUTS]][%{{.*}}]
+// CHECK-NEXT: llvm.mlir.constant(0 : i64)
+// CHECK-NEXT: %[[FULL2:.*]] = llvm.getelementptr %[[ARENA]][%{{.*}}]
+// CHECK-NEXT: llvm.mlir.constant(256 : i64)
+// CHECK-NEXT: %[[Y:.*]] = llvm.getelementptr %[[ARENA]][%{{.*}}]
+// CHECK: llvm.call @titanrt_matmul(%[[CTX]], %{{.*}}, %[[X]], %[[FULL2]], %[[Y]], %{{.*}}) : (!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i32, i32, i32) -> i32
+// CHECK: llvm.mlir.constant(256 : i64)
+// CHECK-NEXT: %[[Y1:.*]] = llvm.getelementptr %[[ARENA]][%{{.*}}]
+// CHECK-NEXT: llvm.mlir.constant(256 : i64)
+// CHECK-NEXT: %[[Y2:.*]] = llvm.getelementptr %[[ARENA]][%{{.*}}]
+// CHECK-NEXT: llvm.call @kernel_exp(%[[Y1]], %[[Y2]])
+// CHECK-NEXT: llvm.mlir.constant(0 : i64)
+// CHECK-NEXT: %[[W1:.*]] = llvm.getelementptr %[[STATE]][%{{.*}}]
+// CHECK-NEXT: llvm.mlir.constant(0 : i64)
+// CHECK-NEXT: %[[W2:.*]] = llvm.getelementptr %[[STATE]][%{{.*}}]
+// CHECK-NEXT: llvm.call @kernel_add(%[[W1]], %[[W2]])
+// Results already where the signature places them are not copied.
+// CHECK-NOT: llvm.intr.memcpy
 // CHECK: llvm.return %{{.*}} : i32
 // CHECK: ^[[FAIL]](%[[CODE:.*]]: i32):
 // CHECK-NEXT: llvm.return %[[CODE]] : i32
 // CHECK: llvm.func @titanrt_all_gather(!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, i64) -> i32
-// CHECK: llvm.mlir.global external constant @titan_program_description("titan-program 1\0Amesh tp=2\0Aregions arena=320 state=128 inputs=64\0Adefaults lr=8.000000000e-04 steps=1 seed=0\0Acomm 0 tp\0Aarg 0 w param f32 [4,8] state 0 128\0Aarg 1 x input f32 [2,8] inputs 0 64\0Aglobal x [2,8]\0Abox x 0 [0,0] [2,8]\0Abox x 1 [0,0] [2,8]\0Aresult 0 y f32 [2,8] arena 256 64\0Aresult 1 param.w f32 [4,8] state 0 128\0Acheckpoint-plan 5\0Atitan-checkpoint-plan 1\0Aranks 2\0Atensor w w float32 [8,8]\0Abox 0 [0,0] [4,8] write\0Abox 1 [4,0] [4,8] write\0Aend\0A\00")
+// CHECK: llvm.mlir.global external constant @titan_program_description("titan-program 1\0Amesh tp=2\0Aregions arena=320 state=128 inputs=64\0Adefaults lr=8.000000000e-04 steps=1 seed=0\0Acomm 0 tp\0Aarg 0 w param f32 [4,8] state 0 128\0Aarg 1 x input f32 [2,8] inputs 0 64\0Aglobal x [2,8]\0Abox x 0 [0,0] [2,8]\0Abox x 1 [0,0] [2,8]\0Aresult 0 y f32 [2,8] arena 256 64\0Aresult 1 param.w f32 [4,8] state 0 128\0Aend\0A\00")
 // CHECK-LABEL: llvm.func @main(%{{.*}}: i32, %{{.*}}: !llvm.ptr) -> i32
 // CHECK: llvm.call @titanrt_main
 

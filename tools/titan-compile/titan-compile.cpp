@@ -22,6 +22,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -293,11 +294,14 @@ static llvm::Error writeManifest(ModuleOp module, llvm::StringRef path) {
 
 /// Compiles the partitioned module into the folder `out`: the memory plan
 /// (its section appended to `report` when given), the LLVM dialect module,
-/// bin/train, manifest.json and checkpoint-plan.txt.
+/// bin/train, manifest.json and checkpoint-plan.txt. Each phase is timed
+/// under `timing` (--mlir-timing).
 static llvm::Error writeExecutable(ModuleOp module,
                                    const TitanPipelineOptions &pipeline,
                                    llvm::StringRef out,
-                                   llvm::raw_ostream *report) {
+                                   llvm::raw_ostream *report,
+                                   TimingScope &timing) {
+  TimingScope planTiming = timing.nest("checkpoint plan");
   FailureOr<CheckpointPlan> plan = computeCheckpointLayout(module);
   if (failed(plan))
     return llvm::createStringError("cannot compute the checkpoint layout");
@@ -319,8 +323,11 @@ static llvm::Error writeExecutable(ModuleOp module,
                                      "': " + error.message());
     printCheckpointPlan(*plan, os);
   }
+  planTiming.stop();
   {
     PassManager pm(module.getContext());
+    TimingScope passTiming = timing.nest("kernels and memory plan");
+    pm.enableTiming(passTiming);
     buildPlanningPipeline(pm);
     if (failed(pm.run(module)))
       return llvm::createStringError("compilation failed (see the errors "
@@ -332,14 +339,19 @@ static llvm::Error writeExecutable(ModuleOp module,
     return error;
   {
     PassManager pm(module.getContext());
+    TimingScope passTiming = timing.nest("lowering to LLVM");
+    pm.enableTiming(passTiming);
     pm.addPass(createLowerToRuntimePass(pipeline.runtime));
     if (failed(pm.run(module)))
       return llvm::createStringError("compilation failed (see the errors "
                                      "above)");
   }
+  TimingScope emitTiming = timing.nest("native code");
   if (llvm::Error error =
           emitObjectFile(module, object, CodegenTarget{"", targetCpu}))
     return error;
+  emitTiming.stop();
+  TimingScope linkTiming = timing.nest("link");
   llvm::Error linked = linkExecutable(object, executable);
   llvm::sys::fs::remove(object);
   return linked;
@@ -347,7 +359,12 @@ static llvm::Error writeExecutable(ModuleOp module,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  registerDefaultTimingManagerCLOptions();
   cl::ParseCommandLineOptions(argc, argv, "titan compiler driver\n");
+  // --mlir-timing: wall time of every phase and pass, printed at exit.
+  DefaultTimingManager timingManager;
+  applyDefaultTimingManagerCLOptions(timingManager);
+  TimingScope timing = timingManager.getRootScope();
   auto fail = [](const llvm::Twine &message) {
     llvm::WithColor::error(llvm::errs(), "titan-compile") << message << "\n";
     return 1;
@@ -428,7 +445,7 @@ int main(int argc, char **argv) {
       pipeline = pipelineOptionsFrom(*loaded, stage, emitGrads, worldSize);
     }
     if (llvm::Error error =
-            writeExecutable(*program, pipeline, outputFile, nullptr))
+            writeExecutable(*program, pipeline, outputFile, nullptr, timing))
       return fail(llvm::toString(std::move(error)));
     llvm::errs() << "titan-compile: wrote " << outputFile << "/bin/train\n";
     return 0;
@@ -479,12 +496,14 @@ int main(int argc, char **argv) {
     return fail("--emit=train-step needs --config (the optimizer and "
                 "training settings)");
 
+  TimingScope importTiming = timing.nest("import");
   llvm::Expected<OwningOpRef<ModuleOp>> module =
       contents.ltrim().starts_with("graph(")
           ? importTorchScriptIR(context, contents, options)
           : importTorchScriptFile(context, inputFile, options);
   if (!module)
     return fail(llvm::toString(module.takeError()));
+  importTiming.stop();
   if (printSummary) {
     summarize(**module);
     summarizeFolded(folded);
@@ -498,6 +517,8 @@ int main(int argc, char **argv) {
   pipeline.stage = std::min(stage, PipelineStage::Spmd);
   {
     PassManager pm(&context);
+    TimingScope passTiming = timing.nest("train step and partitioning");
+    pm.enableTiming(passTiming);
     buildTitanPipeline(pm, pipeline);
     if (failed(pm.run(**module)))
       return fail("compilation failed (see the errors above)");
@@ -556,7 +577,8 @@ int main(int argc, char **argv) {
 
   if (stage == PipelineStage::Executable) {
     if (llvm::Error error = writeExecutable(**module, pipeline, outputFile,
-                                            report ? &report->os() : nullptr))
+                                            report ? &report->os() : nullptr,
+                                            timing))
       return fail(llvm::toString(std::move(error)));
     if (llvm::Error error = buffers.commit())
       return fail(llvm::toString(std::move(error)));

@@ -3,8 +3,9 @@
 // The program description is text embedded in every executable
 // (`titan_program_description`, titanrt.h): the mesh, the communicators, the
 // sizes of the memory regions, every argument and result of the step with
-// its place, the boxes of the global batch each rank reads, and the
-// checkpoint plan. docs/runtime.md documents the format; the runtime's
+// its place, and the boxes of the global batch each rank reads (the
+// checkpoint plan, which can be large, is OUT/checkpoint-plan.txt beside
+// the executable). docs/runtime.md documents the format; the runtime's
 // parser is runtime/core/ProgramDescription.cpp.
 //
 //===----------------------------------------------------------------------===//
