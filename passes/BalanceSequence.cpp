@@ -131,6 +131,14 @@ LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
             return isSequence(input, concat.getDim());
           }))
         return refuse(concat.getDim());
+    // Causal attention masks by the stored position of q and k.
+    bool causal = false;
+    if (auto attention = dyn_cast<AttentionOp>(op))
+      causal = attention.getCausal();
+    if (auto grad = dyn_cast<AttentionGradOp>(op))
+      causal = grad.getCausal();
+    if (causal && isSequence(op->getOperand(0), 2))
+      return refuse(2);
     if (auto reshape = dyn_cast<ReshapeOp>(op)) {
       RankedTensorType type = reshape.getInput().getType();
       for (int64_t dim : llvm::seq<int64_t>(0, type.getRank()))

@@ -90,8 +90,10 @@ def BalanceSequencePass : Pass<"titan-balance-sequence", "::mlir::ModuleOp"> {
 
     Errors: a sequence length that 2 x `ways` does not divide; an op that
     depends on positions along the sequence (a partial slice, a pad or a
-    concat along it, a reshape that splits it); an op without a sharding
-    rule. `ways` <= 1 leaves the module alone; a function whose input is
+    concat along it, a reshape that splits it, a causal `titan.attention`
+    or `titan.attention_grad` over it, whose mask follows the stored order;
+    the pipeline leaves attention explicit under context parallelism); an
+    op without a sharding rule. `ways` <= 1 leaves the module alone; a function whose input is
     already marked is left alone.
   }];
   let options = [
@@ -377,6 +379,50 @@ def FuseRmsNormPass : Pass<"titan-fuse-rms-norm"> {
     `titan.rms_norm x, w eps`, whose fused VJP (`titan.rms_norm_grad`) and
     sharding rule (the normalized dim whole, the others parallel) later
     passes use. Ops of the old form that no longer have users are erased.
+  }];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
+def FuseAttentionPass : Pass<"titan-fuse-attention"> {
+  let summary = "Recognizes scaled dot-product attention written with "
+                "matmuls and softmax";
+  let description = [{
+    Models written in plain PyTorch compute attention explicitly (Llama's
+    `softmax(q @ k^T / sqrt(d) + triu(full(-inf), 1)) @ v`, GPT-2's
+    `masked_fill(tril(ones) == 0, -inf)`, `where(mask, scores, -inf)`), which
+    the importer turns into matmuls, a scale or division, a mask built from
+    iotas, constants, compares and selects, and a softmax. This pass replaces
+
+    ```
+    matmul(softmax(chain(matmul(q, k^T)), last dim), v)
+    ```
+
+    with one `titan.attention q, k, v [causal] scale s`, whose runtime kernel
+    never materializes the [batch, heads, seq, seq] scores and skips the
+    masked blocks, and whose VJP (`titan.attention_grad`) recomputes them.
+
+    - `chain` is any sequence of: `titan.scale`, a multiplication by or a
+      division by a compile-time scalar (their product is `s`, which must be
+      positive), a mask, and casts that change no type (`.float()` and
+      `.type_as` on f32). A mask is `add(x, m)` with `m` 0 or -inf at every
+      element, `select(c, -inf, x)` or `select(c, x, -inf)`, where `m` and
+      `c` are computed at compile time from iotas and constants (elementwise,
+      compare, select, broadcast, reshape and transpose ops, evaluated with
+      the rounding of their element types); it must hide exactly the keys
+      after each query (`causal`) or nothing. Any other mask (another offset,
+      a sliding window, padding, a runtime or buffer mask) is left alone.
+    - q, k^T and v may come through transposes (the matmuls' transpose flags
+      included); q, k and v become [batch, heads, seq, head_dim], with a
+      transpose where they are not, and must have one shape and one element
+      type (no real cast on the way: the explicit form's roundings would be
+      lost). When k and v are both Llama's `repeat_kv` of the same number of
+      KV heads (broadcast_in_dim of a size-1 dim after the heads, reshape
+      merging it into them), attention reads the KV heads before the repeat
+      (grouped-query attention).
+    - The scores, every value of the chain and the probabilities have no
+      other user; otherwise nothing is fused.
+
+    Ops of the old form that no longer have users are erased.
   }];
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }

@@ -14,8 +14,12 @@ using namespace mlir::titan;
 
 void mlir::titan::buildTitanPipeline(OpPassManager &pm,
                                      const TitanPipelineOptions &options) {
-  // Forward: fused forms of what models write by hand.
+  // Forward: fused forms of what models write by hand. Causal attention
+  // masks by stored position, which load-balanced context parallelism
+  // permutes (titan-balance-sequence): there the mask stays explicit.
   pm.addPass(createFuseRmsNormPass());
+  if (options.balanceSequence.ways <= 1)
+    pm.addPass(createFuseAttentionPass());
   if (options.stage >= PipelineStage::TrainStep) {
     pm.addPass(createBuildTrainStepPass(options.trainStep));
     pm.addPass(createCanonicalizerPass());

@@ -1,0 +1,299 @@
+// RUN: titan-opt %s --titan-fuse-attention | FileCheck %s
+// RUN: titan-opt %s --titan-fuse-attention > %t.mlir
+
+// The fused program computes what the explicit one computes.
+// RUN: rm -rf %t.d && %python %S/Inputs/attention_inputs.py %t.d/in
+// RUN: for f in llama gpt2 where_times_scale literal_mask tiled_heads; do \
+// RUN:   titan-eval %s --entry=$f --inputs=%t.d/in --outputs=%t.d/explicit/$f && \
+// RUN:   titan-eval %t.mlir --entry=$f --inputs=%t.d/in --outputs=%t.d/fused/$f && \
+// RUN:   %python %S/../Import/Inputs/compare_npy.py %t.d/fused/$f %t.d/explicit/$f --rtol 1e-6 || exit 1; \
+// RUN: done | FileCheck %s --check-prefix=SAME
+// SAME-COUNT-5: match out: [2, 8, 16]
+
+// Llama: GQA heads repeated by repeat_kv, scores divided by sqrt(head_dim),
+// triu(full(-inf), 1) added, softmax between .float() and .type_as() on f32.
+// CHECK-LABEL: func.func @llama
+// CHECK-SAME: (%[[Q:[^:]*]]: tensor<2x8x4x4xf32> {{.*}}, %[[K:[^:]*]]: tensor<2x8x2x4xf32> {{.*}}, %[[V:[^:]*]]: tensor<2x8x2x4xf32>
+// CHECK-DAG: %[[QT:.*]] = titan.transpose %[[Q]] [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+// CHECK-DAG: %[[KT:.*]] = titan.transpose %[[K]] [0, 2, 1, 3] : tensor<2x8x2x4xf32> -> tensor<2x2x8x4xf32>
+// CHECK-DAG: %[[VT:.*]] = titan.transpose %[[V]] [0, 2, 1, 3] : tensor<2x8x2x4xf32> -> tensor<2x2x8x4xf32>
+// CHECK: %[[O:.*]] = titan.attention %[[QT]], %[[KT]], %[[VT]] causal scale 5.000000e-01 : tensor<2x4x8x4xf32>, tensor<2x2x8x4xf32>
+// CHECK-NEXT: titan.transpose %[[O]] [0, 2, 1, 3]
+// CHECK-NOT: titan.softmax
+// CHECK: return
+func.func @llama(%q: tensor<2x8x4x4xf32> {titan.name = "q"},
+                 %k: tensor<2x8x2x4xf32> {titan.name = "k"},
+                 %v: tensor<2x8x2x4xf32> {titan.name = "v"})
+    -> (tensor<2x8x16xf32> {titan.name = "out"}) {
+  %zero = titan.constant dense<0.000000e+00> : tensor<8x8xf32>
+  %one = titan.constant dense<1.000000e+00> : tensor<8x8xf64>
+  %ninf = titan.constant dense<0xFF800000> : tensor<8x8xf32>
+  %sqrtd = titan.constant dense<2.000000e+00> : tensor<f32>
+  %k5 = titan.reshape %k : tensor<2x8x2x4xf32> -> tensor<2x8x2x1x4xf32>
+  %kb = titan.broadcast_in_dim %k5 dims [0, 1, 2, 3, 4] : tensor<2x8x2x1x4xf32> -> tensor<2x8x2x2x4xf32>
+  %kr = titan.reshape %kb : tensor<2x8x2x2x4xf32> -> tensor<2x8x4x4xf32>
+  %v5 = titan.reshape %v : tensor<2x8x2x4xf32> -> tensor<2x8x2x1x4xf32>
+  %vb = titan.broadcast_in_dim %v5 dims [0, 1, 2, 3, 4] : tensor<2x8x2x1x4xf32> -> tensor<2x8x2x2x4xf32>
+  %vr = titan.reshape %vb : tensor<2x8x2x2x4xf32> -> tensor<2x8x4x4xf32>
+  %qt = titan.transpose %q [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %vt = titan.transpose %vr [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %kt = titan.transpose %kr [0, 2, 3, 1] : tensor<2x8x4x4xf32> -> tensor<2x4x4x8xf32>
+  %s = titan.matmul %qt, %kt : tensor<2x4x8x4xf32>, tensor<2x4x4x8xf32> -> tensor<2x4x8x8xf32>
+  %d = titan.broadcast_in_dim %sqrtd dims [] : tensor<f32> -> tensor<2x4x8x8xf32>
+  %sd = titan.div %s, %d : tensor<2x4x8x8xf32>
+  %rows = titan.iota dim 0 : tensor<8x8xf64>
+  %cols = titan.iota dim 1 : tensor<8x8xf64>
+  %diff = titan.sub %cols, %rows : tensor<8x8xf64>
+  %above = titan.compare ge, %diff, %one : tensor<8x8xf64> -> tensor<8x8xi1>
+  %mask = titan.select %above, %ninf, %zero : tensor<8x8xi1>, tensor<8x8xf32>
+  %mb = titan.broadcast_in_dim %mask dims [2, 3] : tensor<8x8xf32> -> tensor<2x4x8x8xf32>
+  %masked = titan.add %sd, %mb : tensor<2x4x8x8xf32>
+  %f = titan.cast %masked : tensor<2x4x8x8xf32> to tensor<2x4x8x8xf32>
+  %p = titan.softmax %f dim 3 : tensor<2x4x8x8xf32>
+  %pt = titan.cast %p : tensor<2x4x8x8xf32> to tensor<2x4x8x8xf32>
+  %o = titan.matmul %pt, %vt : tensor<2x4x8x8xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>
+  %ot = titan.transpose %o [0, 2, 1, 3] : tensor<2x4x8x4xf32> -> tensor<2x8x4x4xf32>
+  %out = titan.reshape %ot : tensor<2x8x4x4xf32> -> tensor<2x8x16xf32>
+  return %out : tensor<2x8x16xf32>
+}
+
+// GPT-2: masked_fill(tril(ones(bool)).logical_not(), -inf) after a scale
+// (rounded to f32, as titan.scale multiplies by it).
+// CHECK-LABEL: func.func @gpt2
+// CHECK: titan.attention %{{.*}}, %{{.*}}, %{{.*}} causal scale 0.70710676908493042 : tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>
+// CHECK-NOT: titan.softmax
+// CHECK: return
+func.func @gpt2(%q: tensor<2x8x4x4xf32> {titan.name = "q"},
+                %k: tensor<2x8x4x4xf32> {titan.name = "k4"},
+                %v: tensor<2x8x4x4xf32> {titan.name = "v4"})
+    -> (tensor<2x8x16xf32> {titan.name = "out"}) {
+  %ninf = titan.constant dense<0xFF800000> : tensor<2x4x8x8xf32>
+  %false = titan.constant dense<false> : tensor<8x8xi1>
+  %true = titan.constant dense<true> : tensor<8x8xi1>
+  %zero = titan.constant dense<0.000000e+00> : tensor<8x8xf64>
+  %qt = titan.transpose %q [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %vt = titan.transpose %v [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %kt = titan.transpose %k [0, 2, 3, 1] : tensor<2x8x4x4xf32> -> tensor<2x4x4x8xf32>
+  %s = titan.matmul %qt, %kt : tensor<2x4x8x4xf32>, tensor<2x4x4x8xf32> -> tensor<2x4x8x8xf32>
+  %ss = titan.scale %s by 0.70710678118654757 : tensor<2x4x8x8xf32>
+  %rows = titan.iota dim 0 : tensor<8x8xf64>
+  %cols = titan.iota dim 1 : tensor<8x8xf64>
+  %diff = titan.sub %cols, %rows : tensor<8x8xf64>
+  %lower = titan.compare le, %diff, %zero : tensor<8x8xf64> -> tensor<8x8xi1>
+  %tril = titan.select %lower, %true, %false : tensor<8x8xi1>, tensor<8x8xi1>
+  %hidden = titan.compare eq, %tril, %false : tensor<8x8xi1> -> tensor<8x8xi1>
+  %hb = titan.broadcast_in_dim %hidden dims [2, 3] : tensor<8x8xi1> -> tensor<2x4x8x8xi1>
+  %masked = titan.select %hb, %ninf, %ss : tensor<2x4x8x8xi1>, tensor<2x4x8x8xf32>
+  %p = titan.softmax %masked dim 3 : tensor<2x4x8x8xf32>
+  %o = titan.matmul %p, %vt : tensor<2x4x8x8xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>
+  %ot = titan.transpose %o [0, 2, 1, 3] : tensor<2x4x8x4xf32> -> tensor<2x8x4x4xf32>
+  %out = titan.reshape %ot : tensor<2x8x4x4xf32> -> tensor<2x8x16xf32>
+  return %out : tensor<2x8x16xf32>
+}
+
+// torch.where(i >= j, scores, -inf) with integer iotas, the scale as a
+// multiplication by a constant, k read transposed by the matmul: nothing to
+// transpose for attention.
+// CHECK-LABEL: func.func @where_times_scale
+// CHECK: %[[QT:.*]] = titan.transpose %{{.*}} [0, 2, 1, 3]
+// CHECK: %[[KT:.*]] = titan.transpose %{{.*}} [0, 2, 1, 3]
+// CHECK: %[[VT:.*]] = titan.transpose %{{.*}} [0, 2, 1, 3]
+// CHECK-NEXT: titan.attention %[[QT]], %[[KT]], %[[VT]] causal scale 2.500000e-01
+// CHECK-NOT: titan.transpose %{{.*}} [0, 2, 3, 1]
+// CHECK: return
+func.func @where_times_scale(%q: tensor<2x8x4x4xf32> {titan.name = "q"},
+                             %k: tensor<2x8x4x4xf32> {titan.name = "k4"},
+                             %v: tensor<2x8x4x4xf32> {titan.name = "v4"})
+    -> (tensor<2x8x16xf32> {titan.name = "out"}) {
+  %c = titan.constant dense<2.500000e-01> : tensor<2x4x8x8xf32>
+  %ninf = titan.constant dense<0xFF800000> : tensor<2x4x8x8xf32>
+  %qt = titan.transpose %q [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %kt = titan.transpose %k [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %vt = titan.transpose %v [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %s = titan.matmul %qt, %kt transpose_rhs : tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x8xf32>
+  %ss = titan.mul %c, %s : tensor<2x4x8x8xf32>
+  %rows = titan.iota dim 0 : tensor<8x8xi64>
+  %cols = titan.iota dim 1 : tensor<8x8xi64>
+  %visible = titan.compare ge, %rows, %cols : tensor<8x8xi64> -> tensor<8x8xi1>
+  %vb = titan.broadcast_in_dim %visible dims [2, 3] : tensor<8x8xi1> -> tensor<2x4x8x8xi1>
+  %masked = titan.select %vb, %ss, %ninf : tensor<2x4x8x8xi1>, tensor<2x4x8x8xf32>
+  %p = titan.softmax %masked dim 3 : tensor<2x4x8x8xf32>
+  %o = titan.matmul %p, %vt : tensor<2x4x8x8xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>
+  %ot = titan.transpose %o [0, 2, 1, 3] : tensor<2x4x8x4xf32> -> tensor<2x8x4x4xf32>
+  %out = titan.reshape %ot : tensor<2x8x4x4xf32> -> tensor<2x8x16xf32>
+  return %out : tensor<2x8x16xf32>
+}
+
+// A literal causal mask [1, 1, seq, seq] and no scale.
+// CHECK-LABEL: func.func @literal_mask
+// CHECK: titan.attention %{{.*}}, %{{.*}}, %{{.*}} causal scale 1.000000e+00
+// CHECK-NOT: titan.softmax
+// CHECK: return
+func.func @literal_mask(%q: tensor<2x8x4x4xf32> {titan.name = "q"},
+                        %k: tensor<2x8x4x4xf32> {titan.name = "k4"},
+                        %v: tensor<2x8x4x4xf32> {titan.name = "v4"})
+    -> (tensor<2x8x16xf32> {titan.name = "out"}) {
+  %tril = titan.constant dense<[[[[true, false, false, false, false, false, false, false], [true, true, false, false, false, false, false, false], [true, true, true, false, false, false, false, false], [true, true, true, true, false, false, false, false], [true, true, true, true, true, false, false, false], [true, true, true, true, true, true, false, false], [true, true, true, true, true, true, true, false], [true, true, true, true, true, true, true, true]]]]> : tensor<1x1x8x8xi1>
+  %ninf = titan.constant dense<0xFF800000> : tensor<2x4x8x8xf32>
+  %qt = titan.transpose %q [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %vt = titan.transpose %v [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %kt = titan.transpose %k [0, 2, 3, 1] : tensor<2x8x4x4xf32> -> tensor<2x4x4x8xf32>
+  %s = titan.matmul %qt, %kt : tensor<2x4x8x4xf32>, tensor<2x4x4x8xf32> -> tensor<2x4x8x8xf32>
+  %tb = titan.broadcast_in_dim %tril dims [0, 1, 2, 3] : tensor<1x1x8x8xi1> -> tensor<2x4x8x8xi1>
+  %masked = titan.select %tb, %s, %ninf : tensor<2x4x8x8xi1>, tensor<2x4x8x8xf32>
+  %p = titan.softmax %masked dim 3 : tensor<2x4x8x8xf32>
+  %o = titan.matmul %p, %vt : tensor<2x4x8x8xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>
+  %ot = titan.transpose %o [0, 2, 1, 3] : tensor<2x4x8x4xf32> -> tensor<2x8x4x4xf32>
+  %out = titan.reshape %ot : tensor<2x8x4x4xf32> -> tensor<2x8x16xf32>
+  return %out : tensor<2x8x16xf32>
+}
+
+// No mask (a bidirectional encoder); the KV heads are tiled (torch.repeat:
+// head h reads KV head h % 2), which is not GQA's grouping, so attention
+// reads the tiled heads.
+// CHECK-LABEL: func.func @tiled_heads
+// CHECK: %[[KR:.*]] = titan.reshape %{{.*}} : tensor<2x8x2x2x4xf32> -> tensor<2x8x4x4xf32>
+// CHECK: %[[KT:.*]] = titan.transpose %[[KR]] [0, 2, 1, 3]
+// CHECK: titan.attention %{{.*}}, %[[KT]], %{{.*}} scale 5.000000e-01 : tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>
+// CHECK-NOT: causal
+// CHECK: return
+func.func @tiled_heads(%q: tensor<2x8x4x4xf32> {titan.name = "q"},
+                       %k: tensor<2x8x2x4xf32> {titan.name = "k"},
+                       %v: tensor<2x8x2x4xf32> {titan.name = "v"})
+    -> (tensor<2x8x16xf32> {titan.name = "out"}) {
+  %kb = titan.broadcast_in_dim %k dims [0, 1, 3, 4] : tensor<2x8x2x4xf32> -> tensor<2x8x2x2x4xf32>
+  %kr = titan.reshape %kb : tensor<2x8x2x2x4xf32> -> tensor<2x8x4x4xf32>
+  %vb = titan.broadcast_in_dim %v dims [0, 1, 3, 4] : tensor<2x8x2x4xf32> -> tensor<2x8x2x2x4xf32>
+  %vr = titan.reshape %vb : tensor<2x8x2x2x4xf32> -> tensor<2x8x4x4xf32>
+  %qt = titan.transpose %q [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %vt = titan.transpose %vr [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %kt = titan.transpose %kr [0, 2, 3, 1] : tensor<2x8x4x4xf32> -> tensor<2x4x4x8xf32>
+  %s = titan.matmul %qt, %kt : tensor<2x4x8x4xf32>, tensor<2x4x4x8xf32> -> tensor<2x4x8x8xf32>
+  %ss = titan.scale %s by 5.000000e-01 : tensor<2x4x8x8xf32>
+  %p = titan.softmax %ss dim 3 : tensor<2x4x8x8xf32>
+  %o = titan.matmul %p, %vt : tensor<2x4x8x8xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>
+  %ot = titan.transpose %o [0, 2, 1, 3] : tensor<2x4x8x4xf32> -> tensor<2x8x4x4xf32>
+  %out = titan.reshape %ot : tensor<2x8x4x4xf32> -> tensor<2x8x16xf32>
+  return %out : tensor<2x8x16xf32>
+}
+
+// Masks that are not the causal mask stay explicit: a sliding window (keys
+// more than 3 back hidden too), triu(-inf, 2) (one key ahead visible),
+// triu(-inf, 0) (the diagonal hidden), a mask that depends on the head, a
+// finite "-inf", a mask computed at run time.
+// CHECK-LABEL: func.func @not_causal
+// CHECK-NOT: titan.attention
+// CHECK: return
+func.func @not_causal(%qt: tensor<1x2x8x4xf32>, %kt: tensor<1x2x4x8xf32>,
+                      %vt: tensor<1x2x8x4xf32>, %runtime: tensor<8x8xf32>)
+    -> (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>,
+        tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) {
+  %zero = titan.constant dense<0.000000e+00> : tensor<8x8xf32>
+  %ninf = titan.constant dense<0xFF800000> : tensor<8x8xf32>
+  %one = titan.constant dense<1.000000e+00> : tensor<8x8xf64>
+  %two = titan.constant dense<2.000000e+00> : tensor<8x8xf64>
+  %zero64 = titan.constant dense<0.000000e+00> : tensor<8x8xf64>
+  %minus4 = titan.constant dense<-4.000000e+00> : tensor<8x8xf64>
+  %rows = titan.iota dim 0 : tensor<8x8xf64>
+  %cols = titan.iota dim 1 : tensor<8x8xf64>
+  %diff = titan.sub %cols, %rows : tensor<8x8xf64>
+  // Sliding window.
+  %ahead = titan.compare ge, %diff, %one : tensor<8x8xf64> -> tensor<8x8xi1>
+  %far = titan.compare le, %diff, %minus4 : tensor<8x8xf64> -> tensor<8x8xi1>
+  %m1a = titan.select %far, %ninf, %zero : tensor<8x8xi1>, tensor<8x8xf32>
+  %m1 = titan.select %ahead, %ninf, %m1a : tensor<8x8xi1>, tensor<8x8xf32>
+  %b1 = titan.broadcast_in_dim %m1 dims [2, 3] : tensor<8x8xf32> -> tensor<1x2x8x8xf32>
+  %s1 = titan.matmul %qt, %kt : tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x8x8xf32>
+  %a1 = titan.add %s1, %b1 : tensor<1x2x8x8xf32>
+  %p1 = titan.softmax %a1 dim 3 : tensor<1x2x8x8xf32>
+  %o1 = titan.matmul %p1, %vt : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
+  // triu(-inf, 2).
+  %ahead2 = titan.compare ge, %diff, %two : tensor<8x8xf64> -> tensor<8x8xi1>
+  %m2 = titan.select %ahead2, %ninf, %zero : tensor<8x8xi1>, tensor<8x8xf32>
+  %b2 = titan.broadcast_in_dim %m2 dims [2, 3] : tensor<8x8xf32> -> tensor<1x2x8x8xf32>
+  %s2 = titan.matmul %qt, %kt : tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x8x8xf32>
+  %a2 = titan.add %s2, %b2 : tensor<1x2x8x8xf32>
+  %p2 = titan.softmax %a2 dim 3 : tensor<1x2x8x8xf32>
+  %o2 = titan.matmul %p2, %vt : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
+  // triu(-inf, 0).
+  %ahead0 = titan.compare ge, %diff, %zero64 : tensor<8x8xf64> -> tensor<8x8xi1>
+  %m3 = titan.select %ahead0, %ninf, %zero : tensor<8x8xi1>, tensor<8x8xf32>
+  %b3 = titan.broadcast_in_dim %m3 dims [2, 3] : tensor<8x8xf32> -> tensor<1x2x8x8xf32>
+  %s3 = titan.matmul %qt, %kt : tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x8x8xf32>
+  %a3 = titan.add %s3, %b3 : tensor<1x2x8x8xf32>
+  %p3 = titan.softmax %a3 dim 3 : tensor<1x2x8x8xf32>
+  %o3 = titan.matmul %p3, %vt : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
+  // Causal for head 0 only: the head index is compared too.
+  %heads = titan.iota dim 1 : tensor<1x2x8x8xf64>
+  %headOne = titan.constant dense<1.000000e+00> : tensor<1x2x8x8xf64>
+  %isHeadOne = titan.compare eq, %heads, %headOne : tensor<1x2x8x8xf64> -> tensor<1x2x8x8xi1>
+  %causal = titan.broadcast_in_dim %ahead dims [2, 3] : tensor<8x8xi1> -> tensor<1x2x8x8xi1>
+  %hide = titan.select %isHeadOne, %isHeadOne, %causal : tensor<1x2x8x8xi1>, tensor<1x2x8x8xi1>
+  %ninf4 = titan.constant dense<0xFF800000> : tensor<1x2x8x8xf32>
+  %s4 = titan.matmul %qt, %kt : tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x8x8xf32>
+  %a4 = titan.select %hide, %ninf4, %s4 : tensor<1x2x8x8xi1>, tensor<1x2x8x8xf32>
+  %p4 = titan.softmax %a4 dim 3 : tensor<1x2x8x8xf32>
+  %o4 = titan.matmul %p4, %vt : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
+  // A finite mask value.
+  %big = titan.constant dense<-1.000000e+09> : tensor<8x8xf32>
+  %m5 = titan.select %ahead, %big, %zero : tensor<8x8xi1>, tensor<8x8xf32>
+  %b5 = titan.broadcast_in_dim %m5 dims [2, 3] : tensor<8x8xf32> -> tensor<1x2x8x8xf32>
+  %s5 = titan.matmul %qt, %kt : tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x8x8xf32>
+  %a5 = titan.add %s5, %b5 : tensor<1x2x8x8xf32>
+  %p5 = titan.softmax %a5 dim 3 : tensor<1x2x8x8xf32>
+  %o5 = titan.matmul %p5, %vt : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
+  // A runtime mask.
+  %b6 = titan.broadcast_in_dim %runtime dims [2, 3] : tensor<8x8xf32> -> tensor<1x2x8x8xf32>
+  %s6 = titan.matmul %qt, %kt : tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x8x8xf32>
+  %a6 = titan.add %s6, %b6 : tensor<1x2x8x8xf32>
+  %p6 = titan.softmax %a6 dim 3 : tensor<1x2x8x8xf32>
+  %o6 = titan.matmul %p6, %vt : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
+  return %o1, %o2, %o3, %o4, %o5, %o6 : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>,
+      tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>
+}
+
+// Not attention as titan.attention computes it: the softmax over the query
+// dim, the scores or the probabilities also used elsewhere, a scale only
+// known at run time, a negative scale, a real precision change around the
+// softmax (bf16 scores normalized in f32).
+// CHECK-LABEL: func.func @not_attention
+// CHECK-NOT: titan.attention
+// CHECK: return
+func.func @not_attention(%qt: tensor<1x2x8x4xf32>, %kt: tensor<1x2x4x8xf32>,
+                         %vt: tensor<1x2x8x4xf32>, %scale: tensor<1x2x8x8xf32>,
+                         %qh: tensor<1x2x8x4xbf16>, %kh: tensor<1x2x4x8xbf16>,
+                         %vh: tensor<1x2x8x4xbf16>)
+    -> (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x8xf32>,
+        tensor<1x2x8x4xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32>,
+        tensor<1x2x8x4xf32>, tensor<1x2x8x4xbf16>) {
+  // Softmax over dim 2.
+  %s1 = titan.matmul %qt, %kt : tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x8x8xf32>
+  %p1 = titan.softmax %s1 dim 2 : tensor<1x2x8x8xf32>
+  %o1 = titan.matmul %p1, %vt : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
+  // The scores returned too.
+  %s2 = titan.matmul %qt, %kt : tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x8x8xf32>
+  %p2 = titan.softmax %s2 dim 3 : tensor<1x2x8x8xf32>
+  %o2 = titan.matmul %p2, %vt : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
+  // The probabilities returned too.
+  %s3 = titan.matmul %qt, %kt : tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x8x8xf32>
+  %p3 = titan.softmax %s3 dim 3 : tensor<1x2x8x8xf32>
+  %o3 = titan.matmul %p3, %vt : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
+  // A runtime scale.
+  %s4 = titan.matmul %qt, %kt : tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x8x8xf32>
+  %d4 = titan.div %s4, %scale : tensor<1x2x8x8xf32>
+  %p4 = titan.softmax %d4 dim 3 : tensor<1x2x8x8xf32>
+  %o4 = titan.matmul %p4, %vt : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
+  // A negative scale.
+  %s5 = titan.matmul %qt, %kt : tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x8x8xf32>
+  %n5 = titan.scale %s5 by -5.000000e-01 : tensor<1x2x8x8xf32>
+  %p5 = titan.softmax %n5 dim 3 : tensor<1x2x8x8xf32>
+  %o5 = titan.matmul %p5, %vt : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
+  // bf16 scores, f32 softmax, bf16 probabilities.
+  %s6 = titan.matmul %qh, %kh : tensor<1x2x8x4xbf16>, tensor<1x2x4x8xbf16> -> tensor<1x2x8x8xbf16>
+  %f6 = titan.cast %s6 : tensor<1x2x8x8xbf16> to tensor<1x2x8x8xf32>
+  %p6 = titan.softmax %f6 dim 3 : tensor<1x2x8x8xf32>
+  %h6 = titan.cast %p6 : tensor<1x2x8x8xf32> to tensor<1x2x8x8xbf16>
+  %o6 = titan.matmul %h6, %vh : tensor<1x2x8x8xbf16>, tensor<1x2x8x4xbf16> -> tensor<1x2x8x4xbf16>
+  return %o1, %o2, %s2, %o3, %p3, %o4, %o5, %o6 : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x8xf32>,
+      tensor<1x2x8x4xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xbf16>
+}
