@@ -6,10 +6,12 @@ Usage (always with Debian's /usr/bin/python3, which has torch 1.13):
     /usr/bin/python3 models/export.py --model llama3 --flavor debugmodel --out DIR
     /usr/bin/python3 models/export.py --model llama3 --flavor 405B --out DIR
     /usr/bin/python3 models/export.py --model gpt2 --flavor tiny --out DIR --mode script
+    /usr/bin/python3 models/export.py --model qwen2 --flavor tiny --out DIR   (also gemma, phi)
 
 DIR receives:
 
-    model.pt      the TorchScript module (forward(tokens: int64 [B, S]) -> fp32 logits [B, S, V])
+    model.pt      the TorchScript module (forward(tokens: int64 [B, S]) -> fp32 logits [B, S, V];
+                  the Hugging Face style families name the input input_ids)
     export.json   model, flavor, mode, the flavor's arguments, parameter names/shapes/counts,
                   tied parameters, and (for real weights) the batch files below
     tokens.npy    (real weights only) a fixed batch, int64 [B, S], from numpy's seeded RandomState
@@ -24,12 +26,13 @@ module is scripted, which records the graph without running it.
 
 import argparse
 import dataclasses
+import inspect
 import json
 import os
 import resource
 import sys
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 import torch
@@ -37,8 +40,28 @@ from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from gemma import model as gemma_model  # noqa: E402
 from gpt2 import model as gpt2_model  # noqa: E402
 from llama3 import model as llama3_model  # noqa: E402
+from phi import model as phi_model  # noqa: E402
+from qwen2 import model as qwen2_model  # noqa: E402
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """One model family of models/: its flavors and the module class built from a flavor."""
+
+    flavors: Dict[str, Any]
+    module: Callable[..., nn.Module]
+
+
+FAMILIES: Dict[str, Family] = {
+    "llama3": Family(llama3_model.FLAVORS, llama3_model.Transformer),
+    "gpt2": Family(gpt2_model.FLAVORS, gpt2_model.GPT2),
+    "qwen2": Family(qwen2_model.FLAVORS, qwen2_model.Qwen2ForCausalLM),
+    "gemma": Family(gemma_model.FLAVORS, gemma_model.GemmaForCausalLM),
+    "phi": Family(phi_model.FLAVORS, phi_model.PhiForCausalLM),
+}
 
 # Flavors too large to materialize: always exported shape-only.
 LARGE_FLAVORS = {("llama3", "8B"), ("llama3", "70B"), ("llama3", "405B")}
@@ -46,32 +69,25 @@ LARGE_FLAVORS = {("llama3", "8B"), ("llama3", "70B"), ("llama3", "405B")}
 
 def flavor_args(model: str, flavor: str, rope: str) -> Any:
     """The argument dataclass of ``model``/``flavor`` (``rope`` applies to llama3 only)."""
+    flavors = FAMILIES[model].flavors
+    if flavor not in flavors:
+        raise SystemExit(f"unknown {model} flavor {flavor!r}; known: {sorted(flavors)}")
     if model == "llama3":
-        if flavor not in llama3_model.FLAVORS:
-            raise SystemExit(f"unknown llama3 flavor {flavor!r}; known: {sorted(llama3_model.FLAVORS)}")
-        return dataclasses.replace(llama3_model.FLAVORS[flavor], rope_style=rope)
-    if model == "gpt2":
-        if flavor not in gpt2_model.FLAVORS:
-            raise SystemExit(f"unknown gpt2 flavor {flavor!r}; known: {sorted(gpt2_model.FLAVORS)}")
-        if rope != "complex":
-            raise SystemExit("--rope applies to llama3 only (gpt2 has learned position embeddings)")
-        return gpt2_model.FLAVORS[flavor]
-    raise SystemExit(f"unknown model {model!r}")
+        return dataclasses.replace(flavors[flavor], rope_style=rope)
+    if rope != "complex":
+        raise SystemExit(f"--rope applies to llama3 only ({model} has its own position encoding)")
+    return flavors[flavor]
 
 
 def build_model(model: str, args: Any, shape_only: bool, seed: int) -> nn.Module:
     """Construct the model: with seeded real weights, or shape-only on expanded one-element storage."""
-    if model == "llama3":
-        if shape_only:
-            module = llama3_model.Transformer(args, device=torch.device("meta"))
-            make_shape_only(module)
-        else:
-            module = llama3_model.Transformer(args)
-            module.init_weights(seed)
-    else:
-        if shape_only:
+    if shape_only:
+        if model != "llama3":
             raise SystemExit("shape-only export is implemented for llama3 only")
-        module = gpt2_model.GPT2(args)
+        module = llama3_model.Transformer(args, device=torch.device("meta"))
+        make_shape_only(module)
+    else:
+        module = FAMILIES[model].module(args)
         module.init_weights(seed)
     return module.eval()
 
@@ -127,12 +143,15 @@ def embedding_param_count(module: nn.Module) -> int:
 
 
 def flavor_json(args: Any) -> Dict[str, Any]:
-    """The dataclass fields plus the derived sizes an importer or planner needs."""
+    """The dataclass fields plus the derived sizes (its properties) an importer or planner needs.
+
+    Llama's ``kv_heads`` is written as ``n_kv_heads``, the field it resolves.
+    """
     out = dataclasses.asdict(args)
+    for name, member in inspect.getmembers(type(args), lambda m: isinstance(m, property)):
+        out[name] = getattr(args, name)
     if isinstance(args, llama3_model.ModelArgs):
-        out["n_kv_heads"] = args.kv_heads
-        out["head_dim"] = args.head_dim
-        out["ffn_hidden_dim"] = args.ffn_hidden_dim
+        out["n_kv_heads"] = out.pop("kv_heads")
     return out
 
 
@@ -161,6 +180,7 @@ def export(opts: argparse.Namespace) -> Dict[str, Any]:
         "shape_only": shape_only,
         "seed": None if shape_only else opts.seed,
         "args": flavor_json(args),
+        "input": next(iter(inspect.signature(module.forward).parameters)),
         "torch_version": torch.__version__,
     }
 
@@ -202,8 +222,9 @@ def export(opts: argparse.Namespace) -> Dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, choices=["llama3", "gpt2"])
-    parser.add_argument("--flavor", required=True, help="llama3: debugmodel, debugmodel_gqa, 8B, 70B, 405B; gpt2: tiny")
+    parser.add_argument("--model", required=True, choices=sorted(FAMILIES))
+    parser.add_argument("--flavor", required=True,
+                        help="llama3: debugmodel, debugmodel_gqa, 8B, 70B, 405B; gpt2, qwen2, gemma, phi: tiny")
     parser.add_argument("--out", required=True, help="output directory (created)")
     parser.add_argument("--mode", choices=["trace", "script"], default=None,
                         help="default: trace for real weights, script for shape-only")

@@ -238,6 +238,28 @@ llvm::Expected<Type> optionalDtype(GraphImporter &importer, Node *node,
   return dtypeOf(importer, *dtype);
 }
 
+/// `value` converted to element type `element` as torch.tensor(value,
+/// dtype) stores it: rounded to a float type, truncated to an integer.
+ImportedValue numberOfType(const ImportedValue &value, Type element) {
+  ImportedValue number;
+  if (auto floatType = dyn_cast<FloatType>(element)) {
+    APFloat rounded(value.asDouble());
+    bool lost;
+    rounded.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                    &lost);
+    number = ImportedValue::ofFloat(rounded.convertToDouble());
+  } else if (element.isInteger(1)) {
+    number = ImportedValue::ofBool(value.asDouble() != 0);
+  } else {
+    number = ImportedValue::ofInt(
+        value.kind == ImportedValue::Kind::Float
+            ? static_cast<int64_t>(std::trunc(value.floatValue))
+            : value.intValue);
+  }
+  number.wrappedType = element;
+  return number;
+}
+
 //===----------------------------------------------------------------------===//
 // Arithmetic
 //===----------------------------------------------------------------------===//
@@ -485,6 +507,12 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
     const ImportedValue &mode = importer.input(node, 2);
     if (mode.kind == ImportedValue::Kind::String)
       kind = mode.text == "floor" ? BinaryKind::FloorDiv : BinaryKind::TruncDiv;
+  }
+  if (a.kind == ImportedValue::Kind::List &&
+      b.kind == ImportedValue::Kind::List && kind == BinaryKind::Add) {
+    std::vector<ImportedValue> items(a.items);
+    items.insert(items.end(), b.items.begin(), b.items.end());
+    return single(ImportedValue::ofList(std::move(items)));
   }
   if (a.isNumber() && b.isNumber()) {
     if (alpha != 1.0)
@@ -756,8 +784,27 @@ int64_t sliceBound(const ImportedValue &bound, int64_t size, int64_t fallback) {
   return std::clamp<int64_t>(value, 0, size);
 }
 
+/// aten::slice.t(list, start, end, step): a slice of a list (of sizes).
+Outputs sliceList(GraphImporter &importer, Node *node) {
+  const ImportedValue &list = importer.input(node, 0);
+  llvm::Expected<int64_t> step = importer.intInput(node, 3);
+  if (!step)
+    return step.takeError();
+  if (*step < 1)
+    return makeError("slice step must be positive");
+  int64_t size = list.items.size();
+  int64_t start = sliceBound(importer.input(node, 1), size, 0);
+  int64_t end = sliceBound(importer.input(node, 2), size, size);
+  std::vector<ImportedValue> items;
+  for (int64_t i = start; i < end; i += *step)
+    items.push_back(list.items[i]);
+  return single(ImportedValue::ofList(std::move(items)));
+}
+
 Outputs convertSlice(GraphImporter &importer, Node *node) {
   const ImportedValue &x = importer.input(node, 0);
+  if (x.kind == ImportedValue::Kind::List)
+    return sliceList(importer, node);
   llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
   if (!td)
     return td.takeError();
@@ -944,6 +991,113 @@ Outputs convertExpand(GraphImporter &importer, Node *node, bool asOther) {
   });
 }
 
+/// aten::repeat(x, repeats): x tiled repeats[i] times along dim i (x gets
+/// leading dims of size 1 when repeats is longer than its rank).
+Outputs convertRepeat(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
+  if (!shape)
+    return shape.takeError();
+  llvm::Expected<std::vector<int64_t>> repeats = importer.intListInput(node, 1);
+  if (!repeats)
+    return repeats.takeError();
+  if (repeats->size() < shape->size())
+    return makeError("repeat needs at least one count per dimension");
+  SmallVector<int64_t> padded(repeats->size() - shape->size(), 1);
+  padded.append(shape->begin(), shape->end());
+  // [1, s0, 1, s1, ...] -> [r0, s0, r1, s1, ...] -> [r0 * s0, r1 * s1, ...].
+  SmallVector<int64_t> interleaved, tiled, result;
+  for (auto [count, size] : llvm::zip(*repeats, padded)) {
+    if (count < 0)
+      return makeError("repeat counts must not be negative");
+    interleaved.append({1, size});
+    tiled.append({count, size});
+    result.push_back(count * size);
+  }
+  Emitter emit(importer);
+  return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
+    return emit.reshape(emit.broadcastTo(emit.reshape(v, interleaved), tiled),
+                        result);
+  });
+}
+
+/// aten::repeat_interleave(x, repeats, dim): each element repeated `repeats`
+/// times in place along dim (x flattened first when dim is None).
+Outputs convertRepeatInterleave(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
+  if (!shape)
+    return shape.takeError();
+  const ImportedValue &repeats = importer.input(node, 1);
+  if (repeats.kind != ImportedValue::Kind::Int || repeats.intValue < 0)
+    return makeError("repeat_interleave needs a non-negative count known at "
+                     "import time (a tensor of counts would make the shape "
+                     "depend on the data)");
+  SmallVector<int64_t> base(*shape);
+  int64_t dim = 0;
+  const ImportedValue &dimArg = importer.input(node, 2);
+  if (dimArg.isNone()) {
+    base = {ShapedType::getNumElements(*shape)};
+  } else {
+    llvm::Expected<int64_t> d = importer.intInput(node, 2);
+    if (!d)
+      return d.takeError();
+    llvm::Expected<int64_t> normalized = normalizeDim(*d, shape->size());
+    if (!normalized)
+      return normalized.takeError();
+    dim = *normalized;
+  }
+  // [..., s, ...] -> [..., s, 1, ...] -> [..., s, r, ...] -> [..., s * r, ...].
+  SmallVector<int64_t> unit(base), spread(base), result(base);
+  unit.insert(unit.begin() + dim + 1, 1);
+  spread.insert(spread.begin() + dim + 1, repeats.intValue);
+  result[dim] *= repeats.intValue;
+  Emitter emit(importer);
+  return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
+    return emit.reshape(emit.broadcastTo(emit.reshape(v, unit), spread),
+                        result);
+  });
+}
+
+/// aten::narrow(x, dim, start, length): x[start:start + length] along dim.
+Outputs convertNarrow(GraphImporter &importer, Node *node) {
+  llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
+  if (!td)
+    return td.takeError();
+  llvm::Expected<int64_t> start = importer.intInput(node, 2);
+  llvm::Expected<int64_t> length = importer.intInput(node, 3);
+  if (!start || !length)
+    return makeError("narrow needs a start and length known at import time");
+  int64_t size = td->shape[td->dim];
+  int64_t first = *start < 0 ? *start + size : *start;
+  if (first < 0 || *length < 0 || first + *length > size)
+    return makeError(
+        llvm::formatv("narrow({0}, {1}) is out of range for size {2}", *start,
+                      *length, size));
+  Emitter emit(importer);
+  return mapParts(importer.input(node, 0),
+                  [&](Value v) -> llvm::Expected<Value> {
+                    return emit.slice(v, td->dim, first, first + *length, 1);
+                  });
+}
+
+/// aten::view_as / reshape_as: x viewed with other's shape.
+Outputs convertViewAs(GraphImporter &importer, Node *node) {
+  llvm::Expected<ArrayRef<int64_t>> other = shapeOf(importer.input(node, 1));
+  if (!other)
+    return other.takeError();
+  Emitter emit(importer);
+  std::vector<int64_t> sizes(other->begin(), other->end());
+  return mapParts(importer.input(node, 0),
+                  [&](Value v) -> llvm::Expected<Value> {
+                    llvm::Expected<SmallVector<int64_t>> shape =
+                        resolveShape(tensorType(v).getShape(), sizes);
+                    if (!shape)
+                      return shape.takeError();
+                    return emit.reshape(v, *shape);
+                  });
+}
+
 /// aten::to / type_as: element type conversions.
 Outputs convertTo(GraphImporter &importer, Node *node, bool typeAs) {
   const ImportedValue &x = importer.input(node, 0);
@@ -972,6 +1126,8 @@ Outputs convertTo(GraphImporter &importer, Node *node, bool typeAs) {
   }
   if (!target || x.isComplex())
     return single(x); // A device move, or a complex tensor kept as is.
+  if (x.isNumber())   // A traced number held as a 0-d tensor.
+    return single(numberOfType(x, target));
   if (!x.isTensor())
     return makeError("expected a tensor");
   return single(Emitter(importer).cast(x.tensor, target));
@@ -981,33 +1137,44 @@ Outputs convertTo(GraphImporter &importer, Node *node, bool typeAs) {
 // Creation
 //===----------------------------------------------------------------------===//
 
-/// aten::full / ones / zeros / *_like: splat constants.
+/// aten::full / ones / zeros, their *_like forms (a tensor's shape and
+/// dtype) and their new_* forms (a tensor's dtype, a given shape): splat
+/// constants.
 Outputs convertFull(GraphImporter &importer, Node *node, StringRef form) {
   bool like = form.ends_with("_like");
+  bool method = form.starts_with("new_");
+  StringRef kind = method ? form.drop_front(4) : form;
+  MLIRContext &context = importer.getContext();
   std::vector<int64_t> shape;
-  Type fallback = Float32Type::get(&importer.getContext());
-  if (like) {
-    llvm::Expected<Value> other = importer.tensorInput(node, 0);
-    if (!other)
-      return other.takeError();
-    shape.assign(tensorType(*other).getShape().begin(),
-                 tensorType(*other).getShape().end());
-    fallback = tensorType(*other).getElementType();
-  } else {
-    llvm::Expected<std::vector<int64_t>> sizes = importer.intListInput(node, 0);
+  Type fallback = Float32Type::get(&context);
+  if (like || method) {
+    llvm::Expected<Value> self = importer.tensorInput(node, 0);
+    if (!self)
+      return self.takeError();
+    fallback = tensorType(*self).getElementType();
+    if (like)
+      shape.assign(tensorType(*self).getShape().begin(),
+                   tensorType(*self).getShape().end());
+  }
+  if (!like) {
+    llvm::Expected<std::vector<int64_t>> sizes =
+        importer.intListInput(node, method ? 1 : 0);
     if (!sizes)
       return sizes.takeError();
     shape = *sizes;
   }
-  double value = form.starts_with("ones") ? 1.0 : 0.0;
-  if (form.starts_with("full")) {
-    llvm::Expected<double> fill = importer.numberInput(node, 1);
+  double value = kind.starts_with("ones") ? 1.0 : 0.0;
+  if (kind.starts_with("full")) {
+    size_t index = method ? 2 : 1;
+    llvm::Expected<double> fill = importer.numberInput(node, index);
     if (!fill)
       return fill.takeError();
     value = *fill;
-    const ImportedValue &fillValue = importer.input(node, 1);
-    if (!like && fillValue.kind != ImportedValue::Kind::Float)
-      fallback = IntegerType::get(&importer.getContext(), 64);
+    // torch.full infers the dtype from the fill value.
+    const ImportedValue &fillValue = importer.input(node, index);
+    if (!like && !method && fillValue.kind != ImportedValue::Kind::Float)
+      fallback = IntegerType::get(
+          &context, fillValue.kind == ImportedValue::Kind::Bool ? 1 : 64);
   }
   llvm::Expected<Type> element = optionalDtype(importer, node, fallback);
   if (!element)
@@ -1271,6 +1438,51 @@ Outputs convertMatmul(GraphImporter &importer, Node *node) {
   return single(*result);
 }
 
+/// aten::addmm(bias, a, b, beta, alpha): beta * bias + alpha * (a @ b) of
+/// matrices (Hugging Face's Conv1D).
+Outputs convertAddmm(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> bias = importer.tensorInput(node, 0);
+  llvm::Expected<Value> a = importer.tensorInput(node, 1);
+  llvm::Expected<Value> b = importer.tensorInput(node, 2);
+  if (!bias || !a || !b)
+    return makeError("addmm needs three real tensors");
+  if (tensorType(*a).getRank() != 2 || tensorType(*b).getRank() != 2)
+    return makeError("addmm multiplies matrices (rank 2)");
+  llvm::Expected<double> beta = importer.numberInput(node, 3);
+  llvm::Expected<double> alpha = importer.numberInput(node, 4);
+  if (!beta || !alpha)
+    return makeError("addmm needs beta and alpha known at import time");
+  Emitter emit(importer);
+  llvm::Expected<Value> product = matmul(emit, *a, *b, /*transposeB=*/false);
+  if (!product)
+    return product.takeError();
+  Value out = *alpha == 1.0 ? *product : emit.scale(*product, *alpha);
+  if (*beta == 0.0)
+    return single(out);
+  Value addend = *beta == 1.0 ? *bias : emit.scale(*bias, *beta);
+  if (llvm::Error error = unify(emit, out, addend))
+    return std::move(error);
+  return single(emit.binary<AddOp>(out, addend));
+}
+
+/// aten::outer(a, b): the outer product of two vectors.
+Outputs convertOuter(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> a = importer.tensorInput(node, 0);
+  llvm::Expected<Value> b = importer.tensorInput(node, 1);
+  if (!a || !b)
+    return makeError("outer needs two real tensors");
+  if (tensorType(*a).getRank() != 1 || tensorType(*b).getRank() != 1)
+    return makeError("outer needs two vectors");
+  Emitter emit(importer);
+  Value column = emit.reshape(*a, {tensorType(*a).getDimSize(0), 1});
+  Value row = emit.reshape(*b, {1, tensorType(*b).getDimSize(0)});
+  if (llvm::Error error = unify(emit, column, row))
+    return std::move(error);
+  if (!isa<FloatType>(tensorType(column).getElementType()))
+    return makeError(integerTensorArithmetic);
+  return single(emit.binary<MulOp>(column, row));
+}
+
 Outputs convertLinear(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   llvm::Expected<Value> w = importer.tensorInput(node, 1);
@@ -1304,6 +1516,108 @@ Outputs convertEmbedding(GraphImporter &importer, Node *node) {
                                     tableType.clone(shape), *table, *ids));
 }
 
+/// The rows `ids` of `table` along its first dim, for a floating-point
+/// table of any rank: titan.embedding of the table viewed as [rows, rest].
+/// The result has ids' shape followed by the table's other dims. As with
+/// nn.Embedding, ids must lie in [0, rows) (negative ids are not wrapped).
+llvm::Expected<Value> gatherRows(Emitter &emit, Value table, Value ids) {
+  RankedTensorType type = tensorType(table);
+  Type idType = tensorType(ids).getElementType();
+  if (idType.isInteger(1))
+    return makeError("indexing with a boolean mask is not supported (the "
+                     "result's shape would depend on the data)");
+  if (!isa<IntegerType>(idType))
+    return makeError("index tensors must hold integers");
+  if (!isa<FloatType>(type.getElementType()))
+    return makeError("gathering from a tensor of integers is not supported "
+                     "(titan gathers from floating-point tensors)");
+  ArrayRef<int64_t> rest = type.getShape().drop_front();
+  int64_t width = ShapedType::getNumElements(rest);
+  SmallVector<int64_t> gathered(tensorType(ids).getShape());
+  gathered.push_back(width);
+  Value rows = EmbeddingOp::create(
+      emit.builder, emit.loc, type.clone(gathered),
+      emit.reshape(table, {type.getDimSize(0), width}), ids);
+  gathered.pop_back();
+  gathered.append(rest.begin(), rest.end());
+  return emit.reshape(rows, gathered);
+}
+
+/// `x` gathered along `dim` by integer `ids`, as `x[:, ..., ids]` (`dim`
+/// full slices first): the result's shape is x's dims before `dim`, ids'
+/// shape, then x's dims after `dim`.
+llvm::Expected<Value> gatherAlong(Emitter &emit, Value x, int64_t dim,
+                                  Value ids) {
+  int64_t rank = tensorType(x).getRank();
+  int64_t idsRank = tensorType(ids).getRank();
+  SmallVector<int64_t> toFront{dim};
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim)
+      toFront.push_back(d);
+  Value table = dim == 0 ? x : emit.transpose(x, toFront);
+  llvm::Expected<Value> gathered = gatherRows(emit, table, ids);
+  if (!gathered || dim == 0)
+    return gathered;
+  // [ids..., before..., after...] -> [before..., ids..., after...].
+  SmallVector<int64_t> order;
+  for (int64_t d = 0; d < dim; ++d)
+    order.push_back(idsRank + d);
+  for (int64_t d = 0; d < idsRank; ++d)
+    order.push_back(d);
+  for (int64_t d = idsRank + dim; d < idsRank + rank - 1; ++d)
+    order.push_back(d);
+  return emit.transpose(*gathered, order);
+}
+
+/// aten::index(x, indices): advanced indexing by one integer tensor, after
+/// any number of full slices (`cos[position_ids]`, `x[:, ids]`).
+Outputs convertIndex(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  const ImportedValue &indices = importer.input(node, 1);
+  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
+  if (!shape)
+    return shape.takeError();
+  if (indices.kind != ImportedValue::Kind::List)
+    return makeError("expected a list of indices");
+  int64_t dim = -1;
+  Value ids;
+  for (auto [position, item] : llvm::enumerate(indices.items)) {
+    if (item.isNone())
+      continue;
+    if (!item.isTensor())
+      return makeError("indices must be integer tensors or None");
+    if (ids)
+      return makeError("indexing with more than one index tensor is not "
+                       "supported; index one dimension at a time");
+    ids = item.tensor;
+    dim = position;
+  }
+  if (!ids)
+    return makeError("indexing needs an index tensor");
+  if (dim >= (int64_t)shape->size())
+    return makeError(llvm::formatv("too many indices for a tensor of rank {0}",
+                                   shape->size()));
+  Emitter emit(importer);
+  return mapParts(x, [&](Value v) { return gatherAlong(emit, v, dim, ids); });
+}
+
+/// aten::index_select(x, dim, index): x gathered along dim by a 1-d index.
+Outputs convertIndexSelect(GraphImporter &importer, Node *node) {
+  llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
+  if (!td)
+    return td.takeError();
+  llvm::Expected<Value> ids = importer.tensorInput(node, 2);
+  if (!ids)
+    return ids.takeError();
+  if (tensorType(*ids).getRank() > 1)
+    return makeError("index_select needs a 1-d index");
+  Emitter emit(importer);
+  return mapParts(importer.input(node, 0), [&](Value v) {
+    return gatherAlong(emit, v, td->dim,
+                       emit.reshape(*ids, {tensorType(*ids).getNumElements()}));
+  });
+}
+
 Outputs convertGelu(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   if (!x)
@@ -1322,6 +1636,123 @@ Outputs convertLogicalNot(GraphImporter &importer, Node *node) {
     return x.takeError();
   Emitter emit(importer);
   return single(emit.compare("eq", *x, emit.splat(tensorType(*x), 0.0)));
+}
+
+/// aten::__and__ / __or__ / bitwise_and / bitwise_or / logical_and /
+/// logical_or: of Python bools or ints, evaluated; of tensors, boolean masks
+/// combined with `select` (a causal mask and a window, a padding mask). The
+/// logical forms first compare other tensors with zero; bitwise operations
+/// on integer tensors are refused.
+Outputs convertLogical(GraphImporter &importer, Node *node, bool isAnd) {
+  const ImportedValue &a = importer.input(node, 0);
+  const ImportedValue &b = importer.input(node, 1);
+  if (a.kind == ImportedValue::Kind::Bool &&
+      b.kind == ImportedValue::Kind::Bool)
+    return single(ImportedValue::ofBool(isAnd ? a.intValue && b.intValue
+                                              : a.intValue || b.intValue));
+  if (a.kind == ImportedValue::Kind::Int && b.kind == ImportedValue::Kind::Int)
+    return single(ImportedValue::ofInt(isAnd ? a.intValue & b.intValue
+                                             : a.intValue | b.intValue));
+  bool logical =
+      StringRef(node->kind().toUnqualString()).starts_with("logical_");
+  Emitter emit(importer);
+  SmallVector<Value, 2> masks;
+  for (size_t index : {0, 1}) {
+    llvm::Expected<Value> v = importer.tensorInput(node, index);
+    if (!v)
+      return v.takeError();
+    RankedTensorType type = tensorType(*v);
+    if (type.getElementType().isInteger(1))
+      masks.push_back(*v);
+    else if (logical)
+      masks.push_back(emit.compare("ne", *v, emit.splat(type, 0.0)));
+    else
+      return makeError("bitwise operations on integer tensors are not "
+                       "supported (titan combines boolean masks)");
+  }
+  Value lhs = masks[0], rhs = masks[1];
+  llvm::Expected<SmallVector<int64_t>> shape =
+      broadcastShape(tensorType(lhs).getShape(), tensorType(rhs).getShape());
+  if (!shape)
+    return shape.takeError();
+  Value p = emit.broadcastTo(lhs, *shape);
+  Value q = emit.broadcastTo(rhs, *shape);
+  Value constant = emit.splat(tensorType(p), isAnd ? 0.0 : 1.0);
+  return single(isAnd ? emit.select(p, q, constant)
+                      : emit.select(p, constant, q));
+}
+
+/// aten::bitwise_not (`~mask`) of a boolean mask, or of a Python int.
+Outputs convertBitwiseNot(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  if (x.kind == ImportedValue::Kind::Int)
+    return single(ImportedValue::ofInt(~x.intValue));
+  if (!x.isTensor() || !tensorType(x.tensor).getElementType().isInteger(1))
+    return makeError("bitwise operations on integer tensors are not "
+                     "supported (titan combines boolean masks)");
+  return convertLogicalNot(importer, node);
+}
+
+/// aten::clamp(x, min, max), clamp_min, clamp_max: bounds that are numbers
+/// or tensors (None leaves a side open), as `max` and `min`.
+Outputs convertClamp(GraphImporter &importer, Node *node, StringRef form) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  if (!isa<FloatType>(tensorType(*x).getElementType()))
+    return makeError(integerTensorArithmetic);
+  const ImportedValue none = ImportedValue::none();
+  const ImportedValue &lower = form == "clamp_max" ? none : importer.input(node, 1);
+  const ImportedValue &upper = form == "clamp"       ? importer.input(node, 2)
+                               : form == "clamp_max" ? importer.input(node, 1)
+                                                     : none;
+  Emitter emit(importer);
+  Value result = *x;
+  std::pair<const ImportedValue *, bool> bounds[] = {{&lower, true},
+                                                     {&upper, false}};
+  for (auto [bound, isLower] : bounds) {
+    if (bound->isNone())
+      continue;
+    Value limit;
+    if (bound->isNumber())
+      limit = emit.splat(tensorType(result), bound->asDouble());
+    else if (bound->isTensor())
+      limit = bound->tensor;
+    else
+      return makeError("clamp bounds must be numbers or tensors");
+    if (llvm::Error error = unify(emit, result, limit))
+      return std::move(error);
+    result = isLower ? emit.binary<MaxOp>(result, limit)
+                     : emit.min(result, limit);
+  }
+  return single(result);
+}
+
+/// aten::abs: max(x, -x).
+Outputs convertAbs(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  if (x.isNumber())
+    return single(x.kind == ImportedValue::Kind::Float
+                      ? ImportedValue::ofFloat(std::fabs(x.floatValue))
+                      : ImportedValue::ofInt(std::llabs(x.intValue)));
+  llvm::Expected<Value> v = importer.tensorInput(node, 0);
+  if (!v)
+    return v.takeError();
+  if (!isa<FloatType>(tensorType(*v).getElementType()))
+    return makeError(integerTensorArithmetic);
+  Emitter emit(importer);
+  return single(emit.binary<MaxOp>(*v, emit.unary<NegOp>(*v)));
+}
+
+/// aten::square: x * x.
+Outputs convertSquare(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  if (!isa<FloatType>(tensorType(*x).getElementType()))
+    return makeError(integerTensorArithmetic);
+  Emitter emit(importer);
+  return single(emit.binary<MulOp>(*x, *x));
 }
 
 /// aten::Bool: a Python bool of a number; of a tensor it would make control
@@ -1404,6 +1835,25 @@ Outputs convertSize(GraphImporter &importer, Node *node) {
   return single(ImportedValue::ofInt((*shape)[*d]));
 }
 
+/// aten::len (of a list, or of a tensor's first dim), aten::dim and
+/// aten::numel.
+Outputs convertLength(GraphImporter &importer, Node *node, StringRef what) {
+  const ImportedValue &x = importer.input(node, 0);
+  if (what == "len" && x.kind == ImportedValue::Kind::List)
+    return single(ImportedValue::ofInt(x.items.size()));
+  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
+  if (!shape)
+    return shape.takeError();
+  if (what == "dim")
+    return single(ImportedValue::ofInt(shape->size()));
+  if (what == "len") {
+    if (shape->empty())
+      return makeError("len() of a 0-d tensor");
+    return single(ImportedValue::ofInt(shape->front()));
+  }
+  return single(ImportedValue::ofInt(ShapedType::getNumElements(*shape)));
+}
+
 Outputs convertGetItem(GraphImporter &importer, Node *node) {
   const ImportedValue &list = importer.input(node, 0);
   llvm::Expected<int64_t> index = importer.intInput(node, 1);
@@ -1443,17 +1893,90 @@ Outputs convertTensorConstant(GraphImporter &importer, Node *node) {
     number.wrappedType = element;
     return single(number);
   }
-  if (!element || element.isInteger(1))
+  if (!element)
     return makeError("tensor constants of dtype " +
                      std::string(c10::toString(tensor.scalar_type())) +
                      " are not supported");
   std::vector<int64_t> shape(tensor.sizes().begin(), tensor.sizes().end());
   auto type = RankedTensorType::get(shape, element);
+  Emitter emit(importer);
+  if (element.isInteger(1)) {
+    // A traced boolean mask; MLIR packs i1 elements differently than torch.
+    const bool *data = tensor.data_ptr<bool>();
+    SmallVector<bool> bits(data, data + tensor.numel());
+    return single(ConstantOp::create(emit.builder, emit.loc,
+                                     DenseElementsAttr::get(type, bits)));
+  }
   ArrayRef<char> raw(static_cast<const char *>(tensor.data_ptr()),
                      tensor.numel() * tensor.element_size());
-  Emitter emit(importer);
   auto attr = DenseElementsAttr::getFromRawBuffer(type, raw);
   return single(ConstantOp::create(emit.builder, emit.loc, attr));
+}
+
+/// Flattens nested lists of numbers (row-major) and records their shape;
+/// an error when they are ragged or hold something else.
+llvm::Error flattenData(const ImportedValue &data, size_t depth,
+                        SmallVector<int64_t> &shape,
+                        std::vector<ImportedValue> &numbers) {
+  if (data.isNumber()) {
+    if (depth != shape.size())
+      return makeError("torch.tensor data must be a rectangular list");
+    numbers.push_back(data);
+    return llvm::Error::success();
+  }
+  if (data.kind != ImportedValue::Kind::List)
+    return makeError("torch.tensor is supported on numbers and lists of "
+                     "numbers known at import time, not on tensors (use "
+                     "x.clone().detach())");
+  if (depth == shape.size())
+    shape.push_back(data.items.size());
+  else if (depth > shape.size() || shape[depth] != (int64_t)data.items.size())
+    return makeError("torch.tensor data must be a rectangular list");
+  for (const ImportedValue &item : data.items)
+    if (llvm::Error error = flattenData(item, depth + 1, shape, numbers))
+      return error;
+  return llvm::Error::success();
+}
+
+/// aten::tensor(data, dtype): a tensor of numbers known at import time. A
+/// single number stays a number that promotes like a 0-d tensor of its
+/// dtype (Gemma's `h * torch.tensor(dim ** 0.5, dtype=h.dtype)`); lists
+/// become constants.
+Outputs convertTensorOfData(GraphImporter &importer, Node *node) {
+  SmallVector<int64_t> shape;
+  std::vector<ImportedValue> numbers;
+  if (llvm::Error error =
+          flattenData(importer.input(node, 0), 0, shape, numbers))
+    return std::move(error);
+  MLIRContext &context = importer.getContext();
+  // torch.tensor infers float32 (the default dtype) from any float, int64
+  // from integers and bool from bools.
+  Type inferred = numbers.empty() ? Type(Float32Type::get(&context))
+                                  : Type(IntegerType::get(&context, 1));
+  for (const ImportedValue &number : numbers) {
+    if (number.kind == ImportedValue::Kind::Float)
+      inferred = Float32Type::get(&context);
+    else if (number.kind == ImportedValue::Kind::Int &&
+             !isa<FloatType>(inferred))
+      inferred = IntegerType::get(&context, 64);
+  }
+  llvm::Expected<Type> element = optionalDtype(importer, node, inferred);
+  if (!element)
+    return element.takeError();
+  if (shape.empty())
+    return single(numberOfType(numbers.front(), *element));
+  SmallVector<Attribute> values;
+  for (const ImportedValue &number : numbers) {
+    ImportedValue stored = numberOfType(number, *element);
+    values.push_back(
+        isa<FloatType>(*element)
+            ? Attribute(FloatAttr::get(*element, stored.floatValue))
+            : Attribute(IntegerAttr::get(*element, stored.intValue)));
+  }
+  Emitter emit(importer);
+  auto type = RankedTensorType::get(shape, *element);
+  return single(ConstantOp::create(emit.builder, emit.loc,
+                                   DenseElementsAttr::get(type, values)));
 }
 
 /// A conversion that ignores the node and returns a fixed value.
@@ -1519,6 +2042,17 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::gelu"}, convertGelu);
   add({"aten::relu"}, convertRelu);
   add({"aten::logical_not"}, convertLogicalNot);
+  add({"aten::bitwise_not"}, convertBitwiseNot);
+  add({"aten::__and__", "aten::bitwise_and", "aten::logical_and"},
+      [](GraphImporter &i, Node *n) { return convertLogical(i, n, true); });
+  add({"aten::__or__", "aten::bitwise_or", "aten::logical_or"},
+      [](GraphImporter &i, Node *n) { return convertLogical(i, n, false); });
+  for (StringRef form : {"clamp", "clamp_min", "clamp_max"})
+    table[("aten::" + form).str()] = [form](GraphImporter &i, Node *n) {
+      return convertClamp(i, n, form);
+    };
+  add({"aten::abs"}, convertAbs);
+  add({"aten::square"}, convertSquare);
   add({"aten::Bool"}, convertBool);
   add({"aten::eq"}, compare("eq"));
   add({"aten::ne"}, compare("ne"));
@@ -1552,16 +2086,23 @@ llvm::StringMap<Conversion> buildConversions() {
       [](GraphImporter &i, Node *n) { return convertExpand(i, n, false); });
   add({"aten::expand_as"},
       [](GraphImporter &i, Node *n) { return convertExpand(i, n, true); });
+  add({"aten::repeat"}, convertRepeat);
+  add({"aten::repeat_interleave"}, convertRepeatInterleave);
+  add({"aten::narrow"}, convertNarrow);
+  add({"aten::view_as", "aten::reshape_as"}, convertViewAs);
+  add({"aten::index"}, convertIndex);
+  add({"aten::index_select"}, convertIndexSelect);
   add({"aten::to"},
       [](GraphImporter &i, Node *n) { return convertTo(i, n, false); });
   add({"aten::type_as"},
       [](GraphImporter &i, Node *n) { return convertTo(i, n, true); });
-  for (StringRef form :
-       {"full", "ones", "zeros", "full_like", "ones_like", "zeros_like"})
+  for (StringRef form : {"full", "ones", "zeros", "full_like", "ones_like",
+                         "zeros_like", "new_full", "new_ones", "new_zeros"})
     table[("aten::" + form).str()] = [form](GraphImporter &i, Node *n) {
       return convertFull(i, n, form);
     };
   add({"aten::arange"}, convertArange);
+  add({"aten::tensor"}, convertTensorOfData);
   add({"aten::triu"},
       [](GraphImporter &i, Node *n) { return convertTriangle(i, n, true); });
   add({"aten::tril"},
@@ -1579,6 +2120,8 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::layer_norm"}, convertLayerNorm);
   add({"aten::matmul", "aten::mm", "aten::bmm"}, convertMatmul);
   add({"aten::linear"}, convertLinear);
+  add({"aten::addmm"}, convertAddmm);
+  add({"aten::outer", "aten::ger"}, convertOuter);
   add({"aten::embedding"}, convertEmbedding);
   add({"aten::view_as_complex"}, convertViewAsComplex);
   add({"aten::view_as_real"}, convertViewAsReal);
@@ -1588,6 +2131,10 @@ llvm::StringMap<Conversion> buildConversions() {
     return convertComplexPart(i, n, false);
   });
   add({"aten::size"}, convertSize);
+  for (StringRef what : {"len", "dim", "numel"})
+    table[("aten::" + what).str()] = [what](GraphImporter &i, Node *n) {
+      return convertLength(i, n, what);
+    };
   add({"aten::__getitem__"}, convertGetItem);
   add({"prim::dtype"}, convertDtype);
   add({"prim::device"},

@@ -25,7 +25,6 @@
 #include <torch/csrc/jit/passes/inliner.h>
 
 #include <sstream>
-#include <unordered_set>
 
 using namespace mlir;
 using namespace mlir::titan;
@@ -702,8 +701,6 @@ public:
       if (llvm::Error error =
               addTensor(importer, parameter.name, parameter.value, "param"))
         return error;
-    for (const auto &buffer : root.named_buffers(/*recurse=*/true))
-      buffers.insert(buffer.name);
     return llvm::Error::success();
   }
 
@@ -731,8 +728,10 @@ public:
       auto it = arguments.find(tensor.unsafeGetTensorImpl());
       if (it != arguments.end())
         return it->second;
-      if (llvm::Error error = addTensor(
-              importer, fqn, tensor, buffers.count(fqn) ? "buffer" : "param"))
+      // Every parameter has its argument already: any other tensor is
+      // state the model reads but does not train (a registered buffer or a
+      // plain tensor attribute).
+      if (llvm::Error error = addTensor(importer, fqn, tensor, "buffer"))
         return std::move(error);
       return arguments.at(tensor.unsafeGetTensorImpl());
     }
@@ -794,7 +793,6 @@ private:
   MLIRContext &context;
   torch::jit::Module root;
   const TorchScriptImportOptions &options;
-  std::unordered_set<std::string> buffers;
   std::unordered_map<const c10::TensorImpl *, ImportedValue> arguments;
 };
 } // namespace

@@ -1,13 +1,17 @@
 """A GPT-2 style decoder in plain PyTorch, written for TorchScript export.
 
-It differs from Llama 3 on purpose, so that the importer sees a second family
-of patterns: LayerNorm with bias, biased Linear layers, a GELU MLP (tanh
-approximation, as in the original GPT-2), learned position embeddings, a causal
-mask built with ``torch.tril`` + ``masked_fill(-inf)``, fused QKV projection
-split with ``split``, and input/output embeddings tied (``lm_head.weight`` is
-the same Parameter as ``transformer.wte.weight``).
+Written the way nanoGPT writes GPT-2, so that the importer meets its idioms
+(and a second family of patterns besides Llama): LayerNorm with bias, biased
+Linear layers, a fused QKV projection split with ``split``, head sizes
+computed as ``C // n_head`` from ``x.size()``, the tanh GELU (GPT-2's),
+learned position embeddings of ``torch.arange(0, t)``, dropout modules (at
+p = 0), a causal mask that is a registered float buffer
+(``torch.tril(torch.ones(block_size, block_size))``) sliced to the sequence
+and applied with ``masked_fill(bias[:, :, :T, :T] == 0, -inf)``, and
+input/output embeddings tied (``lm_head.weight`` is the same Parameter as
+``transformer.wte.weight``).
 
-Parameter names (nanoGPT-style, Linear weights stored [out, in]):
+Parameter names (nanoGPT's, Linear weights stored [out, in]):
 
     transformer.wte.weight                              [vocab, n_embd]
     transformer.wpe.weight                              [block_size, n_embd]
@@ -19,6 +23,9 @@ Parameter names (nanoGPT-style, Linear weights stored [out, in]):
     transformer.h.{i}.mlp.c_proj.{weight,bias}          [n_embd, 4 n_embd], [n_embd]
     transformer.ln_f.{weight,bias}                      [n_embd]
     lm_head.weight                                      tied to transformer.wte.weight
+
+and one buffer per layer, the causal mask ``transformer.h.{i}.attn.bias``
+[1, 1, block_size, block_size].
 """
 
 import dataclasses
@@ -40,6 +47,7 @@ class GPT2Args:
     n_head: int = 12
     n_embd: int = 768
     layer_norm_eps: float = 1e-5
+    dropout: float = 0.0
 
     def validate(self) -> None:
         """Raise ``ValueError`` on an inconsistent combination of arguments."""
@@ -55,41 +63,47 @@ FLAVORS: Dict[str, GPT2Args] = {
 class CausalSelfAttention(nn.Module):
     """Multi-head causal self-attention with a fused QKV projection."""
 
-    __constants__ = ["n_head", "n_embd", "head_dim"]
+    __constants__ = ["n_head", "n_embd"]
 
     def __init__(self, args: GPT2Args) -> None:
         super().__init__()
-        self.n_head = args.n_head
-        self.n_embd = args.n_embd
-        self.head_dim = args.n_embd // args.n_head
         self.c_attn = nn.Linear(args.n_embd, 3 * args.n_embd)
         self.c_proj = nn.Linear(args.n_embd, args.n_embd)
+        self.attn_dropout = nn.Dropout(args.dropout)
+        self.resid_dropout = nn.Dropout(args.dropout)
+        self.n_head = args.n_head
+        self.n_embd = args.n_embd
+        causal = torch.tril(torch.ones(args.block_size, args.block_size))
+        self.register_buffer("bias", causal.view(1, 1, args.block_size, args.block_size))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        bsz, seqlen, _ = x.shape
+        B, T, C = x.size()
         q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        # [B, T, C] -> [B, nh, T, hd]
-        q = q.view(bsz, seqlen, self.n_head, self.head_dim).transpose(1, 2)
-        k = k.view(bsz, seqlen, self.n_head, self.head_dim).transpose(1, 2)
-        v = v.view(bsz, seqlen, self.n_head, self.head_dim).transpose(1, 2)
-        att = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))
-        causal = torch.tril(torch.ones(seqlen, seqlen, dtype=torch.bool, device=x.device))
-        att = att.masked_fill(causal.logical_not(), float("-inf"))
+        # [B, T, C] -> [B, nh, T, hs]
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
         att = F.softmax(att, dim=-1)
-        y = torch.matmul(att, v).transpose(1, 2).contiguous().view(bsz, seqlen, self.n_embd)
-        return self.c_proj(y)
+        att = self.attn_dropout(att)
+        y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
 
 
 class MLP(nn.Module):
-    """c_proj(gelu_tanh(c_fc x))."""
+    """dropout(c_proj(gelu_tanh(c_fc x)))."""
 
     def __init__(self, args: GPT2Args) -> None:
         super().__init__()
         self.c_fc = nn.Linear(args.n_embd, 4 * args.n_embd)
+        self.gelu = nn.GELU(approximate="tanh")
         self.c_proj = nn.Linear(4 * args.n_embd, args.n_embd)
+        self.dropout = nn.Dropout(args.dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
 
 
 class Block(nn.Module):
@@ -110,14 +124,18 @@ class Block(nn.Module):
 class GPT2(nn.Module):
     """GPT-2 decoder: tokens [B, T] (int64, T <= block_size) -> logits [B, T, vocab]."""
 
+    __constants__ = ["block_size"]
+
     def __init__(self, args: GPT2Args) -> None:
         super().__init__()
         args.validate()
         self.args = args
+        self.block_size = args.block_size
         self.transformer = nn.ModuleDict(
             {
                 "wte": nn.Embedding(args.vocab_size, args.n_embd),
                 "wpe": nn.Embedding(args.block_size, args.n_embd),
+                "drop": nn.Dropout(args.dropout),
                 "h": nn.ModuleList([Block(args) for _ in range(args.n_layer)]),
                 "ln_f": nn.LayerNorm(args.n_embd, eps=args.layer_norm_eps),
             }
@@ -126,12 +144,16 @@ class GPT2(nn.Module):
         self.lm_head.weight = self.transformer["wte"].weight  # tied
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        seqlen = tokens.shape[1]
-        pos = torch.arange(0, seqlen, dtype=torch.long, device=tokens.device)
-        x = self.transformer["wte"](tokens) + self.transformer["wpe"](pos)
+        b, t = tokens.size()
+        assert t <= self.block_size, f"Cannot forward sequence of length {t}, block size is only {self.block_size}"
+        pos = torch.arange(0, t, dtype=torch.long, device=tokens.device)  # shape (t)
+        tok_emb = self.transformer["wte"](tokens)  # (b, t, n_embd)
+        pos_emb = self.transformer["wpe"](pos)  # (t, n_embd)
+        x = self.transformer["drop"](tok_emb + pos_emb)
         for block in self.transformer["h"]:
             x = block(x)
-        return self.lm_head(self.transformer["ln_f"](x))
+        x = self.transformer["ln_f"](x)
+        return self.lm_head(x)
 
     def init_weights(self, seed: int) -> None:
         """Deterministic GPT-2 initialization from ``seed``.

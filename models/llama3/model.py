@@ -86,10 +86,13 @@ class ModelArgs:
             raise ValueError(f"rope_style must be one of {ROPE_STYLES}, got {self.rope_style!r}")
 
 
-# torchtitan's Llama 3 flavors (DESIGN.md section 8). "debugmodel_gqa" is not a
+# torchtitan's Llama 3 flavors (torchtitan/models/llama3/__init__.py). "debugmodel_gqa" is not a
 # torchtitan flavor: it is debugmodel with 4 KV heads, so that the small,
 # fully checkable model also exercises grouped-query attention (repeat_kv).
+# "tiny" (2 layers, 4 query heads sharing 2 KV heads) is the model zoo's test
+# flavor, small enough to train on 4 simulated ranks in seconds.
 FLAVORS: Dict[str, ModelArgs] = {
+    "tiny": ModelArgs(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=256, multiple_of=32, max_seq_len=64),
     "debugmodel": ModelArgs(dim=256, n_layers=6, n_heads=16, vocab_size=2048, max_seq_len=2048),
     "debugmodel_gqa": ModelArgs(
         dim=256, n_layers=6, n_heads=16, n_kv_heads=4, vocab_size=2048, max_seq_len=2048

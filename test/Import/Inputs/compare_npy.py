@@ -1,31 +1,50 @@
-"""Compares two .npy arrays: shape, then max |a - b| / max |b| <= tolerance.
+"""Compares .npy arrays: shape, then max |a - b| / max |b| <= tolerance.
 
 usage: compare_npy.py ACTUAL EXPECTED [--rtol 1e-5]
-Prints "match: <shape> max_rel_err=<e>" and exits 0, or "MISMATCH ..." and 1.
+ACTUAL and EXPECTED are two files, or two directories: then every .npy of
+EXPECTED is compared with the file of the same name in ACTUAL.
+Prints "match: <shape> max_rel_err=<e>" per array and exits 0, or
+"MISMATCH ..." and 1.
 """
 
 import argparse
+import glob
+import os
 import sys
+from typing import List, Optional
 
 import numpy as np
 
 
-def main() -> int:
+def compare(actual_path: str, expected_path: str, rtol: float, label: str) -> bool:
+    if not os.path.exists(actual_path):
+        print(f"MISMATCH{label}: {actual_path} missing")
+        return False
+    actual = np.load(actual_path).astype(np.float64)
+    expected = np.load(expected_path).astype(np.float64)
+    if actual.shape != expected.shape:
+        print(f"MISMATCH{label} shape {list(actual.shape)} != {list(expected.shape)}")
+        return False
+    scale = max(np.abs(expected).max(initial=0.0), np.finfo(np.float64).tiny)
+    err = float(np.abs(actual - expected).max(initial=0.0) / scale)
+    verdict = "match" if err <= rtol else "MISMATCH"
+    print(f"{verdict}{label}: {list(actual.shape)} max_rel_err={err:.3g} rtol={rtol}")
+    return err <= rtol
+
+
+def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("actual")
     parser.add_argument("expected")
     parser.add_argument("--rtol", type=float, default=1e-5)
-    args = parser.parse_args()
-    actual = np.load(args.actual).astype(np.float64)
-    expected = np.load(args.expected).astype(np.float64)
-    if actual.shape != expected.shape:
-        print(f"MISMATCH shape {list(actual.shape)} != {list(expected.shape)}")
-        return 1
-    scale = max(np.abs(expected).max(), np.finfo(np.float64).tiny)
-    err = float(np.abs(actual - expected).max() / scale)
-    verdict = "match" if err <= args.rtol else "MISMATCH"
-    print(f"{verdict}: {list(actual.shape)} max_rel_err={err:.3g} rtol={args.rtol}")
-    return 0 if err <= args.rtol else 1
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.expected):
+        return 0 if compare(args.actual, args.expected, args.rtol, "") else 1
+    ok = True
+    for path in sorted(glob.glob(os.path.join(args.expected, "*.npy"))):
+        name = os.path.basename(path)
+        ok &= compare(os.path.join(args.actual, name), path, args.rtol, f" {name[:-len('.npy')]}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -13,16 +13,17 @@ import argparse
 import glob
 import os
 import sys
+from typing import List, Optional
 
 import numpy as np
 
 
-def main() -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("actual")
     parser.add_argument("expected")
     parser.add_argument("--rtol", type=float, default=1e-5)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     worst = (0.0, "-")
     names = sorted(os.path.basename(p) for p in glob.glob(os.path.join(args.expected, "*.npy")))
     for name in names:

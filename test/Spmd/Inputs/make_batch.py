@@ -9,18 +9,19 @@ hold different rows count different numbers of labels.
 
 import argparse
 import os
+from typing import List, Optional
 
 import numpy as np
 
 
-def main() -> None:
+def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("state")
     parser.add_argument("batch", type=int)
     parser.add_argument("seq", type=int)
     parser.add_argument("vocab", type=int)
     parser.add_argument("--seed", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rng = np.random.RandomState(args.seed)
     tokens = rng.randint(0, args.vocab, size=(args.batch, args.seq)).astype(np.int64)
     labels = np.roll(tokens, -1, axis=1)

@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+from typing import List, Optional
 
 import numpy as np
 
@@ -64,7 +65,7 @@ def compare_first_step(args, out: str, expected: str) -> bool:
     return ok
 
 
-def main() -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("step_mlir")
     parser.add_argument("state")
@@ -74,7 +75,7 @@ def main() -> int:
     parser.add_argument("--titan-eval", default="titan-eval")
     for name in ("lr", "beta1", "beta2", "eps", "weight-decay"):
         parser.add_argument("--" + name, type=float, required=True)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     expected = os.path.join(args.oracle, "expected")
     losses = []

@@ -16,13 +16,14 @@ usage: train_oracle.py MODEL_DIR OUT --lr L --beta1 B1 --beta2 B2 --eps E
 
 import argparse
 import os
+from typing import List, Optional
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 
-def main() -> None:
+def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("model_dir")
     parser.add_argument("out")
@@ -30,7 +31,7 @@ def main() -> None:
         parser.add_argument("--" + name, type=float, required=True)
     parser.add_argument("--ignore-index", type=int, default=-100)
     parser.add_argument("--steps", type=int, default=1)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     torch.manual_seed(0)
     model = torch.jit.load(os.path.join(args.model_dir, "model.pt"))
