@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/Config/ParallelPlan.h"
+#include "titan/Dialect/FunctionAttributes.h"
 #include "titan/Passes.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -220,6 +221,7 @@ LogicalResult ApplyParallelPlanPass::apply() {
     return replicated;
   };
 
+  SmallVector<Attribute> argPlacements;
   for (unsigned i = 0; i < function.getNumArguments(); ++i) {
     auto role =
         function.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
@@ -233,9 +235,10 @@ LogicalResult ApplyParallelPlanPass::apply() {
     if (failed(checkDivisible(module, what, cast<RankedTensorType>(type),
                               placements)))
       return failure();
-    function.setArgAttr(i, TitanDialect::kPlacementsAttrName,
-                        makeAttr(placements));
+    argPlacements.push_back(makeAttr(placements));
   }
+  setEachArgAttr(function, TitanDialect::kPlacementsAttrName,
+                 [&](unsigned i) { return argPlacements[i]; });
   // Sequence parallelism: the normalized activations [batch, seq, dim] are
   // sharded along the sequence over "tp" as well.
   if (sequenceParallel && sizes[Tp] > 1) {
@@ -260,14 +263,13 @@ LogicalResult ApplyParallelPlanPass::apply() {
     function.walk(
         [&](CrossEntropyGradOp op) { op.setReplicatedVocabAttr(unit); });
   }
-  for (unsigned i = 0; i < function.getNumResults(); ++i) {
-    auto name = function.getResultAttrOfType<StringAttr>(
-        i, TitanDialect::kNameAttrName);
-    SmallVector<Placement> placements = placementsOf(
-        name ? name.getValue() : "", "", function.getResultTypes()[i]);
-    function.setResultAttr(i, TitanDialect::kPlacementsAttrName,
-                           makeAttr(placements));
-  }
+  setEachResultAttr(
+      function, TitanDialect::kPlacementsAttrName, [&](unsigned i) {
+        auto name = function.getResultAttrOfType<StringAttr>(
+            i, TitanDialect::kNameAttrName);
+        return makeAttr(placementsOf(name ? name.getValue() : "", "",
+                                     function.getResultTypes()[i]));
+      });
   return success();
 }
 

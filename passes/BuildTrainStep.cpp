@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Dialect/FunctionAttributes.h"
 #include "titan/Dialect/TensorBuilder.h"
 #include "titan/Passes.h"
 
@@ -264,15 +265,15 @@ LogicalResult BuildTrainStepPass::build() {
   func::ReturnOp::create(builder, loc, returned);
   trainStep.setType(
       builder.getFunctionType(argTypes, ValueRange(returned).getTypes()));
-  for (auto [i, slot] : llvm::enumerate(args)) {
-    trainStep.setArgAttr(i, TitanDialect::kNameAttrName,
-                         builder.getStringAttr(slot.name));
-    trainStep.setArgAttr(i, TitanDialect::kRoleAttrName,
-                         builder.getStringAttr(slot.role));
-  }
-  for (auto [i, slot] : llvm::enumerate(results))
-    trainStep.setResultAttr(i, TitanDialect::kNameAttrName,
-                            builder.getStringAttr(slot.name));
+  setEachArgAttr(trainStep, TitanDialect::kNameAttrName, [&](unsigned i) {
+    return builder.getStringAttr(args[i].name);
+  });
+  setEachArgAttr(trainStep, TitanDialect::kRoleAttrName, [&](unsigned i) {
+    return builder.getStringAttr(args[i].role);
+  });
+  setEachResultAttr(trainStep, TitanDialect::kNameAttrName, [&](unsigned i) {
+    return builder.getStringAttr(results[i].name);
+  });
   return success();
 }
 

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Dialect/FunctionAttributes.h"
 #include "titan/Passes.h"
 
 #include "titan/Runtime/titanrt.h"
@@ -315,10 +316,11 @@ int64_t MemoryPlanner::placeArena() {
       return buffers[a].bytes > buffers[b].bytes;
     return buffers[a].start < buffers[b].start;
   });
-  // Placed buffers by the time buckets they live in, to find the ones a
-  // buffer overlaps in time without scanning all of them.
-  constexpr int64_t kBucket = 64;
-  std::vector<std::vector<unsigned>> byBucket;
+  // Placed buffers sorted by offset: scanning them in order gives the busy
+  // ranges of those a buffer overlaps in time already sorted (no per-buffer
+  // sort; linear in the placed buffers, with nothing but two compares for
+  // the ones it does not overlap).
+  std::vector<unsigned> placed;
   int64_t arenaBytes = 0;
   for (unsigned i : order) {
     ArenaBuffer &buffer = buffers[i];
@@ -326,35 +328,27 @@ int64_t MemoryPlanner::placeArena() {
       buffer.offset = 0;
       continue;
     }
-    int64_t first = buffer.start / kBucket, last = buffer.end / kBucket;
-    if (static_cast<int64_t>(byBucket.size()) <= last)
-      byBucket.resize(last + 1);
-    llvm::SmallDenseSet<unsigned> seen;
-    SmallVector<std::pair<int64_t, int64_t>> busy;
-    for (int64_t bucket = first; bucket <= last; ++bucket)
-      for (unsigned other : byBucket[bucket]) {
-        const ArenaBuffer &o = buffers[other];
-        if (o.end < buffer.start || o.start > buffer.end ||
-            !seen.insert(other).second)
-          continue;
-        busy.push_back({o.offset, o.offset + o.bytes});
-      }
-    llvm::sort(busy);
     // Best fit: the smallest gap that holds the buffer, else the end.
     int64_t best = -1, bestGap = std::numeric_limits<int64_t>::max();
     int64_t cursor = 0;
-    for (auto [begin, finish] : busy) {
-      if (begin - cursor >= buffer.bytes && begin - cursor < bestGap) {
+    for (unsigned other : placed) {
+      const ArenaBuffer &o = buffers[other];
+      if (o.end < buffer.start || o.start > buffer.end)
+        continue;
+      if (o.offset - cursor >= buffer.bytes && o.offset - cursor < bestGap) {
         best = cursor;
-        bestGap = begin - cursor;
+        bestGap = o.offset - cursor;
       }
-      cursor = std::max(cursor, alignTo(finish, alignment));
+      cursor = std::max(cursor, alignTo(o.offset + o.bytes, alignment));
     }
     buffer.offset = best >= 0 ? best : cursor;
     arenaBytes =
         std::max(arenaBytes, alignTo(buffer.offset + buffer.bytes, alignment));
-    for (int64_t bucket = first; bucket <= last; ++bucket)
-      byBucket[bucket].push_back(i);
+    placed.insert(llvm::upper_bound(placed, buffer.offset,
+                                    [&](int64_t offset, unsigned other) {
+                                      return offset < buffers[other].offset;
+                                    }),
+                  i);
   }
   return arenaBytes;
 }
@@ -376,9 +370,9 @@ void MemoryPlanner::record(int64_t arenaBytes) {
     return argumentPlaces.lookup(value);
   };
   Block &body = function.getBody().front();
-  for (BlockArgument arg : function.getArguments())
-    function.setArgAttr(arg.getArgNumber(), TitanDialect::kBufferAttrName,
-                        argumentPlaces.lookup(arg));
+  setEachArgAttr(function, TitanDialect::kBufferAttrName, [&](unsigned i) {
+    return argumentPlaces.lookup(function.getArgument(i));
+  });
   // The arena's live bytes over time, for the peak.
   std::vector<int64_t> live(ops.size() + 2, 0);
   for (const ArenaBuffer &buffer : buffers)
@@ -400,13 +394,15 @@ void MemoryPlanner::record(int64_t arenaBytes) {
       // Where each result is once the step returns: an update of a state
       // argument in the argument's place (copied there unless computed
       // there), anything else where it was computed.
-      for (auto [index, value] : llvm::enumerate(op.getOperands())) {
-        auto update = stateUpdates.find(value);
-        function.setResultAttr(index, TitanDialect::kBufferAttrName,
-                               update != stateUpdates.end()
-                                   ? argumentPlaces.lookup(update->second)
-                                   : valuePlace(value));
-      }
+      setEachResultAttr(
+          function, TitanDialect::kBufferAttrName,
+          [&](unsigned index) -> Attribute {
+            Value value = op.getOperand(index);
+            auto update = stateUpdates.find(value);
+            return update != stateUpdates.end()
+                       ? argumentPlaces.lookup(update->second)
+                       : valuePlace(value);
+          });
       continue;
     }
     if (op.getNumResults()) {

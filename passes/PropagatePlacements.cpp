@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/Dialect/DimClasses.h"
+#include "titan/Dialect/FunctionAttributes.h"
 #include "titan/Passes.h"
 #include "titan/Placement/PlacementAlgebra.h"
 
@@ -793,8 +794,9 @@ void PlacementPropagator::materialize() {
                         index)
               .str()));
   }
-  for (BlockArgument arg : func.getBody().front().getArguments())
-    func.setArgAttr(arg.getArgNumber(), name, getAttr(states.lookup(arg)));
+  setEachArgAttr(func, name, [&](unsigned i) -> Attribute {
+    return getAttr(states.lookup(func.getArgument(i)));
+  });
 }
 
 namespace {

@@ -56,24 +56,33 @@ llvm::Error mlir::titan::validateCheckpointPlan(const CheckpointPlan &plan) {
   return llvm::Error::success();
 }
 
-/// "[1,2]": a list without spaces, one field of a plan record.
-static std::string formatField(llvm::ArrayRef<int64_t> values) {
-  std::string text = "[";
-  for (auto [i, value] : llvm::enumerate(values))
-    text += (i ? "," : "") + std::to_string(value);
-  return text + "]";
+namespace {
+/// "[1,2]": a list without spaces, one field of a plan record, printed
+/// straight to the stream (a plan has a line per rank and tensor).
+struct Field {
+  llvm::ArrayRef<int64_t> values;
+};
+llvm::raw_ostream &operator<<(llvm::raw_ostream &os, Field field) {
+  os << '[';
+  for (auto [i, value] : llvm::enumerate(field.values)) {
+    if (i)
+      os << ',';
+    os << value;
+  }
+  return os << ']';
 }
+} // namespace
 
 void mlir::titan::printCheckpointPlan(const CheckpointPlan &plan,
                                       llvm::raw_ostream &os) {
   os << "titan-checkpoint-plan 1\nranks " << plan.numRanks << "\n";
   for (const PlanTensor &tensor : plan.tensors) {
     os << "tensor " << tensor.key << " " << tensor.source << " "
-       << torchDTypeName(tensor.dtype) << " " << formatField(tensor.shape)
+       << torchDTypeName(tensor.dtype) << " " << Field{tensor.shape}
        << "\n";
     for (auto [rank, box] : llvm::enumerate(tensor.boxes))
-      os << "box " << rank << " " << formatField(box.box.offsets) << " "
-         << formatField(box.box.sizes) << (box.writes ? " write" : " hold")
+      os << "box " << rank << " " << Field{box.box.offsets} << " "
+         << Field{box.box.sizes} << (box.writes ? " write" : " hold")
          << "\n";
   }
   for (const PlanValue &value : plan.values)

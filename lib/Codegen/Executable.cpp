@@ -5,6 +5,8 @@
 #include "titan/Codegen/RuntimeLocation.h"
 
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -16,15 +18,19 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
 #include <cstdlib>
+#include <thread>
 
 using namespace mlir;
 using namespace mlir::titan;
 
-/// A target machine for `target`, or an error naming what is unknown.
+/// A target machine for `target` generating code at `level`, or an error
+/// naming what is unknown.
 static llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(const CodegenTarget &target) {
+createTargetMachine(const CodegenTarget &target,
+                    llvm::CodeGenOptLevel level = llvm::CodeGenOptLevel::Aggressive) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(target.triple.empty()
@@ -46,7 +52,7 @@ createTargetMachine(const CodegenTarget &target) {
         " (use an LLVM CPU name such as x86-64-v3, x86-64-v4 or native)");
   std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
       triple, cpu, /*Features=*/"", llvm::TargetOptions(), llvm::Reloc::PIC_,
-      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+      std::nullopt, level));
   if (!machine)
     return llvm::createStringError("cannot generate code for CPU '" + cpu +
                                    "' on " + triple.str());
@@ -57,53 +63,103 @@ llvm::Error mlir::titan::checkCodegenTarget(const CodegenTarget &target) {
   return createTargetMachine(target).takeError();
 }
 
-llvm::Error mlir::titan::emitObjectFile(ModuleOp module, llvm::StringRef path,
-                                        const CodegenTarget &target) {
-  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
-      createTargetMachine(target);
-  if (!machine)
-    return machine.takeError();
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(module, llvmContext, "titan_program");
-  if (!llvmModule)
-    return llvm::createStringError("cannot translate the program to LLVM IR");
-  llvmModule->setDataLayout((*machine)->createDataLayout());
-  llvmModule->setTargetTriple((*machine)->getTargetTriple());
+/// Runs LLVM's O3 pipeline over `module`.
+static void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager cgscc;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder builder(&machine);
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(cgscc);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, cgscc, modules);
+  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3)
+      .run(module, modules);
+}
 
-  {
-    llvm::LoopAnalysisManager loops;
-    llvm::FunctionAnalysisManager functions;
-    llvm::CGSCCAnalysisManager cgscc;
-    llvm::ModuleAnalysisManager modules;
-    llvm::PassBuilder builder(machine->get());
-    builder.registerModuleAnalyses(modules);
-    builder.registerCGSCCAnalyses(cgscc);
-    builder.registerFunctionAnalyses(functions);
-    builder.registerLoopAnalyses(loops);
-    builder.crossRegisterProxies(loops, functions, cgscc, modules);
-    llvm::ModulePassManager optimizer =
-        builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-    optimizer.run(*llvmModule, modules);
-  }
-
+/// Writes the object file of `module` to `path` with `machine`.
+static llvm::Error writeObjectFile(llvm::Module &module,
+                                   llvm::TargetMachine &machine,
+                                   llvm::StringRef path) {
+  module.setDataLayout(machine.createDataLayout());
+  module.setTargetTriple(machine.getTargetTriple());
   std::error_code error;
   llvm::raw_fd_ostream os(path, error, llvm::sys::fs::OF_None);
   if (error)
     return llvm::createStringError("cannot write '" + path +
                                    "': " + error.message());
   llvm::legacy::PassManager codegen;
-  if ((*machine)->addPassesToEmitFile(codegen, os, nullptr,
-                                      llvm::CodeGenFileType::ObjectFile))
+  if (machine.addPassesToEmitFile(codegen, os, nullptr,
+                                  llvm::CodeGenFileType::ObjectFile))
     return llvm::createStringError("the target cannot emit object files");
-  codegen.run(*llvmModule);
+  codegen.run(module);
   os.flush();
   if (os.has_error())
     return llvm::createStringError("cannot write '" + path + "'");
   return llvm::Error::success();
 }
 
-llvm::Error mlir::titan::linkExecutable(llvm::StringRef object,
+llvm::Error mlir::titan::emitObjectFiles(ModuleOp module,
+                                         llvm::StringRef kernelsPath,
+                                         llvm::StringRef hostPath,
+                                         const CodegenTarget &target) {
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> optimizing =
+      createTargetMachine(target);
+  if (!optimizing)
+    return optimizing.takeError();
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> fast =
+      createTargetMachine(target, llvm::CodeGenOptLevel::None);
+  if (!fast)
+    return fast.takeError();
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> kernels =
+      translateModuleToLLVMIR(module, llvmContext, "titan_program");
+  if (!kernels)
+    return llvm::createStringError("cannot translate the program to LLVM IR");
+
+  // The optnone functions move to their own module (declared in the other).
+  auto isHost = [](const llvm::GlobalValue *value) {
+    auto *function = llvm::dyn_cast<llvm::Function>(value);
+    return function && function->hasOptNone();
+  };
+  llvm::ValueToValueMapTy mapping;
+  std::unique_ptr<llvm::Module> host =
+      llvm::CloneModule(*kernels, mapping, isHost);
+  for (llvm::Function &function : *kernels)
+    if (isHost(&function))
+      function.deleteBody();
+
+  // The kernels are optimized and compiled on a second thread, in a context
+  // of their own (an LLVMContext is not shared between threads: they move
+  // there as bitcode), while this thread compiles the host functions.
+  llvm::SmallVector<char> bitcode;
+  {
+    llvm::raw_svector_ostream os(bitcode);
+    llvm::WriteBitcodeToFile(*kernels, os);
+  }
+  kernels.reset();
+  llvm::Error kernelsError = llvm::Error::success();
+  std::thread kernelsThread([&] {
+    llvm::LLVMContext kernelsContext;
+    llvm::Expected<std::unique_ptr<llvm::Module>> parsed = llvm::parseBitcodeFile(
+        llvm::MemoryBufferRef(llvm::StringRef(bitcode.data(), bitcode.size()),
+                              "kernels"),
+        kernelsContext);
+    if (!parsed) {
+      kernelsError = parsed.takeError();
+      return;
+    }
+    optimize(**parsed, **optimizing);
+    kernelsError = writeObjectFile(**parsed, **optimizing, kernelsPath);
+  });
+  llvm::Error hostError = writeObjectFile(*host, **fast, hostPath);
+  kernelsThread.join();
+  return llvm::joinErrors(std::move(kernelsError), std::move(hostError));
+}
+
+llvm::Error mlir::titan::linkExecutable(llvm::ArrayRef<std::string> objects,
                                         llvm::StringRef output) {
   const char *linkerEnv = std::getenv("TITAN_LINKER");
   std::string linkerName = linkerEnv && *linkerEnv ? linkerEnv : "c++";
@@ -121,8 +177,9 @@ llvm::Error mlir::titan::linkExecutable(llvm::StringRef object,
         "cannot find libtitanrt at '" + runtime +
         "' (build the titanrt target, or set TITAN_RUNTIME_DIR)");
   std::string rpath = "-Wl,-rpath," + runtimeDir;
-  llvm::SmallVector<llvm::StringRef> arguments = {*linker, "-o",    output,
-                                                  object,  runtime, rpath};
+  llvm::SmallVector<llvm::StringRef> arguments = {*linker, "-o", output};
+  arguments.append(objects.begin(), objects.end());
+  arguments.append({runtime, rpath});
   std::string message;
   int status = llvm::sys::ExecuteAndWait(*linker, arguments, std::nullopt, {},
                                          0, 0, &message);

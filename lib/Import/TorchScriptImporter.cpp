@@ -11,6 +11,8 @@
 
 #include "ImporterImpl.h"
 
+#include "titan/Dialect/FunctionAttributes.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
@@ -640,18 +642,18 @@ static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
       builder.getFunctionType(block->getArgumentTypes(),
                               ValueRange(returned).getTypes()));
   function.getBody().push_back(block.release());
-  for (auto [index, entry] : llvm::enumerate(importer.getArgumentNames())) {
-    function.setArgAttr(index, TitanDialect::kNameAttrName,
-                        builder.getStringAttr(entry.first));
-    function.setArgAttr(index, TitanDialect::kRoleAttrName,
-                        builder.getStringAttr(entry.second));
-  }
-  for (size_t index = 0; index < returned.size(); ++index)
-    function.setResultAttr(
-        index, TitanDialect::kNameAttrName,
-        builder.getStringAttr(returned.size() == 1
-                                  ? std::string("logits")
-                                  : "output" + std::to_string(index)));
+  const auto &argumentNames = importer.getArgumentNames();
+  setEachArgAttr(function, TitanDialect::kNameAttrName, [&](unsigned index) {
+    return builder.getStringAttr(argumentNames[index].first);
+  });
+  setEachArgAttr(function, TitanDialect::kRoleAttrName, [&](unsigned index) {
+    return builder.getStringAttr(argumentNames[index].second);
+  });
+  setEachResultAttr(function, TitanDialect::kNameAttrName, [&](unsigned index) {
+    return builder.getStringAttr(returned.size() == 1
+                                     ? std::string("logits")
+                                     : "output" + std::to_string(index));
+  });
   if (failed(verify(*module)))
     return makeError("internal error: the imported program does not verify");
   // The conversions emit locally simple IR (one reshape per view, constants

@@ -305,11 +305,12 @@ static llvm::Error writeExecutable(ModuleOp module,
   FailureOr<CheckpointPlan> plan = computeCheckpointLayout(module);
   if (failed(plan))
     return llvm::createStringError("cannot compute the checkpoint layout");
-  llvm::SmallString<256> planPath(out), binDir(out), object(out),
-      executable(out), manifest(out);
+  llvm::SmallString<256> planPath(out), binDir(out), kernelsObject(out),
+      hostObject(out), executable(out), manifest(out);
   llvm::sys::path::append(planPath, "checkpoint-plan.txt");
   llvm::sys::path::append(binDir, "bin");
-  llvm::sys::path::append(object, "train.o");
+  llvm::sys::path::append(kernelsObject, "kernels.o");
+  llvm::sys::path::append(hostObject, "step.o");
   llvm::sys::path::append(executable, "bin", "train");
   llvm::sys::path::append(manifest, "manifest.json");
   if (std::error_code error = llvm::sys::fs::create_directories(binDir))
@@ -347,13 +348,16 @@ static llvm::Error writeExecutable(ModuleOp module,
                                      "above)");
   }
   TimingScope emitTiming = timing.nest("native code");
-  if (llvm::Error error =
-          emitObjectFile(module, object, CodegenTarget{"", targetCpu}))
-    return error;
+  std::vector<std::string> objects = {std::string(kernelsObject),
+                                     std::string(hostObject)};
+  llvm::Error emitted = emitObjectFiles(module, kernelsObject, hostObject,
+                                        CodegenTarget{"", targetCpu});
   emitTiming.stop();
   TimingScope linkTiming = timing.nest("link");
-  llvm::Error linked = linkExecutable(object, executable);
-  llvm::sys::fs::remove(object);
+  llvm::Error linked =
+      emitted ? std::move(emitted) : linkExecutable(objects, executable);
+  for (const std::string &object : objects)
+    llvm::sys::fs::remove(object);
   return linked;
 }
 

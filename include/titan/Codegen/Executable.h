@@ -30,17 +30,22 @@ struct CodegenTarget {
 /// so that a typo fails before compiling.
 llvm::Error checkCodegenTarget(const CodegenTarget &target);
 
-/// Translates `module` (LLVM dialect only) to LLVM IR, optimizes it at O3
-/// (functions marked optnone, the step function, are left as they are) and
-/// writes the object file `path`.
-llvm::Error emitObjectFile(ModuleOp module, llvm::StringRef path,
-                           const CodegenTarget &target);
+/// Translates `module` (LLVM dialect only) to LLVM IR and writes two object
+/// files: `kernelsPath`, everything but the functions marked optnone,
+/// optimized at O3; `hostPath`, the optnone functions (the step function,
+/// straight-line code of thousands of calls) compiled without optimization
+/// (fast instruction selection and register allocation), so that compile
+/// time stays linear in the size of the program.
+llvm::Error emitObjectFiles(ModuleOp module, llvm::StringRef kernelsPath,
+                            llvm::StringRef hostPath,
+                            const CodegenTarget &target);
 
-/// Links the object file `object` with libtitanrt into the executable
+/// Links the object files `objects` with libtitanrt into the executable
 /// `output` with the system's C++ compiler driver (`$TITAN_LINKER`, else
 /// `c++`). libtitanrt is found in `$TITAN_RUNTIME_DIR`, else where this
 /// build of titan put it.
-llvm::Error linkExecutable(llvm::StringRef object, llvm::StringRef output);
+llvm::Error linkExecutable(llvm::ArrayRef<std::string> objects,
+                           llvm::StringRef output);
 
 } // namespace mlir::titan
 

@@ -6,6 +6,7 @@
 #include "titan/Placement/PlacementAlgebra.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace mlir::titan;
@@ -100,10 +101,16 @@ LogicalResult LayoutBuilder::add(StringRef key, unsigned index,
   if (failed(layout))
     return failure();
   PlanTensor tensor{key.str(), source.str(), *dtype, layout->globalShape, {}};
+  // The first rank holding a box writes it; its replicas only load it.
+  llvm::StringSet<> written;
+  tensor.boxes.reserve(layout->boxes.size());
   for (IndexBox &box : layout->boxes) {
-    bool copied = llvm::any_of(
-        tensor.boxes, [&](const PlanBox &other) { return other.box == box; });
-    tensor.boxes.push_back(PlanBox{std::move(box), !copied});
+    std::string boxKey;
+    for (ArrayRef<int64_t> values : {ArrayRef(box.offsets), ArrayRef(box.sizes)})
+      boxKey.append(reinterpret_cast<const char *>(values.data()),
+                    values.size() * sizeof(int64_t));
+    bool first = written.insert(boxKey).second;
+    tensor.boxes.push_back(PlanBox{std::move(box), first});
   }
   plan.tensors.push_back(std::move(tensor));
   return success();
@@ -124,6 +131,9 @@ mlir::titan::computeCheckpointLayout(ModuleOp module) {
 
   CheckpointPlan plan;
   plan.numRanks = mesh->getNumRanks();
+  // A tensor per parameter and moment, and a step per optimized parameter;
+  // reserved, as a PlanTensor is copied (not moved) when the vector grows.
+  plan.tensors.reserve(2 * function.getNumArguments());
   LayoutBuilder builder(function, *mesh);
   std::optional<unsigned> stepIndex;
   llvm::SmallVector<std::string> optimizedParams;

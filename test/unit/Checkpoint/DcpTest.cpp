@@ -54,6 +54,35 @@ TEST(DcpTest, ValidatesTiling) {
   std::string bounds = errorOf(validateTiling("w", {4}, {box({2}, {3})}));
   EXPECT_NE(bounds.find("out of bounds"), std::string::npos);
   EXPECT_FALSE(bool(validateTiling("s", {}, {box({}, {})})));
+  std::string scalars =
+      errorOf(validateTiling("s", {}, {box({}, {}), box({}, {})}));
+  EXPECT_NE(scalars.find("overlap"), std::string::npos) << scalars;
+}
+
+TEST(DcpTest, FindsOverlapsAmongManyChunks) {
+  // 64 x 8 grid of [2, 4] chunks of a [128, 32] tensor, as FSDP 64 x TP 8
+  // saves a weight; then one chunk moved onto its neighbour along dim 1 (the
+  // dim with fewer distinct offsets), which a sweep along dim 0 must find.
+  std::vector<IndexBox> grid;
+  for (int64_t row = 0; row < 64; ++row)
+    for (int64_t column = 0; column < 8; ++column)
+      grid.push_back(box({2 * row, 4 * column}, {2, 4}));
+  EXPECT_FALSE(bool(validateTiling("w", {128, 32}, grid)));
+  grid[8 * 40 + 3] = box({80, 14}, {2, 4});
+  std::string overlap = errorOf(validateTiling("w", {128, 32}, grid));
+  EXPECT_NE(overlap.find("chunks offsets [80, 14] sizes [2, 4] and offsets "
+                         "[80, 16] sizes [2, 4] overlap"),
+            std::string::npos)
+      << overlap;
+
+  // 200,000 chunks of one row each: found without comparing every pair.
+  std::vector<IndexBox> rows;
+  for (int64_t row = 0; row < 200000; ++row)
+    rows.push_back(box({0, row}, {3, 1}));
+  EXPECT_FALSE(bool(validateTiling("w", {3, 200000}, rows)));
+  rows.back() = box({0, 0}, {3, 1});
+  EXPECT_NE(errorOf(validateTiling("w", {3, 200000}, rows)).find("overlap"),
+            std::string::npos);
 }
 
 DcpMetadata sampleMetadata() {
