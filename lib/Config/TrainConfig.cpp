@@ -10,6 +10,7 @@
 
 #include <toml++/toml.h>
 
+#include <cmath>
 #include <functional>
 #include <variant>
 
@@ -183,30 +184,144 @@ llvm::Error apply(const toml::table &root, TrainConfig &config,
   return llvm::Error::success();
 }
 
-/// Checks values that every consumer relies on.
-llvm::Error validate(const TrainConfig &c, llvm::StringRef file) {
+/// The model families of models/ and their flavors (torchtitan's names for
+/// Llama 3). titan compiles whatever MODEL.pt holds; these only catch typos.
+const std::vector<std::pair<llvm::StringRef, std::vector<llvm::StringRef>>> &
+knownModels() {
+  static const std::vector<
+      std::pair<llvm::StringRef, std::vector<llvm::StringRef>>>
+      models = {{"llama3",
+                 {"tiny", "debugmodel", "debugmodel_gqa", "debugmodel_flex_attn",
+                  "8B", "70B", "405B"}},
+                {"gpt2", {"tiny"}},
+                {"qwen2", {"tiny"}},
+                {"gemma", {"tiny"}},
+                {"phi", {"tiny"}}};
+  return models;
+}
+
+/// Checks values that every consumer relies on, and records in
+/// `c.warnings` what titan does not apply.
+llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
   auto bad = [&](llvm::StringRef key, const llvm::Twine &why) {
     return error(file + ": '" + key + "' " + why);
+  };
+  // One of `allowed`, or an error listing them.
+  auto oneOf = [&](llvm::StringRef key, llvm::StringRef value,
+                   llvm::ArrayRef<llvm::StringRef> allowed) -> llvm::Error {
+    if (llvm::is_contained(allowed, value))
+      return llvm::Error::success();
+    std::string list;
+    for (llvm::StringRef name : allowed)
+      list += (list.empty() ? "\"" : ", \"") + name.str() + "\"";
+    return bad(key, "must be one of " + list + ", got \"" + value + "\"" +
+                        suggest(value, allowed,
+                                [](llvm::StringRef name) { return name; }));
   };
   if (c.optimizer.name != "AdamW")
     return bad("optimizer.name", "must be \"AdamW\" (the only optimizer "
                                  "titan builds), got \"" +
                                      c.optimizer.name + "\"");
-  if (c.optimizer.lr < 0)
-    return bad("optimizer.lr", "must be non-negative");
+  // Written so that NaN fails every check (comparisons with NaN are false).
+  for (auto [key, value] :
+       {std::pair<const char *, double>{"optimizer.lr", c.optimizer.lr},
+        {"optimizer.weight_decay", c.optimizer.weightDecay},
+        {"lr_scheduler.min_lr_factor", c.lrScheduler.minLrFactor}})
+    if (!(value >= 0 && std::isfinite(value)))
+      return bad(key, llvm::formatv("must be a finite number >= 0, got {0}",
+                                    value));
   for (auto [key, beta] :
        {std::pair<const char *, double>{"optimizer.beta1", c.optimizer.beta1},
         {"optimizer.beta2", c.optimizer.beta2}})
-    if (beta < 0 || beta >= 1)
+    if (!(beta >= 0 && beta < 1))
       return bad(key, llvm::formatv("must be in [0, 1), got {0}", beta));
-  if (c.optimizer.eps <= 0)
-    return bad("optimizer.eps", "must be positive");
+  if (!(c.optimizer.eps > 0 && std::isfinite(c.optimizer.eps)))
+    return bad("optimizer.eps", "must be a finite positive number");
+  if (std::isnan(c.training.maxNorm) || std::isinf(c.training.maxNorm))
+    return bad("training.max_norm",
+               "must be a finite number (<= 0: no gradient clipping)");
   if (c.training.localBatchSize < 1)
     return bad("training.local_batch_size", "must be at least 1");
   if (c.training.seqLen < 1)
     return bad("training.seq_len", "must be at least 1");
   if (c.training.steps < 0)
     return bad("training.steps", "must be non-negative");
+  if (c.lrScheduler.warmupSteps < 0)
+    return bad("lr_scheduler.warmup_steps", "must be non-negative");
+  if (!(c.lrScheduler.decayRatio < 0 || c.lrScheduler.decayRatio <= 1))
+    return bad("lr_scheduler.decay_ratio", "must be in [0, 1]");
+  const std::vector<llvm::StringRef> dtypes = {"float32", "bfloat16",
+                                               "float16"};
+  struct Choice {
+    const char *key;
+    const std::string &value;
+    std::vector<llvm::StringRef> allowed;
+  };
+  for (const Choice &choice :
+       {Choice{"lr_scheduler.decay_type", c.lrScheduler.decayType,
+               {"linear", "sqrt", "cosine"}},
+        Choice{"training.mixed_precision_param",
+               c.training.mixedPrecisionParam, dtypes},
+        Choice{"training.mixed_precision_reduce",
+               c.training.mixedPrecisionReduce, dtypes},
+        Choice{"checkpoint.export_dtype", c.checkpoint.exportDtype, dtypes},
+        Choice{"activation_checkpoint.mode", c.activationCheckpoint.mode,
+               {"none", "selective", "full", "memory_budget"}},
+        Choice{"parallelism.fsdp_reshard_after_forward",
+               c.parallelism.fsdpReshardAfterForward,
+               {"default", "always", "never"}}})
+    if (llvm::Error e = oneOf(choice.key, choice.value, choice.allowed))
+      return e;
+  llvm::StringRef option = c.activationCheckpoint.selectiveAcOption;
+  unsigned every;
+  if (option != "op" && (option.getAsInteger(10, every) || every == 0))
+    return bad("activation_checkpoint.selective_ac_option",
+               "must be \"op\" or a positive integer (checkpoint every "
+               "n-th layer), got \"" + option + "\"");
+  if (c.checkpoint.interval < 1)
+    return bad("checkpoint.interval", "must be at least 1");
+
+  // Known values titan does not apply yet: said, not silently dropped.
+  auto warn = [&](const llvm::Twine &message) {
+    c.warnings.push_back(message.str());
+  };
+  if (c.lrScheduler.warmupSteps > 0 || c.lrScheduler.decayRatio != 0)
+    warn("[lr_scheduler] is not applied yet: the executable trains at the "
+         "constant optimizer.lr (set warmup_steps = 0 and decay_ratio = 0 "
+         "to say so)");
+  if (c.training.mixedPrecisionParam != "float32" ||
+      c.training.mixedPrecisionReduce != "float32")
+    warn("mixed precision is not applied yet: parameters, compute and "
+         "gradient reductions stay float32 (set training."
+         "mixed_precision_param and mixed_precision_reduce to \"float32\")");
+  if (c.activationCheckpoint.mode != "none")
+    warn("activation_checkpoint.mode \"" + c.activationCheckpoint.mode +
+         "\" is not applied yet: every activation the backward needs is "
+         "kept (the memory plan counts them; mode = \"none\" says so)");
+  if (c.checkpoint.enable)
+    warn("[checkpoint] enable = true is not applied yet: save the state at "
+         "the end with the executable's --save DIR");
+  if (c.parallelism.enableAsyncTensorParallel)
+    warn("parallelism.enable_async_tensor_parallel is not applied yet: "
+         "tensor-parallel collectives run before and after their matmuls");
+  if (!c.modelName.empty()) {
+    const auto &models = knownModels();
+    auto model = llvm::find_if(
+        models, [&](const auto &entry) { return entry.first == c.modelName; });
+    if (model == models.end())
+      warn("model.name \"" + c.modelName +
+           "\" is not a family of titan's models/" +
+           suggest(c.modelName, models,
+                   [](const auto &entry) { return entry.first; }) +
+           "; the model is the one MODEL.pt holds");
+    else if (!c.modelFlavor.empty() &&
+             !llvm::is_contained(model->second, c.modelFlavor))
+      warn("model.flavor \"" + c.modelFlavor + "\" is not a flavor of " +
+           c.modelName +
+           suggest(c.modelFlavor, model->second,
+                   [](llvm::StringRef name) { return name; }) +
+           "; the model is the one MODEL.pt holds");
+  }
   return llvm::Error::success();
 }
 
@@ -226,6 +341,9 @@ mlir::titan::parseTrainConfig(llvm::StringRef text, llvm::StringRef fileName,
   if (llvm::Error e = apply(parsed.table(), config, fileName))
     return std::move(e);
   for (const std::string &assignment : overrides) {
+    if (assignment.find_first_of("\n\r") != std::string::npos)
+      return error("override '" + llvm::StringRef(assignment).trim() +
+                   "': a value must be on one line");
     auto [key, value] = llvm::StringRef(assignment).split('=');
     auto [section, name] = key.split('.');
     if (name.empty() || value.empty())

@@ -361,6 +361,12 @@ static llvm::Error writeExecutable(ModuleOp module,
   return linked;
 }
 
+/// Prints what the config asks for that titan does not apply.
+static void warnAbout(const TrainConfig &config) {
+  for (const std::string &warning : config.warnings)
+    llvm::WithColor::warning(llvm::errs(), "titan-compile") << warning << "\n";
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerDefaultTimingManagerCLOptions();
@@ -446,6 +452,7 @@ int main(int argc, char **argv) {
           loadTrainConfig(configFile, configOverrides);
       if (!loaded)
         return fail(llvm::toString(loaded.takeError()));
+      warnAbout(*loaded);
       pipeline = pipelineOptionsFrom(*loaded, stage, emitGrads, worldSize);
     }
     if (llvm::Error error =
@@ -469,6 +476,7 @@ int main(int argc, char **argv) {
         loadTrainConfig(configFile, configOverrides);
     if (!loaded)
       return fail(llvm::toString(loaded.takeError()));
+    warnAbout(*loaded);
     config = *loaded;
     if (!worldSize.getNumOccurrences() && stage >= PipelineStage::Spmd)
       world = worldSizeOf(config->parallelism);

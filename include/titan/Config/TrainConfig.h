@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mlir::titan {
 
@@ -102,6 +103,10 @@ struct TrainConfig {
   ParallelismConfig parallelism;
   ActivationCheckpointConfig activationCheckpoint;
   CheckpointConfig checkpoint;
+  /// What the config asks for that titan does not do (yet), or values it
+  /// does not know but can proceed without (an unknown model family): one
+  /// line each, for the tools to print as warnings.
+  std::vector<std::string> warnings;
 };
 
 /// Parses `text` (named `fileName` in errors). `overrides` are

@@ -95,6 +95,64 @@ TEST(TrainConfig, WrongTypesAndValuesAreErrors) {
             "training.seq_len=64");
 }
 
+TEST(TrainConfig, NonFiniteAndUnknownValuesAreErrors) {
+  EXPECT_EQ(errorOf("[optimizer]\nlr = nan\n"),
+            "cfg.toml: 'optimizer.lr' must be a finite number >= 0, got nan");
+  EXPECT_EQ(errorOf("[optimizer]\nlr = inf\n"),
+            "cfg.toml: 'optimizer.lr' must be a finite number >= 0, got INF");
+  EXPECT_EQ(errorOf("[optimizer]\nbeta2 = nan\n"),
+            "cfg.toml: 'optimizer.beta2' must be in [0, 1), got nan");
+  EXPECT_EQ(errorOf("[optimizer]\neps = -inf\n"),
+            "cfg.toml: 'optimizer.eps' must be a finite positive number");
+  EXPECT_EQ(errorOf("[training]\nmax_norm = nan\n"),
+            "cfg.toml: 'training.max_norm' must be a finite number (<= 0: "
+            "no gradient clipping)");
+  EXPECT_EQ(errorOf("[training]\nmixed_precision_param = \"float8\"\n"),
+            "cfg.toml: 'training.mixed_precision_param' must be one of "
+            "\"float32\", \"bfloat16\", \"float16\", got \"float8\" (did you "
+            "mean 'float32'?)");
+  EXPECT_EQ(errorOf("[activation_checkpoint]\nmode = \"sometimes\"\n"),
+            "cfg.toml: 'activation_checkpoint.mode' must be one of \"none\", "
+            "\"selective\", \"full\", \"memory_budget\", got \"sometimes\"");
+  EXPECT_EQ(
+      errorOf("[activation_checkpoint]\nselective_ac_option = \"0\"\n"),
+      "cfg.toml: 'activation_checkpoint.selective_ac_option' must be \"op\" "
+      "or a positive integer (checkpoint every n-th layer), got \"0\"");
+  EXPECT_EQ(errorOf("[lr_scheduler]\ndecay_type = \"cosin\"\n"),
+            "cfg.toml: 'lr_scheduler.decay_type' must be one of \"linear\", "
+            "\"sqrt\", \"cosine\", got \"cosin\" (did you mean 'cosine'?)");
+  // A value cannot smuggle a second key in on another line.
+  EXPECT_EQ(errorOf("", {"training.seq_len=8\nsteps=5"}),
+            "override 'training.seq_len=8\nsteps=5': a value must be on one "
+            "line");
+}
+
+TEST(TrainConfig, WarnsAboutWhatItDoesNotApply) {
+  llvm::Expected<TrainConfig> config = parseTrainConfig(
+      "[model]\nname = \"gpt9\"\n[lr_scheduler]\nwarmup_steps = 0\n"
+      "decay_ratio = 0.0\n[activation_checkpoint]\nmode = \"full\"\n",
+      "cfg.toml");
+  ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
+  ASSERT_EQ(config->warnings.size(), 2u);
+  EXPECT_EQ(config->warnings[0],
+            "activation_checkpoint.mode \"full\" is not applied yet: every "
+            "activation the backward needs is kept (the memory plan counts "
+            "them; mode = \"none\" says so)");
+  EXPECT_EQ(config->warnings[1],
+            "model.name \"gpt9\" is not a family of titan's models/ (did you "
+            "mean 'gpt2'?); the model is the one MODEL.pt holds");
+  llvm::Expected<TrainConfig> flavor = parseTrainConfig(
+      "[model]\nname = \"llama3\"\nflavor = \"nope\"\n[lr_scheduler]\n"
+      "warmup_steps = 0\ndecay_ratio = 0.0\n[activation_checkpoint]\n"
+      "mode = \"none\"\n",
+      "cfg.toml");
+  ASSERT_TRUE(bool(flavor)) << llvm::toString(flavor.takeError());
+  EXPECT_EQ(flavor->warnings,
+            std::vector<std::string>{"model.flavor \"nope\" is not a flavor "
+                                     "of llama3; the model is the one "
+                                     "MODEL.pt holds"});
+}
+
 TEST(TrainConfig, SyntaxErrorsNameTheLine) {
   std::string message = errorOf("[training]\nseq_len = = 3\n");
   EXPECT_EQ(message.rfind("cfg.toml:2: ", 0), 0u) << message;
