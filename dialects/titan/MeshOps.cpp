@@ -74,6 +74,16 @@ LogicalResult MeshOp::verify() {
       return emitOpError() << "axis \"" << name
                            << "\" must have a positive size, got " << size;
   }
+  // Multiplied while it stays within the bound, so it cannot overflow.
+  int64_t devices = 1;
+  for (int64_t size : getAxisSizes()) {
+    if (size > kMaxDevices / devices)
+      return emitOpError() << "has more than " << kMaxDevices
+                           << " devices (the product of its axis sizes); "
+                              "titan plans every rank ahead of time and "
+                              "supports meshes up to that size";
+    devices *= size;
+  }
   return success();
 }
 

@@ -19,7 +19,10 @@ def Titan_MeshOp : Titan_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     titan.mesh @mesh ["dp_replicate"=1, "fsdp"=4, "cp"=1, "tp"=2]
     ```
 
-    Axis names must be unique and non-empty; sizes must be positive.
+    Axis names must be unique and non-empty; sizes must be positive, and
+    the mesh has at most `kMaxDevices` (2^20) devices: titan plans every
+    rank's boxes and buffers ahead of time, so a larger mesh is refused
+    rather than partitioned without end.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        StrArrayAttr:$axis_names,
@@ -31,6 +34,8 @@ def Titan_MeshOp : Titan_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     size_t getRank() { return getAxisSizes().size(); }
     /// Index of the axis called `name`, or nullopt.
     std::optional<unsigned> getAxisIndex(::llvm::StringRef name);
+    /// The most devices a mesh may have.
+    static constexpr int64_t kMaxDevices = int64_t(1) << 20;
     /// Product of all axis sizes: the number of ranks of the program.
     int64_t getNumDevices();
     /// Finds the mesh `symbol` from `from`'s nearest symbol table.

@@ -551,6 +551,16 @@ titan.mesh @mesh ["fsdp"=0]
 
 // -----
 
+// expected-error @+1 {{'titan.mesh' op has more than 1048576 devices (the product of its axis sizes); titan plans every rank ahead of time and supports meshes up to that size}}
+titan.mesh @mesh ["a"=4294967296, "b"=4294967296]
+
+// -----
+
+// expected-error @+1 {{'titan.mesh' op has more than 1048576 devices}}
+titan.mesh @mesh ["dp"=1024, "tp"=1025]
+
+// -----
+
 // expected-error @+1 {{'titan.mesh' op has an axis with an empty name}}
 titan.mesh @mesh [""=2]
 
