@@ -360,6 +360,26 @@ def PropagatePlacementsPass : Pass<"titan-propagate-placements",
                            "::mlir::func::FuncDialect"];
 }
 
+def MarkIdRangesPass : Pass<"titan-mark-id-ranges", "::mlir::ModuleOp"> {
+  let summary = "Records the valid range of integer inputs that index tables";
+  let description = [{
+    An integer function argument that reaches, through ops that only move
+    data (reshape, transpose, slice, broadcast_in_dim, concat), the ids of a
+    `titan.embedding` or `titan.embedding_grad` or the labels of a
+    `titan.cross_entropy` or `titan.cross_entropy_grad` gets
+    `titan.id_range = array<i64: 0, rows>` (the table's rows, the logits'
+    vocabulary), with the loss's `ignore_index` as a third element when
+    only losses read it. Where it indexes several tables, the ranges
+    intersect (an ignore index survives only if every use ignores it).
+
+    Kernels do not check their indices, and once the vocabulary is sharded
+    (vocab-parallel embedding, loss parallel) an id outside it falls in no
+    rank's shard and would be silently dropped; so the runtime checks every
+    batch it reads against this range, and titan-eval every input.
+    Arguments whose range is already marked keep it.
+  }];
+}
+
 def FuseRmsNormPass : Pass<"titan-fuse-rms-norm"> {
   let summary = "Recognizes RMSNorm written with elementwise ops";
   let description = [{

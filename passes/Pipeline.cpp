@@ -26,6 +26,8 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
     pm.addPass(createCSEPass());
   }
   if (options.stage >= PipelineStage::Spmd) {
+    // Before sharding hides which table an id indexes.
+    pm.addPass(createMarkIdRangesPass());
     pm.addPass(createApplyParallelPlanPass(options.parallelPlan));
     pm.addPass(createBalanceSequencePass(options.balanceSequence));
     pm.addPass(createPropagatePlacementsPass(options.propagation));

@@ -148,8 +148,9 @@ LogicalResult TitanDialect::verifyOperationAttribute(Operation *op,
 
 /// Shared check of the titan attributes of function arguments and results:
 /// `titan.placements`, `titan.name` (a non-empty string) and, on arguments,
-/// `titan.role` (param, state, buffer or input); `titan.sequence_order` (a
-/// dim and a permutation of its equal chunks).
+/// `titan.role` (param, state, buffer or input), `titan.id_range` (lo < hi,
+/// on integers); `titan.sequence_order` (a dim and a permutation of its
+/// equal chunks).
 static LogicalResult verifyFunctionValueAttr(Operation *op, unsigned index,
                                              Type type, NamedAttribute attr,
                                              StringRef what) {
@@ -177,6 +178,18 @@ static LogicalResult verifyFunctionValueAttr(Operation *op, unsigned index,
   if (name == TitanDialect::kBufferAttrName) {
     if (!isa<BufferAttr>(attr.getValue()))
       return emitError() << "'" << name << "' must be a #titan.buffer";
+    return success();
+  }
+  if (name == TitanDialect::kIdRangeAttrName && what == "argument") {
+    auto range = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!range || (range.size() != 2 && range.size() != 3) || range[0] >= range[1])
+      return emitError() << "'" << name
+                         << "' must be array<i64: lo, hi> or array<i64: lo, "
+                            "hi, ignore> with lo < hi";
+    if (!tensor || !tensor.getElementType().isSignlessInteger())
+      return emitError() << "'" << name << "' is on " << type
+                         << ", not a tensor of integers";
     return success();
   }
   if (name == TitanDialect::kSequenceOrderAttrName) {

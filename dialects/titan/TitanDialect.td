@@ -54,6 +54,11 @@ def Titan_Dialect : Dialect {
     /// parallelism's load-balanced sequence, see titan-balance-sequence).
     static constexpr ::llvm::StringLiteral kSequenceOrderAttrName =
         "titan.sequence_order";
+    /// On an integer function argument that indexes a table
+    /// (`array<i64: lo, hi>` or `array<i64: lo, hi, ignore>`): every element
+    /// is in [lo, hi) (or equals `ignore`); the runtime and the interpreter
+    /// check inputs against it (titan-mark-id-ranges).
+    static constexpr ::llvm::StringLiteral kIdRangeAttrName = "titan.id_range";
     /// On a kernel function made by titan-fuse-kernels (a unit attribute):
     /// it is called by `titan.launch` only.
     static constexpr ::llvm::StringLiteral kKernelAttrName = "titan.kernel";

@@ -145,6 +145,10 @@ mlir::titan::describeProgram(ModuleOp module, func::FuncOp step,
             i, TitanDialect::kSequenceOrderAttrName))
       os << "order " << name.getValue() << " " << formatList(order.asArrayRef())
          << "\n";
+    if (auto range = step.getArgAttrOfType<DenseI64ArrayAttr>(
+            i, TitanDialect::kIdRangeAttrName))
+      os << "range " << name.getValue() << " " << formatList(range.asArrayRef())
+         << "\n";
   }
   for (unsigned i = 0; i < step.getNumResults(); ++i) {
     auto name =

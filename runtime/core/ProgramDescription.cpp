@@ -213,7 +213,8 @@ Status Parser::parseLine(const std::string &keyword, std::istringstream &line) {
         .push_back(std::move(place));
     return Status::success();
   }
-  if (keyword == "global" || keyword == "box" || keyword == "order") {
+  if (keyword == "global" || keyword == "box" || keyword == "order" ||
+      keyword == "range") {
     std::string name;
     line >> name;
     InputLayout &layout = description.inputs[name];
@@ -235,10 +236,17 @@ Status Parser::parseLine(const std::string &keyword, std::istringstream &line) {
       layout.boxes.push_back(std::move(box));
       return Status::success();
     }
-    std::string order;
-    line >> order;
+    std::string list;
+    line >> list;
     std::vector<int64_t> values;
-    if (!parseList(order, values) || values.size() < 3)
+    if (keyword == "range") {
+      if (!parseList(list, values) || values.size() < 2 || values.size() > 3 ||
+          values[0] >= values[1])
+        return error("malformed id range of '" + name + "'");
+      layout.idRange = std::move(values);
+      return Status::success();
+    }
+    if (!parseList(list, values) || values.size() < 3)
       return error("malformed order of '" + name + "'");
     layout.orderDim = values.front();
     layout.order.assign(values.begin() + 1, values.end());

@@ -56,6 +56,9 @@ struct InputLayout {
   /// `orderDim` is cut into chunks and position k holds chunk order[k].
   std::optional<int64_t> orderDim;
   std::vector<int64_t> order;
+  /// For ids that index a table (titan.id_range): every value is in
+  /// [idRange[0], idRange[1]) or equals idRange[2] when given.
+  std::vector<int64_t> idRange;
 };
 
 /// Everything the runtime needs to know about a compiled program.

@@ -211,6 +211,44 @@ Status BatchSource::open(const std::string &folder,
   return Status::success();
 }
 
+/// Checks that every id of the global batch `data` of input `name` is in
+/// its range: kernels do not check indices, and once the vocabulary is
+/// sharded an id outside it would fall in no rank's shard.
+static Status checkIdRange(const std::string &name, int64_t batchIndex,
+                           const InputLayout &layout, int32_t dtype,
+                           llvm::StringRef data) {
+  if (layout.idRange.empty())
+    return Status::success();
+  int64_t lo = layout.idRange[0], hi = layout.idRange[1];
+  std::optional<int64_t> ignore;
+  if (layout.idRange.size() == 3)
+    ignore = layout.idRange[2];
+  size_t size = dtypeSize(dtype);
+  for (size_t i = 0; i * size < data.size(); ++i) {
+    int64_t id;
+    if (dtype == TITANRT_I64) {
+      std::memcpy(&id, data.data() + i * size, sizeof(id));
+    } else if (dtype == TITANRT_I32) {
+      int32_t narrow;
+      std::memcpy(&narrow, data.data() + i * size, sizeof(narrow));
+      id = narrow;
+    } else {
+      return Status::invalidArgument("input '" + name +
+                                     "' has an id range but is not integer");
+    }
+    if ((id >= lo && id < hi) || (ignore && id == *ignore))
+      continue;
+    return Status::invalidArgument(
+        name + ".npy, batch " + std::to_string(batchIndex) + ", element " +
+        std::to_string(i) + ": id " + std::to_string(id) + " is outside [" +
+        std::to_string(lo) + ", " + std::to_string(hi) + ")" +
+        (ignore ? " (or the ignore index " + std::to_string(*ignore) + ")"
+                : std::string()) +
+        ", the rows of the table it indexes (the model's vocabulary)");
+  }
+  return Status::success();
+}
+
 Status BatchSource::read(const std::string &name, int64_t step, int64_t rank,
                          const ProgramDescription &program,
                          uint8_t *target) const {
@@ -224,6 +262,8 @@ Status BatchSource::read(const std::string &name, int64_t step, int64_t rank,
   int64_t batches = int64_t(file.data.size()) / batchBytes;
   llvm::StringRef batch =
       file.data.substr((step % batches) * batchBytes, batchBytes);
+  TITANRT_RETURN_IF_ERROR(
+      checkIdRange(name, step % batches, layout, argument->dtype, batch));
   DenseTensorRef source(dtype, layout.globalShape, batch);
   MutableDenseTensorRef local(
       dtype, argument->shape,

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Dialect/TitanDialect.h"
 #include "titan/InitAll.h"
 #include "titan/Interpreter/Interpreter.h"
 #include "titan/Support/Npy.h"
@@ -19,6 +20,7 @@
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -55,6 +57,33 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
+/// Checks argument `index` against its `titan.id_range`: a sharded table
+/// would silently drop an id outside it.
+static llvm::Error checkIdRange(func::FuncOp function, unsigned index,
+                                const TensorValue &tensor,
+                                llvm::StringRef path) {
+  auto range = function.getArgAttrOfType<DenseI64ArrayAttr>(
+      index, TitanDialect::kIdRangeAttrName);
+  if (!range || !std::holds_alternative<std::vector<int64_t>>(
+                    tensor.getStorage()))
+    return llvm::Error::success();
+  std::optional<int64_t> ignore;
+  if (range.size() == 3)
+    ignore = range[2];
+  for (auto [i, id] : llvm::enumerate(tensor.get<int64_t>()))
+    if ((id < range[0] || id >= range[1]) && (!ignore || id != *ignore))
+      return llvm::createStringError(
+          llvm::formatv("{0}: element {1} is id {2}, outside [{3}, {4}){5}, "
+                        "the rows of the table it indexes",
+                        path, i, id, range[0], range[1],
+                        ignore ? llvm::formatv(" (or the ignore index {0})",
+                                               *ignore)
+                                     .str()
+                               : "")
+              .str());
+  return llvm::Error::success();
+}
+
 /// Reads the global arguments of the interpreter's function from `dir`.
 static llvm::Expected<std::vector<TensorValue>>
 readArguments(const Interpreter &interpreter, llvm::StringRef dir) {
@@ -77,6 +106,8 @@ readArguments(const Interpreter &interpreter, llvm::StringRef dir) {
                       ("argument '" + name + "' (" + path + ")").str());
     if (!tensor)
       return tensor.takeError();
+    if (llvm::Error error = checkIdRange(function, i, *tensor, path))
+      return std::move(error);
     arguments.push_back(std::move(*tensor));
   }
   return arguments;
