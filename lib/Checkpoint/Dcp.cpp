@@ -3,11 +3,13 @@
 #include "titan/Checkpoint/Dcp.h"
 
 #include "titan/Checkpoint/Pickle.h"
+#include "titan/Support/CheckedSize.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -25,15 +27,6 @@ using Kind = PickleValue::Kind;
 
 static llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-std::string mlir::titan::formatInts(llvm::ArrayRef<int64_t> values) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << '[';
-  llvm::interleaveComma(values, os);
-  os << ']';
-  return text;
 }
 
 static std::string formatBox(const IndexBox &box) {
@@ -219,28 +212,36 @@ findOverlap(llvm::ArrayRef<IndexBox> chunks) {
 llvm::Error mlir::titan::validateTiling(StringRef fqn,
                                         llvm::ArrayRef<int64_t> size,
                                         llvm::ArrayRef<IndexBox> chunks) {
-  int64_t total = 1;
-  for (int64_t dim : size)
-    total *= dim;
-  int64_t covered = 0;
+  std::optional<int64_t> total = checkedElementCount(size);
+  if (!total)
+    return fail("tensor '" + fqn + "' has shape " + formatInts(size) +
+                (llvm::any_of(size, [](int64_t dim) { return dim < 0; })
+                     ? ": a dimension is negative"
+                     : ": more than 2^63-1 elements"));
   for (const IndexBox &chunk : chunks) {
     if (chunk.offsets.size() != size.size() ||
         chunk.sizes.size() != size.size())
       return fail("tensor '" + fqn + "' of shape " + formatInts(size) +
                   ": chunk " + formatBox(chunk) + " has the wrong rank");
+    // Written so that nothing overflows: 0 <= offset <= size[d] first.
     for (size_t d = 0; d < size.size(); ++d)
       if (chunk.offsets[d] < 0 || chunk.sizes[d] < 0 ||
-          chunk.offsets[d] + chunk.sizes[d] > size[d])
+          chunk.offsets[d] > size[d] ||
+          chunk.sizes[d] > size[d] - chunk.offsets[d])
         return fail("tensor '" + fqn + "' of shape " + formatInts(size) +
                     ": chunk " + formatBox(chunk) + " is out of bounds");
-    covered += chunk.numElements();
   }
   if (std::optional<std::pair<size_t, size_t>> pair = findOverlap(chunks))
-    return fail("tensor '" + fqn + "': chunks " + formatBox(chunks[pair->first]) +
-                " and " + formatBox(chunks[pair->second]) +
+    return fail("tensor '" + fqn + "': chunks " +
+                formatBox(chunks[pair->first]) + " and " +
+                formatBox(chunks[pair->second]) +
                 " overlap; a replicated value must be saved by one rank "
                 "only");
-  if (covered == total)
+  // Disjoint chunks within bounds: the sum cannot exceed the total.
+  int64_t covered = 0;
+  for (const IndexBox &chunk : chunks)
+    covered += chunk.numElements();
+  if (covered == *total)
     return llvm::Error::success();
   std::string where;
   if (std::optional<llvm::SmallVector<int64_t>> point =
@@ -248,7 +249,7 @@ llvm::Error mlir::titan::validateTiling(StringRef fqn,
     where = ", e.g. element " + formatInts(*point);
   return fail("tensor '" + fqn + "' of shape " + formatInts(size) +
               ": its chunks cover " + llvm::Twine(covered) + " of " +
-              llvm::Twine(total) + " elements (a gap" + where +
+              llvm::Twine(*total) + " elements (a gap" + where +
               "); every element must be saved by exactly one chunk");
 }
 
@@ -470,10 +471,17 @@ llvm::Error MetadataDecoder::tensor(StringRef fqn, const PickleRef &node,
   std::optional<TorchDType> parsed;
   if (dtype->is(Kind::Global) && dtype->getModule() == "torch")
     parsed = parseTorchDTypeName(dtype->getName());
-  if (!parsed)
-    return fail("'" + name + "': tensor '" + fqn +
-                "' has an unsupported dtype (supported: float32, float64, "
-                "float16, bfloat16, int64, int32)");
+  if (!parsed) {
+    std::string what = "an unsupported dtype";
+    if (dtype->is(Kind::Global) && dtype->getModule() == "torch") {
+      StringRef complexName = torchComplexDTypeName(dtype->getName());
+      what = complexName.empty() ? "dtype torch." + dtype->getName().str()
+                                 : complexName.str();
+    }
+    return fail("'" + name + "': tensor '" + fqn + "': " + what +
+                " is not supported (supported: " + supportedTorchDTypeNames() +
+                ")");
+  }
   result.dtype = *parsed;
   const PickleRef &requiresGrad = state->getItems()[2];
   result.requiresGrad = requiresGrad->is(Kind::Bool) && requiresGrad->getBool();
@@ -486,6 +494,10 @@ llvm::Error MetadataDecoder::tensor(StringRef fqn, const PickleRef &node,
   if (!tensorSize)
     return tensorSize.takeError();
   result.size = std::move(*tensorSize);
+  if (llvm::any_of(result.size, [](int64_t dim) { return dim < 0; }))
+    return fail("'" + name + "': tensor '" + fqn + "' has size " +
+                formatInts(result.size) +
+                " with a negative dimension; the .metadata is corrupted");
 
   llvm::Expected<PickleRef> chunks =
       field(*dict, "chunks", "TensorStorageMetadata");
@@ -1079,7 +1091,11 @@ llvm::Error mlir::titan::writeDcpCheckpoint(StringRef directory,
 //===----------------------------------------------------------------------===//
 
 /// Checks that every data file `metadata` refers to exists in `directory`
-/// and is long enough for the blobs placed in it.
+/// and is long enough for the blobs placed in it, and that the blob of every
+/// chunk and the chunks in each file together have room for their data: so
+/// that no size from `.metadata` is allocated before the files back it.
+/// `metadata` must be valid (validateDcpMetadata), so that chunk sizes do
+/// not overflow.
 static llvm::Error checkDataFiles(StringRef directory,
                                   const DcpMetadata &metadata) {
   // The end of the last blob of each file and the entry that blob holds.
@@ -1089,6 +1105,27 @@ static llvm::Error checkDataFiles(StringRef directory,
     if (info.offset + info.length >= end) {
       end = info.offset + info.length;
       fqn = key.first;
+    }
+  }
+  // The chunk data each file must hold: at least the sum of its chunks'
+  // (blobs do not overlap).
+  std::map<std::string, uint64_t> chunkBytes;
+  for (const auto &[fqn, tensor] : metadata.tensors) {
+    for (const IndexBox &chunk : tensor.chunks) {
+      const DcpStorageInfo &info =
+          metadata.storage.at(storageKey(fqn, chunk.offsets));
+      std::optional<int64_t> bytes =
+          checkedByteSize(chunk.sizes, torchDTypeSize(tensor.dtype));
+      if (!bytes || uint64_t(*bytes) > info.length)
+        return fail("'" + joinPath(directory, ".metadata") + "': tensor '" +
+                    fqn + "' chunk " + formatBox(chunk) + " needs " +
+                    (bytes ? std::to_string(*bytes) : "2^63 or more") +
+                    " bytes of " + torchDTypeName(tensor.dtype) +
+                    " data, but .metadata gives its blob in " +
+                    info.relativePath + " only " + llvm::Twine(info.length) +
+                    " bytes; the checkpoint is corrupted");
+      uint64_t &total = chunkBytes[info.relativePath];
+      total = llvm::SaturatingAdd(total, uint64_t(*bytes));
     }
   }
   for (const auto &[name, last] : ends) {
@@ -1108,6 +1145,11 @@ static llvm::Error checkDataFiles(StringRef directory,
                   llvm::Twine(end) + " (e.g. of '" + fqn +
                   "'); the checkpoint is incomplete or corrupted, save it "
                   "again");
+    if (size < chunkBytes[name])
+      return fail("'" + path + "' has " + llvm::Twine(size) +
+                  " bytes, fewer than the " + llvm::Twine(chunkBytes[name]) +
+                  " bytes of chunk data .metadata places in it; the "
+                  "checkpoint is corrupted");
   }
   return llvm::Error::success();
 }
@@ -1293,8 +1335,11 @@ llvm::Error DcpReader::readChunk(StringRef fqn, TorchDType dtype,
   return llvm::Error::success();
 }
 
-llvm::Error DcpReader::readBoxInto(StringRef fqn, const IndexBox &box,
-                                   MutableDenseTensorRef target) const {
+/// The metadata of tensor `fqn` of the checkpoint in `directory`, after
+/// checking that `box` lies within it; every size of a valid box fits.
+static llvm::Expected<const DcpTensorMetadata &>
+findBox(const DcpMetadata &metadata, StringRef directory, StringRef fqn,
+        const IndexBox &box) {
   auto it = metadata.tensors.find(fqn.str());
   if (it == metadata.tensors.end())
     return fail("checkpoint '" + directory + "' has no tensor '" + fqn + "'");
@@ -1306,10 +1351,21 @@ llvm::Error DcpReader::readBoxInto(StringRef fqn, const IndexBox &box,
                 " has a different rank");
   for (size_t d = 0; d < box.sizes.size(); ++d)
     if (box.offsets[d] < 0 || box.sizes[d] < 0 ||
-        box.offsets[d] + box.sizes[d] > tensor.size[d])
+        box.offsets[d] > tensor.size[d] ||
+        box.sizes[d] > tensor.size[d] - box.offsets[d])
       return fail("tensor '" + fqn + "' has shape " + formatInts(tensor.size) +
                   ", the requested box " + formatBox(box) +
                   " is out of bounds");
+  return tensor;
+}
+
+llvm::Error DcpReader::readBoxInto(StringRef fqn, const IndexBox &box,
+                                   MutableDenseTensorRef target) const {
+  llvm::Expected<const DcpTensorMetadata &> found =
+      findBox(metadata, directory, fqn, box);
+  if (!found)
+    return found.takeError();
+  const DcpTensorMetadata &tensor = *found;
   if (target.dtype != tensor.dtype ||
       target.shape != llvm::ArrayRef<int64_t>(box.sizes) ||
       target.data.size() != box.numElements() * torchDTypeSize(tensor.dtype))
@@ -1328,11 +1384,13 @@ llvm::Error DcpReader::readBoxInto(StringRef fqn, const IndexBox &box,
 
 llvm::Expected<DenseTensor> DcpReader::readBox(StringRef fqn,
                                                const IndexBox &box) const {
-  auto it = metadata.tensors.find(fqn.str());
-  if (it == metadata.tensors.end())
-    return fail("checkpoint '" + directory + "' has no tensor '" + fqn + "'");
+  // The box is checked before its memory is allocated.
+  llvm::Expected<const DcpTensorMetadata &> tensor =
+      findBox(metadata, directory, fqn, box);
+  if (!tensor)
+    return tensor.takeError();
   DenseTensor result;
-  result.dtype = it->second.dtype;
+  result.dtype = tensor->dtype;
   result.shape = box.sizes;
   result.data.resize(box.numElements() * torchDTypeSize(result.dtype));
   if (llvm::Error err = readBoxInto(fqn, box, result))

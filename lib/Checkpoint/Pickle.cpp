@@ -7,7 +7,9 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace mlir::titan;
@@ -327,6 +329,11 @@ llvm::ArrayRef<PickleGlobal> mlir::titan::checkpointPickleGlobals() {
       {"torch", "int8"},
       {"torch", "uint8"},
       {"torch", "bool"},
+      // Complex dtypes and storages are recorded so that readers can refuse
+      // them by name rather than as unknown globals.
+      {"torch", "complex32"},
+      {"torch", "complex64"},
+      {"torch", "complex128"},
       // Storage types named in torch.save persistent ids.
       {"torch", "FloatStorage"},
       {"torch", "DoubleStorage"},
@@ -338,6 +345,9 @@ llvm::ArrayRef<PickleGlobal> mlir::titan::checkpointPickleGlobals() {
       {"torch", "CharStorage"},
       {"torch", "ByteStorage"},
       {"torch", "BoolStorage"},
+      {"torch", "ComplexHalfStorage"},
+      {"torch", "ComplexFloatStorage"},
+      {"torch", "ComplexDoubleStorage"},
   };
   return kGlobals;
 }
@@ -802,37 +812,82 @@ llvm::Expected<PickleRef> Reader::runSteps() {
   return stack.back();
 }
 
+uint64_t mlir::titan::maxPickleExpansion(uint64_t pickleBytes) {
+  return std::max(
+      kPickleMinExpansion,
+      llvm::SaturatingMultiply(kPickleExpansionPerByte, pickleBytes));
+}
+
+/// The weight of `node` alone in the expanded size of a graph: one value,
+/// plus the bytes of its text.
+static uint64_t expansionWeight(const PickleValue &node) {
+  if (node.is(PickleValue::Kind::String) || node.is(PickleValue::Kind::Bytes))
+    return 1 + node.getString().size();
+  return 1;
+}
+
 llvm::Error Reader::checkShape(const PickleValue *root) const {
-  // Iterative depth-first search over the graph.
-  enum class Visit { OnPath, Done };
+  // Iterative depth-first search over the graph. A node is done once all
+  // its children are, with its expanded size: that of the tree a walk from
+  // it meets, a shared node counted once per reference.
+  uint64_t limit = maxPickleExpansion(bytes.size());
+  struct Visit {
+    bool done = false;
+    uint64_t expanded = 0;
+  };
   llvm::DenseMap<const PickleValue *, Visit> visits;
   struct Frame {
     const PickleValue *node;
     std::vector<const PickleValue *> children;
     size_t next = 0;
+    uint64_t expanded;
   };
   std::vector<Frame> path;
-  path.push_back({root, root->getChildren()});
-  visits[root] = Visit::OnPath;
+  auto enter = [&](const PickleValue *node) {
+    path.push_back({node, node->getChildren(), 0, expansionWeight(*node)});
+  };
+  // Adds a child's expanded size to its parent's; each term is at most
+  // `limit`, so the sum cannot overflow before it is checked.
+  auto add = [&](uint64_t expanded) -> llvm::Error {
+    uint64_t &total = path.back().expanded;
+    total += expanded;
+    if (total <= limit)
+      return llvm::Error::success();
+    return error("the object graph expands to more than " + llvm::Twine(limit) +
+                 " values and string bytes (the limit for a pickle of " +
+                 llvm::Twine(bytes.size()) +
+                 " bytes: " + llvm::Twine(kPickleExpansionPerByte) +
+                 " per byte, at least " + llvm::Twine(kPickleMinExpansion) +
+                 "); it reuses shared objects (memo GET) far more than a "
+                 "checkpoint does");
+  };
+  enter(root);
+  visits[root] = Visit();
   while (!path.empty()) {
     Frame &frame = path.back();
     if (frame.next == frame.children.size()) {
-      visits[frame.node] = Visit::Done;
+      uint64_t expanded = frame.expanded;
+      visits[frame.node] = {true, expanded};
       path.pop_back();
+      if (!path.empty())
+        if (llvm::Error err = add(expanded))
+          return err;
       continue;
     }
     const PickleValue *child = frame.children[frame.next++];
-    auto [it, inserted] = visits.try_emplace(child, Visit::OnPath);
+    auto [it, inserted] = visits.try_emplace(child);
     if (!inserted) {
-      if (it->second == Visit::OnPath)
+      if (!it->second.done)
         return error("the object graph contains itself (a cycle), which "
                      "checkpoint files never do");
+      if (llvm::Error err = add(it->second.expanded))
+        return err;
       continue;
     }
     if (path.size() >= kMaxDepth)
       return error("objects nested more than " + llvm::Twine(kMaxDepth) +
                    " deep");
-    path.push_back({child, child->getChildren()});
+    enter(child);
   }
   return llvm::Error::success();
 }

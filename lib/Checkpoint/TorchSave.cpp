@@ -3,8 +3,10 @@
 #include "titan/Checkpoint/TorchSave.h"
 
 #include "titan/Checkpoint/Pickle.h"
+#include "titan/Support/CheckedSize.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -70,11 +72,32 @@ std::optional<TorchDType> mlir::titan::parseTorchStorageName(StringRef name) {
   return std::nullopt;
 }
 
+StringRef mlir::titan::torchComplexDTypeName(StringRef name) {
+  return llvm::StringSwitch<StringRef>(name)
+      .Cases({"complex32", "chalf", "ComplexHalfStorage"}, "complex32")
+      .Cases({"complex64", "cfloat", "ComplexFloatStorage"}, "complex64")
+      .Cases({"complex128", "cdouble", "ComplexDoubleStorage"}, "complex128")
+      .Default("");
+}
+
+StringRef mlir::titan::supportedTorchDTypeNames() {
+  return "float32, float64, float16, bfloat16, int64, int32";
+}
+
 int64_t DenseTensor::numElements() const {
   int64_t count = 1;
   for (int64_t dim : shape)
     count *= dim;
   return count;
+}
+
+std::string mlir::titan::formatInts(llvm::ArrayRef<int64_t> values) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << '[';
+  llvm::interleaveComma(values, os);
+  os << ']';
+  return text;
 }
 
 static llvm::Error fail(StringRef name, const llvm::Twine &message) {
@@ -451,12 +474,16 @@ mlir::titan::torchSaveTensorFraming(TorchDType dtype,
 llvm::Error mlir::titan::writeTorchSaveTensor(const DenseTensor &tensor,
                                               llvm::raw_ostream &os,
                                               StringRef archiveName) {
-  int64_t count = tensor.numElements();
-  if (tensor.data.size() != size_t(count) * torchDTypeSize(tensor.dtype))
+  std::optional<int64_t> bytes =
+      checkedByteSize(tensor.shape, torchDTypeSize(tensor.dtype));
+  if (!bytes)
+    return fail(archiveName, "tensor shape " + formatInts(tensor.shape) +
+                                 " has a negative dimension or more than "
+                                 "2^63-1 bytes");
+  if (tensor.data.size() != uint64_t(*bytes))
     return fail(archiveName,
                 "tensor data has " + llvm::Twine(tensor.data.size()) +
-                    " bytes, its shape needs " +
-                    llvm::Twine(count * torchDTypeSize(tensor.dtype)));
+                    " bytes, its shape needs " + llvm::Twine(*bytes));
   StringRef data(tensor.data.data(), tensor.data.size());
   TorchSaveFraming framing = torchSaveTensorFraming(
       tensor.dtype, tensor.shape, zipCrc32(data), archiveName);
@@ -557,9 +584,15 @@ mlir::titan::getTorchSaveTensorLayout(const TorchSaveArchive &saved,
     return notATensor("unexpected storage persistent id");
   std::optional<TorchDType> dtype =
       parseTorchStorageName(idItems[1]->getName());
-  if (!dtype)
-    return notATensor("unsupported storage type '" +
-                      idItems[1]->getQualifiedName() + "'");
+  if (!dtype) {
+    StringRef complexName = torchComplexDTypeName(idItems[1]->getName());
+    return fail(pickleName,
+                (complexName.empty()
+                     ? "storage type '" + idItems[1]->getQualifiedName() + "'"
+                     : complexName.str()) +
+                    " is not supported (supported: " +
+                    supportedTorchDTypeNames() + ")");
+  }
   std::optional<llvm::SmallVector<int64_t>> shape = asIntTuple(args[2]);
   std::optional<llvm::SmallVector<int64_t>> strides = asIntTuple(args[3]);
   if (!shape || !strides || shape->size() != strides->size())
@@ -570,27 +603,48 @@ mlir::titan::getTorchSaveTensorLayout(const TorchSaveArchive &saved,
   if (!storage)
     return fail(name, "missing storage entry '" + saved.folder + "data/" +
                           idItems[2]->getString() + "'");
+  // Every size below comes from the file: checked against the bytes present
+  // before a caller allocates or copies anything for it.
   size_t elementSize = torchDTypeSize(*dtype);
   int64_t storageCount = idItems[4]->getInt();
-  if (storageCount < 0 ||
-      storage->data.size() < size_t(storageCount) * elementSize)
+  std::optional<int64_t> storageBytes =
+      checkedByteSize(llvm::ArrayRef<int64_t>(storageCount), elementSize);
+  if (!storageBytes || storage->data.size() < uint64_t(*storageBytes))
     return fail(name, "storage entry '" + storage->name + "' has " +
                           llvm::Twine(storage->data.size()) +
                           " bytes, fewer than its " +
                           llvm::Twine(storageCount) + " elements need");
+  if (llvm::any_of(*shape, [](int64_t dim) { return dim < 0; }))
+    return notATensor("negative size in " + formatInts(*shape));
+  std::optional<int64_t> count = checkedElementCount(*shape);
+  if (!count || !checkedByteSize(*shape, elementSize))
+    return notATensor("size " + formatInts(*shape) +
+                      " overflows (more than 2^63-1 bytes)");
+  // A view with more elements than its storage (a broadcast, e.g. of
+  // expand()) would be materialized larger than the data in the file.
+  if (*count > storageCount)
+    return notATensor("the view of size " + formatInts(*shape) + " has " +
+                      llvm::Twine(*count) + " elements, more than the " +
+                      llvm::Twine(storageCount) +
+                      " of its storage (a broadcast view; save a "
+                      "contiguous copy)");
   TorchSaveTensorLayout layout{*dtype, *shape, *strides, args[1]->getInt(),
                                *storage};
-  // Bounds of the strided view within the storage.
-  int64_t lowest = layout.storageOffset, highest = layout.storageOffset;
-  bool empty = false;
-  for (size_t d = 0; d < shape->size(); ++d) {
-    if ((*shape)[d] < 0)
-      return notATensor("negative size");
-    empty |= (*shape)[d] == 0;
-    int64_t reach = ((*shape)[d] - 1) * (*strides)[d];
-    (reach < 0 ? lowest : highest) += reach;
+  if (*count == 0)
+    return layout;
+  // Bounds of the strided view within the storage; a bound that overflows
+  // lies outside any storage.
+  std::optional<int64_t> lowest = layout.storageOffset;
+  std::optional<int64_t> highest = layout.storageOffset;
+  for (size_t d = 0; d < shape->size() && lowest && highest; ++d) {
+    std::optional<int64_t> reach =
+        llvm::checkedMul((*shape)[d] - 1, (*strides)[d]);
+    if (!reach)
+      return notATensor("the view exceeds its storage");
+    std::optional<int64_t> &bound = *reach < 0 ? lowest : highest;
+    bound = llvm::checkedAdd(*bound, *reach);
   }
-  if (!empty && (lowest < 0 || highest >= storageCount))
+  if (!lowest || !highest || *lowest < 0 || *highest >= storageCount)
     return notATensor("the view exceeds its storage");
   return layout;
 }

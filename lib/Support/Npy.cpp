@@ -3,6 +3,7 @@
 #include "titan/Support/Npy.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
@@ -46,6 +47,14 @@ int64_t NpyArray::numElements() const {
 static llvm::Error npyError(StringRef name, const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  "'" + name + "': " + message);
+}
+
+/// Formats `shape` as NumPy prints it, e.g. "(2, 3)" or "(4,)".
+static std::string formatShape(llvm::ArrayRef<int64_t> shape) {
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + (shape.size() == 1 ? ",)" : ")");
 }
 
 /// Returns the text after `'key':` in the header dictionary, with leading
@@ -97,10 +106,20 @@ static llvm::Expected<NpyView> parseNpyView(StringRef contents,
   for (const DTypeInfo &entry : kDTypes)
     if (entry.descr == descr || entry.descr.drop_front() == descr)
       found = &entry;
-  if (!found)
-    return npyError(name, "unsupported dtype '" + descr +
-                              "' (supported: <f4 <f8 <f2 <i8 <i4 <u2 |u1 "
+  if (!found) {
+    // Name complex arrays as such: their descr alone is cryptic.
+    StringRef complexName = llvm::StringSwitch<StringRef>(descr.ltrim("<>=|"))
+                                .Case("c8", "complex64")
+                                .Case("c16", "complex128")
+                                .Case("c32", "complex256")
+                                .Default("");
+    std::string complexNote =
+        complexName.empty() ? ""
+                            : (": " + complexName + " is not supported").str();
+    return npyError(name, "unsupported dtype '" + descr + "'" + complexNote +
+                              " (supported: <f4 <f8 <f2 <i8 <i4 <u2 |u1 "
                               "|b1, little-endian)");
+  }
   array.dtype = found->type;
 
   if (!headerValue(header, "fortran_order").starts_with("False"))
@@ -123,14 +142,21 @@ static llvm::Expected<NpyView> parseNpyView(StringRef contents,
     array.shape.push_back(value);
   }
 
-  uint64_t bytes = found->size;
-  for (int64_t dim : array.shape)
-    bytes *= dim;
-  if (contents.size() - dataStart < bytes)
-    return npyError(name, "truncated data: expected " + llvm::Twine(bytes) +
-                              " bytes, file has " +
-                              llvm::Twine(contents.size() - dataStart));
-  array.data = contents.substr(dataStart, bytes);
+  // The data the shape needs must be in the file: checked before anything
+  // is allocated or copied for it.
+  uint64_t present = contents.size() - dataStart;
+  std::optional<int64_t> bytes = checkedByteSize(array.shape, found->size);
+  if (!bytes)
+    return npyError(name, "shape " + formatShape(array.shape) + " of " +
+                              npyDescr(found->type) +
+                              " overflows: its size exceeds 2^63-1 bytes "
+                              "(the file has " +
+                              llvm::Twine(present) + " data bytes)");
+  if (present < uint64_t(*bytes))
+    return npyError(name, "truncated data: shape " + formatShape(array.shape) +
+                              " needs " + llvm::Twine(*bytes) +
+                              " bytes, the file has " + llvm::Twine(present));
+  array.data = contents.substr(dataStart, *bytes);
   return array;
 }
 
@@ -166,13 +192,9 @@ llvm::Expected<NpyArray> mlir::titan::readNpy(StringRef path) {
 /// The .npy header of an array of `dtype` and `shape`, padded so that the
 /// data starts 64-byte aligned.
 static std::string npyHeader(NpyDType dtype, llvm::ArrayRef<int64_t> shape) {
-  std::string header = "{'descr': '" + npyDescr(dtype).str() +
-                       "', 'fortran_order': False, 'shape': (";
-  for (size_t i = 0; i < shape.size(); ++i)
-    header += (i ? ", " : "") + std::to_string(shape[i]);
-  if (shape.size() == 1)
-    header += ",";
-  header += "), }";
+  std::string header =
+      "{'descr': '" + npyDescr(dtype).str() +
+      "', 'fortran_order': False, 'shape': " + formatShape(shape) + ", }";
   // Pad with spaces and a newline so that the data starts 64-byte aligned.
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
@@ -194,6 +216,16 @@ std::string mlir::titan::serializeNpy(const NpyArray &array) {
 llvm::Error mlir::titan::writeNpy(StringRef path, NpyDType dtype,
                                   llvm::ArrayRef<int64_t> shape,
                                   StringRef data) {
+  // Never write a file whose header promises data it does not hold.
+  std::optional<int64_t> bytes = checkedByteSize(shape, npyElementSize(dtype));
+  if (!bytes || uint64_t(*bytes) != data.size()) {
+    std::string needs = bytes ? "it needs " + std::to_string(*bytes)
+                              : std::string("its size overflows");
+    return npyError(path, "refusing to write shape " + formatShape(shape) +
+                              " of " + npyDescr(dtype) + " with " +
+                              llvm::Twine(data.size()) + " data bytes (" +
+                              needs + ")");
+  }
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (ec)

@@ -38,7 +38,9 @@
 // Every save syncs its files to disk before it returns (as PyTorch's
 // FileSystemWriter does by default). Loads read chunk data with large
 // preads straight into one reused buffer per tensor and write it out as the
-// .npy file (not synced).
+// .npy file (not synced); a load that fails removes the files it wrote.
+// Every size read from a file (.npy header, .metadata, torch.save blob) is
+// checked against the bytes the files hold before anything is allocated.
 //
 // NumPy has no bfloat16: bfloat16 tensors are .npy files of dtype uint16
 // holding the raw bits, in both directions.
@@ -254,8 +256,14 @@ public:
   /// Writes out the last tensor.
   llvm::Error finish();
 
+  /// Removes the files written so far (after a failed load, so that no
+  /// partial output is left behind).
+  void discard();
+
 private:
   std::string dir;
+  /// The files written so far.
+  std::vector<std::string> written;
   std::vector<char> buffer;
   /// The tensor in `buffer`, not yet written out.
   std::string name;
@@ -273,9 +281,13 @@ NpyOutputs::next(StringRef nextName, TorchDType nextDType,
   name = nextName.str();
   dtype = nextDType;
   shape.assign(nextShape.begin(), nextShape.end());
-  size = torchDTypeSize(dtype);
-  for (int64_t dim : shape)
-    size *= dim;
+  std::optional<int64_t> bytes = checkedByteSize(shape, torchDTypeSize(dtype));
+  if (!bytes) {
+    name.clear();
+    return fail("tensor '" + nextName + "' of shape " + formatInts(shape) +
+                " has a negative dimension or more than 2^63-1 bytes");
+  }
+  size = *bytes;
   if (buffer.size() < size)
     buffer.resize(size);
   return MutableDenseTensorRef(
@@ -288,8 +300,16 @@ llvm::Error NpyOutputs::finish() {
   llvm::SmallString<256> path(dir);
   llvm::sys::path::append(path, name + ".npy");
   name.clear();
+  written.push_back(std::string(path));
   return writeNpy(path, npyTypeOf(dtype), shape,
                   StringRef(buffer.data(), size));
+}
+
+void NpyOutputs::discard() {
+  name.clear();
+  for (const std::string &path : written)
+    llvm::sys::fs::remove(path);
+  written.clear();
 }
 
 /// Parses "2x1" into {2, 1}.
@@ -401,20 +421,31 @@ static llvm::Error load() {
   llvm::Expected<DcpReader> reader = DcpReader::open(fromDir);
   if (!reader)
     return reader.takeError();
+  bool created = !llvm::sys::fs::exists(toDir);
   if (std::error_code ec = llvm::sys::fs::create_directories(toDir))
     return fail("cannot create '" + toDir + "': " + ec.message());
   NpyOutputs outputs(toDir);
-  for (const auto &[fqn, tensor] : reader->getMetadata().tensors) {
-    llvm::Expected<MutableDenseTensorRef> target =
-        outputs.next(fqn, tensor.dtype, tensor.size);
-    if (!target)
-      return target.takeError();
-    IndexBox whole{llvm::SmallVector<int64_t>(tensor.size.size(), 0),
-                   tensor.size};
-    if (llvm::Error err = reader->readBoxInto(fqn, whole, *target))
-      return err;
+  auto loadAll = [&]() -> llvm::Error {
+    for (const auto &[fqn, tensor] : reader->getMetadata().tensors) {
+      llvm::Expected<MutableDenseTensorRef> target =
+          outputs.next(fqn, tensor.dtype, tensor.size);
+      if (!target)
+        return target.takeError();
+      IndexBox whole{llvm::SmallVector<int64_t>(tensor.size.size(), 0),
+                     tensor.size};
+      if (llvm::Error err = reader->readBoxInto(fqn, whole, *target))
+        return err;
+    }
+    return outputs.finish();
+  };
+  llvm::Error err = loadAll();
+  // A failed load leaves no partial output behind.
+  if (err) {
+    outputs.discard();
+    if (created)
+      llvm::sys::fs::remove_directories(toDir);
   }
-  return outputs.finish();
+  return err;
 }
 
 static llvm::Error saveWithPlan() {
@@ -477,9 +508,12 @@ static llvm::Error loadWithPlan() {
                         : loadPlanState(*reader, *plan, destination);
   if (!err)
     err = outputs.finish();
-  // A failed load leaves no partial state behind in a directory it created.
-  if (err && created)
-    llvm::sys::fs::remove_directories(toDir);
+  // A failed load leaves no partial output behind.
+  if (err) {
+    outputs.discard();
+    if (created)
+      llvm::sys::fs::remove_directories(toDir);
+  }
   return err;
 }
 

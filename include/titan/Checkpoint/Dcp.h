@@ -38,9 +38,6 @@ enum class DcpFlavor {
   Torch113,
 };
 
-/// Formats a shape, offsets or sizes as "[1, 2]" (for messages and tools).
-std::string formatInts(llvm::ArrayRef<int64_t> values);
-
 /// A box in a tensor's index space: `offsets[d] <= i[d] < offsets[d] +
 /// sizes[d]`.
 struct IndexBox {

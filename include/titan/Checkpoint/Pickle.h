@@ -146,10 +146,23 @@ struct PickleGlobal {
 /// an enum member; like every global it is recorded, not called).
 llvm::ArrayRef<PickleGlobal> checkpointPickleGlobals();
 
+/// A pickle's graph may share nodes (memo GET), so that a small file can
+/// describe a huge tree, which consumers (the .metadata decoder, printing)
+/// walk once per reference. The reader bounds the expanded size of the
+/// graph, counting every value once per path to it plus the bytes of its
+/// strings, to kPickleExpansionPerByte per byte of pickle, and at least
+/// kPickleMinExpansion: PyTorch's own files stay far below.
+constexpr uint64_t kPickleExpansionPerByte = 64;
+constexpr uint64_t kPickleMinExpansion = uint64_t(1) << 20;
+
+/// The largest expanded size the reader accepts for a pickle of
+/// `pickleBytes` bytes.
+uint64_t maxPickleExpansion(uint64_t pickleBytes);
+
 /// Runs the restricted pickle VM over `bytes` and returns the root object.
 /// `name` names the source in error messages. A global not in `allowed` is
-/// an error naming it, as are cyclic graphs and graphs nested more than 1000
-/// deep.
+/// an error naming it, as are cyclic graphs, graphs nested more than 1000
+/// deep and graphs whose expanded size exceeds maxPickleExpansion.
 llvm::Expected<PickleRef> readPickle(llvm::StringRef bytes,
                                      llvm::StringRef name,
                                      llvm::ArrayRef<PickleGlobal> allowed);

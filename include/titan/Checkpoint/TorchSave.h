@@ -27,6 +27,9 @@
 
 namespace mlir::titan {
 
+/// Formats a shape, offsets or sizes as "[1, 2]" (for messages and tools).
+std::string formatInts(llvm::ArrayRef<int64_t> values);
+
 /// Element types of tensors in checkpoints.
 enum class TorchDType { Float32, Float64, Float16, BFloat16, Int64, Int32 };
 
@@ -40,6 +43,12 @@ size_t torchDTypeSize(TorchDType dtype);
 std::optional<TorchDType> parseTorchDTypeName(llvm::StringRef name);
 /// Inverse of torchStorageName.
 std::optional<TorchDType> parseTorchStorageName(llvm::StringRef name);
+/// The complex dtype that a torch dtype or storage name denotes (e.g.
+/// "complex64" for "complex64", "cfloat" or "ComplexFloatStorage"), or an
+/// empty string: titan has no complex dtype, and says so by name.
+llvm::StringRef torchComplexDTypeName(llvm::StringRef name);
+/// The dtypes titan reads and writes, for messages: "float32, float64, ...".
+llvm::StringRef supportedTorchDTypeNames();
 
 /// A dense, C-contiguous tensor (or chunk of one).
 struct DenseTensor {

@@ -10,6 +10,8 @@
 #ifndef TITAN_SUPPORT_NPY_H
 #define TITAN_SUPPORT_NPY_H
 
+#include "titan/Support/CheckedSize.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"

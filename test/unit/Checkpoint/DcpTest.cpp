@@ -59,6 +59,44 @@ TEST(DcpTest, ValidatesTiling) {
   EXPECT_NE(scalars.find("overlap"), std::string::npos) << scalars;
 }
 
+DcpMetadata sampleMetadata();
+
+TEST(DcpTest, ValidatesTilingWithoutOverflow) {
+  // offset + size wraps negative: still out of bounds.
+  std::string wraps =
+      errorOf(validateTiling("w", {4}, {box({INT64_MAX}, {1})}));
+  EXPECT_NE(wraps.find("out of bounds"), std::string::npos) << wraps;
+  std::string count = errorOf(
+      validateTiling("w", {INT64_MAX, 2}, {box({0, 0}, {INT64_MAX, 2})}));
+  EXPECT_NE(count.find("more than 2^63-1 elements"), std::string::npos)
+      << count;
+  std::string negative = errorOf(validateTiling("w", {0, -5}, {}));
+  EXPECT_NE(negative.find("a dimension is negative"), std::string::npos)
+      << negative;
+}
+
+TEST(DcpTest, DecodeRefusesNegativeSizesAndNamesComplexDTypes) {
+  DcpMetadata negative;
+  negative.tensors["w"].size = {0, -5};
+  llvm::Expected<DcpMetadata> decoded = decodeDcpMetadata(
+      encodeDcpMetadata(negative, DcpFlavor::Torch2), "n/.metadata");
+  std::string message = errorOf(decoded.takeError());
+  EXPECT_NE(message.find("'n/.metadata': tensor 'w' has size [0, -5] with a "
+                         "negative dimension"),
+            std::string::npos)
+      << message;
+
+  // torch.complex64 in place of torch.bfloat16 (GLOBAL names are lines).
+  std::string pickle = encodeDcpMetadata(sampleMetadata(), DcpFlavor::Torch113);
+  size_t at = pickle.find("torch\nbfloat16\n");
+  ASSERT_NE(at, std::string::npos);
+  pickle.replace(at, 15, "torch\ncomplex64\n");
+  message = errorOf(decodeDcpMetadata(pickle, "c/.metadata").takeError());
+  EXPECT_NE(message.find("tensor 'layers.0.w': complex64 is not supported"),
+            std::string::npos)
+      << message;
+}
+
 TEST(DcpTest, FindsOverlapsAmongManyChunks) {
   // 64 x 8 grid of [2, 4] chunks of a [128, 32] tensor, as FSDP 64 x TP 8
   // saves a weight; then one chunk moved onto its neighbour along dim 1 (the
@@ -407,6 +445,59 @@ TEST_F(DcpDirectoryTest, RefusesMetadataWithForeignGlobals) {
   std::string message = errorOf(DcpReader::open(dir).takeError());
   EXPECT_NE(message.find("'os.system'"), std::string::npos) << message;
   EXPECT_NE(message.find(".metadata"), std::string::npos) << message;
+}
+
+/// Rewrites the .metadata of the checkpoint in `dir` with `metadata`.
+void rewriteMetadata(llvm::StringRef dir, const DcpMetadata &metadata) {
+  llvm::SmallString<128> file(dir);
+  llvm::sys::path::append(file, ".metadata");
+  std::error_code ec;
+  llvm::raw_fd_ostream os(file, ec);
+  ASSERT_FALSE(ec);
+  os << encodeDcpMetadata(metadata, DcpFlavor::Torch2);
+}
+
+TEST_F(DcpDirectoryTest, RefusesSizesTheDataFilesDoNotHold) {
+  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, columnSplit(), DcpFlavor::Torch2)));
+  llvm::Expected<DcpReader> reader = DcpReader::open(dir);
+  ASSERT_TRUE(bool(reader));
+  const DcpMetadata saved = reader->getMetadata();
+
+  // The same chunks grown to [1e10, ...] rows: a consistent tiling whose
+  // data would need 240 GB, refused on open, before anything is allocated.
+  DcpMetadata huge = saved;
+  DcpTensorMetadata &w = huge.tensors.at("w");
+  w.size = {10000000000, 6};
+  w.chunks = {box({0, 0}, {10000000000, 2}), box({0, 2}, {10000000000, 4})};
+  rewriteMetadata(dir, huge);
+  std::string message = errorOf(DcpReader::open(dir).takeError());
+  EXPECT_NE(message.find(".metadata': tensor 'w' chunk offsets [0, 0] sizes "
+                         "[10000000000, 2] needs 80000000000 bytes"),
+            std::string::npos)
+      << message;
+
+  // Element counts that fit but byte counts that wrap: 4 * 2 * (2^61 + 1)
+  // bytes are 8 mod 2^64.
+  DcpMetadata wraps = saved;
+  DcpTensorMetadata &v = wraps.tensors.at("w");
+  int64_t rows = (int64_t(1) << 61) + 1;
+  v.size = {rows, 3};
+  v.chunks = {box({0, 0}, {rows, 2}), box({0, 2}, {rows, 1})};
+  rewriteMetadata(dir, wraps);
+  message = errorOf(DcpReader::open(dir).takeError());
+  EXPECT_NE(message.find("needs 2^63 or more bytes"), std::string::npos)
+      << message;
+
+  // A requested box far out of bounds is refused before it is allocated.
+  rewriteMetadata(dir, saved);
+  reader = DcpReader::open(dir);
+  ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
+  message =
+      errorOf(reader->readBox("w", box({0, 0}, {INT64_MAX, 6})).takeError());
+  EXPECT_NE(message.find("out of bounds"), std::string::npos) << message;
+  message =
+      errorOf(reader->readBox("w", box({INT64_MAX, 0}, {1, 6})).takeError());
+  EXPECT_NE(message.find("out of bounds"), std::string::npos) << message;
 }
 
 } // namespace

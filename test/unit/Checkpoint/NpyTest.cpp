@@ -3,6 +3,9 @@
 
 #include "titan/Support/Npy.h"
 
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+
 #include "gtest/gtest.h"
 
 using namespace mlir::titan;
@@ -52,6 +55,81 @@ TEST(NpyTest, RejectsTruncatedAndUnsupported) {
   ASSERT_FALSE(bool(read));
   EXPECT_NE(llvm::toString(read.takeError()).find("unsupported dtype"),
             std::string::npos);
+}
+
+/// An .npy file of descr `descr` and shape text `shape` (e.g. "(2, 3)")
+/// followed by `dataBytes` zero bytes.
+std::string npyWithHeader(llvm::StringRef descr, llvm::StringRef shape,
+                          size_t dataBytes) {
+  std::string header = ("{'descr': '" + descr +
+                        "', 'fortran_order': False, 'shape': " + shape + ", }")
+                           .str();
+  header.append(64 - (10 + header.size() + 1) % 64, ' ');
+  header += '\n';
+  return std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 0xff) +
+         char(header.size() >> 8) + header + std::string(dataBytes, '\0');
+}
+
+std::string parseError(const std::string &bytes) {
+  llvm::Expected<NpyArray> read = parseNpy(bytes, "hostile.npy");
+  EXPECT_FALSE(bool(read));
+  return read ? std::string() : llvm::toString(read.takeError());
+}
+
+TEST(NpyTest, RefusesShapesWhoseSizeOverflows) {
+  // 4 * 2 * 2^61 bytes wrap to 0: the header must not pass for an empty
+  // array (titan-eval then threw std::length_error).
+  std::string wraps =
+      parseError(npyWithHeader("<f4", "(2, 2305843009213693952)", 16));
+  EXPECT_NE(wraps.find("'hostile.npy': shape (2, 2305843009213693952) of <f4 "
+                       "overflows"),
+            std::string::npos)
+      << wraps;
+  // 4 * (2^62 + 1) bytes wrap to 4, which the file holds.
+  std::string four =
+      parseError(npyWithHeader("<f4", "(4611686018427387905,)", 4));
+  EXPECT_NE(four.find("overflows"), std::string::npos) << four;
+  // A zero dimension does not hide an overflowing product.
+  std::string empty = parseError(
+      npyWithHeader("<f8", "(0, 4611686018427387904, 4611686018427387904)", 0));
+  EXPECT_NE(empty.find("overflows"), std::string::npos) << empty;
+  // Large but representable: refused as truncated, before any allocation.
+  std::string big = parseError(npyWithHeader("<f4", "(300000000, 4)", 64));
+  EXPECT_NE(big.find("needs 4800000000 bytes, the file has 64"),
+            std::string::npos)
+      << big;
+}
+
+TEST(NpyTest, NamesComplexDTypes) {
+  std::string complex = parseError(npyWithHeader("<c8", "(2,)", 16));
+  EXPECT_NE(complex.find("complex64 is not supported"), std::string::npos)
+      << complex;
+  std::string wide = parseError(npyWithHeader("<c16", "(2,)", 32));
+  EXPECT_NE(wide.find("complex128 is not supported"), std::string::npos)
+      << wide;
+}
+
+TEST(NpyTest, CheckedSizes) {
+  EXPECT_EQ(checkedElementCount({}), 1);
+  EXPECT_EQ(checkedElementCount({2, 0, 3}), 0);
+  EXPECT_EQ(checkedByteSize({2, 3}, 8), 48);
+  EXPECT_EQ(checkedElementCount({-1}), std::nullopt);
+  EXPECT_EQ(checkedElementCount({INT64_MAX, 1}), INT64_MAX);
+  EXPECT_EQ(checkedByteSize({INT64_MAX}, 2), std::nullopt);
+  EXPECT_EQ(checkedByteSize({int64_t(1) << 32, int64_t(1) << 31}, 1),
+            std::nullopt);
+}
+
+TEST(NpyTest, RefusesToWriteDataThatDoesNotMatchTheShape) {
+  llvm::SmallString<128> path;
+  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("npytest", "npy", path));
+  llvm::sys::fs::remove(path);
+  llvm::Error err = writeNpy(path, NpyDType::F32, {(int64_t(1) << 62) + 1},
+                             llvm::StringRef("abcd"));
+  ASSERT_TRUE(bool(err));
+  EXPECT_NE(llvm::toString(std::move(err)).find("its size overflows"),
+            std::string::npos);
+  EXPECT_FALSE(llvm::sys::fs::exists(path));
 }
 
 } // namespace

@@ -118,4 +118,42 @@ TEST(PickleTest, RefusesCyclesAndDeepNesting) {
             std::string::npos);
 }
 
+TEST(PickleTest, BoundsTheExpansionOfSharedObjects) {
+  // One list of 1000 ints referenced 5000 times (memo GET): about 30 KB of
+  // pickle that a consumer walking it expands to 5 million values.
+  std::vector<PickleRef> ints;
+  for (int64_t i = 0; i < 1000; ++i)
+    ints.push_back(PickleValue::integer(i + 1000));
+  PickleRef shared = PickleValue::list(std::move(ints));
+  std::vector<PickleRef> references(5000, shared);
+  std::string bomb = writePickle(PickleValue::list(std::move(references)));
+  ASSERT_LT(bomb.size(), 40000u);
+  llvm::Expected<PickleRef> read =
+      readPickle(bomb, "bomb.pkl", checkpointPickleGlobals());
+  ASSERT_FALSE(bool(read));
+  std::string message = llvm::toString(read.takeError());
+  EXPECT_NE(message.find("'bomb.pkl'"), std::string::npos) << message;
+  EXPECT_NE(message.find("expands to more than " +
+                         std::to_string(maxPickleExpansion(bomb.size()))),
+            std::string::npos)
+      << message;
+
+  // A tuple of one long string shared as often: the string's bytes count.
+  std::vector<PickleRef> names(
+      5000, PickleValue::tuple({PickleValue::string(std::string(1000, 'x'))}));
+  std::string strings = writePickle(PickleValue::list(std::move(names)));
+  ASSERT_LT(strings.size(), 20000u);
+  read = readPickle(strings, "strings.pkl", checkpointPickleGlobals());
+  ASSERT_FALSE(bool(read));
+  EXPECT_NE(llvm::toString(read.takeError()).find("expands to more than"),
+            std::string::npos);
+
+  // Sharing within the limit (as checkpoints share globals and small
+  // objects) is accepted.
+  std::vector<PickleRef> few(100, shared);
+  read = readPickle(writePickle(PickleValue::list(std::move(few))), "few.pkl",
+                    checkpointPickleGlobals());
+  EXPECT_TRUE(bool(read)) << llvm::toString(read.takeError());
+}
+
 } // namespace

@@ -82,9 +82,12 @@ TEST(TorchSaveTest, RejectsWrongDataSize) {
 }
 
 /// A torch.save archive of a view of shape `shape` and `strides` starting at
-/// element `offset` of an int64 storage holding 0, 1, ..., count - 1.
+/// element `offset` of an int64 storage holding 0, 1, ..., count - 1; its
+/// persistent id claims `claimed` elements (`count` when negative) of
+/// storage class `storageType`.
 std::string strided(int64_t count, int64_t offset, std::vector<int64_t> shape,
-                    std::vector<int64_t> strides) {
+                    std::vector<int64_t> strides, int64_t claimed = -1,
+                    llvm::StringRef storageType = "LongStorage") {
   auto ints = [](const std::vector<int64_t> &values) {
     std::vector<PickleRef> items;
     for (int64_t value : values)
@@ -93,8 +96,9 @@ std::string strided(int64_t count, int64_t offset, std::vector<int64_t> shape,
   };
   PickleRef storage = PickleValue::persistentId(PickleValue::tuple(
       {PickleValue::string("storage"),
-       PickleValue::global("torch", "LongStorage"), PickleValue::string("0"),
-       PickleValue::string("cpu"), PickleValue::integer(count)}));
+       PickleValue::global("torch", storageType), PickleValue::string("0"),
+       PickleValue::string("cpu"),
+       PickleValue::integer(claimed < 0 ? count : claimed)}));
   PickleRef root = PickleValue::object(
       PickleValue::global("torch._utils", "_rebuild_tensor_v2"),
       PickleValue::tuple({storage, PickleValue::integer(offset), ints(shape),
@@ -140,6 +144,48 @@ TEST(TorchSaveTest, ReadsStridedViews) {
   ASSERT_FALSE(bool(outside));
   EXPECT_NE(llvm::toString(outside.takeError()).find("exceeds its storage"),
             std::string::npos);
+}
+
+/// The error of reading `blob`, which must fail.
+std::string readError(const std::string &blob) {
+  llvm::Expected<DenseTensor> read = readTorchSaveTensor(blob, "hostile.pt");
+  EXPECT_FALSE(bool(read));
+  return read ? std::string() : llvm::toString(read.takeError());
+}
+
+TEST(TorchSaveTest, RefusesSizesThatOverflowOrExceedTheStorage) {
+  constexpr int64_t kHuge = (int64_t(1) << 62) + 1;
+  // Shape x stride wraps: [2^62+1] with stride 0 over one element would be
+  // copied element by element into a buffer of 8 * (2^62+1) mod 2^64 bytes.
+  std::string broadcast = readError(strided(1, 0, {kHuge}, {0}));
+  EXPECT_NE(broadcast.find("overflows"), std::string::npos) << broadcast;
+  // Without the wrap, a broadcast larger than its storage is refused too
+  // (it would be materialized larger than the file).
+  std::string expanded = readError(strided(1, 0, {int64_t(1) << 40}, {0}));
+  EXPECT_NE(expanded.find("more than the 1 of its storage"), std::string::npos)
+      << expanded;
+  // A contiguous view whose byte count wraps: 8 * (2^61+1) bytes are 8 mod
+  // 2^64, which the one element of data present would "hold".
+  constexpr int64_t kWraps = (int64_t(1) << 61) + 1;
+  std::string contiguous = readError(strided(1, 0, {kWraps}, {1}, kWraps));
+  EXPECT_NE(contiguous.find("fewer than its 2305843009213693953 elements"),
+            std::string::npos)
+      << contiguous;
+  // A reach (size - 1) x stride or an offset sum that overflows.
+  std::string reach = readError(strided(4, 0, {2, 2}, {INT64_MAX, 1}));
+  EXPECT_NE(reach.find("exceeds its storage"), std::string::npos) << reach;
+  std::string offset = readError(strided(4, INT64_MAX, {2}, {INT64_MAX}));
+  EXPECT_NE(offset.find("exceeds its storage"), std::string::npos) << offset;
+  // A storage whose element count overflows in bytes.
+  std::string storage = readError(strided(1, 0, {1}, {1}, INT64_MAX));
+  EXPECT_NE(storage.find("fewer than its"), std::string::npos) << storage;
+}
+
+TEST(TorchSaveTest, NamesComplexStorages) {
+  std::string complex =
+      readError(strided(2, 0, {2}, {1}, -1, "ComplexFloatStorage"));
+  EXPECT_NE(complex.find("complex64 is not supported"), std::string::npos)
+      << complex;
 }
 
 TEST(TorchSaveTest, ObjectArchiveHoldsAnInt) {
