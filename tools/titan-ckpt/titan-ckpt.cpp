@@ -389,6 +389,10 @@ static llvm::Error save() {
       paths.push_back(it->path());
   if (ec)
     return fail("cannot list '" + fromDir + "': " + ec.message());
+  if (paths.empty())
+    return fail("'" + fromDir +
+                "' has no .npy files: nothing to save (a checkpoint holds "
+                "one tensor per <fqn>.npy)");
   llvm::sort(paths);
 
   std::map<unsigned, DcpRankData> ranks;
@@ -524,6 +528,10 @@ int main(int argc, char **argv) {
   llvm::Error err = llvm::Error::success();
   if (inspectCommand)
     err = inspect();
+  else if (rankOption.getNumOccurrences() && rankOption < 0)
+    err = fail("--rank " + llvm::Twine(rankOption) +
+               ": a rank is 0 or more (leave --rank out to save or load "
+               "every rank's part)");
   else if (saveCommand && planFile.empty() && (finishSave || rankOption >= 0))
     err = fail("--rank and --finish save as the ranks of a plan: add --plan");
   else if (loadCommand && planFile.empty() && rankOption >= 0)
