@@ -5,6 +5,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Endian.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -169,11 +170,30 @@ llvm::Expected<NpyArray> mlir::titan::parseNpy(StringRef contents,
                   std::vector<char>(view->data.begin(), view->data.end())};
 }
 
-llvm::Expected<MappedNpy> mlir::titan::mapNpy(StringRef path) {
+/// The contents of the .npy file `path` (mapped where the system can). Only
+/// regular files are read: a device such as /dev/zero, or a FIFO, behind
+/// the name would be read without end.
+static llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+openNpyFile(StringRef path) {
+  llvm::sys::fs::file_status status;
+  if (std::error_code error = llvm::sys::fs::status(path, status))
+    return npyError(path, "cannot read: " + error.message());
+  if (status.type() != llvm::sys::fs::file_type::regular_file)
+    return npyError(path, "is not a regular file (a directory, device or "
+                          "pipe, possibly behind a symbolic link); .npy "
+                          "arrays are read from files");
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
     return npyError(path, "cannot read: " + buffer.getError().message());
+  return std::move(*buffer);
+}
+
+llvm::Expected<MappedNpy> mlir::titan::mapNpy(StringRef path) {
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      openNpyFile(path);
+  if (!buffer)
+    return buffer.takeError();
   llvm::Expected<NpyView> view = parseNpyView((*buffer)->getBuffer(), path);
   if (!view)
     return view.takeError();
@@ -182,10 +202,10 @@ llvm::Expected<MappedNpy> mlir::titan::mapNpy(StringRef path) {
 }
 
 llvm::Expected<NpyArray> mlir::titan::readNpy(StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      openNpyFile(path);
   if (!buffer)
-    return npyError(path, "cannot read: " + buffer.getError().message());
+    return buffer.takeError();
   return parseNpy((*buffer)->getBuffer(), path);
 }
 

@@ -1,10 +1,10 @@
-//===- NpyTest.cpp - .npy reading and writing
-//------------------------------===//
+//===- NpyTest.cpp - .npy reading and writing ------------------------------===//
 
 #include "titan/Support/Npy.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 #include "gtest/gtest.h"
 
@@ -130,6 +130,27 @@ TEST(NpyTest, RefusesToWriteDataThatDoesNotMatchTheShape) {
   EXPECT_NE(llvm::toString(std::move(err)).find("its size overflows"),
             std::string::npos);
   EXPECT_FALSE(llvm::sys::fs::exists(path));
+}
+
+TEST(NpyTest, ReadsOnlyRegularFiles) {
+  // A name that leads to /dev/zero would be read until memory runs out.
+  llvm::SmallString<128> link;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("npytest", link));
+  llvm::SmallString<128> folder = link;
+  llvm::sys::path::append(link, "zeros.npy");
+  ASSERT_FALSE(llvm::sys::fs::create_link("/dev/zero", link));
+  for (llvm::StringRef path : {llvm::StringRef(link), llvm::StringRef(folder)}) {
+    llvm::Expected<NpyArray> read = readNpy(path);
+    ASSERT_FALSE(bool(read));
+    EXPECT_NE(llvm::toString(read.takeError()).find("is not a regular file"),
+              std::string::npos);
+    llvm::Expected<MappedNpy> mapped = mapNpy(path);
+    ASSERT_FALSE(bool(mapped));
+    EXPECT_NE(llvm::toString(mapped.takeError()).find("is not a regular file"),
+              std::string::npos);
+  }
+  llvm::sys::fs::remove(link);
+  llvm::sys::fs::remove(folder);
 }
 
 } // namespace
