@@ -70,41 +70,45 @@ static cl::SubCommand saveCommand("save", "Write a checkpoint from .npy files");
 static cl::SubCommand
     loadCommand("load", "Read a checkpoint's tensors into .npy files");
 
+/// The options this tool defines: --help lists only them (the options of
+/// the LLVM libraries linked in are still accepted, not listed).
+static cl::OptionCategory ckptOptions("titan-ckpt options");
+
 static cl::opt<std::string> inspectDir(cl::Positional, cl::Required,
                                        cl::desc("<checkpoint directory>"),
-                                       cl::sub(inspectCommand));
+                                       cl::sub(inspectCommand), cl::cat(ckptOptions));
 static cl::opt<std::string> fromDir("from", cl::desc("Source directory"),
-                                    cl::sub(saveCommand), cl::sub(loadCommand));
+                                    cl::sub(saveCommand), cl::sub(loadCommand), cl::cat(ckptOptions));
 static cl::opt<std::string> toDir("to", cl::Required,
                                   cl::desc("Destination directory"),
-                                  cl::sub(saveCommand), cl::sub(loadCommand));
+                                  cl::sub(saveCommand), cl::sub(loadCommand), cl::cat(ckptOptions));
 static cl::opt<std::string>
     planFile("plan",
              cl::desc("Checkpoint plan (titan-compile --checkpoint-layout): "
                       "save and load as its ranks do"),
              cl::value_desc("file"), cl::sub(saveCommand),
-             cl::sub(loadCommand));
+             cl::sub(loadCommand), cl::cat(ckptOptions));
 static cl::opt<int>
     rankOption("rank",
                cl::desc("With --plan: save only this rank's part of the "
                         "checkpoint (finish it with --finish), or load only "
                         "the boxes this rank holds"),
-               cl::init(-1), cl::sub(saveCommand), cl::sub(loadCommand));
+               cl::init(-1), cl::sub(saveCommand), cl::sub(loadCommand), cl::cat(ckptOptions));
 static cl::opt<bool>
     finishSave("finish",
                cl::desc("With --plan: commit a checkpoint whose ranks' parts "
                         "were written with --rank (writes .metadata)"),
-               cl::sub(saveCommand));
+               cl::sub(saveCommand), cl::cat(ckptOptions));
 static cl::list<std::string>
     chunkSpecs("chunks",
                cl::desc("FQN=GRID: split tensor FQN into a grid of chunks, "
                         "e.g. layers.0.w=2x1 (one rank per chunk)"),
-               cl::sub(saveCommand));
+               cl::sub(saveCommand), cl::cat(ckptOptions));
 static cl::opt<DcpFlavor> flavor(
     "flavor", cl::desc("Module paths of the .metadata pickle"),
     cl::values(clEnumValN(DcpFlavor::Torch2, "torch2", "PyTorch 2.x"),
                clEnumValN(DcpFlavor::Torch113, "torch1.13", "PyTorch 1.13")),
-    cl::init(DcpFlavor::Torch2), cl::sub(saveCommand));
+    cl::init(DcpFlavor::Torch2), cl::sub(saveCommand), cl::cat(ckptOptions));
 
 static llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -523,6 +527,10 @@ static llvm::Error loadWithPlan() {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  for (cl::SubCommand *command : {&cl::SubCommand::getTopLevel(),
+                                   &inspectCommand, &saveCommand,
+                                   &loadCommand})
+    cl::HideUnrelatedOptions(ckptOptions, *command);
   cl::ParseCommandLineOptions(argc, argv,
                               "titan-ckpt: PyTorch distributed checkpoints\n");
   llvm::Error err = llvm::Error::success();

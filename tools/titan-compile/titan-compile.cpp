@@ -36,13 +36,17 @@ using namespace mlir;
 using namespace mlir::titan;
 namespace cl = llvm::cl;
 
+/// The options this tool defines: --help lists only them (the options of
+/// the LLVM libraries linked in are still accepted, not listed).
+static cl::OptionCategory compileOptions("titan-compile options");
+
 static cl::opt<std::string>
     inputFile(cl::Positional,
               cl::desc("<model.pt | graph.ir (TorchScript textual IR) | "
                        "program.mlir (a partitioned program)>"),
-              cl::Required);
+              cl::Required, cl::cat(compileOptions));
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
-                                       cl::value_desc("file"), cl::init("-"));
+                                       cl::value_desc("file"), cl::init("-"), cl::cat(compileOptions));
 
 static cl::opt<PipelineStage>
     emit("emit", cl::desc("What to produce"), cl::init(PipelineStage::Forward),
@@ -57,53 +61,53 @@ static cl::opt<PipelineStage>
                     clEnumValN(PipelineStage::Executable, "executable",
                                "+ kernels, memory plan and the linked "
                                "executable in the -o folder (the default "
-                               "with --config)")));
+                               "with --config)")), cl::cat(compileOptions));
 static cl::opt<int64_t> worldSize(
     "world-size",
     cl::desc("Number of ranks to compile for (default: the product of the "
              "config's parallelism degrees)"),
-    cl::init(1));
+    cl::init(1), cl::cat(compileOptions));
 static cl::opt<std::string> targetCpu(
     "target-cpu",
     cl::desc("CPU the executable may assume (an LLVM CPU name; default "
              "x86-64-v3: AVX2 and FMA; 'native' for this machine's)"),
-    cl::init("x86-64-v3"));
+    cl::init("x86-64-v3"), cl::cat(compileOptions));
 static cl::opt<std::string>
     configFile("config", cl::desc("Training config (torchtitan-style TOML)"),
-               cl::value_desc("file.toml"));
+               cl::value_desc("file.toml"), cl::cat(compileOptions));
 static cl::list<std::string>
     configOverrides("set",
                     cl::desc("Override a config value, e.g. "
                              "--set training.seq_len=64"),
-                    cl::value_desc("section.key=value"));
+                    cl::value_desc("section.key=value"), cl::cat(compileOptions));
 static cl::opt<bool>
     emitGrads("emit-grads",
-              cl::desc("With --emit=train-step, also return grad.<fqn>"));
+              cl::desc("With --emit=train-step, also return grad.<fqn>"), cl::cat(compileOptions));
 
 static cl::opt<std::string>
     exportWeights("export-weights",
                   cl::desc("Write every parameter and buffer as "
                            "DIR/<name>.npy"),
-                  cl::value_desc("DIR"));
+                  cl::value_desc("DIR"), cl::cat(compileOptions));
 static cl::list<std::string>
     inputShapes("input-shape",
                 cl::desc("Shape of a model input, e.g. tokens=2x64xi64 "
                          "(needed for scripted modules)"),
-                cl::value_desc("name=shape"));
+                cl::value_desc("name=shape"), cl::cat(compileOptions));
 static cl::opt<std::string>
     planReport("plan-report",
                cl::desc("With --emit=spmd, write the plan report (mesh, "
                         "placements, collectives) to this file ('-': "
                         "stdout)"),
-               cl::value_desc("file"));
+               cl::value_desc("file"), cl::cat(compileOptions));
 static cl::opt<std::string> checkpointLayout(
     "checkpoint-layout",
     cl::desc("With --emit=spmd, write the checkpoint plan (keys, global "
              "shapes, dtypes, the box each rank writes) to this file"),
-    cl::value_desc("file"));
+    cl::value_desc("file"), cl::cat(compileOptions));
 static cl::opt<bool>
     printSummary("summary",
-                 cl::desc("Print parameter and op counts to stderr"));
+                 cl::desc("Print parameter and op counts to stderr"), cl::cat(compileOptions));
 
 /// The NPY dtype of an element type name of the importer.
 static std::optional<NpyDType> npyTypeOf(llvm::StringRef elementType) {
@@ -370,7 +374,11 @@ static void warnAbout(const TrainConfig &config) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerDefaultTimingManagerCLOptions();
-  cl::ParseCommandLineOptions(argc, argv, "titan compiler driver\n");
+  cl::HideUnrelatedOptions(compileOptions);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "titan compiler driver\n\n"
+      "  --mlir-timing prints the time of each phase and pass.\n");
   // --mlir-timing: wall time of every phase and pass, printed at exit.
   DefaultTimingManager timingManager;
   applyDefaultTimingManagerCLOptions(timingManager);

@@ -29,27 +29,31 @@
 using namespace mlir;
 using namespace mlir::titan;
 
+/// The options this tool defines: --help lists only them (the options of
+/// the LLVM libraries linked in are still accepted, not listed).
+static llvm::cl::OptionCategory evalOptions("titan-eval options");
+
 static llvm::cl::opt<std::string> programFile(llvm::cl::Positional,
                                               llvm::cl::Required,
-                                              llvm::cl::desc("<program.mlir>"));
+                                              llvm::cl::desc("<program.mlir>"), llvm::cl::cat(evalOptions));
 static llvm::cl::opt<std::string>
     entryName("entry", llvm::cl::desc("The func.func to run"),
-              llvm::cl::init("main"));
+              llvm::cl::init("main"), llvm::cl::cat(evalOptions));
 static llvm::cl::opt<std::string>
     inputsDir("inputs", llvm::cl::Required,
-              llvm::cl::desc("Directory of the argument .npy files"));
+              llvm::cl::desc("Directory of the argument .npy files"), llvm::cl::cat(evalOptions));
 static llvm::cl::opt<std::string>
     outputsDir("outputs", llvm::cl::Required,
-               llvm::cl::desc("Directory the result .npy files go to"));
+               llvm::cl::desc("Directory the result .npy files go to"), llvm::cl::cat(evalOptions));
 static llvm::cl::opt<int>
     numRanks("ranks", llvm::cl::init(1),
              llvm::cl::desc("Number of simulated ranks of a spmdized "
-                            "program"));
+                            "program"), llvm::cl::cat(evalOptions));
 static llvm::cl::opt<bool> rankOutputs(
     "rank-outputs",
     llvm::cl::desc("Write every rank's local results as "
                    "OUTPUTS/rank<R>/<name>.npy instead of assembling them "
-                   "(the layout of a compiled program's --dump-results)"));
+                   "(the layout of a compiled program's --dump-results)"), llvm::cl::cat(evalOptions));
 
 /// Prints `message` as an error and returns the exit code of a failure.
 static int fail(const llvm::Twine &message) {
@@ -115,6 +119,7 @@ readArguments(const Interpreter &interpreter, llvm::StringRef dir) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  llvm::cl::HideUnrelatedOptions(evalOptions);
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
       "titan reference interpreter: runs a titan program on "
