@@ -12,6 +12,9 @@
 // RUN: %python -c "import numpy as np; np.save('%t/tokens.npy', np.zeros((2, 5), np.int64))"
 // RUN: not titan-eval %s --entry=lookup --inputs=%t --outputs=%t/out 2>&1 | FileCheck %s --check-prefix=SHAPE
 // SHAPE: error: argument 'tokens' expects tensor<2x4xi64>, got tensor<2x5xi64>
+// One line, naming the file, line and column: the source line (a model's
+// signature can be tens of kilobytes) is not echoed.
+// RUN: not titan-eval %s --entry=lookup --inputs=%t --outputs=%t/out 2>&1 | count 1
 
 // RUN: %python -c "import numpy as np; np.save('%t/tokens.npy', np.array([[0, 1, 2, 3], [4, 5, 9, 7]]))"
 // RUN: not titan-eval %s --entry=lookup --inputs=%t --outputs=%t/out 2>&1 | FileCheck %s --check-prefix=RANGE

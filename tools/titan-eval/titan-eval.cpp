@@ -61,6 +61,30 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
+/// Prints `diagnostic` (and its notes) as "file:line:col: error: message",
+/// without the source line MLIR's handler shows: a program's signature is
+/// one line, tens of kilobytes long for a real model.
+static void printDiagnostic(Diagnostic &diagnostic) {
+  auto print = [](Diagnostic &d, llvm::StringRef severity) {
+    if (auto file = dyn_cast<FileLineColLoc>(d.getLocation()))
+      llvm::errs() << file.getFilename().getValue() << ":" << file.getLine()
+                   << ":" << file.getColumn() << ": ";
+    llvm::errs() << severity << ": " << d << "\n";
+  };
+  switch (diagnostic.getSeverity()) {
+  case DiagnosticSeverity::Error:
+    print(diagnostic, "error");
+    break;
+  case DiagnosticSeverity::Warning:
+    print(diagnostic, "warning");
+    break;
+  default:
+    print(diagnostic, "note");
+  }
+  for (Diagnostic &note : diagnostic.getNotes())
+    print(note, "note");
+}
+
 /// Checks argument `index` against its `titan.id_range`: a sharded table
 /// would silently drop an id outside it.
 static llvm::Error checkIdRange(func::FuncOp function, unsigned index,
@@ -130,8 +154,8 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
   // Errors name the op and its location; the whole program is not printed.
   context.printOpOnDiagnostic(false);
+  context.getDiagEngine().registerHandler(printDiagnostic);
   llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   OwningOpRef<ModuleOp> module =
       parseSourceFile<ModuleOp>(programFile, sourceMgr, &context);
   if (!module)
