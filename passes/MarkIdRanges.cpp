@@ -104,8 +104,8 @@ public:
           values.push_back(*range->ignore);
         if (range->lo >= range->hi) {
           function.emitError() << "argument #" << arg.getArgNumber()
-                               << " indexes tables whose ranges do not "
-                                  "overlap";
+                               << " indexes a table without rows: no id "
+                                  "is valid";
           return signalPassFailure();
         }
         function.setArgAttr(arg.getArgNumber(), TitanDialect::kIdRangeAttrName,

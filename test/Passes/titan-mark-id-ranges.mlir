@@ -58,3 +58,12 @@ func.func @empty_range(%ids: tensor<4xi64> {titan.id_range = array<i64: 4, 4>}) 
 func.func @float_ids(%ids: tensor<4xf32> {titan.id_range = array<i64: 0, 4>}) {
   return
 }
+
+// -----
+
+// A table without rows admits no id.
+// expected-error @+1 {{argument #1 indexes a table without rows: no id is valid}}
+func.func @no_rows(%table: tensor<0x16xf32>, %ids: tensor<4xi64>) -> tensor<4x16xf32> {
+  %x = titan.embedding %table, %ids : tensor<0x16xf32>, tensor<4xi64> -> tensor<4x16xf32>
+  return %x : tensor<4x16xf32>
+}

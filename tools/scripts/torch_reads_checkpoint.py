@@ -9,28 +9,11 @@ model's loss on DATA_DIR's first batch before and after, with
 train_state.step.
 """
 
-import dataclasses
 import sys
 
 import numpy as np
 
-# Debian's torch 1.13 cannot import torch.distributed._shard under Python
-# 3.11 (its dataclasses have mutable defaults): turn such a default into a
-# default_factory before the import.
-_get_field = dataclasses._get_field
-
-
-def _patched_get_field(cls, name, type_, *args):
-    try:
-        return _get_field(cls, name, type_, *args)
-    except ValueError:
-        default = cls.__dict__.get(name)
-        setattr(cls, name, dataclasses.field(default_factory=lambda: default))
-        return _get_field(cls, name, type_, *args)
-
-
-dataclasses._get_field = _patched_get_field
-
+import torch113_compat  # noqa: F401  (before torch)
 import torch  # noqa: E402
 import torch.distributed._shard.checkpoint as dcp  # noqa: E402
 import torch.nn.functional as F  # noqa: E402

@@ -17,30 +17,18 @@ Subcommands:
 bfloat16 tensors are .npy files of dtype uint16 holding the raw bits.
 """
 
-import dataclasses
 import itertools
+import os
 import pickle
 import pickletools
 import sys
 
 import numpy as np
 
-# Debian's torch 1.13 cannot import torch.distributed._shard under Python
-# 3.11: its dataclasses use mutable defaults (torch.Size() etc.). Turn such a
-# default into a default_factory before the import.
-_get_field = dataclasses._get_field
-
-
-def _patched_get_field(cls, name, type_, *args):
-    try:
-        return _get_field(cls, name, type_, *args)
-    except ValueError:
-        default = cls.__dict__.get(name)
-        setattr(cls, name, dataclasses.field(default_factory=lambda: default))
-        return _get_field(cls, name, type_, *args)
-
-
-dataclasses._get_field = _patched_get_field
+# Lets torch 1.13 import torch.distributed under Python 3.11 (before torch).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "tools", "scripts"))
+import torch113_compat  # noqa: E402,F401
 
 
 def reference():
@@ -243,8 +231,8 @@ def compare(npydir, expected_dir):
         print(f"same {fqn}")
 
 
-class _Record:
-    """Stands for any class: records the call and the BUILD state."""
+class Record:
+    """Stands for any object of a pickle: its class, call args and state."""
 
     def __init__(self, qualname, args=()):
         self.qualname, self.args, self.state = qualname, args, None
@@ -253,18 +241,27 @@ class _Record:
         self.state = state
 
 
-class _RecordingUnpickler(pickle.Unpickler):
+class Global:
+    """Stands for a global reference of a pickle (a class, function, dtype)."""
+
+    def __init__(self, qualname):
+        self.qualname = qualname
+
+
+class RecordingUnpickler(pickle.Unpickler):
+    """Unpickles without importing anything: each global becomes a class
+    standing for it (a Global subclass with its qualname), and calling it
+    records a Record."""
+
     def find_class(self, module, name):
         qualname = f"{module}.{name}"
 
-        class Stub(_Record):
+        class StandIn(Global):
             def __new__(cls, *args):
-                record = _Record.__new__(_Record)
-                _Record.__init__(record, qualname, args)
-                return record
+                return Record(qualname, args)
 
-        Stub.qualname = qualname
-        return Stub
+        StandIn.qualname = qualname
+        return StandIn
 
 
 def structure(ckpt, flavor):
@@ -276,7 +273,7 @@ def structure(ckpt, flavor):
         if opcode.name == "GLOBAL":
             globals_.add(arg.replace(" ", "."))
     print("globals:", " ".join(sorted(globals_)))
-    metadata = _RecordingUnpickler(__import__("io").BytesIO(data)).load()
+    metadata = RecordingUnpickler(__import__("io").BytesIO(data)).load()
     assert metadata.qualname == f"{prefix}.metadata.Metadata", metadata.qualname
     assert sorted(metadata.state) == ["planner_data", "state_dict_metadata",
                                       "storage_data"], metadata.state

@@ -21,6 +21,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Spmd", "Inputs"))
+from compare_outputs import normwise_error  # noqa: E402
+
 
 def main() -> int:
     parser = argparse.ArgumentParser()
@@ -62,9 +65,7 @@ def main() -> int:
         if actual.shape != expected.shape:
             print(f"MISMATCH: {name} shape {actual.shape} != {expected.shape}")
             return 1
-        norm = np.linalg.norm(expected)
-        err = float(np.linalg.norm(actual - expected) / norm) if norm > 0 else float(np.abs(actual).max())
-        worst = max(worst, (err, name))
+        worst = max(worst, (normwise_error(actual, expected), name))
         count += 1
     ok = count > 0 and loss_err <= 1 and worst[0] <= args.rtol
     print(f"{'match' if ok else 'MISMATCH'}: {len(losses)} losses (worst at "

@@ -18,6 +18,12 @@ from typing import List, Optional
 import numpy as np
 
 
+def normwise_error(actual: np.ndarray, expected: np.ndarray) -> float:
+    """||actual - expected|| / ||expected|| (the largest |actual| when expected is 0)."""
+    norm = np.linalg.norm(expected)
+    return float(np.linalg.norm(actual - expected) / norm) if norm > 0 else float(np.abs(actual).max())
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("actual")
@@ -36,9 +42,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if actual.shape != expected.shape:
             print(f"MISMATCH: {name} shape {actual.shape} != {expected.shape}")
             return 1
-        norm = np.linalg.norm(expected)
-        err = float(np.linalg.norm(actual - expected) / norm) if norm > 0 else float(np.abs(actual).max())
-        worst = max(worst, (err, name))
+        worst = max(worst, (normwise_error(actual, expected), name))
     loss_a = float(np.load(os.path.join(args.actual, "loss.npy")))
     loss_e = float(np.load(os.path.join(args.expected, "loss.npy")))
     print(f"loss: {loss_a:.7f} (ranks) vs {loss_e:.7f} (one device)")
