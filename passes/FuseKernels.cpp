@@ -25,9 +25,8 @@ using namespace mlir::titan;
 /// Ops the runtime executes itself: library calls, communication, and
 /// reshapes (a view of a contiguous buffer).
 static bool isHostOp(Operation *op) {
-  return isa<MatmulOp, AttentionOp, AttentionGradOp, EmbeddingGradOp, ReshapeOp,
-             AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp, BroadcastOp,
-             SendOp, RecvOp, AxisIndexOp, LaunchOp>(op);
+  return isa<CollectiveOpInterface, MatmulOp, AttentionOp, AttentionGradOp,
+             EmbeddingGradOp, ReshapeOp, AxisIndexOp, LaunchOp>(op);
 }
 
 /// Ops that go into kernels.

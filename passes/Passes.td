@@ -179,78 +179,85 @@ def SpmdizePass : Pass<"titan-spmdize", "::mlir::ModuleOp"> {
     `titan.placements = [#titan.placements<...>, ...]` (one per result), in
     which every op other than `titan.redistribute` is computable on its
     shards and all communication is explicit in `titan.redistribute` (what
-    `titan-propagate-placements` writes). A missing attribute means
-    replicated, as `titan-eval` reads it. Every function with a placement on
-    an argument, a result or an op is rewritten; the others are left alone.
+    `titan-propagate-placements` and `titan-materialize-redistributes`
+    write). A missing attribute means replicated, as `titan-eval` reads it.
+    Every function with a placement on an argument, a result or an op is
+    rewritten (its placements name one mesh); the others are left alone.
 
-    Output: the SPMD program every rank runs, with local shapes and explicit
-    collectives:
+    Output: the program every rank runs, with local shapes:
 
     - types: every value gets the type of its shard (torch.chunk sizes of
       each sharded dim, several axes sharding one dim nesting in mesh-axis
       order); partial and replicated dims keep their size, element types
-      stay. Function arguments and results keep all their attributes
-      (names, roles, placements), so `titan-eval --ranks=N` shards the
-      global inputs and assembles the global outputs;
-    - `titan.redistribute` becomes the steps of the placement algebra's
-      `planRedistribution`, in its order over the mesh axes, one mesh axis
-      per collective: S->R `titan.all_gather`, P->R `titan.all_reduce`,
-      P->S `titan.reduce_scatter`, S(i)->S(j) `titan.all_to_all`; R->S keeps
-      the rank's chunk (static slices of every chunk and a select chain on
-      `titan.axis_index`, exact for every element type); R->P(sum) keeps the
-      value on coordinate 0 of the axis and zero elsewhere; R->P(avg|max|min)
-      keeps it everywhere;
-    - ops are rebuilt on local types; attributes that carry shapes are
-      localized: reshape and broadcast_in_dim result shapes, slice limits
-      (a sharded dim may only be sliced whole), iota and splat constants.
-      A non-splat constant on a sharded dim, any constant or iota under
-      P(sum) and an iota along a sharded dim are built whole and
-      redistributed from R;
-    - ops with a sharded reduced or contracted dim (matmul over a sharded
-      k, reduce_sum over a sharded dim) compute locally and are partial,
-      which their result placements must say (reduce_sum P(sum),
-      reduce_max P(max), reduce_mean P(avg), or P(sum) where the local mean
-      is divided by the ranks of those axes);
-    - `titan.embedding` with the table's vocab dim sharded is a masked local
-      lookup: ids are shifted by the shard's first row (axis_index times the
-      local rows), ids outside the shard read row 0 and are zeroed; the
-      result must be P(sum) on those axes and the ids replicated there.
-      `titan.embedding_grad` with the result's vocab dim sharded
+      stay. The pass is a dialect conversion whose type converter maps each
+      value to its shard's type from its placements. Function arguments and
+      results keep all their attributes (names, roles, placements), so
+      `titan-eval --ranks=N` shards the global inputs and assembles the
+      global outputs;
+    - `titan.redistribute` becomes `titan.local_redistribute` (the shard
+      under the old placements to the shard under the new), which
+      `titan-redistribute-to-collectives` lowers;
+    - every other op is replaced by its partition
+      (`ShardingRuleOpInterface::partition`). First its placements are
+      checked (`checkPartition`): by default the op's sharding rule must
+      explain them, one choice per mesh axis (shard a factor in every value
+      that has it, results without a sharded reduction factor partial; keep
+      one linear operand group partial; or replicate). Then the default
+      partition is the op on its shards, with shape attributes localized by
+      the local result types. The ops whose shards compute differently
+      override it: a non-splat constant on a sharded dim, any constant or
+      iota under a partial placement and an iota along a sharded dim are
+      built whole and redistributed from R; a slice covers a sharded dim
+      whole; a mean may be read as P(avg) (the mean of equal shards) or
+      P(sum) (the local mean divided by the ranks of the reduced axes);
+      `titan.embedding` with the table's vocab dim sharded is a masked local
+      lookup (ids shifted by the shard's first row, ids outside the shard
+      read row 0 and are zeroed; the result P(sum)), `titan.embedding_grad`
       scatter-adds only the rows of the ids in the rank's shard;
-    - `titan.cross_entropy` with sharded labels (a sharded batch) is the
-      mean over the counted labels of all ranks even when the ranks count
-      different numbers of labels (ignore_index): each rank's mean is
-      weighted by its share of the counted labels (the counts are
-      all-reduced over the batch axes), and the result must be P(sum) or
-      P(avg) on those axes; `titan.cross_entropy_grad` rescales its local
-      cotangent from the rank's count to the global one;
-    - loss parallel: `titan.cross_entropy` with the vocab (last) dim of the
-      logits sharded takes the row maxima and the sums of exp from
-      all-reduces (max, sum) over the vocab axes, reads each target logit on
-      the rank whose shard holds it and counts the logsumexp on coordinate 0
-      only, so its result, which must be P(sum) there, sums to the loss; the
-      logits are never gathered. `titan.cross_entropy_grad` computes the
-      softmax from the same statistics minus the one-hot of the labels in
-      the rank's shard;
-    - norm cotangents (`rms_norm_grad`, `layer_norm_grad`) compute locally;
-      their parameter cotangents must be P(sum) on the axes that shard the
-      rows.
+      `titan.cross_entropy` with sharded labels weights each rank's mean by
+      its share of the counted labels (counts all-reduced over the batch
+      axes; result P(sum) or P(avg) there), and with the vocab dim sharded
+      (loss parallel) takes the row maxima and sums of exp from all-reduces
+      over the vocab axes, reads each target logit on the rank whose shard
+      holds it and counts the logsumexp on coordinate 0 only (result
+      P(sum)); `titan.cross_entropy_grad` follows it. An op without a
+      sharding rule is kept as it is on replicated values only.
 
-    Rejected with an error that names the value or op, the dim, the mesh
-    axis and the sizes: uneven shards (a sharded dim not divisible by the
-    axes sharding it; there is no padding), sharded dynamic dims, a softmax,
-    norm or RoPE whose normalized or rotated dim is sharded, reshapes that
-    would move elements between ranks (checked rank by rank), elementwise
-    ops whose operands and result are sharded differently, reduce results
-    whose placements disagree with the reduced sharded dims, collectives in
-    the global program, redistributions between meshes and returned values
-    whose placements differ from the declared result placements. "Not
-    supported yet": attention with the sequence sharded (context parallel),
-    concatenation along a sharded dim, partial slices and pads of a sharded
-    dim, and ops the pass has no rule for on sharded values.
+    Rejected before anything is rewritten, with an error that names the
+    value, the dim, the mesh axis and the sizes: uneven shards (a sharded
+    dim not divisible by the axes sharding it; there is no padding), sharded
+    dynamic dims, placements that the op's rule does not explain (a softmax,
+    norm, RoPE or attention whose normalized, rotated or attended dim is
+    sharded: a need_replication factor; operands and results sharded
+    differently; partial operands the op is not linear in; results whose
+    partial placements disagree with the sharded reduced dims; a reshape,
+    slice, pad or concat that would move elements between ranks),
+    collectives in the global program, placements on two meshes, ops
+    without a rule on sharded or partial values, and returned values whose
+    placements differ from the declared result placements.
   }];
   let dependentDialects = ["::mlir::titan::TitanDialect",
                            "::mlir::func::FuncDialect"];
+}
+
+def RedistributeToCollectivesPass : Pass<"titan-redistribute-to-collectives",
+                                         "::mlir::ModuleOp"> {
+  let summary = "Lowers titan.local_redistribute to collectives";
+  let description = [{
+    Replaces every `titan.local_redistribute` (what `titan-spmdize` makes of
+    `titan.redistribute`) with the steps of the placement algebra's
+    `planRedistribution`, in its order over the mesh axes, one mesh axis per
+    collective: S->R `titan.all_gather`, P->R `titan.all_reduce`, P->S
+    `titan.reduce_scatter`, S(i)->S(j) `titan.all_to_all`; R->S keeps the
+    rank's chunk (static slices of every chunk and a select chain on
+    `titan.axis_index`, exact for every element type); R->P(sum) keeps the
+    value on coordinate 0 of the axis and zero elsewhere; R->P(avg|max|min)
+    keeps it everywhere.
+
+    Errors: a move the algebra refuses (e.g. two kinds of partial in one
+    placements list) and a reduce-scatter of a non-float partial value.
+  }];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
 
 def PropagatePlacementsPass : Pass<"titan-propagate-placements",
@@ -260,14 +267,17 @@ def PropagatePlacementsPass : Pass<"titan-propagate-placements",
   let description = [{
     For every function whose arguments or results carry `titan.placements`
     (functions without any are left alone), gives every tensor value
-    placements and makes every change of placement an explicit
-    `titan.redistribute`. Afterwards every op result carries the discardable
+    placements and decides, for every op, the placements it needs of its
+    operands. Afterwards every op result carries the discardable
     `titan.placements` (one entry per result), every argument and result has
-    the `titan.placements` attribute (an argument without one is replicated),
-    and every op other than `titan.redistribute` is locally computable under
-    its sharding rule (`ShardingRuleOpInterface`): on each mesh axis it shards
-    one factor consistently in all its operands and results (results without
-    a sharded Reduction factor are Partial), or keeps one linear operand group
+    the `titan.placements` attribute (an argument without one is replicated;
+    a result pinned by the plan keeps its placements), and every op whose
+    operands must change placement carries `titan.operand_placements` (one
+    entry per operand), for `titan-materialize-redistributes`. With those
+    placements every op is locally computable under its sharding rule
+    (`ShardingRuleOpInterface`): on each mesh axis it shards one factor
+    consistently in all its operands and results (results without a sharded
+    Reduction factor are Partial), or keeps one linear operand group
     Partial, or replicates.
 
     Algorithm. First the known layouts (arguments, the plan's hints on op
@@ -326,13 +336,9 @@ def PropagatePlacementsPass : Pass<"titan-propagate-placements",
     update meets it with the parameter's placement, and Megatron's
     column/row matmul pair needs no redistribution between the two matmuls.
 
-    Materialization. A redistribution of a value to a layout is created once,
-    right after the value's definition, and shared by every use that needs
-    it. A function result whose `titan.placements` is already set (pinned by
-    the plan) is honored with a redistribution; the others get the returned
-    value's placements. With `remarks=true`, each inserted redistribute
-    emits a remark: the layouts, the bytes per rank and cost, and the op
-    choice that needed it with the cost of every alternative per axis.
+    With `remarks=true`, every op that needs an operand redistributed emits a
+    remark with its choice per mesh axis and the cost of every alternative
+    on that axis.
 
     Errors: an op without a sharding rule in a function that is placed, a
     function with more than one block, placements naming an unknown mesh,
@@ -342,7 +348,8 @@ def PropagatePlacementsPass : Pass<"titan-propagate-placements",
   }];
   let options = [
     Option<"remarks", "remarks", "bool", "false",
-           "Emit a remark explaining every inserted redistribute">,
+           "Emit a remark explaining the choice of every op that needs an "
+           "operand redistributed">,
     ListOption<"axisBandwidth", "axis-bandwidth", "double",
                "Bytes per second one rank sends over each mesh axis, in mesh "
                "axis order (default: equal on every axis)">,
@@ -358,6 +365,28 @@ def PropagatePlacementsPass : Pass<"titan-propagate-placements",
   ];
   let dependentDialects = ["::mlir::titan::TitanDialect",
                            "::mlir::func::FuncDialect"];
+}
+
+def MaterializeRedistributesPass : Pass<"titan-materialize-redistributes",
+                                        "::mlir::ModuleOp"> {
+  let summary = "Makes the changes of placement propagation decided explicit";
+  let description = [{
+    For every op with `titan.operand_placements` (written by
+    `titan-propagate-placements`), every operand whose placements differ
+    from the ones the op needs is replaced by a `titan.redistribute` of it,
+    and the attribute is removed; every returned value whose placements
+    differ from the function result's `titan.placements` (pinned by the
+    plan) is redistributed too. A redistribution of a value to a layout is
+    created once, right after the value's definition (after the earlier
+    redistributes of it), and shared by every use that needs it. With
+    `remarks=true`, each redistribute emits a remark: the layouts, the
+    bytes per rank (cost model) and which operand or result needs it.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark for every inserted redistribute">,
+  ];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
 
 def MarkIdRangesPass : Pass<"titan-mark-id-ranges", "::mlir::ModuleOp"> {

@@ -31,7 +31,9 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
     pm.addPass(createApplyParallelPlanPass(options.parallelPlan));
     pm.addPass(createBalanceSequencePass(options.balanceSequence));
     pm.addPass(createPropagatePlacementsPass(options.propagation));
+    pm.addPass(createMaterializeRedistributesPass());
     pm.addPass(createSpmdizePass());
+    pm.addPass(createRedistributeToCollectivesPass());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/FunctionAttributes.h"
 #include "titan/Passes.h"
 
@@ -120,9 +121,7 @@ private:
 
 void MemoryPlanner::placeArguments() {
   for (BlockArgument arg : function.getArguments()) {
-    auto role = function.getArgAttrOfType<StringAttr>(
-        arg.getArgNumber(), TitanDialect::kRoleAttrName);
-    bool input = role && role.getValue() == "input";
+    bool input = getArgRole(function, arg.getArgNumber()) == ArgRole::Input;
     int64_t &used = input ? inputBytes : stateBytes;
     int64_t bytes = bytesOf(arg.getType());
     argumentPlaces[arg] = BufferAttr::get(
@@ -170,8 +169,7 @@ void MemoryPlanner::addBuffer(Value value, int64_t index) {
   buffer.bytes = bytesOf(value.getType());
   buffer.start = index;
   buffer.end = std::max(index, lastUse.lookup(value));
-  buffer.collective = isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp,
-                          BroadcastOp, RecvOp>(value.getDefiningOp());
+  buffer.collective = isa<CollectiveOpInterface>(value.getDefiningOp());
   buffers.push_back(buffer);
 }
 
@@ -250,15 +248,14 @@ void MemoryPlanner::findStateUpdates() {
   llvm::StringMap<BlockArgument> updated;
   for (BlockArgument arg : function.getArguments()) {
     unsigned i = arg.getArgNumber();
-    auto role =
-        function.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
+    std::optional<ArgRole> role = getArgRole(function, i);
     auto name =
         function.getArgAttrOfType<StringAttr>(i, TitanDialect::kNameAttrName);
     if (!role || !name)
       continue;
-    if (role.getValue() == "param")
+    if (role == ArgRole::Param)
       updated[("param." + name.getValue()).str()] = arg;
-    else if (role.getValue() == "state")
+    else if (role == ArgRole::State)
       updated[name.getValue()] = arg;
   }
   for (auto [index, value] : llvm::enumerate(ret.getOperands())) {

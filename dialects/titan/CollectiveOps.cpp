@@ -4,6 +4,7 @@
 #include "OpVerification.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -227,3 +228,56 @@ int64_t BroadcastOp::getFlops() { return 0; }
 int64_t SendOp::getFlops() { return 0; }
 int64_t RecvOp::getFlops() { return 0; }
 int64_t AxisIndexOp::getFlops() { return 0; }
+
+//===----------------------------------------------------------------------===//
+// CollectiveOpInterface
+//===----------------------------------------------------------------------===//
+
+double mlir::titan::getCollectiveBytesSentPerRank(Operation *op) {
+  auto collective = cast<CollectiveOpInterface>(op);
+  // The local tensor a rank contributes (a receiver sends nothing).
+  Type local = op->getNumOperands() ? op->getOperand(0).getType()
+                                    : op->getResult(0).getType();
+  double bytes = double(getStaticNumElements(local)) *
+                 double(getElementByteWidth(getElementTypeOrSelf(local)));
+  return getBytesSentPerRank(collective.getCollectiveKind(),
+                             collective.getGroupSize(), bytes);
+}
+
+CollectiveKind AllGatherOp::getCollectiveKind() {
+  return CollectiveKind::AllGather;
+}
+CollectiveKind ReduceScatterOp::getCollectiveKind() {
+  return CollectiveKind::ReduceScatter;
+}
+CollectiveKind AllReduceOp::getCollectiveKind() {
+  return CollectiveKind::AllReduce;
+}
+CollectiveKind AllToAllOp::getCollectiveKind() {
+  return CollectiveKind::AllToAll;
+}
+CollectiveKind BroadcastOp::getCollectiveKind() {
+  return CollectiveKind::Broadcast;
+}
+CollectiveKind SendOp::getCollectiveKind() { return CollectiveKind::Send; }
+CollectiveKind RecvOp::getCollectiveKind() { return CollectiveKind::Recv; }
+
+std::string AllGatherOp::getSummary() {
+  return ("dim " + Twine(getGatherDim())).str();
+}
+std::string ReduceScatterOp::getSummary() {
+  return ("dim " + Twine(getScatterDim()) + " " +
+          stringifyReduce(getReduce().getValue()))
+      .str();
+}
+std::string AllReduceOp::getSummary() {
+  return stringifyReduce(getReduce().getValue()).str();
+}
+std::string AllToAllOp::getSummary() {
+  return ("dim " + Twine(getSplitDim()) + "->" + Twine(getConcatDim())).str();
+}
+std::string BroadcastOp::getSummary() {
+  return ("root " + Twine(getRoot())).str();
+}
+std::string SendOp::getSummary() { return ("peer " + Twine(getPeer())).str(); }
+std::string RecvOp::getSummary() { return ("peer " + Twine(getPeer())).str(); }

@@ -1,5 +1,6 @@
 //===- MeshOps.cpp - mesh and redistribute --------------------------------===//
 
+#include "titan/Dialect/Partition.h"
 #include "titan/Dialect/TitanDialect.h"
 
 #include "mlir/IR/Builders.h"
@@ -138,4 +139,41 @@ OpFoldResult RedistributeOp::fold(FoldAdaptor) {
   // Only the final placements matter: skip the intermediate layout.
   getInputMutable().assign(producer.getInput());
   return getResult();
+}
+
+//===----------------------------------------------------------------------===//
+// LocalRedistributeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LocalRedistributeOp::verify() {
+  if (getFrom().getMesh() != getTo().getMesh())
+    return emitOpError() << "moves a shard from mesh " << getFrom().getMesh()
+                         << " to mesh " << getTo().getMesh()
+                         << "; both placements must name one mesh";
+  MeshOp mesh = MeshOp::lookup(*this, getTo().getMesh());
+  if (!mesh)
+    return emitOpError() << "refers to unknown mesh " << getTo().getMesh();
+  auto global = cast<RankedTensorType>(getGlobal());
+  auto emit = [&] { return emitOpError(); };
+  if (failed(getFrom().verifyFor(emit, mesh, global.getRank())) ||
+      failed(getTo().verifyFor(emit, mesh, global.getRank())))
+    return failure();
+  FailureOr<DeviceMesh> deviceMesh = mesh.getDeviceMesh();
+  if (failed(deviceMesh))
+    return failure();
+  for (auto [what, placements, type] :
+       {std::make_tuple("operand", getFrom(), getInput().getType()),
+        std::make_tuple("result", getTo(), getType())}) {
+    if (llvm::Error error = verifyPlacements(
+            getStaticShape(global.getShape()), deviceMesh->getSizes(),
+            placements.getPlacements()))
+      return emitOpError() << llvm::toString(std::move(error));
+    RankedTensorType local =
+        getLocalType(global, *deviceMesh, placements.getPlacements());
+    if (local != type)
+      return emitOpError() << what << " type " << type
+                           << " is not the shard of " << global << " under "
+                           << placements << " (expected " << local << ")";
+  }
+  return success();
 }

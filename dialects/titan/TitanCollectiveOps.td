@@ -11,20 +11,18 @@
 #ifndef TITAN_COLLECTIVE_OPS
 #define TITAN_COLLECTIVE_OPS
 
-/// Common verifier of collectives: the mesh exists, axes are non-empty,
-/// unique and name axes of it.
-class Titan_CollectiveOp<string mnemonic, list<Trait> traits = []>
+/// An op over the groups of mesh axes. Common verifier: the mesh exists,
+/// axes are non-empty, unique and name axes of it.
+class Titan_MeshAxesOp<string mnemonic, list<Trait> traits = []>
     : Titan_Op<mnemonic, traits # [
         DeclareOpInterfaceMethods<Titan_CostOpInterface>]> {
-  code collectiveClassDeclaration = [{
-    /// Number of ranks in one group (product of the named axis sizes).
-    int64_t getGroupSize() {
-      return ::mlir::titan::getGroupSize(*this, getMeshAttr(), getAxes());
-    }
-  }];
-  let extraClassDeclaration = collectiveClassDeclaration;
   let hasVerifier = 1;
 }
+
+/// An op that moves data between the ranks of a group.
+class Titan_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Titan_MeshAxesOp<mnemonic, traits # [
+        DeclareOpInterfaceMethods<Titan_CollectiveOpInterface>]>;
 
 def Titan_AllGatherOp : Titan_CollectiveOp<"all_gather", [Pure]> {
   let summary = "Concatenates the local tensors of a group along one dim";
@@ -186,7 +184,7 @@ def Titan_RecvOp : Titan_CollectiveOp<"recv"> {
   }];
 }
 
-def Titan_AxisIndexOp : Titan_CollectiveOp<"axis_index", [Pure]> {
+def Titan_AxisIndexOp : Titan_MeshAxesOp<"axis_index", [Pure]> {
   let summary = "The rank's coordinate along mesh axes";
   let description = [{
     A 0-d integer tensor holding the calling rank's index in its group over

@@ -23,20 +23,27 @@
 #define TITAN_COMPUTE_OPS
 
 /// Base class of compute ops: side-effect free, with a cost and a sharding
-/// rule (ShardingRules.cpp).
-class Titan_ComputeOp<string mnemonic, list<Trait> traits = []>
+/// rule (ShardingRules.cpp). `partitionMethods` lists the methods of the
+/// sharding-rule interface the op overrides ("checkPartition", "partition":
+/// ops whose local computation is not the op on local shards; see
+/// Partition*.cpp).
+class Titan_ComputeOp<string mnemonic, list<Trait> traits = [],
+                      list<string> partitionMethods = []>
     : Titan_Op<mnemonic, traits # [Pure,
         DeclareOpInterfaceMethods<Titan_CostOpInterface>,
-        DeclareOpInterfaceMethods<Titan_ShardingRuleOpInterface>]>;
+        DeclareOpInterfaceMethods<Titan_ShardingRuleOpInterface,
+                                  partitionMethods>]>;
 
 /// A compute op with a reverse-mode rule (ComputeGradients.cpp). Every op of
 /// the forward program has one, also the non-differentiable ones (constant,
 /// iota, compare), whose rule returns no cotangent, so that
 /// `titan-build-train-step` needs no list of exceptions; the backward-only
 /// ops below (`*_grad`, `pad`) have none.
-class Titan_DifferentiableOp<string mnemonic, list<Trait> traits = []>
+class Titan_DifferentiableOp<string mnemonic, list<Trait> traits = [],
+                             list<string> partitionMethods = []>
     : Titan_ComputeOp<mnemonic, traits # [
-        DeclareOpInterfaceMethods<Titan_DifferentiableOpInterface>]>;
+        DeclareOpInterfaceMethods<Titan_DifferentiableOpInterface>],
+        partitionMethods>;
 
 //===----------------------------------------------------------------------===//
 // Elementwise arithmetic
@@ -310,7 +317,8 @@ def Titan_ScaleOp : Titan_DifferentiableOp<"scale",
 //===----------------------------------------------------------------------===//
 
 def Titan_ConstantOp : Titan_DifferentiableOp<"constant", [ConstantLike,
-    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    DeclareOpInterfaceMethods<InferTypeOpInterface>],
+    ["checkPartition", "partition"]> {
   let summary = "A constant tensor";
   let description = [{
     `result = value`; the result type is the type of the elements attribute.
@@ -349,7 +357,8 @@ def Titan_CastOp : Titan_DifferentiableOp<"cast",
   let hasFolder = 1;
 }
 
-def Titan_IotaOp : Titan_DifferentiableOp<"iota"> {
+def Titan_IotaOp : Titan_DifferentiableOp<"iota", [],
+    ["checkPartition", "partition"]> {
   let summary = "A tensor of indices along one dimension";
   let description = [{
     `result[i_0, ..., i_n] = i_dim`, converted to the element type
@@ -423,7 +432,8 @@ def Titan_SelectOp : Titan_DifferentiableOp<"select",
 /// Reduction over the dimensions `dims` (sorted, unique, in range); the
 /// reduced dimensions are kept with size 1 when `keepdim` is set and dropped
 /// otherwise.
-class Titan_ReduceOp<string mnemonic> : Titan_DifferentiableOp<mnemonic> {
+class Titan_ReduceOp<string mnemonic, list<string> partitionMethods = []>
+    : Titan_DifferentiableOp<mnemonic, [], partitionMethods> {
   let arguments = (ins Titan_FloatTensor:$input, DenseI64ArrayAttr:$dims,
                        UnitAttr:$keepdim);
   let results = (outs Titan_FloatTensor:$result);
@@ -460,7 +470,8 @@ def Titan_ReduceMaxOp : Titan_ReduceOp<"reduce_max"> {
   }];
 }
 
-def Titan_ReduceMeanOp : Titan_ReduceOp<"reduce_mean"> {
+def Titan_ReduceMeanOp : Titan_ReduceOp<"reduce_mean",
+    ["checkPartition", "partition"]> {
   let summary = "Arithmetic mean over dimensions";
   let description = [{
     `result = input.mean(dims, keepdim)`.
@@ -586,7 +597,8 @@ def Titan_MatmulOp : Titan_DifferentiableOp<"matmul"> {
   let hasVerifier = 1;
 }
 
-def Titan_EmbeddingOp : Titan_DifferentiableOp<"embedding"> {
+def Titan_EmbeddingOp : Titan_DifferentiableOp<"embedding", [],
+    ["partition"]> {
   let summary = "Looks up rows of an embedding table";
   let description = [{
     `result[i..., :] = table[ids[i...], :]` (`nn.Embedding`); `table` is
@@ -674,7 +686,8 @@ def Titan_AttentionOp : Titan_DifferentiableOp<"attention",
   }];
 }
 
-def Titan_CrossEntropyOp : Titan_DifferentiableOp<"cross_entropy"> {
+def Titan_CrossEntropyOp : Titan_DifferentiableOp<"cross_entropy", [],
+    ["checkPartition", "partition"]> {
   let summary = "Mean cross-entropy loss of logits against labels";
   let description = [{
     `result = mean over {i : labels[i] != ignore_index} of
@@ -753,7 +766,7 @@ def Titan_TransposeOp : Titan_DifferentiableOp<"transpose"> {
   let hasFolder = 1;
 }
 
-def Titan_SliceOp : Titan_DifferentiableOp<"slice"> {
+def Titan_SliceOp : Titan_DifferentiableOp<"slice", [], ["partition"]> {
   let summary = "A strided static slice";
   let description = [{
     `result[j] = input[start + j * step]` per dim, for
@@ -913,7 +926,8 @@ def Titan_LayerNormGradOp : Titan_ComputeOp<"layer_norm_grad",
   let hasVerifier = 1;
 }
 
-def Titan_EmbeddingGradOp : Titan_ComputeOp<"embedding_grad"> {
+def Titan_EmbeddingGradOp : Titan_ComputeOp<"embedding_grad", [],
+    ["partition"]> {
   let summary = "Cotangent of an embedding table (scatter-add of rows)";
   let description = [{
     `result = zeros; result[ids[i...], :] += grad[i..., :]` for every index
@@ -972,7 +986,7 @@ def Titan_AttentionGradOp : Titan_ComputeOp<"attention_grad",
 }
 
 def Titan_CrossEntropyGradOp : Titan_ComputeOp<"cross_entropy_grad",
-    [AllTypesMatch<["logits", "result"]>]> {
+    [AllTypesMatch<["logits", "result"]>], ["partition"]> {
   let summary = "Cotangent of cross-entropy's logits";
   let description = [{
     `result[i, :] = grad * (softmax(logits[i, :]) - onehot(labels[i])) /

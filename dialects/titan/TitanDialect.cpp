@@ -124,23 +124,29 @@ static LogicalResult verifyExecutableAttribute(Operation *op,
 
 LogicalResult TitanDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
-  if (attr.getName() != kPlacementsAttrName)
+  // Placements of the results, or of the operands an op needs.
+  bool ofOperands = attr.getName() == kOperandPlacementsAttrName;
+  if (attr.getName() != kPlacementsAttrName && !ofOperands)
     return verifyExecutableAttribute(op, attr);
+  StringRef what = ofOperands ? "operand" : "result";
+  ValueRange values = ofOperands ? ValueRange(op->getOperands())
+                                 : ValueRange(op->getResults());
   auto array = dyn_cast<ArrayAttr>(attr.getValue());
   if (!array)
-    return op->emitError() << "'" << kPlacementsAttrName
+    return op->emitError() << "'" << attr.getName().getValue()
                            << "' must be an array with one "
-                              "#titan.placements per result";
-  if (array.size() != op->getNumResults())
-    return op->emitError() << "'" << kPlacementsAttrName << "' has "
+                              "#titan.placements per "
+                           << what;
+  if (array.size() != values.size())
+    return op->emitError() << "'" << attr.getName().getValue() << "' has "
                            << array.size() << " entries but the op has "
-                           << op->getNumResults() << " results";
+                           << values.size() << " " << what << "s";
   for (auto [index, entry] : llvm::enumerate(array.getValue())) {
     auto emitError = [&, index = index]() {
-      return op->emitError() << "result #" << index << ": ";
+      return op->emitError() << what << " #" << index << ": ";
     };
     if (failed(verifyValuePlacements(emitError, op, entry,
-                                     op->getResult(index).getType())))
+                                     values[index].getType())))
       return failure();
   }
   return success();

@@ -40,6 +40,12 @@ def Titan_Dialect : Dialect {
     /// The discardable attribute that holds placements of values.
     static constexpr ::llvm::StringLiteral kPlacementsAttrName =
         "titan.placements";
+    /// On an op between titan-propagate-placements and
+    /// titan-materialize-redistributes: the placements the op needs of each
+    /// operand (one entry per operand), where one differs from the
+    /// operand's own.
+    static constexpr ::llvm::StringLiteral kOperandPlacementsAttrName =
+        "titan.operand_placements";
     /// The name of a function argument or result: a parameter's fully
     /// qualified name (e.g. "layers.0.attention.wq.weight"), a model input's
     /// TorchScript name, "logits", "loss".

@@ -76,4 +76,35 @@ def Titan_RedistributeOp : Titan_Op<"redistribute",
   let hasFolder = 1;
 }
 
+def Titan_LocalRedistributeOp : Titan_Op<"local_redistribute", [Pure]> {
+  let summary = "Changes the placements of a value in the program of one rank";
+  let description = [{
+    The local form of `titan.redistribute`, which `titan-spmdize` leaves for
+    `titan-redistribute-to-collectives`: the operand is the rank's shard of a
+    value of type `global` under the placements `from`, the result its shard
+    under `to` (both on one mesh). `titan-redistribute-to-collectives`
+    replaces it with the collectives of the placement algebra's plan.
+
+    Example (a weight gathered over "fsdp"=4):
+
+    ```mlir
+    %w = titan.local_redistribute %shard of tensor<256x256xf32>
+        from <@mesh, [S(0)]> to <@mesh, [R]>
+        : tensor<64x256xf32> -> tensor<256x256xf32>
+    ```
+
+    The placements must name one existing mesh and be valid for `global`;
+    the operand and result types must be the local types of `global` under
+    `from` and `to` (torch.chunk sizes, even shards).
+  }];
+  let arguments = (ins Titan_Tensor:$input, TypeAttrOf<AnyRankedTensor>:$global,
+                       Titan_PlacementsAttr:$from, Titan_PlacementsAttr:$to);
+  let results = (outs Titan_Tensor:$result);
+  let assemblyFormat = [{
+    $input `of` $global `from` $from `to` $to attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TITAN_MESH_OPS

@@ -32,7 +32,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <limits>
@@ -49,57 +48,9 @@ int64_t bytesOf(Type type) {
          getElementByteWidth(getElementTypeOrSelf(type));
 }
 
-bool isCollective(Operation *op) {
-  return isa<AllGatherOp, ReduceScatterOp, AllReduceOp, AllToAllOp,
-             BroadcastOp>(op);
-}
-
-/// Bytes one rank sends in a collective (ring algorithms).
-double sentBytes(Operation *op) {
-  return llvm::TypeSwitch<Operation *, double>(op)
-      .Case([](AllGatherOp g) {
-        int64_t n = g.getGroupSize();
-        return double(n - 1) / n * bytesOf(g.getType());
-      })
-      .Case([](ReduceScatterOp r) {
-        int64_t n = r.getGroupSize();
-        return double(n - 1) / n * bytesOf(r.getInput().getType());
-      })
-      .Case([](AllReduceOp r) {
-        int64_t n = r.getGroupSize();
-        return 2.0 * (n - 1) / n * bytesOf(r.getType());
-      })
-      .Case([](AllToAllOp a) {
-        int64_t n = a.getGroupSize();
-        return double(n - 1) / n * bytesOf(a.getInput().getType());
-      })
-      .Case([](BroadcastOp b) { return double(bytesOf(b.getType())); })
-      .Default([](Operation *) { return 0.0; });
-}
-
-/// The tensor dims a collective gathers, scatters or moves and its
-/// reduction: "dim 1", "dim 1 sum", "sum", "dim 0->1", "root 0".
-std::string dimsOf(Operation *op) {
-  return llvm::TypeSwitch<Operation *, std::string>(op)
-      .Case([](AllGatherOp g) {
-        return llvm::formatv("dim {0}", g.getGatherDim()).str();
-      })
-      .Case([](ReduceScatterOp r) {
-        return llvm::formatv("dim {0} {1}", r.getScatterDim(),
-                             stringifyReduce(r.getReduce().getValue()))
-            .str();
-      })
-      .Case([](AllReduceOp r) {
-        return stringifyReduce(r.getReduce().getValue()).str();
-      })
-      .Case([](AllToAllOp a) {
-        return llvm::formatv("dim {0}->{1}", a.getSplitDim(), a.getConcatDim())
-            .str();
-      })
-      .Case([](BroadcastOp b) {
-        return llvm::formatv("root {0}", b.getRoot()).str();
-      })
-      .Default([](Operation *) { return std::string(); });
+/// The tensor a collective communicates: its operand (a recv's result).
+Value communicatedValue(Operation *op) {
+  return op->getNumOperands() ? op->getOperand(0) : op->getResult(0);
 }
 
 /// "1.5 MB" style.
@@ -204,7 +155,7 @@ private:
 /// The value a chain of collectives starts from.
 Value throughCollectives(Value value) {
   while (Operation *def = value.getDefiningOp()) {
-    if (!isCollective(def))
+    if (!isa<CollectiveOpInterface>(def) || def->getNumOperands() == 0)
       break;
     value = def->getOperand(0);
   }
@@ -538,9 +489,10 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
   std::vector<BlockListing> listings(blocks.size() + 1);
   BlockListing all;
   function.walk([&](Operation *op) {
-    if (!isCollective(op))
+    auto collective = dyn_cast<CollectiveOpInterface>(op);
+    if (!collective)
       return;
-    double sent = sentBytes(op);
+    double sent = collective.getBytesSentPerRank();
     std::string axes = "[";
     llvm::raw_string_ostream as(axes);
     llvm::interleave(
@@ -554,9 +506,9 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
     Line line{analysis.phaseOf(op),
               kind,
               axes,
-              dimsOf(op),
+              collective.getSummary(),
               param >= 0 ? paramNames[param]
-                         : typeString(op->getOperand(0).getType()),
+                         : typeString(communicatedValue(op).getType()),
               Tally()};
     all.add(line, sent);
     listings[stage >= 0 && stage < int64_t(blocks.size()) ? stage

@@ -1,6 +1,6 @@
-// RUN: titan-opt %s --split-input-file --titan-propagate-placements -verify-diagnostics
-// RUN: not titan-opt %s --split-input-file --titan-propagate-placements="axis-bandwidth=1,2" 2>&1 | FileCheck %s --check-prefix=BW
-// RUN: not titan-opt %s --split-input-file --titan-propagate-placements="stationary-param-axes=tp" 2>&1 | FileCheck %s --check-prefix=AXES
+// RUN: titan-opt %s --split-input-file --titan-propagate-placements --titan-materialize-redistributes -verify-diagnostics
+// RUN: not titan-opt %s --split-input-file --titan-propagate-placements="axis-bandwidth=1,2" --titan-materialize-redistributes 2>&1 | FileCheck %s --check-prefix=BW
+// RUN: not titan-opt %s --split-input-file --titan-propagate-placements="stationary-param-axes=tp" --titan-materialize-redistributes 2>&1 | FileCheck %s --check-prefix=AXES
 
 titan.mesh @mesh ["x"=2]
 // BW: error: 'func.func' op axis-bandwidth has 2 entries but mesh @mesh has 1 axes

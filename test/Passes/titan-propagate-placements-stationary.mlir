@@ -1,5 +1,5 @@
-// RUN: titan-opt %s --split-input-file --titan-propagate-placements | FileCheck %s --check-prefix=FREE
-// RUN: titan-opt %s --split-input-file --titan-propagate-placements="stationary-param-axes=tp stationary-input-axes=dp" | FileCheck %s
+// RUN: titan-opt %s --split-input-file --titan-propagate-placements --titan-materialize-redistributes | FileCheck %s --check-prefix=FREE
+// RUN: titan-opt %s --split-input-file --titan-propagate-placements="stationary-param-axes=tp stationary-input-axes=dp" --titan-materialize-redistributes | FileCheck %s
 
 // Stationary axes: tensor parallelism keeps the weights sharded over "tp"
 // and data parallelism keeps each rank on its own tokens over "dp", even

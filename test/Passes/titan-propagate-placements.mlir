@@ -1,11 +1,11 @@
-// RUN: titan-opt %s --split-input-file --titan-propagate-placements | FileCheck %s
+// RUN: titan-opt %s --split-input-file --titan-propagate-placements --titan-materialize-redistributes | FileCheck %s
 // Determinism: a second run prints the same IR, and running the pass on its
 // own output changes nothing.
-// RUN: titan-opt %s --split-input-file --titan-propagate-placements > %t.1
-// RUN: titan-opt %s --split-input-file --titan-propagate-placements > %t.2
+// RUN: titan-opt %s --split-input-file --titan-propagate-placements --titan-materialize-redistributes > %t.1
+// RUN: titan-opt %s --split-input-file --titan-propagate-placements --titan-materialize-redistributes > %t.2
 // RUN: diff %t.1 %t.2
-// RUN: titan-opt %s --split-input-file --titan-propagate-placements | titan-opt --split-input-file --titan-propagate-placements > %t.3
-// RUN: titan-opt %t.1 --split-input-file --titan-propagate-placements > %t.4
+// RUN: titan-opt %s --split-input-file --titan-propagate-placements --titan-materialize-redistributes | titan-opt --split-input-file --titan-propagate-placements --titan-materialize-redistributes > %t.3
+// RUN: titan-opt %t.1 --split-input-file --titan-propagate-placements --titan-materialize-redistributes > %t.4
 // RUN: diff %t.3 %t.4
 
 // FSDP: parameters, moments and the batch are S(0) on "fsdp" (the train

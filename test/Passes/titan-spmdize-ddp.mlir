@@ -5,7 +5,7 @@
 // outputs.
 // RUN: %python %S/Inputs/spmdize_numerics.py gen %t tokens:8x4:i64:32 emb:32x16 w:16x16 b:16
 // RUN: titan-eval %s --entry=main --ranks=1 --inputs=%t --outputs=%t/ref
-// RUN: titan-opt %s --titan-spmdize -o %t/spmd.mlir
+// RUN: titan-opt %s --titan-spmdize --titan-redistribute-to-collectives -o %t/spmd.mlir
 // RUN: titan-eval %t/spmd.mlir --entry=main --ranks=4 --inputs=%t --outputs=%t/out
 // RUN: %python %S/Inputs/spmdize_numerics.py compare %t/ref %t/out
 // RUN: FileCheck %s < %t/spmd.mlir

@@ -6,7 +6,7 @@
 // gives the global program's outputs.
 // RUN: %python %S/Inputs/spmdize_numerics.py gen %t x:8x16 w:32x16
 // RUN: titan-eval %s --entry=main --ranks=1 --inputs=%t --outputs=%t/ref
-// RUN: titan-opt %s --titan-spmdize -o %t/spmd.mlir
+// RUN: titan-opt %s --titan-spmdize --titan-redistribute-to-collectives -o %t/spmd.mlir
 // RUN: titan-eval %t/spmd.mlir --entry=main --ranks=2 --inputs=%t --outputs=%t/out
 // RUN: %python %S/Inputs/spmdize_numerics.py compare %t/ref %t/out
 // RUN: FileCheck %s < %t/spmd.mlir

@@ -40,7 +40,7 @@ func.func @dynamic(%x: tensor<?x4xf32> {titan.placements = #titan.placements<@me
 titan.mesh @mesh ["cp"=2]
 
 func.func @context_parallel(%q: tensor<1x2x8x4xf32> {titan.placements = #titan.placements<@mesh, [S(2)]>}) {
-  // expected-error @+1 {{context parallel attention ('titan.attention' with dim 2 sharded over mesh axis "cp") is not supported yet by titan-spmdize}}
+  // expected-error @+1 {{'titan.attention' op operand #0 has dim 2 sharded over mesh axis "cp", but the op needs that dim whole on every rank (a need_replication factor of its sharding rule); redistribute it to replicate that dim first}}
   %0 = titan.attention %q, %q, %q causal {titan.placements = [#titan.placements<@mesh, [S(2)]>]} : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>
   return
 }
@@ -51,7 +51,7 @@ titan.mesh @mesh ["tp"=2]
 
 func.func @loss_parallel(%logits: tensor<4x16xf32> {titan.placements = #titan.placements<@mesh, [S(1)]>},
                          %labels: tensor<4xi64> {titan.placements = #titan.placements<@mesh, [R]>}) {
-  // expected-error @+1 {{the vocab dim is sharded over mesh axis "tp" (loss parallel), so the loss is P(sum) there, but its placements say R}}
+  // expected-error @+1 {{'titan.cross_entropy' op result #0 is R on mesh axis "tp", but the op's sharding rule (shard operand #0 dim 1 (reduction) there) makes it P(sum)}}
   %0 = titan.cross_entropy %logits, %labels {titan.placements = [#titan.placements<@mesh, [R]>]} : tensor<4x16xf32>, tensor<4xi64> -> tensor<f32>
   return
 }
@@ -61,7 +61,7 @@ func.func @loss_parallel(%logits: tensor<4x16xf32> {titan.placements = #titan.pl
 titan.mesh @mesh ["tp"=2]
 
 func.func @softmax(%x: tensor<4x16xf32> {titan.placements = #titan.placements<@mesh, [S(1)]>}) {
-  // expected-error @+1 {{'titan.softmax' needs dim 1 (the normalized dim) whole on every rank, but mesh axis "tp" shards it; redistribute the operand to replicate that dim first}}
+  // expected-error @+1 {{'titan.softmax' op operand #0 has dim 1 sharded over mesh axis "tp", but the op needs that dim whole on every rank (a need_replication factor of its sharding rule); redistribute it to replicate that dim first}}
   %0 = titan.softmax %x dim 1 {titan.placements = [#titan.placements<@mesh, [S(1)]>]} : tensor<4x16xf32>
   return
 }
@@ -72,7 +72,7 @@ titan.mesh @mesh ["tp"=2]
 
 func.func @rms_norm(%x: tensor<4x16xf32> {titan.placements = #titan.placements<@mesh, [S(1)]>},
                     %w: tensor<16xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>}) {
-  // expected-error @+1 {{'titan.rms_norm' needs dim 1 (the normalized dim) whole on every rank}}
+  // expected-error @+1 {{'titan.rms_norm' op operand #0 has dim 1 sharded over mesh axis "tp", but the op needs that dim whole on every rank (a need_replication factor of its sharding rule); redistribute it to replicate that dim first}}
   %0 = titan.rms_norm %x, %w eps 1.0e-05 {titan.placements = [#titan.placements<@mesh, [S(1)]>]} : tensor<4x16xf32>, tensor<16xf32>
   return
 }
@@ -83,7 +83,7 @@ titan.mesh @mesh ["tp"=2]
 
 func.func @embedding_result(%t: tensor<16x4xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>},
                             %ids: tensor<3xi64> {titan.placements = #titan.placements<@mesh, [R]>}) {
-  // expected-error @+1 {{the table's vocab dim is sharded over mesh axis "tp", so the lookup is P(sum) there, but the result is R}}
+  // expected-error @+1 {{'titan.embedding' op result #0 is R on mesh axis "tp", but the op's sharding rule (shard operand #0 dim 0 (reduction) there) makes it P(sum)}}
   %0 = titan.embedding %t, %ids {titan.placements = [#titan.placements<@mesh, [R]>]} : tensor<16x4xf32>, tensor<3xi64> -> tensor<3x4xf32>
   return
 }
@@ -94,7 +94,7 @@ titan.mesh @mesh ["tp"=2]
 
 func.func @embedding_ids(%t: tensor<16x4xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>},
                          %ids: tensor<4xi64> {titan.placements = #titan.placements<@mesh, [S(0)]>}) {
-  // expected-error @+1 {{the vocab dim is sharded over mesh axis "tp", which needs every id there, but the ids are S(0) on it}}
+  // expected-error @+1 {{'titan.embedding' op operand #1 is S(0) on mesh axis "tp", but the op's sharding rule (shard operand #0 dim 0 (reduction) there) makes it R}}
   %0 = titan.embedding %t, %ids {titan.placements = [#titan.placements<@mesh, [P(sum)]>]} : tensor<16x4xf32>, tensor<4xi64> -> tensor<4x4xf32>
   return
 }
@@ -104,7 +104,7 @@ func.func @embedding_ids(%t: tensor<16x4xf32> {titan.placements = #titan.placeme
 titan.mesh @mesh ["tp"=2]
 
 func.func @reshape(%x: tensor<4x6xf32> {titan.placements = #titan.placements<@mesh, [S(1)]>}) {
-  // expected-error @+1 {{the shard of rank 0 under #titan.placements<@mesh, [S(1)]> does not reshape into its shard under #titan.placements<@mesh, [S(0)]>: the reshape moves elements between ranks; redistribute before or after it}}
+  // expected-error @+1 {{'titan.reshape' op operand #0 has dim 1 sharded over mesh axis "tp", but its factor is an inner part of a dim of another operand or result, whose shards would not be contiguous; redistribute it to replicate that dim first}}
   %0 = titan.reshape %x {titan.placements = [#titan.placements<@mesh, [S(0)]>]} : tensor<4x6xf32> -> tensor<24xf32>
   return
 }
@@ -115,7 +115,7 @@ titan.mesh @mesh ["tp"=2]
 
 func.func @elementwise(%a: tensor<4x4xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>},
                        %b: tensor<4x4xf32> {titan.placements = #titan.placements<@mesh, [S(1)]>}) {
-  // expected-error @+1 {{operand #1 is S(1) on mesh axis #0 but the result is S(0); an elementwise op needs its operands and result sharded alike}}
+  // expected-error @+1 {{'titan.add' op operand #1 is S(1) on mesh axis "tp", but the op's sharding rule (shard operand #0 dim 0 (parallel) there) makes it S(0)}}
   %0 = titan.add %a, %b {titan.placements = [#titan.placements<@mesh, [S(0)]>]} : tensor<4x4xf32>
   return
 }
@@ -125,7 +125,7 @@ func.func @elementwise(%a: tensor<4x4xf32> {titan.placements = #titan.placements
 titan.mesh @mesh ["dp"=2]
 
 func.func @reduce(%x: tensor<4x4xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>}) {
-  // expected-error @+1 {{reduces dim 0, which mesh axis "dp" shards, so the result is P(max) there, but its placements say P(sum)}}
+  // expected-error @+1 {{'titan.reduce_max' op result #0 is P(sum) on mesh axis "dp", but the op's sharding rule (shard operand #0 dim 0 (reduction) there) makes it P(max)}}
   %0 = titan.reduce_max %x dims [0] {titan.placements = [#titan.placements<@mesh, [P(sum)]>]} : tensor<4x4xf32> -> tensor<4xf32>
   return
 }
@@ -135,7 +135,7 @@ func.func @reduce(%x: tensor<4x4xf32> {titan.placements = #titan.placements<@mes
 titan.mesh @mesh ["dp"=2]
 
 func.func @concat(%x: tensor<4x4xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>}) {
-  // expected-error @+1 {{concatenation along a sharded dim ('titan.concat' with dim 0 sharded over mesh axis "dp") is not supported yet by titan-spmdize}}
+  // expected-error @+1 {{'titan.concat' op operand #0 has dim 0 sharded over mesh axis "dp", but the op needs that dim whole on every rank (a need_replication factor of its sharding rule); redistribute it to replicate that dim first}}
   %0 = titan.concat %x, %x dim 0 {titan.placements = [#titan.placements<@mesh, [S(0)]>]} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<8x4xf32>
   return
 }
@@ -145,7 +145,7 @@ func.func @concat(%x: tensor<4x4xf32> {titan.placements = #titan.placements<@mes
 titan.mesh @mesh ["dp"=2]
 
 func.func @slice(%x: tensor<4x4xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>}) {
-  // expected-error @+1 {{a partial slice of a sharded dim ('titan.slice' with dim 0 sharded over mesh axis "dp") is not supported yet by titan-spmdize}}
+  // expected-error @+1 {{'titan.slice' op operand #0 has dim 0 sharded over mesh axis "dp", but the op needs that dim whole on every rank (a need_replication factor of its sharding rule); redistribute it to replicate that dim first}}
   %0 = titan.slice %x [0, 0] to [2, 4] step [1, 1] {titan.placements = [#titan.placements<@mesh, [S(0)]>]} : tensor<4x4xf32> -> tensor<2x4xf32>
   return
 }
@@ -177,7 +177,7 @@ titan.mesh @mesh ["dp"=2]
 func.func private @opaque(tensor<4x4xf32>) -> tensor<4x4xf32>
 
 func.func @unknown_op(%x: tensor<4x4xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>}) {
-  // expected-error @+1 {{computing this op on shards ('func.call' with dim 0 sharded over mesh axis "dp") is not supported yet by titan-spmdize}}
+  // expected-error @+1 {{'func.call' op has no sharding rule, so titan-spmdize computes it only on replicated values, but a value is S(0) on mesh axis "dp"; redistribute it to R or give the op a rule}}
   %0 = func.call @opaque(%x) {titan.placements = [#titan.placements<@mesh, [S(0)]>]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
   return
 }
@@ -188,7 +188,7 @@ titan.mesh @mesh ["dp"=2]
 
 func.func @loss_not_partial(%logits: tensor<4x16xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>},
                             %labels: tensor<4xi64> {titan.placements = #titan.placements<@mesh, [S(0)]>}) {
-  // expected-error @+1 {{averages over labels sharded over mesh axis "dp", so its result is P(sum) or P(avg) there (the same on every such axis), but its placements say R}}
+  // expected-error @+1 {{'titan.cross_entropy' op result #0 is R on mesh axis "dp", but the op's sharding rule (shard operand #0 dim 0 (reduction) there) makes it P(sum)}}
   %0 = titan.cross_entropy %logits, %labels {titan.placements = [#titan.placements<@mesh, [R]>]} : tensor<4x16xf32>, tensor<4xi64> -> tensor<f32>
   return
 }
@@ -199,7 +199,7 @@ titan.mesh @mesh ["dp"=2]
 
 func.func @norm_grad(%x: tensor<4x8xf32> {titan.placements = #titan.placements<@mesh, [S(0)]>},
                      %w: tensor<8xf32> {titan.placements = #titan.placements<@mesh, [R]>}) {
-  // expected-error @+1 {{sums parameter cotangents over dim 0, which mesh axis "dp" shards, so they are P(sum) there, but result #1 is R}}
+  // expected-error @+1 {{'titan.rms_norm_grad' op result #1 is R on mesh axis "dp", but the op's sharding rule (shard operand #0 dim 0 (reduction) there) makes it P(sum)}}
   %dx, %dw = titan.rms_norm_grad %x, %w, %x eps 1.0e-05 {titan.placements = [#titan.placements<@mesh, [S(0)]>, #titan.placements<@mesh, [R]>]} : tensor<4x8xf32>, tensor<8xf32>
   return
 }
@@ -209,7 +209,7 @@ func.func @norm_grad(%x: tensor<4x8xf32> {titan.placements = #titan.placements<@
 titan.mesh @mesh ["dp"=2]
 
 func.func @pad(%x: tensor<4x8xf32> {titan.placements = #titan.placements<@mesh, [S(1)]>}) {
-  // expected-error @+1 {{padding a sharded dim ('titan.pad' with dim 1 sharded over mesh axis "dp") is not supported yet by titan-spmdize}}
+  // expected-error @+1 {{'titan.pad' op operand #0 has dim 1 sharded over mesh axis "dp", but the op needs that dim whole on every rank (a need_replication factor of its sharding rule); redistribute it to replicate that dim first}}
   %0 = titan.pad %x [0, 0] step [1, 2] {titan.placements = [#titan.placements<@mesh, [S(1)]>]} : tensor<4x8xf32> -> tensor<4x16xf32>
   return
 }

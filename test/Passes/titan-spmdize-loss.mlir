@@ -8,7 +8,7 @@
 // The spmdized program on 4 ranks gives the global program's outputs.
 // RUN: %python %S/Inputs/spmdize_numerics.py gen %t tokens:4x8:i64:16 labels:4x8:i64:4 emb:16x8 norm:8 out:16x8
 // RUN: titan-eval %s --entry=main --ranks=1 --inputs=%t --outputs=%t/ref
-// RUN: titan-opt %s --titan-spmdize -o %t/spmd.mlir
+// RUN: titan-opt %s --titan-spmdize --titan-redistribute-to-collectives -o %t/spmd.mlir
 // RUN: titan-eval %t/spmd.mlir --entry=main --ranks=4 --inputs=%t --outputs=%t/out
 // RUN: %python %S/Inputs/spmdize_numerics.py compare %t/ref %t/out
 // RUN: FileCheck %s < %t/spmd.mlir

@@ -5,7 +5,7 @@
 // gives the global program's outputs.
 // RUN: %python %S/Inputs/spmdize_numerics.py gen %t tokens:2x8:i64:64 tok_embeddings:64x16 w1:32x16 w3:32x16 w2:16x32 norm:16
 // RUN: titan-eval %s --entry=main --ranks=1 --inputs=%t --outputs=%t/ref
-// RUN: titan-opt %s --titan-spmdize -o %t/spmd.mlir
+// RUN: titan-opt %s --titan-spmdize --titan-redistribute-to-collectives -o %t/spmd.mlir
 // RUN: titan-eval %t/spmd.mlir --entry=main --ranks=2 --inputs=%t --outputs=%t/out
 // RUN: %python %S/Inputs/spmdize_numerics.py compare %t/ref %t/out
 // RUN: FileCheck %s < %t/spmd.mlir

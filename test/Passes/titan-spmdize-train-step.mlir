@@ -5,7 +5,7 @@
 // gives the single-device step's loss and updated parameters and moments.
 // RUN: %python %S/Inputs/spmdize_numerics.py gen %t emb:32x16 w:32x16 exp_avg.emb:32x16 exp_avg.w:32x16 exp_avg_sq.emb:32x16:abs exp_avg_sq.w:32x16:abs tokens:8x32:i64:32 labels:8x32:i64:32 lr:scalar:abs step:scalar:abs
 // RUN: titan-eval %s --entry=fsdp --ranks=1 --inputs=%t --outputs=%t/ref
-// RUN: titan-opt %s --titan-propagate-placements --titan-spmdize -o %t/spmd.mlir
+// RUN: titan-opt %s --titan-propagate-placements --titan-materialize-redistributes --titan-spmdize --titan-redistribute-to-collectives -o %t/spmd.mlir
 // RUN: titan-eval %t/spmd.mlir --entry=fsdp --ranks=2 --inputs=%t --outputs=%t/out
 // RUN: %python %S/Inputs/spmdize_numerics.py compare %t/ref %t/out
 // RUN: FileCheck %s < %t/spmd.mlir

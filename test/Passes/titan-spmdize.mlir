@@ -1,4 +1,4 @@
-// RUN: titan-opt %s --titan-spmdize --split-input-file | FileCheck %s
+// RUN: titan-opt %s --titan-spmdize --titan-redistribute-to-collectives --split-input-file | FileCheck %s
 
 titan.mesh @mesh ["dp"=2, "tp"=4]
 

@@ -8,6 +8,7 @@
 #ifndef TITAN_DIALECT_TITANDIALECT_H
 #define TITAN_DIALECT_TITANDIALECT_H
 
+#include "titan/CostModel/CostModel.h"
 #include "titan/Dialect/ShardingRule.h"
 #include "titan/Placement/Placement.h"
 #include "titan/Placement/PlacementAlgebra.h"
@@ -41,6 +42,21 @@ int64_t getStaticNumElements(Type type);
 
 /// Bytes of one element of `type` (bf16: 2, i1: 1, ...).
 int64_t getElementByteWidth(Type type);
+
+/// Default of CollectiveOpInterface::getBytesSentPerRank: the cost model's
+/// bytes for the op's kind, group and local operand (result for a recv).
+double getCollectiveBytesSentPerRank(Operation *op);
+
+class PartitionContext;
+/// Default of ShardingRuleOpInterface::checkPartition: the op's sharding
+/// rule must explain the placements of `context` (see Partition.h).
+LogicalResult checkPartitionByRule(Operation *op, PartitionContext &context);
+/// Default of ShardingRuleOpInterface::partition: `op` cloned on
+/// `localOperands` with the local result types.
+FailureOr<SmallVector<Value>> partitionByCloning(Operation *op,
+                                                 OpBuilder &builder,
+                                                 ValueRange localOperands,
+                                                 PartitionContext &context);
 } // namespace mlir::titan
 
 #include "titan/TitanInterfaces.h.inc"

@@ -9,7 +9,7 @@
 //    order).
 //  - `planRedistribution`: the ordered collectives that turn one placements
 //    list into another (DTensor's `_gen_transform_infos` order), with padded
-//    buffer shapes and a ring-algorithm cost per step.
+//    buffer shapes (their costs: titan/CostModel/CostModel.h).
 //  - A reference simulator: shards a host tensor, runs a plan with in-memory
 //    collectives over the mesh-axis groups, and assembles the result.
 //
@@ -210,37 +210,6 @@ struct RedistributeStep {
 llvm::Expected<std::vector<RedistributeStep>> planRedistribution(
     llvm::ArrayRef<int64_t> globalShape, llvm::ArrayRef<int64_t> meshSizes,
     llvm::ArrayRef<Placement> from, llvm::ArrayRef<Placement> to);
-
-//===----------------------------------------------------------------------===//
-// Cost
-//===----------------------------------------------------------------------===//
-
-/// The bytes each rank sends for `step` under ring algorithms over a group of
-/// `axisSize` = n ranks, with buffers padded as the step says:
-/// all_gather (n-1)/n of the gathered buffer, reduce_scatter (n-1)/n of the
-/// buffer before scattering, all_reduce 2(n-1)/n of the buffer, all_to_all
-/// (n-1)/n of the local buffer; local steps send nothing.
-double getStepBytesPerRank(const RedistributeStep &step, int64_t axisSize,
-                           int64_t elementBytes);
-
-/// The cost of a redistribution plan.
-struct RedistributeCost {
-  /// `getStepBytesPerRank` of every step, in plan order.
-  llvm::SmallVector<double> stepBytes;
-  /// The seconds of every step: its bytes divided by its axis's bandwidth
-  /// (0 when no bandwidths were given).
-  llvm::SmallVector<double> stepSeconds;
-  /// The sums over the steps.
-  double totalBytes = 0;
-  double totalSeconds = 0;
-};
-
-/// Estimates `steps` on a mesh of `meshSizes` for elements of `elementBytes`
-/// bytes. `axisBandwidth` is empty or gives, per mesh axis, the bytes per
-/// second one rank sends over that axis.
-llvm::Expected<RedistributeCost> estimateRedistributeCost(
-    llvm::ArrayRef<RedistributeStep> steps, llvm::ArrayRef<int64_t> meshSizes,
-    int64_t elementBytes, llvm::ArrayRef<double> axisBandwidth = {});
 
 //===----------------------------------------------------------------------===//
 // Reference simulator

@@ -992,3 +992,42 @@ func.func @f(%x: tensor<2x8xi64> {titan.sequence_order = array<i64: 2, 1, 0>}) {
 func.func @f(%x: tensor<2x8xi64> {titan.sequence_order = array<i64: 1, 0>}) {
   return
 }
+
+// -----
+
+titan.mesh @mesh ["dp"=2]
+
+func.func @local_redistribute_type(%x: tensor<4x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{'titan.local_redistribute' op operand type 'tensor<4x8xf32>' is not the shard of 'tensor<4x8xf32>' under #titan.placements<@mesh, [S(0)]> (expected 'tensor<2x8xf32>')}}
+  %0 = titan.local_redistribute %x of tensor<4x8xf32> from <@mesh, [S(0)]> to <@mesh, [R]> : tensor<4x8xf32> -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+titan.mesh @a ["dp"=2]
+titan.mesh @b ["dp"=2]
+
+func.func @local_redistribute_meshes(%x: tensor<2x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{moves a shard from mesh @a to mesh @b; both placements must name one mesh}}
+  %0 = titan.local_redistribute %x of tensor<4x8xf32> from <@a, [S(0)]> to <@b, [R]> : tensor<2x8xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+titan.mesh @mesh ["dp"=2]
+
+func.func @local_redistribute_dim(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{placement S(1) on mesh axis "dp" shards dim 1 of a rank-1 tensor}}
+  %0 = titan.local_redistribute %x of tensor<4xf32> from <@mesh, [S(1)]> to <@mesh, [R]> : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @operand_placements(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'titan.operand_placements' has 2 entries but the op has 1 operands}}
+  %0 = titan.neg %x {titan.operand_placements = [#titan.placements<@mesh, [R]>, #titan.placements<@mesh, [R]>]} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/CostModel/CostModel.h"
 #include "titan/Placement/PlacementAlgebra.h"
 
 #include "gtest/gtest.h"

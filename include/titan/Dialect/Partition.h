@@ -1,0 +1,109 @@
+//===- Partition.h - what an op needs to compute its shards -----*- C++ -*-===//
+//
+// The context titan-spmdize hands to ShardingRuleOpInterface::checkPartition
+// and ::partition: the global types and placements of the op's operands and
+// results, the mesh, the choice per mesh axis that explains them, and the IR
+// helpers that ops partitioned by hand need (the rank's coordinate, an
+// all-reduce over axes, a local redistribution).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_DIALECT_PARTITION_H
+#define TITAN_DIALECT_PARTITION_H
+
+#include "titan/Dialect/AxisChoice.h"
+#include "titan/Dialect/TitanDialect.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::titan {
+
+/// `shape` with every dynamic dim replaced by 1, for the placement algebra
+/// (no mesh axis may shard a dynamic dim).
+SmallVector<int64_t> getStaticShape(ArrayRef<int64_t> shape);
+
+/// The type of the shard of a value of type `global` under `placements` on
+/// `mesh`, for an even layout (every rank's shard has this type); dynamic
+/// dims, which no axis shards, stay dynamic.
+RankedTensorType getLocalType(RankedTensorType global, const DeviceMesh &mesh,
+                              ArrayRef<Placement> placements);
+
+/// How one value of the global program is laid out: its global type and its
+/// placements, one per mesh axis (all `R` for a replicated value).
+struct ValueLayout {
+  RankedTensorType global;
+  SmallVector<Placement> placements;
+
+  /// The mesh axes that shard tensor dim `dim`, outermost first.
+  SmallVector<unsigned> getAxesSharding(int64_t dim) const;
+  /// Whether some mesh axis shards some dim.
+  bool isSharded() const;
+};
+
+/// What one op of a global program is partitioned with.
+class PartitionContext {
+public:
+  /// `mesh` is null when no value of the function has placements (then
+  /// every layout is replicated and has no entries).
+  PartitionContext(Operation *op, const DeviceMesh *mesh,
+                   FlatSymbolRefAttr meshSymbol,
+                   SmallVector<ValueLayout> operands,
+                   SmallVector<ValueLayout> results);
+
+  Operation *getOp() const { return op; }
+  const DeviceMesh &getMesh() const { return *mesh; }
+  FlatSymbolRefAttr getMeshSymbol() const { return meshSymbol; }
+  unsigned getNumAxes() const { return mesh ? mesh->getNumAxes() : 0; }
+  const ValueLayout &getOperandLayout(unsigned index) const {
+    return operands[index];
+  }
+  const ValueLayout &getResultLayout(unsigned index) const {
+    return results[index];
+  }
+  /// The type of result `index` on one rank.
+  RankedTensorType getLocalResultType(unsigned index) const;
+  /// The choice on each mesh axis, once `explain` succeeded.
+  ArrayRef<AxisChoice> getChoices() const { return choices; }
+
+  /// Explains the placements by `rule` and records the choices. Emits the
+  /// reason on the op and fails when `rule` does not explain them, unless
+  /// `emitErrors` is false.
+  LogicalResult explain(const OpShardingRule &rule, bool emitErrors = true);
+  /// Explains the placements by `rule`, or by `rule` with partial kind
+  /// `alternative` (an op whose local result may also be read as that
+  /// reduction, e.g. a mean of equal shards as P(avg)); the error is the
+  /// one of `rule`.
+  LogicalResult explainEither(const OpShardingRule &rule,
+                              ReduceKind alternative);
+
+  /// The rank's index over mesh axes `axes` (row-major) as a 0-d i64
+  /// tensor.
+  Value buildAxisIndex(OpBuilder &builder, Location loc,
+                       ArrayRef<unsigned> axes) const;
+  /// Whether the 0-d `index` equals `k`, broadcast to `shape` (i1).
+  Value buildIndexEquals(OpBuilder &builder, Location loc, Value index,
+                         int64_t k, ArrayRef<int64_t> shape) const;
+  /// `value` all-reduced with `kind` over mesh axes `axes`.
+  Value buildAllReduce(OpBuilder &builder, Location loc, Value value,
+                       ArrayRef<unsigned> axes, ReduceKind kind) const;
+  /// The shard under `to` of `local`, the shard under `from` of a value of
+  /// type `global` (a titan.local_redistribute).
+  Value buildRedistribute(OpBuilder &builder, Location loc, Value local,
+                          RankedTensorType global, ArrayRef<Placement> from,
+                          ArrayRef<Placement> to) const;
+
+private:
+  /// Explains without emitting; the error says why not.
+  llvm::Expected<SmallVector<AxisChoice>>
+  tryExplain(const OpShardingRule &rule) const;
+
+  Operation *op;
+  const DeviceMesh *mesh;
+  FlatSymbolRefAttr meshSymbol;
+  SmallVector<ValueLayout> operands, results;
+  SmallVector<AxisChoice> choices;
+};
+
+} // namespace mlir::titan
+
+#endif // TITAN_DIALECT_PARTITION_H
