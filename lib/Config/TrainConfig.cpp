@@ -200,8 +200,9 @@ knownModels() {
   return models;
 }
 
-/// Checks values that every consumer relies on, and records in
-/// `c.warnings` what titan does not apply.
+/// Checks values that every consumer relies on, refuses settings that ask
+/// for what titan cannot do yet, and records in `c.warnings` what titan does
+/// not apply but can train without.
 llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
   auto bad = [&](llvm::StringRef key, const llvm::Twine &why) {
     return error(file + ": '" + key + "' " + why);
@@ -281,6 +282,33 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
   if (c.checkpoint.interval < 1)
     return bad("checkpoint.interval", "must be at least 1");
 
+  // Settings whose pass has not landed are refused, not ignored: a user must
+  // never believe a setting took effect. The value that asks for nothing
+  // stays accepted.
+  auto unsupported = [&](llvm::StringRef key, const llvm::Twine &value,
+                         const llvm::Twine &missing, const llvm::Twine &fix) {
+    return error(file + ": " + key + " = " + value + " is not supported yet (" +
+                 missing + "); " + fix);
+  };
+  if (c.activationCheckpoint.mode != "none")
+    return unsupported("activation_checkpoint.mode",
+                       "\"" + c.activationCheckpoint.mode + "\"",
+                       "titan has no activation checkpointing: every "
+                       "activation the backward needs is kept",
+                       "set mode = \"none\"");
+  if (c.parallelism.enableAsyncTensorParallel)
+    return unsupported("parallelism.enable_async_tensor_parallel", "true",
+                       "titan has no async tensor parallelism: "
+                       "tensor-parallel collectives run before and after "
+                       "their matmuls",
+                       "set it to false");
+  if (c.parallelism.fsdpReshardAfterForward == "always")
+    return unsupported("parallelism.fsdp_reshard_after_forward", "\"always\"",
+                       "titan does not reshard after the forward: the "
+                       "backward reuses the parameters FSDP gathered in the "
+                       "forward",
+                       "set it to \"default\" or \"never\"");
+
   // Known values titan does not apply yet: said, not silently dropped.
   auto warn = [&](const llvm::Twine &message) {
     c.warnings.push_back(message.str());
@@ -294,16 +322,9 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
     warn("mixed precision is not applied yet: parameters, compute and "
          "gradient reductions stay float32 (set training."
          "mixed_precision_param and mixed_precision_reduce to \"float32\")");
-  if (c.activationCheckpoint.mode != "none")
-    warn("activation_checkpoint.mode \"" + c.activationCheckpoint.mode +
-         "\" is not applied yet: every activation the backward needs is "
-         "kept (the memory plan counts them; mode = \"none\" says so)");
   if (c.checkpoint.enable)
     warn("[checkpoint] enable = true is not applied yet: save the state at "
          "the end with the executable's --save DIR");
-  if (c.parallelism.enableAsyncTensorParallel)
-    warn("parallelism.enable_async_tensor_parallel is not applied yet: "
-         "tensor-parallel collectives run before and after their matmuls");
   if (!c.modelName.empty()) {
     const auto &models = knownModels();
     auto model = llvm::find_if(

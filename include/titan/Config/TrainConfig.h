@@ -58,14 +58,20 @@ struct TrainingConfig {
 /// [parallelism]: torchtitan's degrees.
 struct ParallelismConfig {
   int64_t dataParallelReplicateDegree = 1;
+  /// -1: the ranks the other degrees leave (see resolveMesh).
   int64_t dataParallelShardDegree = -1;
+  /// "default" or "never": the backward reuses the parameters FSDP gathered
+  /// in the forward; "always" is refused (titan does not reshard yet).
   std::string fsdpReshardAfterForward = "default";
   int64_t tensorParallelDegree = 1;
   bool enableSequenceParallel = true;
+  /// Refused when true (titan has no collective matmuls yet).
   bool enableAsyncTensorParallel = false;
   bool disableLossParallel = false;
   int64_t contextParallelDegree = 1;
+  /// Degrees above 1 are refused by resolveMesh (no pipeline stages yet).
   int64_t pipelineParallelDegree = 1;
+  /// Does nothing without pipeline stages, as in torchtitan.
   std::string pipelineParallelSchedule = "1F1B";
   /// Tensor-parallel plan file (see ParallelPlan.h); empty: the built-in
   /// Llama plan. A relative path in a config file is relative to the file's
@@ -73,9 +79,11 @@ struct ParallelismConfig {
   std::string tpPlan;
 };
 
-/// [activation_checkpoint].
+/// [activation_checkpoint]. titan recomputes nothing yet, so every mode but
+/// "none" is refused; the default is "none" (torchtitan's is "selective"), so
+/// that a config without the section says what titan does.
 struct ActivationCheckpointConfig {
-  std::string mode = "selective";
+  std::string mode = "none";
   std::string selectiveAcOption = "op";
 };
 

@@ -130,14 +130,16 @@ TEST(TrainConfig, NonFiniteAndUnknownValuesAreErrors) {
 TEST(TrainConfig, WarnsAboutWhatItDoesNotApply) {
   llvm::Expected<TrainConfig> config = parseTrainConfig(
       "[model]\nname = \"gpt9\"\n[lr_scheduler]\nwarmup_steps = 0\n"
-      "decay_ratio = 0.0\n[activation_checkpoint]\nmode = \"full\"\n",
+      "decay_ratio = 0.0\n[training]\nmixed_precision_param = "
+      "\"bfloat16\"\n",
       "cfg.toml");
   ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
   ASSERT_EQ(config->warnings.size(), 2u);
   EXPECT_EQ(config->warnings[0],
-            "activation_checkpoint.mode \"full\" is not applied yet: every "
-            "activation the backward needs is kept (the memory plan counts "
-            "them; mode = \"none\" says so)");
+            "mixed precision is not applied yet: parameters, compute and "
+            "gradient reductions stay float32 (set "
+            "training.mixed_precision_param and mixed_precision_reduce to "
+            "\"float32\")");
   EXPECT_EQ(config->warnings[1],
             "model.name \"gpt9\" is not a family of titan's models/ (did you "
             "mean 'gpt2'?); the model is the one MODEL.pt holds");
@@ -153,17 +155,53 @@ TEST(TrainConfig, WarnsAboutWhatItDoesNotApply) {
                                      "MODEL.pt holds"});
 }
 
+TEST(TrainConfig, RefusesWhatItCannotApply) {
+  EXPECT_EQ(errorOf("[activation_checkpoint]\nmode = \"selective\"\n"),
+            "cfg.toml: activation_checkpoint.mode = \"selective\" is not "
+            "supported yet (titan has no activation checkpointing: every "
+            "activation the backward needs is kept); set mode = \"none\"");
+  EXPECT_EQ(errorOf("", {"activation_checkpoint.mode=memory_budget"}),
+            "cfg.toml: activation_checkpoint.mode = \"memory_budget\" is not "
+            "supported yet (titan has no activation checkpointing: every "
+            "activation the backward needs is kept); set mode = \"none\"");
+  EXPECT_EQ(errorOf("[parallelism]\nenable_async_tensor_parallel = true\n"),
+            "cfg.toml: parallelism.enable_async_tensor_parallel = true is not "
+            "supported yet (titan has no async tensor parallelism: "
+            "tensor-parallel collectives run before and after their "
+            "matmuls); set it to false");
+  EXPECT_EQ(
+      errorOf("[parallelism]\nfsdp_reshard_after_forward = \"always\"\n"),
+      "cfg.toml: parallelism.fsdp_reshard_after_forward = \"always\" is not "
+      "supported yet (titan does not reshard after the forward: the backward "
+      "reuses the parameters FSDP gathered in the forward); set it to "
+      "\"default\" or \"never\"");
+  // What asks for nothing is accepted, and is what an absent key means; a
+  // schedule without pipeline stages does nothing, as in torchtitan.
+  for (const char *neutral :
+       {"", "[activation_checkpoint]\nmode = \"none\"\n",
+        "[parallelism]\nfsdp_reshard_after_forward = \"never\"\n",
+        "[parallelism]\nfsdp_reshard_after_forward = \"default\"\n"
+        "enable_async_tensor_parallel = false\npipeline_parallel_degree = 1\n"
+        "pipeline_parallel_schedule = \"Interleaved1F1B\"\n"})
+    EXPECT_EQ(errorOf(neutral), "") << neutral;
+  llvm::Expected<TrainConfig> defaults = parseTrainConfig("", "cfg.toml");
+  ASSERT_TRUE(bool(defaults)) << llvm::toString(defaults.takeError());
+  EXPECT_EQ(defaults->activationCheckpoint.mode, "none");
+}
+
 TEST(TrainConfig, SyntaxErrorsNameTheLine) {
   std::string message = errorOf("[training]\nseq_len = = 3\n");
   EXPECT_EQ(message.rfind("cfg.toml:2: ", 0), 0u) << message;
 }
 
 TEST(TrainConfig, BundledConfigsLoad) {
-  for (const char *path : {"llama3/train_configs/debugmodel.toml",
-                           "llama3/train_configs/llama3_8b.toml",
-                           "llama3/train_configs/llama3_70b.toml",
-                           "llama3/train_configs/llama3_405b.toml",
-                           "gpt2/train_configs/tiny.toml"}) {
+  for (const char *path :
+       {"llama3/train_configs/debugmodel.toml",
+        "llama3/train_configs/llama3_8b.toml",
+        "llama3/train_configs/llama3_70b.toml",
+        "llama3/train_configs/llama3_405b.toml", "gpt2/train_configs/tiny.toml",
+        "qwen2/train_configs/tiny.toml", "gemma/train_configs/tiny.toml",
+        "phi/train_configs/tiny.toml"}) {
     llvm::Expected<TrainConfig> config =
         loadTrainConfig(std::string(TITAN_MODELS_DIR) + "/" + path);
     EXPECT_TRUE(static_cast<bool>(config))
