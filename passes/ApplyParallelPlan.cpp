@@ -4,7 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Config/Mesh.h"
 #include "titan/Config/ParallelPlan.h"
+#include "titan/Config/TrainConfig.h"
+#include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/FunctionAttributes.h"
 #include "titan/Passes.h"
 
@@ -19,15 +22,6 @@ using namespace mlir;
 using namespace mlir::titan;
 
 namespace {
-
-/// Mesh axes in DTensor mesh-dim order.
-enum Axis : unsigned { DpReplicate, Fsdp, Cp, Tp, NumAxes };
-constexpr const char *kAxisNames[NumAxes] = {"dp_replicate", "fsdp", "cp",
-                                             "tp"};
-/// The config key of each axis' degree.
-constexpr const char *kAxisKeys[NumAxes] = {
-    "data_parallel_replicate_degree", "data_parallel_shard_degree",
-    "context_parallel_degree", "tensor_parallel_degree"};
 
 class ApplyParallelPlanPass
     : public titan::impl::ApplyParallelPlanPassBase<ApplyParallelPlanPass> {
@@ -50,14 +44,15 @@ private:
                                RankedTensorType type,
                                ArrayRef<Placement> placements) const;
 
-  int64_t sizes[NumAxes] = {1, 1, 1, 1};
+  ResolvedMesh mesh;
 };
 
 SmallVector<Placement>
 ApplyParallelPlanPass::onMesh(ArrayRef<Placement> perAxis) const {
   SmallVector<Placement> result;
-  for (unsigned axis = 0; axis < NumAxes; ++axis)
-    result.push_back(sizes[axis] > 1 ? perAxis[axis] : Placement::replicate());
+  for (unsigned axis = 0; axis < NumMeshAxes; ++axis)
+    result.push_back(mesh.getSize(MeshAxis(axis)) > 1 ? perAxis[axis]
+                                                      : Placement::replicate());
   return result;
 }
 
@@ -68,14 +63,17 @@ ApplyParallelPlanPass::checkDivisible(Operation *anchor, StringRef what,
   for (int64_t dim = 0; dim < type.getRank(); ++dim) {
     int64_t ways = 1;
     std::string keys;
-    for (unsigned axis = 0; axis < NumAxes; ++axis) {
-      if (!placements[axis].isShard(dim))
+    for (unsigned index = 0; index < NumMeshAxes; ++index) {
+      if (!placements[index].isShard(dim))
         continue;
-      if (placements[axis].getDim() >= type.getRank())
+      if (placements[index].getDim() >= type.getRank())
         break;
-      ways *= sizes[axis];
+      auto axis = MeshAxis(index);
+      ways *= mesh.getSize(axis);
       keys += (keys.empty() ? "" : " x ") +
-              llvm::formatv("{0}={1}", kAxisKeys[axis], sizes[axis]).str();
+              llvm::formatv("{0}={1}", getMeshAxisDegreeKey(axis),
+                            mesh.getSize(axis))
+                  .str();
     }
     if (ways > 1 && type.getDimSize(dim) % ways != 0)
       return emitError(anchor->getLoc())
@@ -101,50 +99,17 @@ LogicalResult ApplyParallelPlanPass::apply() {
            << "titan-apply-parallel-plan: " << message;
   };
 
-  // Degrees.
-  if (worldSize < 1)
-    return fail("the world size must be positive");
-  for (auto [value, key] :
-       {std::pair<int64_t, const char *>{dpReplicate, kAxisKeys[DpReplicate]},
-        {cp, kAxisKeys[Cp]},
-        {tp, kAxisKeys[Tp]},
-        {pp, "pipeline_parallel_degree"}})
-    if (value < 1)
-      return fail(llvm::formatv("{0} must be at least 1, got {1}", key, value));
-  if (pp != 1)
-    return fail(llvm::formatv("pipeline_parallel_degree={0} is not supported "
-                              "yet: pipeline stages come with the pipeline "
-                              "issue; set it to 1",
-                              static_cast<int64_t>(pp)));
-  int64_t others = dpReplicate * cp * tp;
-  int64_t shard = dpShard;
-  if (shard == -1) {
-    if (worldSize % others != 0)
-      return fail(llvm::formatv(
-          "the world size {0} is not divisible by "
-          "data_parallel_replicate_degree={1} x context_parallel_degree={2} x "
-          "tensor_parallel_degree={3} = {4}, so data_parallel_shard_degree=-1 "
-          "has no value",
-          static_cast<int64_t>(worldSize), static_cast<int64_t>(dpReplicate),
-          static_cast<int64_t>(cp), static_cast<int64_t>(tp), others));
-    shard = worldSize / others;
-  } else if (shard < 1) {
-    return fail(llvm::formatv(
-        "data_parallel_shard_degree must be -1 or at least 1, got {0}", shard));
-  }
-  if (others * shard != worldSize)
-    return fail(llvm::formatv(
-        "data_parallel_replicate_degree={0} x data_parallel_shard_degree={1} "
-        "x context_parallel_degree={2} x tensor_parallel_degree={3} = {4}, "
-        "but the world size is {5}; the degrees must multiply to the world "
-        "size",
-        static_cast<int64_t>(dpReplicate), shard, static_cast<int64_t>(cp),
-        static_cast<int64_t>(tp), others * shard,
-        static_cast<int64_t>(worldSize)));
-  sizes[DpReplicate] = dpReplicate;
-  sizes[Fsdp] = shard;
-  sizes[Cp] = cp;
-  sizes[Tp] = tp;
+  // Degrees, resolved as titan-compile resolves a config's.
+  ParallelismConfig degrees;
+  degrees.dataParallelReplicateDegree = dpReplicate;
+  degrees.dataParallelShardDegree = dpShard;
+  degrees.contextParallelDegree = cp;
+  degrees.tensorParallelDegree = tp;
+  degrees.pipelineParallelDegree = pp;
+  llvm::Expected<ResolvedMesh> resolved = resolveMesh(degrees, worldSize);
+  if (!resolved)
+    return fail(llvm::toString(resolved.takeError()));
+  mesh = *resolved;
 
   ParallelPlan plan = ParallelPlan::llamaDefault();
   if (!planFile.empty()) {
@@ -166,11 +131,11 @@ LogicalResult ApplyParallelPlanPass::apply() {
   OpBuilder builder(module.getContext());
   builder.setInsertionPointToStart(module.getBody());
   SmallVector<Attribute> axisNames;
-  for (const char *name : kAxisNames)
-    axisNames.push_back(builder.getStringAttr(name));
+  for (unsigned axis = 0; axis < NumMeshAxes; ++axis)
+    axisNames.push_back(builder.getStringAttr(getMeshAxisName(MeshAxis(axis))));
   MeshOp::create(builder, module.getLoc(), "mesh",
                  builder.getArrayAttr(axisNames),
-                 builder.getDenseI64ArrayAttr(sizes));
+                 builder.getDenseI64ArrayAttr(mesh.getSizes()));
   auto meshRef = FlatSymbolRefAttr::get(module.getContext(), "mesh");
   auto makeAttr = [&](ArrayRef<Placement> placements) {
     return PlacementsAttr::get(module.getContext(), meshRef, placements);
@@ -186,24 +151,25 @@ LogicalResult ApplyParallelPlanPass::apply() {
       onMesh({Placement::shard(0), Placement::shard(0), Placement::shard(1),
               replicate});
   for (unsigned i = 0; i < function.getNumArguments(); ++i) {
-    auto role =
-        function.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
     auto name =
         function.getArgAttrOfType<StringAttr>(i, TitanDialect::kNameAttrName);
-    if (!role || !name || role.getValue() != "param")
+    if (!name || getArgRole(function, i) != ArgRole::Param)
       continue;
     // FSDP shards dim 0, or dim 1 of a weight whose dim 0 tensor parallelism
     // already splits: the two axes then shard disjoint dims, so the gradient
     // is reduce-scattered over "fsdp" without touching the "tp" layout.
     Placement tpPlacement = plan.placementOf(name.getValue());
     auto type = cast<RankedTensorType>(function.getArgument(i).getType());
-    int64_t fsdpDim =
-        sizes[Tp] > 1 && tpPlacement.isShard(0) && type.getRank() >= 2 ? 1 : 0;
+    int64_t fsdpDim = mesh.getSize(TpAxis) > 1 && tpPlacement.isShard(0) &&
+                              type.getRank() >= 2
+                          ? 1
+                          : 0;
     paramPlacements[name.getValue()] =
         onMesh({replicate, Placement::shard(fsdpDim), replicate, tpPlacement});
   }
-  /// The placements of a value named `name` (an argument or a result).
-  auto placementsOf = [&](StringRef name, StringRef role,
+  /// The placements of a value named `name` (an argument of `role`, or a
+  /// result).
+  auto placementsOf = [&](StringRef name, std::optional<ArgRole> role,
                           Type type) -> SmallVector<Placement> {
     for (StringRef prefix :
          {"", "exp_avg.", "exp_avg_sq.", "param.", "grad."}) {
@@ -211,10 +177,10 @@ LogicalResult ApplyParallelPlanPass::apply() {
         continue;
       auto it = paramPlacements.find(name.drop_front(prefix.size()));
       if (it != paramPlacements.end() &&
-          (prefix.empty() ? role == "param" : true))
+          (prefix.empty() ? role == ArgRole::Param : true))
         return it->second;
     }
-    if (role == "input" && cast<RankedTensorType>(type).getRank() >= 2)
+    if (role == ArgRole::Input && cast<RankedTensorType>(type).getRank() >= 2)
       return batch;
     if (name == "logits")
       return batch;
@@ -223,13 +189,11 @@ LogicalResult ApplyParallelPlanPass::apply() {
 
   SmallVector<Attribute> argPlacements;
   for (unsigned i = 0; i < function.getNumArguments(); ++i) {
-    auto role =
-        function.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
     auto name =
         function.getArgAttrOfType<StringAttr>(i, TitanDialect::kNameAttrName);
     Type type = function.getArgument(i).getType();
     SmallVector<Placement> placements = placementsOf(
-        name ? name.getValue() : "", role ? role.getValue() : "", type);
+        name ? name.getValue() : "", getArgRole(function, i), type);
     std::string what = name ? "'" + name.getValue().str() + "'"
                             : "argument #" + std::to_string(i);
     if (failed(checkDivisible(module, what, cast<RankedTensorType>(type),
@@ -241,7 +205,7 @@ LogicalResult ApplyParallelPlanPass::apply() {
                  [&](unsigned i) { return argPlacements[i]; });
   // Sequence parallelism: the normalized activations [batch, seq, dim] are
   // sharded along the sequence over "tp" as well.
-  if (sequenceParallel && sizes[Tp] > 1) {
+  if (sequenceParallel && mesh.getSize(TpAxis) > 1) {
     SmallVector<Placement> sequenceSharded =
         onMesh({Placement::shard(0), Placement::shard(0), Placement::shard(1),
                 Placement::shard(1)});
@@ -267,7 +231,7 @@ LogicalResult ApplyParallelPlanPass::apply() {
       function, TitanDialect::kPlacementsAttrName, [&](unsigned i) {
         auto name = function.getResultAttrOfType<StringAttr>(
             i, TitanDialect::kNameAttrName);
-        return makeAttr(placementsOf(name ? name.getValue() : "", "",
+        return makeAttr(placementsOf(name ? name.getValue() : "", std::nullopt,
                                      function.getResultTypes()[i]));
       });
   return success();

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/DimClasses.h"
 #include "titan/Dialect/TensorBuilder.h"
 #include "titan/Passes.h"
@@ -62,10 +63,9 @@ LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
   std::optional<ValueDim> sequence;
   int64_t length = 0;
   for (BlockArgument arg : body.getArguments()) {
-    auto role = function.getArgAttrOfType<StringAttr>(
-        arg.getArgNumber(), TitanDialect::kRoleAttrName);
     auto type = dyn_cast<RankedTensorType>(arg.getType());
-    if (!role || role.getValue() != "input" || !type || type.getRank() != 2)
+    if (getArgRole(function, arg.getArgNumber()) != ArgRole::Input || !type ||
+        type.getRank() != 2)
       continue;
     sequence = ValueDim(arg, 1);
     length = type.getDimSize(1);

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/FunctionAttributes.h"
 #include "titan/Dialect/TensorBuilder.h"
 #include "titan/Passes.h"
@@ -27,19 +28,18 @@ namespace {
 struct Slot {
   Type type;
   std::string name;
-  /// "param", "state", "buffer" or "input"; empty for results.
-  std::string role;
+  /// The role of an argument; none for results.
+  std::optional<ArgRole> role;
 };
 
-/// The name and role attributes of argument `index` of `function`.
-std::pair<StringRef, StringRef> nameAndRole(func::FuncOp function,
-                                            unsigned index) {
+/// The name and role attributes of argument `index` of `function` (an
+/// argument without a role is an input).
+std::pair<StringRef, ArgRole> nameAndRole(func::FuncOp function,
+                                          unsigned index) {
   auto name =
       function.getArgAttrOfType<StringAttr>(index, TitanDialect::kNameAttrName);
-  auto role =
-      function.getArgAttrOfType<StringAttr>(index, TitanDialect::kRoleAttrName);
   return {name ? name.getValue() : StringRef(),
-          role ? role.getValue() : StringRef("input")};
+          getArgRole(function, index).value_or(ArgRole::Input)};
 }
 
 class BuildTrainStepPass
@@ -90,7 +90,7 @@ LogicalResult BuildTrainStepPass::build() {
   int64_t batch = logitsType.getDimSize(0), seq = logitsType.getDimSize(1);
   int tokensIndex = -1;
   for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
-    if (nameAndRole(forward, i).second != "input")
+    if (nameAndRole(forward, i).second != ArgRole::Input)
       continue;
     if (tokensIndex >= 0)
       return forward.emitError()
@@ -114,10 +114,10 @@ LogicalResult BuildTrainStepPass::build() {
   SmallVector<Slot> args, results;
   SmallVector<unsigned> paramIndices, bufferIndices;
   for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
-    StringRef role = nameAndRole(forward, i).second;
-    if (role == "param")
+    ArgRole role = nameAndRole(forward, i).second;
+    if (role == ArgRole::Param)
       paramIndices.push_back(i);
-    else if (role == "buffer")
+    else if (role == ArgRole::Buffer)
       bufferIndices.push_back(i);
   }
   auto nameOf = [&](unsigned i) {
@@ -126,18 +126,18 @@ LogicalResult BuildTrainStepPass::build() {
   };
   auto typeOf = [&](unsigned i) { return forward.getArgument(i).getType(); };
   for (unsigned i : paramIndices)
-    args.push_back({typeOf(i), nameOf(i), "param"});
+    args.push_back({typeOf(i), nameOf(i), ArgRole::Param});
   for (StringRef moment : {"exp_avg.", "exp_avg_sq."})
     for (unsigned i : paramIndices)
-      args.push_back({typeOf(i), moment.str() + nameOf(i), "state"});
+      args.push_back({typeOf(i), moment.str() + nameOf(i), ArgRole::State});
   for (unsigned i : bufferIndices)
-    args.push_back({typeOf(i), nameOf(i), "buffer"});
+    args.push_back({typeOf(i), nameOf(i), ArgRole::Buffer});
   OpBuilder builder(module.getContext());
   auto scalarF32 = RankedTensorType::get({}, builder.getF32Type());
-  args.push_back({tokensType, nameOf(tokensIndex), "input"});
-  args.push_back({tokensType, "labels", "input"});
-  args.push_back({scalarF32, "lr", "input"});
-  args.push_back({scalarF32, "step", "input"});
+  args.push_back({tokensType, nameOf(tokensIndex), ArgRole::Input});
+  args.push_back({tokensType, "labels", ArgRole::Input});
+  args.push_back({scalarF32, "lr", ArgRole::Input});
+  args.push_back({scalarF32, "step", ArgRole::Input});
 
   builder.setInsertionPointAfter(forward);
   SmallVector<Type> argTypes;
@@ -250,11 +250,12 @@ LogicalResult BuildTrainStepPass::build() {
 
   // Results.
   SmallVector<Value> returned{loss};
-  results.push_back({loss.getType(), "loss", ""});
+  results.push_back({loss.getType(), "loss", std::nullopt});
   auto addResults = [&](ArrayRef<Value> values, StringRef prefix) {
     for (auto [k, value] : llvm::enumerate(values)) {
       returned.push_back(value);
-      results.push_back({value.getType(), (prefix + args[k].name).str(), ""});
+      results.push_back(
+          {value.getType(), (prefix + args[k].name).str(), std::nullopt});
     }
   };
   addResults(newParams, "param.");
@@ -268,9 +269,7 @@ LogicalResult BuildTrainStepPass::build() {
   setEachArgAttr(trainStep, TitanDialect::kNameAttrName, [&](unsigned i) {
     return builder.getStringAttr(args[i].name);
   });
-  setEachArgAttr(trainStep, TitanDialect::kRoleAttrName, [&](unsigned i) {
-    return builder.getStringAttr(args[i].role);
-  });
+  setEachArgRole(trainStep, [&](unsigned i) { return *args[i].role; });
   setEachResultAttr(trainStep, TitanDialect::kNameAttrName, [&](unsigned i) {
     return builder.getStringAttr(results[i].name);
   });

@@ -54,10 +54,9 @@ void mlir::titan::buildPlanningPipeline(OpPassManager &pm) {
   pm.addPass(createPlanMemoryPass());
 }
 
-TitanPipelineOptions mlir::titan::pipelineOptionsFrom(const TrainConfig &config,
-                                                      PipelineStage stage,
-                                                      bool emitGrads,
-                                                      int64_t worldSize) {
+TitanPipelineOptions
+mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
+                                 bool emitGrads, const ResolvedMesh &mesh) {
   TitanPipelineOptions options;
   options.stage = stage;
   BuildTrainStepPassOptions &step = options.trainStep;
@@ -70,12 +69,11 @@ TitanPipelineOptions mlir::titan::pipelineOptionsFrom(const TrainConfig &config,
   step.emitGrads = emitGrads;
   ApplyParallelPlanPassOptions &plan = options.parallelPlan;
   const ParallelismConfig &parallelism = config.parallelism;
-  plan.worldSize = worldSize;
-  plan.dpReplicate = parallelism.dataParallelReplicateDegree;
-  plan.dpShard = parallelism.dataParallelShardDegree;
-  plan.cp = parallelism.contextParallelDegree;
-  plan.tp = parallelism.tensorParallelDegree;
-  plan.pp = parallelism.pipelineParallelDegree;
+  plan.worldSize = mesh.getWorldSize();
+  plan.dpReplicate = mesh.getSize(DpReplicateAxis);
+  plan.dpShard = mesh.getSize(FsdpAxis);
+  plan.cp = mesh.getSize(CpAxis);
+  plan.tp = mesh.getSize(TpAxis);
   plan.planFile = parallelism.tpPlan;
   plan.sequenceParallel = parallelism.enableSequenceParallel;
   plan.lossParallel = !parallelism.disableLossParallel;
@@ -87,13 +85,10 @@ TitanPipelineOptions mlir::titan::pipelineOptionsFrom(const TrainConfig &config,
   // move to them, never the other way round); data and context parallelism
   // keep each rank on its own tokens.
   PropagatePlacementsPassOptions &propagation = options.propagation;
-  if (parallelism.tensorParallelDegree > 1)
-    propagation.stationaryParamAxes = {"tp"};
-  for (auto [axis, degree] :
-       {std::make_pair("dp_replicate", parallelism.dataParallelReplicateDegree),
-        std::make_pair("fsdp", parallelism.dataParallelShardDegree),
-        std::make_pair("cp", parallelism.contextParallelDegree)})
-    if (degree != 1)
-      propagation.stationaryInputAxes.push_back(axis);
+  if (mesh.getSize(TpAxis) > 1)
+    propagation.stationaryParamAxes = {getMeshAxisName(TpAxis).str()};
+  for (MeshAxis axis : {DpReplicateAxis, FsdpAxis, CpAxis})
+    if (mesh.getSize(axis) > 1)
+      propagation.stationaryInputAxes.push_back(getMeshAxisName(axis).str());
   return options;
 }

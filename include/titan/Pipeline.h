@@ -3,6 +3,7 @@
 #ifndef TITAN_PIPELINE_H
 #define TITAN_PIPELINE_H
 
+#include "titan/Config/Mesh.h"
 #include "titan/Config/TrainConfig.h"
 #include "titan/Passes.h"
 
@@ -43,11 +44,12 @@ void buildTitanPipeline(OpPassManager &pm, const TitanPipelineOptions &options);
 /// (titan-plan-memory). The stage Executable then lowers to the runtime.
 void buildPlanningPipeline(OpPassManager &pm);
 
-/// The options a training config asks for; `worldSize` is the number of
-/// ranks the program is compiled for.
+/// The options a training config asks for; `mesh` is the config's
+/// [parallelism] resolved for the ranks the program is partitioned over
+/// (resolveMesh), one rank when the pipeline does not partition.
 TitanPipelineOptions pipelineOptionsFrom(const TrainConfig &config,
                                          PipelineStage stage, bool emitGrads,
-                                         int64_t worldSize);
+                                         const ResolvedMesh &mesh = {});
 
 } // namespace mlir::titan
 

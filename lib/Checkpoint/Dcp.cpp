@@ -117,7 +117,7 @@ void mlir::titan::copyRegion(DenseTensorRef source, const IndexBox &sourceBox,
                              MutableDenseTensorRef target,
                              const IndexBox &targetBox,
                              const IndexBox &region) {
-  forEachRun(sourceBox, targetBox, region, torchDTypeSize(source.dtype),
+  forEachRun(sourceBox, targetBox, region, getElementTypeSize(source.dtype),
              [&](size_t from, size_t to, size_t bytes) {
                std::memcpy(target.data.data() + to, source.data.data() + from,
                            bytes);
@@ -468,7 +468,7 @@ llvm::Error MetadataDecoder::tensor(StringRef fqn, const PickleRef &node,
     return malformed("tensor '" + fqn +
                      "': TensorProperties without its state tuple");
   const PickleRef &dtype = state->getItems()[0];
-  std::optional<TorchDType> parsed;
+  std::optional<ElementType> parsed;
   if (dtype->is(Kind::Global) && dtype->getModule() == "torch")
     parsed = parseTorchDTypeName(dtype->getName());
   if (!parsed) {
@@ -701,7 +701,8 @@ static llvm::Expected<DcpMetadata> describeRank(const DcpRankData &rank) {
                   ": its source of shape " + formatInts(source.shape) +
                   " does not hold it (the source holds " +
                   formatBox(chunk.sourceBox) + ")");
-    size_t bytes = chunk.sourceBox.numElements() * torchDTypeSize(source.dtype);
+    size_t bytes =
+        chunk.sourceBox.numElements() * getElementTypeSize(source.dtype);
     if (source.data.size() != bytes)
       return fail("tensor '" + chunk.fqn + "' chunk " + formatBox(chunk.box) +
                   ": its source has " + llvm::Twine(source.data.size()) +
@@ -912,7 +913,7 @@ void DataFileWriter::write(StringRef bytes) {
 void DataFileWriter::writeRegion(DenseTensorRef source,
                                  const IndexBox &sourceBox,
                                  const IndexBox &region) {
-  forEachRun(sourceBox, region, region, torchDTypeSize(source.dtype),
+  forEachRun(sourceBox, region, region, getElementTypeSize(source.dtype),
              [&](size_t from, size_t, size_t bytes) {
                write(source.data.substr(from, bytes));
              });
@@ -940,7 +941,7 @@ llvm::Error DataFileWriter::close() {
 static uint32_t regionCrc(DenseTensorRef source, const IndexBox &sourceBox,
                           const IndexBox &region) {
   uint32_t crc = 0;
-  forEachRun(sourceBox, region, region, torchDTypeSize(source.dtype),
+  forEachRun(sourceBox, region, region, getElementTypeSize(source.dtype),
              [&](size_t from, size_t, size_t bytes) {
                crc = zipCrc32(source.data.substr(from, bytes), crc);
              });
@@ -1115,7 +1116,7 @@ static llvm::Error checkDataFiles(StringRef directory,
       const DcpStorageInfo &info =
           metadata.storage.at(storageKey(fqn, chunk.offsets));
       std::optional<int64_t> bytes =
-          checkedByteSize(chunk.sizes, torchDTypeSize(tensor.dtype));
+          checkedByteSize(chunk.sizes, getElementTypeSize(tensor.dtype));
       if (!bytes || uint64_t(*bytes) > info.length)
         return fail("'" + joinPath(directory, ".metadata") + "': tensor '" +
                     fqn + "' chunk " + formatBox(chunk) + " needs " +
@@ -1226,7 +1227,7 @@ private:
 };
 } // namespace
 
-llvm::Error DcpReader::readChunk(StringRef fqn, TorchDType dtype,
+llvm::Error DcpReader::readChunk(StringRef fqn, ElementType dtype,
                                  const IndexBox &chunk, const IndexBox &region,
                                  MutableDenseTensorRef target,
                                  const IndexBox &targetBox) const {
@@ -1263,7 +1264,7 @@ llvm::Error DcpReader::readChunk(StringRef fqn, TorchDType dtype,
         zipCrc32(entry.data) != entry.crc)
       return corrupted(entry.name);
 
-  size_t elementSize = torchDTypeSize(dtype);
+  size_t elementSize = getElementTypeSize(dtype);
   size_t chunkBytes = chunk.numElements() * elementSize;
   if (!layout->isContiguous() || layout->storage.data.size() != chunkBytes) {
     // A view into a larger storage (written by torch.save, not by DCP):
@@ -1368,7 +1369,8 @@ llvm::Error DcpReader::readBoxInto(StringRef fqn, const IndexBox &box,
   const DcpTensorMetadata &tensor = *found;
   if (target.dtype != tensor.dtype ||
       target.shape != llvm::ArrayRef<int64_t>(box.sizes) ||
-      target.data.size() != box.numElements() * torchDTypeSize(tensor.dtype))
+      target.data.size() !=
+          box.numElements() * getElementTypeSize(tensor.dtype))
     return fail("tensor '" + fqn + "' box " + formatBox(box) + " is " +
                 torchDTypeName(tensor.dtype) + " " + formatInts(box.sizes) +
                 ", it cannot be read into a " + torchDTypeName(target.dtype) +
@@ -1392,7 +1394,7 @@ llvm::Expected<DenseTensor> DcpReader::readBox(StringRef fqn,
   DenseTensor result;
   result.dtype = tensor->dtype;
   result.shape = box.sizes;
-  result.data.resize(box.numElements() * torchDTypeSize(result.dtype));
+  result.data.resize(box.numElements() * getElementTypeSize(result.dtype));
   if (llvm::Error err = readBoxInto(fqn, box, result))
     return std::move(err);
   return result;

@@ -45,8 +45,8 @@ llvm::Error mlir::titan::validateCheckpointPlan(const CheckpointPlan &plan) {
   for (const PlanValue &value : plan.values) {
     if (!keys.insert(value.key).second)
       return fail("checkpoint plan: key '" + value.key + "' appears twice");
-    if (!llvm::is_contained({TorchDType::Float32, TorchDType::Float64,
-                             TorchDType::Int32, TorchDType::Int64},
+    if (!llvm::is_contained({ElementType::F32, ElementType::F64,
+                             ElementType::I32, ElementType::I64},
                             value.dtype))
       return fail("checkpoint plan: value '" + value.key + "' comes from a " +
                   torchDTypeName(value.dtype) +
@@ -139,7 +139,7 @@ mlir::titan::parseCheckpointPlan(StringRef text, StringRef name) {
     } else if (kind == "tensor") {
       if (fields.size() != 5)
         return error("expected 'tensor <key> <source> <dtype> <shape>'");
-      std::optional<TorchDType> dtype = parseTorchDTypeName(fields[3]);
+      std::optional<ElementType> dtype = parseTorchDTypeName(fields[3]);
       if (!dtype)
         return error("unknown dtype '" + fields[3] + "'");
       std::optional<llvm::SmallVector<int64_t>> shape = parseField(fields[4]);
@@ -165,7 +165,7 @@ mlir::titan::parseCheckpointPlan(StringRef text, StringRef name) {
       tensor.boxes.push_back(
           PlanBox{IndexBox{*offsets, *sizes}, fields[4] == "write"});
     } else if (kind == "value") {
-      std::optional<TorchDType> dtype;
+      std::optional<ElementType> dtype;
       if (fields.size() != 4 || !(dtype = parseTorchDTypeName(fields[3])))
         return error("expected 'value <key> <source> <dtype>'");
       plan.values.push_back(
@@ -196,9 +196,10 @@ static IndexBox wholeBox(llvm::ArrayRef<int64_t> shape) {
 }
 
 /// An uninitialized tensor of `dtype` and `shape`.
-static DenseTensor makeTensor(TorchDType dtype, llvm::ArrayRef<int64_t> shape) {
+static DenseTensor makeTensor(ElementType dtype,
+                              llvm::ArrayRef<int64_t> shape) {
   DenseTensor tensor{dtype, llvm::SmallVector<int64_t>(shape), {}};
-  tensor.data.resize(tensor.numElements() * torchDTypeSize(dtype));
+  tensor.data.resize(tensor.numElements() * getElementTypeSize(dtype));
   return tensor;
 }
 
@@ -211,17 +212,17 @@ static llvm::Expected<int64_t> scalarToInt(DenseTensorRef tensor,
                 ", not a 0-d tensor holding an int");
   double value;
   switch (tensor.dtype) {
-  case TorchDType::Int64:
+  case ElementType::I64:
     return llvm::support::endian::read64le(tensor.data.data());
-  case TorchDType::Int32:
+  case ElementType::I32:
     return int32_t(llvm::support::endian::read32le(tensor.data.data()));
-  case TorchDType::Float32: {
+  case ElementType::F32: {
     float single;
     std::memcpy(&single, tensor.data.data(), sizeof(single));
     value = single;
     break;
   }
-  case TorchDType::Float64:
+  case ElementType::F64:
     std::memcpy(&value, tensor.data.data(), sizeof(value));
     break;
   default:
@@ -235,22 +236,22 @@ static llvm::Expected<int64_t> scalarToInt(DenseTensorRef tensor,
 }
 
 /// A 0-d tensor of `dtype` (one PlanValue allows) holding `value`.
-static DenseTensor intToScalar(int64_t value, TorchDType dtype) {
+static DenseTensor intToScalar(int64_t value, ElementType dtype) {
   DenseTensor tensor = makeTensor(dtype, {});
   char *data = tensor.data.data();
   switch (dtype) {
-  case TorchDType::Int64:
+  case ElementType::I64:
     llvm::support::endian::write64le(data, value);
     break;
-  case TorchDType::Int32:
+  case ElementType::I32:
     llvm::support::endian::write32le(data, uint32_t(value));
     break;
-  case TorchDType::Float32: {
+  case ElementType::F32: {
     float single = value;
     std::memcpy(data, &single, sizeof(single));
     break;
   }
-  case TorchDType::Float64: {
+  case ElementType::F64: {
     double wide = value;
     std::memcpy(data, &wide, sizeof(wide));
     break;
@@ -264,7 +265,7 @@ static DenseTensor intToScalar(int64_t value, TorchDType dtype) {
 /// Looks up `source` for `key` and checks its dtype and shape.
 static llvm::Expected<DenseTensorRef>
 lookupSource(StateLookup state, StringRef source, StringRef key,
-             TorchDType dtype, llvm::ArrayRef<int64_t> shape) {
+             ElementType dtype, llvm::ArrayRef<int64_t> shape) {
   llvm::Expected<DenseTensorRef> global = state(source);
   if (!global)
     return global.takeError();
@@ -367,7 +368,7 @@ loadPlanBoxes(const DcpReader &reader, const CheckpointPlan &plan,
   // Loads `source` from `key` with `read`, or checks that another key
   // already loaded the same values.
   auto load = [&](const std::string &key, const std::string &source,
-                  TorchDType dtype, llvm::ArrayRef<int64_t> shape,
+                  ElementType dtype, llvm::ArrayRef<int64_t> shape,
                   llvm::function_ref<llvm::Error(MutableDenseTensorRef)> read)
       -> llvm::Error {
     auto previous = loaded.find(source);
@@ -389,7 +390,7 @@ loadPlanBoxes(const DcpReader &reader, const CheckpointPlan &plan,
     for (int64_t dim : shape)
       count *= dim;
     if (target->dtype != dtype || target->shape != shape ||
-        target->data.size() != count * torchDTypeSize(dtype))
+        target->data.size() != count * getElementTypeSize(dtype))
       return fail("the destination of '" + source + "' is " +
                   torchDTypeName(target->dtype) + " " +
                   formatInts(target->shape) + ", '" + key + "' needs " +
@@ -473,7 +474,7 @@ llvm::Expected<StateTensors>
 mlir::titan::loadPlanState(const DcpReader &reader,
                            const CheckpointPlan &plan) {
   StateTensors state;
-  auto allocate = [&](StringRef source, TorchDType dtype,
+  auto allocate = [&](StringRef source, ElementType dtype,
                       llvm::ArrayRef<int64_t> shape)
       -> llvm::Expected<MutableDenseTensorRef> {
     return MutableDenseTensorRef(state[source.str()] =

@@ -5,6 +5,7 @@
 #include "titan/Checkpoint/Pickle.h"
 #include "titan/Support/CheckedSize.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Endian.h"
@@ -22,50 +23,51 @@ namespace endian = llvm::support::endian;
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// The torch names of one checkpoint dtype.
 struct DTypeInfo {
-  TorchDType dtype;
+  ElementType dtype;
   StringRef name;
   StringRef storage;
-  size_t size;
 };
 } // namespace
 
 static constexpr DTypeInfo kDTypes[] = {
-    {TorchDType::Float32, "float32", "FloatStorage", 4},
-    {TorchDType::Float64, "float64", "DoubleStorage", 8},
-    {TorchDType::Float16, "float16", "HalfStorage", 2},
-    {TorchDType::BFloat16, "bfloat16", "BFloat16Storage", 2},
-    {TorchDType::Int64, "int64", "LongStorage", 8},
-    {TorchDType::Int32, "int32", "IntStorage", 4},
+    {ElementType::F32, "float32", "FloatStorage"},
+    {ElementType::F64, "float64", "DoubleStorage"},
+    {ElementType::F16, "float16", "HalfStorage"},
+    {ElementType::BF16, "bfloat16", "BFloat16Storage"},
+    {ElementType::I64, "int64", "LongStorage"},
+    {ElementType::I32, "int32", "IntStorage"},
 };
 
-static const DTypeInfo &info(TorchDType dtype) {
+static const DTypeInfo &info(ElementType dtype) {
   for (const DTypeInfo &entry : kDTypes)
     if (entry.dtype == dtype)
       return entry;
-  llvm_unreachable("every TorchDType has an entry");
+  llvm_unreachable("not a torch dtype (isTorchDType)");
 }
 
-StringRef mlir::titan::torchDTypeName(TorchDType dtype) {
+bool mlir::titan::isTorchDType(ElementType dtype) {
+  return llvm::any_of(
+      kDTypes, [&](const DTypeInfo &entry) { return entry.dtype == dtype; });
+}
+
+StringRef mlir::titan::torchDTypeName(ElementType dtype) {
   return info(dtype).name;
 }
 
-StringRef mlir::titan::torchStorageName(TorchDType dtype) {
+StringRef mlir::titan::torchStorageName(ElementType dtype) {
   return info(dtype).storage;
 }
 
-size_t mlir::titan::torchDTypeSize(TorchDType dtype) {
-  return info(dtype).size;
-}
-
-std::optional<TorchDType> mlir::titan::parseTorchDTypeName(StringRef name) {
+std::optional<ElementType> mlir::titan::parseTorchDTypeName(StringRef name) {
   for (const DTypeInfo &entry : kDTypes)
     if (entry.name == name)
       return entry.dtype;
   return std::nullopt;
 }
 
-std::optional<TorchDType> mlir::titan::parseTorchStorageName(StringRef name) {
+std::optional<ElementType> mlir::titan::parseTorchStorageName(StringRef name) {
   for (const DTypeInfo &entry : kDTypes)
     if (entry.storage == name)
       return entry.dtype;
@@ -435,7 +437,8 @@ static void writeTorchSave(const PickleRef &root,
 
 /// The root object of the torch.save of a C-contiguous tensor of `dtype` and
 /// `shape`: torch._utils._rebuild_tensor_v2 of storage "0".
-static PickleRef tensorPickle(TorchDType dtype, llvm::ArrayRef<int64_t> shape) {
+static PickleRef tensorPickle(ElementType dtype,
+                              llvm::ArrayRef<int64_t> shape) {
   int64_t count = 1;
   for (int64_t dim : shape)
     count *= dim;
@@ -456,10 +459,10 @@ static PickleRef tensorPickle(TorchDType dtype, llvm::ArrayRef<int64_t> shape) {
 }
 
 TorchSaveFraming
-mlir::titan::torchSaveTensorFraming(TorchDType dtype,
+mlir::titan::torchSaveTensorFraming(ElementType dtype,
                                     llvm::ArrayRef<int64_t> shape,
                                     uint32_t dataCrc, StringRef archiveName) {
-  uint64_t size = torchDTypeSize(dtype);
+  uint64_t size = getElementTypeSize(dtype);
   for (int64_t dim : shape)
     size *= dim;
   TorchSaveFraming framing;
@@ -475,7 +478,7 @@ llvm::Error mlir::titan::writeTorchSaveTensor(const DenseTensor &tensor,
                                               llvm::raw_ostream &os,
                                               StringRef archiveName) {
   std::optional<int64_t> bytes =
-      checkedByteSize(tensor.shape, torchDTypeSize(tensor.dtype));
+      checkedByteSize(tensor.shape, getElementTypeSize(tensor.dtype));
   if (!bytes)
     return fail(archiveName, "tensor shape " + formatInts(tensor.shape) +
                                  " has a negative dimension or more than "
@@ -582,7 +585,7 @@ mlir::titan::getTorchSaveTensorLayout(const TorchSaveArchive &saved,
       !idItems[2]->is(PickleValue::Kind::String) ||
       !idItems[4]->is(PickleValue::Kind::Int))
     return notATensor("unexpected storage persistent id");
-  std::optional<TorchDType> dtype =
+  std::optional<ElementType> dtype =
       parseTorchStorageName(idItems[1]->getName());
   if (!dtype) {
     StringRef complexName = torchComplexDTypeName(idItems[1]->getName());
@@ -605,7 +608,7 @@ mlir::titan::getTorchSaveTensorLayout(const TorchSaveArchive &saved,
                           idItems[2]->getString() + "'");
   // Every size below comes from the file: checked against the bytes present
   // before a caller allocates or copies anything for it.
-  size_t elementSize = torchDTypeSize(*dtype);
+  size_t elementSize = getElementTypeSize(*dtype);
   int64_t storageCount = idItems[4]->getInt();
   std::optional<int64_t> storageBytes =
       checkedByteSize(llvm::ArrayRef<int64_t>(storageCount), elementSize);
@@ -662,7 +665,7 @@ llvm::Expected<DenseTensor> mlir::titan::readTorchSaveTensor(StringRef archive,
   tensor.dtype = layout->dtype;
   tensor.shape = layout->shape;
   int64_t count = tensor.numElements();
-  size_t elementSize = torchDTypeSize(tensor.dtype);
+  size_t elementSize = getElementTypeSize(tensor.dtype);
   tensor.data.resize(size_t(count) * elementSize);
   if (count == 0)
     return tensor;

@@ -3,6 +3,8 @@
 #include "titan/Codegen/ProgramDescription.h"
 
 #include "titan/Checkpoint/Layout.h"
+#include "titan/Dialect/ArgRole.h"
+#include "titan/Dialect/ElementTypes.h"
 #include "titan/Dialect/TitanDialect.h"
 #include "titan/Runtime/titanrt.h"
 
@@ -32,24 +34,9 @@ int32_t mlir::titan::getRuntimeDType(Type element) {
 }
 
 StringRef mlir::titan::getRuntimeDTypeName(Type element) {
-  switch (getRuntimeDType(element)) {
-  case TITANRT_F32:
-    return "f32";
-  case TITANRT_F64:
-    return "f64";
-  case TITANRT_BF16:
-    return "bf16";
-  case TITANRT_F16:
-    return "f16";
-  case TITANRT_I64:
-    return "i64";
-  case TITANRT_I32:
-    return "i32";
-  case TITANRT_BOOL:
-    return "i1";
-  default:
+  if (getRuntimeDType(element) < 0)
     return "";
-  }
+  return stringifyElementType(*getElementTypeOf(element));
 }
 
 int32_t CommunicatorTable::getIndex(ArrayAttr axesAttr) {
@@ -119,18 +106,18 @@ mlir::titan::describeProgram(ModuleOp module, func::FuncOp step,
     unsigned i = arg.getArgNumber();
     auto name =
         step.getArgAttrOfType<StringAttr>(i, TitanDialect::kNameAttrName);
-    auto role =
-        step.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
+    std::optional<ArgRole> role = getArgRole(step, i);
     auto place =
         step.getArgAttrOfType<BufferAttr>(i, TitanDialect::kBufferAttrName);
     auto type = cast<RankedTensorType>(arg.getType());
     if (!name || !role || !place)
       return step.emitError("argument #")
              << i << " lacks a name, role or planned buffer";
-    os << "arg " << i << " " << name.getValue() << " " << role.getValue() << " "
+    os << "arg " << i << " " << name.getValue() << " "
+       << stringifyArgRole(*role) << " "
        << getRuntimeDTypeName(type.getElementType()) << " "
        << formatList(type.getShape()) << formatPlace(place) << "\n";
-    if (role.getValue() != "input")
+    if (role != ArgRole::Input)
       continue;
     // Inputs come from a global batch: each rank reads its box.
     FailureOr<ArgumentLayout> layout = computeArgumentLayout(step, i, *mesh);

@@ -133,11 +133,10 @@ public:
   const std::vector<FoldedOp> &getFoldedOps() const { return foldedOps; }
 
   /// Creates an argument of the entry block for a parameter, buffer or
-  /// input; `role` is "param", "buffer" or "input".
-  Value addArgument(Type type, llvm::StringRef name, llvm::StringRef role);
+  /// input.
+  Value addArgument(Type type, llvm::StringRef name, ArgRole role);
   /// Names and roles of the entry block arguments, in order.
-  const std::vector<std::pair<std::string, std::string>> &
-  getArgumentNames() const {
+  const std::vector<std::pair<std::string, ArgRole>> &getArgumentNames() const {
     return argumentNames;
   }
 
@@ -168,7 +167,7 @@ private:
   Block &entry;
   Location loc = UnknownLoc::get(&context);
   std::unordered_map<const torch::jit::Value *, ImportedValue> values;
-  std::vector<std::pair<std::string, std::string>> argumentNames;
+  std::vector<std::pair<std::string, ArgRole>> argumentNames;
   std::vector<FoldedOp> foldedOps;
   llvm::StringMap<size_t> foldedIndex;
 };

@@ -11,6 +11,7 @@
 
 #include "ImporterImpl.h"
 
+#include "titan/Dialect/ElementTypes.h"
 #include "titan/Dialect/FunctionAttributes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -237,14 +238,13 @@ GraphImporter::intListInput(torch::jit::Node *node, size_t index) {
 }
 
 Value GraphImporter::addArgument(Type type, llvm::StringRef name,
-                                 llvm::StringRef role) {
+                                 ArgRole role) {
   // Parameters and buffers come before the model inputs.
   unsigned position = entry.getNumArguments();
-  if (role != "input")
-    while (position > 0 && argumentNames[position - 1].second == "input")
+  if (role != ArgRole::Input)
+    while (position > 0 && argumentNames[position - 1].second == ArgRole::Input)
       --position;
-  argumentNames.insert(argumentNames.begin() + position,
-                       {name.str(), role.str()});
+  argumentNames.insert(argumentNames.begin() + position, {name.str(), role});
   return entry.insertArgument(position, type, UnknownLoc::get(&context));
 }
 
@@ -541,18 +541,15 @@ inputType(MLIRContext &context, torch::jit::Value *input,
                           : options.defaultInput     ? &*options.defaultInput
                                                      : nullptr;
   if (spec) {
-    Type element = llvm::StringSwitch<Type>(spec->elementType)
-                       .Case("i64", IntegerType::get(&context, 64))
-                       .Case("i32", IntegerType::get(&context, 32))
-                       .Case("f32", Float32Type::get(&context))
-                       .Case("f64", Float64Type::get(&context))
-                       .Case("f16", Float16Type::get(&context))
-                       .Case("bf16", BFloat16Type::get(&context))
-                       .Default(Type());
-    if (!element)
+    // A model input holds floats or integer ids.
+    std::optional<ElementType> element =
+        symbolizeElementType(spec->elementType);
+    if (!element ||
+        !(isFloatElementType(*element) || element == ElementType::I64 ||
+          element == ElementType::I32))
       return makeError("input '" + name + "': unknown element type '" +
                        spec->elementType + "'");
-    return RankedTensorType::get(spec->shape, element);
+    return RankedTensorType::get(spec->shape, getMLIRType(&context, *element));
   }
   auto tensor = input->type()->cast<c10::TensorType>();
   if (tensor) {
@@ -608,8 +605,8 @@ static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
         inputType(context, input, name, options);
     if (!type)
       return type.takeError();
-    graphInputs.push_back(
-        ImportedValue::ofTensor(importer.addArgument(*type, name, "input")));
+    graphInputs.push_back(ImportedValue::ofTensor(
+        importer.addArgument(*type, name, ArgRole::Input)));
   }
   llvm::Expected<std::vector<ImportedValue>> outputs =
       importer.importBlock(graph.block(), graphInputs);
@@ -646,9 +643,8 @@ static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
   setEachArgAttr(function, TitanDialect::kNameAttrName, [&](unsigned index) {
     return builder.getStringAttr(argumentNames[index].first);
   });
-  setEachArgAttr(function, TitanDialect::kRoleAttrName, [&](unsigned index) {
-    return builder.getStringAttr(argumentNames[index].second);
-  });
+  setEachArgRole(function,
+                 [&](unsigned index) { return argumentNames[index].second; });
   setEachResultAttr(function, TitanDialect::kNameAttrName, [&](unsigned index) {
     return builder.getStringAttr(returned.size() == 1
                                      ? std::string("logits")
@@ -679,14 +675,6 @@ static std::vector<char> tensorBytes(const at::Tensor &tensor) {
   return std::vector<char>(data, data + bytes);
 }
 
-/// Element type name of `type` for ImportedTensor.
-static std::string elementTypeName(Type type) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  type.print(os);
-  return text;
-}
-
 namespace {
 /// Resolves module attributes to parameters, buffers, submodules and
 /// constants of a loaded module, creating one function argument per tensor
@@ -700,8 +688,8 @@ public:
   /// Adds an argument for every parameter, in module order.
   llvm::Error addParameters(GraphImporter &importer) {
     for (const auto &parameter : root.named_parameters(/*recurse=*/true))
-      if (llvm::Error error =
-              addTensor(importer, parameter.name, parameter.value, "param"))
+      if (llvm::Error error = addTensor(importer, parameter.name,
+                                        parameter.value, ArgRole::Param))
         return error;
     return llvm::Error::success();
   }
@@ -733,7 +721,7 @@ public:
       // Every parameter has its argument already: any other tensor is
       // state the model reads but does not train (a registered buffer or a
       // plain tensor attribute).
-      if (llvm::Error error = addTensor(importer, fqn, tensor, "buffer"))
+      if (llvm::Error error = addTensor(importer, fqn, tensor, ArgRole::Buffer))
         return std::move(error);
       return arguments.at(tensor.unsafeGetTensorImpl());
     }
@@ -752,7 +740,7 @@ private:
   /// Creates the argument(s) of one tensor; complex tensors become a real
   /// and an imaginary argument.
   llvm::Error addTensor(GraphImporter &importer, const std::string &fqn,
-                        const at::Tensor &tensor, llvm::StringRef role) {
+                        const at::Tensor &tensor, ArgRole role) {
     if (arguments.count(tensor.unsafeGetTensorImpl()))
       return llvm::Error::success(); // A tied parameter.
     std::vector<int64_t> shape(tensor.sizes().begin(), tensor.sizes().end());
@@ -783,12 +771,11 @@ private:
 
   /// Hands a tensor's data to the weight callback, if any.
   llvm::Error emit(const std::string &name, const std::vector<int64_t> &shape,
-                   Type element, const at::Tensor &tensor,
-                   llvm::StringRef role) {
+                   Type element, const at::Tensor &tensor, ArgRole role) {
     if (!options.onWeight)
       return llvm::Error::success();
-    ImportedTensor weight{name, shape, elementTypeName(element),
-                          tensorBytes(tensor), role.str()};
+    ImportedTensor weight{name, shape, *getElementTypeOf(element),
+                          tensorBytes(tensor), role};
     return options.onWeight(weight);
   }
 

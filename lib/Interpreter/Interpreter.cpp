@@ -36,12 +36,13 @@ std::string mlir::titan::getResultName(func::FuncOp function, unsigned index) {
 
 /// The element kind and shape (with dynamic dims) of a tensor type the
 /// interpreter handles.
-static std::optional<std::pair<ElementKind, ArrayRef<int64_t>>>
+static std::optional<std::pair<ElementType, ArrayRef<int64_t>>>
 getKindAndShape(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor)
     return std::nullopt;
-  std::optional<ElementKind> kind = getElementKind(tensor.getElementType());
+  std::optional<ElementType> kind =
+      getInterpretedElementType(tensor.getElementType());
   if (!kind)
     return std::nullopt;
   return std::make_pair(*kind, tensor.getShape());
@@ -133,7 +134,7 @@ static FailureOr<TensorValue> evaluateConstant(ConstantOp op) {
     return op.emitError("the interpreter only handles dense elements "
                         "constants, got ")
            << op.getValue();
-  if (isFloatKind(kind)) {
+  if (isFloatElementType(kind)) {
     std::vector<double> values;
     values.reserve(dense.getNumElements());
     for (const APFloat &value : dense.getValues<APFloat>())
@@ -141,7 +142,7 @@ static FailureOr<TensorValue> evaluateConstant(ConstantOp op) {
     return fromDoubles(kind, shape, values);
   }
   TensorValue result(kind, shape);
-  if (kind == ElementKind::I1)
+  if (kind == ElementType::I1)
     llvm::copy(dense.getValues<bool>(), result.getMutable<uint8_t>().begin());
   else
     for (auto [out, value] : llvm::zip_equal(result.getMutable<int64_t>(),
@@ -178,8 +179,8 @@ static double geluDerivative(double x, bool tanhApproximation) {
 }
 
 /// `factor` rounded to the float kind `kind`.
-static double roundFactor(double factor, ElementKind kind) {
-  return kind == ElementKind::F64 ? factor : roundToFloatKind(factor, kind);
+static double roundFactor(double factor, ElementType kind) {
+  return kind == ElementType::F64 ? factor : roundToFloatType(factor, kind);
 }
 
 /// Reports that the interpreter does not run `op`.
@@ -581,7 +582,7 @@ LogicalResult Execution::runAxisIndex(AxisIndexOp op) {
   if (failed(meshAxes))
     return failure();
   const auto &[mesh, axes] = *meshAxes;
-  ElementKind kind = getKindAndShape(op.getType())->first;
+  ElementType kind = getKindAndShape(op.getType())->first;
   for (int64_t rank = 0; rank < numRanks; ++rank) {
     SmallVector<int64_t> coordinate = mesh->getCoordinate(rank);
     int64_t index = 0;
@@ -777,7 +778,7 @@ Interpreter::getMesh(Operation *user, FlatSymbolRefAttr symbol) const {
   return &it->second;
 }
 
-ElementKind Interpreter::getArgumentKind(unsigned index) const {
+ElementType Interpreter::getArgumentKind(unsigned index) const {
   func::FuncOp function = getFunction();
   return getKindAndShape(function.getArgumentTypes()[index])->first;
 }

@@ -58,40 +58,43 @@ static int64_t truncateToInt(double value, unsigned bits) {
   return static_cast<int64_t>(value);
 }
 
-TensorValue kernels::fromDoubles(ElementKind kind, ArrayRef<int64_t> shape,
+TensorValue kernels::fromDoubles(ElementType kind, ArrayRef<int64_t> shape,
                                  ArrayRef<double> values) {
   TensorValue result(kind, shape);
   switch (kind) {
-  case ElementKind::F32:
-  case ElementKind::BF16:
-  case ElementKind::F16:
+  case ElementType::F32:
+  case ElementType::BF16:
+  case ElementType::F16:
     for (auto [out, value] :
          llvm::zip_equal(result.getMutable<float>(), values))
-      out = roundToFloatKind(value, kind);
+      out = roundToFloatType(value, kind);
     break;
-  case ElementKind::F64:
+  case ElementType::F64:
     llvm::copy(values, result.getMutable<double>().begin());
     break;
-  case ElementKind::I64:
-  case ElementKind::I32: {
-    unsigned bits = kind == ElementKind::I64 ? 64 : 32;
+  case ElementType::I64:
+  case ElementType::I32: {
+    unsigned bits = kind == ElementType::I64 ? 64 : 32;
     for (auto [out, value] :
          llvm::zip_equal(result.getMutable<int64_t>(), values))
       out = truncateToInt(value, bits);
     break;
   }
-  case ElementKind::I1:
+  case ElementType::I1:
     for (auto [out, value] :
          llvm::zip_equal(result.getMutable<uint8_t>(), values))
       out = value != 0;
     break;
+  case ElementType::U16:
+  case ElementType::U8:
+    llvm_unreachable("the interpreter has no unsigned tensors");
   }
   return result;
 }
 
-TensorValue kernels::cast(const TensorValue &input, ElementKind kind) {
-  bool fromInt = !isFloatKind(input.getKind());
-  if (!fromInt || isFloatKind(kind))
+TensorValue kernels::cast(const TensorValue &input, ElementType kind) {
+  bool fromInt = !isFloatElementType(input.getKind());
+  if (!fromInt || isFloatElementType(kind))
     return fromDoubles(kind, input.getShape(), toDoubles(input));
   // Integer to integer: exact, i32 wraps, i1 is `!= 0`.
   TensorValue result(kind, input.getShape());
@@ -99,7 +102,7 @@ TensorValue kernels::cast(const TensorValue &input, ElementKind kind) {
       [&](const auto &values) {
         using T = typename std::decay_t<decltype(values)>::value_type;
         if constexpr (std::is_integral_v<T>) {
-          if (kind == ElementKind::I1) {
+          if (kind == ElementType::I1) {
             for (auto [out, v] :
                  llvm::zip_equal(result.getMutable<uint8_t>(), values))
               out = v != 0;
@@ -107,7 +110,7 @@ TensorValue kernels::cast(const TensorValue &input, ElementKind kind) {
           }
           for (auto [out, v] :
                llvm::zip_equal(result.getMutable<int64_t>(), values))
-            out = kind == ElementKind::I32 ? int64_t(int32_t(uint32_t(v)))
+            out = kind == ElementType::I32 ? int64_t(int32_t(uint32_t(v)))
                                            : int64_t(v);
         }
       },
@@ -115,7 +118,7 @@ TensorValue kernels::cast(const TensorValue &input, ElementKind kind) {
   return result;
 }
 
-TensorValue kernels::iota(ElementKind kind, ArrayRef<int64_t> shape,
+TensorValue kernels::iota(ElementType kind, ArrayRef<int64_t> shape,
                           int64_t dim) {
   SmallVector<int64_t> strides(shape.size(), 0);
   strides[dim] = 1;
@@ -163,7 +166,7 @@ static bool comparePair(ComparePredicate predicate, T a, T b) {
 
 TensorValue kernels::compare(ComparePredicate predicate, const TensorValue &lhs,
                              const TensorValue &rhs) {
-  TensorValue result(ElementKind::I1, lhs.getShape());
+  TensorValue result(ElementType::I1, lhs.getShape());
   llvm::MutableArrayRef<uint8_t> out = result.getMutable<uint8_t>();
   std::visit(
       [&](const auto &a) {
@@ -484,8 +487,8 @@ llvm::Expected<TensorValue> kernels::crossEntropy(const TensorValue &logits,
   }
   double loss = *count ? total / double(*count)
                        : std::numeric_limits<double>::quiet_NaN();
-  ElementKind kind = logits.getKind() == ElementKind::F64 ? ElementKind::F64
-                                                          : ElementKind::F32;
+  ElementType kind = logits.getKind() == ElementType::F64 ? ElementType::F64
+                                                          : ElementType::F32;
   return fromDoubles(kind, {}, {loss});
 }
 

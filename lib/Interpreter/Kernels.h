@@ -96,15 +96,15 @@ TensorValue zipFloat(const TensorValue &lhs, const TensorValue &rhs, Fn fn) {
 std::vector<double> toDoubles(const TensorValue &input);
 
 /// A tensor of `kind` and `shape` from doubles, converted as `cast` does.
-TensorValue fromDoubles(ElementKind kind, llvm::ArrayRef<int64_t> shape,
+TensorValue fromDoubles(ElementType kind, llvm::ArrayRef<int64_t> shape,
                         llvm::ArrayRef<double> values);
 
 /// `titan.cast`: floats round to nearest even, floats to integers truncate
 /// toward zero (saturating), i32 wraps, anything to i1 is `!= 0`.
-TensorValue cast(const TensorValue &input, ElementKind kind);
+TensorValue cast(const TensorValue &input, ElementType kind);
 
 /// `titan.iota`: element = its index along `dim`.
-TensorValue iota(ElementKind kind, llvm::ArrayRef<int64_t> shape, int64_t dim);
+TensorValue iota(ElementType kind, llvm::ArrayRef<int64_t> shape, int64_t dim);
 
 /// Predicates of `titan.compare`.
 enum class ComparePredicate { Eq, Ne, Lt, Le, Gt, Ge };

@@ -2,6 +2,8 @@
 
 #include "titan/Interpreter/TensorValue.h"
 
+#include "titan/Dialect/ElementTypes.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/STLExtras.h"
@@ -13,47 +15,11 @@
 using namespace mlir;
 using namespace mlir::titan;
 
-StringRef mlir::titan::stringifyElementKind(ElementKind kind) {
-  switch (kind) {
-  case ElementKind::F32:
-    return "f32";
-  case ElementKind::F64:
-    return "f64";
-  case ElementKind::BF16:
-    return "bf16";
-  case ElementKind::F16:
-    return "f16";
-  case ElementKind::I64:
-    return "i64";
-  case ElementKind::I32:
-    return "i32";
-  case ElementKind::I1:
-    return "i1";
-  }
-  llvm_unreachable("unknown element kind");
-}
-
-std::optional<ElementKind> mlir::titan::getElementKind(Type type) {
-  if (type.isF32())
-    return ElementKind::F32;
-  if (type.isF64())
-    return ElementKind::F64;
-  if (type.isBF16())
-    return ElementKind::BF16;
-  if (type.isF16())
-    return ElementKind::F16;
-  if (type.isSignlessInteger(64))
-    return ElementKind::I64;
-  if (type.isSignlessInteger(32))
-    return ElementKind::I32;
-  if (type.isSignlessInteger(1))
-    return ElementKind::I1;
-  return std::nullopt;
-}
-
-bool mlir::titan::isFloatKind(ElementKind kind) {
-  return kind == ElementKind::F32 || kind == ElementKind::F64 ||
-         kind == ElementKind::BF16 || kind == ElementKind::F16;
+std::optional<ElementType> mlir::titan::getInterpretedElementType(Type type) {
+  std::optional<ElementType> element = getElementTypeOf(type);
+  if (element == ElementType::U16 || element == ElementType::U8)
+    return std::nullopt;
+  return element;
 }
 
 /// Rounds a float to bfloat16 (ties to even) and widens it back.
@@ -83,12 +49,12 @@ static float halfBitsToFloat(uint16_t bits) {
   return value.convertToFloat();
 }
 
-float mlir::titan::roundToFloatKind(double value, ElementKind kind) {
+float mlir::titan::roundToFloatType(double value, ElementType kind) {
   float single = static_cast<float>(value);
   switch (kind) {
-  case ElementKind::BF16:
+  case ElementType::BF16:
     return roundFloatToBF16(single);
-  case ElementKind::F16:
+  case ElementType::F16:
     return halfBitsToFloat(floatToHalfBits(single));
   default:
     return single;
@@ -96,24 +62,27 @@ float mlir::titan::roundToFloatKind(double value, ElementKind kind) {
 }
 
 /// Storage of `n` zero elements for `kind`.
-static ElementStorage makeStorage(ElementKind kind, int64_t n) {
+static ElementStorage makeStorage(ElementType kind, int64_t n) {
   switch (kind) {
-  case ElementKind::F32:
-  case ElementKind::BF16:
-  case ElementKind::F16:
+  case ElementType::F32:
+  case ElementType::BF16:
+  case ElementType::F16:
     return std::vector<float>(n);
-  case ElementKind::F64:
+  case ElementType::F64:
     return std::vector<double>(n);
-  case ElementKind::I64:
-  case ElementKind::I32:
+  case ElementType::I64:
+  case ElementType::I32:
     return std::vector<int64_t>(n);
-  case ElementKind::I1:
+  case ElementType::I1:
     return std::vector<uint8_t>(n);
+  case ElementType::U16:
+  case ElementType::U8:
+    break;
   }
-  llvm_unreachable("unknown element kind");
+  llvm_unreachable("the interpreter has no unsigned tensors");
 }
 
-TensorValue::TensorValue(ElementKind kind, ArrayRef<int64_t> shape)
+TensorValue::TensorValue(ElementType kind, ArrayRef<int64_t> shape)
     : kind(kind), shape(shape.begin(), shape.end()),
       storage(makeStorage(kind, getNumElements())) {}
 
@@ -132,10 +101,10 @@ void TensorValue::reshape(ArrayRef<int64_t> newShape) {
 }
 
 void TensorValue::roundToKind() {
-  if (kind != ElementKind::BF16 && kind != ElementKind::F16)
+  if (kind != ElementType::BF16 && kind != ElementType::F16)
     return;
   for (float &value : getMutable<float>())
-    value = roundToFloatKind(value, kind);
+    value = roundToFloatType(value, kind);
 }
 
 bool TensorValue::operator==(const TensorValue &other) const {
@@ -152,39 +121,19 @@ bool TensorValue::operator==(const TensorValue &other) const {
       storage);
 }
 
-std::string mlir::titan::formatTensorType(ElementKind kind,
+std::string mlir::titan::formatTensorType(ElementType kind,
                                           ArrayRef<int64_t> shape) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "tensor<";
   for (int64_t size : shape)
     os << size << "x";
-  os << stringifyElementKind(kind) << ">";
+  os << stringifyElementType(kind) << ">";
   return text;
 }
 
 std::string TensorValue::getTypeString() const {
   return formatTensorType(kind, shape);
-}
-
-NpyDType mlir::titan::getNpyDType(ElementKind kind) {
-  switch (kind) {
-  case ElementKind::F32:
-    return NpyDType::F32;
-  case ElementKind::F64:
-    return NpyDType::F64;
-  case ElementKind::BF16:
-    return NpyDType::U16;
-  case ElementKind::F16:
-    return NpyDType::F16;
-  case ElementKind::I64:
-    return NpyDType::I64;
-  case ElementKind::I32:
-    return NpyDType::I32;
-  case ElementKind::I1:
-    return NpyDType::Bool;
-  }
-  llvm_unreachable("unknown element kind");
 }
 
 /// Reads element `i` of little-endian raw bytes as `T`.
@@ -202,83 +151,89 @@ static void storeElement(std::vector<char> &bytes, int64_t i, T value) {
 }
 
 llvm::Expected<TensorValue> mlir::titan::tensorFromNpy(const NpyArray &array,
-                                                       ElementKind kind,
+                                                       ElementType kind,
                                                        StringRef name) {
-  NpyDType expected = getNpyDType(kind);
+  ElementType expected = getNpyStorageType(kind);
   if (array.dtype != expected)
     return llvm::createStringError(
         "%s: the file holds dtype '%s' but the program expects %s (dtype "
         "'%s')",
         name.str().c_str(), npyDescr(array.dtype).str().c_str(),
-        stringifyElementKind(kind).str().c_str(),
+        stringifyElementType(kind).str().c_str(),
         npyDescr(expected).str().c_str());
   TensorValue tensor(kind, array.shape);
   int64_t n = tensor.getNumElements();
   const std::vector<char> &bytes = array.data;
   switch (kind) {
-  case ElementKind::F32:
+  case ElementType::F32:
     std::memcpy(tensor.getMutable<float>().data(), bytes.data(), n * 4);
     break;
-  case ElementKind::F64:
+  case ElementType::F64:
     std::memcpy(tensor.getMutable<double>().data(), bytes.data(), n * 8);
     break;
-  case ElementKind::BF16:
+  case ElementType::BF16:
     for (auto [i, value] : llvm::enumerate(tensor.getMutable<float>()))
       value = llvm::bit_cast<float>(uint32_t(loadElement<uint16_t>(bytes, i))
                                     << 16);
     break;
-  case ElementKind::F16:
+  case ElementType::F16:
     for (auto [i, value] : llvm::enumerate(tensor.getMutable<float>()))
       value = halfBitsToFloat(loadElement<uint16_t>(bytes, i));
     break;
-  case ElementKind::I64:
+  case ElementType::I64:
     std::memcpy(tensor.getMutable<int64_t>().data(), bytes.data(), n * 8);
     break;
-  case ElementKind::I32:
+  case ElementType::I32:
     for (auto [i, value] : llvm::enumerate(tensor.getMutable<int64_t>()))
       value = loadElement<int32_t>(bytes, i);
     break;
-  case ElementKind::I1:
+  case ElementType::I1:
     for (auto [i, value] : llvm::enumerate(tensor.getMutable<uint8_t>()))
       value = bytes[i] != 0;
     break;
+  case ElementType::U16:
+  case ElementType::U8:
+    llvm_unreachable("the interpreter has no unsigned tensors");
   }
   return tensor;
 }
 
 NpyArray mlir::titan::tensorToNpy(const TensorValue &tensor) {
   NpyArray array;
-  array.dtype = getNpyDType(tensor.getKind());
+  array.dtype = getNpyStorageType(tensor.getKind());
   array.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
   int64_t n = tensor.getNumElements();
-  array.data.resize(n * npyElementSize(array.dtype));
+  array.data.resize(n * getElementTypeSize(array.dtype));
   std::vector<char> &bytes = array.data;
   switch (tensor.getKind()) {
-  case ElementKind::F32:
+  case ElementType::F32:
     std::memcpy(bytes.data(), tensor.get<float>().data(), n * 4);
     break;
-  case ElementKind::F64:
+  case ElementType::F64:
     std::memcpy(bytes.data(), tensor.get<double>().data(), n * 8);
     break;
-  case ElementKind::BF16:
+  case ElementType::BF16:
     for (auto [i, value] : llvm::enumerate(tensor.get<float>()))
       storeElement<uint16_t>(bytes, i, llvm::bit_cast<uint32_t>(value) >> 16);
     break;
-  case ElementKind::F16:
+  case ElementType::F16:
     for (auto [i, value] : llvm::enumerate(tensor.get<float>()))
       storeElement<uint16_t>(bytes, i, floatToHalfBits(value));
     break;
-  case ElementKind::I64:
+  case ElementType::I64:
     std::memcpy(bytes.data(), tensor.get<int64_t>().data(), n * 8);
     break;
-  case ElementKind::I32:
+  case ElementType::I32:
     for (auto [i, value] : llvm::enumerate(tensor.get<int64_t>()))
       storeElement<int32_t>(bytes, i, static_cast<int32_t>(value));
     break;
-  case ElementKind::I1:
+  case ElementType::I1:
     for (auto [i, value] : llvm::enumerate(tensor.get<uint8_t>()))
       bytes[i] = value ? 1 : 0;
     break;
+  case ElementType::U16:
+  case ElementType::U8:
+    llvm_unreachable("the interpreter has no unsigned tensors");
   }
   return array;
 }

@@ -27,6 +27,7 @@
 
 #include "titan/Report/PlanReport.h"
 
+#include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/TitanDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -191,11 +192,9 @@ StepAnalysis::StepAnalysis(func::FuncOp function, ArrayRef<int64_t> paramBlocks,
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
     auto it = argParams.find(i);
-    auto role =
-        function.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
     if (it != argParams.end())
       origins[arg] = {Origin::kNone, it->second};
-    else if (role && role.getValue() == "input")
+    else if (getArgRole(function, i) == ArgRole::Input)
       origins[arg] = {-1, -1};
   }
   for (Operation &op : body.without_terminator()) {
@@ -421,9 +420,7 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
   llvm::StringMap<int> paramIndices;
   DenseMap<unsigned, int> argParams;
   for (unsigned i = 0; i < function.getNumArguments(); ++i) {
-    auto role =
-        function.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
-    if (!role || role.getValue() != "param")
+    if (getArgRole(function, i) != ArgRole::Param)
       continue;
     auto name =
         function.getArgAttrOfType<StringAttr>(i, TitanDialect::kNameAttrName);
@@ -458,11 +455,9 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
                       humanBytes(paramBytes), humanBytes(localBytes));
   // Optimizer state ("exp_avg.<fqn>") is derived from its parameter.
   for (unsigned i = 0; i < function.getNumArguments(); ++i) {
-    auto role =
-        function.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
     auto name =
         function.getArgAttrOfType<StringAttr>(i, TitanDialect::kNameAttrName);
-    if (!role || !name || role.getValue() != "state")
+    if (!name || getArgRole(function, i) != ArgRole::State)
       continue;
     auto it = paramIndices.find(name.getValue().split('.').second);
     if (it != paramIndices.end())

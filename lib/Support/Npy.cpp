@@ -12,31 +12,25 @@
 using namespace mlir::titan;
 using llvm::StringRef;
 
-namespace {
-struct DTypeInfo {
-  NpyDType type;
-  StringRef descr;
-  size_t size;
-};
-} // namespace
-
-static constexpr DTypeInfo kDTypes[] = {
-    {NpyDType::F32, "<f4", 4}, {NpyDType::F64, "<f8", 8},
-    {NpyDType::F16, "<f2", 2}, {NpyDType::I64, "<i8", 8},
-    {NpyDType::I32, "<i4", 4}, {NpyDType::U16, "<u2", 2},
-    {NpyDType::U8, "|u1", 1},  {NpyDType::Bool, "|b1", 1},
+/// The NumPy descr string of each element type an .npy file may hold.
+static constexpr std::pair<ElementType, StringRef> kDescrs[] = {
+    {ElementType::F32, "<f4"}, {ElementType::F64, "<f8"},
+    {ElementType::F16, "<f2"}, {ElementType::I64, "<i8"},
+    {ElementType::I32, "<i4"}, {ElementType::U16, "<u2"},
+    {ElementType::U8, "|u1"},  {ElementType::I1, "|b1"},
 };
 
-static const DTypeInfo &info(NpyDType type) {
-  for (const DTypeInfo &entry : kDTypes)
-    if (entry.type == type)
-      return entry;
-  llvm_unreachable("every NpyDType has an entry");
+ElementType mlir::titan::getNpyStorageType(ElementType type) {
+  return type == ElementType::BF16 ? ElementType::U16 : type;
 }
 
-StringRef mlir::titan::npyDescr(NpyDType type) { return info(type).descr; }
-
-size_t mlir::titan::npyElementSize(NpyDType type) { return info(type).size; }
+StringRef mlir::titan::npyDescr(ElementType type) {
+  ElementType stored = getNpyStorageType(type);
+  for (const auto &[candidate, descr] : kDescrs)
+    if (candidate == stored)
+      return descr;
+  llvm_unreachable("every element type but bf16 has a descr");
+}
 
 int64_t NpyArray::numElements() const {
   int64_t count = 1;
@@ -71,7 +65,7 @@ static StringRef headerValue(StringRef header, StringRef key) {
 namespace {
 /// The header fields of an .npy file and a view of its data.
 struct NpyView {
-  NpyDType dtype = NpyDType::F32;
+  ElementType dtype = ElementType::F32;
   llvm::SmallVector<int64_t> shape;
   StringRef data;
 };
@@ -103,9 +97,9 @@ static llvm::Expected<NpyView> parseNpyView(StringRef contents,
   descr = descr.take_until([](char c) { return c == '\''; });
   if (descr.size() == 3 && descr[0] == '=')
     descr = descr.drop_front();
-  const DTypeInfo *found = nullptr;
-  for (const DTypeInfo &entry : kDTypes)
-    if (entry.descr == descr || entry.descr.drop_front() == descr)
+  const std::pair<ElementType, StringRef> *found = nullptr;
+  for (const auto &entry : kDescrs)
+    if (entry.second == descr || entry.second.drop_front() == descr)
       found = &entry;
   if (!found) {
     // Name complex arrays as such: their descr alone is cryptic.
@@ -121,7 +115,7 @@ static llvm::Expected<NpyView> parseNpyView(StringRef contents,
                               " (supported: <f4 <f8 <f2 <i8 <i4 <u2 |u1 "
                               "|b1, little-endian)");
   }
-  array.dtype = found->type;
+  array.dtype = found->first;
 
   if (!headerValue(header, "fortran_order").starts_with("False"))
     return npyError(name, "Fortran-ordered arrays are not supported; save "
@@ -146,10 +140,11 @@ static llvm::Expected<NpyView> parseNpyView(StringRef contents,
   // The data the shape needs must be in the file: checked before anything
   // is allocated or copied for it.
   uint64_t present = contents.size() - dataStart;
-  std::optional<int64_t> bytes = checkedByteSize(array.shape, found->size);
+  std::optional<int64_t> bytes =
+      checkedByteSize(array.shape, getElementTypeSize(array.dtype));
   if (!bytes)
     return npyError(name, "shape " + formatShape(array.shape) + " of " +
-                              npyDescr(found->type) +
+                              npyDescr(array.dtype) +
                               " overflows: its size exceeds 2^63-1 bytes "
                               "(the file has " +
                               llvm::Twine(present) + " data bytes)");
@@ -211,7 +206,7 @@ llvm::Expected<NpyArray> mlir::titan::readNpy(StringRef path) {
 
 /// The .npy header of an array of `dtype` and `shape`, padded so that the
 /// data starts 64-byte aligned.
-static std::string npyHeader(NpyDType dtype, llvm::ArrayRef<int64_t> shape) {
+static std::string npyHeader(ElementType dtype, llvm::ArrayRef<int64_t> shape) {
   std::string header =
       "{'descr': '" + npyDescr(dtype).str() +
       "', 'fortran_order': False, 'shape': " + formatShape(shape) + ", }";
@@ -233,11 +228,12 @@ std::string mlir::titan::serializeNpy(const NpyArray &array) {
   return out;
 }
 
-llvm::Error mlir::titan::writeNpy(StringRef path, NpyDType dtype,
+llvm::Error mlir::titan::writeNpy(StringRef path, ElementType dtype,
                                   llvm::ArrayRef<int64_t> shape,
                                   StringRef data) {
   // Never write a file whose header promises data it does not hold.
-  std::optional<int64_t> bytes = checkedByteSize(shape, npyElementSize(dtype));
+  std::optional<int64_t> bytes =
+      checkedByteSize(shape, getElementTypeSize(dtype));
   if (!bytes || uint64_t(*bytes) != data.size()) {
     std::string needs = bytes ? "it needs " + std::to_string(*bytes)
                               : std::string("its size overflows");

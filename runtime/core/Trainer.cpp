@@ -21,46 +21,46 @@
 
 using namespace titan::rt;
 using mlir::titan::DenseTensorRef;
+using mlir::titan::ElementType;
 using mlir::titan::IndexBox;
 using mlir::titan::MutableDenseTensorRef;
-using mlir::titan::TorchDType;
 
 namespace {
 
 /// The checkpoint dtype of a runtime dtype, if it has one.
-std::optional<TorchDType> torchDType(int32_t dtype) {
+std::optional<ElementType> torchDType(int32_t dtype) {
   switch (dtype) {
   case TITANRT_F32:
-    return TorchDType::Float32;
+    return ElementType::F32;
   case TITANRT_F64:
-    return TorchDType::Float64;
+    return ElementType::F64;
   case TITANRT_BF16:
-    return TorchDType::BFloat16;
+    return ElementType::BF16;
   case TITANRT_F16:
-    return TorchDType::Float16;
+    return ElementType::F16;
   case TITANRT_I64:
-    return TorchDType::Int64;
+    return ElementType::I64;
   case TITANRT_I32:
-    return TorchDType::Int32;
+    return ElementType::I32;
   default:
     return std::nullopt;
   }
 }
 
 /// The runtime dtype of an .npy element type.
-int32_t runtimeDType(mlir::titan::NpyDType dtype) {
+int32_t runtimeDType(ElementType dtype) {
   switch (dtype) {
-  case mlir::titan::NpyDType::F32:
+  case ElementType::F32:
     return TITANRT_F32;
-  case mlir::titan::NpyDType::F64:
+  case ElementType::F64:
     return TITANRT_F64;
-  case mlir::titan::NpyDType::F16:
+  case ElementType::F16:
     return TITANRT_F16;
-  case mlir::titan::NpyDType::I64:
+  case ElementType::I64:
     return TITANRT_I64;
-  case mlir::titan::NpyDType::I32:
+  case ElementType::I32:
     return TITANRT_I32;
-  case mlir::titan::NpyDType::U16:
+  case ElementType::U16:
     return TITANRT_BF16; // titan writes bf16 as raw uint16 bits.
   default:
     return -1;
@@ -255,7 +255,7 @@ Status BatchSource::read(const std::string &name, int64_t step, int64_t rank,
   const mlir::titan::MappedNpy &file = files.at(name);
   const InputLayout &layout = program.inputs.at(name);
   const TensorPlace *argument = program.findArgument(name);
-  TorchDType dtype = *torchDType(argument->dtype);
+  ElementType dtype = *torchDType(argument->dtype);
   int64_t batchBytes = int64_t(dtypeSize(argument->dtype));
   for (int64_t d : layout.globalShape)
     batchBytes *= d;
@@ -280,14 +280,14 @@ Status BatchSource::read(const std::string &name, int64_t step, int64_t rank,
 llvm::Expected<MutableDenseTensorRef> Trainer::shardOf(llvm::StringRef source) {
   if (source == "step")
     return MutableDenseTensorRef(
-        TorchDType::Float32, {},
+        ElementType::F32, {},
         llvm::MutableArrayRef<char>(reinterpret_cast<char *>(&stepValue),
                                     sizeof(stepValue)));
   const TensorPlace *argument = program.findArgument(source.str());
   if (!argument || argument->region != Region::State)
     return llvm::createStringError("the program holds no state tensor '" +
                                    source + "'");
-  std::optional<TorchDType> dtype = torchDType(argument->dtype);
+  std::optional<ElementType> dtype = torchDType(argument->dtype);
   if (!dtype)
     return llvm::createStringError("'" + source + "' has element type " +
                                    dtypeName(argument->dtype) +
@@ -305,7 +305,7 @@ Status Trainer::loadCheckpoint(const std::string &folder) {
   if (!reader)
     return Status::io("cannot load checkpoint '" + folder +
                       "': " + llvm::toString(reader.takeError()));
-  auto destination = [&](llvm::StringRef source, TorchDType dtype,
+  auto destination = [&](llvm::StringRef source, ElementType dtype,
                          llvm::ArrayRef<int64_t> shape)
       -> llvm::Expected<MutableDenseTensorRef> { return shardOf(source); };
   if (llvm::Error error =
@@ -509,26 +509,26 @@ Status Trainer::dumpResults(const std::string &folder) const {
     return Status::io("cannot create '" + std::string(rankFolder) +
                       "': " + error.message());
   for (const TensorPlace &result : program.results) {
-    std::optional<mlir::titan::NpyDType> dtype;
+    std::optional<ElementType> dtype;
     switch (result.dtype) {
     case TITANRT_F32:
-      dtype = mlir::titan::NpyDType::F32;
+      dtype = ElementType::F32;
       break;
     case TITANRT_F64:
-      dtype = mlir::titan::NpyDType::F64;
+      dtype = ElementType::F64;
       break;
     case TITANRT_I64:
-      dtype = mlir::titan::NpyDType::I64;
+      dtype = ElementType::I64;
       break;
     case TITANRT_I32:
-      dtype = mlir::titan::NpyDType::I32;
+      dtype = ElementType::I32;
       break;
     case TITANRT_BF16:
     case TITANRT_F16:
-      dtype = mlir::titan::NpyDType::U16;
+      dtype = ElementType::U16;
       break;
     default:
-      dtype = mlir::titan::NpyDType::Bool;
+      dtype = ElementType::I1;
     }
     llvm::SmallString<256> path(rankFolder);
     llvm::sys::path::append(path, result.name + ".npy");

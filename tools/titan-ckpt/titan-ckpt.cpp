@@ -170,45 +170,14 @@ static llvm::Error inspect() {
   return llvm::Error::success();
 }
 
-/// The checkpoint dtype an .npy array stands for.
-static llvm::Expected<TorchDType> dtypeOf(NpyDType type, StringRef path) {
-  switch (type) {
-  case NpyDType::F32:
-    return TorchDType::Float32;
-  case NpyDType::F64:
-    return TorchDType::Float64;
-  case NpyDType::F16:
-    return TorchDType::Float16;
-  case NpyDType::I64:
-    return TorchDType::Int64;
-  case NpyDType::I32:
-    return TorchDType::Int32;
-  case NpyDType::U16:
-    return TorchDType::BFloat16;
-  case NpyDType::U8:
-  case NpyDType::Bool:
-    break;
-  }
-  return fail("'" + path + "': dtype " + npyDescr(type) +
-              " has no checkpoint counterpart");
-}
-
-static NpyDType npyTypeOf(TorchDType dtype) {
-  switch (dtype) {
-  case TorchDType::Float32:
-    return NpyDType::F32;
-  case TorchDType::Float64:
-    return NpyDType::F64;
-  case TorchDType::Float16:
-    return NpyDType::F16;
-  case TorchDType::BFloat16:
-    return NpyDType::U16;
-  case TorchDType::Int64:
-    return NpyDType::I64;
-  case TorchDType::Int32:
-    return NpyDType::I32;
-  }
-  llvm_unreachable("unknown dtype");
+/// The checkpoint dtype an .npy array of `type` stands for: bf16 travels as
+/// U16 (getNpyStorageType).
+static llvm::Expected<ElementType> dtypeOf(ElementType type, StringRef path) {
+  ElementType dtype = type == ElementType::U16 ? ElementType::BF16 : type;
+  if (!isTorchDType(dtype))
+    return fail("'" + path + "': dtype " + npyDescr(type) +
+                " has no checkpoint counterpart");
+  return dtype;
 }
 
 namespace {
@@ -223,7 +192,7 @@ public:
 
 private:
   std::string dir;
-  std::map<std::string, std::pair<TorchDType, MappedNpy>> files;
+  std::map<std::string, std::pair<ElementType, MappedNpy>> files;
 };
 } // namespace
 
@@ -235,7 +204,7 @@ llvm::Expected<DenseTensorRef> NpyDirectory::get(StringRef name) {
     llvm::Expected<MappedNpy> array = mapNpy(path);
     if (!array)
       return array.takeError();
-    llvm::Expected<TorchDType> dtype = dtypeOf(array->dtype, path);
+    llvm::Expected<ElementType> dtype = dtypeOf(array->dtype, path);
     if (!dtype)
       return dtype.takeError();
     it = files.try_emplace(name.str(), *dtype, std::move(*array)).first;
@@ -254,7 +223,7 @@ public:
 
   /// Writes out the previous tensor and returns memory for
   /// `<dir>/<name>.npy` of `dtype` and `shape`.
-  llvm::Expected<MutableDenseTensorRef> next(StringRef name, TorchDType dtype,
+  llvm::Expected<MutableDenseTensorRef> next(StringRef name, ElementType dtype,
                                              llvm::ArrayRef<int64_t> shape);
 
   /// Writes out the last tensor.
@@ -271,21 +240,22 @@ private:
   std::vector<char> buffer;
   /// The tensor in `buffer`, not yet written out.
   std::string name;
-  TorchDType dtype = TorchDType::Float32;
+  ElementType dtype = ElementType::F32;
   llvm::SmallVector<int64_t> shape;
   size_t size = 0;
 };
 } // namespace
 
 llvm::Expected<MutableDenseTensorRef>
-NpyOutputs::next(StringRef nextName, TorchDType nextDType,
+NpyOutputs::next(StringRef nextName, ElementType nextDType,
                  llvm::ArrayRef<int64_t> nextShape) {
   if (llvm::Error err = finish())
     return std::move(err);
   name = nextName.str();
   dtype = nextDType;
   shape.assign(nextShape.begin(), nextShape.end());
-  std::optional<int64_t> bytes = checkedByteSize(shape, torchDTypeSize(dtype));
+  std::optional<int64_t> bytes =
+      checkedByteSize(shape, getElementTypeSize(dtype));
   if (!bytes) {
     name.clear();
     return fail("tensor '" + nextName + "' of shape " + formatInts(shape) +
@@ -305,7 +275,7 @@ llvm::Error NpyOutputs::finish() {
   llvm::sys::path::append(path, name + ".npy");
   name.clear();
   written.push_back(std::string(path));
-  return writeNpy(path, npyTypeOf(dtype), shape,
+  return writeNpy(path, getNpyStorageType(dtype), shape,
                   StringRef(buffer.data(), size));
 }
 
@@ -507,7 +477,7 @@ static llvm::Error loadWithPlan() {
   if (std::error_code ec = llvm::sys::fs::create_directories(toDir))
     return fail("cannot create '" + toDir + "': " + ec.message());
   NpyOutputs outputs(toDir);
-  auto destination = [&](StringRef source, TorchDType dtype,
+  auto destination = [&](StringRef source, ElementType dtype,
                          llvm::ArrayRef<int64_t> shape) {
     return outputs.next(source, dtype, shape);
   };

@@ -109,19 +109,6 @@ static cl::opt<bool>
     printSummary("summary",
                  cl::desc("Print parameter and op counts to stderr"), cl::cat(compileOptions));
 
-/// The NPY dtype of an element type name of the importer.
-static std::optional<NpyDType> npyTypeOf(llvm::StringRef elementType) {
-  return llvm::StringSwitch<std::optional<NpyDType>>(elementType)
-      .Case("f32", NpyDType::F32)
-      .Case("f64", NpyDType::F64)
-      .Case("f16", NpyDType::F16)
-      .Case("bf16", NpyDType::U16) // numpy has no bf16: raw bits
-      .Case("i64", NpyDType::I64)
-      .Case("i32", NpyDType::I32)
-      .Case("i1", NpyDType::Bool)
-      .Default(std::nullopt);
-}
-
 /// Writes one imported tensor as DIR/<name>.npy.
 static llvm::Error writeWeight(llvm::StringRef dir,
                                const ImportedTensor &weight) {
@@ -130,13 +117,8 @@ static llvm::Error writeWeight(llvm::StringRef dir,
         "'" + weight.name +
         "' has no data in the model (a shape-only export); "
         "--export-weights needs a model saved with its weights");
-  std::optional<NpyDType> dtype = npyTypeOf(weight.elementType);
-  if (!dtype)
-    return llvm::createStringError("'" + weight.name + "' has element type " +
-                                   weight.elementType +
-                                   ", which .npy cannot hold");
   NpyArray array;
-  array.dtype = *dtype;
+  array.dtype = getNpyStorageType(weight.elementType);
   array.shape.assign(weight.shape.begin(), weight.shape.end());
   array.data = weight.data;
   llvm::SmallString<256> path(dir);
@@ -182,9 +164,9 @@ public:
       count *= d;
     std::vector<float> values(count, value);
     const char *bytes = reinterpret_cast<const char *>(values.data());
-    return write(
-        ImportedTensor{name, std::vector<int64_t>(shape.begin(), shape.end()),
-                       "f32", std::vector<char>(bytes, bytes + count * 4)});
+    return write(ImportedTensor{
+        name, std::vector<int64_t>(shape.begin(), shape.end()),
+        ElementType::F32, std::vector<char>(bytes, bytes + count * 4)});
   }
   /// Moves the staged files into the export directory.
   llvm::Error commit() {
@@ -230,9 +212,7 @@ static void summarize(ModuleOp module) {
   int64_t parameters = 0, parameterTensors = 0, ops = 0;
   module.walk([&](func::FuncOp function) {
     for (unsigned i = 0; i < function.getNumArguments(); ++i) {
-      auto role =
-          function.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
-      if (!role || role.getValue() != "param")
+      if (getArgRole(function, i) != ArgRole::Param)
         continue;
       ++parameterTensors;
       parameters += cast<RankedTensorType>(function.getArgument(i).getType())
@@ -243,19 +223,6 @@ static void summarize(ModuleOp module) {
   llvm::errs() << "titan-compile: " << parameterTensors
                << " parameter tensors, " << parameters << " parameters, " << ops
                << " ops\n";
-}
-
-/// The product of the config's parallelism degrees: the world size a
-/// program is compiled for unless --world-size says otherwise (an unset
-/// data_parallel_shard_degree, -1, counts as 1).
-static int64_t worldSizeOf(const ParallelismConfig &parallelism) {
-  int64_t size = 1;
-  for (int64_t degree :
-       {parallelism.dataParallelReplicateDegree,
-        parallelism.dataParallelShardDegree, parallelism.contextParallelDegree,
-        parallelism.tensorParallelDegree, parallelism.pipelineParallelDegree})
-    size *= std::max<int64_t>(degree, 1);
-  return size;
 }
 
 /// Writes OUT/manifest.json: what titan-run needs to start the ranks.
@@ -439,7 +406,7 @@ int main(int argc, char **argv) {
     if (!exportWeights.empty())
       if (llvm::Error error = weights.write(weight))
         return error;
-    if (stage == PipelineStage::Executable && weight.role == "buffer")
+    if (stage == PipelineStage::Executable && weight.role == ArgRole::Buffer)
       return buffers.write(weight);
     return llvm::Error::success();
   };
@@ -461,7 +428,7 @@ int main(int argc, char **argv) {
       if (!loaded)
         return fail(llvm::toString(loaded.takeError()));
       warnAbout(*loaded);
-      pipeline = pipelineOptionsFrom(*loaded, stage, emitGrads, worldSize);
+      pipeline = pipelineOptionsFrom(*loaded, stage, emitGrads);
     }
     if (llvm::Error error =
             writeExecutable(*program, pipeline, outputFile, nullptr, timing))
@@ -478,7 +445,8 @@ int main(int argc, char **argv) {
                 "': " + buffer.getError().message());
   llvm::StringRef contents = (*buffer)->getBuffer();
   std::optional<TrainConfig> config;
-  int64_t world = worldSize;
+  // The mesh the program is partitioned over: one rank before Spmd.
+  ResolvedMesh mesh;
   if (!configFile.empty()) {
     llvm::Expected<TrainConfig> loaded =
         loadTrainConfig(configFile, configOverrides);
@@ -486,29 +454,23 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(loaded.takeError()));
     warnAbout(*loaded);
     config = *loaded;
-    if (!worldSize.getNumOccurrences() && stage >= PipelineStage::Spmd)
-      world = worldSizeOf(config->parallelism);
+    if (stage >= PipelineStage::Spmd) {
+      llvm::Expected<ResolvedMesh> resolved =
+          resolveMesh(config->parallelism,
+                      worldSize.getNumOccurrences()
+                          ? worldSize
+                          : getConfiguredWorldSize(config->parallelism));
+      if (!resolved)
+        return fail(llvm::toString(resolved.takeError()));
+      mesh = *resolved;
+    }
     // The model input (tokens) is [global batch, seq_len] unless given; as
     // in torchtitan, local_batch_size is per data-parallel rank, so the
-    // global batch multiplies it by the data-parallel degrees of the world
-    // the program is compiled for (titan-apply-parallel-plan validates them).
-    const ParallelismConfig &parallelism = config->parallelism;
-    int64_t dataParallel = 1;
-    if (stage >= PipelineStage::Spmd) {
-      int64_t others = parallelism.dataParallelReplicateDegree *
-                       parallelism.contextParallelDegree *
-                       parallelism.tensorParallelDegree *
-                       parallelism.pipelineParallelDegree;
-      int64_t shard = parallelism.dataParallelShardDegree;
-      if (shard == -1 && others > 0)
-        shard = world / others;
-      dataParallel =
-          parallelism.dataParallelReplicateDegree * std::max<int64_t>(shard, 1);
-    }
-    options.defaultInput =
-        InputSpec{{config->training.localBatchSize * dataParallel,
-                   config->training.seqLen},
-                  "i64"};
+    // global batch multiplies it by the data-parallel degrees of the mesh.
+    options.defaultInput = InputSpec{
+        {config->training.localBatchSize * mesh.getDataParallelDegree(),
+         config->training.seqLen},
+        "i64"};
   } else if (!configOverrides.empty()) {
     return fail("--set needs --config");
   }
@@ -532,7 +494,7 @@ int main(int argc, char **argv) {
   // Up to the per-rank program; the executable's passes run below, after
   // the reports that read the partitioned program.
   TitanPipelineOptions pipeline =
-      config ? pipelineOptionsFrom(*config, stage, emitGrads, world)
+      config ? pipelineOptionsFrom(*config, stage, emitGrads, mesh)
              : TitanPipelineOptions{};
   pipeline.stage = std::min(stage, PipelineStage::Spmd);
   {
@@ -569,14 +531,12 @@ int main(int argc, char **argv) {
     // and the configured learning rate.
     auto trainStep = (*module)->lookupSymbol<func::FuncOp>("train_step");
     for (unsigned i = 0; i < trainStep.getNumArguments(); ++i) {
-      auto role = trainStep.getArgAttrOfType<StringAttr>(
-          i, TitanDialect::kRoleAttrName);
       llvm::StringRef name =
           trainStep.getArgAttrOfType<StringAttr>(i, TitanDialect::kNameAttrName)
               .getValue();
       std::vector<int64_t> shape;
       float value = 0.0f;
-      if (role.getValue() == "state") {
+      if (getArgRole(trainStep, i) == ArgRole::State) {
         const std::vector<int64_t> *paramShape =
             weights.shapeOf(name.split('.').second);
         if (!paramShape)
@@ -605,7 +565,8 @@ int main(int argc, char **argv) {
     if (report)
       report->keep();
     llvm::errs() << "titan-compile: wrote " << outputFile << "/bin/train for "
-                 << world << (world == 1 ? " rank\n" : " ranks\n");
+                 << mesh.getWorldSize()
+                 << (mesh.getWorldSize() == 1 ? " rank\n" : " ranks\n");
     return 0;
   }
   if (report)

@@ -72,7 +72,7 @@ llvm::Error validateTiling(llvm::StringRef fqn, llvm::ArrayRef<int64_t> size,
 
 /// TensorStorageMetadata: a tensor's properties, global size and chunks.
 struct DcpTensorMetadata {
-  TorchDType dtype = TorchDType::Float32;
+  ElementType dtype = ElementType::F32;
   bool requiresGrad = false;
   llvm::SmallVector<int64_t> size;
   std::vector<IndexBox> chunks;
@@ -248,7 +248,7 @@ private:
 
   /// Reads the part `region` of the saved chunk `chunk` of `dtype` into
   /// `target`, which holds `targetBox`.
-  llvm::Error readChunk(llvm::StringRef fqn, TorchDType dtype,
+  llvm::Error readChunk(llvm::StringRef fqn, ElementType dtype,
                         const IndexBox &chunk, const IndexBox &region,
                         MutableDenseTensorRef target,
                         const IndexBox &targetBox) const;

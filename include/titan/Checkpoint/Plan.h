@@ -62,7 +62,7 @@ struct PlanTensor {
   /// The training-state tensor the value comes from (several keys may share
   /// one, e.g. every `optimizer.state.<fqn>.step` and `train_state.step`).
   std::string source;
-  TorchDType dtype = TorchDType::Float32;
+  ElementType dtype = ElementType::F32;
   llvm::SmallVector<int64_t> shape;
   /// The box of every rank, indexed by rank.
   std::vector<PlanBox> boxes;
@@ -76,7 +76,7 @@ struct PlanValue {
   /// The 0-d training-state tensor holding the value.
   std::string source;
   /// The dtype of the source (float32, float64, int32 or int64).
-  TorchDType dtype = TorchDType::Int64;
+  ElementType dtype = ElementType::I64;
 };
 
 /// What every rank of a program saves and loads.
@@ -130,7 +130,7 @@ llvm::Expected<DcpRankData> planRankShardData(const CheckpointPlan &plan,
 /// valid only until then (a tool may write it out and reuse it).
 using StateDestination =
     llvm::function_ref<llvm::Expected<MutableDenseTensorRef>(
-        llvm::StringRef source, TorchDType dtype,
+        llvm::StringRef source, ElementType dtype,
         llvm::ArrayRef<int64_t> shape)>;
 
 /// Loads the global tensors of `plan` from `reader` (any saved sharding)

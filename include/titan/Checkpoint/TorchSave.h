@@ -13,6 +13,7 @@
 #define TITAN_CHECKPOINT_TORCHSAVE_H
 
 #include "titan/Checkpoint/Pickle.h"
+#include "titan/Support/ElementType.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
@@ -30,19 +31,19 @@ namespace mlir::titan {
 /// Formats a shape, offsets or sizes as "[1, 2]" (for messages and tools).
 std::string formatInts(llvm::ArrayRef<int64_t> values);
 
-/// Element types of tensors in checkpoints.
-enum class TorchDType { Float32, Float64, Float16, BFloat16, Int64, Int32 };
-
-/// The attribute name in module `torch`, e.g. "float32".
-llvm::StringRef torchDTypeName(TorchDType dtype);
-/// The legacy storage class in module `torch`, e.g. "FloatStorage".
-llvm::StringRef torchStorageName(TorchDType dtype);
-/// Bytes per element.
-size_t torchDTypeSize(TorchDType dtype);
+/// True for the element types of tensors in checkpoints: F32, F64, F16,
+/// BF16, I64 and I32 (the others have no torch name below).
+bool isTorchDType(ElementType dtype);
+/// The attribute name in module `torch`, e.g. "float32"; `dtype` must be a
+/// torch dtype (isTorchDType).
+llvm::StringRef torchDTypeName(ElementType dtype);
+/// The legacy storage class in module `torch`, e.g. "FloatStorage"; `dtype`
+/// must be a torch dtype (isTorchDType).
+llvm::StringRef torchStorageName(ElementType dtype);
 /// Inverse of torchDTypeName.
-std::optional<TorchDType> parseTorchDTypeName(llvm::StringRef name);
+std::optional<ElementType> parseTorchDTypeName(llvm::StringRef name);
 /// Inverse of torchStorageName.
-std::optional<TorchDType> parseTorchStorageName(llvm::StringRef name);
+std::optional<ElementType> parseTorchStorageName(llvm::StringRef name);
 /// The complex dtype that a torch dtype or storage name denotes (e.g.
 /// "complex64" for "complex64", "cfloat" or "ComplexFloatStorage"), or an
 /// empty string: titan has no complex dtype, and says so by name.
@@ -52,7 +53,7 @@ llvm::StringRef supportedTorchDTypeNames();
 
 /// A dense, C-contiguous tensor (or chunk of one).
 struct DenseTensor {
-  TorchDType dtype = TorchDType::Float32;
+  ElementType dtype = ElementType::F32;
   llvm::SmallVector<int64_t> shape;
   std::vector<char> data;
 
@@ -63,11 +64,11 @@ struct DenseTensor {
 /// A read-only view of a dense, C-contiguous tensor whose data lives
 /// elsewhere (a DenseTensor, a mapped file, a runtime's buffer).
 struct DenseTensorRef {
-  TorchDType dtype = TorchDType::Float32;
+  ElementType dtype = ElementType::F32;
   llvm::ArrayRef<int64_t> shape;
   llvm::StringRef data;
 
-  DenseTensorRef(TorchDType dtype, llvm::ArrayRef<int64_t> shape,
+  DenseTensorRef(ElementType dtype, llvm::ArrayRef<int64_t> shape,
                  llvm::StringRef data)
       : dtype(dtype), shape(shape), data(data) {}
   DenseTensorRef(const DenseTensor &tensor)
@@ -78,11 +79,11 @@ struct DenseTensorRef {
 /// A writable view of a dense, C-contiguous tensor whose data lives
 /// elsewhere (a DenseTensor, a tool's reused buffer, a runtime's buffer).
 struct MutableDenseTensorRef {
-  TorchDType dtype = TorchDType::Float32;
+  ElementType dtype = ElementType::F32;
   llvm::ArrayRef<int64_t> shape;
   llvm::MutableArrayRef<char> data;
 
-  MutableDenseTensorRef(TorchDType dtype, llvm::ArrayRef<int64_t> shape,
+  MutableDenseTensorRef(ElementType dtype, llvm::ArrayRef<int64_t> shape,
                         llvm::MutableArrayRef<char> data)
       : dtype(dtype), shape(shape), data(data) {}
   MutableDenseTensorRef(DenseTensor &tensor)
@@ -160,7 +161,7 @@ struct TorchSaveFraming {
 /// of a C-contiguous tensor of `dtype` and `shape` whose data has the
 /// CRC-32 `dataCrc`, under the folder `archiveName`.
 TorchSaveFraming
-torchSaveTensorFraming(TorchDType dtype, llvm::ArrayRef<int64_t> shape,
+torchSaveTensorFraming(ElementType dtype, llvm::ArrayRef<int64_t> shape,
                        uint32_t dataCrc,
                        llvm::StringRef archiveName = "archive");
 
@@ -172,7 +173,7 @@ std::string writeTorchSaveObject(const PickleRef &root,
 /// Where the tensor of a torch.save archive of one tensor lies in its
 /// storage entry (strides and offset in elements).
 struct TorchSaveTensorLayout {
-  TorchDType dtype = TorchDType::Float32;
+  ElementType dtype = ElementType::F32;
   llvm::SmallVector<int64_t> shape;
   llvm::SmallVector<int64_t> strides;
   int64_t storageOffset = 0;

@@ -10,6 +10,9 @@
 #ifndef TITAN_IMPORT_TORCHSCRIPTIMPORTER_H
 #define TITAN_IMPORT_TORCHSCRIPTIMPORTER_H
 
+#include "titan/Dialect/ArgRole.h"
+#include "titan/Support/ElementType.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
@@ -39,13 +42,12 @@ struct ImportedTensor {
   /// split into "<fqn>.real" and "<fqn>.imag").
   std::string name;
   std::vector<int64_t> shape;
-  /// "f32", "f64", "f16", "bf16", "i64", ...
-  std::string elementType;
+  ElementType elementType = ElementType::F32;
   /// Row-major raw little-endian bytes; empty when the module holds no data
   /// for it (shape-only export).
   std::vector<char> data;
-  /// "param" or "buffer" (the argument's titan.role).
-  std::string role;
+  /// Param or Buffer (the argument's titan.role).
+  ArgRole role = ArgRole::Param;
 };
 
 /// A kind of TorchScript node that the importer evaluated at import time

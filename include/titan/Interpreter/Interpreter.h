@@ -55,7 +55,7 @@ public:
   std::string describeGlobalArgument(unsigned index) const;
 
   /// Element kind of argument `index`.
-  ElementKind getArgumentKind(unsigned index) const;
+  ElementType getArgumentKind(unsigned index) const;
 
   /// Runs the program with every rank's own arguments (`arguments[rank][i]`)
   /// and returns every rank's results.

@@ -1,7 +1,7 @@
 //===- TensorValue.h - host tensors of the interpreter ----------*- C++ -*-===//
 //
 // The runtime value of a ranked tensor in titan's reference interpreter: an
-// element kind, a shape and row-major elements. Elements are stored in the
+// element type, a shape and row-major elements. Elements are stored in the
 // type the interpreter computes in, one storage type per family of element
 // types:
 //
@@ -31,23 +31,14 @@
 
 namespace mlir::titan {
 
-/// The element types the interpreter handles.
-enum class ElementKind : uint8_t { F32, F64, BF16, F16, I64, I32, I1 };
+/// The element type of the MLIR element type `type` when the interpreter
+/// handles it (every ElementType but U16 and U8), else nullopt.
+std::optional<ElementType> getInterpretedElementType(Type type);
 
-/// The MLIR spelling of `kind`: "f32", "bf16", "i1", ...
-llvm::StringRef stringifyElementKind(ElementKind kind);
-
-/// The kind of the MLIR element type `type`, or nullopt when the interpreter
-/// does not handle it.
-std::optional<ElementKind> getElementKind(Type type);
-
-/// True for f32, f64, bf16 and f16.
-bool isFloatKind(ElementKind kind);
-
-/// Rounds `value` to the nearest value of the float kind `kind` (ties to
+/// Rounds `value` to the nearest value of the float type `kind` (ties to
 /// even) and returns it as the float storage holds it. Only for f32, bf16
 /// and f16.
-float roundToFloatKind(double value, ElementKind kind);
+float roundToFloatType(double value, ElementType kind);
 
 /// Row-major elements in their storage type (see the file comment).
 using ElementStorage = std::variant<std::vector<float>, std::vector<double>,
@@ -57,11 +48,11 @@ using ElementStorage = std::variant<std::vector<float>, std::vector<double>,
 class TensorValue {
 public:
   /// An empty f32 tensor of shape [0].
-  TensorValue() : TensorValue(ElementKind::F32, {0}) {}
+  TensorValue() : TensorValue(ElementType::F32, {0}) {}
   /// A zero-filled tensor of `kind` and `shape`.
-  TensorValue(ElementKind kind, llvm::ArrayRef<int64_t> shape);
+  TensorValue(ElementType kind, llvm::ArrayRef<int64_t> shape);
 
-  ElementKind getKind() const { return kind; }
+  ElementType getKind() const { return kind; }
   llvm::ArrayRef<int64_t> getShape() const { return shape; }
   int64_t getNumElements() const;
 
@@ -88,23 +79,19 @@ public:
   std::string getTypeString() const;
 
 private:
-  ElementKind kind;
+  ElementType kind;
   llvm::SmallVector<int64_t> shape;
   ElementStorage storage;
 };
 
 /// The MLIR spelling of a tensor type of `kind` and `shape`.
-std::string formatTensorType(ElementKind kind, llvm::ArrayRef<int64_t> shape);
-
-/// The .npy element type titan uses for `kind` (bf16 travels as raw bits in
-/// '<u2', i1 as '|b1').
-NpyDType getNpyDType(ElementKind kind);
+std::string formatTensorType(ElementType kind, llvm::ArrayRef<int64_t> shape);
 
 /// Converts an .npy array to a tensor of `kind`; fails, naming both, when the
 /// file's element type is not the one `kind` travels as. `name` is used in
 /// the error message.
 llvm::Expected<TensorValue>
-tensorFromNpy(const NpyArray &array, ElementKind kind, llvm::StringRef name);
+tensorFromNpy(const NpyArray &array, ElementType kind, llvm::StringRef name);
 
 /// Converts a tensor to an .npy array.
 NpyArray tensorToNpy(const TensorValue &tensor);

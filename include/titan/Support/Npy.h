@@ -11,6 +11,7 @@
 #define TITAN_SUPPORT_NPY_H
 
 #include "titan/Support/CheckedSize.h"
+#include "titan/Support/ElementType.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
@@ -25,18 +26,17 @@
 
 namespace mlir::titan {
 
-/// Element types an .npy file may hold (all little-endian).
-enum class NpyDType { F32, F64, F16, I64, I32, U16, U8, Bool };
+/// The element type an .npy file holds `type` as: `type` itself, except
+/// bf16, which NumPy lacks: its raw bits travel as U16 ('<u2').
+ElementType getNpyStorageType(ElementType type);
 
-/// The NumPy descr string of `type`, e.g. "<f4".
-llvm::StringRef npyDescr(NpyDType type);
-
-/// The size in bytes of one element of `type`.
-size_t npyElementSize(NpyDType type);
+/// The NumPy descr string of `type` (little-endian), e.g. "<f4"; bf16's is
+/// its storage type's, "<u2".
+llvm::StringRef npyDescr(ElementType type);
 
 /// A C-ordered array: element type, shape and the raw little-endian bytes.
 struct NpyArray {
-  NpyDType dtype = NpyDType::F32;
+  ElementType dtype = ElementType::F32;
   llvm::SmallVector<int64_t> shape;
   std::vector<char> data;
 
@@ -54,7 +54,7 @@ llvm::Expected<NpyArray> readNpy(llvm::StringRef path);
 /// An .npy file mapped into memory: its element type and shape, and a view
 /// of its data that lives as long as `buffer`.
 struct MappedNpy {
-  NpyDType dtype = NpyDType::F32;
+  ElementType dtype = ElementType::F32;
   llvm::SmallVector<int64_t> shape;
   llvm::StringRef data;
   std::unique_ptr<llvm::MemoryBuffer> buffer;
@@ -69,7 +69,7 @@ std::string serializeNpy(const NpyArray &array);
 
 /// Writes an array of `dtype` and `shape` whose data is `data` to `path`
 /// (format 1.0).
-llvm::Error writeNpy(llvm::StringRef path, NpyDType dtype,
+llvm::Error writeNpy(llvm::StringRef path, ElementType dtype,
                      llvm::ArrayRef<int64_t> shape, llvm::StringRef data);
 
 /// Writes `array` to `path` (format 1.0).

@@ -2,6 +2,8 @@
 
 #include "titan/Checkpoint/Layout.h"
 
+#include "titan/Dialect/ArgRole.h"
+#include "titan/Dialect/ElementTypes.h"
 #include "titan/Dialect/TitanDialect.h"
 #include "titan/Placement/PlacementAlgebra.h"
 
@@ -12,20 +14,11 @@ using namespace mlir;
 using namespace mlir::titan;
 
 /// The checkpoint dtype of a tensor element type, if it has one.
-static std::optional<TorchDType> dtypeOf(Type type) {
-  if (type.isF32())
-    return TorchDType::Float32;
-  if (type.isF64())
-    return TorchDType::Float64;
-  if (type.isF16())
-    return TorchDType::Float16;
-  if (type.isBF16())
-    return TorchDType::BFloat16;
-  if (type.isSignlessInteger(64))
-    return TorchDType::Int64;
-  if (type.isSignlessInteger(32))
-    return TorchDType::Int32;
-  return std::nullopt;
+static std::optional<ElementType> dtypeOf(Type type) {
+  std::optional<ElementType> dtype = getElementTypeOf(type);
+  if (!dtype || !isTorchDType(*dtype))
+    return std::nullopt;
+  return dtype;
 }
 
 namespace {
@@ -91,7 +84,7 @@ LogicalResult LayoutBuilder::add(StringRef key, unsigned index,
       function.getArgAttrOfType<StringAttr>(index, TitanDialect::kNameAttrName)
           .getValue();
   auto type = cast<RankedTensorType>(function.getArgument(index).getType());
-  std::optional<TorchDType> dtype = dtypeOf(type.getElementType());
+  std::optional<ElementType> dtype = dtypeOf(type.getElementType());
   if (!dtype)
     return mlir::emitError(function.getArgument(index).getLoc())
            << "checkpoint layout of '" << source << "': element type "
@@ -138,18 +131,17 @@ mlir::titan::computeCheckpointLayout(ModuleOp module) {
   std::optional<unsigned> stepIndex;
   llvm::SmallVector<std::string> optimizedParams;
   for (unsigned i = 0; i < function.getNumArguments(); ++i) {
-    auto role =
-        function.getArgAttrOfType<StringAttr>(i, TitanDialect::kRoleAttrName);
+    std::optional<ArgRole> role = getArgRole(function, i);
     auto name =
         function.getArgAttrOfType<StringAttr>(i, TitanDialect::kNameAttrName);
     if (!role || !name)
       continue;
     StringRef value = name.getValue();
-    if (role.getValue() == "input" && value == "step")
+    if (role == ArgRole::Input && value == "step")
       stepIndex = i;
-    if (role.getValue() == "param" && failed(builder.add(value, i, plan)))
+    if (role == ArgRole::Param && failed(builder.add(value, i, plan)))
       return failure();
-    if (role.getValue() != "state")
+    if (role != ArgRole::State)
       continue;
     auto [moment, fqn] = value.split('.');
     if (moment != "exp_avg" && moment != "exp_avg_sq")
@@ -169,7 +161,7 @@ mlir::titan::computeCheckpointLayout(ModuleOp module) {
     // torchtitan's trainer saves its step as a Python int (a bytes entry).
     auto type =
         cast<RankedTensorType>(function.getArgument(*stepIndex).getType());
-    std::optional<TorchDType> dtype = dtypeOf(type.getElementType());
+    std::optional<ElementType> dtype = dtypeOf(type.getElementType());
     if (type.getRank() != 0 || !dtype)
       return function.emitError("checkpoint layout: the step is ")
              << type << ", not a 0-d tensor of a checkpoint dtype";

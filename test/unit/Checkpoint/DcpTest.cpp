@@ -126,7 +126,7 @@ TEST(DcpTest, FindsOverlapsAmongManyChunks) {
 DcpMetadata sampleMetadata() {
   DcpMetadata metadata;
   DcpTensorMetadata &w = metadata.tensors["layers.0.w"];
-  w.dtype = TorchDType::BFloat16;
+  w.dtype = ElementType::BF16;
   w.requiresGrad = true;
   w.size = {4, 6};
   w.chunks = {box({0, 0}, {2, 6}), box({2, 0}, {2, 6})};
@@ -148,7 +148,7 @@ TEST(DcpTest, MetadataRoundTripsInBothFlavors) {
     llvm::Expected<DcpMetadata> read = decodeDcpMetadata(bytes, "m");
     ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
     const DcpTensorMetadata &w = read->tensors.at("layers.0.w");
-    EXPECT_EQ(w.dtype, TorchDType::BFloat16);
+    EXPECT_EQ(w.dtype, ElementType::BF16);
     EXPECT_TRUE(w.requiresGrad);
     EXPECT_EQ(w.size, llvm::SmallVector<int64_t>({4, 6}));
     EXPECT_EQ(w.chunks, sampleMetadata().tensors.at("layers.0.w").chunks);
@@ -175,7 +175,7 @@ protected:
   }
   /// A 4x6 float32 tensor with value i at linear index i.
   static DenseTensor iota() {
-    DenseTensor tensor{TorchDType::Float32, {4, 6}, {}};
+    DenseTensor tensor{ElementType::F32, {4, 6}, {}};
     std::vector<float> values(24);
     std::iota(values.begin(), values.end(), 0.0f);
     tensor.data.resize(sizeof(float) * 24);
@@ -320,7 +320,7 @@ TEST_F(DcpDirectoryTest, StreamsChunksLargerThanTheBuffers) {
   // buffers), saved as column blocks (not contiguous in the source) and a
   // row block (contiguous), read back whole, as a box across the blocks and
   // into a row block of the target (read straight into it).
-  DenseTensor big{TorchDType::Float32, {3000, 1100}, {}};
+  DenseTensor big{ElementType::F32, {3000, 1100}, {}};
   big.data.resize(3000 * 1100 * sizeof(float));
   for (size_t i = 0; i < big.data.size(); ++i)
     big.data[i] = char(i * 7 + i / 4093);
@@ -338,12 +338,12 @@ TEST_F(DcpDirectoryTest, StreamsChunksLargerThanTheBuffers) {
   IndexBox across = box({1500, 400}, {1000, 300});
   llvm::Expected<DenseTensor> part = reader->readBox("big", across);
   ASSERT_TRUE(bool(part)) << llvm::toString(part.takeError());
-  DenseTensor expected{TorchDType::Float32, across.sizes,
+  DenseTensor expected{ElementType::F32, across.sizes,
                        std::vector<char>(part->data.size())};
   copyRegion(big, whole, expected, across, across);
   EXPECT_TRUE(part->data == expected.data);
   IndexBox rows = box({2000, 0}, {1000, 1100});
-  DenseTensor target{TorchDType::Float32, rows.sizes,
+  DenseTensor target{ElementType::F32, rows.sizes,
                      std::vector<char>(rows.numElements() * sizeof(float))};
   ASSERT_FALSE(bool(reader->readBoxInto("big", rows, target)));
   expected.shape = rows.sizes;

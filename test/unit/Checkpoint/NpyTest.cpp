@@ -15,13 +15,13 @@ namespace {
 TEST(NpyTest, RoundTripsShapesAndTypes) {
   for (llvm::SmallVector<int64_t> shape :
        {llvm::SmallVector<int64_t>{}, {5}, {2, 3}, {2, 0, 4}}) {
-    NpyArray array{NpyDType::I64, shape, {}};
+    NpyArray array{ElementType::I64, shape, {}};
     array.data.resize(array.numElements() * 8, '\x05');
     std::string bytes = serializeNpy(array);
     EXPECT_EQ(bytes.size() % 64, array.data.size() % 64);
     llvm::Expected<NpyArray> read = parseNpy(bytes, "a.npy");
     ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
-    EXPECT_EQ(read->dtype, NpyDType::I64);
+    EXPECT_EQ(read->dtype, ElementType::I64);
     EXPECT_EQ(read->shape, shape);
     EXPECT_EQ(read->data, array.data);
   }
@@ -37,12 +37,12 @@ TEST(NpyTest, ReadsNumpyHeader) {
                       header + std::string(8, '\0');
   llvm::Expected<NpyArray> read = parseNpy(bytes, "z.npy");
   ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
-  EXPECT_EQ(read->dtype, NpyDType::F32);
+  EXPECT_EQ(read->dtype, ElementType::F32);
   EXPECT_EQ(read->shape, llvm::SmallVector<int64_t>({2}));
 }
 
 TEST(NpyTest, RejectsTruncatedAndUnsupported) {
-  NpyArray array{NpyDType::F32, {4}, std::vector<char>(16)};
+  NpyArray array{ElementType::F32, {4}, std::vector<char>(16)};
   std::string bytes = serializeNpy(array);
   llvm::Expected<NpyArray> read =
       parseNpy(llvm::StringRef(bytes).drop_back(1), "t.npy");
@@ -124,7 +124,7 @@ TEST(NpyTest, RefusesToWriteDataThatDoesNotMatchTheShape) {
   llvm::SmallString<128> path;
   ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("npytest", "npy", path));
   llvm::sys::fs::remove(path);
-  llvm::Error err = writeNpy(path, NpyDType::F32, {(int64_t(1) << 62) + 1},
+  llvm::Error err = writeNpy(path, ElementType::F32, {(int64_t(1) << 62) + 1},
                              llvm::StringRef("abcd"));
   ASSERT_TRUE(bool(err));
   EXPECT_NE(llvm::toString(std::move(err)).find("its size overflows"),

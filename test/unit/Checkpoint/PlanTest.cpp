@@ -39,7 +39,7 @@ TEST(PlanTest, PrintsWhatItParses) {
   ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
   EXPECT_EQ(plan->numRanks, 2u);
   ASSERT_EQ(plan->tensors.size(), 2u);
-  EXPECT_EQ(plan->tensors[1].dtype, TorchDType::Float32);
+  EXPECT_EQ(plan->tensors[1].dtype, ElementType::F32);
   EXPECT_FALSE(plan->tensors[1].boxes[1].writes);
   ASSERT_EQ(plan->values.size(), 1u);
   EXPECT_EQ(plan->values[0].source, "step");
@@ -70,10 +70,10 @@ TEST(PlanTest, RejectsMalformedRecords) {
 TEST(PlanTest, SavesAndLoadsThroughThePlan) {
   llvm::Expected<CheckpointPlan> plan = parseCheckpointPlan(kPlanText, "p");
   ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
-  DenseTensor w{TorchDType::Float32, {4, 2}, std::vector<char>(32)};
+  DenseTensor w{ElementType::F32, {4, 2}, std::vector<char>(32)};
   std::iota(w.data.begin(), w.data.end(), 0);
   float seven = 7;
-  DenseTensor step{TorchDType::Float32, {}, std::vector<char>(4)};
+  DenseTensor step{ElementType::F32, {}, std::vector<char>(4)};
   std::memcpy(step.data.data(), &seven, 4);
   StateTensors state{{"w", w}, {"step", step}};
   auto lookup = [&](llvm::StringRef source) -> llvm::Expected<DenseTensorRef> {
@@ -110,12 +110,12 @@ TEST(PlanTest, SavesAndLoadsThroughThePlan) {
   // Rank 1 loads its own rows of w (read straight into its buffer) and the
   // step.
   std::map<std::string, DenseTensor> local;
-  auto allocate = [&](llvm::StringRef source, TorchDType dtype,
+  auto allocate = [&](llvm::StringRef source, ElementType dtype,
                       llvm::ArrayRef<int64_t> shape)
       -> llvm::Expected<MutableDenseTensorRef> {
     DenseTensor &tensor = local[source.str()];
     tensor = {dtype, llvm::SmallVector<int64_t>(shape), {}};
-    tensor.data.resize(tensor.numElements() * torchDTypeSize(dtype));
+    tensor.data.resize(tensor.numElements() * getElementTypeSize(dtype));
     return MutableDenseTensorRef(tensor);
   };
   ASSERT_FALSE(bool(loadPlanRank(*reader, *plan, 1, allocate)));

@@ -53,11 +53,11 @@ TEST(TorchSaveTest, ZipDetectsTruncationAndCorruption) {
 }
 
 TEST(TorchSaveTest, TensorRoundTripEveryDType) {
-  for (TorchDType dtype :
-       {TorchDType::Float32, TorchDType::Float64, TorchDType::Float16,
-        TorchDType::BFloat16, TorchDType::Int64, TorchDType::Int32}) {
+  for (ElementType dtype :
+       {ElementType::F32, ElementType::F64, ElementType::F16, ElementType::BF16,
+        ElementType::I64, ElementType::I32}) {
     DenseTensor tensor{dtype, {2, 3}, {}};
-    tensor.data.resize(6 * torchDTypeSize(dtype));
+    tensor.data.resize(6 * getElementTypeSize(dtype));
     for (size_t i = 0; i < tensor.data.size(); ++i)
       tensor.data[i] = char(i * 7);
     std::string blob;
@@ -71,8 +71,24 @@ TEST(TorchSaveTest, TensorRoundTripEveryDType) {
   }
 }
 
+TEST(TorchSaveTest, TorchNamesOfTheCheckpointDTypes) {
+  for (ElementType dtype :
+       {ElementType::F32, ElementType::F64, ElementType::F16, ElementType::BF16,
+        ElementType::I64, ElementType::I32}) {
+    ASSERT_TRUE(isTorchDType(dtype));
+    EXPECT_EQ(parseTorchDTypeName(torchDTypeName(dtype)), dtype);
+    EXPECT_EQ(parseTorchStorageName(torchStorageName(dtype)), dtype);
+  }
+  EXPECT_EQ(torchDTypeName(ElementType::BF16), "bfloat16");
+  EXPECT_EQ(torchStorageName(ElementType::I64), "LongStorage");
+  // .npy's unsigned and bool arrays have no checkpoint counterpart.
+  for (ElementType dtype : {ElementType::U16, ElementType::U8, ElementType::I1})
+    EXPECT_FALSE(isTorchDType(dtype));
+  EXPECT_EQ(parseTorchDTypeName("bool"), std::nullopt);
+}
+
 TEST(TorchSaveTest, RejectsWrongDataSize) {
-  DenseTensor tensor{TorchDType::Float32, {4}, std::vector<char>(12)};
+  DenseTensor tensor{ElementType::F32, {4}, std::vector<char>(12)};
   std::string blob;
   llvm::raw_string_ostream os(blob);
   llvm::Error err = writeTorchSaveTensor(tensor, os);

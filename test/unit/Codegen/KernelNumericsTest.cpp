@@ -83,13 +83,13 @@ constexpr Tolerance kBF16{8e-3, 1e-5};
 constexpr Tolerance kF16{1e-3, 1e-5};
 
 /// The tolerance of approximated float arithmetic in `kind`.
-Tolerance forKind(ElementKind kind) {
+Tolerance forKind(ElementType kind) {
   switch (kind) {
-  case ElementKind::F64:
+  case ElementType::F64:
     return kF64;
-  case ElementKind::BF16:
+  case ElementType::BF16:
     return kBF16;
-  case ElementKind::F16:
+  case ElementType::F16:
     return kF16;
   default:
     return kF32;
@@ -121,10 +121,10 @@ public:
   }
 
   /// A float tensor with elements uniform in [lo, hi), rounded to `kind`.
-  TensorValue floats(ElementKind kind, ArrayRef<int64_t> shape,
+  TensorValue floats(ElementType kind, ArrayRef<int64_t> shape,
                      double lo = -2.0, double hi = 2.0) {
     TensorValue tensor(kind, shape);
-    if (kind == ElementKind::F64) {
+    if (kind == ElementType::F64) {
       for (double &value : tensor.getMutable<double>())
         value = uniform(lo, hi);
       return tensor;
@@ -136,10 +136,10 @@ public:
   }
 
   /// An integer tensor with elements in [lo, hi].
-  TensorValue integers(ElementKind kind, ArrayRef<int64_t> shape, int64_t lo,
+  TensorValue integers(ElementType kind, ArrayRef<int64_t> shape, int64_t lo,
                        int64_t hi) {
     TensorValue tensor(kind, shape);
-    if (kind == ElementKind::I1) {
+    if (kind == ElementType::I1) {
       for (uint8_t &value : tensor.getMutable<uint8_t>())
         value = integer(0, 1);
       return tensor;
@@ -155,7 +155,7 @@ private:
 
 /// Sets element `index` (row-major) of the float tensor `tensor`.
 void setFloat(TensorValue &tensor, int64_t index, double value) {
-  if (tensor.getKind() == ElementKind::F64)
+  if (tensor.getKind() == ElementType::F64)
     tensor.getMutable<double>()[index] = value;
   else
     tensor.getMutable<float>()[index] = value;
@@ -176,7 +176,7 @@ std::vector<double> toDoubles(const TensorValue &tensor) {
 //===----------------------------------------------------------------------===//
 
 /// `tensor<...>` of `kind` and `shape`.
-std::string type(ElementKind kind, ArrayRef<int64_t> shape) {
+std::string type(ElementType kind, ArrayRef<int64_t> shape) {
   return formatTensorType(kind, shape);
 }
 
@@ -240,83 +240,71 @@ private:
   char *data;
 };
 
-/// Bytes per element of `kind` in a kernel's buffers.
-size_t getByteWidth(ElementKind kind) {
-  switch (kind) {
-  case ElementKind::F64:
-  case ElementKind::I64:
-    return 8;
-  case ElementKind::F32:
-  case ElementKind::I32:
-    return 4;
-  case ElementKind::BF16:
-  case ElementKind::F16:
-    return 2;
-  case ElementKind::I1:
-    return 1;
-  }
-  llvm_unreachable("unknown kind");
-}
-
 /// The bits of element `i` of `tensor` as a kernel's buffer holds them (the
-/// low getByteWidth(kind) bytes, little-endian).
+/// low getElementTypeSize(kind) bytes, little-endian).
 uint64_t encode(const TensorValue &tensor, int64_t i) {
   switch (tensor.getKind()) {
-  case ElementKind::F32:
+  case ElementType::F32:
     return llvm::bit_cast<uint32_t>(tensor.get<float>()[i]);
-  case ElementKind::F64:
+  case ElementType::F64:
     return llvm::bit_cast<uint64_t>(tensor.get<double>()[i]);
-  case ElementKind::BF16:
+  case ElementType::BF16:
     // The value is already rounded to bf16: its low 16 bits are zero.
     return llvm::bit_cast<uint32_t>(tensor.get<float>()[i]) >> 16;
-  case ElementKind::F16: {
+  case ElementType::F16: {
     bool losesInfo;
     llvm::APFloat value(tensor.get<float>()[i]);
     value.convert(llvm::APFloat::IEEEhalf(), llvm::APFloat::rmNearestTiesToEven,
                   &losesInfo);
     return value.bitcastToAPInt().getZExtValue();
   }
-  case ElementKind::I64:
-  case ElementKind::I32:
+  case ElementType::I64:
+  case ElementType::I32:
     return static_cast<uint64_t>(tensor.get<int64_t>()[i]);
-  case ElementKind::I1:
+  case ElementType::I1:
     return tensor.get<uint8_t>()[i];
+  case ElementType::U16:
+  case ElementType::U8:
+    break;
   }
-  llvm_unreachable("unknown kind");
+  llvm_unreachable("the interpreter has no unsigned tensors");
 }
 
 /// Sets element `i` of `tensor` from its bits in a kernel's buffer.
 void decode(TensorValue &tensor, int64_t i, uint64_t bits) {
   switch (tensor.getKind()) {
-  case ElementKind::F32:
+  case ElementType::F32:
     tensor.getMutable<float>()[i] = llvm::bit_cast<float>(uint32_t(bits));
     return;
-  case ElementKind::F64:
+  case ElementType::F64:
     tensor.getMutable<double>()[i] = llvm::bit_cast<double>(bits);
     return;
-  case ElementKind::BF16:
+  case ElementType::BF16:
     tensor.getMutable<float>()[i] = llvm::bit_cast<float>(uint32_t(bits) << 16);
     return;
-  case ElementKind::F16:
+  case ElementType::F16:
     tensor.getMutable<float>()[i] =
         llvm::APFloat(llvm::APFloat::IEEEhalf(), llvm::APInt(16, bits))
             .convertToFloat();
     return;
-  case ElementKind::I64:
+  case ElementType::I64:
     tensor.getMutable<int64_t>()[i] = static_cast<int64_t>(bits);
     return;
-  case ElementKind::I32:
+  case ElementType::I32:
     tensor.getMutable<int64_t>()[i] = static_cast<int32_t>(uint32_t(bits));
     return;
-  case ElementKind::I1:
+  case ElementType::I1:
     tensor.getMutable<uint8_t>()[i] = bits != 0;
     return;
+  case ElementType::U16:
+  case ElementType::U8:
+    llvm_unreachable("the interpreter has no unsigned tensors");
   }
 }
 
 /// `tensor` in the memory layout of its element type.
 Buffer toBuffer(const TensorValue &tensor) {
-  size_t width = getByteWidth(tensor.getKind());
+  size_t width = getElementTypeSize(tensor.getKind());
   Buffer buffer(tensor.getNumElements() * width);
   for (int64_t i = 0, n = tensor.getNumElements(); i < n; ++i) {
     uint64_t bits = encode(tensor, i);
@@ -326,10 +314,10 @@ Buffer toBuffer(const TensorValue &tensor) {
 }
 
 /// The tensor of `kind` and `shape` held by `buffer`.
-TensorValue fromBuffer(const Buffer &buffer, ElementKind kind,
+TensorValue fromBuffer(const Buffer &buffer, ElementType kind,
                        ArrayRef<int64_t> shape) {
   TensorValue tensor(kind, shape);
-  size_t width = getByteWidth(kind);
+  size_t width = getElementTypeSize(kind);
   for (int64_t i = 0, n = tensor.getNumElements(); i < n; ++i) {
     uint64_t bits = 0;
     std::memcpy(&bits, buffer.get() + i * width, width);
@@ -437,9 +425,9 @@ protected:
     }
     std::vector<TensorValue> results;
     for (auto [i, type] : llvm::enumerate(resultTypes))
-      results.push_back(fromBuffer(buffers[inputs.size() + i],
-                                   *getElementKind(type.getElementType()),
-                                   type.getShape()));
+      results.push_back(fromBuffer(
+          buffers[inputs.size() + i],
+          *getInterpretedElementType(type.getElementType()), type.getShape()));
     return results;
   }
 
@@ -504,7 +492,7 @@ protected:
 
 TEST_F(KernelNumericsTest, CatchesAWrongResult) {
   // The comparison itself: a kernel that negates is not the identity.
-  TensorValue x = Random(1).floats(ElementKind::F32, {3, 4});
+  TensorValue x = Random(1).floats(ElementType::F32, {3, 4});
   std::string error;
   OwningOpRef<ModuleOp> module =
       parse(makeKernel({x}, "%r = titan.neg %a0 : tensor<3x4xf32>",
@@ -525,15 +513,15 @@ TEST_F(KernelNumericsTest, CatchesAWrongResult) {
 //===----------------------------------------------------------------------===//
 
 /// The float kinds every float op is tested in.
-constexpr ElementKind kFloatKinds[] = {ElementKind::F32, ElementKind::F64,
-                                       ElementKind::BF16};
+constexpr ElementType kFloatKinds[] = {ElementType::F32, ElementType::F64,
+                                       ElementType::BF16};
 
 TEST_F(KernelNumericsTest, BinaryArithmetic) {
   // One correctly rounded operation: exact in every type (bf16 and f16 are
   // computed in f32, whose rounding to them is innocuous for + - * /).
   Random random(2);
-  for (ElementKind kind : {ElementKind::F32, ElementKind::F64,
-                           ElementKind::BF16, ElementKind::F16}) {
+  for (ElementType kind : {ElementType::F32, ElementType::F64,
+                           ElementType::BF16, ElementType::F16}) {
     for (StringRef op : {"add", "sub", "mul", "div"}) {
       SmallVector<int64_t> shape = random.shape(3);
       TensorValue lhs = random.floats(kind, shape);
@@ -551,7 +539,7 @@ TEST_F(KernelNumericsTest, BinaryArithmetic) {
 
 TEST_F(KernelNumericsTest, MaxPropagatesNaN) {
   Random random(3);
-  for (ElementKind kind : kFloatKinds) {
+  for (ElementType kind : kFloatKinds) {
     SmallVector<int64_t> shape = random.shape(2);
     TensorValue lhs = random.floats(kind, shape);
     TensorValue rhs = random.floats(kind, shape);
@@ -577,7 +565,7 @@ TEST_F(KernelNumericsTest, UnaryMath) {
                         {"sigmoid", -20, 20, false}, {"silu", -20, 20, false},
                         {"cos", -4, 4, false},       {"sin", -4, 4, false}};
   Random random(4);
-  for (ElementKind kind : kFloatKinds) {
+  for (ElementType kind : kFloatKinds) {
     for (const Case &c : cases) {
       SCOPED_TRACE(c.op);
       SmallVector<int64_t> shape = random.shape(2, 3, 9);
@@ -605,7 +593,7 @@ TEST_F(KernelNumericsTest, SinAndCosOfLargeArguments) {
   // before the polynomial, which keeps the error at ~1e-7 absolute.
   Random random(25);
   for (StringRef op : {"cos", "sin"}) {
-    TensorValue x = random.floats(ElementKind::F32, {64, 64}, -8192, 8192);
+    TensorValue x = random.floats(ElementType::F32, {64, 64}, -8192, 8192);
     setFloat(x, 0, kInf);
     setFloat(x, 1, kNaN);
     checkOp(("titan." + op + " %a0 : " + type(x)).str(), {x}, type(x),
@@ -621,9 +609,9 @@ TEST_F(KernelNumericsTest, Gelu) {
   // derivative, hence an absolute 1e-5 for |dy| <= 2. f64 uses the
   // conversion's own erf series (relative 1e-14).
   Random random(5);
-  for (ElementKind kind : kFloatKinds) {
+  for (ElementType kind : kFloatKinds) {
     Tolerance tolerance = forKind(kind);
-    if (kind != ElementKind::F64)
+    if (kind != ElementType::F64)
       tolerance.atol = 1e-5;
     for (StringRef form : {"none", "tanh"}) {
       SmallVector<int64_t> shape = random.shape(2, 3, 9);
@@ -641,7 +629,7 @@ TEST_F(KernelNumericsTest, Gelu) {
 TEST_F(KernelNumericsTest, Scale) {
   // The factor is rounded to the element type first: one rounding, exact.
   Random random(6);
-  for (ElementKind kind : kFloatKinds) {
+  for (ElementType kind : kFloatKinds) {
     for (double factor : {0.125, 1.0 / 3.0, -2.5e3}) {
       TensorValue x = random.floats(kind, random.shape(3));
       checkOp(llvm::formatv("titan.scale %a0 by {0:e17} : {1}", factor, type(x))
@@ -653,10 +641,10 @@ TEST_F(KernelNumericsTest, Scale) {
 
 TEST_F(KernelNumericsTest, CastBetweenFloats) {
   Random random(7);
-  const ElementKind kinds[] = {ElementKind::F32, ElementKind::F64,
-                               ElementKind::BF16, ElementKind::F16};
-  for (ElementKind from : kinds) {
-    for (ElementKind to : kinds) {
+  const ElementType kinds[] = {ElementType::F32, ElementType::F64,
+                               ElementType::BF16, ElementType::F16};
+  for (ElementType from : kinds) {
+    for (ElementType to : kinds) {
       if (from == to)
         continue;
       SmallVector<int64_t> shape = random.shape(2);
@@ -673,9 +661,9 @@ TEST_F(KernelNumericsTest, CastBetweenFloats) {
 TEST_F(KernelNumericsTest, CastFloatToInteger) {
   // Toward zero, saturating at the bounds, NaN to 0; anything to i1 is != 0.
   Random random(8);
-  for (ElementKind from : kFloatKinds) {
-    for (ElementKind to :
-         {ElementKind::I64, ElementKind::I32, ElementKind::I1}) {
+  for (ElementType from : kFloatKinds) {
+    for (ElementType to :
+         {ElementType::I64, ElementType::I32, ElementType::I1}) {
       SmallVector<int64_t> shape = {5, 6};
       TensorValue x = random.floats(from, shape, -1e3, 1e3);
       const double specials[] = {
@@ -693,23 +681,23 @@ TEST_F(KernelNumericsTest, CastFromInteger) {
   // Integers to floats round to nearest even; i64 -> i32 wraps; i1 is 0/1.
   Random random(9);
   struct Case {
-    ElementKind from, to;
+    ElementType from, to;
     int64_t lo, hi;
   };
   const Case cases[] = {
-      {ElementKind::I64, ElementKind::F32, -(int64_t(1) << 40),
+      {ElementType::I64, ElementType::F32, -(int64_t(1) << 40),
        int64_t(1) << 40},
-      {ElementKind::I64, ElementKind::BF16, -100000, 100000},
-      {ElementKind::I32, ElementKind::F64, INT32_MIN, INT32_MAX},
-      {ElementKind::I32, ElementKind::F16, -60000, 60000},
-      {ElementKind::I64, ElementKind::I32, -(int64_t(1) << 40),
+      {ElementType::I64, ElementType::BF16, -100000, 100000},
+      {ElementType::I32, ElementType::F64, INT32_MIN, INT32_MAX},
+      {ElementType::I32, ElementType::F16, -60000, 60000},
+      {ElementType::I64, ElementType::I32, -(int64_t(1) << 40),
        int64_t(1) << 40},
-      {ElementKind::I32, ElementKind::I64, INT32_MIN, INT32_MAX},
-      {ElementKind::I64, ElementKind::I1, -2, 2},
-      {ElementKind::I1, ElementKind::F32, 0, 1},
-      {ElementKind::I1, ElementKind::BF16, 0, 1},
-      {ElementKind::I1, ElementKind::I64, 0, 1},
-      {ElementKind::I1, ElementKind::I32, 0, 1}};
+      {ElementType::I32, ElementType::I64, INT32_MIN, INT32_MAX},
+      {ElementType::I64, ElementType::I1, -2, 2},
+      {ElementType::I1, ElementType::F32, 0, 1},
+      {ElementType::I1, ElementType::BF16, 0, 1},
+      {ElementType::I1, ElementType::I64, 0, 1},
+      {ElementType::I1, ElementType::I32, 0, 1}};
   for (const Case &c : cases) {
     SmallVector<int64_t> shape = random.shape(2);
     TensorValue x = random.integers(c.from, shape, c.lo, c.hi);
@@ -722,13 +710,13 @@ TEST_F(KernelNumericsTest, Compare) {
   // Every predicate on floats with ties and NaN (false but for ne), signed
   // integers and i1 (0 < 1).
   Random random(10);
-  for (ElementKind kind :
-       {ElementKind::F32, ElementKind::F64, ElementKind::BF16, ElementKind::I64,
-        ElementKind::I32, ElementKind::I1}) {
+  for (ElementType kind :
+       {ElementType::F32, ElementType::F64, ElementType::BF16, ElementType::I64,
+        ElementType::I32, ElementType::I1}) {
     for (StringRef predicate : {"eq", "ne", "lt", "le", "gt", "ge"}) {
       SmallVector<int64_t> shape = random.shape(2);
-      bool isFloat = kind == ElementKind::F32 || kind == ElementKind::F64 ||
-                     kind == ElementKind::BF16;
+      bool isFloat = kind == ElementType::F32 || kind == ElementType::F64 ||
+                     kind == ElementType::BF16;
       TensorValue lhs(kind, shape), rhs(kind, shape);
       if (isFloat) {
         // Small integers: many ties.
@@ -746,20 +734,20 @@ TEST_F(KernelNumericsTest, Compare) {
         rhs = random.integers(kind, shape, -2, 2);
       }
       checkOp(("titan.compare " + predicate + ", %a0, %a1 : " + type(lhs) +
-               " -> " + type(ElementKind::I1, shape))
+               " -> " + type(ElementType::I1, shape))
                   .str(),
-              {lhs, rhs}, type(ElementKind::I1, shape), kExact);
+              {lhs, rhs}, type(ElementType::I1, shape), kExact);
     }
   }
 }
 
 TEST_F(KernelNumericsTest, Select) {
   Random random(11);
-  for (ElementKind kind : {ElementKind::F32, ElementKind::BF16,
-                           ElementKind::I64, ElementKind::I1}) {
+  for (ElementType kind : {ElementType::F32, ElementType::BF16,
+                           ElementType::I64, ElementType::I1}) {
     SmallVector<int64_t> shape = random.shape(3);
-    TensorValue cond = random.integers(ElementKind::I1, shape, 0, 1);
-    bool isFloat = kind == ElementKind::F32 || kind == ElementKind::BF16;
+    TensorValue cond = random.integers(ElementType::I1, shape, 0, 1);
+    bool isFloat = kind == ElementType::F32 || kind == ElementType::BF16;
     TensorValue onTrue = isFloat ? random.floats(kind, shape)
                                  : random.integers(kind, shape, -9, 9);
     TensorValue onFalse = isFloat ? random.floats(kind, shape)
@@ -772,7 +760,7 @@ TEST_F(KernelNumericsTest, Select) {
 TEST_F(KernelNumericsTest, Constants) {
   // Splat constants become fills, dense ones constants; both as a result
   // and folded into a user.
-  TensorValue x = Random(12).floats(ElementKind::F32, {2, 3});
+  TensorValue x = Random(12).floats(ElementType::F32, {2, 3});
   check(makeKernel({},
                    "%r = titan.constant dense<0xFF800000> : "
                    "tensor<4x5xf32>",
@@ -803,9 +791,9 @@ TEST_F(KernelNumericsTest, Constants) {
 
 TEST_F(KernelNumericsTest, Iota) {
   // Every dim; bf16 rounds positions above 256.
-  for (ElementKind kind :
-       {ElementKind::F32, ElementKind::F64, ElementKind::BF16, ElementKind::I64,
-        ElementKind::I32}) {
+  for (ElementType kind :
+       {ElementType::F32, ElementType::F64, ElementType::BF16, ElementType::I64,
+        ElementType::I32}) {
     SmallVector<int64_t> shape = {3, 5, 4};
     for (int64_t dim = 0; dim < 3; ++dim)
       check(makeKernel({},
@@ -830,7 +818,7 @@ TEST_F(KernelNumericsTest, Reductions) {
   Random random(13);
   const SmallVector<int64_t> dimSets[] = {{0},    {1},    {2},      {0, 1},
                                           {0, 2}, {1, 2}, {0, 1, 2}};
-  for (ElementKind kind : kFloatKinds) {
+  for (ElementType kind : kFloatKinds) {
     for (StringRef op : {"reduce_sum", "reduce_mean", "reduce_max"}) {
       for (ArrayRef<int64_t> dims : dimSets) {
         for (bool keepdim : {false, true}) {
@@ -859,7 +847,7 @@ TEST_F(KernelNumericsTest, Reductions) {
 
 TEST_F(KernelNumericsTest, ReduceMaxOfNaNAndMinusInfinity) {
   // A NaN anywhere in a row gives NaN; a row of -inf gives -inf.
-  for (ElementKind kind : kFloatKinds) {
+  for (ElementType kind : kFloatKinds) {
     TensorValue x = Random(14).floats(kind, {4, 5, 6});
     setFloat(x, 7, kNaN);
     for (int64_t j = 0; j < 6; ++j)
@@ -881,8 +869,8 @@ TEST_F(KernelNumericsTest, Softmax) {
   // torch), and a NaN poisons its row.
   Random random(15);
   enum class Data { Plain, Large, Masked };
-  for (ElementKind kind : kFloatKinds) {
-    double large = kind == ElementKind::F64 ? 800 : 120;
+  for (ElementType kind : kFloatKinds) {
+    double large = kind == ElementType::F64 ? 800 : 120;
     for (StringRef op : {"softmax", "log_softmax"}) {
       for (int64_t dim = 0; dim < 3; ++dim) {
         for (Data data : {Data::Plain, Data::Large, Data::Masked}) {
@@ -916,7 +904,7 @@ TEST_F(KernelNumericsTest, Softmax) {
 
 TEST_F(KernelNumericsTest, Norms) {
   Random random(16);
-  for (ElementKind kind : kFloatKinds) {
+  for (ElementType kind : kFloatKinds) {
     for (unsigned rank : {1u, 2u, 3u}) {
       for (double eps : {1e-5, 0.1}) {
         SmallVector<int64_t> shape = random.shape(rank, 2, 9);
@@ -949,13 +937,13 @@ TEST_F(KernelNumericsTest, Norms) {
 //===----------------------------------------------------------------------===//
 
 /// A tensor of `kind` and `shape` with distinct-ish random elements.
-TensorValue randomOfKind(Random &random, ElementKind kind,
+TensorValue randomOfKind(Random &random, ElementType kind,
                          ArrayRef<int64_t> shape) {
   switch (kind) {
-  case ElementKind::I64:
-  case ElementKind::I32:
+  case ElementType::I64:
+  case ElementType::I32:
     return random.integers(kind, shape, -1000, 1000);
-  case ElementKind::I1:
+  case ElementType::I1:
     return random.integers(kind, shape, 0, 1);
   default:
     return random.floats(kind, shape);
@@ -973,8 +961,8 @@ TEST_F(KernelNumericsTest, BroadcastInDim) {
       {{}, {}, {4, 2}},         {{5, 3}, {2, 0}, {3, 4, 5}},
       {{1, 1}, {0, 1}, {1, 7}}, {{4, 1, 6}, {0, 1, 3}, {4, 3, 2, 6}}};
   Random random(17);
-  for (ElementKind kind : {ElementKind::F32, ElementKind::BF16,
-                           ElementKind::I64, ElementKind::I1}) {
+  for (ElementType kind : {ElementType::F32, ElementType::BF16,
+                           ElementType::I64, ElementType::I1}) {
     for (const Case &c : cases) {
       TensorValue x = randomOfKind(random, kind, c.operand);
       checkOp("titan.broadcast_in_dim %a0 dims " + list(c.dims) + " : " +
@@ -989,15 +977,15 @@ TEST_F(KernelNumericsTest, Transpose) {
   SmallVector<int64_t> permutation = {0, 1, 2};
   do {
     SmallVector<int64_t> shape = random.shape(3);
-    TensorValue x = random.floats(ElementKind::F32, shape);
+    TensorValue x = random.floats(ElementType::F32, shape);
     SmallVector<int64_t> result;
     for (int64_t d : permutation)
       result.push_back(shape[d]);
     checkOp("titan.transpose %a0 " + list(permutation) + " : " + type(x) +
-                " -> " + type(ElementKind::F32, result),
-            {x}, type(ElementKind::F32, result), kExact);
+                " -> " + type(ElementType::F32, result),
+            {x}, type(ElementType::F32, result), kExact);
   } while (std::next_permutation(permutation.begin(), permutation.end()));
-  TensorValue x = random.integers(ElementKind::I64, {2, 3, 4, 5}, -9, 9);
+  TensorValue x = random.integers(ElementType::I64, {2, 3, 4, 5}, -9, 9);
   checkOp("titan.transpose %a0 [0, 2, 1, 3] : " + type(x) +
               " -> tensor<2x4x3x5xi64>",
           {x}, "tensor<2x4x3x5xi64>", kExact);
@@ -1007,8 +995,8 @@ TEST_F(KernelNumericsTest, SliceAndPad) {
   // Strided slices at random offsets, and pad, their inverse (zeros
   // elsewhere), at random positions and steps.
   Random random(19);
-  for (ElementKind kind : {ElementKind::F32, ElementKind::BF16,
-                           ElementKind::I64, ElementKind::I1}) {
+  for (ElementType kind : {ElementType::F32, ElementType::BF16,
+                           ElementType::I64, ElementType::I1}) {
     for (int trial = 0; trial < 4; ++trial) {
       SmallVector<int64_t> shape = random.shape(3, 3, 9);
       SmallVector<int64_t> start, limit, step, sliced;
@@ -1038,7 +1026,7 @@ TEST_F(KernelNumericsTest, SliceAndPad) {
 
 TEST_F(KernelNumericsTest, Concat) {
   Random random(20);
-  for (ElementKind kind : {ElementKind::F32, ElementKind::I64}) {
+  for (ElementType kind : {ElementType::F32, ElementType::I64}) {
     for (int64_t dim = 0; dim < 3; ++dim) {
       for (int operands : {2, 3}) {
         SmallVector<int64_t> shape = random.shape(3);
@@ -1069,8 +1057,8 @@ TEST_F(KernelNumericsTest, Concat) {
 
 TEST_F(KernelNumericsTest, Embedding) {
   Random random(21);
-  for (ElementKind tableKind : kFloatKinds) {
-    for (ElementKind idKind : {ElementKind::I64, ElementKind::I32}) {
+  for (ElementType tableKind : kFloatKinds) {
+    for (ElementType idKind : {ElementType::I64, ElementType::I32}) {
       for (unsigned rank : {1u, 2u}) {
         int64_t vocab = random.integer(5, 40), dim = random.integer(2, 9);
         TensorValue table = random.floats(tableKind, {vocab, dim});
@@ -1090,12 +1078,12 @@ TEST_F(KernelNumericsTest, Rope) {
   // Both styles; tables of the input's type or another float type (the
   // rotation computes in the wider one).
   Random random(22);
-  const std::pair<ElementKind, ElementKind> types[] = {
-      {ElementKind::F32, ElementKind::F32},
-      {ElementKind::BF16, ElementKind::F32},
-      {ElementKind::BF16, ElementKind::BF16},
-      {ElementKind::F32, ElementKind::F64},
-      {ElementKind::F64, ElementKind::F64}};
+  const std::pair<ElementType, ElementType> types[] = {
+      {ElementType::F32, ElementType::F32},
+      {ElementType::BF16, ElementType::F32},
+      {ElementType::BF16, ElementType::BF16},
+      {ElementType::F32, ElementType::F64},
+      {ElementType::F64, ElementType::F64}};
   for (auto [inputKind, tableKind] : types) {
     for (StringRef style : {"interleaved", "half"}) {
       SmallVector<int64_t> shape = random.shape(3);
@@ -1114,7 +1102,7 @@ TEST_F(KernelNumericsTest, Rope) {
 
 /// Labels of `shape` in [0, vocab) with each row ignored with probability
 /// `ignored`.
-TensorValue randomLabels(Random &random, ElementKind kind,
+TensorValue randomLabels(Random &random, ElementType kind,
                          ArrayRef<int64_t> shape, int64_t vocab,
                          int64_t ignoreIndex, double ignored) {
   TensorValue labels = random.integers(kind, shape, 0, vocab - 1);
@@ -1129,8 +1117,8 @@ TEST_F(KernelNumericsTest, CrossEntropy) {
   // and others, some rows ignored, and every row ignored (the loss is NaN,
   // its gradient zero).
   Random random(23);
-  for (ElementKind kind : kFloatKinds) {
-    for (ElementKind labelKind : {ElementKind::I64, ElementKind::I32}) {
+  for (ElementType kind : kFloatKinds) {
+    for (ElementType labelKind : {ElementType::I64, ElementType::I32}) {
       for (int64_t ignoreIndex : {int64_t(-100), int64_t(3), int64_t(-1)}) {
         for (double ignored : {0.0, 0.3, 1.0}) {
           SmallVector<int64_t> shape = random.shape(random.integer(2, 3), 2, 6);
@@ -1138,20 +1126,20 @@ TEST_F(KernelNumericsTest, CrossEntropy) {
           // Logits around 100 (800 for f64) overflow exp unless the row
           // max is subtracted first.
           double shift =
-              ignored == 0.3 ? (kind == ElementKind::F64 ? 800 : 100) : 0;
+              ignored == 0.3 ? (kind == ElementType::F64 ? 800 : 100) : 0;
           TensorValue logits = random.floats(kind, shape, shift - 6, shift + 6);
           SmallVector<int64_t> rows(shape.begin(), shape.end() - 1);
           TensorValue labels = randomLabels(random, labelKind, rows,
                                             shape.back(), ignoreIndex, ignored);
-          ElementKind lossKind =
-              kind == ElementKind::F64 ? ElementKind::F64 : ElementKind::F32;
+          ElementType lossKind =
+              kind == ElementType::F64 ? ElementType::F64 : ElementType::F32;
           TensorValue grad = random.floats(lossKind, {}, 0.5, 2);
           std::string attr =
               ignoreIndex == -100
                   ? std::string()
                   : " ignore_index " + std::to_string(ignoreIndex);
           Tolerance tolerance = forKind(kind);
-          if (kind == ElementKind::BF16)
+          if (kind == ElementType::BF16)
             tolerance = kF32; // the loss is f32
           checkOp("titan.cross_entropy %a0, %a1" + attr + " : " + type(logits) +
                       ", " + type(labels) + " -> " + type(lossKind, {}),
@@ -1173,8 +1161,8 @@ TEST_F(KernelNumericsTest, FusedChains) {
   // Several ops in one kernel: elementwise fusion must keep each op's
   // rounding and fold broadcasts and transposes into their consumers.
   Random random(24);
-  TensorValue x = random.floats(ElementKind::BF16, {3, 5, 8});
-  TensorValue y = random.floats(ElementKind::BF16, {3, 5, 8});
+  TensorValue x = random.floats(ElementType::BF16, {3, 5, 8});
+  TensorValue y = random.floats(ElementType::BF16, {3, 5, 8});
   check(makeKernel({x, y},
                    "%s = titan.silu %a0 : tensor<3x5x8xbf16>\n"
                    "  %r = titan.mul %s, %a1 : tensor<3x5x8xbf16>",
@@ -1182,7 +1170,7 @@ TEST_F(KernelNumericsTest, FusedChains) {
         {x, y}, kBF16);
 
   // Softmax written with reductions and broadcasts (keepdim), two results.
-  TensorValue s = random.floats(ElementKind::F32, {4, 6, 7}, -5, 5);
+  TensorValue s = random.floats(ElementType::F32, {4, 6, 7}, -5, 5);
   check(makeKernel(
             {s},
             "%m = titan.reduce_max %a0 dims [2] keepdim : tensor<4x6x7xf32> "
@@ -1201,8 +1189,8 @@ TEST_F(KernelNumericsTest, FusedChains) {
 
   // A transpose and a broadcast folded into an elementwise consumer, and a
   // slice read by one.
-  TensorValue a = random.floats(ElementKind::F32, {5, 3, 4});
-  TensorValue b = random.floats(ElementKind::F32, {4});
+  TensorValue a = random.floats(ElementType::F32, {5, 3, 4});
+  TensorValue b = random.floats(ElementType::F32, {4});
   check(makeKernel({a, b},
                    "%t = titan.transpose %a0 [1, 2, 0] : tensor<5x3x4xf32> -> "
                    "tensor<3x4x5xf32>\n"

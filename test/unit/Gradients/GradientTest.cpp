@@ -98,9 +98,9 @@ FailureOr<SmallVector<unsigned>> buildVJPFunction(ModuleOp module) {
 /// `values` for integer and i1 types.
 TensorValue makeTensor(RankedTensorType type, std::mt19937_64 &rng,
                        bool positive, ArrayRef<int64_t> values) {
-  ElementKind kind = *getElementKind(type.getElementType());
+  ElementType kind = *getInterpretedElementType(type.getElementType());
   TensorValue tensor(kind, type.getShape());
-  if (isFloatKind(kind)) {
+  if (isFloatElementType(kind)) {
     std::normal_distribution<double> normal;
     std::uniform_real_distribution<double> uniform(0.5, 2.0);
     std::visit(
@@ -115,7 +115,7 @@ TensorValue makeTensor(RankedTensorType type, std::mt19937_64 &rng,
   }
   EXPECT_EQ(int64_t(values.size()), tensor.getNumElements())
       << "integer argument values";
-  if (kind == ElementKind::I1)
+  if (kind == ElementType::I1)
     llvm::copy(values, tensor.getMutable<uint8_t>().begin());
   else
     llvm::copy(values, tensor.getMutable<int64_t>().begin());
@@ -437,7 +437,7 @@ std::vector<TensorValue> runVJP(StringRef source,
 
 /// An f64 tensor of `shape` holding `values`.
 TensorValue f64(ArrayRef<int64_t> shape, ArrayRef<double> values) {
-  TensorValue tensor(ElementKind::F64, shape);
+  TensorValue tensor(ElementType::F64, shape);
   llvm::copy(values, tensor.getMutable<double>().begin());
   return tensor;
 }

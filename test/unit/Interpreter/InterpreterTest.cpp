@@ -16,24 +16,24 @@ namespace {
 
 TEST(TensorValueTest, RoundsToBFloat16TiesToEven) {
   // The bf16 ulp at 1 is 2^-7: 1 + 2^-8 ties to 1, 1 + 3 * 2^-8 to 1 + 2^-6.
-  EXPECT_EQ(roundToFloatKind(1.0 + std::ldexp(1.0, -8), ElementKind::BF16),
+  EXPECT_EQ(roundToFloatType(1.0 + std::ldexp(1.0, -8), ElementType::BF16),
             1.0f);
-  EXPECT_EQ(roundToFloatKind(1.0 + 3 * std::ldexp(1.0, -8), ElementKind::BF16),
+  EXPECT_EQ(roundToFloatType(1.0 + 3 * std::ldexp(1.0, -8), ElementType::BF16),
             1.0f + std::ldexp(1.0f, -6));
-  EXPECT_TRUE(std::isnan(roundToFloatKind(std::nan(""), ElementKind::BF16)));
+  EXPECT_TRUE(std::isnan(roundToFloatType(std::nan(""), ElementType::BF16)));
 }
 
 TEST(TensorValueTest, RoundsToHalf) {
-  EXPECT_EQ(roundToFloatKind(65504.0, ElementKind::F16), 65504.0f);
-  EXPECT_TRUE(std::isinf(roundToFloatKind(65520.0, ElementKind::F16)));
-  EXPECT_EQ(roundToFloatKind(1.0 + std::ldexp(1.0, -11), ElementKind::F16),
+  EXPECT_EQ(roundToFloatType(65504.0, ElementType::F16), 65504.0f);
+  EXPECT_TRUE(std::isinf(roundToFloatType(65520.0, ElementType::F16)));
+  EXPECT_EQ(roundToFloatType(1.0 + std::ldexp(1.0, -11), ElementType::F16),
             1.0f);
 }
 
 TEST(TensorValueTest, NpyRoundTripOfEveryKind) {
-  for (ElementKind kind :
-       {ElementKind::F32, ElementKind::F64, ElementKind::BF16, ElementKind::F16,
-        ElementKind::I64, ElementKind::I32, ElementKind::I1}) {
+  for (ElementType kind :
+       {ElementType::F32, ElementType::F64, ElementType::BF16, ElementType::F16,
+        ElementType::I64, ElementType::I32, ElementType::I1}) {
     TensorValue tensor(kind, {2, 3});
     std::visit(
         [](auto &values) {
@@ -41,7 +41,7 @@ TEST(TensorValueTest, NpyRoundTripOfEveryKind) {
             values[i] = i % 2 ? 1 : 0;
         },
         tensor.getStorage());
-    if (isFloatKind(kind))
+    if (isFloatElementType(kind))
       std::visit(
           [](auto &values) {
             using T = typename std::decay_t<decltype(values)>::value_type;
@@ -50,17 +50,17 @@ TEST(TensorValueTest, NpyRoundTripOfEveryKind) {
           },
           tensor.getStorage());
     NpyArray array = tensorToNpy(tensor);
-    EXPECT_EQ(array.dtype, getNpyDType(kind));
+    EXPECT_EQ(array.dtype, getNpyStorageType(kind));
     llvm::Expected<TensorValue> back = tensorFromNpy(array, kind, "t");
     ASSERT_TRUE(static_cast<bool>(back)) << llvm::toString(back.takeError());
-    EXPECT_TRUE(*back == tensor) << stringifyElementKind(kind).str();
+    EXPECT_TRUE(*back == tensor) << stringifyElementType(kind).str();
   }
 }
 
-TEST(TensorValueTest, NpyDTypeMismatchNamesBoth) {
-  NpyArray array = tensorToNpy(TensorValue(ElementKind::I32, {4}));
+TEST(TensorValueTest, NpyElementTypeMismatchNamesBoth) {
+  NpyArray array = tensorToNpy(TensorValue(ElementType::I32, {4}));
   llvm::Expected<TensorValue> tensor =
-      tensorFromNpy(array, ElementKind::I64, "tokens");
+      tensorFromNpy(array, ElementType::I64, "tokens");
   ASSERT_FALSE(static_cast<bool>(tensor));
   std::string message = llvm::toString(tensor.takeError());
   EXPECT_NE(message.find("tokens"), std::string::npos) << message;
@@ -78,7 +78,7 @@ OwningOpRef<ModuleOp> parse(MLIRContext &context, llvm::StringRef source) {
 
 /// A [1]-shaped f32 tensor holding `value`.
 TensorValue scalar(float value) {
-  TensorValue tensor(ElementKind::F32, {1});
+  TensorValue tensor(ElementType::F32, {1});
   tensor.getMutable<float>()[0] = value;
   return tensor;
 }

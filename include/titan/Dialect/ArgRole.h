@@ -1,0 +1,86 @@
+//===- ArgRole.h - what a function argument is (titan.role) -----*- C++ -*-===//
+//
+// The arguments of titan's programs carry `titan.role`: a parameter, an
+// optimizer state, a buffer or an input. Passes, reports and tools read and
+// write it through these helpers, never through string literals.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_DIALECT_ARGROLE_H
+#define TITAN_DIALECT_ARGROLE_H
+
+#include "titan/Dialect/FunctionAttributes.h"
+#include "titan/Dialect/TitanDialect.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <optional>
+
+namespace mlir::titan {
+
+/// What a function argument is.
+enum class ArgRole {
+  /// A trainable parameter.
+  Param,
+  /// Optimizer state (AdamW's moments).
+  State,
+  /// Not trained, e.g. a RoPE table.
+  Buffer,
+  /// Data: tokens, labels, the learning rate, the step.
+  Input,
+};
+
+/// The spelling of `role` in `titan.role`: "param", "state", "buffer" or
+/// "input".
+inline StringRef stringifyArgRole(ArgRole role) {
+  switch (role) {
+  case ArgRole::Param:
+    return "param";
+  case ArgRole::State:
+    return "state";
+  case ArgRole::Buffer:
+    return "buffer";
+  case ArgRole::Input:
+    return "input";
+  }
+  llvm_unreachable("unknown argument role");
+}
+
+/// The role spelled `name` (the inverse of stringifyArgRole), or nullopt.
+inline std::optional<ArgRole> symbolizeArgRole(StringRef name) {
+  return llvm::StringSwitch<std::optional<ArgRole>>(name)
+      .Case("param", ArgRole::Param)
+      .Case("state", ArgRole::State)
+      .Case("buffer", ArgRole::Buffer)
+      .Case("input", ArgRole::Input)
+      .Default(std::nullopt);
+}
+
+/// The `titan.role` attribute of `role`.
+inline StringAttr getArgRoleAttr(MLIRContext *context, ArgRole role) {
+  return StringAttr::get(context, stringifyArgRole(role));
+}
+
+/// The role of argument `index` of `function`, or nullopt when it has none.
+inline std::optional<ArgRole> getArgRole(FunctionOpInterface function,
+                                         unsigned index) {
+  auto role =
+      function.getArgAttrOfType<StringAttr>(index, TitanDialect::kRoleAttrName);
+  if (!role)
+    return std::nullopt;
+  return symbolizeArgRole(role.getValue());
+}
+
+/// Sets the role of each argument i of `function` to `role(i)`, rebuilding
+/// the argument attributes once (see setEachArgAttr).
+inline void setEachArgRole(FunctionOpInterface function,
+                           function_ref<ArgRole(unsigned)> role) {
+  MLIRContext *context = function.getContext();
+  setEachArgAttr(function, TitanDialect::kRoleAttrName,
+                 [&](unsigned i) { return getArgRoleAttr(context, role(i)); });
+}
+
+} // namespace mlir::titan
+
+#endif // TITAN_DIALECT_ARGROLE_H
