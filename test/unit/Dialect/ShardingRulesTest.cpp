@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include "gtest/gtest.h"
 
@@ -40,6 +41,19 @@ std::string printRule(const RuleCase &ruleCase) {
   if (!rule)
     return "<no sharding rule>";
   return rule.getShardingRule().str();
+}
+
+/// Prints a case as its op, not as bytes.
+void PrintTo(const RuleCase &ruleCase, std::ostream *os) { *os << ruleCase.op; }
+
+/// A test name for a case: the op's name and the case's index (one op
+/// appears in several cases), e.g. "reduce_sum_3".
+std::string caseName(const testing::TestParamInfo<RuleCase> &info) {
+  StringRef op = StringRef(info.param.op).split("titan.").second;
+  std::string name = op.take_while([](char c) {
+                         return llvm::isAlnum(c) || c == '_';
+                       }).str();
+  return name + "_" + std::to_string(info.index);
 }
 
 class ShardingRuleTest : public testing::TestWithParam<RuleCase> {};
@@ -75,7 +89,7 @@ const RuleCase kElementwise[] = {
      "() -> ([a, b]) {a=2, b=3 custom}"},
 };
 INSTANTIATE_TEST_SUITE_P(Elementwise, ShardingRuleTest,
-                         testing::ValuesIn(kElementwise));
+                         testing::ValuesIn(kElementwise), caseName);
 
 const RuleCase kReductions[] = {
     {"%0: tensor<4x8x16xf32>",
@@ -107,7 +121,7 @@ const RuleCase kReductions[] = {
      "b=8 need_replication} linear={2}"},
 };
 INSTANTIATE_TEST_SUITE_P(Reductions, ShardingRuleTest,
-                         testing::ValuesIn(kReductions));
+                         testing::ValuesIn(kReductions), caseName);
 
 const RuleCase kModelOps[] = {
     {"%0: tensor<2x4x16xf32>, %1: tensor<32x16xf32>",
@@ -159,7 +173,7 @@ const RuleCase kModelOps[] = {
      "([a, b], [a], []) -> ([a, b]) {a=8 custom, b=32 custom} linear={2}"},
 };
 INSTANTIATE_TEST_SUITE_P(ModelOps, ShardingRuleTest,
-                         testing::ValuesIn(kModelOps));
+                         testing::ValuesIn(kModelOps), caseName);
 
 const RuleCase kShapeOps[] = {
     {"%0: tensor<2x4x6xf32>",
@@ -202,6 +216,6 @@ const RuleCase kShapeOps[] = {
      "([1, c]) -> ([a, b, c]) {a=4, b=5, c=6} linear={0}"},
 };
 INSTANTIATE_TEST_SUITE_P(ShapeOps, ShardingRuleTest,
-                         testing::ValuesIn(kShapeOps));
+                         testing::ValuesIn(kShapeOps), caseName);
 
 } // namespace
