@@ -10,7 +10,6 @@
 #include "titan/CostModel/CostModel.h"
 #include "titan/Passes.h"
 
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::titan {
@@ -96,14 +95,8 @@ Value Materializer::getRedistributed(Value value, PlacementsAttr to,
     RedistributeCost cost = estimateRedistribution(
         type.getShape(), getElementByteWidth(type.getElementType()), fromList,
         to.getPlacements(), mesh.getAxisSizes(), {});
-    auto format = [](ArrayRef<Placement> placements) {
-      return "[" +
-             llvm::join(llvm::map_range(placements,
-                                        [](Placement p) { return p.str(); }),
-                        ", ") +
-             "]";
-    };
-    op->emitRemark() << format(fromList) << " -> " << format(to.getPlacements())
+    op->emitRemark() << formatPlacements(fromList) << " -> "
+                     << formatPlacements(to.getPlacements())
                      << llvm::formatv(" ({0:F0} bytes per rank) ",
                                       cost.totalBytes)
                      << reason;

@@ -50,15 +50,6 @@ struct OpDecision {
   SmallVector<Layout> operandLayouts;
 };
 
-/// Prints a layout as `[S(0), R]`.
-static std::string formatLayout(ArrayRef<Placement> layout) {
-  return "[" +
-         llvm::join(llvm::map_range(layout,
-                                    [](const Placement &p) { return p.str(); }),
-                    ", ") +
-         "]";
-}
-
 class PlacementPropagator {
 public:
   PlacementPropagator(func::FuncOp func, MeshOp mesh,

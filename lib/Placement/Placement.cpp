@@ -2,6 +2,7 @@
 
 #include "titan/Placement/Placement.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir::titan;
@@ -58,4 +59,12 @@ std::optional<Placement> Placement::parse(llvm::StringRef text) {
       return partial(*op);
   }
   return std::nullopt;
+}
+
+std::string
+mlir::titan::formatPlacements(llvm::ArrayRef<Placement> placements) {
+  std::string text = "[";
+  for (auto [index, placement] : llvm::enumerate(placements))
+    text += (index ? ", " : "") + placement.str();
+  return text + "]";
 }

@@ -10,6 +10,7 @@
 #ifndef TITAN_PLACEMENT_PLACEMENT_H
 #define TITAN_PLACEMENT_PLACEMENT_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/Hashing.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -72,6 +73,9 @@ private:
   int64_t dim;
   ReduceKind reduce;
 };
+
+/// Prints a placements list as `[S(0), R]`.
+std::string formatPlacements(llvm::ArrayRef<Placement> placements);
 
 /// Hashing for use as an MLIR attribute parameter and in DenseMap keys.
 inline llvm::hash_code hash_value(const Placement &p) {

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CollectiveSimulator.h"
+
 #include "titan/CostModel/CostModel.h"
 #include "titan/Placement/PlacementAlgebra.h"
 
