@@ -7,6 +7,7 @@
 
 #include "titan/Pipeline.h"
 
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -91,4 +92,87 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
     if (mesh.getSize(axis) > 1)
       propagation.stationaryInputAxes.push_back(getMeshAxisName(axis).str());
   return options;
+}
+
+namespace {
+/// The options of the named pipelines (see registerTitanPipelines).
+struct NamedPipelineOptions : PassPipelineOptions<NamedPipelineOptions> {
+  Option<std::string> config{*this, "config",
+                             llvm::cl::desc("Training config (TOML); default: "
+                                            "every key's default")};
+  ListOption<std::string> overrides{
+      *this, "set",
+      llvm::cl::desc("KEY=VALUE overrides of the config, as titan-compile "
+                     "--set")};
+  Option<int64_t> worldSize{
+      *this, "world-size",
+      llvm::cl::desc("Ranks to partition for (default: the product of the "
+                     "config's degrees)"),
+      llvm::cl::init(0)};
+  Option<bool> emitGrads{
+      *this, "emit-grads",
+      llvm::cl::desc("With the train step, also return grad.<fqn>"),
+      llvm::cl::init(false)};
+};
+
+/// Builds the pipeline of `stage` from textual `options`.
+LogicalResult
+buildNamedPipeline(PipelineStage stage, OpPassManager &pm, StringRef text,
+                   function_ref<LogicalResult(const Twine &)> errorHandler) {
+  std::unique_ptr<NamedPipelineOptions> options =
+      NamedPipelineOptions::createFromString(text);
+  if (!options)
+    return errorHandler("cannot parse the pipeline options '" + text + "'");
+  llvm::Expected<TrainConfig> config =
+      options->config.empty()
+          ? llvm::Expected<TrainConfig>(TrainConfig())
+          : loadTrainConfig(options->config, options->overrides);
+  if (!config)
+    return errorHandler(llvm::toString(config.takeError()));
+  ResolvedMesh mesh;
+  if (stage >= PipelineStage::Spmd) {
+    llvm::Expected<ResolvedMesh> resolved = resolveMesh(
+        config->parallelism, options->worldSize
+                                 ? options->worldSize
+                                 : getConfiguredWorldSize(config->parallelism));
+    if (!resolved)
+      return errorHandler(llvm::toString(resolved.takeError()));
+    mesh = *resolved;
+  }
+  buildTitanPipeline(
+      pm, pipelineOptionsFrom(*config, stage, options->emitGrads, mesh));
+  return success();
+}
+} // namespace
+
+void mlir::titan::registerTitanPipelines() {
+  struct Named {
+    const char *argument, *description;
+    PipelineStage stage;
+  };
+  for (const Named &named :
+       {Named{"titan-forward-pipeline",
+              "The forward program's fused forms (titan-compile --emit=titan)",
+              PipelineStage::Forward},
+        Named{"titan-train-step-pipeline",
+              "Up to the training step (titan-compile --emit=train-step)",
+              PipelineStage::TrainStep},
+        Named{"titan-spmd-pipeline",
+              "Up to the program of one rank (titan-compile --emit=spmd)",
+              PipelineStage::Spmd},
+        Named{"titan-executable-pipeline",
+              "Up to the executable's LLVM dialect module (what titan-compile "
+              "compiles)",
+              PipelineStage::Executable}}) {
+    PipelineStage stage = named.stage;
+    registerPassPipeline(
+        named.argument, named.description,
+        [stage](OpPassManager &pm, StringRef text,
+                function_ref<LogicalResult(const Twine &)> errorHandler) {
+          return buildNamedPipeline(stage, pm, text, errorHandler);
+        },
+        [](function_ref<void(const mlir::detail::PassOptions &)> printOptions) {
+          printOptions(NamedPipelineOptions());
+        });
+  }
 }

@@ -10,6 +10,7 @@
 
 #include "titan/Dialect/TitanDialect.h"
 #include "titan/Passes.h"
+#include "titan/Pipeline.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -58,11 +59,12 @@ inline void registerAllDialects(DialectRegistry &registry) {
   registerLLVMDialectTranslation(registry);
 }
 
-/// Registers titan's passes and the generic upstream ones (canonicalize,
-/// cse, symbol-dce, ...) with the global pass registry.
+/// Registers titan's passes, its named pipelines and the generic upstream
+/// passes (canonicalize, cse, symbol-dce, ...) with the global pass registry.
 inline void registerAllPasses() {
   mlir::registerTransformsPasses();
   registerTitanPasses();
+  registerTitanPipelines();
 }
 
 } // namespace mlir::titan

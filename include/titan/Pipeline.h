@@ -35,6 +35,15 @@ struct TitanPipelineOptions {
   LowerToRuntimePassOptions runtime;
 };
 
+/// Registers each stage as a named pass pipeline of titan-opt, built from a
+/// training config exactly as titan-compile builds it:
+/// `--titan-forward-pipeline`, `--titan-train-step-pipeline`,
+/// `--titan-spmd-pipeline` and `--titan-executable-pipeline`, each with the
+/// options `config=FILE.toml` (default: every key's default), `set=KEY=VALUE`
+/// (repeatable, as titan-compile --set), `world-size=N` (default: the
+/// product of the config's degrees) and `emit-grads`.
+void registerTitanPipelines();
+
 /// Appends the passes of `options.stage` (after import) to `pm`.
 void buildTitanPipeline(OpPassManager &pm, const TitanPipelineOptions &options);
 
