@@ -41,9 +41,11 @@ TEST(ElementTypeTest, NpyStoresBF16AsItsBits) {
   EXPECT_EQ(getNpyStorageType(ElementType::BF16), ElementType::U16);
   EXPECT_EQ(npyDescr(ElementType::BF16), "<u2");
   EXPECT_EQ(npyDescr(ElementType::I1), "|b1");
-  for (ElementType type : kAll)
-    if (type != ElementType::BF16)
+  for (ElementType type : kAll) {
+    if (type != ElementType::BF16) {
       EXPECT_EQ(getNpyStorageType(type), type);
+    }
+  }
 }
 
 } // namespace
