@@ -6,6 +6,7 @@
 
 #include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/FunctionAttributes.h"
+#include "titan/Dialect/Phase.h"
 #include "titan/Dialect/TensorBuilder.h"
 #include "titan/Passes.h"
 
@@ -181,6 +182,9 @@ LogicalResult BuildTrainStepPass::build() {
   DenseMap<Value, Value> grads;
   if (failed(differentiate(body, loss, params, grads, builder)))
     return failure();
+  // The ops up to the loss are the forward, the VJPs appended after it the
+  // backward, and what follows (clipping, AdamW) the optimizer.
+  Operation *lastBackward = &body->back();
   SmallVector<Value> paramGrads;
   for (size_t k = 0; k < numParams; ++k) {
     Value param = body->getArgument(k);
@@ -264,6 +268,14 @@ LogicalResult BuildTrainStepPass::build() {
   if (emitGrads)
     addResults(paramGrads, "grad.");
   func::ReturnOp::create(builder, loc, returned);
+  Phase phase = Phase::Forward;
+  for (Operation &op : body->without_terminator()) {
+    setPhase(&op, phase);
+    if (&op == lastBackward)
+      phase = Phase::Optimizer;
+    else if (&op == loss.getDefiningOp())
+      phase = Phase::Backward;
+  }
   trainStep.setType(
       builder.getFunctionType(argTypes, ValueRange(returned).getTypes()));
   setEachArgAttr(trainStep, TitanDialect::kNameAttrName, [&](unsigned i) {

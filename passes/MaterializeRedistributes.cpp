@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/CostModel/CostModel.h"
+#include "titan/Dialect/Phase.h"
 #include "titan/Passes.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -36,9 +37,9 @@ private:
   /// Whether `value`'s placements are `wanted`.
   bool hasPlacements(Value value, PlacementsAttr wanted);
   /// The redistribute of `value` to `to`, created after the value's
-  /// definition (and the redistributes of it created before) on first use;
-  /// `reason` says who needs it (for remarks).
-  Value getRedistributed(Value value, PlacementsAttr to, Location loc,
+  /// definition (and the redistributes of it created before) on first use
+  /// by `user`; `reason` says who needs it (for remarks).
+  Value getRedistributed(Value value, PlacementsAttr to, Operation *user,
                          const Twine &reason);
 
   func::FuncOp func;
@@ -70,7 +71,8 @@ bool Materializer::hasPlacements(Value value, PlacementsAttr wanted) {
 }
 
 Value Materializer::getRedistributed(Value value, PlacementsAttr to,
-                                     Location loc, const Twine &reason) {
+                                     Operation *user, const Twine &reason) {
+  Location loc = user->getLoc();
   SmallVector<RedistributeOp, 1> &list = created[value];
   for (RedistributeOp op : list)
     if (op.getTo() == to)
@@ -84,6 +86,8 @@ Value Materializer::getRedistributed(Value value, PlacementsAttr to,
     builder.setInsertionPointToStart(&func.getBody().front());
   auto op = RedistributeOp::create(builder, loc, value.getType(), value, to);
   op->setAttr(TitanDialect::kPlacementsAttrName, builder.getArrayAttr({to}));
+  // The phase of what computes the value, else of its first user.
+  copyPhase(value.getDefiningOp() ? value.getDefiningOp() : user, op);
   list.push_back(op);
   if (remarks) {
     auto type = cast<RankedTensorType>(value.getType());
@@ -114,7 +118,7 @@ LogicalResult Materializer::run() {
     for (OpOperand &use : op.getOpOperands()) {
       auto to = cast<PlacementsAttr>(wanted[use.getOperandNumber()]);
       if (!hasPlacements(use.get(), to))
-        use.set(getRedistributed(use.get(), to, op.getLoc(),
+        use.set(getRedistributed(use.get(), to, &op,
                                  llvm::formatv("for operand #{0} of '{1}'",
                                                use.getOperandNumber(),
                                                op.getName())));
@@ -128,7 +132,7 @@ LogicalResult Materializer::run() {
         index, TitanDialect::kPlacementsAttrName);
     if (pinned && !hasPlacements(use.get(), pinned))
       use.set(getRedistributed(
-          use.get(), pinned, terminator->getLoc(),
+          use.get(), pinned, terminator,
           llvm::formatv("for result #{0} of the function: pinned by the plan",
                         index)));
   }

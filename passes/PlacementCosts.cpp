@@ -20,7 +20,7 @@ const Layout *PropagationState::known(Value value) const {
 
 ChoiceCosts::ChoiceCosts(func::FuncOp func, ArrayRef<int64_t> meshSizes,
                          ArrayRef<double> bandwidth,
-                         llvm::StringMap<SmallVector<unsigned>> stationaryAxes,
+                         StationaryAxes stationaryAxes,
                          const PropagationState &state)
     : func(func), meshSizes(meshSizes), bandwidth(bandwidth),
       stationaryAxes(std::move(stationaryAxes)), state(state) {}
@@ -47,10 +47,8 @@ bool ChoiceCosts::movesStationaryArg(Value value, ArrayRef<Placement> from,
   auto arg = dyn_cast<BlockArgument>(value);
   if (!arg || stationaryAxes.empty())
     return false;
-  auto role = func::FuncOp(func).getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                TitanDialect::kRoleAttrName);
-  auto axes =
-      role ? stationaryAxes.find(role.getValue()) : stationaryAxes.end();
+  std::optional<ArgRole> role = getArgRole(func, arg.getArgNumber());
+  auto axes = role ? stationaryAxes.find(*role) : stationaryAxes.end();
   return axes != stationaryAxes.end() &&
          llvm::any_of(axes->second,
                       [&](unsigned axis) { return from[axis] != to[axis]; });

@@ -10,17 +10,23 @@
 #ifndef TITAN_PASSES_PLACEMENTCOSTS_H
 #define TITAN_PASSES_PLACEMENTCOSTS_H
 
+#include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/AxisChoice.h"
 #include "titan/Dialect/TitanDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/StringMap.h"
+
+#include <map>
 
 namespace mlir::titan {
 
 /// The placements of a value, one per mesh axis.
 using Layout = SmallVector<Placement>;
+
+/// Per argument role: the mesh axes on which such arguments are never
+/// redistributed.
+using StationaryAxes = std::map<ArgRole, SmallVector<unsigned>>;
 
 /// What propagation knows while it decides.
 struct PropagationState {
@@ -41,11 +47,9 @@ struct PropagationState {
 /// with `bandwidth` bytes per second per axis (1 each: costs are bytes).
 class ChoiceCosts {
 public:
-  /// `stationaryAxes` maps an argument role ("param", "input") to the mesh
-  /// axes on which such arguments are never redistributed.
+  /// Arguments never move on their role's `stationaryAxes`.
   ChoiceCosts(func::FuncOp func, ArrayRef<int64_t> meshSizes,
-              ArrayRef<double> bandwidth,
-              llvm::StringMap<SmallVector<unsigned>> stationaryAxes,
+              ArrayRef<double> bandwidth, StationaryAxes stationaryAxes,
               const PropagationState &state);
 
   /// The seconds of redistributing `value` from `from` to `to` (infinite
@@ -71,7 +75,7 @@ private:
   func::FuncOp func;
   ArrayRef<int64_t> meshSizes;
   ArrayRef<double> bandwidth;
-  llvm::StringMap<SmallVector<unsigned>> stationaryAxes;
+  StationaryAxes stationaryAxes;
   const PropagationState &state;
 };
 

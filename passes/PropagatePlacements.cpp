@@ -21,7 +21,6 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <limits>
@@ -53,8 +52,7 @@ struct OpDecision {
 class PlacementPropagator {
 public:
   PlacementPropagator(func::FuncOp func, MeshOp mesh,
-                      ArrayRef<double> bandwidth,
-                      llvm::StringMap<SmallVector<unsigned>> stationaryAxes,
+                      ArrayRef<double> bandwidth, StationaryAxes stationaryAxes,
                       bool remarks)
       : func(func), mesh(mesh),
         meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
@@ -387,11 +385,11 @@ struct PropagatePlacementsPass
         func.emitOpError("axis-bandwidth entries must be positive");
         return signalPassFailure();
       }
-      llvm::StringMap<SmallVector<unsigned>> stationary;
+      StationaryAxes stationary;
       for (auto [role, option, axisNames] :
-           {std::make_tuple("param", "stationary-param-axes",
+           {std::make_tuple(ArgRole::Param, "stationary-param-axes",
                             &stationaryParamAxes),
-            std::make_tuple("input", "stationary-input-axes",
+            std::make_tuple(ArgRole::Input, "stationary-input-axes",
                             &stationaryInputAxes)}) {
         for (const std::string &name : *axisNames) {
           std::optional<unsigned> axis = mesh.getAxisIndex(name);

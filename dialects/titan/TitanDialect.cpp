@@ -1,6 +1,7 @@
 //===- TitanDialect.cpp - titan dialect -----------------------------------===//
 
 #include "titan/Dialect/TitanDialect.h"
+#include "titan/Dialect/ArgRole.h"
 
 #include "OpVerification.h"
 
@@ -129,8 +130,8 @@ LogicalResult TitanDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() != kPlacementsAttrName && !ofOperands)
     return verifyExecutableAttribute(op, attr);
   StringRef what = ofOperands ? "operand" : "result";
-  ValueRange values = ofOperands ? ValueRange(op->getOperands())
-                                 : ValueRange(op->getResults());
+  ValueRange values =
+      ofOperands ? ValueRange(op->getOperands()) : ValueRange(op->getResults());
   auto array = dyn_cast<ArrayAttr>(attr.getValue());
   if (!array)
     return op->emitError() << "'" << attr.getName().getValue()
@@ -173,9 +174,7 @@ static LogicalResult verifyFunctionValueAttr(Operation *op, unsigned index,
     return success();
   }
   if (name == TitanDialect::kRoleAttrName && what == "argument") {
-    if (!text || !llvm::is_contained(
-                     ArrayRef<StringRef>{"param", "state", "buffer", "input"},
-                     text.getValue()))
+    if (!text || !symbolizeArgRole(text.getValue()))
       return emitError()
              << "'" << name
              << "' must be \"param\", \"state\", \"buffer\" or \"input\"";
@@ -189,7 +188,8 @@ static LogicalResult verifyFunctionValueAttr(Operation *op, unsigned index,
   if (name == TitanDialect::kIdRangeAttrName && what == "argument") {
     auto range = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     auto tensor = dyn_cast<RankedTensorType>(type);
-    if (!range || (range.size() != 2 && range.size() != 3) || range[0] >= range[1])
+    if (!range || (range.size() != 2 && range.size() != 3) ||
+        range[0] >= range[1])
       return emitError() << "'" << name
                          << "' must be array<i64: lo, hi> or array<i64: lo, "
                             "hi, ignore> with lo < hi";

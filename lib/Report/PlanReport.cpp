@@ -17,17 +17,17 @@
 //   earliest of theirs (a residual cotangent flows into the earlier block).
 //
 // A collective belongs to the stage of the value it moves. Its phase is the
-// forward when that value is computed up to the loss (or, for a value read
-// from an argument, when its first use is), the backward when it is computed
-// by an op with a model source location (titan-build-train-step's VJPs keep
-// the forward op's location) or feeds one, the optimizer otherwise
-// (gradient clipping and AdamW have no source location).
+// one in the IR (`titan.phase`, include/titan/Dialect/Phase.h):
+// titan-build-train-step stamps the forward, backward and optimizer ops, and
+// a redistribution carries the phase of the op that computes the value it
+// moves, or of its first user for an argument.
 //
 //===----------------------------------------------------------------------===//
 
 #include "titan/Report/PlanReport.h"
 
 #include "titan/Dialect/ArgRole.h"
+#include "titan/Dialect/Phase.h"
 #include "titan/Dialect/TitanDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -110,9 +110,6 @@ bool blockLess(StringRef a, StringRef b) {
   return ia < ib;
 }
 
-enum class Phase { Forward, Backward, Optimizer };
-constexpr const char *kPhaseNames[] = {"forward", "backward", "optimizer"};
-
 /// Where a value stands relative to the transformer blocks (see the file
 /// comment): derived from parameter `param` alone, or at `stage` (-1 before
 /// the blocks, 0..n-1 block i, n after them, kNone unknown).
@@ -122,7 +119,7 @@ struct Origin {
   int param = -1;
 };
 
-/// The block stage and phase of every collective of a training step.
+/// The block stage of every collective of a training step.
 class StepAnalysis {
 public:
   StepAnalysis(func::FuncOp function, ArrayRef<int64_t> paramBlocks,
@@ -132,7 +129,6 @@ public:
   /// number of blocks for before / after the blocks. Sets `param` to the
   /// parameter it moves when it is derived from one alone, else -1.
   int64_t stageOf(Operation *collective, int &param) const;
-  Phase phaseOf(Operation *collective) const;
 
 private:
   /// Combines operands read in the forward (see the file comment).
@@ -149,8 +145,6 @@ private:
   DenseMap<Operation *, int64_t> positions;
   int64_t lossPosition = std::numeric_limits<int64_t>::max();
   DenseMap<Value, Origin> origins;
-  /// Ops after the loss with a model source location or feeding one.
-  llvm::DenseSet<Operation *> feedsModel;
 };
 
 /// The value a chain of collectives starts from.
@@ -161,10 +155,6 @@ Value throughCollectives(Value value) {
     value = def->getOperand(0);
   }
   return value;
-}
-
-bool hasSourceLocation(Operation *op) {
-  return static_cast<bool>(op->getLoc()->findInstanceOf<FileLineColLoc>());
 }
 
 StepAnalysis::StepAnalysis(func::FuncOp function, ArrayRef<int64_t> paramBlocks,
@@ -209,14 +199,6 @@ StepAnalysis::StepAnalysis(func::FuncOp function, ArrayRef<int64_t> paramBlocks,
     }
     for (Value result : op.getResults())
       origins[result] = origin;
-  }
-  for (Operation &op : llvm::reverse(body.without_terminator())) {
-    if (beforeOrAtLoss(&op))
-      break;
-    if (hasSourceLocation(&op) ||
-        llvm::any_of(op.getUsers(),
-                     [&](Operation *user) { return feedsModel.count(user); }))
-      feedsModel.insert(&op);
   }
 }
 
@@ -289,28 +271,6 @@ int64_t StepAnalysis::stageOf(Operation *collective, int &param) const {
   return origin.stage == Origin::kNone ? -1 : origin.stage;
 }
 
-Phase StepAnalysis::phaseOf(Operation *collective) const {
-  Operation *producer =
-      throughCollectives(collective->getOperand(0)).getDefiningOp();
-  if (!producer) {
-    // Read from an argument (a parameter's all-gather): where it is used
-    // first.
-    Operation *first = collective;
-    for (Operation *user : collective->getUsers())
-      if (first == collective ||
-          positions.lookup(user) < positions.lookup(first))
-        first = user;
-    if (beforeOrAtLoss(first))
-      return Phase::Forward;
-    return feedsModel.count(first) ? Phase::Backward : Phase::Optimizer;
-  }
-  if (beforeOrAtLoss(producer))
-    return Phase::Forward;
-  return hasSourceLocation(producer) || feedsModel.count(collective)
-             ? Phase::Backward
-             : Phase::Optimizer;
-}
-
 /// A count and the bytes one rank sends.
 struct Tally {
   int64_t count = 0;
@@ -374,9 +334,9 @@ void printLines(const BlockListing &listing, llvm::raw_ostream &os) {
   for (const Line *line : lines)
     os << llvm::formatv("  {0,-9} {1,3} x {2,-14} {3,-14} {4,-10} {5,-42} "
                         "{6,10}\n",
-                        kPhaseNames[static_cast<int>(line->phase)],
-                        line->tally.count, line->kind, line->axes, line->dims,
-                        line->what, humanBytes(line->tally.bytes));
+                        stringifyPhase(line->phase), line->tally.count,
+                        line->kind, line->axes, line->dims, line->what,
+                        humanBytes(line->tally.bytes));
 }
 
 /// Prints the counts and bytes of `listing` per phase and in all.
@@ -498,7 +458,7 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
     byKind[kind + " " + axes].add(sent);
     int param;
     int64_t stage = analysis.stageOf(op, param);
-    Line line{analysis.phaseOf(op),
+    Line line{getPhase(op).value_or(Phase::Forward),
               kind,
               axes,
               collective.getSummary(),
@@ -521,8 +481,8 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
 
   os << "collectives per transformer block (count, bytes one rank sends):\n";
   os << llvm::formatv("  {0,-24}", "");
-  for (const char *phase : kPhaseNames)
-    os << llvm::formatv(" {0,16}", phase);
+  for (Phase phase : {Phase::Forward, Phase::Backward, Phase::Optimizer})
+    os << llvm::formatv(" {0,16}", stringifyPhase(phase));
   os << llvm::formatv(" {0,16}\n", "total");
   for (auto [block, listing] : llvm::zip(blocks, listings))
     printTallies(block, listing, os);

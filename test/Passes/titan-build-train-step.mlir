@@ -1,5 +1,6 @@
 // RUN: titan-opt %s --titan-build-train-step="max-norm=1.0 emit-grads=true beta1=0.9 beta2=0.95 weight-decay=0.1" | FileCheck %s
 // RUN: titan-opt %s --titan-build-train-step | FileCheck %s --check-prefix=NOCLIP
+// RUN: titan-opt %s --titan-build-train-step --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=PHASE
 
 // A tiny language model: embedding -> RMSNorm -> output projection.
 func.func @forward(%emb: tensor<16x8xf32> {titan.name = "tok_embeddings.weight", titan.role = "param"},
@@ -12,6 +13,18 @@ func.func @forward(%emb: tensor<16x8xf32> {titan.name = "tok_embeddings.weight",
   %logits = titan.matmul %n, %out transpose_rhs : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
   return %logits : tensor<2x4x16xf32>
 }
+
+// Every op of the step is stamped with its phase in its location: the
+// forward up to the loss, the VJPs, then AdamW.
+// PHASE-LABEL: func.func @train_step
+// PHASE: titan.embedding {{.*}} loc(fused<"titan.phase.forward">
+// PHASE: titan.cross_entropy {{.*}} loc(fused<"titan.phase.forward">
+// PHASE: titan.cross_entropy_grad {{.*}} loc(fused<"titan.phase.backward">
+// PHASE: titan.embedding_grad {{.*}} loc(fused<"titan.phase.backward">
+// PHASE: titan.sqrt {{.*}} loc(fused<"titan.phase.optimizer">
+// PHASE-NOT: titan.phase.backward
+// PHASE-NOT: titan.phase.forward
+// PHASE: return
 
 // The signature: params, moments, tokens, labels, lr, step; named results.
 // CHECK-LABEL: func.func @train_step(
