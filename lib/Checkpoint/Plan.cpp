@@ -1,6 +1,7 @@
 //===- Plan.cpp - Checkpoint plans: which rank writes which box -----------===//
 
 #include "titan/Checkpoint/Plan.h"
+#include "titan/Support/CheckedSize.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -35,6 +36,12 @@ llvm::Error mlir::titan::validateCheckpointPlan(const CheckpointPlan &plan) {
     if (llvm::Error err = validateTiling(tensor.key, tensor.shape, written))
       return fail("checkpoint plan: the written chunks do not tile: " +
                   llvm::toString(std::move(err)));
+    // Tensors of the plan are allocated whole when a state is loaded.
+    if (!checkedByteSize(tensor.shape, getElementTypeSize(tensor.dtype)))
+      return fail("checkpoint plan: '" + tensor.key + "' of shape " +
+                  formatInts(tensor.shape) + " and dtype " +
+                  torchDTypeName(tensor.dtype) +
+                  " has more than 2^63-1 bytes");
     for (auto [rank, box] : llvm::enumerate(tensor.boxes))
       if (!box.writes && !llvm::is_contained(written, box.box))
         return fail("checkpoint plan: rank " + llvm::Twine(rank) +

@@ -315,9 +315,16 @@ static llvm::Error splitTensor(StringRef fqn, DenseTensorRef tensor,
   IndexBox whole;
   whole.offsets.assign(tensor.shape.size(), 0);
   whole.sizes.assign(tensor.shape.begin(), tensor.shape.end());
+  // As torch.chunk, more parts than elements along a dim leave the extra
+  // parts empty: at most the dim's size of them can hold data, so the grid
+  // never has more cells than the tensor has elements.
+  llvm::SmallVector<int64_t> counts;
   int64_t cells = 1;
-  for (int64_t count : grid)
-    cells *= count;
+  for (auto [count, size] : llvm::zip_equal(grid, tensor.shape)) {
+    counts.push_back(std::min(count, std::max<int64_t>(size, 1)));
+    cells *= counts.back();
+  }
+  grid = counts;
   unsigned rank = 0;
   for (int64_t cell = 0; cell < cells; ++cell) {
     IndexBox box;

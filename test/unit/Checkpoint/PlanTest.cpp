@@ -65,6 +65,14 @@ TEST(PlanTest, RejectsMalformedRecords) {
                 .find("rank 1 holds box offsets [0] sizes [1] of 'w', which "
                       "no rank writes"),
             std::string::npos);
+  // 2^61 float64 elements count within int64 but their bytes do not.
+  std::string huge = "titan-checkpoint-plan 1\nranks 1\n"
+                     "tensor w w float64 [2305843009213693952]\n"
+                     "box 0 [0] [2305843009213693952] write\n";
+  EXPECT_NE(errorOf(parseCheckpointPlan(huge, "p").takeError())
+                .find("'w' of shape [2305843009213693952] and dtype float64 "
+                      "has more than 2^63-1 bytes"),
+            std::string::npos);
 }
 
 TEST(PlanTest, SavesAndLoadsThroughThePlan) {
