@@ -204,11 +204,19 @@ llvm::Expected<Type> dtypeOf(GraphImporter &importer,
                              const ImportedValue &value) {
   if (value.kind != ImportedValue::Kind::Int)
     return makeError("expected a dtype");
-  Type type = toElementType(importer.getContext(),
-                            static_cast<c10::ScalarType>(value.intValue));
+  int64_t code = value.intValue;
+  bool isScalarType =
+      code >= 0 && code < static_cast<int64_t>(c10::ScalarType::NumOptions);
+  Type type = isScalarType ? toElementType(importer.getContext(),
+                                           static_cast<c10::ScalarType>(code))
+                           : Type();
   if (!type)
-    return makeError(
-        llvm::formatv("unsupported dtype code {0}", value.intValue));
+    return makeError(llvm::formatv(
+        "unsupported dtype {0} (code {1}); titan computes in float32, "
+        "float64, float16, bfloat16, int64, int32 and bool",
+        isScalarType ? c10::toString(static_cast<c10::ScalarType>(code))
+                     : "<not a torch dtype>",
+        code));
   return type;
 }
 
