@@ -9,6 +9,7 @@
 #include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/FunctionAttributes.h"
 #include "titan/Passes.h"
+#include "titan/Support/CheckedSize.h"
 
 #include "titan/Runtime/titanrt.h"
 
@@ -54,8 +55,7 @@ struct ArenaBuffer {
 /// The liveness and placement of one function's buffers.
 class MemoryPlanner {
 public:
-  MemoryPlanner(func::FuncOp function, SymbolTable &symbols,
-                int64_t alignment)
+  MemoryPlanner(func::FuncOp function, SymbolTable &symbols, int64_t alignment)
       : function(function), symbols(symbols), alignment(alignment),
         context(function.getContext()) {}
 
@@ -391,15 +391,14 @@ void MemoryPlanner::record(int64_t arenaBytes) {
       // Where each result is once the step returns: an update of a state
       // argument in the argument's place (copied there unless computed
       // there), anything else where it was computed.
-      setEachResultAttr(
-          function, TitanDialect::kBufferAttrName,
-          [&](unsigned index) -> Attribute {
-            Value value = op.getOperand(index);
-            auto update = stateUpdates.find(value);
-            return update != stateUpdates.end()
-                       ? argumentPlaces.lookup(update->second)
-                       : valuePlace(value);
-          });
+      setEachResultAttr(function, TitanDialect::kBufferAttrName,
+                        [&](unsigned index) -> Attribute {
+                          Value value = op.getOperand(index);
+                          auto update = stateUpdates.find(value);
+                          return update != stateUpdates.end()
+                                     ? argumentPlaces.lookup(update->second)
+                                     : valuePlace(value);
+                        });
       continue;
     }
     if (op.getNumResults()) {
@@ -444,6 +443,50 @@ void MemoryPlanner::run() {
   record(placeArena());
 }
 
+/// Fails with an error naming the largest value unless every value of
+/// `function` has a byte size and all of them together stay below 2^62
+/// bytes, so that no size, offset or alignment of the plan can overflow.
+static LogicalResult checkPlannable(func::FuncOp function) {
+  constexpr int64_t kLimit = int64_t(1) << 62;
+  int64_t total = 0;
+  Value largest;
+  int64_t largestBytes = -1;
+  bool overflow = false;
+  auto count = [&](Value value) {
+    auto shaped = dyn_cast<ShapedType>(value.getType());
+    if (!shaped || !shaped.hasStaticShape())
+      return;
+    std::optional<int64_t> bytes = checkedByteSize(
+        shaped.getShape(), getElementByteWidth(shaped.getElementType()));
+    if (!bytes || *bytes > kLimit - total)
+      overflow = true;
+    else
+      total += *bytes;
+    int64_t size = bytes.value_or(std::numeric_limits<int64_t>::max());
+    if (size > largestBytes) {
+      largest = value;
+      largestBytes = size;
+    }
+  };
+  for (BlockArgument arg : function.getArguments())
+    count(arg);
+  function.walk([&](Operation *op) {
+    for (Value result : op->getResults())
+      count(result);
+  });
+  if (!overflow)
+    return success();
+  return function.emitError()
+         << "titan-plan-memory: the values of one rank's step need more than "
+            "2^62 bytes (the largest, "
+         << largest.getType() << ", alone needs "
+         << (largestBytes == std::numeric_limits<int64_t>::max()
+                 ? std::string("more than 2^63-1")
+                 : std::to_string(largestBytes))
+         << " bytes); reduce training.local_batch_size or training.seq_len, "
+            "or shard over more ranks";
+}
+
 namespace {
 
 struct PlanMemoryPass
@@ -468,6 +511,8 @@ struct PlanMemoryPass
                            "block (titan programs are straight-line)");
         return signalPassFailure();
       }
+      if (failed(checkPlannable(function)))
+        return signalPassFailure();
       MemoryPlanner(function, symbols, align).run();
     }
   }
