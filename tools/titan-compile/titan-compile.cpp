@@ -23,6 +23,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -46,7 +47,8 @@ static cl::opt<std::string>
                        "program.mlir (a partitioned program)>"),
               cl::Required, cl::cat(compileOptions));
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
-                                       cl::value_desc("file"), cl::init("-"), cl::cat(compileOptions));
+                                       cl::value_desc("file"), cl::init("-"),
+                                       cl::cat(compileOptions));
 
 static cl::opt<PipelineStage>
     emit("emit", cl::desc("What to produce"), cl::init(PipelineStage::Forward),
@@ -61,7 +63,8 @@ static cl::opt<PipelineStage>
                     clEnumValN(PipelineStage::Executable, "executable",
                                "+ kernels, memory plan and the linked "
                                "executable in the -o folder (the default "
-                               "with --config)")), cl::cat(compileOptions));
+                               "with --config)")),
+         cl::cat(compileOptions));
 static cl::opt<int64_t> worldSize(
     "world-size",
     cl::desc("Number of ranks to compile for (default: the product of the "
@@ -79,10 +82,12 @@ static cl::list<std::string>
     configOverrides("set",
                     cl::desc("Override a config value, e.g. "
                              "--set training.seq_len=64"),
-                    cl::value_desc("section.key=value"), cl::cat(compileOptions));
+                    cl::value_desc("section.key=value"),
+                    cl::cat(compileOptions));
 static cl::opt<bool>
     emitGrads("emit-grads",
-              cl::desc("With --emit=train-step, also return grad.<fqn>"), cl::cat(compileOptions));
+              cl::desc("With --emit=train-step, also return grad.<fqn>"),
+              cl::cat(compileOptions));
 
 static cl::opt<std::string>
     exportWeights("export-weights",
@@ -106,8 +111,8 @@ static cl::opt<std::string> checkpointLayout(
              "shapes, dtypes, the box each rank writes) to this file"),
     cl::value_desc("file"), cl::cat(compileOptions));
 static cl::opt<bool>
-    printSummary("summary",
-                 cl::desc("Print parameter and op counts to stderr"), cl::cat(compileOptions));
+    printSummary("summary", cl::desc("Print parameter and op counts to stderr"),
+                 cl::cat(compileOptions));
 
 /// Writes one imported tensor as DIR/<name>.npy.
 static llvm::Error writeWeight(llvm::StringRef dir,
@@ -284,14 +289,22 @@ static llvm::Error writeExecutable(ModuleOp module,
   llvm::sys::path::append(hostObject, "step.o");
   llvm::sys::path::append(executable, "bin", "train");
   llvm::sys::path::append(manifest, "manifest.json");
+  // The plan and the manifest of an earlier build in `out` are replaced only
+  // once the executable is linked: a failed compile leaves them as they were.
+  std::string planPartial = (planPath + ".partial").str(),
+              manifestPartial = (manifest + ".partial").str();
+  auto discardPartials = llvm::make_scope_exit([&] {
+    llvm::sys::fs::remove(planPartial);
+    llvm::sys::fs::remove(manifestPartial);
+  });
   if (std::error_code error = llvm::sys::fs::create_directories(binDir))
     return llvm::createStringError("cannot create '" + binDir +
                                    "': " + error.message());
   {
     std::error_code error;
-    llvm::raw_fd_ostream os(planPath, error);
+    llvm::raw_fd_ostream os(planPartial, error);
     if (error)
-      return llvm::createStringError("cannot write '" + planPath +
+      return llvm::createStringError("cannot write '" + planPartial +
                                      "': " + error.message());
     printCheckpointPlan(*plan, os);
   }
@@ -307,7 +320,7 @@ static llvm::Error writeExecutable(ModuleOp module,
   }
   if (report && failed(writeMemoryReport(module, *report)))
     return llvm::createStringError("cannot write the memory report");
-  if (llvm::Error error = writeManifest(module, manifest))
+  if (llvm::Error error = writeManifest(module, manifestPartial))
     return error;
   {
     PassManager pm(module.getContext());
@@ -320,7 +333,7 @@ static llvm::Error writeExecutable(ModuleOp module,
   }
   TimingScope emitTiming = timing.nest("native code");
   std::vector<std::string> objects = {std::string(kernelsObject),
-                                     std::string(hostObject)};
+                                      std::string(hostObject)};
   llvm::Error emitted = emitObjectFiles(module, kernelsObject, hostObject,
                                         CodegenTarget{"", targetCpu});
   emitTiming.stop();
@@ -329,7 +342,14 @@ static llvm::Error writeExecutable(ModuleOp module,
       emitted ? std::move(emitted) : linkExecutable(objects, executable);
   for (const std::string &object : objects)
     llvm::sys::fs::remove(object);
-  return linked;
+  if (linked)
+    return linked;
+  for (auto [partial, final] : {std::make_pair(&planPartial, &planPath),
+                                std::make_pair(&manifestPartial, &manifest)})
+    if (std::error_code error = llvm::sys::fs::rename(*partial, *final))
+      return llvm::createStringError("cannot write '" + *final +
+                                     "': " + error.message());
+  return llvm::Error::success();
 }
 
 /// Prints what the config asks for that titan does not apply.
@@ -556,9 +576,9 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(std::move(error)));
 
   if (stage == PipelineStage::Executable) {
-    if (llvm::Error error = writeExecutable(**module, pipeline, outputFile,
-                                            report ? &report->os() : nullptr,
-                                            timing))
+    if (llvm::Error error =
+            writeExecutable(**module, pipeline, outputFile,
+                            report ? &report->os() : nullptr, timing))
       return fail(llvm::toString(std::move(error)));
     if (llvm::Error error = buffers.commit())
       return fail(llvm::toString(std::move(error)));
