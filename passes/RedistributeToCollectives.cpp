@@ -38,12 +38,6 @@ private:
         op.getTo().getMesh(),
         builder.getStrArrayAttr({mesh.getAxisName(axis)}));
   }
-  /// Whether the 0-d `index` is `k`, broadcast to `shape`.
-  Value indexEquals(Value index, int64_t k, ArrayRef<int64_t> shape) {
-    Value equal =
-        b.compare("eq", index, b.splat(tensorTypeOf(index), double(k)));
-    return b.broadcastTo(equal, shape);
-  }
 
   LocalRedistributeOp op;
   const DeviceMesh &mesh;
@@ -99,7 +93,7 @@ FailureOr<Value> StepEmitter::emit() {
       Value chunk = b.slice(local, dim, last * size, (last + 1) * size, 1);
       for (int64_t k = last - 1; k >= 0; --k) {
         Value candidate = b.slice(local, dim, k * size, (k + 1) * size, 1);
-        Value isK = indexEquals(index, k, type.getShape());
+        Value isK = b.indexEquals(index, k, type.getShape());
         chunk = b.select(isK, candidate, chunk);
       }
       local = chunk;
@@ -109,7 +103,7 @@ FailureOr<Value> StepEmitter::emit() {
       // Sum: coordinate 0 keeps the value, the others hold zero; the other
       // reductions keep it on every rank.
       if (*step.reduce == ReduceKind::Sum) {
-        Value isFirst = indexEquals(axisIndex(axis), 0, type.getShape());
+        Value isFirst = b.indexEquals(axisIndex(axis), 0, type.getShape());
         Value zeros = b.splat(type, 0.0);
         local = b.select(isFirst, local, zeros);
       }

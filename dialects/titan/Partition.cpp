@@ -117,14 +117,6 @@ Value PartitionContext::buildAxisIndex(OpBuilder &builder, Location loc,
                              meshSymbol, builder.getStrArrayAttr(names));
 }
 
-Value PartitionContext::buildIndexEquals(OpBuilder &builder, Location loc,
-                                         Value index, int64_t k,
-                                         ArrayRef<int64_t> shape) const {
-  TensorBuilder b(builder, loc);
-  Value equal = b.compare("eq", index, b.splat(tensorTypeOf(index), double(k)));
-  return b.broadcastTo(equal, shape);
-}
-
 Value PartitionContext::buildAllReduce(OpBuilder &builder, Location loc,
                                        Value value, ArrayRef<unsigned> axes,
                                        ReduceKind kind) const {

@@ -240,9 +240,8 @@ CrossEntropyOp::partition(OpBuilder &builder, ValueRange localOperands,
     Value logsumexp = b.binary<AddOp>(b.unary<LogOp>(rows.sumExp), rows.max);
     SmallVector<int64_t> rowShape(expType.getShape().drop_back());
     Value rowLogsumexp = b.reshape(logsumexp, rowShape);
-    Value isFirst = context.buildIndexEquals(
-        builder, loc, context.buildAxisIndex(builder, loc, vocabAxes), 0,
-        rowShape);
+    Value isFirst = b.indexEquals(
+        context.buildAxisIndex(builder, loc, vocabAxes), 0, rowShape);
     Value rowZeros = b.splatLike(rowLogsumexp, 0.0);
     Value ownLogsumexp = b.select(isFirst, rowLogsumexp, rowZeros);
     Value local = b.cast(localLogits, type);

@@ -135,3 +135,9 @@ Value TensorBuilder::iota(RankedTensorType type, int64_t dim) {
 Value TensorBuilder::min(Value lhs, Value rhs) {
   return unary<NegOp>(binary<MaxOp>(unary<NegOp>(lhs), unary<NegOp>(rhs)));
 }
+
+Value TensorBuilder::indexEquals(Value index, int64_t k,
+                                 ArrayRef<int64_t> shape) {
+  Value equal = compare("eq", index, splat(tensorTypeOf(index), double(k)));
+  return broadcastTo(equal, shape);
+}

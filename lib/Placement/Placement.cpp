@@ -68,3 +68,11 @@ mlir::titan::formatPlacements(llvm::ArrayRef<Placement> placements) {
     text += (index ? ", " : "") + placement.str();
   return text + "]";
 }
+
+std::optional<ReduceKind>
+mlir::titan::getPartialKind(llvm::ArrayRef<Placement> placements) {
+  for (const Placement &p : placements)
+    if (p.isPartial())
+      return p.getReduce();
+  return std::nullopt;
+}

@@ -112,15 +112,6 @@ ChunkExtent mlir::titan::getChunkExtent(int64_t dimSize, int64_t numChunks,
   return {begin, end - begin};
 }
 
-/// The partial reduce kind of a placements list, if it has partials.
-static std::optional<ReduceKind>
-getPartialKind(ArrayRef<Placement> placements) {
-  for (const Placement &p : placements)
-    if (p.isPartial())
-      return p.getReduce();
-  return std::nullopt;
-}
-
 llvm::Error mlir::titan::verifyPlacements(ArrayRef<int64_t> globalShape,
                                           ArrayRef<int64_t> meshSizes,
                                           ArrayRef<Placement> placements) {

@@ -213,3 +213,15 @@ func.func @pad(%x: tensor<4x8xf32> {titan.placements = #titan.placements<@mesh, 
   %0 = titan.pad %x [0, 0] step [1, 2] {titan.placements = [#titan.placements<@mesh, [S(1)]>]} : tensor<4x8xf32> -> tensor<4x16xf32>
   return
 }
+
+// -----
+
+titan.mesh @a ["dp"=2]
+titan.mesh @b ["dp"=2]
+
+// A function is partitioned over one mesh.
+// expected-error @+1 {{argument #1: placements on mesh @b in a function placed on mesh @a; titan-spmdize partitions a function over one mesh}}
+func.func @two_meshes(%x: tensor<4xf32> {titan.placements = #titan.placements<@a, [S(0)]>},
+                      %y: tensor<4xf32> {titan.placements = #titan.placements<@b, [S(0)]>}) {
+  return
+}

@@ -293,7 +293,7 @@ static llvm::Error writeExecutable(ModuleOp module,
   // once the executable is linked: a failed compile leaves them as they were.
   std::string planPartial = (planPath + ".partial").str(),
               manifestPartial = (manifest + ".partial").str();
-  auto discardPartials = llvm::make_scope_exit([&] {
+  llvm::scope_exit discardPartials([&] {
     llvm::sys::fs::remove(planPartial);
     llvm::sys::fs::remove(manifestPartial);
   });
@@ -344,10 +344,10 @@ static llvm::Error writeExecutable(ModuleOp module,
     llvm::sys::fs::remove(object);
   if (linked)
     return linked;
-  for (auto [partial, final] : {std::make_pair(&planPartial, &planPath),
-                                std::make_pair(&manifestPartial, &manifest)})
-    if (std::error_code error = llvm::sys::fs::rename(*partial, *final))
-      return llvm::createStringError("cannot write '" + *final +
+  for (auto [partial, target] : {std::make_pair(&planPartial, &planPath),
+                                 std::make_pair(&manifestPartial, &manifest)})
+    if (std::error_code error = llvm::sys::fs::rename(*partial, *target))
+      return llvm::createStringError("cannot write '" + *target +
                                      "': " + error.message());
   return llvm::Error::success();
 }

@@ -80,9 +80,6 @@ public:
   /// tensor.
   Value buildAxisIndex(OpBuilder &builder, Location loc,
                        ArrayRef<unsigned> axes) const;
-  /// Whether the 0-d `index` equals `k`, broadcast to `shape` (i1).
-  Value buildIndexEquals(OpBuilder &builder, Location loc, Value index,
-                         int64_t k, ArrayRef<int64_t> shape) const;
   /// `value` all-reduced with `kind` over mesh axes `axes`.
   Value buildAllReduce(OpBuilder &builder, Location loc, Value value,
                        ArrayRef<unsigned> axes, ReduceKind kind) const;

@@ -51,6 +51,8 @@ public:
   Value sumAll(Value input);
   /// `compare(predicate, lhs, rhs)` -> i1 tensor.
   Value compare(StringRef predicate, Value lhs, Value rhs);
+  /// Whether the 0-d integer `index` equals `k`, broadcast to `shape` (i1).
+  Value indexEquals(Value index, int64_t k, ArrayRef<int64_t> shape);
   Value select(Value cond, Value onTrue, Value onFalse);
   Value iota(RankedTensorType type, int64_t dim);
   /// min(a, b) = -max(-a, -b).

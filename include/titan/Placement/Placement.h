@@ -74,6 +74,10 @@ private:
   ReduceKind reduce;
 };
 
+/// The reduction of the first partial placement of `placements`, if any
+/// (a valid placements list holds partials of one kind only).
+std::optional<ReduceKind> getPartialKind(llvm::ArrayRef<Placement> placements);
+
 /// Prints a placements list as `[S(0), R]`.
 std::string formatPlacements(llvm::ArrayRef<Placement> placements);
 

@@ -34,15 +34,6 @@ static std::string formatInts(ArrayRef<int64_t> values) {
          "]";
 }
 
-/// The reduction of the partial placements of a layout (one kind at most).
-static std::optional<ReduceKind>
-getPartialKind(ArrayRef<Placement> placements) {
-  for (const Placement &p : placements)
-    if (p.isPartial())
-      return p.getReduce();
-  return std::nullopt;
-}
-
 /// The number of elements of `shape`.
 static int64_t product(ArrayRef<int64_t> shape) {
   return std::accumulate(shape.begin(), shape.end(), int64_t(1),
