@@ -6,7 +6,7 @@
 
 #include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/FunctionAttributes.h"
-#include "titan/Dialect/Phase.h"
+#include "titan/Dialect/Provenance.h"
 #include "titan/Dialect/TensorBuilder.h"
 #include "titan/Passes.h"
 
@@ -185,26 +185,35 @@ LogicalResult BuildTrainStepPass::build() {
   // The ops up to the loss are the forward, the VJPs appended after it the
   // backward, and what follows (clipping, AdamW) the optimizer.
   Operation *lastBackward = &body->back();
+  // A parameter's optimizer ops belong to the parameter's module
+  // ("layers.0.attention.wq" of "layers.0.attention.wq.weight").
+  SmallVector<TensorBuilder> paramBuilders;
+  for (size_t k = 0; k < numParams; ++k) {
+    StringRef module = StringRef(args[k].name).rsplit('.').first;
+    paramBuilders.emplace_back(
+        builder, module == args[k].name ? loc : addModulePath(loc, module));
+  }
   SmallVector<Value> paramGrads;
   for (size_t k = 0; k < numParams; ++k) {
     Value param = body->getArgument(k);
     Value grad = grads.lookup(param);
+    TensorBuilder &ptb = paramBuilders[k];
     paramGrads.push_back(
-        grad ? tb.cast(grad, tensorTypeOf(param).getElementType())
-             : tb.splatLike(param, 0.0));
+        grad ? ptb.cast(grad, tensorTypeOf(param).getElementType())
+             : ptb.splatLike(param, 0.0));
   }
 
   // Global-norm clipping (torch.nn.utils.clip_grad_norm_, 2-norm).
-  auto broadcastScalar = [&](Value scalar, Value like) {
+  auto broadcastScalar = [&](TensorBuilder &tb, Value scalar, Value like) {
     RankedTensorType type = tensorTypeOf(like);
     return tb.broadcastTo(tb.cast(scalar, type.getElementType()),
                           type.getShape());
   };
   if (maxNorm > 0 && numParams > 0) {
     Value sumSquares;
-    for (Value g : paramGrads) {
-      Value g32 = tb.cast(g, builder.getF32Type());
-      Value s = tb.sumAll(tb.binary<MulOp>(g32, g32));
+    for (auto [g, ptb] : llvm::zip(paramGrads, paramBuilders)) {
+      Value g32 = ptb.cast(g, builder.getF32Type());
+      Value s = ptb.sumAll(ptb.binary<MulOp>(g32, g32));
       sumSquares = sumSquares ? tb.binary<AddOp>(sumSquares, s) : s;
     }
     Value norm = tb.unary<SqrtOp>(sumSquares);
@@ -212,8 +221,8 @@ LogicalResult BuildTrainStepPass::build() {
         tb.binary<DivOp>(tb.splat(scalarF32, maxNorm),
                          tb.binary<AddOp>(norm, tb.splat(scalarF32, 1e-6)));
     Value clamped = tb.min(coef, tb.splat(scalarF32, 1.0));
-    for (Value &g : paramGrads)
-      g = tb.binary<MulOp>(g, broadcastScalar(clamped, g));
+    for (auto [g, ptb] : llvm::zip(paramGrads, paramBuilders))
+      g = ptb.binary<MulOp>(g, broadcastScalar(ptb, clamped, g));
   }
 
   // AdamW. Scalars that depend on lr and step are computed in f64, as
@@ -237,17 +246,18 @@ LogicalResult BuildTrainStepPass::build() {
     Value m = body->getArgument(numParams + k);
     Value v = body->getArgument(2 * numParams + k);
     Value g = paramGrads[k];
-    Value decayed = tb.binary<MulOp>(p, broadcastScalar(decay, p));
-    Value m1 = tb.binary<AddOp>(tb.scale(m, beta1), tb.scale(g, 1 - beta1));
-    Value v1 = tb.binary<AddOp>(tb.scale(v, beta2),
-                                tb.scale(tb.binary<MulOp>(g, g), 1 - beta2));
-    Value denom =
-        tb.binary<AddOp>(tb.binary<DivOp>(tb.unary<SqrtOp>(v1),
-                                          broadcastScalar(correction2Sqrt, v1)),
-                         tb.splatLike(v1, eps));
-    Value update = tb.binary<MulOp>(tb.binary<DivOp>(m1, denom),
-                                    broadcastScalar(stepSize, m1));
-    newParams.push_back(tb.binary<SubOp>(decayed, update));
+    TensorBuilder &ptb = paramBuilders[k];
+    Value decayed = ptb.binary<MulOp>(p, broadcastScalar(ptb, decay, p));
+    Value m1 = ptb.binary<AddOp>(ptb.scale(m, beta1), ptb.scale(g, 1 - beta1));
+    Value v1 = ptb.binary<AddOp>(ptb.scale(v, beta2),
+                                 ptb.scale(ptb.binary<MulOp>(g, g), 1 - beta2));
+    Value denom = ptb.binary<AddOp>(
+        ptb.binary<DivOp>(ptb.unary<SqrtOp>(v1),
+                          broadcastScalar(ptb, correction2Sqrt, v1)),
+        ptb.splatLike(v1, eps));
+    Value update = ptb.binary<MulOp>(ptb.binary<DivOp>(m1, denom),
+                                     broadcastScalar(ptb, stepSize, m1));
+    newParams.push_back(ptb.binary<SubOp>(decayed, update));
     newExpAvg.push_back(m1);
     newExpAvgSq.push_back(v1);
   }

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/CostModel/CostModel.h"
-#include "titan/Dialect/Phase.h"
+#include "titan/Dialect/Provenance.h"
 #include "titan/Passes.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -86,8 +86,14 @@ Value Materializer::getRedistributed(Value value, PlacementsAttr to,
     builder.setInsertionPointToStart(&func.getBody().front());
   auto op = RedistributeOp::create(builder, loc, value.getType(), value, to);
   op->setAttr(TitanDialect::kPlacementsAttrName, builder.getArrayAttr({to}));
-  // The phase of what computes the value, else of its first user.
-  copyPhase(value.getDefiningOp() ? value.getDefiningOp() : user, op);
+  // A redistribution has the phase of what computes the value (else of its
+  // first user). It serves the module of the op that computes the value in
+  // the forward and, mirroring that, of the VJP that consumes it in the
+  // backward (a cotangent gathered before a block's VJPs belongs to that
+  // block, as the forward's reduce-scatter after it does).
+  Operation *def = value.getDefiningOp();
+  copyPhase(def ? def : user, op);
+  copyModulePath(def && getPhase(def) != Phase::Backward ? def : user, op);
   list.push_back(op);
   if (remarks) {
     auto type = cast<RankedTensorType>(value.getType());

@@ -13,6 +13,7 @@
 
 #include "titan/Dialect/ElementTypes.h"
 #include "titan/Dialect/FunctionAttributes.h"
+#include "titan/Dialect/Provenance.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -23,7 +24,9 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Regex.h"
 
+#include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/ir/irparser.h>
+#include <torch/csrc/jit/passes/constant_pooling.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
 
@@ -318,15 +321,24 @@ void GraphImporter::recordIfFolded(torch::jit::Node *node,
   ++foldedOps[it->second].count;
 }
 
+/// The node attribute in which the importer records the path of the module
+/// whose method a node was inlined from.
+static c10::Symbol modulePathAttr() {
+  return c10::Symbol::attr("titan_module_path");
+}
+
 Location GraphImporter::locationOf(torch::jit::Node *node) {
+  Location loc = UnknownLoc::get(&context);
   torch::jit::SourceRange range = node->sourceRange();
   if (auto original = range.findSourceRangeThatGenerated())
     range = *original;
   if (auto fileLineCol = range.file_line_col()) {
     auto [file, line, col] = *fileLineCol;
-    return FileLineColLoc::get(&context, file, line, col + 1);
+    loc = FileLineColLoc::get(&context, file, line, col + 1);
   }
-  return UnknownLoc::get(&context);
+  if (node->hasAttribute(modulePathAttr()))
+    loc = addModulePath(loc, node->s(modulePathAttr()));
+  return loc;
 }
 
 llvm::Expected<std::vector<ImportedValue>>
@@ -807,6 +819,61 @@ llvm::Expected<InputSpec> mlir::titan::parseInputSpec(llvm::StringRef text) {
   return spec;
 }
 
+/// The path of the module `value` holds when it is read from `self` by a
+/// chain of attribute reads ("layers.0" for self.layers.0), or nullopt.
+static std::optional<std::string> modulePathOf(torch::jit::Value *value,
+                                               torch::jit::Value *self) {
+  SmallVector<std::string> names;
+  for (; value != self; value = value->node()->input(0)) {
+    if (value->node()->kind() != torch::jit::prim::GetAttr)
+      return std::nullopt;
+    names.push_back(value->node()->s(torch::jit::attr::name));
+  }
+  return llvm::join(llvm::reverse(names), ".");
+}
+
+/// Records module path `path` on `node` and the nodes of its blocks
+/// (constants belong to no module: they stay poolable).
+static void setModulePath(torch::jit::Node *node, const std::string &path) {
+  if (node->kind() != torch::jit::prim::Constant)
+    node->s_(modulePathAttr(), path);
+  for (torch::jit::Block *block : node->blocks())
+    for (torch::jit::Node *nested : block->nodes())
+      setModulePath(nested, path);
+}
+
+/// Inlines every function and method call in `block`, as torch::jit::Inline
+/// does, and records on each inlined node the path of the module whose
+/// method it came from (a function's nodes keep the caller's). `self` is the
+/// root module's value.
+static void inlineRecordingModulePaths(torch::jit::Block *block,
+                                       torch::jit::Value *self) {
+  torch::jit::Node *node = block->param_node()->next();
+  while (node != block->return_node()) {
+    torch::jit::GraphFunction *callee = torch::jit::tryToGraphFunction(node);
+    if (!callee) {
+      for (torch::jit::Block *nested : node->blocks())
+        inlineRecordingModulePaths(nested, self);
+      node = node->next();
+      continue;
+    }
+    std::optional<std::string> path;
+    if (node->kind() == torch::jit::prim::CallMethod)
+      path = modulePathOf(node->input(0), self);
+    if (!path && node->hasAttribute(modulePathAttr()))
+      path = node->s(modulePathAttr());
+    if (node->kind() == torch::jit::prim::CallFunction)
+      node->removeInput(0);
+    torch::jit::Node *before = node->prev(), *after = node->next();
+    torch::jit::inlineCallTo(node, callee, callee->graph().get());
+    if (path && !path->empty())
+      for (torch::jit::Node *n = before->next(); n != after; n = n->next())
+        setModulePath(n, *path);
+    // The inlined nodes may call further methods.
+    node = before->next();
+  }
+}
+
 llvm::Expected<OwningOpRef<ModuleOp>>
 mlir::titan::importTorchScriptFile(MLIRContext &context, llvm::StringRef path,
                                    const TorchScriptImportOptions &options) {
@@ -828,7 +895,9 @@ mlir::titan::importTorchScriptFile(MLIRContext &context, llvm::StringRef path,
   try {
     std::shared_ptr<torch::jit::Graph> graph =
         module.get_method("forward").graph()->copy();
-    torch::jit::Inline(*graph);
+    inlineRecordingModulePaths(graph->block(), graph->inputs()[0]);
+    // Each inlined method brought its own copies of the constants.
+    torch::jit::ConstantPooling(graph);
     torch::jit::EliminateDeadCode(graph);
     ModuleAttributes attributes(context, module, options);
     auto bindSelf = [&](GraphImporter &importer,

@@ -1,33 +1,21 @@
 //===- PlanReport.cpp - human-readable parallel plan report ---------------===//
 //
-// Collectives are attributed to transformer blocks by data flow, so that any
-// model whose block parameters have FQNs "<stem>.<index>.*" (e.g.
-// "layers.3.attention.wq.weight", "transformer.h.3.attn.c_attn.weight") is
-// reported per block without knowing its code:
-//
-// - every value gets a stage: derived from one parameter alone, before the
-//   blocks, block i, after the blocks, or none (constants);
-// - forward (up to the loss): an op's stage is the latest stage of its
-//   operands and of the blocks of the parameters it reads; reading a
-//   parameter of no block (norm, output) after a block means "after the
-//   blocks", before any block (embedding) "before the blocks";
-// - after the loss, an op that reads forward values (activations saved for
-//   the backward, parameters) takes their stage as above (the VJP of a block
-//   op reads that block's values); one that reads only cotangents takes the
-//   earliest of theirs (a residual cotangent flows into the earlier block).
-//
-// A collective belongs to the stage of the value it moves. Its phase is the
-// one in the IR (`titan.phase`, include/titan/Dialect/Phase.h):
-// titan-build-train-step stamps the forward, backward and optimizer ops, and
-// a redistribution carries the phase of the op that computes the value it
-// moves, or of its first user for an argument.
+// The report lists the mesh, the placement of every parameter and the
+// collectives one rank runs per step: by kind, per transformer block and
+// phase, and in detail. Blocks and phases are facts recorded in the IR
+// (include/titan/Dialect/Provenance.h): the importer stamps every op with
+// the path of the module it came from, so a collective belongs to the block
+// of the op that computes the value it moves (or, for an argument, of its
+// first user) - "layers.3" for "layers.3.attention.wq" - whatever the model
+// calls its blocks ("transformer.h.3" in GPT-2); titan-build-train-step
+// stamps the phase.
 //
 //===----------------------------------------------------------------------===//
 
 #include "titan/Report/PlanReport.h"
 
 #include "titan/Dialect/ArgRole.h"
-#include "titan/Dialect/Phase.h"
+#include "titan/Dialect/Provenance.h"
 #include "titan/Dialect/TitanDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -35,7 +23,6 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
-#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -82,21 +69,6 @@ std::string typeString(Type type) {
   return text;
 }
 
-/// The transformer block of a parameter: its FQN up to the first numeric
-/// component ("layers.3" of "layers.3.attention.wq.weight"), or "".
-std::string blockOf(StringRef fqn) {
-  SmallVector<StringRef> parts;
-  fqn.split(parts, '.');
-  std::string prefix;
-  for (StringRef part : ArrayRef(parts).drop_back()) {
-    prefix += (prefix.empty() ? "" : ".") + part.str();
-    unsigned index;
-    if (!part.getAsInteger(10, index))
-      return prefix;
-  }
-  return "";
-}
-
 /// Orders blocks by stem, then numerically by index ("layers.2" before
 /// "layers.10").
 bool blockLess(StringRef a, StringRef b) {
@@ -110,165 +82,16 @@ bool blockLess(StringRef a, StringRef b) {
   return ia < ib;
 }
 
-/// Where a value stands relative to the transformer blocks (see the file
-/// comment): derived from parameter `param` alone, or at `stage` (-1 before
-/// the blocks, 0..n-1 block i, n after them, kNone unknown).
-struct Origin {
-  static constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
-  int64_t stage = kNone;
-  int param = -1;
-};
-
-/// The block stage of every collective of a training step.
-class StepAnalysis {
-public:
-  StepAnalysis(func::FuncOp function, ArrayRef<int64_t> paramBlocks,
-               const DenseMap<unsigned, int> &argParams, int64_t numBlocks);
-
-  /// The stage of the value `collective` moves: a block index, or -1 / the
-  /// number of blocks for before / after the blocks. Sets `param` to the
-  /// parameter it moves when it is derived from one alone, else -1.
-  int64_t stageOf(Operation *collective, int &param) const;
-
-private:
-  /// Combines operands read in the forward (see the file comment).
-  Origin combine(ArrayRef<Origin> origins) const;
-  /// Origin of an op after the loss.
-  Origin afterLoss(Operation *op) const;
-  Origin originOf(Value value) const { return origins.lookup(value); }
-  bool beforeOrAtLoss(Operation *op) const {
-    return positions.lookup(op) <= lossPosition;
-  }
-
-  ArrayRef<int64_t> paramBlocks;
-  int64_t numBlocks;
-  DenseMap<Operation *, int64_t> positions;
-  int64_t lossPosition = std::numeric_limits<int64_t>::max();
-  DenseMap<Value, Origin> origins;
-};
-
-/// The value a chain of collectives starts from.
-Value throughCollectives(Value value) {
+/// The parameter whose value, or optimizer state, `value` is: followed back
+/// through collectives and ops of one operand (casts, reshapes); -1 for
+/// any other value. `argParams` maps argument numbers to parameters.
+int paramOf(Value value, const DenseMap<unsigned, int> &argParams) {
   while (Operation *def = value.getDefiningOp()) {
-    if (!isa<CollectiveOpInterface>(def) || def->getNumOperands() == 0)
-      break;
+    if (def->getNumOperands() != 1)
+      return -1;
     value = def->getOperand(0);
   }
-  return value;
-}
-
-StepAnalysis::StepAnalysis(func::FuncOp function, ArrayRef<int64_t> paramBlocks,
-                           const DenseMap<unsigned, int> &argParams,
-                           int64_t numBlocks)
-    : paramBlocks(paramBlocks), numBlocks(numBlocks) {
-  Block &body = function.getBody().front();
-  int64_t position = 0;
-  for (Operation &op : body)
-    positions[&op] = position++;
-  Operation *terminator = body.getTerminator();
-  for (unsigned i = 0; i < function.getNumResults(); ++i) {
-    auto name = function.getResultAttrOfType<StringAttr>(
-        i, TitanDialect::kNameAttrName);
-    if (!name || name.getValue() != "loss")
-      continue;
-    if (Operation *def =
-            throughCollectives(terminator->getOperand(i)).getDefiningOp())
-      lossPosition = positions.lookup(def);
-  }
-
-  // Parameters and their optimizer state are derived from the parameter;
-  // inputs (tokens, labels, lr, step) come before the blocks; buffers (RoPE
-  // tables) are read by every block and tell nothing.
-  for (BlockArgument arg : body.getArguments()) {
-    unsigned i = arg.getArgNumber();
-    auto it = argParams.find(i);
-    if (it != argParams.end())
-      origins[arg] = {Origin::kNone, it->second};
-    else if (getArgRole(function, i) == ArgRole::Input)
-      origins[arg] = {-1, -1};
-  }
-  for (Operation &op : body.without_terminator()) {
-    Origin origin;
-    if (beforeOrAtLoss(&op)) {
-      SmallVector<Origin> operands;
-      for (Value operand : op.getOperands())
-        operands.push_back(originOf(operand));
-      origin = combine(operands);
-    } else {
-      origin = afterLoss(&op);
-    }
-    for (Value result : op.getResults())
-      origins[result] = origin;
-  }
-}
-
-Origin StepAnalysis::combine(ArrayRef<Origin> operands) const {
-  int64_t stage = Origin::kNone;
-  SmallVector<int> params;
-  for (const Origin &origin : operands) {
-    if (origin.param >= 0)
-      params.push_back(origin.param);
-    else
-      stage = std::max(stage, origin.stage);
-  }
-  if (stage == Origin::kNone && !params.empty() && llvm::all_equal(params))
-    return {Origin::kNone, params.front()};
-  bool outsideBlocks = false;
-  for (int param : params) {
-    if (paramBlocks[param] >= 0)
-      stage = std::max(stage, paramBlocks[param]);
-    else
-      outsideBlocks = true;
-  }
-  if (outsideBlocks)
-    stage = stage >= 0 ? numBlocks : std::max<int64_t>(stage, -1);
-  return {stage, -1};
-}
-
-/// A scalar, or a scalar broadcast to a shape (a loss scale, a clipping
-/// coefficient): whatever it was computed from, it says nothing about the
-/// block of a tensor it scales.
-bool isScalarLike(Value value) {
-  if (auto broadcast = value.getDefiningOp<BroadcastInDimOp>())
-    value = broadcast.getInput();
-  return cast<RankedTensorType>(value.getType()).getRank() == 0;
-}
-
-Origin StepAnalysis::afterLoss(Operation *op) const {
-  SmallVector<Origin> saved;
-  // The earliest stage of the cotangents, and of the tensor ones alone.
-  int64_t cotangent = Origin::kNone, tensorCotangent = Origin::kNone;
-  auto earliest = [](int64_t current, int64_t stage) {
-    return current == Origin::kNone ? stage : std::min(current, stage);
-  };
-  for (Value operand : op->getOperands()) {
-    Origin origin = originOf(operand);
-    if (origin.param < 0 && origin.stage == Origin::kNone)
-      continue;
-    Operation *def = operand.getDefiningOp();
-    if (origin.param >= 0 || !def || beforeOrAtLoss(def)) {
-      saved.push_back(origin);
-      continue;
-    }
-    cotangent = earliest(cotangent, origin.stage);
-    if (!isScalarLike(operand))
-      tensorCotangent = earliest(tensorCotangent, origin.stage);
-  }
-  if (saved.empty())
-    return {tensorCotangent != Origin::kNone ? tensorCotangent : cotangent, -1};
-  Origin origin = combine(saved);
-  // A cotangent times a parameter is an activation's cotangent.
-  if (cotangent != Origin::kNone && origin.param >= 0)
-    return {std::max<int64_t>(paramBlocks[origin.param], -1), -1};
-  return origin;
-}
-
-int64_t StepAnalysis::stageOf(Operation *collective, int &param) const {
-  Origin origin = originOf(collective->getOperand(0));
-  param = origin.param;
-  if (param >= 0)
-    return paramBlocks[param];
-  return origin.stage == Origin::kNone ? -1 : origin.stage;
+  return argParams.lookup_or(cast<BlockArgument>(value).getArgNumber(), -1);
 }
 
 /// A count and the bytes one rank sends.
@@ -425,18 +248,17 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
   }
 
   // Transformer blocks, in order.
-  SmallVector<std::string> blocks;
-  for (const std::string &fqn : paramNames)
-    if (std::string block = blockOf(fqn);
+  auto blockOf = [](Operation *op) {
+    std::optional<StringRef> path = getModulePath(op->getLoc());
+    return path ? getTransformerBlock(*path) : StringRef();
+  };
+  SmallVector<StringRef> blocks;
+  function.walk([&](Operation *op) {
+    if (StringRef block = blockOf(op);
         !block.empty() && !llvm::is_contained(blocks, block))
       blocks.push_back(block);
+  });
   llvm::stable_sort(blocks, blockLess);
-  SmallVector<int64_t> paramBlocks;
-  for (const std::string &fqn : paramNames) {
-    auto *it = llvm::find(blocks, blockOf(fqn));
-    paramBlocks.push_back(it == blocks.end() ? -1 : it - blocks.begin());
-  }
-  StepAnalysis analysis(function, paramBlocks, argParams, blocks.size());
 
   // Collectives.
   std::map<std::string, Tally> byKind;
@@ -456,8 +278,7 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
     axes += "]";
     std::string kind = op->getName().stripDialect().str();
     byKind[kind + " " + axes].add(sent);
-    int param;
-    int64_t stage = analysis.stageOf(op, param);
+    int param = paramOf(communicatedValue(op), argParams);
     Line line{getPhase(op).value_or(Phase::Forward),
               kind,
               axes,
@@ -466,9 +287,8 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
                          : typeString(communicatedValue(op).getType()),
               Tally()};
     all.add(line, sent);
-    listings[stage >= 0 && stage < int64_t(blocks.size()) ? stage
-                                                          : blocks.size()]
-        .add(std::move(line), sent);
+    listings[llvm::find(blocks, blockOf(op)) - blocks.begin()].add(
+        std::move(line), sent);
   });
   os << "collectives one rank runs per step (bytes sent, ring estimates):\n";
   os << llvm::formatv("  {0,-32} {1,6} {2,12}\n", "kind [mesh axes]", "count",

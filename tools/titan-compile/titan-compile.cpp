@@ -18,6 +18,7 @@
 #include "titan/Report/PlanReport.h"
 #include "titan/Support/Npy.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
@@ -361,11 +362,14 @@ static void warnAbout(const TrainConfig &config) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerDefaultTimingManagerCLOptions();
+  registerAsmPrinterCLOptions();
   cl::HideUnrelatedOptions(compileOptions);
   cl::ParseCommandLineOptions(
       argc, argv,
       "titan compiler driver\n\n"
-      "  --mlir-timing prints the time of each phase and pass.\n");
+      "  --mlir-timing prints the time of each phase and pass.\n"
+      "  --mlir-print-debuginfo prints locations: the source line, the\n"
+      "  module path and the phase of each op.\n");
   // --mlir-timing: wall time of every phase and pass, printed at exit.
   DefaultTimingManager timingManager;
   applyDefaultTimingManagerCLOptions(timingManager);
