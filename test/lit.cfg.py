@@ -18,6 +18,10 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%titan_src", config.titan_src_root))
 config.substitutions.append(("%titan_obj", config.titan_obj_root))
 config.substitutions.append(("%python", config.python_executable))
+# The LD_PRELOAD library that kills saves and fills the disk under them.
+config.substitutions.append(
+    ("%fault_injection",
+     os.path.join(config.titan_obj_root, "lib", "libtitan-fault-injection.so")))
 
 llvm_config.with_system_environment(["HOME", "TMPDIR", "OPENBLAS_CORETYPE",
                                      "OPENBLAS_L2_SIZE"])

@@ -644,12 +644,30 @@ llvm::Error mlir::titan::validateDcpMetadata(const DcpMetadata &metadata) {
   return llvm::Error::success();
 }
 
-std::string mlir::titan::dcpDataFileName(unsigned rank) {
-  return "__" + std::to_string(rank) + "_0.distcp";
+std::string mlir::titan::dcpDataFileName(unsigned rank, unsigned generation) {
+  return "__" + std::to_string(rank) + "_" + std::to_string(generation) +
+         ".distcp";
 }
 
 std::string mlir::titan::dcpRankResultsFileName(unsigned rank) {
-  return dcpDataFileName(rank) + ".results";
+  return "__" + std::to_string(rank) + ".results";
+}
+
+/// Whether `name` is the name of a data file (`__{rank}_{index}.distcp`,
+/// as titan and PyTorch name them) or a rank's results file
+/// (`__{rank}.results`).
+static bool isDcpSaveFileName(StringRef name) {
+  if (!name.consume_front("__"))
+    return false;
+  auto isNumber = [](StringRef text) {
+    return !text.empty() && llvm::all_of(text, llvm::isDigit);
+  };
+  if (name.consume_back(".results"))
+    return isNumber(name);
+  if (!name.consume_back(".distcp"))
+    return false;
+  auto [rank, index] = name.split('_');
+  return isNumber(rank) && isNumber(index);
 }
 
 /// Adds the chunks of `tensor` to tensor `fqn` of `into`, which must agree
@@ -817,7 +835,7 @@ namespace {
 /// and reported by close().
 class DataFileWriter {
 public:
-  /// Creates (truncates) `path`.
+  /// Creates `path`, which must not exist.
   static llvm::Expected<std::unique_ptr<DataFileWriter>> create(StringRef path);
   ~DataFileWriter() {
     if (fd >= 0)
@@ -867,7 +885,7 @@ private:
 llvm::Expected<std::unique_ptr<DataFileWriter>>
 DataFileWriter::create(StringRef path) {
   std::string name = path.str();
-  int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+  int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
   int fd = ::open(name.c_str(), flags | O_DIRECT, 0666);
   bool direct = fd >= 0;
   if (!direct && errno == EINVAL)
@@ -936,6 +954,11 @@ llvm::Error DataFileWriter::close() {
   return fail("cannot " + failedAt + " '" + path + "': " + error.message());
 }
 
+/// How many data files of one rank a directory may hold before a save
+/// refuses to add one (each save adds one and its commit removes the
+/// replaced ones, so only saves that died leave more than two).
+static constexpr unsigned kMaxDataFileGenerations = 1000;
+
 /// The CRC-32 of the elements of `region` of `source`, which holds
 /// `sourceBox`, in row-major order.
 static uint32_t regionCrc(DenseTensorRef source, const IndexBox &sourceBox,
@@ -953,9 +976,21 @@ mlir::titan::writeDcpRankData(StringRef directory, const DcpRankData &data) {
   llvm::Expected<DcpMetadata> piece = describeRank(data);
   if (!piece)
     return piece.takeError();
-  llvm::sys::fs::remove(joinPath(directory, ".metadata"));
-  std::string name = dcpDataFileName(data.rank);
-  std::string path = joinPath(directory, name);
+  // A data file under a name no file has: the checkpoint this save replaces
+  // stays whole, and loadable, until the new .metadata is in place.
+  std::string name, path;
+  for (unsigned generation = 0; name.empty(); ++generation) {
+    if (generation == kMaxDataFileGenerations)
+      return fail("cannot save rank " + llvm::Twine(data.rank) + " into '" +
+                  directory + "': " + llvm::Twine(kMaxDataFileGenerations) +
+                  " of its data files are there already; remove the "
+                  "directory's stale __" +
+                  llvm::Twine(data.rank) + "_*.distcp files");
+    if (!llvm::sys::fs::exists(
+            joinPath(directory, dcpDataFileName(data.rank, generation))))
+      name = dcpDataFileName(data.rank, generation);
+  }
+  path = joinPath(directory, name);
   llvm::Expected<std::unique_ptr<DataFileWriter>> file =
       DataFileWriter::create(path);
   if (!file)
@@ -992,8 +1027,32 @@ llvm::Error mlir::titan::writeDcpMetadata(StringRef directory,
   if (llvm::Error err = validateDcpMetadata(metadata))
     return fail("refusing to write the .metadata of '" + directory +
                 "': " + llvm::toString(std::move(err)));
+  // The data files' names reach the disk before the .metadata naming them.
+  if (llvm::Error err = syncDirectory(directory))
+    return err;
   return writeFileAtomically(directory, ".metadata",
                              encodeDcpMetadata(metadata, flavor));
+}
+
+/// Removes the data and results files in `directory` that `metadata` does
+/// not refer to: those of the checkpoint it replaced, of ranks it no longer
+/// has and of saves that died before their commit. Other files are left
+/// alone.
+static void removeUnreferencedFiles(StringRef directory,
+                                    const DcpMetadata &metadata) {
+  std::set<std::string> referenced;
+  for (const auto &entry : metadata.storage)
+    referenced.insert(entry.second.relativePath);
+  std::error_code ec;
+  std::vector<std::string> stale;
+  for (llvm::sys::fs::directory_iterator it(directory, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    StringRef name = llvm::sys::path::filename(it->path());
+    if (isDcpSaveFileName(name) && !referenced.count(name.str()))
+      stale.push_back(it->path());
+  }
+  for (const std::string &path : stale)
+    llvm::sys::fs::remove(path);
 }
 
 llvm::Error mlir::titan::commitDcpCheckpoint(StringRef directory,
@@ -1003,7 +1062,10 @@ llvm::Error mlir::titan::commitDcpCheckpoint(StringRef directory,
   if (!metadata)
     return fail("refusing to write the .metadata of '" + directory +
                 "': " + llvm::toString(metadata.takeError()));
-  return writeDcpMetadata(directory, *metadata, flavor);
+  if (llvm::Error err = writeDcpMetadata(directory, *metadata, flavor))
+    return err;
+  removeUnreferencedFiles(directory, *metadata);
+  return llvm::Error::success();
 }
 
 llvm::Error mlir::titan::saveDcpRank(StringRef directory,
@@ -1021,7 +1083,6 @@ llvm::Error mlir::titan::saveDcpRank(StringRef directory,
 llvm::Error mlir::titan::finishDcpSave(StringRef directory, unsigned numRanks,
                                        DcpFlavor flavor) {
   std::vector<DcpMetadata> pieces;
-  std::vector<std::string> paths;
   for (unsigned rank = 0; rank < numRanks; ++rank) {
     std::string path = joinPath(directory, dcpRankResultsFileName(rank));
     auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
@@ -1037,14 +1098,9 @@ llvm::Error mlir::titan::finishDcpSave(StringRef directory, unsigned numRanks,
     if (!piece)
       return piece.takeError();
     pieces.push_back(std::move(*piece));
-    paths.push_back(std::move(path));
   }
-  if (llvm::Error err = commitDcpCheckpoint(directory, pieces, flavor))
-    return err;
-  // Committed: the results have served their purpose.
-  for (const std::string &path : paths)
-    llvm::sys::fs::remove(path);
-  return llvm::Error::success();
+  // Committing removes the results: they have served their purpose.
+  return commitDcpCheckpoint(directory, pieces, flavor);
 }
 
 llvm::Error mlir::titan::writeDcpCheckpoint(StringRef directory,
@@ -1066,7 +1122,7 @@ llvm::Error mlir::titan::writeDcpCheckpoint(StringRef directory,
     return fail("cannot create checkpoint directory '" + directory +
                 "': " + ec.message());
   std::vector<DcpMetadata> pieces;
-  std::vector<std::string> written;
+  std::set<std::string> written;
   auto removeWritten = [&] {
     for (const std::string &path : written)
       llvm::sys::fs::remove(path);
@@ -1077,8 +1133,9 @@ llvm::Error mlir::titan::writeDcpCheckpoint(StringRef directory,
       removeWritten();
       return piece.takeError();
     }
+    for (const auto &entry : piece->storage)
+      written.insert(joinPath(directory, entry.second.relativePath));
     pieces.push_back(std::move(*piece));
-    written.push_back(joinPath(directory, dcpDataFileName(rank.rank)));
   }
   if (llvm::Error err = commitDcpCheckpoint(directory, pieces, flavor)) {
     removeWritten();

@@ -142,13 +142,14 @@ struct DcpRankData {
   std::vector<DcpBytesEntry> bytesEntries;
 };
 
-/// The name of rank `rank`'s data file, `__{rank}_0.distcp`.
-std::string dcpDataFileName(unsigned rank);
+/// The name of a data file of rank `rank`, `__{rank}_{generation}.distcp`
+/// (PyTorch's `__{rank}_{index}.distcp`).
+std::string dcpDataFileName(unsigned rank, unsigned generation = 0);
 
 /// Rank `data.rank`'s part of a distributed save (PyTorch's
-/// `write_data`): removes a stale `directory/.metadata` (it would describe
-/// data files about to be replaced), writes the rank's data file one blob at
-/// a time, syncs it to disk and returns the rank's piece of the metadata:
+/// `write_data`): writes the rank's data file one blob at a time, under the
+/// first name dcpDataFileName(rank, 0, 1, ...) that no file in `directory`
+/// has, syncs it to disk and returns the rank's piece of the metadata:
 /// its chunks and bytes entries and where each blob landed. Chunk data is
 /// streamed from its source through one reused buffer in large,
 /// block-aligned writes that bypass the page cache where the file system
@@ -157,7 +158,10 @@ std::string dcpDataFileName(unsigned rank);
 /// Each chunk is checked (ranks and bounds of its boxes, source data of its
 /// shape) before anything is written; tiling needs every rank's piece and is
 /// checked by mergeDcpMetadata. `directory` must exist. On error the data
-/// file is removed.
+/// file is removed. Nothing of a checkpoint already in `directory` is
+/// touched: it stays loadable until commitDcpCheckpoint replaces its
+/// `.metadata`, whatever happens to this save (an error, a full disk, the
+/// process killed).
 llvm::Expected<DcpMetadata> writeDcpRankData(llvm::StringRef directory,
                                              const DcpRankData &data);
 
@@ -177,14 +181,16 @@ llvm::Error writeDcpMetadata(llvm::StringRef directory,
 
 /// Merges `pieces` (mergeDcpMetadata) and commits the checkpoint by writing
 /// `.metadata` (writeDcpMetadata): the coordinator's last step, after every
-/// rank's writeDcpRankData returned.
+/// rank's writeDcpRankData returned. Once the new `.metadata` is in place,
+/// removes the data and results files of `directory` it does not name (the
+/// replaced checkpoint's, those of ranks it no longer has, those of saves
+/// that died); no other file is touched.
 llvm::Error commitDcpCheckpoint(llvm::StringRef directory,
                                 llvm::ArrayRef<DcpMetadata> pieces,
                                 DcpFlavor flavor);
 
 /// The name of the file in which a rank saving in its own process leaves its
-/// piece of the metadata for the finishing step,
-/// `__{rank}_0.distcp.results`.
+/// piece of the metadata for the finishing step, `__{rank}.results`.
 std::string dcpRankResultsFileName(unsigned rank);
 
 /// Writes rank `data.rank`'s part of a save made by separate processes:

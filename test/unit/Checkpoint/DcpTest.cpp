@@ -278,6 +278,45 @@ TEST_F(DcpDirectoryTest, WritesRankByRankThenMetadata) {
   EXPECT_EQ(whole->data, iota().data);
 }
 
+TEST_F(DcpDirectoryTest, OverwritingKeepsTheOldCheckpointUntilTheCommit) {
+  // A checkpoint of one rank holding all of iota() ...
+  std::vector<DcpRankData> whole = {{0, {chunk(box({0, 0}, {4, 6}))}, {}}};
+  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, whole, DcpFlavor::Torch2)));
+  auto oldMetadata = llvm::MemoryBuffer::getFile(path("ckpt/.metadata"));
+  ASSERT_TRUE(bool(oldMetadata));
+  // ... is overwritten by two ranks. Until the commit, the data goes to
+  // fresh files and the old checkpoint still loads, .metadata unchanged.
+  std::vector<DcpMetadata> pieces;
+  for (const DcpRankData &rank : columnSplit()) {
+    llvm::Expected<DcpMetadata> piece = writeDcpRankData(dir, rank);
+    ASSERT_TRUE(bool(piece)) << llvm::toString(piece.takeError());
+    pieces.push_back(std::move(*piece));
+  }
+  EXPECT_TRUE(llvm::sys::fs::exists(path("ckpt/__0_1.distcp")));
+  EXPECT_TRUE(llvm::sys::fs::exists(path("ckpt/__1_0.distcp")));
+  auto metadata = llvm::MemoryBuffer::getFile(path("ckpt/.metadata"));
+  ASSERT_TRUE(bool(metadata));
+  EXPECT_EQ((*metadata)->getBuffer(), (*oldMetadata)->getBuffer());
+  llvm::Expected<DcpReader> old = DcpReader::open(dir);
+  ASSERT_TRUE(bool(old)) << llvm::toString(old.takeError());
+  llvm::Expected<DenseTensor> oldData = old->readTensor("w");
+  ASSERT_TRUE(bool(oldData)) << llvm::toString(oldData.takeError());
+  EXPECT_EQ(oldData->data, iota().data);
+  // The commit switches to the new files and removes the old one, and
+  // nothing it does not own: a stray file of the user's stays.
+  ASSERT_FALSE(bool(llvm::sys::fs::create_directories(path("ckpt/notes"))));
+  ASSERT_FALSE(bool(commitDcpCheckpoint(dir, pieces, DcpFlavor::Torch2)));
+  EXPECT_FALSE(llvm::sys::fs::exists(path("ckpt/__0_0.distcp")));
+  EXPECT_TRUE(llvm::sys::fs::exists(path("ckpt/notes")));
+  llvm::Expected<DcpReader> reader = DcpReader::open(dir);
+  ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
+  llvm::Expected<DenseTensor> data = reader->readTensor("w");
+  ASSERT_TRUE(bool(data)) << llvm::toString(data.takeError());
+  EXPECT_EQ(data->data, iota().data);
+  EXPECT_EQ(reader->getMetadata().storage.begin()->second.relativePath,
+            "__0_1.distcp");
+}
+
 TEST_F(DcpDirectoryTest, SeparateRankProcessesThenFinish) {
   // Ranks saving in their own processes leave their pieces in results
   // files; finishing needs all of them and equals a one-process save.
@@ -289,12 +328,12 @@ TEST_F(DcpDirectoryTest, SeparateRankProcessesThenFinish) {
   EXPECT_NE(missing.find("rank 1 has not finished its part of the save"),
             std::string::npos)
       << missing;
-  EXPECT_NE(missing.find("__1_0.distcp.results' is missing"), std::string::npos)
+  EXPECT_NE(missing.find("__1.results' is missing"), std::string::npos)
       << missing;
   EXPECT_FALSE(llvm::sys::fs::exists(path("ckpt/.metadata")));
   ASSERT_FALSE(bool(saveDcpRank(dir, ranks[1])));
   ASSERT_FALSE(bool(finishDcpSave(dir, 2, DcpFlavor::Torch2)));
-  EXPECT_FALSE(llvm::sys::fs::exists(path("ckpt/__0_0.distcp.results")));
+  EXPECT_FALSE(llvm::sys::fs::exists(path("ckpt/__0.results")));
   auto separate = llvm::MemoryBuffer::getFile(path("ckpt/.metadata"));
   ASSERT_TRUE(bool(separate));
 
