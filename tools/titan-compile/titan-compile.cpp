@@ -17,6 +17,7 @@
 #include "titan/Pipeline.h"
 #include "titan/Report/PlanReport.h"
 #include "titan/Support/Npy.h"
+#include "titan/Tools/ParseInput.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -441,8 +442,9 @@ int main(int argc, char **argv) {
     if (stage != PipelineStage::Executable)
       return fail("a .mlir input is a partitioned program (titan-compile "
                   "--emit=spmd): only an executable is built from it");
+    llvm::SourceMgr sourceMgr;
     OwningOpRef<ModuleOp> program =
-        parseSourceFile<ModuleOp>(inputFile, &context);
+        parseInputFile(inputFile, sourceMgr, &context);
     if (!program)
       return fail("cannot parse '" + inputFile + "'");
     TitanPipelineOptions pipeline;

@@ -15,6 +15,7 @@
 #include "titan/InitAll.h"
 #include "titan/Interpreter/Interpreter.h"
 #include "titan/Support/Npy.h"
+#include "titan/Tools/ParseInput.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -157,7 +158,7 @@ int main(int argc, char **argv) {
   context.getDiagEngine().registerHandler(printDiagnostic);
   llvm::SourceMgr sourceMgr;
   OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(programFile, sourceMgr, &context);
+      parseInputFile(programFile, sourceMgr, &context);
   if (!module)
     return 1;
 
