@@ -5,6 +5,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
@@ -403,6 +405,26 @@ enum Opcode : uint8_t {
   STACK_GLOBAL = 0x93,
   MEMOIZE = 0x94,
   FRAME = 0x95,
+  // Protocols 0 and 1 (text numbers and strings, text memo indices), which
+  // later protocols replaced but Python still reads.
+  INT = 'I',
+  LONG = 'L',
+  FLOAT = 'F',
+  STRING = 'S',
+  UNICODE = 'V',
+  BINSTRING = 'T',
+  SHORT_BINSTRING = 'U',
+  PUT = 'p',
+  GET = 'g',
+  PERSID = 'P',
+  INST = 'i',
+  OBJ = 'o',
+  DUP = '2',
+  // Protocol 2.
+  LONG4 = 0x8b,
+  EXT1 = 0x82,
+  EXT2 = 0x83,
+  EXT4 = 0x84,
 };
 
 /// The restricted pickle VM.
@@ -423,6 +445,13 @@ private:
   llvm::Expected<StringRef> take(uint64_t count);
   llvm::Expected<uint64_t> takeUInt(unsigned width);
   llvm::Expected<StringRef> takeLine();
+  /// A decimal number on a line of its own (protocol 0's memo indices).
+  llvm::Expected<int64_t> takeDecimalLine();
+  /// Pushes the little-endian two's-complement integer of `width` bytes
+  /// (LONG1, LONG4).
+  llvm::Error pushLong(uint64_t width);
+  /// Runs an opcode of protocols 0 and 1 that later protocols replaced.
+  llvm::Error stepLegacy(uint8_t opcode);
   llvm::Expected<PickleRef> pop();
   llvm::Expected<std::vector<PickleRef>> popToMark();
   llvm::Error pushGlobal(StringRef module, StringRef globalName);
@@ -443,6 +472,8 @@ private:
   llvm::ArrayRef<PickleGlobal> allowed;
   size_t pos = 0;
   size_t opcodeOffset = 0;
+  /// The protocol of PROTO, 0 before it (protocols 0 and 1 have none).
+  uint64_t protocol = 0;
   std::vector<PickleRef> stack;
   std::vector<size_t> marks;
   llvm::DenseMap<uint64_t, PickleRef> memo;
@@ -501,6 +532,19 @@ llvm::Expected<std::vector<PickleRef>> Reader::popToMark() {
 }
 
 llvm::Error Reader::pushGlobal(StringRef module, StringRef globalName) {
+  // Protocols 0-2 name Python 2's modules; Python 3 reads them as its own.
+  if (protocol < 3)
+    module = llvm::StringSwitch<StringRef>(module)
+                 .Case("__builtin__", "builtins")
+                 .Case("copy_reg", "copyreg")
+                 .Default(module);
+  // Protocols 0 and 1 create an object of class C as
+  // copyreg._reconstructor(C, object, None) (REDUCE checks the arguments).
+  if ((module == "copyreg" && globalName == "_reconstructor") ||
+      (module == "builtins" && globalName == "object")) {
+    stack.push_back(PickleValue::global(module, globalName));
+    return llvm::Error::success();
+  }
   for (const PickleGlobal &entry : allowed) {
     if (entry.module == module && entry.name == globalName) {
       stack.push_back(PickleValue::global(module, globalName));
@@ -546,6 +590,7 @@ llvm::Error Reader::step(uint8_t opcode, bool &done) {
       return version.takeError();
     if (*version > 5)
       return error("unsupported pickle protocol " + llvm::Twine(*version));
+    protocol = *version;
     return llvm::Error::success();
   }
   case FRAME:
@@ -579,21 +624,12 @@ llvm::Error Reader::step(uint8_t opcode, bool &done) {
     stack.push_back(PickleValue::integer(result));
     return llvm::Error::success();
   }
-  case LONG1: {
-    llvm::Expected<uint64_t> width = takeUInt(1);
+  case LONG1:
+  case LONG4: {
+    llvm::Expected<uint64_t> width = takeUInt(opcode == LONG1 ? 1 : 4);
     if (!width)
       return width.takeError();
-    if (*width > 8)
-      return error("integer wider than 64 bits");
-    llvm::Expected<uint64_t> value = takeUInt(*width);
-    if (!value)
-      return value.takeError();
-    uint64_t raw = *value;
-    // Sign-extend from the top byte.
-    if (*width && *width < 8 && (raw >> (8 * *width - 1)) & 1)
-      raw |= ~uint64_t(0) << (8 * *width);
-    stack.push_back(PickleValue::integer(int64_t(raw)));
-    return llvm::Error::success();
+    return pushLong(*width);
   }
   case BINFLOAT: {
     llvm::Expected<StringRef> raw = take(8);
@@ -743,6 +779,23 @@ llvm::Error Reader::step(uint8_t opcode, bool &done) {
       return error("call of a value that is not a global");
     if (!(*args)->is(Kind::Tuple))
       return error("call arguments are not a tuple");
+    std::string called = (*callable)->getQualifiedName();
+    if (called == "copyreg._reconstructor") {
+      // object.__new__(C): as NEWOBJ with no arguments.
+      const std::vector<PickleRef> &items = (*args)->getItems();
+      if (items.size() != 3 || !items[0]->is(Kind::Global) ||
+          items[0]->getQualifiedName() == "builtins.object" ||
+          !items[1]->is(Kind::Global) ||
+          items[1]->getQualifiedName() != "builtins.object" ||
+          !items[2]->is(Kind::None))
+        return error("copyreg._reconstructor is only read as "
+                     "_reconstructor(<allowed class>, object, None)");
+      stack.push_back(track(PickleValue::object(
+          items[0], PickleValue::tuple({}), /*newObj=*/true)));
+      return llvm::Error::success();
+    }
+    if (called == "builtins.object")
+      return error("refusing a call of builtins.object");
     stack.push_back(track(PickleValue::object(
         std::move(*callable), std::move(*args), opcode == NEWOBJ)));
     return llvm::Error::success();
@@ -789,6 +842,236 @@ llvm::Error Reader::step(uint8_t opcode, bool &done) {
     stack.push_back(it->second);
     return llvm::Error::success();
   }
+  default:
+    return stepLegacy(opcode);
+  }
+}
+
+llvm::Expected<int64_t> Reader::takeDecimalLine() {
+  llvm::Expected<StringRef> line = takeLine();
+  if (!line)
+    return line.takeError();
+  int64_t value;
+  if (line->getAsInteger(10, value))
+    return error("'" + *line + "' is not a decimal integer");
+  return value;
+}
+
+llvm::Error Reader::pushLong(uint64_t width) {
+  if (width > 8)
+    return error("integer wider than 64 bits");
+  llvm::Expected<uint64_t> value = takeUInt(width);
+  if (!value)
+    return value.takeError();
+  uint64_t raw = *value;
+  // Sign-extend from the top byte.
+  if (width && width < 8 && (raw >> (8 * width - 1)) & 1)
+    raw |= ~uint64_t(0) << (8 * width);
+  stack.push_back(PickleValue::integer(int64_t(raw)));
+  return llvm::Error::success();
+}
+
+/// Decodes the body of a protocol-0 STRING: Python's repr of a str, in
+/// quotes, with backslash escapes. Returns false when it is not one.
+static bool decodeQuotedString(StringRef quoted, std::string &text) {
+  if (quoted.size() < 2 || (quoted.front() != '\'' && quoted.front() != '"') ||
+      quoted.back() != quoted.front())
+    return false;
+  StringRef body = quoted.drop_front().drop_back();
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (body[i] != '\\') {
+      text += body[i];
+      continue;
+    }
+    if (++i == body.size())
+      return false;
+    switch (body[i]) {
+    case '\\':
+    case '\'':
+    case '"':
+      text += body[i];
+      break;
+    case 'n':
+      text += '\n';
+      break;
+    case 'r':
+      text += '\r';
+      break;
+    case 't':
+      text += '\t';
+      break;
+    case 'x': {
+      unsigned byte;
+      StringRef hex = body.substr(i + 1, 2);
+      if (hex.size() != 2 || hex.getAsInteger(16, byte))
+        return false;
+      text += char(byte);
+      i += 2;
+      break;
+    }
+    default:
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Decodes protocol 0's UNICODE (Python's raw-unicode-escape): \uXXXX and
+/// \UXXXXXXXX are code points, everything else is itself (Latin-1).
+static bool decodeRawUnicodeEscape(StringRef raw, std::string &utf8) {
+  auto append = [&](uint32_t codePoint) {
+    char buffer[4];
+    char *end = buffer;
+    if (!llvm::ConvertCodePointToUTF8(codePoint, end))
+      return false;
+    utf8.append(buffer, end);
+    return true;
+  };
+  for (size_t i = 0; i < raw.size(); ++i) {
+    unsigned digits = 0;
+    if (raw[i] == '\\' && i + 1 < raw.size())
+      digits = raw[i + 1] == 'u' ? 4 : raw[i + 1] == 'U' ? 8 : 0;
+    if (!digits) {
+      if (!append(uint8_t(raw[i])))
+        return false;
+      continue;
+    }
+    uint32_t codePoint;
+    StringRef hex = raw.substr(i + 2, digits);
+    if (hex.size() != digits || hex.getAsInteger(16, codePoint) ||
+        !append(codePoint))
+      return false;
+    i += 1 + digits;
+  }
+  return true;
+}
+
+llvm::Error Reader::stepLegacy(uint8_t opcode) {
+  using Kind = PickleValue::Kind;
+  switch (opcode) {
+  case INT:
+  case LONG: {
+    llvm::Expected<StringRef> line = takeLine();
+    if (!line)
+      return line.takeError();
+    // Protocol 0 spells True and False as INT 01 and 00.
+    if (opcode == INT && (*line == "01" || *line == "00")) {
+      stack.push_back(PickleValue::boolean(*line == "01"));
+      return llvm::Error::success();
+    }
+    StringRef digits =
+        opcode == LONG ? line->drop_back(line->ends_with("L")) : *line;
+    int64_t value;
+    if (digits.getAsInteger(10, value))
+      return error("'" + *line + "' is not an integer of 64 bits");
+    stack.push_back(PickleValue::integer(value));
+    return llvm::Error::success();
+  }
+  case FLOAT: {
+    llvm::Expected<StringRef> line = takeLine();
+    if (!line)
+      return line.takeError();
+    double value;
+    if (line->getAsDouble(value))
+      return error("'" + *line + "' is not a float");
+    stack.push_back(PickleValue::floating(value));
+    return llvm::Error::success();
+  }
+  case STRING:
+  case UNICODE: {
+    llvm::Expected<StringRef> line = takeLine();
+    if (!line)
+      return line.takeError();
+    std::string text;
+    if (opcode == STRING ? !decodeQuotedString(*line, text)
+                         : !decodeRawUnicodeEscape(*line, text))
+      return error("malformed " +
+                   llvm::Twine(opcode == STRING ? "STRING" : "UNICODE") + " '" +
+                   *line + "'");
+    stack.push_back(PickleValue::string(text));
+    return llvm::Error::success();
+  }
+  case BINSTRING:
+  case SHORT_BINSTRING: {
+    llvm::Expected<uint64_t> length = takeUInt(opcode == BINSTRING ? 4 : 1);
+    if (!length)
+      return length.takeError();
+    llvm::Expected<StringRef> text = take(*length);
+    if (!text)
+      return text.takeError();
+    stack.push_back(PickleValue::string(*text));
+    return llvm::Error::success();
+  }
+  case PUT:
+  case GET: {
+    llvm::Expected<int64_t> index = takeDecimalLine();
+    if (!index)
+      return index.takeError();
+    if (opcode == PUT) {
+      if (stack.empty())
+        return error("memoizing with an empty stack");
+      memo[*index] = stack.back();
+      return llvm::Error::success();
+    }
+    auto it = memo.find(*index);
+    if (it == memo.end())
+      return error("memo entry " + llvm::Twine(*index) + " is not defined");
+    stack.push_back(it->second);
+    return llvm::Error::success();
+  }
+  case PERSID: {
+    llvm::Expected<StringRef> id = takeLine();
+    if (!id)
+      return id.takeError();
+    stack.push_back(track(PickleValue::persistentId(PickleValue::string(*id))));
+    return llvm::Error::success();
+  }
+  case DUP:
+    if (stack.empty())
+      return error("stack underflow");
+    stack.push_back(stack.back());
+    return llvm::Error::success();
+  case INST:
+  case OBJ: {
+    // INST module\nname\n after a MARK and the arguments; OBJ a MARK, the
+    // class and the arguments.
+    if (opcode == INST) {
+      llvm::Expected<StringRef> module = takeLine();
+      if (!module)
+        return module.takeError();
+      llvm::Expected<StringRef> globalName = takeLine();
+      if (!globalName)
+        return globalName.takeError();
+      if (llvm::Error err = pushGlobal(*module, *globalName))
+        return err;
+    }
+    PickleRef callable;
+    if (opcode == INST) {
+      callable = stack.back();
+      stack.pop_back();
+    }
+    llvm::Expected<std::vector<PickleRef>> items = popToMark();
+    if (!items)
+      return items.takeError();
+    if (opcode == OBJ) {
+      if (items->empty())
+        return error("OBJ without a class");
+      callable = items->front();
+      items->erase(items->begin());
+    }
+    if (!callable->is(Kind::Global))
+      return error("call of a value that is not a global");
+    stack.push_back(track(PickleValue::object(
+        std::move(callable), PickleValue::tuple(std::move(*items)),
+        /*newObj=*/false)));
+    return llvm::Error::success();
+  }
+  case EXT1:
+  case EXT2:
+  case EXT4:
+    return error("refusing a pickle global named by an extension code "
+                 "(copyreg): only globals named in the file are checked "
+                 "against the allow-list");
   default:
     return error("unsupported pickle opcode 0x" + llvm::utohexstr(opcode));
   }
