@@ -823,8 +823,24 @@ Outputs convertSlice(GraphImporter &importer, Node *node) {
     return makeError("slice step must be positive");
   int64_t size = td->shape[td->dim];
   int64_t start = sliceBound(importer.input(node, 2), size, 0);
-  int64_t end =
-      std::max(start, sliceBound(importer.input(node, 3), size, size));
+  const ImportedValue &endBound = importer.input(node, 3);
+  int64_t end = std::max(start, sliceBound(endBound, size, size));
+  // PyTorch clamps a slice past the end, and so does titan. But a module's
+  // table (RoPE frequencies, positions, a causal mask) sliced past its end
+  // means the input is longer than the model was built for, which the shape
+  // error that follows would not say.
+  auto table = dyn_cast<BlockArgument>(x.tensor);
+  if (table && !endBound.isNone() && endBound.intValue > size) {
+    StringRef name = importer.getArgumentNames()[table.getArgNumber()].first;
+    if (x.isComplex())
+      name.consume_back(".real");
+    importer.addErrorHint(llvm::formatv(
+        "'{0}' has {1} entries along dim {2}, but the model sliced it up "
+        "to {3}: the input is longer than this table of the model; use at "
+        "most {1} positions (e.g. a smaller training.seq_len), or a model "
+        "built with a longer table",
+        name, size, td->dim, endBound.intValue));
+  }
   if (start == 0 && end == size && *step == 1)
     return single(x);
   Emitter emit(importer);

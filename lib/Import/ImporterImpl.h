@@ -140,6 +140,14 @@ public:
     return argumentNames;
   }
 
+  /// Records a fact that may explain a later error (a table sliced past its
+  /// end); the error that ends the import, if one does, ends with them.
+  void addErrorHint(std::string hint) {
+    if (!llvm::is_contained(errorHints, hint))
+      errorHints.push_back(std::move(hint));
+  }
+  const std::vector<std::string> &getErrorHints() const { return errorHints; }
+
   /// Hook: resolves `prim::GetAttr` on a module value (set by the module
   /// importer; absent when importing a bare graph).
   std::function<llvm::Expected<ImportedValue>(const ImportedValue &module,
@@ -170,6 +178,7 @@ private:
   std::vector<std::pair<std::string, ArgRole>> argumentNames;
   std::vector<FoldedOp> foldedOps;
   llvm::StringMap<size_t> foldedIndex;
+  std::vector<std::string> errorHints;
 };
 
 //===----------------------------------------------------------------------===//

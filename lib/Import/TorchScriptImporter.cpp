@@ -622,8 +622,12 @@ static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
   }
   llvm::Expected<std::vector<ImportedValue>> outputs =
       importer.importBlock(graph.block(), graphInputs);
-  if (!outputs)
-    return outputs.takeError();
+  if (!outputs) {
+    std::string message = toString(outputs.takeError());
+    for (const std::string &hint : importer.getErrorHints())
+      message += "\nnote: " + hint;
+    return makeError(message);
+  }
   if (options.foldedOps)
     *options.foldedOps = importer.getFoldedOps();
 
