@@ -171,13 +171,14 @@ LogicalResult ApplyParallelPlanPass::apply() {
   /// result).
   auto placementsOf = [&](StringRef name, std::optional<ArgRole> role,
                           Type type) -> SmallVector<Placement> {
-    for (StringRef prefix :
-         {"", "exp_avg.", "exp_avg_sq.", "param.", "grad."}) {
-      if (!name.starts_with(prefix))
-        continue;
-      auto it = paramPlacements.find(name.drop_front(prefix.size()));
-      if (it != paramPlacements.end() &&
-          (prefix.empty() ? role == ArgRole::Param : true))
+    if (role == ArgRole::Param) {
+      auto it = paramPlacements.find(name);
+      if (it != paramPlacements.end())
+        return it->second;
+    }
+    if (auto slot = parsePrefixedParamSlot(name)) {
+      auto it = paramPlacements.find(slot->second);
+      if (it != paramPlacements.end())
         return it->second;
     }
     if (role == ArgRole::Input && cast<RankedTensorType>(type).getRank() >= 2)

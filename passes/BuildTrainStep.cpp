@@ -128,9 +128,10 @@ LogicalResult BuildTrainStepPass::build() {
   auto typeOf = [&](unsigned i) { return forward.getArgument(i).getType(); };
   for (unsigned i : paramIndices)
     args.push_back({typeOf(i), nameOf(i), ArgRole::Param});
-  for (StringRef moment : {"exp_avg.", "exp_avg_sq."})
+  for (ParamSlot moment : {ParamSlot::ExpAvg, ParamSlot::ExpAvgSq})
     for (unsigned i : paramIndices)
-      args.push_back({typeOf(i), moment.str() + nameOf(i), ArgRole::State});
+      args.push_back(
+          {typeOf(i), getParamSlotName(moment, nameOf(i)), ArgRole::State});
   for (unsigned i : bufferIndices)
     args.push_back({typeOf(i), nameOf(i), ArgRole::Buffer});
   OpBuilder builder(module.getContext());
@@ -265,18 +266,18 @@ LogicalResult BuildTrainStepPass::build() {
   // Results.
   SmallVector<Value> returned{loss};
   results.push_back({loss.getType(), "loss", std::nullopt});
-  auto addResults = [&](ArrayRef<Value> values, StringRef prefix) {
+  auto addResults = [&](ArrayRef<Value> values, ParamSlot slot) {
     for (auto [k, value] : llvm::enumerate(values)) {
       returned.push_back(value);
-      results.push_back(
-          {value.getType(), (prefix + args[k].name).str(), std::nullopt});
+      results.push_back({value.getType(), getParamSlotName(slot, args[k].name),
+                         std::nullopt});
     }
   };
-  addResults(newParams, "param.");
-  addResults(newExpAvg, "exp_avg.");
-  addResults(newExpAvgSq, "exp_avg_sq.");
+  addResults(newParams, ParamSlot::Updated);
+  addResults(newExpAvg, ParamSlot::ExpAvg);
+  addResults(newExpAvgSq, ParamSlot::ExpAvgSq);
   if (emitGrads)
-    addResults(paramGrads, "grad.");
+    addResults(paramGrads, ParamSlot::Grad);
   func::ReturnOp::create(builder, loc, returned);
   Phase phase = Phase::Forward;
   for (Operation &op : body->without_terminator()) {

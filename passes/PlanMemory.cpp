@@ -254,7 +254,7 @@ void MemoryPlanner::findStateUpdates() {
     if (!role || !name)
       continue;
     if (role == ArgRole::Param)
-      updated[("param." + name.getValue()).str()] = arg;
+      updated[getParamSlotName(ParamSlot::Updated, name.getValue())] = arg;
     else if (role == ArgRole::State)
       updated[name.getValue()] = arg;
   }

@@ -236,13 +236,14 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
   }
   os << llvm::formatv("parameters: {0} in all, {1} per rank\n\n",
                       humanBytes(paramBytes), humanBytes(localBytes));
-  // Optimizer state ("exp_avg.<fqn>") is derived from its parameter.
+  // Optimizer state (ParamSlot::ExpAvg, ExpAvgSq) is its parameter's.
   for (unsigned i = 0; i < function.getNumArguments(); ++i) {
     auto name =
         function.getArgAttrOfType<StringAttr>(i, TitanDialect::kNameAttrName);
     if (!name || getArgRole(function, i) != ArgRole::State)
       continue;
-    auto it = paramIndices.find(name.getValue().split('.').second);
+    auto slot = parsePrefixedParamSlot(name.getValue());
+    auto it = slot ? paramIndices.find(slot->second) : paramIndices.end();
     if (it != paramIndices.end())
       argParams[i] = it->second;
   }

@@ -81,6 +81,61 @@ inline void setEachArgRole(FunctionOpInterface function,
                  [&](unsigned i) { return getArgRoleAttr(context, role(i)); });
 }
 
+/// The values @train_step names after a parameter `<fqn>`: its arguments
+/// (the parameter, its AdamW moments) and its results (the updated
+/// parameter and moments, the gradient with --emit-grads).
+enum class ParamSlot {
+  /// The parameter, `<fqn>` (an argument).
+  Param,
+  /// AdamW's first moment, `exp_avg.<fqn>` (an argument and a result).
+  ExpAvg,
+  /// AdamW's second moment, `exp_avg_sq.<fqn>` (an argument and a result).
+  ExpAvgSq,
+  /// The updated parameter, `param.<fqn>` (a result).
+  Updated,
+  /// The gradient, `grad.<fqn>` (a result).
+  Grad,
+};
+
+/// The prefix of `slot`'s names: "", "exp_avg.", "exp_avg_sq.", "param."
+/// or "grad.".
+inline StringRef getParamSlotPrefix(ParamSlot slot) {
+  switch (slot) {
+  case ParamSlot::Param:
+    return "";
+  case ParamSlot::ExpAvg:
+    return "exp_avg.";
+  case ParamSlot::ExpAvgSq:
+    return "exp_avg_sq.";
+  case ParamSlot::Updated:
+    return "param.";
+  case ParamSlot::Grad:
+    return "grad.";
+  }
+  llvm_unreachable("unknown parameter slot");
+}
+
+/// The name of `slot` of parameter `fqn` ("exp_avg.layers.0.wq.weight").
+inline std::string getParamSlotName(ParamSlot slot, StringRef fqn) {
+  return (getParamSlotPrefix(slot) + fqn).str();
+}
+
+/// The slots whose names have a prefix, in the order they are tried.
+inline constexpr ParamSlot kPrefixedParamSlots[] = {
+    ParamSlot::ExpAvgSq, ParamSlot::ExpAvg, ParamSlot::Updated,
+    ParamSlot::Grad};
+
+/// The slot and parameter FQN that `name` names, if it has a slot's prefix
+/// ("exp_avg_sq.w" is (ExpAvgSq, "w")); a name without one is the
+/// parameter's own only if it is one, which the caller knows.
+inline std::optional<std::pair<ParamSlot, StringRef>>
+parsePrefixedParamSlot(StringRef name) {
+  for (ParamSlot slot : kPrefixedParamSlots)
+    if (name.starts_with(getParamSlotPrefix(slot)))
+      return std::pair(slot, name.drop_front(getParamSlotPrefix(slot).size()));
+  return std::nullopt;
+}
+
 } // namespace mlir::titan
 
 #endif // TITAN_DIALECT_ARGROLE_H

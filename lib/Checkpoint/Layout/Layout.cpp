@@ -6,6 +6,7 @@
 #include "titan/Dialect/ElementTypes.h"
 #include "titan/Dialect/TitanDialect.h"
 #include "titan/Placement/PlacementAlgebra.h"
+#include "titan/Support/FormatInts.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringSet.h"
@@ -143,14 +144,18 @@ mlir::titan::computeCheckpointLayout(ModuleOp module) {
       return failure();
     if (role != ArgRole::State)
       continue;
-    auto [moment, fqn] = value.split('.');
-    if (moment != "exp_avg" && moment != "exp_avg_sq")
+    auto slot = parsePrefixedParamSlot(value);
+    if (!slot || (slot->first != ParamSlot::ExpAvg &&
+                  slot->first != ParamSlot::ExpAvgSq))
       return function.emitError("checkpoint layout: unknown optimizer state '")
              << value << "'";
-    if (failed(builder.add(("optimizer.state." + fqn + "." + moment).str(), i,
+    auto [moment, fqn] = *slot;
+    // torchtitan's key: optimizer.state.<fqn>.exp_avg(_sq).
+    StringRef key = getParamSlotPrefix(moment).drop_back();
+    if (failed(builder.add(("optimizer.state." + fqn + "." + key).str(), i,
                            plan)))
       return failure();
-    if (moment == "exp_avg")
+    if (moment == ParamSlot::ExpAvg)
       optimizedParams.push_back(fqn.str());
   }
   if (stepIndex) {

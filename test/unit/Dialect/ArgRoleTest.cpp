@@ -43,4 +43,18 @@ TEST(ArgRoleTest, ReadsAndWritesTheAttribute) {
       "input");
 }
 
+TEST(ArgRoleTest, ParamSlotNamesRoundTrip) {
+  EXPECT_EQ(getParamSlotName(ParamSlot::ExpAvgSq, "layers.0.w"),
+            "exp_avg_sq.layers.0.w");
+  EXPECT_EQ(getParamSlotName(ParamSlot::Param, "w"), "w");
+  for (ParamSlot slot : kPrefixedParamSlots) {
+    auto parsed = parsePrefixedParamSlot(getParamSlotName(slot, "a.b"));
+    ASSERT_TRUE(parsed);
+    EXPECT_EQ(parsed->first, slot);
+    EXPECT_EQ(parsed->second, "a.b");
+  }
+  EXPECT_EQ(parsePrefixedParamSlot("layers.0.w"), std::nullopt);
+  EXPECT_EQ(parsePrefixedParamSlot("exp_avgx.w"), std::nullopt);
+}
+
 } // namespace
