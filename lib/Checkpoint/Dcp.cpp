@@ -4,6 +4,7 @@
 
 #include "titan/Checkpoint/Pickle.h"
 #include "titan/Support/CheckedSize.h"
+#include "titan/Support/FormatInts.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"

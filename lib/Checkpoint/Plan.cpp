@@ -2,6 +2,7 @@
 
 #include "titan/Checkpoint/Plan.h"
 #include "titan/Support/CheckedSize.h"
+#include "titan/Support/FormatInts.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"

@@ -4,6 +4,7 @@
 
 #include "titan/Checkpoint/Pickle.h"
 #include "titan/Support/CheckedSize.h"
+#include "titan/Support/FormatInts.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -91,15 +92,6 @@ int64_t DenseTensor::numElements() const {
   for (int64_t dim : shape)
     count *= dim;
   return count;
-}
-
-std::string mlir::titan::formatInts(llvm::ArrayRef<int64_t> values) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << '[';
-  llvm::interleaveComma(values, os);
-  os << ']';
-  return text;
 }
 
 static llvm::Error fail(StringRef name, const llvm::Twine &message) {

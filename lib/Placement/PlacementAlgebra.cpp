@@ -1,6 +1,7 @@
 //===- PlacementAlgebra.cpp - DTensor layout algebra ----------------------===//
 
 #include "titan/Placement/PlacementAlgebra.h"
+#include "titan/Support/FormatInts.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Sequence.h"
@@ -17,14 +18,6 @@ using llvm::Twine;
 
 static llvm::Error makeError(const Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-/// Prints a shape or coordinate as "[4, 6]".
-static std::string formatInts(ArrayRef<int64_t> values) {
-  std::string text = "[";
-  for (auto [i, v] : llvm::enumerate(values))
-    text += (i ? ", " : "") + std::to_string(v);
-  return text + "]";
 }
 
 static int64_t product(ArrayRef<int64_t> values) {

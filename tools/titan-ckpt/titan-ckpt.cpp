@@ -49,6 +49,7 @@
 
 #include "titan/Checkpoint/Dcp.h"
 #include "titan/Checkpoint/Plan.h"
+#include "titan/Support/FormatInts.h"
 #include "titan/Support/Npy.h"
 
 #include "llvm/Support/CommandLine.h"

@@ -28,9 +28,6 @@
 
 namespace mlir::titan {
 
-/// Formats a shape, offsets or sizes as "[1, 2]" (for messages and tools).
-std::string formatInts(llvm::ArrayRef<int64_t> values);
-
 /// True for the element types of tensors in checkpoints: F32, F64, F16,
 /// BF16, I64 and I32 (the others have no torch name below).
 bool isTorchDType(ElementType dtype);

@@ -89,9 +89,31 @@ TEST(PickleTest, ReportsTruncationAndUnknownOpcodes) {
   EXPECT_NE(llvm::toString(read.takeError()).find("truncated"),
             std::string::npos);
 
-  read = readPickle("\x80\x02I1\n.", "t.pkl", checkpointPickleGlobals());
+  read = readPickle("\x80\x02Z.", "t.pkl", checkpointPickleGlobals());
   ASSERT_FALSE(bool(read));
   EXPECT_NE(llvm::toString(read.takeError()).find("unsupported pickle opcode"),
+            std::string::npos);
+}
+
+TEST(PickleTest, ReadsProtocolZeroText) {
+  // (True, 5L, 'a\'b\x41', u'\u00e9', 1.5, memo GET of the tuple's first
+  // item): MARK INT LONG STRING UNICODE FLOAT PUT/GET TUPLE STOP.
+  llvm::Expected<PickleRef> read =
+      readPickle("(I01\np0\nL5L\nS'a\\'b\\x41'\nV\\u00e9\nF1.5\ng0\nt.",
+                 "t.pkl", checkpointPickleGlobals());
+  ASSERT_TRUE(bool(read)) << llvm::toString(read.takeError());
+  auto &items = (*read)->getItems();
+  ASSERT_EQ(items.size(), 6u);
+  EXPECT_TRUE(items[0]->is(PickleValue::Kind::Bool));
+  EXPECT_EQ(items[1]->getInt(), 5);
+  EXPECT_EQ(items[2]->getString(), "a'bA");
+  EXPECT_EQ(items[3]->getString(), "\xc3\xa9");
+  EXPECT_EQ(items[4]->getFloat(), 1.5);
+  EXPECT_EQ(items[5], items[0]);
+  // A malformed quoted string names itself.
+  read = readPickle("S'abc\n.", "t.pkl", checkpointPickleGlobals());
+  ASSERT_FALSE(bool(read));
+  EXPECT_NE(llvm::toString(read.takeError()).find("malformed STRING"),
             std::string::npos);
 }
 

@@ -6,6 +6,8 @@
 
 #include "CollectiveSimulator.h"
 
+#include "titan/Support/FormatInts.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringExtras.h"
@@ -23,15 +25,6 @@ using llvm::Twine;
 
 static llvm::Error makeError(const Twine &message) {
   return llvm::createStringError(message);
-}
-
-/// A shape or coordinate as "[4, 6]".
-static std::string formatInts(ArrayRef<int64_t> values) {
-  return "[" +
-         llvm::join(llvm::map_range(
-                        values, [](int64_t v) { return std::to_string(v); }),
-                    ", ") +
-         "]";
 }
 
 /// The number of elements of `shape`.
