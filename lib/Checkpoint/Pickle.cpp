@@ -450,6 +450,21 @@ private:
   /// Pushes the little-endian two's-complement integer of `width` bytes
   /// (LONG1, LONG4).
   llvm::Error pushLong(uint64_t width);
+  /// Stores the top of the stack as memo entry `index` (PUT, BINPUT, ...).
+  llvm::Error memoize(uint64_t index) {
+    if (stack.empty())
+      return error("memoizing with an empty stack");
+    memo[index] = stack.back();
+    return llvm::Error::success();
+  }
+  /// Pushes memo entry `index` (GET, BINGET, ...).
+  llvm::Error pushMemoized(uint64_t index) {
+    auto it = memo.find(index);
+    if (it == memo.end())
+      return error("memo entry " + llvm::Twine(index) + " is not defined");
+    stack.push_back(it->second);
+    return llvm::Error::success();
+  }
   /// Runs an opcode of protocols 0 and 1 that later protocols replaced.
   llvm::Error stepLegacy(uint8_t opcode);
   llvm::Expected<PickleRef> pop();
@@ -826,21 +841,14 @@ llvm::Error Reader::step(uint8_t opcode, bool &done) {
         return value.takeError();
       index = *value;
     }
-    if (stack.empty())
-      return error("memoizing with an empty stack");
-    memo[index] = stack.back();
-    return llvm::Error::success();
+    return memoize(index);
   }
   case BINGET:
   case LONG_BINGET: {
     llvm::Expected<uint64_t> index = takeUInt(opcode == BINGET ? 1 : 4);
     if (!index)
       return index.takeError();
-    auto it = memo.find(*index);
-    if (it == memo.end())
-      return error("memo entry " + llvm::Twine(*index) + " is not defined");
-    stack.push_back(it->second);
-    return llvm::Error::success();
+    return pushMemoized(*index);
   }
   default:
     return stepLegacy(opcode);
@@ -1007,17 +1015,7 @@ llvm::Error Reader::stepLegacy(uint8_t opcode) {
     llvm::Expected<int64_t> index = takeDecimalLine();
     if (!index)
       return index.takeError();
-    if (opcode == PUT) {
-      if (stack.empty())
-        return error("memoizing with an empty stack");
-      memo[*index] = stack.back();
-      return llvm::Error::success();
-    }
-    auto it = memo.find(*index);
-    if (it == memo.end())
-      return error("memo entry " + llvm::Twine(*index) + " is not defined");
-    stack.push_back(it->second);
-    return llvm::Error::success();
+    return opcode == PUT ? memoize(*index) : pushMemoized(*index);
   }
   case PERSID: {
     llvm::Expected<StringRef> id = takeLine();
