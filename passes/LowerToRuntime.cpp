@@ -463,7 +463,16 @@ void LowerToRuntimePass::runOnOperation() {
   StepLowering lowering(module, step);
   if (failed(lowering.run()))
     return signalPassFailure();
-  RunDefaults defaults{learningRate, steps, seed};
+  std::optional<LrDecayType> type = symbolizeLrDecayType(decayType);
+  if (!type) {
+    module.emitError() << "titan-lower-to-runtime: unknown learning-rate "
+                          "decay type '"
+                       << decayType << "' (linear, sqrt or cosine)";
+    return signalPassFailure();
+  }
+  RunDefaults defaults{learningRate, steps, seed,
+                       LrSchedule::fromConfig(steps, warmupSteps, decayRatio,
+                                              *type, minLrFactor)};
   FailureOr<std::string> description =
       describeProgram(module, step, lowering.getCommunicators(), defaults);
   if (failed(description))

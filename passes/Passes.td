@@ -612,7 +612,9 @@ def LowerToRuntimePass : Pass<"titan-lower-to-runtime", "::mlir::ModuleOp"> {
 
     The options are the defaults the executable runs with (its command line
     overrides them): the training config's learning rate, number of steps
-    and seed.
+    and seed, and its learning-rate schedule (`[lr_scheduler]`, computed as
+    torchtitan does over the config's number of steps,
+    include/titan/Config/LrSchedule.h).
   }];
   let options = [
     Option<"learningRate", "lr", "double", "8e-4",
@@ -621,6 +623,15 @@ def LowerToRuntimePass : Pass<"titan-lower-to-runtime", "::mlir::ModuleOp"> {
            "Number of steps the executable runs by default">,
     Option<"seed", "seed", "int64_t", "0",
            "Seed of the initialization when no checkpoint is loaded">,
+    Option<"warmupSteps", "lr-warmup-steps", "int64_t", "0",
+           "Steps of linear learning-rate warmup">,
+    Option<"decayRatio", "lr-decay-ratio", "double", "0",
+           "Share of the steps over which the learning rate decays (< 0: "
+           "all steps after the warmup)">,
+    Option<"decayType", "lr-decay-type", "std::string", "\"linear\"",
+           "Shape of the decay: linear, sqrt or cosine">,
+    Option<"minLrFactor", "lr-min-factor", "double", "0",
+           "Factor of the learning rate the decay ends at">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

@@ -82,6 +82,10 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   options.runtime.learningRate = config.optimizer.lr;
   options.runtime.steps = config.training.steps;
   options.runtime.seed = config.training.seed;
+  options.runtime.warmupSteps = config.lrScheduler.warmupSteps;
+  options.runtime.decayRatio = config.lrScheduler.decayRatio;
+  options.runtime.decayType = config.lrScheduler.decayType;
+  options.runtime.minLrFactor = config.lrScheduler.minLrFactor;
   // Tensor parallelism keeps the weights sharded over "tp" (the activations
   // move to them, never the other way round); data and context parallelism
   // keep each rank on its own tokens.

@@ -97,8 +97,13 @@ mlir::titan::describeProgram(ModuleOp module, func::FuncOp step,
   os << "\nregions arena=" << regionBytes("arena_bytes")
      << " state=" << regionBytes("state_bytes")
      << " inputs=" << regionBytes("input_bytes") << "\n";
+  const LrSchedule &schedule = defaults.schedule;
   os << "defaults lr=" << llvm::formatv("{0:e9}", defaults.learningRate)
      << " steps=" << defaults.steps << " seed=" << defaults.seed << "\n";
+  os << "lr_schedule warmup=" << schedule.warmupSteps
+     << " stable=" << schedule.stableSteps << " decay=" << schedule.decaySteps
+     << " type=" << stringifyLrDecayType(schedule.decayType)
+     << " min=" << llvm::formatv("{0:e17}", schedule.minLrFactor) << "\n";
   for (auto [index, axes] : llvm::enumerate(communicators.getAxes()))
     os << "comm " << index << " " << llvm::join(axes, " ") << "\n";
 

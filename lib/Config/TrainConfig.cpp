@@ -313,10 +313,6 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
   auto warn = [&](const llvm::Twine &message) {
     c.warnings.push_back(message.str());
   };
-  if (c.lrScheduler.warmupSteps > 0 || c.lrScheduler.decayRatio != 0)
-    warn("[lr_scheduler] is not applied yet: the executable trains at the "
-         "constant optimizer.lr (set warmup_steps = 0 and decay_ratio = 0 "
-         "to say so)");
   if (c.training.mixedPrecisionParam != "float32" ||
       c.training.mixedPrecisionReduce != "float32")
     warn("mixed precision is not applied yet: parameters, compute and "

@@ -129,6 +129,7 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
   RunOptions options;
   options.steps = program.defaultSteps;
   options.learningRate = program.defaultLearningRate;
+  options.lrSchedule = program.lrSchedule;
   options.seed = program.defaultSeed;
   options.buffersFolder = besideExecutable(argv[0], "buffers");
   options.checkpointPlanFile = besideExecutable(argv[0], "checkpoint-plan.txt");

@@ -184,6 +184,37 @@ Status Parser::parseLine(const std::string &keyword, std::istringstream &line) {
     }
     return Status::success();
   }
+  if (keyword == "lr_schedule") {
+    mlir::titan::LrSchedule &schedule = description.lrSchedule;
+    std::string entry;
+    while (line >> entry) {
+      size_t equals = entry.find('=');
+      std::string key = entry.substr(0, equals), value;
+      if (equals != std::string::npos)
+        value = entry.substr(equals + 1);
+      int64_t number;
+      std::optional<mlir::titan::LrDecayType> type;
+      if ((key == "warmup" || key == "stable" || key == "decay") &&
+          parseInt(value, number) && number >= 0) {
+        (key == "warmup"   ? schedule.warmupSteps
+         : key == "stable" ? schedule.stableSteps
+                           : schedule.decaySteps) = number;
+      } else if (key == "type" &&
+                 (type = mlir::titan::symbolizeLrDecayType(value))) {
+        schedule.decayType = *type;
+      } else if (key == "min") {
+        try {
+          schedule.minLrFactor = std::stod(value);
+        } catch (...) {
+          return error("malformed minimum learning-rate factor '" + value +
+                       "'");
+        }
+      } else {
+        return error("malformed learning-rate schedule entry '" + entry + "'");
+      }
+    }
+    return Status::success();
+  }
   if (keyword == "comm") {
     int64_t index;
     std::string text, axis;

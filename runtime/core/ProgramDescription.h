@@ -14,6 +14,8 @@
 #include "comm/Connect.h"
 #include "core/Status.h"
 
+#include "titan/Config/LrSchedule.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -78,6 +80,8 @@ struct ProgramDescription {
   double defaultLearningRate = 8e-4;
   int64_t defaultSteps = 1;
   int64_t defaultSeed = 0;
+  /// The config's learning-rate schedule (a constant rate by default).
+  mlir::titan::LrSchedule lrSchedule;
 
   /// The number of ranks of the mesh.
   int64_t getWorldSize() const;

@@ -415,6 +415,11 @@ Status Trainer::train(const RunOptions &options) {
   if (rank == 0 && !options.metricsFile.empty())
     metrics.open(options.metricsFile, std::ios::app);
 
+  // torchtitan's LambdaLR: the step after `done` steps runs at the rate
+  // times the schedule's factor of `done` (a resumed run continues it).
+  auto learningRateOf = [&](int64_t done) {
+    return options.learningRate * options.lrSchedule.factor(done);
+  };
   for (int64_t i = 0; i < options.steps; ++i) {
     // The first step warms up (communication buffers, thread stacks); from
     // then on a step must not allocate.
@@ -425,7 +430,7 @@ Status Trainer::train(const RunOptions &options) {
         continue;
       uint8_t *target = regions.address(argument);
       if (argument.name == "lr" || argument.name == "step") {
-        float value = argument.name == "lr" ? float(options.learningRate)
+        float value = argument.name == "lr" ? float(learningRateOf(stepsDone))
                                             : float(stepsDone);
         std::memcpy(target, &value, sizeof(value));
         continue;
@@ -443,6 +448,7 @@ Status Trainer::train(const RunOptions &options) {
     if (status != TITANRT_OK)
       return Status(status, "step " + std::to_string(stepsDone + 1) + ": " +
                                 context.lastError);
+    double learningRate = learningRateOf(stepsDone);
     ++stepsDone;
     if (rank != 0)
       continue;
@@ -452,13 +458,14 @@ Status Trainer::train(const RunOptions &options) {
       std::memcpy(&value, regions.address(*loss), sizeof(value));
       lossText = llvm::formatv(" | loss {0:f6}", value).str();
     }
-    std::printf("step %lld%s | %.1f ms | %.0f tokens/s/rank\n",
+    std::printf("step %lld%s | lr %.4g | %.1f ms | %.0f tokens/s/rank\n",
                 static_cast<long long>(stepsDone), lossText.c_str(),
-                seconds * 1e3, tokensPerStep / seconds);
+                learningRate, seconds * 1e3, tokensPerStep / seconds);
     std::fflush(stdout);
     if (metrics.is_open())
       metrics << "{\"step\": " << stepsDone
               << ", \"loss\": " << llvm::formatv("{0:e9}", value).str()
+              << ", \"lr\": " << llvm::formatv("{0:e9}", learningRate).str()
               << ", \"seconds\": " << seconds << "}\n";
   }
   if (options.steps > 1)

@@ -68,8 +68,9 @@ private:
 /// Options of a run (the executable's command line).
 struct RunOptions {
   int64_t steps = 1;
-  /// The learning rate each step passes.
+  /// The learning rate, scaled each step by `lrSchedule`.
   double learningRate = 8e-4;
+  mlir::titan::LrSchedule lrSchedule;
   std::string dataFolder;
   /// A DCP checkpoint to start from; else a seeded initialization.
   std::string loadCheckpoint;

@@ -44,7 +44,7 @@
 // CHECK: ^[[FAIL]](%[[CODE:.*]]: i32):
 // CHECK-NEXT: llvm.return %[[CODE]] : i32
 // CHECK: llvm.func @titanrt_all_gather(!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, i64) -> i32
-// CHECK: llvm.mlir.global external constant @titan_program_description("titan-program 1\0Amesh tp=2\0Aregions arena=320 state=128 inputs=64\0Adefaults lr=8.000000000e-04 steps=1 seed=0\0Acomm 0 tp\0Aarg 0 w param f32 [4,8] state 0 128\0Aarg 1 x input f32 [2,8] inputs 0 64\0Aglobal x [2,8]\0Abox x 0 [0,0] [2,8]\0Abox x 1 [0,0] [2,8]\0Aresult 0 y f32 [2,8] arena 256 64\0Aresult 1 param.w f32 [4,8] state 0 128\0Aend\0A\00")
+// CHECK: llvm.mlir.global external constant @titan_program_description("titan-program 1\0Amesh tp=2\0Aregions arena=320 state=128 inputs=64\0Adefaults lr=8.000000000e-04 steps=1 seed=0\0Alr_schedule warmup=0 stable=2 decay=0 type=linear min=0.00000000000000000e+00\0Acomm 0 tp\0Aarg 0 w param f32 [4,8] state 0 128\0Aarg 1 x input f32 [2,8] inputs 0 64\0Aglobal x [2,8]\0Abox x 0 [0,0] [2,8]\0Abox x 1 [0,0] [2,8]\0Aresult 0 y f32 [2,8] arena 256 64\0Aresult 1 param.w f32 [4,8] state 0 128\0Aend\0A\00")
 // CHECK-LABEL: llvm.func @main(%{{.*}}: i32, %{{.*}}: !llvm.ptr) -> i32
 // CHECK: llvm.call @titanrt_main
 

@@ -13,6 +13,8 @@
 #ifndef TITAN_CODEGEN_PROGRAMDESCRIPTION_H
 #define TITAN_CODEGEN_PROGRAMDESCRIPTION_H
 
+#include "titan/Config/LrSchedule.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -48,6 +50,7 @@ struct RunDefaults {
   double learningRate = 8e-4;
   int64_t steps = 1;
   int64_t seed = 0;
+  LrSchedule schedule;
 };
 
 /// The description of the planned step function `step` of `module`

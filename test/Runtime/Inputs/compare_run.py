@@ -37,11 +37,21 @@ def main() -> int:
     args = parser.parse_args()
 
     with open(args.metrics) as f:
-        losses = [json.loads(line)["loss"] for line in f if line.strip()]
+        steps = [json.loads(line) for line in f if line.strip()]
+    losses = [step["loss"] for step in steps]
     expected_losses = np.load(os.path.join(args.reference, "losses.npy"))
     if len(losses) != len(expected_losses):
         print(f"MISMATCH: {len(losses)} steps, expected {len(expected_losses)}")
         return 1
+    # The learning rate of every step, where the reference has them (titan
+    # passes it as float32).
+    lrs_file = os.path.join(args.reference, "lrs.npy")
+    expected_lrs = np.load(lrs_file) if os.path.exists(lrs_file) else []
+    for number, (step, expected) in enumerate(zip(steps, expected_lrs), 1):
+        if abs(step["lr"] - expected) > 1e-6 * abs(expected) + 1e-12:
+            print(f"MISMATCH: step {number} ran at lr {step['lr']!r}, "
+                  f"expected {expected!r}")
+            return 1
     # The worst error as a multiple of the tolerance of its step.
     loss_err = max(abs(a - e) / (args.loss_atol + args.loss_rtol * abs(e))
                    for a, e in zip(losses, expected_losses))

@@ -7,20 +7,60 @@ same batch for --steps steps. Writes into OUT:
 
     labels.npy                 the labels (int64, like tokens)
     expected/losses.npy        the loss before each step
+    expected/lrs.npy           the learning rate of each step
     expected/grad.<fqn>.npy    gradients of the first step (after clipping)
     expected/param.<fqn>.npy   parameters after the first step
 
 usage: train_oracle.py MODEL_DIR OUT --lr L --beta1 B1 --beta2 B2 --eps E
        --weight-decay W --max-norm M [--ignore-index I] [--steps N]
+       [--training-steps T --warmup-steps W --decay-ratio R --decay-type D
+        --min-lr-factor F]
+
+With --training-steps, the learning rate follows torchtitan's [lr_scheduler]
+through torch.optim.lr_scheduler.LambdaLR, with the lambda torchtitan
+defines (torchtitan/components/lr_scheduler.py, linear_warmup_stable_decay;
+written out below from its definition).
 """
 
 import argparse
+import math
 import os
 from typing import List, Optional
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+
+def torchtitan_lr_lambda(training_steps, warmup_steps, decay_ratio, decay_type,
+                         min_lr_factor):
+    """torchtitan's build_lr_schedulers: the LambdaLR factor by step."""
+    warmup_steps = min(int(warmup_steps), training_steps)
+    if decay_ratio is not None:
+        decay_steps = round(training_steps * decay_ratio)
+        if warmup_steps + decay_steps > training_steps:
+            decay_steps = training_steps - warmup_steps
+    else:
+        decay_steps = training_steps - warmup_steps
+    # A virtual last step keeps the last rate above the minimum.
+    stable_steps = training_steps + 1 - warmup_steps - decay_steps
+
+    def factor(current_step):
+        warmup_stable_steps = warmup_steps + stable_steps
+        if current_step < warmup_steps:
+            return float((current_step + 1) / warmup_steps)
+        if current_step < warmup_stable_steps:
+            return 1.0
+        progress = float(current_step + 1 - warmup_stable_steps) / decay_steps
+        if decay_type == "linear":
+            adjustment = 1 - progress
+        elif decay_type == "sqrt":
+            adjustment = 1 - math.sqrt(progress)
+        else:
+            adjustment = 0.5 * (1.0 + math.cos(math.pi * progress))
+        return min_lr_factor + (1 - min_lr_factor) * adjustment
+
+    return factor
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -31,6 +71,12 @@ def main(argv: Optional[List[str]] = None) -> None:
         parser.add_argument("--" + name, type=float, required=True)
     parser.add_argument("--ignore-index", type=int, default=-100)
     parser.add_argument("--steps", type=int, default=1)
+    parser.add_argument("--training-steps", type=int)
+    parser.add_argument("--warmup-steps", type=int, default=0)
+    parser.add_argument("--decay-ratio", type=float)
+    parser.add_argument("--decay-type", default="linear",
+                        choices=("linear", "sqrt", "cosine"))
+    parser.add_argument("--min-lr-factor", type=float, default=0.0)
     args = parser.parse_args(argv)
 
     torch.manual_seed(0)
@@ -47,7 +93,13 @@ def main(argv: Optional[List[str]] = None) -> None:
     optimizer = torch.optim.AdamW(
         params.values(), lr=args.lr, betas=(args.beta1, args.beta2), eps=args.eps,
         weight_decay=args.weight_decay)
-    losses = []
+    scheduler = None
+    if args.training_steps is not None:
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, torchtitan_lr_lambda(
+                args.training_steps, args.warmup_steps, args.decay_ratio,
+                args.decay_type, args.min_lr_factor))
+    losses, lrs = [], []
     for step in range(args.steps):
         optimizer.zero_grad()
         logits = model(tokens)
@@ -61,12 +113,16 @@ def main(argv: Optional[List[str]] = None) -> None:
             for name, p in params.items():
                 np.save(os.path.join(args.out, "expected", f"grad.{name}.npy"),
                         p.grad.detach().numpy())
+        lrs.append(optimizer.param_groups[0]["lr"])
         optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
         if step == 0:
             for name, p in params.items():
                 np.save(os.path.join(args.out, "expected", f"param.{name}.npy"),
                         p.detach().numpy())
     np.save(os.path.join(args.out, "expected", "losses.npy"), np.array(losses, dtype=np.float64))
+    np.save(os.path.join(args.out, "expected", "lrs.npy"), np.array(lrs, dtype=np.float64))
 
 
 if __name__ == "__main__":
