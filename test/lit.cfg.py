@@ -23,8 +23,11 @@ config.substitutions.append(
     ("%fault_injection",
      os.path.join(config.titan_obj_root, "lib", "libtitan-fault-injection.so")))
 
+# LSAN_OPTIONS and TITAN_LINKER: tools/scripts/sanitize.sh (lit passes
+# ASAN_OPTIONS and UBSAN_OPTIONS itself).
 llvm_config.with_system_environment(["HOME", "TMPDIR", "OPENBLAS_CORETYPE",
-                                     "OPENBLAS_L2_SIZE"])
+                                     "OPENBLAS_L2_SIZE", "LSAN_OPTIONS",
+                                     "TITAN_LINKER"])
 llvm_config.use_default_substitutions()
 
 if config.titan_enable_cuda:
