@@ -350,7 +350,10 @@ PickleRef MetadataEncoder::encode(const DcpMetadata &metadata) {
 
   std::vector<std::pair<PickleRef, PickleRef>> storage;
   for (const auto &[key, info] : metadata.storage) {
-    const auto &[fqn, offsets] = key;
+    // Not a structured binding: the lambda below captures `offsets`, which
+    // C++17 does not allow of a binding (clang rejects it).
+    const std::string &fqn = key.first;
+    const std::vector<int64_t> &offsets = key.second;
     std::vector<std::pair<StringRef, PickleRef>> indexFields = {
         {"fqn", PickleValue::string(fqn)}};
     auto tensor = metadata.tensors.find(fqn);
