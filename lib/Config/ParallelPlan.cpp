@@ -2,11 +2,11 @@
 
 #include "titan/Config/ParallelPlan.h"
 
+#include "Toml.h"
+
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/MemoryBuffer.h"
-
-#include <toml++/toml.h>
 
 using namespace mlir::titan;
 
@@ -38,19 +38,16 @@ placement = "S(0)"
 
 llvm::Expected<ParallelPlan> ParallelPlan::parse(llvm::StringRef text,
                                                  llvm::StringRef fileName) {
-  toml::parse_result parsed =
-      toml::parse(std::string_view(text.data(), text.size()), fileName.str());
+  llvm::Expected<toml::table> parsed = parseToml(text, fileName);
   if (!parsed)
-    return planError(llvm::formatv("{0}:{1}: {2}", fileName,
-                                   parsed.error().source().begin.line,
-                                   parsed.error().description()));
+    return parsed.takeError();
   ParallelPlan plan;
-  for (const auto &[key, node] : parsed.table()) {
+  for (const auto &[key, node] : *parsed) {
     if (key.str() != "rule" || !node.is_array_of_tables())
       return planError(fileName + ": unknown entry '" + std::string(key.str()) +
                        "'; a plan is a list of [[rule]] tables");
   }
-  const toml::array *rules = parsed.table()["rule"].as_array();
+  const toml::array *rules = (*parsed)["rule"].as_array();
   if (!rules)
     return plan;
   auto where = [&](const toml::node &node) {

@@ -2,13 +2,13 @@
 
 #include "titan/Config/TrainConfig.h"
 
+#include "Toml.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-
-#include <toml++/toml.h>
 
 #include <cmath>
 #include <functional>
@@ -348,14 +348,10 @@ llvm::Expected<TrainConfig>
 mlir::titan::parseTrainConfig(llvm::StringRef text, llvm::StringRef fileName,
                               llvm::ArrayRef<std::string> overrides) {
   TrainConfig config;
-  toml::parse_result parsed =
-      toml::parse(std::string_view(text.data(), text.size()), fileName.str());
+  llvm::Expected<toml::table> parsed = parseToml(text, fileName);
   if (!parsed)
-    return error(llvm::formatv("{0}:{1}: {2}", fileName,
-                               parsed.error().source().begin.line,
-                               parsed.error().description())
-                     .str());
-  if (llvm::Error e = apply(parsed.table(), config, fileName))
+    return parsed.takeError();
+  if (llvm::Error e = apply(*parsed, config, fileName))
     return std::move(e);
   for (const std::string &assignment : overrides) {
     if (assignment.find_first_of("\n\r") != std::string::npos)
@@ -369,16 +365,17 @@ mlir::titan::parseTrainConfig(llvm::StringRef text, llvm::StringRef fileName,
     // Parse the value as a TOML value: numbers and booleans as such,
     // anything else as a string.
     std::string line = ("[" + section + "]\n" + name + " = " + value).str();
-    toml::parse_result one =
-        toml::parse(std::string_view(line), std::string_view("override"));
+    llvm::Expected<toml::table> one = parseToml(line, "override");
     if (!one) {
+      llvm::consumeError(one.takeError());
       line = ("[" + section + "]\n" + name + " = \"" + value + "\"").str();
-      one = toml::parse(std::string_view(line), std::string_view("override"));
+      one = parseToml(line, "override");
     }
-    if (!one)
+    if (!one) {
+      llvm::consumeError(one.takeError());
       return error("override '" + assignment + "': cannot parse the value");
-    if (llvm::Error e =
-            apply(one.table(), config, "override '" + assignment + "'"))
+    }
+    if (llvm::Error e = apply(*one, config, "override '" + assignment + "'"))
       return std::move(e);
   }
   if (llvm::Error e = validate(config, fileName))
