@@ -649,8 +649,14 @@ llvm::Expected<DenseTensor> mlir::titan::readTorchSaveTensor(StringRef archive,
   llvm::Expected<TorchSaveArchive> saved = readTorchSave(archive, name);
   if (!saved)
     return saved.takeError();
+  return readTorchSaveTensor(*saved, name);
+}
+
+llvm::Expected<DenseTensor>
+mlir::titan::readTorchSaveTensor(const TorchSaveArchive &archive,
+                                 StringRef name) {
   llvm::Expected<TorchSaveTensorLayout> layout =
-      getTorchSaveTensorLayout(*saved, name);
+      getTorchSaveTensorLayout(archive, name);
   if (!layout)
     return layout.takeError();
   DenseTensor tensor;

@@ -192,6 +192,12 @@ getTorchSaveTensorLayout(const TorchSaveArchive &archive, llvm::StringRef name);
 llvm::Expected<DenseTensor> readTorchSaveTensor(llvm::StringRef archive,
                                                 llvm::StringRef name);
 
+/// Copies the one tensor of an opened torch.save archive (any strides and
+/// storage offset) into a contiguous tensor. `name` is used in error
+/// messages.
+llvm::Expected<DenseTensor> readTorchSaveTensor(const TorchSaveArchive &archive,
+                                                llvm::StringRef name);
+
 } // namespace mlir::titan
 
 #endif // TITAN_CHECKPOINT_TORCHSAVE_H
