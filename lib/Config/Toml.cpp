@@ -29,6 +29,8 @@ bool isTomlSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 /// for whitespace (see checkTomlCharacters), or npos.
 size_t findUnsafeNonAscii(llvm::StringRef text) {
   Lexical state = Lexical::Outside;
+  // Outside strings, the last character other than a space or tab.
+  char previous = '\n';
   // In a multi-line basic string, after a line-ending backslash: toml++
   // skips whitespace and newlines up to the next character.
   bool trimming = false;
@@ -41,17 +43,25 @@ size_t findUnsafeNonAscii(llvm::StringRef text) {
         return i;
       if (c == '#') {
         state = Lexical::Comment;
-      } else if (c == '"' || c == '\'') {
+      } else if ((c == '"' || c == '\'') &&
+                 llvm::StringRef("\n=[,{.").contains(previous)) {
+        // A quote opens a string only where a key or value may start; in
+        // the middle of a malformed value toml++ takes it for part of the
+        // value and tests each character after it for whitespace.
         bool multi = rest.starts_with(c == '"' ? "\"\"\"" : "'''");
         if (multi)
           i += 2;
         state = c == '"' ? (multi ? Lexical::MultiBasic : Lexical::Basic)
                          : (multi ? Lexical::MultiLiteral : Lexical::Literal);
+      } else if (c != ' ' && c != '\t') {
+        previous = c;
       }
       break;
     case Lexical::Comment:
-      if (c == '\n')
+      if (c == '\n') {
         state = Lexical::Outside;
+        previous = '\n';
+      }
       break;
     case Lexical::Basic:
     case Lexical::MultiBasic: {
@@ -75,19 +85,24 @@ size_t findUnsafeNonAscii(llvm::StringRef text) {
         if (multi)
           i += std::min<size_t>(rest.find_first_not_of('"'), 5) - 1;
         state = Lexical::Outside;
+        previous = c;
       } else if (c == '\n' && !multi) {
         state = Lexical::Outside;
+        previous = c;
       }
       break;
     }
     case Lexical::Literal:
-      if (c == '\'' || c == '\n')
+      if (c == '\'' || c == '\n') {
         state = Lexical::Outside;
+        previous = c;
+      }
       break;
     case Lexical::MultiLiteral:
       if (rest.starts_with("'''")) {
         i += std::min<size_t>(rest.find_first_not_of('\''), 5) - 1;
         state = Lexical::Outside;
+        previous = c;
       }
       break;
     }
