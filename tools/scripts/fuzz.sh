@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Builds titan's libFuzzer targets (test/fuzz) with clang, AddressSanitizer
-# and UndefinedBehaviorSanitizer, and runs each for SECONDS (default 60) from
-# a seed corpus made of the test inputs (tools/scripts/fuzz_seeds.py). Prints
-# one line per target, "ran clean" or "CRASHED" with its reproducer, and
-# exits non-zero if any target crashed (docs/fuzzing.md).
+# and UndefinedBehaviorSanitizer, and runs each (or each TARGET named, e.g.
+# npy) for SECONDS (default 60) from a seed corpus made of the test inputs
+# (tools/scripts/fuzz_seeds.py). Prints one line per target, "ran clean" or
+# "CRASHED" with its reproducer, and exits non-zero if any target crashed
+# (docs/fuzzing.md).
 #   TITAN_FUZZ_BUILD_DIR  build directory (default: <repo>/build-fuzz)
 #   TITAN_JOBS            parallel build jobs (default: number of cores)
-# Usage: tools/scripts/fuzz.sh [SECONDS]
+# Usage: tools/scripts/fuzz.sh [SECONDS [TARGET...]]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${TITAN_FUZZ_BUILD_DIR:-$root/build-fuzz}
 seconds=${1:-60}
 targets=(pickle torch-save dcp-metadata npy train-config mlir)
+if (($# > 1)); then
+  targets=("${@:2}")
+fi
 
 "$root/tools/scripts/install-deps.sh"
 # -fno-sanitize=vptr: LLVM and MLIR are built without RTTI.
