@@ -2,6 +2,8 @@
 
 #include "Toml.h"
 
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir::titan;
@@ -25,12 +27,33 @@ bool isAscii(char c) { return static_cast<unsigned char>(c) < 0x80; }
 /// backslash.
 bool isTomlSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
+/// What toml++ reads next outside strings and comments.
+enum class Expect { Key, Value, AfterKey, AfterValue };
+
+/// A bare token outside strings: toml++ reads a bare key over
+/// [A-Za-z0-9_-] and a bare value (number, boolean, date) up to a value
+/// terminator, testing each character as it goes.
+enum class Token { None, Key, Value };
+
+bool isBareKeyChar(char c) { return llvm::isAlnum(c) || c == '_' || c == '-'; }
+
+bool isValueTerminator(char c) {
+  return isTomlSpace(c) || c == ']' || c == '}' || c == ',' || c == '#';
+}
+
 /// The byte offset of the first non-ASCII character that toml++ would test
-/// for whitespace (see checkTomlCharacters), or npos.
+/// for whitespace (see checkTomlCharacters), or npos. It follows toml++'s
+/// reading of the document far enough to know where a quote opens a string:
+/// only where a key or value starts (in the middle of a malformed value
+/// toml++ reads on, testing each character).
 size_t findUnsafeNonAscii(llvm::StringRef text) {
   Lexical state = Lexical::Outside;
-  // Outside strings, the last character other than a space or tab.
-  char previous = '\n';
+  Expect expect = Expect::Key;
+  Token token = Token::None;
+  // What the string being read is: a key or a value.
+  Expect afterString = Expect::AfterValue;
+  // Open arrays ('['), inline tables ('{') and a table header ('h').
+  llvm::SmallVector<char> open;
   // In a multi-line basic string, after a line-ending backslash: toml++
   // skips whitespace and newlines up to the next character.
   bool trimming = false;
@@ -41,26 +64,74 @@ size_t findUnsafeNonAscii(llvm::StringRef text) {
     case Lexical::Outside:
       if (!isAscii(c))
         return i;
+      if ((token == Token::Key && isBareKeyChar(c)) ||
+          (token == Token::Value && !isValueTerminator(c)))
+        break;
+      if (token != Token::None) {
+        expect = token == Token::Key ? Expect::AfterKey : Expect::AfterValue;
+        token = Token::None;
+      }
       if (c == '#') {
         state = Lexical::Comment;
-      } else if ((c == '"' || c == '\'') &&
-                 llvm::StringRef("\n=[,{.").contains(previous)) {
-        // A quote opens a string only where a key or value may start; in
-        // the middle of a malformed value toml++ takes it for part of the
-        // value and tests each character after it for whitespace.
+      } else if (c == '\n') {
+        // Arrays span lines; anything else ends with its line.
+        if (open.empty() || open.back() != '[') {
+          open.clear();
+          expect = Expect::Key;
+        }
+      } else if (isTomlSpace(c)) {
+        // Spaces separate tokens and nothing else.
+      } else if (c == '"' || c == '\'') {
+        // Elsewhere toml++ stops at the quote with an error.
+        if (expect != Expect::Key && expect != Expect::Value)
+          break;
         bool multi = rest.starts_with(c == '"' ? "\"\"\"" : "'''");
         if (multi)
           i += 2;
         state = c == '"' ? (multi ? Lexical::MultiBasic : Lexical::Basic)
                          : (multi ? Lexical::MultiLiteral : Lexical::Literal);
-      } else if (c != ' ' && c != '\t') {
-        previous = c;
+        afterString =
+            expect == Expect::Key ? Expect::AfterKey : Expect::AfterValue;
+      } else if (expect == Expect::Key) {
+        if (isBareKeyChar(c)) {
+          token = Token::Key;
+        } else if (c == '[' && open.empty()) {
+          open.push_back('h');
+          if (rest.starts_with("[["))
+            ++i;
+        }
+      } else if (expect == Expect::Value) {
+        if (c == '[' || c == '{') {
+          open.push_back(c);
+          expect = c == '[' ? Expect::Value : Expect::Key;
+        } else if (!open.empty() && ((c == ']' && open.back() == '[') ||
+                                     (c == '}' && open.back() == '{'))) {
+          open.pop_back();
+          expect = Expect::AfterValue;
+        } else {
+          token = Token::Value;
+        }
+      } else if (expect == Expect::AfterKey) {
+        if (c == '=' || c == '.') {
+          expect = c == '=' ? Expect::Value : Expect::Key;
+        } else if (c == ']' && !open.empty() && open.back() == 'h') {
+          open.pop_back();
+          if (rest.starts_with("]]"))
+            ++i;
+          expect = Expect::AfterValue;
+        }
+      } else if (!open.empty()) {
+        if (c == ',')
+          expect = open.back() == '[' ? Expect::Value : Expect::Key;
+        else if ((c == ']' && open.back() == '[') ||
+                 (c == '}' && open.back() == '{'))
+          open.pop_back();
       }
       break;
     case Lexical::Comment:
       if (c == '\n') {
         state = Lexical::Outside;
-        previous = '\n';
+        --i; // the newline ends a line outside the comment too
       }
       break;
     case Lexical::Basic:
@@ -85,24 +156,27 @@ size_t findUnsafeNonAscii(llvm::StringRef text) {
         if (multi)
           i += std::min<size_t>(rest.find_first_not_of('"'), 5) - 1;
         state = Lexical::Outside;
-        previous = c;
+        expect = afterString;
       } else if (c == '\n' && !multi) {
         state = Lexical::Outside;
-        previous = c;
+        --i;
       }
       break;
     }
     case Lexical::Literal:
-      if (c == '\'' || c == '\n') {
+      if (c == '\'') {
         state = Lexical::Outside;
-        previous = c;
+        expect = afterString;
+      } else if (c == '\n') {
+        state = Lexical::Outside;
+        --i;
       }
       break;
     case Lexical::MultiLiteral:
       if (rest.starts_with("'''")) {
         i += std::min<size_t>(rest.find_first_not_of('\''), 5) - 1;
         state = Lexical::Outside;
-        previous = c;
+        expect = afterString;
       }
       break;
     }

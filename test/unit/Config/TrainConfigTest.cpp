@@ -204,7 +204,8 @@ TEST(TrainConfig, NonAsciiWhereTomlppTestsWhitespaceIsRefused) {
        {"[job]\nname = \"a\" \xc3\xa9\n", "[job]\nna\xc3\xa2me = \"a\"\n",
         "[job]\ndescription = \"\"\"\\\n  \xc2\xa7\"\"\"\n",
         "[job]\ndescription = \"\\\xc3\xa9\"\n",
-        "[job]\nname = 20g:\"\"\":\xc6\xaf\n"}) {
+        "[job]\nname = 20g:\"\"\":\xc6\xaf\n",
+        "[job]\nname = [[1['\xc3\xa9']]\n"}) {
     std::string message = errorOf(text);
     EXPECT_NE(message.find(": a non-ASCII character outside a string"),
               std::string::npos)
@@ -213,12 +214,16 @@ TEST(TrainConfig, NonAsciiWhereTomlppTestsWhitespaceIsRefused) {
   // Anywhere else a non-ASCII character is as TOML has it.
   llvm::Expected<TrainConfig> config =
       parseTrainConfig("# caf\xc3\xa9\n[job]\ndescription = \"\"\"\\\n"
-                       "  x\xc2\xa7\"\"\"\nname = '\xc3\xa9'\n",
+                       "  x\xc2\xa7\"\"\"\nname='\xc3\xa9' # \xc3\xa9\n",
                        "cfg.toml", {"job.dump_folder=/tmp/\xc3\xa9"});
   ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
   EXPECT_EQ(config->jobDescription, "x\xc2\xa7");
   EXPECT_EQ(config->jobName, "\xc3\xa9");
   EXPECT_EQ(config->dumpFolder, "/tmp/\xc3\xa9");
+  for (const char *text :
+       {"job.\"name\" = \"\xc3\xa9\"\n",
+        "job = {name = '\xc3\xa9', description=\"\xc3\xa9\"}\n"})
+    EXPECT_EQ(errorOf(text), "") << text;
 }
 
 TEST(TrainConfig, BundledConfigsLoad) {
