@@ -584,7 +584,9 @@ inputType(MLIRContext &context, torch::jit::Value *input,
 static std::string inputName(torch::jit::Value *value, size_t index) {
   if (!value->hasDebugName())
     return "input" + std::to_string(index);
-  llvm::StringRef name = value->debugName();
+  // debugName() returns a copy: keep it alive while `name` refers to it.
+  std::string debugName = value->debugName();
+  llvm::StringRef name = debugName;
   auto [base, suffix] = name.rsplit('.');
   if (!suffix.empty() && llvm::all_of(suffix, llvm::isDigit))
     name = base;
