@@ -38,8 +38,9 @@ export TITAN_LINKER=$linker
 # allow_user_poisoning=0: LLVM's headers poison and unpoison the slabs of
 # their bump allocators in instrumented code, which the uninstrumented
 # libLLVM and libMLIR then allocate from and write (false use-after-poison
-# reports).
-export ASAN_OPTIONS="detect_leaks=1:allow_user_poisoning=0:halt_on_error=1:suppressions=$suppressions/asan.supp"
+# reports). verify_asan_link_order=0: tests that LD_PRELOAD a fault-injection
+# library load it before the sanitizer runtime.
+export ASAN_OPTIONS="detect_leaks=1:allow_user_poisoning=0:verify_asan_link_order=0:halt_on_error=1:suppressions=$suppressions/asan.supp"
 export LSAN_OPTIONS="suppressions=$suppressions/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$suppressions/ubsan.supp"
 TITAN_BUILD_DIR=$build exec "$root/tools/scripts/test.sh"
