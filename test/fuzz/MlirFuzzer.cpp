@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/Dialect/TitanDialect.h"
+#include "titan/Support/NestingLimit.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -41,12 +42,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   MLIRContext context(registry, MLIRContext::Threading::DISABLED);
   // Diagnostics are expected for most inputs; only crashes matter.
   ScopedDiagnosticHandler ignore(&context, [](Diagnostic &) {});
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(
+  std::unique_ptr<llvm::MemoryBuffer> buffer =
       llvm::MemoryBuffer::getMemBufferCopy(
           llvm::StringRef(reinterpret_cast<const char *>(data), size),
-          "fuzz.mlir"),
-      llvm::SMLoc());
+          "fuzz.mlir");
+  // As the tools do (include/titan/Tools/ParseInput.h): nesting past the
+  // limit is refused before the recursive parser sees it.
+  if (llvm::Error error = titan::checkMlirNestingDepth(*buffer)) {
+    llvm::consumeError(std::move(error));
+    return 0;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
   // Parsing verifies the module.
   OwningOpRef<ModuleOp> module =
       parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
