@@ -1015,6 +1015,9 @@ llvm::Error Reader::stepLegacy(uint8_t opcode) {
     llvm::Expected<int64_t> index = takeDecimalLine();
     if (!index)
       return index.takeError();
+    // The range of LONG_BINPUT's indices (and no DenseMap's reserved keys).
+    if (*index < 0 || *index > int64_t(UINT32_MAX))
+      return error("memo index " + llvm::Twine(*index) + " is out of range");
     return opcode == PUT ? memoize(*index) : pushMemoized(*index);
   }
   case PERSID: {

@@ -110,6 +110,14 @@ TEST(PickleTest, ReadsProtocolZeroText) {
   EXPECT_EQ(items[3]->getString(), "\xc3\xa9");
   EXPECT_EQ(items[4]->getFloat(), 1.5);
   EXPECT_EQ(items[5], items[0]);
+  // Text memo indices outside LONG_BINPUT's range are refused (found by
+  // the pickle fuzzer: -1 is DenseMap's empty key).
+  for (const char *bad : {"Np-1\n.", "Np4294967296\n.", "Ng-2\n."}) {
+    read = readPickle(bad, "t.pkl", checkpointPickleGlobals());
+    ASSERT_FALSE(bool(read)) << bad;
+    EXPECT_NE(llvm::toString(read.takeError()).find("out of range"),
+              std::string::npos);
+  }
   // A malformed quoted string names itself.
   read = readPickle("S'abc\n.", "t.pkl", checkpointPickleGlobals());
   ASSERT_FALSE(bool(read));
