@@ -55,6 +55,10 @@ private:
   /// Parses "[a,b,c]" (or "[]").
   bool parseList(const std::string &text, std::vector<int64_t> &values) const;
   static bool parseInt(const std::string &text, int64_t &value);
+  static bool parseDouble(const std::string &text, double &value);
+  /// Splits "key=value" (the value is "" without '=').
+  static std::pair<std::string, std::string>
+  splitEntry(const std::string &entry);
   Status parsePlace(std::istringstream &line, TensorPlace &place) const;
   Status parseLine(const std::string &keyword, std::istringstream &line);
 
@@ -65,6 +69,26 @@ private:
 };
 
 } // namespace
+
+bool Parser::parseDouble(const std::string &text, double &value) {
+  if (text.empty())
+    return false;
+  size_t used = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (...) {
+    return false;
+  }
+  return used == text.size();
+}
+
+std::pair<std::string, std::string>
+Parser::splitEntry(const std::string &entry) {
+  size_t equals = entry.find('=');
+  if (equals == std::string::npos)
+    return {entry, ""};
+  return {entry.substr(0, equals), entry.substr(equals + 1)};
+}
 
 bool Parser::parseInt(const std::string &text, int64_t &value) {
   if (text.empty())
@@ -164,17 +188,11 @@ Status Parser::parseLine(const std::string &keyword, std::istringstream &line) {
   if (keyword == "defaults") {
     std::string entry;
     while (line >> entry) {
-      size_t equals = entry.find('=');
-      std::string key = entry.substr(0, equals), value;
-      if (equals != std::string::npos)
-        value = entry.substr(equals + 1);
+      auto [key, value] = splitEntry(entry);
       int64_t number;
       if (key == "lr") {
-        try {
-          description.defaultLearningRate = std::stod(value);
-        } catch (...) {
+        if (!parseDouble(value, description.defaultLearningRate))
           return error("malformed learning rate '" + value + "'");
-        }
       } else if ((key == "steps" || key == "seed") && parseInt(value, number)) {
         (key == "steps" ? description.defaultSteps : description.defaultSeed) =
             number;
@@ -188,10 +206,7 @@ Status Parser::parseLine(const std::string &keyword, std::istringstream &line) {
     mlir::titan::LrSchedule &schedule = description.lrSchedule;
     std::string entry;
     while (line >> entry) {
-      size_t equals = entry.find('=');
-      std::string key = entry.substr(0, equals), value;
-      if (equals != std::string::npos)
-        value = entry.substr(equals + 1);
+      auto [key, value] = splitEntry(entry);
       int64_t number;
       std::optional<mlir::titan::LrDecayType> type;
       if ((key == "warmup" || key == "stable" || key == "decay") &&
@@ -203,12 +218,9 @@ Status Parser::parseLine(const std::string &keyword, std::istringstream &line) {
                  (type = mlir::titan::symbolizeLrDecayType(value))) {
         schedule.decayType = *type;
       } else if (key == "min") {
-        try {
-          schedule.minLrFactor = std::stod(value);
-        } catch (...) {
+        if (!parseDouble(value, schedule.minLrFactor))
           return error("malformed minimum learning-rate factor '" + value +
                        "'");
-        }
       } else {
         return error("malformed learning-rate schedule entry '" + entry + "'");
       }
