@@ -181,7 +181,8 @@ LLVM::LLVMFuncOp StepLowering::getRuntimeFunction(StringRef name) {
       signatureType(context, signature.front()), arguments);
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(module.getBody());
-  auto function = LLVM::LLVMFuncOp::create(builder, module.getLoc(), name, type);
+  auto function =
+      LLVM::LLVMFuncOp::create(builder, module.getLoc(), name, type);
   symbols.insert(function);
   return function;
 }
@@ -437,6 +438,13 @@ struct LowerToRuntimePass
 
 void LowerToRuntimePass::runOnOperation() {
   ModuleOp module = getOperation();
+  std::optional<LrDecayType> type = symbolizeLrDecayType(decayType);
+  if (!type) {
+    module.emitError() << "titan-lower-to-runtime: unknown learning-rate "
+                          "decay type '"
+                       << decayType << "' (linear, sqrt or cosine)";
+    return signalPassFailure();
+  }
   auto step = module.lookupSymbol<func::FuncOp>("train_step");
   if (!step || !step->hasAttr(TitanDialect::kMemoryPlanAttrName)) {
     module.emitError("titan-lower-to-runtime needs a planned @train_step "
@@ -463,13 +471,6 @@ void LowerToRuntimePass::runOnOperation() {
   StepLowering lowering(module, step);
   if (failed(lowering.run()))
     return signalPassFailure();
-  std::optional<LrDecayType> type = symbolizeLrDecayType(decayType);
-  if (!type) {
-    module.emitError() << "titan-lower-to-runtime: unknown learning-rate "
-                          "decay type '"
-                       << decayType << "' (linear, sqrt or cosine)";
-    return signalPassFailure();
-  }
   RunDefaults defaults{learningRate, steps, seed,
                        LrSchedule::fromConfig(steps, warmupSteps, decayRatio,
                                               *type, minLrFactor)};

@@ -70,18 +70,6 @@ private:
 
 } // namespace
 
-bool Parser::parseDouble(const std::string &text, double &value) {
-  if (text.empty())
-    return false;
-  size_t used = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (...) {
-    return false;
-  }
-  return used == text.size();
-}
-
 std::pair<std::string, std::string>
 Parser::splitEntry(const std::string &entry) {
   size_t equals = entry.find('=');
@@ -90,16 +78,30 @@ Parser::splitEntry(const std::string &entry) {
   return {entry.substr(0, equals), entry.substr(equals + 1)};
 }
 
-bool Parser::parseInt(const std::string &text, int64_t &value) {
+/// Parses all of `text` with `convert` (a std::sto* function).
+template <typename T, typename Convert>
+static bool parseWhole(const std::string &text, T &value, Convert convert) {
   if (text.empty())
     return false;
   size_t used = 0;
   try {
-    value = std::stoll(text, &used);
+    value = convert(text, &used);
   } catch (...) {
     return false;
   }
   return used == text.size();
+}
+
+bool Parser::parseInt(const std::string &text, int64_t &value) {
+  return parseWhole(text, value, [](const std::string &s, size_t *used) {
+    return std::stoll(s, used);
+  });
+}
+
+bool Parser::parseDouble(const std::string &text, double &value) {
+  return parseWhole(text, value, [](const std::string &s, size_t *used) {
+    return std::stod(s, used);
+  });
 }
 
 bool Parser::parseList(const std::string &text,

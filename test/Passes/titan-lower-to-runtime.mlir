@@ -1,5 +1,7 @@
 // RUN: titan-opt %s --titan-fuse-kernels --titan-lower-kernels --titan-plan-memory --titan-lower-to-runtime | FileCheck %s
 // RUN: not titan-opt %s --titan-lower-to-runtime 2>&1 | FileCheck %s --check-prefix=UNPLANNED
+// RUN: not titan-opt %s --titan-lower-to-runtime="lr-decay-type=exponential" 2>&1 | FileCheck %s --check-prefix=DECAY
+// DECAY: error: titan-lower-to-runtime: unknown learning-rate decay type 'exponential' (linear, sqrt or cosine)
 
 // The planned step becomes @titan_program_step(ctx, arena, state, inputs):
 // pointers into the regions at the planned offsets, a runtime call per host

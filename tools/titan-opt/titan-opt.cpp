@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/InitAll.h"
-#include "titan/Support/NestingLimit.h"
+#include "titan/Tools/ParseInput.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
@@ -42,19 +42,17 @@ int main(int argc, char **argv) {
       llvm::sys::Process::FileDescriptorIsDisplayed(fileno(stdin)))
     llvm::errs() << "(processing input from stdin now, hit ctrl-c/ctrl-d to "
                     "interrupt)\n";
-  std::string message;
-  std::unique_ptr<llvm::MemoryBuffer> input =
-      mlir::openInputFile(inputFilename, &message);
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> input =
+      mlir::titan::openCheckedInput(inputFilename);
   if (!input)
-    return fail(message);
-  if (llvm::Error error = mlir::titan::checkMlirNestingDepth(*input))
-    return fail(llvm::toString(std::move(error)));
+    return fail(llvm::toString(input.takeError()));
+  std::string message;
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(outputFilename, &message);
   if (!output)
     return fail(message);
   if (mlir::failed(
-          mlir::MlirOptMain(output->os(), std::move(input), registry, config)))
+          mlir::MlirOptMain(output->os(), std::move(*input), registry, config)))
     return EXIT_FAILURE;
   output->keep();
   return EXIT_SUCCESS;

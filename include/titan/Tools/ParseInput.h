@@ -19,23 +19,32 @@
 
 namespace mlir::titan {
 
+/// The contents of file `path` (`-`: stdin), checked against the nesting
+/// limit.
+inline llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+openCheckedInput(llvm::StringRef path) {
+  std::string message;
+  std::unique_ptr<llvm::MemoryBuffer> buffer = openInputFile(path, &message);
+  if (!buffer)
+    return llvm::createStringError(message);
+  if (llvm::Error error = checkMlirNestingDepth(*buffer))
+    return std::move(error);
+  return std::move(buffer);
+}
+
 /// Parses the module in file `path` into `sourceMgr`; null after reporting
 /// an error (a file that cannot be read, nesting past the limit, a parse
 /// error).
 inline OwningOpRef<ModuleOp> parseInputFile(llvm::StringRef path,
                                             llvm::SourceMgr &sourceMgr,
                                             MLIRContext *context) {
-  std::string message;
-  std::unique_ptr<llvm::MemoryBuffer> buffer = openInputFile(path, &message);
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      openCheckedInput(path);
   if (!buffer) {
-    emitError(UnknownLoc::get(context)) << message;
+    emitError(UnknownLoc::get(context)) << llvm::toString(buffer.takeError());
     return nullptr;
   }
-  if (llvm::Error error = checkMlirNestingDepth(*buffer)) {
-    emitError(UnknownLoc::get(context)) << llvm::toString(std::move(error));
-    return nullptr;
-  }
-  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   return parseSourceFile<ModuleOp>(sourceMgr, context);
 }
 
