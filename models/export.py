@@ -155,6 +155,24 @@ def flavor_json(args: Any) -> Dict[str, Any]:
     return out
 
 
+def override_args(args: Any, assignments: List[str]) -> Any:
+    """``args`` with integer fields replaced by ``--set FIELD=VALUE`` assignments."""
+    fields = {f.name for f in dataclasses.fields(args)}
+    changes: Dict[str, int] = {}
+    for assignment in assignments:
+        name, sep, value = assignment.partition("=")
+        if not sep or name not in fields:
+            raise SystemExit(f"--set {assignment!r}: expected FIELD=VALUE with FIELD one of "
+                             f"{sorted(fields)}")
+        if not isinstance(getattr(args, name), int):
+            raise SystemExit(f"--set {assignment!r}: {name} is not an integer field")
+        try:
+            changes[name] = int(value)
+        except ValueError:
+            raise SystemExit(f"--set {assignment!r}: {value!r} is not an integer") from None
+    return dataclasses.replace(args, **changes)
+
+
 def export(opts: argparse.Namespace) -> Dict[str, Any]:
     """Build, record (trace or script), save and describe one model; returns export.json's content."""
     start = time.perf_counter()
@@ -163,6 +181,7 @@ def export(opts: argparse.Namespace) -> Dict[str, Any]:
         if opts.model != "llama3":
             raise SystemExit("--n-layers applies to llama3 only")
         args = dataclasses.replace(args, n_layers=opts.n_layers)
+    args = override_args(args, opts.set)
     vocab = args.vocab_size
     shape_only = opts.shape_only or (opts.model, opts.flavor) in LARGE_FLAVORS
     mode = opts.mode or ("script" if shape_only else "trace")
@@ -237,6 +256,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="weight seed; the tokens use seed + 1")
     parser.add_argument("--n-layers", type=int, default=None,
                         help="override the flavor's number of layers (llama3; for scaling benchmarks)")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override an integer field of the flavor, e.g. --set vocab_size=50257 "
+                             "(repeatable)")
     opts = parser.parse_args()
     info = export(opts)
     kind = "shape-only" if info["shape_only"] else "weights"

@@ -11,8 +11,6 @@
 #include "titan/Dialect/FunctionAttributes.h"
 #include "titan/Passes.h"
 
-#include "llvm/Support/FormatVariadic.h"
-
 namespace mlir::titan {
 #define GEN_PASS_DEF_APPLYPARALLELPLANPASS
 #include "passes/Passes.h.inc"
@@ -37,12 +35,13 @@ private:
   LogicalResult apply();
   /// Placements of a value over the mesh, `R` on axes of size 1.
   SmallVector<Placement> onMesh(ArrayRef<Placement> perAxis) const;
-  /// Checks that every sharded dim of `type` divides; `what` names it.
+  /// Checks that the plan shards dims that `type` has; `what` names it.
   /// Errors point at `anchor`'s location (the module's: a function's
-  /// location would quote its whole signature).
-  LogicalResult checkDivisible(Operation *anchor, StringRef what,
-                               RankedTensorType type,
-                               ArrayRef<Placement> placements) const;
+  /// location would quote its whole signature). Dims that the degrees do
+  /// not divide are sharded unevenly, as DTensor does.
+  LogicalResult checkShardedDims(Operation *anchor, StringRef what,
+                                 RankedTensorType type,
+                                 ArrayRef<Placement> placements) const;
 
   ResolvedMesh mesh;
 };
@@ -57,31 +56,9 @@ ApplyParallelPlanPass::onMesh(ArrayRef<Placement> perAxis) const {
 }
 
 LogicalResult
-ApplyParallelPlanPass::checkDivisible(Operation *anchor, StringRef what,
-                                      RankedTensorType type,
-                                      ArrayRef<Placement> placements) const {
-  for (int64_t dim = 0; dim < type.getRank(); ++dim) {
-    int64_t ways = 1;
-    std::string keys;
-    for (unsigned index = 0; index < NumMeshAxes; ++index) {
-      if (!placements[index].isShard(dim))
-        continue;
-      if (placements[index].getDim() >= type.getRank())
-        break;
-      auto axis = MeshAxis(index);
-      ways *= mesh.getSize(axis);
-      keys += (keys.empty() ? "" : " x ") +
-              llvm::formatv("{0}={1}", getMeshAxisDegreeKey(axis),
-                            mesh.getSize(axis))
-                  .str();
-    }
-    if (ways > 1 && type.getDimSize(dim) % ways != 0)
-      return emitError(anchor->getLoc())
-             << "titan-apply-parallel-plan: " << what << " has dim " << dim
-             << " of size " << type.getDimSize(dim)
-             << ", which does not divide into " << ways << " shards (" << keys
-             << "); choose degrees that divide it";
-  }
+ApplyParallelPlanPass::checkShardedDims(Operation *anchor, StringRef what,
+                                        RankedTensorType type,
+                                        ArrayRef<Placement> placements) const {
   for (const Placement &p : placements)
     if (p.isShard() && p.getDim() >= type.getRank())
       return emitError(anchor->getLoc())
@@ -197,8 +174,8 @@ LogicalResult ApplyParallelPlanPass::apply() {
         name ? name.getValue() : "", getArgRole(function, i), type);
     std::string what = name ? "'" + name.getValue().str() + "'"
                             : "argument #" + std::to_string(i);
-    if (failed(checkDivisible(module, what, cast<RankedTensorType>(type),
-                              placements)))
+    if (failed(checkShardedDims(module, what, cast<RankedTensorType>(type),
+                                placements)))
       return failure();
     argPlacements.push_back(makeAttr(placements));
   }

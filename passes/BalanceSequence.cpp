@@ -77,13 +77,22 @@ LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
                           TitanDialect::kSequenceOrderAttrName))
     return success();
   int64_t numChunks = 2 * ways;
-  if (ShapedType::isDynamic(length) || length % numChunks != 0)
+  if (ShapedType::isDynamic(length))
     return function.emitOpError()
-           << "sequence length " << length << " is not divisible by 2 x "
-           << static_cast<int64_t>(ways) << " = " << numChunks
-           << " chunks, which load-balanced context parallelism needs; "
-              "choose a seq_len that is a multiple of "
-           << numChunks;
+           << "has a dynamic sequence length, which context parallelism "
+              "cannot split; give the input a static seq_len";
+  // Without equal chunks the sequence keeps its natural order: contiguous,
+  // uneven shards (torch.chunk), correct but not balanced.
+  if (length % numChunks != 0) {
+    function.emitRemark()
+        << "sequence length " << length << " is not divisible by 2 x "
+        << static_cast<int64_t>(ways) << " = " << numChunks
+        << " chunks: context parallelism keeps the natural order (uneven "
+           "contiguous shards, causal attention work not balanced across "
+           "ranks); choose a seq_len that is a multiple of "
+        << numChunks << " to balance it";
+    return success();
+  }
 
   // Every value dim that indexes sequence positions: the dims that share a
   // factor, alone, with the sequence through the ops' sharding rules.

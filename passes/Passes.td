@@ -88,7 +88,11 @@ def BalanceSequencePass : Pass<"titan-balance-sequence", "::mlir::ModuleOp"> {
     sequence dim get `titan.sequence_order = array<i64: dim, chunks...>`: the
     caller (the runtime's data loader, `titan-eval`) stores them permuted.
 
-    Errors: a sequence length that 2 x `ways` does not divide; an op that
+    A static sequence length that 2 x `ways` does not divide keeps its
+    natural order (a remark says so): context parallelism then shards it
+    unevenly (torch.chunk), correct but with the causal work unbalanced.
+
+    Errors: a dynamic sequence length; an op that
     depends on positions along the sequence (a partial slice, a pad or a
     concat along it, a reshape that splits it, a causal `titan.attention`
     or `titan.attention_grad` over it, whose mask follows the stored order;
@@ -194,6 +198,17 @@ def SpmdizePass : Pass<"titan-spmdize", "::mlir::ModuleOp"> {
       results keep all their attributes (names, roles, placements), so
       `titan-eval --ranks=N` shards the global inputs and assembles the
       global outputs;
+    - uneven shards (a dim the ranks of its axes do not divide): every rank
+      holds the largest chunk, the ranks with a shorter (or empty) chunk
+      padding past it with unspecified values, so one program fits all
+      ranks. Arguments and results so sharded record their global shape in
+      `titan.global_shape`. Padding never reaches a valid element: an op
+      that reduces over an unevenly sharded factor first replaces the
+      padding by the identity of its reduction (0 for sums and
+      contractions, -inf for max; `PartitionContext::maskReducedPadding`),
+      a mean divides by the global count, a lookup or loss reads ids in the
+      padding as row 0 or the ignore index, and redistributions move the
+      chunks as equal padded pieces (`titan-redistribute-to-collectives`);
     - `titan.redistribute` becomes `titan.local_redistribute` (the shard
       under the old placements to the shard under the new), which
       `titan-redistribute-to-collectives` lowers;
@@ -209,7 +224,7 @@ def SpmdizePass : Pass<"titan-spmdize", "::mlir::ModuleOp"> {
       iota under a partial placement and an iota along a sharded dim are
       built whole and redistributed from R; a slice covers a sharded dim
       whole; a mean may be read as P(avg) (the mean of equal shards) or
-      P(sum) (the local mean divided by the ranks of the reduced axes);
+      P(sum) (the local sum divided by the global count);
       `titan.embedding` with the table's vocab dim sharded is a masked local
       lookup (ids shifted by the shard's first row, ids outside the shard
       read row 0 and are zeroed; the result P(sum)), `titan.embedding_grad`
@@ -224,9 +239,7 @@ def SpmdizePass : Pass<"titan-spmdize", "::mlir::ModuleOp"> {
       sharding rule is kept as it is on replicated values only.
 
     Rejected before anything is rewritten, with an error that names the
-    value, the dim, the mesh axis and the sizes: uneven shards (a sharded
-    dim not divisible by the axes sharding it; there is no padding), sharded
-    dynamic dims, placements that the op's rule does not explain (a softmax,
+    value, the dim, the mesh axis and the sizes: sharded dynamic dims, placements that the op's rule does not explain (a softmax,
     norm, RoPE or attention whose normalized, rotated or attended dim is
     sharded: a need_replication factor; operands and results sharded
     differently; partial operands the op is not linear in; results whose
@@ -253,6 +266,14 @@ def RedistributeToCollectivesPass : Pass<"titan-redistribute-to-collectives",
     `titan.axis_index`, exact for every element type); R->P(sum) keeps the
     value on coordinate 0 of the axis and zero elsewhere; R->P(avg|max|min)
     keeps it everywhere.
+
+    Uneven shards (torch.chunk; every rank holds the largest chunk, padded)
+    travel as equal padded pieces: before a reduce_scatter or all_to_all
+    each rank lays the chunk it splits out as one padded piece per rank of
+    the axis, and after an all_gather or all_to_all it joins the pieces it
+    received, dropping their padding (static slices and a concat; when the
+    pieces' offsets depend on the coordinate of an outer axis sharding the
+    same dim, one layout per coordinate, chosen by a select chain).
 
     Errors: a move the algebra refuses (e.g. two kinds of partial in one
     placements list) and a reduce-scatter of a non-float partial value.

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Dialect/FunctionAttributes.h"
 #include "titan/Dialect/Partition.h"
 #include "titan/Passes.h"
 
@@ -52,6 +53,10 @@ public:
     return mesh ? titan::getLocalType(layout.global, *mesh, layout.placements)
                 : layout.global;
   }
+  /// `titan.global_shape` for a value laid out as `layout` when its local
+  /// type times the ranks does not give its global shape (uneven shards),
+  /// else null.
+  Attribute getRecordedGlobalShape(const ValueLayout &layout) const;
   /// The layouts the function declares for its results.
   ArrayRef<ValueLayout> getResultLayouts() const { return resultLayouts; }
   /// The checked context of an op with a sharding rule.
@@ -63,7 +68,8 @@ public:
   PartitionContext makeContext(Operation *op) const;
 
 private:
-  /// Checks one layout (mesh, placements, static and even sharded dims);
+  /// Checks one layout (mesh, placements, static sharded dims; uneven ones
+  /// are padded, see getLocalType);
   /// `describe` names the value in messages.
   LogicalResult checkLayout(Operation *anchor, Attribute attr, Type type,
                             const Twine &describe, ValueLayout &layout);
@@ -111,29 +117,13 @@ LogicalResult GlobalFunction::checkLayout(Operation *anchor, Attribute attr,
     return anchor->emitError()
            << describe << ": " << llvm::toString(std::move(error));
   for (int64_t dim = 0, rank = shape.size(); dim < rank; ++dim) {
-    int64_t remaining = shape[dim];
-    for (unsigned axis : layout.getAxesSharding(dim)) {
-      StringRef name = mesh->getAxisName(axis);
-      int64_t axisSize = mesh->getSize(axis);
-      if (ShapedType::isDynamic(remaining))
-        return anchor->emitError()
-               << describe << ": dim " << dim
-               << " is dynamic and sharded over mesh axis \"" << name
-               << "\"; titan-spmdize needs static sizes for sharded dims";
-      if (remaining % axisSize != 0) {
-        InFlightDiagnostic diag = anchor->emitError()
-                                  << describe << ": dim " << dim << " of size "
-                                  << shape[dim];
-        if (remaining != shape[dim])
-          diag << " (" << remaining << " per shard of the outer mesh axes)";
-        return diag << " does not divide over mesh axis \"" << name
-                    << "\" of size " << axisSize
-                    << "; pick sizes that divide or do not shard this dim "
-                       "over that axis (titan-spmdize does not pad uneven "
-                       "shards)";
-      }
-      remaining /= axisSize;
-    }
+    SmallVector<unsigned> axes = layout.getAxesSharding(dim);
+    if (!axes.empty() && ShapedType::isDynamic(shape[dim]))
+      return anchor->emitError()
+             << describe << ": dim " << dim
+             << " is dynamic and sharded over mesh axis \""
+             << mesh->getAxisName(axes.front())
+             << "\"; titan-spmdize needs static sizes for sharded dims";
   }
   return success();
 }
@@ -228,6 +218,22 @@ LogicalResult GlobalFunction::analyze() {
     if (failed(checkOp(&op)))
       return failure();
   return success();
+}
+
+Attribute
+GlobalFunction::getRecordedGlobalShape(const ValueLayout &layout) const {
+  if (!mesh)
+    return nullptr;
+  ArrayRef<int64_t> shape = layout.global.getShape();
+  RankedTensorType local = getLocalType(layout);
+  for (int64_t dim = 0, rank = shape.size(); dim < rank; ++dim) {
+    int64_t implied = local.getDimSize(dim);
+    for (unsigned axis : layout.getAxesSharding(dim))
+      implied *= mesh->getSize(axis);
+    if (implied != shape[dim])
+      return DenseI64ArrayAttr::get(layout.global.getContext(), shape);
+  }
+  return nullptr;
 }
 
 PartitionContext GlobalFunction::makeContext(Operation *op) const {
@@ -394,6 +400,12 @@ LogicalResult spmdize(func::FuncOp function) {
   if (failed(global.analyze()))
     return failure();
   MLIRContext *context = function.getContext();
+  // The global shapes that the local types will no longer give.
+  SmallVector<Attribute> argShapes, resultShapes;
+  for (BlockArgument arg : function.getArguments())
+    argShapes.push_back(global.getRecordedGlobalShape(global.getLayout(arg)));
+  for (const ValueLayout &layout : global.getResultLayouts())
+    resultShapes.push_back(global.getRecordedGlobalShape(layout));
   TypeConverter converter;
   converter.addConversion([](Type type) { return type; });
   converter.addConversion([&](Value value) -> std::optional<Type> {
@@ -423,6 +435,12 @@ LogicalResult spmdize(func::FuncOp function) {
                                  std::move(patterns), config)))
     return failure();
   function->removeAttr(SignaturePattern::kConvertedAttrName);
+  StringRef name = TitanDialect::kGlobalShapeAttrName;
+  if (llvm::any_of(argShapes, [](Attribute a) { return bool(a); }))
+    setEachArgAttr(function, name, [&](unsigned i) { return argShapes[i]; });
+  if (llvm::any_of(resultShapes, [](Attribute a) { return bool(a); }))
+    setEachResultAttr(function, name,
+                      [&](unsigned i) { return resultShapes[i]; });
   return success();
 }
 

@@ -48,10 +48,8 @@ static std::string whyNotShardable(const OpShardingRule &rule, int64_t factor,
   for (auto [index, choice] : llvm::enumerate(earlier))
     if (choice.kind == AxisChoice::Kind::Shard && choice.index == factor)
       ways *= meshSizes[index];
-  if (ways <= 1 || size % ways != 0)
-    return llvm::formatv("its factor of size {0} does not divide over {1} "
-                         "ranks",
-                         size, ways);
+  if (ways <= 1)
+    return "the axis has a single rank";
   auto isOutermost = [&](const ValueDims &dims) {
     std::optional<int64_t> dim = findFactorDim(dims, factor);
     return !dim || getShardedFactor(rule, dims, *dim) == factor;
@@ -60,6 +58,30 @@ static std::string whyNotShardable(const OpShardingRule &rule, int64_t factor,
       !llvm::all_of(rule.resultDims, isOutermost))
     return "its factor is an inner part of a dim of another operand or "
            "result, whose shards would not be contiguous";
+  if (size % ways == 0)
+    return "";
+  // Uneven chunks (torch.chunk) of a factor are the chunks of every dim that
+  // holds it only when that dim has no other factor: chunking the outer
+  // factor of a merged dim unevenly is not chunking the dim.
+  auto isAlone = [&](const ValueDims &dims) {
+    std::optional<int64_t> dim = findFactorDim(dims, factor);
+    return !dim || llvm::all_of(dims[*dim], [&](int64_t other) {
+      return other == factor || rule.factorSizes[other] == 1;
+    });
+  };
+  if (!llvm::all_of(rule.operandDims, isAlone) ||
+      !llvm::all_of(rule.resultDims, isAlone))
+    return llvm::formatv("its factor of size {0} does not divide over {1} "
+                         "ranks and shares a dim with other factors, whose "
+                         "uneven chunks would not be the dim's",
+                         size, ways);
+  // The mean of unequal shards is not the mean of their means.
+  if (rule.factorKinds[factor] == FactorKind::Reduction &&
+      rule.partialKind == ReduceKind::Avg)
+    return llvm::formatv("its factor of size {0} does not divide over {1} "
+                         "ranks, and the average of unequal shards is not "
+                         "the average of the whole",
+                         size, ways);
   return "";
 }
 

@@ -39,6 +39,105 @@ RankedTensorType mlir::titan::getLocalType(RankedTensorType global,
   return global.clone(shard.shape);
 }
 
+bool DimChunks::isUneven() const {
+  return llvm::any_of(sizes, [&](int64_t size) { return size != padded; });
+}
+
+int64_t DimChunks::getPaddingElements() const {
+  int64_t total = 0;
+  for (int64_t size : sizes)
+    total += padded - size;
+  return total;
+}
+
+DimChunks mlir::titan::getDimChunks(ArrayRef<int64_t> globalShape,
+                                    const DeviceMesh &mesh,
+                                    ArrayRef<Placement> placements,
+                                    int64_t dim) {
+  DimChunks chunks;
+  int64_t count = 1;
+  for (auto [axis, placement] : llvm::enumerate(placements))
+    if (placement.isShard(dim)) {
+      chunks.axes.push_back(axis);
+      count *= mesh.getSize(axis);
+    }
+  SmallVector<int64_t> shape = getStaticShape(globalShape);
+  SmallVector<int64_t> coordinate(mesh.getNumAxes(), 0);
+  for (int64_t index = 0; index < count; ++index) {
+    int64_t rest = index;
+    for (unsigned axis : llvm::reverse(chunks.axes)) {
+      coordinate[axis] = rest % mesh.getSize(axis);
+      rest /= mesh.getSize(axis);
+    }
+    LocalShard shard = llvm::cantFail(
+        computeLocalShapeAndGlobalOffset(shape, mesh.getSizes(), placements,
+                                         coordinate),
+        "placements are verified before their chunks are asked for");
+    chunks.sizes.push_back(shard.shape[dim]);
+    chunks.offsets.push_back(shard.offset[dim]);
+  }
+  chunks.padded = *llvm::max_element(chunks.sizes);
+  return chunks;
+}
+
+Value mlir::titan::buildRankTableLookup(OpBuilder &builder, Location loc,
+                                        FlatSymbolRefAttr meshSymbol,
+                                        const DeviceMesh &mesh,
+                                        ArrayRef<unsigned> axes,
+                                        ArrayRef<int64_t> table) {
+  TensorBuilder b(builder, loc);
+  auto scalar = RankedTensorType::get({}, builder.getI64Type());
+  Value result = b.splat(scalar, double(table.back()));
+  if (llvm::all_equal(table))
+    return result;
+  SmallVector<StringRef> names;
+  for (unsigned axis : axes)
+    names.push_back(mesh.getAxisName(axis));
+  Value index = AxisIndexOp::create(builder, loc, scalar, meshSymbol,
+                                    builder.getStrArrayAttr(names));
+  for (int64_t entry = int64_t(table.size()) - 2; entry >= 0; --entry)
+    if (table[entry] != table.back())
+      result = b.select(b.indexEquals(index, entry, {}),
+                        b.splat(scalar, double(table[entry])), result);
+  return result;
+}
+
+Value mlir::titan::buildInChunkMask(OpBuilder &builder, Location loc,
+                                    FlatSymbolRefAttr meshSymbol,
+                                    const DeviceMesh &mesh,
+                                    const DimChunks &chunks,
+                                    ArrayRef<int64_t> shape, int64_t dim) {
+  if (!chunks.isUneven())
+    return nullptr;
+  TensorBuilder b(builder, loc);
+  Value size = buildRankTableLookup(builder, loc, meshSymbol, mesh, chunks.axes,
+                                    chunks.sizes);
+  Value positions =
+      b.iota(RankedTensorType::get(shape, builder.getI64Type()), dim);
+  return b.compare("lt", positions, b.broadcastTo(size, shape));
+}
+
+Value mlir::titan::buildIdentitySplat(OpBuilder &builder, Location loc,
+                                      RankedTensorType type, ReduceKind kind) {
+  bool lowest = kind == ReduceKind::Max, highest = kind == ReduceKind::Min;
+  Type element = type.getElementType();
+  DenseElementsAttr attr;
+  if (auto floatType = dyn_cast<FloatType>(element)) {
+    const llvm::fltSemantics &semantics = floatType.getFloatSemantics();
+    attr = DenseElementsAttr::get(
+        type, lowest    ? llvm::APFloat::getInf(semantics, /*Negative=*/true)
+              : highest ? llvm::APFloat::getInf(semantics)
+                        : llvm::APFloat::getZero(semantics));
+  } else {
+    unsigned width = element.getIntOrFloatBitWidth();
+    attr = DenseElementsAttr::get(
+        type, lowest    ? llvm::APInt::getSignedMinValue(width)
+              : highest ? llvm::APInt::getSignedMaxValue(width)
+                        : llvm::APInt::getZero(width));
+  }
+  return ConstantOp::create(builder, loc, attr);
+}
+
 SmallVector<unsigned> ValueLayout::getAxesSharding(int64_t dim) const {
   SmallVector<unsigned> axes;
   for (auto [axis, placement] : llvm::enumerate(placements))
@@ -129,6 +228,54 @@ Value PartitionContext::buildAllReduce(OpBuilder &builder, Location loc,
                              ReduceKindAttr::get(builder.getContext(), kind));
 }
 
+DimChunks PartitionContext::getDimChunks(const ValueLayout &layout,
+                                         int64_t dim) const {
+  return titan::getDimChunks(layout.global.getShape(), *mesh, layout.placements,
+                             dim);
+}
+
+Value PartitionContext::maskPadding(OpBuilder &builder, Location loc,
+                                    Value local, const ValueLayout &layout,
+                                    int64_t dim, ReduceKind kind) const {
+  if (!mesh || layout.getAxesSharding(dim).empty())
+    return local;
+  RankedTensorType type = tensorTypeOf(local);
+  Value inChunk =
+      buildInChunkMask(builder, loc, meshSymbol, *mesh,
+                       getDimChunks(layout, dim), type.getShape(), dim);
+  if (!inChunk)
+    return local;
+  TensorBuilder b(builder, loc);
+  return b.select(inChunk, local, buildIdentitySplat(builder, loc, type, kind));
+}
+
+SmallVector<Value>
+PartitionContext::maskReducedPadding(OpBuilder &builder,
+                                     ValueRange localOperands) const {
+  SmallVector<Value> masked(localOperands);
+  if (llvm::none_of(choices, [](const AxisChoice &choice) {
+        return choice.kind == AxisChoice::Kind::Shard;
+      }))
+    return masked;
+  OpShardingRule rule = cast<ShardingRuleOpInterface>(op).getShardingRule();
+  // Each (operand, dim) once, even when several axes shard its factor.
+  llvm::SmallDenseSet<std::pair<unsigned, int64_t>> done;
+  for (const AxisChoice &choice : choices) {
+    if (choice.kind != AxisChoice::Kind::Shard ||
+        rule.factorKinds[choice.index] != FactorKind::Reduction ||
+        rule.customLowering[choice.index])
+      continue;
+    for (auto [index, dims] : llvm::enumerate(rule.operandDims)) {
+      std::optional<int64_t> dim = findFactorDim(dims, choice.index);
+      if (!dim || !done.insert({unsigned(index), *dim}).second)
+        continue;
+      masked[index] = maskPadding(builder, op->getLoc(), masked[index],
+                                  operands[index], *dim, rule.partialKind);
+    }
+  }
+  return masked;
+}
+
 Value PartitionContext::buildRedistribute(OpBuilder &builder, Location loc,
                                           Value local, RankedTensorType global,
                                           ArrayRef<Placement> from,
@@ -154,7 +301,8 @@ mlir::titan::partitionByCloning(Operation *op, OpBuilder &builder,
                                 ValueRange localOperands,
                                 PartitionContext &context) {
   IRMapping mapping;
-  mapping.map(op->getOperands(), localOperands);
+  mapping.map(op->getOperands(),
+              context.maskReducedPadding(builder, localOperands));
   Operation *local = builder.clone(*op, mapping);
   local->removeAttr(TitanDialect::kPlacementsAttrName);
   for (OpResult result : local->getResults())
@@ -246,22 +394,33 @@ LogicalResult ReduceMeanOp::checkPartition(PartitionContext &context) {
   return context.explainEither(getShardingRule(), ReduceKind::Avg);
 }
 
-// A mean that is P(sum) over the axes sharding its reduced dims is the local
-// mean divided by their ranks.
+// The local mean of the rank's chunks (their padding masked) divides by the
+// local count L; a result P(sum) over the axes sharding the reduced dims
+// must divide by the global count G instead, exact for uneven shards, and
+// a result P(avg) (equal shards only) by G over the ranks it averages.
 FailureOr<SmallVector<Value>>
 ReduceMeanOp::partition(OpBuilder &builder, ValueRange localOperands,
                         PartitionContext &context) {
-  FailureOr<SmallVector<Value>> local =
-      partitionByCloning(*this, builder, localOperands, context);
   const ValueLayout &input = context.getOperandLayout(0);
   const ValueLayout &result = context.getResultLayout(0);
-  int64_t parts = 1;
-  for (int64_t dim : getDims())
-    for (unsigned axis : input.getAxesSharding(dim))
-      if (result.placements[axis] == Placement::partial(ReduceKind::Sum))
-        parts *= context.getMesh().getSize(axis);
-  if (parts == 1)
-    return local;
+  Value local = localOperands[0];
+  double localCount = 1, globalCount = 1;
+  for (int64_t dim : getDims()) {
+    SmallVector<unsigned> axes = input.getAxesSharding(dim);
+    if (axes.empty())
+      continue;
+    local = context.maskPadding(builder, getLoc(), local, input, dim,
+                                ReduceKind::Sum);
+    localCount *= double(tensorTypeOf(local).getDimSize(dim));
+    globalCount *= double(input.global.getDimSize(dim));
+    for (unsigned axis : axes)
+      if (result.placements[axis] == Placement::partial(ReduceKind::Avg))
+        globalCount /= double(context.getMesh().getSize(axis));
+  }
+  FailureOr<SmallVector<Value>> means =
+      partitionByCloning(*this, builder, local, context);
+  if (localCount == globalCount)
+    return means;
   TensorBuilder b(builder, getLoc());
-  return SmallVector<Value>{b.scale((*local)[0], 1.0 / double(parts))};
+  return SmallVector<Value>{b.scale((*means)[0], localCount / globalCount)};
 }

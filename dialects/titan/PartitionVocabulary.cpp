@@ -34,27 +34,65 @@ struct ShardIds {
   Value inRange;
 };
 
-/// The ids `localIds` (replicated over `vocabAxes`) shifted to the shard of
-/// a vocabulary sharded over `vocabAxes`, `rows` entries per shard.
+/// The ids `localIds` (replicated over the axes that shard the vocab) shifted
+/// to the rank's chunk of dim `vocabDim` of a table or logits laid out as
+/// `vocab` (torch.chunk: a rank's chunk may be short or empty).
 ShardIds shiftIdsToShard(OpBuilder &builder, Location loc,
                          const PartitionContext &context, Value localIds,
-                         ArrayRef<unsigned> vocabAxes, int64_t rows) {
+                         const ValueLayout &vocab, int64_t vocabDim) {
   TensorBuilder b(builder, loc);
   RankedTensorType idsType = tensorTypeOf(localIds);
   Type f64 = builder.getF64Type();
-  Value index = context.buildAxisIndex(builder, loc, vocabAxes);
-  Value offset = b.scale(b.cast(index, f64), double(rows));
+  DimChunks chunks = context.getDimChunks(vocab, vocabDim);
+  auto lookup = [&](ArrayRef<int64_t> table) {
+    return b.cast(buildRankTableLookup(builder, loc, context.getMeshSymbol(),
+                                       context.getMesh(), chunks.axes, table),
+                  f64);
+  };
+  // Chunk k of one axis starts at k * padded; nested chunks by the table.
+  bool strided = llvm::all_of(llvm::enumerate(chunks.offsets), [&](auto entry) {
+    return entry.value() == int64_t(entry.index()) * chunks.padded;
+  });
+  Value offset =
+      strided
+          ? b.scale(
+                b.cast(context.buildAxisIndex(builder, loc, chunks.axes), f64),
+                double(chunks.padded))
+          : lookup(chunks.offsets);
   Value idsF64 = b.cast(localIds, f64);
   Value shifted =
       b.binary<SubOp>(idsF64, b.broadcastTo(offset, idsType.getShape()));
   Value zeros = b.splatLike(shifted, 0.0);
   Value aboveStart = b.compare("ge", shifted, zeros);
-  Value belowEnd = b.compare("lt", shifted, b.splatLike(shifted, rows));
+  Value end = chunks.isUneven()
+                  ? b.broadcastTo(lookup(chunks.sizes), idsType.getShape())
+                  : b.splatLike(shifted, double(chunks.padded));
+  Value belowEnd = b.compare("lt", shifted, end);
   Value never = b.splatLike(shifted, 0.0, builder.getI1Type());
   Value inRange = b.select(aboveStart, belowEnd, never);
   Value inShard =
       b.cast(b.select(inRange, shifted, zeros), idsType.getElementType());
   return ShardIds{inShard, inRange};
+}
+
+/// `localIds` (operand `index`, sharded like `layout`) with the padding of
+/// every unevenly sharded dim replaced by `fill` (an id that indexes
+/// nothing wrong: 0 for a lookup, the ignore index for labels).
+Value fillIdPadding(OpBuilder &builder, Location loc,
+                    const PartitionContext &context, Value localIds,
+                    const ValueLayout &layout, double fill) {
+  TensorBuilder b(builder, loc);
+  RankedTensorType type = tensorTypeOf(localIds);
+  for (int64_t dim = 0; dim < type.getRank(); ++dim) {
+    if (layout.getAxesSharding(dim).empty())
+      continue;
+    Value inChunk = buildInChunkMask(
+        builder, loc, context.getMeshSymbol(), context.getMesh(),
+        context.getDimChunks(layout, dim), type.getShape(), dim);
+    if (inChunk)
+      localIds = b.select(inChunk, localIds, b.splat(type, fill));
+  }
+  return localIds;
 }
 
 /// `perRow` ([rows...]) broadcast along a new last dim to `like`'s shape
@@ -130,7 +168,9 @@ VocabRows buildVocabRows(OpBuilder &builder, Location loc,
   int64_t vocabDim = layout.global.getRank() - 1;
   SmallVector<unsigned> axes = layout.getAxesSharding(vocabDim);
   TensorBuilder b(builder, loc);
-  Value local = b.cast(localLogits, type);
+  // Padding columns (uneven vocab chunks) count as -inf: no max, no exp.
+  Value local = context.maskPadding(builder, loc, b.cast(localLogits, type),
+                                    layout, vocabDim, ReduceKind::Max);
   RankedTensorType localType = tensorTypeOf(local);
   SmallVector<int64_t> keptShape(localType.getShape());
   keptShape.back() = 1;
@@ -145,8 +185,8 @@ VocabRows buildVocabRows(OpBuilder &builder, Location loc,
   Value sumExp = context.buildAllReduce(
       builder, loc, b.reduceSum(exp, {vocabDim}, /*keepdim=*/true), axes,
       ReduceKind::Sum);
-  ShardIds ids = shiftIdsToShard(builder, loc, context, localLabels, axes,
-                                 localType.getShape().back());
+  ShardIds ids =
+      shiftIdsToShard(builder, loc, context, localLabels, layout, vocabDim);
   Value columns = b.iota(localType.clone(builder.getI64Type()), vocabDim);
   Value isLabel =
       b.compare("eq", columns, expandRows(builder, ids.local, localType));
@@ -178,14 +218,17 @@ SmallVector<unsigned> getVocabAxes(const PartitionContext &context) {
 FailureOr<SmallVector<Value>>
 EmbeddingOp::partition(OpBuilder &builder, ValueRange localOperands,
                        PartitionContext &context) {
-  SmallVector<unsigned> vocabAxes =
-      context.getOperandLayout(0).getAxesSharding(0);
-  if (vocabAxes.empty())
-    return partitionByCloning(*this, builder, localOperands, context);
+  // Ids in the padding of uneven shards look up row 0 (their rows are
+  // padding of the result).
+  Value localIds = fillIdPadding(builder, getLoc(), context, localOperands[1],
+                                 context.getOperandLayout(1), 0.0);
+  const ValueLayout &table = context.getOperandLayout(0);
+  if (table.getAxesSharding(0).empty())
+    return partitionByCloning(*this, builder, {localOperands[0], localIds},
+                              context);
   Value localTable = localOperands[0];
   ShardIds ids =
-      shiftIdsToShard(builder, getLoc(), context, localOperands[1], vocabAxes,
-                      tensorTypeOf(localTable).getDimSize(0));
+      shiftIdsToShard(builder, getLoc(), context, localIds, table, /*dim=*/0);
   Value lookup = EmbeddingOp::create(
       builder, getLoc(), context.getLocalResultType(0), localTable, ids.local);
   return SmallVector<Value>{maskRows(builder, getLoc(), lookup, ids.inRange)};
@@ -194,15 +237,17 @@ EmbeddingOp::partition(OpBuilder &builder, ValueRange localOperands,
 FailureOr<SmallVector<Value>>
 EmbeddingGradOp::partition(OpBuilder &builder, ValueRange localOperands,
                            PartitionContext &context) {
-  SmallVector<unsigned> vocabAxes =
-      context.getResultLayout(0).getAxesSharding(0);
-  if (vocabAxes.empty())
+  const ValueLayout &table = context.getResultLayout(0);
+  if (table.getAxesSharding(0).empty())
     return partitionByCloning(*this, builder, localOperands, context);
+  // Uneven shards of the ids: their padding adds zero rows to row 0.
+  SmallVector<Value> operands =
+      context.maskReducedPadding(builder, localOperands);
   RankedTensorType type = context.getLocalResultType(0);
-  ShardIds ids = shiftIdsToShard(builder, getLoc(), context, localOperands[0],
-                                 vocabAxes, type.getDimSize(0));
+  ShardIds ids =
+      shiftIdsToShard(builder, getLoc(), context, operands[0], table, 0);
   // Rows of ids outside the shard add zeros to row 0.
-  Value masked = maskRows(builder, getLoc(), localOperands[1], ids.inRange);
+  Value masked = maskRows(builder, getLoc(), operands[1], ids.inRange);
   return SmallVector<Value>{
       EmbeddingGradOp::create(builder, getLoc(), type, ids.local, masked)
           .getResult()};
@@ -228,11 +273,16 @@ CrossEntropyOp::partition(OpBuilder &builder, ValueRange localOperands,
   Location loc = getLoc();
   TensorBuilder b(builder, loc);
   auto type = cast<FloatType>(getType().getElementType());
-  Value localLogits = localOperands[0], localLabels = localOperands[1];
+  // Labels in the padding of uneven shards are ignored.
+  Value localLogits = localOperands[0];
+  Value localLabels =
+      fillIdPadding(builder, loc, context, localOperands[1],
+                    context.getOperandLayout(1), double(int64_t(getIgnoreIndex())));
+  SmallVector<Value> operands = {localLogits, localLabels};
   // The mean over the rank's rows (a partial sum over the vocab axes).
   Value mean;
   if (vocabAxes.empty()) {
-    mean = (*partitionByCloning(*this, builder, localOperands, context))[0];
+    mean = (*partitionByCloning(*this, builder, operands, context))[0];
   } else {
     VocabRows rows = buildVocabRows(builder, loc, context, localLogits,
                                     localLabels, getIgnoreIndex(), type);
@@ -285,11 +335,15 @@ CrossEntropyGradOp::partition(OpBuilder &builder, ValueRange localOperands,
   Location loc = getLoc();
   TensorBuilder b(builder, loc);
   auto countType = cast<FloatType>(getGrad().getType().getElementType());
-  Value localLabels = localOperands[1], localGrad = localOperands[2];
+  Value localLabels =
+      fillIdPadding(builder, loc, context, localOperands[1],
+                    context.getOperandLayout(1), double(int64_t(getIgnoreIndex())));
+  Value localGrad = localOperands[2];
+  SmallVector<Value> operands = {localOperands[0], localLabels, localGrad};
   // The cotangent of the rank's rows, divided by their count.
   Value local;
   if (vocabAxes.empty()) {
-    local = (*partitionByCloning(*this, builder, localOperands, context))[0];
+    local = (*partitionByCloning(*this, builder, operands, context))[0];
   } else {
     auto type = cast<FloatType>(getType().getElementType());
     VocabRows rows = buildVocabRows(builder, loc, context, localOperands[0],

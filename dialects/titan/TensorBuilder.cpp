@@ -63,6 +63,18 @@ Value TensorBuilder::transpose(Value value, ArrayRef<int64_t> permutation) {
                              builder.getDenseI64ArrayAttr(permutation));
 }
 
+Value TensorBuilder::padTo(Value value, int64_t dim, int64_t size) {
+  RankedTensorType type = tensorTypeOf(value);
+  if (type.getDimSize(dim) == size)
+    return value;
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] = size;
+  return PadOp::create(
+      builder, loc, type.clone(shape), value,
+      builder.getDenseI64ArrayAttr(SmallVector<int64_t>(type.getRank(), 0)),
+      builder.getDenseI64ArrayAttr(SmallVector<int64_t>(type.getRank(), 1)));
+}
+
 Value TensorBuilder::slice(Value value, int64_t dim, int64_t start,
                            int64_t limit, int64_t step) {
   RankedTensorType type = tensorTypeOf(value);

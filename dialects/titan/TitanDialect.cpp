@@ -157,7 +157,7 @@ LogicalResult TitanDialect::verifyOperationAttribute(Operation *op,
 /// `titan.placements`, `titan.name` (a non-empty string) and, on arguments,
 /// `titan.role` (param, state, buffer or input), `titan.id_range` (lo < hi,
 /// on integers); `titan.sequence_order` (a dim and a permutation of its
-/// equal chunks).
+/// equal chunks); `titan.global_shape` (one size per dim).
 static LogicalResult verifyFunctionValueAttr(Operation *op, unsigned index,
                                              Type type, NamedAttribute attr,
                                              StringRef what) {
@@ -196,6 +196,16 @@ static LogicalResult verifyFunctionValueAttr(Operation *op, unsigned index,
     if (!tensor || !tensor.getElementType().isSignlessInteger())
       return emitError() << "'" << name << "' is on " << type
                          << ", not a tensor of integers";
+    return success();
+  }
+  if (name == TitanDialect::kGlobalShapeAttrName) {
+    auto shape = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!shape || !tensor || shape.size() != tensor.getRank() ||
+        llvm::any_of(shape.asArrayRef(), [](int64_t size) { return size < 0; }))
+      return emitError() << "'" << name
+                         << "' must be array<i64> with one size >= 0 per dim "
+                            "of a ranked tensor";
     return success();
   }
   if (name == TitanDialect::kSequenceOrderAttrName) {

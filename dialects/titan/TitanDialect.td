@@ -60,6 +60,12 @@ def Titan_Dialect : Dialect {
     /// parallelism's load-balanced sequence, see titan-balance-sequence).
     static constexpr ::llvm::StringLiteral kSequenceOrderAttrName =
         "titan.sequence_order";
+    /// On an argument or result of a per-rank program whose dims are
+    /// sharded unevenly (`array<i64: ...>`, one size per dim): its global
+    /// shape, which the local (padded) type times the ranks no longer
+    /// gives (titan-spmdize; see titan/Dialect/GlobalShape.h).
+    static constexpr ::llvm::StringLiteral kGlobalShapeAttrName =
+        "titan.global_shape";
     /// On an integer function argument that indexes a table
     /// (`array<i64: lo, hi>` or `array<i64: lo, hi, ignore>`): every element
     /// is in [lo, hi) (or equals `ignore`); the runtime and the interpreter

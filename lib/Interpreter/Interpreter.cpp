@@ -4,6 +4,7 @@
 
 #include "Kernels.h"
 
+#include "titan/Dialect/GlobalShape.h"
 #include "titan/Dialect/TitanDialect.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -794,11 +795,11 @@ std::string Interpreter::describeGlobalArgument(unsigned index) const {
   auto mesh = meshes.find(placements.getMesh().getValue().str());
   if (mesh == meshes.end())
     return local;
-  SmallVector<int64_t> global(type.getShape());
-  for (auto [axis, placement] : llvm::enumerate(placements.getPlacements()))
-    if (placement.isShard() &&
-        !ShapedType::isDynamic(global[placement.getDim()]))
-      global[placement.getDim()] *= mesh->second.getSize(axis);
+  SmallVector<int64_t> global =
+      getArgGlobalShape(function, index, mesh->second.getSizes());
+  if (function.getArgAttr(index, TitanDialect::kGlobalShapeAttrName))
+    return printToString(type.clone(global)) + " (each rank holds at most " +
+           local + " under " + printToString(placements) + ")";
   return printToString(type.clone(global)) +
          " when evenly sharded (each rank holds " + local + " under " +
          printToString(placements) + ")";
@@ -829,6 +830,15 @@ Interpreter::shardArgument(unsigned index, const TensorValue &global) const {
     return function.emitError()
            << "argument '" << name << "': " << llvm::toString(std::move(error));
   Type expected = function.getArgumentTypes()[index];
+  // Uneven shards: the program was compiled for one global shape.
+  auto recorded = function.getArgAttrOfType<DenseI64ArrayAttr>(
+      index, TitanDialect::kGlobalShapeAttrName);
+  if (recorded && global.getShape() != recorded.asArrayRef())
+    return function.emitError()
+           << "argument '" << name << "': the program was compiled for a "
+           << "global "
+           << formatTensorType(global.getKind(), recorded.asArrayRef())
+           << ", got " << global.getTypeString();
   std::vector<TensorValue> locals;
   for (int64_t rank = 0; rank < numRanks; ++rank) {
     SmallVector<int64_t> coordinate = (*mesh)->getCoordinate(rank);
@@ -839,6 +849,12 @@ Interpreter::shardArgument(unsigned index, const TensorValue &global) const {
                                   << "': " << llvm::toString(shard.takeError());
     SmallVector<int64_t> step(shard->shape.size(), 1);
     TensorValue local = slice(global, shard->offset, step, shard->shape);
+    // An uneven shard is padded with zeros to the program's (largest)
+    // shard.
+    auto ranked = dyn_cast<RankedTensorType>(expected);
+    if (recorded && ranked.getShape() != ArrayRef<int64_t>(shard->shape))
+      local = kernels::pad(local, SmallVector<int64_t>(step.size(), 0), step,
+                           ranked.getShape());
     bool zeroPart = llvm::any_of(llvm::enumerate(list), [&](auto entry) {
       auto [axis, placement] = entry;
       return placement.isPartial() &&
@@ -888,10 +904,16 @@ FailureOr<TensorValue> Interpreter::assembleResult(
     if (placement.isReplicate())
       replicateAxes.push_back(axis);
   }
-  // Each global dim is the sum of the local dims over the axes sharding it.
+  // The recorded global shape (uneven shards, padded locally), or each
+  // global dim as the sum of the local dims over the axes sharding it.
   ArrayRef<int64_t> localShape = localOf(0).getShape();
   SmallVector<int64_t> globalShape(localShape.size(), 0);
-  for (int64_t rank = 0; rank < numRanks; ++rank) {
+  auto recorded = function.getResultAttrOfType<DenseI64ArrayAttr>(
+      index, TitanDialect::kGlobalShapeAttrName);
+  if (recorded)
+    globalShape.assign(recorded.asArrayRef().begin(),
+                       recorded.asArrayRef().end());
+  for (int64_t rank = 0; rank < numRanks && !recorded; ++rank) {
     SmallVector<int64_t> coordinate = (*mesh)->getCoordinate(rank);
     for (size_t d = 0; d < globalShape.size(); ++d) {
       bool counts = llvm::all_of(llvm::enumerate(list), [&](auto entry) {
@@ -910,20 +932,38 @@ FailureOr<TensorValue> Interpreter::assembleResult(
     if (!shard)
       return function.emitError() << "result '" << name
                                   << "': " << llvm::toString(shard.takeError());
-    if (ArrayRef<int64_t>(shard->shape) != localOf(rank).getShape())
+    // A rank holding an uneven shard holds it padded.
+    ArrayRef<int64_t> held = localOf(rank).getShape();
+    bool fits =
+        held.size() == shard->shape.size() &&
+        llvm::all_of(llvm::zip_equal(shard->shape, held), [&](auto sizes) {
+          return recorded ? std::get<0>(sizes) <= std::get<1>(sizes)
+                          : std::get<0>(sizes) == std::get<1>(sizes);
+        });
+    if (!fits)
       return function.emitError()
              << "result '" << name << "': rank " << rank << " holds "
              << localOf(rank).getTypeString() << ", but the global shape "
              << formatTensorType(global.getKind(), globalShape) << " under "
              << placements << " gives it "
              << formatTensorType(global.getKind(), shard->shape);
+    // The rank's shard: what it holds less the padding. The replicas and
+    // the partial group of a rank hold the same box.
+    auto shardOf = [&](int64_t member) {
+      const TensorValue &local = localOf(member);
+      if (local.getShape() == ArrayRef<int64_t>(shard->shape))
+        return local;
+      SmallVector<int64_t> start(shard->shape.size(), 0),
+          step(shard->shape.size(), 1);
+      return slice(local, start, step, shard->shape);
+    };
     // Replicas must agree with the replica at coordinate 0 of the R axes.
     SmallVector<int64_t> representative(coordinate);
     for (unsigned axis : replicateAxes)
       representative[axis] = 0;
     int64_t representativeRank = (*mesh)->getRank(representative);
     if (representativeRank != rank) {
-      if (!(localOf(rank) == localOf(representativeRank)))
+      if (!(shardOf(rank) == shardOf(representativeRank)))
         return function.emitError()
                << "result '" << name << "': ranks " << representativeRank
                << " and " << rank << " replicate it under " << placements
@@ -933,9 +973,12 @@ FailureOr<TensorValue> Interpreter::assembleResult(
     if (llvm::any_of(partialAxes,
                      [&](unsigned axis) { return coordinate[axis] != 0; }))
       continue;
-    SmallVector<const TensorValue *> parts;
+    std::vector<TensorValue> shards;
     for (int64_t member : getGroup(**mesh, partialAxes, rank))
-      parts.push_back(&localOf(member));
+      shards.push_back(shardOf(member));
+    SmallVector<const TensorValue *> parts;
+    for (const TensorValue &part : shards)
+      parts.push_back(&part);
     insertSlice(global, reduceTensors(parts, reduceKind), shard->offset);
   }
   return global;

@@ -49,6 +49,17 @@ func.func @sharded(%v: tensor<4x4xf32> {titan.name = "v", titan.placements = #ti
   return %v : tensor<4x4xf32>
 }
 
+// A program compiled for uneven shards takes the global shape it records.
+// RUN: %python -c "import numpy as np; np.save('%t/u.npy', np.ones((6, 4), np.float32))"
+// RUN: not titan-eval %s --entry=uneven --ranks=2 --inputs=%t --outputs=%t/out 2>&1 | FileCheck %s --check-prefix=UNEVEN
+// UNEVEN: error: argument 'u': the program was compiled for a global tensor<5x4xf32>, got tensor<6x4xf32>
+// RUN: rm %t/u.npy
+// RUN: not titan-eval %s --entry=uneven --ranks=2 --inputs=%t --outputs=%t/out 2>&1 | FileCheck %s --check-prefix=UNEVEN-MISSING
+// UNEVEN-MISSING: error: missing input file '{{.*}}u.npy' for argument #0 'u' (expected tensor<5x4xf32> (each rank holds at most tensor<3x4xf32> under #titan.placements<@mesh, [S(0)]>))
+func.func @uneven(%u: tensor<3x4xf32> {titan.global_shape = array<i64: 5, 4>, titan.name = "u", titan.placements = #titan.placements<@mesh, [S(0)]>}) -> tensor<3x4xf32> {
+  return %u : tensor<3x4xf32>
+}
+
 // RUN: %python -c "import numpy as np; np.save('%t/arg0.npy', np.ones((4,), np.float32))"
 // RUN: not titan-eval %s --entry=unmatched --ranks=2 --inputs=%t --outputs=%t/out 2>&1 | FileCheck %s --check-prefix=RECV
 // RECV: error: on rank 0: no titan.send from rank 1 with tag 3 precedes it

@@ -1,5 +1,6 @@
 // RUN: titan-opt %s --titan-apply-parallel-plan="world-size=8 dp-replicate=2 tp=2" | FileCheck %s
 // RUN: titan-opt %s --titan-apply-parallel-plan="world-size=4" | FileCheck %s --check-prefix=FSDP
+// RUN: titan-opt %s --titan-apply-parallel-plan="world-size=3" | FileCheck %s --check-prefix=UNEVEN
 // RUN: titan-opt %s --titan-apply-parallel-plan="world-size=2 dp-shard=1 dp-replicate=2" | FileCheck %s --check-prefix=DDP
 // RUN: titan-opt %s --titan-apply-parallel-plan="world-size=2 dp-shard=1 tp=2 plan=%S/Inputs/rowwise-output.toml" | FileCheck %s --check-prefix=PLAN
 
@@ -45,6 +46,12 @@ func.func @train_step(
 // FSDP-SAME: {{$}}
 // FSDP: "layers.0.attention.wo.weight", titan.placements = #titan.placements<@mesh, [R, S(0), R, R]>
 // FSDP: "tokens", titan.placements = #titan.placements<@mesh, [R, S(0), R, R]>
+
+// Degrees that do not divide a dim shard it unevenly, as DTensor does (16
+// rows over 3 ranks: 6, 6, 4).
+// UNEVEN: titan.mesh @mesh ["dp_replicate"=1, "fsdp"=3, "cp"=1, "tp"=1]
+// UNEVEN: tensor<16x8xf32> {titan.name = "tok_embeddings.weight", titan.placements = #titan.placements<@mesh, [R, S(0), R, R]>
+// UNEVEN: "tokens", titan.placements = #titan.placements<@mesh, [R, S(0), R, R]>
 
 // Data parallel (DDP): everything replicated but the batch.
 // DDP: titan.mesh @mesh ["dp_replicate"=2, "fsdp"=1, "cp"=1, "tp"=1]

@@ -1,33 +1,5 @@
 // RUN: titan-opt %s --titan-spmdize --split-input-file --verify-diagnostics
 
-titan.mesh @mesh ["dp"=2, "fsdp"=4]
-
-// expected-error @+1 {{argument #0 'w': dim 0 of size 10 does not divide over mesh axis "fsdp" of size 4; pick sizes that divide or do not shard this dim over that axis (titan-spmdize does not pad uneven shards)}}
-func.func @uneven(%w: tensor<10x4xf32> {titan.name = "w", titan.placements = #titan.placements<@mesh, [R, S(0)]>}) {
-  return
-}
-
-// -----
-
-titan.mesh @mesh ["dp"=2, "fsdp"=4]
-
-// expected-error @+1 {{result #0: dim 0 of size 12 (6 per shard of the outer mesh axes) does not divide over mesh axis "fsdp" of size 4}}
-func.func @uneven_nested(%w: tensor<12x4xf32>) -> (tensor<12x4xf32> {titan.placements = #titan.placements<@mesh, [S(0), S(0)]>}) {
-  return %w : tensor<12x4xf32>
-}
-
-// -----
-
-titan.mesh @mesh ["dp"=2, "fsdp"=4]
-
-func.func @uneven_op(%w: tensor<8x6xf32> {titan.placements = #titan.placements<@mesh, [R, R]>}) {
-  // expected-error @+1 {{result #0: dim 1 of size 6 does not divide over mesh axis "fsdp" of size 4}}
-  %0 = titan.redistribute %w to <@mesh, [R, S(1)]> : tensor<8x6xf32>
-  return
-}
-
-// -----
-
 titan.mesh @mesh ["dp"=2]
 
 // expected-error @+1 {{argument #0: dim 0 is dynamic and sharded over mesh axis "dp"; titan-spmdize needs static sizes for sharded dims}}

@@ -55,9 +55,11 @@ std::optional<int64_t> getShardedFactor(const OpShardingRule &rule,
 
 /// True when factor `factor` may be sharded on mesh axis `axis` of a mesh of
 /// `meshSizes` by an op whose earlier axes chose `earlier`: it is not
-/// NeedReplication, its size is static and divisible by the ranks of every
-/// axis sharding it, and it is the outermost sharded factor of every dim
-/// that holds it.
+/// NeedReplication, its size is static, and it is the outermost sharded
+/// factor of every dim that holds it. A factor the ranks of its axes do not
+/// divide is chunked unevenly (torch.chunk), which needs it alone in every
+/// dim that holds it and, for a Reduction factor, a rule whose partial kind
+/// is not avg.
 bool isFactorShardable(const OpShardingRule &rule, int64_t factor,
                        unsigned axis, llvm::ArrayRef<int64_t> meshSizes,
                        llvm::ArrayRef<AxisChoice> earlier);

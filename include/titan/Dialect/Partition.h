@@ -22,11 +22,53 @@ namespace mlir::titan {
 /// (no mesh axis may shard a dynamic dim).
 SmallVector<int64_t> getStaticShape(ArrayRef<int64_t> shape);
 
-/// The type of the shard of a value of type `global` under `placements` on
-/// `mesh`, for an even layout (every rank's shard has this type); dynamic
-/// dims, which no axis shards, stay dynamic.
+/// The type every rank holds of a value of type `global` under `placements`
+/// on `mesh`: the largest shard (torch.chunk gives it to coordinate 0), so
+/// that one program fits every rank; a rank whose chunk of a dim is shorter
+/// holds padding past it (see DimChunks). Dynamic dims, which no axis
+/// shards, stay dynamic.
 RankedTensorType getLocalType(RankedTensorType global, const DeviceMesh &mesh,
                               ArrayRef<Placement> placements);
+
+/// How one dim of a value is cut over the ranks (torch.chunk, nested over
+/// the axes that shard it): per coordinate of those axes (row-major, outer
+/// axis first) the size and global offset of the rank's chunk, and the
+/// local size every rank holds (`padded`, the largest chunk).
+struct DimChunks {
+  /// The mesh axes sharding the dim, outermost first.
+  SmallVector<unsigned> axes;
+  SmallVector<int64_t> sizes, offsets;
+  int64_t padded = 0;
+
+  /// Whether some rank's chunk is shorter than `padded`, so that its local
+  /// tensor holds padding (whose values are unspecified) past the chunk.
+  bool isUneven() const;
+  /// The elements of padding summed over the coordinates.
+  int64_t getPaddingElements() const;
+};
+
+/// The chunks of dim `dim` of a tensor of `globalShape` under `placements`.
+DimChunks getDimChunks(ArrayRef<int64_t> globalShape, const DeviceMesh &mesh,
+                       ArrayRef<Placement> placements, int64_t dim);
+
+/// The entry of `table` (one per row-major coordinate of `axes`) that
+/// belongs to the calling rank, as a 0-d i64 tensor.
+Value buildRankTableLookup(OpBuilder &builder, Location loc,
+                           FlatSymbolRefAttr meshSymbol, const DeviceMesh &mesh,
+                           ArrayRef<unsigned> axes, ArrayRef<int64_t> table);
+
+/// An i1 tensor of `shape` that is true where the index along `dim` lies in
+/// the calling rank's chunk of `chunks` and false in its padding; null when
+/// no rank has padding.
+Value buildInChunkMask(OpBuilder &builder, Location loc,
+                       FlatSymbolRefAttr meshSymbol, const DeviceMesh &mesh,
+                       const DimChunks &chunks, ArrayRef<int64_t> shape,
+                       int64_t dim);
+
+/// A tensor of `type` filled with the identity of `kind` (0 for sums and
+/// means, the lowest value for max, the highest for min).
+Value buildIdentitySplat(OpBuilder &builder, Location loc,
+                         RankedTensorType type, ReduceKind kind);
 
 /// How one value of the global program is laid out: its global type and its
 /// placements, one per mesh axis (all `R` for a replicated value).
@@ -83,6 +125,21 @@ public:
   /// `value` all-reduced with `kind` over mesh axes `axes`.
   Value buildAllReduce(OpBuilder &builder, Location loc, Value value,
                        ArrayRef<unsigned> axes, ReduceKind kind) const;
+  /// The chunks of dim `dim` of a value laid out as `layout`.
+  DimChunks getDimChunks(const ValueLayout &layout, int64_t dim) const;
+  /// `local` (laid out as `layout`) with the padding of dim `dim` replaced
+  /// by the identity of `kind`; `local` itself when no rank has padding.
+  Value maskPadding(OpBuilder &builder, Location loc, Value local,
+                    const ValueLayout &layout, int64_t dim,
+                    ReduceKind kind) const;
+  /// The local operands of the op with the padding of every unevenly
+  /// sharded Reduction factor that is not custom-lowered replaced by the
+  /// identity of the rule's partial kind, so that the op applied to them
+  /// reduces only what the rank holds (uneven shards of parallel factors
+  /// need nothing: their padding stays in the padding of the results).
+  SmallVector<Value> maskReducedPadding(OpBuilder &builder,
+                                        ValueRange localOperands) const;
+
   /// The shard under `to` of `local`, the shard under `from` of a value of
   /// type `global` (a titan.local_redistribute).
   Value buildRedistribute(OpBuilder &builder, Location loc, Value local,

@@ -41,6 +41,8 @@ public:
   /// `value[start:limit:step]` along `dim`.
   Value slice(Value value, int64_t dim, int64_t start, int64_t limit,
               int64_t step);
+  /// `value` followed by zeros along `dim` up to `size` (itself when equal).
+  Value padTo(Value value, int64_t dim, int64_t size);
   /// Concatenation along `dim` (the single value itself).
   Value concat(ArrayRef<Value> values, int64_t dim);
   /// `input * factor` for a compile-time factor.

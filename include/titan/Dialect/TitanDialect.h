@@ -52,7 +52,8 @@ class PartitionContext;
 /// rule must explain the placements of `context` (see Partition.h).
 LogicalResult checkPartitionByRule(Operation *op, PartitionContext &context);
 /// Default of ShardingRuleOpInterface::partition: `op` cloned on
-/// `localOperands` with the local result types.
+/// `localOperands` with the local result types, after the padding of its
+/// uneven reduced dims is masked (PartitionContext::maskReducedPadding).
 FailureOr<SmallVector<Value>> partitionByCloning(Operation *op,
                                                  OpBuilder &builder,
                                                  ValueRange localOperands,

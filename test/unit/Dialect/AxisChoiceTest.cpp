@@ -86,18 +86,43 @@ TEST(AxisChoiceTest, NamesTheValueThatDisagrees) {
             "it S(0)");
 }
 
-TEST(AxisChoiceTest, RefusesNeedReplicationAndIndivisibleFactors) {
+TEST(AxisChoiceTest, RefusesNeedReplicationFactors) {
   EXPECT_EQ(explain(softmaxRule(), {{R, S(1)}}, {{R, S(1)}}),
             "error: operand #0 has dim 1 sharded over mesh axis \"tp\", but "
             "the op needs that dim whole on every rank (a need_replication "
             "factor of its sharding rule); redistribute it to replicate that "
             "dim first");
-  // m = 8 over 2 x 8 ranks does not divide.
+}
+
+TEST(AxisChoiceTest, ShardsIndivisibleFactorsUnevenlyWhereTheyAreWholeDims) {
+  // m = 8 over 2 x 8 ranks: torch.chunk gives the ranks 1 or 0 rows.
   EXPECT_EQ(
       explain(matmulRule(), {{S(0), S(0)}, {R, R}}, {{S(0), S(0)}}, {2, 8}),
-      "error: operand #0 has dim 0 sharded over mesh axis \"tp\", but "
-      "its factor of size 8 does not divide over 16 ranks; redistribute "
-      "it to replicate that dim first");
+      "shard operand #0 dim 0 (parallel); shard operand #0 dim 0 (parallel)");
+  // k = 16 over 3 ranks: uneven chunks of a reduction, the result P(sum).
+  EXPECT_EQ(explain(matmulRule(), {{S(1)}, {S(0)}}, {{Psum}}, {3}),
+            "shard operand #0 dim 1 (reduction)");
+  // [3, 4] -> [12]: chunking the 3 over 2 ranks (2 and 1 rows, 8 and 4
+  // elements) is not torch.chunk of the 12 (6 and 6).
+  OpShardingRule reshape;
+  int64_t outer = reshape.addFactor(3, FactorKind::Parallel);
+  int64_t inner = reshape.addFactor(4, FactorKind::Parallel);
+  reshape.operandDims = {{{outer}, {inner}}};
+  reshape.resultDims = {{{outer, inner}}};
+  EXPECT_EQ(explain(reshape, {{S(0)}}, {{S(0)}}, {2}),
+            "error: operand #0 has dim 0 sharded over mesh axis \"dp\", but "
+            "its factor of size 3 does not divide over 2 ranks and shares a "
+            "dim with other factors, whose uneven chunks would not be the "
+            "dim's; redistribute it to replicate that dim first");
+  // A mean read as an average of unequal shards.
+  OpShardingRule mean = matmulRule();
+  mean.partialKind = ReduceKind::Avg;
+  EXPECT_EQ(explain(mean, {{S(1)}, {S(0)}},
+                    {{Placement::partial(ReduceKind::Avg)}}, {3}),
+            "error: operand #0 has dim 1 sharded over mesh axis \"dp\", but "
+            "its factor of size 16 does not divide over 3 ranks, and the "
+            "average of unequal shards is not the average of the whole; "
+            "redistribute it to replicate that dim first");
 }
 
 TEST(AxisChoiceTest, ChoicesGivePlacementsBack) {
