@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <cstring>
 #include <fstream>
 #include <malloc.h>
@@ -93,16 +94,20 @@ std::string formatBytes(int64_t bytes) {
 }
 
 /// Copies the box `box` of `source` (a global tensor, possibly stored with
-/// a chunk order along one dim) into `target` (the box's shape).
+/// a chunk order along one dim) into the first part of `target` (the box's
+/// shape, or larger for an uneven shard: its padding is zeroed).
 void copyBox(DenseTensorRef source, const Box &box, const InputLayout &layout,
              MutableDenseTensorRef target) {
-  IndexBox targetBox{
+  IndexBox region{
       llvm::SmallVector<int64_t>(box.offsets.begin(), box.offsets.end()),
       llvm::SmallVector<int64_t>(box.sizes.begin(), box.sizes.end())};
+  IndexBox targetBox{region.offsets, llvm::SmallVector<int64_t>(target.shape)};
+  if (targetBox.sizes != region.sizes)
+    std::fill(target.data.begin(), target.data.end(), 0);
   IndexBox whole{llvm::SmallVector<int64_t>(source.shape.size(), 0),
                  llvm::SmallVector<int64_t>(source.shape)};
   if (!layout.orderDim) {
-    mlir::titan::copyRegion(source, whole, target, targetBox, targetBox);
+    mlir::titan::copyRegion(source, whole, target, targetBox, region);
     return;
   }
   // Stored chunk k holds natural chunk order[k]: view the natural tensor
@@ -115,13 +120,23 @@ void copyBox(DenseTensorRef source, const Box &box, const InputLayout &layout,
         std::min<int64_t>((k + 1) * chunk, box.offsets[dim] + box.sizes[dim]);
     if (begin >= end)
       continue;
-    IndexBox region = targetBox;
-    region.offsets[dim] = begin;
-    region.sizes[dim] = end - begin;
+    IndexBox part = region;
+    part.offsets[dim] = begin;
+    part.sizes[dim] = end - begin;
     IndexBox shifted = whole;
     shifted.offsets[dim] = (int64_t(k) - natural) * chunk;
-    mlir::titan::copyRegion(source, shifted, target, targetBox, region);
+    mlir::titan::copyRegion(source, shifted, target, targetBox, part);
   }
+}
+
+/// Copies `box` (an uneven shard's chunk) into the first part of `shard`
+/// (its padded buffer) and zeroes the padding.
+void copyIntoPadded(const mlir::titan::DenseTensor &box,
+                    MutableDenseTensorRef shard) {
+  std::fill(shard.data.begin(), shard.data.end(), 0);
+  IndexBox region{llvm::SmallVector<int64_t>(box.shape.size(), 0), box.shape};
+  IndexBox padded{region.offsets, llvm::SmallVector<int64_t>(shard.shape)};
+  mlir::titan::copyRegion(box, region, shard, padded, region);
 }
 
 /// A counter-based generator: the same numbers for a global element
@@ -305,13 +320,26 @@ Status Trainer::loadCheckpoint(const std::string &folder) {
   if (!reader)
     return Status::io("cannot load checkpoint '" + folder +
                       "': " + llvm::toString(reader.takeError()));
+  // An uneven shard loads its box into a staging tensor, then into the
+  // first part of its padded buffer.
+  std::map<std::string, mlir::titan::DenseTensor> staged;
   auto destination = [&](llvm::StringRef source, ElementType dtype,
                          llvm::ArrayRef<int64_t> shape)
-      -> llvm::Expected<MutableDenseTensorRef> { return shardOf(source); };
+      -> llvm::Expected<MutableDenseTensorRef> {
+    llvm::Expected<MutableDenseTensorRef> shard = shardOf(source);
+    if (!shard || shard->shape == shape)
+      return shard;
+    mlir::titan::DenseTensor &box = staged[source.str()];
+    box = {dtype, llvm::SmallVector<int64_t>(shape), {}};
+    box.data.resize(box.numElements() * mlir::titan::getElementTypeSize(dtype));
+    return MutableDenseTensorRef(box);
+  };
   if (llvm::Error error =
           mlir::titan::loadPlanRank(*reader, plan, rank, destination))
     return Status::io("cannot load checkpoint '" + folder +
                       "': " + llvm::toString(std::move(error)));
+  for (const auto &[source, box] : staged)
+    copyIntoPadded(box, llvm::cantFail(shardOf(source)));
   stepsDone = static_cast<int64_t>(stepValue);
   return Status::success();
 }
@@ -362,13 +390,20 @@ void Trainer::initialize(uint64_t seed) {
     const IndexBox &box = tensor->boxes[rank].box;
     int64_t count = argument.numElements();
     for (int64_t local = 0; local < count; ++local) {
-      // The element's global row-major index.
+      // The element's global row-major index; the padding of an uneven
+      // shard (past the box) holds zero.
       int64_t rest = local, global = 0, stride = 1;
+      bool padding = false;
       for (int64_t d = int64_t(box.sizes.size()) - 1; d >= 0; --d) {
-        int64_t coordinate = rest % box.sizes[d] + box.offsets[d];
-        rest /= box.sizes[d];
-        global += coordinate * stride;
+        int64_t index = rest % argument.shape[d];
+        rest /= argument.shape[d];
+        padding |= index >= box.sizes[d];
+        global += (index + box.offsets[d]) * stride;
         stride *= tensor->shape[d];
+      }
+      if (padding) {
+        data[local] = 0.0f;
+        continue;
       }
       data[local] = isBias ? 0.0f
                     : argument.shape.size() == 1
@@ -479,13 +514,31 @@ Status Trainer::save(const RunOptions &options, Communicator &world) {
   if (std::error_code error = llvm::sys::fs::create_directories(folder))
     return Status::io("cannot create checkpoint folder '" + folder +
                       "': " + error.message());
+  // An uneven shard saves its box: the first part of its padded buffer.
+  std::map<std::string, llvm::SmallVector<int64_t>> boxSizes;
+  for (const mlir::titan::PlanTensor &tensor : plan.tensors)
+    boxSizes[tensor.source] = tensor.boxes[rank].box.sizes;
+  std::map<std::string, mlir::titan::DenseTensor> staged;
   auto lookup = [&](llvm::StringRef source) -> llvm::Expected<DenseTensorRef> {
     llvm::Expected<MutableDenseTensorRef> shard = shardOf(source);
     if (!shard)
       return shard.takeError();
-    return DenseTensorRef(
+    DenseTensorRef whole(
         shard->dtype, shard->shape,
         llvm::StringRef(shard->data.data(), shard->data.size()));
+    auto box = boxSizes.find(source.str());
+    if (box == boxSizes.end() || box->second == shard->shape)
+      return whole;
+    mlir::titan::DenseTensor &part = staged[source.str()];
+    part = {shard->dtype, box->second, {}};
+    part.data.resize(part.numElements() *
+                     mlir::titan::getElementTypeSize(shard->dtype));
+    IndexBox region{llvm::SmallVector<int64_t>(box->second.size(), 0),
+                    box->second};
+    IndexBox padded{region.offsets, llvm::SmallVector<int64_t>(shard->shape)};
+    mlir::titan::copyRegion(whole, padded, MutableDenseTensorRef(part), region,
+                            region);
+    return DenseTensorRef(part);
   };
   llvm::Expected<mlir::titan::DcpRankData> data =
       mlir::titan::planRankShardData(plan, rank, lookup);

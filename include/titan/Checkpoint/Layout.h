@@ -20,9 +20,11 @@ namespace mlir::titan {
 
 /// Where the ranks of a partitioned function hold an argument.
 struct ArgumentLayout {
-  /// The argument's global shape: its local shape times the shard counts.
+  /// The argument's global shape: its local shape times the shard counts,
+  /// or the recorded `titan.global_shape` of uneven shards.
   llvm::SmallVector<int64_t> globalShape;
-  /// The box of the global tensor each rank holds, by rank.
+  /// The box of the global tensor each rank holds, by rank: for uneven
+  /// shards the rank's chunk, which starts its padded local tensor.
   std::vector<IndexBox> boxes;
 };
 

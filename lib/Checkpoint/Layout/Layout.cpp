@@ -4,6 +4,7 @@
 
 #include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/ElementTypes.h"
+#include "titan/Dialect/GlobalShape.h"
 #include "titan/Dialect/TitanDialect.h"
 #include "titan/Placement/PlacementAlgebra.h"
 #include "titan/Support/FormatInts.h"
@@ -56,21 +57,24 @@ mlir::titan::computeArgumentLayout(func::FuncOp function, unsigned index,
   if (!placements || placements.size() != mesh.getNumAxes())
     return emitArgError() << "no placements over the mesh";
   ArgumentLayout layout;
-  layout.globalShape.assign(type.getShape().begin(), type.getShape().end());
-  for (auto [axis, placement] : llvm::enumerate(placements.getPlacements())) {
+  for (const Placement &placement : placements.getPlacements())
     if (placement.isPartial())
       return emitArgError()
              << "a partial value (" << placement.str() << ") has no box";
-    if (placement.isShard())
-      layout.globalShape[placement.getDim()] *= mesh.getSize(axis);
-  }
+  layout.globalShape = getArgGlobalShape(function, index, mesh.getSizes());
   for (int64_t rank = 0; rank < mesh.getNumRanks(); ++rank) {
     llvm::Expected<LocalShard> shard = computeLocalShapeAndGlobalOffset(
         layout.globalShape, mesh.getSizes(), placements.getPlacements(),
         mesh.getCoordinate(rank));
     if (!shard)
       return emitArgError() << llvm::toString(shard.takeError());
-    if (shard->shape != ArrayRef<int64_t>(type.getShape()))
+    // An uneven shard is the first part of the rank's (padded) local type.
+    bool fits = llvm::all_of(
+        llvm::zip_equal(shard->shape, type.getShape()),
+        [](auto sizes) { return std::get<0>(sizes) <= std::get<1>(sizes); });
+    bool exact = shard->shape == ArrayRef<int64_t>(type.getShape());
+    if (!fits || (!exact && !function.getArgAttr(
+                                index, TitanDialect::kGlobalShapeAttrName)))
       return emitArgError()
              << "rank " << rank << " holds " << formatInts(shard->shape)
              << ", not the local type " << type;
@@ -100,7 +104,8 @@ LogicalResult LayoutBuilder::add(StringRef key, unsigned index,
   tensor.boxes.reserve(layout->boxes.size());
   for (IndexBox &box : layout->boxes) {
     std::string boxKey;
-    for (ArrayRef<int64_t> values : {ArrayRef(box.offsets), ArrayRef(box.sizes)})
+    for (ArrayRef<int64_t> values :
+         {ArrayRef(box.offsets), ArrayRef(box.sizes)})
       boxKey.append(reinterpret_cast<const char *>(values.data()),
                     values.size() * sizeof(int64_t));
     bool first = written.insert(boxKey).second;
@@ -152,8 +157,8 @@ mlir::titan::computeCheckpointLayout(ModuleOp module) {
     auto [moment, fqn] = *slot;
     // torchtitan's key: optimizer.state.<fqn>.exp_avg(_sq).
     StringRef key = getParamSlotPrefix(moment).drop_back();
-    if (failed(builder.add(("optimizer.state." + fqn + "." + key).str(), i,
-                           plan)))
+    if (failed(
+            builder.add(("optimizer.state." + fqn + "." + key).str(), i, plan)))
       return failure();
     if (moment == ParamSlot::ExpAvg)
       optimizedParams.push_back(fqn.str());

@@ -2,11 +2,13 @@
 local ranks and compares the run with the reference interpreter's
 (reference_steps.py) through compare_run.py.
 
-usage: check_executable.py MODEL.pt CONFIG.toml WORK --ranks N --state DIR
-       --data DIR --steps S --reference DIR [--set k=v ...] [--rtol R]
+usage: check_executable.py MODEL.pt CONFIG.toml WORK --ranks N
+       (--state DIR | --load CHECKPOINT) --data DIR --steps S
+       --reference DIR [--set k=v ...] [--rtol R] [--checkpoint-format F]
 
 WORK/out is titan-compile's output, WORK/ckpt the initial state saved in
-the executable's checkpoint layout (titan-ckpt save --plan), WORK/after the
+the executable's checkpoint layout (titan-ckpt save --plan; with --load the
+ranks start from CHECKPOINT instead, saved by any layout), WORK/after the
 checkpoint the ranks save after S steps and WORK/loaded its global tensors.
 Prints compare_run.py's lines and exits with its status.
 """
@@ -31,11 +33,16 @@ def main() -> int:
     parser.add_argument("config")
     parser.add_argument("work")
     parser.add_argument("--ranks", type=int, required=True)
-    parser.add_argument("--state", required=True)
+    parser.add_argument("--state", help="the initial state (global .npy files), saved under "
+                        "the layout's checkpoint plan")
+    parser.add_argument("--load", help="a checkpoint to start from instead of --state (any "
+                        "layout's: the ranks reshard it as they load)")
     parser.add_argument("--data", required=True)
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--reference", required=True)
     parser.add_argument("--set", action="append", default=[])
+    parser.add_argument("--checkpoint-format", default="torch2",
+                        help="the module paths of WORK/after (titan-run's --checkpoint-format)")
     parser.add_argument("--rtol", default="1e-5")
     args = parser.parse_args()
 
@@ -43,13 +50,15 @@ def main() -> int:
     sets = [flag for value in args.set for flag in ("--set", value)]
     run("titan-compile", args.model, "--config", args.config, *sets, "-o", out)
     plan = os.path.join(out, "checkpoint-plan.txt")
-    run("titan-ckpt", "save", "--plan", plan, "--from", args.state, "--to",
-        os.path.join(args.work, "ckpt"))
+    start = args.load
+    if not start:
+        start = os.path.join(args.work, "ckpt")
+        run("titan-ckpt", "save", "--plan", plan, "--from", args.state, "--to", start)
     metrics = os.path.join(args.work, "metrics.jsonl")
     run("titan-run", out, "--nproc-per-node", str(args.ranks), "--",
-        "--data", args.data, "--load", os.path.join(args.work, "ckpt"),
+        "--data", args.data, "--load", start,
         "--steps", str(args.steps), "--save", os.path.join(args.work, "after"),
-        "--metrics", metrics)
+        "--metrics", metrics, "--checkpoint-format", args.checkpoint_format)
     run("titan-ckpt", "load", "--plan", plan, "--from",
         os.path.join(args.work, "after"), "--to",
         os.path.join(args.work, "loaded"))

@@ -5,7 +5,7 @@ next: the expected result of a compiled executable's N steps.
 usage: reference_steps.py STEP.mlir STATE_DIR DATA_DIR STEPS OUT_DIR
 
 STATE_DIR holds the initial state (titan-compile --export-weights: params,
-moments, lr, step); DATA_DIR the batch every step uses (tokens.npy,
+moments, lr, step; a state loaded from a checkpoint continues at its step); DATA_DIR the batch every step uses (tokens.npy,
 labels.npy, [batch, seq]). OUT_DIR gets the state after the last step under
 the executable's checkpoint source names (<fqn>, exp_avg.<fqn>,
 exp_avg_sq.<fqn>) and losses.npy, the loss of every step.
@@ -30,8 +30,10 @@ def main() -> int:
     shutil.copytree(state, current)
     for name in ("tokens.npy", "labels.npy"):
         shutil.copy(os.path.join(data, name), current)
+    # The steps done before (a state loaded from a checkpoint continues).
+    done = int(np.load(os.path.join(current, "step.npy")))
     losses = []
-    for step in range(steps):
+    for step in range(done, done + steps):
         np.save(os.path.join(current, "step.npy"), np.array(step, dtype=np.float32))
         result = os.path.join(work, "out%d" % step)
         subprocess.run([titan_eval, step_mlir, "--entry=train_step",
