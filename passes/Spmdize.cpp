@@ -19,6 +19,9 @@
 
 #include "mlir/Transforms/DialectConversion.h"
 
+#include <cmath>
+#include <map>
+
 namespace mlir::titan {
 #define GEN_PASS_DEF_SPMDIZEPASS
 #include "passes/Passes.h.inc"
@@ -57,6 +60,10 @@ public:
   /// type times the ranks does not give its global shape (uneven shards),
   /// else null.
   Attribute getRecordedGlobalShape(const ValueLayout &layout) const;
+  /// The floating-point operations each rank spends on padding, by rank
+  /// (empty without a mesh): per op, its global FLOPs times the padded
+  /// share of its factors less the rank's share.
+  SmallVector<int64_t> getPaddingFlops() const;
   /// The layouts the function declares for its results.
   ArrayRef<ValueLayout> getResultLayouts() const { return resultLayouts; }
   /// The checked context of an op with a sharding rule.
@@ -236,6 +243,58 @@ GlobalFunction::getRecordedGlobalShape(const ValueLayout &layout) const {
   return nullptr;
 }
 
+SmallVector<int64_t> GlobalFunction::getPaddingFlops() const {
+  if (!mesh)
+    return {};
+  SmallVector<double> wasted(mesh->getNumRanks(), 0.0);
+  func::FuncOp body = function;
+  for (Operation &op : body.getBody().front().without_terminator()) {
+    auto found = contexts.find(&op);
+    auto cost = dyn_cast<CostOpInterface>(op);
+    if (found == contexts.end() || !cost)
+      continue;
+    const PartitionContext &context = found->second;
+    OpShardingRule rule = cast<ShardingRuleOpInterface>(&op).getShardingRule();
+    // The axes sharding each factor, outermost first.
+    std::map<int64_t, SmallVector<unsigned>> factorAxes;
+    for (auto [axis, choice] : llvm::enumerate(context.getChoices()))
+      if (choice.kind == AxisChoice::Kind::Shard)
+        factorAxes[choice.index].push_back(axis);
+    // Each factor's chunk on a rank (nested torch.chunk) over its size.
+    auto share = [&](int64_t factor, ArrayRef<unsigned> axes,
+                     ArrayRef<int64_t> coordinate) {
+      int64_t size = rule.factorSizes[factor];
+      int64_t chunk = size;
+      for (unsigned axis : axes)
+        chunk =
+            getChunkExtent(chunk, mesh->getSize(axis), coordinate[axis]).size;
+      return double(chunk) / double(size);
+    };
+    SmallVector<int64_t> first(mesh->getNumAxes(), 0);
+    double padded = 1;
+    bool uneven = false;
+    for (const auto &[factor, axes] : factorAxes) {
+      int64_t ways = 1;
+      for (unsigned axis : axes)
+        ways *= mesh->getSize(axis);
+      uneven |= rule.factorSizes[factor] % ways != 0;
+      padded *= share(factor, axes, first);
+    }
+    if (!uneven)
+      continue;
+    double flops = double(cost.getFlops());
+    for (int64_t rank = 0; rank < mesh->getNumRanks(); ++rank) {
+      SmallVector<int64_t> coordinate = mesh->getCoordinate(rank);
+      double useful = 1;
+      for (const auto &[factor, axes] : factorAxes)
+        useful *= share(factor, axes, coordinate);
+      wasted[rank] += flops * (padded - useful);
+    }
+  }
+  return llvm::map_to_vector(wasted,
+                             [](double w) { return int64_t(std::llround(w)); });
+}
+
 PartitionContext GlobalFunction::makeContext(Operation *op) const {
   auto layoutsOf = [&](ValueRange values) {
     return llvm::map_to_vector(values,
@@ -400,6 +459,7 @@ LogicalResult spmdize(func::FuncOp function) {
   if (failed(global.analyze()))
     return failure();
   MLIRContext *context = function.getContext();
+  SmallVector<int64_t> paddingFlops = global.getPaddingFlops();
   // The global shapes that the local types will no longer give.
   SmallVector<Attribute> argShapes, resultShapes;
   for (BlockArgument arg : function.getArguments())
@@ -435,6 +495,9 @@ LogicalResult spmdize(func::FuncOp function) {
                                  std::move(patterns), config)))
     return failure();
   function->removeAttr(SignaturePattern::kConvertedAttrName);
+  if (llvm::any_of(paddingFlops, [](int64_t flops) { return flops != 0; }))
+    function->setAttr(TitanDialect::kPaddingFlopsAttrName,
+                      DenseI64ArrayAttr::get(context, paddingFlops));
   StringRef name = TitanDialect::kGlobalShapeAttrName;
   if (llvm::any_of(argShapes, [](Attribute a) { return bool(a); }))
     setEachArgAttr(function, name, [&](unsigned i) { return argShapes[i]; });

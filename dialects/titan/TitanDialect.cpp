@@ -94,7 +94,8 @@ static LogicalResult verifyExecutableAttribute(Operation *op,
              << "'" << name << "' must be a unit attribute on a function";
     return success();
   }
-  if (name == TitanDialect::kInPlaceAttrName) {
+  if (name == TitanDialect::kInPlaceAttrName ||
+      name == TitanDialect::kPaddingFlopsAttrName) {
     if (!isa<DenseI64ArrayAttr>(value) || !isa<FunctionOpInterface>(op))
       return op->emitError()
              << "'" << name << "' must be an array<i64> on a function";

@@ -66,6 +66,12 @@ def Titan_Dialect : Dialect {
     /// gives (titan-spmdize; see titan/Dialect/GlobalShape.h).
     static constexpr ::llvm::StringLiteral kGlobalShapeAttrName =
         "titan.global_shape";
+    /// On a per-rank program with uneven shards (array<i64>, one entry per
+    /// rank): the floating-point operations each rank spends per call on
+    /// padding (titan-spmdize, from each op's FLOPs and the chunks of the
+    /// factors its sharding rule shards).
+    static constexpr ::llvm::StringLiteral kPaddingFlopsAttrName =
+        "titan.padding_flops";
     /// On an integer function argument that indexes a table
     /// (`array<i64: lo, hi>` or `array<i64: lo, hi, ignore>`): every element
     /// is in [lo, hi) (or equals `ignore`); the runtime and the interpreter

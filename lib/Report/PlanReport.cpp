@@ -15,8 +15,10 @@
 #include "titan/Report/PlanReport.h"
 
 #include "titan/Dialect/ArgRole.h"
+#include "titan/Dialect/GlobalShape.h"
 #include "titan/Dialect/Provenance.h"
 #include "titan/Dialect/TitanDialect.h"
+#include "titan/Placement/PlacementAlgebra.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/MapVector.h"
@@ -174,6 +176,64 @@ void printTallies(StringRef name, const BlockListing &listing,
 
 } // namespace
 
+/// The padding of uneven shards per rank, when there is any: the bytes of
+/// the step's arguments (parameters, optimizer state, inputs) that a rank
+/// holds past its chunks, and the FLOPs it spends on padding per step
+/// (titan.padding_flops).
+static void printPadding(func::FuncOp function, MeshOp mesh,
+                         llvm::raw_ostream &os) {
+  llvm::Expected<DeviceMesh> deviceMesh = DeviceMesh::get(
+      llvm::map_to_vector(mesh.getAxisNames(),
+                          [](Attribute name) {
+                            return cast<StringAttr>(name).getValue().str();
+                          }),
+      mesh.getAxisSizes());
+  if (!deviceMesh) {
+    llvm::consumeError(deviceMesh.takeError());
+    return;
+  }
+  SmallVector<int64_t> bytes(deviceMesh->getNumRanks(), 0);
+  bool any = false;
+  for (unsigned i = 0; i < function.getNumArguments(); ++i) {
+    auto placements = function.getArgAttrOfType<PlacementsAttr>(
+        i, TitanDialect::kPlacementsAttrName);
+    if (!placements ||
+        !function.getArgAttr(i, TitanDialect::kGlobalShapeAttrName))
+      continue;
+    any = true;
+    auto local = cast<RankedTensorType>(function.getArgument(i).getType());
+    SmallVector<int64_t> global =
+        getArgGlobalShape(function, i, mesh.getAxisSizes());
+    for (int64_t rank = 0; rank < deviceMesh->getNumRanks(); ++rank) {
+      llvm::Expected<LocalShard> shard = computeLocalShapeAndGlobalOffset(
+          global, deviceMesh->getSizes(), placements.getPlacements(),
+          deviceMesh->getCoordinate(rank));
+      if (!shard) {
+        llvm::consumeError(shard.takeError());
+        continue;
+      }
+      int64_t held = 1;
+      for (int64_t size : shard->shape)
+        held *= size;
+      bytes[rank] +=
+          bytesOf(local) - held * getElementByteWidth(local.getElementType());
+    }
+  }
+  auto flops = function->getAttrOfType<DenseI64ArrayAttr>(
+      TitanDialect::kPaddingFlopsAttrName);
+  if (!any && !flops)
+    return;
+  os << "padding of uneven shards (torch.chunk; every rank holds the largest "
+        "chunk), per rank:\n";
+  for (int64_t rank = 0; rank < deviceMesh->getNumRanks(); ++rank)
+    os << llvm::formatv("  rank {0,-4} {1,10} of arguments, {2} FLOP per "
+                        "step\n",
+                        rank, humanBytes(bytes[rank]),
+                        flops && rank < int64_t(flops.size()) ? flops[rank]
+                                                              : 0);
+  os << "\n";
+}
+
 LogicalResult mlir::titan::writePlanReport(ModuleOp module,
                                            llvm::raw_ostream &os) {
   auto function = module.lookupSymbol<func::FuncOp>("train_step");
@@ -210,12 +270,10 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
     auto placements = function.getArgAttrOfType<PlacementsAttr>(
         i, TitanDialect::kPlacementsAttrName);
     auto local = cast<RankedTensorType>(function.getArgument(i).getType());
-    SmallVector<int64_t> global(local.getShape());
+    SmallVector<int64_t> global =
+        getArgGlobalShape(function, i, mesh.getAxisSizes());
     std::string text = "[";
     if (placements) {
-      for (auto [axis, p] : llvm::enumerate(placements.getPlacements()))
-        if (p.isShard())
-          global[p.getDim()] *= mesh.getAxisSizes()[axis];
       llvm::raw_string_ostream ts(text);
       llvm::interleaveComma(placements.getPlacements(), ts,
                             [&](const Placement &p) { ts << p.str(); });
@@ -236,6 +294,7 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
   }
   os << llvm::formatv("parameters: {0} in all, {1} per rank\n\n",
                       humanBytes(paramBytes), humanBytes(localBytes));
+  printPadding(function, mesh, os);
   // Optimizer state (ParamSlot::ExpAvg, ExpAvgSq) is its parameter's.
   for (unsigned i = 0; i < function.getNumArguments(); ++i) {
     auto name =
