@@ -85,8 +85,9 @@ LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
   // uneven shards (torch.chunk), correct but not balanced.
   if (length % numChunks != 0) {
     function.emitRemark()
-        << "sequence length " << length << " is not divisible by 2 x "
-        << static_cast<int64_t>(ways) << " = " << numChunks
+        << "sequence length " << length << " of @" << function.getSymName()
+        << " is not divisible by 2 x " << static_cast<int64_t>(ways) << " = "
+        << numChunks
         << " chunks: context parallelism keeps the natural order (uneven "
            "contiguous shards, causal attention work not balanced across "
            "ranks); choose a seq_len that is a multiple of "

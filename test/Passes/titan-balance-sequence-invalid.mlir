@@ -1,7 +1,7 @@
 // RUN: titan-opt %s --split-input-file --titan-balance-sequence=ways=2 -verify-diagnostics
 
 // Without equal chunks the sequence stays in order (uneven shards).
-// expected-remark@+1 {{sequence length 6 is not divisible by 2 x 2 = 4 chunks: context parallelism keeps the natural order (uneven contiguous shards, causal attention work not balanced across ranks); choose a seq_len that is a multiple of 4 to balance it}}
+// expected-remark@+1 {{sequence length 6 of @indivisible is not divisible by 2 x 2 = 4 chunks: context parallelism keeps the natural order (uneven contiguous shards, causal attention work not balanced across ranks); choose a seq_len that is a multiple of 4 to balance it}}
 func.func @indivisible(%tokens: tensor<2x6xi64> {titan.name = "tokens", titan.role = "input"},
                        %emb: tensor<32x4xf32> {titan.name = "emb", titan.role = "param"}) -> tensor<2x6x4xf32> {
   %x = titan.embedding %emb, %tokens : tensor<32x4xf32>, tensor<2x6xi64> -> tensor<2x6x4xf32>

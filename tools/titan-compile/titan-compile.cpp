@@ -20,6 +20,7 @@
 #include "titan/Tools/ParseInput.h"
 
 #include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
@@ -383,6 +384,17 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   registerAllDialects(registry);
   MLIRContext context(registry);
+  // Warnings and remarks of the passes (what they chose instead of failing)
+  // reach the user as the config's warnings do; errors keep MLIR's printing.
+  ScopedDiagnosticHandler notes(&context, [](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error)
+      return failure();
+    auto &os = diag.getSeverity() == DiagnosticSeverity::Warning
+                   ? llvm::WithColor::warning(llvm::errs(), "titan-compile")
+                   : llvm::WithColor::remark(llvm::errs(), "titan-compile");
+    os << diag << "\n";
+    return success();
+  });
 
   // With a config, titan-compile builds the executable unless --emit stops
   // earlier.
