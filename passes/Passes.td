@@ -109,6 +109,45 @@ def BalanceSequencePass : Pass<"titan-balance-sequence", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def SelectRecomputePass : Pass<"titan-select-recompute", "::mlir::ModuleOp"> {
+  let summary = "Activation checkpointing: recomputes forward values in the "
+                "backward instead of keeping them";
+  let description = [{
+    On `@train_step` (titan-build-train-step's), trades memory for compute
+    as torchtitan's `[activation_checkpoint]` does, as a program transform:
+    a forward value of a checkpointed transformer block that the backward
+    reads is not kept from the forward; the forward ops that compute it are
+    cloned, from what the block keeps, right before the first backward op of
+    the block that reads one of them, and the backward reads the clones.
+    A block keeps its inputs (the previous block's output, parameters,
+    buffers) and, under `selective-ac-option=op`, the values torchtitan's
+    selective policy saves: the results of attention, of max reductions and
+    of every other matmul (the 1st, 3rd, ... of the block; the others are
+    recomputed). Blocks are the ops stamped with module path `layers.<i>`
+    (or any `<name>.<i>` a ModuleList holds). Clones carry the phase
+    `backward` and the unit attribute `titan.recompute`, which keeps CSE from
+    folding them into the forward's ops; the loss, gradients and update are
+    unchanged bit for bit (the same ops on the same values).
+
+    `mode`: `none` (nothing), `full` (every block), `selective` with
+    `selective-ac-option` `op` (every block, torchtitan's op policy) or an
+    integer N (blocks 1-based N, 2N, ..., fully, as torchtitan's every-N
+    wrapper counts them).
+
+    Errors: an unknown mode or option; a module without `@train_step` when
+    the mode is not `none`.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"none\"",
+           "none, full or selective ([activation_checkpoint] mode)">,
+    Option<"selectiveOption", "selective-ac-option", "std::string",
+           "\"op\"",
+           "op, or every N-th block ([activation_checkpoint] "
+           "selective_ac_option)">,
+  ];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
 def ApplyParallelPlanPass : Pass<"titan-apply-parallel-plan",
                                  "::mlir::ModuleOp"> {
   let summary = "Writes the device mesh and the placements of the arguments";

@@ -25,6 +25,7 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
     pm.addPass(createBuildTrainStepPass(options.trainStep));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    pm.addPass(createSelectRecomputePass(options.recompute));
   }
   if (options.stage >= PipelineStage::Spmd) {
     // Before sharding hides which table an id indexes.
@@ -68,6 +69,9 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   step.maxNorm = config.training.maxNorm;
   step.ignoreIndex = config.training.ignoreIndex;
   step.emitGrads = emitGrads;
+  options.recompute.mode = config.activationCheckpoint.mode;
+  options.recompute.selectiveOption =
+      config.activationCheckpoint.selectiveAcOption;
   ApplyParallelPlanPassOptions &plan = options.parallelPlan;
   const ParallelismConfig &parallelism = config.parallelism;
   plan.worldSize = mesh.getWorldSize();

@@ -88,6 +88,11 @@ static LogicalResult verifyExecutableAttribute(Operation *op,
     auto array = dyn_cast<ArrayAttr>(attr);
     return array && llvm::all_of(array, llvm::IsaPred<BufferAttr>);
   };
+  if (name == TitanDialect::kRecomputeAttrName) {
+    if (!isa<UnitAttr>(value))
+      return op->emitError() << "'" << name << "' must be a unit attribute";
+    return success();
+  }
   if (name == TitanDialect::kKernelAttrName) {
     if (!isa<UnitAttr>(value) || !isa<FunctionOpInterface>(op))
       return op->emitError()

@@ -72,6 +72,11 @@ def Titan_Dialect : Dialect {
     /// factors its sharding rule shards).
     static constexpr ::llvm::StringLiteral kPaddingFlopsAttrName =
         "titan.padding_flops";
+    /// On an op of the backward that recomputes a forward value (unit;
+    /// titan-select-recompute): keeps CSE from folding it into the forward
+    /// op it clones.
+    static constexpr ::llvm::StringLiteral kRecomputeAttrName =
+        "titan.recompute";
     /// On an integer function argument that indexes a table
     /// (`array<i64: lo, hi>` or `array<i64: lo, hi, ignore>`): every element
     /// is in [lo, hi) (or equals `ignore`); the runtime and the interpreter

@@ -29,6 +29,7 @@ enum class PipelineStage {
 struct TitanPipelineOptions {
   PipelineStage stage = PipelineStage::TrainStep;
   BuildTrainStepPassOptions trainStep;
+  SelectRecomputePassOptions recompute;
   ApplyParallelPlanPassOptions parallelPlan;
   BalanceSequencePassOptions balanceSequence;
   PropagatePlacementsPassOptions propagation;

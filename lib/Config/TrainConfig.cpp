@@ -191,8 +191,8 @@ knownModels() {
   static const std::vector<
       std::pair<llvm::StringRef, std::vector<llvm::StringRef>>>
       models = {{"llama3",
-                 {"tiny", "debugmodel", "debugmodel_gqa", "debugmodel_flex_attn",
-                  "8B", "70B", "405B"}},
+                 {"tiny", "debugmodel", "debugmodel_gqa",
+                  "debugmodel_flex_attn", "8B", "70B", "405B"}},
                 {"gpt2", {"tiny"}},
                 {"qwen2", {"tiny"}},
                 {"gemma", {"tiny"}},
@@ -229,8 +229,8 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
         {"optimizer.weight_decay", c.optimizer.weightDecay},
         {"lr_scheduler.min_lr_factor", c.lrScheduler.minLrFactor}})
     if (!(value >= 0 && std::isfinite(value)))
-      return bad(key, llvm::formatv("must be a finite number >= 0, got {0}",
-                                    value));
+      return bad(key,
+                 llvm::formatv("must be a finite number >= 0, got {0}", value));
   for (auto [key, beta] :
        {std::pair<const char *, double>{"optimizer.beta1", c.optimizer.beta1},
         {"optimizer.beta2", c.optimizer.beta2}})
@@ -259,14 +259,16 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
     std::vector<llvm::StringRef> allowed;
   };
   for (const Choice &choice :
-       {Choice{"lr_scheduler.decay_type", c.lrScheduler.decayType,
+       {Choice{"lr_scheduler.decay_type",
+               c.lrScheduler.decayType,
                {"linear", "sqrt", "cosine"}},
-        Choice{"training.mixed_precision_param",
-               c.training.mixedPrecisionParam, dtypes},
+        Choice{"training.mixed_precision_param", c.training.mixedPrecisionParam,
+               dtypes},
         Choice{"training.mixed_precision_reduce",
                c.training.mixedPrecisionReduce, dtypes},
         Choice{"checkpoint.export_dtype", c.checkpoint.exportDtype, dtypes},
-        Choice{"activation_checkpoint.mode", c.activationCheckpoint.mode,
+        Choice{"activation_checkpoint.mode",
+               c.activationCheckpoint.mode,
                {"none", "selective", "full", "memory_budget"}},
         Choice{"parallelism.fsdp_reshard_after_forward",
                c.parallelism.fsdpReshardAfterForward,
@@ -278,7 +280,8 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
   if (option != "op" && (option.getAsInteger(10, every) || every == 0))
     return bad("activation_checkpoint.selective_ac_option",
                "must be \"op\" or a positive integer (checkpoint every "
-               "n-th layer), got \"" + option + "\"");
+               "n-th layer), got \"" +
+                   option + "\"");
   if (c.checkpoint.interval < 1)
     return bad("checkpoint.interval", "must be at least 1");
 
@@ -290,12 +293,11 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
     return error(file + ": " + key + " = " + value + " is not supported yet (" +
                  missing + "); " + fix);
   };
-  if (c.activationCheckpoint.mode != "none")
-    return unsupported("activation_checkpoint.mode",
-                       "\"" + c.activationCheckpoint.mode + "\"",
-                       "titan has no activation checkpointing: every "
-                       "activation the backward needs is kept",
-                       "set mode = \"none\"");
+  if (c.activationCheckpoint.mode == "memory_budget")
+    return unsupported("activation_checkpoint.mode", "\"memory_budget\"",
+                       "titan does not yet choose what to recompute from a "
+                       "memory budget",
+                       "set mode = \"full\" or \"selective\"");
   if (c.parallelism.enableAsyncTensorParallel)
     return unsupported("parallelism.enable_async_tensor_parallel", "true",
                        "titan has no async tensor parallelism: "

@@ -79,9 +79,10 @@ struct ParallelismConfig {
   std::string tpPlan;
 };
 
-/// [activation_checkpoint]. titan recomputes nothing yet, so every mode but
-/// "none" is refused; the default is "none" (torchtitan's is "selective"), so
-/// that a config without the section says what titan does.
+/// [activation_checkpoint]: "none", "full" or "selective" (titan-select-
+/// recompute); "memory_budget" is refused until titan chooses from a
+/// budget. The default is "none" (torchtitan's is "selective"), so that a
+/// config without the section says what titan does.
 struct ActivationCheckpointConfig {
   std::string mode = "none";
   std::string selectiveAcOption = "op";
