@@ -156,14 +156,10 @@ TEST(TrainConfig, WarnsAboutWhatItDoesNotApply) {
 }
 
 TEST(TrainConfig, RefusesWhatItCannotApply) {
-  EXPECT_EQ(errorOf("[activation_checkpoint]\nmode = \"selective\"\n"),
-            "cfg.toml: activation_checkpoint.mode = \"selective\" is not "
-            "supported yet (titan has no activation checkpointing: every "
-            "activation the backward needs is kept); set mode = \"none\"");
   EXPECT_EQ(errorOf("", {"activation_checkpoint.mode=memory_budget"}),
             "cfg.toml: activation_checkpoint.mode = \"memory_budget\" is not "
-            "supported yet (titan has no activation checkpointing: every "
-            "activation the backward needs is kept); set mode = \"none\"");
+            "supported yet (titan does not yet choose what to recompute from "
+            "a memory budget); set mode = \"full\" or \"selective\"");
   EXPECT_EQ(errorOf("[parallelism]\nenable_async_tensor_parallel = true\n"),
             "cfg.toml: parallelism.enable_async_tensor_parallel = true is not "
             "supported yet (titan has no async tensor parallelism: "
@@ -175,10 +171,14 @@ TEST(TrainConfig, RefusesWhatItCannotApply) {
       "supported yet (titan does not reshard after the forward: the backward "
       "reuses the parameters FSDP gathered in the forward); set it to "
       "\"default\" or \"never\"");
-  // What asks for nothing is accepted, and is what an absent key means; a
+  // What titan applies is accepted, as is what asks for nothing (what an
+  // absent key means); a
   // schedule without pipeline stages does nothing, as in torchtitan.
   for (const char *neutral :
        {"", "[activation_checkpoint]\nmode = \"none\"\n",
+        "[activation_checkpoint]\nmode = \"full\"\n",
+        "[activation_checkpoint]\nmode = \"selective\"\n"
+        "selective_ac_option = \"2\"\n",
         "[parallelism]\nfsdp_reshard_after_forward = \"never\"\n",
         "[parallelism]\nfsdp_reshard_after_forward = \"default\"\n"
         "enable_async_tensor_parallel = false\npipeline_parallel_degree = 1\n"
