@@ -172,8 +172,8 @@ TEST(TrainConfig, RefusesWhatItCannotApply) {
       "reuses the parameters FSDP gathered in the forward); set it to "
       "\"default\" or \"never\"");
   // What titan applies is accepted, as is what asks for nothing (what an
-  // absent key means); a
-  // schedule without pipeline stages does nothing, as in torchtitan.
+  // absent key means); a schedule without pipeline stages does nothing, as
+  // in torchtitan.
   for (const char *neutral :
        {"", "[activation_checkpoint]\nmode = \"none\"\n",
         "[activation_checkpoint]\nmode = \"full\"\n",
