@@ -127,7 +127,8 @@ inline constexpr ParamSlot kPrefixedParamSlots[] = {
 
 /// The slot and parameter FQN that `name` names, if it has a slot's prefix
 /// ("exp_avg_sq.w" is (ExpAvgSq, "w")); a name without one is the
-/// parameter's own only if it is one, which the caller knows.
+/// parameter's own only if it is one, which the caller knows. The FQN is a
+/// view into `name`, which must outlive it.
 inline std::optional<std::pair<ParamSlot, StringRef>>
 parsePrefixedParamSlot(StringRef name) {
   for (ParamSlot slot : kPrefixedParamSlots)

@@ -48,7 +48,9 @@ TEST(ArgRoleTest, ParamSlotNamesRoundTrip) {
             "exp_avg_sq.layers.0.w");
   EXPECT_EQ(getParamSlotName(ParamSlot::Param, "w"), "w");
   for (ParamSlot slot : kPrefixedParamSlots) {
-    auto parsed = parsePrefixedParamSlot(getParamSlotName(slot, "a.b"));
+    // The parsed FQN is a view into the name, which must outlive it.
+    std::string name = getParamSlotName(slot, "a.b");
+    auto parsed = parsePrefixedParamSlot(name);
     ASSERT_TRUE(parsed);
     EXPECT_EQ(parsed->first, slot);
     EXPECT_EQ(parsed->second, "a.b");
