@@ -43,13 +43,6 @@ bool DimChunks::isUneven() const {
   return llvm::any_of(sizes, [&](int64_t size) { return size != padded; });
 }
 
-int64_t DimChunks::getPaddingElements() const {
-  int64_t total = 0;
-  for (int64_t size : sizes)
-    total += padded - size;
-  return total;
-}
-
 DimChunks mlir::titan::getDimChunks(ArrayRef<int64_t> globalShape,
                                     const DeviceMesh &mesh,
                                     ArrayRef<Placement> placements,

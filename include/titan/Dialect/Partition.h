@@ -43,8 +43,6 @@ struct DimChunks {
   /// Whether some rank's chunk is shorter than `padded`, so that its local
   /// tensor holds padding (whose values are unspecified) past the chunk.
   bool isUneven() const;
-  /// The elements of padding summed over the coordinates.
-  int64_t getPaddingElements() const;
 };
 
 /// The chunks of dim `dim` of a tensor of `globalShape` under `placements`.
