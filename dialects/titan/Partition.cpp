@@ -227,9 +227,9 @@ DimChunks PartitionContext::getDimChunks(const ValueLayout &layout,
                              dim);
 }
 
-Value PartitionContext::maskPadding(OpBuilder &builder, Location loc,
-                                    Value local, const ValueLayout &layout,
-                                    int64_t dim, ReduceKind kind) const {
+Value PartitionContext::fillPadding(
+    OpBuilder &builder, Location loc, Value local, const ValueLayout &layout,
+    int64_t dim, function_ref<Value(RankedTensorType)> makeFill) const {
   if (!mesh || layout.getAxesSharding(dim).empty())
     return local;
   RankedTensorType type = tensorTypeOf(local);
@@ -238,8 +238,16 @@ Value PartitionContext::maskPadding(OpBuilder &builder, Location loc,
                        getDimChunks(layout, dim), type.getShape(), dim);
   if (!inChunk)
     return local;
-  TensorBuilder b(builder, loc);
-  return b.select(inChunk, local, buildIdentitySplat(builder, loc, type, kind));
+  return TensorBuilder(builder, loc).select(inChunk, local, makeFill(type));
+}
+
+Value PartitionContext::maskPadding(OpBuilder &builder, Location loc,
+                                    Value local, const ValueLayout &layout,
+                                    int64_t dim, ReduceKind kind) const {
+  return fillPadding(builder, loc, local, layout, dim,
+                     [&](RankedTensorType type) {
+                       return buildIdentitySplat(builder, loc, type, kind);
+                     });
 }
 
 SmallVector<Value>

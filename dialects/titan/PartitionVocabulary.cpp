@@ -81,17 +81,12 @@ ShardIds shiftIdsToShard(OpBuilder &builder, Location loc,
 Value fillIdPadding(OpBuilder &builder, Location loc,
                     const PartitionContext &context, Value localIds,
                     const ValueLayout &layout, double fill) {
-  TensorBuilder b(builder, loc);
-  RankedTensorType type = tensorTypeOf(localIds);
-  for (int64_t dim = 0; dim < type.getRank(); ++dim) {
-    if (layout.getAxesSharding(dim).empty())
-      continue;
-    Value inChunk = buildInChunkMask(
-        builder, loc, context.getMeshSymbol(), context.getMesh(),
-        context.getDimChunks(layout, dim), type.getShape(), dim);
-    if (inChunk)
-      localIds = b.select(inChunk, localIds, b.splat(type, fill));
-  }
+  for (int64_t dim = 0, rank = tensorTypeOf(localIds).getRank(); dim < rank;
+       ++dim)
+    localIds = context.fillPadding(
+        builder, loc, localIds, layout, dim, [&](RankedTensorType type) {
+          return TensorBuilder(builder, loc).splat(type, fill);
+        });
   return localIds;
 }
 
@@ -275,9 +270,9 @@ CrossEntropyOp::partition(OpBuilder &builder, ValueRange localOperands,
   auto type = cast<FloatType>(getType().getElementType());
   // Labels in the padding of uneven shards are ignored.
   Value localLogits = localOperands[0];
-  Value localLabels =
-      fillIdPadding(builder, loc, context, localOperands[1],
-                    context.getOperandLayout(1), double(int64_t(getIgnoreIndex())));
+  Value localLabels = fillIdPadding(builder, loc, context, localOperands[1],
+                                    context.getOperandLayout(1),
+                                    double(int64_t(getIgnoreIndex())));
   SmallVector<Value> operands = {localLogits, localLabels};
   // The mean over the rank's rows (a partial sum over the vocab axes).
   Value mean;
@@ -335,9 +330,9 @@ CrossEntropyGradOp::partition(OpBuilder &builder, ValueRange localOperands,
   Location loc = getLoc();
   TensorBuilder b(builder, loc);
   auto countType = cast<FloatType>(getGrad().getType().getElementType());
-  Value localLabels =
-      fillIdPadding(builder, loc, context, localOperands[1],
-                    context.getOperandLayout(1), double(int64_t(getIgnoreIndex())));
+  Value localLabels = fillIdPadding(builder, loc, context, localOperands[1],
+                                    context.getOperandLayout(1),
+                                    double(int64_t(getIgnoreIndex())));
   Value localGrad = localOperands[2];
   SmallVector<Value> operands = {localOperands[0], localLabels, localGrad};
   // The cotangent of the rank's rows, divided by their count.

@@ -182,16 +182,9 @@ void printTallies(StringRef name, const BlockListing &listing,
 /// (titan.padding_flops).
 static void printPadding(func::FuncOp function, MeshOp mesh,
                          llvm::raw_ostream &os) {
-  llvm::Expected<DeviceMesh> deviceMesh = DeviceMesh::get(
-      llvm::map_to_vector(mesh.getAxisNames(),
-                          [](Attribute name) {
-                            return cast<StringAttr>(name).getValue().str();
-                          }),
-      mesh.getAxisSizes());
-  if (!deviceMesh) {
-    llvm::consumeError(deviceMesh.takeError());
+  FailureOr<DeviceMesh> deviceMesh = mesh.getDeviceMesh();
+  if (failed(deviceMesh))
     return;
-  }
   SmallVector<int64_t> bytes(deviceMesh->getNumRanks(), 0);
   bool any = false;
   for (unsigned i = 0; i < function.getNumArguments(); ++i) {

@@ -13,10 +13,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <cstring>
 #include <fstream>
 #include <malloc.h>
+#include <map>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
@@ -127,6 +127,16 @@ void copyBox(DenseTensorRef source, const Box &box, const InputLayout &layout,
     shifted.offsets[dim] = (int64_t(k) - natural) * chunk;
     mlir::titan::copyRegion(source, shifted, target, targetBox, part);
   }
+}
+
+/// A zero-filled tensor of `dtype` and `shape`: where an uneven shard's
+/// chunk is staged between its padded buffer and a checkpoint.
+mlir::titan::DenseTensor makeStagingTensor(ElementType dtype,
+                                           llvm::ArrayRef<int64_t> shape) {
+  mlir::titan::DenseTensor tensor{dtype, llvm::SmallVector<int64_t>(shape), {}};
+  tensor.data.resize(tensor.numElements() *
+                     mlir::titan::getElementTypeSize(dtype));
+  return tensor;
 }
 
 /// Copies `box` (an uneven shard's chunk) into the first part of `shard`
@@ -330,8 +340,7 @@ Status Trainer::loadCheckpoint(const std::string &folder) {
     if (!shard || shard->shape == shape)
       return shard;
     mlir::titan::DenseTensor &box = staged[source.str()];
-    box = {dtype, llvm::SmallVector<int64_t>(shape), {}};
-    box.data.resize(box.numElements() * mlir::titan::getElementTypeSize(dtype));
+    box = makeStagingTensor(dtype, shape);
     return MutableDenseTensorRef(box);
   };
   if (llvm::Error error =
@@ -530,9 +539,7 @@ Status Trainer::save(const RunOptions &options, Communicator &world) {
     if (box == boxSizes.end() || box->second == shard->shape)
       return whole;
     mlir::titan::DenseTensor &part = staged[source.str()];
-    part = {shard->dtype, box->second, {}};
-    part.data.resize(part.numElements() *
-                     mlir::titan::getElementTypeSize(shard->dtype));
+    part = makeStagingTensor(shard->dtype, box->second);
     IndexBox region{llvm::SmallVector<int64_t>(box->second.size(), 0),
                     box->second};
     IndexBox padded{region.offsets, llvm::SmallVector<int64_t>(shard->shape)};

@@ -74,3 +74,10 @@ func.func @no_rule(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.role =
   %y = titan.all_reduce %x on @mesh ["x"] sum : tensor<2x8x4xf32>
   return %y : tensor<2x8x4xf32>
 }
+
+// -----
+
+// expected-error@+1 {{'func.func' op has a dynamic sequence length, which context parallelism cannot split; give the input a static seq_len}}
+func.func @dynamic(%tokens: tensor<2x?xi64> {titan.name = "tokens", titan.role = "input"}) {
+  return
+}

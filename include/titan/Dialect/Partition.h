@@ -126,7 +126,12 @@ public:
   /// The chunks of dim `dim` of a value laid out as `layout`.
   DimChunks getDimChunks(const ValueLayout &layout, int64_t dim) const;
   /// `local` (laid out as `layout`) with the padding of dim `dim` replaced
-  /// by the identity of `kind`; `local` itself when no rank has padding.
+  /// by `makeFill(type of local)`, built after the mask; `local` itself when
+  /// no rank has padding.
+  Value fillPadding(OpBuilder &builder, Location loc, Value local,
+                    const ValueLayout &layout, int64_t dim,
+                    function_ref<Value(RankedTensorType)> makeFill) const;
+  /// fillPadding with the identity of `kind`.
   Value maskPadding(OpBuilder &builder, Location loc, Value local,
                     const ValueLayout &layout, int64_t dim,
                     ReduceKind kind) const;

@@ -1031,3 +1031,32 @@ func.func @operand_placements(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = titan.neg %x {titan.operand_placements = [#titan.placements<@mesh, [R]>, #titan.placements<@mesh, [R]>]} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// expected-error @+1 {{argument #0: 'titan.global_shape' must be array<i64> with one size >= 0 per dim of a ranked tensor}}
+func.func @global_shape_rank(%x: tensor<3x4xf32> {titan.global_shape = array<i64: 5>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{result #0: 'titan.global_shape' must be array<i64> with one size >= 0 per dim of a ranked tensor}}
+func.func @global_shape_negative(%x: tensor<3xf32>) -> (tensor<3xf32> {titan.global_shape = array<i64: -5>}) {
+  return %x : tensor<3xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'titan.padding_flops' must be an array<i64> on a function}}
+func.func @padding_flops() attributes {titan.padding_flops = 3 : i64} {
+  return
+}
+
+// -----
+
+func.func @recompute(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'titan.recompute' must be a unit attribute}}
+  %0 = titan.neg %x {titan.recompute = 1 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
