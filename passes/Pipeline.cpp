@@ -15,19 +15,26 @@ using namespace mlir::titan;
 
 void mlir::titan::buildTitanPipeline(OpPassManager &pm,
                                      const TitanPipelineOptions &options) {
+  // Whether the passes of `stage` are appended.
+  auto runs = [&](PipelineStage stage) {
+    return options.stage >= stage &&
+           (!options.resumeAfter || *options.resumeAfter < stage);
+  };
   // Forward: fused forms of what models write by hand. Causal attention
   // masks by stored position, which load-balanced context parallelism
   // permutes (titan-balance-sequence): there the mask stays explicit.
-  pm.addPass(createFuseRmsNormPass());
-  if (options.balanceSequence.ways <= 1)
-    pm.addPass(createFuseAttentionPass());
-  if (options.stage >= PipelineStage::TrainStep) {
+  if (runs(PipelineStage::Forward)) {
+    pm.addPass(createFuseRmsNormPass());
+    if (options.balanceSequence.ways <= 1)
+      pm.addPass(createFuseAttentionPass());
+  }
+  if (runs(PipelineStage::TrainStep)) {
     pm.addPass(createBuildTrainStepPass(options.trainStep));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     pm.addPass(createSelectRecomputePass(options.recompute));
   }
-  if (options.stage >= PipelineStage::Spmd) {
+  if (runs(PipelineStage::Spmd)) {
     // Before sharding hides which table an id indexes.
     pm.addPass(createMarkIdRangesPass());
     pm.addPass(createApplyParallelPlanPass(options.parallelPlan));
@@ -39,7 +46,7 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
-  if (options.stage >= PipelineStage::Executable) {
+  if (runs(PipelineStage::Executable)) {
     buildPlanningPipeline(pm);
     pm.addPass(createLowerToRuntimePass(options.runtime));
   }

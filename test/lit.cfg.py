@@ -42,6 +42,7 @@ tools = [
     "titan-eval",
     "titan-compile",
     "titan-run",
+    "titan-calibrate",
     "titan-comm-check",
     ToolSubst("%PYTHON", config.python_executable, unresolved="ignore"),
 ]

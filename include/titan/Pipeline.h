@@ -9,6 +9,8 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include <optional>
+
 namespace mlir::titan {
 
 /// How far the pipeline goes; each stage includes the ones before it.
@@ -28,6 +30,9 @@ enum class PipelineStage {
 /// Options of every stage.
 struct TitanPipelineOptions {
   PipelineStage stage = PipelineStage::TrainStep;
+  /// Set: the module already went through this stage; only the passes of
+  /// the stages after it are appended.
+  std::optional<PipelineStage> resumeAfter;
   BuildTrainStepPassOptions trainStep;
   SelectRecomputePassOptions recompute;
   ApplyParallelPlanPassOptions parallelPlan;

@@ -2,6 +2,7 @@
 
 #include "Toml.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -214,4 +215,105 @@ llvm::Expected<toml::table> mlir::titan::parseToml(llvm::StringRef text,
                       parsed.error().description())
             .str());
   return std::move(parsed).table();
+}
+
+std::string
+mlir::titan::suggestName(llvm::StringRef name,
+                         llvm::ArrayRef<llvm::StringRef> candidates) {
+  llvm::StringRef best;
+  unsigned bestDistance = 4;
+  for (llvm::StringRef candidate : candidates) {
+    unsigned distance = name.edit_distance(candidate, true, bestDistance);
+    if (distance < bestDistance) {
+      bestDistance = distance;
+      best = candidate;
+    }
+  }
+  return best.empty() ? "" : (" (did you mean '" + best + "'?)").str();
+}
+
+/// "file:line: " of a TOML node.
+static std::string where(llvm::StringRef file, const toml::node &node) {
+  const toml::source_region &source = node.source();
+  if (!source.begin)
+    return file.str() + ": ";
+  return llvm::formatv("{0}:{1}: ", file, source.begin.line).str();
+}
+
+static llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Stores `node` into `target`, checking its type.
+static llvm::Error assign(const TomlTarget &target, const toml::node &node,
+                          const std::string &key, llvm::StringRef file) {
+  auto typeError = [&](llvm::StringRef expected) {
+    return error(where(file, node) + "'" + key + "' must be " + expected);
+  };
+  if (auto *text = std::get_if<std::string *>(&target)) {
+    if (!node.is_string())
+      return typeError("a string");
+    **text = *node.value<std::string>();
+  } else if (auto *integer = std::get_if<int64_t *>(&target)) {
+    if (!node.is_integer())
+      return typeError("an integer");
+    **integer = *node.value<int64_t>();
+  } else if (auto *number = std::get_if<double *>(&target)) {
+    if (!node.is_number())
+      return typeError("a number");
+    **number = *node.value<double>();
+  } else if (auto *maybe = std::get_if<std::optional<double> *>(&target)) {
+    if (!node.is_number())
+      return typeError("a number");
+    **maybe = *node.value<double>();
+  } else if (auto *flag = std::get_if<bool *>(&target)) {
+    if (!node.is_boolean())
+      return typeError("true or false");
+    **flag = *node.value<bool>();
+  } else if (auto *numbers = std::get_if<std::vector<double> *>(&target)) {
+    const toml::array *array = node.as_array();
+    if (!array || !llvm::all_of(*array, [](const toml::node &element) {
+          return element.is_number();
+        }))
+      return typeError("an array of numbers");
+    (*numbers)->clear();
+    for (const toml::node &element : *array)
+      (*numbers)->push_back(*element.value<double>());
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::titan::applyTomlSchema(const toml::table &root,
+                                         llvm::ArrayRef<TomlSection> sections,
+                                         llvm::StringRef file) {
+  std::vector<llvm::StringRef> sectionNames;
+  for (const TomlSection &section : sections)
+    sectionNames.push_back(section.name);
+  for (const auto &[sectionName, sectionNode] : root) {
+    llvm::StringRef name(sectionName.str());
+    auto section = llvm::find_if(
+        sections, [&](const TomlSection &s) { return name == s.name; });
+    if (section == sections.end())
+      return error(where(file, sectionNode) + "unknown section [" + name + "]" +
+                   suggestName(name, sectionNames));
+    const toml::table *table = sectionNode.as_table();
+    if (!table)
+      return error(where(file, sectionNode) + "'" + name +
+                   "' must be a section ([" + name + "])");
+    std::vector<llvm::StringRef> keyNames;
+    for (const TomlKey &key : section->keys)
+      keyNames.push_back(key.name);
+    for (const auto &[keyName, value] : *table) {
+      llvm::StringRef keyText(keyName.str());
+      std::string qualified = (name + "." + keyText).str();
+      auto key = llvm::find_if(
+          section->keys, [&](const TomlKey &k) { return keyText == k.name; });
+      if (key == section->keys.end())
+        return error(where(file, value) + "unknown key '" + qualified + "'" +
+                     suggestName(keyText, keyNames));
+      if (llvm::Error e = assign(key->target, value, qualified, file))
+        return e;
+    }
+  }
+  return llvm::Error::success();
 }

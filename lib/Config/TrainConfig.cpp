@@ -18,24 +18,9 @@ using namespace mlir::titan;
 
 namespace {
 
-/// Where a key's value goes.
-using Target = std::variant<std::string *, int64_t *, double *, bool *>;
-
-/// One known key of a section.
-struct Key {
-  const char *name;
-  Target target;
-};
-
-/// One known section.
-struct Section {
-  const char *name;
-  std::vector<Key> keys;
-};
-
 /// The schema of a config: every section and key titan reads, bound to the
 /// fields of `config`.
-std::vector<Section> schema(TrainConfig &c) {
+std::vector<TomlSection> schema(TrainConfig &c) {
   return {
       {"job",
        {{"name", &c.jobName},
@@ -94,6 +79,9 @@ std::vector<Section> schema(TrainConfig &c) {
         {"interval", &c.checkpoint.interval},
         {"model_weights_only", &c.checkpoint.modelWeightsOnly},
         {"export_dtype", &c.checkpoint.exportDtype}}},
+      {"hardware",
+       {{"device", &c.hardware.device},
+        {"ranks_per_node", &c.hardware.ranksPerNode}}},
   };
 }
 
@@ -101,87 +89,14 @@ llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-/// " (did you mean 'x'?)" for the closest of `candidates`, or "".
+/// suggestName over the names `nameOf` gives the elements of `candidates`.
 template <typename Range, typename NameFn>
 std::string suggest(llvm::StringRef name, const Range &candidates,
                     NameFn nameOf) {
-  std::string best;
-  unsigned bestDistance = 4;
-  for (const auto &candidate : candidates) {
-    llvm::StringRef other = nameOf(candidate);
-    unsigned distance = name.edit_distance(other, true, bestDistance);
-    if (distance < bestDistance) {
-      bestDistance = distance;
-      best = other.str();
-    }
-  }
-  return best.empty() ? "" : " (did you mean '" + best + "'?)";
-}
-
-/// "file:line: " of a TOML node.
-std::string where(llvm::StringRef file, const toml::node &node) {
-  const toml::source_region &source = node.source();
-  if (!source.begin)
-    return file.str() + ": ";
-  return llvm::formatv("{0}:{1}: ", file, source.begin.line).str();
-}
-
-/// Stores `node` into `target`, checking its type.
-llvm::Error assign(const Target &target, const toml::node &node,
-                   const std::string &key, llvm::StringRef file) {
-  auto typeError = [&](llvm::StringRef expected) {
-    return error(where(file, node) + "'" + key + "' must be " + expected);
-  };
-  if (auto *text = std::get_if<std::string *>(&target)) {
-    if (!node.is_string())
-      return typeError("a string");
-    **text = *node.value<std::string>();
-  } else if (auto *integer = std::get_if<int64_t *>(&target)) {
-    if (!node.is_integer())
-      return typeError("an integer");
-    **integer = *node.value<int64_t>();
-  } else if (auto *number = std::get_if<double *>(&target)) {
-    if (!node.is_number())
-      return typeError("a number");
-    **number = *node.value<double>();
-  } else if (auto *flag = std::get_if<bool *>(&target)) {
-    if (!node.is_boolean())
-      return typeError("true or false");
-    **flag = *node.value<bool>();
-  }
-  return llvm::Error::success();
-}
-
-/// Applies every key of `root` to `config` through the schema.
-llvm::Error apply(const toml::table &root, TrainConfig &config,
-                  llvm::StringRef file) {
-  std::vector<Section> sections = schema(config);
-  for (const auto &[sectionName, sectionNode] : root) {
-    llvm::StringRef name(sectionName.str());
-    auto section = llvm::find_if(
-        sections, [&](const Section &s) { return name == s.name; });
-    if (section == sections.end())
-      return error(
-          where(file, sectionNode) + "unknown section [" + name + "]" +
-          suggest(name, sections, [](const Section &s) { return s.name; }));
-    const toml::table *table = sectionNode.as_table();
-    if (!table)
-      return error(where(file, sectionNode) + "'" + name +
-                   "' must be a section ([" + name + "])");
-    for (const auto &[keyName, value] : *table) {
-      llvm::StringRef keyText(keyName.str());
-      std::string qualified = (name + "." + keyText).str();
-      auto key = llvm::find_if(section->keys,
-                               [&](const Key &k) { return keyText == k.name; });
-      if (key == section->keys.end())
-        return error(where(file, value) + "unknown key '" + qualified + "'" +
-                     suggest(keyText, section->keys,
-                             [](const Key &k) { return k.name; }));
-      if (llvm::Error e = assign(key->target, value, qualified, file))
-        return e;
-    }
-  }
-  return llvm::Error::success();
+  std::vector<llvm::StringRef> names;
+  for (const auto &candidate : candidates)
+    names.push_back(nameOf(candidate));
+  return suggestName(name, names);
 }
 
 /// The model families of models/ and their flavors (torchtitan's names for
@@ -284,6 +199,9 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
                    option + "\"");
   if (c.checkpoint.interval < 1)
     return bad("checkpoint.interval", "must be at least 1");
+  if (c.hardware.ranksPerNode < 0)
+    return bad("hardware.ranks_per_node",
+               "must be positive (or 0: the device file's)");
 
   // Settings whose pass has not landed are refused, not ignored: a user must
   // never believe a setting took effect. The value that asks for nothing
@@ -353,7 +271,7 @@ mlir::titan::parseTrainConfig(llvm::StringRef text, llvm::StringRef fileName,
   llvm::Expected<toml::table> parsed = parseToml(text, fileName);
   if (!parsed)
     return parsed.takeError();
-  if (llvm::Error e = apply(*parsed, config, fileName))
+  if (llvm::Error e = applyTomlSchema(*parsed, schema(config), fileName))
     return std::move(e);
   for (const std::string &assignment : overrides) {
     if (assignment.find_first_of("\n\r") != std::string::npos)
@@ -377,7 +295,8 @@ mlir::titan::parseTrainConfig(llvm::StringRef text, llvm::StringRef fileName,
       llvm::consumeError(one.takeError());
       return error("override '" + assignment + "': cannot parse the value");
     }
-    if (llvm::Error e = apply(*one, config, "override '" + assignment + "'"))
+    if (llvm::Error e = applyTomlSchema(*one, schema(config),
+                                        "override '" + assignment + "'"))
       return std::move(e);
   }
   if (llvm::Error e = validate(config, fileName))
@@ -396,16 +315,22 @@ mlir::titan::loadTrainConfig(llvm::StringRef path,
       parseTrainConfig((*buffer)->getBuffer(), path, overrides);
   if (!config)
     return config.takeError();
-  // A plan file named by the config is found next to it (a path given on
-  // the command line is the user's, relative to where they are).
-  std::string &plan = config->parallelism.tpPlan;
-  bool fromCommandLine = llvm::any_of(overrides, [](const std::string &set) {
-    return llvm::StringRef(set).starts_with("parallelism.tp_plan=");
-  });
-  if (!plan.empty() && !fromCommandLine && llvm::sys::path::is_relative(plan)) {
+  // Files named by the config (a plan, a device) are found next to it; a
+  // path given on the command line is the user's, relative to where they
+  // are. A device without a slash or ".toml" is a bundled device's name.
+  auto resolve = [&](std::string &file, llvm::StringRef key) {
+    bool fromCommandLine = llvm::any_of(overrides, [&](const std::string &set) {
+      return llvm::StringRef(set).starts_with((key + "=").str());
+    });
+    if (file.empty() || fromCommandLine || !llvm::sys::path::is_relative(file))
+      return;
     llvm::SmallString<256> resolved = llvm::sys::path::parent_path(path);
-    llvm::sys::path::append(resolved, plan);
-    plan = std::string(resolved);
-  }
+    llvm::sys::path::append(resolved, file);
+    file = std::string(resolved);
+  };
+  resolve(config->parallelism.tpPlan, "parallelism.tp_plan");
+  llvm::StringRef device = config->hardware.device;
+  if (device.contains('/') || device.ends_with(".toml"))
+    resolve(config->hardware.device, "hardware.device");
   return config;
 }

@@ -12,6 +12,7 @@
 
 #include "titan/Checkpoint/Layout.h"
 #include "titan/Codegen/Executable.h"
+#include "titan/Config/DeviceFile.h"
 #include "titan/Import/TorchScriptImporter.h"
 #include "titan/InitAll.h"
 #include "titan/Pipeline.h"
@@ -483,6 +484,8 @@ int main(int argc, char **argv) {
                 "': " + buffer.getError().message());
   llvm::StringRef contents = (*buffer)->getBuffer();
   std::optional<TrainConfig> config;
+  // The device of the report's predictions ([hardware] device).
+  std::optional<DeviceDescription> device;
   // The mesh the program is partitioned over: one rank before Spmd.
   ResolvedMesh mesh;
   if (!configFile.empty()) {
@@ -492,6 +495,12 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(loaded.takeError()));
     warnAbout(*loaded);
     config = *loaded;
+    llvm::Expected<DeviceDescription> loadedDevice =
+        loadDevice(config->hardware.device);
+    if (!loadedDevice)
+      return fail("[hardware] device: " +
+                  llvm::toString(loadedDevice.takeError()));
+    device = *loadedDevice;
     if (stage >= PipelineStage::Spmd) {
       llvm::Expected<ResolvedMesh> resolved =
           resolveMesh(config->parallelism,
@@ -535,14 +544,29 @@ int main(int argc, char **argv) {
       config ? pipelineOptionsFrom(*config, stage, emitGrads, mesh)
              : TitanPipelineOptions{};
   pipeline.stage = std::min(stage, PipelineStage::Spmd);
-  {
+  // The report's prediction counts the model's FLOPs on the global
+  // training step: the pipeline stops there first.
+  std::optional<ModelFlops> modelFlops;
+  auto runPipeline = [&](const TitanPipelineOptions &options) {
     PassManager pm(&context);
     TimingScope passTiming = timing.nest("train step and partitioning");
     pm.enableTiming(passTiming);
-    buildTitanPipeline(pm, pipeline);
-    if (failed(pm.run(**module)))
+    buildTitanPipeline(pm, options);
+    return pm.run(**module);
+  };
+  if (!planReport.empty() && pipeline.stage == PipelineStage::Spmd) {
+    TitanPipelineOptions trainStep = pipeline;
+    trainStep.stage = PipelineStage::TrainStep;
+    if (failed(runPipeline(trainStep)))
       return fail("compilation failed (see the errors above)");
+    FailureOr<ModelFlops> counted = computeModelFlops(**module);
+    if (failed(counted))
+      return fail("cannot count the model's FLOPs");
+    modelFlops = *counted;
+    pipeline.resumeAfter = PipelineStage::TrainStep;
   }
+  if (failed(runPipeline(pipeline)))
+    return fail("compilation failed (see the errors above)");
   std::unique_ptr<llvm::ToolOutputFile> report;
   if (!planReport.empty()) {
     std::string message;
@@ -551,6 +575,13 @@ int main(int argc, char **argv) {
       return fail(message);
     if (failed(writePlanReport(**module, report->os())))
       return fail("cannot write the plan report");
+    if (modelFlops &&
+        failed(writeStepTimeReport(**module, *device,
+                                   config->hardware.ranksPerNode
+                                       ? config->hardware.ranksPerNode
+                                       : device->ranksPerNode,
+                                   *modelFlops, report->os())))
+      return fail("cannot write the predicted step time");
   }
   if (!checkpointLayout.empty()) {
     FailureOr<CheckpointPlan> plan = computeCheckpointLayout(**module);

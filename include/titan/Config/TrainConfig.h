@@ -97,6 +97,16 @@ struct CheckpointConfig {
   std::string exportDtype = "float32";
 };
 
+/// [hardware] (titan's own section): the device the plan report's
+/// predictions are for.
+struct HardwareConfig {
+  /// A bundled device ("h100-sxm", "h200", "a100-sxm", "b200", "cpu") or
+  /// the path of a device file (titan/Config/DeviceFile.h).
+  std::string device = "cpu";
+  /// Ranks per node; 0: the device file's.
+  int64_t ranksPerNode = 0;
+};
+
 /// A whole training config.
 struct TrainConfig {
   std::string jobName;
@@ -112,6 +122,7 @@ struct TrainConfig {
   ParallelismConfig parallelism;
   ActivationCheckpointConfig activationCheckpoint;
   CheckpointConfig checkpoint;
+  HardwareConfig hardware;
   /// What the config asks for that titan does not do (yet), or values it
   /// does not know but can proceed without (an unknown model family): one
   /// line each, for the tools to print as warnings.

@@ -14,6 +14,8 @@
 #ifndef TITAN_REPORT_PLANREPORT_H
 #define TITAN_REPORT_PLANREPORT_H
 
+#include "titan/CostModel/Device.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -26,6 +28,43 @@ LogicalResult writePlanReport(ModuleOp module, llvm::raw_ostream &os);
 /// region of a rank and where the arena's use peaks, from `@train_step`'s
 /// memory plan (after titan-plan-memory).
 LogicalResult writeMemoryReport(ModuleOp module, llvm::raw_ostream &os);
+
+/// What a model computes per step by torchtitan's count, read from the
+/// global training step (after titan-build-train-step, before
+/// partitioning).
+struct ModelFlops {
+  /// Parameters in all, and those of embedding tables (tables an
+  /// embedding lookup reads).
+  double parameters = 0;
+  double embeddingParameters = 0;
+  /// Forward attention layers (titan.attention), the sum over them of
+  /// q_heads x head_dim, and their sequence length.
+  int64_t attentionLayers = 0;
+  double attentionWidthSum = 0;
+  int64_t seqLen = 0;
+  /// Tokens per step over all ranks: the ids the first embedding reads.
+  int64_t tokensPerStep = 0;
+
+  /// torchtitan's FLOPs per token (getModelFlopsPerToken).
+  double getFlopsPerToken() const {
+    return getModelFlopsPerToken(parameters - embeddingParameters,
+                                 attentionWidthSum, double(seqLen));
+  }
+};
+
+/// Reads ModelFlops from `module`'s global @train_step.
+FailureOr<ModelFlops> computeModelFlops(ModuleOp module);
+
+/// Writes the predicted step time of one rank of `module`'s partitioned
+/// @train_step on `device` with `ranksPerNode` ranks per node (0: one
+/// node): compute and communication time per phase (every op's roofline
+/// time, every collective's alpha-beta time on its mesh axes' link; in
+/// sequence, as the runtime runs them), communication per mesh axes,
+/// tokens/s and MFU per rank by `model`'s count, and the hardware FLOPs.
+LogicalResult writeStepTimeReport(ModuleOp module,
+                                  const DeviceDescription &device,
+                                  int64_t ranksPerNode, const ModelFlops &model,
+                                  llvm::raw_ostream &os);
 
 } // namespace mlir::titan
 

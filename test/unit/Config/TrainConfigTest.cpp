@@ -254,4 +254,38 @@ TEST(TrainConfig, PlanFileIsFoundNextToTheConfig) {
   EXPECT_EQ(overridden->parallelism.tpPlan, "mine.toml");
 }
 
+TEST(TrainConfig, HardwareNamesTheDeviceOfThePredictions) {
+  llvm::Expected<TrainConfig> defaults = parseTrainConfig("", "cfg.toml");
+  ASSERT_TRUE(static_cast<bool>(defaults))
+      << llvm::toString(defaults.takeError());
+  EXPECT_EQ(defaults->hardware.device, "cpu");
+  EXPECT_EQ(defaults->hardware.ranksPerNode, 0);
+  llvm::Expected<TrainConfig> config = parseTrainConfig(
+      "[hardware]\ndevice = \"h100-sxm\"\nranks_per_node = 4\n", "cfg.toml");
+  ASSERT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
+  EXPECT_EQ(config->hardware.device, "h100-sxm");
+  EXPECT_EQ(config->hardware.ranksPerNode, 4);
+  EXPECT_EQ(errorOf("[hardware]\nranks_per_node = -1\n"),
+            "cfg.toml: 'hardware.ranks_per_node' must be positive (or 0: the "
+            "device file's)");
+  EXPECT_EQ(errorOf("[hardware]\ndevise = \"h200\"\n"),
+            "cfg.toml:2: unknown key 'hardware.devise' (did you mean "
+            "'device'?)");
+}
+
+TEST(TrainConfig, DeviceFileIsFoundNextToTheConfig) {
+  std::string dir = std::string(TITAN_MODELS_DIR) + "/llama3/train_configs";
+  // A bundled device's name stays a name; a file is next to the config,
+  // unless the command line gave it.
+  llvm::Expected<TrainConfig> named =
+      loadTrainConfig(dir + "/debugmodel.toml", {"hardware.device=h200"});
+  ASSERT_TRUE(static_cast<bool>(named)) << llvm::toString(named.takeError());
+  EXPECT_EQ(named->hardware.device, "h200");
+  llvm::Expected<TrainConfig> fromCommandLine = loadTrainConfig(
+      dir + "/debugmodel.toml", {"hardware.device=boxes/mine.toml"});
+  ASSERT_TRUE(static_cast<bool>(fromCommandLine))
+      << llvm::toString(fromCommandLine.takeError());
+  EXPECT_EQ(fromCommandLine->hardware.device, "boxes/mine.toml");
+}
+
 } // namespace

@@ -1,0 +1,259 @@
+//===- StepTimeReport.cpp - predicted step time, tokens/s and MFU ---------===//
+//
+// The plan report's prediction: every op of one rank's program timed by the
+// cost model (titan/CostModel/Device.h) on the configured device, summed per
+// phase in program order. The runtime runs collectives between the ops that
+// need them, so compute and communication add up; titan-schedule-overlap
+// will change that. The model FLOPs behind tokens/s and MFU are
+// torchtitan's count (6 x parameters outside embeddings + the attention
+// term), read from the global training step; titan's own count of what a
+// rank runs (recomputation and padding included) is printed next to it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Report/PlanReport.h"
+
+#include "titan/Dialect/ArgRole.h"
+#include "titan/Dialect/ElementTypes.h"
+#include "titan/Dialect/Provenance.h"
+#include "titan/Dialect/TitanDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace mlir::titan;
+
+namespace {
+
+/// "12.35 ms", "1.234 s", "45.6 us".
+std::string humanSeconds(double seconds) {
+  if (seconds >= 1)
+    return llvm::formatv("{0:F3} s", seconds).str();
+  if (seconds >= 1e-3)
+    return llvm::formatv("{0:F2} ms", seconds * 1e3).str();
+  return llvm::formatv("{0:F1} us", seconds * 1e6).str();
+}
+
+/// "6.29 M", "1.23 G", "45.0 T" (powers of 1000).
+std::string humanCount(double value) {
+  const char *units[] = {"", " k", " M", " G", " T", " P", " E"};
+  int unit = 0;
+  while (std::abs(value) >= 1000 && unit < 6) {
+    value /= 1000;
+    ++unit;
+  }
+  return llvm::formatv("{0:F2}{1}", value, units[unit]).str();
+}
+
+/// How the cost model times `op`.
+ComputeClass classify(Operation *op) {
+  if (isa<MatmulOp>(op))
+    return ComputeClass::Gemm;
+  if (isa<AttentionOp, AttentionGradOp>(op))
+    return ComputeClass::Attention;
+  return ComputeClass::Vector;
+}
+
+/// The element type `op` computes in: its first floating-point operand's
+/// or result's (F32 when it has none).
+ElementType computeTypeOf(Operation *op) {
+  for (TypeRange types :
+       {TypeRange(op->getOperandTypes()), TypeRange(op->getResultTypes())})
+    for (Type type : types)
+      if (std::optional<ElementType> element =
+              getElementTypeOf(getElementTypeOrSelf(type));
+          element && isFloatElementType(*element))
+        return *element;
+  return ElementType::F32;
+}
+
+/// The predicted seconds of one phase.
+struct PhaseSeconds {
+  double compute = 0;
+  double communication = 0;
+  /// Of `compute`: the recomputed forward ops (titan.recompute).
+  double recompute = 0;
+};
+
+/// The collectives over one set of mesh axes.
+struct AxesSeconds {
+  const LinkDescription *link = nullptr;
+  bool internode = false;
+  int64_t count = 0;
+  double seconds = 0;
+};
+
+} // namespace
+
+FailureOr<ModelFlops> mlir::titan::computeModelFlops(ModuleOp module) {
+  auto function = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!function)
+    return emitError(module.getLoc()) << "the model FLOPs need @train_step";
+  ModelFlops model;
+  llvm::SmallDenseSet<unsigned> tables;
+  function.walk([&](Operation *op) {
+    if (getPhase(op) != Phase::Forward ||
+        op->hasAttr(TitanDialect::kRecomputeAttrName))
+      return;
+    if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+      if (auto table = dyn_cast<BlockArgument>(embedding.getTable()))
+        tables.insert(table.getArgNumber());
+      if (!model.tokensPerStep)
+        model.tokensPerStep =
+            getStaticNumElements(embedding.getIds().getType());
+    } else if (auto attention = dyn_cast<AttentionOp>(op)) {
+      ArrayRef<int64_t> q = attention.getQ().getType().getShape();
+      ++model.attentionLayers;
+      model.attentionWidthSum += double(q[1]) * double(q[3]);
+      model.seqLen = q[2];
+    }
+  });
+  for (unsigned i = 0; i < function.getNumArguments(); ++i) {
+    if (getArgRole(function, i) != ArgRole::Param)
+      continue;
+    double elements = getStaticNumElements(function.getArgument(i).getType());
+    model.parameters += elements;
+    if (tables.contains(i))
+      model.embeddingParameters += elements;
+  }
+  return model;
+}
+
+LogicalResult mlir::titan::writeStepTimeReport(ModuleOp module,
+                                               const DeviceDescription &device,
+                                               int64_t ranksPerNode,
+                                               const ModelFlops &model,
+                                               llvm::raw_ostream &os) {
+  auto function = module.lookupSymbol<func::FuncOp>("train_step");
+  MeshOp mesh;
+  for (MeshOp m : module.getOps<MeshOp>())
+    mesh = m;
+  if (!function || !mesh)
+    return emitError(module.getLoc())
+           << "the predicted step time needs a partitioned @train_step";
+  ArrayRef<int64_t> meshSizes = mesh.getAxisSizes();
+  SmallVector<StringRef> axisNames;
+  for (Attribute name : mesh.getAxisNames())
+    axisNames.push_back(cast<StringAttr>(name).getValue());
+
+  PhaseSeconds phases[3];
+  std::map<std::string, AxesSeconds> byAxes;
+  double hardwareFlops = 0;
+  std::optional<ElementType> matmulType;
+  function.walk([&](Operation *op) {
+    PhaseSeconds &phase =
+        phases[static_cast<int>(getPhase(op).value_or(Phase::Forward))];
+    if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
+      SmallVector<unsigned> axes;
+      std::string key = "[";
+      for (Attribute axis : op->getAttrOfType<ArrayAttr>("axes")) {
+        StringRef name = cast<StringAttr>(axis).getValue();
+        key += (key.size() > 1 ? "," : "") + name.str();
+        axes.push_back(llvm::find(axisNames, name) - axisNames.begin());
+      }
+      key += "]";
+      const LinkDescription &link =
+          getAxesLink(device, meshSizes, axes, ranksPerNode);
+      double seconds = predictCollectiveSeconds(
+          link, collective.getCollectiveKind(), collective.getGroupSize(),
+          collective.getBytesSentPerRank());
+      phase.communication += seconds;
+      AxesSeconds &entry = byAxes[key];
+      entry.link = &link;
+      entry.internode = &link == &device.interNode;
+      ++entry.count;
+      entry.seconds += seconds;
+      return;
+    }
+    auto cost = dyn_cast<CostOpInterface>(op);
+    // Reshapes are views and constants are data: no work at run time.
+    if (!cost || isa<ReshapeOp, ConstantOp>(op))
+      return;
+    double flops = double(cost.getFlops());
+    ComputeClass kind = classify(op);
+    ElementType type = computeTypeOf(op);
+    if (kind == ComputeClass::Gemm && !matmulType)
+      matmulType = type;
+    double seconds = predictComputeSeconds(device, kind, type, flops,
+                                           double(cost.getBytesAccessed()));
+    phase.compute += seconds;
+    if (op->hasAttr(TitanDialect::kRecomputeAttrName))
+      phase.recompute += seconds;
+    hardwareFlops += flops;
+  });
+
+  os << "\n== Predicted step time per rank (cost model; device " << device.name
+     << ": " << device.description << ", ";
+  if (ranksPerNode > 0)
+    os << ranksPerNode << (ranksPerNode == 1 ? " rank" : " ranks")
+       << " per node) ==\n";
+  else
+    os << "all ranks on one node) ==\n";
+  os << llvm::formatv("  {0,-10} {1,12} {2,14} {3,12}\n", "phase", "compute",
+                      "communication", "total");
+  PhaseSeconds step;
+  for (Phase phaseKind : {Phase::Forward, Phase::Backward, Phase::Optimizer}) {
+    const PhaseSeconds &phase = phases[static_cast<int>(phaseKind)];
+    os << llvm::formatv("  {0,-10} {1,12} {2,14} {3,12}\n",
+                        stringifyPhase(phaseKind), humanSeconds(phase.compute),
+                        humanSeconds(phase.communication),
+                        humanSeconds(phase.compute + phase.communication));
+    step.compute += phase.compute;
+    step.communication += phase.communication;
+    step.recompute += phase.recompute;
+  }
+  double stepSeconds = step.compute + step.communication;
+  os << llvm::formatv(
+      "  {0,-10} {1,12} {2,14} {3,12}\n", "step", humanSeconds(step.compute),
+      humanSeconds(step.communication), humanSeconds(stepSeconds));
+  os << "  (collectives run between the ops that need them: compute and "
+        "communication add up)\n";
+  if (step.recompute > 0)
+    os << "  recomputation (activation checkpointing): "
+       << humanSeconds(step.recompute) << " of the backward's compute\n";
+  if (!byAxes.empty()) {
+    os << "  communication by mesh axes:\n";
+    for (const auto &[axes, entry] : byAxes)
+      os << llvm::formatv(
+          "    {0,-16} {1,-10} {2,4} collectives {3,12}  ({4:F1} GB/s, "
+          "{5:F1} us per ring step)\n",
+          axes, entry.internode ? "inter-node" : "intra-node", entry.count,
+          humanSeconds(entry.seconds), entry.link->bytesPerSecond * 1e-9,
+          entry.link->latencySeconds * 1e6);
+  }
+
+  int64_t ranks = mesh.getNumDevices();
+  double tokensPerRank = double(model.tokensPerStep) / double(ranks);
+  double tokensPerSecond = tokensPerRank / stepSeconds;
+  double flopsPerToken = model.getFlopsPerToken();
+  double modelFlopsPerSecond = flopsPerToken * tokensPerSecond;
+  ElementType peakType = matmulType.value_or(ElementType::F32);
+  double peak = getMatmulPeak(device, peakType);
+  os << llvm::formatv("  tokens per rank     {0} per step ({1} over {2} "
+                      "ranks); {3} tokens/s\n",
+                      humanCount(tokensPerRank),
+                      humanCount(double(model.tokensPerStep)), ranks,
+                      humanCount(tokensPerSecond));
+  os << llvm::formatv("  model FLOPs         {0} per token = 6 x {1} "
+                      "parameters outside embeddings + 12 x {2} attention "
+                      "width x {3} tokens of context (torchtitan's count; "
+                      "{4} attention layers)\n",
+                      humanCount(flopsPerToken),
+                      humanCount(model.parameters - model.embeddingParameters),
+                      humanCount(model.attentionWidthSum), model.seqLen,
+                      model.attentionLayers);
+  os << llvm::formatv("  MFU                 {0:F1}% ({1}FLOP/s per rank of "
+                      "the {2} matmul peak, {3}FLOP/s)\n",
+                      100 * modelFlopsPerSecond / peak,
+                      humanCount(modelFlopsPerSecond),
+                      stringifyElementType(peakType), humanCount(peak));
+  os << llvm::formatv("  hardware FLOPs      {0} per step per rank (titan's "
+                      "count of the ops a rank runs, recomputation and "
+                      "padding included): {1:F1}% of the peak\n",
+                      humanCount(hardwareFlops),
+                      100 * hardwareFlops / stepSeconds / peak);
+  return success();
+}
