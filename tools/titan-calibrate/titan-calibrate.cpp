@@ -244,7 +244,13 @@ std::pair<double, double> measureAllReduce(Communicator &world) {
     sumXY += sentBytes[i] * seconds[i];
   }
   double slope = (count * sumXY - sumX * sumY) / (count * sumXX - sumX * sumX);
-  double intercept = std::max(0.0, (sumY - slope * sumX) / count);
+  double intercept = (sumY - slope * sumX) / count;
+  // Noise on a loaded machine can tilt the fit: then the largest message's
+  // rate is the bandwidth and the smallest message's time the latency.
+  if (!(slope > 0) || intercept < 0) {
+    slope = seconds.back() / sentBytes.back();
+    intercept = seconds.front();
+  }
   return {intercept / double(2 * (n - 1)), 1.0 / slope};
 }
 

@@ -109,6 +109,13 @@ static cl::opt<std::string>
                         "placements, collectives) to this file ('-': "
                         "stdout)"),
                cl::value_desc("file"), cl::cat(compileOptions));
+static cl::opt<std::string>
+    memoryPlot("memory-plot",
+               cl::desc("With an executable, draw the memory of one rank over "
+                        "the training step (by kind: state, saved "
+                        "activations, gradients, collective buffers, ...) "
+                        "into this SVG file"),
+               cl::value_desc("file.svg"), cl::cat(compileOptions));
 static cl::opt<std::string> checkpointLayout(
     "checkpoint-layout",
     cl::desc("With --emit=spmd, write the checkpoint plan (keys, global "
@@ -273,14 +280,14 @@ static llvm::Error writeManifest(ModuleOp module, llvm::StringRef path) {
 }
 
 /// Compiles the partitioned module into the folder `out`: the memory plan
-/// (its section appended to `report` when given), the LLVM dialect module,
+/// (its section appended to `report` when given, against `device`'s memory
+/// when given; drawn into --memory-plot), the LLVM dialect module,
 /// bin/train, manifest.json and checkpoint-plan.txt. Each phase is timed
 /// under `timing` (--mlir-timing).
-static llvm::Error writeExecutable(ModuleOp module,
-                                   const TitanPipelineOptions &pipeline,
-                                   llvm::StringRef out,
-                                   llvm::raw_ostream *report,
-                                   TimingScope &timing) {
+static llvm::Error
+writeExecutable(ModuleOp module, const TitanPipelineOptions &pipeline,
+                llvm::StringRef out, llvm::raw_ostream *report,
+                const DeviceDescription *device, TimingScope &timing) {
   TimingScope planTiming = timing.nest("checkpoint plan");
   FailureOr<CheckpointPlan> plan = computeCheckpointLayout(module);
   if (failed(plan))
@@ -322,8 +329,18 @@ static llvm::Error writeExecutable(ModuleOp module,
       return llvm::createStringError("compilation failed (see the errors "
                                      "above)");
   }
-  if (report && failed(writeMemoryReport(module, *report)))
+  if (report && failed(writeMemoryReport(module, device, *report)))
     return llvm::createStringError("cannot write the memory report");
+  if (!memoryPlot.empty()) {
+    std::string message;
+    std::unique_ptr<llvm::ToolOutputFile> plot =
+        openOutputFile(memoryPlot, &message);
+    if (!plot)
+      return llvm::createStringError(message);
+    if (failed(writeMemoryPlot(module, plot->os())))
+      return llvm::createStringError("cannot draw the memory plot");
+    plot->keep();
+  }
   if (llvm::Error error = writeManifest(module, manifestPartial))
     return error;
   {
@@ -408,6 +425,9 @@ int main(int argc, char **argv) {
     return fail("--plan-report needs --emit=spmd or an executable");
   if (!checkpointLayout.empty() && stage < PipelineStage::Spmd)
     return fail("--checkpoint-layout needs --emit=spmd");
+  if (!memoryPlot.empty() && stage < PipelineStage::Executable)
+    return fail("--memory-plot needs an executable (the memory plan): drop "
+                "--emit");
   if (stage == PipelineStage::Executable && outputFile == "-")
     return fail("building an executable needs -o OUT (a folder for bin/, "
                 "manifest.json and the checkpoint plan); --emit=spmd prints "
@@ -469,8 +489,8 @@ int main(int argc, char **argv) {
       warnAbout(*loaded);
       pipeline = pipelineOptionsFrom(*loaded, stage, emitGrads);
     }
-    if (llvm::Error error =
-            writeExecutable(*program, pipeline, outputFile, nullptr, timing))
+    if (llvm::Error error = writeExecutable(*program, pipeline, outputFile,
+                                            nullptr, nullptr, timing))
       return fail(llvm::toString(std::move(error)));
     llvm::errs() << "titan-compile: wrote " << outputFile << "/bin/train\n";
     return 0;
@@ -625,9 +645,9 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(std::move(error)));
 
   if (stage == PipelineStage::Executable) {
-    if (llvm::Error error =
-            writeExecutable(**module, pipeline, outputFile,
-                            report ? &report->os() : nullptr, timing))
+    if (llvm::Error error = writeExecutable(
+            **module, pipeline, outputFile, report ? &report->os() : nullptr,
+            device ? &*device : nullptr, timing))
       return fail(llvm::toString(std::move(error)));
     if (llvm::Error error = buffers.commit())
       return fail(llvm::toString(std::move(error)));

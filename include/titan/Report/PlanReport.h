@@ -25,9 +25,19 @@ namespace mlir::titan {
 LogicalResult writePlanReport(ModuleOp module, llvm::raw_ostream &os);
 
 /// Writes the memory section of the report: the bytes of each memory
-/// region of a rank and where the arena's use peaks, from `@train_step`'s
-/// memory plan (after titan-plan-memory).
-LogicalResult writeMemoryReport(ModuleOp module, llvm::raw_ostream &os);
+/// region of a rank, their share of `device`'s memory (when given), and
+/// what a rank holds where the arena's use peaks (parameters, optimizer
+/// state, saved activations, gradients, collective buffers, scratch),
+/// from `@train_step`'s memory plan (after titan-plan-memory).
+LogicalResult writeMemoryReport(ModuleOp module,
+                                const DeviceDescription *device,
+                                llvm::raw_ostream &os);
+
+/// Writes the memory of one rank over `@train_step` (after
+/// titan-plan-memory) as an SVG picture: the state and inputs, and the
+/// arena's live bytes by kind at every op, with the peak, the phases and
+/// the planned total marked.
+LogicalResult writeMemoryPlot(ModuleOp module, llvm::raw_ostream &os);
 
 /// What a model computes per step by torchtitan's count, read from the
 /// global training step (after titan-build-train-step, before

@@ -1,0 +1,471 @@
+//===- MemoryPlanner.cpp - static memory of a rank ------------------------===//
+//
+// See include/titan/Codegen/MemoryPlanner.h: liveness of every buffer,
+// in-place reuse, then offsets in the arena, best-fit and largest first.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Codegen/MemoryPlanner.h"
+
+#include "titan/Dialect/ArgRole.h"
+#include "titan/Dialect/FunctionAttributes.h"
+#include "titan/Dialect/Provenance.h"
+
+#include "titan/Runtime/titanrt.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::titan;
+
+/// The bytes of a value of `type` (a ranked tensor or memref).
+static int64_t bytesOf(Type type) {
+  auto shaped = cast<ShapedType>(type);
+  return shaped.getNumElements() * getElementByteWidth(shaped.getElementType());
+}
+
+/// Rounds `value` up to a multiple of `alignment`.
+static int64_t alignTo(int64_t value, int64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+StringRef mlir::titan::getBufferKindName(BufferKind kind) {
+  switch (kind) {
+  case BufferKind::GatheredParameter:
+    return "gathered parameters";
+  case BufferKind::SavedActivation:
+    return "saved activations";
+  case BufferKind::Gradient:
+    return "gradients";
+  case BufferKind::Collective:
+    return "collective buffers";
+  case BufferKind::Scratch:
+    return "kernel scratch";
+  case BufferKind::Transient:
+    return "transient";
+  }
+  llvm_unreachable("unknown BufferKind");
+}
+
+int64_t MemoryTimeline::getTotal(int64_t position) const {
+  int64_t total = 0;
+  for (int64_t bytes : liveBytes[position])
+    total += bytes;
+  return total;
+}
+
+int64_t MemoryTimeline::getPeakPosition() const {
+  int64_t peak = 0;
+  for (int64_t position = 1; position < int64_t(liveBytes.size()); ++position)
+    if (getTotal(position) > getTotal(peak))
+      peak = position;
+  return peak;
+}
+
+void MemoryPlanner::placeArguments() {
+  for (BlockArgument arg : function.getArguments()) {
+    bool input = getArgRole(function, arg.getArgNumber()) == ArgRole::Input;
+    int64_t &used = input ? inputBytes : stateBytes;
+    int64_t bytes = bytesOf(arg.getType());
+    argumentPlaces[arg] = BufferAttr::get(
+        context, input ? MemoryRegion::Inputs : MemoryRegion::State, used,
+        bytes);
+    used = alignTo(used + bytes, alignment);
+  }
+}
+
+SmallVector<std::pair<unsigned, unsigned>>
+MemoryPlanner::inPlacePairs(LaunchOp launch) {
+  SmallVector<std::pair<unsigned, unsigned>> pairs;
+  auto kernel = symbols.lookup<func::FuncOp>(launch.getKernel());
+  auto attr = kernel ? kernel->getAttrOfType<DenseI64ArrayAttr>(
+                           TitanDialect::kInPlaceAttrName)
+                     : DenseI64ArrayAttr();
+  if (!attr)
+    return pairs;
+  unsigned numInputs = launch.getInputs().size();
+  for (unsigned i = 0; i + 1 < attr.size(); i += 2)
+    pairs.push_back({static_cast<unsigned>(attr[i]),
+                     static_cast<unsigned>(attr[i + 1] - numInputs)});
+  return pairs;
+}
+
+SmallVector<int64_t> MemoryPlanner::scratchBytes(Operation *op) {
+  SmallVector<int64_t> bytes;
+  if (auto launch = dyn_cast<LaunchOp>(op)) {
+    auto kernel = symbols.lookup<func::FuncOp>(launch.getKernel());
+    FunctionType type = kernel.getFunctionType();
+    unsigned fixed = launch.getInputs().size() + launch.getNumResults();
+    if (type.getNumResults() == 0)
+      for (Type parameter : type.getInputs().drop_front(fixed))
+        bytes.push_back(bytesOf(parameter));
+  } else if (auto grad = dyn_cast<AttentionGradOp>(op)) {
+    ArrayRef<int64_t> q = grad.getQ().getType().getShape();
+    bytes.push_back(titanrt_attention_grad_workspace_bytes(q[0], q[1], q[2]));
+  }
+  return bytes;
+}
+
+void MemoryPlanner::addBuffer(Value value, int64_t index) {
+  bufferIndex[value] = buffers.size();
+  ArenaBuffer buffer;
+  buffer.bytes = bytesOf(value.getType());
+  buffer.start = index;
+  buffer.end = std::max(index, lastUse.lookup(value));
+  buffer.collective = isa<CollectiveOpInterface>(value.getDefiningOp());
+  buffers.push_back(buffer);
+  bufferRoots.push_back(value);
+}
+
+void MemoryPlanner::assignBuffers() {
+  Block &body = function.getBody().front();
+  for (Operation &op : body) {
+    position[&op] = ops.size();
+    ops.push_back(&op);
+  }
+  // The last op that reads each value (the end of the step for results).
+  int64_t end = ops.size();
+  for (Operation *op : ops)
+    for (Value operand : op->getOperands())
+      lastUse[operand] = std::max(lastUse.lookup(operand),
+                                  isa<func::ReturnOp>(op) ? end : position[op]);
+
+  for (Operation *op : ops) {
+    int64_t at = position[op];
+    if (isa<func::ReturnOp>(op))
+      continue;
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      // A view: the same buffer (or argument place), which now lives as
+      // long as the view is read.
+      Value source = reshape.getInput();
+      if (auto it = bufferIndex.find(source); it != bufferIndex.end())
+        join(reshape.getResult(), it->second, at);
+      else
+        argumentPlaces[reshape.getResult()] = argumentPlaces.lookup(source);
+      continue;
+    }
+    for (int64_t bytes : scratchBytes(op)) {
+      scratch[op].push_back(buffers.size());
+      ArenaBuffer buffer;
+      buffer.bytes = bytes;
+      buffer.start = buffer.end = at;
+      buffer.kind = BufferKind::Scratch;
+      buffers.push_back(buffer);
+      bufferRoots.push_back(Value());
+    }
+    // Results computed in place over an input whose buffer is read last
+    // here (by every value it holds). A result that updates a state
+    // argument keeps a buffer of its own: it goes into the argument's place
+    // (placeStateUpdates).
+    DenseMap<unsigned, unsigned> inPlaceOf;
+    llvm::SmallDenseSet<unsigned> reused;
+    if (auto launch = dyn_cast<LaunchOp>(op))
+      for (auto [input, result] : inPlacePairs(launch)) {
+        auto it = bufferIndex.find(launch.getInputs()[input]);
+        if (it == bufferIndex.end() ||
+            stateUpdates.count(launch.getResult(result)) ||
+            inPlaceOf.count(result) || reused.contains(it->second))
+          continue;
+        const ArenaBuffer &buffer = buffers[it->second];
+        if (buffer.end == at && !buffer.fixed) {
+          reused.insert(it->second);
+          inPlaceOf[result] = it->second;
+        }
+      }
+    for (OpResult result : op->getResults()) {
+      if (auto it = inPlaceOf.find(result.getResultNumber());
+          it != inPlaceOf.end())
+        join(result, it->second, at);
+      else
+        addBuffer(result, at);
+    }
+  }
+}
+
+void MemoryPlanner::join(Value value, unsigned index, int64_t at) {
+  bufferIndex[value] = index;
+  buffers[index].end =
+      std::max({buffers[index].end, at, lastUse.lookup(value)});
+}
+
+void MemoryPlanner::findStateUpdates() {
+  auto ret = cast<func::ReturnOp>(function.getBody().front().getTerminator());
+  // State arguments by the name of the result that updates them.
+  llvm::StringMap<BlockArgument> updated;
+  for (BlockArgument arg : function.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    std::optional<ArgRole> role = getArgRole(function, i);
+    auto name =
+        function.getArgAttrOfType<StringAttr>(i, TitanDialect::kNameAttrName);
+    if (!role || !name)
+      continue;
+    if (role == ArgRole::Param)
+      updated[getParamSlotName(ParamSlot::Updated, name.getValue())] = arg;
+    else if (role == ArgRole::State)
+      updated[name.getValue()] = arg;
+  }
+  for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
+    auto name = function.getResultAttrOfType<StringAttr>(
+        index, TitanDialect::kNameAttrName);
+    auto it = name ? updated.find(name.getValue()) : updated.end();
+    if (it != updated.end() && value.getType() == it->second.getType() &&
+        value.getDefiningOp())
+      stateUpdates[value] = it->second;
+  }
+}
+
+void MemoryPlanner::placeStateUpdates() {
+  // The last op that reads each argument (directly or through a view).
+  DenseMap<Value, int64_t> lastRead;
+  for (Operation *op : ops) {
+    if (isa<func::ReturnOp>(op))
+      continue;
+    for (Value operand : op->getOperands()) {
+      Value root = operand;
+      while (auto reshape = root.getDefiningOp<ReshapeOp>())
+        root = reshape.getInput();
+      if (isa<BlockArgument>(root))
+        lastRead[root] = std::max(lastRead.lookup(root), position[op]);
+    }
+  }
+  for (auto [value, arg] : stateUpdates) {
+    ArenaBuffer *buffer = bufferOf(value);
+    if (!buffer || buffer->fixed)
+      continue;
+    // The buffer may take the argument's place when the argument is no
+    // longer read once the buffer is first written, or is read last by the
+    // kernel that writes the buffer in place over it.
+    auto dies = lastRead.find(arg);
+    bool free = dies == lastRead.end() || dies->second < buffer->start;
+    if (!free && dies->second == buffer->start)
+      if (auto launch = dyn_cast<LaunchOp>(ops[buffer->start]))
+        for (auto [input, result] : inPlacePairs(launch))
+          if (launch.getInputs()[input] == arg &&
+              bufferOf(launch.getResult(result)) == buffer)
+            free = true;
+    if (free)
+      buffer->fixed = argumentPlaces.lookup(arg);
+  }
+}
+
+/// Whether an op of `phase` reads `value`, directly or through views.
+static bool isReadIn(Value value, Phase phase) {
+  for (Operation *user : value.getUsers()) {
+    if (auto reshape = dyn_cast<ReshapeOp>(user)) {
+      if (isReadIn(reshape.getResult(), phase))
+        return true;
+    } else if (getPhase(user) == phase) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// Whether `value` is a parameter argument, followed back through ops of
+/// one operand (collectives, casts, reshapes).
+static bool isParameter(Value value, func::FuncOp function) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (def->getNumOperands() != 1)
+      return false;
+    value = def->getOperand(0);
+  }
+  return getArgRole(function, cast<BlockArgument>(value).getArgNumber()) ==
+         ArgRole::Param;
+}
+
+void MemoryPlanner::classifyBuffers() {
+  for (auto [buffer, root] : llvm::zip(buffers, bufferRoots)) {
+    if (!root)
+      continue; // Scratch.
+    Operation *writer = root.getDefiningOp();
+    std::optional<Phase> phase = getPhase(writer);
+    bool collective = isa<CollectiveOpInterface>(writer);
+    if (collective && isParameter(root, function))
+      buffer.kind = BufferKind::GatheredParameter;
+    else if (phase == Phase::Forward && isReadIn(root, Phase::Backward))
+      buffer.kind = BufferKind::SavedActivation;
+    else if (phase == Phase::Backward && isReadIn(root, Phase::Optimizer))
+      buffer.kind = BufferKind::Gradient;
+    else if (collective)
+      buffer.kind = BufferKind::Collective;
+  }
+}
+
+MemoryTimeline MemoryPlanner::getTimeline() const {
+  MemoryTimeline timeline;
+  timeline.ops = ops;
+  // A phase starts after the last op of the one before it (a few ops are
+  // hoisted ahead of their phase: the step's constants, the learning rate).
+  int64_t lastForward = -1, lastBackward = -1;
+  for (auto [index, op] : llvm::enumerate(ops)) {
+    std::optional<Phase> phase = getPhase(op);
+    if (phase == Phase::Forward)
+      lastForward = index;
+    else if (phase == Phase::Backward)
+      lastBackward = index;
+  }
+  timeline.backwardStart = lastForward + 1;
+  timeline.optimizerStart = std::max(lastForward, lastBackward) + 1;
+  // Differences, then running sums.
+  std::vector<std::array<int64_t, kNumBufferKinds>> delta(ops.size() + 1);
+  for (const ArenaBuffer &buffer : buffers) {
+    if (buffer.fixed)
+      continue;
+    unsigned kind = static_cast<unsigned>(buffer.kind);
+    delta[buffer.start][kind] += buffer.bytes;
+    if (buffer.end + 1 < int64_t(delta.size()))
+      delta[buffer.end + 1][kind] -= buffer.bytes;
+  }
+  timeline.liveBytes.resize(ops.size());
+  std::array<int64_t, kNumBufferKinds> running = {};
+  for (size_t position = 0; position < ops.size(); ++position) {
+    for (unsigned kind = 0; kind < kNumBufferKinds; ++kind)
+      running[kind] += delta[position][kind];
+    timeline.liveBytes[position] = running;
+  }
+  return timeline;
+}
+
+int64_t MemoryPlanner::placeArena() {
+  // Largest first; ties by start, so the order is deterministic.
+  std::vector<unsigned> order;
+  for (unsigned i = 0; i < buffers.size(); ++i)
+    if (!buffers[i].fixed)
+      order.push_back(i);
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    if (buffers[a].bytes != buffers[b].bytes)
+      return buffers[a].bytes > buffers[b].bytes;
+    return buffers[a].start < buffers[b].start;
+  });
+  // Placed buffers sorted by offset: scanning them in order gives the busy
+  // ranges of those a buffer overlaps in time already sorted (no per-buffer
+  // sort; linear in the placed buffers, with nothing but two compares for
+  // the ones it does not overlap).
+  std::vector<unsigned> placed;
+  int64_t size = 0;
+  for (unsigned i : order) {
+    ArenaBuffer &buffer = buffers[i];
+    if (buffer.bytes == 0) {
+      buffer.offset = 0;
+      continue;
+    }
+    // Best fit: the smallest gap that holds the buffer, else the end.
+    int64_t best = -1, bestGap = std::numeric_limits<int64_t>::max();
+    int64_t cursor = 0;
+    for (unsigned other : placed) {
+      const ArenaBuffer &o = buffers[other];
+      if (o.end < buffer.start || o.start > buffer.end)
+        continue;
+      if (o.offset - cursor >= buffer.bytes && o.offset - cursor < bestGap) {
+        best = cursor;
+        bestGap = o.offset - cursor;
+      }
+      cursor = std::max(cursor, alignTo(o.offset + o.bytes, alignment));
+    }
+    buffer.offset = best >= 0 ? best : cursor;
+    size = std::max(size, alignTo(buffer.offset + buffer.bytes, alignment));
+    placed.insert(llvm::upper_bound(placed, buffer.offset,
+                                    [&](int64_t offset, unsigned other) {
+                                      return offset < buffers[other].offset;
+                                    }),
+                  i);
+  }
+  return size;
+}
+
+void MemoryPlanner::record() {
+  auto placeOf = [&](unsigned index) -> BufferAttr {
+    const ArenaBuffer &buffer = buffers[index];
+    if (buffer.fixed)
+      return *buffer.fixed;
+    return BufferAttr::get(context, MemoryRegion::Arena, buffer.offset,
+                           buffer.bytes);
+  };
+  auto valuePlace = [&](Value value) -> BufferAttr {
+    if (auto it = bufferIndex.find(value); it != bufferIndex.end()) {
+      BufferAttr place = placeOf(it->second);
+      return BufferAttr::get(context, place.getRegion(), place.getOffset(),
+                             bytesOf(value.getType()));
+    }
+    return argumentPlaces.lookup(value);
+  };
+  Block &body = function.getBody().front();
+  setEachArgAttr(function, TitanDialect::kBufferAttrName, [&](unsigned i) {
+    return argumentPlaces.lookup(function.getArgument(i));
+  });
+  // The arena's live bytes over time, for the peak.
+  MemoryTimeline timeline = getTimeline();
+  int64_t peakAt = timeline.getPeakPosition();
+  int64_t peakBytes = timeline.getTotal(peakAt);
+  // Collective results of every kind (gathered parameters, reduced
+  // gradients, tensor-parallel buffers).
+  int64_t collectiveBytes = 0;
+  for (const ArenaBuffer &buffer : buffers)
+    if (!buffer.fixed && buffer.collective && buffer.start <= peakAt &&
+        peakAt <= buffer.end)
+      collectiveBytes += buffer.bytes;
+  Operation *peakOp = ops[peakAt];
+  for (Operation &op : body) {
+    if (isa<func::ReturnOp>(op)) {
+      // Where each result is once the step returns: an update of a state
+      // argument in the argument's place (copied there unless computed
+      // there), anything else where it was computed.
+      setEachResultAttr(function, TitanDialect::kBufferAttrName,
+                        [&](unsigned index) -> Attribute {
+                          Value value = op.getOperand(index);
+                          auto update = stateUpdates.find(value);
+                          return update != stateUpdates.end()
+                                     ? argumentPlaces.lookup(update->second)
+                                     : valuePlace(value);
+                        });
+      continue;
+    }
+    if (op.getNumResults()) {
+      SmallVector<Attribute> places;
+      for (Value result : op.getResults())
+        places.push_back(valuePlace(result));
+      op.setAttr(TitanDialect::kBuffersAttrName,
+                 ArrayAttr::get(context, places));
+    }
+    if (auto it = scratch.find(&op); it != scratch.end()) {
+      SmallVector<Attribute> places;
+      for (unsigned index : it->second)
+        places.push_back(placeOf(index));
+      op.setAttr(TitanDialect::kScratchAttrName,
+                 ArrayAttr::get(context, places));
+    }
+  }
+  Builder b(context);
+  std::string peakName =
+      peakOp ? peakOp->getName().getStringRef().str() : std::string("return");
+  if (auto launch = dyn_cast_or_null<LaunchOp>(peakOp))
+    peakName += " @" + launch.getKernel().str();
+  function->setAttr(
+      TitanDialect::kMemoryPlanAttrName,
+      b.getDictionaryAttr({
+          b.getNamedAttr("arena_bytes", b.getI64IntegerAttr(arenaBytes)),
+          b.getNamedAttr("state_bytes", b.getI64IntegerAttr(stateBytes)),
+          b.getNamedAttr("input_bytes", b.getI64IntegerAttr(inputBytes)),
+          b.getNamedAttr("peak_live_bytes", b.getI64IntegerAttr(peakBytes)),
+          b.getNamedAttr("peak_collective_bytes",
+                         b.getI64IntegerAttr(collectiveBytes)),
+          b.getNamedAttr("peak_op_index", b.getI64IntegerAttr(peakAt)),
+          b.getNamedAttr("peak_op", b.getStringAttr(peakName)),
+      }));
+}
+
+void MemoryPlanner::analyze() {
+  placeArguments();
+  findStateUpdates();
+  assignBuffers();
+  placeStateUpdates();
+  classifyBuffers();
+}
+
+void MemoryPlanner::plan() {
+  analyze();
+  arenaBytes = placeArena();
+}
