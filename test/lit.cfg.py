@@ -43,6 +43,7 @@ tools = [
     "titan-compile",
     "titan-run",
     "titan-calibrate",
+    "titan-tune",
     "titan-comm-check",
     ToolSubst("%PYTHON", config.python_executable, unresolved="ignore"),
 ]

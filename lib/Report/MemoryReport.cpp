@@ -91,25 +91,60 @@ std::string describePlace(Operation *op) {
 
 } // namespace
 
-LogicalResult mlir::titan::writeMemoryReport(ModuleOp module,
-                                             const DeviceDescription *device,
-                                             llvm::raw_ostream &os) {
+FailureOr<MemoryBreakdown>
+mlir::titan::computeMemoryBreakdown(ModuleOp module) {
   FailureOr<PlannedStep> step = readPlannedStep(module);
   if (failed(step))
     return failure();
-  auto peakOp = step->plan.getAs<StringAttr>("peak_op");
-  int64_t arena = step->get("arena_bytes"), state = step->get("state_bytes"),
-          inputs = step->get("input_bytes");
+  MemoryBreakdown breakdown;
+  breakdown.arenaBytes = step->get("arena_bytes");
+  breakdown.stateBytes = step->get("state_bytes");
+  breakdown.inputBytes = step->get("input_bytes");
+  const MemoryTimeline &timeline = step->timeline;
+  breakdown.peakPosition = timeline.getPeakPosition();
+  breakdown.peakPlace = describePlace(timeline.ops[breakdown.peakPosition]);
+  auto add = [&](StringRef what, int64_t bytes, StringRef region) {
+    breakdown.atPeak.push_back({what.str(), bytes, region.str()});
+  };
+  add("parameters", step->roleBytes[static_cast<int>(ArgRole::Param)], "state");
+  add("optimizer state", step->roleBytes[static_cast<int>(ArgRole::State)],
+      "state");
+  if (int64_t buffers = step->roleBytes[static_cast<int>(ArgRole::Buffer)])
+    add("buffers", buffers, "state");
+  for (unsigned kind = 0; kind < kNumBufferKinds; ++kind)
+    add(getBufferKindName(static_cast<BufferKind>(kind)),
+        timeline.liveBytes[breakdown.peakPosition][kind], "arena");
+  add("inputs", step->roleBytes[static_cast<int>(ArgRole::Input)], "inputs");
+  breakdown.peakArenaBytes = timeline.getTotal(breakdown.peakPosition);
+  return breakdown;
+}
+
+LogicalResult mlir::titan::writeMemoryReport(ModuleOp module,
+                                             const DeviceDescription *device,
+                                             llvm::raw_ostream &os) {
+  FailureOr<MemoryBreakdown> breakdown = computeMemoryBreakdown(module);
+  if (failed(breakdown))
+    return failure();
+  auto plan =
+      module.lookupSymbol<func::FuncOp>("train_step")
+          ->getAttrOfType<DictionaryAttr>(TitanDialect::kMemoryPlanAttrName);
+  auto get = [&](StringRef key) {
+    auto value = plan.getAs<IntegerAttr>(key);
+    return value ? value.getInt() : 0;
+  };
+  auto peakOp = plan.getAs<StringAttr>("peak_op");
+  int64_t arena = breakdown->arenaBytes, state = breakdown->stateBytes,
+          inputs = breakdown->inputBytes;
   os << "\n== Memory per rank (titan-plan-memory; the runtime allocates "
         "exactly this) ==\n";
   os << llvm::format("  %-8s %14lld B  %s\n", "arena", (long long)arena,
                      formatBytes(arena).c_str());
   os << "      activations, gradients, collective buffers and kernel "
         "scratch, reused over time;\n      "
-     << formatBytes(step->get("peak_live_bytes")) << " live at the peak, op #"
-     << step->get("peak_op_index") << " ("
+     << formatBytes(get("peak_live_bytes")) << " live at the peak, op #"
+     << get("peak_op_index") << " ("
      << (peakOp ? peakOp.getValue() : StringRef("?")) << "), of which "
-     << formatBytes(step->get("peak_collective_bytes"))
+     << formatBytes(get("peak_collective_bytes"))
      << " are collective buffers\n";
   os << llvm::format("  %-8s %14lld B  %s\n", "state", (long long)state,
                      formatBytes(state).c_str());
@@ -117,7 +152,7 @@ LogicalResult mlir::titan::writeMemoryReport(ModuleOp module,
   os << llvm::format("  %-8s %14lld B  %s\n", "inputs", (long long)inputs,
                      formatBytes(inputs).c_str());
   os << "      this rank's part of the batch, the learning rate, the step\n";
-  int64_t total = arena + state + inputs;
+  int64_t total = breakdown->getTotalBytes();
   os << llvm::format("  %-8s %14lld B  %s\n", "total", (long long)total,
                      formatBytes(total).c_str());
   if (device)
@@ -128,32 +163,20 @@ LogicalResult mlir::titan::writeMemoryReport(ModuleOp module,
         double(total) > device->memoryBytes ? ": it does not fit" : "");
 
   // What a rank holds at the peak.
-  const MemoryTimeline &timeline = step->timeline;
-  int64_t peak = timeline.getPeakPosition();
-  os << "  at the peak, op #" << peak << " ("
-     << describePlace(timeline.ops[peak]) << "), a rank holds:\n";
+  os << "  at the peak, op #" << breakdown->peakPosition << " ("
+     << breakdown->peakPlace << "), a rank holds:\n";
   int64_t held = 0;
-  auto line = [&](StringRef what, int64_t bytes, StringRef where) {
+  for (const auto &[what, bytes, region] : breakdown->atPeak) {
     held += bytes;
-    os << llvm::format("    %-20s %14lld B  %-10s  %s\n", what.str().c_str(),
+    os << llvm::format("    %-20s %14lld B  %-10s  %s\n", what.c_str(),
                        (long long)bytes, formatBytes(bytes).c_str(),
-                       where.str().c_str());
-  };
-  line("parameters", step->roleBytes[static_cast<int>(ArgRole::Param)],
-       "state");
-  line("optimizer state", step->roleBytes[static_cast<int>(ArgRole::State)],
-       "state");
-  if (int64_t buffers = step->roleBytes[static_cast<int>(ArgRole::Buffer)])
-    line("buffers", buffers, "state");
-  for (unsigned kind = 0; kind < kNumBufferKinds; ++kind)
-    line(getBufferKindName(static_cast<BufferKind>(kind)),
-         timeline.liveBytes[peak][kind], "arena");
-  line("inputs", step->roleBytes[static_cast<int>(ArgRole::Input)], "inputs");
+                       region.c_str());
+  }
   os << llvm::format("    %-20s %14lld B  %s\n", "total", (long long)held,
                      formatBytes(held).c_str());
   os << "    (saved activations: forward values the backward reads; "
         "gradients: backward values the optimizer reads; the arena is "
-     << formatBytes(arena - timeline.getTotal(peak))
+     << formatBytes(arena - breakdown->peakArenaBytes)
      << " larger than its peak use: alignment and fragmentation)\n";
   return success();
 }

@@ -70,22 +70,6 @@ ElementType computeTypeOf(Operation *op) {
   return ElementType::F32;
 }
 
-/// The predicted seconds of one phase.
-struct PhaseSeconds {
-  double compute = 0;
-  double communication = 0;
-  /// Of `compute`: the recomputed forward ops (titan.recompute).
-  double recompute = 0;
-};
-
-/// The collectives over one set of mesh axes.
-struct AxesSeconds {
-  const LinkDescription *link = nullptr;
-  bool internode = false;
-  int64_t count = 0;
-  double seconds = 0;
-};
-
 } // namespace
 
 FailureOr<ModelFlops> mlir::titan::computeModelFlops(ModuleOp module) {
@@ -122,11 +106,9 @@ FailureOr<ModelFlops> mlir::titan::computeModelFlops(ModuleOp module) {
   return model;
 }
 
-LogicalResult mlir::titan::writeStepTimeReport(ModuleOp module,
-                                               const DeviceDescription &device,
-                                               int64_t ranksPerNode,
-                                               const ModelFlops &model,
-                                               llvm::raw_ostream &os) {
+FailureOr<StepTimePrediction>
+mlir::titan::predictStepTime(ModuleOp module, const DeviceDescription &device,
+                             int64_t ranksPerNode, const ModelFlops &model) {
   auto function = module.lookupSymbol<func::FuncOp>("train_step");
   MeshOp mesh;
   for (MeshOp m : module.getOps<MeshOp>())
@@ -139,13 +121,13 @@ LogicalResult mlir::titan::writeStepTimeReport(ModuleOp module,
   for (Attribute name : mesh.getAxisNames())
     axisNames.push_back(cast<StringAttr>(name).getValue());
 
-  PhaseSeconds phases[3];
-  std::map<std::string, AxesSeconds> byAxes;
-  double hardwareFlops = 0;
+  StepTimePrediction prediction;
+  prediction.ranks = mesh.getNumDevices();
   std::optional<ElementType> matmulType;
   function.walk([&](Operation *op) {
     PhaseSeconds &phase =
-        phases[static_cast<int>(getPhase(op).value_or(Phase::Forward))];
+        prediction
+            .phases[static_cast<int>(getPhase(op).value_or(Phase::Forward))];
     if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
       SmallVector<unsigned> axes;
       std::string key = "[";
@@ -161,8 +143,8 @@ LogicalResult mlir::titan::writeStepTimeReport(ModuleOp module,
           link, collective.getCollectiveKind(), collective.getGroupSize(),
           collective.getBytesSentPerRank());
       phase.communication += seconds;
-      AxesSeconds &entry = byAxes[key];
-      entry.link = &link;
+      AxesSeconds &entry = prediction.byAxes[key];
+      entry.link = link;
       entry.internode = &link == &device.interNode;
       ++entry.count;
       entry.seconds += seconds;
@@ -182,9 +164,34 @@ LogicalResult mlir::titan::writeStepTimeReport(ModuleOp module,
     phase.compute += seconds;
     if (op->hasAttr(TitanDialect::kRecomputeAttrName))
       phase.recompute += seconds;
-    hardwareFlops += flops;
+    prediction.hardwareFlops += flops;
   });
+  for (const PhaseSeconds &phase : prediction.phases) {
+    prediction.step.compute += phase.compute;
+    prediction.step.communication += phase.communication;
+    prediction.step.recompute += phase.recompute;
+  }
+  prediction.tokensPerRank =
+      double(model.tokensPerStep) / double(prediction.ranks);
+  prediction.tokensPerSecond =
+      prediction.tokensPerRank / prediction.getStepSeconds();
+  prediction.peakType = matmulType.value_or(ElementType::F32);
+  prediction.peakFlopsPerSecond = getMatmulPeak(device, prediction.peakType);
+  prediction.mfu = model.getFlopsPerToken() * prediction.tokensPerSecond /
+                   prediction.peakFlopsPerSecond;
+  return prediction;
+}
 
+LogicalResult mlir::titan::writeStepTimeReport(ModuleOp module,
+                                               const DeviceDescription &device,
+                                               int64_t ranksPerNode,
+                                               const ModelFlops &model,
+                                               llvm::raw_ostream &os) {
+  FailureOr<StepTimePrediction> predicted =
+      predictStepTime(module, device, ranksPerNode, model);
+  if (failed(predicted))
+    return failure();
+  const StepTimePrediction &prediction = *predicted;
   os << "\n== Predicted step time per rank (cost model; device " << device.name
      << ": " << device.description << ", ";
   if (ranksPerNode > 0)
@@ -194,49 +201,38 @@ LogicalResult mlir::titan::writeStepTimeReport(ModuleOp module,
     os << "all ranks on one node) ==\n";
   os << llvm::formatv("  {0,-10} {1,12} {2,14} {3,12}\n", "phase", "compute",
                       "communication", "total");
-  PhaseSeconds step;
-  for (Phase phaseKind : {Phase::Forward, Phase::Backward, Phase::Optimizer}) {
-    const PhaseSeconds &phase = phases[static_cast<int>(phaseKind)];
-    os << llvm::formatv("  {0,-10} {1,12} {2,14} {3,12}\n",
-                        stringifyPhase(phaseKind), humanSeconds(phase.compute),
+  auto printPhase = [&](StringRef name, const PhaseSeconds &phase) {
+    os << llvm::formatv("  {0,-10} {1,12} {2,14} {3,12}\n", name,
+                        humanSeconds(phase.compute),
                         humanSeconds(phase.communication),
                         humanSeconds(phase.compute + phase.communication));
-    step.compute += phase.compute;
-    step.communication += phase.communication;
-    step.recompute += phase.recompute;
-  }
-  double stepSeconds = step.compute + step.communication;
-  os << llvm::formatv(
-      "  {0,-10} {1,12} {2,14} {3,12}\n", "step", humanSeconds(step.compute),
-      humanSeconds(step.communication), humanSeconds(stepSeconds));
+  };
+  for (Phase phase : {Phase::Forward, Phase::Backward, Phase::Optimizer})
+    printPhase(stringifyPhase(phase),
+               prediction.phases[static_cast<int>(phase)]);
+  printPhase("step", prediction.step);
   os << "  (collectives run between the ops that need them: compute and "
         "communication add up)\n";
-  if (step.recompute > 0)
+  if (prediction.step.recompute > 0)
     os << "  recomputation (activation checkpointing): "
-       << humanSeconds(step.recompute) << " of the backward's compute\n";
-  if (!byAxes.empty()) {
+       << humanSeconds(prediction.step.recompute)
+       << " of the backward's compute\n";
+  if (!prediction.byAxes.empty()) {
     os << "  communication by mesh axes:\n";
-    for (const auto &[axes, entry] : byAxes)
+    for (const auto &[axes, entry] : prediction.byAxes)
       os << llvm::formatv(
           "    {0,-16} {1,-10} {2,4} collectives {3,12}  ({4:F1} GB/s, "
           "{5:F1} us per ring step)\n",
           axes, entry.internode ? "inter-node" : "intra-node", entry.count,
-          humanSeconds(entry.seconds), entry.link->bytesPerSecond * 1e-9,
-          entry.link->latencySeconds * 1e6);
+          humanSeconds(entry.seconds), entry.link.bytesPerSecond * 1e-9,
+          entry.link.latencySeconds * 1e6);
   }
-
-  int64_t ranks = mesh.getNumDevices();
-  double tokensPerRank = double(model.tokensPerStep) / double(ranks);
-  double tokensPerSecond = tokensPerRank / stepSeconds;
   double flopsPerToken = model.getFlopsPerToken();
-  double modelFlopsPerSecond = flopsPerToken * tokensPerSecond;
-  ElementType peakType = matmulType.value_or(ElementType::F32);
-  double peak = getMatmulPeak(device, peakType);
   os << llvm::formatv("  tokens per rank     {0} per step ({1} over {2} "
                       "ranks); {3} tokens/s\n",
-                      humanCount(tokensPerRank),
-                      humanCount(double(model.tokensPerStep)), ranks,
-                      humanCount(tokensPerSecond));
+                      humanCount(prediction.tokensPerRank),
+                      humanCount(double(model.tokensPerStep)), prediction.ranks,
+                      humanCount(prediction.tokensPerSecond));
   os << llvm::formatv("  model FLOPs         {0} per token = 6 x {1} "
                       "parameters outside embeddings + 12 x {2} attention "
                       "width x {3} tokens of context (torchtitan's count; "
@@ -247,13 +243,16 @@ LogicalResult mlir::titan::writeStepTimeReport(ModuleOp module,
                       model.attentionLayers);
   os << llvm::formatv("  MFU                 {0:F1}% ({1}FLOP/s per rank of "
                       "the {2} matmul peak, {3}FLOP/s)\n",
-                      100 * modelFlopsPerSecond / peak,
-                      humanCount(modelFlopsPerSecond),
-                      stringifyElementType(peakType), humanCount(peak));
+                      100 * prediction.mfu,
+                      humanCount(flopsPerToken * prediction.tokensPerSecond),
+                      stringifyElementType(prediction.peakType),
+                      humanCount(prediction.peakFlopsPerSecond));
   os << llvm::formatv("  hardware FLOPs      {0} per step per rank (titan's "
                       "count of the ops a rank runs, recomputation and "
                       "padding included): {1:F1}% of the peak\n",
-                      humanCount(hardwareFlops),
-                      100 * hardwareFlops / stepSeconds / peak);
+                      humanCount(prediction.hardwareFlops),
+                      100 * prediction.hardwareFlops /
+                          prediction.getStepSeconds() /
+                          prediction.peakFlopsPerSecond);
   return success();
 }

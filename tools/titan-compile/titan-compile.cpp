@@ -109,6 +109,11 @@ static cl::opt<std::string>
                         "placements, collectives) to this file ('-': "
                         "stdout)"),
                cl::value_desc("file"), cl::cat(compileOptions));
+static cl::opt<std::string> summaryJson(
+    "summary-json",
+    cl::desc("With --emit=spmd or an executable, write the predictions and "
+             "the memory of a rank as JSON (what titan-tune reads)"),
+    cl::value_desc("file.json"), cl::cat(compileOptions));
 static cl::opt<std::string>
     memoryPlot("memory-plot",
                cl::desc("With an executable, draw the memory of one rank over "
@@ -281,13 +286,14 @@ static llvm::Error writeManifest(ModuleOp module, llvm::StringRef path) {
 
 /// Compiles the partitioned module into the folder `out`: the memory plan
 /// (its section appended to `report` when given, against `device`'s memory
-/// when given; drawn into --memory-plot), the LLVM dialect module,
-/// bin/train, manifest.json and checkpoint-plan.txt. Each phase is timed
-/// under `timing` (--mlir-timing).
+/// when given; drawn into --memory-plot; its breakdown added to `summary`
+/// when given), the LLVM dialect module, bin/train, manifest.json and
+/// checkpoint-plan.txt. Each phase is timed under `timing` (--mlir-timing).
 static llvm::Error
 writeExecutable(ModuleOp module, const TitanPipelineOptions &pipeline,
                 llvm::StringRef out, llvm::raw_ostream *report,
-                const DeviceDescription *device, TimingScope &timing) {
+                const DeviceDescription *device, llvm::json::Object *summary,
+                TimingScope &timing) {
   TimingScope planTiming = timing.nest("checkpoint plan");
   FailureOr<CheckpointPlan> plan = computeCheckpointLayout(module);
   if (failed(plan))
@@ -331,6 +337,22 @@ writeExecutable(ModuleOp module, const TitanPipelineOptions &pipeline,
   }
   if (report && failed(writeMemoryReport(module, device, *report)))
     return llvm::createStringError("cannot write the memory report");
+  if (summary) {
+    FailureOr<MemoryBreakdown> memory = computeMemoryBreakdown(module);
+    if (failed(memory))
+      return llvm::createStringError("cannot read the memory plan");
+    llvm::json::Object atPeak;
+    for (const auto &[what, bytes, region] : memory->atPeak)
+      atPeak[what] = bytes;
+    (*summary)["memory"] =
+        llvm::json::Object{{"arena_bytes", memory->arenaBytes},
+                           {"state_bytes", memory->stateBytes},
+                           {"input_bytes", memory->inputBytes},
+                           {"total_bytes", memory->getTotalBytes()},
+                           {"peak_op", memory->peakPosition},
+                           {"peak_place", memory->peakPlace},
+                           {"at_peak", std::move(atPeak)}};
+  }
   if (!memoryPlot.empty()) {
     std::string message;
     std::unique_ptr<llvm::ToolOutputFile> plot =
@@ -425,6 +447,8 @@ int main(int argc, char **argv) {
     return fail("--plan-report needs --emit=spmd or an executable");
   if (!checkpointLayout.empty() && stage < PipelineStage::Spmd)
     return fail("--checkpoint-layout needs --emit=spmd");
+  if (!summaryJson.empty() && stage < PipelineStage::Spmd)
+    return fail("--summary-json needs --emit=spmd or an executable");
   if (!memoryPlot.empty() && stage < PipelineStage::Executable)
     return fail("--memory-plot needs an executable (the memory plan): drop "
                 "--emit");
@@ -490,7 +514,7 @@ int main(int argc, char **argv) {
       pipeline = pipelineOptionsFrom(*loaded, stage, emitGrads);
     }
     if (llvm::Error error = writeExecutable(*program, pipeline, outputFile,
-                                            nullptr, nullptr, timing))
+                                            nullptr, nullptr, nullptr, timing))
       return fail(llvm::toString(std::move(error)));
     llvm::errs() << "titan-compile: wrote " << outputFile << "/bin/train\n";
     return 0;
@@ -574,7 +598,8 @@ int main(int argc, char **argv) {
     buildTitanPipeline(pm, options);
     return pm.run(**module);
   };
-  if (!planReport.empty() && pipeline.stage == PipelineStage::Spmd) {
+  if ((!planReport.empty() || !summaryJson.empty()) &&
+      pipeline.stage == PipelineStage::Spmd) {
     TitanPipelineOptions trainStep = pipeline;
     trainStep.stage = PipelineStage::TrainStep;
     if (failed(runPipeline(trainStep)))
@@ -587,6 +612,49 @@ int main(int argc, char **argv) {
   }
   if (failed(runPipeline(pipeline)))
     return fail("compilation failed (see the errors above)");
+  int64_t ranksPerNode = 0;
+  if (config)
+    ranksPerNode = config->hardware.ranksPerNode ? config->hardware.ranksPerNode
+                                                 : device->ranksPerNode;
+  // What titan-tune reads: the configuration compiled, the prediction, and
+  // (with an executable) the memory.
+  llvm::json::Object summary;
+  if (!summaryJson.empty() && modelFlops) {
+    FailureOr<StepTimePrediction> predicted =
+        predictStepTime(**module, *device, ranksPerNode, *modelFlops);
+    if (failed(predicted))
+      return fail("cannot predict the step time");
+    summary["world_size"] = mesh.getWorldSize();
+    summary["activation_checkpoint"] =
+        llvm::json::Object{{"mode", config->activationCheckpoint.mode},
+                           {"selective_ac_option",
+                            config->activationCheckpoint.selectiveAcOption}};
+    summary["device"] = llvm::json::Object{
+        {"name", device->name}, {"memory_bytes", device->memoryBytes}};
+    summary["predicted"] = llvm::json::Object{
+        {"step_seconds", predicted->getStepSeconds()},
+        {"compute_seconds", predicted->step.compute},
+        {"communication_seconds", predicted->step.communication},
+        {"recompute_seconds", predicted->step.recompute},
+        {"tokens_per_second_per_rank", predicted->tokensPerSecond},
+        {"model_flops_per_token", modelFlops->getFlopsPerToken()},
+        {"attention_layers", modelFlops->attentionLayers},
+        {"mfu", predicted->mfu}};
+  }
+  auto writeSummary = [&]() -> bool {
+    if (summaryJson.empty())
+      return true;
+    std::string message;
+    auto file = openOutputFile(summaryJson, &message);
+    if (!file) {
+      fail(message);
+      return false;
+    }
+    file->os() << llvm::formatv("{0:2}", llvm::json::Value(std::move(summary)))
+               << "\n";
+    file->keep();
+    return true;
+  };
   std::unique_ptr<llvm::ToolOutputFile> report;
   if (!planReport.empty()) {
     std::string message;
@@ -596,11 +664,8 @@ int main(int argc, char **argv) {
     if (failed(writePlanReport(**module, report->os())))
       return fail("cannot write the plan report");
     if (modelFlops &&
-        failed(writeStepTimeReport(**module, *device,
-                                   config->hardware.ranksPerNode
-                                       ? config->hardware.ranksPerNode
-                                       : device->ranksPerNode,
-                                   *modelFlops, report->os())))
+        failed(writeStepTimeReport(**module, *device, ranksPerNode, *modelFlops,
+                                   report->os())))
       return fail("cannot write the predicted step time");
   }
   if (!checkpointLayout.empty()) {
@@ -647,8 +712,11 @@ int main(int argc, char **argv) {
   if (stage == PipelineStage::Executable) {
     if (llvm::Error error = writeExecutable(
             **module, pipeline, outputFile, report ? &report->os() : nullptr,
-            device ? &*device : nullptr, timing))
+            device ? &*device : nullptr,
+            summaryJson.empty() ? nullptr : &summary, timing))
       return fail(llvm::toString(std::move(error)));
+    if (!writeSummary())
+      return 1;
     if (llvm::Error error = buffers.commit())
       return fail(llvm::toString(std::move(error)));
     if (report)
@@ -660,6 +728,8 @@ int main(int argc, char **argv) {
   }
   if (report)
     report->keep();
+  if (!writeSummary())
+    return 1;
 
   // Write to a temporary file and rename it only on success, so a failed
   // run never leaves a partial output.

@@ -19,10 +19,34 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
 namespace mlir::titan {
 
 /// Writes the report of `@train_step` in `module` (after titan-spmdize).
 LogicalResult writePlanReport(ModuleOp module, llvm::raw_ostream &os);
+
+/// A rank's memory from `@train_step`'s memory plan: the regions the runtime
+/// allocates, and what the rank holds where the arena's use peaks.
+struct MemoryBreakdown {
+  int64_t arenaBytes = 0, stateBytes = 0, inputBytes = 0;
+  /// The op where the arena's use peaks ("backward of layers.3"), and that
+  /// use.
+  int64_t peakPosition = 0;
+  std::string peakPlace;
+  int64_t peakArenaBytes = 0;
+  /// At the peak: what (parameters, optimizer state, buffers, each kind of
+  /// arena buffer, inputs), its bytes and its region, in report order.
+  std::vector<std::tuple<std::string, int64_t, std::string>> atPeak;
+
+  int64_t getTotalBytes() const { return arenaBytes + stateBytes + inputBytes; }
+};
+
+/// Reads the MemoryBreakdown of `module` (after titan-plan-memory).
+FailureOr<MemoryBreakdown> computeMemoryBreakdown(ModuleOp module);
 
 /// Writes the memory section of the report: the bytes of each memory
 /// region of a rank, their share of `device`'s memory (when given), and
@@ -65,12 +89,56 @@ struct ModelFlops {
 /// Reads ModelFlops from `module`'s global @train_step.
 FailureOr<ModelFlops> computeModelFlops(ModuleOp module);
 
-/// Writes the predicted step time of one rank of `module`'s partitioned
-/// @train_step on `device` with `ranksPerNode` ranks per node (0: one
-/// node): compute and communication time per phase (every op's roofline
-/// time, every collective's alpha-beta time on its mesh axes' link; in
-/// sequence, as the runtime runs them), communication per mesh axes,
-/// tokens/s and MFU per rank by `model`'s count, and the hardware FLOPs.
+/// The predicted seconds of one phase of a step.
+struct PhaseSeconds {
+  double compute = 0;
+  double communication = 0;
+  /// Of `compute`: the recomputed forward ops (titan.recompute).
+  double recompute = 0;
+};
+
+/// The predicted collectives over one set of mesh axes.
+struct AxesSeconds {
+  LinkDescription link;
+  bool internode = false;
+  int64_t count = 0;
+  double seconds = 0;
+};
+
+/// The predicted step of one rank (predictStepTime).
+struct StepTimePrediction {
+  /// By Phase, and their sum.
+  PhaseSeconds phases[3];
+  PhaseSeconds step;
+  /// By mesh axes ("[fsdp]", "[dp_shard,cp]").
+  std::map<std::string, AxesSeconds> byAxes;
+  /// titan's count of the FLOPs a rank runs per step.
+  double hardwareFlops = 0;
+  int64_t ranks = 0;
+  /// torchtitan's tokens per rank per step (the global batch's tokens over
+  /// the ranks), and per second.
+  double tokensPerRank = 0;
+  double tokensPerSecond = 0;
+  /// The element type of the matmuls, its peak, and the model FLOP/s over
+  /// it.
+  ElementType peakType = ElementType::F32;
+  double peakFlopsPerSecond = 0;
+  double mfu = 0;
+
+  double getStepSeconds() const { return step.compute + step.communication; }
+};
+
+/// Predicts one rank of `module`'s partitioned @train_step on `device` with
+/// `ranksPerNode` ranks per node (0: one node): every op's roofline time,
+/// every collective's alpha-beta time on its mesh axes' link, in sequence
+/// as the runtime runs them; tokens/s and MFU by `model`'s count.
+FailureOr<StepTimePrediction> predictStepTime(ModuleOp module,
+                                              const DeviceDescription &device,
+                                              int64_t ranksPerNode,
+                                              const ModelFlops &model);
+
+/// Writes predictStepTime for a person: time per phase, communication per
+/// mesh axes, tokens/s, MFU and the hardware FLOPs.
 LogicalResult writeStepTimeReport(ModuleOp module,
                                   const DeviceDescription &device,
                                   int64_t ranksPerNode, const ModelFlops &model,
