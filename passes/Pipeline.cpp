@@ -7,6 +7,8 @@
 
 #include "titan/Pipeline.h"
 
+#include "titan/Config/DeviceFile.h"
+
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -65,7 +67,8 @@ void mlir::titan::buildPlanningPipeline(OpPassManager &pm) {
 
 TitanPipelineOptions
 mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
-                                 bool emitGrads, const ResolvedMesh &mesh) {
+                                 bool emitGrads, const ResolvedMesh &mesh,
+                                 const DeviceDescription *device) {
   TitanPipelineOptions options;
   options.stage = stage;
   BuildTrainStepPassOptions &step = options.trainStep;
@@ -106,6 +109,23 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   for (MeshAxis axis : {DpReplicateAxis, FsdpAxis, CpAxis})
     if (mesh.getSize(axis) > 1)
       propagation.stationaryInputAxes.push_back(getMeshAxisName(axis).str());
+  // Bytes over a slower link cost more. With the same link on every axis
+  // the bandwidths change no choice (every cost scales alike), so none are
+  // given and costs stay in bytes.
+  if (device) {
+    SmallVector<int64_t> sizes;
+    for (unsigned axis = 0; axis < NumMeshAxes; ++axis)
+      sizes.push_back(mesh.getSize(static_cast<MeshAxis>(axis)));
+    int64_t ranksPerNode = config.hardware.ranksPerNode
+                               ? config.hardware.ranksPerNode
+                               : device->ranksPerNode;
+    SmallVector<double> bandwidth;
+    for (unsigned axis = 0; axis < NumMeshAxes; ++axis)
+      bandwidth.push_back(
+          getAxesLink(*device, sizes, {axis}, ranksPerNode).bytesPerSecond);
+    if (llvm::any_of(bandwidth, [&](double b) { return b != bandwidth[0]; }))
+      propagation.axisBandwidth = bandwidth;
+  }
   return options;
 }
 
@@ -144,6 +164,11 @@ buildNamedPipeline(PipelineStage stage, OpPassManager &pm, StringRef text,
           : loadTrainConfig(options->config, options->overrides);
   if (!config)
     return errorHandler(llvm::toString(config.takeError()));
+  llvm::Expected<DeviceDescription> device =
+      loadDevice(config->hardware.device);
+  if (!device)
+    return errorHandler("[hardware] device: " +
+                        llvm::toString(device.takeError()));
   ResolvedMesh mesh;
   if (stage >= PipelineStage::Spmd) {
     llvm::Expected<ResolvedMesh> resolved = resolveMesh(
@@ -154,8 +179,8 @@ buildNamedPipeline(PipelineStage stage, OpPassManager &pm, StringRef text,
       return errorHandler(llvm::toString(resolved.takeError()));
     mesh = *resolved;
   }
-  buildTitanPipeline(
-      pm, pipelineOptionsFrom(*config, stage, options->emitGrads, mesh));
+  buildTitanPipeline(pm, pipelineOptionsFrom(*config, stage, options->emitGrads,
+                                             mesh, &*device));
   return success();
 }
 } // namespace

@@ -5,6 +5,7 @@
 
 #include "titan/Config/Mesh.h"
 #include "titan/Config/TrainConfig.h"
+#include "titan/CostModel/Device.h"
 #include "titan/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -61,10 +62,14 @@ void buildPlanningPipeline(OpPassManager &pm);
 
 /// The options a training config asks for; `mesh` is the config's
 /// [parallelism] resolved for the ranks the program is partitioned over
-/// (resolveMesh), one rank when the pipeline does not partition.
-TitanPipelineOptions pipelineOptionsFrom(const TrainConfig &config,
-                                         PipelineStage stage, bool emitGrads,
-                                         const ResolvedMesh &mesh = {});
+/// (resolveMesh), one rank when the pipeline does not partition. With
+/// `device` (the config's [hardware] device), titan-propagate-placements
+/// weighs each mesh axis's bytes by the bandwidth of its link when the
+/// axes' links differ (some span nodes, others do not).
+TitanPipelineOptions
+pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
+                    bool emitGrads, const ResolvedMesh &mesh = {},
+                    const DeviceDescription *device = nullptr);
 
 } // namespace mlir::titan
 

@@ -585,7 +585,8 @@ int main(int argc, char **argv) {
   // Up to the per-rank program; the executable's passes run below, after
   // the reports that read the partitioned program.
   TitanPipelineOptions pipeline =
-      config ? pipelineOptionsFrom(*config, stage, emitGrads, mesh)
+      config ? pipelineOptionsFrom(*config, stage, emitGrads, mesh,
+                                   device ? &*device : nullptr)
              : TitanPipelineOptions{};
   pipeline.stage = std::min(stage, PipelineStage::Spmd);
   // The report's prediction counts the model's FLOPs on the global
