@@ -148,6 +148,36 @@ def SelectRecomputePass : Pass<"titan-select-recompute", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
 
+def ReshardAfterForwardPass : Pass<"titan-reshard-after-forward",
+                                   "::mlir::ModuleOp"> {
+  let summary = "FSDP's reshard after forward: parameters are gathered again "
+                "for the backward";
+  let description = [{
+    On the per-rank `@train_step` (after titan-redistribute-to-collectives),
+    trades communication for memory as FSDP2's `reshard_after_forward=True`
+    does: a parameter that an all_gather collected in the forward is not
+    kept until the backward. Where the backward reads the gathered value
+    (or a value the forward derived from it by ops of one operand: views,
+    the slices that drop the padding of uneven shards), the all_gather and
+    those ops are cloned right before the first backward op that reads one
+    of them, and the backward reads the clones; the forward's copy dies at
+    its last forward use. Clones carry the phase `backward` and the unit
+    attribute `titan.recompute`, which keeps CSE from folding them into the
+    forward's ops; the loss, gradients and update are unchanged bit for bit.
+
+    `policy`: `never` (keep what the forward gathered; titan's default) or
+    `always` (every parameter, as `[parallelism] fsdp_reshard_after_forward
+    = "always"`).
+
+    Errors: an unknown policy.
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", "\"never\"",
+           "never or always ([parallelism] fsdp_reshard_after_forward)">,
+  ];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
 def ApplyParallelPlanPass : Pass<"titan-apply-parallel-plan",
                                  "::mlir::ModuleOp"> {
   let summary = "Writes the device mesh and the placements of the arguments";

@@ -47,6 +47,9 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
     pm.addPass(createRedistributeToCollectivesPass());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    // After CSE, which would fold the backward's gathers into the forward's
+    // (they carry titan.recompute, which later CSE respects).
+    pm.addPass(createReshardAfterForwardPass(options.reshard));
   }
   if (runs(PipelineStage::Executable)) {
     buildPlanningPipeline(pm);
@@ -103,6 +106,10 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   // Tensor parallelism keeps the weights sharded over "tp" (the activations
   // move to them, never the other way round); data and context parallelism
   // keep each rank on its own tokens.
+  // FSDP2's reshard_after_forward: "always" gathers again for the
+  // backward; "default" and "never" keep what the forward gathered.
+  options.reshard.policy =
+      parallelism.fsdpReshardAfterForward == "always" ? "always" : "never";
   PropagatePlacementsPassOptions &propagation = options.propagation;
   if (mesh.getSize(TpAxis) > 1)
     propagation.stationaryParamAxes = {getMeshAxisName(TpAxis).str()};

@@ -39,6 +39,7 @@ struct TitanPipelineOptions {
   ApplyParallelPlanPassOptions parallelPlan;
   BalanceSequencePassOptions balanceSequence;
   PropagatePlacementsPassOptions propagation;
+  ReshardAfterForwardPassOptions reshard;
   LowerToRuntimePassOptions runtime;
 };
 

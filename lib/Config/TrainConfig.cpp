@@ -222,13 +222,6 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
                        "tensor-parallel collectives run before and after "
                        "their matmuls",
                        "set it to false");
-  if (c.parallelism.fsdpReshardAfterForward == "always")
-    return unsupported("parallelism.fsdp_reshard_after_forward", "\"always\"",
-                       "titan does not reshard after the forward: the "
-                       "backward reuses the parameters FSDP gathered in the "
-                       "forward",
-                       "set it to \"default\" or \"never\"");
-
   // Known values titan does not apply yet: said, not silently dropped.
   auto warn = [&](const llvm::Twine &message) {
     c.warnings.push_back(message.str());

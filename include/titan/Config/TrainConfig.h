@@ -60,8 +60,9 @@ struct ParallelismConfig {
   int64_t dataParallelReplicateDegree = 1;
   /// -1: the ranks the other degrees leave (see resolveMesh).
   int64_t dataParallelShardDegree = -1;
-  /// "default" or "never": the backward reuses the parameters FSDP gathered
-  /// in the forward; "always" is refused (titan does not reshard yet).
+  /// "always": the backward gathers every parameter again
+  /// (titan-reshard-after-forward); "default" and "never": the backward
+  /// reuses the parameters FSDP gathered in the forward.
   std::string fsdpReshardAfterForward = "default";
   int64_t tensorParallelDegree = 1;
   bool enableSequenceParallel = true;

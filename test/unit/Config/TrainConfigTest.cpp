@@ -165,12 +165,6 @@ TEST(TrainConfig, RefusesWhatItCannotApply) {
             "supported yet (titan has no async tensor parallelism: "
             "tensor-parallel collectives run before and after their "
             "matmuls); set it to false");
-  EXPECT_EQ(
-      errorOf("[parallelism]\nfsdp_reshard_after_forward = \"always\"\n"),
-      "cfg.toml: parallelism.fsdp_reshard_after_forward = \"always\" is not "
-      "supported yet (titan does not reshard after the forward: the backward "
-      "reuses the parameters FSDP gathered in the forward); set it to "
-      "\"default\" or \"never\"");
   // What titan applies is accepted, as is what asks for nothing (what an
   // absent key means); a schedule without pipeline stages does nothing, as
   // in torchtitan.
@@ -180,6 +174,7 @@ TEST(TrainConfig, RefusesWhatItCannotApply) {
         "[activation_checkpoint]\nmode = \"selective\"\n"
         "selective_ac_option = \"2\"\n",
         "[parallelism]\nfsdp_reshard_after_forward = \"never\"\n",
+        "[parallelism]\nfsdp_reshard_after_forward = \"always\"\n",
         "[parallelism]\nfsdp_reshard_after_forward = \"default\"\n"
         "enable_async_tensor_parallel = false\npipeline_parallel_degree = 1\n"
         "pipeline_parallel_schedule = \"Interleaved1F1B\"\n"})

@@ -1,0 +1,113 @@
+//===- ReshardAfterForward.cpp - FSDP's reshard after forward -------------===//
+//
+// Implements titan-reshard-after-forward (see passes/Passes.td for the
+// contract): the backward gathers a parameter again instead of reading what
+// the forward gathered.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/ArgRole.h"
+#include "titan/Dialect/Provenance.h"
+#include "titan/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <functional>
+
+namespace mlir::titan {
+#define GEN_PASS_DEF_RESHARDAFTERFORWARDPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::titan
+
+using namespace mlir;
+using namespace mlir::titan;
+
+namespace {
+
+/// Whether `op` carries a gathered parameter on to its result: one operand,
+/// one result, no communication (views, slices, casts).
+bool forwardsGatheredValue(Operation *op) {
+  return op->getNumOperands() == 1 && op->getNumResults() == 1 &&
+         !isa<CollectiveOpInterface>(op) && getPhase(op) == Phase::Forward;
+}
+
+/// Makes the backward gather the parameter of `gather` (a forward
+/// all_gather of a parameter argument) again.
+void reshard(AllGatherOp gather) {
+  // The uses of the gathered value and of what the forward derived from
+  // it that the backward makes.
+  SmallVector<OpOperand *> backwardUses;
+  SmallVector<Value> worklist = {gather.getResult()};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      if (getPhase(user) == Phase::Backward)
+        backwardUses.push_back(&use);
+      else if (forwardsGatheredValue(user))
+        worklist.push_back(user->getResult(0));
+    }
+  }
+  if (backwardUses.empty())
+    return;
+  Operation *first = backwardUses.front()->getOwner();
+  for (OpOperand *use : backwardUses)
+    if (use->getOwner()->isBeforeInBlock(first))
+      first = use->getOwner();
+
+  // Clones, in order, right before the first backward reader.
+  OpBuilder builder(first);
+  DenseMap<Value, Value> clones;
+  std::function<Value(Value)> cloneOf = [&](Value value) -> Value {
+    if (isa<BlockArgument>(value))
+      return value;
+    if (Value clone = clones.lookup(value))
+      return clone;
+    Operation *op = value.getDefiningOp();
+    IRMapping mapping;
+    for (Value operand : op->getOperands())
+      mapping.map(operand, cloneOf(operand));
+    Operation *clone = builder.clone(*op, mapping);
+    setPhase(clone, Phase::Backward);
+    clone->setAttr(TitanDialect::kRecomputeAttrName, builder.getUnitAttr());
+    for (auto [result, cloned] :
+         llvm::zip(op->getResults(), clone->getResults()))
+      clones[result] = cloned;
+    return clones.lookup(value);
+  };
+  for (OpOperand *use : backwardUses)
+    use->set(cloneOf(use->get()));
+}
+
+class ReshardAfterForwardPass
+    : public titan::impl::ReshardAfterForwardPassBase<ReshardAfterForwardPass> {
+public:
+  using ReshardAfterForwardPassBase::ReshardAfterForwardPassBase;
+
+  void runOnOperation() override {
+    if (policy == "never")
+      return;
+    if (policy != "always") {
+      emitError(getOperation().getLoc())
+          << "titan-reshard-after-forward: unknown policy '" << policy
+          << "' (expected never or always)";
+      return signalPassFailure();
+    }
+    auto function = getOperation().lookupSymbol<func::FuncOp>("train_step");
+    if (!function)
+      return;
+    SmallVector<AllGatherOp> gathers;
+    function.walk([&](AllGatherOp gather) {
+      auto arg = dyn_cast<BlockArgument>(gather.getInput());
+      if (arg && getPhase(gather) == Phase::Forward &&
+          getArgRole(function, arg.getArgNumber()) == ArgRole::Param)
+        gathers.push_back(gather);
+    });
+    for (AllGatherOp gather : gathers)
+      reshard(gather);
+  }
+};
+
+} // namespace

@@ -1,0 +1,46 @@
+// RUN: titan-opt %s --titan-reshard-after-forward=policy=always | FileCheck %s
+// RUN: titan-opt %s --titan-reshard-after-forward=policy=never | FileCheck %s --check-prefix=NEVER
+// RUN: titan-opt %s --titan-reshard-after-forward | FileCheck %s --check-prefix=NEVER
+// RUN: not titan-opt %s --titan-reshard-after-forward=policy=sometimes 2>&1 | FileCheck %s --check-prefix=BAD
+
+// The forward gathers w over fsdp and reads it, directly and through a
+// reshape; the backward reads both. With policy=always, the gather and the
+// reshape are cloned (phase backward, titan.recompute) right before the
+// first backward op, which reads the clones; the forward's gather is read
+// only by the forward. The gather of x (an input, not a parameter) and the
+// second parameter's gather, which the backward does not read, stay as
+// they are.
+
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[G:.*]] = titan.all_gather %arg0 on @mesh ["fsdp"] dim 0 : tensor<2x4xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[R:.*]] = titan.reshape %[[G]] : tensor<4x4xf32> -> tensor<16xf32>
+// CHECK-NEXT: %[[X:.*]] = titan.all_gather %arg2
+// CHECK-NEXT: %[[V:.*]] = titan.all_gather %arg1
+// CHECK-NEXT: %[[Y:.*]] = titan.matmul %[[X]], %[[G]]
+// CHECK-NEXT: %[[Z:.*]] = titan.matmul %[[Y]], %[[V]]
+// CHECK-NEXT: %[[G2:.*]] = titan.all_gather %arg0 on @mesh ["fsdp"] dim 0 {titan.recompute} : tensor<2x4xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[R2:.*]] = titan.reshape %[[G2]] {titan.recompute} : tensor<4x4xf32> -> tensor<16xf32>
+// CHECK-NEXT: %[[D:.*]] = titan.matmul %[[Z]], %[[G2]] transpose_rhs
+// CHECK-NEXT: %[[S:.*]] = titan.add %[[R2]], %[[R2]]
+// CHECK-NEXT: return %[[D]], %[[S]], %[[R]]
+
+// NEVER-NOT: titan.recompute
+
+// BAD: error: titan-reshard-after-forward: unknown policy 'sometimes' (expected never or always)
+
+titan.mesh @mesh ["fsdp"=2]
+func.func @train_step(
+    %w: tensor<2x4xf32> {titan.name = "w", titan.role = "param"},
+    %v: tensor<2x4xf32> {titan.name = "v", titan.role = "param"},
+    %x: tensor<2x4xf32> {titan.name = "x", titan.role = "input"})
+    -> (tensor<4x4xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %g = titan.all_gather %w on @mesh ["fsdp"] dim 0 : tensor<2x4xf32> -> tensor<4x4xf32> loc(fused<"titan.phase.forward">[unknown])
+  %r = titan.reshape %g : tensor<4x4xf32> -> tensor<16xf32> loc(fused<"titan.phase.forward">[unknown])
+  %xg = titan.all_gather %x on @mesh ["fsdp"] dim 0 : tensor<2x4xf32> -> tensor<4x4xf32> loc(fused<"titan.phase.forward">[unknown])
+  %vg = titan.all_gather %v on @mesh ["fsdp"] dim 0 : tensor<2x4xf32> -> tensor<4x4xf32> loc(fused<"titan.phase.forward">[unknown])
+  %y = titan.matmul %xg, %g : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32> loc(fused<"titan.phase.forward">[unknown])
+  %z = titan.matmul %y, %vg : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32> loc(fused<"titan.phase.forward">[unknown])
+  %d = titan.matmul %z, %g transpose_rhs : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32> loc(fused<"titan.phase.backward">[unknown])
+  %s = titan.add %r, %r : tensor<16xf32> loc(fused<"titan.phase.backward">[unknown])
+  return %d, %s, %r : tensor<4x4xf32>, tensor<16xf32>, tensor<16xf32>
+}
