@@ -626,10 +626,16 @@ int main(int argc, char **argv) {
     if (failed(predicted))
       return fail("cannot predict the step time");
     summary["world_size"] = mesh.getWorldSize();
-    summary["activation_checkpoint"] =
-        llvm::json::Object{{"mode", config->activationCheckpoint.mode},
-                           {"selective_ac_option",
-                            config->activationCheckpoint.selectiveAcOption}};
+    llvm::json::Object meshSizes;
+    for (unsigned axis = 0; axis < NumMeshAxes; ++axis)
+      meshSizes[getMeshAxisName(static_cast<MeshAxis>(axis))] =
+          mesh.getSize(static_cast<MeshAxis>(axis));
+    summary["mesh"] = std::move(meshSizes);
+    summary["activation_checkpoint"] = llvm::json::Object{
+        {"mode", config->activationCheckpoint.mode},
+        {"selective_ac_option", config->activationCheckpoint.selectiveAcOption},
+        {"fsdp_reshard_after_forward",
+         config->parallelism.fsdpReshardAfterForward}};
     summary["device"] = llvm::json::Object{
         {"name", device->name}, {"memory_bytes", device->memoryBytes}};
     summary["predicted"] = llvm::json::Object{

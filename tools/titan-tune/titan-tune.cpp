@@ -6,7 +6,9 @@
 //
 // Compiles the training step under each activation-checkpointing policy
 // torchtitan offers (none; selective "op": save attention, max reductions
-// and every other matmul; selective every N-th block; full), each with
+// and every other matmul; selective every N-th block; full), and when FSDP
+// shards the parameters each of them also with fsdp_reshard_after_forward
+// = "always" (the backward gathers the parameters again), each with
 // titan-compile --summary-json, and prints for each the memory a rank
 // needs (the exact memory plan) and the predicted step time, recomputation,
 // tokens/s and MFU (docs/cost-model.md). It picks the fastest policy whose
@@ -97,8 +99,10 @@ namespace {
 
 /// One policy and what titan-compile said of it.
 struct Candidate {
-  /// [activation_checkpoint] mode and selective_ac_option.
+  /// [activation_checkpoint] mode and selective_ac_option, and whether
+  /// FSDP reshards after the forward.
   std::string mode, option;
+  bool reshard = false;
   /// What the table calls it, and a file-name form.
   std::string label, slug;
   /// From the summary.
@@ -236,7 +240,7 @@ void drawPareto(const std::vector<Candidate> &candidates, double budgetBytes,
     os << llvm::formatv("<text x=\"{0:F1}\" y=\"{1}\" text-anchor=\"middle\">"
                         "{2}</text>\n",
                         x(secondsAt(tick)), kTop + kHeight + 18,
-                        milliseconds(secondsAt(tick)));
+                        llvm::formatv("{0:F1} ms", secondsAt(tick) * 1e3));
   }
   os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">"
                       "predicted step time</text>\n",
@@ -269,8 +273,8 @@ void drawPareto(const std::vector<Candidate> &candidates, double budgetBytes,
      << "\" fill=\"none\" stroke=\"#4e79a7\"/>\n";
   for (const Candidate &c : candidates) {
     // torchtitan's two named policies as squares, the others as dots.
-    bool named =
-        c.mode == "full" || (c.mode == "selective" && c.option == "op");
+    bool named = !c.reshard && (c.mode == "full" ||
+                                (c.mode == "selective" && c.option == "op"));
     double px = x(c.stepSeconds), py = y(c.totalBytes);
     if (named)
       os << llvm::formatv("<rect x=\"{0:F1}\" y=\"{1:F1}\" width=\"9\" "
@@ -317,6 +321,7 @@ int tuneActivationCheckpointing(const char *argv0) {
   });
 
   // Compiles `c` and reads its summary; false when titan-compile failed.
+  int64_t fsdpDegree = 1;
   auto compile = [&](Candidate &c) -> bool {
     llvm::SmallString<256> out(work), summaryPath(work), log(work);
     llvm::sys::path::append(out, c.slug);
@@ -330,7 +335,10 @@ int tuneActivationCheckpointing(const char *argv0) {
     arguments.insert(
         arguments.end(),
         {"--set", "activation_checkpoint.mode=" + c.mode, "--set",
-         "activation_checkpoint.selective_ac_option=\"" + c.option + "\""});
+         "activation_checkpoint.selective_ac_option=\"" + c.option + "\"",
+         "--set",
+         std::string("parallelism.fsdp_reshard_after_forward=") +
+             (c.reshard ? "always" : "never")});
     if (worldSize > 0)
       arguments.push_back("--world-size=" + std::to_string(worldSize));
     llvm::errs() << "titan-tune: compiling " << c.label << "\n";
@@ -355,6 +363,7 @@ int tuneActivationCheckpointing(const char *argv0) {
     c.mfu = number(object, "predicted", "mfu").value_or(0);
     c.attentionLayers =
         int64_t(number(object, "predicted", "attention_layers").value_or(0));
+    fsdpDegree = int64_t(number(object, "mesh", "fsdp").value_or(1));
     if (budgetGib <= 0)
       budgetGib = number(object, "device", "memory_bytes").value_or(0) /
                   double(1ull << 30);
@@ -362,25 +371,42 @@ int tuneActivationCheckpointing(const char *argv0) {
   };
 
   std::vector<Candidate> candidates;
-  auto add = [&](StringRef mode, StringRef option, StringRef label) {
+  auto add = [&](StringRef mode, StringRef option, StringRef label,
+                 bool reshard) {
     Candidate c;
     c.mode = mode.str();
     c.option = option.str();
-    c.label = label.str();
-    c.slug = (mode + "-" + option).str();
+    c.reshard = reshard;
+    c.label = (label + (reshard ? " + reshard" : "")).str();
+    c.slug = (mode + "-" + option + (reshard ? "-reshard" : "")).str();
     candidates.push_back(c);
     return compile(candidates.back());
   };
-  if (!add("none", "op", "none"))
+  if (!add("none", "op", "none", false))
     return 1;
-  // Every N-th block for N from 2 up to half the blocks (N = 1 is full).
+  // Every N-th block for N from 2 up to half the blocks (N = 1 is full);
+  // each policy also resharding after the forward when FSDP shards.
   int64_t layers = candidates.front().attentionLayers;
-  if (!add("selective", "op", "selective op") || !add("full", "op", "full"))
-    return 1;
+  std::vector<std::pair<std::string, std::string>> policies = {
+      {"selective", "op"}, {"full", "op"}};
   for (int64_t every = 2; every <= layers / 2 && every <= 8; every *= 2)
-    if (!add("selective", std::to_string(every),
-             "selective every " + std::to_string(every)))
+    policies.push_back({"selective", std::to_string(every)});
+  auto labelOf = [](const std::pair<std::string, std::string> &policy) {
+    if (policy.first == "full")
+      return std::string("full");
+    return policy.second == "op" ? std::string("selective op")
+                                 : "selective every " + policy.second;
+  };
+  for (const auto &policy : policies)
+    if (!add(policy.first, policy.second, labelOf(policy), false))
       return 1;
+  if (fsdpDegree > 1) {
+    policies.insert(policies.begin(), {"none", "op"});
+    for (const auto &policy : policies)
+      if (!add(policy.first, policy.second,
+               policy.first == "none" ? "none" : labelOf(policy), true))
+        return 1;
+  }
   double budgetBytes = budgetGib * double(1ull << 30);
   for (Candidate &c : candidates)
     c.fits = c.totalBytes <= budgetBytes;
@@ -421,14 +447,14 @@ int tuneActivationCheckpointing(const char *argv0) {
   }
 
   // The table, then the choice.
-  llvm::outs() << llvm::formatv("{0,-22} {1,14} {2,5} {3,14} {4,12} {5,14} "
+  llvm::outs() << llvm::formatv("{0,-28} {1,14} {2,5} {3,14} {4,12} {5,14} "
                                 "{6,7}{7}\n",
                                 "policy", "memory/rank", "fits", "step (pred.)",
                                 "recompute", "tokens/s/rank", "MFU",
                                 measure ? "   step (measured)" : "");
   for (const Candidate &c : candidates)
     llvm::outs() << llvm::formatv(
-        "{0,-22} {1,14} {2,5} {3,14} {4,12} {5,14:F1} {6,6:F1}%{7}\n", c.label,
+        "{0,-28} {1,14} {2,5} {3,14} {4,12} {5,14:F1} {6,6:F1}%{7}\n", c.label,
         gib(c.totalBytes), c.fits ? "yes" : "no", milliseconds(c.stepSeconds),
         milliseconds(c.recomputeSeconds), c.tokensPerSecond, 100 * c.mfu,
         c.measuredSeconds ? "   " + milliseconds(*c.measuredSeconds)
@@ -465,6 +491,8 @@ int tuneActivationCheckpointing(const char *argv0) {
                << "\"";
   if (best->mode == "selective")
     llvm::outs() << ", selective_ac_option = \"" << best->option << "\"";
+  if (best->reshard)
+    llvm::outs() << "; [parallelism] fsdp_reshard_after_forward = \"always\"";
   llvm::outs() << "\n";
   return 0;
 }

@@ -1,8 +1,9 @@
-"""Checks titan-tune ac's table: recomputing more needs less memory and
-more time, and the chosen policy is the fastest that fits.
+"""Checks titan-tune ac's table: along the given policies, recomputing more
+needs less memory and more time; the chosen policy is the fastest of the
+table that fits.
 
-usage: check_tune_table.py TABLE.txt POLICY... (the policies, from the one
-that recomputes least to the one that recomputes most)
+usage: check_tune_table.py TABLE.txt POLICY... (policies of the table, from
+the one that recomputes least to the one that recomputes most)
 """
 import re
 import sys
@@ -17,16 +18,16 @@ for match in re.finditer(
     rows[name] = (float(memory) * units[unit], fits == "yes", float(step),
                   float(recompute))
 order = sys.argv[2:]
-assert list(rows) == order or sorted(rows) == sorted(order), (rows, order)
+assert set(order) <= set(rows), (rows, order)
 for less, more in zip(order, order[1:]):
     assert rows[less][0] > rows[more][0], f"{more} should need less memory"
     assert rows[less][2] < rows[more][2], f"{more} should take longer"
-    assert rows[less][3] < rows[more][3], f"{more} should recompute more"
-fitting = [name for name in order if rows[name][1]]
+    assert rows[less][3] <= rows[more][3], f"{more} should recompute as much"
+fitting = [name for name in rows if rows[name][1]]
 chosen = re.search(r"^chosen: (.*?) \(", table, re.M)
 if fitting:
     fastest = min(fitting, key=lambda name: rows[name][2])
     assert chosen and chosen.group(1) == fastest, (chosen, fastest)
 else:
     assert not chosen
-print("ok:", ", ".join(order))
+print(f"ok: {len(rows)} policies;", ", ".join(order))
