@@ -148,6 +148,27 @@ def SelectRecomputePass : Pass<"titan-select-recompute", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
 
+def SinkToFirstUsePass : Pass<"titan-sink-to-first-use",
+                              "::mlir::ModuleOp"> {
+  let summary = "Moves every side-effect-free op right before its first user";
+  let description = [{
+    On `@train_step`, shortens the lives of values before memory planning:
+    every op without side effects (compute ops, and collectives, which every
+    rank moves alike) moves right before the first op that reads one of its
+    results, last op first, so that chains move together, when that frees
+    at least as much as it holds: the bytes of its results against those of
+    the operands it reads last, which then live longer (arguments live
+    through the step anyway). Partitioning
+    leaves the redistributions of arguments (FSDP's all-gathers of
+    parameters, their views and casts) at the top of the step, where each
+    would hold its result from the first op to its use; after this pass a
+    parameter is gathered right before the block that uses it. Ops nobody
+    reads and ops with side effects stay where they are; the values
+    computed are unchanged.
+  }];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
 def ReshardAfterForwardPass : Pass<"titan-reshard-after-forward",
                                    "::mlir::ModuleOp"> {
   let summary = "FSDP's reshard after forward: parameters are gathered again "

@@ -63,6 +63,7 @@ void mlir::titan::buildPlanningPipeline(OpPassManager &pm) {
   pm.addPass(createSymbolDCEPass());
   pm.addPass(createNormalizeCollectivesPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createSinkToFirstUsePass());
   pm.addPass(createFuseKernelsPass());
   pm.addPass(createLowerKernelsPass());
   pm.addPass(createPlanMemoryPass());
