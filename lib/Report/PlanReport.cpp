@@ -14,6 +14,8 @@
 
 #include "titan/Report/PlanReport.h"
 
+#include "PartitionedStep.h"
+
 #include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/GlobalShape.h"
 #include "titan/Dialect/Provenance.h"
@@ -229,14 +231,12 @@ static void printPadding(func::FuncOp function, MeshOp mesh,
 
 LogicalResult mlir::titan::writePlanReport(ModuleOp module,
                                            llvm::raw_ostream &os) {
-  auto function = module.lookupSymbol<func::FuncOp>("train_step");
-  MeshOp mesh;
-  for (MeshOp m : module.getOps<MeshOp>())
-    mesh = m;
-  if (!function || !mesh)
-    return emitError(module.getLoc())
-           << "the plan report needs a partitioned @train_step "
-              "(titan-compile --emit=spmd)";
+  FailureOr<PartitionedStep> step =
+      getPartitionedStep(module, "the plan report");
+  if (failed(step))
+    return failure();
+  func::FuncOp function = step->function;
+  MeshOp mesh = step->mesh;
 
   os << "== titan plan report ==\nmesh @" << mesh.getSymName() << ": ";
   llvm::interleave(

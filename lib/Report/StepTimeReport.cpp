@@ -13,6 +13,8 @@
 
 #include "titan/Report/PlanReport.h"
 
+#include "PartitionedStep.h"
+
 #include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/ElementTypes.h"
 #include "titan/Dialect/Provenance.h"
@@ -109,13 +111,12 @@ FailureOr<ModelFlops> mlir::titan::computeModelFlops(ModuleOp module) {
 FailureOr<StepTimePrediction>
 mlir::titan::predictStepTime(ModuleOp module, const DeviceDescription &device,
                              int64_t ranksPerNode, const ModelFlops &model) {
-  auto function = module.lookupSymbol<func::FuncOp>("train_step");
-  MeshOp mesh;
-  for (MeshOp m : module.getOps<MeshOp>())
-    mesh = m;
-  if (!function || !mesh)
-    return emitError(module.getLoc())
-           << "the predicted step time needs a partitioned @train_step";
+  FailureOr<PartitionedStep> step =
+      getPartitionedStep(module, "the predicted step time");
+  if (failed(step))
+    return failure();
+  func::FuncOp function = step->function;
+  MeshOp mesh = step->mesh;
   ArrayRef<int64_t> meshSizes = mesh.getAxisSizes();
   SmallVector<StringRef> axisNames;
   for (Attribute name : mesh.getAxisNames())

@@ -2,6 +2,8 @@
 
 #include "titan/CostModel/Device.h"
 
+#include "RoundDevice.h"
+
 #include "gtest/gtest.h"
 
 using namespace mlir::titan;
@@ -13,29 +15,10 @@ std::string messageOf(llvm::Error error) {
   return error ? llvm::toString(std::move(error)) : "";
 }
 
-/// A device with round figures: matmul peaks of 100 TFLOP/s (bf16) and
-/// 10 TFLOP/s (f32), a vector peak of 5 TFLOP/s, 1 TB/s of memory at
-/// efficiency 0.5, 1 us per op, GEMM efficiency 0.1 at 1e6 FLOPs rising
-/// to 0.5 at 1e8.
-DeviceDescription makeDevice() {
-  DeviceDescription device;
-  device.name = "round";
-  device.memoryBytes = 1e9;
-  device.matmulPeak[static_cast<unsigned>(ElementType::BF16)] = 100e12;
-  device.matmulPeak[static_cast<unsigned>(ElementType::F32)] = 10e12;
-  device.vectorPeak = 5e12;
-  device.memoryBytesPerSecond = 1e12;
-  device.memoryEfficiency = 0.5;
-  device.opOverheadSeconds = 1e-6;
-  device.gemmEfficiency = {{1e6, 0.1}, {1e8, 0.5}};
-  device.attentionEfficiency = 0.25;
-  device.intraNode = {100e9, 2e-6};
-  device.interNode = {10e9, 10e-6};
-  return device;
-}
+using test::makeRoundDevice;
 
 TEST(DeviceTest, GemmEfficiencyInterpolatesInLogFlopsAndClamps) {
-  DeviceDescription device = makeDevice();
+  DeviceDescription device = makeRoundDevice();
   EXPECT_DOUBLE_EQ(getGemmEfficiency(device, 1e3), 0.1);
   EXPECT_DOUBLE_EQ(getGemmEfficiency(device, 1e6), 0.1);
   EXPECT_NEAR(getGemmEfficiency(device, 1e7), 0.3, 1e-12);
@@ -44,7 +27,7 @@ TEST(DeviceTest, GemmEfficiencyInterpolatesInLogFlopsAndClamps) {
 }
 
 TEST(DeviceTest, MatmulPeakFallsBackToFloat32) {
-  DeviceDescription device = makeDevice();
+  DeviceDescription device = makeRoundDevice();
   EXPECT_DOUBLE_EQ(getMatmulPeak(device, ElementType::BF16), 100e12);
   EXPECT_DOUBLE_EQ(getMatmulPeak(device, ElementType::F16), 10e12);
   EXPECT_DOUBLE_EQ(getMatmulPeak(device, ElementType::I64), 10e12);
@@ -53,7 +36,7 @@ TEST(DeviceTest, MatmulPeakFallsBackToFloat32) {
 }
 
 TEST(DeviceTest, ComputeTimeIsTheRooflinePlusOverhead) {
-  DeviceDescription device = makeDevice();
+  DeviceDescription device = makeRoundDevice();
   // A 1e8-FLOP bf16 GEMM at 0.5 x 100 TFLOP/s: 2 us of compute; 1e5 bytes
   // at 0.5 TB/s: 0.2 us. Compute-bound.
   EXPECT_NEAR(predictComputeSeconds(device, ComputeClass::Gemm,
@@ -117,7 +100,7 @@ TEST(DeviceTest, AxisSpansNodes) {
   EXPECT_FALSE(axisSpansNodes({3, 2}, 1, 4)); // {0,1} {2,3} | {4,5}
   EXPECT_TRUE(axisSpansNodes({6}, 0, 4));
 
-  DeviceDescription device = makeDevice();
+  DeviceDescription device = makeRoundDevice();
   EXPECT_EQ(&getAxesLink(device, {4, 8}, {1}, 8), &device.intraNode);
   EXPECT_EQ(&getAxesLink(device, {4, 8}, {0, 1}, 8), &device.interNode);
 }
@@ -130,16 +113,16 @@ TEST(DeviceTest, ModelFlopsPerTokenIsTorchtitansFormula) {
 }
 
 TEST(DeviceTest, VerifyNamesTheBadField) {
-  DeviceDescription device = makeDevice();
+  DeviceDescription device = makeRoundDevice();
   EXPECT_EQ(messageOf(verifyDevice(device)), "");
   device.gemmEfficiency = {{1e8, 0.5}, {1e6, 0.1}};
   EXPECT_EQ(messageOf(verifyDevice(device)),
             "device 'round': gemm.flops must be ascending");
-  device = makeDevice();
+  device = makeRoundDevice();
   device.memoryEfficiency = 1.5;
   EXPECT_EQ(messageOf(verifyDevice(device)),
             "device 'round': memory.efficiency must be in (0, 1]");
-  device = makeDevice();
+  device = makeRoundDevice();
   device.interNode.bytesPerSecond = 0;
   EXPECT_EQ(messageOf(verifyDevice(device)),
             "device 'round': inter_node.bandwidth_gbps must be positive");

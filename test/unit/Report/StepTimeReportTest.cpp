@@ -8,6 +8,8 @@
 
 #include "titan/Report/PlanReport.h"
 
+#include "../CostModel/RoundDevice.h"
+
 #include "titan/Dialect/TitanDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,25 +24,6 @@ using namespace mlir::titan;
 using testing::HasSubstr;
 
 namespace {
-
-/// Matmul peak 10 TFLOP/s (f32), GEMM efficiency 0.1 at 1e6 FLOPs to 0.5
-/// at 1e8, memory 0.5 TB/s effective, 1 us per op; 100 GB/s and 2 us per
-/// ring step within a node, 10 GB/s and 10 us between nodes.
-DeviceDescription makeDevice() {
-  DeviceDescription device;
-  device.name = "round";
-  device.description = "round figures";
-  device.memoryBytes = 1e9;
-  device.matmulPeak[static_cast<unsigned>(ElementType::F32)] = 10e12;
-  device.vectorPeak = 5e12;
-  device.memoryBytesPerSecond = 1e12;
-  device.memoryEfficiency = 0.5;
-  device.opOverheadSeconds = 1e-6;
-  device.gemmEfficiency = {{1e6, 0.1}, {1e8, 0.5}};
-  device.intraNode = {100e9, 2e-6};
-  device.interNode = {10e9, 10e-6};
-  return device;
-}
 
 /// A rank of a [dp=2, tp=4] mesh: the forward gathers w over dp and
 /// multiplies; the backward all-reduces the product over tp.
@@ -71,7 +54,7 @@ TEST(StepTimeReport, PredictsEachOpOnItsLink) {
   model.tokensPerStep = 512;
   std::string text;
   llvm::raw_string_ostream os(text);
-  ASSERT_TRUE(succeeded(writeStepTimeReport(*module, makeDevice(),
+  ASSERT_TRUE(succeeded(writeStepTimeReport(*module, test::makeRoundDevice(),
                                             /*ranksPerNode=*/4, model, os)));
   // The matmul: 2 x 64 x 128 x 256 = 4194304 FLOPs at efficiency 0.1 +
   // 0.4 x log(4.19)/log(100) = 0.2245 of 10 TFLOP/s: 1.87 us (its 229376
