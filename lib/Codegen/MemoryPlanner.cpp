@@ -8,6 +8,7 @@
 #include "titan/Codegen/MemoryPlanner.h"
 
 #include "titan/Dialect/ArgRole.h"
+#include "titan/Dialect/ArgumentTrace.h"
 #include "titan/Dialect/FunctionAttributes.h"
 #include "titan/Dialect/Provenance.h"
 
@@ -267,13 +268,8 @@ static bool isReadIn(Value value, Phase phase) {
 /// Whether `value` is a parameter argument, followed back through ops of
 /// one operand (collectives, casts, reshapes).
 static bool isParameter(Value value, func::FuncOp function) {
-  while (Operation *def = value.getDefiningOp()) {
-    if (def->getNumOperands() != 1)
-      return false;
-    value = def->getOperand(0);
-  }
-  return getArgRole(function, cast<BlockArgument>(value).getArgNumber()) ==
-         ArgRole::Param;
+  BlockArgument arg = traceToArgument(value);
+  return arg && getArgRole(function, arg.getArgNumber()) == ArgRole::Param;
 }
 
 void MemoryPlanner::classifyBuffers() {

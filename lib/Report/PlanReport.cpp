@@ -17,6 +17,7 @@
 #include "PartitionedStep.h"
 
 #include "titan/Dialect/ArgRole.h"
+#include "titan/Dialect/ArgumentTrace.h"
 #include "titan/Dialect/GlobalShape.h"
 #include "titan/Dialect/Provenance.h"
 #include "titan/Dialect/TitanDialect.h"
@@ -90,12 +91,8 @@ bool blockLess(StringRef a, StringRef b) {
 /// through collectives and ops of one operand (casts, reshapes); -1 for
 /// any other value. `argParams` maps argument numbers to parameters.
 int paramOf(Value value, const DenseMap<unsigned, int> &argParams) {
-  while (Operation *def = value.getDefiningOp()) {
-    if (def->getNumOperands() != 1)
-      return -1;
-    value = def->getOperand(0);
-  }
-  return argParams.lookup_or(cast<BlockArgument>(value).getArgNumber(), -1);
+  BlockArgument arg = traceToArgument(value);
+  return arg ? argParams.lookup_or(arg.getArgNumber(), -1) : -1;
 }
 
 /// A count and the bytes one rank sends.
