@@ -9,6 +9,7 @@
 
 #include "titan/CostModel/CostModel.h"
 #include "titan/Dialect/Provenance.h"
+#include "titan/Dialect/ValuePlacements.h"
 #include "titan/Passes.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -51,16 +52,7 @@ private:
 } // namespace
 
 PlacementsAttr Materializer::placementsOf(Value value) {
-  StringRef name = TitanDialect::kPlacementsAttrName;
-  if (auto arg = dyn_cast<BlockArgument>(value))
-    return func.getArgAttrOfType<PlacementsAttr>(arg.getArgNumber(), name);
-  Operation *def = value.getDefiningOp();
-  if (auto redistribute = dyn_cast<RedistributeOp>(def))
-    return redistribute.getTo();
-  auto attrs = def->getAttrOfType<ArrayAttr>(name);
-  return attrs ? dyn_cast<PlacementsAttr>(
-                     attrs[cast<OpResult>(value).getResultNumber()])
-               : PlacementsAttr();
+  return getValuePlacements(func, value);
 }
 
 bool Materializer::hasPlacements(Value value, PlacementsAttr wanted) {

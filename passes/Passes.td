@@ -119,31 +119,65 @@ def SelectRecomputePass : Pass<"titan-select-recompute", "::mlir::ModuleOp"> {
     reads is not kept from the forward; the forward ops that compute it are
     cloned, from what the block keeps, right before the first backward op of
     the block that reads one of them, and the backward reads the clones.
-    A block keeps its inputs (the previous block's output, parameters,
-    buffers) and, under `selective-ac-option=op`, the values torchtitan's
-    selective policy saves: the results of attention, of max reductions and
-    of every other matmul (the 1st, 3rd, ... of the block; the others are
-    recomputed). Blocks are the ops stamped with module path `layers.<i>`
-    (or any `<name>.<i>` a ModuleList holds). Clones carry the phase
-    `backward` and the unit attribute `titan.recompute`, which keeps CSE from
-    folding them into the forward's ops; the loss, gradients and update are
-    unchanged bit for bit (the same ops on the same values).
+    A block always keeps its inputs (the previous block's output,
+    parameters, buffers, gathered parameters: FSDP's reshard is
+    titan-reshard-after-forward's) and its outputs. Blocks are the ops
+    stamped with module path `layers.<i>` (or any `<name>.<i>` a ModuleList
+    holds). Clones carry the phase `backward` and the unit attribute
+    `titan.recompute`, which keeps CSE from folding them into the forward's
+    ops; the loss, gradients and update are unchanged bit for bit (the same
+    ops on the same values). In titan's pipeline the pass runs on the
+    placed program (after titan-materialize-redistributes), so clones of
+    redistributions recompute their communication, and bytes and seconds
+    are one rank's (a program without placements counts as one rank's).
 
-    `mode`: `none` (nothing), `full` (every block), `selective` with
-    `selective-ac-option` `op` (every block, torchtitan's op policy) or an
-    integer N (blocks 1-based N, 2N, ..., fully, as torchtitan's every-N
-    wrapper counts them).
+    `mode`:
+    - `none`: nothing.
+    - `full`: every block keeps only its inputs and outputs.
+    - `selective` with `selective-ac-option` `op`: every block also keeps
+      what torchtitan's op policy saves: the results of attention, of max
+      reductions, of reduce-scatters and of every other matmul (the 1st,
+      3rd, ...). With an integer N: blocks N, 2N, ... (1-based, as
+      torchtitan's every-N wrapper counts) are checkpointed fully.
+    - `memory_budget`: torchtitan's: `memory-budget` is a fraction of what
+      no checkpointing keeps per rank (0: what full checkpointing keeps;
+      1: everything); within it, what to keep is solved as below.
+    - `auto`: at most `kept-bytes` bytes per rank are kept for the
+      backward (titan-compile fits this to `memory_budget_gib` against the
+      exact memory plan).
+    The budgeted modes solve an integer program with CBC (keep or recompute
+    each value of each block; an op recomputed needs its operands kept or
+    recomputed; minimizing the recomputation's predicted seconds on
+    `device`, collectives over the links `ranks-per-node` implies) for at
+    most `solver-seconds`; when CBC stops at the limit the best choice found
+    is used, and when it found none (or failed) every block is checkpointed
+    fully. The choice is written to `@train_step` as `titan.recompute_plan`
+    (budget and kept MiB, predicted recompute seconds, solver status).
 
-    Errors: an unknown mode or option; a module without `@train_step` when
-    the mode is not `none`.
+    Errors: an unknown mode or option; a memory budget outside [0, 1];
+    `auto` without `kept-bytes`; an unknown device; a module without
+    `@train_step` when the mode is not `none`.
   }];
   let options = [
     Option<"mode", "mode", "std::string", "\"none\"",
-           "none, full or selective ([activation_checkpoint] mode)">,
+           "none, full, selective, memory_budget or auto "
+           "([activation_checkpoint] mode)">,
     Option<"selectiveOption", "selective-ac-option", "std::string",
            "\"op\"",
            "op, or every N-th block ([activation_checkpoint] "
            "selective_ac_option)">,
+    Option<"memoryBudget", "memory-budget", "double", "0.5",
+           "memory_budget mode: the fraction of no checkpointing's kept "
+           "bytes ([activation_checkpoint] memory_budget)">,
+    Option<"keptBytes", "kept-bytes", "int64_t", "-1",
+           "auto mode: bytes per rank kept for the backward">,
+    Option<"device", "device", "std::string", "\"cpu\"",
+           "The device the budgeted modes time ops on (a bundled name or a "
+           "device file)">,
+    Option<"ranksPerNode", "ranks-per-node", "int64_t", "0",
+           "Ranks per node (0: the device file's)">,
+    Option<"solverSeconds", "solver-seconds", "double", "20",
+           "The budgeted modes' time limit for CBC">,
   ];
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }

@@ -34,7 +34,6 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
     pm.addPass(createBuildTrainStepPass(options.trainStep));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
-    pm.addPass(createSelectRecomputePass(options.recompute));
   }
   if (runs(PipelineStage::Spmd)) {
     // Before sharding hides which table an id indexes.
@@ -43,6 +42,9 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
     pm.addPass(createBalanceSequencePass(options.balanceSequence));
     pm.addPass(createPropagatePlacementsPass(options.propagation));
     pm.addPass(createMaterializeRedistributesPass());
+    // On the placed program: bytes and seconds are one rank's, and clones
+    // of redistributions recompute their communication.
+    pm.addPass(createSelectRecomputePass(options.recompute));
     pm.addPass(createSpmdizePass());
     pm.addPass(createRedistributeToCollectivesPass());
     pm.addPass(createCanonicalizerPass());
@@ -86,6 +88,9 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   options.recompute.mode = config.activationCheckpoint.mode;
   options.recompute.selectiveOption =
       config.activationCheckpoint.selectiveAcOption;
+  options.recompute.memoryBudget = config.activationCheckpoint.memoryBudget;
+  options.recompute.device = config.hardware.device;
+  options.recompute.ranksPerNode = config.hardware.ranksPerNode;
   ApplyParallelPlanPassOptions &plan = options.parallelPlan;
   const ParallelismConfig &parallelism = config.parallelism;
   plan.worldSize = mesh.getWorldSize();

@@ -3,15 +3,28 @@
 // Implements titan-select-recompute (see passes/Passes.td for the contract):
 // the forward values of a checkpointed transformer block that the backward
 // reads are recomputed, right before the block's first backward op that
-// reads one of them, from what the block keeps.
+// reads one of them, from what the block keeps. What a block keeps comes
+// from torchtitan's policies (full, selective "op", every N-th block) or,
+// under a memory budget, from the integer program of RecomputeSolver.h over
+// per-rank bytes and predicted seconds.
 //
 //===----------------------------------------------------------------------===//
 
+#include "RecomputeSolver.h"
+
+#include "titan/Config/DeviceFile.h"
+#include "titan/CostModel/CostModel.h"
+#include "titan/CostModel/OpTime.h"
+#include "titan/Dialect/Partition.h"
 #include "titan/Dialect/Provenance.h"
+#include "titan/Dialect/ValuePlacements.h"
 #include "titan/Passes.h"
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <map>
 
 namespace mlir::titan {
 #define GEN_PASS_DEF_SELECTRECOMPUTEPASS
@@ -25,17 +38,41 @@ namespace {
 
 /// The forward ops of one transformer block, in program order.
 struct BlockOps {
+  func::FuncOp function;
   StringRef name;
   SmallVector<Operation *> ops;
+  /// The ops' results that later forward ops outside the block read: the
+  /// block's outputs, always kept.
+  DenseSet<Value> outputs;
+  /// Whether `op` is one of `ops`.
+  llvm::SmallPtrSet<Operation *, 32> contains;
 };
 
-/// Which values of a checkpointed block stay from the forward.
-enum class Policy {
-  /// Only the block's inputs (full activation checkpointing).
-  Full,
-  /// Also torchtitan's selective save list: attention, max reductions and
-  /// every other matmul.
-  SaveOps,
+/// What one rank holds and does, read from the placements propagation wrote
+/// (a program without placements is the program of one rank).
+class RankSizes {
+public:
+  RankSizes(func::FuncOp function, const DeviceDescription &device,
+            int64_t ranksPerNode)
+      : function(function), device(device), ranksPerNode(ranksPerNode) {}
+
+  /// Bytes one rank holds of `value`.
+  double getBytes(Value value);
+  /// Predicted seconds of running `op` once more on one rank.
+  double getSeconds(Operation *op);
+
+private:
+  /// The placements of `value` (null: replicated).
+  PlacementsAttr getPlacements(Value value);
+  /// The mesh of `placements` (null when there is none or it is invalid).
+  const DeviceMesh *getMesh(PlacementsAttr placements);
+  /// Elements one rank holds of `value` over its global elements.
+  double getShare(Value value);
+
+  func::FuncOp function;
+  const DeviceDescription &device;
+  int64_t ranksPerNode;
+  std::map<std::string, std::optional<DeviceMesh>> meshes;
 };
 
 class SelectRecomputePass
@@ -43,98 +80,318 @@ class SelectRecomputePass
 public:
   using SelectRecomputePassBase::SelectRecomputePassBase;
 
-  void runOnOperation() override {
-    if (mode == "none")
-      return;
-    std::optional<Policy> policy;
-    int64_t every = 1;
-    if (mode == "full") {
-      policy = Policy::Full;
-    } else if (mode == "selective" && selectiveOption == "op") {
-      policy = Policy::SaveOps;
-    } else if (mode == "selective" &&
-               !StringRef(selectiveOption).getAsInteger(10, every) &&
-               every >= 1) {
-      policy = Policy::Full;
-    } else {
-      emitError(getOperation().getLoc())
-          << "titan-select-recompute: mode '" << mode
-          << "' with selective-ac-option '" << selectiveOption
-          << "' is not one of none, full, selective with op or a positive "
-             "integer";
-      return signalPassFailure();
-    }
-    auto step = getOperation().lookupSymbol<func::FuncOp>("train_step");
-    if (!step) {
-      emitError(getOperation().getLoc())
-          << "titan-select-recompute: no @train_step to checkpoint (run "
-             "titan-build-train-step first)";
-      return signalPassFailure();
-    }
-    SmallVector<BlockOps> blocks = collectBlocks(step);
-    for (auto [index, block] : llvm::enumerate(blocks))
-      if ((int64_t(index) + 1) % every == 0)
-        recompute(block, *policy);
-  }
+  void runOnOperation() override;
 
 private:
   /// The transformer blocks of `step`'s forward, in forward order.
-  static SmallVector<BlockOps> collectBlocks(func::FuncOp step);
-  /// Recomputes the values of `block` that the backward reads and that
-  /// `policy` does not keep.
-  static void recompute(const BlockOps &block, Policy policy);
+  static std::vector<BlockOps> collectBlocks(func::FuncOp step);
+  /// What torchtitan's selective "op" policy keeps of `block`: the results
+  /// of attention, of max reductions, of reduce-scatters and of every
+  /// other matmul (the 1st, 3rd, ...).
+  static DenseSet<Value> getSelectiveOpKept(const BlockOps &block);
+  /// The candidates of `block` for the solver: its ops and the values it
+  /// need not keep (its ops' results minus its outputs), listed in `values`.
+  static RecomputeBlock describe(const BlockOps &block, RankSizes &sizes,
+                                 SmallVectorImpl<Value> &values);
+  /// Chooses what every block keeps with at most `budget` bytes kept per
+  /// rank (`budgetFraction` of what no recomputation keeps when `budget`
+  /// is negative); emits the choice as a remark on `step`.
+  LogicalResult solve(func::FuncOp step, ArrayRef<BlockOps> blocks,
+                      std::optional<double> budget, double budgetFraction,
+                      SmallVectorImpl<DenseSet<Value>> &kept);
+  /// Recomputes the values of `block` that the backward reads and that are
+  /// neither in `kept` nor outputs of the block.
+  static void recompute(const BlockOps &block, const DenseSet<Value> &kept);
 };
 
 } // namespace
 
-SmallVector<BlockOps> SelectRecomputePass::collectBlocks(func::FuncOp step) {
+PlacementsAttr RankSizes::getPlacements(Value value) {
+  return getValuePlacements(function, value);
+}
+
+const DeviceMesh *RankSizes::getMesh(PlacementsAttr placements) {
+  if (!placements)
+    return nullptr;
+  FlatSymbolRefAttr symbol = placements.getMesh();
+  auto [entry, inserted] = meshes.try_emplace(symbol.getValue().str());
+  if (inserted)
+    if (MeshOp mesh = MeshOp::lookup(function, symbol))
+      if (FailureOr<DeviceMesh> deviceMesh = mesh.getDeviceMesh();
+          succeeded(deviceMesh))
+        entry->second = std::move(*deviceMesh);
+  return entry->second ? &*entry->second : nullptr;
+}
+
+double RankSizes::getShare(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  PlacementsAttr placements = getPlacements(value);
+  const DeviceMesh *mesh = getMesh(placements);
+  if (!type || !mesh || getStaticNumElements(type) == 0)
+    return 1.0;
+  RankedTensorType local =
+      getLocalType(type, *mesh, placements.getPlacements());
+  return double(getStaticNumElements(local)) /
+         double(getStaticNumElements(type));
+}
+
+double RankSizes::getBytes(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type)
+    return 0;
+  return getShare(value) * double(getStaticNumElements(type)) *
+         double(getElementByteWidth(type.getElementType()));
+}
+
+double RankSizes::getSeconds(Operation *op) {
+  if (auto redistribute = dyn_cast<RedistributeOp>(op)) {
+    // Communication: the redistribution plan's bytes over the link of each
+    // axis it moves data on.
+    PlacementsAttr to = redistribute.getTo();
+    const DeviceMesh *mesh = getMesh(to);
+    if (!mesh)
+      return 0;
+    PlacementsAttr from = getPlacements(redistribute.getInput());
+    SmallVector<Placement> fromList =
+        from ? SmallVector<Placement>(from.getPlacements())
+             : SmallVector<Placement>(to.size(), Placement::replicate());
+    SmallVector<double> bandwidth;
+    for (unsigned axis = 0; axis < mesh->getNumAxes(); ++axis)
+      bandwidth.push_back(
+          getAxesLink(device, mesh->getSizes(), {axis}, ranksPerNode)
+              .bytesPerSecond);
+    auto type = cast<RankedTensorType>(redistribute.getInput().getType());
+    RedistributeCost cost = estimateRedistribution(
+        getStaticShape(type.getShape()),
+        getElementByteWidth(type.getElementType()), fromList,
+        to.getPlacements(), mesh->getSizes(), bandwidth);
+    return std::isfinite(cost.totalSeconds) ? cost.totalSeconds : 0;
+  }
+  // A rank does the share of the work of its most divided operand or
+  // result (a column-parallel matmul: its weight's and output's; a
+  // row-parallel one: its input's; data parallelism: the batch's).
+  double share = 1.0;
+  for (ValueRange values :
+       {ValueRange(op->getOperands()), ValueRange(op->getResults())})
+    for (Value value : values)
+      share = std::min(share, getShare(value));
+  return predictOpSeconds(device, op, share).value_or(0.0);
+}
+
+void SelectRecomputePass::runOnOperation() {
+  if (mode == "none")
+    return;
+  int64_t every = 1;
+  bool everyN = mode == "selective" && selectiveOption != "op";
+  if (everyN &&
+      (StringRef(selectiveOption).getAsInteger(10, every) || every < 1)) {
+    emitError(getOperation().getLoc())
+        << "titan-select-recompute: selective-ac-option '" << selectiveOption
+        << "' is neither op nor a positive integer";
+    return signalPassFailure();
+  }
+  if (!llvm::is_contained({"full", "selective", "memory_budget", "auto"},
+                          StringRef(mode))) {
+    emitError(getOperation().getLoc())
+        << "titan-select-recompute: mode '" << mode
+        << "' is not one of none, full, selective, memory_budget, auto";
+    return signalPassFailure();
+  }
+  if (mode == "memory_budget" && !(memoryBudget >= 0 && memoryBudget <= 1)) {
+    emitError(getOperation().getLoc())
+        << "titan-select-recompute: memory-budget "
+        << llvm::formatv("{0:F2}", double(memoryBudget)).str()
+        << " is not a fraction in [0, 1]";
+    return signalPassFailure();
+  }
+  if (mode == "auto" && keptBytes < 0) {
+    emitError(getOperation().getLoc())
+        << "titan-select-recompute: mode auto needs kept-bytes, the bytes "
+           "per rank to keep for the backward (titan-compile derives it "
+           "from [activation_checkpoint] memory_budget_gib)";
+    return signalPassFailure();
+  }
+  auto step = getOperation().lookupSymbol<func::FuncOp>("train_step");
+  if (!step) {
+    emitError(getOperation().getLoc())
+        << "titan-select-recompute: no @train_step to checkpoint (run "
+           "titan-build-train-step first)";
+    return signalPassFailure();
+  }
+  std::vector<BlockOps> blocks = collectBlocks(step);
+  SmallVector<DenseSet<Value>> kept(blocks.size());
+  if (mode == "memory_budget" || mode == "auto") {
+    std::optional<double> budget;
+    if (mode == "auto")
+      budget = double(keptBytes);
+    if (failed(solve(step, blocks, budget, memoryBudget, kept)))
+      return signalPassFailure();
+  } else if (mode == "selective" && !everyN) {
+    for (auto [block, keep] : llvm::zip(blocks, kept))
+      keep = getSelectiveOpKept(block);
+  }
+  for (auto [index, block] : llvm::enumerate(blocks))
+    if ((int64_t(index) + 1) % every == 0)
+      recompute(block, kept[index]);
+}
+
+std::vector<BlockOps> SelectRecomputePass::collectBlocks(func::FuncOp step) {
   llvm::MapVector<StringRef, SmallVector<Operation *>> byName;
   for (Operation &op : step.getBody().front().without_terminator()) {
     if (getPhase(&op) != Phase::Forward || op.getNumRegions() != 0)
       continue;
+    // A parameter's gather stays where FSDP's reshard policy puts it
+    // (titan-reshard-after-forward): it is not the block's to recompute.
+    if (auto redistribute = dyn_cast<RedistributeOp>(op))
+      if (isa<BlockArgument>(redistribute.getInput()))
+        continue;
     std::optional<StringRef> path = getModulePath(op.getLoc());
     StringRef name = path ? getTransformerBlock(*path) : StringRef();
     if (!name.empty())
       byName[name].push_back(&op);
   }
-  return llvm::map_to_vector(byName, [](auto &entry) {
-    return BlockOps{entry.first, std::move(entry.second)};
-  });
+  std::vector<BlockOps> blocks;
+  for (auto &[name, ops] : byName) {
+    BlockOps &block = blocks.emplace_back();
+    block.function = step;
+    block.name = name;
+    block.ops = std::move(ops);
+    block.contains.insert(block.ops.begin(), block.ops.end());
+    for (Operation *op : block.ops)
+      for (Value result : op->getResults())
+        if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+              return !block.contains.contains(user) &&
+                     getPhase(user) == Phase::Forward;
+            }))
+          block.outputs.insert(result);
+  }
+  return blocks;
 }
 
-void SelectRecomputePass::recompute(const BlockOps &block, Policy policy) {
-  llvm::SmallPtrSet<Operation *, 32> inBlock(block.ops.begin(),
-                                             block.ops.end());
-  // Kept: the block's outputs (read by later forward ops: the next block's
-  // inputs) and, under the op policy, torchtitan's saved results.
+DenseSet<Value> SelectRecomputePass::getSelectiveOpKept(const BlockOps &block) {
   DenseSet<Value> kept;
   int64_t matmuls = 0;
   for (Operation *op : block.ops) {
     bool saved = false;
-    if (policy == Policy::SaveOps) {
-      if (isa<MatmulOp>(op))
-        saved = ++matmuls % 2 == 1;
-      else
-        saved = isa<AttentionOp, ReduceMaxOp>(op);
+    if (isa<MatmulOp>(op)) {
+      saved = ++matmuls % 2 == 1;
+    } else if (auto redistribute = dyn_cast<RedistributeOp>(op)) {
+      // A reduce-scatter: partial sums become shards.
+      PlacementsAttr from =
+          getValuePlacements(block.function, redistribute.getInput());
+      saved =
+          from && llvm::any_of(llvm::zip(from.getPlacements(),
+                                         redistribute.getTo().getPlacements()),
+                               [](auto pair) {
+                                 return std::get<0>(pair).isPartial() &&
+                                        std::get<1>(pair).isShard();
+                               });
+    } else {
+      saved = isa<AttentionOp, ReduceMaxOp>(op);
     }
+    if (saved)
+      kept.insert(op->result_begin(), op->result_end());
+  }
+  return kept;
+}
+
+RecomputeBlock SelectRecomputePass::describe(const BlockOps &block,
+                                             RankSizes &sizes,
+                                             SmallVectorImpl<Value> &values) {
+  RecomputeBlock problem;
+  DenseMap<Value, unsigned> valueIndex;
+  DenseMap<Operation *, unsigned> opIndex;
+  for (Operation *op : block.ops) {
+    opIndex[op] = problem.ops.size();
+    RecomputeBlock::Op &entry = problem.ops.emplace_back();
+    entry.seconds = sizes.getSeconds(op);
+    for (Value operand : op->getOperands())
+      if (auto it = valueIndex.find(operand); it != valueIndex.end())
+        entry.operands.push_back(it->second);
     for (Value result : op->getResults()) {
-      bool output = llvm::any_of(result.getUsers(), [&](Operation *user) {
-        return !inBlock.contains(user) && getPhase(user) == Phase::Forward;
-      });
-      if (saved || output)
-        kept.insert(result);
+      if (block.outputs.contains(result))
+        continue;
+      valueIndex[result] = problem.values.size();
+      values.push_back(result);
+      RecomputeBlock::Value &value = problem.values.emplace_back();
+      value.bytes = sizes.getBytes(result);
+      value.def = opIndex[op];
+      value.readByBackward =
+          llvm::any_of(result.getUsers(), [&](Operation *user) {
+            return !block.contains.contains(user) &&
+                   getPhase(user) == Phase::Backward;
+          });
     }
   }
+  return problem;
+}
+
+LogicalResult
+SelectRecomputePass::solve(func::FuncOp step, ArrayRef<BlockOps> blocks,
+                           std::optional<double> budget, double budgetFraction,
+                           SmallVectorImpl<DenseSet<Value>> &kept) {
+  llvm::Expected<DeviceDescription> loaded = loadDevice(device);
+  if (!loaded) {
+    emitError(step.getLoc()) << "titan-select-recompute: device '" << device
+                             << "': " << llvm::toString(loaded.takeError());
+    return failure();
+  }
+  RankSizes sizes(step, *loaded,
+                  ranksPerNode ? int64_t(ranksPerNode) : loaded->ranksPerNode);
+  std::vector<RecomputeBlock> problems;
+  SmallVector<SmallVector<Value>> values(blocks.size());
+  for (auto [block, list] : llvm::zip(blocks, values))
+    problems.push_back(describe(block, sizes, list));
+  if (!budget) {
+    // torchtitan's memory_budget: 0 keeps what full checkpointing keeps,
+    // 1 what no checkpointing keeps (every value the backward reads).
+    double all = 0;
+    for (const RecomputeBlock &problem : problems)
+      for (const RecomputeBlock::Value &value : problem.values)
+        if (value.readByBackward)
+          all += value.bytes;
+    budget = budgetFraction * all;
+  }
+  RecomputeSolution solution = solveRecompute(problems, *budget, solverSeconds);
+  for (auto [list, choice, keep] : llvm::zip(values, solution.kept, kept))
+    for (auto [value, chosen] : llvm::zip(list, choice))
+      if (chosen)
+        keep.insert(value);
+  constexpr double kMiB = 1024.0 * 1024.0;
+  Builder builder(step.getContext());
+  std::string solver = llvm::formatv(
+      "{0}: {1} blocks in {2} classes, {3} choices, {4:F2} s",
+      stringifyRecomputeSolveStatus(solution.status), blocks.size(),
+      solution.blockClasses, solution.choices, solution.solveSeconds);
+  step->setAttr(
+      TitanDialect::kRecomputePlanAttrName,
+      builder.getDictionaryAttr(
+          {builder.getNamedAttr("budget_mib",
+                                builder.getF64FloatAttr(*budget / kMiB)),
+           builder.getNamedAttr(
+               "kept_mib", builder.getF64FloatAttr(solution.keptBytes / kMiB)),
+           builder.getNamedAttr(
+               "recompute_seconds",
+               builder.getF64FloatAttr(solution.recomputeSeconds)),
+           builder.getNamedAttr("solver", builder.getStringAttr(solver))}));
+  return success();
+}
+
+void SelectRecomputePass::recompute(const BlockOps &block,
+                                    const DenseSet<Value> &kept) {
+  auto isKept = [&](Value value) {
+    return kept.contains(value) || block.outputs.contains(value);
+  };
   // The values the backward reads that are not kept, and the first backward
   // op that reads one of them.
   llvm::SetVector<Value> needed;
   Operation *firstUse = nullptr;
   for (Operation *op : block.ops)
     for (Value result : op->getResults()) {
-      if (kept.contains(result))
+      if (isKept(result))
         continue;
       for (Operation *user : result.getUsers()) {
-        if (inBlock.contains(user) || getPhase(user) != Phase::Backward)
+        if (block.contains.contains(user) || getPhase(user) != Phase::Backward)
           continue;
         needed.insert(result);
         if (!firstUse || user->isBeforeInBlock(firstUse))
@@ -149,10 +406,10 @@ void SelectRecomputePass::recompute(const BlockOps &block, Policy policy) {
   SmallVector<Value> worklist(needed.begin(), needed.end());
   while (!worklist.empty()) {
     Operation *def = worklist.pop_back_val().getDefiningOp();
-    if (!def || !inBlock.contains(def) || !toClone.insert(def).second)
+    if (!def || !block.contains.contains(def) || !toClone.insert(def).second)
       continue;
     for (Value operand : def->getOperands())
-      if (!kept.contains(operand))
+      if (!isKept(operand))
         worklist.push_back(operand);
   }
   // Clone them in forward order before the first backward reader.

@@ -106,7 +106,8 @@ static LogicalResult verifyExecutableAttribute(Operation *op,
              << "'" << name << "' must be an array<i64> on a function";
     return success();
   }
-  if (name == TitanDialect::kMemoryPlanAttrName) {
+  if (name == TitanDialect::kMemoryPlanAttrName ||
+      name == TitanDialect::kRecomputePlanAttrName) {
     if (!isa<DictionaryAttr>(value) || !isa<FunctionOpInterface>(op))
       return op->emitError()
              << "'" << name << "' must be a dictionary on a function";

@@ -77,6 +77,11 @@ def Titan_Dialect : Dialect {
     /// op it clones.
     static constexpr ::llvm::StringLiteral kRecomputeAttrName =
         "titan.recompute";
+    /// On @train_step (a dictionary; titan-select-recompute's budgeted
+    /// modes): what was chosen: `budget_mib` and `kept_mib` per rank,
+    /// `recompute_seconds` predicted, `solver` (CBC's status and size).
+    static constexpr ::llvm::StringLiteral kRecomputePlanAttrName =
+        "titan.recompute_plan";
     /// On an integer function argument that indexes a table
     /// (`array<i64: lo, hi>` or `array<i64: lo, hi, ignore>`): every element
     /// is in [lo, hi) (or equals `ignore`); the runtime and the interpreter

@@ -72,7 +72,9 @@ std::vector<TomlSection> schema(TrainConfig &c) {
         {"tp_plan", &c.parallelism.tpPlan}}},
       {"activation_checkpoint",
        {{"mode", &c.activationCheckpoint.mode},
-        {"selective_ac_option", &c.activationCheckpoint.selectiveAcOption}}},
+        {"selective_ac_option", &c.activationCheckpoint.selectiveAcOption},
+        {"memory_budget", &c.activationCheckpoint.memoryBudget},
+        {"memory_budget_gib", &c.activationCheckpoint.memoryBudgetGib}}},
       {"checkpoint",
        {{"enable", &c.checkpoint.enable},
         {"folder", &c.checkpoint.folder},
@@ -184,7 +186,7 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
         Choice{"checkpoint.export_dtype", c.checkpoint.exportDtype, dtypes},
         Choice{"activation_checkpoint.mode",
                c.activationCheckpoint.mode,
-               {"none", "selective", "full", "memory_budget"}},
+               {"none", "selective", "full", "memory_budget", "auto"}},
         Choice{"parallelism.fsdp_reshard_after_forward",
                c.parallelism.fsdpReshardAfterForward,
                {"default", "always", "never"}}})
@@ -197,6 +199,17 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
                "must be \"op\" or a positive integer (checkpoint every "
                "n-th layer), got \"" +
                    option + "\"");
+  double budget = c.activationCheckpoint.memoryBudget;
+  if (!(budget >= 0 && budget <= 1))
+    return bad("activation_checkpoint.memory_budget",
+               "must be a fraction in [0, 1] (0: full checkpointing, 1: "
+               "none), got " +
+                   llvm::formatv("{0}", budget).str());
+  if (std::optional<double> gib = c.activationCheckpoint.memoryBudgetGib;
+      gib && !(*gib > 0))
+    return bad("activation_checkpoint.memory_budget_gib",
+               "must be positive (GiB per rank), got " +
+                   llvm::formatv("{0}", *gib).str());
   if (c.checkpoint.interval < 1)
     return bad("checkpoint.interval", "must be at least 1");
   if (c.hardware.ranksPerNode < 0)
@@ -211,11 +224,6 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
     return error(file + ": " + key + " = " + value + " is not supported yet (" +
                  missing + "); " + fix);
   };
-  if (c.activationCheckpoint.mode == "memory_budget")
-    return unsupported("activation_checkpoint.mode", "\"memory_budget\"",
-                       "titan does not yet choose what to recompute from a "
-                       "memory budget",
-                       "set mode = \"full\" or \"selective\"");
   if (c.parallelism.enableAsyncTensorParallel)
     return unsupported("parallelism.enable_async_tensor_parallel", "true",
                        "titan has no async tensor parallelism: "

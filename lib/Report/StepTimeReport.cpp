@@ -15,6 +15,7 @@
 
 #include "PartitionedStep.h"
 
+#include "titan/CostModel/OpTime.h"
 #include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/ElementTypes.h"
 #include "titan/Dialect/Provenance.h"
@@ -48,28 +49,6 @@ std::string humanCount(double value) {
     ++unit;
   }
   return llvm::formatv("{0:F2}{1}", value, units[unit]).str();
-}
-
-/// How the cost model times `op`.
-ComputeClass classify(Operation *op) {
-  if (isa<MatmulOp>(op))
-    return ComputeClass::Gemm;
-  if (isa<AttentionOp, AttentionGradOp>(op))
-    return ComputeClass::Attention;
-  return ComputeClass::Vector;
-}
-
-/// The element type `op` computes in: its first floating-point operand's
-/// or result's (F32 when it has none).
-ElementType computeTypeOf(Operation *op) {
-  for (TypeRange types :
-       {TypeRange(op->getOperandTypes()), TypeRange(op->getResultTypes())})
-    for (Type type : types)
-      if (std::optional<ElementType> element =
-              getElementTypeOf(getElementTypeOrSelf(type));
-          element && isFloatElementType(*element))
-        return *element;
-  return ElementType::F32;
 }
 
 } // namespace
@@ -151,21 +130,15 @@ mlir::titan::predictStepTime(ModuleOp module, const DeviceDescription &device,
       entry.seconds += seconds;
       return;
     }
-    auto cost = dyn_cast<CostOpInterface>(op);
-    // Reshapes are views and constants are data: no work at run time.
-    if (!cost || isa<ReshapeOp, ConstantOp>(op))
+    std::optional<double> seconds = predictOpSeconds(device, op);
+    if (!seconds)
       return;
-    double flops = double(cost.getFlops());
-    ComputeClass kind = classify(op);
-    ElementType type = computeTypeOf(op);
-    if (kind == ComputeClass::Gemm && !matmulType)
-      matmulType = type;
-    double seconds = predictComputeSeconds(device, kind, type, flops,
-                                           double(cost.getBytesAccessed()));
-    phase.compute += seconds;
+    if (classifyCompute(op) == ComputeClass::Gemm && !matmulType)
+      matmulType = getComputeElementType(op);
+    phase.compute += *seconds;
     if (op->hasAttr(TitanDialect::kRecomputeAttrName))
-      phase.recompute += seconds;
-    prediction.hardwareFlops += flops;
+      phase.recompute += *seconds;
+    prediction.hardwareFlops += double(cast<CostOpInterface>(op).getFlops());
   });
   for (const PhaseSeconds &phase : prediction.phases) {
     prediction.step.compute += phase.compute;

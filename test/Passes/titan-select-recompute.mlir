@@ -6,6 +6,13 @@
 // RUN: not titan-opt %s --titan-select-recompute=mode=sometimes 2>&1 | FileCheck %s --check-prefix=MODE
 // RUN: not titan-opt %s --titan-select-recompute="mode=selective selective-ac-option=0" 2>&1 | FileCheck %s --check-prefix=ZERO
 // RUN: echo "module {}" | not titan-opt --titan-select-recompute=mode=full 2>&1 | FileCheck %s --check-prefix=NOSTEP
+// RUN: titan-opt %s --titan-select-recompute="mode=memory_budget memory-budget=0" | FileCheck %s --check-prefix=FULL
+// RUN: titan-opt %s --titan-select-recompute="mode=memory_budget memory-budget=1" | FileCheck %s --check-prefix=ALL
+// RUN: titan-opt %s --titan-select-recompute="mode=auto kept-bytes=128" | FileCheck %s --check-prefix=AUTO
+// RUN: titan-opt %s --titan-select-recompute="mode=auto kept-bytes=128" | titan-opt --verify-each > /dev/null
+// RUN: not titan-opt %s --titan-select-recompute=mode=auto 2>&1 | FileCheck %s --check-prefix=NOBYTES
+// RUN: not titan-opt %s --titan-select-recompute="mode=memory_budget memory-budget=2" 2>&1 | FileCheck %s --check-prefix=FRACTION
+// RUN: not titan-opt %s --titan-select-recompute="mode=auto kept-bytes=0 device=tpu" 2>&1 | FileCheck %s --check-prefix=DEVICE
 
 // Two transformer blocks (module paths layers.0 and layers.1) and a
 // backward that reads h0 (block 0), h1 and a1 (block 1). a0 is block 0's
@@ -51,8 +58,31 @@
 
 // NONE-NOT: titan.recompute
 
-// MODE: error: titan-select-recompute: mode 'sometimes' with selective-ac-option 'op' is not one of none, full, selective with op or a positive integer
-// ZERO: error: titan-select-recompute: mode 'selective' with selective-ac-option '0' is not one of
+// A budget of everything no checkpointing keeps (h0, h1, a1: 3 x 128
+// bytes) recomputes nothing; the choice is written on the step.
+// ALL: func.func @train_step
+// ALL-SAME: titan.recompute_plan = {budget_mib = 3.662109375E-4 : f64, kept_mib = 3.662109375E-4 : f64, recompute_seconds = 0.000000e+00 : f64, solver = "optimal: 2 blocks in 2 classes, {{[0-9]+}} choices, {{.*}} s"}
+// ALL-NOT: {titan.recompute}
+
+// Room for one value (128 bytes): keeping a1 spares its exp and the matmul
+// m1 (keeping h1 or m1 would still recompute the exp, keeping h0 all of
+// block 1), so block 1 recomputes only h1, block 0 h0.
+// AUTO: func.func @train_step
+// AUTO-SAME: kept_mib = 1.220703125E-4
+// AUTO: titan.exp
+// AUTO: %[[A1:.*]] = titan.exp
+// AUTO: %[[D1:.*]] = titan.mul %{{.*}}, %[[A1]]
+// AUTO-NEXT: %[[H1R:.*]] = titan.matmul %{{.*}}, %{{.*}} {titan.recompute}
+// AUTO-NEXT: %[[D2:.*]] = titan.mul %[[D1]], %[[H1R]]
+// AUTO-NEXT: %[[H0R:.*]] = titan.matmul %{{.*}}, %{{.*}} {titan.recompute}
+// AUTO-NEXT: titan.mul %[[D2]], %[[H0R]]
+// AUTO-NOT: {titan.recompute}
+
+// MODE: error: titan-select-recompute: mode 'sometimes' is not one of none, full, selective, memory_budget, auto
+// ZERO: error: titan-select-recompute: selective-ac-option '0' is neither op nor a positive integer
+// NOBYTES: error: titan-select-recompute: mode auto needs kept-bytes, the bytes per rank to keep for the backward (titan-compile derives it from [activation_checkpoint] memory_budget_gib)
+// FRACTION: error: titan-select-recompute: memory-budget 2.00 is not a fraction in [0, 1]
+// DEVICE: error: titan-select-recompute: device 'tpu': {{.*}}
 // NOSTEP: error: titan-select-recompute: no @train_step to checkpoint (run titan-build-train-step first)
 
 func.func @train_step(%x: tensor<4x8xf32>, %w0: tensor<8x8xf32>, %w1: tensor<8x8xf32>, %g: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {

@@ -10,6 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FitRecompute.h"
+
 #include "titan/Checkpoint/Layout.h"
 #include "titan/Codegen/Executable.h"
 #include "titan/Config/DeviceFile.h"
@@ -599,7 +601,8 @@ int main(int argc, char **argv) {
     buildTitanPipeline(pm, options);
     return pm.run(**module);
   };
-  if ((!planReport.empty() || !summaryJson.empty()) &&
+  bool fitRecompute = config && config->activationCheckpoint.mode == "auto";
+  if ((!planReport.empty() || !summaryJson.empty() || fitRecompute) &&
       pipeline.stage == PipelineStage::Spmd) {
     TitanPipelineOptions trainStep = pipeline;
     trainStep.stage = PipelineStage::TrainStep;
@@ -610,6 +613,27 @@ int main(int argc, char **argv) {
       return fail("cannot count the model's FLOPs");
     modelFlops = *counted;
     pipeline.resumeAfter = PipelineStage::TrainStep;
+  }
+  std::optional<RecomputeFit> recomputeFit;
+  if (fitRecompute && pipeline.stage == PipelineStage::Spmd) {
+    TimingScope fitTiming = timing.nest("activation checkpointing to budget");
+    const std::optional<double> &gib =
+        config->activationCheckpoint.memoryBudgetGib;
+    int64_t budget =
+        gib ? int64_t(*gib * 1024 * 1024 * 1024) : device->memoryBytes;
+    llvm::Expected<RecomputeFit> fit =
+        fitRecomputeToMemory(**module, pipeline, budget);
+    if (!fit)
+      return fail(llvm::toString(fit.takeError()));
+    recomputeFit = *fit;
+    pipeline.recompute.keptBytes = fit->allowedBytes;
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    llvm::errs() << llvm::formatv(
+        "titan-compile: activation checkpointing auto: {0:F3} GiB per rank "
+        "kept for the backward, peak {1:F3} GiB of {2:F3} GiB ({3} "
+        "compiles)\n",
+        fit->keptBytes / kGiB, fit->peakBytes / kGiB, budget / kGiB,
+        fit->tries.size());
   }
   if (failed(runPipeline(pipeline)))
     return fail("compilation failed (see the errors above)");

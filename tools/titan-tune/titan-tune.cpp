@@ -103,6 +103,8 @@ struct Candidate {
   /// FSDP reshards after the forward.
   std::string mode, option;
   bool reshard = false;
+  /// Mode "auto": its memory_budget_gib.
+  std::optional<double> budgetGib;
   /// What the table calls it, and a file-name form.
   std::string label, slug;
   /// From the summary.
@@ -339,6 +341,12 @@ int tuneActivationCheckpointing(const char *argv0) {
          "--set",
          std::string("parallelism.fsdp_reshard_after_forward=") +
              (c.reshard ? "always" : "never")});
+    if (c.budgetGib)
+      arguments.insert(arguments.end(),
+                       {"--set", llvm::formatv("activation_checkpoint."
+                                               "memory_budget_gib={0:F6}",
+                                               *c.budgetGib)
+                                     .str()});
     if (worldSize > 0)
       arguments.push_back("--world-size=" + std::to_string(worldSize));
     llvm::errs() << "titan-tune: compiling " << c.label << "\n";
@@ -407,6 +415,32 @@ int tuneActivationCheckpointing(const char *argv0) {
                policy.first == "none" ? "none" : labelOf(policy), true))
         return 1;
   }
+  // titan's own choice at the budget, and at the memory torchtitan's
+  // selective policy takes (the solver's choice against the fixed list).
+  // An auto candidate that cannot fit its budget is left out.
+  auto addAuto = [&](double gibBudget, StringRef label, bool reshard) {
+    Candidate c;
+    c.mode = "auto";
+    c.option = "op";
+    c.reshard = reshard;
+    c.budgetGib = gibBudget;
+    c.label = (label + (reshard ? " + reshard" : "")).str();
+    c.slug =
+        llvm::formatv("auto-{0:F3}{1}", gibBudget, reshard ? "-reshard" : "")
+            .str();
+    if (compile(c))
+      candidates.push_back(c);
+    else
+      llvm::errs() << "titan-tune: " << c.label << " left out\n";
+  };
+  auto selective = llvm::find_if(candidates, [](const Candidate &c) {
+    return c.mode == "selective" && c.option == "op" && !c.reshard;
+  });
+  double selectiveGib = selective->totalBytes / double(1ull << 30);
+  addAuto(budgetGib, "auto", false);
+  if (fsdpDegree > 1)
+    addAuto(budgetGib, "auto", true);
+  addAuto(selectiveGib, "auto at selective's memory", false);
   double budgetBytes = budgetGib * double(1ull << 30);
   for (Candidate &c : candidates)
     c.fits = c.totalBytes <= budgetBytes;
@@ -491,6 +525,9 @@ int tuneActivationCheckpointing(const char *argv0) {
                << "\"";
   if (best->mode == "selective")
     llvm::outs() << ", selective_ac_option = \"" << best->option << "\"";
+  if (best->budgetGib)
+    llvm::outs() << llvm::formatv(", memory_budget_gib = {0:F6}",
+                                  *best->budgetGib);
   if (best->reshard)
     llvm::outs() << "; [parallelism] fsdp_reshard_after_forward = \"always\"";
   llvm::outs() << "\n";

@@ -16,6 +16,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,13 +81,19 @@ struct ParallelismConfig {
   std::string tpPlan;
 };
 
-/// [activation_checkpoint]: "none", "full" or "selective" (titan-select-
-/// recompute); "memory_budget" is refused until titan chooses from a
-/// budget. The default is "none" (torchtitan's is "selective"), so that a
-/// config without the section says what titan does.
+/// [activation_checkpoint] (titan-select-recompute): torchtitan's "none",
+/// "full", "selective" and "memory_budget", and titan's "auto". The default
+/// is "none" (torchtitan's is "selective"), so that a config without the
+/// section says what titan does.
 struct ActivationCheckpointConfig {
   std::string mode = "none";
   std::string selectiveAcOption = "op";
+  /// mode "memory_budget": torchtitan's fraction of what no checkpointing
+  /// keeps for the backward (0: full checkpointing; 1: none).
+  double memoryBudget = 0.5;
+  /// mode "auto" (titan's key): the bytes per rank, in GiB, the compiled
+  /// step may use at its peak; unset: the device's memory.
+  std::optional<double> memoryBudgetGib;
 };
 
 /// [checkpoint].

@@ -4,6 +4,8 @@ table that fits.
 
 usage: check_tune_table.py TABLE.txt POLICY... (policies of the table, from
 the one that recomputes least to the one that recomputes most)
+       check_tune_table.py TABLE.txt --no-worse A B (A needs no more memory
+and no more recomputation than B)
 """
 import re
 import sys
@@ -17,6 +19,12 @@ for match in re.finditer(
     name, memory, unit, fits, step, recompute = match.groups()
     rows[name] = (float(memory) * units[unit], fits == "yes", float(step),
                   float(recompute))
+if sys.argv[2] == "--no-worse":
+    a, b = sys.argv[3:5]
+    assert rows[a][0] <= rows[b][0], f"{a} needs more memory than {b}"
+    assert rows[a][3] <= rows[b][3], f"{a} recomputes more than {b}"
+    print(f"ok: {a} needs no more memory and recomputes no more than {b}")
+    sys.exit(0)
 order = sys.argv[2:]
 assert set(order) <= set(rows), (rows, order)
 for less, more in zip(order, order[1:]):

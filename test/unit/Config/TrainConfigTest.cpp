@@ -113,7 +113,14 @@ TEST(TrainConfig, NonFiniteAndUnknownValuesAreErrors) {
             "mean 'float32'?)");
   EXPECT_EQ(errorOf("[activation_checkpoint]\nmode = \"sometimes\"\n"),
             "cfg.toml: 'activation_checkpoint.mode' must be one of \"none\", "
-            "\"selective\", \"full\", \"memory_budget\", got \"sometimes\"");
+            "\"selective\", \"full\", \"memory_budget\", \"auto\", got "
+            "\"sometimes\"");
+  EXPECT_EQ(errorOf("[activation_checkpoint]\nmemory_budget = 1.5\n"),
+            "cfg.toml: 'activation_checkpoint.memory_budget' must be a "
+            "fraction in [0, 1] (0: full checkpointing, 1: none), got 1.50");
+  EXPECT_EQ(errorOf("[activation_checkpoint]\nmemory_budget_gib = 0\n"),
+            "cfg.toml: 'activation_checkpoint.memory_budget_gib' must be "
+            "positive (GiB per rank), got 0.00");
   EXPECT_EQ(
       errorOf("[activation_checkpoint]\nselective_ac_option = \"0\"\n"),
       "cfg.toml: 'activation_checkpoint.selective_ac_option' must be \"op\" "
@@ -156,10 +163,6 @@ TEST(TrainConfig, WarnsAboutWhatItDoesNotApply) {
 }
 
 TEST(TrainConfig, RefusesWhatItCannotApply) {
-  EXPECT_EQ(errorOf("", {"activation_checkpoint.mode=memory_budget"}),
-            "cfg.toml: activation_checkpoint.mode = \"memory_budget\" is not "
-            "supported yet (titan does not yet choose what to recompute from "
-            "a memory budget); set mode = \"full\" or \"selective\"");
   EXPECT_EQ(errorOf("[parallelism]\nenable_async_tensor_parallel = true\n"),
             "cfg.toml: parallelism.enable_async_tensor_parallel = true is not "
             "supported yet (titan has no async tensor parallelism: "

@@ -1,0 +1,52 @@
+//===- FitRecompute.h - activation checkpointing to a memory budget -*- C++
+//-*-===//
+//
+// [activation_checkpoint] mode = "auto": titan-select-recompute keeps at
+// most a given number of bytes per rank for the backward; this finds the
+// largest such number whose compiled step fits `memory_budget_gib` by the
+// exact memory plan (the same titan-plan-memory the runtime allocates by).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_TOOLS_FITRECOMPUTE_H
+#define TITAN_TOOLS_FITRECOMPUTE_H
+
+#include "titan/Pipeline.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+namespace mlir::titan {
+
+/// One compile of the search: the bytes per rank it allowed to be kept for
+/// the backward, those the solver's choice keeps, and the step's exact peak
+/// per rank (arena, training state and inputs).
+struct RecomputeTry {
+  int64_t allowedBytes = 0;
+  int64_t keptBytes = 0;
+  int64_t peakBytes = 0;
+};
+
+/// The search's outcome: the allowance to compile with (the largest that
+/// fit among those tried), its peak, and every compile in order.
+struct RecomputeFit {
+  int64_t allowedBytes = 0;
+  int64_t keptBytes = 0;
+  int64_t peakBytes = 0;
+  SmallVector<RecomputeTry> tries;
+};
+
+/// Compiles copies of `trainStep` (a module through the TrainStep stage)
+/// with `options` through memory planning, recompute mode "auto" and
+/// varying kept bytes: first nothing kept (everything recomputed: fails
+/// with advice when even that exceeds `budgetBytes`), then the headroom
+/// that leaves, corrected by the measured overshoot or slack, at most
+/// `maxCompiles` compiles in all.
+llvm::Expected<RecomputeFit> fitRecomputeToMemory(ModuleOp trainStep,
+                                                  TitanPipelineOptions options,
+                                                  int64_t budgetBytes,
+                                                  unsigned maxCompiles = 6);
+
+} // namespace mlir::titan
+
+#endif // TITAN_TOOLS_FITRECOMPUTE_H
