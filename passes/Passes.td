@@ -220,15 +220,19 @@ def ReshardAfterForwardPass : Pass<"titan-reshard-after-forward",
     attribute `titan.recompute`, which keeps CSE from folding them into the
     forward's ops; the loss, gradients and update are unchanged bit for bit.
 
-    `policy`: `never` (keep what the forward gathered; titan's default) or
-    `always` (every parameter, as `[parallelism] fsdp_reshard_after_forward
-    = "always"`).
+    `policy` (`[parallelism] fsdp_reshard_after_forward`): `never` (keep
+    what the forward gathered), `always` (every parameter) or `default`
+    (torchtitan's without pipeline parallelism: the parameters of every
+    transformer block, named `<list>.<i>.*`, except the last block of each
+    list, which the backward needs first; the root module's parameters,
+    outside any block, stay gathered as FSDP2 keeps the root's).
 
     Errors: an unknown policy.
   }];
   let options = [
     Option<"policy", "policy", "std::string", "\"never\"",
-           "never or always ([parallelism] fsdp_reshard_after_forward)">,
+           "never, default or always ([parallelism] "
+           "fsdp_reshard_after_forward)">,
   ];
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }

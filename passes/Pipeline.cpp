@@ -112,10 +112,8 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   // Tensor parallelism keeps the weights sharded over "tp" (the activations
   // move to them, never the other way round); data and context parallelism
   // keep each rank on its own tokens.
-  // FSDP2's reshard_after_forward: "always" gathers again for the
-  // backward; "default" and "never" keep what the forward gathered.
-  options.reshard.policy =
-      parallelism.fsdpReshardAfterForward == "always" ? "always" : "never";
+  // FSDP2's reshard_after_forward, by torchtitan's policy names.
+  options.reshard.policy = parallelism.fsdpReshardAfterForward;
   PropagatePlacementsPassOptions &propagation = options.propagation;
   if (mesh.getSize(TpAxis) > 1)
     propagation.stationaryParamAxes = {getMeshAxisName(TpAxis).str()};

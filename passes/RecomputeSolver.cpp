@@ -162,8 +162,11 @@ std::optional<Choice> solveBlock(const RecomputeBlock &block, double bound,
 }
 
 /// The efficient choices of `block`, most bytes first, ending with keeping
-/// nothing: each the least recomputation within just under the previous
-/// one's bytes (the epsilon-constraint walk down the Pareto front).
+/// nothing: each the least recomputation within a bound that starts at
+/// everything the backward reads and falls to just under the previous
+/// choice's bytes, by at least 1/kMaxChoicesPerClass of the whole range
+/// (the epsilon-constraint walk down the Pareto front, sampled so that it
+/// reaches the bottom within kMaxChoicesPerClass solves).
 std::vector<Choice> getEfficientChoices(const RecomputeBlock &block,
                                         double timeLimitSeconds,
                                         bool &timedOut) {
@@ -173,6 +176,7 @@ std::vector<Choice> getEfficientChoices(const RecomputeBlock &block,
     if (value.readByBackward)
       everything += value.bytes;
   double bound = everything;
+  double step = std::max(1.0, std::floor(everything / kMaxChoicesPerClass));
   while (choices.size() + 1 < kMaxChoicesPerClass && bound > 0) {
     std::optional<Choice> choice =
         solveBlock(block, bound, timeLimitSeconds, timedOut);
@@ -184,7 +188,7 @@ std::vector<Choice> getEfficientChoices(const RecomputeBlock &block,
       choices.back() = *choice;
     else
       choices.push_back(*choice);
-    bound = choice->bytes - 1;
+    bound = std::min(choice->bytes - 1, bound - step);
   }
   Choice nothing =
       evaluate(block, llvm::SmallVector<bool>(block.values.size(), false));

@@ -85,8 +85,8 @@ llvm::SmallVector<bool> getRecomputedOps(const RecomputeBlock &block,
 /// program for CBC:
 ///  - per class of identical blocks, its efficient choices (the Pareto
 ///    front of kept bytes against recompute seconds, walked from keeping
-///    everything the backward reads down to keeping nothing, at most
-///    `kMaxChoicesPerClass` of them): binary keep(v) and recompute(op),
+///    everything the backward reads down to keeping nothing, the bound
+///    falling by at least 1/`kMaxChoicesPerClass` of the range each time): binary keep(v) and recompute(op),
 ///    keep(v) + recompute(def v) >= 1 for values the backward reads,
 ///    recompute(op) <= keep(u) + recompute(def u) for its candidate
 ///    operands u, sum bytes(v) keep(v) <= bound, minimizing

@@ -14,6 +14,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
+#include "llvm/ADT/StringMap.h"
+
 #include <functional>
 
 namespace mlir::titan {
@@ -89,24 +91,53 @@ public:
   void runOnOperation() override {
     if (policy == "never")
       return;
-    if (policy != "always") {
+    if (policy != "always" && policy != "default") {
       emitError(getOperation().getLoc())
           << "titan-reshard-after-forward: unknown policy '" << policy
-          << "' (expected never or always)";
+          << "' (expected never, default or always)";
       return signalPassFailure();
     }
     auto function = getOperation().lookupSymbol<func::FuncOp>("train_step");
     if (!function)
       return;
-    SmallVector<AllGatherOp> gathers;
+    SmallVector<std::pair<AllGatherOp, StringRef>> gathers;
     function.walk([&](AllGatherOp gather) {
       auto arg = dyn_cast<BlockArgument>(gather.getInput());
-      if (arg && getPhase(gather) == Phase::Forward &&
-          getArgRole(function, arg.getArgNumber()) == ArgRole::Param)
-        gathers.push_back(gather);
+      if (!arg || getPhase(gather) != Phase::Forward ||
+          getArgRole(function, arg.getArgNumber()) != ArgRole::Param)
+        return;
+      auto name = function.getArgAttrOfType<StringAttr>(
+          arg.getArgNumber(), TitanDialect::kNameAttrName);
+      gathers.push_back(
+          {gather, name ? getTransformerBlock(name.getValue()) : ""});
     });
-    for (AllGatherOp gather : gathers)
+    // torchtitan's default (without pipeline parallelism): every transformer
+    // block reshards except the last of its list, which the backward needs
+    // first; the root module's parameters (embeddings, final norm, output)
+    // stay gathered, as FSDP2 keeps the root's.
+    llvm::StringMap<int64_t> lastOfList;
+    for (const auto &[gather, block] : gathers)
+      if (auto [list, index] = splitBlock(block); !list.empty())
+        lastOfList[list] = std::max(lastOfList.lookup(list), index);
+    for (const auto &[gather, block] : gathers) {
+      if (policy == "default") {
+        auto [list, index] = splitBlock(block);
+        if (list.empty() || index == lastOfList.lookup(list))
+          continue;
+      }
       reshard(gather);
+    }
+  }
+
+private:
+  /// The list and index of transformer block `block` ("layers", 3 of
+  /// "layers.3"); an empty list when `block` is not one.
+  static std::pair<StringRef, int64_t> splitBlock(StringRef block) {
+    auto [list, index] = block.rsplit('.');
+    int64_t number;
+    if (block.empty() || index.getAsInteger(10, number))
+      return {"", 0};
+    return {list, number};
   }
 };
 

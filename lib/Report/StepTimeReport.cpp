@@ -191,6 +191,21 @@ LogicalResult mlir::titan::writeStepTimeReport(ModuleOp module,
     os << "  recomputation (activation checkpointing): "
        << humanSeconds(prediction.step.recompute)
        << " of the backward's compute\n";
+  // What titan-select-recompute's budgeted modes chose.
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  if (auto plan = step ? step->getAttrOfType<DictionaryAttr>(
+                             TitanDialect::kRecomputePlanAttrName)
+                       : DictionaryAttr()) {
+    auto number = [&](StringRef key) {
+      auto value = plan.getAs<FloatAttr>(key);
+      return value ? value.getValueAsDouble() : 0.0;
+    };
+    auto solver = plan.getAs<StringAttr>("solver");
+    os << llvm::formatv("  kept for the backward: {0:F2} MiB per rank of an "
+                        "allowance of {1:F2} MiB (solver: {2})\n",
+                        number("kept_mib"), number("budget_mib"),
+                        solver ? solver.getValue() : "");
+  }
   if (!prediction.byAxes.empty()) {
     os << "  communication by mesh axes:\n";
     for (const auto &[axes, entry] : prediction.byAxes)

@@ -1,7 +1,8 @@
-// RUN: titan-opt %s --titan-reshard-after-forward=policy=always | FileCheck %s
-// RUN: titan-opt %s --titan-reshard-after-forward=policy=never | FileCheck %s --check-prefix=NEVER
-// RUN: titan-opt %s --titan-reshard-after-forward | FileCheck %s --check-prefix=NEVER
-// RUN: not titan-opt %s --titan-reshard-after-forward=policy=sometimes 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: titan-opt %s --split-input-file --titan-reshard-after-forward=policy=always | FileCheck %s
+// RUN: titan-opt %s --split-input-file --titan-reshard-after-forward=policy=never | FileCheck %s --check-prefix=NEVER
+// RUN: titan-opt %s --split-input-file --titan-reshard-after-forward | FileCheck %s --check-prefix=NEVER
+// RUN: titan-opt %s --split-input-file --titan-reshard-after-forward=policy=default | FileCheck %s --check-prefix=DEFAULT
+// RUN: not titan-opt %s --split-input-file --titan-reshard-after-forward=policy=sometimes 2>&1 | FileCheck %s --check-prefix=BAD
 
 // The forward gathers w over fsdp and reads it, directly and through a
 // reshape; the backward reads both. With policy=always, the gather and the
@@ -26,7 +27,7 @@
 
 // NEVER-NOT: titan.recompute
 
-// BAD: error: titan-reshard-after-forward: unknown policy 'sometimes' (expected never or always)
+// BAD: error: titan-reshard-after-forward: unknown policy 'sometimes' (expected never, default or always)
 
 titan.mesh @mesh ["fsdp"=2]
 func.func @train_step(
@@ -43,4 +44,40 @@ func.func @train_step(
   %d = titan.matmul %z, %g transpose_rhs : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32> loc(fused<"titan.phase.backward">[unknown])
   %s = titan.add %r, %r : tensor<16xf32> loc(fused<"titan.phase.backward">[unknown])
   return %d, %s, %r : tensor<4x4xf32>, tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// torchtitan's default: the blocks of layers.* reshard except the last
+// (layers.1); the root's parameter (norm.weight) stays gathered. The first
+// function above has no blocks: nothing changes there.
+// DEFAULT-LABEL: func.func @train_step
+// DEFAULT-NOT: titan.recompute
+// DEFAULT-LABEL: func.func @train_step
+// DEFAULT: %[[G0:.*]] = titan.all_gather %arg0
+// DEFAULT: %[[G1:.*]] = titan.all_gather %arg1
+// DEFAULT: %[[GN:.*]] = titan.all_gather %arg2
+// DEFAULT: %[[G0R:.*]] = titan.all_gather %arg0 on @mesh ["fsdp"] dim 0 {titan.recompute}
+// DEFAULT-NEXT: titan.matmul %{{.*}}, %[[G0R]] transpose_rhs
+// DEFAULT-NEXT: titan.matmul %{{.*}}, %[[G1]] transpose_rhs
+// DEFAULT-NEXT: titan.mul %{{.*}}, %[[GN]]
+// DEFAULT-NOT: titan.recompute
+
+titan.mesh @mesh ["fsdp"=2]
+func.func @train_step(
+    %w0: tensor<2x4xf32> {titan.name = "layers.0.w", titan.role = "param"},
+    %w1: tensor<2x4xf32> {titan.name = "layers.1.w", titan.role = "param"},
+    %n: tensor<2x4xf32> {titan.name = "norm.weight", titan.role = "param"},
+    %x: tensor<4x4xf32> {titan.name = "x", titan.role = "input"})
+    -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %g0 = titan.all_gather %w0 on @mesh ["fsdp"] dim 0 : tensor<2x4xf32> -> tensor<4x4xf32> loc(fused<"titan.phase.forward">[unknown])
+  %g1 = titan.all_gather %w1 on @mesh ["fsdp"] dim 0 : tensor<2x4xf32> -> tensor<4x4xf32> loc(fused<"titan.phase.forward">[unknown])
+  %gn = titan.all_gather %n on @mesh ["fsdp"] dim 0 : tensor<2x4xf32> -> tensor<4x4xf32> loc(fused<"titan.phase.forward">[unknown])
+  %y0 = titan.matmul %x, %g0 : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32> loc(fused<"titan.phase.forward">[unknown])
+  %y1 = titan.matmul %y0, %g1 : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32> loc(fused<"titan.phase.forward">[unknown])
+  %yn = titan.mul %y1, %gn : tensor<4x4xf32> loc(fused<"titan.phase.forward">[unknown])
+  %d0 = titan.matmul %yn, %g0 transpose_rhs : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32> loc(fused<"titan.phase.backward">[unknown])
+  %d1 = titan.matmul %yn, %g1 transpose_rhs : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32> loc(fused<"titan.phase.backward">[unknown])
+  %dn = titan.mul %yn, %gn : tensor<4x4xf32> loc(fused<"titan.phase.backward">[unknown])
+  return %d0, %d1, %dn : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
 }

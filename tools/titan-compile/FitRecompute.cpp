@@ -39,11 +39,13 @@ llvm::Expected<RecomputeTry> measurePeak(ModuleOp trainStep,
                          TitanDialect::kRecomputePlanAttrName)
                    : DictionaryAttr();
   auto keptMiB = plan ? plan.getAs<FloatAttr>("kept_mib") : FloatAttr();
-  if (!keptMiB)
+  auto seconds =
+      plan ? plan.getAs<FloatAttr>("recompute_seconds") : FloatAttr();
+  if (!keptMiB || !seconds)
     return llvm::createStringError("titan-select-recompute wrote no plan");
   return RecomputeTry{keptBytes,
                       int64_t(keptMiB.getValueAsDouble() * 1024.0 * 1024.0),
-                      memory->getTotalBytes()};
+                      memory->getTotalBytes(), seconds.getValueAsDouble()};
 }
 } // namespace
 
@@ -87,10 +89,9 @@ mlir::titan::fitRecomputeToMemory(ModuleOp trainStep,
       fit.allowedBytes = next;
       fit.keptBytes = tried->keptBytes;
       fit.peakBytes = peak;
-      // Within 1% of the budget, or everything worth keeping kept (the
-      // choice left part of the allowance unused): done.
+      // Within 1% of the budget, or nothing left to recompute: done.
       if (budgetBytes - peak < budgetBytes / 100 ||
-          tried->keptBytes < next - next / 100)
+          tried->recomputeSeconds == 0)
         break;
       next += budgetBytes - peak;
     } else {

@@ -19,12 +19,14 @@
 namespace mlir::titan {
 
 /// One compile of the search: the bytes per rank it allowed to be kept for
-/// the backward, those the solver's choice keeps, and the step's exact peak
-/// per rank (arena, training state and inputs).
+/// the backward, those the solver's choice keeps, the step's exact peak per
+/// rank (arena, training state and inputs) and what is left to recompute.
 struct RecomputeTry {
   int64_t allowedBytes = 0;
   int64_t keptBytes = 0;
   int64_t peakBytes = 0;
+  /// The recomputation's predicted seconds.
+  double recomputeSeconds = 0;
 };
 
 /// The search's outcome: the allowance to compile with (the largest that

@@ -273,7 +273,23 @@ void drawPareto(const std::vector<Candidate> &candidates, double budgetBytes,
             .str();
   os << "<polyline points=\"" << points
      << "\" fill=\"none\" stroke=\"#4e79a7\"/>\n";
+  // Policies that compile to the same memory and time share one point and
+  // one label ("none + reshard = auto + reshard").
+  std::vector<std::string> labels;
   for (const Candidate &c : candidates) {
+    auto same = llvm::find_if(candidates, [&](const Candidate &o) {
+      return o.stepSeconds == c.stepSeconds && o.totalBytes == c.totalBytes;
+    });
+    if (&*same == &c) {
+      labels.push_back(c.label);
+    } else {
+      labels[same - candidates.begin()] += " = " + c.label;
+      labels.push_back("");
+    }
+  }
+  for (auto [c, label] : llvm::zip(candidates, labels)) {
+    if (label.empty())
+      continue;
     // torchtitan's two named policies as squares, the others as dots.
     bool named = !c.reshard && (c.mode == "full" ||
                                 (c.mode == "selective" && c.option == "op"));
@@ -287,7 +303,7 @@ void drawPareto(const std::vector<Candidate> &candidates, double budgetBytes,
                           "fill=\"#4e79a7\"/>\n",
                           px, py);
     os << llvm::formatv("<text x=\"{0:F1}\" y=\"{1:F1}\">{2}</text>\n", px + 8,
-                        py - 6, c.label);
+                        py - 6, label);
   }
   os << llvm::formatv(
       "<rect x=\"{0}\" y=\"{1}\" width=\"9\" height=\"9\" "
