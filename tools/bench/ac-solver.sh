@@ -14,13 +14,9 @@ shift || true
 flavors=("${@:-70B 405B}")
 work=$(mktemp -d /tmp/titan-bench-ac-solver.XXXXXX)
 trap 'rm -rf "$work"' EXIT
+. "$root/tools/bench/llama3-configs.sh"
 for flavor in ${flavors[@]}; do
-  case $flavor in
-    8B) config=llama3_8b.toml; ranks=8 ;;
-    70B) config=llama3_70b.toml; ranks=64 ;;
-    405B) config=llama3_405b.toml; ranks=512 ;;
-    *) echo "unknown flavor $flavor (8B, 70B, 405B)" >&2; exit 2 ;;
-  esac
+  llama3_config "$flavor"
   /usr/bin/python3 "$root/models/export.py" --model llama3 --flavor "$flavor" \
     --out "$work/$flavor" > /dev/null
   echo "== Llama 3 $flavor, $config, $ranks ranks, h100-sxm, memory_budget 0.5"
