@@ -94,9 +94,8 @@ Choice evaluate(const RecomputeBlock &block, llvm::SmallVector<bool> kept) {
 }
 
 /// The least recomputation of `block` (its bytes in units) keeping at most
-/// `bound` units (CBC,
-/// started from keeping nothing); none when CBC fails. Sets `timedOut` when
-/// it stopped at the time limit.
+/// `bound` units (CBC, started from keeping nothing); none when CBC fails.
+/// Sets `timedOut` when it stopped at the time limit.
 std::optional<Choice> solveBlock(const RecomputeBlock &block, double bound,
                                  double timeLimitSeconds, bool &timedOut) {
   CbcModel model = createModel();

@@ -45,7 +45,7 @@ struct RecomputeBlock {
 
 /// How the program was solved.
 enum class RecomputeSolveStatus {
-  /// CBC proved the choice optimal (within a relative gap of 1e-4).
+  /// CBC proved every program optimal.
   Optimal,
   /// CBC stopped at its time limit; the choice is the best it found.
   TimeLimit,
@@ -86,8 +86,8 @@ llvm::SmallVector<bool> getRecomputedOps(const RecomputeBlock &block,
 ///  - per class of identical blocks, its efficient choices (the Pareto
 ///    front of kept bytes against recompute seconds, walked from keeping
 ///    everything the backward reads down to keeping nothing, the bound
-///    falling by at least 1/`kMaxChoicesPerClass` of the range each time): binary keep(v) and recompute(op),
-///    keep(v) + recompute(def v) >= 1 for values the backward reads,
+///    falling by at least 1/`kMaxChoicesPerClass` of the range each time):
+///    binary keep(v) and recompute(op), keep(v) + recompute(def v) >= 1 for values the backward reads,
 ///    recompute(op) <= keep(u) + recompute(def u) for its candidate
 ///    operands u, sum bytes(v) keep(v) <= bound, minimizing
 ///    sum seconds(op) recompute(op) plus a tie-break toward fewer bytes;

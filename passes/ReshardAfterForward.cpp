@@ -100,7 +100,14 @@ public:
     auto function = getOperation().lookupSymbol<func::FuncOp>("train_step");
     if (!function)
       return;
-    SmallVector<std::pair<AllGatherOp, StringRef>> gathers;
+    // Each forward gather of a parameter, with the list and index of the
+    // transformer block the parameter belongs to (an empty list: none).
+    struct Gather {
+      AllGatherOp op;
+      StringRef list;
+      int64_t index;
+    };
+    SmallVector<Gather> gathers;
     function.walk([&](AllGatherOp gather) {
       auto arg = dyn_cast<BlockArgument>(gather.getInput());
       if (!arg || getPhase(gather) != Phase::Forward ||
@@ -108,25 +115,24 @@ public:
         return;
       auto name = function.getArgAttrOfType<StringAttr>(
           arg.getArgNumber(), TitanDialect::kNameAttrName);
-      gathers.push_back(
-          {gather, name ? getTransformerBlock(name.getValue()) : ""});
+      auto [list, index] =
+          splitBlock(name ? getTransformerBlock(name.getValue()) : "");
+      gathers.push_back({gather, list, index});
     });
     // torchtitan's default (without pipeline parallelism): every transformer
     // block reshards except the last of its list, which the backward needs
     // first; the root module's parameters (embeddings, final norm, output)
     // stay gathered, as FSDP2 keeps the root's.
     llvm::StringMap<int64_t> lastOfList;
-    for (const auto &[gather, block] : gathers)
-      if (auto [list, index] = splitBlock(block); !list.empty())
-        lastOfList[list] = std::max(lastOfList.lookup(list), index);
-    for (const auto &[gather, block] : gathers) {
-      if (policy == "default") {
-        auto [list, index] = splitBlock(block);
-        if (list.empty() || index == lastOfList.lookup(list))
-          continue;
-      }
-      reshard(gather);
-    }
+    for (const Gather &gather : gathers)
+      if (!gather.list.empty())
+        lastOfList[gather.list] =
+            std::max(lastOfList.lookup(gather.list), gather.index);
+    for (const Gather &gather : gathers)
+      if (policy == "always" ||
+          (!gather.list.empty() &&
+           gather.index != lastOfList.lookup(gather.list)))
+        reshard(gather.op);
   }
 
 private:

@@ -62,8 +62,6 @@ public:
   double getSeconds(Operation *op);
 
 private:
-  /// The placements of `value` (null: replicated).
-  PlacementsAttr getPlacements(Value value);
   /// The mesh of `placements` (null when there is none or it is invalid).
   const DeviceMesh *getMesh(PlacementsAttr placements);
   /// Elements one rank holds of `value` over its global elements.
@@ -94,8 +92,8 @@ private:
   static RecomputeBlock describe(const BlockOps &block, RankSizes &sizes,
                                  SmallVectorImpl<Value> &values);
   /// Chooses what every block keeps with at most `budget` bytes kept per
-  /// rank (`budgetFraction` of what no recomputation keeps when `budget`
-  /// is negative); emits the choice as a remark on `step`.
+  /// rank (without one: `budgetFraction` of what no recomputation keeps);
+  /// writes the choice on `step` as titan.recompute_plan.
   LogicalResult solve(func::FuncOp step, ArrayRef<BlockOps> blocks,
                       std::optional<double> budget, double budgetFraction,
                       SmallVectorImpl<DenseSet<Value>> &kept);
@@ -105,10 +103,6 @@ private:
 };
 
 } // namespace
-
-PlacementsAttr RankSizes::getPlacements(Value value) {
-  return getValuePlacements(function, value);
-}
 
 const DeviceMesh *RankSizes::getMesh(PlacementsAttr placements) {
   if (!placements)
@@ -125,7 +119,7 @@ const DeviceMesh *RankSizes::getMesh(PlacementsAttr placements) {
 
 double RankSizes::getShare(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
-  PlacementsAttr placements = getPlacements(value);
+  PlacementsAttr placements = getValuePlacements(function, value);
   const DeviceMesh *mesh = getMesh(placements);
   if (!type || !mesh || getStaticNumElements(type) == 0)
     return 1.0;
@@ -151,7 +145,7 @@ double RankSizes::getSeconds(Operation *op) {
     const DeviceMesh *mesh = getMesh(to);
     if (!mesh)
       return 0;
-    PlacementsAttr from = getPlacements(redistribute.getInput());
+    PlacementsAttr from = getValuePlacements(function, redistribute.getInput());
     SmallVector<Placement> fromList =
         from ? SmallVector<Placement>(from.getPlacements())
              : SmallVector<Placement>(to.size(), Placement::replicate());

@@ -17,13 +17,10 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${1:-$root/build}
 shift || true
 flavors=("${@:-8B 70B 405B}")
-work=$(mktemp -d /tmp/titan-bench-ac.XXXXXX)
-trap 'rm -rf "$work"' EXIT
 . "$root/tools/bench/llama3-configs.sh"
+llama3_work titan-bench-ac
 for flavor in ${flavors[@]}; do
-  llama3_config "$flavor"
-  /usr/bin/python3 "$root/models/export.py" --model llama3 --flavor "$flavor" \
-    --out "$work/$flavor" > /dev/null
+  llama3_model "$flavor"
   echo "== Llama 3 $flavor, $config, $ranks ranks, h100-sxm"
   start=$(date +%s.%N)
   "$build/bin/titan-tune" ac "$work/$flavor/model.pt" \

@@ -15,6 +15,16 @@ using namespace mlir::titan;
 namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+/// One compile of the search: the bytes per rank it allowed to be kept for
+/// the backward, those the solver's choice keeps, the step's exact peak per
+/// rank (arena, training state and inputs) and what is left to recompute.
+struct RecomputeTry {
+  int64_t allowedBytes = 0;
+  int64_t keptBytes = 0;
+  int64_t peakBytes = 0;
+  double recomputeSeconds = 0;
+};
+
 /// The exact peak per rank of `trainStep` compiled with at most
 /// `keptBytes` kept, and the bytes the choice keeps.
 llvm::Expected<RecomputeTry> measurePeak(ModuleOp trainStep,
@@ -55,10 +65,8 @@ mlir::titan::fitRecomputeToMemory(ModuleOp trainStep,
                                   int64_t budgetBytes, unsigned maxCompiles) {
   RecomputeFit fit;
   auto measure = [&](int64_t kept) -> llvm::Expected<RecomputeTry> {
-    llvm::Expected<RecomputeTry> tried = measurePeak(trainStep, options, kept);
-    if (tried)
-      fit.tries.push_back(*tried);
-    return tried;
+    ++fit.compiles;
+    return measurePeak(trainStep, options, kept);
   };
   llvm::Expected<RecomputeTry> least = measure(0);
   if (!least)
@@ -78,7 +86,7 @@ mlir::titan::fitRecomputeToMemory(ModuleOp trainStep,
   // kept that fit, `over` the least that did not.
   int64_t fits = 0, over = -1;
   int64_t next = budgetBytes - least->peakBytes;
-  while (fit.tries.size() < maxCompiles && next > fits &&
+  while (fit.compiles < maxCompiles && next > fits &&
          (over < 0 || next < over)) {
     llvm::Expected<RecomputeTry> tried = measure(next);
     if (!tried)

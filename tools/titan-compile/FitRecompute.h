@@ -18,24 +18,14 @@
 
 namespace mlir::titan {
 
-/// One compile of the search: the bytes per rank it allowed to be kept for
-/// the backward, those the solver's choice keeps, the step's exact peak per
-/// rank (arena, training state and inputs) and what is left to recompute.
-struct RecomputeTry {
-  int64_t allowedBytes = 0;
-  int64_t keptBytes = 0;
-  int64_t peakBytes = 0;
-  /// The recomputation's predicted seconds.
-  double recomputeSeconds = 0;
-};
-
 /// The search's outcome: the allowance to compile with (the largest that
-/// fit among those tried), its peak, and every compile in order.
+/// fit among those tried), the bytes the solver's choice keeps under it,
+/// its exact peak per rank, and the compiles the search took.
 struct RecomputeFit {
   int64_t allowedBytes = 0;
   int64_t keptBytes = 0;
   int64_t peakBytes = 0;
-  SmallVector<RecomputeTry> tries;
+  unsigned compiles = 0;
 };
 
 /// Compiles copies of `trainStep` (a module through the TrainStep stage)

@@ -614,7 +614,6 @@ int main(int argc, char **argv) {
     modelFlops = *counted;
     pipeline.resumeAfter = PipelineStage::TrainStep;
   }
-  std::optional<RecomputeFit> recomputeFit;
   if (fitRecompute && pipeline.stage == PipelineStage::Spmd) {
     TimingScope fitTiming = timing.nest("activation checkpointing to budget");
     const std::optional<double> &gib =
@@ -625,7 +624,6 @@ int main(int argc, char **argv) {
         fitRecomputeToMemory(**module, pipeline, budget);
     if (!fit)
       return fail(llvm::toString(fit.takeError()));
-    recomputeFit = *fit;
     pipeline.recompute.keptBytes = fit->allowedBytes;
     constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
     llvm::errs() << llvm::formatv(
@@ -633,7 +631,7 @@ int main(int argc, char **argv) {
         "kept for the backward, peak {1:F3} GiB of {2:F3} GiB ({3} "
         "compiles)\n",
         fit->keptBytes / kGiB, fit->peakBytes / kGiB, budget / kGiB,
-        fit->tries.size());
+        fit->compiles);
   }
   if (failed(runPipeline(pipeline)))
     return fail("compilation failed (see the errors above)");

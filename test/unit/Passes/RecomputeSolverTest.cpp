@@ -78,6 +78,20 @@ TEST(RecomputeSolver, SharesOneBudgetOverBlocks) {
             (llvm::SmallVector<bool>{true}));
 }
 
+TEST(RecomputeSolver, IdenticalBlocksFormOneClassAndSplitTheBudget) {
+  // Three identical blocks, room for two of their values: one class, two
+  // blocks keep theirs (in block order) and the third recomputes.
+  std::vector<RecomputeBlock> blocks(3, chain({2}, {8}, {true}));
+  RecomputeSolution solution = solveRecompute(blocks, 16, 10);
+  EXPECT_EQ(solution.status, RecomputeSolveStatus::Optimal);
+  EXPECT_EQ(solution.blockClasses, 1);
+  EXPECT_EQ(solution.kept[0], (llvm::SmallVector<bool>{true}));
+  EXPECT_EQ(solution.kept[1], (llvm::SmallVector<bool>{true}));
+  EXPECT_EQ(solution.kept[2], (llvm::SmallVector<bool>{false}));
+  EXPECT_DOUBLE_EQ(solution.keptBytes, 16);
+  EXPECT_DOUBLE_EQ(solution.recomputeSeconds, 2);
+}
+
 TEST(RecomputeSolver, AnEmptyProgramIsSolved) {
   RecomputeSolution solution = solveRecompute({}, 0, 10);
   EXPECT_EQ(solution.status, RecomputeSolveStatus::Optimal);
