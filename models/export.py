@@ -15,7 +15,15 @@ DIR receives:
     export.json   model, flavor, mode, the flavor's arguments, parameter names/shapes/counts,
                   tied parameters, and (for real weights) the batch files below
     tokens.npy    (real weights only) a fixed batch, int64 [B, S], from numpy's seeded RandomState
-    logits.npy    (real weights only) PyTorch's eager fp32 logits for that batch: the oracle
+    logits.npy    (real weights only) PyTorch's eager logits for that batch (as fp32): the oracle
+
+``--trace-dtype bfloat16`` records the program as the model runs under mixed
+precision (FSDP2's ``param_dtype``, torchtitan's ``mixed_precision_param``):
+the parameters are cast to bfloat16 for tracing, so ``x.float()`` is a real
+conversion and ``.to(x.dtype)`` / ``dtype=x.dtype`` record bfloat16; the saved
+module keeps the float32 weights (the master copy). A trace recorded in
+float32 cannot be run in bfloat16: there ``x.float()`` returns ``x`` itself and
+the trace reuses the converted value for ``x`` from then on.
 
 Small flavors get real, deterministic weights (seeded) and are traced by
 default. Large flavors (Llama 3 8B/70B/405B) are exported shape-only: the
@@ -90,6 +98,13 @@ def build_model(model: str, args: Any, shape_only: bool, seed: int) -> nn.Module
         module = FAMILIES[model].module(args)
         module.init_weights(seed)
     return module.eval()
+
+
+def cast_parameters(module: nn.Module, dtype: torch.dtype) -> None:
+    """Cast every floating parameter (not the buffers) to ``dtype``, as FSDP2's mixed precision does."""
+    for param in module.parameters():
+        if param.is_floating_point():
+            param.data = param.data.to(dtype)
 
 
 def make_shape_only(module: nn.Module) -> None:
@@ -203,6 +218,17 @@ def export(opts: argparse.Namespace) -> Dict[str, Any]:
         "torch_version": torch.__version__,
     }
 
+    trace_dtype = getattr(torch, opts.trace_dtype)
+    if trace_dtype != torch.float32 and (shape_only or mode != "trace"):
+        raise SystemExit("--trace-dtype applies to traced models with weights (a scripted "
+                         "module follows the parameters' dtype by itself)")
+    # The float32 weights, saved in place of the traced copies.
+    master = {}
+    if trace_dtype != torch.float32:
+        master = {name: p.detach().clone() for name, p in module.named_parameters()}
+        cast_parameters(module, trace_dtype)
+    info["trace_dtype"] = opts.trace_dtype
+
     tokens = None
     if not shape_only:
         rng = np.random.RandomState(opts.seed + 1)
@@ -224,6 +250,9 @@ def export(opts: argparse.Namespace) -> Dict[str, Any]:
         recorded = torch.jit.trace(module, (tokens,))
     else:
         recorded = torch.jit.script(module)
+    for owner in (module, recorded) if master else ():
+        for name, param in owner.named_parameters():
+            param.data = master[name]
     torch.jit.save(recorded, os.path.join(opts.out, "model.pt"))
 
     table, tied = parameter_table(module)
@@ -256,6 +285,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="weight seed; the tokens use seed + 1")
     parser.add_argument("--n-layers", type=int, default=None,
                         help="override the flavor's number of layers (llama3; for scaling benchmarks)")
+    parser.add_argument("--trace-dtype", choices=["float32", "bfloat16", "float16"], default="float32",
+                        help="dtype of the parameters while tracing: the compute dtype of mixed "
+                             "precision (the saved weights stay float32)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override an integer field of the flavor, e.g. --set vocab_size=50257 "
                              "(repeatable)")

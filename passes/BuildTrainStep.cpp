@@ -172,7 +172,11 @@ LogicalResult BuildTrainStepPass::build() {
 
   // Loss: mean token cross-entropy, on the [batch, seq] grid of tokens as
   // is (not flattened: a sequence split by context parallelism stays split).
+  // Logits of a narrower float type are widened first, as torchtitan's
+  // loss does (`pred.float()`).
   TensorBuilder tb(builder, loc);
+  if (cast<FloatType>(logitsType.getElementType()).getWidth() < 32)
+    logits = tb.cast(logits, builder.getF32Type());
   Value loss = CrossEntropyOp::create(builder, loc, scalarF32, logits, labels,
                                       builder.getI64IntegerAttr(ignoreIndex));
 

@@ -79,7 +79,17 @@ struct ScoresChain {
   MatmulOp scores;
   double scale = 1;
   bool causal = false;
+  /// Whether the chain widens the scores (`.float()` on bf16 scores under
+  /// mixed precision) before the softmax.
+  bool widened = false;
 };
+
+/// Whether `from` -> `to` converts floats to a wider float type.
+bool isWideningFloatCast(Type from, Type to) {
+  auto source = dyn_cast<FloatType>(getElementTypeOrSelf(from));
+  auto target = dyn_cast<FloatType>(getElementTypeOrSelf(to));
+  return source && target && source.getWidth() < target.getWidth();
+}
 
 /// Walks from the softmax input back to the scores matmul. Every value on
 /// the way must have no other user.
@@ -111,10 +121,16 @@ std::optional<ScoresChain> matchScoresChain(IndexFunctionEvaluator &evaluator,
     Type element = getElementTypeOrSelf(value.getType());
     std::optional<Value> next;
     if (auto cast = dyn_cast<CastOp>(op)) {
-      // `.float()` on f32 only: a real conversion is a rounding the fused
-      // op would not do.
-      if (cast.getInput().getType() == cast.getType())
+      // `.float()` on f32, or once a widening of narrower scores (mixed
+      // precision: the softmax in float32, as the fused op computes it).
+      if (cast.getInput().getType() == cast.getType()) {
         next = cast.getInput();
+      } else if (!chain.widened &&
+                 isWideningFloatCast(cast.getInput().getType(),
+                                     cast.getType())) {
+        chain.widened = true;
+        next = cast.getInput();
+      }
     } else if (auto scale = dyn_cast<ScaleOp>(op)) {
       chain.scale *=
           *roundToElementType(element, scale.getFactor().convertToDouble());
@@ -230,11 +246,18 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
                                 PatternRewriter &rewriter) const override {
     if (output.getTransposeLhs())
       return rewriter.notifyMatchFailure(output, "transposed probabilities");
-    // The probabilities, through casts that change nothing.
+    // The probabilities, through casts that change nothing and at most one
+    // narrowing of a wider softmax (mixed precision).
     Value probs = output.getLhs();
+    bool narrowed = false;
     while (auto cast = probs.getDefiningOp<CastOp>()) {
-      if (cast.getInput().getType() != cast.getType() || !probs.hasOneUse())
+      bool narrowing =
+          !narrowed &&
+          isWideningFloatCast(cast.getType(), cast.getInput().getType());
+      if ((cast.getInput().getType() != cast.getType() && !narrowing) ||
+          !probs.hasOneUse())
         return rewriter.notifyMatchFailure(output, "not attention");
+      narrowed |= narrowing;
       probs = cast.getInput();
     }
     auto softmax = probs.getDefiningOp<SoftmaxOp>();
@@ -257,8 +280,12 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
              other.getElementType() == type.getElementType();
     };
     if (!sameElements(scores.getLhs()) || !sameElements(scores.getRhs()) ||
-        !sameElements(output.getRhs()) || !sameElements(softmax.getResult()))
+        !sameElements(output.getRhs()) ||
+        (!narrowed && !sameElements(softmax.getResult())))
       return rewriter.notifyMatchFailure(output, "element types differ");
+    // A softmax widened for is narrowed after, and only then.
+    if (narrowed != chain->widened)
+      return rewriter.notifyMatchFailure(output, "unbalanced conversions");
 
     // q, k and v as [batch, heads, seq, head_dim]: the matmul operands,
     // transposed where the matmul reads them transposed.

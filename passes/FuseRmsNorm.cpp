@@ -77,7 +77,9 @@ std::optional<std::pair<Value, double>> matchInverseRms(Value value) {
 }
 
 /// `(x * broadcast(rsqrt(mean(x*x) + eps))) * broadcast(w)` ->
-/// `titan.rms_norm x, w eps`.
+/// `titan.rms_norm x, w eps`; also with x widened before the norm and the
+/// normalized value narrowed back before the weight (`x.float()` ...
+/// `.type_as(x) * w`).
 struct FuseRmsNorm : OpRewritePattern<MulOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -87,7 +89,11 @@ struct FuseRmsNorm : OpRewritePattern<MulOp> {
          {std::pair{op.getLhs(), op.getRhs()},
           std::pair{op.getRhs(), op.getLhs()}}) {
       Value weight = broadcastSource(weightValue);
-      auto normed = normedValue.getDefiningOp<MulOp>();
+      // Under mixed precision the norm computes in float32 and rounds back
+      // to the input's type before the weight scales it.
+      auto narrow = normedValue.getDefiningOp<CastOp>();
+      auto normed =
+          (narrow ? narrow.getInput() : normedValue).getDefiningOp<MulOp>();
       if (!weight || !normed)
         continue;
       auto weightType = cast<RankedTensorType>(weight.getType());
@@ -106,7 +112,15 @@ struct FuseRmsNorm : OpRewritePattern<MulOp> {
           continue;
         std::optional<std::pair<Value, double>> match =
             matchInverseRms(inverseRms);
-        if (!match || match->first != input || input.getType() != resultType)
+        if (!match || match->first != input)
+          continue;
+        if (narrow) {
+          auto widen = input.getDefiningOp<CastOp>();
+          if (!widen)
+            continue;
+          input = widen.getInput();
+        }
+        if (input.getType() != resultType)
           continue;
         rewriter.replaceOpWithNewOp<RmsNormOp>(
             op, resultType, input, weight,

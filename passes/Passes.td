@@ -25,7 +25,8 @@ def BuildTrainStepPass : Pass<"titan-build-train-step", "::mlir::ModuleOp"> {
 
     - loss: mean token cross-entropy of the logits `[batch, seq, vocab]`
       against `labels` `[batch, seq]`, tokens labelled `ignore-index` not
-      counted (`torch.nn.functional.cross_entropy`);
+      counted (`torch.nn.functional.cross_entropy`), in float32: bf16 or
+      f16 logits are widened first, as torchtitan's loss does;
     - gradients by reverse-mode differentiation: the ops on a path from a
       parameter to the loss are visited in reverse and each emits its
       vector-Jacobian product through `DifferentiableOpInterface`;
@@ -538,6 +539,44 @@ def MaterializeRedistributesPass : Pass<"titan-materialize-redistributes",
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
 
+def SetGradientReduceDtypePass : Pass<"titan-set-gradient-reduce-dtype",
+                                      "::mlir::ModuleOp"> {
+  let summary = "Reduces parameter gradients across ranks in a wider float "
+                "type (mixed precision's reduce dtype)";
+  let description = [{
+    Under mixed precision the backward computes a parameter's gradient in
+    the compute type (bf16) and the optimizer reads it widened to the
+    parameter's float32. Propagation reduces the partial sums across the
+    data-parallel ranks where they are cheapest, before the widening. This
+    pass moves the widening before the reduction, as FSDP2's
+    `MixedPrecisionPolicy(reduce_dtype=float32)` (torchtitan's
+    `mixed_precision_reduce = "float32"`) does: for each
+    `titan.cast` to `dtype` of `@train_step` read only by the optimizer
+    (clipping, AdamW) or returned whose input is, through single-use
+    reshapes and transposes, the single use of a `titan.redistribute` that
+    sums a Partial value of a narrower float type, the summed value is cast
+    instead (a Partial value stays Partial: the widening is exact), the
+    redistribution and the views move `dtype` elements, and the old cast
+    goes. Run after `titan-materialize-redistributes`.
+
+    Example (FSDP over `fsdp`):
+
+    ```mlir
+    // before (%g is P on "fsdp")
+    %r = titan.redistribute %g to <@mesh, [S(0)]> : tensor<64x64xbf16>
+    %w = titan.cast %r : tensor<64x64xbf16> to tensor<64x64xf32>
+    // after
+    %c = titan.cast %g : tensor<64x64xbf16> to tensor<64x64xf32>
+    %w = titan.redistribute %c to <@mesh, [S(0)]> : tensor<64x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", "\"f32\"",
+           "The float type gradients are reduced in (f32 or f64)">,
+  ];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
 def MarkIdRangesPass : Pass<"titan-mark-id-ranges", "::mlir::ModuleOp"> {
   let summary = "Records the valid range of integer inputs that index tables";
   let description = [{
@@ -577,6 +616,15 @@ def FuseRmsNormPass : Pass<"titan-fuse-rms-norm"> {
     `titan.rms_norm x, w eps`, whose fused VJP (`titan.rms_norm_grad`) and
     sharding rule (the normalized dim whole, the others parallel) later
     passes use. Ops of the old form that no longer have users are erased.
+
+    The mixed-precision form, where a bf16 or f16 `x` is normalized in
+    float32 and narrowed back before the weight scales it (torchtitan's and
+    Hugging Face's `self._norm(x.float()).type_as(x) * self.weight`), i.e.
+    `mul(cast(mul(cast(x), ...)), broadcast(w))`, fuses the same way: the
+    fused op computes in float32 and rounds once to `x`'s type, where the
+    explicit form rounds the normalized value before the product too (the
+    difference is within one unit in the last place; torch.compile's fused
+    kernels round once as well).
   }];
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
@@ -612,8 +660,14 @@ def FuseAttentionPass : Pass<"titan-fuse-attention"> {
     - q, k^T and v may come through transposes (the matmuls' transpose flags
       included); q, k and v become [batch, heads, seq, head_dim], with a
       transpose where they are not, and must have one shape and one element
-      type (no real cast on the way: the explicit form's roundings would be
-      lost). When k and v are both Llama's `repeat_kv` of the same number of
+      type. No real cast may lie on the way (the explicit form's roundings
+      would be lost), but for mixed precision's: bf16 or f16 scores widened
+      once before the softmax and the probabilities narrowed once after it
+      (`softmax((scores + mask).float()).type_as(q)`); the fused op computes
+      in float32 and rounds its output once, as PyTorch's
+      `scaled_dot_product_attention` (torchtitan's attention) does, where
+      the explicit form also rounds the scores and the probabilities. When k
+      and v are both Llama's `repeat_kv` of the same number of
       KV heads (broadcast_in_dim of a size-1 dim after the heads, reshape
       merging it into them), attention reads the KV heads before the repeat
       (grouped-query attention).

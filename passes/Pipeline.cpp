@@ -42,6 +42,8 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
     pm.addPass(createBalanceSequencePass(options.balanceSequence));
     pm.addPass(createPropagatePlacementsPass(options.propagation));
     pm.addPass(createMaterializeRedistributesPass());
+    if (options.gradientReduce)
+      pm.addPass(createSetGradientReduceDtypePass(*options.gradientReduce));
     // On the placed program: bytes and seconds are one rank's, and clones
     // of redistributions recompute their communication.
     pm.addPass(createSelectRecomputePass(options.recompute));
@@ -85,6 +87,9 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   step.maxNorm = config.training.maxNorm;
   step.ignoreIndex = config.training.ignoreIndex;
   step.emitGrads = emitGrads;
+  if (config.training.getParamDtype() != config.training.getReduceDtype())
+    options.gradientReduce = SetGradientReduceDtypePassOptions{
+        stringifyElementType(config.training.getReduceDtype()).str()};
   options.recompute.mode = config.activationCheckpoint.mode;
   options.recompute.selectiveOption =
       config.activationCheckpoint.selectiveAcOption;

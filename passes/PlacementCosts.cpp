@@ -42,16 +42,23 @@ bool PropagationState::isPlanned(Value value, ArrayRef<Placement> to) const {
          });
 }
 
+bool ChoiceCosts::isStationaryAxis(BlockArgument arg, unsigned axis) const {
+  std::optional<ArgRole> role = getArgRole(func, arg.getArgNumber());
+  auto axes = role ? stationaryAxes.find(*role) : stationaryAxes.end();
+  return axes != stationaryAxes.end() && llvm::is_contained(axes->second, axis);
+}
+
 bool ChoiceCosts::movesStationaryArg(Value value, ArrayRef<Placement> from,
                                      ArrayRef<Placement> to) const {
+  while (auto cast = value.getDefiningOp<CastOp>())
+    value = cast.getInput();
   auto arg = dyn_cast<BlockArgument>(value);
   if (!arg || stationaryAxes.empty())
     return false;
-  std::optional<ArgRole> role = getArgRole(func, arg.getArgNumber());
-  auto axes = role ? stationaryAxes.find(*role) : stationaryAxes.end();
-  return axes != stationaryAxes.end() &&
-         llvm::any_of(axes->second,
-                      [&](unsigned axis) { return from[axis] != to[axis]; });
+  for (unsigned axis = 0; axis < from.size(); ++axis)
+    if (from[axis] != to[axis] && isStationaryAxis(arg, axis))
+      return true;
+  return false;
 }
 
 double ChoiceCosts::getChoiceCost(Operation *op, const OpShardingRule &rule,

@@ -65,10 +65,13 @@ public:
   /// infinite.
   double getChoiceCost(Operation *op, const OpShardingRule &rule,
                        ArrayRef<AxisChoice> choices) const;
+  /// True when `arg`'s role keeps it stationary on mesh axis `axis`.
+  bool isStationaryAxis(BlockArgument arg, unsigned axis) const;
 
 private:
-  /// True when `to` moves argument `value` on an axis where its role keeps
-  /// it stationary.
+  /// True when `to` moves argument `value` (or its cast to another element
+  /// type: a parameter under mixed precision) on an axis where its role
+  /// keeps it stationary.
   bool movesStationaryArg(Value value, ArrayRef<Placement> from,
                           ArrayRef<Placement> to) const;
 

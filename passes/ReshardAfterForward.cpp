@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/Dialect/ArgRole.h"
+#include "titan/Dialect/ArgumentTrace.h"
 #include "titan/Dialect/Provenance.h"
 #include "titan/Passes.h"
 
@@ -109,7 +110,9 @@ public:
     };
     SmallVector<Gather> gathers;
     function.walk([&](AllGatherOp gather) {
-      auto arg = dyn_cast<BlockArgument>(gather.getInput());
+      // The parameter itself, or its cast to the compute type (mixed
+      // precision casts the shard before gathering it).
+      BlockArgument arg = traceToArgument(gather.getInput());
       if (!arg || getPhase(gather) != Phase::Forward ||
           getArgRole(function, arg.getArgNumber()) != ArgRole::Param)
         return;

@@ -15,6 +15,8 @@
 #include "titan/Config/DeviceFile.h"
 #include "titan/CostModel/CostModel.h"
 #include "titan/CostModel/OpTime.h"
+#include "titan/Dialect/ArgRole.h"
+#include "titan/Dialect/ArgumentTrace.h"
 #include "titan/Dialect/Partition.h"
 #include "titan/Dialect/Provenance.h"
 #include "titan/Dialect/ValuePlacements.h"
@@ -234,11 +236,13 @@ std::vector<BlockOps> SelectRecomputePass::collectBlocks(func::FuncOp step) {
   for (Operation &op : step.getBody().front().without_terminator()) {
     if (getPhase(&op) != Phase::Forward || op.getNumRegions() != 0)
       continue;
-    // A parameter's gather stays where FSDP's reshard policy puts it
+    // A parameter's gather (and the cast to the compute type before it,
+    // under mixed precision) stays where FSDP's reshard policy puts it
     // (titan-reshard-after-forward): it is not the block's to recompute.
-    if (auto redistribute = dyn_cast<RedistributeOp>(op))
-      if (isa<BlockArgument>(redistribute.getInput()))
-        continue;
+    if (isa<RedistributeOp, CastOp>(op))
+      if (BlockArgument arg = traceToArgument(op.getOperand(0)))
+        if (getArgRole(step, arg.getArgNumber()) == ArgRole::Param)
+          continue;
     std::optional<StringRef> path = getModulePath(op.getLoc());
     StringRef name = path ? getTransformerBlock(*path) : StringRef();
     if (!name.empty())

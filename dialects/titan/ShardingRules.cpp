@@ -5,7 +5,8 @@
 //
 //  - Elementwise ops, constant, iota: one Parallel factor per dim. Linear in:
 //    add/sub both operands together, mul either operand, div the dividend,
-//    neg/scale the input, select both branches, gelu_grad the cotangent.
+//    neg/scale the input, select both branches, gelu_grad the cotangent, a
+//    cast that widens floats exactly (bf16/f16 -> f32) its input.
 //  - Reductions: reduced dims are Reduction factors (reduce_max leaves
 //    P(max)); a keepdim dim has no factor. reduce_sum/reduce_mean are linear.
 //  - softmax/log_softmax: the normalized dim is NeedReplication.
@@ -433,7 +434,23 @@ OpShardingRule GeluOp::getShardingRule() { return elementwiseRule(*this, {}); }
 OpShardingRule ScaleOp::getShardingRule() {
   return elementwiseRule(*this, {{0}});
 }
-OpShardingRule CastOp::getShardingRule() { return elementwiseRule(*this, {}); }
+/// Whether every value of float type `from` is exactly a value of float
+/// type `to` (bf16 and f16 in f32 and f64, f32 in f64).
+static bool isExactFloatWidening(Type from, Type to) {
+  auto source = dyn_cast<FloatType>(from), target = dyn_cast<FloatType>(to);
+  return source && target && source != target &&
+         source.getFPMantissaWidth() <= target.getFPMantissaWidth() &&
+         source.getWidth() < target.getWidth();
+}
+OpShardingRule CastOp::getShardingRule() {
+  // An exact widening is linear: a sum of partial values may be widened
+  // before it is reduced (gradients reduced in float32 under mixed
+  // precision), which only rounds the sum less.
+  if (isExactFloatWidening(getInput().getType().getElementType(),
+                           getType().getElementType()))
+    return elementwiseRule(*this, {{0}});
+  return elementwiseRule(*this, {});
+}
 OpShardingRule CompareOp::getShardingRule() {
   return elementwiseRule(*this, {});
 }

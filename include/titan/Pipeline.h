@@ -40,6 +40,9 @@ struct TitanPipelineOptions {
   BalanceSequencePassOptions balanceSequence;
   PropagatePlacementsPassOptions propagation;
   ReshardAfterForwardPassOptions reshard;
+  /// Set when gradients are reduced in a wider type than they are computed
+  /// in (mixed precision's reduce dtype).
+  std::optional<SetGradientReduceDtypePassOptions> gradientReduce;
   LowerToRuntimePassOptions runtime;
 };
 

@@ -6,6 +6,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -15,6 +16,22 @@
 #include <variant>
 
 using namespace mlir::titan;
+
+/// The element type of a validated mixed-precision dtype name.
+static ElementType mixedPrecisionDtype(llvm::StringRef name) {
+  return llvm::StringSwitch<ElementType>(name)
+      .Case("bfloat16", ElementType::BF16)
+      .Case("float16", ElementType::F16)
+      .Default(ElementType::F32);
+}
+
+ElementType TrainingConfig::getParamDtype() const {
+  return mixedPrecisionDtype(mixedPrecisionParam);
+}
+
+ElementType TrainingConfig::getReduceDtype() const {
+  return mixedPrecisionDtype(mixedPrecisionReduce);
+}
 
 namespace {
 
@@ -192,6 +209,14 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
                {"default", "always", "never"}}})
     if (llvm::Error e = oneOf(choice.key, choice.value, choice.allowed))
       return e;
+  if (c.training.mixedPrecisionReduce != "float32" &&
+      c.training.mixedPrecisionReduce != c.training.mixedPrecisionParam)
+    return bad("training.mixed_precision_reduce",
+               "= \"" + c.training.mixedPrecisionReduce +
+                   "\" differs from the parameters' \"" +
+                   c.training.mixedPrecisionParam +
+                   "\": titan reduces gradients in the dtype they are "
+                   "computed in or in float32 (set it to \"float32\")");
   llvm::StringRef option = c.activationCheckpoint.selectiveAcOption;
   unsigned every;
   if (option != "op" && (option.getAsInteger(10, every) || every == 0))
@@ -234,11 +259,6 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
   auto warn = [&](const llvm::Twine &message) {
     c.warnings.push_back(message.str());
   };
-  if (c.training.mixedPrecisionParam != "float32" ||
-      c.training.mixedPrecisionReduce != "float32")
-    warn("mixed precision is not applied yet: parameters, compute and "
-         "gradient reductions stay float32 (set training."
-         "mixed_precision_param and mixed_precision_reduce to \"float32\")");
   if (c.checkpoint.enable)
     warn("[checkpoint] enable = true is not applied yet: save the state at "
          "the end with the executable's --save DIR");

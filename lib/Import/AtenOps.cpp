@@ -526,8 +526,7 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
     if (alpha != 1.0)
       b = b.kind == ImportedValue::Kind::Float
               ? ImportedValue::ofFloat(b.asDouble() * alpha)
-              : ImportedValue::ofInt(b.intValue *
-                                     static_cast<int64_t>(alpha));
+              : ImportedValue::ofInt(b.intValue * static_cast<int64_t>(alpha));
     return scalarBinary(kind, a, b, importer.getContext());
   }
   if (kind == BinaryKind::FloorDiv || kind == BinaryKind::TruncDiv ||
@@ -1401,9 +1400,21 @@ Outputs convertLayerNorm(GraphImporter &importer, Node *node) {
 }
 
 /// torch.matmul's rules on ranks, with batch broadcasting made explicit.
+/// Like PyTorch, refuses floats of two different types.
 llvm::Expected<Value> matmul(Emitter &emit, Value a, Value b, bool transposeB) {
-  Type element = promote(tensorType(a).getElementType(),
-                         tensorType(b).getElementType(), emit.context);
+  Type aElement = tensorType(a).getElementType();
+  Type bElement = tensorType(b).getElementType();
+  if (aElement != bElement && isa<FloatType>(aElement) &&
+      isa<FloatType>(bElement))
+    return makeError(llvm::formatv(
+        "a matrix product of {0} and {1} operands (PyTorch refuses it too); "
+        "under mixed precision the model must be traced with its parameters "
+        "in the compute dtype, since a trace recorded in float32 takes "
+        "`x.float()` for x itself (models/export.py --trace-dtype bfloat16, "
+        "or torch.jit.script)",
+        c10::toString(static_cast<c10::ScalarType>(dtypeCode(aElement))),
+        c10::toString(static_cast<c10::ScalarType>(dtypeCode(bElement)))));
+  Type element = promote(aElement, bElement, emit.context);
   a = emit.cast(a, element);
   b = emit.cast(b, element);
   SmallVector<int64_t> aShape(tensorType(a).getShape()),
@@ -1726,7 +1737,8 @@ Outputs convertClamp(GraphImporter &importer, Node *node, StringRef form) {
   if (!isa<FloatType>(tensorType(*x).getElementType()))
     return makeError(integerTensorArithmetic);
   const ImportedValue none = ImportedValue::none();
-  const ImportedValue &lower = form == "clamp_max" ? none : importer.input(node, 1);
+  const ImportedValue &lower =
+      form == "clamp_max" ? none : importer.input(node, 1);
   const ImportedValue &upper = form == "clamp"       ? importer.input(node, 2)
                                : form == "clamp_max" ? importer.input(node, 1)
                                                      : none;
@@ -1746,8 +1758,8 @@ Outputs convertClamp(GraphImporter &importer, Node *node, StringRef form) {
       return makeError("clamp bounds must be numbers or tensors");
     if (llvm::Error error = unify(emit, result, limit))
       return std::move(error);
-    result = isLower ? emit.binary<MaxOp>(result, limit)
-                     : emit.min(result, limit);
+    result =
+        isLower ? emit.binary<MaxOp>(result, limit) : emit.min(result, limit);
   }
   return single(result);
 }
@@ -1908,12 +1920,11 @@ Outputs convertTensorConstant(GraphImporter &importer, Node *node) {
   // (`x + 1`, `C // n_head`): a number known at import time, which
   // promotes like one.
   if (element && tensor.dim() == 0) {
-    ImportedValue number =
-        element.isInteger(1)
-            ? ImportedValue::ofBool(tensor.item<bool>())
-        : isa<FloatType>(element)
-            ? ImportedValue::ofFloat(tensor.item<double>())
-            : ImportedValue::ofInt(tensor.item<int64_t>());
+    ImportedValue number = element.isInteger(1)
+                               ? ImportedValue::ofBool(tensor.item<bool>())
+                           : isa<FloatType>(element)
+                               ? ImportedValue::ofFloat(tensor.item<double>())
+                               : ImportedValue::ofInt(tensor.item<int64_t>());
     number.wrappedType = element;
     return single(number);
   }

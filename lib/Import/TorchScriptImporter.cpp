@@ -14,6 +14,7 @@
 #include "titan/Dialect/ElementTypes.h"
 #include "titan/Dialect/FunctionAttributes.h"
 #include "titan/Dialect/Provenance.h"
+#include "titan/Dialect/TensorBuilder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -781,10 +782,38 @@ private:
     if (!element)
       return makeError("parameter '" + fqn + "' has unsupported dtype " +
                        std::string(c10::toString(tensor.scalar_type())));
+    if (role == ArgRole::Param && options.parameterComputeType &&
+        isa<FloatType>(element))
+      return addMasterParameter(importer, fqn, tensor, shape);
     Value argument =
         importer.addArgument(RankedTensorType::get(shape, element), fqn, role);
     arguments[tensor.unsafeGetTensorImpl()] = ImportedValue::ofTensor(argument);
     return emit(fqn, shape, element, tensor, role);
+  }
+
+  /// Under mixed precision: a float32 argument holding the master weight
+  /// (widened when stored narrower), cast to the compute type at the top of
+  /// the forward with the location of the parameter's module, so the
+  /// forward reads the parameter in the compute type as FSDP2 gives it.
+  llvm::Error addMasterParameter(GraphImporter &importer,
+                                 const std::string &fqn,
+                                 const at::Tensor &tensor,
+                                 const std::vector<int64_t> &shape) {
+    Type f32 = Float32Type::get(&context);
+    Value master = importer.addArgument(RankedTensorType::get(shape, f32), fqn,
+                                        ArgRole::Param);
+    Type compute = getMLIRType(&context, *options.parameterComputeType);
+    Location loc = addModulePath(UnknownLoc::get(&context),
+                                 llvm::StringRef(fqn).rsplit('.').first);
+    Value cast =
+        TensorBuilder(importer.getBuilder(), loc).cast(master, compute);
+    arguments[tensor.unsafeGetTensorImpl()] = ImportedValue::ofTensor(cast);
+    // A shape-only tensor has no data to widen (tensorBytes gives none).
+    bool complete = tensor.has_storage() &&
+                    tensor.storage().nbytes() >=
+                        size_t(tensor.numel()) * tensor.element_size();
+    return emit(fqn, shape, f32, complete ? tensor.to(at::kFloat) : tensor,
+                ArgRole::Param);
   }
 
   /// Hands a tensor's data to the weight callback, if any.

@@ -17,6 +17,7 @@
 
 #include "titan/CostModel/OpTime.h"
 #include "titan/Dialect/ArgRole.h"
+#include "titan/Dialect/ArgumentTrace.h"
 #include "titan/Dialect/ElementTypes.h"
 #include "titan/Dialect/Provenance.h"
 #include "titan/Dialect/TitanDialect.h"
@@ -64,7 +65,8 @@ FailureOr<ModelFlops> mlir::titan::computeModelFlops(ModuleOp module) {
         op->hasAttr(TitanDialect::kRecomputeAttrName))
       return;
     if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
-      if (auto table = dyn_cast<BlockArgument>(embedding.getTable()))
+      // The table argument itself, or its cast to the compute type.
+      if (BlockArgument table = traceToArgument(embedding.getTable()))
         tables.insert(table.getArgNumber());
       if (!model.tokensPerStep)
         model.tokensPerStep =

@@ -2,8 +2,9 @@
 
 #include "comm/Reductions.h"
 
+#include "core/LowPrecision.h"
+
 #include <cmath>
-#include <cstring>
 #include <type_traits>
 
 namespace titan::rt {
@@ -22,20 +23,8 @@ template <typename T> struct NativeElement {
 struct BFloat16Element {
   using Storage = uint16_t;
   using Value = float;
-  static Value load(Storage stored) {
-    uint32_t bits = uint32_t(stored) << 16;
-    float value;
-    std::memcpy(&value, &bits, sizeof(value));
-    return value;
-  }
-  static Storage store(Value value) {
-    uint32_t bits;
-    std::memcpy(&bits, &value, sizeof(bits));
-    if ((bits & 0x7fffffffu) > 0x7f800000u) // NaN: keep it quiet and a NaN
-      return static_cast<Storage>((bits >> 16) | 0x40u);
-    bits += 0x7fffu + ((bits >> 16) & 1u); // round to nearest even
-    return static_cast<Storage>(bits >> 16);
-  }
+  static Value load(Storage stored) { return bf16ToFloat(stored); }
+  static Storage store(Value value) { return floatToBf16(value); }
 };
 
 /// f16 (IEEE binary16), computed in f32.

@@ -13,15 +13,17 @@ Status cpu::checkNonNegative(const char *op, const char *name, int64_t value) {
 }
 
 Status cpu::checkFloatDtype(const char *op, int32_t dtype, bool allowF64) {
-  if (dtype == TITANRT_F32 || (allowF64 && dtype == TITANRT_F64))
+  if (dtype == TITANRT_F32 || dtype == TITANRT_BF16 || dtype == TITANRT_F16 ||
+      (allowF64 && dtype == TITANRT_F64))
     return Status::success();
   if (dtypeSize(dtype) == 0)
     return Status::invalidArgument(std::string(op) + ": dtype " +
                                    std::to_string(dtype) +
                                    " is not a titanrt_dtype");
-  return Status::unsupported(std::string(op) + ": dtype " + dtypeName(dtype) +
-                             " is not supported by the CPU backend (" +
-                             (allowF64 ? "f32, f64" : "f32") + ")");
+  return Status::unsupported(
+      std::string(op) + ": dtype " + dtypeName(dtype) +
+      " is not supported by the CPU backend (" +
+      (allowF64 ? "f32, f64, bf16, f16" : "f32, bf16, f16") + ")");
 }
 
 Status cpu::checkBuffer(const char *op, const char *name, const void *pointer,

@@ -20,8 +20,9 @@ namespace titan::rt::cpu {
 Status checkNonNegative(const char *op, const char *name, int64_t value);
 
 /// Fails if `dtype` is not a floating-point type the kernel supports: f32,
-/// and f64 with `allowF64`. An unknown code is an invalid argument, a known
-/// dtype the kernel lacks is unsupported.
+/// bf16 and f16 (on float32 copies, cpu/Widen.h), and f64 with `allowF64`.
+/// An unknown code is an invalid argument, a known dtype the kernel lacks is
+/// unsupported.
 Status checkFloatDtype(const char *op, int32_t dtype, bool allowF64);
 
 /// Fails if the product of the non-negative `dims` overflows int64, or if

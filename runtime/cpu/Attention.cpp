@@ -10,6 +10,7 @@
 #include "cpu/Arguments.h"
 #include "cpu/AttentionKernels.h"
 #include "cpu/CpuKernels.h"
+#include "cpu/Widen.h"
 
 using namespace titan::rt;
 using namespace titan::rt::cpu;
@@ -68,10 +69,21 @@ Status cpu::attention(ThreadPool &pool, int32_t dtype, const void *q,
       checkBuffer(op, "v", v, {batch, kvHeads, seq, headDim}));
   TITANRT_RETURN_IF_ERROR(
       checkBuffer(op, "out", out, {batch, qHeads, seq, headDim}));
-  kernels->forward(pool,
-                   {batch, qHeads, kvHeads, seq, headDim, causal, float(scale)},
-                   static_cast<const float *>(q), static_cast<const float *>(k),
-                   static_cast<const float *>(v), static_cast<float *>(out));
+  AttentionShape shape{batch,   qHeads, kvHeads,     seq,
+                       headDim, causal, float(scale)};
+  if (isNarrowFloat(dtype)) {
+    int64_t qSize = batch * qHeads * seq * headDim;
+    int64_t kvSize = batch * kvHeads * seq * headDim;
+    std::vector<float> wideOut(qSize);
+    kernels->forward(pool, shape, widen(pool, dtype, q, qSize).data(),
+                     widen(pool, dtype, k, kvSize).data(),
+                     widen(pool, dtype, v, kvSize).data(), wideOut.data());
+    narrow(pool, dtype, wideOut, out);
+    return Status::success();
+  }
+  kernels->forward(pool, shape, static_cast<const float *>(q),
+                   static_cast<const float *>(k), static_cast<const float *>(v),
+                   static_cast<float *>(out));
   return Status::success();
 }
 
@@ -96,9 +108,25 @@ Status cpu::attentionGrad(ThreadPool &pool, int32_t dtype, const void *q,
         checkBuffer(op, name, pointer, {batch, kvHeads, seq, headDim}));
   TITANRT_RETURN_IF_ERROR(
       checkBuffer(op, "workspace", workspace, {2, batch, qHeads, seq}));
+  AttentionShape shape{batch,   qHeads, kvHeads,     seq,
+                       headDim, causal, float(scale)};
+  if (isNarrowFloat(dtype)) {
+    int64_t qSize = batch * qHeads * seq * headDim;
+    int64_t kvSize = batch * kvHeads * seq * headDim;
+    std::vector<float> wideDq(qSize), wideDk(kvSize), wideDv(kvSize);
+    kernels->backward(pool, shape, widen(pool, dtype, q, qSize).data(),
+                      widen(pool, dtype, k, kvSize).data(),
+                      widen(pool, dtype, v, kvSize).data(),
+                      widen(pool, dtype, grad, qSize).data(), wideDq.data(),
+                      wideDk.data(), wideDv.data(),
+                      static_cast<float *>(workspace));
+    narrow(pool, dtype, wideDq, dq);
+    narrow(pool, dtype, wideDk, dk);
+    narrow(pool, dtype, wideDv, dv);
+    return Status::success();
+  }
   kernels->backward(
-      pool, {batch, qHeads, kvHeads, seq, headDim, causal, float(scale)},
-      static_cast<const float *>(q), static_cast<const float *>(k),
+      pool, shape, static_cast<const float *>(q), static_cast<const float *>(k),
       static_cast<const float *>(v), static_cast<const float *>(grad),
       static_cast<float *>(dq), static_cast<float *>(dk),
       static_cast<float *>(dv), static_cast<float *>(workspace));

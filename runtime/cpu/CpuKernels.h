@@ -17,20 +17,23 @@
 
 namespace titan::rt::cpu {
 
-/// titanrt_matmul: F32 and F64 through OpenBLAS, cut into single-threaded
-/// GEMMs (a batch entry times a panel of C) that the pool runs (Gemm.cpp).
+/// titanrt_matmul: F32 and F64 through OpenBLAS (BF16 and F16 on float32
+/// copies), cut into single-threaded GEMMs (a batch entry times a panel of
+/// C) that the pool runs (Gemm.cpp).
 Status matmul(ThreadPool &pool, int32_t dtype, const void *a, const void *b,
               void *c, int64_t batch, int64_t m, int64_t n, int64_t k,
               bool transposeA, bool transposeB, bool bShared);
 
-/// titanrt_attention: F32, flash-attention style (Attention.cpp); bitwise
+/// titanrt_attention: F32 (BF16 and F16 on float32 copies), flash-attention
+/// style (Attention.cpp); bitwise
 /// equal results for any number of threads.
 Status attention(ThreadPool &pool, int32_t dtype, const void *q, const void *k,
                  const void *v, void *out, int64_t batch, int64_t qHeads,
                  int64_t kvHeads, int64_t seq, int64_t headDim, bool causal,
                  double scale);
 
-/// titanrt_attention_grad: F32; the workspace receives each query row's
+/// titanrt_attention_grad: F32 (BF16 and F16 on float32 copies); the
+/// workspace receives each query row's
 /// log-sum-exp and rowsum(dO * O) (Attention.cpp); bitwise equal results for
 /// any number of threads.
 Status attentionGrad(ThreadPool &pool, int32_t dtype, const void *q,

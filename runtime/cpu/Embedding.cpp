@@ -10,6 +10,7 @@
 
 #include "cpu/Arguments.h"
 #include "cpu/CpuKernels.h"
+#include "cpu/Widen.h"
 
 #include <algorithm>
 
@@ -53,7 +54,12 @@ Status embeddingGradWithIds(ThreadPool &pool, int32_t dtype, const Id *ids,
           "embedding_grad: id " + std::to_string(ids[i]) + " at position " +
           std::to_string(i) + " is outside the table's [0, " +
           std::to_string(vocab) + ")");
-  if (dtype == TITANRT_F32)
+  if (isNarrowFloat(dtype)) {
+    std::vector<float> wideGrad = widen(pool, dtype, grad, numIds * dim);
+    std::vector<float> wideOut(vocab * dim);
+    scatterAdd(pool, ids, wideGrad.data(), wideOut.data(), numIds, vocab, dim);
+    narrow(pool, dtype, wideOut, out);
+  } else if (dtype == TITANRT_F32)
     scatterAdd(pool, ids, static_cast<const float *>(grad),
                static_cast<float *>(out), numIds, vocab, dim);
   else

@@ -1,8 +1,9 @@
 //===- Gemm.cpp - titanrt_matmul on OpenBLAS ------------------------------===//
 //
-// Row-major GEMMs through cblas_sgemm / cblas_dgemm. The pool's threads are
-// the only compute threads: OpenBLAS is set to run single-threaded, and each
-// matmul is cut into tasks (a batch entry times a panel of C's rows or
+// Row-major GEMMs through cblas_sgemm / cblas_dgemm (bf16 and f16 on
+// float32 copies: Debian's OpenBLAS has no cblas_sbgemm). The pool's threads
+// are the only compute threads: OpenBLAS is set to run single-threaded, and
+// each matmul is cut into tasks (a batch entry times a panel of C's rows or
 // columns) that the pool's threads run, one single-threaded GEMM each.
 // OpenBLAS's own threads would otherwise keep spinning after each GEMM while
 // the pool's workers run the next kernel, and two thread sets on the same
@@ -15,6 +16,7 @@
 
 #include "cpu/Arguments.h"
 #include "cpu/CpuKernels.h"
+#include "cpu/Widen.h"
 
 #include <cblas.h>
 
@@ -174,7 +176,15 @@ Status cpu::matmul(ThreadPool &pool, int32_t dtype, const void *a,
     std::fill_n(static_cast<char *>(c), batch * m * n * bytes, 0);
     return Status::success();
   }
-  if (dtype == TITANRT_F32)
+  if (isNarrowFloat(dtype)) {
+    std::vector<float> wideA = widen(pool, dtype, a, batch * m * k);
+    std::vector<float> wideB =
+        widen(pool, dtype, b, (bShared ? 1 : batch) * k * n);
+    std::vector<float> wideC(batch * m * n);
+    runMatmul(pool, wideA.data(), wideB.data(), wideC.data(), batch, m, n, k,
+              transposeA, transposeB, bShared);
+    narrow(pool, dtype, wideC, c);
+  } else if (dtype == TITANRT_F32)
     runMatmul(pool, static_cast<const float *>(a),
               static_cast<const float *>(b), static_cast<float *>(c), batch, m,
               n, k, transposeA, transposeB, bShared);

@@ -252,10 +252,37 @@ func.func @not_causal(%qt: tensor<1x2x8x4xf32>, %kt: tensor<1x2x4x8xf32>,
       tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>
 }
 
+// Mixed precision: bf16 scores widened to f32 for the softmax and the
+// probabilities narrowed back (`softmax((scores + mask).float()).type_as(q)`).
+// CHECK-LABEL: func.func @mixed_precision
+// CHECK: titan.attention %{{.*}}, %{{.*}}, %{{.*}} causal scale 5.000000e-01 : tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>
+// CHECK-NOT: titan.softmax
+// CHECK: return
+func.func @mixed_precision(%qh: tensor<1x2x8x4xbf16>, %kh: tensor<1x2x4x8xbf16>,
+                           %vh: tensor<1x2x8x4xbf16>) -> tensor<1x2x8x4xbf16> {
+  %zero = titan.constant dense<0.000000e+00> : tensor<8x8xbf16>
+  %ninf = titan.constant dense<0xFF80> : tensor<8x8xbf16>
+  %one = titan.constant dense<1.000000e+00> : tensor<8x8xf64>
+  %rows = titan.iota dim 0 : tensor<8x8xf64>
+  %cols = titan.iota dim 1 : tensor<8x8xf64>
+  %diff = titan.sub %cols, %rows : tensor<8x8xf64>
+  %ahead = titan.compare ge, %diff, %one : tensor<8x8xf64> -> tensor<8x8xi1>
+  %m = titan.select %ahead, %ninf, %zero : tensor<8x8xi1>, tensor<8x8xbf16>
+  %b = titan.broadcast_in_dim %m dims [2, 3] : tensor<8x8xbf16> -> tensor<1x2x8x8xbf16>
+  %s = titan.matmul %qh, %kh : tensor<1x2x8x4xbf16>, tensor<1x2x4x8xbf16> -> tensor<1x2x8x8xbf16>
+  %h = titan.scale %s by 5.000000e-01 : tensor<1x2x8x8xbf16>
+  %a = titan.add %h, %b : tensor<1x2x8x8xbf16>
+  %f = titan.cast %a : tensor<1x2x8x8xbf16> to tensor<1x2x8x8xf32>
+  %p = titan.softmax %f dim 3 : tensor<1x2x8x8xf32>
+  %n = titan.cast %p : tensor<1x2x8x8xf32> to tensor<1x2x8x8xbf16>
+  %o = titan.matmul %n, %vh : tensor<1x2x8x8xbf16>, tensor<1x2x8x4xbf16> -> tensor<1x2x8x4xbf16>
+  return %o : tensor<1x2x8x4xbf16>
+}
+
 // Not attention as titan.attention computes it: the softmax over the query
 // dim, the scores or the probabilities also used elsewhere, a scale only
-// known at run time, a negative scale, a real precision change around the
-// softmax (bf16 scores normalized in f32).
+// known at run time, a negative scale, more than one conversion on the way
+// (bf16 scores widened to f32 and then to f64).
 // CHECK-LABEL: func.func @not_attention
 // CHECK-NOT: titan.attention
 // CHECK: return
@@ -288,11 +315,12 @@ func.func @not_attention(%qt: tensor<1x2x8x4xf32>, %kt: tensor<1x2x4x8xf32>,
   %n5 = titan.scale %s5 by -5.000000e-01 : tensor<1x2x8x8xf32>
   %p5 = titan.softmax %n5 dim 3 : tensor<1x2x8x8xf32>
   %o5 = titan.matmul %p5, %vt : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
-  // bf16 scores, f32 softmax, bf16 probabilities.
+  // bf16 scores widened twice (to f32, then f64) before the softmax.
   %s6 = titan.matmul %qh, %kh : tensor<1x2x8x4xbf16>, tensor<1x2x4x8xbf16> -> tensor<1x2x8x8xbf16>
   %f6 = titan.cast %s6 : tensor<1x2x8x8xbf16> to tensor<1x2x8x8xf32>
-  %p6 = titan.softmax %f6 dim 3 : tensor<1x2x8x8xf32>
-  %h6 = titan.cast %p6 : tensor<1x2x8x8xf32> to tensor<1x2x8x8xbf16>
+  %g6 = titan.cast %f6 : tensor<1x2x8x8xf32> to tensor<1x2x8x8xf64>
+  %p6 = titan.softmax %g6 dim 3 : tensor<1x2x8x8xf64>
+  %h6 = titan.cast %p6 : tensor<1x2x8x8xf64> to tensor<1x2x8x8xbf16>
   %o6 = titan.matmul %h6, %vh : tensor<1x2x8x8xbf16>, tensor<1x2x8x4xbf16> -> tensor<1x2x8x4xbf16>
   return %o1, %o2, %s2, %o3, %p3, %o4, %o5, %o6 : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x8xf32>,
       tensor<1x2x8x4xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xbf16>

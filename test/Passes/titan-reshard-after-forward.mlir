@@ -2,6 +2,7 @@
 // RUN: titan-opt %s --split-input-file --titan-reshard-after-forward=policy=never | FileCheck %s --check-prefix=NEVER
 // RUN: titan-opt %s --split-input-file --titan-reshard-after-forward | FileCheck %s --check-prefix=NEVER
 // RUN: titan-opt %s --split-input-file --titan-reshard-after-forward=policy=default | FileCheck %s --check-prefix=DEFAULT
+// RUN: titan-opt %s --split-input-file --titan-reshard-after-forward=policy=always | FileCheck %s --check-prefix=MIXED
 // RUN: not titan-opt %s --split-input-file --titan-reshard-after-forward=policy=sometimes 2>&1 | FileCheck %s --check-prefix=BAD
 
 // The forward gathers w over fsdp and reads it, directly and through a
@@ -80,4 +81,28 @@ func.func @train_step(
   %d1 = titan.matmul %yn, %g1 transpose_rhs : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32> loc(fused<"titan.phase.backward">[unknown])
   %dn = titan.mul %yn, %gn : tensor<4x4xf32> loc(fused<"titan.phase.backward">[unknown])
   return %d0, %d1, %dn : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+// Mixed precision: the forward casts the shard to bf16 and gathers the
+// cast; the backward casts the float32 shard and gathers again (the bf16
+// shard is not kept either).
+// MIXED: %[[C:.*]] = titan.cast %arg0 : tensor<2x4xf32> to tensor<2x4xbf16>
+// MIXED-NEXT: %[[G:.*]] = titan.all_gather %[[C]] on @mesh ["fsdp"] dim 0 : tensor<2x4xbf16> -> tensor<4x4xbf16>
+// MIXED-NEXT: %[[Y:.*]] = titan.matmul %arg1, %[[G]]
+// MIXED-NEXT: %[[C2:.*]] = titan.cast %arg0 {titan.recompute} : tensor<2x4xf32> to tensor<2x4xbf16>
+// MIXED-NEXT: %[[G2:.*]] = titan.all_gather %[[C2]] on @mesh ["fsdp"] dim 0 {titan.recompute} : tensor<2x4xbf16> -> tensor<4x4xbf16>
+// MIXED-NEXT: titan.matmul %[[Y]], %[[G2]] transpose_rhs
+
+titan.mesh @mesh ["fsdp"=2]
+func.func @train_step(
+    %w: tensor<2x4xf32> {titan.name = "w", titan.role = "param"},
+    %x: tensor<4x4xbf16> {titan.name = "x", titan.role = "input"})
+    -> tensor<4x4xbf16> {
+  %c = titan.cast %w : tensor<2x4xf32> to tensor<2x4xbf16> loc(fused<"titan.phase.forward">[unknown])
+  %g = titan.all_gather %c on @mesh ["fsdp"] dim 0 : tensor<2x4xbf16> -> tensor<4x4xbf16> loc(fused<"titan.phase.forward">[unknown])
+  %y = titan.matmul %x, %g : tensor<4x4xbf16>, tensor<4x4xbf16> -> tensor<4x4xbf16> loc(fused<"titan.phase.forward">[unknown])
+  %d = titan.matmul %y, %g transpose_rhs : tensor<4x4xbf16>, tensor<4x4xbf16> -> tensor<4x4xbf16> loc(fused<"titan.phase.backward">[unknown])
+  return %d : tensor<4x4xbf16>
 }

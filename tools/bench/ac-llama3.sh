@@ -8,9 +8,9 @@
 #   8B:   FSDP 8             =   8 ranks, local batch 1
 #   70B:  FSDP 8 x TP 8      =  64 ranks, local batch 8
 #   405B: FSDP 64 x TP 8     = 512 ranks, local batch 2
-# Until mixed precision lands (issue 13), titan trains these in float32:
-# the memory is that of float32 parameters and activations, and MFU is of
-# the float32 peak.
+# The configs train in bf16 as torchtitan's do (mixed_precision_param =
+# "bfloat16": float32 masters and optimizer state, bf16 gathered parameters
+# and activations); MFU is of the bf16 peak.
 #   usage: tools/bench/ac-llama3.sh [BUILD_DIR] [FLAVORS...]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

@@ -564,6 +564,8 @@ int main(int argc, char **argv) {
         {config->training.localBatchSize * mesh.getDataParallelDegree(),
          config->training.seqLen},
         "i64"};
+    if (config->training.getParamDtype() != ElementType::F32)
+      options.parameterComputeType = config->training.getParamDtype();
   } else if (!configOverrides.empty()) {
     return fail("--set needs --config");
   }

@@ -11,6 +11,8 @@
 #ifndef TITAN_CONFIG_TRAINCONFIG_H
 #define TITAN_CONFIG_TRAINCONFIG_H
 
+#include "titan/Support/ElementType.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -50,10 +52,19 @@ struct TrainingConfig {
   std::string datasetPath;
   int64_t seed = 42;
   bool deterministic = false;
+  /// The dtype the forward and backward compute parameters in (FSDP2's
+  /// param_dtype): "float32" (no mixed precision), "bfloat16" or "float16".
   std::string mixedPrecisionParam = "float32";
+  /// The dtype gradients are reduced in across data-parallel ranks (FSDP2's
+  /// reduce_dtype).
   std::string mixedPrecisionReduce = "float32";
   /// Label value whose tokens do not count in the loss.
   int64_t ignoreIndex = -100;
+
+  /// mixedPrecisionParam as an element type.
+  ElementType getParamDtype() const;
+  /// mixedPrecisionReduce as an element type.
+  ElementType getReduceDtype() const;
 };
 
 /// [parallelism]: torchtitan's degrees.

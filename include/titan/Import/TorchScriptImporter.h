@@ -77,6 +77,14 @@ struct TorchScriptImportOptions {
   /// When set, receives the node kinds evaluated at import time, in the
   /// order first seen.
   std::vector<FoldedOp> *foldedOps = nullptr;
+  /// Mixed precision (FSDP2's param_dtype, torchtitan's
+  /// training.mixed_precision_param): the type the forward reads floating
+  /// parameters in. Each such parameter becomes a float32 argument, the
+  /// master weight (widened if stored narrower), cast to this type at the
+  /// top of @forward; the rest of the program follows PyTorch's type rules
+  /// from there, as the module runs under FSDP2. Unset: parameters are read
+  /// as stored.
+  std::optional<ElementType> parameterComputeType;
 };
 
 /// Loads `path` with LibTorch and imports its forward method. Errors name

@@ -77,13 +77,14 @@ const char *titanrt_last_error(const titanrt_context *ctx);
  * Compute (called by compiled code; listed in titanrt.def)
  *
  * Tensors are dense and row-major. `dtype` is a titanrt_dtype. The CPU
- * backend supports TITANRT_F32 (and TITANRT_F64 where noted).
+ * backend supports TITANRT_F32, TITANRT_BF16 and TITANRT_F16 (computed on
+ * float32 copies, rounded once), and TITANRT_F64 where noted.
  *===----------------------------------------------------------------------===*/
 
 /// C[i] = op(A[i]) * op(B[i]) for i < batch, where op transposes its
 /// matrix when the flag is set. A[i] is m x k (k x m when transposed),
 /// B[i] is k x n (n x k when transposed), C[i] is m x n. With `b_shared`,
-/// B is one matrix used by every batch (a weight). F32 and F64.
+/// B is one matrix used by every batch (a weight). Also F64.
 titanrt_status titanrt_matmul(titanrt_context *ctx, int32_t dtype,
                               const void *a, const void *b, void *c,
                               int64_t batch, int64_t m, int64_t n, int64_t k,

@@ -4,7 +4,8 @@ local ranks and compares the run with the reference interpreter's
 
 usage: check_executable.py MODEL.pt CONFIG.toml WORK --ranks N
        (--state DIR | --load CHECKPOINT) --data DIR --steps S
-       --reference DIR [--set k=v ...] [--rtol R] [--checkpoint-format F]
+       --reference DIR [--set k=v ...] [--rtol R] [--loss-rtol R]
+       [--checkpoint-format F]
 
 WORK/out is titan-compile's output, WORK/ckpt the initial state saved in
 the executable's checkpoint layout (titan-ckpt save --plan; with --load the
@@ -44,6 +45,7 @@ def main() -> int:
     parser.add_argument("--checkpoint-format", default="torch2",
                         help="the module paths of WORK/after (titan-run's --checkpoint-format)")
     parser.add_argument("--rtol", default="1e-5")
+    parser.add_argument("--loss-rtol", default="1e-6")
     args = parser.parse_args()
 
     out = os.path.join(args.work, "out")
@@ -65,7 +67,8 @@ def main() -> int:
     here = os.path.dirname(os.path.abspath(__file__))
     return subprocess.run([sys.executable, os.path.join(here, "compare_run.py"),
                            metrics, os.path.join(args.work, "loaded"),
-                           args.reference, "--rtol", args.rtol]).returncode
+                           args.reference, "--rtol", args.rtol,
+                           "--loss-rtol", args.loss_rtol]).returncode
 
 
 if __name__ == "__main__":

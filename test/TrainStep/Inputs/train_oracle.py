@@ -16,6 +16,20 @@ usage: train_oracle.py MODEL_DIR OUT --lr L --beta1 B1 --beta2 B2 --eps E
        [--training-steps T --warmup-steps W --decay-ratio R --decay-type D
         --min-lr-factor F]
 
+With --param-dtype bfloat16 (or float16), the step runs as FSDP2's mixed
+precision does (torchtitan's mixed_precision_param, reduce dtype float32):
+the float32 parameters are the master weights; each step the module computes
+with copies cast to the param dtype, their gradients are widened to float32,
+and clipping and AdamW run on the masters. The model should be traced in that
+dtype (models/export.py --trace-dtype). Three computations are made to round
+once, as titan's fused kernels (and PyTorch 2's scaled_dot_product_attention
+and nn.RMSNorm, and torch.compile's kernels) do: PyTorch 1.13's CPU silu
+rounds each step of x / (1 + exp(-x)) to bf16, RMSNorm's
+`normed.type_as(x) * weight` rounds the normalized value before the product,
+and the explicit attention rounds the scores and the probabilities; the
+oracle computes each in float32 and rounds the result (see
+docs/mixed-precision.md).
+
 With --training-steps, the learning rate follows torchtitan's [lr_scheduler]
 through torch.optim.lr_scheduler.LambdaLR, with the lambda torchtitan
 defines (torchtitan/components/lr_scheduler.py, linear_warmup_stable_decay;
@@ -63,6 +77,72 @@ def torchtitan_lr_lambda(training_steps, warmup_steps, decay_ratio, decay_type,
     return factor
 
 
+# aten::silu on a float copy, rounded once to the input's dtype.
+SILU = """
+graph(%x):
+  %r = aten::silu(%x)
+  return (%r)"""
+FLOAT_SILU = """
+graph(%x):
+  %f : int = prim::Constant[value=6]()
+  %false : bool = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %xf = aten::to(%x, %f, %false, %false, %none)
+  %s = aten::silu(%xf)
+  %r = aten::type_as(%s, %x)
+  return (%r)"""
+
+
+# RMSNorm's weight product on the float32 normalized value, rounded once.
+NORM_PRODUCT = """
+graph(%normed, %x, %w):
+  %n = aten::type_as(%normed, %x)
+  %r = aten::mul(%n, %w)
+  return (%r)"""
+FLOAT_NORM_PRODUCT = """
+graph(%normed, %x, %w):
+  %p = aten::mul(%normed, %w)
+  %r = aten::type_as(%p, %x)
+  return (%r)"""
+
+
+# Llama's explicit attention, softmax((q @ k^T / c + mask).float()).type_as(q)
+# @ v, all in float32.
+ATTENTION = """
+graph(%q, %kt, %c, %mask, %alpha, %f32, %false, %none, %dim, %v):
+  %s = aten::matmul(%q, %kt)
+  %scores = aten::div(%s, %c)
+  %a = aten::add(%scores, %mask, %alpha)
+  %wide = aten::to(%a, %f32, %false, %false, %none)
+  %p = aten::softmax(%wide, %dim, %none)
+  %probs = aten::type_as(%p, %q)
+  %out = aten::matmul(%probs, %v)
+  return (%out)"""
+FLOAT_ATTENTION = """
+graph(%q, %kt, %c, %mask, %alpha, %f32, %false, %none, %dim, %v):
+  %qf = aten::to(%q, %f32, %false, %false, %none)
+  %ktf = aten::to(%kt, %f32, %false, %false, %none)
+  %vf = aten::to(%v, %f32, %false, %false, %none)
+  %s = aten::matmul(%qf, %ktf)
+  %scores = aten::div(%s, %c)
+  %a = aten::add(%scores, %mask, %alpha)
+  %p = aten::softmax(%a, %dim, %none)
+  %o = aten::matmul(%p, %vf)
+  %out = aten::type_as(%o, %q)
+  return (%out)"""
+
+
+def round_once(model) -> None:
+    """Rewrites silu, RMSNorm's weight product and attention in the module's methods."""
+    for _, module in model.named_modules():
+        if not hasattr(module, "forward"):
+            continue
+        # The norm first: the silu rewrite makes a type_as -> mul of its own.
+        for pattern, replacement in ((NORM_PRODUCT, FLOAT_NORM_PRODUCT), (SILU, FLOAT_SILU),
+                                     (ATTENTION, FLOAT_ATTENTION)):
+            torch._C._jit_pass_custom_pattern_based_rewrite_graph(pattern, replacement, module.forward.graph)
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("model_dir")
@@ -77,10 +157,18 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--decay-type", default="linear",
                         choices=("linear", "sqrt", "cosine"))
     parser.add_argument("--min-lr-factor", type=float, default=0.0)
+    parser.add_argument("--param-dtype", default="float32",
+                        choices=("float32", "bfloat16", "float16"))
     args = parser.parse_args(argv)
 
     torch.manual_seed(0)
     model = torch.jit.load(os.path.join(args.model_dir, "model.pt"))
+    # Eager autograd through the graph (the JIT's own differentiation does not
+    # follow the dtypes of rewritten graphs).
+    torch._C._jit_set_profiling_executor(False)
+    torch._C._jit_set_profiling_mode(False)
+    if args.param_dtype != "float32":
+        round_once(model)  # Before the first call compiles it.
     tokens = torch.from_numpy(np.load(os.path.join(args.model_dir, "tokens.npy")))
     vocab = model(tokens[:, :1]).shape[-1]
     # Next-token labels, with a few ignored positions to exercise ignore_index.
@@ -89,7 +177,14 @@ def main(argv: Optional[List[str]] = None) -> None:
     os.makedirs(os.path.join(args.out, "expected"), exist_ok=True)
     np.save(os.path.join(args.out, "labels.npy"), labels.numpy())
 
-    params = dict(model.named_parameters())
+    # The module's parameters compute; the masters are trained (the same
+    # tensors without mixed precision).
+    compute = dict(model.named_parameters())
+    param_dtype = getattr(torch, args.param_dtype)
+    if param_dtype == torch.float32:
+        params = compute
+    else:
+        params = {name: torch.nn.Parameter(p.detach().clone()) for name, p in compute.items()}
     optimizer = torch.optim.AdamW(
         params.values(), lr=args.lr, betas=(args.beta1, args.beta2), eps=args.eps,
         weight_decay=args.weight_decay)
@@ -102,10 +197,17 @@ def main(argv: Optional[List[str]] = None) -> None:
     losses, lrs = [], []
     for step in range(args.steps):
         optimizer.zero_grad()
+        if params is not compute:
+            for name, p in compute.items():
+                p.data = params[name].detach().to(param_dtype)
+                p.grad = None
         logits = model(tokens)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1),
                                ignore_index=args.ignore_index)
         loss.backward()
+        if params is not compute:
+            for name, p in compute.items():
+                params[name].grad = p.grad.float()
         if args.max_norm > 0:
             torch.nn.utils.clip_grad_norm_(list(params.values()), args.max_norm)
         losses.append(loss.item())

@@ -128,6 +128,13 @@ TEST(TrainConfig, NonFiniteAndUnknownValuesAreErrors) {
   EXPECT_EQ(errorOf("[lr_scheduler]\ndecay_type = \"cosin\"\n"),
             "cfg.toml: 'lr_scheduler.decay_type' must be one of \"linear\", "
             "\"sqrt\", \"cosine\", got \"cosin\" (did you mean 'cosine'?)");
+  // Gradients are reduced in the dtype they are computed in or in float32.
+  EXPECT_EQ(errorOf("[training]\nmixed_precision_param = \"bfloat16\"\n"
+                    "mixed_precision_reduce = \"float16\"\n"),
+            "cfg.toml: 'training.mixed_precision_reduce' = \"float16\" differs "
+            "from the parameters' \"bfloat16\": titan reduces gradients in "
+            "the dtype they are computed in or in float32 (set it to "
+            "\"float32\")");
   // A value cannot smuggle a second key in on another line.
   EXPECT_EQ(errorOf("", {"training.seq_len=8\nsteps=5"}),
             "override 'training.seq_len=8\nsteps=5': a value must be on one "
@@ -141,13 +148,8 @@ TEST(TrainConfig, WarnsAboutWhatItDoesNotApply) {
       "\"bfloat16\"\n",
       "cfg.toml");
   ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
-  ASSERT_EQ(config->warnings.size(), 2u);
+  ASSERT_EQ(config->warnings.size(), 1u);
   EXPECT_EQ(config->warnings[0],
-            "mixed precision is not applied yet: parameters, compute and "
-            "gradient reductions stay float32 (set "
-            "training.mixed_precision_param and mixed_precision_reduce to "
-            "\"float32\")");
-  EXPECT_EQ(config->warnings[1],
             "model.name \"gpt9\" is not a family of titan's models/ (did you "
             "mean 'gpt2'?); the model is the one MODEL.pt holds");
   llvm::Expected<TrainConfig> flavor = parseTrainConfig(

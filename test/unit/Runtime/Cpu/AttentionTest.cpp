@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "core/LowPrecision.h"
 #include "cpu/AttentionKernels.h"
 #include "cpu/CpuKernels.h"
 
@@ -246,6 +247,46 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+TEST(AttentionBf16Test, RoundsTheFloat32ResultsOnce) {
+  // bf16 attention is the float32 kernel on the widened inputs, each result
+  // rounded once: bitwise.
+  AttentionCase c{2, 4, 2, 37, 16, true, 0.25};
+  Inputs wide(c);
+  auto toBf16 = [](std::vector<float> &values) {
+    std::vector<uint16_t> bits;
+    for (float &value : values) {
+      bits.push_back(floatToBf16(value));
+      value = bf16ToFloat(bits.back());
+    }
+    return bits;
+  };
+  std::vector<uint16_t> q = toBf16(wide.q), k = toBf16(wide.k),
+                        v = toBf16(wide.v), dOut = toBf16(wide.dOut);
+  Results expected = runPublic(c, wide, 2);
+  std::vector<uint16_t> out(c.qSize()), dq(c.qSize()), dk(c.kvSize()),
+      dv(c.kvSize());
+  std::vector<float> workspace(2 * c.batch * c.qHeads * c.seq);
+  ASSERT_TRUE(attention(pool(2), TITANRT_BF16, q.data(), k.data(), v.data(),
+                        out.data(), c.batch, c.qHeads, c.kvHeads, c.seq,
+                        c.headDim, c.causal, c.scale)
+                  .ok());
+  ASSERT_TRUE(attentionGrad(pool(2), TITANRT_BF16, q.data(), k.data(), v.data(),
+                            dOut.data(), dq.data(), dk.data(), dv.data(),
+                            workspace.data(), c.batch, c.qHeads, c.kvHeads,
+                            c.seq, c.headDim, c.causal, c.scale)
+                  .ok());
+  auto rounded = [](const std::vector<float> &values) {
+    std::vector<uint16_t> bits;
+    for (float value : values)
+      bits.push_back(floatToBf16(value));
+    return bits;
+  };
+  EXPECT_EQ(out, rounded(expected.out));
+  EXPECT_EQ(dq, rounded(expected.dq));
+  EXPECT_EQ(dk, rounded(expected.dk));
+  EXPECT_EQ(dv, rounded(expected.dv));
+}
+
 TEST(AttentionKernelsTest, RunsTheWidestTarget) {
   std::vector<const AttentionKernels *> kernels = runnableKernels();
   ASSERT_FALSE(kernels.empty());
@@ -308,7 +349,8 @@ TEST(AttentionArgumentsTest, Errors) {
   Status f64 = forward(TITANRT_F64, 2, 1, 3, buffer);
   EXPECT_EQ(f64.getCode(), TITANRT_ERROR_UNSUPPORTED);
   EXPECT_EQ(f64.getMessage(),
-            "attention: dtype f64 is not supported by the CPU backend (f32)");
+            "attention: dtype f64 is not supported by the CPU backend (f32, "
+            "bf16, f16)");
 
   Status workspace =
       attentionGrad(pool(1), TITANRT_F32, buffer, buffer, buffer, buffer,
@@ -321,10 +363,10 @@ TEST(AttentionArgumentsTest, Errors) {
                     buffer, buffer, nullptr, buffer, 1, 2, 1, 3, 2, true, 1.0);
   EXPECT_EQ(dv.getMessage(), "attention_grad: dv is null but holds 6 "
                              "elements");
-  Status bf16 =
-      attentionGrad(pool(1), TITANRT_BF16, buffer, buffer, buffer, buffer,
+  Status integer =
+      attentionGrad(pool(1), TITANRT_I32, buffer, buffer, buffer, buffer,
                     buffer, buffer, buffer, buffer, 1, 2, 1, 3, 2, true, 1.0);
-  EXPECT_EQ(bf16.getCode(), TITANRT_ERROR_UNSUPPORTED);
+  EXPECT_EQ(integer.getCode(), TITANRT_ERROR_UNSUPPORTED);
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 //===- EmbeddingGradTest.cpp - Tests of the embedding scatter-add ---------===//
 
+#include "core/LowPrecision.h"
 #include "cpu/CpuKernels.h"
 
 #include "TestUtil.h"
@@ -61,6 +62,20 @@ TEST(EmbeddingGradTest, RepeatedIdsAccumulate) {
   EXPECT_EQ(out, (std::vector<float>{2, 20, 0, 0, 8, 80}));
 }
 
+TEST(EmbeddingGradTest, Bf16SumsInFloat32AndRoundsOnce) {
+  // 256 + 1 + 1 + 1: float32 sums exactly (259), which rounds to bf16 as 260
+  // (bf16 steps by 2 there; ties to even); adding in bf16 would stay at 256.
+  std::vector<int64_t> ids = {1, 1, 1, 1};
+  std::vector<uint16_t> grad = {floatToBf16(256), floatToBf16(1),
+                                floatToBf16(1), floatToBf16(1)};
+  std::vector<uint16_t> out(2, 0xffff);
+  Status status = embeddingGrad(pool(2), TITANRT_BF16, TITANRT_I64, ids.data(),
+                                grad.data(), out.data(), 4, 2, 1);
+  ASSERT_TRUE(status.ok()) << status.getMessage();
+  EXPECT_EQ(bf16ToFloat(out[0]), 0.0f);
+  EXPECT_EQ(bf16ToFloat(out[1]), 260.0f);
+}
+
 TEST(EmbeddingGradTest, MatchesReference) {
   std::vector<int64_t> ids64 = {5, 0, 5, 99, 5,  17, 42, 42,
                                 3, 5, 0, 99, 63, 64, 5,  18};
@@ -114,7 +129,7 @@ TEST(EmbeddingGradTest, ArgumentErrors) {
                                buffer, 1, 1, 1);
   EXPECT_EQ(dtype.getCode(), TITANRT_ERROR_UNSUPPORTED);
   EXPECT_EQ(dtype.getMessage(), "embedding_grad: dtype i64 is not supported "
-                                "by the CPU backend (f32, f64)");
+                                "by the CPU backend (f32, f64, bf16, f16)");
 
   Status vocab = embeddingGrad(pool(1), TITANRT_F32, TITANRT_I64, &id, buffer,
                                buffer, 1, -4, 1);

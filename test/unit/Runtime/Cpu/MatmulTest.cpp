@@ -6,11 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "core/LowPrecision.h"
 #include "cpu/CpuKernels.h"
 
 #include "TestUtil.h"
 
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -113,6 +115,46 @@ TEST(MatmulTest, F64MatchesReference) {
     checkMatmul<double>(c, TITANRT_F64, 1e-14);
 }
 
+TEST(MatmulTest, Bf16RoundsTheProductOnce) {
+  // bf16 operands, products summed in float32 and rounded once to bf16:
+  // every element within one bf16 unit in the last place (2^-7 relative;
+  // the float32 sum may sit on the other side of a rounding boundary) of
+  // the exact product, and most exactly its rounding.
+  for (const MatmulCase &c : {MatmulCase{1, 37, 61, 203, false, true, false},
+                              MatmulCase{3, 13, 9, 16, true, false, true}}) {
+    SCOPED_TRACE(caseName(c));
+    auto bf16Values = [](int64_t count, unsigned seed) {
+      std::vector<uint16_t> bits;
+      for (float value : randomValues<float>(count, seed))
+        bits.push_back(floatToBf16(value));
+      return bits;
+    };
+    std::vector<uint16_t> a = bf16Values(c.batch * c.m * c.k, 1);
+    std::vector<uint16_t> b =
+        bf16Values((c.bShared ? 1 : c.batch) * c.k * c.n, 2);
+    auto widened = [](const std::vector<uint16_t> &bits) {
+      std::vector<float> values;
+      for (uint16_t value : bits)
+        values.push_back(bf16ToFloat(value));
+      return values;
+    };
+    std::vector<double> expected = referenceMatmul(c, widened(a), widened(b));
+    std::vector<uint16_t> result(expected.size());
+    Status status =
+        matmul(pool(2), TITANRT_BF16, a.data(), b.data(), result.data(),
+               c.batch, c.m, c.n, c.k, c.transposeA, c.transposeB, c.bShared);
+    ASSERT_TRUE(status.ok()) << status.getMessage();
+    int64_t exact = 0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      double value = bf16ToFloat(result[i]);
+      EXPECT_LE(std::abs(value - expected[i]),
+                std::abs(expected[i]) * 0x1p-7 + 1e-30);
+      exact += result[i] == floatToBf16(float(expected[i]));
+    }
+    EXPECT_GE(double(exact), 0.9 * double(expected.size()));
+  }
+}
+
 TEST(MatmulTest, EmptyReductionGivesZeros) {
   std::vector<float> c(2 * 3 * 4, std::numeric_limits<float>::quiet_NaN());
   float unused = 0;
@@ -150,11 +192,11 @@ TEST(MatmulTest, ArgumentErrors) {
   EXPECT_EQ(null.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(null.getMessage(), "matmul: a is null but holds 24 elements");
 
-  Status bf16 = matmulStatus(TITANRT_BF16, 1, 1, 1, 1);
-  EXPECT_EQ(bf16.getCode(), TITANRT_ERROR_UNSUPPORTED);
-  EXPECT_EQ(bf16.getMessage(),
-            "matmul: dtype bf16 is not supported by the CPU backend (f32, "
-            "f64)");
+  Status integer = matmulStatus(TITANRT_I64, 1, 1, 1, 1);
+  EXPECT_EQ(integer.getCode(), TITANRT_ERROR_UNSUPPORTED);
+  EXPECT_EQ(integer.getMessage(),
+            "matmul: dtype i64 is not supported by the CPU backend (f32, "
+            "f64, bf16, f16)");
 
   Status unknown = matmulStatus(42, 1, 1, 1, 1);
   EXPECT_EQ(unknown.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
