@@ -471,8 +471,13 @@ def PropagatePlacementsPass : Pass<"titan-propagate-placements",
     all-to-all bytes divided by the bandwidth of the axis that carries them;
     with the default equal bandwidths, bytes per rank). A new Partial result
     is charged the reduce-scatter it will need (per partial axis, onto its
-    first dim the axis divides, or an all-reduce). A choice that would
-    redistribute a parameter on one of the `stationary-param-axes`, or an
+    first dim the axis divides, or an all-reduce). A hint on a result is
+    charged where it shards (and where a partial result must be reduced to
+    it); its replicated axes often only say that the values it came from
+    lack the dim (labels carry no vocabulary to the logits), so a result
+    sharded there is not charged a gather. A choice that would
+    redistribute a parameter (or its cast to the compute type, under mixed
+    precision) on one of the `stationary-param-axes`, or an
     input on one of the `stationary-input-axes`, is refused: the pipeline
     names "tp" for parameters when tensor parallelism is on (the weights stay
     sharded, the activations move, as in Megatron) and the data and context

@@ -94,8 +94,15 @@ double ChoiceCosts::getChoiceCost(Operation *op, const OpShardingRule &rule,
     Layout produced = getResultPlacements(rule, choices, index);
     if (const Layout *hint = state.known(result)) {
       // Every layout the consumers decided so far asked for: the hint and
-      // the redistributions planned from it.
-      add(result, produced, *hint, /*shared=*/false);
+      // the redistributions planned from it. A hint says how to shard; its
+      // replicated axes often only mean that the values it came from do not
+      // have the dim (labels carry no vocabulary to their logits), so they
+      // charge only the reduction of a partial result.
+      Layout wanted = *hint;
+      for (auto [axis, placement] : llvm::enumerate(wanted))
+        if (placement.isReplicate() && !produced[axis].isPartial())
+          placement = produced[axis];
+      add(result, produced, wanted, /*shared=*/false);
       auto it = state.planned.find(result);
       if (it != state.planned.end())
         for (const Layout &wanted : it->second)

@@ -47,13 +47,9 @@ void mlir::titan::spreadPlacementHints(ArrayRef<Operation *> ops,
   std::vector<std::pair<Operation *, OpShardingRule>> elementwise;
   for (Operation *op : ops) {
     OpShardingRule rule = cast<ShardingRuleOpInterface>(op).getShardingRule();
-    // A factor with a custom lowering hides a computation across its
-    // shards (cross_entropy_grad's token count and vocabulary softmax,
-    // embedding_grad's scatter): such an op does not just combine elements.
-    if (llvm::all_of(
-            rule.factorKinds,
-            [](FactorKind kind) { return kind == FactorKind::Parallel; }) &&
-        llvm::none_of(rule.customLowering, [](bool custom) { return custom; }))
+    if (llvm::all_of(rule.factorKinds, [](FactorKind kind) {
+          return kind == FactorKind::Parallel;
+        }))
       elementwise.emplace_back(op, std::move(rule));
   }
   auto known = [&](Value value) -> const Layout * {

@@ -18,11 +18,11 @@ namespace mlir::titan {
 
 /// Spreads the layouts of `layouts` (one placement per mesh axis) through
 /// the ops of `ops` whose factors are all parallel (no contraction, no
-/// reduction) and lowered as they are (no custom lowering), both ways, to the
-/// values no layout reaches yet, until nothing changes: a value learns what the
-/// elementwise computation around it already uses, e.g. a weight gradient the
-/// layout of the moments AdamW combines it with, before its producer decides. A
-/// value takes a hint only when all that reach it in one round agree.
+/// reduction), both ways, to the values no layout reaches yet, until nothing
+/// changes: a value learns what the elementwise computation around it
+/// already uses, e.g. a weight gradient the layout of the moments AdamW
+/// combines it with, before its producer decides. A value takes a hint only
+/// when all that reach it in one round agree.
 void spreadPlacementHints(
     ArrayRef<Operation *> ops,
     llvm::DenseMap<Value, llvm::SmallVector<Placement>> &layouts);
