@@ -94,10 +94,23 @@ std::vector<TomlSection> schema(TrainConfig &c) {
         {"memory_budget_gib", &c.activationCheckpoint.memoryBudgetGib}}},
       {"checkpoint",
        {{"enable", &c.checkpoint.enable},
+        {"enable_checkpoint", &c.checkpoint.enable},
         {"folder", &c.checkpoint.folder},
         {"interval", &c.checkpoint.interval},
+        {"last_save_model_only", &c.checkpoint.modelWeightsOnly},
         {"model_weights_only", &c.checkpoint.modelWeightsOnly},
-        {"export_dtype", &c.checkpoint.exportDtype}}},
+        {"export_dtype", &c.checkpoint.exportDtype},
+        {"keep_latest_k", &c.checkpoint.keepLatestK},
+        {"async_mode", &c.checkpoint.asyncMode},
+        {"load_step", &c.checkpoint.loadStep},
+        {"initial_load_path", &c.checkpoint.initialLoadPath},
+        {"initial_load_model_only", &c.checkpoint.initialLoadModelOnly},
+        {"initial_load_in_hf", &c.checkpoint.initialLoadInHf},
+        {"last_save_in_hf", &c.checkpoint.lastSaveInHf}}},
+      {"profiling",
+       {{"enable_profiling", &c.profiling.enableProfiling},
+        {"save_traces_folder", &c.profiling.saveTracesFolder},
+        {"profile_freq", &c.profiling.profileFreq}}},
       {"hardware",
        {{"device", &c.hardware.device},
         {"ranks_per_node", &c.hardware.ranksPerNode}}},
@@ -204,6 +217,9 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
         Choice{"activation_checkpoint.mode",
                c.activationCheckpoint.mode,
                {"none", "selective", "full", "memory_budget", "auto"}},
+        Choice{"checkpoint.async_mode",
+               c.checkpoint.asyncMode,
+               {"disabled", "async", "async_with_pinned_mem"}},
         Choice{"parallelism.fsdp_reshard_after_forward",
                c.parallelism.fsdpReshardAfterForward,
                {"default", "always", "never"}}})
@@ -237,6 +253,10 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
                    llvm::formatv("{0}", *gib).str());
   if (c.checkpoint.interval < 1)
     return bad("checkpoint.interval", "must be at least 1");
+  if (c.checkpoint.keepLatestK < 0)
+    return bad("checkpoint.keep_latest_k", "must be at least 0 (0: keep all)");
+  if (c.profiling.profileFreq < 1)
+    return bad("profiling.profile_freq", "must be at least 1");
   if (c.hardware.ranksPerNode < 0)
     return bad("hardware.ranks_per_node",
                "must be positive (or 0: the device file's)");

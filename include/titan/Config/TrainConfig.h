@@ -107,13 +107,43 @@ struct ActivationCheckpointConfig {
   std::optional<double> memoryBudgetGib;
 };
 
-/// [checkpoint].
+/// [checkpoint]: torchtitan's keys (v0.1 and v0.2 spellings), applied by
+/// the executable (docs/training-jobs.md).
 struct CheckpointConfig {
+  /// `enable` (v0.2) or `enable_checkpoint` (v0.1).
   bool enable = false;
+  /// Under `job.dump_folder`; checkpoints are `step-N` folders in it.
   std::string folder = "checkpoint";
+  /// Save every `interval` steps (and after the last step).
   int64_t interval = 500;
+  /// The last save holds the model's weights only, in `exportDtype`
+  /// (`last_save_model_only`, v0.1's `model_weights_only`).
   bool modelWeightsOnly = false;
   std::string exportDtype = "float32";
+  /// Keep this many of the newest checkpoints (0: all).
+  int64_t keepLatestK = 10;
+  /// "disabled", "async" or "async_with_pinned_mem": saves run on a
+  /// background thread from a snapshot of the state.
+  std::string asyncMode = "disabled";
+  /// Resume from `step-N` (-1: the newest checkpoint in the folder).
+  int64_t loadStep = -1;
+  /// Start from this checkpoint when the folder has none.
+  std::string initialLoadPath;
+  /// The initial checkpoint holds the model only (no optimizer state).
+  bool initialLoadModelOnly = true;
+  /// The initial checkpoint is Hugging Face safetensors.
+  bool initialLoadInHf = false;
+  /// The last save is Hugging Face safetensors (model only).
+  bool lastSaveInHf = false;
+};
+
+/// [profiling]: Chrome traces of the runtime's work.
+struct ProfilingConfig {
+  bool enableProfiling = false;
+  /// Under `job.dump_folder`.
+  std::string saveTracesFolder = "profile_traces";
+  /// Trace every `profileFreq`-th step.
+  int64_t profileFreq = 10;
 };
 
 /// [hardware] (titan's own section): the device the plan report's
@@ -141,6 +171,7 @@ struct TrainConfig {
   ParallelismConfig parallelism;
   ActivationCheckpointConfig activationCheckpoint;
   CheckpointConfig checkpoint;
+  ProfilingConfig profiling;
   HardwareConfig hardware;
   /// What the config asks for that titan does not do (yet), or values it
   /// does not know but can proceed without (an unknown model family): one
