@@ -214,6 +214,9 @@ LogicalResult BuildTrainStepPass::build() {
     return tb.broadcastTo(tb.cast(scalar, type.getElementType()),
                           type.getShape());
   };
+  // The gradients' global norm before clipping: clipping needs it, and the
+  // runtime logs it (torchtitan's grad_norm).
+  Value gradNorm;
   if (maxNorm > 0 && numParams > 0) {
     Value sumSquares;
     for (auto [g, ptb] : llvm::zip(paramGrads, paramBuilders)) {
@@ -222,6 +225,7 @@ LogicalResult BuildTrainStepPass::build() {
       sumSquares = sumSquares ? tb.binary<AddOp>(sumSquares, s) : s;
     }
     Value norm = tb.unary<SqrtOp>(sumSquares);
+    gradNorm = norm;
     Value coef =
         tb.binary<DivOp>(tb.splat(scalarF32, maxNorm),
                          tb.binary<AddOp>(norm, tb.splat(scalarF32, 1e-6)));
@@ -282,6 +286,10 @@ LogicalResult BuildTrainStepPass::build() {
   addResults(newExpAvgSq, ParamSlot::ExpAvgSq);
   if (emitGrads)
     addResults(paramGrads, ParamSlot::Grad);
+  if (gradNorm) {
+    returned.push_back(gradNorm);
+    results.push_back({gradNorm.getType(), "grad_norm", std::nullopt});
+  }
   func::ReturnOp::create(builder, loc, returned);
   Phase phase = Phase::Forward;
   for (Operation &op : body->without_terminator()) {

@@ -20,7 +20,8 @@ def BuildTrainStepPass : Pass<"titan-build-train-step", "::mlir::ModuleOp"> {
     ```
     @train_step(params..., exp_avg..., exp_avg_sq..., buffers..., tokens,
                 labels, lr, step)
-        -> (loss, param'..., exp_avg'..., exp_avg_sq'... [, grad...])
+        -> (loss, param'..., exp_avg'..., exp_avg_sq'... [, grad...]
+            [, grad_norm])
     ```
 
     - loss: mean token cross-entropy of the logits `[batch, seq, vocab]`
@@ -43,8 +44,10 @@ def BuildTrainStepPass : Pass<"titan-build-train-step", "::mlir::ModuleOp"> {
 
     `lr` and `step` are 0-d f32 arguments (`step` counts the updates done
     before this one, so the first call passes 0). Results are named `loss`,
-    `param.<fqn>`, `exp_avg.<fqn>`, `exp_avg_sq.<fqn>` and, with
-    `emit-grads`, `grad.<fqn>` (the clipped gradient). `@forward` is kept.
+    `param.<fqn>`, `exp_avg.<fqn>`, `exp_avg_sq.<fqn>`, with `emit-grads`
+    `grad.<fqn>` (the clipped gradient) and, with clipping, `grad_norm`
+    (the global norm before clipping, which clip_grad_norm_ returns and
+    torchtitan logs). `@forward` is kept.
   }];
   let options = [
     Option<"forwardName", "forward", "std::string", "\"forward\"",

@@ -232,8 +232,8 @@ mlir::titan::suggestName(llvm::StringRef name,
   return best.empty() ? "" : (" (did you mean '" + best + "'?)").str();
 }
 
-/// "file:line: " of a TOML node.
-static std::string where(llvm::StringRef file, const toml::node &node) {
+std::string mlir::titan::tomlLocation(llvm::StringRef file,
+                                      const toml::node &node) {
   const toml::source_region &source = node.source();
   if (!source.begin)
     return file.str() + ": ";
@@ -244,11 +244,15 @@ static llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-/// Stores `node` into `target`, checking its type.
-static llvm::Error assign(const TomlTarget &target, const toml::node &node,
-                          const std::string &key, llvm::StringRef file) {
+mlir::titan::TomlFallback::~TomlFallback() = default;
+
+llvm::Error mlir::titan::assignTomlValue(const TomlTarget &target,
+                                         const toml::node &node,
+                                         llvm::StringRef key,
+                                         llvm::StringRef file) {
   auto typeError = [&](llvm::StringRef expected) {
-    return error(where(file, node) + "'" + key + "' must be " + expected);
+    return error(tomlLocation(file, node) + "'" + key + "' must be " +
+                 expected);
   };
   if (auto *text = std::get_if<std::string *>(&target)) {
     if (!node.is_string())
@@ -283,9 +287,49 @@ static llvm::Error assign(const TomlTarget &target, const toml::node &node,
   return llvm::Error::success();
 }
 
+/// " (did you mean 'x'?)" over `known` and the fallback's names under
+/// `prefix`.
+static std::string suggestWithFallback(llvm::StringRef name,
+                                       llvm::ArrayRef<llvm::StringRef> known,
+                                       const TomlFallback *fallback,
+                                       llvm::StringRef prefix) {
+  std::vector<std::string> extra;
+  if (fallback)
+    extra = fallback->getNamesUnder(prefix);
+  std::vector<llvm::StringRef> candidates(known.begin(), known.end());
+  candidates.insert(candidates.end(), extra.begin(), extra.end());
+  return suggestName(name, candidates);
+}
+
+/// Gives `fallback` the key `qualified` (a key, or a table of keys, of the
+/// fallback), or the error of an unknown key with the names beside it
+/// (`known` and the fallback's under `prefix`).
+static llvm::Error takeFallback(llvm::StringRef prefix, llvm::StringRef name,
+                                const toml::node &value,
+                                llvm::ArrayRef<llvm::StringRef> known,
+                                TomlFallback *fallback, llvm::StringRef file) {
+  std::string qualified = (prefix + "." + name).str();
+  if (fallback && fallback->isKey(qualified))
+    return fallback->take(qualified, value, file);
+  if (fallback && fallback->isTable(qualified)) {
+    const toml::table *table = value.as_table();
+    if (!table)
+      return error(tomlLocation(file, value) + "'" + qualified +
+                   "' must be a table ([" + qualified + "])");
+    for (const auto &[keyName, keyValue] : *table)
+      if (llvm::Error e = takeFallback(qualified, keyName.str(), keyValue, {},
+                                       fallback, file))
+        return e;
+    return llvm::Error::success();
+  }
+  return error(tomlLocation(file, value) + "unknown key '" + qualified + "'" +
+               suggestWithFallback(name, known, fallback, prefix));
+}
+
 llvm::Error mlir::titan::applyTomlSchema(const toml::table &root,
                                          llvm::ArrayRef<TomlSection> sections,
-                                         llvm::StringRef file) {
+                                         llvm::StringRef file,
+                                         TomlFallback *fallback) {
   std::vector<llvm::StringRef> sectionNames;
   for (const TomlSection &section : sections)
     sectionNames.push_back(section.name);
@@ -293,25 +337,34 @@ llvm::Error mlir::titan::applyTomlSchema(const toml::table &root,
     llvm::StringRef name(sectionName.str());
     auto section = llvm::find_if(
         sections, [&](const TomlSection &s) { return name == s.name; });
-    if (section == sections.end())
-      return error(where(file, sectionNode) + "unknown section [" + name + "]" +
-                   suggestName(name, sectionNames));
+    bool fallbackSection =
+        section == sections.end() && fallback && fallback->isTable(name);
+    if (section == sections.end() && !fallbackSection)
+      return error(tomlLocation(file, sectionNode) + "unknown section [" +
+                   name + "]" +
+                   suggestWithFallback(name, sectionNames, fallback, ""));
     const toml::table *table = sectionNode.as_table();
     if (!table)
-      return error(where(file, sectionNode) + "'" + name +
+      return error(tomlLocation(file, sectionNode) + "'" + name +
                    "' must be a section ([" + name + "])");
     std::vector<llvm::StringRef> keyNames;
-    for (const TomlKey &key : section->keys)
-      keyNames.push_back(key.name);
+    if (!fallbackSection)
+      for (const TomlKey &key : section->keys)
+        keyNames.push_back(key.name);
     for (const auto &[keyName, value] : *table) {
       llvm::StringRef keyText(keyName.str());
-      std::string qualified = (name + "." + keyText).str();
-      auto key = llvm::find_if(
-          section->keys, [&](const TomlKey &k) { return keyText == k.name; });
-      if (key == section->keys.end())
-        return error(where(file, value) + "unknown key '" + qualified + "'" +
-                     suggestName(keyText, keyNames));
-      if (llvm::Error e = assign(key->target, value, qualified, file))
+      const TomlKey *key = nullptr;
+      if (!fallbackSection) {
+        auto found = llvm::find_if(
+            section->keys, [&](const TomlKey &k) { return keyText == k.name; });
+        if (found != section->keys.end())
+          key = &*found;
+      }
+      llvm::Error e =
+          key ? assignTomlValue(key->target, value,
+                                (name + "." + keyText).str(), file)
+              : takeFallback(name, keyText, value, keyNames, fallback, file);
+      if (e)
         return e;
     }
   }

@@ -57,13 +57,43 @@ struct TomlSection {
   std::vector<TomlKey> keys;
 };
 
-/// Stores every key of `root` into the targets of `sections`. Errors read
+/// Keys that `sections` lack but a config may still hold (torchtitan's keys
+/// that titan has no field for, lib/Config/TorchtitanKeys.h). Names are
+/// qualified with dots: "compile", "training.dataloader",
+/// "quantize.linear.float8.filter_fqns".
+class TomlFallback {
+public:
+  virtual ~TomlFallback();
+  /// Whether `qualified` names a table (a section or a table nested in one)
+  /// that holds keys of the fallback.
+  virtual bool isTable(llvm::StringRef qualified) const = 0;
+  /// Whether `qualified` names a key of the fallback.
+  virtual bool isKey(llvm::StringRef qualified) const = 0;
+  /// The names right under `prefix` ("" for sections), for "did you mean".
+  virtual std::vector<std::string>
+  getNamesUnder(llvm::StringRef prefix) const = 0;
+  /// Takes the value of the key `qualified` (isKey), from `fileName`.
+  virtual llvm::Error take(llvm::StringRef qualified, const toml::node &value,
+                           llvm::StringRef fileName) = 0;
+};
+
+/// Stores every key of `root` into the targets of `sections`, and gives
+/// `fallback` the keys it knows that `sections` lack. Errors read
 /// "FILE:LINE: ..." and name the key: an unknown section or key (with "did
 /// you mean" for a close known name), a key outside a section, a value of
 /// the wrong type.
 llvm::Error applyTomlSchema(const toml::table &root,
                             llvm::ArrayRef<TomlSection> sections,
-                            llvm::StringRef fileName);
+                            llvm::StringRef fileName,
+                            TomlFallback *fallback = nullptr);
+
+/// Stores `value` into `target`, checking its type; errors name `key` (the
+/// key as the config spells it) and "FILE:LINE: ".
+llvm::Error assignTomlValue(const TomlTarget &target, const toml::node &value,
+                            llvm::StringRef key, llvm::StringRef fileName);
+
+/// "FILE:LINE: " of `node` ("FILE: " if it has no position).
+std::string tomlLocation(llvm::StringRef fileName, const toml::node &node);
 
 /// " (did you mean 'x'?)" for the name in `candidates` closest to `name`
 /// (within 3 edits), or "".

@@ -3,6 +3,7 @@
 #include "titan/Config/TrainConfig.h"
 
 #include "Toml.h"
+#include "TorchtitanKeys.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -12,6 +13,8 @@
 #include "llvm/Support/Path.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <variant>
 
@@ -106,7 +109,8 @@ std::vector<TomlSection> schema(TrainConfig &c) {
         {"initial_load_path", &c.checkpoint.initialLoadPath},
         {"initial_load_model_only", &c.checkpoint.initialLoadModelOnly},
         {"initial_load_in_hf", &c.checkpoint.initialLoadInHf},
-        {"last_save_in_hf", &c.checkpoint.lastSaveInHf}}},
+        {"last_save_in_hf", &c.checkpoint.lastSaveInHf},
+        {"hf_mapping", &c.checkpoint.hfMapping}}},
       {"profiling",
        {{"enable_profiling", &c.profiling.enableProfiling},
         {"save_traces_folder", &c.profiling.saveTracesFolder},
@@ -279,9 +283,6 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
   auto warn = [&](const llvm::Twine &message) {
     c.warnings.push_back(message.str());
   };
-  if (c.checkpoint.enable)
-    warn("[checkpoint] enable = true is not applied yet: save the state at "
-         "the end with the executable's --save DIR");
   if (!c.modelName.empty()) {
     const auto &models = knownModels();
     auto model = llvm::find_if(
@@ -305,6 +306,27 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
 
 } // namespace
 
+std::vector<std::pair<std::string, ConfigValueType>>
+mlir::titan::getTitanConfigKeys() {
+  TrainConfig config;
+  std::vector<std::pair<std::string, ConfigValueType>> keys;
+  for (const TomlSection &section : schema(config))
+    for (const TomlKey &key : section.keys) {
+      const TomlTarget &target = key.target;
+      ConfigValueType type = ConfigValueType::Number;
+      if (std::holds_alternative<std::string *>(target))
+        type = ConfigValueType::String;
+      else if (std::holds_alternative<int64_t *>(target))
+        type = ConfigValueType::Integer;
+      else if (std::holds_alternative<bool *>(target))
+        type = ConfigValueType::Boolean;
+      else if (std::holds_alternative<std::vector<double> *>(target))
+        type = ConfigValueType::NumberList;
+      keys.emplace_back(std::string(section.name) + "." + key.name, type);
+    }
+  return keys;
+}
+
 llvm::Expected<TrainConfig>
 mlir::titan::parseTrainConfig(llvm::StringRef text, llvm::StringRef fileName,
                               llvm::ArrayRef<std::string> overrides) {
@@ -312,7 +334,12 @@ mlir::titan::parseTrainConfig(llvm::StringRef text, llvm::StringRef fileName,
   llvm::Expected<toml::table> parsed = parseToml(text, fileName);
   if (!parsed)
     return parsed.takeError();
-  if (llvm::Error e = applyTomlSchema(*parsed, schema(config), fileName))
+  // torchtitan's keys that titan's schema lacks: stored (another release's
+  // spelling of a titan key), ignored, noted or refused once the overrides
+  // have had their say (TorchtitanKeys.h).
+  std::vector<TomlSection> sections = schema(config);
+  TorchtitanKeys torchtitan(sections);
+  if (llvm::Error e = applyTomlSchema(*parsed, sections, fileName, &torchtitan))
     return std::move(e);
   for (const std::string &assignment : overrides) {
     if (assignment.find_first_of("\n\r") != std::string::npos)
@@ -336,10 +363,12 @@ mlir::titan::parseTrainConfig(llvm::StringRef text, llvm::StringRef fileName,
       llvm::consumeError(one.takeError());
       return error("override '" + assignment + "': cannot parse the value");
     }
-    if (llvm::Error e = applyTomlSchema(*one, schema(config),
-                                        "override '" + assignment + "'"))
+    if (llvm::Error e = applyTomlSchema(
+            *one, sections, "override '" + assignment + "'", &torchtitan))
       return std::move(e);
   }
+  if (llvm::Error e = torchtitan.finish(config))
+    return std::move(e);
   if (llvm::Error e = validate(config, fileName))
     return std::move(e);
   return config;
@@ -370,8 +399,84 @@ mlir::titan::loadTrainConfig(llvm::StringRef path,
     file = std::string(resolved);
   };
   resolve(config->parallelism.tpPlan, "parallelism.tp_plan");
+  resolve(config->checkpoint.hfMapping, "checkpoint.hf_mapping");
   llvm::StringRef device = config->hardware.device;
   if (device.contains('/') || device.ends_with(".toml"))
     resolve(config->hardware.device, "hardware.device");
   return config;
+}
+
+/// `value` as a TOML basic string.
+static std::string quoteToml(llvm::StringRef value) {
+  std::string quoted = "\"";
+  for (unsigned char c : value) {
+    if (c == '"' || c == '\\') {
+      quoted += '\\';
+      quoted += char(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      quoted += llvm::formatv("\\u{0:x-4}", unsigned(c)).str();
+    } else {
+      quoted += char(c);
+    }
+  }
+  return quoted + "\"";
+}
+
+/// `value` as a TOML float that reads back to the same double.
+static std::string formatTomlFloat(double value) {
+  if (std::isnan(value))
+    return "nan";
+  if (std::isinf(value))
+    return value > 0 ? "inf" : "-inf";
+  // The shortest of %.15g .. %.17g that reads back exactly.
+  char buffer[32];
+  for (int digits = 15; digits <= 17; ++digits) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", digits, value);
+    if (std::strtod(buffer, nullptr) == value)
+      break;
+  }
+  std::string text = buffer;
+  if (text.find_first_of(".eE") == std::string::npos)
+    text += ".0";
+  return text;
+}
+
+std::string mlir::titan::printTrainConfig(const TrainConfig &config) {
+  // The schema binds fields for writing; printing only reads them.
+  TrainConfig &fields = const_cast<TrainConfig &>(config);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  std::vector<const void *> printed;
+  for (const TomlSection &section : schema(fields)) {
+    os << (text.empty() ? "" : "\n") << "[" << section.name << "]\n";
+    for (const TomlKey &key : section.keys) {
+      const void *field = std::visit(
+          [](auto *target) -> const void * { return target; }, key.target);
+      // A second spelling of a field (v0.1's names) is not repeated.
+      if (llvm::is_contained(printed, field))
+        continue;
+      printed.push_back(field);
+      std::visit(
+          [&](auto *target) {
+            using T = std::decay_t<decltype(*target)>;
+            if constexpr (std::is_same_v<T, std::string>)
+              os << key.name << " = " << quoteToml(*target) << "\n";
+            else if constexpr (std::is_same_v<T, int64_t>)
+              os << key.name << " = " << *target << "\n";
+            else if constexpr (std::is_same_v<T, double>)
+              os << key.name << " = " << formatTomlFloat(*target) << "\n";
+            else if constexpr (std::is_same_v<T, std::optional<double>>) {
+              if (*target)
+                os << key.name << " = " << formatTomlFloat(**target) << "\n";
+            } else if constexpr (std::is_same_v<T, bool>)
+              os << key.name << " = " << (*target ? "true" : "false") << "\n";
+            else
+              os << key.name << " = ["
+                 << llvm::join(llvm::map_range(*target, formatTomlFloat), ", ")
+                 << "]\n";
+          },
+          key.target);
+    }
+  }
+  return text;
 }

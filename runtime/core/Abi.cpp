@@ -41,6 +41,10 @@ titanrt_status titanrt_matmul(titanrt_context *ctx, int32_t dtype,
                               int64_t batch, int64_t m, int64_t n, int64_t k,
                               int32_t transpose_a, int32_t transpose_b,
                               int32_t b_shared) {
+  TraceScope trace(ctx->tracer, "matmul", "gemm");
+  trace.arg("m", batch * m);
+  trace.arg("n", n);
+  trace.arg("k", k);
   return ctx->finish(cpu::matmul(*ctx->threads, dtype, a, b, c, batch, m, n, k,
                                  transpose_a, transpose_b, b_shared));
 }
@@ -51,6 +55,9 @@ titanrt_status titanrt_attention(titanrt_context *ctx, int32_t dtype,
                                  int64_t kv_heads, int64_t seq,
                                  int64_t head_dim, int32_t causal,
                                  double scale) {
+  TraceScope trace(ctx->tracer, "attention", "attention");
+  trace.arg("seq", seq);
+  trace.arg("heads", batch * q_heads);
   return ctx->finish(cpu::attention(*ctx->threads, dtype, q, k, v, out, batch,
                                     q_heads, kv_heads, seq, head_dim, causal,
                                     scale));
@@ -62,6 +69,9 @@ titanrt_attention_grad(titanrt_context *ctx, int32_t dtype, const void *q,
                        void *dk, void *dv, void *workspace, int64_t batch,
                        int64_t q_heads, int64_t kv_heads, int64_t seq,
                        int64_t head_dim, int32_t causal, double scale) {
+  TraceScope trace(ctx->tracer, "attention backward", "attention");
+  trace.arg("seq", seq);
+  trace.arg("heads", batch * q_heads);
   return ctx->finish(cpu::attentionGrad(
       *ctx->threads, dtype, q, k, v, grad, dq, dk, dv, workspace, batch,
       q_heads, kv_heads, seq, head_dim, causal, scale));
@@ -72,12 +82,16 @@ titanrt_status titanrt_embedding_grad(titanrt_context *ctx, int32_t dtype,
                                       const void *grad, void *out,
                                       int64_t num_ids, int64_t vocab,
                                       int64_t dim) {
+  TraceScope trace(ctx->tracer, "embedding backward", "embedding");
+  trace.arg("ids", num_ids);
   return ctx->finish(cpu::embeddingGrad(*ctx->threads, dtype, ids_dtype, ids,
                                         grad, out, num_ids, vocab, dim));
 }
 
 titanrt_status titanrt_all_gather(titanrt_context *ctx, int32_t comm,
                                   const void *in, void *out, int64_t bytes) {
+  TraceScope trace(ctx->tracer, "all_gather", "collective", 1, comm);
+  trace.arg("bytes", bytes);
   Communicator *c = getCommunicator(ctx, comm, "all_gather");
   return c ? ctx->finish(c->allGather(in, out, bytes))
            : TITANRT_ERROR_INVALID_ARGUMENT;
@@ -87,6 +101,8 @@ titanrt_status titanrt_reduce_scatter(titanrt_context *ctx, int32_t comm,
                                       int32_t dtype, int32_t reduce,
                                       const void *in, void *out,
                                       int64_t count) {
+  TraceScope trace(ctx->tracer, "reduce_scatter", "collective", 1, comm);
+  trace.arg("bytes", count * int64_t(dtypeSize(dtype)));
   Communicator *c = getCommunicator(ctx, comm, "reduce_scatter");
   return c ? ctx->finish(c->reduceScatter(static_cast<titanrt_dtype>(dtype),
                                           static_cast<titanrt_reduce>(reduce),
@@ -97,6 +113,8 @@ titanrt_status titanrt_reduce_scatter(titanrt_context *ctx, int32_t comm,
 titanrt_status titanrt_all_reduce(titanrt_context *ctx, int32_t comm,
                                   int32_t dtype, int32_t reduce, const void *in,
                                   void *out, int64_t count) {
+  TraceScope trace(ctx->tracer, "all_reduce", "collective", 1, comm);
+  trace.arg("bytes", count * int64_t(dtypeSize(dtype)));
   Communicator *c = getCommunicator(ctx, comm, "all_reduce");
   return c ? ctx->finish(c->allReduce(static_cast<titanrt_dtype>(dtype),
                                       static_cast<titanrt_reduce>(reduce), in,
@@ -107,6 +125,8 @@ titanrt_status titanrt_all_reduce(titanrt_context *ctx, int32_t comm,
 titanrt_status titanrt_all_to_all(titanrt_context *ctx, int32_t comm,
                                   const void *in, void *out,
                                   int64_t bytes_per_peer) {
+  TraceScope trace(ctx->tracer, "all_to_all", "collective", 1, comm);
+  trace.arg("bytes", bytes_per_peer);
   Communicator *c = getCommunicator(ctx, comm, "all_to_all");
   return c ? ctx->finish(c->allToAll(in, out, bytes_per_peer))
            : TITANRT_ERROR_INVALID_ARGUMENT;
@@ -115,6 +135,8 @@ titanrt_status titanrt_all_to_all(titanrt_context *ctx, int32_t comm,
 titanrt_status titanrt_broadcast(titanrt_context *ctx, int32_t comm,
                                  int64_t root, const void *in, void *out,
                                  int64_t bytes) {
+  TraceScope trace(ctx->tracer, "broadcast", "collective", 1, comm);
+  trace.arg("bytes", bytes);
   Communicator *c = getCommunicator(ctx, comm, "broadcast");
   return c ? ctx->finish(c->broadcast(root, in, out, bytes))
            : TITANRT_ERROR_INVALID_ARGUMENT;
@@ -122,6 +144,8 @@ titanrt_status titanrt_broadcast(titanrt_context *ctx, int32_t comm,
 
 titanrt_status titanrt_send(titanrt_context *ctx, int32_t comm, int64_t peer,
                             int64_t tag, const void *in, int64_t bytes) {
+  TraceScope trace(ctx->tracer, "send", "collective", 1, comm);
+  trace.arg("bytes", bytes);
   Communicator *c = getCommunicator(ctx, comm, "send");
   return c ? ctx->finish(c->send(peer, tag, in, bytes))
            : TITANRT_ERROR_INVALID_ARGUMENT;
@@ -129,6 +153,8 @@ titanrt_status titanrt_send(titanrt_context *ctx, int32_t comm, int64_t peer,
 
 titanrt_status titanrt_recv(titanrt_context *ctx, int32_t comm, int64_t peer,
                             int64_t tag, void *out, int64_t bytes) {
+  TraceScope trace(ctx->tracer, "recv", "collective", 1, comm);
+  trace.arg("bytes", bytes);
   Communicator *c = getCommunicator(ctx, comm, "recv");
   return c ? ctx->finish(c->recv(peer, tag, out, bytes))
            : TITANRT_ERROR_INVALID_ARGUMENT;

@@ -2,7 +2,8 @@
 //
 // titanrt_context, opaque to compiled code: the rank's communicators (one
 // per communicator index of its program), the worker threads of the CPU
-// kernels, and the message of the last failed call.
+// kernels, the message of the last failed call, and the tracer of a
+// profiled step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,7 @@
 
 #include "comm/Communicator.h"
 #include "core/Status.h"
+#include "core/Tracer.h"
 #include "cpu/ThreadPool.h"
 
 #include <memory>
@@ -24,6 +26,8 @@ struct titanrt_context {
   std::unique_ptr<titan::rt::ThreadPool> threads;
   /// The message of the last failed call (titanrt_last_error).
   std::string lastError;
+  /// Records the calls of a profiled step ([profiling]); null otherwise.
+  titan::rt::Tracer *tracer = nullptr;
 
   /// Records `status` as the last error and returns its code.
   titanrt_status fail(const titan::rt::Status &status) {

@@ -6,12 +6,18 @@
 
 #include "comm/Connect.h"
 #include "core/Context.h"
+#include "core/JobConfig.h"
 #include "core/ProgramDescription.h"
 #include "core/Trainer.h"
 
+#include "titan/Config/CommandLine.h"
+
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -22,17 +28,28 @@ using namespace titan::rt;
 namespace {
 
 /// The command line of a rank process.
-constexpr const char *kUsage = R"(usage: %s [options]
+constexpr const char *kUsage = R"(usage: %s [options] [--section.key VALUE ...]
 
 A titan-compiled training program: one process per rank (start it with
 titan-run, torchrun or any launcher that sets RANK, WORLD_SIZE, MASTER_ADDR
-and MASTER_PORT; without them it runs as the only rank).
+and MASTER_PORT; without them it runs as the only rank). It runs the job the
+config it was compiled with says (config.toml beside its bin/ folder): the
+data, the steps, the learning-rate schedule, checkpoints and metrics.
 
-  --data DIR           tokens.npy and labels.npy: the global batch of each
-                       step ([batch, seq], or [steps, batch, seq])
-  --steps N            training steps to run (default: the config's)
+  --job.config_file F  run by this config instead (torchtitan's flag; or
+                       --config F); keys compiled into the program must not
+                       differ
+  --section.key VALUE  override a config key, as torchtitan's command line
+                       does (--training.steps 100, --checkpoint.enable,
+                       --checkpoint.no-enable; or --set section.key=VALUE)
+  --data DIR           train on tokens.npy and labels.npy instead of the
+                       dataset: the global batch of each step ([batch,
+                       seq], or [steps, batch, seq])
+  --steps N            run N steps from the loaded state (default: until
+                       the config's training.steps are done)
   --lr X               learning rate (default: the config's)
-  --load DIR           start from this DCP checkpoint (default: a seeded
+  --load DIR           start from this DCP checkpoint (default: the job's
+                       newest checkpoint, its initial_load_path, or a seeded
                        initialization that does not depend on the layout)
   --seed N             seed of that initialization (default: the config's)
   --save DIR           save the state as a DCP checkpoint at the end
@@ -43,37 +60,74 @@ and MASTER_PORT; without them it runs as the only rank).
   --checkpoint-plan F  which box of each tensor every rank holds (default:
                        the checkpoint-plan.txt next to bin/)
   --threads N          threads per rank (default: the cores / local ranks)
-  --metrics FILE       rank 0 appends one JSON line per step
+  --metrics FILE       rank 0 appends one JSON line per step (besides
+                       DUMP_FOLDER/metrics.jsonl)
   --dump-results DIR   every rank writes its results of the last step as
                        DIR/rank<R>/<name>.npy
   --timeout SECONDS    how long to wait for the other ranks (default 300)
   --help               this text
+
+Exit status: 0 when the job is done, 1 on an error, 3 when the loss is not
+finite, 128 + the signal when SIGINT or SIGTERM stopped it (after a step
+every rank finished).
 )";
 
-/// Parses the command line into `options`; returns an error message, or ""
-/// (with `help` set for --help).
-std::string parseCommandLine(int argc, char **argv, RunOptions &options,
-                             int &timeoutSeconds, bool &help) {
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i], value;
-    if (flag == "--help" || flag == "-h") {
-      help = true;
+/// The exit status of a run whose loss was not finite.
+constexpr int kNonFiniteExitCode = 3;
+
+/// The command line: config overrides in torchtitan's syntax, and the
+/// executable's own flags (applied over the config).
+struct CommandLine {
+  std::string configFile;
+  std::vector<std::string> overrides;
+  std::vector<std::pair<std::string, std::string>> flags;
+  int timeoutSeconds = 300;
+  bool help = false;
+};
+
+/// Splits the command line into `line` (the config arguments by
+/// parseConfigCommandLine, in torchtitan's syntax or titan's); returns an
+/// error message, or "".
+std::string parseCommandLine(int argc, char **argv, CommandLine &line) {
+  for (int i = 1; i < argc; ++i)
+    if (llvm::StringRef(argv[i]) == "--help" ||
+        llvm::StringRef(argv[i]) == "-h") {
+      line.help = true;
       return "";
     }
+  llvm::Expected<mlir::titan::ConfigCommandLine> config =
+      mlir::titan::parseConfigCommandLine(
+          llvm::ArrayRef<const char *>(const_cast<const char **>(argv), argc));
+  if (!config)
+    return llvm::toString(config.takeError());
+  line.configFile = config->configFile;
+  line.overrides = config->overrides;
+  const std::vector<std::string> &rest = config->remaining;
+  for (size_t i = 1; i < rest.size(); ++i) {
+    std::string flag = rest[i], value;
     size_t equals = flag.find('=');
     if (equals != std::string::npos) {
       value = flag.substr(equals + 1);
       flag = flag.substr(0, equals);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
+    } else if (i + 1 < rest.size()) {
+      value = rest[++i];
     } else {
       return "option '" + flag + "' needs a value";
     }
+    line.flags.emplace_back(flag, value);
+  }
+  return "";
+}
+
+/// Applies the executable's own flags of `line` to `options`; returns an
+/// error message, or "".
+std::string applyFlags(CommandLine &line, RunOptions &options) {
+  for (const auto &[flag, value] : line.flags) {
     try {
       if (flag == "--data")
         options.dataFolder = value;
       else if (flag == "--steps")
-        options.steps = std::stoll(value);
+        options.runSteps = std::stoll(value);
       else if (flag == "--lr")
         options.learningRate = std::stod(value);
       else if (flag == "--load")
@@ -98,14 +152,14 @@ std::string parseCommandLine(int argc, char **argv, RunOptions &options,
       else if (flag == "--dump-results")
         options.dumpResults = value;
       else if (flag == "--timeout")
-        timeoutSeconds = std::stoi(value);
+        line.timeoutSeconds = std::stoi(value);
       else
         return "unknown option '" + flag + "' (see --help)";
     } catch (...) {
       return "option '" + flag + "': '" + value + "' is not a number";
     }
   }
-  if (options.steps < 0)
+  if (options.runSteps && *options.runSteps < 0)
     return "--steps must be at least 0";
   return "";
 }
@@ -121,9 +175,33 @@ std::string besideExecutable(const char *argv0, llvm::StringRef name) {
   return std::string(path);
 }
 
-/// Runs the program; returns the first error.
+/// Reads the metrics titan-compile recorded in OUT/manifest.json (model
+/// FLOPs per token, the device's peak), if any.
+void readManifestMetrics(const std::string &path, RunOptions &options) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return;
+  llvm::Expected<llvm::json::Value> manifest =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!manifest) {
+    llvm::consumeError(manifest.takeError());
+    return;
+  }
+  const llvm::json::Object *object = manifest->getAsObject();
+  const llvm::json::Object *metrics =
+      object ? object->getObject("metrics") : nullptr;
+  if (!metrics)
+    return;
+  options.flopsPerToken =
+      metrics->getNumber("model_flops_per_token").value_or(0);
+  options.peakFlopsPerSecond =
+      metrics->getNumber("peak_flops_per_second").value_or(0);
+}
+
+/// Runs the program; returns the first error. `exitCode` says how a run
+/// that stopped early ended.
 Status run(int argc, char **argv, const char *text, titanrt_step_function step,
-           int64_t &rank) {
+           int64_t &rank, int &exitCode) {
   ProgramDescription program;
   TITANRT_RETURN_IF_ERROR(parseProgramDescription(text, program));
   RunOptions options;
@@ -133,16 +211,26 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
   options.seed = program.defaultSeed;
   options.buffersFolder = besideExecutable(argv[0], "buffers");
   options.checkpointPlanFile = besideExecutable(argv[0], "checkpoint-plan.txt");
-  int timeoutSeconds = 300;
-  bool help = false;
-  std::string message =
-      parseCommandLine(argc, argv, options, timeoutSeconds, help);
+  readManifestMetrics(besideExecutable(argv[0], "manifest.json"), options);
+  // The config first, then the flags that override it.
+  CommandLine line;
+  std::string message = parseCommandLine(argc, argv, line);
   if (!message.empty())
     return Status::invalidArgument(message);
-  if (help) {
+  if (line.help) {
     std::printf(kUsage, argv[0]);
     return Status::success();
   }
+  mlir::titan::TrainConfig config;
+  bool hasConfig = false;
+  TITANRT_RETURN_IF_ERROR(
+      loadJobConfig(besideExecutable(argv[0], "config.toml"), line.configFile,
+                    line.overrides, config, hasConfig));
+  if (hasConfig)
+    applyJobConfig(config, options);
+  message = applyFlags(line, options);
+  if (!message.empty())
+    return Status::invalidArgument(message);
 
   LaunchEnvironment environment;
   TITANRT_RETURN_IF_ERROR(readLaunchEnvironment(environment));
@@ -157,17 +245,22 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
                                    ", or compile for this world size)");
 
   titanrt_context context;
-  // The program's communicators, then one over the whole world for the
-  // checkpoint's barrier.
+  // The program's communicators, then two over the whole world: the
+  // training loop's (agreeing to stop, checkpoint barriers) and the
+  // background saver's.
   std::vector<std::vector<int>> axisSets = program.communicators;
   std::vector<int> allAxes;
   for (size_t axis = 0; axis < program.mesh.axisSizes.size(); ++axis)
     allAxes.push_back(axis);
   axisSets.push_back(allAxes);
+  axisSets.push_back(allAxes);
   TITANRT_RETURN_IF_ERROR(connectCommunicators(
-      environment, program.mesh, axisSets, std::chrono::seconds(timeoutSeconds),
-      context.communicators));
-  std::unique_ptr<Communicator> world = std::move(context.communicators.back());
+      environment, program.mesh, axisSets,
+      std::chrono::seconds(line.timeoutSeconds), context.communicators));
+  std::unique_ptr<Communicator> saver = std::move(context.communicators.back());
+  context.communicators.pop_back();
+  std::unique_ptr<Communicator> control =
+      std::move(context.communicators.back());
   context.communicators.pop_back();
 
   int threads = options.threads;
@@ -177,13 +270,28 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
                              std::max<int64_t>(1, environment.localWorldSize));
   context.threads = std::make_unique<ThreadPool>(threads);
 
-  Trainer trainer(program, step, context, rank);
+  installTrainingSignalHandlers();
+  Trainer trainer(program, step, context, rank, *control, *saver);
   TITANRT_RETURN_IF_ERROR(trainer.prepare(options));
-  TITANRT_RETURN_IF_ERROR(trainer.train(options));
+  if (trainer.isComplete(options) && rank == 0)
+    std::printf("the job's %lld steps are done\n",
+                static_cast<long long>(options.steps));
+  StopReason stopped;
+  TITANRT_RETURN_IF_ERROR(trainer.train(options, stopped));
+  if (stopped == StopReason::NonFinite) {
+    exitCode = kNonFiniteExitCode;
+    return Status::success();
+  }
+  if (stopped == StopReason::Interrupted) {
+    exitCode = 128 + getStopSignal();
+    if (!exitCode || exitCode == 128)
+      exitCode = 128 + SIGTERM;
+    return Status::success();
+  }
   if (!options.dumpResults.empty())
     TITANRT_RETURN_IF_ERROR(trainer.dumpResults(options.dumpResults));
   if (!options.saveCheckpoint.empty())
-    TITANRT_RETURN_IF_ERROR(trainer.save(options, *world));
+    TITANRT_RETURN_IF_ERROR(trainer.save(options, options.saveCheckpoint));
   if (rank == 0)
     trainer.reportMemory();
   return Status::success();
@@ -198,9 +306,10 @@ extern "C" int32_t titanrt_main(int32_t argc, char **argv,
   // written.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int64_t rank = 0;
-  Status status = run(argc, argv, description, step, rank);
+  int exitCode = 0;
+  Status status = run(argc, argv, description, step, rank, exitCode);
   if (status.ok())
-    return 0;
+    return exitCode;
   std::fprintf(stderr, "titan: rank %lld: error: %s\n",
                static_cast<long long>(rank), status.getMessage().c_str());
   return 1;

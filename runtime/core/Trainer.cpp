@@ -2,7 +2,12 @@
 
 #include "core/Trainer.h"
 
+#include "core/LowPrecision.h"
+#include "core/Metrics.h"
+#include "data/Tokenizer.h"
+
 #include "titan/Checkpoint/Dcp.h"
+#include "titan/Checkpoint/Safetensors.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -10,8 +15,10 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/xxhash.h"
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -19,6 +26,7 @@
 #include <map>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <thread>
 
 using namespace titan::rt;
 using mlir::titan::DenseTensorRef;
@@ -27,6 +35,10 @@ using mlir::titan::IndexBox;
 using mlir::titan::MutableDenseTensorRef;
 
 namespace {
+
+/// The checkpoint key and the state source of the data loader's position.
+constexpr const char *kDataPositionKey = "dataloader.position";
+constexpr const char *kDataPositionSource = "data_position";
 
 /// The checkpoint dtype of a runtime dtype, if it has one.
 std::optional<ElementType> torchDType(int32_t dtype) {
@@ -137,6 +149,19 @@ mlir::titan::DenseTensor makeStagingTensor(ElementType dtype,
   tensor.data.resize(tensor.numElements() *
                      mlir::titan::getElementTypeSize(dtype));
   return tensor;
+}
+
+/// `tensor` converted to the float type `dtype` (rounded to nearest even):
+/// an exported checkpoint's tensor, or one read from it.
+mlir::titan::DenseTensor convertFloats(const mlir::titan::DenseTensor &tensor,
+                                       ElementType dtype) {
+  mlir::titan::DenseTensor converted = makeStagingTensor(dtype, tensor.shape);
+  bool converts = mlir::titan::convertElements(tensor.dtype, tensor.data.data(),
+                                               dtype, converted.data.data(),
+                                               size_t(tensor.numElements()));
+  assert(converts && "float types convert into each other");
+  (void)converts;
+  return converted;
 }
 
 /// Copies `box` (an uneven shard's chunk) into the first part of `shard`
@@ -302,12 +327,109 @@ Status BatchSource::read(const std::string &name, int64_t step, int64_t rank,
 // Trainer
 //===----------------------------------------------------------------------===//
 
-llvm::Expected<MutableDenseTensorRef> Trainer::shardOf(llvm::StringRef source) {
+std::string titan::rt::checkpointFolderOf(const std::string &root,
+                                          int64_t step) {
+  llvm::SmallString<256> folder(root);
+  llvm::sys::path::append(folder, "step-" + std::to_string(step));
+  return std::string(folder);
+}
+
+std::vector<int64_t> titan::rt::listCheckpointSteps(const std::string &root) {
+  std::vector<int64_t> steps;
+  std::error_code error;
+  for (llvm::sys::fs::directory_iterator entry(root, error), end;
+       !error && entry != end; entry.increment(error)) {
+    llvm::StringRef name = llvm::sys::path::filename(entry->path());
+    int64_t step;
+    if (!name.consume_front("step-") || name.getAsInteger(10, step) || step < 0)
+      continue;
+    // Only a committed checkpoint counts: .metadata is written last.
+    llvm::SmallString<256> metadata(entry->path());
+    llvm::sys::path::append(metadata, ".metadata");
+    if (llvm::sys::fs::exists(metadata))
+      steps.push_back(step);
+  }
+  llvm::sort(steps);
+  return steps;
+}
+
+namespace {
+std::atomic<int> stopSignal{0};
+
+extern "C" void recordStopSignal(int signal) { stopSignal.store(signal); }
+} // namespace
+
+int titan::rt::getStopSignal() { return stopSignal.load(); }
+
+void titan::rt::installTrainingSignalHandlers() {
+  struct sigaction action = {};
+  action.sa_handler = recordStopSignal;
+  sigemptyset(&action.sa_mask);
+  for (int signal : {SIGINT, SIGTERM})
+    sigaction(signal, &action, nullptr);
+}
+
+/// A checkpoint written on a background thread from a snapshot of the
+/// state, while training goes on (`async_mode = "async"`).
+class Trainer::AsyncSave {
+public:
+  /// Snapshots `trainer`'s state (allocated once, reused by later saves).
+  explicit AsyncSave(int64_t stateBytes) : snapshot(stateBytes) {}
+  ~AsyncSave() { (void)wait(); }
+
+  /// Waits for the running save, if any; returns its outcome.
+  Status wait() {
+    if (thread.joinable())
+      thread.join();
+    Status outcome = std::move(result);
+    result = Status::success();
+    return outcome;
+  }
+
+  /// Starts writing `kind`'s checkpoint of `trainer` into `folder` from a
+  /// snapshot taken now.
+  void start(Trainer &trainer, const RunOptions &options, std::string folder,
+             SaveKind kind) {
+    std::memcpy(snapshot.data(), trainer.regions.getBase(Region::State),
+                snapshot.size());
+    float step = trainer.stepValue;
+    int64_t position = trainer.dataPosition;
+    thread =
+        std::thread([this, &trainer, &options, folder, kind, step, position] {
+          result =
+              trainer.writeCheckpoint(options, folder, kind, snapshot.data(),
+                                      step, position, trainer.saver);
+        });
+  }
+
+private:
+  std::vector<uint8_t> snapshot;
+  std::thread thread;
+  Status result;
+};
+
+Trainer::Trainer(const ProgramDescription &program, titanrt_step_function step,
+                 titanrt_context &context, int64_t rank, Communicator &control,
+                 Communicator &saver)
+    : program(program), step(step), context(context), rank(rank),
+      control(control), saver(saver) {}
+
+Trainer::~Trainer() = default;
+
+llvm::Expected<MutableDenseTensorRef> Trainer::shardOf(llvm::StringRef source,
+                                                       uint8_t *stateBase,
+                                                       float &stepSlot,
+                                                       int64_t &positionSlot) {
   if (source == "step")
     return MutableDenseTensorRef(
         ElementType::F32, {},
-        llvm::MutableArrayRef<char>(reinterpret_cast<char *>(&stepValue),
-                                    sizeof(stepValue)));
+        llvm::MutableArrayRef<char>(reinterpret_cast<char *>(&stepSlot),
+                                    sizeof(stepSlot)));
+  if (source == kDataPositionSource)
+    return MutableDenseTensorRef(
+        ElementType::I64, {},
+        llvm::MutableArrayRef<char>(reinterpret_cast<char *>(&positionSlot),
+                                    sizeof(positionSlot)));
   const TensorPlace *argument = program.findArgument(source.str());
   if (!argument || argument->region != Region::State)
     return llvm::createStringError("the program holds no state tensor '" +
@@ -320,36 +442,76 @@ llvm::Expected<MutableDenseTensorRef> Trainer::shardOf(llvm::StringRef source) {
   return MutableDenseTensorRef(
       *dtype, argument->shape,
       llvm::MutableArrayRef<char>(
-          reinterpret_cast<char *>(regions.address(*argument)),
+          reinterpret_cast<char *>(stateBase + argument->offset),
           argument->bytes));
 }
 
-Status Trainer::loadCheckpoint(const std::string &folder) {
+Status Trainer::loadCheckpoint(const std::string &folder, bool modelOnly) {
   llvm::Expected<mlir::titan::DcpReader> reader =
       mlir::titan::DcpReader::open(folder);
   if (!reader)
     return Status::io("cannot load checkpoint '" + folder +
                       "': " + llvm::toString(reader.takeError()));
-  // An uneven shard loads its box into a staging tensor, then into the
-  // first part of its padded buffer.
+  // What this checkpoint is asked for: the model alone (an initial
+  // checkpoint, or a job's last save with last_save_model_only), or
+  // everything; a checkpoint without the data position (PyTorch's, or a
+  // titan run on .npy batches) starts the data where the step puts it.
+  mlir::titan::CheckpointPlan wanted = plan;
+  if (modelOnly) {
+    llvm::erase_if(wanted.tensors, [&](const mlir::titan::PlanTensor &tensor) {
+      const TensorPlace *argument = program.findArgument(tensor.source);
+      return !argument || argument->role != "param";
+    });
+    wanted.values.clear();
+  }
+  const mlir::titan::DcpMetadata &metadata = reader->getMetadata();
+  bool hasPosition =
+      llvm::is_contained(metadata.bytesEntries, kDataPositionKey) ||
+      metadata.tensors.count(kDataPositionKey);
+  llvm::erase_if(wanted.values, [&](const mlir::titan::PlanValue &value) {
+    return value.key == kDataPositionKey && !hasPosition;
+  });
+  // A model saved in another float dtype (export_dtype) is read as it is
+  // and widened.
+  for (mlir::titan::PlanTensor &tensor : wanted.tensors) {
+    auto saved = metadata.tensors.find(tensor.key);
+    if (saved != metadata.tensors.end() &&
+        saved->second.dtype != tensor.dtype &&
+        mlir::titan::isFloatElementType(saved->second.dtype) &&
+        tensor.dtype == ElementType::F32)
+      tensor.dtype = saved->second.dtype;
+  }
+  // An uneven shard or a narrower dtype loads its box into a staging
+  // tensor, then into (the first part of) its buffer.
+  uint8_t *state = regions.getBase(Region::State);
   std::map<std::string, mlir::titan::DenseTensor> staged;
   auto destination = [&](llvm::StringRef source, ElementType dtype,
                          llvm::ArrayRef<int64_t> shape)
       -> llvm::Expected<MutableDenseTensorRef> {
-    llvm::Expected<MutableDenseTensorRef> shard = shardOf(source);
-    if (!shard || shard->shape == shape)
+    llvm::Expected<MutableDenseTensorRef> shard =
+        shardOf(source, state, stepValue, dataPosition);
+    if (!shard || (shard->shape == shape && shard->dtype == dtype))
       return shard;
     mlir::titan::DenseTensor &box = staged[source.str()];
     box = makeStagingTensor(dtype, shape);
     return MutableDenseTensorRef(box);
   };
   if (llvm::Error error =
-          mlir::titan::loadPlanRank(*reader, plan, rank, destination))
+          mlir::titan::loadPlanRank(*reader, wanted, rank, destination))
     return Status::io("cannot load checkpoint '" + folder +
                       "': " + llvm::toString(std::move(error)));
   for (const auto &[source, box] : staged)
-    copyIntoPadded(box, llvm::cantFail(shardOf(source)));
+    copyIntoPadded(
+        box.dtype == ElementType::F32 ? box
+                                      : convertFloats(box, ElementType::F32),
+        llvm::cantFail(shardOf(source, state, stepValue, dataPosition)));
+  if (modelOnly) {
+    stepValue = 0;
+    dataPosition = 0;
+  }
   stepsDone = static_cast<int64_t>(stepValue);
+  if (!modelOnly && !hasPosition && windows)
+    dataPosition = windows->next(0) * stepsDone;
   return Status::success();
 }
 
@@ -422,6 +584,57 @@ void Trainer::initialize(uint64_t seed) {
   }
 }
 
+Status Trainer::openData(const RunOptions &options) {
+  if (!options.dataFolder.empty()) {
+    batches = std::make_unique<BatchSource>();
+    return batches->open(options.dataFolder, program);
+  }
+  if (options.datasetPath.empty())
+    return Status::invalidArgument(
+        "no training data: set [training] dataset_path (text or token ids, "
+        "docs/data.md), or pass --data DIR with tokens.npy and labels.npy");
+  // The loader feeds `tokens` and `labels` [batch, seq] of int64.
+  const TensorPlace *tokens = program.findArgument("tokens");
+  const TensorPlace *labels = program.findArgument("labels");
+  if (!tokens || !labels || tokens->dtype != TITANRT_I64 ||
+      labels->dtype != TITANRT_I64 || !program.inputs.count("tokens") ||
+      program.inputs.at("tokens").globalShape.size() != 2)
+    return Status::invalidArgument(
+        "the data loader feeds int64 `tokens` and `labels` of [batch, seq]; "
+        "this program's inputs differ: pass --data DIR with its .npy inputs");
+  for (const TensorPlace &argument : program.arguments)
+    if (argument.role == "input" && argument.name != "tokens" &&
+        argument.name != "labels" && argument.name != "lr" &&
+        argument.name != "step")
+      return Status::invalidArgument(
+          "the data loader feeds tokens and labels, but the program also "
+          "reads input '" +
+          argument.name + "': pass --data DIR with its .npy inputs");
+  const InputLayout &layout = program.inputs.at("tokens");
+  int64_t vocabSize =
+      layout.idRange.size() >= 2 ? layout.idRange[1] : int64_t(1) << 31;
+  std::unique_ptr<Tokenizer> tokenizer;
+  TITANRT_RETURN_IF_ERROR(loadTokenizer(options.tokenizerPath, tokenizer));
+  tokenStream = std::make_unique<TokenStream>();
+  TITANRT_RETURN_IF_ERROR(TokenStream::open(options.datasetPath, *tokenizer,
+                                            vocabSize, *tokenStream));
+  windows = std::make_unique<BatchWindows>(*tokenStream, layout.globalShape[0],
+                                           layout.globalShape[1]);
+  TITANRT_RETURN_IF_ERROR(windows->check());
+  // This rank's rows (every column: context parallelism's boxes cut the
+  // staged rows).
+  int64_t rows = std::max(layout.boxes[rank].sizes[0],
+                          program.inputs.at("labels").boxes[rank].sizes[0]);
+  stagedTokens.resize(rows * layout.globalShape[1]);
+  stagedLabels.resize(rows * layout.globalShape[1]);
+  // The position goes into the checkpoint beside the step.
+  plan.values.push_back(mlir::titan::PlanValue{
+      kDataPositionKey, kDataPositionSource, ElementType::I64});
+  if (rank == 0)
+    std::printf("data: %s\n", tokenStream->getDescription().c_str());
+  return Status::success();
+}
+
 Status Trainer::prepare(const RunOptions &options) {
   llvm::Expected<mlir::titan::CheckpointPlan> parsed =
       mlir::titan::readCheckpointPlan(options.checkpointPlanFile);
@@ -439,49 +652,203 @@ Status Trainer::prepare(const RunOptions &options) {
         " (use the checkpoint-plan.txt titan-compile wrote with it)");
   TITANRT_RETURN_IF_ERROR(regions.allocate(program));
   TITANRT_RETURN_IF_ERROR(loadBuffers(options.buffersFolder));
+  TITANRT_RETURN_IF_ERROR(openData(options));
   if (!options.loadCheckpoint.empty())
-    return loadCheckpoint(options.loadCheckpoint);
+    return loadCheckpoint(options.loadCheckpoint, /*modelOnly=*/false);
+  // A job resumes from its own newest checkpoint (or load_step's).
+  const mlir::titan::CheckpointConfig &checkpoint = options.checkpoint;
+  if (checkpoint.enable) {
+    std::string root = checkpointRoot(options);
+    std::vector<int64_t> steps = listCheckpointSteps(root);
+    std::optional<int64_t> resumeStep;
+    if (checkpoint.loadStep >= 0) {
+      if (!llvm::is_contained(steps, checkpoint.loadStep))
+        return Status::invalidArgument(
+            "[checkpoint] load_step = " + std::to_string(checkpoint.loadStep) +
+            ": " + root + " holds no complete checkpoint of that step" +
+            (steps.empty()
+                 ? std::string()
+                 : " (it holds step " +
+                       llvm::join(llvm::map_range(steps,
+                                                  [](int64_t step) {
+                                                    return std::to_string(step);
+                                                  }),
+                                  ", ") +
+                       ")"));
+      resumeStep = checkpoint.loadStep;
+    } else if (!steps.empty()) {
+      resumeStep = steps.back();
+    }
+    if (resumeStep) {
+      std::string folder = checkpointFolderOf(root, *resumeStep);
+      if (rank == 0)
+        std::printf("resuming from %s\n", folder.c_str());
+      // The last save of a finished job may hold the model only.
+      llvm::Expected<mlir::titan::DcpReader> reader =
+          mlir::titan::DcpReader::open(folder);
+      bool modelOnly = reader && !reader->getMetadata().tensors.empty() &&
+                       !llvm::is_contained(reader->getMetadata().bytesEntries,
+                                           "train_state.step") &&
+                       !reader->getMetadata().tensors.count("train_state.step");
+      if (!reader)
+        llvm::consumeError(reader.takeError());
+      TITANRT_RETURN_IF_ERROR(loadCheckpoint(folder, modelOnly));
+      if (modelOnly) {
+        // Its folder says which step it is.
+        stepsDone = *resumeStep;
+        stepValue = float(stepsDone);
+        if (!isComplete(options))
+          return Status::invalidArgument(
+              folder +
+              " holds the model only (last_save_model_only) and no optimizer "
+              "state, so training cannot resume from it: raise "
+              "training.steps only with a full checkpoint (set "
+              "checkpoint.last_save_model_only = false)");
+      }
+      return Status::success();
+    }
+  }
+  if (!checkpoint.initialLoadPath.empty()) {
+    if (checkpoint.initialLoadInHf) {
+      if (rank == 0)
+        std::printf("starting from Hugging Face weights %s\n",
+                    checkpoint.initialLoadPath.c_str());
+      return loadHfModel(options, checkpoint.initialLoadPath);
+    }
+    if (rank == 0)
+      std::printf("starting from %s%s\n", checkpoint.initialLoadPath.c_str(),
+                  checkpoint.initialLoadModelOnly ? " (model only)" : "");
+    return loadCheckpoint(checkpoint.initialLoadPath,
+                          checkpoint.initialLoadModelOnly);
+  }
   initialize(options.seed);
   return Status::success();
 }
 
-Status Trainer::train(const RunOptions &options) {
-  BatchSource batches;
-  if (options.dataFolder.empty())
-    return Status::invalidArgument(
-        "no training data: pass --data DIR with tokens.npy and labels.npy");
-  TITANRT_RETURN_IF_ERROR(batches.open(options.dataFolder, program));
+bool Trainer::isComplete(const RunOptions &options) const {
+  return !options.runSteps && stepsDone >= options.steps;
+}
+
+Status Trainer::readInputs(const RunOptions &options) {
+  if (windows) {
+    const InputLayout &tokenLayout = program.inputs.at("tokens");
+    int64_t seqLen = tokenLayout.globalShape[1];
+    int64_t rowBegin = tokenLayout.boxes[rank].offsets[0];
+    int64_t rows = int64_t(stagedTokens.size()) / seqLen;
+    windows->read(dataPosition, rowBegin, rows, stagedTokens, stagedLabels);
+  }
+  for (const TensorPlace &argument : program.arguments) {
+    if (argument.role != "input")
+      continue;
+    uint8_t *target = regions.address(argument);
+    if (argument.name == "lr" || argument.name == "step") {
+      float value = argument.name == "lr"
+                        ? float(options.learningRate *
+                                options.lrSchedule.factor(stepsDone))
+                        : float(stepsDone);
+      std::memcpy(target, &value, sizeof(value));
+      continue;
+    }
+    if (batches) {
+      TITANRT_RETURN_IF_ERROR(
+          batches->read(argument.name, stepsDone, rank, program, target));
+      continue;
+    }
+    // This rank's box of the staged rows.
+    const InputLayout &layout = program.inputs.at(argument.name);
+    const std::vector<int64_t> &staged =
+        argument.name == "tokens" ? stagedTokens : stagedLabels;
+    int64_t seqLen = layout.globalShape[1];
+    int64_t rowBegin = program.inputs.at("tokens").boxes[rank].offsets[0];
+    llvm::StringRef bytes(reinterpret_cast<const char *>(staged.data()),
+                          staged.size() * sizeof(int64_t));
+    TITANRT_RETURN_IF_ERROR(
+        checkIdRange(argument.name, stepsDone, layout, argument.dtype, bytes));
+    // (The ref keeps a pointer to its shape.)
+    const int64_t stagedShape[2] = {int64_t(staged.size()) / seqLen, seqLen};
+    DenseTensorRef source(ElementType::I64, stagedShape, bytes);
+    Box box = layout.boxes[rank];
+    box.offsets[0] -= rowBegin;
+    MutableDenseTensorRef local(
+        ElementType::I64, argument.shape,
+        llvm::MutableArrayRef<char>(reinterpret_cast<char *>(target),
+                                    argument.bytes));
+    copyBox(source, box, layout, local);
+  }
+  return Status::success();
+}
+
+std::string Trainer::findNonFiniteResult() const {
+  for (const TensorPlace &result : program.results) {
+    if (result.name == "loss")
+      continue;
+    const uint8_t *data = regions.address(result);
+    int64_t count = result.numElements();
+    for (int64_t i = 0; i < count; ++i) {
+      float value;
+      if (result.dtype == TITANRT_F32)
+        std::memcpy(&value, data + 4 * i, 4);
+      else if (result.dtype == TITANRT_BF16) {
+        uint16_t bits;
+        std::memcpy(&bits, data + 2 * i, 2);
+        value = bf16ToFloat(bits);
+      } else if (result.dtype == TITANRT_F16) {
+        _Float16 half;
+        std::memcpy(&half, data + 2 * i, 2);
+        value = float(half);
+      } else {
+        break;
+      }
+      if (!std::isfinite(value))
+        return result.name + " (element " + std::to_string(i) + ": " +
+               llvm::formatv("{0}", value).str() + ")";
+    }
+  }
+  return "";
+}
+
+Status Trainer::train(const RunOptions &options, StopReason &stopped) {
+  stopped = StopReason::None;
   const TensorPlace *loss = program.findResult("loss");
   int64_t tokensPerStep = 0;
-  if (const TensorPlace *tokens = program.findArgument("tokens"))
-    tokensPerStep = tokens->numElements();
-  std::ofstream metrics;
-  if (rank == 0 && !options.metricsFile.empty())
-    metrics.open(options.metricsFile, std::ios::app);
-
-  // torchtitan's LambdaLR: the step after `done` steps runs at the rate
-  // times the schedule's factor of `done` (a resumed run continues it).
-  auto learningRateOf = [&](int64_t done) {
-    return options.learningRate * options.lrSchedule.factor(done);
-  };
-  for (int64_t i = 0; i < options.steps; ++i) {
+  if (program.inputs.count("tokens")) {
+    tokensPerStep = 1;
+    for (int64_t d : program.inputs.at("tokens").globalShape)
+      tokensPerStep *= d;
+  }
+  MetricsLog log(options, rank == 0, program.getWorldSize(), tokensPerStep,
+                 regions.getBytes(Region::Arena));
+  TITANRT_RETURN_IF_ERROR(log.open());
+  int64_t lastStep =
+      options.runSteps ? stepsDone + *options.runSteps : options.steps;
+  int64_t firstStep = stepsDone;
+  const mlir::titan::CheckpointConfig &checkpoint = options.checkpoint;
+  while (stepsDone < lastStep) {
     // The first step warms up (communication buffers, thread stacks); from
     // then on a step must not allocate.
-    if (i == 1)
+    if (stepsDone == firstStep + 1)
       heapBeforeSteps = heapInUse();
-    for (const TensorPlace &argument : program.arguments) {
-      if (argument.role != "input")
-        continue;
-      uint8_t *target = regions.address(argument);
-      if (argument.name == "lr" || argument.name == "step") {
-        float value = argument.name == "lr" ? float(learningRateOf(stepsDone))
-                                            : float(stepsDone);
-        std::memcpy(target, &value, sizeof(value));
-        continue;
+    bool profiled = options.profiling.enableProfiling &&
+                    (stepsDone + 1) % options.profiling.profileFreq == 0;
+    if (profiled) {
+      if (!tracer) {
+        std::vector<std::string> names;
+        for (const std::vector<int> &axes : program.communicators)
+          names.push_back(llvm::join(
+              llvm::map_range(
+                  axes, [&](int axis) { return program.mesh.axisNames[axis]; }),
+              ","));
+        tracer = std::make_unique<Tracer>(std::move(names));
       }
-      TITANRT_RETURN_IF_ERROR(
-          batches.read(argument.name, stepsDone, rank, program, target));
+      tracer->begin(stepsDone + 1);
+      context.tracer = tracer.get();
     }
+    {
+      TraceScope trace(context.tracer, "read the batch", "data");
+      TITANRT_RETURN_IF_ERROR(readInputs(options));
+    }
+    double learningRate =
+        options.learningRate * options.lrSchedule.factor(stepsDone);
     auto start = std::chrono::steady_clock::now();
     titanrt_status status =
         step(&context, regions.getBase(Region::Arena),
@@ -489,54 +856,148 @@ Status Trainer::train(const RunOptions &options) {
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
+    if (profiled) {
+      context.tracer = nullptr;
+      llvm::SmallString<256> folder(options.dumpFolder);
+      llvm::sys::path::append(folder, options.profiling.saveTracesFolder);
+      TITANRT_RETURN_IF_ERROR(tracer->finish(std::string(folder), rank));
+    }
     if (status != TITANRT_OK)
       return Status(status, "step " + std::to_string(stepsDone + 1) + ": " +
                                 context.lastError);
-    double learningRate = learningRateOf(stepsDone);
-    ++stepsDone;
-    if (rank != 0)
-      continue;
     float value = NAN;
-    std::string lossText;
-    if (loss) {
+    if (loss)
       std::memcpy(&value, regions.address(*loss), sizeof(value));
-      lossText = llvm::formatv(" | loss {0:f6}", value).str();
+    // Every rank holds the same loss, so all stop at the same step.
+    if (loss && !std::isfinite(value)) {
+      std::string where = findNonFiniteResult();
+      if (rank == 0)
+        std::fprintf(stderr,
+                     "titan: step %lld: the loss is %s; the first "
+                     "non-finite tensor it computed is %s. The state before "
+                     "this step is in the last checkpoint.\n",
+                     static_cast<long long>(stepsDone + 1),
+                     llvm::formatv("{0}", value).str().c_str(),
+                     where.empty() ? "none but the loss" : where.c_str());
+      stopped = StopReason::NonFinite;
+      return Status::success();
     }
-    std::printf("step %lld%s | lr %.4g | %.1f ms | %.0f tokens/s/rank\n",
-                static_cast<long long>(stepsDone), lossText.c_str(),
-                learningRate, seconds * 1e3, tokensPerStep / seconds);
-    std::fflush(stdout);
-    if (metrics.is_open())
-      metrics << "{\"step\": " << stepsDone
-              << ", \"loss\": " << llvm::formatv("{0:e9}", value).str()
-              << ", \"lr\": " << llvm::formatv("{0:e9}", learningRate).str()
-              << ", \"seconds\": " << seconds << "}\n";
+    ++stepsDone;
+    stepValue = float(stepsDone);
+    if (windows)
+      dataPosition = windows->next(dataPosition);
+    float gradNorm = NAN;
+    if (const TensorPlace *norm = program.findResult("grad_norm"))
+      std::memcpy(&gradNorm, regions.address(*norm), sizeof(gradNorm));
+    log.step(stepsDone, value, gradNorm, learningRate, seconds,
+             windows ? windows->epochOf(dataPosition) : 0,
+             stepsDone == lastStep);
+    // Ctrl-C or SIGTERM on any rank: all stop after the same step.
+    int signal = getStopSignal();
+    if (program.getWorldSize() > 1)
+      TITANRT_RETURN_IF_ERROR(
+          control.allReduce(TITANRT_I32, TITANRT_MAX, &signal, &signal, 1));
+    bool last = stepsDone == lastStep;
+    bool lastOfJob = last && !options.runSteps;
+    if (checkpoint.enable && lastOfJob && checkpoint.lastSaveInHf) {
+      if (asyncSave)
+        TITANRT_RETURN_IF_ERROR(asyncSave->wait());
+      TITANRT_RETURN_IF_ERROR(saveHfModel(
+          options, checkpointFolderOf(checkpointRoot(options), stepsDone)));
+    } else if (checkpoint.enable &&
+               (stepsDone % checkpoint.interval == 0 || lastOfJob)) {
+      TITANRT_RETURN_IF_ERROR(
+          saveJobCheckpoint(options, lastOfJob && checkpoint.modelWeightsOnly
+                                         ? SaveKind::ModelOnly
+                                         : SaveKind::Full));
+    }
+    if (signal) {
+      if (rank == 0)
+        std::printf("stopping after step %lld (%s)\n",
+                    static_cast<long long>(stepsDone),
+                    signal == SIGINT ? "SIGINT" : "SIGTERM");
+      stopped = StopReason::Interrupted;
+      break;
+    }
   }
-  if (options.steps > 1)
+  if (asyncSave)
+    TITANRT_RETURN_IF_ERROR(asyncSave->wait());
+  if (stepsDone > firstStep + 1)
     heapAfterSteps = heapInUse();
-  stepValue = static_cast<float>(stepsDone);
-  return Status::success();
+  return log.finish();
 }
 
-Status Trainer::save(const RunOptions &options, Communicator &world) {
-  const std::string &folder = options.saveCheckpoint;
+std::string titan::rt::checkpointRoot(const RunOptions &options) {
+  llvm::SmallString<256> root(options.dumpFolder);
+  llvm::sys::path::append(root, options.checkpoint.folder);
+  return std::string(root);
+}
+
+Status Trainer::saveJobCheckpoint(const RunOptions &options, SaveKind kind) {
+  std::string root = checkpointRoot(options);
+  std::string folder = checkpointFolderOf(root, stepsDone);
+  if (options.checkpoint.asyncMode != "disabled" && kind == SaveKind::Full) {
+    if (!asyncSave)
+      asyncSave = std::make_unique<AsyncSave>(regions.getBytes(Region::State));
+    // One save at a time: the previous one must be done.
+    TITANRT_RETURN_IF_ERROR(asyncSave->wait());
+    asyncSave->start(*this, options, folder, kind);
+    return Status::success();
+  }
+  if (asyncSave)
+    TITANRT_RETURN_IF_ERROR(asyncSave->wait());
+  return writeCheckpoint(options, folder, kind, regions.getBase(Region::State),
+                         stepValue, dataPosition, control);
+}
+
+Status Trainer::save(const RunOptions &options, const std::string &folder) {
+  return writeCheckpoint(options, folder, SaveKind::Full,
+                         regions.getBase(Region::State), stepValue,
+                         dataPosition, control);
+}
+
+Status Trainer::writeCheckpoint(const RunOptions &options,
+                                const std::string &folder, SaveKind kind,
+                                const uint8_t *stateBase, float stepSnapshot,
+                                int64_t positionSnapshot, Communicator &world) {
   if (std::error_code error = llvm::sys::fs::create_directories(folder))
     return Status::io("cannot create checkpoint folder '" + folder +
                       "': " + error.message());
-  // An uneven shard saves its box: the first part of its padded buffer.
+  mlir::titan::CheckpointPlan saved = plan;
+  ElementType exportType = ElementType::F32;
+  if (kind == SaveKind::ModelOnly) {
+    llvm::erase_if(saved.tensors, [&](const mlir::titan::PlanTensor &tensor) {
+      const TensorPlace *argument = program.findArgument(tensor.source);
+      return !argument || argument->role != "param";
+    });
+    saved.values.clear();
+    if (options.checkpoint.exportDtype == "bfloat16")
+      exportType = ElementType::BF16;
+    else if (options.checkpoint.exportDtype == "float16")
+      exportType = ElementType::F16;
+    for (mlir::titan::PlanTensor &tensor : saved.tensors)
+      if (tensor.dtype == ElementType::F32)
+        tensor.dtype = exportType;
+  }
+  // An uneven shard saves its box (the first part of its padded buffer);
+  // an exported tensor, its box converted.
   std::map<std::string, llvm::SmallVector<int64_t>> boxSizes;
-  for (const mlir::titan::PlanTensor &tensor : plan.tensors)
+  for (const mlir::titan::PlanTensor &tensor : saved.tensors)
     boxSizes[tensor.source] = tensor.boxes[rank].box.sizes;
   std::map<std::string, mlir::titan::DenseTensor> staged;
+  uint8_t *base = const_cast<uint8_t *>(stateBase);
   auto lookup = [&](llvm::StringRef source) -> llvm::Expected<DenseTensorRef> {
-    llvm::Expected<MutableDenseTensorRef> shard = shardOf(source);
+    llvm::Expected<MutableDenseTensorRef> shard =
+        shardOf(source, base, stepSnapshot, positionSnapshot);
     if (!shard)
       return shard.takeError();
     DenseTensorRef whole(
         shard->dtype, shard->shape,
         llvm::StringRef(shard->data.data(), shard->data.size()));
     auto box = boxSizes.find(source.str());
-    if (box == boxSizes.end() || box->second == shard->shape)
+    bool converted =
+        shard->dtype == ElementType::F32 && exportType != ElementType::F32;
+    if (box == boxSizes.end() || (box->second == shard->shape && !converted))
       return whole;
     mlir::titan::DenseTensor &part = staged[source.str()];
     part = makeStagingTensor(shard->dtype, box->second);
@@ -545,10 +1006,12 @@ Status Trainer::save(const RunOptions &options, Communicator &world) {
     IndexBox padded{region.offsets, llvm::SmallVector<int64_t>(shard->shape)};
     mlir::titan::copyRegion(whole, padded, MutableDenseTensorRef(part), region,
                             region);
+    if (converted)
+      part = convertFloats(part, exportType);
     return DenseTensorRef(part);
   };
   llvm::Expected<mlir::titan::DcpRankData> data =
-      mlir::titan::planRankShardData(plan, rank, lookup);
+      mlir::titan::planRankShardData(saved, rank, lookup);
   if (!data)
     return Status::io("cannot save: " + llvm::toString(data.takeError()));
   if (llvm::Error error = mlir::titan::saveDcpRank(folder, *data))
@@ -561,11 +1024,26 @@ Status Trainer::save(const RunOptions &options, Communicator &world) {
                                       ? mlir::titan::DcpFlavor::Torch113
                                       : mlir::titan::DcpFlavor::Torch2;
   if (llvm::Error error =
-          mlir::titan::finishDcpSave(folder, plan.numRanks, flavor))
+          mlir::titan::finishDcpSave(folder, saved.numRanks, flavor))
     return Status::io("cannot commit checkpoint '" + folder +
                       "': " + llvm::toString(std::move(error)));
-  std::printf("saved checkpoint %s (step %lld)\n", folder.c_str(),
-              static_cast<long long>(stepsDone));
+  std::printf("saved checkpoint %s (step %lld%s)\n", folder.c_str(),
+              static_cast<long long>(stepSnapshot),
+              kind == SaveKind::ModelOnly
+                  ? (", model only, " + options.checkpoint.exportDtype).c_str()
+                  : "");
+  // keep_latest_k: the oldest complete checkpoints of the job's folder go.
+  int64_t keep = options.checkpoint.keepLatestK;
+  llvm::StringRef parent = llvm::sys::path::parent_path(folder);
+  if (keep > 0 && parent == checkpointRoot(options)) {
+    std::vector<int64_t> steps = listCheckpointSteps(parent.str());
+    for (size_t i = 0; i + keep < steps.size(); ++i)
+      if (std::error_code error = llvm::sys::fs::remove_directories(
+              checkpointFolderOf(parent.str(), steps[i])))
+        std::fprintf(stderr, "titan: warning: cannot remove %s: %s\n",
+                     checkpointFolderOf(parent.str(), steps[i]).c_str(),
+                     error.message().c_str());
+  }
   return Status::success();
 }
 

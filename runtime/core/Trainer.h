@@ -13,11 +13,15 @@
 
 #include "core/Context.h"
 #include "core/ProgramDescription.h"
+#include "core/Tracer.h"
+#include "data/DataLoader.h"
 
 #include "titan/Checkpoint/Plan.h"
+#include "titan/Config/TrainConfig.h"
 #include "titan/Support/Npy.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace titan::rt {
@@ -65,18 +69,44 @@ private:
   std::map<std::string, mlir::titan::MappedNpy> files;
 };
 
-/// Options of a run (the executable's command line).
+/// Options of a run: the job's config (OUT/config.toml with the command
+/// line's overrides) and the executable's own flags.
 struct RunOptions {
+  /// The steps of the whole job (`training.steps`): a run resumed from a
+  /// checkpoint trains until this many are done.
   int64_t steps = 1;
+  /// `--steps N`: run N steps from the loaded state instead.
+  std::optional<int64_t> runSteps;
   /// The learning rate, scaled each step by `lrSchedule`.
   double learningRate = 8e-4;
   mlir::titan::LrSchedule lrSchedule;
+  /// `--data DIR`: tokens.npy and labels.npy (BatchSource) instead of the
+  /// dataset.
   std::string dataFolder;
-  /// A DCP checkpoint to start from; else a seeded initialization.
+  /// `[training] dataset_path` and `[model] tokenizer_path` (DataLoader.h;
+  /// torchtitan's hf_assets_path: its config.json serves Hugging Face
+  /// saves).
+  std::string datasetPath;
+  std::string tokenizerPath;
+  /// A DCP checkpoint to start from; else the job's checkpoint folder, its
+  /// initial checkpoint, or a seeded initialization.
   std::string loadCheckpoint;
   std::string saveCheckpoint;
   /// "torch2" or "torch1.13": the module paths of the saved .metadata.
   std::string checkpointFlavor = "torch2";
+  /// `[checkpoint]`; its folder is under `dumpFolder`.
+  mlir::titan::CheckpointConfig checkpoint;
+  /// `[job] dump_folder`: checkpoints and metrics go under it.
+  std::string dumpFolder;
+  /// `[metrics] log_freq`: rank 0 logs every this many steps.
+  int64_t logFreq = 1;
+  /// `[profiling]`: Chrome traces of every profile_freq-th step
+  /// (Tracer.h), under `dumpFolder`.
+  mlir::titan::ProfilingConfig profiling;
+  /// torchtitan's model FLOPs per token and the device's peak FLOP/s
+  /// (OUT/manifest.json), for TFLOP/s and MFU; 0 when unknown.
+  double flopsPerToken = 0;
+  double peakFlopsPerSecond = 0;
   /// Global .npy files of the buffers (RoPE tables, ...) the program reads.
   std::string buffersFolder;
   /// The program's checkpoint plan (which box of each tensor every rank
@@ -84,44 +114,104 @@ struct RunOptions {
   std::string checkpointPlanFile;
   uint64_t seed = 0;
   int threads = 0;
-  /// A file rank 0 appends one JSON line per step to.
+  /// A file rank 0 appends one JSON line per step to (besides
+  /// dumpFolder/metrics.jsonl).
   std::string metricsFile;
   /// A folder every rank writes its results of the last step to, as
   /// <folder>/rank<R>/<name>.npy (local shards, for debugging).
   std::string dumpResults;
 };
 
+/// The job's checkpoint folder: `[checkpoint] folder` under `[job]
+/// dump_folder`.
+std::string checkpointRoot(const RunOptions &options);
+
+/// The folder checkpoints of step `step` go in: `root/step-<step>`.
+std::string checkpointFolderOf(const std::string &root, int64_t step);
+
+/// The steps of the complete checkpoints (`step-N` folders with a
+/// `.metadata`) in `root`, ascending.
+std::vector<int64_t> listCheckpointSteps(const std::string &root);
+
+/// Why a run stopped before its last step.
+enum class StopReason { None, Interrupted, NonFinite };
+
+/// The signal that asked this process to stop (SIGINT or SIGTERM), or 0;
+/// set by the handler installTrainingSignalHandlers installs.
+int getStopSignal();
+
+/// Makes SIGINT and SIGTERM ask the training loop to stop after the step
+/// it is in (every rank agrees on the step; see Trainer::train).
+void installTrainingSignalHandlers();
+
 /// One rank's run of a compiled program.
 class Trainer {
 public:
+  /// `control` spans every rank (the loop's agreement to stop, and the
+  /// checkpoints' barriers); `saver` too, for saves on a background thread.
   Trainer(const ProgramDescription &program, titanrt_step_function step,
-          titanrt_context &context, int64_t rank)
-      : program(program), step(step), context(context), rank(rank) {}
+          titanrt_context &context, int64_t rank, Communicator &control,
+          Communicator &saver);
+  ~Trainer();
 
-  /// Allocates the regions and fills the state.
+  /// Allocates the regions, opens the data and fills the state: from
+  /// `--load`, else the newest checkpoint of the job's folder (or
+  /// `load_step`'s), else `initial_load_path`, else a seeded
+  /// initialization.
   Status prepare(const RunOptions &options);
-  /// Runs the steps, printing one line per step on rank 0.
-  Status train(const RunOptions &options);
-  /// Saves the state as a DCP checkpoint (every rank its part; rank 0
-  /// commits .metadata after a barrier on `world`).
-  Status save(const RunOptions &options, Communicator &world);
+  /// Runs the steps, logging on rank 0 and saving the job's checkpoints;
+  /// `stopped` says why it stopped early, if it did.
+  Status train(const RunOptions &options, StopReason &stopped);
+  /// Saves the whole state as a DCP checkpoint in `folder` (every rank its
+  /// part; rank 0 commits .metadata after a barrier).
+  Status save(const RunOptions &options, const std::string &folder);
   /// Writes this rank's results of the last step as .npy files.
   Status dumpResults(const std::string &folder) const;
   /// Prints the plan's memory next to what the process used.
   void reportMemory() const;
+  /// Whether the job has no step left (a complete job restarted).
+  bool isComplete(const RunOptions &options) const;
 
 private:
-  Status loadCheckpoint(const std::string &folder);
+  class AsyncSave;
+  /// What a checkpoint holds.
+  enum class SaveKind { Full, ModelOnly };
+
+  Status loadCheckpoint(const std::string &folder, bool modelOnly);
+  /// Loads the parameters from Hugging Face safetensors in `folder`
+  /// (HfCheckpoint.cpp); the optimizer state and the step start at 0.
+  Status loadHfModel(const RunOptions &options, const std::string &folder);
+  /// Saves the parameters as Hugging Face safetensors in `folder`, in
+  /// `export_dtype`, with the model's config.json.
+  Status saveHfModel(const RunOptions &options, const std::string &folder);
   Status loadBuffers(const std::string &folder);
+  Status openData(const RunOptions &options);
+  /// Fills the inputs of the next step (the batch, lr, step).
+  Status readInputs(const RunOptions &options);
   void initialize(uint64_t seed);
-  /// The box this rank holds of checkpoint source `source`, or an error.
+  /// Saves step `stepsDone`'s checkpoint of the job folder (async when the
+  /// config says so), then drops the oldest beyond keep_latest_k.
+  Status saveJobCheckpoint(const RunOptions &options, SaveKind kind);
+  /// Writes `kind`'s state from `stateBase` (the state region or a
+  /// snapshot of it) into `folder` and commits it over `world`.
+  Status writeCheckpoint(const RunOptions &options, const std::string &folder,
+                         SaveKind kind, const uint8_t *stateBase,
+                         float stepSnapshot, int64_t positionSnapshot,
+                         Communicator &world);
+  /// The box this rank holds of checkpoint source `source` in the state
+  /// region at `stateBase`, or an error.
   llvm::Expected<mlir::titan::MutableDenseTensorRef>
-  shardOf(llvm::StringRef source);
+  shardOf(llvm::StringRef source, uint8_t *stateBase, float &stepSlot,
+          int64_t &positionSlot);
+  /// The first result besides the loss that is not finite, or "".
+  std::string findNonFiniteResult() const;
 
   const ProgramDescription &program;
   titanrt_step_function step;
   titanrt_context &context;
   int64_t rank;
+  Communicator &control;
+  Communicator &saver;
   Regions regions;
   mlir::titan::CheckpointPlan plan;
   /// Updates done so far (AdamW's step before the next update).
@@ -129,6 +219,17 @@ private:
   /// The 0-d f32 the checkpoint's `step` source is loaded into and saved
   /// from.
   float stepValue = 0;
+  /// The data: .npy batches, or a dataset's windows at `dataPosition`.
+  std::unique_ptr<BatchSource> batches;
+  std::unique_ptr<TokenStream> tokenStream;
+  std::unique_ptr<BatchWindows> windows;
+  int64_t dataPosition = 0;
+  /// This rank's rows of the global batch, staged (allocated once).
+  std::vector<int64_t> stagedTokens, stagedLabels;
+  /// Records the profiled steps.
+  std::unique_ptr<Tracer> tracer;
+  /// The save running on a background thread, if any.
+  std::unique_ptr<AsyncSave> asyncSave;
   /// Bytes in use on the heap after the first step and after the last.
   int64_t heapBeforeSteps = 0;
   int64_t heapAfterSteps = 0;

@@ -39,7 +39,7 @@ func.func @forward(%emb: tensor<16x8xf32> {titan.name = "tok_embeddings.weight",
 // CHECK-SAME: %[[STEP:[a-z0-9]+]]: tensor<f32> {titan.name = "step", titan.role = "input"}
 // CHECK-SAME: -> (tensor<f32> {titan.name = "loss"}, tensor<16x8xf32> {titan.name = "param.tok_embeddings.weight"}
 // CHECK-SAME: tensor<16x8xf32> {titan.name = "exp_avg.tok_embeddings.weight"}
-// CHECK-SAME: tensor<16x8xf32> {titan.name = "grad.output.weight"})
+// CHECK-SAME: tensor<16x8xf32> {titan.name = "grad.output.weight"}, tensor<f32> {titan.name = "grad_norm"})
 
 // The forward program, then the loss over the [batch, seq] tokens as they
 // are (not flattened, so that a split sequence stays split).
@@ -76,10 +76,13 @@ func.func @forward(%emb: tensor<16x8xf32> {titan.name = "tok_embeddings.weight",
 // CHECK: %[[M:.*]] = titan.add %[[M1]], %[[G1]]
 // CHECK: titan.scale %{{.*}} by 0.050000000000000044
 // CHECK: %[[NEWEMB:.*]] = titan.sub %[[DECAYED]], %{{.*}} : tensor<16x8xf32>
-// CHECK: return %[[LOSS]], %[[NEWEMB]]
+// The norm before clipping is the last result.
+// CHECK: return %[[LOSS]], %[[NEWEMB]], {{.*}}, %[[NORM2]] :
 
-// Without max-norm there is no clipping, and no grad.* results.
+// Without max-norm there is no clipping, and no grad.* or grad_norm
+// results.
 // NOCLIP-LABEL: func.func @train_step
 // NOCLIP-NOT: titan.max
 // NOCLIP-NOT: grad.
+// NOCLIP-NOT: grad_norm
 // NOCLIP: return

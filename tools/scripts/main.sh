@@ -5,11 +5,14 @@
 #      with titan-compile and check its logits against PyTorch's;
 #   3. compile its training step for FSDP 2 x TP 2 into a rank executable
 #      and print the plan report (mesh, placements, collectives, memory);
-#   4. train it for 20 steps on 4 CPU rank processes (titan-run, Gloo over
-#      loopback) on text cut from models/data/corpus.txt: the falling loss,
-#      and the memory each rank allocated next to the plan's;
-#   5. load the checkpoint the 4 ranks saved into the PyTorch model with
-#      PyTorch 1.13 and evaluate it.
+#   4. train it on 4 CPU rank processes (titan-run, Gloo over loopback) as
+#      a torchtitan job: the data loader packs the bundled corpus
+#      (models/data/corpus.txt) into windows, the job stops after 10 of its
+#      20 steps with a checkpoint and a second run resumes it; the falling
+#      loss with tokens/s and MFU, and the memory each rank allocated next
+#      to the plan's;
+#   5. load the checkpoint the 4 ranks saved at step 20 into the PyTorch
+#      model with PyTorch 1.13 and evaluate it.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${TITAN_BUILD_DIR:-$root/build}
@@ -18,6 +21,7 @@ bin=$build/bin
 python=/usr/bin/python3
 work=${TITAN_WORK_DIR:-$(mktemp -d /tmp/titan-main.XXXXXX)}
 mkdir -p "$work"
+rm -rf "$work/job"
 config=$root/models/llama3/train_configs/debugmodel.toml
 
 echo "== build =="
@@ -42,6 +46,9 @@ echo
 echo "== compile the training step for FSDP 2 x TP 2 (4 ranks) =="
 "$bin/titan-compile" "$work/debugmodel/model.pt" --config "$config" \
   --set training.seq_len=128 --set training.local_batch_size=4 \
+  --set training.steps=20 --set training.dataset_path="$root/models/data/corpus.txt" \
+  --set checkpoint.enable=true --set checkpoint.interval=10 \
+  --set job.dump_folder="$work/job" \
   --set parallelism.data_parallel_shard_degree=2 \
   --set parallelism.tensor_parallel_degree=2 \
   --plan-report "$work/plan-report.txt" -o "$work/fsdp2xtp2"
@@ -50,15 +57,19 @@ echo
 ls -l "$work/fsdp2xtp2" "$work/fsdp2xtp2/bin"
 
 echo
-echo "== train 20 steps on 4 CPU ranks (titan-run) =="
-"$python" "$root/tools/scripts/corpus_batches.py" "$root/models/data/corpus.txt" \
-  "$work/data" --steps 20 --batch 8 --seq 128
-"$bin/titan-run" "$work/fsdp2xtp2" --nproc-per-node 4 -- --data "$work/data" \
-  --steps 20 --save "$work/checkpoint" --checkpoint-format torch1.13
+echo "== train on 4 CPU ranks (titan-run): 10 steps, then resume to 20 =="
+"$bin/titan-run" "$work/fsdp2xtp2" --nproc-per-node 4 -- --steps 10 \
+  --checkpoint-format torch1.13
+echo "-- the job again: it resumes from its newest checkpoint --"
+"$bin/titan-run" "$work/fsdp2xtp2" --nproc-per-node 4 -- \
+  --checkpoint-format torch1.13
+echo "metrics: $work/job/metrics.jsonl, $work/job/metrics.svg"
 
 echo
 echo "== PyTorch reads the checkpoint the ranks saved =="
+"$python" "$root/tools/scripts/corpus_batches.py" "$root/models/data/corpus.txt" \
+  "$work/data" --steps 1 --batch 8 --seq 128
 "$python" "$root/tools/scripts/torch_reads_checkpoint.py" \
-  "$work/debugmodel/model.pt" "$work/checkpoint" "$work/data"
+  "$work/debugmodel/model.pt" "$work/job/checkpoint/step-20" "$work/data"
 echo
 echo "files: $work"

@@ -5,7 +5,9 @@
 //   titan-ckpt inspect DIR
 //       Lists tensors (dtype, shape, chunks and where they are stored),
 //       bytes entries (with their value when it is a torch.save archive the
-//       restricted pickle reader accepts) and data files.
+//       restricted pickle reader accepts) and data files. DIR may also be a
+//       Hugging Face safetensors file or folder: its tensors (dtype, shape,
+//       file and offsets), metadata and files.
 //   titan-ckpt save --from NPYDIR --to DIR [--chunks FQN=GRID]...
 //                   [--flavor torch2|torch1.13]
 //       Writes every NPYDIR/<fqn>.npy as tensor <fqn>. GRID (e.g. 2x1) splits
@@ -35,6 +37,21 @@
 //       Loads as rank R of PLAN does: writes the box rank R holds of every
 //       tensor (and the values) as NPYDIR/<source>.npy.
 //
+//   titan-ckpt hf-export DCP_DIR OUT_DIR --mapping FILE [--dtype D]
+//                        [--max-shard-size BYTES] [--param NAME=N]...
+//                        [--hf-config config.json]
+//       Writes the model tensors of a DCP checkpoint as Hugging Face
+//       safetensors (sharded with model.safetensors.index.json past
+//       --max-shard-size, default 5GB), named and transformed as the mapping
+//       says (docs/hf-weights.md); --hf-config gives the mapping's
+//       parameters and is copied into OUT_DIR. OUT_DIR appears complete or
+//       not at all.
+//   titan-ckpt hf-import HF_DIR OUT_DCP_DIR --mapping FILE [--dtype D]
+//                        [--param NAME=N]... [--flavor ...]
+//       Writes the tensors of a Hugging Face safetensors model as a DCP
+//       checkpoint under titan's names (float32 unless --dtype), taking the
+//       mapping's parameters from HF_DIR/config.json when present.
+//
 // Every save syncs its files to disk before it returns (as PyTorch's
 // FileSystemWriter does by default). Loads read chunk data with large
 // preads straight into one reused buffer per tensor and write it out as the
@@ -48,10 +65,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/Checkpoint/Dcp.h"
+#include "titan/Checkpoint/HfMapping.h"
 #include "titan/Checkpoint/Plan.h"
+#include "titan/Checkpoint/Safetensors.h"
 #include "titan/Support/FormatInts.h"
 #include "titan/Support/Npy.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -70,6 +91,14 @@ static cl::SubCommand inspectCommand("inspect",
 static cl::SubCommand saveCommand("save", "Write a checkpoint from .npy files");
 static cl::SubCommand
     loadCommand("load", "Read a checkpoint's tensors into .npy files");
+static cl::SubCommand
+    hfExportCommand("hf-export",
+                    "Write a DCP checkpoint's model as Hugging Face "
+                    "safetensors");
+static cl::SubCommand
+    hfImportCommand("hf-import",
+                    "Write a Hugging Face safetensors model as a DCP "
+                    "checkpoint");
 
 /// The options this tool defines: --help lists only them (the options of
 /// the LLVM libraries linked in are still accepted, not listed).
@@ -77,24 +106,28 @@ static cl::OptionCategory ckptOptions("titan-ckpt options");
 
 static cl::opt<std::string> inspectDir(cl::Positional, cl::Required,
                                        cl::desc("<checkpoint directory>"),
-                                       cl::sub(inspectCommand), cl::cat(ckptOptions));
+                                       cl::sub(inspectCommand),
+                                       cl::cat(ckptOptions));
 static cl::opt<std::string> fromDir("from", cl::desc("Source directory"),
-                                    cl::sub(saveCommand), cl::sub(loadCommand), cl::cat(ckptOptions));
+                                    cl::sub(saveCommand), cl::sub(loadCommand),
+                                    cl::cat(ckptOptions));
 static cl::opt<std::string> toDir("to", cl::Required,
                                   cl::desc("Destination directory"),
-                                  cl::sub(saveCommand), cl::sub(loadCommand), cl::cat(ckptOptions));
+                                  cl::sub(saveCommand), cl::sub(loadCommand),
+                                  cl::cat(ckptOptions));
 static cl::opt<std::string>
     planFile("plan",
              cl::desc("Checkpoint plan (titan-compile --checkpoint-layout): "
                       "save and load as its ranks do"),
-             cl::value_desc("file"), cl::sub(saveCommand),
-             cl::sub(loadCommand), cl::cat(ckptOptions));
+             cl::value_desc("file"), cl::sub(saveCommand), cl::sub(loadCommand),
+             cl::cat(ckptOptions));
 static cl::opt<int>
     rankOption("rank",
                cl::desc("With --plan: save only this rank's part of the "
                         "checkpoint (finish it with --finish), or load only "
                         "the boxes this rank holds"),
-               cl::init(-1), cl::sub(saveCommand), cl::sub(loadCommand), cl::cat(ckptOptions));
+               cl::init(-1), cl::sub(saveCommand), cl::sub(loadCommand),
+               cl::cat(ckptOptions));
 static cl::opt<bool>
     finishSave("finish",
                cl::desc("With --plan: commit a checkpoint whose ranks' parts "
@@ -109,13 +142,91 @@ static cl::opt<DcpFlavor> flavor(
     "flavor", cl::desc("Module paths of the .metadata pickle"),
     cl::values(clEnumValN(DcpFlavor::Torch2, "torch2", "PyTorch 2.x"),
                clEnumValN(DcpFlavor::Torch113, "torch1.13", "PyTorch 1.13")),
-    cl::init(DcpFlavor::Torch2), cl::sub(saveCommand), cl::cat(ckptOptions));
+    cl::init(DcpFlavor::Torch2), cl::sub(saveCommand), cl::sub(hfImportCommand),
+    cl::cat(ckptOptions));
+static cl::opt<std::string> hfSource(cl::Positional, cl::Required,
+                                     cl::desc("<source>"),
+                                     cl::sub(hfExportCommand),
+                                     cl::sub(hfImportCommand),
+                                     cl::cat(ckptOptions));
+static cl::opt<std::string> hfDestination(cl::Positional, cl::Required,
+                                          cl::desc("<destination>"),
+                                          cl::sub(hfExportCommand),
+                                          cl::sub(hfImportCommand),
+                                          cl::cat(ckptOptions));
+static cl::opt<std::string>
+    mappingFile("mapping", cl::Required,
+                cl::desc("Mapping between Hugging Face names and titan's "
+                         "(e.g. models/llama3/hf_mapping.json)"),
+                cl::value_desc("file"), cl::sub(hfExportCommand),
+                cl::sub(hfImportCommand), cl::cat(ckptOptions));
+static cl::opt<std::string>
+    hfDType("dtype",
+            cl::desc("Float dtype of the written tensors: bfloat16, float16 "
+                     "or float32 (export: the checkpoint's dtype by default; "
+                     "import: float32)"),
+            cl::sub(hfExportCommand), cl::sub(hfImportCommand),
+            cl::cat(ckptOptions));
+static cl::opt<std::string> maxShardSize(
+    "max-shard-size",
+    cl::desc("Largest data size of one safetensors file: bytes, or with "
+             "KB/MB/GB (powers of 1000) or KiB/MiB/GiB (default 5GB)"),
+    cl::init("5GB"), cl::sub(hfExportCommand), cl::cat(ckptOptions));
+static cl::list<std::string>
+    mappingParams("param",
+                  cl::desc("NAME=N: a parameter of the mapping, e.g. "
+                           "n_heads=32 (overrides config.json)"),
+                  cl::sub(hfExportCommand), cl::sub(hfImportCommand),
+                  cl::cat(ckptOptions));
+static cl::opt<std::string> hfConfig(
+    "hf-config",
+    cl::desc("A Hugging Face config.json: the mapping's parameters come from "
+             "it, and it is copied into the output folder"),
+    cl::value_desc("file"), cl::sub(hfExportCommand), cl::cat(ckptOptions));
 
 static llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+/// Lists a Hugging Face safetensors file or folder.
+static llvm::Error inspectSafetensors() {
+  llvm::Expected<SafetensorsReader> reader =
+      SafetensorsReader::open(inspectDir);
+  if (!reader)
+    return reader.takeError();
+  llvm::raw_ostream &os = llvm::outs();
+  for (const auto &[name, entry] : reader->getTensors())
+    os << "tensor " << name << " " << safetensorsDTypeName(entry.info.dtype)
+       << " " << formatInts(entry.info.shape) << " -> "
+       << llvm::sys::path::filename(reader->getFiles()[entry.file]) << " @"
+       << entry.info.begin << " +" << entry.info.end - entry.info.begin << "\n";
+  for (auto [file, metadata] :
+       llvm::zip(reader->getFiles(), reader->getMetadata())) {
+    uint64_t size = 0;
+    llvm::sys::fs::file_size(file, size);
+    os << "file " << llvm::sys::path::filename(file) << " " << size
+       << " bytes\n";
+    for (const auto &[key, value] : metadata)
+      os << "  metadata " << key << " = " << value << "\n";
+  }
+  return llvm::Error::success();
+}
+
+/// Whether `path` is a safetensors file or a folder of one.
+static bool isSafetensorsPath(StringRef path) {
+  if (!llvm::sys::fs::is_directory(path))
+    return path.ends_with(".safetensors");
+  llvm::SmallString<256> index(path), single(path);
+  llvm::sys::path::append(index, kSafetensorsIndexFile);
+  llvm::sys::path::append(single, kSafetensorsSingleFile);
+  return llvm::sys::fs::exists(index) || llvm::sys::fs::exists(single);
+}
+
 static llvm::Error inspect() {
+  llvm::SmallString<256> metadataPath(inspectDir);
+  llvm::sys::path::append(metadataPath, ".metadata");
+  if (!llvm::sys::fs::exists(metadataPath) && isSafetensorsPath(inspectDir))
+    return inspectSafetensors();
   llvm::Expected<DcpReader> reader = DcpReader::open(inspectDir);
   if (!reader)
     return reader.takeError();
@@ -503,17 +614,263 @@ static llvm::Error loadWithPlan() {
   return err;
 }
 
+/// Parses --max-shard-size: bytes, or a number with KB/MB/GB (powers of
+/// 1000, as Hugging Face's "5GB") or KiB/MiB/GiB.
+static llvm::Expected<uint64_t> parseByteSize(StringRef text) {
+  StringRef digits = text.take_while(llvm::isDigit);
+  StringRef unit = text.drop_front(digits.size()).trim();
+  uint64_t value;
+  if (digits.empty() || digits.getAsInteger(10, value))
+    return fail("--max-shard-size " + text +
+                ": expected bytes, e.g. 5GB, 500MiB or 1000000");
+  uint64_t scale = llvm::StringSwitch<uint64_t>(unit.lower())
+                       .Case("", 1)
+                       .Case("b", 1)
+                       .Case("kb", 1000)
+                       .Case("mb", 1000 * 1000)
+                       .Case("gb", 1000 * 1000 * 1000)
+                       .Case("kib", 1 << 10)
+                       .Case("mib", 1 << 20)
+                       .Case("gib", 1 << 30)
+                       .Default(0);
+  if (scale == 0 || value == 0 || value > UINT64_MAX / scale)
+    return fail("--max-shard-size " + text +
+                ": expected a positive size, e.g. 5GB, 500MiB or 1000000");
+  return value * scale;
+}
+
+/// The float dtype --dtype names, or nullopt when not given.
+static llvm::Expected<std::optional<ElementType>> parseHfDType() {
+  if (hfDType.empty())
+    return std::nullopt;
+  std::optional<ElementType> dtype = parseTorchDTypeName(hfDType);
+  if (!dtype || !isFloatElementType(*dtype) || *dtype == ElementType::F64)
+    return fail("--dtype " + hfDType +
+                ": expected bfloat16, float16 or float32");
+  return dtype;
+}
+
+/// Reads the mapping and sets its parameters from `configPath` (when it
+/// exists) and then --param.
+static llvm::Expected<HfMapping> loadMapping(StringRef configPath) {
+  llvm::Expected<HfMapping> mapping = HfMapping::read(mappingFile);
+  if (!mapping)
+    return mapping.takeError();
+  if (!configPath.empty()) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> config =
+        llvm::MemoryBuffer::getFile(configPath, /*IsText=*/true);
+    if (!config)
+      return fail("cannot read '" + configPath +
+                  "': " + config.getError().message());
+    if (llvm::Error err = mapping->setParametersFromHfConfig(
+            (*config)->getBuffer(), configPath))
+      return std::move(err);
+  }
+  for (StringRef param : mappingParams) {
+    auto [name, value] = param.split('=');
+    int64_t number;
+    if (value.getAsInteger(10, number))
+      return fail("--param " + param + ": expected NAME=N, e.g. n_heads=32");
+    if (llvm::Error err = mapping->setParameter(name, number))
+      return fail("--param " + param + ": " + llvm::toString(std::move(err)));
+  }
+  return mapping;
+}
+
+static llvm::Error hfExport() {
+  llvm::Expected<uint64_t> maxShard = parseByteSize(maxShardSize);
+  if (!maxShard)
+    return maxShard.takeError();
+  llvm::Expected<std::optional<ElementType>> dtype = parseHfDType();
+  if (!dtype)
+    return dtype.takeError();
+  llvm::Expected<HfMapping> mapping = loadMapping(hfConfig);
+  if (!mapping)
+    return mapping.takeError();
+  llvm::Expected<DcpReader> reader = DcpReader::open(hfSource);
+  if (!reader)
+    return reader.takeError();
+  std::vector<SafetensorsTensorSpec> tensors;
+  for (const auto &[fqn, tensor] : reader->getMetadata().tensors) {
+    ElementType saved = tensor.dtype;
+    if (*dtype && isFloatElementType(saved))
+      saved = **dtype;
+    tensors.push_back({fqn, saved, tensor.size});
+  }
+  llvm::Expected<SafetensorsLayout> layout =
+      computeHfLayout(*mapping, tensors, *maxShard);
+  if (!layout)
+    return layout.takeError();
+  std::vector<std::pair<std::string, std::string>> extraFiles;
+  if (!hfConfig.empty()) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> config =
+        llvm::MemoryBuffer::getFile(hfConfig, /*IsText=*/true);
+    if (!config)
+      return fail("cannot read '" + hfConfig +
+                  "': " + config.getError().message());
+    extraFiles.emplace_back("config.json", (*config)->getBuffer().str());
+  }
+  std::vector<std::string> replaceable;
+  for (const auto &extra : extraFiles)
+    replaceable.push_back(extra.first);
+  if (llvm::Error err =
+          prepareSafetensorsSave(hfDestination, *layout, replaceable))
+    return err;
+  auto writeAll = [&]() -> llvm::Error {
+    llvm::Expected<SafetensorsWriter> writer =
+        SafetensorsWriter::open(hfDestination, *layout);
+    if (!writer)
+      return writer.takeError();
+    for (const SafetensorsTensorSpec &spec : tensors) {
+      llvm::Expected<std::optional<HfTensorBinding>> binding =
+          mapping->bindTitan(spec.name);
+      if (!binding)
+        return binding.takeError();
+      if (!*binding)
+        continue;
+      llvm::Expected<DenseTensor> tensor = reader->readTensor(spec.name);
+      if (!tensor)
+        return tensor.takeError();
+      IndexBox whole{llvm::SmallVector<int64_t>(spec.shape.size(), 0),
+                     spec.shape};
+      if (llvm::Error err = writeHfBox(*writer, *layout, *mapping, spec.name,
+                                       whole, *tensor, whole))
+        return err;
+    }
+    if (llvm::Error err = writer->close())
+      return err;
+    return commitSafetensorsSave(hfDestination, *layout, extraFiles);
+  };
+  llvm::Error err = writeAll();
+  if (err)
+    discardSafetensorsSave(hfDestination);
+  return err;
+}
+
+/// Tensors converted in memory before they are written as one data file of
+/// an import (bounds the memory an import needs).
+static constexpr uint64_t kImportBatchBytes = 1ull << 30;
+
+/// Converts the bound tensors of an import and writes them as a DCP
+/// checkpoint into the existing folder hfDestination.
+static llvm::Error
+writeImport(const SafetensorsReader &reader, const HfMapping &mapping,
+            const std::map<std::string, HfTensorBinding> &byTitan,
+            std::optional<ElementType> dtype) {
+  std::vector<DcpMetadata> pieces;
+  DcpRankData batch;
+  std::vector<DenseTensor> batchTensors;
+  uint64_t batchBytes = 0;
+  auto flush = [&]() -> llvm::Error {
+    if (batch.chunks.empty())
+      return llvm::Error::success();
+    llvm::Expected<DcpMetadata> piece = writeDcpRankData(hfDestination, batch);
+    if (!piece)
+      return piece.takeError();
+    pieces.push_back(std::move(*piece));
+    batch.chunks.clear();
+    batch.rank = pieces.size();
+    batchTensors.clear();
+    batchBytes = 0;
+    return llvm::Error::success();
+  };
+  batchTensors.reserve(byTitan.size());
+  for (const auto &[titan, binding] : byTitan) {
+    const SafetensorsReader::Entry *entry = reader.lookup(binding.hf);
+    ElementType stored = entry->info.dtype;
+    ElementType target =
+        isFloatElementType(stored) ? dtype.value_or(ElementType::F32) : stored;
+    llvm::Expected<HfRowPermutation> rows =
+        mapping.rowPermutation(binding, entry->info.shape);
+    if (!rows)
+      return rows.takeError();
+    HfRowPermutation permutation = *rows;
+    auto rowMap = [permutation](int64_t row) { return permutation.toHf(row); };
+    llvm::Expected<DenseTensor> tensor =
+        reader.readTensor(binding.hf, target,
+                          permutation.isIdentity() ? SafetensorsRowMap()
+                                                   : SafetensorsRowMap(rowMap));
+    if (!tensor)
+      return tensor.takeError();
+    batchBytes += tensor->data.size();
+    batchTensors.push_back(std::move(*tensor));
+    const DenseTensor &held = batchTensors.back();
+    IndexBox whole{llvm::SmallVector<int64_t>(held.shape.size(), 0),
+                   held.shape};
+    batch.chunks.push_back({titan, held.shape, whole, held, whole});
+    if (batchBytes >= kImportBatchBytes)
+      if (llvm::Error err = flush())
+        return err;
+  }
+  if (llvm::Error err = flush())
+    return err;
+  return commitDcpCheckpoint(hfDestination, pieces, flavor);
+}
+
+static llvm::Error hfImport() {
+  llvm::Expected<std::optional<ElementType>> dtype = parseHfDType();
+  if (!dtype)
+    return dtype.takeError();
+  llvm::Expected<SafetensorsReader> reader = SafetensorsReader::open(hfSource);
+  if (!reader)
+    return reader.takeError();
+  llvm::SmallString<256> configPath;
+  if (llvm::sys::fs::is_directory(hfSource)) {
+    configPath = hfSource;
+    llvm::sys::path::append(configPath, "config.json");
+    if (!llvm::sys::fs::exists(configPath))
+      configPath.clear();
+  }
+  llvm::Expected<HfMapping> mapping = loadMapping(configPath);
+  if (!mapping)
+    return mapping.takeError();
+
+  // Bind every tensor first: nothing is written for an unmappable model.
+  std::map<std::string, HfTensorBinding> byTitan;
+  for (const auto &[hf, entry] : reader->getTensors()) {
+    llvm::Expected<std::optional<HfTensorBinding>> binding =
+        mapping->bindHf(hf);
+    if (!binding)
+      return binding.takeError();
+    if (!*binding)
+      continue;
+    if (llvm::Error err =
+            mapping->rowPermutation(**binding, entry.info.shape).takeError())
+      return err;
+    auto [it, inserted] = byTitan.try_emplace((*binding)->titan, **binding);
+    if (!inserted)
+      return fail("Hugging Face tensors '" + it->second.hf + "' and '" + hf +
+                  "' both map to titan's '" + (*binding)->titan + "'");
+  }
+  if (byTitan.empty())
+    return fail("no tensor of '" + hfSource + "' maps to a titan tensor");
+  bool created = !llvm::sys::fs::exists(hfDestination);
+  if (std::error_code ec = llvm::sys::fs::create_directories(hfDestination))
+    return fail("cannot create '" + hfDestination + "': " + ec.message());
+  llvm::Error err = writeImport(*reader, *mapping, byTitan, *dtype);
+  // A failed import into a new folder leaves nothing behind (into an
+  // existing checkpoint folder, the checkpoint there stays loadable: only
+  // the commit replaces its .metadata).
+  if (err && created)
+    llvm::sys::fs::remove_directories(hfDestination);
+  return err;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  for (cl::SubCommand *command : {&cl::SubCommand::getTopLevel(),
-                                   &inspectCommand, &saveCommand,
-                                   &loadCommand})
+  for (cl::SubCommand *command :
+       {&cl::SubCommand::getTopLevel(), &inspectCommand, &saveCommand,
+        &loadCommand, &hfExportCommand, &hfImportCommand})
     cl::HideUnrelatedOptions(ckptOptions, *command);
   cl::ParseCommandLineOptions(argc, argv,
                               "titan-ckpt: PyTorch distributed checkpoints\n");
   llvm::Error err = llvm::Error::success();
   if (inspectCommand)
     err = inspect();
+  else if (hfExportCommand)
+    err = hfExport();
+  else if (hfImportCommand)
+    err = hfImport();
   else if (rankOption.getNumOccurrences() && rankOption < 0)
     err = fail("--rank " + llvm::Twine(rankOption) +
                ": a rank is 0 or more (leave --rank out to save or load "
@@ -527,7 +884,8 @@ int main(int argc, char **argv) {
   else if (loadCommand)
     err = planFile.empty() ? load() : loadWithPlan();
   else
-    err = fail("expected a subcommand: inspect, save or load (see --help)");
+    err = fail("expected a subcommand: inspect, save, load, hf-export or "
+               "hf-import (see --help)");
   if (err) {
     llvm::WithColor::error(llvm::errs(), "titan-ckpt")
         << llvm::toString(std::move(err)) << "\n";

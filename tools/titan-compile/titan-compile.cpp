@@ -1,6 +1,8 @@
 //===- titan-compile.cpp - titan's compiler driver ------------------------===//
 //
 // titan-compile MODEL.pt --config CFG.toml [--set k=v] -o OUT/
+// titan-compile MODEL.pt --job.config_file CFG.toml [--section.key VALUE]
+//     -o OUT/   (torchtitan's command line, docs/config.md)
 //
 // Imports a TorchScript model into the titan dialect, builds its training
 // step, partitions it for the ranks of the config's parallelism and
@@ -14,6 +16,7 @@
 
 #include "titan/Checkpoint/Layout.h"
 #include "titan/Codegen/Executable.h"
+#include "titan/Config/CommandLine.h"
 #include "titan/Config/DeviceFile.h"
 #include "titan/Import/TorchScriptImporter.h"
 #include "titan/InitAll.h"
@@ -82,12 +85,15 @@ static cl::opt<std::string> targetCpu(
              "x86-64-v3: AVX2 and FMA; 'native' for this machine's)"),
     cl::init("x86-64-v3"), cl::cat(compileOptions));
 static cl::opt<std::string>
-    configFile("config", cl::desc("Training config (torchtitan-style TOML)"),
+    configFile("config",
+               cl::desc("Training config (torchtitan-style TOML; "
+                        "torchtitan's --job.config_file too)"),
                cl::value_desc("file.toml"), cl::cat(compileOptions));
 static cl::list<std::string>
     configOverrides("set",
                     cl::desc("Override a config value, e.g. "
-                             "--set training.seq_len=64"),
+                             "--set training.seq_len=64 (or torchtitan's "
+                             "--training.seq_len 64, docs/config.md)"),
                     cl::value_desc("section.key=value"),
                     cl::cat(compileOptions));
 static cl::opt<bool>
@@ -248,8 +254,19 @@ static void summarize(ModuleOp module) {
                << " ops\n";
 }
 
-/// Writes OUT/manifest.json: what titan-run needs to start the ranks.
-static llvm::Error writeManifest(ModuleOp module, llvm::StringRef path) {
+/// What the executable's ranks report about their steps besides the loss:
+/// torchtitan's model FLOPs per token and the device's peak, for TFLOP/s
+/// and MFU.
+struct JobMetrics {
+  double flopsPerToken = 0;
+  double peakFlopsPerSecond = 0;
+  std::string device;
+};
+
+/// Writes OUT/manifest.json: what titan-run needs to start the ranks, and
+/// what the ranks need for their metrics (`metrics`, when known).
+static llvm::Error writeManifest(ModuleOp module, llvm::StringRef path,
+                                 const JobMetrics *metrics) {
   SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
   if (meshes.size() != 1)
     return llvm::createStringError("the program has no single mesh");
@@ -277,6 +294,11 @@ static llvm::Error writeManifest(ModuleOp module, llvm::StringRef path) {
       {"programs", llvm::json::Array{llvm::json::Object{
                        {"name", "train"}, {"path", "bin/train"}}}},
       {"ranks", std::move(ranks)}};
+  if (metrics)
+    manifest["metrics"] = llvm::json::Object{
+        {"model_flops_per_token", metrics->flopsPerToken},
+        {"peak_flops_per_second", metrics->peakFlopsPerSecond},
+        {"device", metrics->device}};
   std::error_code error;
   llvm::raw_fd_ostream os(path, error);
   if (error)
@@ -290,19 +312,23 @@ static llvm::Error writeManifest(ModuleOp module, llvm::StringRef path) {
 /// (its section appended to `report` when given, against `device`'s memory
 /// when given; drawn into --memory-plot; its breakdown added to `summary`
 /// when given), the LLVM dialect module, bin/train, manifest.json and
-/// checkpoint-plan.txt. Each phase is timed under `timing` (--mlir-timing).
+/// checkpoint-plan.txt, and config.toml (`config`, when given: the config
+/// the ranks run the job by). Each phase is timed under `timing`
+/// (--mlir-timing).
 static llvm::Error
 writeExecutable(ModuleOp module, const TitanPipelineOptions &pipeline,
                 llvm::StringRef out, llvm::raw_ostream *report,
                 const DeviceDescription *device, llvm::json::Object *summary,
+                const TrainConfig *config, const JobMetrics *metrics,
                 TimingScope &timing) {
   TimingScope planTiming = timing.nest("checkpoint plan");
   FailureOr<CheckpointPlan> plan = computeCheckpointLayout(module);
   if (failed(plan))
     return llvm::createStringError("cannot compute the checkpoint layout");
   llvm::SmallString<256> planPath(out), binDir(out), kernelsObject(out),
-      hostObject(out), executable(out), manifest(out);
+      hostObject(out), executable(out), manifest(out), configPath(out);
   llvm::sys::path::append(planPath, "checkpoint-plan.txt");
+  llvm::sys::path::append(configPath, "config.toml");
   llvm::sys::path::append(binDir, "bin");
   llvm::sys::path::append(kernelsObject, "kernels.o");
   llvm::sys::path::append(hostObject, "step.o");
@@ -311,10 +337,12 @@ writeExecutable(ModuleOp module, const TitanPipelineOptions &pipeline,
   // The plan and the manifest of an earlier build in `out` are replaced only
   // once the executable is linked: a failed compile leaves them as they were.
   std::string planPartial = (planPath + ".partial").str(),
-              manifestPartial = (manifest + ".partial").str();
+              manifestPartial = (manifest + ".partial").str(),
+              configPartial = (configPath + ".partial").str();
   llvm::scope_exit discardPartials([&] {
     llvm::sys::fs::remove(planPartial);
     llvm::sys::fs::remove(manifestPartial);
+    llvm::sys::fs::remove(configPartial);
   });
   if (std::error_code error = llvm::sys::fs::create_directories(binDir))
     return llvm::createStringError("cannot create '" + binDir +
@@ -326,6 +354,20 @@ writeExecutable(ModuleOp module, const TitanPipelineOptions &pipeline,
       return llvm::createStringError("cannot write '" + planPartial +
                                      "': " + error.message());
     printCheckpointPlan(*plan, os);
+  }
+  // Without a config (a partitioned .mlir input), the ranks run on the
+  // defaults compiled into the program; an older config.toml would lie.
+  llvm::sys::fs::remove(configPath);
+  if (config) {
+    std::error_code error;
+    llvm::raw_fd_ostream os(configPartial, error);
+    if (error)
+      return llvm::createStringError("cannot write '" + configPartial +
+                                     "': " + error.message());
+    os << "# The config this executable was compiled with (titan-compile "
+          "writes it;\n# the ranks run the job by it, with the command "
+          "line's overrides).\n\n"
+       << printTrainConfig(*config);
   }
   planTiming.stop();
   {
@@ -365,7 +407,7 @@ writeExecutable(ModuleOp module, const TitanPipelineOptions &pipeline,
       return llvm::createStringError("cannot draw the memory plot");
     plot->keep();
   }
-  if (llvm::Error error = writeManifest(module, manifestPartial))
+  if (llvm::Error error = writeManifest(module, manifestPartial, metrics))
     return error;
   {
     PassManager pm(module.getContext());
@@ -390,10 +432,12 @@ writeExecutable(ModuleOp module, const TitanPipelineOptions &pipeline,
   if (linked)
     return linked;
   for (auto [partial, target] : {std::make_pair(&planPartial, &planPath),
-                                 std::make_pair(&manifestPartial, &manifest)})
-    if (std::error_code error = llvm::sys::fs::rename(*partial, *target))
-      return llvm::createStringError("cannot write '" + *target +
-                                     "': " + error.message());
+                                 std::make_pair(&manifestPartial, &manifest),
+                                 std::make_pair(&configPartial, &configPath)})
+    if (config || target != &configPath)
+      if (std::error_code error = llvm::sys::fs::rename(*partial, *target))
+        return llvm::createStringError("cannot write '" + *target +
+                                       "': " + error.message());
   return llvm::Error::success();
 }
 
@@ -408,12 +452,29 @@ int main(int argc, char **argv) {
   registerDefaultTimingManagerCLOptions();
   registerAsmPrinterCLOptions();
   cl::HideUnrelatedOptions(compileOptions);
+  // The config arguments, titan's (--config, --set) and torchtitan's
+  // (--job.config_file, --section.key VALUE, bare boolean flags), are taken
+  // out first; LLVM's parser gets the rest.
+  llvm::Expected<ConfigCommandLine> configArguments =
+      parseConfigCommandLine(llvm::ArrayRef<const char *>(argv, argc));
+  if (!configArguments) {
+    llvm::WithColor::error(llvm::errs(), "titan-compile")
+        << llvm::toString(configArguments.takeError()) << "\n";
+    return 1;
+  }
+  std::vector<const char *> remainingArguments;
+  for (const std::string &argument : configArguments->remaining)
+    remainingArguments.push_back(argument.c_str());
   cl::ParseCommandLineOptions(
-      argc, argv,
+      remainingArguments.size(), remainingArguments.data(),
       "titan compiler driver\n\n"
       "  --mlir-timing prints the time of each phase and pass.\n"
       "  --mlir-print-debuginfo prints locations: the source line, the\n"
       "  module path and the phase of each op.\n");
+  if (!configArguments->configFile.empty())
+    configFile.setValue(configArguments->configFile);
+  for (const std::string &assignment : configArguments->overrides)
+    configOverrides.push_back(assignment);
   // --mlir-timing: wall time of every phase and pass, printed at exit.
   DefaultTimingManager timingManager;
   applyDefaultTimingManagerCLOptions(timingManager);
@@ -507,16 +568,19 @@ int main(int argc, char **argv) {
     if (!program)
       return fail("cannot parse '" + inputFile + "'");
     TitanPipelineOptions pipeline;
+    std::optional<TrainConfig> config;
     if (!configFile.empty()) {
       llvm::Expected<TrainConfig> loaded =
           loadTrainConfig(configFile, configOverrides);
       if (!loaded)
         return fail(llvm::toString(loaded.takeError()));
       warnAbout(*loaded);
+      config = *loaded;
       pipeline = pipelineOptionsFrom(*loaded, stage, emitGrads);
     }
-    if (llvm::Error error = writeExecutable(*program, pipeline, outputFile,
-                                            nullptr, nullptr, nullptr, timing))
+    if (llvm::Error error = writeExecutable(
+            *program, pipeline, outputFile, nullptr, nullptr, nullptr,
+            config ? &*config : nullptr, nullptr, timing))
       return fail(llvm::toString(std::move(error)));
     llvm::errs() << "titan-compile: wrote " << outputFile << "/bin/train\n";
     return 0;
@@ -604,7 +668,9 @@ int main(int argc, char **argv) {
     return pm.run(**module);
   };
   bool fitRecompute = config && config->activationCheckpoint.mode == "auto";
-  if ((!planReport.empty() || !summaryJson.empty() || fitRecompute) &&
+  // The executable's metrics need it too (MFU).
+  if ((!planReport.empty() || !summaryJson.empty() || fitRecompute ||
+       stage == PipelineStage::Executable) &&
       pipeline.stage == PipelineStage::Spmd) {
     TitanPipelineOptions trainStep = pipeline;
     trainStep.stage = PipelineStage::TrainStep;
@@ -741,10 +807,20 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(std::move(error)));
 
   if (stage == PipelineStage::Executable) {
+    std::optional<JobMetrics> metrics;
+    if (modelFlops) {
+      FailureOr<StepTimePrediction> predicted =
+          predictStepTime(**module, *device, ranksPerNode, *modelFlops);
+      if (failed(predicted))
+        return fail("cannot predict the step time");
+      metrics = JobMetrics{modelFlops->getFlopsPerToken(),
+                           predicted->peakFlopsPerSecond, device->name};
+    }
     if (llvm::Error error = writeExecutable(
             **module, pipeline, outputFile, report ? &report->os() : nullptr,
             device ? &*device : nullptr,
-            summaryJson.empty() ? nullptr : &summary, timing))
+            summaryJson.empty() ? nullptr : &summary,
+            config ? &*config : nullptr, metrics ? &*metrics : nullptr, timing))
       return fail(llvm::toString(std::move(error)));
     if (!writeSummary())
       return 1;

@@ -321,6 +321,10 @@ int Supervisor::run() {
   if (failure) {
     llvm::WithColor::error(llvm::errs(), "titan-run")
         << describeFailure(*failure) << "\n";
+    // The rank's own status says what failed (the executables' statuses
+    // are documented: 3 for a loss that is not finite); a killed rank, 1.
+    if (WIFEXITED(failure->status))
+      return WEXITSTATUS(failure->status);
     return 1;
   }
   return 0;

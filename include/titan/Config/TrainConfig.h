@@ -135,6 +135,10 @@ struct CheckpointConfig {
   bool initialLoadInHf = false;
   /// The last save is Hugging Face safetensors (model only).
   bool lastSaveInHf = false;
+  /// titan's key: the mapping between the model's names and Hugging Face's
+  /// (docs/hf-weights.md; models/llama3/hf_mapping.json), for the two keys
+  /// above. A relative path is relative to the config file.
+  std::string hfMapping;
 };
 
 /// [profiling]: Chrome traces of the runtime's work.
@@ -185,6 +189,12 @@ struct TrainConfig {
 llvm::Expected<TrainConfig>
 parseTrainConfig(llvm::StringRef text, llvm::StringRef fileName,
                  llvm::ArrayRef<std::string> overrides = {});
+
+/// `config` as a TOML file of every key titan's schema knows (one spelling
+/// each): parseTrainConfig reads it back to an equal config, warnings
+/// aside. titan-compile writes it as OUT/config.toml, the config the
+/// executable was compiled with.
+std::string printTrainConfig(const TrainConfig &config);
 
 /// Reads and parses the file at `path`.
 llvm::Expected<TrainConfig>

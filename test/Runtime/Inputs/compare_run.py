@@ -1,14 +1,16 @@
 """Compares a compiled executable's run with the reference interpreter's.
 
 usage: compare_run.py METRICS.jsonl LOADED_DIR REFERENCE_DIR [--rtol R]
-       [--loss-rtol R] [--loss-atol A] [--losses-only]
+       [--loss-rtol R] [--loss-atol A] [--grad-norm-rtol R] [--losses-only]
 
 METRICS.jsonl is the executable's --metrics (one line per step), LOADED_DIR
 the checkpoint it saved, read back as global .npy files (titan-ckpt load
 --plan), REFERENCE_DIR what reference_steps.py wrote. The loss of every step
 must agree to --loss-rtol, and every parameter and optimizer moment to
 --rtol, normwise (||a - e|| / ||e||: elements near zero differ in their
-last bits whatever the summation order). With --losses-only only the
+last bits whatever the summation order). Where the reference has
+grad_norms.npy (PyTorch's clip_grad_norm_), each step's logged grad_norm must
+agree to --grad-norm-rtol. With --losses-only only the
 losses are compared (REFERENCE_DIR/losses.npy may come from PyTorch:
 test/TrainStep/Inputs/train_oracle.py). Prints the worst of each and
 "match" or "MISMATCH".
@@ -33,6 +35,7 @@ def main() -> int:
     parser.add_argument("--rtol", type=float, default=1e-5)
     parser.add_argument("--loss-rtol", type=float, default=1e-6)
     parser.add_argument("--loss-atol", type=float, default=0.0)
+    parser.add_argument("--grad-norm-rtol", type=float, default=1e-4)
     parser.add_argument("--losses-only", action="store_true")
     args = parser.parse_args()
 
@@ -51,6 +54,18 @@ def main() -> int:
         if abs(step["lr"] - expected) > 1e-6 * abs(expected) + 1e-12:
             print(f"MISMATCH: step {number} ran at lr {step['lr']!r}, "
                   f"expected {expected!r}")
+            return 1
+    # The gradient norm of every step (before clipping), where the reference
+    # has them (train_oracle.py with --max-norm).
+    norms_file = os.path.join(args.reference, "grad_norms.npy")
+    if os.path.exists(norms_file) and all("grad_norm" in step for step in steps):
+        expected_norms = np.load(norms_file)
+        norm_err = max(abs(step["grad_norm"] - e) / abs(e)
+                       for step, e in zip(steps, expected_norms))
+        ok = norm_err <= args.grad_norm_rtol
+        print(f"{'match' if ok else 'MISMATCH'}: {len(steps)} gradient norms "
+              f"(worst rel {norm_err:.1e})")
+        if not ok:
             return 1
     # The worst error as a multiple of the tolerance of its step.
     loss_err = max(abs(a - e) / (args.loss_atol + args.loss_rtol * abs(e))

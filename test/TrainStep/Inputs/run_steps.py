@@ -84,13 +84,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         args.grad_rtol = args.rtol
 
     expected = os.path.join(args.oracle, "expected")
-    losses = []
+    losses, grad_norms = [], []
     ok = True
     for step in range(args.steps):
         out = os.path.join(args.state + ".steps", str(step))
         subprocess.run([args.titan_eval, args.step_mlir, "--entry=train_step",
                         f"--inputs={args.state}", f"--outputs={out}"], check=True)
         losses.append(float(np.load(os.path.join(out, "loss.npy"))))
+        if os.path.exists(os.path.join(out, "grad_norm.npy")):
+            grad_norms.append(float(np.load(os.path.join(out, "grad_norm.npy"))))
         if step == 0:
             ok &= compare_first_step(args, out, expected)
         # Next state: param.<fqn> -> <fqn>, moments keep their names.
@@ -103,6 +105,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         step_file = os.path.join(args.state, "step.npy")
         np.save(step_file, np.load(step_file) + np.float32(1))
     reference = np.load(os.path.join(expected, "losses.npy"))
+    norms_file = os.path.join(expected, "grad_norms.npy")
+    if grad_norms and os.path.exists(norms_file):
+        norm_err = rel_err(np.array(grad_norms), np.load(norms_file)[: len(grad_norms)])
+        ok &= norm_err <= args.grad_rtol
+        print(f"{'match' if norm_err <= args.grad_rtol else 'MISMATCH'}: "
+              f"{len(grad_norms)} gradient norms vs clip_grad_norm_, rel {norm_err:.2e}")
     err = rel_err(np.array(losses), reference[: len(losses)])
     print("titan losses:  " + " ".join(f"{x:.6f}" for x in losses))
     print("torch losses:  " + " ".join(f"{x:.6f}" for x in reference[: len(losses)]))

@@ -8,6 +8,7 @@ same batch for --steps steps. Writes into OUT:
     labels.npy                 the labels (int64, like tokens)
     expected/losses.npy        the loss before each step
     expected/lrs.npy           the learning rate of each step
+    expected/grad_norms.npy    the gradient norm of each step (with --max-norm)
     expected/grad.<fqn>.npy    gradients of the first step (after clipping)
     expected/param.<fqn>.npy   parameters after the first step
 
@@ -194,7 +195,7 @@ def main(argv: Optional[List[str]] = None) -> None:
             optimizer, torchtitan_lr_lambda(
                 args.training_steps, args.warmup_steps, args.decay_ratio,
                 args.decay_type, args.min_lr_factor))
-    losses, lrs = [], []
+    losses, lrs, grad_norms = [], [], []
     for step in range(args.steps):
         optimizer.zero_grad()
         if params is not compute:
@@ -209,7 +210,8 @@ def main(argv: Optional[List[str]] = None) -> None:
             for name, p in compute.items():
                 params[name].grad = p.grad.float()
         if args.max_norm > 0:
-            torch.nn.utils.clip_grad_norm_(list(params.values()), args.max_norm)
+            grad_norms.append(
+                torch.nn.utils.clip_grad_norm_(list(params.values()), args.max_norm).item())
         losses.append(loss.item())
         if step == 0:
             for name, p in params.items():
@@ -225,6 +227,9 @@ def main(argv: Optional[List[str]] = None) -> None:
                         p.detach().numpy())
     np.save(os.path.join(args.out, "expected", "losses.npy"), np.array(losses, dtype=np.float64))
     np.save(os.path.join(args.out, "expected", "lrs.npy"), np.array(lrs, dtype=np.float64))
+    if grad_norms:
+        np.save(os.path.join(args.out, "expected", "grad_norms.npy"),
+                np.array(grad_norms, dtype=np.float64))
 
 
 if __name__ == "__main__":

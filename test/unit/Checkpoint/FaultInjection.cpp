@@ -1,9 +1,10 @@
 //===- FaultInjection.cpp - crashes and full disks for save tests ---------===//
 //
 // An LD_PRELOAD library for the crash-safety tests of checkpoint saves
-// (test/Checkpoint/crash-safe-save.test). It counts the events that change
-// files - a write to a regular file (write, pwrite), a rename, a remove -
-// and, as the environment asks:
+// (test/Checkpoint/crash-safe-save.test, hf-crash-safe-export.test). It
+// counts the events that change files - a write to a regular file (write,
+// pwrite), a rename (rename, renameat2), a remove - and, as the environment
+// asks:
 //
 //   TITAN_FAULT_KILL_AT=N          kills the process (SIGKILL) at the N-th
 //                                  event: a write is cut in half first, a
@@ -107,6 +108,16 @@ int rename(const char *from, const char *to) {
   if (killedAt())
     ::raise(SIGKILL);
   return real(from, to);
+}
+
+int renameat2(int fromDir, const char *from, int toDir, const char *to,
+              unsigned flags) {
+  static auto real =
+      next<int (*)(int, const char *, int, const char *, unsigned)>(
+          "renameat2");
+  if (killedAt())
+    ::raise(SIGKILL);
+  return real(fromDir, from, toDir, to, flags);
 }
 
 int remove(const char *path) {

@@ -1,5 +1,7 @@
 //===- TrainConfigTest.cpp - training config parsing ----------------------===//
 
+#include "ParseErrors.h"
+
 #include "titan/Config/TrainConfig.h"
 
 #include "gtest/gtest.h"
@@ -7,16 +9,6 @@
 using namespace mlir::titan;
 
 namespace {
-
-/// The message of a failed parse.
-std::string errorOf(llvm::StringRef text,
-                    llvm::ArrayRef<std::string> overrides = {}) {
-  llvm::Expected<TrainConfig> config =
-      parseTrainConfig(text, "cfg.toml", overrides);
-  if (config)
-    return "";
-  return llvm::toString(config.takeError());
-}
 
 TEST(TrainConfig, ReadsTorchtitanKeys) {
   llvm::Expected<TrainConfig> config = parseTrainConfig(R"(

@@ -1,0 +1,157 @@
+//===- CommandLineTest.cpp - titan's and torchtitan's config arguments ----===//
+
+#include "titan/Config/CommandLine.h"
+#include "titan/Config/TrainConfig.h"
+
+#include "gtest/gtest.h"
+
+using namespace mlir::titan;
+
+namespace {
+
+/// parseConfigCommandLine of "tool ARGS..." (a failure fails the test).
+ConfigCommandLine parse(std::vector<const char *> args) {
+  args.insert(args.begin(), "tool");
+  llvm::Expected<ConfigCommandLine> parsed = parseConfigCommandLine(args);
+  if (!parsed) {
+    ADD_FAILURE() << llvm::toString(parsed.takeError());
+    return {};
+  }
+  return *parsed;
+}
+
+/// The error of parseConfigCommandLine of "tool ARGS...", or "".
+std::string errorOf(std::vector<const char *> args) {
+  args.insert(args.begin(), "tool");
+  llvm::Expected<ConfigCommandLine> parsed = parseConfigCommandLine(args);
+  if (parsed)
+    return "";
+  return llvm::toString(parsed.takeError());
+}
+
+using Strings = std::vector<std::string>;
+
+TEST(ConfigCommandLine, TorchtitansCommandLine) {
+  ConfigCommandLine line = parse(
+      {"model.pt", "--job.config_file", "llama3_8b.toml", "--training.steps",
+       "100", "--parallelism.tensor_parallel_degree=8", "--checkpoint.enable",
+       "-o", "out", "--model.converters", "float8,mx",
+       "--activation_checkpoint.selective_ac_option", "2", "--job.dump-folder",
+       "./runs", "--emit=titan"});
+  EXPECT_EQ(line.configFile, "llama3_8b.toml");
+  EXPECT_EQ(
+      line.overrides,
+      (Strings{"training.steps=100", "parallelism.tensor_parallel_degree=8",
+               "checkpoint.enable=true",
+               "model.converters=[\"float8\", \"mx\"]",
+               // tyro takes a string key's value as a string.
+               "activation_checkpoint.selective_ac_option=\"2\"",
+               "job.dump_folder=\"./runs\""}));
+  EXPECT_EQ(line.remaining,
+            (Strings{"tool", "model.pt", "-o", "out", "--emit=titan"}));
+}
+
+TEST(ConfigCommandLine, TitansOwnSyntax) {
+  ConfigCommandLine line =
+      parse({"--config", "a.toml", "--set", "training.seq_len=64",
+             "--set=optimizer.lr=1e-3", "-set", "model.flavor=8B",
+             "--training.steps", "3"});
+  EXPECT_EQ(line.configFile, "a.toml");
+  EXPECT_EQ(line.overrides, (Strings{"training.seq_len=64", "optimizer.lr=1e-3",
+                                     "model.flavor=8B", "training.steps=3"}));
+  EXPECT_EQ(parse({"--config=b.toml"}).configFile, "b.toml");
+  EXPECT_EQ(parse({"--job.config-file=c.toml"}).configFile, "c.toml");
+  EXPECT_EQ(
+      parse({"--config", "a.toml", "--job.config_file", "a.toml"}).configFile,
+      "a.toml");
+}
+
+TEST(ConfigCommandLine, BooleansAreFlags) {
+  // A bare boolean is true and takes no value: the next argument stays.
+  ConfigCommandLine line = parse(
+      {"--checkpoint.enable", "model.pt", "--compile.enable", "false",
+       "--checkpoint.no-enable", "--checkpoint.no_initial_load_in_hf",
+       "--checkpoint.no-initial-load-model-only",
+       "--parallelism.disable_loss_parallel=True", "--debug.deterministic"});
+  EXPECT_EQ(
+      line.overrides,
+      (Strings{"checkpoint.enable=true", "compile.enable=false",
+               "checkpoint.enable=false", "checkpoint.initial_load_in_hf=false",
+               "checkpoint.initial_load_model_only=false",
+               "parallelism.disable_loss_parallel=true",
+               "debug.deterministic=true"}));
+  EXPECT_EQ(line.remaining, (Strings{"tool", "model.pt"}));
+}
+
+TEST(ConfigCommandLine, ListsAndNestedKeys) {
+  ConfigCommandLine line =
+      parse({"--quantize.linear.float8.filter_fqns", "output,layers.0",
+             "--model.converters", "", "--checkpoint.exclude_from_loading",
+             "[\"optimizer\"]", "--training.dataloader.num_workers", "2"});
+  EXPECT_EQ(line.overrides,
+            (Strings{"quantize.linear.float8.filter_fqns=[\"output\", "
+                     "\"layers.0\"]",
+                     "model.converters=[]",
+                     "checkpoint.exclude_from_loading=[\"optimizer\"]",
+                     "training.dataloader.num_workers=2"}));
+}
+
+TEST(ConfigCommandLine, EverythingAfterDoubleDashStays) {
+  ConfigCommandLine line =
+      parse({"--training.steps", "3", "--", "--training.steps", "4"});
+  EXPECT_EQ(line.overrides, (Strings{"training.steps=3"}));
+  EXPECT_EQ(line.remaining, (Strings{"tool", "--", "--training.steps", "4"}));
+}
+
+TEST(ConfigCommandLine, ErrorsNameTheArgument) {
+  EXPECT_EQ(errorOf({"--training.stepz", "3"}),
+            "unknown config key --training.stepz (did you mean "
+            "'--training.steps'?)");
+  EXPECT_EQ(errorOf({"--trainin.steps", "3"}),
+            "unknown config key --trainin.steps (did you mean "
+            "'--training.steps'?)");
+  EXPECT_EQ(errorOf({"--compile.enabel"}),
+            "unknown config key --compile.enabel (did you mean "
+            "'--compile.enable'?)");
+  EXPECT_EQ(errorOf({"--training.steps"}), "--training.steps needs a value");
+  EXPECT_EQ(errorOf({"--training.steps", "--checkpoint.enable"}),
+            "--training.steps needs a value");
+  EXPECT_EQ(errorOf({"--training.no-steps"}),
+            "--training.no-steps: 'training.steps' is not a boolean; give it "
+            "a value (--training.steps VALUE)");
+  EXPECT_EQ(errorOf({"--no-checkpoint.enable"}),
+            "--no-checkpoint.enable: torchtitan negates a flag after its last "
+            "dot: --checkpoint.no-enable");
+  EXPECT_EQ(errorOf({"--checkpoint.no-enable=true"}),
+            "--checkpoint.no-enable=true: a negated flag takes no value");
+  EXPECT_EQ(errorOf({"--checkpoint.enable=maybe"}),
+            "--checkpoint.enable=maybe: expected true or false");
+  EXPECT_EQ(errorOf({"--config", "a.toml", "--job.config_file", "b.toml"}),
+            "--job.config_file b.toml: the config file is already 'a.toml' "
+            "(give one --config or --job.config_file)");
+  EXPECT_EQ(errorOf({"--set"}), "--set needs a value");
+}
+
+TEST(ConfigCommandLine, OverridesLoadAsTheConfigSays) {
+  ConfigCommandLine line =
+      parse({"--training.steps=7", "--checkpoint.enable", "--model.converters",
+             "", "--activation_checkpoint.selective_ac_option", "3",
+             "--lr_scheduler.lr-min", "0.5", "--metrics.enable_tensorboard",
+             "--job.description", "a \"quoted\" run"});
+  llvm::Expected<TrainConfig> config = parseTrainConfig(
+      "[model]\nconverters = [\"float8\"]\n", "cfg.toml", line.overrides);
+  ASSERT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
+  EXPECT_EQ(config->training.steps, 7);
+  EXPECT_TRUE(config->checkpoint.enable);
+  EXPECT_EQ(config->activationCheckpoint.selectiveAcOption, "3");
+  EXPECT_DOUBLE_EQ(config->lrScheduler.minLrFactor, 0.5);
+  EXPECT_EQ(config->jobDescription, "a \"quoted\" run");
+  // checkpoint.enable is applied (by the executable): no warning.
+  ASSERT_EQ(config->warnings.size(), 1u);
+  EXPECT_EQ(
+      config->warnings[0],
+      "metrics.enable_tensorboard = true: titan writes no TensorBoard "
+      "events; the executable logs its metrics every metrics.log_freq steps");
+}
+
+} // namespace
