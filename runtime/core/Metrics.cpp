@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sys/resource.h>
+#include <unistd.h>
 
 using namespace titan::rt;
 
@@ -47,9 +48,10 @@ std::string jsonNumber(double value) {
 
 MetricsLog::MetricsLog(const RunOptions &options, bool isLogger,
                        int64_t worldSize, int64_t tokensPerStep,
-                       int64_t arenaBytes)
+                       int64_t arenaBytes, int64_t lastStep)
     : options(options), isLogger(isLogger), worldSize(worldSize),
-      tokensPerStep(tokensPerStep), arenaBytes(arenaBytes) {}
+      tokensPerStep(tokensPerStep), arenaBytes(arenaBytes), lastStep(lastStep),
+      terminal(isatty(STDOUT_FILENO)) {}
 
 Status MetricsLog::open() {
   if (!isLogger)
@@ -106,7 +108,19 @@ void MetricsLog::step(int64_t step, double loss, double gradNorm,
   if (history.size() < history.capacity())
     history.push_back(metrics);
   int64_t rss = peakRss();
-  if (step % std::max<int64_t>(options.logFreq, 1) == 0 || last) {
+  bool logged = step % std::max<int64_t>(options.logFreq, 1) == 0 || last;
+  if (terminal && !logged) {
+    // Redrawn in place; the next log line clears it.
+    std::printf("\r\033[Kstep %lld/%lld | loss %.4f | %.0f tokens/s/device | "
+                "%.0f s left",
+                static_cast<long long>(step), static_cast<long long>(lastStep),
+                loss, metrics.tokensPerSecondPerDevice,
+                seconds * double(lastStep - step));
+    std::fflush(stdout);
+  }
+  if (logged) {
+    if (terminal)
+      std::printf("\r\033[K");
     std::string flops;
     if (options.flopsPerToken > 0)
       flops = llvm::formatv(" | {0:G3} TFLOP/s", metrics.tflopsPerDevice);

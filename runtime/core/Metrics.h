@@ -5,7 +5,8 @@
 // time, tokens/s per device, TFLOP/s and MFU by torchtitan's count, and memory;
 // one JSON line per step in `dump_folder/metrics.jsonl` (and --metrics FILE);
 // and, at the end, the loss and throughput over the run drawn as
-// `dump_folder/metrics.svg`.
+// `dump_folder/metrics.svg`. On a terminal a progress line (step of steps,
+// the time left) is redrawn between the log lines.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,12 +42,14 @@ struct StepMetrics {
 /// The log of one rank's run; only `isLogger`'s (rank 0's) writes.
 class MetricsLog {
 public:
+  /// `lastStep`: the step the run ends after (for the progress line).
   MetricsLog(const RunOptions &options, bool isLogger, int64_t worldSize,
-             int64_t tokensPerStep, int64_t arenaBytes);
+             int64_t tokensPerStep, int64_t arenaBytes, int64_t lastStep);
 
   /// Opens the JSONL files.
   Status open();
-  /// Records a step; prints its line every log_freq steps and at the last.
+  /// Records a step; prints its line every log_freq steps and at the last,
+  /// and on a terminal a progress line in between.
   void step(int64_t step, double loss, double gradNorm, double learningRate,
             double seconds, int64_t epoch, bool last);
   /// Draws the run into `dump_folder/metrics.svg`.
@@ -63,6 +66,9 @@ private:
   int64_t worldSize;
   int64_t tokensPerStep;
   int64_t arenaBytes;
+  int64_t lastStep;
+  /// Whether stdout is a terminal (a progress line is redrawn there).
+  bool terminal;
   std::ofstream jsonl;
   std::ofstream extraJsonl;
   /// Every step so far (reserved for the run: a step does not allocate).

@@ -816,11 +816,11 @@ Status Trainer::train(const RunOptions &options, StopReason &stopped) {
     for (int64_t d : program.inputs.at("tokens").globalShape)
       tokensPerStep *= d;
   }
-  MetricsLog log(options, rank == 0, program.getWorldSize(), tokensPerStep,
-                 regions.getBytes(Region::Arena));
-  TITANRT_RETURN_IF_ERROR(log.open());
   int64_t lastStep =
       options.runSteps ? stepsDone + *options.runSteps : options.steps;
+  MetricsLog log(options, rank == 0, program.getWorldSize(), tokensPerStep,
+                 regions.getBytes(Region::Arena), lastStep);
+  TITANRT_RETURN_IF_ERROR(log.open());
   int64_t firstStep = stepsDone;
   const mlir::titan::CheckpointConfig &checkpoint = options.checkpoint;
   while (stepsDone < lastStep) {

@@ -1,11 +1,12 @@
-"""Kills one rank of a running job and reports how the job ended.
+"""Kills (or stops) one rank of a running job and reports how the job ended.
 
 usage: kill_rank.py --executable PATH --rank R --after FILE [--timeout S]
-       -- CMD...
+       [--signal NAME] -- CMD...
 
 Runs CMD (a launcher), waits until FILE exists (e.g. the job's --metrics:
 a step has run), finds the process running PATH whose environment has
-RANK=R, kills it with SIGKILL, and waits for CMD to end. Prints
+RANK=R, sends it SIGKILL (or --signal, e.g. STOP: a rank that hangs), and
+waits for CMD to end. Prints
 "exit=S after T s" (T rounded up to whole seconds) or "timed out after S s"
 (then kills CMD's process group), and the pids of the job's other rank
 processes still alive ("alive: none" when they are all gone).
@@ -47,6 +48,7 @@ def main() -> int:
     parser.add_argument("--rank", type=int, required=True)
     parser.add_argument("--after", required=True)
     parser.add_argument("--timeout", type=float, default=30)
+    parser.add_argument("--signal", default="KILL")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -61,7 +63,7 @@ def main() -> int:
     if len(victims) != 1:
         print(f"expected one process of rank {args.rank}, found {victims}")
         return 1
-    os.kill(victims[0], signal.SIGKILL)
+    os.kill(victims[0], getattr(signal, "SIG" + args.signal))
     killed = time.time()
     try:
         status = job.wait(timeout=args.timeout)
