@@ -36,6 +36,34 @@ int64_t HfRowPermutation::toTitan(int64_t row) const {
 // Patterns
 //===----------------------------------------------------------------------===//
 
+/// Refuses `text` (named `name`, expected to be `what`) when it is larger
+/// than 16 MiB or nests objects and arrays deeper than `maxDepth`: checked
+/// before llvm::json's recursive parser sees it.
+static llvm::Error checkSmallJson(StringRef text, StringRef name,
+                                  StringRef what, unsigned maxDepth) {
+  if (text.size() > (16u << 20))
+    return fail("'" + name + "' is larger than 16 MiB: not " + what);
+  unsigned depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if ((c == '{' || c == '[') && ++depth > maxDepth) {
+      return fail("'" + name + "' nests deeper than " + llvm::Twine(maxDepth) +
+                  " levels");
+    } else if ((c == '}' || c == ']') && depth) {
+      --depth;
+    }
+  }
+  return llvm::Error::success();
+}
+
 /// The literal pieces of a pattern around its `{}`s (one more than them).
 static llvm::SmallVector<StringRef> patternPieces(StringRef pattern) {
   llvm::SmallVector<StringRef> pieces;
@@ -135,27 +163,9 @@ stringList(const llvm::json::Object &root, StringRef key, StringRef name) {
 llvm::Expected<HfMapping> HfMapping::parse(StringRef text, StringRef name) {
   // A mapping is written by hand or shipped with a model: small. Refuse
   // anything large or deep before the recursive JSON parser sees it.
-  if (text.size() > (16u << 20))
-    return fail("'" + name + "' is larger than 16 MiB: not a mapping file");
-  unsigned depth = 0;
-  bool inString = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (inString) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        inString = false;
-    } else if (c == '"') {
-      inString = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kMaxSafetensorsJsonDepth)
-        return fail("'" + name + "' nests deeper than " +
-                    llvm::Twine(kMaxSafetensorsJsonDepth) + " levels");
-    } else if ((c == '}' || c == ']') && depth) {
-      --depth;
-    }
-  }
+  if (llvm::Error error = checkSmallJson(text, name, "a mapping file",
+                                         kMaxSafetensorsJsonDepth))
+    return std::move(error);
   llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
   if (!json)
     return fail("'" + name +
@@ -299,25 +309,8 @@ llvm::Error HfMapping::setParameter(StringRef name, int64_t value) {
 
 llvm::Error HfMapping::setParametersFromHfConfig(StringRef configJson,
                                                  StringRef name) {
-  if (configJson.size() > (16u << 20))
-    return fail("'" + name + "' is larger than 16 MiB: not a config.json");
-  unsigned depth = 0;
-  bool inString = false;
-  for (size_t i = 0; i < configJson.size(); ++i) {
-    char c = configJson[i];
-    if (inString) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        inString = false;
-    } else if (c == '"') {
-      inString = true;
-    } else if ((c == '{' || c == '[') && ++depth > 64) {
-      return fail("'" + name + "' nests deeper than 64 levels");
-    } else if ((c == '}' || c == ']') && depth) {
-      --depth;
-    }
-  }
+  if (llvm::Error error = checkSmallJson(configJson, name, "a config.json", 64))
+    return error;
   llvm::Expected<llvm::json::Value> json = llvm::json::parse(configJson);
   if (!json)
     return fail("'" + name +
