@@ -36,11 +36,12 @@ int64_t HfRowPermutation::toTitan(int64_t row) const {
 // Patterns
 //===----------------------------------------------------------------------===//
 
-/// Refuses `text` (named `name`, expected to be `what`) when it is larger
-/// than 16 MiB or nests objects and arrays deeper than `maxDepth`: checked
-/// before llvm::json's recursive parser sees it.
-static llvm::Error checkSmallJson(StringRef text, StringRef name,
-                                  StringRef what, unsigned maxDepth) {
+/// Parses `text` (named `name`, expected to be `what`) as a JSON object,
+/// refusing first what is larger than 16 MiB or nests objects and arrays
+/// deeper than `maxDepth` (llvm::json's parser recurses per level).
+static llvm::Expected<llvm::json::Value>
+parseSmallJsonObject(StringRef text, StringRef name, StringRef what,
+                     unsigned maxDepth) {
   if (text.size() > (16u << 20))
     return fail("'" + name + "' is larger than 16 MiB: not " + what);
   unsigned depth = 0;
@@ -61,7 +62,13 @@ static llvm::Error checkSmallJson(StringRef text, StringRef name,
       --depth;
     }
   }
-  return llvm::Error::success();
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
+  if (!json)
+    return fail("'" + name +
+                "': invalid JSON: " + llvm::toString(json.takeError()));
+  if (!json->getAsObject())
+    return fail("'" + name + "' is not a JSON object");
+  return json;
 }
 
 /// The literal pieces of a pattern around its `{}`s (one more than them).
@@ -163,16 +170,11 @@ stringList(const llvm::json::Object &root, StringRef key, StringRef name) {
 llvm::Expected<HfMapping> HfMapping::parse(StringRef text, StringRef name) {
   // A mapping is written by hand or shipped with a model: small. Refuse
   // anything large or deep before the recursive JSON parser sees it.
-  if (llvm::Error error = checkSmallJson(text, name, "a mapping file",
-                                         kMaxSafetensorsJsonDepth))
-    return std::move(error);
-  llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
+  llvm::Expected<llvm::json::Value> json = parseSmallJsonObject(
+      text, name, "a mapping file", kMaxSafetensorsJsonDepth);
   if (!json)
-    return fail("'" + name +
-                "': invalid JSON: " + llvm::toString(json.takeError()));
+    return json.takeError();
   const llvm::json::Object *root = json->getAsObject();
-  if (!root)
-    return fail("'" + name + "' is not a JSON object");
   if (llvm::Error err =
           checkKeys(*root,
                     {"titan_hf_mapping", "description", "parameters", "tensors",
@@ -309,15 +311,11 @@ llvm::Error HfMapping::setParameter(StringRef name, int64_t value) {
 
 llvm::Error HfMapping::setParametersFromHfConfig(StringRef configJson,
                                                  StringRef name) {
-  if (llvm::Error error = checkSmallJson(configJson, name, "a config.json", 64))
-    return error;
-  llvm::Expected<llvm::json::Value> json = llvm::json::parse(configJson);
+  llvm::Expected<llvm::json::Value> json =
+      parseSmallJsonObject(configJson, name, "a config.json", 64);
   if (!json)
-    return fail("'" + name +
-                "': invalid JSON: " + llvm::toString(json.takeError()));
+    return json.takeError();
   const llvm::json::Object *root = json->getAsObject();
-  if (!root)
-    return fail("'" + name + "' is not a JSON object");
   for (const auto &[key, parameter] : parameters) {
     if (parameter.hfConfigKey.empty())
       continue;

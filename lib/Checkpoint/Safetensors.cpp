@@ -1,6 +1,8 @@
 //===- Safetensors.cpp - Hugging Face safetensors files -------------------===//
 
 #include "titan/Checkpoint/Safetensors.h"
+
+#include "titan/Support/Bfloat16.h"
 #include "titan/Support/CheckedSize.h"
 #include "titan/Support/FormatInts.h"
 
@@ -99,20 +101,6 @@ static uint32_t floatToBits(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, sizeof(bits));
   return bits;
-}
-
-static float bf16ToFloat(uint16_t stored) {
-  return bitsToFloat(uint32_t(stored) << 16);
-}
-
-/// `value` rounded to the nearest bf16 (ties to even); a NaN stays a quiet
-/// NaN.
-static uint16_t floatToBf16(float value) {
-  uint32_t bits = floatToBits(value);
-  if ((bits & 0x7fffffffu) > 0x7f800000u)
-    return uint16_t((bits >> 16) | 0x40u);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return uint16_t(bits >> 16);
 }
 
 static float f16ToFloat(uint16_t half) {

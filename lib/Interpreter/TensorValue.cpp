@@ -2,6 +2,8 @@
 
 #include "titan/Interpreter/TensorValue.h"
 
+#include "titan/Support/Bfloat16.h"
+
 #include "titan/Dialect/ElementTypes.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -24,11 +26,7 @@ std::optional<ElementType> mlir::titan::getInterpretedElementType(Type type) {
 
 /// Rounds a float to bfloat16 (ties to even) and widens it back.
 static float roundFloatToBF16(float value) {
-  uint32_t bits = llvm::bit_cast<uint32_t>(value);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) // NaN: keep it quiet.
-    return llvm::bit_cast<float>((bits | 0x00400000u) & 0xffff0000u);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return llvm::bit_cast<float>(bits & 0xffff0000u);
+  return bf16ToFloat(floatToBf16(value));
 }
 
 /// The IEEE half bits of `value`, rounded to nearest even.

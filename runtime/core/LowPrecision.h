@@ -11,28 +11,12 @@
 #ifndef TITAN_RUNTIME_CORE_LOWPRECISION_H
 #define TITAN_RUNTIME_CORE_LOWPRECISION_H
 
-#include <cstdint>
-#include <cstring>
+#include "titan/Support/Bfloat16.h"
 
 namespace titan::rt {
 
-/// The float32 value of the bf16 bits `stored`.
-inline float bf16ToFloat(uint16_t stored) {
-  uint32_t bits = uint32_t(stored) << 16;
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
-
-/// `value` rounded to the nearest bf16 (ties to even), as its bits.
-inline uint16_t floatToBf16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  if ((bits & 0x7fffffffu) > 0x7f800000u) // NaN: keep it quiet and a NaN
-    return static_cast<uint16_t>((bits >> 16) | 0x40u);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
-}
+using mlir::titan::bf16ToFloat;
+using mlir::titan::floatToBf16;
 
 } // namespace titan::rt
 
