@@ -49,12 +49,6 @@ std::string findHfConfigFolder(const RunOptions &options) {
 /// in `configFolder`.
 Status readMapping(const RunOptions &options, const std::string &configFolder,
                    const char *why, mlir::titan::HfMapping &mapping) {
-  if (configFolder.empty())
-    return Status::invalidArgument(
-        std::string("[checkpoint] ") + why +
-        " needs the model's Hugging Face config.json (its head counts order "
-        "the rows of wq and wk, and it goes with the saved model): put it in "
-        "the folder model.hf_assets_path (titan's tokenizer_path) names");
   if (options.checkpoint.hfMapping.empty())
     return Status::invalidArgument(
         std::string("[checkpoint] ") + why +
@@ -67,6 +61,12 @@ Status readMapping(const RunOptions &options, const std::string &configFolder,
     return Status::invalidArgument("checkpoint.hf_mapping: " +
                                    llvm::toString(read.takeError()));
   mapping = std::move(*read);
+  if (configFolder.empty())
+    return Status::invalidArgument(
+        std::string("[checkpoint] ") + why +
+        " needs the model's Hugging Face config.json (its head counts order "
+        "the rows of wq and wk, and it goes with the saved model): put it in "
+        "the folder model.hf_assets_path (titan's tokenizer_path) names");
   llvm::SmallString<256> config(configFolder);
   llvm::sys::path::append(config, "config.json");
   auto text = llvm::MemoryBuffer::getFile(config);
@@ -82,6 +82,12 @@ Status readMapping(const RunOptions &options, const std::string &configFolder,
 }
 
 } // namespace
+
+Status titan::rt::checkHfSaveSettings(const RunOptions &options) {
+  mlir::titan::HfMapping mapping;
+  return readMapping(options, findHfConfigFolder(options), "last_save_in_hf",
+                     mapping);
+}
 
 Status Trainer::loadHfModel(const RunOptions &options,
                             const std::string &folder) {

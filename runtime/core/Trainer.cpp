@@ -621,10 +621,18 @@ Status Trainer::openData(const RunOptions &options) {
   windows = std::make_unique<BatchWindows>(*tokenStream, layout.globalShape[0],
                                            layout.globalShape[1]);
   TITANRT_RETURN_IF_ERROR(windows->check());
-  // This rank's rows (every column: context parallelism's boxes cut the
-  // staged rows).
-  int64_t rows = std::max(layout.boxes[rank].sizes[0],
-                          program.inputs.at("labels").boxes[rank].sizes[0]);
+  // This rank's rows, staged whole (context parallelism's boxes cut their
+  // columns); labels are the tokens shifted, so they are cut alike.
+  const Box &tokenBox = layout.boxes[rank];
+  const Box &labelBox = program.inputs.at("labels").boxes[rank];
+  if (program.inputs.at("labels").globalShape != layout.globalShape ||
+      labelBox.offsets[0] != tokenBox.offsets[0] ||
+      labelBox.sizes[0] != tokenBox.sizes[0])
+    return Status::invalidArgument(
+        "the data loader needs tokens and labels of one shape, cut into the "
+        "same rows on every rank; this program places them differently: pass "
+        "--data DIR with its .npy inputs");
+  int64_t rows = tokenBox.sizes[0];
   stagedTokens.resize(rows * layout.globalShape[1]);
   stagedLabels.resize(rows * layout.globalShape[1]);
   // The position goes into the checkpoint beside the step.
@@ -653,6 +661,9 @@ Status Trainer::prepare(const RunOptions &options) {
   TITANRT_RETURN_IF_ERROR(regions.allocate(program));
   TITANRT_RETURN_IF_ERROR(loadBuffers(options.buffersFolder));
   TITANRT_RETURN_IF_ERROR(openData(options));
+  // A Hugging Face save that cannot be made fails now, not after training.
+  if (options.checkpoint.enable && options.checkpoint.lastSaveInHf)
+    TITANRT_RETURN_IF_ERROR(checkHfSaveSettings(options));
   if (!options.loadCheckpoint.empty())
     return loadCheckpoint(options.loadCheckpoint, /*modelOnly=*/false);
   // A job resumes from its own newest checkpoint (or load_step's).

@@ -133,6 +133,10 @@ std::string checkpointFolderOf(const std::string &root, int64_t step);
 /// `.metadata`) in `root`, ascending.
 std::vector<int64_t> listCheckpointSteps(const std::string &root);
 
+/// Checks, before training, what `[checkpoint] last_save_in_hf` will need
+/// at the end: the mapping and the model's config.json (HfCheckpoint.cpp).
+Status checkHfSaveSettings(const RunOptions &options);
+
 /// Why a run stopped before its last step.
 enum class StopReason { None, Interrupted, NonFinite };
 
