@@ -82,7 +82,6 @@ LogicalResult ApplyParallelPlanPass::apply() {
   degrees.dataParallelShardDegree = dpShard;
   degrees.contextParallelDegree = cp;
   degrees.tensorParallelDegree = tp;
-  degrees.pipelineParallelDegree = pp;
   llvm::Expected<ResolvedMesh> resolved = resolveMesh(degrees, worldSize);
   if (!resolved)
     return fail(llvm::toString(resolved.takeError()));

@@ -186,6 +186,84 @@ def SelectRecomputePass : Pass<"titan-select-recompute", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
 
+def PartitionPipelinePass : Pass<"titan-partition-pipeline",
+                                  "::mlir::ModuleOp"> {
+  let summary = "Pipeline parallelism: the program of one pipeline rank, "
+                "its stages run on microbatches by a schedule";
+  let description = [{
+    Rewrites `@train_step` (a placed training step built for one microbatch,
+    after `titan-select-recompute`) into the program of pipeline rank `rank`
+    of `degree`, as torch.distributed.pipelining runs it: the model is cut
+    into `stages` stages at transformer-block boundaries (stage `s` holds
+    `stage-blocks[s]` consecutive blocks; without them, the split whose
+    slowest stage is fastest by the cost model's predicted seconds per rank
+    on `device`; the ops before the first block are stage 0's, those after
+    the last block, the loss included, the last stage's; the split is
+    written on the program as `titan.pipeline`), stage `s` runs on rank
+    `s % degree`
+    (`Interleaved1F1B`, `InterleavedZeroBubble`, `GPipe`, `1F1B`) or, for
+    `ZBVZeroBubble`, in a V (rank `r` holds stages `r` and
+    `2 * degree - 1 - r`), and the rank runs the compute actions `schedule`
+    gives it, in order, for `microbatches` microbatches:
+
+    - `F(s, m)`: the forward ops of stage `s` on microbatch `m`: the
+      values it needs from earlier stages are received (`titan.recv`), the
+      values later stages need are sent (`titan.send`) to the next stage's
+      rank;
+    - `B(s, m)`: the backward ops of stage `s`; zero-bubble schedules split
+      it into `I(s, m)`, the ops the gradients sent to the previous stage
+      need, and `W(s, m)`, the rest (weight gradients).
+
+    The token-shaped inputs (rank >= 1 `input` arguments) take
+    `microbatches` times the batch: each data-parallel rank's rows are cut
+    into consecutive microbatches, as torchtitan splits a local batch.
+    Values that do not depend on the tokens (parameter casts and gathers,
+    constants, tables) are computed once per step, not per microbatch.
+    Parameter gradients are summed over the microbatches before their
+    reduction across data-parallel ranks (as FSDP2 under a pipeline
+    schedule), in the type they are reduced in, then divided by the number
+    of microbatches (torch's `scale_grads`); the loss is the mean of the
+    microbatch losses. The optimizer runs once, on the rank's own
+    parameters; a sum over all parameters (the gradient norm of clipping)
+    is summed per rank and exchanged between the pipeline ranks (summed
+    in rank order, so every rank gets the same bits); the loss is sent
+    from the last stage's rank to the others. The program keeps only the
+    rank's parameters, optimizer state and buffers; point-to-point ops name
+    the mesh `@pipeline ["pp" = degree]` (the peer holds the same
+    coordinates of the other mesh axes).
+
+    Errors: an unknown schedule; microbatches or stages the schedule cannot
+    run (torch's rules); fewer blocks than stages; `stage-blocks` that do
+    not add up to the blocks; a parameter used by two stages (tied
+    weights); a value that would flow backward between stages; an optimizer
+    op that combines several stages' gradients other than by a sum.
+  }];
+  let options = [
+    Option<"degree", "degree", "int64_t", "1",
+           "Pipeline ranks ([parallelism] pipeline_parallel_degree)">,
+    Option<"rank", "rank", "int64_t", "0",
+           "The pipeline rank whose program is built">,
+    Option<"microbatches", "microbatches", "int64_t", "1",
+           "Microbatches per step (local_batch_size / "
+           "pipeline_parallel_microbatch_size)">,
+    Option<"schedule", "schedule", "std::string", "\"1F1B\"",
+           "GPipe, 1F1B, Interleaved1F1B, InterleavedZeroBubble or "
+           "ZBVZeroBubble (case-insensitive)">,
+    Option<"stages", "stages", "int64_t", "0",
+           "Stages (0: degree for single-stage schedules, 2 x degree for "
+           "the others)">,
+    ListOption<"stageBlocks", "stage-blocks", "int64_t",
+               "Transformer blocks per stage (default: balanced by the "
+               "predicted seconds of each stage on `device`)">,
+    Option<"device", "device", "std::string", "\"cpu\"",
+           "The device stages are balanced for (a bundled name or a device "
+           "file)">,
+    Option<"ranksPerNode", "ranks-per-node", "int64_t", "0",
+           "Ranks per node (0: the device file's)">,
+  ];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
 def SinkToFirstUsePass : Pass<"titan-sink-to-first-use",
                               "::mlir::ModuleOp"> {
   let summary = "Moves every side-effect-free op right before its first user";
@@ -294,7 +372,6 @@ def ApplyParallelPlanPass : Pass<"titan-apply-parallel-plan",
            "data_parallel_shard_degree (-1: the rest)">,
     Option<"cp", "cp", "int64_t", "1", "context_parallel_degree">,
     Option<"tp", "tp", "int64_t", "1", "tensor_parallel_degree">,
-    Option<"pp", "pp", "int64_t", "1", "pipeline_parallel_degree">,
     Option<"planFile", "plan", "std::string", "\"\"",
            "Tensor-parallel plan file (default: torchtitan's Llama plan)">,
     Option<"sequenceParallel", "sequence-parallel", "bool", "false",

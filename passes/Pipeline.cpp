@@ -47,6 +47,8 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
     // On the placed program: bytes and seconds are one rank's, and clones
     // of redistributions recompute their communication.
     pm.addPass(createSelectRecomputePass(options.recompute));
+    if (options.pipeline)
+      pm.addPass(createPartitionPipelinePass(*options.pipeline));
     pm.addPass(createSpmdizePass());
     pm.addPass(createRedistributeToCollectivesPass());
     pm.addPass(createCanonicalizerPass());
@@ -98,7 +100,7 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   options.recompute.ranksPerNode = config.hardware.ranksPerNode;
   ApplyParallelPlanPassOptions &plan = options.parallelPlan;
   const ParallelismConfig &parallelism = config.parallelism;
-  plan.worldSize = mesh.getWorldSize();
+  plan.worldSize = mesh.getStageSize();
   plan.dpReplicate = mesh.getSize(DpReplicateAxis);
   plan.dpShard = mesh.getSize(FsdpAxis);
   plan.cp = mesh.getSize(CpAxis);
@@ -119,6 +121,21 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   // keep each rank on its own tokens.
   // FSDP2's reshard_after_forward, by torchtitan's policy names.
   options.reshard.policy = parallelism.fsdpReshardAfterForward;
+  // Pipeline parallelism: each pipeline rank's program (the rank is set
+  // by the caller). torchtitan's "default" keeps the parameters FSDP
+  // gathers for every microbatch of the step under a pipeline.
+  if (mesh.getPipelineDegree() > 1) {
+    PartitionPipelinePassOptions pipeline;
+    pipeline.degree = mesh.getPipelineDegree();
+    pipeline.microbatches = config.training.localBatchSize /
+                            parallelism.pipelineParallelMicrobatchSize;
+    pipeline.schedule = parallelism.pipelineParallelSchedule;
+    pipeline.device = config.hardware.device;
+    pipeline.ranksPerNode = config.hardware.ranksPerNode;
+    options.pipeline = pipeline;
+    if (options.reshard.policy == "default")
+      options.reshard.policy = "never";
+  }
   PropagatePlacementsPassOptions &propagation = options.propagation;
   if (mesh.getSize(TpAxis) > 1)
     propagation.stationaryParamAxes = {getMeshAxisName(TpAxis).str()};

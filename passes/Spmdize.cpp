@@ -15,6 +15,7 @@
 
 #include "titan/Dialect/FunctionAttributes.h"
 #include "titan/Dialect/Partition.h"
+#include "titan/Dialect/PipelineMesh.h"
 #include "titan/Passes.h"
 
 #include "mlir/Transforms/DialectConversion.h"
@@ -306,7 +307,7 @@ PartitionContext GlobalFunction::makeContext(Operation *op) const {
 }
 
 LogicalResult GlobalFunction::checkOp(Operation *op) {
-  if (isa<RedistributeOp>(op))
+  if (isa<RedistributeOp>(op) || isPipelineTransfer(op))
     return success();
   if (isa<CollectiveOpInterface, AxisIndexOp, LocalRedistributeOp>(op))
     return op->emitError()
@@ -361,6 +362,16 @@ public:
       rewriter.replaceOp(op, context.buildRedistribute(
                                  rewriter, op->getLoc(), operands[0],
                                  from.global, from.placements, to.placements));
+      return success();
+    }
+    // A pipeline stage sends and receives each rank's own part.
+    if (auto recv = dyn_cast<RecvOp>(op); recv && isPipelineTransfer(op)) {
+      auto local = RecvOp::create(
+          rewriter, op->getLoc(),
+          global.getLocalType(global.getLayout(recv.getResult())),
+          recv.getMeshAttr(), recv.getAxes(), recv.getPeerAttr(),
+          recv.getTagAttr());
+      rewriter.replaceOp(op, local->getResults());
       return success();
     }
     if (PartitionContext *context = global.getContext(op)) {

@@ -2,6 +2,7 @@
 
 #include "titan/Dialect/TitanDialect.h"
 #include "titan/Dialect/ArgRole.h"
+#include "titan/Dialect/PipelineMesh.h"
 
 #include "OpVerification.h"
 
@@ -107,7 +108,8 @@ static LogicalResult verifyExecutableAttribute(Operation *op,
     return success();
   }
   if (name == TitanDialect::kMemoryPlanAttrName ||
-      name == TitanDialect::kRecomputePlanAttrName) {
+      name == TitanDialect::kRecomputePlanAttrName ||
+      name == kPipelineAttrName) {
     if (!isa<DictionaryAttr>(value) || !isa<FunctionOpInterface>(op))
       return op->emitError()
              << "'" << name << "' must be a dictionary on a function";

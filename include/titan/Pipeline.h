@@ -43,6 +43,9 @@ struct TitanPipelineOptions {
   /// Set when gradients are reduced in a wider type than they are computed
   /// in (mixed precision's reduce dtype).
   std::optional<SetGradientReduceDtypePassOptions> gradientReduce;
+  /// Set under pipeline parallelism: the program of pipeline rank
+  /// `pipeline->rank` (its caller sets the rank; one program per rank).
+  std::optional<PartitionPipelinePassOptions> pipeline;
   LowerToRuntimePassOptions runtime;
 };
 

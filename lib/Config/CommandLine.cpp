@@ -4,7 +4,10 @@
 // (hyphens and underscores interchangeable), its value the next argument or
 // after '='; a boolean with a default is a flag, set by --section.key and
 // cleared by --section.no-key (tyro puts "no-" after the last dot); a
-// list[str] is one argument, A,B,C. --job.config_file names the TOML file.
+// list[str] is one argument, A,B,C; a list[list[str]]
+// (module_fqns_per_model_part) is every following argument up to the next
+// option, one inner list A,B,C each (one only after '='). --job.config_file
+// names the TOML file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +64,21 @@ std::string toToml(llvm::StringRef value, ConfigValueType type) {
   default:
     return value.str();
   }
+}
+
+/// The arguments of a list[list[str]] key (A,B,C each) as a TOML array of
+/// arrays of strings; a single argument already in TOML ([[...]]) as is.
+std::string toTomlLists(llvm::ArrayRef<std::string> arguments) {
+  if (arguments.size() == 1 &&
+      llvm::StringRef(arguments[0]).ltrim().starts_with("["))
+    return arguments[0];
+  std::string array = "[";
+  for (const std::string &argument : arguments) {
+    if (array.size() > 1)
+      array += ", ";
+    array += toToml(argument, ConfigValueType::StringList);
+  }
+  return array + "]";
 }
 
 /// tyro's spellings of a boolean value.
@@ -207,6 +225,19 @@ mlir::titan::parseConfigCommandLine(llvm::ArrayRef<const char *> argv) {
         }
       }
       result.overrides.push_back(name + "=" + (*value ? "true" : "false"));
+      continue;
+    }
+    if (*type == ConfigValueType::StringListList) {
+      // argparse's nargs="*": the value after '=', or the arguments up to
+      // the next option (none: the empty list).
+      std::vector<std::string> parts;
+      if (hasInlineValue)
+        parts.push_back(inlineValue.str());
+      else
+        while (i + 1 < argv.size() &&
+               !llvm::StringRef(argv[i + 1]).starts_with("-"))
+          parts.push_back(argv[++i]);
+      result.overrides.push_back(name + "=" + toTomlLists(parts));
       continue;
     }
     llvm::Expected<std::string> value = takeValue(flag);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <string>
 
 using namespace mlir::titan;
 
@@ -27,7 +28,7 @@ llvm::StringRef mlir::titan::getMeshAxisDegreeKey(MeshAxis axis) {
   return keys[axis];
 }
 
-int64_t ResolvedMesh::getWorldSize() const {
+int64_t ResolvedMesh::getStageSize() const {
   int64_t size = 1;
   for (int64_t axisSize : sizes)
     size *= axisSize;
@@ -63,37 +64,38 @@ mlir::titan::resolveMesh(const ParallelismConfig &parallelism,
         {pp, "pipeline_parallel_degree"}})
     if (value < 1)
       return fail(llvm::formatv("{0} must be at least 1, got {1}", key, value));
-  if (pp != 1)
-    return fail(llvm::formatv("pipeline_parallel_degree={0} is not supported "
-                              "yet: pipeline stages come with the pipeline "
-                              "issue; set it to 1",
-                              pp));
-  std::optional<int64_t> others = product({dpReplicate, cp, tp});
+  // pp is named where it is more than 1 (it is outermost, as in
+  // torchtitan's mesh).
+  std::string pipeline =
+      pp == 1 ? "" : llvm::formatv("pipeline_parallel_degree={0} x ", pp).str();
+  std::optional<int64_t> others = product({pp, dpReplicate, cp, tp});
   int64_t shard = parallelism.dataParallelShardDegree;
   if (shard == -1) {
     if (!others || worldSize % *others != 0)
       return fail(llvm::formatv(
           "the world size {0} is not divisible by "
-          "data_parallel_replicate_degree={1} x context_parallel_degree={2} x "
-          "tensor_parallel_degree={3}{4}, so data_parallel_shard_degree=-1 "
+          "{1}data_parallel_replicate_degree={2} x context_parallel_degree={3} "
+          "x tensor_parallel_degree={4}{5}, so data_parallel_shard_degree=-1 "
           "has no value",
-          worldSize, dpReplicate, cp, tp,
+          worldSize, pipeline, dpReplicate, cp, tp,
           others ? " = " + std::to_string(*others) : ""));
     shard = worldSize / *others;
   } else if (shard < 1) {
     return fail(llvm::formatv(
         "data_parallel_shard_degree must be -1 or at least 1, got {0}", shard));
   }
-  std::optional<int64_t> all = product({dpReplicate, shard, cp, tp});
+  std::optional<int64_t> all = product({pp, dpReplicate, shard, cp, tp});
   if (all != worldSize)
     return fail(llvm::formatv(
-        "data_parallel_replicate_degree={0} x data_parallel_shard_degree={1} "
-        "x context_parallel_degree={2} x tensor_parallel_degree={3}{4}, but "
-        "the world size is {5}; the degrees must multiply to the world size",
-        dpReplicate, shard, cp, tp,
+        "{0}data_parallel_replicate_degree={1} x "
+        "data_parallel_shard_degree={2} "
+        "x context_parallel_degree={3} x tensor_parallel_degree={4}{5}, but "
+        "the world size is {6}; the degrees must multiply to the world size",
+        pipeline, dpReplicate, shard, cp, tp,
         all ? " = " + std::to_string(*all) : " (more than 2^63)", worldSize));
   ResolvedMesh mesh;
   mesh.sizes = {dpReplicate, shard, cp, tp};
+  mesh.pipelineDegree = pp;
   return mesh;
 }
 

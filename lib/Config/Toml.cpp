@@ -246,6 +246,20 @@ static llvm::Error error(const llvm::Twine &message) {
 
 mlir::titan::TomlFallback::~TomlFallback() = default;
 
+/// Whether every element of `array` is a string.
+static bool isArrayOfStrings(const toml::array &array) {
+  return llvm::all_of(
+      array, [](const toml::node &element) { return element.is_string(); });
+}
+
+/// The strings of an array of strings.
+static std::vector<std::string> toStrings(const toml::array &array) {
+  std::vector<std::string> strings;
+  for (const toml::node &element : array)
+    strings.push_back(*element.value<std::string>());
+  return strings;
+}
+
 llvm::Error mlir::titan::assignTomlValue(const TomlTarget &target,
                                          const toml::node &node,
                                          llvm::StringRef key,
@@ -262,6 +276,11 @@ llvm::Error mlir::titan::assignTomlValue(const TomlTarget &target,
     if (!node.is_integer())
       return typeError("an integer");
     **integer = *node.value<int64_t>();
+  } else if (auto *maybeInteger =
+                 std::get_if<std::optional<int64_t> *>(&target)) {
+    if (!node.is_integer())
+      return typeError("an integer");
+    **maybeInteger = *node.value<int64_t>();
   } else if (auto *number = std::get_if<double *>(&target)) {
     if (!node.is_number())
       return typeError("a number");
@@ -283,6 +302,22 @@ llvm::Error mlir::titan::assignTomlValue(const TomlTarget &target,
     (*numbers)->clear();
     for (const toml::node &element : *array)
       (*numbers)->push_back(*element.value<double>());
+  } else if (auto *strings = std::get_if<std::vector<std::string> *>(&target)) {
+    const toml::array *array = node.as_array();
+    if (!array || !isArrayOfStrings(*array))
+      return typeError("an array of strings");
+    **strings = toStrings(*array);
+  } else if (auto *lists = std::get_if<std::vector<std::vector<std::string>> *>(
+                 &target)) {
+    const toml::array *array = node.as_array();
+    if (!array || !llvm::all_of(*array, [](const toml::node &element) {
+          const toml::array *inner = element.as_array();
+          return inner && isArrayOfStrings(*inner);
+        }))
+      return typeError("an array of arrays of strings");
+    (*lists)->clear();
+    for (const toml::node &element : *array)
+      (*lists)->push_back(toStrings(*element.as_array()));
   }
   return llvm::Error::success();
 }

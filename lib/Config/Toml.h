@@ -39,11 +39,15 @@ llvm::Error checkTomlCharacters(llvm::StringRef text, llvm::StringRef fileName);
 llvm::Expected<toml::table> parseToml(llvm::StringRef text,
                                       llvm::StringRef fileName);
 
-/// Where a key's value goes: a string, an integer, a number (integers
-/// too), a number that may be absent, a boolean or an array of numbers.
+/// Where a key's value goes: a string, an integer, an integer that may be
+/// absent, a number (integers too), a number that may be absent, a boolean,
+/// an array of numbers, an array of strings or an array of arrays of
+/// strings. An absent optional is a key the config does not write.
 using TomlTarget =
-    std::variant<std::string *, int64_t *, double *, std::optional<double> *,
-                 bool *, std::vector<double> *>;
+    std::variant<std::string *, int64_t *, std::optional<int64_t> *, double *,
+                 std::optional<double> *, bool *, std::vector<double> *,
+                 std::vector<std::string> *,
+                 std::vector<std::vector<std::string>> *>;
 
 /// One known key of a section.
 struct TomlKey {

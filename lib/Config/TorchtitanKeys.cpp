@@ -24,8 +24,6 @@ using T = ConfigValueType;
 using D = TorchtitanDisposition;
 
 // Reasons shared by several keys.
-constexpr const char *kNoPipeline =
-    "only read with pipeline_parallel_degree > 1, which titan refuses";
 constexpr const char *kNoConverter =
     "only read by torchtitan's float8 / MX converters (model.converters), "
     "which titan refuses";
@@ -157,22 +155,10 @@ const TorchtitanKey kKeys[] = {
     {"parallelism.enable_compiled_autograd", "v0.1.0, v0.2.0", T::Boolean,
      D::Noted, "false",
      "titan compiles the backward ahead of time, whatever this says"},
-    {"parallelism.pipeline_parallel_split_points", "v0.1.0", T::StringList,
-     D::Ignored, "", kNoPipeline},
-    {"parallelism.pipeline_parallel_layers_per_stage", "v0.1.0, v0.2.x",
-     T::Integer, D::Ignored, "", kNoPipeline},
-    {"parallelism.pipeline_parallel_schedule_csv", "v0.1.0, v0.2.x", T::String,
-     D::Ignored, "", kNoPipeline},
-    {"parallelism.pipeline_parallel_microbatch_size", "v0.1.0, v0.2.x",
-     T::Integer, D::Ignored, "", kNoPipeline},
-    {"parallelism.module_fqns_per_model_part", "v0.2.x", T::Any, D::Ignored, "",
-     kNoPipeline},
-    {"parallelism.pipeline_parallel_first_stage_less_layers", "v0.2.x",
-     T::Integer, D::Ignored, "", kNoPipeline},
-    {"parallelism.pipeline_parallel_last_stage_less_layers", "v0.2.x",
-     T::Integer, D::Ignored, "", kNoPipeline},
     {"parallelism.pipeline_parallel_expert_parallel_overlap", "v0.2.1+",
-     T::Boolean, D::Ignored, "", kNoPipeline},
+     T::Boolean, D::Ignored, "",
+     "only read with the DualPipeV schedule and expert parallelism, which "
+     "titan refuses"},
     {"parallelism.context_parallel_rotate_method", "v0.1.0, v0.2.x", T::String,
      D::Noted, "\"allgather\"",
      "titan's context parallelism all-gathers K and V (the same attention)"},
@@ -423,6 +409,13 @@ bool hasType(const toml::node &node, ConfigValueType type) {
     return arrayOf([](const toml::node &e) { return e.is_string(); });
   case T::NumberList:
     return arrayOf([](const toml::node &e) { return e.is_number(); });
+  case T::StringListList:
+    return arrayOf([](const toml::node &e) {
+      const toml::array *inner = e.as_array();
+      return inner && llvm::all_of(*inner, [](const toml::node &s) {
+               return s.is_string();
+             });
+    });
   case T::Any:
     return true;
   }
@@ -444,6 +437,8 @@ llvm::StringRef describe(ConfigValueType type) {
     return "an array of strings";
   case T::NumberList:
     return "an array of numbers";
+  case T::StringListList:
+    return "an array of arrays of strings";
   case T::Any:
     return "a value";
   }

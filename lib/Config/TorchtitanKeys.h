@@ -42,6 +42,9 @@ enum class ConfigValueType {
   StringList,
   /// An array of numbers.
   NumberList,
+  /// An array of arrays of strings (torchtitan's list[list[str]]; on its
+  /// command line one argument per inner array, each A,B,C).
+  StringListList,
   /// Anything (torchtitan's list[list[str]] and list[str] | str).
   Any,
 };

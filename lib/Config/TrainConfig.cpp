@@ -2,6 +2,8 @@
 
 #include "titan/Config/TrainConfig.h"
 
+#include "titan/Config/PipelineSplit.h"
+
 #include "Toml.h"
 #include "TorchtitanKeys.h"
 
@@ -89,6 +91,19 @@ std::vector<TomlSection> schema(TrainConfig &c) {
         {"context_parallel_degree", &c.parallelism.contextParallelDegree},
         {"pipeline_parallel_degree", &c.parallelism.pipelineParallelDegree},
         {"pipeline_parallel_schedule", &c.parallelism.pipelineParallelSchedule},
+        {"pipeline_parallel_schedule_csv",
+         &c.parallelism.pipelineParallelScheduleCsv},
+        {"pipeline_parallel_microbatch_size",
+         &c.parallelism.pipelineParallelMicrobatchSize},
+        {"pipeline_parallel_layers_per_stage",
+         &c.parallelism.pipelineParallelLayersPerStage},
+        {"pipeline_parallel_first_stage_less_layers",
+         &c.parallelism.pipelineParallelFirstStageLessLayers},
+        {"pipeline_parallel_last_stage_less_layers",
+         &c.parallelism.pipelineParallelLastStageLessLayers},
+        {"module_fqns_per_model_part", &c.parallelism.moduleFqnsPerModelPart},
+        {"pipeline_parallel_split_points",
+         &c.parallelism.pipelineParallelSplitPoints},
         {"tp_plan", &c.parallelism.tpPlan}}},
       {"activation_checkpoint",
        {{"mode", &c.activationCheckpoint.mode},
@@ -265,6 +280,49 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
     return bad("hardware.ranks_per_node",
                "must be positive (or 0: the device file's)");
 
+  // The pipeline keys. The schedule's name is checked whatever the degree
+  // (a typo is a typo); the rest only acts with pipeline stages, as in
+  // torchtitan.
+  ParallelismConfig &parallelism = c.parallelism;
+  const PipelineScheduleInfo *schedule =
+      lookupPipelineSchedule(parallelism.pipelineParallelSchedule);
+  if (!schedule) {
+    llvm::StringRef name = parallelism.pipelineParallelSchedule;
+    std::string list, suggestion;
+    unsigned bestDistance = 4;
+    for (const PipelineScheduleInfo &known : getPipelineSchedules()) {
+      list += (list.empty() ? "\"" : ", \"") + known.name.str() + "\"";
+      unsigned distance = llvm::StringRef(known.name.lower())
+                              .edit_distance(name.lower(), true, bestDistance);
+      if (distance < bestDistance) {
+        bestDistance = distance;
+        suggestion = " (did you mean '" + known.name.str() + "'?)";
+      }
+    }
+    return bad("parallelism.pipeline_parallel_schedule",
+               "must be one of " + list + " (in any case), got \"" + name +
+                   "\"" + suggestion);
+  }
+  parallelism.pipelineParallelSchedule = schedule->name.str();
+  if (parallelism.pipelineParallelDegree > 1) {
+    int64_t microbatchSize = parallelism.pipelineParallelMicrobatchSize;
+    if (microbatchSize < 1)
+      return bad("parallelism.pipeline_parallel_microbatch_size",
+                 llvm::formatv("must be at least 1, got {0}", microbatchSize));
+    if (c.training.localBatchSize % microbatchSize != 0)
+      return bad("training.local_batch_size",
+                 llvm::formatv(
+                     "= {0} is not divisible by "
+                     "'parallelism.pipeline_parallel_microbatch_size' = {1}: "
+                     "with pipeline_parallel_degree > 1 a step runs "
+                     "local_batch_size / pipeline_parallel_microbatch_size "
+                     "microbatches (torchtitan's rule); make "
+                     "local_batch_size a multiple of the microbatch size",
+                     c.training.localBatchSize, microbatchSize));
+    if (llvm::Error e = checkPipelineSplitKeys(parallelism))
+      return error(file + ": " + llvm::toString(std::move(e)));
+  }
+
   // Settings whose pass has not landed are refused, not ignored: a user must
   // never believe a setting took effect. The value that asks for nothing
   // stays accepted.
@@ -273,6 +331,10 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
     return error(file + ": " + key + " = " + value + " is not supported yet (" +
                  missing + "); " + fix);
   };
+  if (parallelism.pipelineParallelDegree > 1 && !schedule->supported)
+    return unsupported("parallelism.pipeline_parallel_schedule",
+                       "\"" + schedule->name + "\"",
+                       schedule->unsupportedReason, schedule->unsupportedFix);
   if (c.parallelism.enableAsyncTensorParallel)
     return unsupported("parallelism.enable_async_tensor_parallel", "true",
                        "titan has no async tensor parallelism: "
@@ -316,12 +378,18 @@ mlir::titan::getTitanConfigKeys() {
       ConfigValueType type = ConfigValueType::Number;
       if (std::holds_alternative<std::string *>(target))
         type = ConfigValueType::String;
-      else if (std::holds_alternative<int64_t *>(target))
+      else if (std::holds_alternative<int64_t *>(target) ||
+               std::holds_alternative<std::optional<int64_t> *>(target))
         type = ConfigValueType::Integer;
       else if (std::holds_alternative<bool *>(target))
         type = ConfigValueType::Boolean;
       else if (std::holds_alternative<std::vector<double> *>(target))
         type = ConfigValueType::NumberList;
+      else if (std::holds_alternative<std::vector<std::string> *>(target))
+        type = ConfigValueType::StringList;
+      else if (std::holds_alternative<std::vector<std::vector<std::string>> *>(
+                   target))
+        type = ConfigValueType::StringListList;
       keys.emplace_back(std::string(section.name) + "." + key.name, type);
     }
   return keys;
@@ -399,6 +467,8 @@ mlir::titan::loadTrainConfig(llvm::StringRef path,
     file = std::string(resolved);
   };
   resolve(config->parallelism.tpPlan, "parallelism.tp_plan");
+  resolve(config->parallelism.pipelineParallelScheduleCsv,
+          "parallelism.pipeline_parallel_schedule_csv");
   resolve(config->checkpoint.hfMapping, "checkpoint.hf_mapping");
   llvm::StringRef device = config->hardware.device;
   if (device.contains('/') || device.ends_with(".toml"))
@@ -459,10 +529,25 @@ std::string mlir::titan::printTrainConfig(const TrainConfig &config) {
       std::visit(
           [&](auto *target) {
             using T = std::decay_t<decltype(*target)>;
+            auto quoteAll = [](const std::vector<std::string> &strings) {
+              return "[" +
+                     llvm::join(llvm::map_range(strings, quoteToml), ", ") +
+                     "]";
+            };
             if constexpr (std::is_same_v<T, std::string>)
               os << key.name << " = " << quoteToml(*target) << "\n";
             else if constexpr (std::is_same_v<T, int64_t>)
               os << key.name << " = " << *target << "\n";
+            else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
+              if (*target)
+                os << key.name << " = " << **target << "\n";
+            } else if constexpr (std::is_same_v<T, std::vector<std::string>>)
+              os << key.name << " = " << quoteAll(*target) << "\n";
+            else if constexpr (std::is_same_v<
+                                   T, std::vector<std::vector<std::string>>>)
+              os << key.name << " = ["
+                 << llvm::join(llvm::map_range(*target, quoteAll), ", ")
+                 << "]\n";
             else if constexpr (std::is_same_v<T, double>)
               os << key.name << " = " << formatTomlFloat(*target) << "\n";
             else if constexpr (std::is_same_v<T, std::optional<double>>) {

@@ -5,6 +5,7 @@
 #include "Kernels.h"
 
 #include "titan/Dialect/GlobalShape.h"
+#include "titan/Dialect/PipelineMesh.h"
 #include "titan/Dialect/TitanDialect.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -14,6 +15,8 @@
 
 #include <cmath>
 #include <deque>
+#include <memory>
+#include <optional>
 #include <tuple>
 
 using namespace mlir;
@@ -391,17 +394,42 @@ evaluateResults(Operation *op, ArrayRef<const TensorValue *> in) {
 
 namespace {
 /// The state of one run: every rank's values and the messages in flight.
+/// What the programs of a pipeline's ranks share: the messages between
+/// their stages, by (sending rank, receiving rank, tag) over the whole
+/// world (global rank = pipeline rank x ranks per stage + rank).
+struct PipelineMailboxes {
+  int64_t ranksPerStage = 1;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::deque<TensorValue>>
+      messages;
+};
+
+/// How one op of an execution went.
+enum class StepResult { Ran, Blocked, Done, Failed };
+
 class Execution {
 public:
-  Execution(const Interpreter &interpreter)
+  /// An execution of `interpreter`'s function; with `pipeline`, the program
+  /// of pipeline rank `pipelineRank`, whose stage transfers go through it.
+  Execution(const Interpreter &interpreter,
+            PipelineMailboxes *pipeline = nullptr, int64_t pipelineRank = 0)
       : interpreter(interpreter), numRanks(interpreter.getNumRanks()),
-        values(numRanks) {}
+        values(numRanks), pipeline(pipeline), pipelineRank(pipelineRank) {}
 
   /// Binds every rank's arguments; fails on a kind or shape mismatch.
   LogicalResult bindArguments(std::vector<std::vector<TensorValue>> arguments);
 
   /// Runs the body; returns every rank's results.
   FailureOr<std::vector<std::vector<TensorValue>>> run();
+
+  /// Runs the next op: Blocked when it receives from a pipeline stage that
+  /// has not sent yet (nothing changes), Done after the return.
+  StepResult step();
+  /// The op the execution is at.
+  Operation *getCurrentOp() const { return &*cursor; }
+  /// The results, once step() returned Done.
+  std::vector<std::vector<TensorValue>> takeResults() {
+    return std::move(results);
+  }
 
 private:
   /// Runs a non-collective op on every rank.
@@ -424,12 +452,25 @@ private:
   FailureOr<std::pair<const DeviceMesh *, SmallVector<unsigned>>>
   getMeshAxes(Operation *op, FlatSymbolRefAttr meshName, ArrayAttr axes);
 
+  /// Runs a transfer between pipeline stages; Blocked when a message has
+  /// not arrived.
+  StepResult runPipelineTransfer(Operation *op);
+  /// Runs `op` (not the return).
+  LogicalResult runOp(Operation &op);
+
   const Interpreter &interpreter;
   int64_t numRanks;
   std::vector<llvm::DenseMap<Value, TensorValue>> values;
   /// Sent tensors by (sender, receiver, tag), oldest first.
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::deque<TensorValue>>
       mailboxes;
+  PipelineMailboxes *pipeline;
+  int64_t pipelineRank;
+  /// The next op to run, and the values each op uses last.
+  Block::iterator cursor;
+  bool started = false;
+  llvm::DenseMap<Operation *, SmallVector<Value>> lastUses;
+  std::vector<std::vector<TensorValue>> results;
 };
 } // namespace
 
@@ -646,89 +687,157 @@ static std::vector<TensorValue> replicate(TensorValue value, size_t count) {
 }
 
 FailureOr<std::vector<std::vector<TensorValue>>> Execution::run() {
+  while (true) {
+    switch (step()) {
+    case StepResult::Ran:
+      continue;
+    case StepResult::Done:
+      return takeResults();
+    case StepResult::Failed:
+      return failure();
+    case StepResult::Blocked:
+      return getCurrentOp()->emitError(
+          "receives from a pipeline stage that never sent");
+    }
+  }
+}
+
+StepResult Execution::step() {
+  Block &body = interpreter.getFunction().getBody().front();
+  if (!started) {
+    started = true;
+    cursor = body.begin();
+    // Every rank drops a value after the op that uses it last.
+    llvm::DenseSet<Value> seen;
+    for (Operation &op : llvm::reverse(body))
+      for (Value operand : op.getOperands())
+        if (seen.insert(operand).second)
+          lastUses[&op].push_back(operand);
+  }
+  if (cursor == body.end()) {
+    interpreter.getFunction().emitError(
+        "the body does not end with func.return");
+    return StepResult::Failed;
+  }
+  Operation &op = *cursor;
+  if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    results.assign(numRanks, {});
+    for (int64_t rank = 0; rank < numRanks; ++rank)
+      for (Value operand : ret.getOperands())
+        results[rank].push_back(values[rank].find(operand)->second);
+    return StepResult::Done;
+  }
+  if (isPipelineTransfer(&op)) {
+    StepResult transferred = runPipelineTransfer(&op);
+    if (transferred != StepResult::Ran)
+      return transferred;
+  } else if (failed(runOp(op))) {
+    return StepResult::Failed;
+  }
+  for (Value dead : lastUses.lookup(&op))
+    for (llvm::DenseMap<Value, TensorValue> &rankValues : values)
+      rankValues.erase(dead);
+  ++cursor;
+  return StepResult::Ran;
+}
+
+StepResult Execution::runPipelineTransfer(Operation *op) {
+  if (!pipeline) {
+    op->emitError("a transfer between pipeline stages: run the programs of "
+                  "every pipeline rank together (titan-eval with one program "
+                  "file per pipeline rank)");
+    return StepResult::Failed;
+  }
+  auto send = dyn_cast<SendOp>(op);
+  auto recv = dyn_cast<RecvOp>(op);
+  int64_t peer = send ? send.getPeer() : recv.getPeer();
+  int64_t tag = send ? send.getTag() : recv.getTag();
+  auto world = [&](int64_t stageRank, int64_t rank) {
+    return stageRank * pipeline->ranksPerStage + rank;
+  };
+  if (send) {
+    for (int64_t rank = 0; rank < numRanks; ++rank)
+      pipeline->messages[{world(pipelineRank, rank), world(peer, rank), tag}]
+          .push_back(values[rank].find(send.getInput())->second);
+    return StepResult::Ran;
+  }
+  auto box = [&](int64_t rank) -> std::deque<TensorValue> & {
+    return pipeline
+        ->messages[{world(peer, rank), world(pipelineRank, rank), tag}];
+  };
+  for (int64_t rank = 0; rank < numRanks; ++rank)
+    if (box(rank).empty())
+      return StepResult::Blocked;
+  for (int64_t rank = 0; rank < numRanks; ++rank) {
+    TensorValue message = std::move(box(rank).front());
+    box(rank).pop_front();
+    if (failed(define(op, recv.getResult(), rank, std::move(message))))
+      return StepResult::Failed;
+  }
+  return StepResult::Ran;
+}
+
+LogicalResult Execution::runOp(Operation &op) {
   using Inputs = ArrayRef<const TensorValue *>;
   using Outputs = FailureOr<std::vector<TensorValue>>;
-  Block &body = interpreter.getFunction().getBody().front();
-  // Every rank drops a value after the op that uses it last.
-  llvm::DenseMap<Operation *, SmallVector<Value>> lastUses;
-  llvm::DenseSet<Value> seen;
-  for (Operation &op : llvm::reverse(body))
-    for (Value operand : op.getOperands())
-      if (seen.insert(operand).second)
-        lastUses[&op].push_back(operand);
-  for (Operation &op : body) {
-    LogicalResult status = success();
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      std::vector<std::vector<TensorValue>> results(numRanks);
-      for (int64_t rank = 0; rank < numRanks; ++rank)
-        for (Value operand : ret.getOperands())
-          results[rank].push_back(values[rank].find(operand)->second);
-      return results;
-    }
-    if (auto gather = dyn_cast<AllGatherOp>(op)) {
-      status = runGroupCollective(gather, [&](Inputs in) -> Outputs {
-        return replicate(concat(in, gather.getGatherDim()), in.size());
-      });
-    } else if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
-      status = runGroupCollective(allReduce, [&](Inputs in) -> Outputs {
-        return replicate(reduceTensors(in, allReduce.getReduce().getValue()),
-                         in.size());
-      });
-    } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
-      status = runGroupCollective(scatter, [&](Inputs in) -> Outputs {
-        int64_t dim = scatter.getScatterDim();
-        if (in[0]->getShape()[dim] % int64_t(in.size()))
-          return scatter.emitOpError()
-                 << "dim " << dim << " of " << in[0]->getTypeString()
-                 << " is not divisible by the group size " << in.size();
-        return split(reduceTensors(in, scatter.getReduce().getValue()), dim,
-                     in.size());
-      });
-    } else if (auto allToAll = dyn_cast<AllToAllOp>(op)) {
-      status = runGroupCollective(allToAll, [&](Inputs in) -> Outputs {
-        int64_t splitDim = allToAll.getSplitDim(), n = in.size();
-        if (in[0]->getShape()[splitDim] % n)
-          return allToAll.emitOpError()
-                 << "dim " << splitDim << " of " << in[0]->getTypeString()
-                 << " is not divisible by the group size " << n;
-        std::vector<std::vector<TensorValue>> chunks;
-        for (const TensorValue *input : in)
-          chunks.push_back(split(*input, splitDim, n));
-        std::vector<TensorValue> outputs;
-        for (int64_t receiver = 0; receiver < n; ++receiver) {
-          SmallVector<const TensorValue *> pieces;
-          for (int64_t sender = 0; sender < n; ++sender)
-            pieces.push_back(&chunks[sender][receiver]);
-          outputs.push_back(concat(pieces, allToAll.getConcatDim()));
-        }
-        return outputs;
-      });
-    } else if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
-      status = runGroupCollective(broadcast, [&](Inputs in) -> Outputs {
-        int64_t root = broadcast.getRoot();
-        if (root >= int64_t(in.size()))
-          return broadcast.emitOpError()
-                 << "root " << root << " is outside the group of " << in.size()
-                 << " ranks";
-        return replicate(*in[root], in.size());
-      });
-    } else if (auto axisIndex = dyn_cast<AxisIndexOp>(op)) {
-      status = runAxisIndex(axisIndex);
-    } else if (isa<SendOp, RecvOp>(op)) {
-      status = runPointToPoint(&op);
-    } else if (auto launch = dyn_cast<LaunchOp>(op)) {
-      status = runLaunch(launch);
-    } else {
-      status = runComputeOp(&op);
-    }
-    if (failed(status))
-      return failure();
-    for (Value dead : lastUses.lookup(&op))
-      for (llvm::DenseMap<Value, TensorValue> &rankValues : values)
-        rankValues.erase(dead);
+  LogicalResult status = success();
+  if (auto gather = dyn_cast<AllGatherOp>(op)) {
+    status = runGroupCollective(gather, [&](Inputs in) -> Outputs {
+      return replicate(concat(in, gather.getGatherDim()), in.size());
+    });
+  } else if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
+    status = runGroupCollective(allReduce, [&](Inputs in) -> Outputs {
+      return replicate(reduceTensors(in, allReduce.getReduce().getValue()),
+                       in.size());
+    });
+  } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+    status = runGroupCollective(scatter, [&](Inputs in) -> Outputs {
+      int64_t dim = scatter.getScatterDim();
+      if (in[0]->getShape()[dim] % int64_t(in.size()))
+        return scatter.emitOpError()
+               << "dim " << dim << " of " << in[0]->getTypeString()
+               << " is not divisible by the group size " << in.size();
+      return split(reduceTensors(in, scatter.getReduce().getValue()), dim,
+                   in.size());
+    });
+  } else if (auto allToAll = dyn_cast<AllToAllOp>(op)) {
+    status = runGroupCollective(allToAll, [&](Inputs in) -> Outputs {
+      int64_t splitDim = allToAll.getSplitDim(), n = in.size();
+      if (in[0]->getShape()[splitDim] % n)
+        return allToAll.emitOpError()
+               << "dim " << splitDim << " of " << in[0]->getTypeString()
+               << " is not divisible by the group size " << n;
+      std::vector<std::vector<TensorValue>> chunks;
+      for (const TensorValue *input : in)
+        chunks.push_back(split(*input, splitDim, n));
+      std::vector<TensorValue> outputs;
+      for (int64_t receiver = 0; receiver < n; ++receiver) {
+        SmallVector<const TensorValue *> pieces;
+        for (int64_t sender = 0; sender < n; ++sender)
+          pieces.push_back(&chunks[sender][receiver]);
+        outputs.push_back(concat(pieces, allToAll.getConcatDim()));
+      }
+      return outputs;
+    });
+  } else if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+    status = runGroupCollective(broadcast, [&](Inputs in) -> Outputs {
+      int64_t root = broadcast.getRoot();
+      if (root >= int64_t(in.size()))
+        return broadcast.emitOpError()
+               << "root " << root << " is outside the group of " << in.size()
+               << " ranks";
+      return replicate(*in[root], in.size());
+    });
+  } else if (auto axisIndex = dyn_cast<AxisIndexOp>(op)) {
+    status = runAxisIndex(axisIndex);
+  } else if (isa<SendOp, RecvOp>(op)) {
+    status = runPointToPoint(&op);
+  } else if (auto launch = dyn_cast<LaunchOp>(op)) {
+    status = runLaunch(launch);
+  } else {
+    status = runComputeOp(&op);
   }
-  return interpreter.getFunction().emitError(
-      "the body does not end with func.return");
+  return status;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1008,7 +1117,7 @@ static TensorValue permuteChunks(const TensorValue &value,
 }
 
 FailureOr<std::vector<std::vector<TensorValue>>>
-Interpreter::runLocal(ArrayRef<TensorValue> givenArguments) const {
+Interpreter::shardArguments(ArrayRef<TensorValue> givenArguments) const {
   func::FuncOp function = getFunction();
   if (givenArguments.size() != function.getNumArguments())
     return function.emitError() << "expected " << function.getNumArguments()
@@ -1023,31 +1132,36 @@ Interpreter::runLocal(ArrayRef<TensorValue> givenArguments) const {
   std::vector<std::vector<TensorValue>> arguments(numRanks);
   if (numRanks == 1) {
     arguments[0].assign(globalArguments.begin(), globalArguments.end());
-  } else {
-    for (auto [index, global] : llvm::enumerate(globalArguments)) {
-      FailureOr<std::vector<TensorValue>> locals = shardArgument(index, global);
-      if (failed(locals))
-        return failure();
-      for (int64_t rank = 0; rank < numRanks; ++rank)
-        arguments[rank].push_back(std::move((*locals)[rank]));
-    }
+    return arguments;
   }
-  return runRanks(std::move(arguments));
+  for (auto [index, global] : llvm::enumerate(globalArguments)) {
+    FailureOr<std::vector<TensorValue>> locals = shardArgument(index, global);
+    if (failed(locals))
+      return failure();
+    for (int64_t rank = 0; rank < numRanks; ++rank)
+      arguments[rank].push_back(std::move((*locals)[rank]));
+  }
+  return arguments;
 }
 
-FailureOr<std::vector<TensorValue>>
-Interpreter::run(ArrayRef<TensorValue> givenArguments) const {
-  FailureOr<std::vector<std::vector<TensorValue>>> results =
-      runLocal(givenArguments);
-  if (failed(results))
+FailureOr<std::vector<std::vector<TensorValue>>>
+Interpreter::runLocal(ArrayRef<TensorValue> givenArguments) const {
+  FailureOr<std::vector<std::vector<TensorValue>>> arguments =
+      shardArguments(givenArguments);
+  if (failed(arguments))
     return failure();
+  return runRanks(std::move(*arguments));
+}
+
+FailureOr<std::vector<TensorValue>> Interpreter::assembleResults(
+    std::vector<std::vector<TensorValue>> locals) const {
   func::FuncOp function = getFunction();
   std::vector<TensorValue> globals;
   if (numRanks == 1) {
-    globals = std::move(results->front());
+    globals = std::move(locals.front());
   } else {
     for (unsigned index = 0; index < function.getNumResults(); ++index) {
-      FailureOr<TensorValue> global = assembleResult(index, *results);
+      FailureOr<TensorValue> global = assembleResult(index, locals);
       if (failed(global))
         return failure();
       globals.push_back(std::move(*global));
@@ -1059,5 +1173,74 @@ Interpreter::run(ArrayRef<TensorValue> givenArguments) const {
     if (auto order = function.getResultAttrOfType<DenseI64ArrayAttr>(
             index, TitanDialect::kSequenceOrderAttrName))
       result = permuteChunks(result, order.asArrayRef(), true);
+  return globals;
+}
+
+FailureOr<std::vector<TensorValue>>
+Interpreter::run(ArrayRef<TensorValue> givenArguments) const {
+  FailureOr<std::vector<std::vector<TensorValue>>> results =
+      runLocal(givenArguments);
+  if (failed(results))
+    return failure();
+  return assembleResults(std::move(*results));
+}
+
+FailureOr<std::vector<std::vector<TensorValue>>>
+Interpreter::runPipeline(ArrayRef<const Interpreter *> programs,
+                         ArrayRef<std::vector<TensorValue>> arguments) {
+  assert(!programs.empty() && programs.size() == arguments.size());
+  PipelineMailboxes mailboxes;
+  mailboxes.ranksPerStage = programs.front()->getNumRanks();
+  std::vector<std::unique_ptr<Execution>> executions;
+  for (auto [pipelineRank, program] : llvm::enumerate(programs)) {
+    if (program->getNumRanks() != mailboxes.ranksPerStage)
+      return program->getFunction().emitError()
+             << "pipeline rank " << pipelineRank << "'s program runs on "
+             << program->getNumRanks() << " ranks, pipeline rank 0's on "
+             << mailboxes.ranksPerStage;
+    FailureOr<std::vector<std::vector<TensorValue>>> local =
+        program->shardArguments(arguments[pipelineRank]);
+    if (failed(local))
+      return failure();
+    executions.push_back(
+        std::make_unique<Execution>(*program, &mailboxes, pipelineRank));
+    if (failed(executions.back()->bindArguments(std::move(*local))))
+      return failure();
+  }
+  // Each program runs until it waits or ends, in turn.
+  std::vector<std::optional<std::vector<std::vector<TensorValue>>>> locals(
+      programs.size());
+  while (llvm::any_of(locals, [](const auto &done) { return !done; })) {
+    bool progressed = false;
+    for (auto [pipelineRank, execution] : llvm::enumerate(executions)) {
+      while (!locals[pipelineRank]) {
+        StepResult result = execution->step();
+        if (result == StepResult::Failed)
+          return failure();
+        if (result == StepResult::Blocked)
+          break;
+        progressed = true;
+        if (result == StepResult::Done)
+          locals[pipelineRank] = execution->takeResults();
+      }
+    }
+    if (!progressed) {
+      InFlightDiagnostic diag = programs.front()->getFunction().emitError(
+          "the pipeline's programs all wait for a message no rank sends");
+      for (auto [pipelineRank, execution] : llvm::enumerate(executions))
+        if (!locals[pipelineRank])
+          diag.attachNote(execution->getCurrentOp()->getLoc())
+              << "pipeline rank " << pipelineRank << " waits here";
+      return failure();
+    }
+  }
+  std::vector<std::vector<TensorValue>> globals;
+  for (auto [program, local] : llvm::zip(programs, locals)) {
+    FailureOr<std::vector<TensorValue>> assembled =
+        program->assembleResults(std::move(*local));
+    if (failed(assembled))
+      return failure();
+    globals.push_back(std::move(*assembled));
+  }
   return globals;
 }

@@ -18,6 +18,9 @@
 #include "titan/Codegen/Executable.h"
 #include "titan/Config/CommandLine.h"
 #include "titan/Config/DeviceFile.h"
+#include "titan/Config/PipelineSplit.h"
+#include "titan/Dialect/PipelineMesh.h"
+#include "titan/Dialect/Provenance.h"
 #include "titan/Import/TorchScriptImporter.h"
 #include "titan/InitAll.h"
 #include "titan/Pipeline.h"
@@ -33,6 +36,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -441,6 +445,122 @@ writeExecutable(ModuleOp module, const TitanPipelineOptions &pipeline,
   return llvm::Error::success();
 }
 
+/// The module paths of a training step's forward: its transformer blocks
+/// in order, and the modules outside them before the first block and after
+/// the last.
+struct ModelModules {
+  std::vector<std::string> blocks, leading, trailing;
+};
+
+/// Lists the modules of @train_step's forward in `module`.
+static ModelModules listModelModules(ModuleOp module) {
+  ModelModules modules;
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  std::vector<std::string> outside;
+  for (Operation &op : step.getBody().front()) {
+    if (getPhase(&op) != Phase::Forward)
+      continue;
+    std::optional<StringRef> path = getModulePath(op.getLoc());
+    if (!path)
+      continue;
+    StringRef block = getTransformerBlock(*path);
+    if (block.empty()) {
+      if (!llvm::is_contained(outside, *path) &&
+          !llvm::is_contained(modules.leading, *path))
+        (modules.blocks.empty() ? modules.leading : outside)
+            .push_back(path->str());
+    } else if (modules.blocks.empty() || modules.blocks.back() != block) {
+      if (!llvm::is_contained(modules.blocks, block))
+        modules.blocks.push_back(block.str());
+      outside.clear();
+    }
+  }
+  modules.trailing = std::move(outside);
+  return modules;
+}
+
+/// Writes the program of each of `degree` pipeline ranks, from `module`
+/// (@train_step for one microbatch; left as it is), to `output` with
+/// ".pp<rank>" before its extension ("step.mlir" -> "step.pp0.mlir"), each
+/// through `pipeline` from the training step on.
+static LogicalResult
+writePipelinePrograms(ModuleOp module, TitanPipelineOptions pipeline,
+                      const TrainConfig &config, int64_t degree,
+                      llvm::StringRef output, TimingScope &timing) {
+  MLIRContext *context = module.getContext();
+  if (!pipeline.resumeAfter) {
+    TitanPipelineOptions trainStep = pipeline;
+    trainStep.stage = PipelineStage::TrainStep;
+    PassManager pm(context);
+    buildTitanPipeline(pm, trainStep);
+    if (failed(pm.run(module)))
+      return failure();
+    pipeline.resumeAfter = PipelineStage::TrainStep;
+  }
+  // The stages: torchtitan's split keys, else titan-partition-pipeline
+  // balances the blocks by the cost model.
+  ModelModules modules = listModelModules(module);
+  const PipelineScheduleInfo *schedule =
+      lookupPipelineSchedule(config.parallelism.pipelineParallelSchedule);
+  llvm::Expected<PipelineSplit> split = splitPipelineStages(
+      config.parallelism, modules.blocks,
+      schedule ? schedule->placement : PipelineStagePlacement::Single,
+      modules.leading, modules.trailing);
+  if (!split)
+    return emitError(module.getLoc()) << llvm::toString(split.takeError());
+  pipeline.pipeline->stages = split->numStages;
+  pipeline.pipeline->stageBlocks = split->blocksPerStage;
+  llvm::StringRef stem = output;
+  stem.consume_back(".mlir");
+  for (int64_t rank = 0; rank < degree; ++rank) {
+    OwningOpRef<ModuleOp> program = module.clone();
+    pipeline.pipeline->rank = rank;
+    PassManager pm(context);
+    TimingScope passTiming =
+        timing.nest(("pipeline rank " + llvm::Twine(rank)).str());
+    pm.enableTiming(passTiming);
+    buildTitanPipeline(pm, pipeline);
+    if (failed(pm.run(*program)))
+      return failure();
+    if (rank == 0)
+      if (auto plan = program->lookupSymbol<func::FuncOp>("train_step")
+                          ->getAttrOfType<DictionaryAttr>(kPipelineAttrName)) {
+        auto blocks = cast<DenseI64ArrayAttr>(plan.get("stage_blocks"));
+        auto seconds = cast<DenseF64ArrayAttr>(plan.get("stage_seconds"));
+        llvm::errs()
+            << "titan-compile: pipeline: "
+            << cast<StringAttr>(plan.get("schedule")).getValue() << ", "
+            << blocks.size() << " stages on " << degree << " ranks, "
+            << cast<IntegerAttr>(plan.get("microbatches")).getInt()
+            << " microbatches; blocks per stage ["
+            << llvm::join(
+                   llvm::map_range(blocks.asArrayRef(),
+                                   [](int64_t n) { return std::to_string(n); }),
+                   ", ")
+            << "], predicted ms per microbatch (forward + backward) ["
+            << llvm::join(llvm::map_range(
+                              seconds.asArrayRef(),
+                              [](double t) {
+                                return llvm::formatv("{0:F3}", t * 1e3).str();
+                              }),
+                          ", ")
+            << "]"
+            << (split->blocksPerStage.empty() ? " (balanced by the cost model)"
+                                              : "")
+            << "\n";
+      }
+    std::string path = (stem + ".pp" + llvm::Twine(rank) + ".mlir").str();
+    std::string message;
+    auto file = openOutputFile(path, &message);
+    if (!file)
+      return emitError(module.getLoc()) << message;
+    program->print(file->os());
+    file->os() << "\n";
+    file->keep();
+  }
+  return success();
+}
+
 /// Prints what the config asks for that titan does not apply.
 static void warnAbout(const TrainConfig &config) {
   for (const std::string &warning : config.warnings)
@@ -620,14 +740,27 @@ int main(int argc, char **argv) {
       if (!resolved)
         return fail(llvm::toString(resolved.takeError()));
       mesh = *resolved;
+      if (mesh.getPipelineDegree() > 1 &&
+          (stage != PipelineStage::Spmd || !planReport.empty() ||
+           !summaryJson.empty() || !checkpointLayout.empty() ||
+           config->activationCheckpoint.mode == "auto"))
+        return fail("pipeline_parallel_degree > 1: titan-compile writes the "
+                    "programs of the pipeline ranks with --emit=spmd (run "
+                    "them together with titan-eval); executables, plan "
+                    "reports, summaries, checkpoint layouts and "
+                    "activation_checkpoint mode \"auto\" for pipeline ranks "
+                    "are not built yet");
     }
     // The model input (tokens) is [global batch, seq_len] unless given; as
     // in torchtitan, local_batch_size is per data-parallel rank, so the
     // global batch multiplies it by the data-parallel degrees of the mesh.
+    // Under pipeline parallelism the step is built for one microbatch and
+    // titan-partition-pipeline runs it on every microbatch.
+    int64_t rows = mesh.getPipelineDegree() > 1
+                       ? config->parallelism.pipelineParallelMicrobatchSize
+                       : config->training.localBatchSize;
     options.defaultInput = InputSpec{
-        {config->training.localBatchSize * mesh.getDataParallelDegree(),
-         config->training.seqLen},
-        "i64"};
+        {rows * mesh.getDataParallelDegree(), config->training.seqLen}, "i64"};
     if (config->training.getParamDtype() != ElementType::F32)
       options.parameterComputeType = config->training.getParamDtype();
   } else if (!configOverrides.empty()) {
@@ -701,8 +834,15 @@ int main(int argc, char **argv) {
         fit->keptBytes / kGiB, fit->peakBytes / kGiB, budget / kGiB,
         fit->compiles);
   }
-  if (failed(runPipeline(pipeline)))
+  bool pipelined = mesh.getPipelineDegree() > 1;
+  if (pipelined) {
+    if (failed(writePipelinePrograms(**module, pipeline, *config,
+                                     mesh.getPipelineDegree(), outputFile,
+                                     timing)))
+      return fail("compilation failed (see the errors above)");
+  } else if (failed(runPipeline(pipeline))) {
     return fail("compilation failed (see the errors above)");
+  }
   int64_t ranksPerNode = 0;
   if (config)
     ranksPerNode = config->hardware.ranksPerNode ? config->hardware.ranksPerNode
@@ -837,6 +977,8 @@ int main(int argc, char **argv) {
     report->keep();
   if (!writeSummary())
     return 1;
+  if (pipelined)
+    return 0;
 
   // Write to a temporary file and rename it only on success, so a failed
   // run never leaves a partial output.

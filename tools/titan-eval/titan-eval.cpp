@@ -9,6 +9,11 @@
 // program run on N simulated ranks: global inputs are sharded and global
 // outputs assembled by their `titan.placements`.
 //
+// With several program files, they are the programs of a pipeline's ranks
+// (titan-partition-pipeline's, pipeline rank 0 first), each run on --ranks
+// ranks of its stage, together: each reads the inputs it names, and a
+// result several programs return (the loss) must be the same bits in all.
+//
 //===----------------------------------------------------------------------===//
 
 #include "titan/Dialect/TitanDialect.h"
@@ -34,27 +39,32 @@ using namespace mlir::titan;
 /// the LLVM libraries linked in are still accepted, not listed).
 static llvm::cl::OptionCategory evalOptions("titan-eval options");
 
-static llvm::cl::opt<std::string> programFile(llvm::cl::Positional,
-                                              llvm::cl::Required,
-                                              llvm::cl::desc("<program.mlir>"), llvm::cl::cat(evalOptions));
+static llvm::cl::list<std::string>
+    programFiles(llvm::cl::Positional, llvm::cl::OneOrMore,
+                 llvm::cl::desc("<program.mlir> (one per pipeline rank)"),
+                 llvm::cl::cat(evalOptions));
 static llvm::cl::opt<std::string>
     entryName("entry", llvm::cl::desc("The func.func to run"),
               llvm::cl::init("main"), llvm::cl::cat(evalOptions));
 static llvm::cl::opt<std::string>
     inputsDir("inputs", llvm::cl::Required,
-              llvm::cl::desc("Directory of the argument .npy files"), llvm::cl::cat(evalOptions));
+              llvm::cl::desc("Directory of the argument .npy files"),
+              llvm::cl::cat(evalOptions));
 static llvm::cl::opt<std::string>
     outputsDir("outputs", llvm::cl::Required,
-               llvm::cl::desc("Directory the result .npy files go to"), llvm::cl::cat(evalOptions));
+               llvm::cl::desc("Directory the result .npy files go to"),
+               llvm::cl::cat(evalOptions));
 static llvm::cl::opt<int>
     numRanks("ranks", llvm::cl::init(1),
              llvm::cl::desc("Number of simulated ranks of a spmdized "
-                            "program"), llvm::cl::cat(evalOptions));
+                            "program"),
+             llvm::cl::cat(evalOptions));
 static llvm::cl::opt<bool> rankOutputs(
     "rank-outputs",
     llvm::cl::desc("Write every rank's local results as "
                    "OUTPUTS/rank<R>/<name>.npy instead of assembling them "
-                   "(the layout of a compiled program's --dump-results)"), llvm::cl::cat(evalOptions));
+                   "(the layout of a compiled program's --dump-results)"),
+    llvm::cl::cat(evalOptions));
 
 /// Prints `message` as an error and returns the exit code of a failure.
 static int fail(const llvm::Twine &message) {
@@ -93,8 +103,8 @@ static llvm::Error checkIdRange(func::FuncOp function, unsigned index,
                                 llvm::StringRef path) {
   auto range = function.getArgAttrOfType<DenseI64ArrayAttr>(
       index, TitanDialect::kIdRangeAttrName);
-  if (!range || !std::holds_alternative<std::vector<int64_t>>(
-                    tensor.getStorage()))
+  if (!range ||
+      !std::holds_alternative<std::vector<int64_t>>(tensor.getStorage()))
     return llvm::Error::success();
   std::optional<int64_t> ignore;
   if (range.size() == 3)
@@ -102,13 +112,13 @@ static llvm::Error checkIdRange(func::FuncOp function, unsigned index,
   for (auto [i, id] : llvm::enumerate(tensor.get<int64_t>()))
     if ((id < range[0] || id >= range[1]) && (!ignore || id != *ignore))
       return llvm::createStringError(
-          llvm::formatv("{0}: element {1} is id {2}, outside [{3}, {4}){5}, "
-                        "the rows of the table it indexes",
-                        path, i, id, range[0], range[1],
-                        ignore ? llvm::formatv(" (or the ignore index {0})",
-                                               *ignore)
-                                     .str()
-                               : "")
+          llvm::formatv(
+              "{0}: element {1} is id {2}, outside [{3}, {4}){5}, "
+              "the rows of the table it indexes",
+              path, i, id, range[0], range[1],
+              ignore
+                  ? llvm::formatv(" (or the ignore index {0})", *ignore).str()
+                  : "")
               .str());
   return llvm::Error::success();
 }
@@ -156,45 +166,91 @@ int main(int argc, char **argv) {
   // Errors name the op and its location; the whole program is not printed.
   context.printOpOnDiagnostic(false);
   context.getDiagEngine().registerHandler(printDiagnostic);
-  llvm::SourceMgr sourceMgr;
-  OwningOpRef<ModuleOp> module =
-      parseInputFile(programFile, sourceMgr, &context);
-  if (!module)
-    return 1;
-
-  FailureOr<Interpreter> interpreter =
-      Interpreter::create(*module, entryName, numRanks);
-  if (failed(interpreter))
-    return 1;
-  llvm::Expected<std::vector<TensorValue>> arguments =
-      readArguments(*interpreter, inputsDir);
-  if (!arguments)
-    return fail(llvm::toString(arguments.takeError()));
-  // Per rank (--rank-outputs) or assembled: folders and their results.
-  std::vector<std::pair<std::string, std::vector<TensorValue>>> outputs;
-  if (rankOutputs) {
+  // One source manager per file: a parser reads its manager's main file.
+  std::vector<std::unique_ptr<llvm::SourceMgr>> sourceMgrs;
+  std::vector<OwningOpRef<ModuleOp>> modules;
+  std::vector<Interpreter> interpreters;
+  for (const std::string &file : programFiles) {
+    sourceMgrs.push_back(std::make_unique<llvm::SourceMgr>());
+    modules.push_back(parseInputFile(file, *sourceMgrs.back(), &context));
+    if (!modules.back())
+      return 1;
+    FailureOr<Interpreter> interpreter =
+        Interpreter::create(*modules.back(), entryName, numRanks);
+    if (failed(interpreter))
+      return 1;
+    interpreters.push_back(std::move(*interpreter));
+  }
+  std::vector<std::vector<TensorValue>> arguments;
+  for (const Interpreter &interpreter : interpreters) {
+    llvm::Expected<std::vector<TensorValue>> read =
+        readArguments(interpreter, inputsDir);
+    if (!read)
+      return fail(llvm::toString(read.takeError()));
+    arguments.push_back(std::move(*read));
+  }
+  // Per rank (--rank-outputs) or assembled: folders, with each result's
+  // name and value.
+  std::vector<
+      std::pair<std::string, std::vector<std::pair<std::string, TensorValue>>>>
+      outputs;
+  auto named = [](func::FuncOp function, std::vector<TensorValue> results) {
+    std::vector<std::pair<std::string, TensorValue>> list;
+    for (auto [index, result] : llvm::enumerate(results))
+      list.emplace_back(getResultName(function, index), std::move(result));
+    return list;
+  };
+  if (interpreters.size() > 1) {
+    if (rankOutputs)
+      return fail("--rank-outputs runs one program, not a pipeline's");
+    SmallVector<const Interpreter *> programs;
+    for (const Interpreter &interpreter : interpreters)
+      programs.push_back(&interpreter);
+    FailureOr<std::vector<std::vector<TensorValue>>> results =
+        Interpreter::runPipeline(programs, arguments);
+    if (failed(results))
+      return 1;
+    std::vector<std::pair<std::string, TensorValue>> merged;
+    for (auto [pipelineRank, programResults] : llvm::enumerate(*results))
+      for (auto &[name, value] : named(interpreters[pipelineRank].getFunction(),
+                                       std::move(programResults))) {
+        auto same = llvm::find_if(merged, [&, &name = name](const auto &e) {
+          return e.first == name;
+        });
+        if (same == merged.end()) {
+          merged.emplace_back(name, std::move(value));
+        } else if (!(same->second == value)) {
+          return fail("result '" + name + "' differs between pipeline rank " +
+                      std::to_string(pipelineRank) + " and an earlier one");
+        }
+      }
+    outputs.emplace_back(outputsDir, std::move(merged));
+  } else if (rankOutputs) {
     FailureOr<std::vector<std::vector<TensorValue>>> locals =
-        interpreter->runLocal(*arguments);
+        interpreters.front().runLocal(arguments.front());
     if (failed(locals))
       return 1;
     for (auto [rank, results] : llvm::enumerate(*locals)) {
       llvm::SmallString<256> folder(outputsDir);
       llvm::sys::path::append(folder, "rank" + std::to_string(rank));
-      outputs.emplace_back(std::string(folder), std::move(results));
+      outputs.emplace_back(
+          std::string(folder),
+          named(interpreters.front().getFunction(), std::move(results)));
     }
   } else {
-    FailureOr<std::vector<TensorValue>> results = interpreter->run(*arguments);
+    FailureOr<std::vector<TensorValue>> results =
+        interpreters.front().run(arguments.front());
     if (failed(results))
       return 1;
-    outputs.emplace_back(outputsDir, std::move(*results));
+    outputs.emplace_back(outputsDir, named(interpreters.front().getFunction(),
+                                           std::move(*results)));
   }
-  func::FuncOp function = interpreter->getFunction();
   for (const auto &[folder, results] : outputs) {
     if (std::error_code error = llvm::sys::fs::create_directories(folder))
       return fail("cannot create '" + folder + "': " + error.message());
-    for (auto [index, result] : llvm::enumerate(results)) {
+    for (const auto &[name, result] : results) {
       llvm::SmallString<256> path(folder);
-      llvm::sys::path::append(path, getResultName(function, index) + ".npy");
+      llvm::sys::path::append(path, name + ".npy");
       if (llvm::Error error = writeNpy(path, tensorToNpy(result)))
         return fail(llvm::toString(std::move(error)));
     }

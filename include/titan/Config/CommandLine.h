@@ -4,10 +4,10 @@
 // The config part of a command line, in titan's syntax (--config FILE,
 // --set section.key=value) and in torchtitan's (--job.config_file FILE,
 // --section.key VALUE, --section.key=VALUE, a boolean as a bare flag
-// --section.key or its negation --section.no-key, a list as A,B,C, hyphens
-// and underscores alike in names), so that a torchtitan command line works
-// unchanged. Tools hand the remaining arguments to their own parser
-// (docs/config.md).
+// --section.key or its negation --section.no-key, a list as A,B,C, a list
+// of lists as one A,B,C argument per inner list, hyphens and underscores
+// alike in names), so that a torchtitan command line works unchanged.
+// Tools hand the remaining arguments to their own parser (docs/config.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,9 +38,11 @@ struct ConfigCommandLine {
 /// overrides and the rest. An argument "--a.b" (or "--a.b=v") is a config
 /// key; whether a bare one is a boolean flag or takes the next argument as
 /// its value depends on the key's type in titan's schema and torchtitan's
-/// (lib/Config/TorchtitanKeys.h). Errors name the argument: an unknown key
-/// (with "did you mean"), a missing value, a negated non-boolean, two
-/// different config files.
+/// (lib/Config/TorchtitanKeys.h); a list of lists
+/// (parallelism.module_fqns_per_model_part) takes every following argument
+/// up to the next one that starts with '-', as tyro does. Errors name the
+/// argument: an unknown key (with "did you mean"), a missing value, a negated
+/// non-boolean, two different config files.
 llvm::Expected<ConfigCommandLine>
 parseConfigCommandLine(llvm::ArrayRef<const char *> argv);
 

@@ -82,14 +82,63 @@ struct ParallelismConfig {
   bool enableAsyncTensorParallel = false;
   bool disableLossParallel = false;
   int64_t contextParallelDegree = 1;
-  /// Degrees above 1 are refused by resolveMesh (no pipeline stages yet).
+  /// The pipeline ranks (torchtitan's "pp" mesh dimension, outermost; see
+  /// Mesh.h). 1: no pipeline; the other pipeline keys then do nothing, as
+  /// in torchtitan.
   int64_t pipelineParallelDegree = 1;
-  /// Does nothing without pipeline stages, as in torchtitan.
+  /// One of torch's schedules (titan/Config/PipelineSplit.h), in torch's
+  /// spelling: parseTrainConfig matches the name case-insensitively, as
+  /// torch's get_schedule_class does, and stores torch's spelling.
   std::string pipelineParallelSchedule = "1F1B";
+  /// A schedule file in the CSV form of torch's _PipelineScheduleRuntime;
+  /// empty: none. A relative path in a config file is relative to the
+  /// file's directory (loadTrainConfig resolves it).
+  std::string pipelineParallelScheduleCsv;
+  /// The rows of one microbatch: each step runs local_batch_size /
+  /// pipelineParallelMicrobatchSize microbatches through the pipeline.
+  int64_t pipelineParallelMicrobatchSize = 1;
+  /// torchtitan v0.2's split of the blocks (PipelineSplit.h): the blocks of
+  /// each (virtual) stage, counting the first stage's modules before the
+  /// blocks as pipelineParallelFirstStageLessLayers blocks and the last
+  /// stage's modules after them as pipelineParallelLastStageLessLayers.
+  /// Unset (absent from the config): none.
+  std::optional<int64_t> pipelineParallelLayersPerStage;
+  /// Unset: not written in the config; torchtitan's default (1) then
+  /// applies (getFirstStageLessLayers), but does not by itself ask for
+  /// torchtitan's split.
+  std::optional<int64_t> pipelineParallelFirstStageLessLayers;
+  /// As pipelineParallelFirstStageLessLayers, for the last stage.
+  std::optional<int64_t> pipelineParallelLastStageLessLayers;
+  /// torchtitan v0.2's explicit split: the module FQNs of each stage
+  /// ([["tok_embeddings", "layers.0"], ["layers.1", "norm", "output"]]).
+  /// Empty: none.
+  std::vector<std::vector<std::string>> moduleFqnsPerModelPart;
+  /// torchtitan v0.1's explicit split: the blocks that begin the second
+  /// and later stages (["layers.4", "layers.8"]). Empty: none.
+  std::vector<std::string> pipelineParallelSplitPoints;
   /// Tensor-parallel plan file (see ParallelPlan.h); empty: the built-in
   /// Llama plan. A relative path in a config file is relative to the file's
   /// directory (loadTrainConfig resolves it).
   std::string tpPlan;
+
+  /// pipelineParallelFirstStageLessLayers, or torchtitan's default 1.
+  int64_t getFirstStageLessLayers() const {
+    return pipelineParallelFirstStageLessLayers.value_or(1);
+  }
+  /// pipelineParallelLastStageLessLayers, or torchtitan's default 1.
+  int64_t getLastStageLessLayers() const {
+    return pipelineParallelLastStageLessLayers.value_or(1);
+  }
+  /// Whether a key fixes the blocks of each pipeline stage (layers per
+  /// stage, either less-layers key written, module FQNs per model part or
+  /// split points); otherwise titan balances the stages by its cost model.
+  bool hasPipelineSplitKey() const {
+    return pipelineParallelLayersPerStage ||
+           pipelineParallelFirstStageLessLayers ||
+           pipelineParallelLastStageLessLayers ||
+           !moduleFqnsPerModelPart.empty() ||
+           !pipelineParallelSplitPoints.empty();
+  }
 };
 
 /// [activation_checkpoint] (titan-select-recompute): torchtitan's "none",

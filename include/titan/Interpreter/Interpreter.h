@@ -80,6 +80,27 @@ public:
   FailureOr<std::vector<std::vector<TensorValue>>>
   runLocal(llvm::ArrayRef<TensorValue> givenArguments) const;
 
+  /// Shards global arguments over the ranks as run() does: every rank's
+  /// arguments.
+  FailureOr<std::vector<std::vector<TensorValue>>>
+  shardArguments(llvm::ArrayRef<TensorValue> givenArguments) const;
+
+  /// Assembles every rank's local results into global results as run()
+  /// does.
+  FailureOr<std::vector<TensorValue>>
+  assembleResults(std::vector<std::vector<TensorValue>> locals) const;
+
+  /// Runs the programs of a pipeline's ranks together (MPMD):
+  /// `programs[p]` is pipeline rank p's program (titan-partition-pipeline's),
+  /// each on the ranks of one stage (the same number for all), on its
+  /// global `arguments[p]`, sharded as run() does. The programs run op by
+  /// op in turn; one that receives a message not sent yet waits while the
+  /// others run. Returns each program's global results. Programs that all
+  /// wait are an error, with a note where each waits.
+  static FailureOr<std::vector<std::vector<TensorValue>>>
+  runPipeline(llvm::ArrayRef<const Interpreter *> programs,
+              llvm::ArrayRef<std::vector<TensorValue>> arguments);
+
   /// The mesh `symbol` referenced from `user`; emits an error on `user` when
   /// it does not exist or, with several ranks, does not have `numRanks`
   /// devices.

@@ -96,6 +96,66 @@ TEST(ConfigCommandLine, ListsAndNestedKeys) {
                      "training.dataloader.num_workers=2"}));
 }
 
+TEST(ConfigCommandLine, PipelineKeysAsTyroReadsThem) {
+  // list[list[str]]: one A,B,C argument per inner list, up to the next
+  // option; list[str]: one A,B,C argument; int | None: an integer.
+  ConfigCommandLine line = parse(
+      {"--parallelism.pipeline_parallel_degree", "2",
+       "--parallelism.module_fqns_per_model_part", "tok_embeddings,layers.0",
+       "layers.1,norm,output", "--parallelism.pipeline-parallel-schedule",
+       "interleaved1f1b", "--parallelism.pipeline_parallel_layers_per_stage",
+       "4", "--parallelism.pipeline_parallel_split_points", "layers.2,layers.4",
+       "--parallelism.pipeline_parallel_schedule_csv", "pp.csv",
+       "--parallelism.pipeline_parallel_first_stage_less_layers=0",
+       "model.pt"});
+  EXPECT_EQ(
+      line.overrides,
+      (Strings{"parallelism.pipeline_parallel_degree=2",
+               "parallelism.module_fqns_per_model_part=[[\"tok_"
+               "embeddings\", \"layers.0\"], [\"layers.1\", \"norm\", "
+               "\"output\"]]",
+               "parallelism.pipeline_parallel_schedule="
+               "\"interleaved1f1b\"",
+               "parallelism.pipeline_parallel_layers_per_stage=4",
+               "parallelism.pipeline_parallel_split_points=[\"layers.2\", "
+               "\"layers.4\"]",
+               "parallelism.pipeline_parallel_schedule_csv=\"pp.csv\"",
+               "parallelism.pipeline_parallel_first_stage_less_layers="
+               "0"}));
+  EXPECT_EQ(line.remaining, (Strings{"tool", "model.pt"}));
+  // After '=', one inner list; no argument, the empty list; TOML as is.
+  EXPECT_EQ(
+      parse({"--parallelism.module_fqns_per_model_part=a,b", "c"}).overrides,
+      (Strings{"parallelism.module_fqns_per_model_part=[[\"a\", "
+               "\"b\"]]"}));
+  EXPECT_EQ(parse({"--parallelism.module_fqns_per_model_part",
+                   "--training.steps", "3"})
+                .overrides,
+            (Strings{"parallelism.module_fqns_per_model_part=[]",
+                     "training.steps=3"}));
+  EXPECT_EQ(
+      parse({"--parallelism.module_fqns_per_model_part", "[[\"a\"], [\"b\"]]"})
+          .overrides,
+      (Strings{"parallelism.module_fqns_per_model_part=[[\"a\"], "
+               "[\"b\"]]"}));
+
+  // They load as the config file's would.
+  ConfigCommandLine loads = parse(
+      {"--parallelism.pipeline_parallel_degree", "2",
+       "--parallelism.module_fqns_per_model_part", "tok_embeddings,layers.0",
+       "layers.1,norm,output", "--parallelism.pipeline_parallel_schedule",
+       "gpipe", "--parallelism.pipeline_parallel_microbatch_size", "2"});
+  llvm::Expected<TrainConfig> config =
+      parseTrainConfig("", "cfg.toml", loads.overrides);
+  ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
+  EXPECT_EQ(config->parallelism.pipelineParallelDegree, 2);
+  EXPECT_EQ(config->parallelism.pipelineParallelSchedule, "GPipe");
+  EXPECT_EQ(config->parallelism.pipelineParallelMicrobatchSize, 2);
+  EXPECT_EQ(config->parallelism.moduleFqnsPerModelPart,
+            (std::vector<Strings>{{"tok_embeddings", "layers.0"},
+                                  {"layers.1", "norm", "output"}}));
+}
+
 TEST(ConfigCommandLine, EverythingAfterDoubleDashStays) {
   ConfigCommandLine line =
       parse({"--training.steps", "3", "--", "--training.steps", "4"});

@@ -155,6 +155,8 @@ std::string loudValue(const TorchtitanKey &key) {
     return "[\"zzz\"]";
   case ConfigValueType::NumberList:
     return "[7]";
+  case ConfigValueType::StringListList:
+    return "[[\"zzz\"]]";
   }
   return "";
 }

@@ -4,6 +4,10 @@
 
 #include "titan/Config/TrainConfig.h"
 
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
 #include "gtest/gtest.h"
 
 using namespace mlir::titan;
@@ -181,6 +185,193 @@ TEST(TrainConfig, RefusesWhatItCannotApply) {
   EXPECT_EQ(defaults->activationCheckpoint.mode, "none");
 }
 
+TEST(TrainConfig, ReadsThePipelineKeys) {
+  llvm::Expected<TrainConfig> defaults = parseTrainConfig("", "cfg.toml");
+  ASSERT_TRUE(bool(defaults)) << llvm::toString(defaults.takeError());
+  const ParallelismConfig &none = defaults->parallelism;
+  EXPECT_EQ(none.pipelineParallelDegree, 1);
+  EXPECT_EQ(none.pipelineParallelSchedule, "1F1B");
+  EXPECT_EQ(none.pipelineParallelMicrobatchSize, 1);
+  EXPECT_EQ(none.pipelineParallelScheduleCsv, "");
+  EXPECT_FALSE(none.pipelineParallelLayersPerStage);
+  EXPECT_FALSE(none.pipelineParallelFirstStageLessLayers);
+  EXPECT_EQ(none.getFirstStageLessLayers(), 1);
+  EXPECT_EQ(none.getLastStageLessLayers(), 1);
+  EXPECT_FALSE(none.hasPipelineSplitKey());
+
+  llvm::Expected<TrainConfig> config = parseTrainConfig(R"(
+[training]
+local_batch_size = 8
+[parallelism]
+pipeline_parallel_degree = 4
+pipeline_parallel_schedule = "interleaved1f1b"
+pipeline_parallel_microbatch_size = 2
+pipeline_parallel_layers_per_stage = 3
+pipeline_parallel_first_stage_less_layers = 0
+pipeline_parallel_schedule_csv = "/schedules/mine.csv"
+)",
+                                                        "cfg.toml");
+  ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
+  const ParallelismConfig &pp = config->parallelism;
+  EXPECT_EQ(pp.pipelineParallelDegree, 4);
+  // torch's spelling of a name matched in any case.
+  EXPECT_EQ(pp.pipelineParallelSchedule, "Interleaved1F1B");
+  EXPECT_EQ(pp.pipelineParallelMicrobatchSize, 2);
+  EXPECT_EQ(pp.pipelineParallelLayersPerStage, 3);
+  EXPECT_EQ(pp.pipelineParallelFirstStageLessLayers, 0);
+  EXPECT_FALSE(pp.pipelineParallelLastStageLessLayers);
+  EXPECT_EQ(pp.getLastStageLessLayers(), 1);
+  EXPECT_EQ(pp.pipelineParallelScheduleCsv, "/schedules/mine.csv");
+  EXPECT_TRUE(pp.hasPipelineSplitKey());
+  EXPECT_TRUE(config->warnings.empty());
+
+  llvm::Expected<TrainConfig> lists = parseTrainConfig(R"(
+[parallelism]
+pipeline_parallel_degree = 2
+module_fqns_per_model_part = [["tok_embeddings", "layers.0"], ["layers.1", "norm", "output"]]
+)",
+                                                       "cfg.toml");
+  ASSERT_TRUE(bool(lists)) << llvm::toString(lists.takeError());
+  EXPECT_EQ(
+      lists->parallelism.moduleFqnsPerModelPart,
+      (std::vector<std::vector<std::string>>{{"tok_embeddings", "layers.0"},
+                                             {"layers.1", "norm", "output"}}));
+  llvm::Expected<TrainConfig> points = parseTrainConfig(
+      "[parallelism]\npipeline_parallel_split_points = [\"layers.2\", "
+      "\"layers.4\"]\n",
+      "cfg.toml");
+  ASSERT_TRUE(bool(points)) << llvm::toString(points.takeError());
+  EXPECT_EQ(points->parallelism.pipelineParallelSplitPoints,
+            (std::vector<std::string>{"layers.2", "layers.4"}));
+}
+
+TEST(TrainConfig, PipelineKeyErrorsNameTheKey) {
+  // Types.
+  EXPECT_EQ(errorOf("[parallelism]\npipeline_parallel_layers_per_stage = "
+                    "2.5\n"),
+            "cfg.toml:2: 'parallelism.pipeline_parallel_layers_per_stage' "
+            "must be an integer");
+  EXPECT_EQ(errorOf("[parallelism]\nmodule_fqns_per_model_part = "
+                    "[\"layers.0\"]\n"),
+            "cfg.toml:2: 'parallelism.module_fqns_per_model_part' must be an "
+            "array of arrays of strings");
+  EXPECT_EQ(errorOf("[parallelism]\nmodule_fqns_per_model_part = [[1]]\n"),
+            "cfg.toml:2: 'parallelism.module_fqns_per_model_part' must be an "
+            "array of arrays of strings");
+  EXPECT_EQ(errorOf("[parallelism]\npipeline_parallel_split_points = "
+                    "\"layers.2\"\n"),
+            "cfg.toml:2: 'parallelism.pipeline_parallel_split_points' must be "
+            "an array of strings");
+  // The schedule: torch's names in any case; a typo whatever the degree.
+  EXPECT_EQ(errorOf("[parallelism]\npipeline_parallel_schedule = "
+                    "\"Interleaved1F1C\"\n"),
+            "cfg.toml: 'parallelism.pipeline_parallel_schedule' must be one "
+            "of \"GPipe\", \"1F1B\", \"Interleaved1F1B\", \"LoopedBFS\", "
+            "\"InterleavedZeroBubble\", \"ZBVZeroBubble\", \"DualPipeV\" "
+            "(in any case), got \"Interleaved1F1C\" (did you mean "
+            "'Interleaved1F1B'?)");
+  EXPECT_EQ(errorOf("[parallelism]\npipeline_parallel_schedule = "
+                    "\"zbvzerobubbel\"\n"),
+            "cfg.toml: 'parallelism.pipeline_parallel_schedule' must be one "
+            "of \"GPipe\", \"1F1B\", \"Interleaved1F1B\", \"LoopedBFS\", "
+            "\"InterleavedZeroBubble\", \"ZBVZeroBubble\", \"DualPipeV\" "
+            "(in any case), got \"zbvzerobubbel\" (did you mean "
+            "'ZBVZeroBubble'?)");
+  // Schedules titan cannot run, with pipeline stages only.
+  EXPECT_EQ(errorOf("[parallelism]\npipeline_parallel_schedule = "
+                    "\"dualpipev\"\n"),
+            "");
+  EXPECT_EQ(errorOf("[parallelism]\npipeline_parallel_degree = 2\n"
+                    "pipeline_parallel_schedule = \"dualpipev\"\n"),
+            "cfg.toml: parallelism.pipeline_parallel_schedule = \"DualPipeV\" "
+            "is not supported yet (DualPipeV overlaps one microbatch's "
+            "forward with another's backward for mixture-of-experts "
+            "communication, which titan does not do); use \"ZBVZeroBubble\", "
+            "which places the stages in the same V");
+  // Microbatches (torchtitan's rule).
+  EXPECT_EQ(errorOf("[training]\nlocal_batch_size = 6\n[parallelism]\n"
+                    "pipeline_parallel_degree = 2\n"
+                    "pipeline_parallel_microbatch_size = 4\n"),
+            "cfg.toml: 'training.local_batch_size' = 6 is not divisible by "
+            "'parallelism.pipeline_parallel_microbatch_size' = 4: with "
+            "pipeline_parallel_degree > 1 a step runs local_batch_size / "
+            "pipeline_parallel_microbatch_size microbatches (torchtitan's "
+            "rule); make local_batch_size a multiple of the microbatch size");
+  EXPECT_EQ(errorOf("[training]\nlocal_batch_size = 6\n[parallelism]\n"
+                    "pipeline_parallel_microbatch_size = 4\n"),
+            "");
+  EXPECT_EQ(errorOf("[parallelism]\npipeline_parallel_degree = 2\n"
+                    "pipeline_parallel_microbatch_size = 0\n"),
+            "cfg.toml: 'parallelism.pipeline_parallel_microbatch_size' must "
+            "be at least 1, got 0");
+  // The split keys, checked after the command line's overrides.
+  EXPECT_EQ(errorOf("[parallelism]\npipeline_parallel_layers_per_stage = "
+                    "0\n"),
+            "");
+  EXPECT_EQ(errorOf("[parallelism]\npipeline_parallel_layers_per_stage = 0\n",
+                    {"parallelism.pipeline_parallel_degree=2"}),
+            "cfg.toml: 'parallelism.pipeline_parallel_layers_per_stage' must "
+            "be at least 1, got 0");
+  EXPECT_EQ(errorOf("[parallelism]\npipeline_parallel_degree = 2\n"
+                    "pipeline_parallel_layers_per_stage = 2\n"
+                    "pipeline_parallel_split_points = [\"layers.2\"]\n"),
+            "cfg.toml: 'parallelism.pipeline_parallel_layers_per_stage' = 2 "
+            "computes the split that "
+            "'parallelism.pipeline_parallel_split_points' gives explicitly "
+            "(torchtitan takes the explicit one); give one of them");
+}
+
+TEST(TrainConfig, PrintedPipelineKeysReadBack) {
+  llvm::Expected<TrainConfig> config = parseTrainConfig(R"(
+[parallelism]
+pipeline_parallel_degree = 2
+pipeline_parallel_schedule = "zbvzerobubble"
+pipeline_parallel_microbatch_size = 2
+pipeline_parallel_last_stage_less_layers = 1
+module_fqns_per_model_part = [["tok_embeddings", "layers.0"], [], ["layers.1"], ["norm", "output\"s"]]
+pipeline_parallel_schedule_csv = "a b.csv"
+)",
+                                                        "cfg.toml");
+  ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
+  std::string printed = printTrainConfig(*config);
+  EXPECT_NE(printed.find("pipeline_parallel_schedule = \"ZBVZeroBubble\"\n"),
+            std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("module_fqns_per_model_part = [[\"tok_embeddings\", "
+                         "\"layers.0\"], [], [\"layers.1\"], [\"norm\", "
+                         "\"output\\\"s\"]]\n"),
+            std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("pipeline_parallel_split_points = []\n"),
+            std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("pipeline_parallel_last_stage_less_layers = 1\n"),
+            std::string::npos)
+      << printed;
+  // Unset optional keys are not written, so they stay unset.
+  EXPECT_EQ(printed.find("pipeline_parallel_layers_per_stage"),
+            std::string::npos)
+      << printed;
+  EXPECT_EQ(printed.find("pipeline_parallel_first_stage_less_layers"),
+            std::string::npos)
+      << printed;
+  llvm::Expected<TrainConfig> reread = parseTrainConfig(printed, "config.toml");
+  ASSERT_TRUE(bool(reread)) << llvm::toString(reread.takeError());
+  const ParallelismConfig &a = config->parallelism, &b = reread->parallelism;
+  EXPECT_EQ(b.pipelineParallelDegree, a.pipelineParallelDegree);
+  EXPECT_EQ(b.pipelineParallelSchedule, a.pipelineParallelSchedule);
+  EXPECT_EQ(b.pipelineParallelMicrobatchSize, a.pipelineParallelMicrobatchSize);
+  EXPECT_EQ(b.pipelineParallelLayersPerStage, a.pipelineParallelLayersPerStage);
+  EXPECT_EQ(b.pipelineParallelFirstStageLessLayers,
+            a.pipelineParallelFirstStageLessLayers);
+  EXPECT_EQ(b.pipelineParallelLastStageLessLayers,
+            a.pipelineParallelLastStageLessLayers);
+  EXPECT_EQ(b.moduleFqnsPerModelPart, a.moduleFqnsPerModelPart);
+  EXPECT_EQ(b.pipelineParallelSplitPoints, a.pipelineParallelSplitPoints);
+  EXPECT_EQ(b.pipelineParallelScheduleCsv, a.pipelineParallelScheduleCsv);
+  EXPECT_EQ(printTrainConfig(*reread), printed);
+}
+
 TEST(TrainConfig, SyntaxErrorsNameTheLine) {
   std::string message = errorOf("[training]\nseq_len = = 3\n");
   EXPECT_EQ(message.rfind("cfg.toml:2: ", 0), 0u) << message;
@@ -244,6 +435,29 @@ TEST(TrainConfig, PlanFileIsFoundNextToTheConfig) {
   ASSERT_TRUE(static_cast<bool>(overridden))
       << llvm::toString(overridden.takeError());
   EXPECT_EQ(overridden->parallelism.tpPlan, "mine.toml");
+}
+
+TEST(TrainConfig, ScheduleCsvIsFoundNextToTheConfig) {
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("titan-config", dir));
+  std::string path = (dir + "/cfg.toml").str();
+  {
+    std::error_code error;
+    llvm::raw_fd_ostream os(path, error);
+    ASSERT_FALSE(error) << error.message();
+    os << "[parallelism]\npipeline_parallel_schedule_csv = \"pp.csv\"\n";
+  }
+  llvm::Expected<TrainConfig> config = loadTrainConfig(path);
+  ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
+  EXPECT_EQ(config->parallelism.pipelineParallelScheduleCsv,
+            (dir + "/pp.csv").str());
+  // One given on the command line is relative to the user's directory.
+  llvm::Expected<TrainConfig> overridden = loadTrainConfig(
+      path, {"parallelism.pipeline_parallel_schedule_csv=\"mine.csv\""});
+  ASSERT_TRUE(bool(overridden)) << llvm::toString(overridden.takeError());
+  EXPECT_EQ(overridden->parallelism.pipelineParallelScheduleCsv, "mine.csv");
+  llvm::sys::fs::remove(path);
+  llvm::sys::fs::remove(dir);
 }
 
 TEST(TrainConfig, HardwareNamesTheDeviceOfThePredictions) {

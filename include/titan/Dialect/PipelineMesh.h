@@ -1,0 +1,42 @@
+//===- PipelineMesh.h - the mesh pipeline stages talk over ------*- C++ -*-===//
+//
+// titan-partition-pipeline writes one program per pipeline rank. Its stages
+// exchange activations and gradients with titan.send / titan.recv over the
+// mesh `@pipeline ["pp" = degree]`: the peer is the rank at that pp
+// coordinate with the same coordinates on the SPMD mesh of the stage
+// (global rank = pp coordinate x ranks per stage + rank in the stage, pp
+// outermost as torchtitan's mesh). Such a transfer moves each rank's own
+// part of a value, whatever its placements.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_DIALECT_PIPELINEMESH_H
+#define TITAN_DIALECT_PIPELINEMESH_H
+
+#include "titan/Dialect/TitanDialect.h"
+
+namespace mlir::titan {
+
+/// The symbol of the pipeline's mesh.
+inline constexpr llvm::StringLiteral kPipelineMeshName = "pipeline";
+/// The name of its one axis.
+inline constexpr llvm::StringLiteral kPipelineAxisName = "pp";
+
+/// The attribute titan-partition-pipeline writes on a pipeline rank's
+/// @train_step: degree, rank, schedule, microbatches, stage_blocks (blocks
+/// of each stage) and stage_seconds (predicted forward + backward seconds
+/// of each stage for one microbatch).
+inline constexpr llvm::StringLiteral kPipelineAttrName = "titan.pipeline";
+
+/// Whether `op` is a send or receive between pipeline stages.
+inline bool isPipelineTransfer(Operation *op) {
+  if (auto send = dyn_cast<SendOp>(op))
+    return send.getMesh() == kPipelineMeshName;
+  if (auto recv = dyn_cast<RecvOp>(op))
+    return recv.getMesh() == kPipelineMeshName;
+  return false;
+}
+
+} // namespace mlir::titan
+
+#endif // TITAN_DIALECT_PIPELINEMESH_H

@@ -1,0 +1,104 @@
+// RUN: titan-opt %s --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule=1F1B" | FileCheck %s --check-prefix=RANK0
+// RUN: titan-opt %s --titan-partition-pipeline="degree=2 rank=1 microbatches=2 schedule=1F1B" | FileCheck %s --check-prefix=RANK1
+// RUN: titan-opt %s --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule=GPipe" | FileCheck %s --check-prefix=GPIPE
+// RUN: titan-opt %s --titan-partition-pipeline="degree=2 rank=1 microbatches=2 schedule=1F1B" | titan-opt --verify-each > /dev/null
+// RUN: not titan-opt %s --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule=2F2B" 2>&1 | FileCheck %s --check-prefix=SCHEDULE
+// RUN: not titan-opt %s --titan-partition-pipeline="degree=2 rank=2" 2>&1 | FileCheck %s --check-prefix=RANK
+// RUN: not titan-opt %s --titan-partition-pipeline="degree=2 rank=0 stages=4 schedule=Interleaved1F1B microbatches=2" 2>&1 | FileCheck %s --check-prefix=BLOCKS
+// RUN: not titan-opt %s --titan-partition-pipeline="degree=2 rank=0 microbatches=2 stage-blocks=2,1" 2>&1 | FileCheck %s --check-prefix=SPLIT
+// RUN: echo "module {}" | not titan-opt --titan-partition-pipeline="degree=2" 2>&1 | FileCheck %s --check-prefix=NOSTEP
+
+// Two blocks (layers.0 on stage 0, layers.1 on stage 1), the loss after
+// them (stage 1), and an SGD-like update. Tokens [2, 4] hold one
+// microbatch: the program takes both microbatches ([4, 4]) and cuts rows
+// [2m, 2m + 2) for microbatch m. h0 goes to stage 1 in the forward, its
+// gradient comes back in the backward; each stage sums its weight's
+// gradients over the microbatches, divides by 2, and updates only its own
+// weight; the loss (the mean of the microbatch losses) goes from rank 1 to
+// rank 0.
+
+// RANK0-LABEL: titan.mesh @pipeline ["pp"=2]
+// RANK0: func.func @train_step(%[[W0:.*]]: tensor<4x4xf32> {titan.name = "layers.0.w", titan.role = "param"}, %[[X:.*]]: tensor<4x4xf32> {titan.name = "tokens", titan.role = "input"}, %[[LR:.*]]: tensor<f32> {titan.name = "lr", titan.role = "input"})
+// RANK0-SAME: -> (tensor<f32> {titan.name = "loss"}, tensor<4x4xf32> {titan.name = "param.layers.0.w"})
+// RANK0-SAME: titan.pipeline = {degree = 2 : i64, microbatches = 2 : i64, rank = 0 : i64, schedule = "1F1B", stage_blocks = array<i64: 1, 1>
+// 1F1B on rank 0: F0, F1, B0, B1.
+// RANK0: %[[C0:.*]] = titan.reshape %[[X]] : tensor<4x4xf32> -> tensor<1x4x4xf32>
+// RANK0: %[[S0:.*]] = titan.slice %[[C0]] [0, 0, 0] to [1, 2, 4]
+// RANK0: %[[M0:.*]] = titan.reshape %[[S0]] : tensor<1x2x4xf32> -> tensor<2x4xf32>
+// RANK0: %[[H00:.*]] = titan.matmul %[[M0]], %[[W0]]
+// RANK0: titan.send %[[H00]] on @pipeline ["pp"] peer 1 tag 0
+// RANK0: %[[S1:.*]] = titan.slice %{{.*}} [0, 2, 0] to [1, 4, 4]
+// RANK0: %[[H01:.*]] = titan.matmul %{{.*}}, %[[W0]]
+// RANK0: titan.send %[[H01]] on @pipeline ["pp"] peer 1 tag 1048576
+// RANK0: %[[D0:.*]] = titan.recv on @pipeline ["pp"] peer 1 tag {{[0-9]+}} : tensor<2x4xf32>
+// RANK0: %[[G0:.*]] = titan.matmul %[[M0]], %[[D0]] transpose_lhs
+// RANK0: %[[D1:.*]] = titan.recv on @pipeline ["pp"] peer 1 tag {{[0-9]+}} : tensor<2x4xf32>
+// RANK0: %[[G1:.*]] = titan.matmul %{{.*}}, %[[D1]] transpose_lhs
+// RANK0: %[[SUM:.*]] = titan.add %[[G0]], %[[G1]]
+// RANK0: %[[LOSS:.*]] = titan.recv on @pipeline ["pp"] peer 1 tag {{[0-9]+}} : tensor<f32>
+// RANK0: %[[MEAN:.*]] = titan.scale %[[SUM]] by 5.000000e-01
+// RANK0: titan.sub %[[W0]], %{{.*}}
+// RANK0-NOT: layers.1.w
+// RANK0: return %[[LOSS]], %{{.*}} : tensor<f32>, tensor<4x4xf32>
+
+// 1F1B on rank 1 (the last stage): F0, B0, F1, B1.
+// RANK1: func.func @train_step(%[[W1:.*]]: tensor<4x4xf32> {titan.name = "layers.1.w", titan.role = "param"}, %[[X:.*]]: tensor<4x4xf32> {titan.name = "tokens", titan.role = "input"}, %[[LR:.*]]: tensor<f32> {titan.name = "lr", titan.role = "input"})
+// RANK1: %[[A0:.*]] = titan.recv on @pipeline ["pp"] peer 0 tag 0 : tensor<2x4xf32>
+// RANK1: %[[H10:.*]] = titan.matmul %[[A0]], %[[W1]]
+// RANK1: %[[L0:.*]] = titan.reduce_sum
+// RANK1: %[[DH0:.*]] = titan.scale %[[H10]] by 2.000000e+00
+// The input gradient is sent before the weight gradient is computed.
+// RANK1: %[[DA0:.*]] = titan.matmul %[[DH0]], %[[W1]] transpose_rhs
+// RANK1: titan.send %[[DA0]] on @pipeline ["pp"] peer 0
+// RANK1: titan.matmul %[[A0]], %[[DH0]] transpose_lhs
+// RANK1: %[[A1:.*]] = titan.recv on @pipeline ["pp"] peer 0 tag 1048576 : tensor<2x4xf32>
+// RANK1: %[[L1:.*]] = titan.reduce_sum
+// RANK1: %[[LS:.*]] = titan.add %[[L0]], %[[L1]]
+// RANK1: %[[LOSS:.*]] = titan.scale %[[LS]] by 5.000000e-01
+// RANK1: titan.send %[[LOSS]] on @pipeline ["pp"] peer 0
+// RANK1: return %[[LOSS]], %{{.*}} : tensor<f32>, tensor<4x4xf32>
+
+// GPipe on rank 0: both forwards, then both backwards (in microbatch order).
+// GPIPE: titan.send {{.*}} tag 0 :
+// GPIPE-NEXT: titan.reshape
+// GPIPE: titan.send {{.*}} tag 1048576 :
+// GPIPE: titan.recv
+
+// SCHEDULE: error: titan-partition-pipeline: unknown pipeline schedule '2F2B': the known schedules are 1F1B, Interleaved1F1B, GPipe, LoopedBFS, InterleavedZeroBubble, ZBVZeroBubble (case does not matter)
+// RANK: error: titan-partition-pipeline: rank 2 is not a rank of a pipeline of 2
+// BLOCKS: error: titan-partition-pipeline: the model has 2 transformer blocks, fewer than the 4 pipeline stages
+// SPLIT: error: titan-partition-pipeline: stage-blocks must give 2 non-negative block counts adding up to the model's 2 blocks
+// NOSTEP: error: titan-partition-pipeline: no @train_step to partition
+
+#f0 = loc(fused<"titan.phase.forward">[fused<"titan.module.layers.0">[unknown]])
+#f1 = loc(fused<"titan.phase.forward">[fused<"titan.module.layers.1">[unknown]])
+#fl = loc(fused<"titan.phase.forward">[unknown])
+#b0 = loc(fused<"titan.phase.backward">[fused<"titan.module.layers.0">[unknown]])
+#b1 = loc(fused<"titan.phase.backward">[fused<"titan.module.layers.1">[unknown]])
+#bl = loc(fused<"titan.phase.backward">[unknown])
+#o0 = loc(fused<"titan.phase.optimizer">[fused<"titan.module.layers.0">[unknown]])
+#o1 = loc(fused<"titan.phase.optimizer">[fused<"titan.module.layers.1">[unknown]])
+func.func @train_step(
+    %w0: tensor<4x4xf32> {titan.name = "layers.0.w", titan.role = "param"},
+    %w1: tensor<4x4xf32> {titan.name = "layers.1.w", titan.role = "param"},
+    %x: tensor<2x4xf32> {titan.name = "tokens", titan.role = "input"},
+    %lr: tensor<f32> {titan.name = "lr", titan.role = "input"})
+    -> (tensor<f32> {titan.name = "loss"},
+        tensor<4x4xf32> {titan.name = "param.layers.0.w"},
+        tensor<4x4xf32> {titan.name = "param.layers.1.w"}) {
+  %h0 = titan.matmul %x, %w0 : tensor<2x4xf32>, tensor<4x4xf32> -> tensor<2x4xf32> loc(#f0)
+  %h1 = titan.matmul %h0, %w1 : tensor<2x4xf32>, tensor<4x4xf32> -> tensor<2x4xf32> loc(#f1)
+  %sq = titan.mul %h1, %h1 : tensor<2x4xf32> loc(#fl)
+  %loss = titan.reduce_sum %sq dims [0, 1] : tensor<2x4xf32> -> tensor<f32> loc(#fl)
+  %dh1 = titan.scale %h1 by 2.0 : tensor<2x4xf32> loc(#bl)
+  %gw1 = titan.matmul %h0, %dh1 transpose_lhs : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<4x4xf32> loc(#b1)
+  %dh0 = titan.matmul %dh1, %w1 transpose_rhs : tensor<2x4xf32>, tensor<4x4xf32> -> tensor<2x4xf32> loc(#b1)
+  %gw0 = titan.matmul %x, %dh0 transpose_lhs : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<4x4xf32> loc(#b0)
+  %l0 = titan.broadcast_in_dim %lr dims [] : tensor<f32> -> tensor<4x4xf32> loc(#o0)
+  %u0 = titan.mul %gw0, %l0 : tensor<4x4xf32> loc(#o0)
+  %n0 = titan.sub %w0, %u0 : tensor<4x4xf32> loc(#o0)
+  %l1 = titan.broadcast_in_dim %lr dims [] : tensor<f32> -> tensor<4x4xf32> loc(#o1)
+  %u1 = titan.mul %gw1, %l1 : tensor<4x4xf32> loc(#o1)
+  %n1 = titan.sub %w1, %u1 : tensor<4x4xf32> loc(#o1)
+  return %loss, %n0, %n1 : tensor<f32>, tensor<4x4xf32>, tensor<4x4xf32>
+}
