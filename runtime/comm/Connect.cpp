@@ -3,7 +3,8 @@
 // The rendezvous of one job: every rank reaches the store, connects one
 // Gloo context per group it belongs to (the contexts exchange their
 // addresses through the store, each group under its own key prefix), and
-// waits until every rank is connected; then the store is no longer needed.
+// waits until every rank is connected; then its watchdog publishes
+// heartbeats to the store for the rest of the job.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,7 @@
 #include "comm/SelfCommunicator.h"
 #include "comm/StoreClient.h"
 #include "comm/StoreServer.h"
+#include "comm/Watchdog.h"
 
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
@@ -90,18 +92,6 @@ Status meetAll(StoreClient &store, const std::string &phase,
       "TORCHELASTIC_RUN_ID?)");
 }
 
-/// Rank 0 without a launcher's store: every other rank tells it when it no
-/// longer needs the store, and it waits for that before stopping it.
-Status releaseStore(StoreClient &store, const LaunchEnvironment &env,
-                    bool hosting, std::chrono::milliseconds timeout) {
-  if (!hosting)
-    return store.set("released/" + std::to_string(env.rank), {1});
-  std::vector<std::string> keys;
-  for (int64_t rank = 1; rank < env.worldSize; ++rank)
-    keys.push_back("released/" + std::to_string(rank));
-  return store.wait(keys, timeout);
-}
-
 /// Writing to a peer that died must fail, not end the process: Gloo writes
 /// to its sockets without MSG_NOSIGNAL.
 void ignoreBrokenPipes() {
@@ -116,6 +106,7 @@ void ignoreBrokenPipes() {
 Status connectGroups(StoreClient &store, const LaunchEnvironment &env,
                      const std::vector<Group> &groups,
                      std::chrono::milliseconds timeout,
+                     const std::shared_ptr<Watchdog> &watchdog,
                      std::vector<std::unique_ptr<Communicator>> &connected) {
   std::string address = env.commAddr;
   if (address.empty()) {
@@ -157,7 +148,7 @@ Status connectGroups(StoreClient &store, const LaunchEnvironment &env,
       context->connectFullMesh(groupStore, device);
       context->setTimeout(env.collectiveTimeout);
       connected.push_back(std::make_unique<GlooCommunicator>(
-          std::move(context), group.ranks, group.description));
+          std::move(context), group.ranks, group.description, watchdog, index));
     }
   } catch (const std::exception &error) {
     return Status::communication(connecting + ": " +
@@ -171,19 +162,22 @@ Status connectGroups(StoreClient &store, const LaunchEnvironment &env,
 Status connect(const LaunchEnvironment &env, const MeshShape &mesh,
                const std::vector<std::vector<int>> &axisSets,
                std::chrono::milliseconds timeout,
-               std::vector<std::unique_ptr<Communicator>> &communicators) {
+               std::vector<std::unique_ptr<Communicator>> &communicators,
+               std::shared_ptr<Watchdog> &watchdog) {
   TITANRT_RETURN_IF_ERROR(checkMesh(mesh, env.worldSize, axisSets));
   std::vector<Group> groups;
+  std::vector<std::string> axesNames;
   bool needsPeers = false;
   for (const std::vector<int> &axes : axisSets) {
     Group group;
     group.ranks = getGroupRanks(mesh, axes, env.rank);
-    group.description =
-        describeCommunicator(describeAxes(mesh, axes), group.ranks);
+    axesNames.push_back(describeAxes(mesh, axes));
+    group.description = describeCommunicator(axesNames.back(), group.ranks);
     needsPeers = needsPeers || group.ranks.size() > 1;
     groups.push_back(std::move(group));
   }
 
+  auto recorder = std::make_shared<Watchdog>(env, std::move(axesNames));
   std::vector<std::unique_ptr<Communicator>> connected;
   if (!needsPeers) {
     // Group sizes depend only on the axes: no rank needs a peer either.
@@ -191,6 +185,7 @@ Status connect(const LaunchEnvironment &env, const MeshShape &mesh,
       connected.push_back(
           std::make_unique<SelfCommunicator>(group.description));
     communicators = std::move(connected);
+    watchdog = std::move(recorder);
     return Status::success();
   }
 
@@ -209,29 +204,42 @@ Status connect(const LaunchEnvironment &env, const MeshShape &mesh,
       env.masterAddr, env.masterPort, getKeyPrefix(env), timeout, store));
   TITANRT_RETURN_IF_ERROR(meetAll(*store, "arrived", env, timeout, "reach"));
   TITANRT_RETURN_IF_ERROR(
-      connectGroups(*store, env, groups, timeout, connected));
+      connectGroups(*store, env, groups, timeout, recorder, connected));
   TITANRT_RETURN_IF_ERROR(
       meetAll(*store, "connected", env, timeout, "finish connecting at"));
-  if (!env.useAgentStore)
-    TITANRT_RETURN_IF_ERROR(
-        releaseStore(*store, env, server != nullptr, timeout));
+  // Rank 0's store stays up with the watchdog, for the heartbeats.
+  TITANRT_RETURN_IF_ERROR(
+      recorder->start(getKeyPrefix(env), std::move(server)));
   communicators = std::move(connected);
+  watchdog = std::move(recorder);
   return Status::success();
 }
 
 } // namespace
+
+Status
+connectCommunicators(const LaunchEnvironment &env, const MeshShape &mesh,
+                     const std::vector<std::vector<int>> &axisSets,
+                     std::chrono::milliseconds timeout,
+                     std::vector<std::unique_ptr<Communicator>> &communicators,
+                     std::shared_ptr<Watchdog> &watchdog) {
+  Status status =
+      connect(env, mesh, axisSets, timeout, communicators, watchdog);
+  if (status.ok())
+    return status;
+  return Status(status.getCode(), "rank " + std::to_string(env.rank) + " of " +
+                                      std::to_string(env.worldSize) + ": " +
+                                      status.getMessage());
+}
 
 Status connectCommunicators(
     const LaunchEnvironment &env, const MeshShape &mesh,
     const std::vector<std::vector<int>> &axisSets,
     std::chrono::milliseconds timeout,
     std::vector<std::unique_ptr<Communicator>> &communicators) {
-  Status status = connect(env, mesh, axisSets, timeout, communicators);
-  if (status.ok())
-    return status;
-  return Status(status.getCode(), "rank " + std::to_string(env.rank) + " of " +
-                                      std::to_string(env.worldSize) + ": " +
-                                      status.getMessage());
+  std::shared_ptr<Watchdog> watchdog;
+  return connectCommunicators(env, mesh, axisSets, timeout, communicators,
+                              watchdog);
 }
 
 } // namespace titan::rt

@@ -61,6 +61,8 @@ struct MeshShape {
   std::vector<int64_t> axisSizes;
 };
 
+class Watchdog;
+
 /// Connects this rank (env.rank of env.worldSize, which must equal the
 /// mesh's size) to the others and returns, for each entry of `axisSets`
 /// (indices of mesh axes), its communicator over those axes: the ranks
@@ -70,11 +72,22 @@ struct MeshShape {
 ///
 /// Rank 0 hosts the store at MASTER_PORT unless env.useAgentStore; its keys
 /// start with a prefix made of the run id and restart count. Every rank
-/// returns only once all ranks are connected, so rank 0 can stop hosting
-/// the store when it returns. The communicators wait env.collectiveTimeout
-/// for their peers. Ignores SIGPIPE when it has its default action (as
-/// Python does), so that writing to a peer that died is an error, not the
-/// end of the process.
+/// returns only once all ranks are connected. The communicators wait
+/// env.collectiveTimeout for their peers. `watchdog` records this rank's
+/// progress and, when it has peers, publishes it as heartbeats to the
+/// store, which it keeps up (hosting it on rank 0) until its finish(); the
+/// communicators hold it too. Ignores SIGPIPE when it has its default
+/// action (as Python does), so that writing to a peer that died is an
+/// error, not the end of the process.
+Status
+connectCommunicators(const LaunchEnvironment &env, const MeshShape &mesh,
+                     const std::vector<std::vector<int>> &axisSets,
+                     std::chrono::milliseconds timeout,
+                     std::vector<std::unique_ptr<Communicator>> &communicators,
+                     std::shared_ptr<Watchdog> &watchdog);
+
+/// connectCommunicators for a caller that leaves the watchdog to the
+/// communicators: it finishes when the last of them is destroyed.
 Status
 connectCommunicators(const LaunchEnvironment &env, const MeshShape &mesh,
                      const std::vector<std::vector<int>> &axisSets,

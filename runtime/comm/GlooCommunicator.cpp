@@ -3,6 +3,7 @@
 #include "comm/GlooCommunicator.h"
 
 #include "comm/CommChecks.h"
+#include "comm/Watchdog.h"
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -67,9 +68,12 @@ std::string stripSourceLocation(const std::string &message) {
 
 GlooCommunicator::GlooCommunicator(std::shared_ptr<gloo::Context> context,
                                    std::vector<int64_t> worldRanks,
-                                   std::string description)
+                                   std::string description,
+                                   std::shared_ptr<Watchdog> watchdog,
+                                   size_t index)
     : context(std::move(context)), worldRanks(std::move(worldRanks)),
-      description(std::move(description)) {}
+      description(std::move(description)), watchdog(std::move(watchdog)),
+      index(index) {}
 
 std::string GlooCommunicator::describeMember(int64_t index) const {
   return "group rank " + std::to_string(index) + " (world rank " +
@@ -77,27 +81,40 @@ std::string GlooCommunicator::describeMember(int64_t index) const {
 }
 
 template <typename Body>
-Status GlooCommunicator::run(const std::string &where, Body &&body) {
+Status GlooCommunicator::run(CollectiveKind kind, int64_t peer,
+                             const std::string &where, Body &&body) {
   if (!failure.empty())
     return Status::communication(where +
                                  ": the communicator is unusable after an "
                                  "earlier failure (" +
                                  failure + ")");
+  RankProgress &progress = watchdog->getProgress();
+  uint64_t sequence = progress.enter(index, kind);
+  Clock::time_point start = Clock::now();
   try {
     body();
+    progress.leave(index);
     return Status::success();
   } catch (const std::exception &error) {
+    progress.leave(index);
     failure = stripSourceLocation(error.what());
-    return Status::communication(where + ": " + failure);
+    std::string message = where + ": " + failure;
+    // Each wait gives up after the timeout: an operation that failed only
+    // after that long was waiting for a member that did not come.
+    if (Clock::now() - start >= context->getTimeout())
+      message += watchdog->explainTimeout(
+          kind, index, sequence,
+          peer < 0 ? worldRanks : std::vector<int64_t>{worldRanks[peer]});
+    return Status::communication(message);
   }
 }
 
 Status GlooCommunicator::allGather(const void *in, void *out, int64_t bytes) {
-  const std::string at = where("all_gather");
+  const std::string at = where(CollectiveKind::AllGather);
   TITANRT_RETURN_IF_ERROR(checkSize(at, "bytes", bytes));
   if (bytes == 0)
     return Status::success();
-  return run(at, [&] {
+  return run(CollectiveKind::AllGather, -1, at, [&] {
     gloo::AllgatherOptions options(context);
     options.setInput(sendPointer(in), static_cast<size_t>(bytes));
     options.setOutput(static_cast<uint8_t *>(out),
@@ -109,13 +126,13 @@ Status GlooCommunicator::allGather(const void *in, void *out, int64_t bytes) {
 Status GlooCommunicator::reduceScatter(titanrt_dtype dtype,
                                        titanrt_reduce reduce, const void *in,
                                        void *out, int64_t count) {
-  const std::string at = where("reduce_scatter");
+  const std::string at = where(CollectiveKind::ReduceScatter);
   Reduction reduction;
   TITANRT_RETURN_IF_ERROR(checkReduction(at, dtype, reduce, reduction));
   TITANRT_RETURN_IF_ERROR(checkSize(at, "count", count));
   if (count == 0)
     return Status::success();
-  return run(at, [&] {
+  return run(CollectiveKind::ReduceScatter, -1, at, [&] {
     const int size = context->size;
     const int rank = context->rank;
     const int next = (rank + 1) % size;
@@ -158,13 +175,13 @@ Status GlooCommunicator::reduceScatter(titanrt_dtype dtype,
 
 Status GlooCommunicator::allReduce(titanrt_dtype dtype, titanrt_reduce reduce,
                                    const void *in, void *out, int64_t count) {
-  const std::string at = where("all_reduce");
+  const std::string at = where(CollectiveKind::AllReduce);
   Reduction reduction;
   TITANRT_RETURN_IF_ERROR(checkReduction(at, dtype, reduce, reduction));
   TITANRT_RETURN_IF_ERROR(checkSize(at, "count", count));
   if (count == 0)
     return Status::success();
-  return run(at, [&] {
+  return run(CollectiveKind::AllReduce, -1, at, [&] {
     gloo::AllreduceOptions options(context);
     const auto elements = static_cast<size_t>(count);
     switch (reduction.elementSize) {
@@ -187,11 +204,11 @@ Status GlooCommunicator::allReduce(titanrt_dtype dtype, titanrt_reduce reduce,
 
 Status GlooCommunicator::allToAll(const void *in, void *out,
                                   int64_t bytesPerPeer) {
-  const std::string at = where("all_to_all");
+  const std::string at = where(CollectiveKind::AllToAll);
   TITANRT_RETURN_IF_ERROR(checkSize(at, "bytes per peer", bytesPerPeer));
   if (bytesPerPeer == 0)
     return Status::success();
-  return run(at, [&] {
+  return run(CollectiveKind::AllToAll, -1, at, [&] {
     const auto bytes = static_cast<size_t>(bytesPerPeer * context->size);
     gloo::AlltoallOptions options(context);
     options.setInput(sendPointer(in), bytes);
@@ -202,12 +219,12 @@ Status GlooCommunicator::allToAll(const void *in, void *out,
 
 Status GlooCommunicator::broadcast(int64_t root, const void *in, void *out,
                                    int64_t bytes) {
-  const std::string at = where("broadcast");
+  const std::string at = where(CollectiveKind::Broadcast);
   TITANRT_RETURN_IF_ERROR(checkRoot(at, root, context->size));
   TITANRT_RETURN_IF_ERROR(checkSize(at, "bytes", bytes));
   if (bytes == 0)
     return Status::success();
-  return run(at, [&] {
+  return run(CollectiveKind::Broadcast, -1, at, [&] {
     gloo::BroadcastOptions options(context);
     options.setRoot(static_cast<int>(root));
     // Only the root has an input; without one it broadcasts `out`.
@@ -220,13 +237,13 @@ Status GlooCommunicator::broadcast(int64_t root, const void *in, void *out,
 
 Status GlooCommunicator::send(int64_t peer, int64_t tag, const void *in,
                               int64_t bytes) {
-  const std::string at = where("send");
+  const std::string at = where(CollectiveKind::Send);
   TITANRT_RETURN_IF_ERROR(
       checkPeer(at, peer, tag, context->rank, context->size));
   TITANRT_RETURN_IF_ERROR(checkSize(at, "bytes", bytes));
   if (bytes == 0)
     return Status::success();
-  return run(at, [&] {
+  return run(CollectiveKind::Send, peer, at, [&] {
     auto buffer = context->createUnboundBuffer(sendPointer(in),
                                                static_cast<size_t>(bytes));
     buffer->send(
@@ -239,13 +256,13 @@ Status GlooCommunicator::send(int64_t peer, int64_t tag, const void *in,
 
 Status GlooCommunicator::recv(int64_t peer, int64_t tag, void *out,
                               int64_t bytes) {
-  const std::string at = where("recv");
+  const std::string at = where(CollectiveKind::Recv);
   TITANRT_RETURN_IF_ERROR(
       checkPeer(at, peer, tag, context->rank, context->size));
   TITANRT_RETURN_IF_ERROR(checkSize(at, "bytes", bytes));
   if (bytes == 0)
     return Status::success();
-  return run(at, [&] {
+  return run(CollectiveKind::Recv, peer, at, [&] {
     auto buffer = context->createUnboundBuffer(out, static_cast<size_t>(bytes));
     buffer->recv(
         static_cast<int>(peer),
@@ -256,7 +273,7 @@ Status GlooCommunicator::recv(int64_t peer, int64_t tag, void *out,
 }
 
 Status GlooCommunicator::barrier() {
-  return run(where("barrier"), [&] {
+  return run(CollectiveKind::Barrier, -1, where(CollectiveKind::Barrier), [&] {
     gloo::BarrierOptions options(context);
     gloo::barrier(options);
   });

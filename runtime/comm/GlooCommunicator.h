@@ -13,6 +13,7 @@
 #define TITAN_RUNTIME_COMM_GLOOCOMMUNICATOR_H
 
 #include "comm/Communicator.h"
+#include "comm/Progress.h"
 
 #include <gloo/context.h>
 
@@ -22,23 +23,28 @@
 
 namespace titan::rt {
 
+class Watchdog;
+
 /// Gloo's exception message without the "[file:line] " it starts with.
 std::string stripSourceLocation(const std::string &message);
 
 /// Collectives over a connected Gloo context of two or more ranks, used by
 /// one thread at a time. Gloo's exceptions become
 /// TITANRT_ERROR_COMMUNICATION Statuses naming the operation, the
-/// communicator and, where one is known, the peer. A failure (a peer that
-/// died, a timeout) closes the context's connections, so every later
-/// operation fails at once, naming the first failure.
+/// communicator and, where one is known, the peer; a timeout also names the
+/// members that did not arrive (Watchdog::explainTimeout). A failure (a
+/// peer that died, a timeout) closes the context's connections, so every
+/// later operation fails at once, naming the first failure.
 class GlooCommunicator final : public Communicator {
 public:
   /// `context` is connected and carries the collectives' timeout;
   /// `worldRanks` are the group's world ranks in group order;
   /// `description` names the communicator in errors
-  /// (describeCommunicator).
+  /// (describeCommunicator); `watchdog` records this rank's progress on
+  /// it as communicator `index`.
   GlooCommunicator(std::shared_ptr<gloo::Context> context,
-                   std::vector<int64_t> worldRanks, std::string description);
+                   std::vector<int64_t> worldRanks, std::string description,
+                   std::shared_ptr<Watchdog> watchdog, size_t index);
 
   int64_t getRank() const override { return context->rank; }
   int64_t getSize() const override { return context->size; }
@@ -63,14 +69,18 @@ public:
 
 private:
   /// "<operation> over <description>".
-  std::string where(const char *operation) const {
-    return std::string(operation) + " over " + description;
+  std::string where(CollectiveKind kind) const {
+    return std::string(getCollectiveName(kind)) + " over " + description;
   }
   /// "group rank 1 (world rank 3)".
   std::string describeMember(int64_t index) const;
-  /// Runs `body`, which calls Gloo, and turns an exception into an error
-  /// of `where`; refuses to run after an earlier failure.
-  template <typename Body> Status run(const std::string &where, Body &&body);
+  /// Runs `body`, which calls Gloo for operation `kind` (with member `peer`
+  /// for send and recv), recording it in the rank's progress, and turns an
+  /// exception into an error of `where`; refuses to run after an earlier
+  /// failure.
+  template <typename Body>
+  Status run(CollectiveKind kind, int64_t peer, const std::string &where,
+             Body &&body);
 
   /// The connected context; its timeout bounds every wait.
   std::shared_ptr<gloo::Context> context;
@@ -82,6 +92,10 @@ private:
   std::string failure;
   /// reduce_scatter's receive buffer, kept between calls.
   std::vector<uint8_t> scratch;
+  /// Records the progress and explains timeouts.
+  std::shared_ptr<Watchdog> watchdog;
+  /// This communicator's index in the rank's progress.
+  size_t index;
 };
 
 } // namespace titan::rt

@@ -4,6 +4,8 @@
 
 #include "comm/StoreProtocol.h"
 
+#include <sys/socket.h>
+
 namespace titan::rt {
 
 namespace {
@@ -35,7 +37,14 @@ Status StoreClient::connect(const std::string &host, int port,
 Status StoreClient::ensureConnected() {
   if (socket.isOpen())
     return Status::success();
-  return connectWithRetry(host, port, timeout, "the rendezvous store", socket);
+  TITANRT_RETURN_IF_ERROR(
+      connectWithRetry(host, port, timeout, "the rendezvous store", socket));
+  // A store that stops reading (its process stopped) must not block a
+  // request forever once the socket's buffers are full.
+  timeval limit = {static_cast<time_t>(timeout.count() / 1000),
+                   static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+  ::setsockopt(socket.get(), SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
+  return Status::success();
 }
 
 std::string StoreClient::wireKey(const std::string &key) const {

@@ -28,7 +28,8 @@ namespace titan::rt {
 class StoreClient {
 public:
   /// Connects to the store at `host`:`port`, retrying until `timeout`,
-  /// which also bounds every later get() and reconnection.
+  /// which also bounds every later request's sending, get() and
+  /// reconnection.
   static Status connect(const std::string &host, int port,
                         std::string keyPrefix,
                         std::chrono::milliseconds timeout,

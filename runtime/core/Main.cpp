@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "comm/Connect.h"
+#include "comm/Watchdog.h"
 #include "core/Context.h"
 #include "core/JobConfig.h"
 #include "core/ProgramDescription.h"
@@ -199,9 +200,10 @@ void readManifestMetrics(const std::string &path, RunOptions &options) {
 }
 
 /// Runs the program; returns the first error. `exitCode` says how a run
-/// that stopped early ended.
+/// that stopped early ended; `watchdog` is the rank's once it connected,
+/// for the caller to finish.
 Status run(int argc, char **argv, const char *text, titanrt_step_function step,
-           int64_t &rank, int &exitCode) {
+           int64_t &rank, int &exitCode, std::shared_ptr<Watchdog> &watchdog) {
   ProgramDescription program;
   TITANRT_RETURN_IF_ERROR(parseProgramDescription(text, program));
   RunOptions options;
@@ -254,9 +256,10 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
     allAxes.push_back(axis);
   axisSets.push_back(allAxes);
   axisSets.push_back(allAxes);
-  TITANRT_RETURN_IF_ERROR(connectCommunicators(
-      environment, program.mesh, axisSets,
-      std::chrono::seconds(line.timeoutSeconds), context.communicators));
+  TITANRT_RETURN_IF_ERROR(
+      connectCommunicators(environment, program.mesh, axisSets,
+                           std::chrono::seconds(line.timeoutSeconds),
+                           context.communicators, watchdog));
   std::unique_ptr<Communicator> saver = std::move(context.communicators.back());
   context.communicators.pop_back();
   std::unique_ptr<Communicator> control =
@@ -271,7 +274,8 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
   context.threads = std::make_unique<ThreadPool>(threads);
 
   installTrainingSignalHandlers();
-  Trainer trainer(program, step, context, rank, *control, *saver);
+  Trainer trainer(program, step, context, rank, *control, *saver,
+                  watchdog->getProgress());
   TITANRT_RETURN_IF_ERROR(trainer.prepare(options));
   if (trainer.isComplete(options) && rank == 0)
     std::printf("the job's %lld steps are done\n",
@@ -307,10 +311,14 @@ extern "C" int32_t titanrt_main(int32_t argc, char **argv,
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int64_t rank = 0;
   int exitCode = 0;
-  Status status = run(argc, argv, description, step, rank, exitCode);
-  if (status.ok())
-    return exitCode;
-  std::fprintf(stderr, "titan: rank %lld: error: %s\n",
-               static_cast<long long>(rank), status.getMessage().c_str());
-  return 1;
+  std::shared_ptr<Watchdog> watchdog;
+  Status status = run(argc, argv, description, step, rank, exitCode, watchdog);
+  if (!status.ok())
+    std::fprintf(stderr, "titan: rank %lld: error: %s\n",
+                 static_cast<long long>(rank), status.getMessage().c_str());
+  // After the error is out: rank 0 may wait a little for the others before
+  // it stops hosting the store.
+  if (watchdog)
+    watchdog->finish(!status.ok());
+  return status.ok() ? exitCode : 1;
 }

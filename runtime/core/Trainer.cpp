@@ -410,9 +410,9 @@ private:
 
 Trainer::Trainer(const ProgramDescription &program, titanrt_step_function step,
                  titanrt_context &context, int64_t rank, Communicator &control,
-                 Communicator &saver)
+                 Communicator &saver, RankProgress &progress)
     : program(program), step(step), context(context), rank(rank),
-      control(control), saver(saver) {}
+      control(control), saver(saver), progress(progress) {}
 
 Trainer::~Trainer() = default;
 
@@ -854,12 +854,14 @@ Status Trainer::train(const RunOptions &options, StopReason &stopped) {
       tracer->begin(stepsDone + 1);
       context.tracer = tracer.get();
     }
+    progress.setStep(stepsDone + 1, RankPhase::ReadingBatch);
     {
       TraceScope trace(context.tracer, "read the batch", "data");
       TITANRT_RETURN_IF_ERROR(readInputs(options));
     }
     double learningRate =
         options.learningRate * options.lrSchedule.factor(stepsDone);
+    progress.setPhase(RankPhase::Computing);
     auto start = std::chrono::steady_clock::now();
     titanrt_status status =
         step(&context, regions.getBase(Region::Arena),
@@ -867,6 +869,7 @@ Status Trainer::train(const RunOptions &options, StopReason &stopped) {
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
+    progress.setPhase(RankPhase::BetweenSteps);
     if (profiled) {
       context.tracer = nullptr;
       llvm::SmallString<256> folder(options.dumpFolder);
@@ -911,12 +914,14 @@ Status Trainer::train(const RunOptions &options, StopReason &stopped) {
     bool last = stepsDone == lastStep;
     bool lastOfJob = last && !options.runSteps;
     if (checkpoint.enable && lastOfJob && checkpoint.lastSaveInHf) {
+      progress.setPhase(RankPhase::Checkpointing);
       if (asyncSave)
         TITANRT_RETURN_IF_ERROR(asyncSave->wait());
       TITANRT_RETURN_IF_ERROR(saveHfModel(
           options, checkpointFolderOf(checkpointRoot(options), stepsDone)));
     } else if (checkpoint.enable &&
                (stepsDone % checkpoint.interval == 0 || lastOfJob)) {
+      progress.setPhase(RankPhase::Checkpointing);
       TITANRT_RETURN_IF_ERROR(
           saveJobCheckpoint(options, lastOfJob && checkpoint.modelWeightsOnly
                                          ? SaveKind::ModelOnly
@@ -931,6 +936,7 @@ Status Trainer::train(const RunOptions &options, StopReason &stopped) {
       break;
     }
   }
+  progress.setPhase(RankPhase::Finishing);
   if (asyncSave)
     TITANRT_RETURN_IF_ERROR(asyncSave->wait());
   if (stepsDone > firstStep + 1)

@@ -11,6 +11,7 @@
 #ifndef TITAN_RUNTIME_CORE_TRAINER_H
 #define TITAN_RUNTIME_CORE_TRAINER_H
 
+#include "comm/Progress.h"
 #include "core/Context.h"
 #include "core/ProgramDescription.h"
 #include "core/Tracer.h"
@@ -153,9 +154,11 @@ class Trainer {
 public:
   /// `control` spans every rank (the loop's agreement to stop, and the
   /// checkpoints' barriers); `saver` too, for saves on a background thread.
+  /// The loop records its step and phase in `progress` (the rank's
+  /// heartbeats say them).
   Trainer(const ProgramDescription &program, titanrt_step_function step,
           titanrt_context &context, int64_t rank, Communicator &control,
-          Communicator &saver);
+          Communicator &saver, RankProgress &progress);
   ~Trainer();
 
   /// Allocates the regions, opens the data and fills the state: from
@@ -216,6 +219,7 @@ private:
   int64_t rank;
   Communicator &control;
   Communicator &saver;
+  RankProgress &progress;
   Regions regions;
   mlir::titan::CheckpointPlan plan;
   /// Updates done so far (AdamW's step before the next update).
