@@ -21,6 +21,7 @@
 
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 namespace mlir::titan {
 #define GEN_PASS_DEF_PARTITIONPIPELINEPASS
@@ -94,6 +95,9 @@ private:
   void accumulate(int64_t s, bool fromBackward, int64_t m);
   /// A per-step value (or invariant, or summed), cloned once.
   FailureOr<Value> lookupStep(Value value);
+  /// The pipeline ranks that hold the stages of `set`, ascending.
+  SmallVector<int64_t>
+  getRanksOf(const llvm::SmallSetVector<int64_t, 4> &set) const;
   /// A sum over gradients of several stages: this rank's part, exchanged.
   FailureOr<Value> exchangeSum(Value root);
   /// Whether `value` is a sum of terms from the stages of several ranks
@@ -295,28 +299,33 @@ bool RankProgram::isComputable(Value value, ArrayRef<int64_t> owned) {
                       [&](Value v) { return isComputable(v, owned); });
 }
 
+SmallVector<int64_t>
+RankProgram::getRanksOf(const llvm::SmallSetVector<int64_t, 4> &set) const {
+  SmallVector<int64_t> ranks;
+  for (int64_t s : set)
+    ranks.push_back(layout.getRankOfStage(s));
+  llvm::sort(ranks);
+  ranks.erase(llvm::unique(ranks), ranks.end());
+  return ranks;
+}
+
 FailureOr<Value> RankProgram::exchangeSum(Value root) {
-  // This rank's terms: the tree's leaves of its stages (invariant ones on
-  // pipeline rank 0), summed in program order.
+  // The ranks whose stages the sum reads exchange their parts. Each term
+  // is summed on the first of the ranks its stages are on (the first
+  // participant for a term of no stage), in program order.
+  SmallVector<int64_t> participants = getRanksOf(stages.getStageSet(root));
   SmallVector<Value> terms;
   SmallVector<Value> worklist{root};
   while (!worklist.empty()) {
     Value node = worklist.pop_back_val();
-    const llvm::SmallSetVector<int64_t, 4> &set = stages.getStageSet(node);
-    Operation *def = node.getDefiningOp();
     if (isSumOverStages(node)) {
+      Operation *def = node.getDefiningOp();
       worklist.push_back(def->getOperand(1));
       worklist.push_back(def->getOperand(0));
       continue;
     }
-    bool mine = set.empty() ? rank == 0 : llvm::all_of(set, [&](int64_t s) {
-      return ownsStage(s);
-    });
-    if (!mine && llvm::any_of(set, [&](int64_t s) { return ownsStage(s); }))
-      return def->emitError()
-             << "titan-partition-pipeline: this optimizer op combines the "
-                "gradients of several pipeline stages other than by a sum";
-    if (mine)
+    SmallVector<int64_t> owners = getRanksOf(stages.getStageSet(node));
+    if ((owners.empty() ? participants : owners).front() == rank)
       terms.push_back(node);
   }
   TensorBuilder tb(builder, root.getLoc());
@@ -333,8 +342,8 @@ FailureOr<Value> RankProgram::exchangeSum(Value root) {
     partial = tb.splatLike(root, 0.0);
     setPlacements(partial, placements);
   }
-  // Every rank sends its part to every other and adds the parts in rank
-  // order: the same bits everywhere.
+  // Every participant sends its part to the others and adds the parts in
+  // rank order: the same bits everywhere.
   int64_t where = 0;
   for (Operation &op : step.getBody().front()) {
     if (&op == root.getDefiningOp())
@@ -342,11 +351,11 @@ FailureOr<Value> RankProgram::exchangeSum(Value root) {
     ++where;
   }
   int64_t tag = getTag(MessageKind::PartialSum, 0, 0, where);
-  for (int64_t peer = 0; peer < layout.numRanks; ++peer)
+  for (int64_t peer : participants)
     if (peer != rank)
       send(partial, root, peer, tag);
   Value total;
-  for (int64_t peer = 0; peer < layout.numRanks; ++peer) {
+  for (int64_t peer : participants) {
     Value part = peer == rank ? partial : receive(root, peer, tag);
     total = total ? tb.binary<AddOp>(total, part) : part;
     setPlacements(total, placements);
@@ -465,7 +474,8 @@ FailureOr<func::FuncOp> RankProgram::build(ArrayRef<PipelineAction> actions) {
             getArgRole(step, arg.getArgNumber()) == ArgRole::Param)
           param = arg.getArgNumber();
       if (param &&
-          !ownsStage(stages.getParamStage(oldBody.getArgument(*param))))
+          llvm::none_of(stages.getParamStages(oldBody.getArgument(*param)),
+                        [&](int64_t s) { return ownsStage(s); }))
         continue;
     }
     int64_t source = -1;
@@ -516,6 +526,22 @@ FailureOr<func::FuncOp> RankProgram::build(ArrayRef<PipelineAction> actions) {
   return program;
 }
 
+/// The schedule in torch's CSV form in file `path`.
+llvm::Expected<PipelineSchedule> readScheduleCsv(StringRef path, int64_t degree,
+                                                 int64_t microbatches) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path);
+  if (!file)
+    return llvm::createStringError("cannot read the schedule CSV '" + path +
+                                   "': " + file.getError().message());
+  llvm::Expected<PipelineSchedule> schedule =
+      parsePipelineScheduleCsv((*file)->getBuffer(), degree, microbatches);
+  if (!schedule)
+    return llvm::createStringError(path + ": " +
+                                   llvm::toString(schedule.takeError()));
+  return schedule;
+}
+
 class PartitionPipelinePass
     : public titan::impl::PartitionPipelinePassBase<PartitionPipelinePass> {
 public:
@@ -561,9 +587,19 @@ LogicalResult PartitionPipelinePass::partition() {
     return fail(Twine(stages) + " stages cannot be spread evenly over " +
                 Twine(degree) + " pipeline ranks");
   llvm::Expected<PipelineSchedule> plan =
-      generatePipelineSchedule(*kind, degree, perRank, microbatches);
+      scheduleCsv.empty()
+          ? generatePipelineSchedule(*kind, degree, perRank, microbatches)
+          : readScheduleCsv(scheduleCsv, degree, microbatches);
   if (!plan)
     return fail(llvm::toString(plan.takeError()));
+  if (stages != 0 && plan->getNumStages() != stages)
+    return fail("the schedule in '" + scheduleCsv + "' runs " +
+                Twine(plan->getNumStages()) +
+                " stages, but the model is cut "
+                "into " +
+                Twine(stages) +
+                " (pipeline_parallel_schedule, layers_per_stage or "
+                "module_fqns_per_model_part must agree with the CSV)");
   int64_t numStages = plan->getNumStages();
   llvm::Expected<DeviceDescription> deviceDescription = loadDevice(device);
   if (!deviceDescription)
@@ -592,14 +628,39 @@ LogicalResult PartitionPipelinePass::partition() {
   SmallVector<NamedAttribute> summary{
       builder.getNamedAttr("degree", builder.getI64IntegerAttr(degree)),
       builder.getNamedAttr("rank", builder.getI64IntegerAttr(rank)),
-      builder.getNamedAttr("schedule", builder.getStringAttr(
-                                           getPipelineScheduleKindName(*kind))),
+      builder.getNamedAttr(
+          "schedule",
+          builder.getStringAttr(scheduleCsv.empty()
+                                    ? getPipelineScheduleKindName(*kind)
+                                    : StringRef(scheduleCsv))),
       builder.getNamedAttr("microbatches",
                            builder.getI64IntegerAttr(microbatches)),
       builder.getNamedAttr("stage_blocks", builder.getDenseI64ArrayAttr(
                                                analysis->getStageBlocks())),
       builder.getNamedAttr("stage_seconds", builder.getDenseF64ArrayAttr(
                                                 analysis->getStageSeconds()))};
+  SmallVector<PipelineStages::StageCost> costs = analysis->computeStageCosts(
+      [&](Operation *op) { return sizes.getSeconds(op); },
+      [&](Value value) { return sizes.getBytes(value); });
+  auto addCosts =
+      [&](StringRef name,
+          function_ref<double(const PipelineStages::StageCost &)> field) {
+        summary.push_back(builder.getNamedAttr(
+            name,
+            builder.getDenseF64ArrayAttr(llvm::map_to_vector(costs, field))));
+      };
+  addCosts("forward_seconds",
+           [](const auto &cost) { return cost.forwardSeconds; });
+  addCosts("input_grad_seconds",
+           [](const auto &cost) { return cost.inputGradSeconds; });
+  addCosts("weight_grad_seconds",
+           [](const auto &cost) { return cost.weightGradSeconds; });
+  addCosts("activation_bytes",
+           [](const auto &cost) { return cost.activationBytes; });
+  addCosts("input_grad_freed_bytes",
+           [](const auto &cost) { return cost.inputGradFreedBytes; });
+  addCosts("sent_forward_bytes",
+           [](const auto &cost) { return cost.sentForwardBytes; });
   (*program)->setAttr(kPipelineAttrName, DictionaryAttr::get(context, summary));
   step.erase();
   return success();

@@ -232,8 +232,15 @@ def PartitionPipelinePass : Pass<"titan-partition-pipeline",
     the mesh `@pipeline ["pp" = degree]` (the peer holds the same
     coordinates of the other mesh axes).
 
+    With `schedule-csv`, each rank's actions are read from a file in the
+    CSV form of torch's `_PipelineScheduleRuntime` (one row per rank;
+    communication, UNSHARD, RESHARD and REDUCE_GRAD cells are accepted and
+    the pass places its own transfers by the data flow), checked, and run
+    instead of `schedule`'s.
+
     Errors: an unknown schedule; microbatches or stages the schedule cannot
-    run (torch's rules); fewer blocks than stages; `stage-blocks` that do
+    run (torch's rules); a schedule CSV that cannot be read, is malformed,
+    or has another number of stages than `stages`; fewer blocks than stages; `stage-blocks` that do
     not add up to the blocks; a parameter used by two stages (tied
     weights); a value that would flow backward between stages; an optimizer
     op that combines several stages' gradients other than by a sum.
@@ -249,6 +256,9 @@ def PartitionPipelinePass : Pass<"titan-partition-pipeline",
     Option<"schedule", "schedule", "std::string", "\"1F1B\"",
            "GPipe, 1F1B, Interleaved1F1B, InterleavedZeroBubble or "
            "ZBVZeroBubble (case-insensitive)">,
+    Option<"scheduleCsv", "schedule-csv", "std::string", "\"\"",
+           "A schedule in torch's CSV form (pipeline_parallel_schedule_csv): "
+           "each rank's actions instead of `schedule`'s">,
     Option<"stages", "stages", "int64_t", "0",
            "Stages (0: degree for single-stage schedules, 2 x degree for "
            "the others)">,

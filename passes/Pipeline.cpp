@@ -130,6 +130,7 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
     pipeline.microbatches = config.training.localBatchSize /
                             parallelism.pipelineParallelMicrobatchSize;
     pipeline.schedule = parallelism.pipelineParallelSchedule;
+    pipeline.scheduleCsv = parallelism.pipelineParallelScheduleCsv;
     pipeline.device = config.hardware.device;
     pipeline.ranksPerNode = config.hardware.ranksPerNode;
     options.pipeline = pipeline;

@@ -49,8 +49,10 @@ PipelineStages::analyze(func::FuncOp step, int64_t numStages,
                         function_ref<double(Operation *)> seconds) {
   PipelineStages stages(step, numStages);
   if (failed(stages.classify()) ||
-      failed(stages.assignStages(stageBlocks, seconds)) ||
-      failed(stages.findCarries()) || failed(stages.assignParams()))
+      failed(stages.assignStages(stageBlocks, seconds)))
+    return failure();
+  stages.sumAcrossStagesOnce();
+  if (failed(stages.findCarries()) || failed(stages.assignParams()))
     return failure();
   stages.splitBackward();
   return stages;
@@ -293,6 +295,43 @@ PipelineStages::assignStages(ArrayRef<int64_t> stageBlocks,
   return success();
 }
 
+void PipelineStages::sumAcrossStagesOnce() {
+  // A gradient summed from several stages (a tied weight's) is summed once
+  // per step, after each stage has summed its part over the microbatches,
+  // with its widening: each stage keeps its part instead of sending it
+  // through the stages between.
+  Block &body = step.getBody().front();
+  llvm::DenseSet<Operation *> crossStage;
+  for (Operation &op : body.without_terminator()) {
+    if (timing.lookup(&op) != OpTiming::PerMicrobatch)
+      continue;
+    auto stageOf = [&](Value v) -> std::optional<int64_t> {
+      Operation *def = v.getDefiningOp();
+      if (!def || timing.lookup(def) != OpTiming::PerMicrobatch)
+        return std::nullopt;
+      return stage.lookup(def);
+    };
+    if (isa<AddOp>(op)) {
+      std::optional<int64_t> lhs = stageOf(op.getOperand(0));
+      std::optional<int64_t> rhs = stageOf(op.getOperand(1));
+      if (lhs && rhs && *lhs != *rhs)
+        crossStage.insert(&op);
+    } else if (isWideningOrView(&op) &&
+               crossStage.contains(op.getOperand(0).getDefiningOp())) {
+      crossStage.insert(&op);
+    }
+  }
+  for (Operation &op : llvm::reverse(body.without_terminator()))
+    if (crossStage.contains(&op) &&
+        llvm::all_of(op.getUsers(), [&](Operation *user) {
+          return isa<func::ReturnOp>(user) ||
+                 timing.lookup(user) == OpTiming::PerStep;
+        })) {
+      timing[&op] = OpTiming::PerStep;
+      backward.erase(&op);
+    }
+}
+
 LogicalResult PipelineStages::findCarries() {
   Block &body = step.getBody().front();
   forwardCarry.resize(numStages);
@@ -320,6 +359,7 @@ LogicalResult PipelineStages::findCarries() {
         if (isa<func::ReturnOp>(user) ||
             timing.lookup(user) == OpTiming::PerStep) {
           accumulated.insert(result);
+          stageSets[result].insert(from);
           continue;
         }
         int64_t to = stage[user];
@@ -394,18 +434,51 @@ LogicalResult PipelineStages::assignParams() {
   for (BlockArgument arg : body.getArguments()) {
     if (getArgRole(step, arg.getArgNumber()) != ArgRole::Param)
       continue;
-    const llvm::SmallSetVector<int64_t, 2> &stages = stagesOf[arg];
-    if (stages.size() > 1) {
-      auto name = step.getArgAttrOfType<StringAttr>(
-          arg.getArgNumber(), TitanDialect::kNameAttrName);
-      return emitError(step.getLoc())
-             << "titan-partition-pipeline: parameter '"
-             << (name ? name.getValue() : StringRef("?"))
-             << "' is used by stages " << stages[0] << " and " << stages[1]
-             << " (tied weights); pipeline stages cannot share a parameter: "
-                "untie it (e.g. give the output projection its own weight)";
-    }
-    paramStage[arg] = stages.empty() ? 0 : stages[0];
+    llvm::SmallSetVector<int64_t, 2> &stages = stagesOf[arg];
+    if (stages.empty())
+      stages.insert(0);
+    paramStages[arg] = stages;
   }
   return success();
+}
+
+SmallVector<PipelineStages::StageCost>
+PipelineStages::computeStageCosts(function_ref<double(Operation *)> seconds,
+                                  function_ref<double(Value)> bytes) const {
+  SmallVector<StageCost> costs(numStages);
+  for (int64_t s = 0; s < numStages; ++s) {
+    StageCost &cost = costs[s];
+    for (Operation *op : forward[s])
+      cost.forwardSeconds += seconds(op);
+    for (Operation *op : inputGrad[s])
+      cost.inputGradSeconds += seconds(op);
+    for (Operation *op : weightGrad[s])
+      cost.weightGradSeconds += seconds(op);
+    for (Value value : forwardCarry[s])
+      cost.sentForwardBytes += bytes(value);
+    // What the stage's backward reads of the forward values it holds (its
+    // own and those it received).
+    llvm::DenseSet<Operation *> weightOps(weightGrad[s].begin(),
+                                          weightGrad[s].end());
+    auto account = [&](Value value) {
+      bool read = false, readByWeight = false;
+      for (Operation *user : value.getUsers())
+        if (backward.contains(user) && stage.lookup(user) == s) {
+          read = true;
+          readByWeight = readByWeight || weightOps.contains(user);
+        }
+      if (!read)
+        return;
+      cost.activationBytes += bytes(value);
+      if (!readByWeight)
+        cost.inputGradFreedBytes += bytes(value);
+    };
+    for (Operation *op : forward[s])
+      for (Value result : op->getResults())
+        account(result);
+    if (s > 0)
+      for (Value value : forwardCarry[s - 1])
+        account(value);
+  }
+  return costs;
 }

@@ -40,6 +40,21 @@ public:
   analyze(func::FuncOp step, int64_t numStages, ArrayRef<int64_t> stageBlocks,
           function_ref<double(Operation *)> seconds);
 
+  /// What one stage costs for one microbatch on one rank (the event
+  /// simulator's inputs).
+  struct StageCost {
+    double forwardSeconds = 0, inputGradSeconds = 0, weightGradSeconds = 0;
+    /// Bytes the forward keeps for the backward; the part only the input
+    /// gradient reads is freed after it.
+    double activationBytes = 0, inputGradFreedBytes = 0;
+    /// Bytes sent to the next stage in the forward (its forward carry).
+    double sentForwardBytes = 0;
+  };
+  /// The cost of every stage by `seconds` and `bytes` (one rank's).
+  SmallVector<StageCost>
+  computeStageCosts(function_ref<double(Operation *)> seconds,
+                    function_ref<double(Value)> bytes) const;
+
   /// The blocks of each stage.
   ArrayRef<int64_t> getStageBlocks() const { return blocksPerStage; }
   /// The predicted seconds of each stage's forward and backward for one
@@ -82,12 +97,16 @@ public:
   bool isMicrobatched(Value value) const {
     return microbatched.contains(value);
   }
-  /// The stages whose gradients a per-step value depends on (empty for an
-  /// invariant value).
+  /// The stages whose gradients a per-step or accumulated value depends on
+  /// (empty for an invariant value).
   const llvm::SmallSetVector<int64_t, 4> &getStageSet(Value value) const;
-  /// The stage a parameter argument belongs to.
-  int64_t getParamStage(BlockArgument param) const {
-    return paramStage.lookup(param);
+  /// The stages that read a parameter argument (several for a tied
+  /// weight, whose gradient is then summed across them; stage 0 for an
+  /// unused one).
+  ArrayRef<int64_t> getParamStages(BlockArgument param) const {
+    auto it = paramStages.find(param);
+    return it == paramStages.end() ? ArrayRef<int64_t>()
+                                   : it->second.getArrayRef();
   }
 
 private:
@@ -97,6 +116,7 @@ private:
   LogicalResult classify();
   LogicalResult assignStages(ArrayRef<int64_t> stageBlocks,
                              function_ref<double(Operation *)> seconds);
+  void sumAcrossStagesOnce();
   LogicalResult findCarries();
   void splitBackward();
   LogicalResult assignParams();
@@ -111,7 +131,7 @@ private:
   SmallVector<llvm::SetVector<Value>> forwardCarry, backwardCarry;
   llvm::SetVector<Value> accumulated;
   DenseMap<Value, llvm::SmallSetVector<int64_t, 4>> stageSets;
-  DenseMap<BlockArgument, int64_t> paramStage;
+  DenseMap<BlockArgument, llvm::SmallSetVector<int64_t, 2>> paramStages;
   SmallVector<int64_t> blocksPerStage;
   SmallVector<double> stageSeconds;
 };

@@ -6,6 +6,11 @@
 // RUN: not titan-opt %s --titan-partition-pipeline="degree=2 rank=2" 2>&1 | FileCheck %s --check-prefix=RANK
 // RUN: not titan-opt %s --titan-partition-pipeline="degree=2 rank=0 stages=4 schedule=Interleaved1F1B microbatches=2" 2>&1 | FileCheck %s --check-prefix=BLOCKS
 // RUN: not titan-opt %s --titan-partition-pipeline="degree=2 rank=0 microbatches=2 stage-blocks=2,1" 2>&1 | FileCheck %s --check-prefix=SPLIT
+// RUN: printf '0F0,0F1,0B0,0B1\r\n1F0,1B0,1F1,1B1\r\n' > %t.csv
+// RUN: titan-opt %s --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule-csv=%t.csv" | FileCheck %s --check-prefix=RANK0
+// RUN: printf '0F0,0F1,0B0\r\n1F0,1B0,1F1,1B1\r\n' > %t-bad.csv
+// RUN: not titan-opt %s --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule-csv=%t-bad.csv" 2>&1 | FileCheck %s --check-prefix=CSV
+// RUN: not titan-opt %s --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule-csv=%t-missing.csv" 2>&1 | FileCheck %s --check-prefix=NOCSV
 // RUN: echo "module {}" | not titan-opt --titan-partition-pipeline="degree=2" 2>&1 | FileCheck %s --check-prefix=NOSTEP
 
 // Two blocks (layers.0 on stage 0, layers.1 on stage 1), the loss after
@@ -20,7 +25,7 @@
 // RANK0-LABEL: titan.mesh @pipeline ["pp"=2]
 // RANK0: func.func @train_step(%[[W0:.*]]: tensor<4x4xf32> {titan.name = "layers.0.w", titan.role = "param"}, %[[X:.*]]: tensor<4x4xf32> {titan.name = "tokens", titan.role = "input"}, %[[LR:.*]]: tensor<f32> {titan.name = "lr", titan.role = "input"})
 // RANK0-SAME: -> (tensor<f32> {titan.name = "loss"}, tensor<4x4xf32> {titan.name = "param.layers.0.w"})
-// RANK0-SAME: titan.pipeline = {degree = 2 : i64, microbatches = 2 : i64, rank = 0 : i64, schedule = "1F1B", stage_blocks = array<i64: 1, 1>
+// RANK0-SAME: titan.pipeline = {{{.*}}degree = 2 : i64, {{.*}}microbatches = 2 : i64, rank = 0 : i64, schedule = "{{1F1B|.*\.csv}}", {{.*}}stage_blocks = array<i64: 1, 1>
 // 1F1B on rank 0: F0, F1, B0, B1.
 // RANK0: %[[C0:.*]] = titan.reshape %[[X]] : tensor<4x4xf32> -> tensor<1x4x4xf32>
 // RANK0: %[[S0:.*]] = titan.slice %[[C0]] [0, 0, 0] to [1, 2, 4]
@@ -68,6 +73,8 @@
 // RANK: error: titan-partition-pipeline: rank 2 is not a rank of a pipeline of 2
 // BLOCKS: error: titan-partition-pipeline: the model has 2 transformer blocks, fewer than the 4 pipeline stages
 // SPLIT: error: titan-partition-pipeline: stage-blocks must give 2 non-negative block counts adding up to the model's 2 blocks
+// CSV: error: titan-partition-pipeline: {{.*}}-bad.csv: rank 0: stage 0 microbatch 1 has no backward: it needs one B, or one I and one W
+// NOCSV: error: titan-partition-pipeline: cannot read the schedule CSV '{{.*}}-missing.csv': No such file or directory
 // NOSTEP: error: titan-partition-pipeline: no @train_step to partition
 
 #f0 = loc(fused<"titan.phase.forward">[fused<"titan.module.layers.0">[unknown]])

@@ -24,8 +24,12 @@ inline constexpr llvm::StringLiteral kPipelineAxisName = "pp";
 
 /// The attribute titan-partition-pipeline writes on a pipeline rank's
 /// @train_step: degree, rank, schedule, microbatches, stage_blocks (blocks
-/// of each stage) and stage_seconds (predicted forward + backward seconds
-/// of each stage for one microbatch).
+/// of each stage), stage_seconds (predicted forward + backward seconds of
+/// each stage for one microbatch), and per stage for one microbatch on one
+/// rank: forward_seconds, input_grad_seconds, weight_grad_seconds,
+/// activation_bytes (kept for the backward), input_grad_freed_bytes (of
+/// those, read by the input gradient only) and sent_forward_bytes (to the
+/// next stage).
 inline constexpr llvm::StringLiteral kPipelineAttrName = "titan.pipeline";
 
 /// Whether `op` is a send or receive between pipeline stages.
