@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -46,12 +48,19 @@ std::string jsonNumber(double value) {
 
 } // namespace
 
+/// Whether the launcher asked for a progress line although stdout is not a
+/// terminal (TITAN_PROGRESS=1: titan-run relays it to its own terminal).
+static bool isProgressRequested() {
+  const char *value = std::getenv("TITAN_PROGRESS");
+  return value && std::string_view(value) == "1";
+}
+
 MetricsLog::MetricsLog(const RunOptions &options, bool isLogger,
                        int64_t worldSize, int64_t tokensPerStep,
                        int64_t arenaBytes, int64_t lastStep)
     : options(options), isLogger(isLogger), worldSize(worldSize),
       tokensPerStep(tokensPerStep), arenaBytes(arenaBytes), lastStep(lastStep),
-      terminal(isatty(STDOUT_FILENO)) {}
+      terminal(isatty(STDOUT_FILENO) || isProgressRequested()) {}
 
 Status MetricsLog::open() {
   if (!isLogger)

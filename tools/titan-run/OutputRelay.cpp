@@ -23,6 +23,23 @@ void writeFully(int fd, std::string_view text) {
   }
 }
 
+/// The destination a progress line is shown on (-1: none): every relay
+/// clears it before writing a line there.
+int progressShownOn = -1;
+
+/// What a line drawn over with "\r" shows: what follows its last "\r",
+/// without the "\033[K" that cleared the line before it.
+std::string_view visiblePart(std::string_view line) {
+  size_t carriage = line.rfind('\r');
+  if (carriage == std::string_view::npos)
+    return line;
+  line.remove_prefix(carriage + 1);
+  constexpr std::string_view kClear = "\033[K";
+  if (line.substr(0, kClear.size()) == kClear)
+    line.remove_prefix(kClear.size());
+  return line;
+}
+
 } // namespace
 
 void OutputRelay::append(std::string_view data) {
@@ -39,6 +56,9 @@ void OutputRelay::append(std::string_view data) {
   if (pending.size() >= kMaxLineBytes) {
     emit(pending);
     pending.clear();
+  } else if (pending.find('\r') != std::string::npos &&
+             !visiblePart(pending).empty()) {
+    showProgress(visiblePart(pending));
   }
 }
 
@@ -49,12 +69,23 @@ void OutputRelay::flush() {
 }
 
 void OutputRelay::emit(std::string_view line) {
+  line = visiblePart(line);
   if (!line.empty())
     lastLine = line;
   std::string text;
-  text.reserve(prefix.size() + line.size() + 1);
+  if (progressShownOn == destination) {
+    text = "\r\033[K";
+    progressShownOn = -1;
+  }
   text.append(prefix).append(line).push_back('\n');
   writeFully(destination, text);
+}
+
+void OutputRelay::showProgress(std::string_view progress) {
+  std::string text = "\r\033[K";
+  text.append(prefix).append(progress);
+  writeFully(destination, text);
+  progressShownOn = destination;
 }
 
 } // namespace titan::run

@@ -2,7 +2,10 @@
 //
 // titan-run copies what each rank writes to its stdout and stderr to its
 // own, a whole line at a time and prefixed with "[rank R] ", so that lines
-// of different ranks never mix within a line.
+// of different ranks never mix within a line. A progress line (text after
+// "\r\033[K" that no newline ends yet, as a rank's metrics draw it on a
+// terminal) is redrawn in place at once, and cleared before the next line
+// any rank writes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,8 +37,12 @@ public:
   static constexpr size_t kMaxLineBytes = 64 * 1024;
 
 private:
-  /// Writes `prefix` + `line` + "\n" in one write.
+  /// Writes `prefix` + `line` + "\n" in one write (after clearing a
+  /// progress line shown on the same destination); of a line redrawn with
+  /// "\r", only what follows the last "\r" (and its "\033[K").
   void emit(std::string_view line);
+  /// Draws `progress` (prefixed) in place of the progress line shown.
+  void showProgress(std::string_view progress);
 
   std::string prefix;
   int destination;

@@ -146,6 +146,10 @@ static std::vector<std::string> makeEnvironment(int64_t rank, int64_t localRank,
   };
   if (!std::getenv("OMP_NUM_THREADS"))
     variables.emplace_back("OMP_NUM_THREADS", "1");
+  // The ranks write to pipes; titan-run's terminal still shows their
+  // progress line (OutputRelay redraws it in place).
+  if (!std::getenv("TITAN_PROGRESS") && ::isatty(STDOUT_FILENO))
+    variables.emplace_back("TITAN_PROGRESS", "1");
   llvm::StringSet<> names;
   std::vector<std::string> environment;
   for (const auto &[name, value] : variables) {
