@@ -272,6 +272,15 @@ PipelineStages::assignStages(ArrayRef<int64_t> stageBlocks,
       s = operandStages.empty() ? 0 : *llvm::max_element(operandStages);
     else
       s = numStages - 1;
+    // A sum of gradients that all come from later stages (the cotangents of
+    // a value a later stage reads twice, as a block's input is) is summed
+    // there: one tensor crosses the boundary instead of each term.
+    if (isBackward && isa<AddOp>(op) && !operandStages.empty() &&
+        *llvm::min_element(operandStages) > s &&
+        llvm::all_of(op.getOperands(), [&](Value operand) {
+          return backward.contains(operand.getDefiningOp());
+        }))
+      s = *llvm::min_element(operandStages);
     for (Value operand : op.getOperands()) {
       Operation *def = operand.getDefiningOp();
       if (!perMicrobatch(def))
