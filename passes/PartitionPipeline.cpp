@@ -83,6 +83,11 @@ private:
   Value lookupInvariant(Value value);
   /// `value` for microbatch `m`.
   FailureOr<Value> lookup(Value value, int64_t m, Operation *user);
+  /// A clone of `op` at the end of the program, its operands mapped by
+  /// `operandOf`.
+  FailureOr<Operation *>
+  cloneWithOperands(Operation *op,
+                    function_ref<FailureOr<Value>(Value)> operandOf);
   /// Microbatch `m` of microbatched argument `arg`.
   Value getMicrobatch(BlockArgument arg, int64_t m);
   LogicalResult cloneOps(ArrayRef<Operation *> ops, int64_t m);
@@ -122,13 +127,25 @@ Value RankProgram::lookupInvariant(Value value) {
   if (Value mapped = invariants.lookupOrNull(value))
     return mapped;
   Operation *def = value.getDefiningOp();
-  IRMapping operands;
-  for (Value operand : def->getOperands())
-    operands.map(operand, lookupInvariant(operand));
-  Operation *clone = builder.clone(*def, operands);
+  Operation *clone =
+      *cloneWithOperands(def, [&](Value operand) -> FailureOr<Value> {
+        return lookupInvariant(operand);
+      });
   for (auto [old, now] : llvm::zip(def->getResults(), clone->getResults()))
     invariants.map(old, now);
   return invariants.lookup(value);
+}
+
+FailureOr<Operation *> RankProgram::cloneWithOperands(
+    Operation *op, function_ref<FailureOr<Value>(Value)> operandOf) {
+  IRMapping operands;
+  for (Value operand : op->getOperands()) {
+    FailureOr<Value> local = operandOf(operand);
+    if (failed(local))
+      return failure();
+    operands.map(operand, *local);
+  }
+  return builder.clone(*op, operands);
 }
 
 Value RankProgram::getMicrobatch(BlockArgument arg, int64_t m) {
@@ -186,15 +203,11 @@ FailureOr<Value> RankProgram::lookup(Value value, int64_t m, Operation *user) {
 
 LogicalResult RankProgram::cloneOps(ArrayRef<Operation *> ops, int64_t m) {
   for (Operation *op : ops) {
-    IRMapping operands;
-    for (Value operand : op->getOperands()) {
-      FailureOr<Value> local = lookup(operand, m, op);
-      if (failed(local))
-        return failure();
-      operands.map(operand, *local);
-    }
-    Operation *clone = builder.clone(*op, operands);
-    for (auto [old, now] : llvm::zip(op->getResults(), clone->getResults()))
+    FailureOr<Operation *> clone = cloneWithOperands(
+        op, [&](Value operand) { return lookup(operand, m, op); });
+    if (failed(clone))
+      return failure();
+    for (auto [old, now] : llvm::zip(op->getResults(), (*clone)->getResults()))
       mbValues[m].map(old, now);
   }
   return success();
@@ -384,15 +397,11 @@ FailureOr<Value> RankProgram::lookupStep(Value value) {
   } else if (isSumOverStages(value)) {
     result = exchangeSum(value);
   } else {
-    IRMapping operands;
-    for (Value operand : def->getOperands()) {
-      FailureOr<Value> local = lookupStep(operand);
-      if (failed(local))
-        return failure();
-      operands.map(operand, *local);
-    }
-    Operation *clone = builder.clone(*def, operands);
-    for (auto [old, now] : llvm::zip(def->getResults(), clone->getResults()))
+    FailureOr<Operation *> clone = cloneWithOperands(
+        def, [&](Value operand) { return lookupStep(operand); });
+    if (failed(clone))
+      return failure();
+    for (auto [old, now] : llvm::zip(def->getResults(), (*clone)->getResults()))
       stepValues[old] = now;
     return stepValues.lookup(value);
   }
