@@ -1,0 +1,534 @@
+//===- PipelineRankProgram.cpp - the program of one pipeline rank ---------===//
+//
+// Implements writePipelineRankProgram (see PipelineRankProgram.h): the
+// rank's actions in the order of its schedule, the transfers between
+// stages, the sums over microbatches and the once-per-step optimizer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PipelineRankProgram.h"
+
+#include "titan/Dialect/ArgRole.h"
+#include "titan/Dialect/FunctionAttributes.h"
+#include "titan/Dialect/PipelineMesh.h"
+#include "titan/Dialect/TensorBuilder.h"
+#include "titan/Dialect/ValuePlacements.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/BitVector.h"
+
+using namespace mlir;
+using namespace mlir::titan;
+
+namespace {
+
+/// What a point-to-point message carries; part of its tag.
+enum class MessageKind : int64_t {
+  Forward,
+  Backward,
+  PartialSum,
+  Result,
+};
+
+/// The tag of message `index` of `kind` about stage (or op) `where` and
+/// microbatch `microbatch`: equal on the sender and the receiver, distinct
+/// for distinct messages between two ranks.
+int64_t getTag(MessageKind kind, int64_t where, int64_t microbatch,
+               int64_t index) {
+  return (((int64_t(kind) << 14 | where) << 16 | microbatch) << 20) | index;
+}
+
+/// `placements` of a value to its op's `titan.placements` entry.
+void setPlacements(Value value, PlacementsAttr placements) {
+  if (!placements)
+    return;
+  Operation *op = value.getDefiningOp();
+  op->setAttr(TitanDialect::kPlacementsAttrName,
+              ArrayAttr::get(op->getContext(), {placements}));
+}
+
+/// Writes the program of one pipeline rank.
+class RankProgram {
+public:
+  RankProgram(func::FuncOp step, const PipelineStages &stages,
+              const PipelineSchedule &layout, int64_t rank,
+              int64_t microbatches)
+      : step(step), stages(stages), layout(layout), rank(rank),
+        microbatches(microbatches), builder(step.getContext()),
+        mbValues(microbatches) {}
+
+  /// Builds the program of the rank's `actions` as a new function after
+  /// `step`, and returns it.
+  FailureOr<func::FuncOp> build(ArrayRef<PipelineAction> actions);
+
+private:
+  bool ownsStage(int64_t s) const { return layout.getRankOfStage(s) == rank; }
+  /// The placements `value` of @train_step has.
+  PlacementsAttr placementsOf(Value value) const {
+    return getValuePlacements(step, value);
+  }
+  /// The clone of invariant `value` (or the new argument), cloned once at
+  /// the current end of the program.
+  Value lookupInvariant(Value value);
+  /// `value` for microbatch `m`.
+  FailureOr<Value> lookup(Value value, int64_t m, Operation *user);
+  /// A clone of `op` at the end of the program, its operands mapped by
+  /// `operandOf`.
+  FailureOr<Operation *>
+  cloneWithOperands(Operation *op,
+                    function_ref<FailureOr<Value>(Value)> operandOf);
+  /// Microbatch `m` of microbatched argument `arg`.
+  Value getMicrobatch(BlockArgument arg, int64_t m);
+  LogicalResult cloneOps(ArrayRef<Operation *> ops, int64_t m);
+  LogicalResult runForward(int64_t s, int64_t m);
+  LogicalResult runInputGrad(int64_t s, int64_t m);
+  LogicalResult runWeightGrad(int64_t s, int64_t m);
+  void send(Value local, Value original, int64_t toRank, int64_t tag);
+  Value receive(Value original, int64_t fromRank, int64_t tag);
+  /// Adds microbatch `m`'s accumulated values of stage `s` to the sums.
+  void accumulate(int64_t s, bool fromBackward, int64_t m);
+  /// A per-step value (or invariant, or summed), cloned once.
+  FailureOr<Value> lookupStep(Value value);
+  /// The pipeline ranks that hold the stages of `set`, ascending.
+  SmallVector<int64_t>
+  getRanksOf(const llvm::SmallSetVector<int64_t, 4> &set) const;
+  /// A sum over gradients of several stages: this rank's part, exchanged.
+  FailureOr<Value> exchangeSum(Value root);
+  /// Whether `value` is a sum of terms from the stages of several ranks
+  /// (the gradient norm's sum of squares): each rank sums its own terms.
+  bool isSumOverStages(Value value);
+  /// Whether per-step `value` can be computed on a rank holding `owned`.
+  bool isComputable(Value value, ArrayRef<int64_t> owned);
+
+  func::FuncOp step;
+  const PipelineStages &stages;
+  const PipelineSchedule &layout;
+  int64_t rank, microbatches;
+  OpBuilder builder;
+  func::FuncOp program;
+  IRMapping invariants;
+  std::vector<IRMapping> mbValues;
+  DenseMap<std::pair<Value, int64_t>, Value> slices;
+  DenseMap<Value, Value> sums, stepValues;
+};
+
+Value RankProgram::lookupInvariant(Value value) {
+  if (Value mapped = invariants.lookupOrNull(value))
+    return mapped;
+  Operation *def = value.getDefiningOp();
+  Operation *clone =
+      *cloneWithOperands(def, [&](Value operand) -> FailureOr<Value> {
+        return lookupInvariant(operand);
+      });
+  for (auto [old, now] : llvm::zip(def->getResults(), clone->getResults()))
+    invariants.map(old, now);
+  return invariants.lookup(value);
+}
+
+FailureOr<Operation *> RankProgram::cloneWithOperands(
+    Operation *op, function_ref<FailureOr<Value>(Value)> operandOf) {
+  IRMapping operands;
+  for (Value operand : op->getOperands()) {
+    FailureOr<Value> local = operandOf(operand);
+    if (failed(local))
+      return failure();
+    operands.map(operand, *local);
+  }
+  return builder.clone(*op, operands);
+}
+
+Value RankProgram::getMicrobatch(BlockArgument arg, int64_t m) {
+  Value &slice = slices[{arg, m}];
+  if (slice)
+    return slice;
+  // Each data-parallel rank's rows are cut into consecutive microbatches:
+  // [shards * microbatches * rows, ...] -> [shards, microbatches * rows,
+  // ...], rows [m * rows, (m + 1) * rows) of dim 1, back to [shards * rows].
+  auto type = cast<RankedTensorType>(arg.getType());
+  PlacementsAttr placements = placementsOf(arg);
+  int64_t shards = 1;
+  SmallVector<Placement> split;
+  if (placements) {
+    MeshOp mesh = MeshOp::lookup(step, placements.getMesh());
+    for (auto [axis, placement] : llvm::enumerate(placements.getPlacements())) {
+      if (placement.isShard(0))
+        shards *= mesh.getAxisSizes()[axis];
+      split.push_back(placement.isShard() && placement.getDim() > 0
+                          ? Placement::shard(placement.getDim() + 1)
+                          : placement);
+    }
+  }
+  int64_t rows = type.getDimSize(0) / shards;
+  TensorBuilder tb(builder, arg.getLoc());
+  Value whole = invariants.lookup(arg);
+  SmallVector<int64_t> shape{shards, microbatches * rows};
+  llvm::append_range(shape, type.getShape().drop_front());
+  Value cut = tb.reshape(whole, shape);
+  if (placements)
+    setPlacements(cut, PlacementsAttr::get(step.getContext(),
+                                           placements.getMesh(), split));
+  Value part = tb.slice(cut, 1, m * rows, (m + 1) * rows, 1);
+  if (placements)
+    setPlacements(part, PlacementsAttr::get(step.getContext(),
+                                            placements.getMesh(), split));
+  slice = tb.reshape(part, type.getShape());
+  setPlacements(slice, placements);
+  return slice;
+}
+
+FailureOr<Value> RankProgram::lookup(Value value, int64_t m, Operation *user) {
+  if (Value mapped = mbValues[m].lookupOrNull(value))
+    return mapped;
+  if (stages.isMicrobatched(value))
+    return getMicrobatch(cast<BlockArgument>(value), m);
+  Operation *def = value.getDefiningOp();
+  if (!def || stages.getTiming(def) == OpTiming::Invariant)
+    return lookupInvariant(value);
+  return user->emitError() << "titan-partition-pipeline: microbatch " << m
+                           << " of an operand is not on pipeline rank " << rank
+                           << " when this op runs (a schedule whose actions "
+                              "do not follow the stages' data flow)";
+}
+
+LogicalResult RankProgram::cloneOps(ArrayRef<Operation *> ops, int64_t m) {
+  for (Operation *op : ops) {
+    FailureOr<Operation *> clone = cloneWithOperands(
+        op, [&](Value operand) { return lookup(operand, m, op); });
+    if (failed(clone))
+      return failure();
+    for (auto [old, now] : llvm::zip(op->getResults(), (*clone)->getResults()))
+      mbValues[m].map(old, now);
+  }
+  return success();
+}
+
+void RankProgram::send(Value local, Value original, int64_t toRank,
+                       int64_t tag) {
+  SendOp::create(builder, original.getLoc(), local, kPipelineMeshName,
+                 builder.getStrArrayAttr({kPipelineAxisName}), toRank, tag);
+}
+
+Value RankProgram::receive(Value original, int64_t fromRank, int64_t tag) {
+  Value received = RecvOp::create(
+      builder, original.getLoc(), original.getType(), kPipelineMeshName,
+      builder.getStrArrayAttr({kPipelineAxisName}), fromRank, tag);
+  setPlacements(received, placementsOf(original));
+  return received;
+}
+
+LogicalResult RankProgram::runForward(int64_t s, int64_t m) {
+  if (s > 0 && !ownsStage(s - 1))
+    for (auto [index, value] : llvm::enumerate(stages.getForwardCarry(s - 1)))
+      mbValues[m].map(value,
+                      receive(value, layout.getRankOfStage(s - 1),
+                              getTag(MessageKind::Forward, s - 1, m, index)));
+  if (failed(cloneOps(stages.getForwardOps(s), m)))
+    return failure();
+  accumulate(s, /*fromBackward=*/false, m);
+  if (s + 1 < stages.getNumStages() && !ownsStage(s + 1))
+    for (auto [index, value] : llvm::enumerate(stages.getForwardCarry(s)))
+      send(mbValues[m].lookup(value), value, layout.getRankOfStage(s + 1),
+           getTag(MessageKind::Forward, s, m, index));
+  return success();
+}
+
+LogicalResult RankProgram::runInputGrad(int64_t s, int64_t m) {
+  if (s + 1 < stages.getNumStages() && !ownsStage(s + 1))
+    for (auto [index, value] : llvm::enumerate(stages.getBackwardCarry(s + 1)))
+      mbValues[m].map(value,
+                      receive(value, layout.getRankOfStage(s + 1),
+                              getTag(MessageKind::Backward, s + 1, m, index)));
+  if (failed(cloneOps(stages.getInputGradOps(s), m)))
+    return failure();
+  if (s > 0 && !ownsStage(s - 1))
+    for (auto [index, value] : llvm::enumerate(stages.getBackwardCarry(s))) {
+      FailureOr<Value> local = lookup(value, m, step);
+      if (failed(local))
+        return failure();
+      send(*local, value, layout.getRankOfStage(s - 1),
+           getTag(MessageKind::Backward, s, m, index));
+    }
+  return success();
+}
+
+LogicalResult RankProgram::runWeightGrad(int64_t s, int64_t m) {
+  if (failed(cloneOps(stages.getWeightGradOps(s), m)))
+    return failure();
+  accumulate(s, /*fromBackward=*/true, m);
+  return success();
+}
+
+void RankProgram::accumulate(int64_t s, bool fromBackward, int64_t m) {
+  for (Value value : stages.getAccumulated()) {
+    if (stages.getValueStage(value) != s ||
+        stages.isBackward(value.getDefiningOp()) != fromBackward)
+      continue;
+    Value part = mbValues[m].lookup(value);
+    Value &sum = sums[value];
+    if (!sum) {
+      sum = part;
+      continue;
+    }
+    TensorBuilder tb(builder, value.getLoc());
+    sum = tb.binary<AddOp>(sum, part);
+    setPlacements(sum, placementsOf(value));
+  }
+}
+
+bool RankProgram::isSumOverStages(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!def || !isa<AddOp>(def) || stages.getTiming(def) != OpTiming::PerStep)
+    return false;
+  if (stages.getStageSet(def->getOperand(0)).empty() ||
+      stages.getStageSet(def->getOperand(1)).empty())
+    return false;
+  // On every rank alike: the terms come from stages of several ranks.
+  const llvm::SmallSetVector<int64_t, 4> &set = stages.getStageSet(value);
+  return llvm::any_of(set, [&](int64_t s) {
+    return layout.getRankOfStage(s) != layout.getRankOfStage(set.front());
+  });
+}
+
+bool RankProgram::isComputable(Value value, ArrayRef<int64_t> owned) {
+  Operation *def = value.getDefiningOp();
+  if (!def || stages.getTiming(def) == OpTiming::Invariant)
+    return true;
+  if (stages.getTiming(def) == OpTiming::PerMicrobatch)
+    return llvm::is_contained(owned, stages.getValueStage(value));
+  if (isSumOverStages(value))
+    return true; // exchanged
+  return llvm::all_of(def->getOperands(),
+                      [&](Value v) { return isComputable(v, owned); });
+}
+
+SmallVector<int64_t>
+RankProgram::getRanksOf(const llvm::SmallSetVector<int64_t, 4> &set) const {
+  SmallVector<int64_t> ranks;
+  for (int64_t s : set)
+    ranks.push_back(layout.getRankOfStage(s));
+  llvm::sort(ranks);
+  ranks.erase(llvm::unique(ranks), ranks.end());
+  return ranks;
+}
+
+FailureOr<Value> RankProgram::exchangeSum(Value root) {
+  // The ranks whose stages the sum reads exchange their parts. Each term
+  // is summed on the first of the ranks its stages are on (the first
+  // participant for a term of no stage), in program order.
+  SmallVector<int64_t> participants = getRanksOf(stages.getStageSet(root));
+  SmallVector<Value> terms;
+  SmallVector<Value> worklist{root};
+  while (!worklist.empty()) {
+    Value node = worklist.pop_back_val();
+    if (isSumOverStages(node)) {
+      Operation *def = node.getDefiningOp();
+      worklist.push_back(def->getOperand(1));
+      worklist.push_back(def->getOperand(0));
+      continue;
+    }
+    SmallVector<int64_t> owners = getRanksOf(stages.getStageSet(node));
+    if ((owners.empty() ? participants : owners).front() == rank)
+      terms.push_back(node);
+  }
+  TensorBuilder tb(builder, root.getLoc());
+  PlacementsAttr placements = placementsOf(root);
+  Value partial;
+  for (Value term : terms) {
+    FailureOr<Value> local = lookupStep(term);
+    if (failed(local))
+      return failure();
+    partial = partial ? tb.binary<AddOp>(partial, *local) : *local;
+    setPlacements(partial, placements);
+  }
+  if (!partial) {
+    partial = tb.splatLike(root, 0.0);
+    setPlacements(partial, placements);
+  }
+  // Every participant sends its part to the others and adds the parts in
+  // rank order: the same bits everywhere.
+  int64_t where = 0;
+  for (Operation &op : step.getBody().front()) {
+    if (&op == root.getDefiningOp())
+      break;
+    ++where;
+  }
+  int64_t tag = getTag(MessageKind::PartialSum, 0, 0, where);
+  for (int64_t peer : participants)
+    if (peer != rank)
+      send(partial, root, peer, tag);
+  Value total;
+  for (int64_t peer : participants) {
+    Value part = peer == rank ? partial : receive(root, peer, tag);
+    total = total ? tb.binary<AddOp>(total, part) : part;
+    setPlacements(total, placements);
+  }
+  return total;
+}
+
+FailureOr<Value> RankProgram::lookupStep(Value value) {
+  if (Value known = stepValues.lookup(value))
+    return known;
+  Operation *def = value.getDefiningOp();
+  if (!def || stages.getTiming(def) == OpTiming::Invariant)
+    return lookupInvariant(value);
+  FailureOr<Value> result = failure();
+  if (stages.getTiming(def) == OpTiming::PerMicrobatch) {
+    Value sum = sums.lookup(value);
+    if (!sum)
+      return def->emitError()
+             << "titan-partition-pipeline: pipeline rank " << rank
+             << " needs this value of stage " << stages.getValueStage(value)
+             << ", which another rank computes";
+    TensorBuilder tb(builder, value.getLoc());
+    result = microbatches == 1 ? sum : tb.scale(sum, 1.0 / microbatches);
+    if (microbatches > 1)
+      setPlacements(*result, placementsOf(value));
+  } else if (isSumOverStages(value)) {
+    result = exchangeSum(value);
+  } else {
+    FailureOr<Operation *> clone = cloneWithOperands(
+        def, [&](Value operand) { return lookupStep(operand); });
+    if (failed(clone))
+      return failure();
+    for (auto [old, now] : llvm::zip(def->getResults(), (*clone)->getResults()))
+      stepValues[old] = now;
+    return stepValues.lookup(value);
+  }
+  if (succeeded(result))
+    stepValues[value] = *result;
+  return result;
+}
+
+FailureOr<func::FuncOp> RankProgram::build(ArrayRef<PipelineAction> actions) {
+  Block &oldBody = step.getBody().front();
+  // The same arguments, the microbatched ones with all microbatches; unused
+  // ones are dropped at the end.
+  SmallVector<Type> argTypes;
+  for (BlockArgument arg : oldBody.getArguments()) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (!stages.isMicrobatched(arg)) {
+      argTypes.push_back(type);
+      continue;
+    }
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] *= microbatches;
+    argTypes.push_back(type.clone(shape));
+  }
+  builder.setInsertionPointAfter(step);
+  program = func::FuncOp::create(builder, step.getLoc(), step.getName(),
+                                 builder.getFunctionType(argTypes, {}));
+  program.setAllArgAttrs(step.getAllArgAttrs());
+  Block *body = program.addEntryBlock();
+  for (auto [old, now] :
+       llvm::zip(oldBody.getArguments(), body->getArguments()))
+    invariants.map(old, now);
+  builder.setInsertionPointToStart(body);
+
+  for (const PipelineAction &action : actions) {
+    LogicalResult done = success();
+    int64_t m = action.microbatch.value_or(0);
+    switch (action.kind) {
+    case PipelineActionKind::Forward:
+      done = runForward(action.stage, m);
+      break;
+    case PipelineActionKind::Backward:
+      done = runInputGrad(action.stage, m);
+      if (succeeded(done))
+        done = runWeightGrad(action.stage, m);
+      break;
+    case PipelineActionKind::BackwardInput:
+      done = runInputGrad(action.stage, m);
+      break;
+    case PipelineActionKind::BackwardWeight:
+      done = runWeightGrad(action.stage, m);
+      break;
+    default:
+      break;
+    }
+    if (failed(done))
+      return failure();
+  }
+
+  // The results: those of the rank's parameters, and those every rank
+  // returns (the loss, the gradient norm), computed where they can be and
+  // sent from the first rank that can to the others.
+  auto ret = cast<func::ReturnOp>(oldBody.getTerminator());
+  SmallVector<Value> returned;
+  SmallVector<unsigned> kept;
+  SmallVector<SmallVector<int64_t>> owned(layout.numRanks);
+  for (int64_t s = 0; s < stages.getNumStages(); ++s)
+    owned[layout.getRankOfStage(s)].push_back(s);
+  for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
+    auto name = step.getResultAttrOfType<StringAttr>(
+        index, TitanDialect::kNameAttrName);
+    std::optional<std::pair<ParamSlot, StringRef>> slot =
+        name ? parsePrefixedParamSlot(name.getValue()) : std::nullopt;
+    if (slot) {
+      std::optional<unsigned> param;
+      for (BlockArgument arg : oldBody.getArguments())
+        if (auto argName = step.getArgAttrOfType<StringAttr>(
+                arg.getArgNumber(), TitanDialect::kNameAttrName);
+            argName && argName.getValue() == slot->second &&
+            getArgRole(step, arg.getArgNumber()) == ArgRole::Param)
+          param = arg.getArgNumber();
+      if (param &&
+          llvm::none_of(stages.getParamStages(oldBody.getArgument(*param)),
+                        [&](int64_t s) { return ownsStage(s); }))
+        continue;
+    }
+    int64_t source = -1;
+    for (int64_t r = 0; r < layout.numRanks && source < 0; ++r)
+      if (isComputable(value, owned[r]))
+        source = r;
+    if (source < 0)
+      return ret.emitError() << "titan-partition-pipeline: no pipeline rank "
+                                "can compute result #"
+                             << index;
+    Value local;
+    int64_t tag = getTag(MessageKind::Result, 0, 0, index);
+    if (source == rank) {
+      FailureOr<Value> computed = lookupStep(value);
+      if (failed(computed))
+        return failure();
+      local = *computed;
+      for (int64_t r = 0; r < layout.numRanks; ++r)
+        if (r != rank && !slot && !isComputable(value, owned[r]))
+          send(local, value, r, tag);
+    } else if (isComputable(value, owned[rank])) {
+      FailureOr<Value> computed = lookupStep(value);
+      if (failed(computed))
+        return failure();
+      local = *computed;
+    } else {
+      local = receive(value, source, tag);
+    }
+    returned.push_back(local);
+    kept.push_back(index);
+  }
+  func::ReturnOp::create(builder, ret.getLoc(), returned);
+  program.setType(
+      builder.getFunctionType(argTypes, ValueRange(returned).getTypes()));
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (unsigned index : kept)
+    resultAttrs.push_back(step.getResultAttrDict(index));
+  program.setAllResultAttrs(resultAttrs);
+
+  // Only what the rank's ops read stays an argument (the inputs always).
+  llvm::BitVector unused(body->getNumArguments());
+  for (BlockArgument arg : body->getArguments())
+    if (arg.use_empty() &&
+        getArgRole(program, arg.getArgNumber()) != ArgRole::Input)
+      unused.set(arg.getArgNumber());
+  if (failed(program.eraseArguments(unused)))
+    return failure();
+  return program;
+}
+
+} // namespace
+
+FailureOr<func::FuncOp> mlir::titan::writePipelineRankProgram(
+    func::FuncOp step, const PipelineStages &stages,
+    const PipelineSchedule &schedule, int64_t rank, int64_t microbatches) {
+  RankProgram writer(step, stages, schedule, rank, microbatches);
+  return writer.build(schedule.ranks[rank]);
+}
