@@ -30,12 +30,23 @@ enum class MessageKind : int64_t {
   Result,
 };
 
-/// The tag of message `index` of `kind` about stage (or op) `where` and
-/// microbatch `microbatch`: equal on the sender and the receiver, distinct
-/// for distinct messages between two ranks.
-int64_t getTag(MessageKind kind, int64_t where, int64_t microbatch,
-               int64_t index) {
-  return (((int64_t(kind) << 14 | where) << 16 | microbatch) << 20) | index;
+/// Tags are equal on the sender and the receiver, distinct for distinct
+/// messages between two ranks, and fit in 31 bits (the 32-bit tags of
+/// communication libraries): the kind in bits 29-30, then 29 bits.
+constexpr int64_t kStageBits = 7, kMicrobatchBits = 16, kIndexBits = 6;
+static_assert(kStageBits + kMicrobatchBits + kIndexBits == 29);
+
+/// The tag of value `index` of the boundary after stage `stage` (Forward)
+/// or before it (Backward), for microbatch `microbatch`.
+int64_t getTransferTag(MessageKind kind, int64_t stage, int64_t microbatch,
+                       int64_t index) {
+  return int64_t(kind) << 29 | stage << (kMicrobatchBits + kIndexBits) |
+         microbatch << kIndexBits | index;
+}
+
+/// The tag of message `index` of `kind` (PartialSum, Result).
+int64_t getTag(MessageKind kind, int64_t index) {
+  return int64_t(kind) << 29 | index;
 }
 
 /// `placements` of a value to its op's `titan.placements` entry.
@@ -219,25 +230,25 @@ Value RankProgram::receive(Value original, int64_t fromRank, int64_t tag) {
 LogicalResult RankProgram::runForward(int64_t s, int64_t m) {
   if (s > 0 && !ownsStage(s - 1))
     for (auto [index, value] : llvm::enumerate(stages.getForwardCarry(s - 1)))
-      mbValues[m].map(value,
-                      receive(value, layout.getRankOfStage(s - 1),
-                              getTag(MessageKind::Forward, s - 1, m, index)));
+      mbValues[m].map(value, receive(value, layout.getRankOfStage(s - 1),
+                                     getTransferTag(MessageKind::Forward, s - 1,
+                                                    m, index)));
   if (failed(cloneOps(stages.getForwardOps(s), m)))
     return failure();
   accumulate(s, /*fromBackward=*/false, m);
   if (s + 1 < stages.getNumStages() && !ownsStage(s + 1))
     for (auto [index, value] : llvm::enumerate(stages.getForwardCarry(s)))
       send(mbValues[m].lookup(value), value, layout.getRankOfStage(s + 1),
-           getTag(MessageKind::Forward, s, m, index));
+           getTransferTag(MessageKind::Forward, s, m, index));
   return success();
 }
 
 LogicalResult RankProgram::runInputGrad(int64_t s, int64_t m) {
   if (s + 1 < stages.getNumStages() && !ownsStage(s + 1))
     for (auto [index, value] : llvm::enumerate(stages.getBackwardCarry(s + 1)))
-      mbValues[m].map(value,
-                      receive(value, layout.getRankOfStage(s + 1),
-                              getTag(MessageKind::Backward, s + 1, m, index)));
+      mbValues[m].map(value, receive(value, layout.getRankOfStage(s + 1),
+                                     getTransferTag(MessageKind::Backward,
+                                                    s + 1, m, index)));
   if (failed(cloneOps(stages.getInputGradOps(s), m)))
     return failure();
   if (s > 0 && !ownsStage(s - 1))
@@ -246,7 +257,7 @@ LogicalResult RankProgram::runInputGrad(int64_t s, int64_t m) {
       if (failed(local))
         return failure();
       send(*local, value, layout.getRankOfStage(s - 1),
-           getTag(MessageKind::Backward, s, m, index));
+           getTransferTag(MessageKind::Backward, s, m, index));
     }
   return success();
 }
@@ -352,7 +363,7 @@ FailureOr<Value> RankProgram::exchangeSum(Value root) {
       break;
     ++where;
   }
-  int64_t tag = getTag(MessageKind::PartialSum, 0, 0, where);
+  int64_t tag = getTag(MessageKind::PartialSum, where);
   for (int64_t peer : participants)
     if (peer != rank)
       send(partial, root, peer, tag);
@@ -485,7 +496,7 @@ FailureOr<func::FuncOp> RankProgram::build(ArrayRef<PipelineAction> actions) {
                                 "can compute result #"
                              << index;
     Value local;
-    int64_t tag = getTag(MessageKind::Result, 0, 0, index);
+    int64_t tag = getTag(MessageKind::Result, index);
     if (source == rank) {
       FailureOr<Value> computed = lookupStep(value);
       if (failed(computed))
@@ -529,6 +540,26 @@ FailureOr<func::FuncOp> RankProgram::build(ArrayRef<PipelineAction> actions) {
 FailureOr<func::FuncOp> mlir::titan::writePipelineRankProgram(
     func::FuncOp step, const PipelineStages &stages,
     const PipelineSchedule &schedule, int64_t rank, int64_t microbatches) {
+  int64_t opCount = step.getBody().front().getOperations().size();
+  int64_t widestBoundary = 0;
+  for (int64_t s = 0; s < stages.getNumStages(); ++s)
+    widestBoundary = std::max<int64_t>(
+        {widestBoundary, int64_t(stages.getForwardCarry(s).size()),
+         int64_t(stages.getBackwardCarry(s).size())});
+  auto exceeds = [](int64_t value, int64_t bits) {
+    return value > (int64_t(1) << bits);
+  };
+  if (exceeds(stages.getNumStages(), kStageBits) ||
+      exceeds(microbatches, kMicrobatchBits) ||
+      exceeds(widestBoundary, kIndexBits) || exceeds(opCount, 29))
+    return emitError(step.getLoc())
+           << "titan-partition-pipeline: the transfers' 31-bit tags hold at "
+              "most "
+           << (1 << kStageBits) << " stages, " << (1 << kMicrobatchBits)
+           << " microbatches and " << (1 << kIndexBits)
+           << " values crossing a stage boundary; this pipeline has "
+           << stages.getNumStages() << ", " << microbatches << " and "
+           << widestBoundary;
   RankProgram writer(step, stages, schedule, rank, microbatches);
   return writer.build(schedule.ranks[rank]);
 }

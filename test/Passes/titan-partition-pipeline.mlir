@@ -34,7 +34,7 @@
 // RANK0: titan.send %[[H00]] on @pipeline ["pp"] peer 1 tag 0
 // RANK0: %[[S1:.*]] = titan.slice %{{.*}} [0, 2, 0] to [1, 4, 4]
 // RANK0: %[[H01:.*]] = titan.matmul %{{.*}}, %[[W0]]
-// RANK0: titan.send %[[H01]] on @pipeline ["pp"] peer 1 tag 1048576
+// RANK0: titan.send %[[H01]] on @pipeline ["pp"] peer 1 tag 64
 // RANK0: %[[D0:.*]] = titan.recv on @pipeline ["pp"] peer 1 tag {{[0-9]+}} : tensor<2x4xf32>
 // RANK0: %[[G0:.*]] = titan.matmul %[[M0]], %[[D0]] transpose_lhs
 // RANK0: %[[D1:.*]] = titan.recv on @pipeline ["pp"] peer 1 tag {{[0-9]+}} : tensor<2x4xf32>
@@ -56,7 +56,7 @@
 // RANK1: %[[DA0:.*]] = titan.matmul %[[DH0]], %[[W1]] transpose_rhs
 // RANK1: titan.send %[[DA0]] on @pipeline ["pp"] peer 0
 // RANK1: titan.matmul %[[A0]], %[[DH0]] transpose_lhs
-// RANK1: %[[A1:.*]] = titan.recv on @pipeline ["pp"] peer 0 tag 1048576 : tensor<2x4xf32>
+// RANK1: %[[A1:.*]] = titan.recv on @pipeline ["pp"] peer 0 tag 64 : tensor<2x4xf32>
 // RANK1: %[[L1:.*]] = titan.reduce_sum
 // RANK1: %[[LS:.*]] = titan.add %[[L0]], %[[L1]]
 // RANK1: %[[LOSS:.*]] = titan.scale %[[LS]] by 5.000000e-01
@@ -66,7 +66,7 @@
 // GPipe on rank 0: both forwards, then both backwards (in microbatch order).
 // GPIPE: titan.send {{.*}} tag 0 :
 // GPIPE-NEXT: titan.reshape
-// GPIPE: titan.send {{.*}} tag 1048576 :
+// GPIPE: titan.send {{.*}} tag 64 :
 // GPIPE: titan.recv
 
 // SCHEDULE: error: titan-partition-pipeline: unknown pipeline schedule '2F2B': the known schedules are 1F1B, Interleaved1F1B, GPipe, LoopedBFS, InterleavedZeroBubble, ZBVZeroBubble (case does not matter)
