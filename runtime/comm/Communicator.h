@@ -45,9 +45,14 @@ public:
   /// out = `in` of member `root`; `in` may equal `out`.
   virtual Status broadcast(int64_t root, const void *in, void *out,
                            int64_t bytes) = 0;
-  /// Sends to member `peer`, matched by its recv with the same tag.
+  /// Sends to member `peer`, matched by its recv with the same tag. May
+  /// return before the peer received: `in` is copied first, and the
+  /// transfer completes by the next completeSends().
   virtual Status send(int64_t peer, int64_t tag, const void *in,
                       int64_t bytes) = 0;
+  /// Waits until every send so far was received (a failure is reported
+  /// here). The trainer calls it after every step.
+  virtual Status completeSends() { return Status::success(); }
   /// Receives from member `peer` what it sent with `tag`.
   virtual Status recv(int64_t peer, int64_t tag, void *out, int64_t bytes) = 0;
   /// Returns once every member called it.

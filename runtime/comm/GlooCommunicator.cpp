@@ -244,14 +244,32 @@ Status GlooCommunicator::send(int64_t peer, int64_t tag, const void *in,
   if (bytes == 0)
     return Status::success();
   return run(CollectiveKind::Send, peer, at, [&] {
-    auto buffer = context->createUnboundBuffer(sendPointer(in),
-                                               static_cast<size_t>(bytes));
-    buffer->send(
+    PendingSend pending;
+    const uint8_t *data = static_cast<const uint8_t *>(in);
+    pending.data.assign(data, data + bytes);
+    pending.buffer = context->createUnboundBuffer(pending.data.data(),
+                                                  static_cast<size_t>(bytes));
+    pending.buffer->send(
         static_cast<int>(peer),
         gloo::Slot::build(kSendRecvSlotPrefix, static_cast<uint32_t>(tag)));
-    awaitTransfer(*buffer, /*receiving=*/false, describeMember(peer),
-                  context->getTimeout());
+    pending.peer = peer;
+    pendingSends.push_back(std::move(pending));
   });
+}
+
+Status GlooCommunicator::completeSends() {
+  while (!pendingSends.empty()) {
+    PendingSend &pending = pendingSends.front();
+    Status status = run(
+        CollectiveKind::Send, pending.peer, where(CollectiveKind::Send), [&] {
+          awaitTransfer(*pending.buffer, /*receiving=*/false,
+                        describeMember(pending.peer), context->getTimeout());
+        });
+    if (!status.ok())
+      return status;
+    pendingSends.erase(pendingSends.begin());
+  }
+  return Status::success();
 }
 
 Status GlooCommunicator::recv(int64_t peer, int64_t tag, void *out,
@@ -273,6 +291,7 @@ Status GlooCommunicator::recv(int64_t peer, int64_t tag, void *out,
 }
 
 Status GlooCommunicator::barrier() {
+  TITANRT_RETURN_IF_ERROR(completeSends());
   return run(CollectiveKind::Barrier, -1, where(CollectiveKind::Barrier), [&] {
     gloo::BarrierOptions options(context);
     gloo::barrier(options);

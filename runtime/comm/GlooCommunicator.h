@@ -59,12 +59,15 @@ public:
   Status allToAll(const void *in, void *out, int64_t bytesPerPeer) override;
   Status broadcast(int64_t root, const void *in, void *out,
                    int64_t bytes) override;
-  /// Returns once the peer's matching recv took the data (Gloo's transfers
-  /// are rendezvous: a rank must receive a peer's messages in the order it
-  /// sends them). Sends of zero bytes are skipped, as are their recvs.
+  /// Copies `in` and posts the transfer without waiting for the peer's
+  /// recv (Gloo's transfers are rendezvous: waiting would deadlock two
+  /// ranks that send to each other before receiving, as pipeline stages
+  /// do); completeSends() or the next barrier waits for it. Sends of zero
+  /// bytes are skipped, as are their recvs.
   Status send(int64_t peer, int64_t tag, const void *in,
               int64_t bytes) override;
   Status recv(int64_t peer, int64_t tag, void *out, int64_t bytes) override;
+  Status completeSends() override;
   Status barrier() override;
 
 private:
@@ -92,6 +95,14 @@ private:
   std::string failure;
   /// reduce_scatter's receive buffer, kept between calls.
   std::vector<uint8_t> scratch;
+  /// A posted send: the copy of its data, its transfer and its peer.
+  struct PendingSend {
+    std::vector<uint8_t> data;
+    std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
+    int64_t peer;
+  };
+  /// Sends not yet known to be received, oldest first.
+  std::vector<PendingSend> pendingSends;
   /// Records the progress and explains timeouts.
   std::shared_ptr<Watchdog> watchdog;
   /// This communicator's index in the rank's progress.

@@ -866,6 +866,13 @@ Status Trainer::train(const RunOptions &options, StopReason &stopped) {
     titanrt_status status =
         step(&context, regions.getBase(Region::Arena),
              regions.getBase(Region::State), regions.getBase(Region::Inputs));
+    // The step's sends were posted without waiting for their receivers.
+    for (std::unique_ptr<Communicator> &communicator : context.communicators)
+      if (status == TITANRT_OK)
+        if (Status sent = communicator->completeSends(); !sent.ok())
+          return Status(sent.getCode(), "step " +
+                                            std::to_string(stepsDone + 1) +
+                                            ": " + sent.getMessage());
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();

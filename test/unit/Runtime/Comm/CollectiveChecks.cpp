@@ -295,8 +295,10 @@ Status Checker::checkBroadcast(int64_t root, bool inPlace) {
 
 Status Checker::checkSendRecv() {
   // Around the group: each member sends two messages (tags 1 and 2) to the
-  // next and receives two from the previous. Transfers are rendezvous, so
-  // member 0 sends first and the others receive first.
+  // next and receives two from the previous, every member sending first:
+  // sends do not wait for their receivers (a rendezvous send would
+  // deadlock here), the data is copied at the send (the buffer is
+  // overwritten right after), and completeSends() waits for them.
   const int64_t next = (self + 1) % size;
   const int64_t previous = (self + size - 1) % size;
   auto message = [](int64_t sender, int64_t tag) {
@@ -311,6 +313,7 @@ Status Checker::checkSendRecv() {
       TITANRT_RETURN_IF_ERROR(
           check("send tag " + std::to_string(tag),
                 communicator.send(next, tag, bytes.data(), kBytes)));
+      std::fill(bytes.begin(), bytes.end(), 0);
     }
     return Status::success();
   };
@@ -325,12 +328,9 @@ Status Checker::checkSendRecv() {
     }
     return Status::success();
   };
-  if (self == 0) {
-    TITANRT_RETURN_IF_ERROR(sendBoth());
-    return receiveBoth();
-  }
+  TITANRT_RETURN_IF_ERROR(sendBoth());
   TITANRT_RETURN_IF_ERROR(receiveBoth());
-  return sendBoth();
+  return check("complete the sends", communicator.completeSends());
 }
 
 Status Checker::run(int64_t &checks) {
