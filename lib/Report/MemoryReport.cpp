@@ -11,6 +11,8 @@
 
 #include "titan/Report/PlanReport.h"
 
+#include "ReportFormat.h"
+
 #include "titan/Codegen/MemoryPlanner.h"
 #include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/Provenance.h"
@@ -24,21 +26,6 @@
 
 using namespace mlir;
 using namespace mlir::titan;
-
-/// "12.34 MiB", "2.0 KiB", "512 B".
-static std::string formatBytes(int64_t bytes) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (bytes >= (int64_t(1) << 30))
-    os << llvm::format("%.2f GiB", bytes / double(int64_t(1) << 30));
-  else if (bytes >= (1 << 20))
-    os << llvm::format("%.2f MiB", bytes / double(1 << 20));
-  else if (bytes >= (1 << 10))
-    os << llvm::format("%.2f KiB", bytes / double(1 << 10));
-  else
-    os << bytes << " B";
-  return text;
-}
 
 namespace {
 

@@ -14,6 +14,7 @@
 #include "titan/Report/PlanReport.h"
 
 #include "PartitionedStep.h"
+#include "ReportFormat.h"
 
 #include "titan/CostModel/OpTime.h"
 #include "titan/Dialect/ArgRole.h"
@@ -29,30 +30,6 @@
 
 using namespace mlir;
 using namespace mlir::titan;
-
-namespace {
-
-/// "12.35 ms", "1.234 s", "45.6 us".
-std::string humanSeconds(double seconds) {
-  if (seconds >= 1)
-    return llvm::formatv("{0:F3} s", seconds).str();
-  if (seconds >= 1e-3)
-    return llvm::formatv("{0:F2} ms", seconds * 1e3).str();
-  return llvm::formatv("{0:F1} us", seconds * 1e6).str();
-}
-
-/// "6.29 M", "1.23 G", "45.0 T" (powers of 1000).
-std::string humanCount(double value) {
-  const char *units[] = {"", " k", " M", " G", " T", " P", " E"};
-  int unit = 0;
-  while (std::abs(value) >= 1000 && unit < 6) {
-    value /= 1000;
-    ++unit;
-  }
-  return llvm::formatv("{0:F2}{1}", value, units[unit]).str();
-}
-
-} // namespace
 
 FailureOr<ModelFlops> mlir::titan::computeModelFlops(ModuleOp module) {
   auto function = module.lookupSymbol<func::FuncOp>("train_step");

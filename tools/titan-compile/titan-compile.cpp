@@ -19,11 +19,11 @@
 #include "titan/Config/CommandLine.h"
 #include "titan/Config/DeviceFile.h"
 #include "titan/Config/PipelineSplit.h"
-#include "titan/Dialect/PipelineMesh.h"
 #include "titan/Dialect/Provenance.h"
 #include "titan/Import/TorchScriptImporter.h"
 #include "titan/InitAll.h"
 #include "titan/Pipeline.h"
+#include "titan/Report/PipelineReport.h"
 #include "titan/Report/PlanReport.h"
 #include "titan/Support/Npy.h"
 #include "titan/Tools/ParseInput.h"
@@ -118,9 +118,23 @@ static cl::list<std::string>
 static cl::opt<std::string>
     planReport("plan-report",
                cl::desc("With --emit=spmd, write the plan report (mesh, "
-                        "placements, collectives) to this file ('-': "
-                        "stdout)"),
+                        "placements, collectives; under pipeline "
+                        "parallelism the stages and the simulated "
+                        "schedules, and without -o or --pipeline-rank no "
+                        "program is written) to this file ('-': stdout)"),
                cl::value_desc("file"), cl::cat(compileOptions));
+static cl::opt<std::string> pipelineTrace(
+    "pipeline-trace",
+    cl::desc("With pipeline_parallel_degree > 1 and --emit=spmd, write the "
+             "simulated step of the configured schedule as a Chrome trace "
+             "(Perfetto, chrome://tracing)"),
+    cl::value_desc("file.json"), cl::cat(compileOptions));
+static cl::opt<int64_t> pipelineRank(
+    "pipeline-rank",
+    cl::desc("With pipeline_parallel_degree > 1 and --emit=spmd, build only "
+             "this pipeline rank's program (-o X.mlir writes X.ppR.mlir, "
+             "-o - prints it)"),
+    cl::value_desc("R"), cl::init(-1), cl::cat(compileOptions));
 static cl::opt<std::string> summaryJson(
     "summary-json",
     cl::desc("With --emit=spmd or an executable, write the predictions and "
@@ -479,14 +493,16 @@ static ModelModules listModelModules(ModuleOp module) {
   return modules;
 }
 
-/// Writes the program of each of `degree` pipeline ranks, from `module`
-/// (@train_step for one microbatch; left as it is), to `output` with
-/// ".pp<rank>" before its extension ("step.mlir" -> "step.pp0.mlir"), each
-/// through `pipeline` from the training step on.
-static LogicalResult
+/// Builds the programs of pipeline ranks `ranks` from `module` (@train_step
+/// for one microbatch; left as it is), each through `pipeline` from the
+/// training step on, and writes each to `output` with ".pp<rank>" before its
+/// extension ("step.mlir" -> "step.pp0.mlir"; "-": stdout; none: not
+/// written). Returns what the report reads of each, in `ranks`' order.
+static FailureOr<SmallVector<PipelineRankProgram, 0>>
 writePipelinePrograms(ModuleOp module, TitanPipelineOptions pipeline,
-                      const TrainConfig &config, int64_t degree,
-                      llvm::StringRef output, TimingScope &timing) {
+                      const TrainConfig &config, ArrayRef<int64_t> ranks,
+                      std::optional<llvm::StringRef> output,
+                      TimingScope &timing) {
   MLIRContext *context = module.getContext();
   if (!pipeline.resumeAfter) {
     TitanPipelineOptions trainStep = pipeline;
@@ -510,9 +526,8 @@ writePipelinePrograms(ModuleOp module, TitanPipelineOptions pipeline,
     return emitError(module.getLoc()) << llvm::toString(split.takeError());
   pipeline.pipeline->stages = split->numStages;
   pipeline.pipeline->stageBlocks = split->blocksPerStage;
-  llvm::StringRef stem = output;
-  stem.consume_back(".mlir");
-  for (int64_t rank = 0; rank < degree; ++rank) {
+  SmallVector<PipelineRankProgram, 0> programs;
+  for (int64_t rank : ranks) {
     OwningOpRef<ModuleOp> program = module.clone();
     pipeline.pipeline->rank = rank;
     PassManager pm(context);
@@ -522,34 +537,40 @@ writePipelinePrograms(ModuleOp module, TitanPipelineOptions pipeline,
     buildTitanPipeline(pm, pipeline);
     if (failed(pm.run(*program)))
       return failure();
-    if (rank == 0)
-      if (auto plan = program->lookupSymbol<func::FuncOp>("train_step")
-                          ->getAttrOfType<DictionaryAttr>(kPipelineAttrName)) {
-        auto blocks = cast<DenseI64ArrayAttr>(plan.get("stage_blocks"));
-        auto seconds = cast<DenseF64ArrayAttr>(plan.get("stage_seconds"));
-        llvm::errs()
-            << "titan-compile: pipeline: "
-            << cast<StringAttr>(plan.get("schedule")).getValue() << ", "
-            << blocks.size() << " stages on " << degree << " ranks, "
-            << cast<IntegerAttr>(plan.get("microbatches")).getInt()
-            << " microbatches; blocks per stage ["
-            << llvm::join(
-                   llvm::map_range(blocks.asArrayRef(),
-                                   [](int64_t n) { return std::to_string(n); }),
-                   ", ")
-            << "], predicted ms per microbatch (forward + backward) ["
-            << llvm::join(llvm::map_range(
-                              seconds.asArrayRef(),
-                              [](double t) {
-                                return llvm::formatv("{0:F3}", t * 1e3).str();
-                              }),
-                          ", ")
-            << "]"
-            << (split->blocksPerStage.empty() ? " (balanced by the cost model)"
-                                              : "")
-            << "\n";
-      }
-    std::string path = (stem + ".pp" + llvm::Twine(rank) + ".mlir").str();
+    llvm::Expected<PipelineRankProgram> read =
+        readPipelineRankProgram(*program);
+    if (!read)
+      return emitError(module.getLoc()) << llvm::toString(read.takeError());
+    if (programs.empty()) {
+      const PipelinePlan &plan = read->plan;
+      llvm::errs()
+          << "titan-compile: pipeline: " << plan.schedule << ", "
+          << plan.getNumStages() << " stages on " << plan.degree << " ranks, "
+          << plan.microbatches << " microbatches; blocks per stage ["
+          << llvm::join(
+                 llvm::map_range(plan.stageBlocks,
+                                 [](int64_t n) { return std::to_string(n); }),
+                 ", ")
+          << "], predicted ms per microbatch (forward + backward) ["
+          << llvm::join(llvm::map_range(
+                            plan.stageSeconds,
+                            [](double t) {
+                              return llvm::formatv("{0:F3}", t * 1e3).str();
+                            }),
+                        ", ")
+          << "]"
+          << (split->blocksPerStage.empty() ? " (balanced by the cost model)"
+                                            : "")
+          << "\n";
+    }
+    programs.push_back(std::move(*read));
+    if (!output)
+      continue;
+    llvm::StringRef stem = *output;
+    stem.consume_back(".mlir");
+    std::string path = *output == "-"
+                           ? "-"
+                           : (stem + ".pp" + llvm::Twine(rank) + ".mlir").str();
     std::string message;
     auto file = openOutputFile(path, &message);
     if (!file)
@@ -558,7 +579,105 @@ writePipelinePrograms(ModuleOp module, TitanPipelineOptions pipeline,
     file->os() << "\n";
     file->keep();
   }
-  return success();
+  return programs;
+}
+
+/// Checks the pipeline options for a pipeline of `degree` ranks (1: none):
+/// --pipeline-rank and --pipeline-trace need one, the rank is one of its
+/// ranks, and the programs of every rank need -o (a report alone does not).
+static llvm::Error checkPipelineOutput(int64_t degree) {
+  bool oneRank = pipelineRank.getNumOccurrences();
+  if (degree <= 1) {
+    if (oneRank || !pipelineTrace.empty())
+      return llvm::createStringError("--pipeline-trace and --pipeline-rank "
+                                     "need pipeline_parallel_degree > 1");
+    return llvm::Error::success();
+  }
+  if (oneRank && (pipelineRank < 0 || pipelineRank >= degree))
+    return llvm::createStringError(
+        llvm::formatv("--pipeline-rank {0}: the pipeline has {1} ranks, 0 to "
+                      "{2}",
+                      pipelineRank.getValue(), degree, degree - 1));
+  if (!oneRank && outputFile == "-" && planReport.empty() &&
+      pipelineTrace.empty())
+    return llvm::createStringError(
+        "pipeline_parallel_degree > 1: titan-compile writes one program per "
+        "pipeline rank: give -o X.mlir (it writes X.pp0.mlir, X.pp1.mlir, "
+        "...), or --pipeline-rank R to print one");
+  return llvm::Error::success();
+}
+
+/// The schedule the programs of `plan` run: the CSV file `csv` when given
+/// (pipeline_parallel_schedule_csv), else the one `plan` names.
+static llvm::Expected<PipelineSchedule>
+loadPlanSchedule(const PipelinePlan &plan, llvm::StringRef csv) {
+  if (csv.empty())
+    return generatePlanSchedule(plan);
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(csv);
+  if (!file)
+    return llvm::createStringError("cannot read the schedule CSV '" + csv +
+                                   "': " + file.getError().message());
+  llvm::Expected<PipelineSchedule> schedule = parsePipelineScheduleCsv(
+      (*file)->getBuffer(), plan.degree, plan.microbatches);
+  if (!schedule)
+    return llvm::createStringError(csv + ": " +
+                                   llvm::toString(schedule.takeError()));
+  return schedule;
+}
+
+/// Writes --plan-report and --pipeline-trace of a pipeline from the programs
+/// built (`programs`: the plan, and the state of each rank built) and the
+/// schedule they run (`csv`: pipeline_parallel_schedule_csv, if any), on
+/// `device` with `ranksPerNode` ranks per node, the stages of `mesh`, and
+/// tokens/s and MFU by `model` when given.
+static llvm::Error
+writePipelineReports(llvm::ArrayRef<PipelineRankProgram> programs,
+                     llvm::StringRef csv, const DeviceDescription &device,
+                     int64_t ranksPerNode, const ResolvedMesh &mesh,
+                     const ModelFlops *model) {
+  const PipelinePlan &plan = programs.front().plan;
+  PipelineTarget target;
+  target.device = device;
+  target.ranksPerNode = ranksPerNode;
+  target.stageSize = mesh.getStageSize();
+  if (model) {
+    target.flopsPerToken = model->getFlopsPerToken();
+    target.tokensPerMicrobatch = double(model->tokensPerStep);
+  }
+  target.matmulType = programs.front().matmulType;
+  target.stateBytesPerRank.resize(plan.degree);
+  for (const PipelineRankProgram &program : programs)
+    target.stateBytesPerRank[program.plan.rank] = program.stateBytes;
+  llvm::Expected<PipelineSchedule> schedule = loadPlanSchedule(plan, csv);
+  if (!schedule)
+    return schedule.takeError();
+  llvm::Expected<PipelineReport> report =
+      buildPipelineReport(plan, target, *schedule,
+                          csv.empty() ? llvm::StringRef(plan.schedule)
+                                      : llvm::sys::path::filename(csv));
+  if (!report)
+    return report.takeError();
+  auto write =
+      [](llvm::StringRef path,
+         llvm::function_ref<void(llvm::raw_ostream &)> body) -> llvm::Error {
+    if (path.empty())
+      return llvm::Error::success();
+    std::string message;
+    std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &message);
+    if (!file)
+      return llvm::createStringError(message);
+    body(file->os());
+    file->keep();
+    return llvm::Error::success();
+  };
+  if (llvm::Error error = write(planReport, [&](llvm::raw_ostream &os) {
+        writePipelineReport(*report, os);
+      }))
+    return error;
+  return write(pipelineTrace, [&](llvm::raw_ostream &os) {
+    writeChromeTrace(report->getConfigured().simulation, os);
+  });
 }
 
 /// Prints what the config asks for that titan does not apply.
@@ -632,6 +751,10 @@ int main(int argc, char **argv) {
     return fail("--checkpoint-layout needs --emit=spmd");
   if (!summaryJson.empty() && stage < PipelineStage::Spmd)
     return fail("--summary-json needs --emit=spmd or an executable");
+  if ((!pipelineTrace.empty() || pipelineRank.getNumOccurrences()) &&
+      stage != PipelineStage::Spmd)
+    return fail("--pipeline-trace and --pipeline-rank need --emit=spmd and "
+                "pipeline_parallel_degree > 1");
   if (!memoryPlot.empty() && stage < PipelineStage::Executable)
     return fail("--memory-plot needs an executable (the memory plan): drop "
                 "--emit");
@@ -741,16 +864,18 @@ int main(int argc, char **argv) {
         return fail(llvm::toString(resolved.takeError()));
       mesh = *resolved;
       if (mesh.getPipelineDegree() > 1 &&
-          (stage != PipelineStage::Spmd || !planReport.empty() ||
-           !summaryJson.empty() || !checkpointLayout.empty() ||
+          (stage != PipelineStage::Spmd || !summaryJson.empty() ||
+           !checkpointLayout.empty() ||
            config->activationCheckpoint.mode == "auto"))
         return fail("pipeline_parallel_degree > 1: titan-compile writes the "
                     "programs of the pipeline ranks with --emit=spmd (run "
-                    "them together with titan-eval); executables, plan "
-                    "reports, summaries, checkpoint layouts and "
+                    "them together with titan-eval) and their plan report; "
+                    "executables, summaries, checkpoint layouts and "
                     "activation_checkpoint mode \"auto\" for pipeline ranks "
                     "are not built yet");
     }
+    if (llvm::Error error = checkPipelineOutput(mesh.getPipelineDegree()))
+      return fail(llvm::toString(std::move(error)));
     // The model input (tokens) is [global batch, seq_len] unless given; as
     // in torchtitan, local_batch_size is per data-parallel rank, so the
     // global batch multiplies it by the data-parallel degrees of the mesh.
@@ -835,11 +960,27 @@ int main(int argc, char **argv) {
         fit->compiles);
   }
   bool pipelined = mesh.getPipelineDegree() > 1;
+  // Under pipeline parallelism: every rank's program, or the one asked
+  // for; a report alone needs one (rank 0), written nowhere.
+  SmallVector<PipelineRankProgram, 0> pipelinePrograms;
   if (pipelined) {
-    if (failed(writePipelinePrograms(**module, pipeline, *config,
-                                     mesh.getPipelineDegree(), outputFile,
-                                     timing)))
+    SmallVector<int64_t> ranks;
+    if (pipelineRank.getNumOccurrences())
+      ranks.push_back(pipelineRank);
+    else if (outputFile == "-")
+      ranks.push_back(0);
+    else
+      ranks.append(
+          llvm::to_vector(llvm::seq<int64_t>(mesh.getPipelineDegree())));
+    std::optional<llvm::StringRef> output;
+    if (outputFile != "-" || pipelineRank.getNumOccurrences())
+      output = outputFile;
+    FailureOr<SmallVector<PipelineRankProgram, 0>> programs =
+        writePipelinePrograms(**module, pipeline, *config, ranks, output,
+                              timing);
+    if (failed(programs))
       return fail("compilation failed (see the errors above)");
+    pipelinePrograms = std::move(*programs);
   } else if (failed(runPipeline(pipeline))) {
     return fail("compilation failed (see the errors above)");
   }
@@ -893,7 +1034,13 @@ int main(int argc, char **argv) {
     return true;
   };
   std::unique_ptr<llvm::ToolOutputFile> report;
-  if (!planReport.empty()) {
+  if (pipelined && (!planReport.empty() || !pipelineTrace.empty())) {
+    llvm::Error error = writePipelineReports(
+        pipelinePrograms, config->parallelism.pipelineParallelScheduleCsv,
+        *device, ranksPerNode, mesh, modelFlops ? &*modelFlops : nullptr);
+    if (error)
+      return fail(llvm::toString(std::move(error)));
+  } else if (!planReport.empty()) {
     std::string message;
     report = openOutputFile(planReport, &message);
     if (!report)
