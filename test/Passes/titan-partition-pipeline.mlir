@@ -1,16 +1,16 @@
-// RUN: titan-opt %s --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule=1F1B" | FileCheck %s --check-prefix=RANK0
-// RUN: titan-opt %s --titan-partition-pipeline="degree=2 rank=1 microbatches=2 schedule=1F1B" | FileCheck %s --check-prefix=RANK1
-// RUN: titan-opt %s --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule=GPipe" | FileCheck %s --check-prefix=GPIPE
-// RUN: titan-opt %s --titan-partition-pipeline="degree=2 rank=1 microbatches=2 schedule=1F1B" | titan-opt --verify-each > /dev/null
-// RUN: not titan-opt %s --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule=2F2B" 2>&1 | FileCheck %s --check-prefix=SCHEDULE
-// RUN: not titan-opt %s --titan-partition-pipeline="degree=2 rank=2" 2>&1 | FileCheck %s --check-prefix=RANK
-// RUN: not titan-opt %s --titan-partition-pipeline="degree=2 rank=0 stages=4 schedule=Interleaved1F1B microbatches=2" 2>&1 | FileCheck %s --check-prefix=BLOCKS
-// RUN: not titan-opt %s --titan-partition-pipeline="degree=2 rank=0 microbatches=2 stage-blocks=2,1" 2>&1 | FileCheck %s --check-prefix=SPLIT
+// RUN: titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule=1F1B" | FileCheck %s --check-prefix=RANK0
+// RUN: titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=1 microbatches=2 schedule=1F1B" | FileCheck %s --check-prefix=RANK1
+// RUN: titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule=GPipe" | FileCheck %s --check-prefix=GPIPE
+// RUN: titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=1 microbatches=2 schedule=1F1B" | titan-opt --split-input-file --verify-each > /dev/null
+// RUN: not titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule=2F2B" 2>&1 | FileCheck %s --check-prefix=SCHEDULE
+// RUN: not titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=2" 2>&1 | FileCheck %s --check-prefix=RANK
+// RUN: not titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=0 stages=4 schedule=Interleaved1F1B microbatches=2" 2>&1 | FileCheck %s --check-prefix=BLOCKS
+// RUN: not titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=0 microbatches=2 stage-blocks=2,1" 2>&1 | FileCheck %s --check-prefix=SPLIT
 // RUN: printf '0F0,0F1,0B0,0B1\r\n1F0,1B0,1F1,1B1\r\n' > %t.csv
-// RUN: titan-opt %s --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule-csv=%t.csv" | FileCheck %s --check-prefix=RANK0
+// RUN: titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule-csv=%t.csv" | FileCheck %s --check-prefix=RANK0
 // RUN: printf '0F0,0F1,0B0\r\n1F0,1B0,1F1,1B1\r\n' > %t-bad.csv
-// RUN: not titan-opt %s --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule-csv=%t-bad.csv" 2>&1 | FileCheck %s --check-prefix=CSV
-// RUN: not titan-opt %s --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule-csv=%t-missing.csv" 2>&1 | FileCheck %s --check-prefix=NOCSV
+// RUN: not titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule-csv=%t-bad.csv" 2>&1 | FileCheck %s --check-prefix=CSV
+// RUN: not titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule-csv=%t-missing.csv" 2>&1 | FileCheck %s --check-prefix=NOCSV
 // RUN: echo "module {}" | not titan-opt --titan-partition-pipeline="degree=2" 2>&1 | FileCheck %s --check-prefix=NOSTEP
 
 // Two blocks (layers.0 on stage 0, layers.1 on stage 1), the loss after
@@ -108,4 +108,51 @@ func.func @train_step(
   %u1 = titan.mul %gw1, %l1 : tensor<4x4xf32> loc(#o1)
   %n1 = titan.sub %w1, %u1 : tensor<4x4xf32> loc(#o1)
   return %loss, %n0, %n1 : tensor<f32>, tensor<4x4xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+// A weight both stages read (tied, as GPT-2's embedding and output
+// projection): each rank keeps it, sums its own part of the gradient over
+// the microbatches, and the two parts are exchanged once per step and
+// added in rank order, so both ranks apply the same update.
+// RUN: titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule=GPipe" 2>&1 | FileCheck %s --check-prefix=TIED0
+// RUN: titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=1 microbatches=2 schedule=GPipe" 2>&1 | FileCheck %s --check-prefix=TIED1
+// TIED0: func.func @train_step(%[[W:.*]]: tensor<4x4xf32> {titan.name = "tied.w", titan.role = "param"}
+// TIED0: %[[SUM0:.*]] = titan.add %{{.*}}, %{{.*}} : tensor<4x4xf32>
+// TIED0: %[[PART0:.*]] = titan.scale %[[SUM0]] by 5.000000e-01 : tensor<4x4xf32>
+// TIED0: titan.send %[[PART0]] on @pipeline ["pp"] peer 1 tag [[TAG:[0-9]+]]
+// TIED0-NEXT: %[[PART1:.*]] = titan.recv on @pipeline ["pp"] peer 1 tag [[TAG]]
+// TIED0-NEXT: %[[GRAD:.*]] = titan.add %[[PART0]], %[[PART1]]
+// TIED0: return {{.*}} : tensor<f32>, tensor<4x4xf32>
+// TIED1: func.func @train_step(%[[W:.*]]: tensor<4x4xf32> {titan.name = "tied.w", titan.role = "param"}
+// TIED1: %[[PART1:.*]] = titan.scale %{{.*}} by 5.000000e-01 : tensor<4x4xf32>
+// TIED1: titan.send %[[PART1]] on @pipeline ["pp"] peer 0 tag [[TAG:[0-9]+]]
+// TIED1-NEXT: %[[PART0:.*]] = titan.recv on @pipeline ["pp"] peer 0 tag [[TAG]]
+// TIED1-NEXT: %[[GRAD:.*]] = titan.add %[[PART0]], %[[PART1]]
+// TIED1: return {{.*}} : tensor<f32>, tensor<4x4xf32>
+
+#tf0 = loc(fused<"titan.phase.forward">[fused<"titan.module.layers.0">[unknown]])
+#tf1 = loc(fused<"titan.phase.forward">[fused<"titan.module.layers.1">[unknown]])
+#tfl = loc(fused<"titan.phase.forward">[unknown])
+#tb0 = loc(fused<"titan.phase.backward">[fused<"titan.module.layers.0">[unknown]])
+#tb1 = loc(fused<"titan.phase.backward">[fused<"titan.module.layers.1">[unknown]])
+#tbl = loc(fused<"titan.phase.backward">[unknown])
+#to = loc(fused<"titan.phase.optimizer">[fused<"titan.module.tied">[unknown]])
+func.func @train_step(
+    %w: tensor<4x4xf32> {titan.name = "tied.w", titan.role = "param"},
+    %x: tensor<2x4xf32> {titan.name = "tokens", titan.role = "input"})
+    -> (tensor<f32> {titan.name = "loss"},
+        tensor<4x4xf32> {titan.name = "param.tied.w"}) {
+  %h0 = titan.matmul %x, %w : tensor<2x4xf32>, tensor<4x4xf32> -> tensor<2x4xf32> loc(#tf0)
+  %h1 = titan.matmul %h0, %w : tensor<2x4xf32>, tensor<4x4xf32> -> tensor<2x4xf32> loc(#tf1)
+  %loss = titan.reduce_sum %h1 dims [0, 1] : tensor<2x4xf32> -> tensor<f32> loc(#tfl)
+  %one = titan.constant dense<1.0> : tensor<2x4xf32> loc(#tbl)
+  %dh1 = titan.mul %one, %h1 : tensor<2x4xf32> loc(#tbl)
+  %g1 = titan.matmul %h0, %dh1 transpose_lhs : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<4x4xf32> loc(#tb1)
+  %dh0 = titan.matmul %dh1, %w transpose_rhs : tensor<2x4xf32>, tensor<4x4xf32> -> tensor<2x4xf32> loc(#tb1)
+  %g0 = titan.matmul %x, %dh0 transpose_lhs : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<4x4xf32> loc(#tb0)
+  %g = titan.add %g1, %g0 : tensor<4x4xf32> loc(#tb0)
+  %n = titan.sub %w, %g : tensor<4x4xf32> loc(#to)
+  return %loss, %n : tensor<f32>, tensor<4x4xf32>
 }
