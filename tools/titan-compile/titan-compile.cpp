@@ -129,6 +129,13 @@ static cl::opt<std::string> pipelineTrace(
              "simulated step of the configured schedule as a Chrome trace "
              "(Perfetto, chrome://tracing)"),
     cl::value_desc("file.json"), cl::cat(compileOptions));
+static cl::opt<std::string> pipelineScheduleOut(
+    "pipeline-schedule",
+    cl::desc("With pipeline_parallel_degree > 1 and --emit=spmd, write the "
+             "schedule the pipeline ranks run, in the CSV form of torch's "
+             "_PipelineScheduleRuntime (loadable as "
+             "pipeline_parallel_schedule_csv)"),
+    cl::value_desc("file.csv"), cl::cat(compileOptions));
 static cl::opt<int64_t> pipelineRank(
     "pipeline-rank",
     cl::desc("With pipeline_parallel_degree > 1 and --emit=spmd, build only "
@@ -588,9 +595,10 @@ writePipelinePrograms(ModuleOp module, TitanPipelineOptions pipeline,
 static llvm::Error checkPipelineOutput(int64_t degree) {
   bool oneRank = pipelineRank.getNumOccurrences();
   if (degree <= 1) {
-    if (oneRank || !pipelineTrace.empty())
-      return llvm::createStringError("--pipeline-trace and --pipeline-rank "
-                                     "need pipeline_parallel_degree > 1");
+    if (oneRank || !pipelineTrace.empty() || !pipelineScheduleOut.empty())
+      return llvm::createStringError(
+          "--pipeline-trace, --pipeline-schedule and --pipeline-rank need "
+          "pipeline_parallel_degree > 1");
     return llvm::Error::success();
   }
   if (oneRank && (pipelineRank < 0 || pipelineRank >= degree))
@@ -599,7 +607,7 @@ static llvm::Error checkPipelineOutput(int64_t degree) {
                       "{2}",
                       pipelineRank.getValue(), degree, degree - 1));
   if (!oneRank && outputFile == "-" && planReport.empty() &&
-      pipelineTrace.empty())
+      pipelineTrace.empty() && pipelineScheduleOut.empty())
     return llvm::createStringError(
         "pipeline_parallel_degree > 1: titan-compile writes one program per "
         "pipeline rank: give -o X.mlir (it writes X.pp0.mlir, X.pp1.mlir, "
@@ -626,7 +634,8 @@ loadPlanSchedule(const PipelinePlan &plan, llvm::StringRef csv) {
   return schedule;
 }
 
-/// Writes --plan-report and --pipeline-trace of a pipeline from the programs
+/// Writes --plan-report, --pipeline-schedule and --pipeline-trace of a
+/// pipeline from the programs
 /// built (`programs`: the plan, and the state of each rank built) and the
 /// schedule they run (`csv`: pipeline_parallel_schedule_csv, if any), on
 /// `device` with `ranksPerNode` ranks per node, the stages of `mesh`, and
@@ -674,6 +683,11 @@ writePipelineReports(llvm::ArrayRef<PipelineRankProgram> programs,
   if (llvm::Error error = write(planReport, [&](llvm::raw_ostream &os) {
         writePipelineReport(*report, os);
       }))
+    return error;
+  if (llvm::Error error =
+          write(pipelineScheduleOut, [&](llvm::raw_ostream &os) {
+            os << printPipelineScheduleCsv(*schedule);
+          }))
     return error;
   return write(pipelineTrace, [&](llvm::raw_ostream &os) {
     writeChromeTrace(report->getConfigured().simulation, os);
@@ -751,10 +765,11 @@ int main(int argc, char **argv) {
     return fail("--checkpoint-layout needs --emit=spmd");
   if (!summaryJson.empty() && stage < PipelineStage::Spmd)
     return fail("--summary-json needs --emit=spmd or an executable");
-  if ((!pipelineTrace.empty() || pipelineRank.getNumOccurrences()) &&
+  if ((!pipelineTrace.empty() || !pipelineScheduleOut.empty() ||
+       pipelineRank.getNumOccurrences()) &&
       stage != PipelineStage::Spmd)
-    return fail("--pipeline-trace and --pipeline-rank need --emit=spmd and "
-                "pipeline_parallel_degree > 1");
+    return fail("--pipeline-trace, --pipeline-schedule and --pipeline-rank "
+                "need --emit=spmd and pipeline_parallel_degree > 1");
   if (!memoryPlot.empty() && stage < PipelineStage::Executable)
     return fail("--memory-plot needs an executable (the memory plan): drop "
                 "--emit");
@@ -1034,7 +1049,8 @@ int main(int argc, char **argv) {
     return true;
   };
   std::unique_ptr<llvm::ToolOutputFile> report;
-  if (pipelined && (!planReport.empty() || !pipelineTrace.empty())) {
+  if (pipelined && (!planReport.empty() || !pipelineTrace.empty() ||
+                    !pipelineScheduleOut.empty())) {
     llvm::Error error = writePipelineReports(
         pipelinePrograms, config->parallelism.pipelineParallelScheduleCsv,
         *device, ranksPerNode, mesh, modelFlops ? &*modelFlops : nullptr);
