@@ -14,8 +14,6 @@
 #include "titan/Dialect/PipelineMesh.h"
 #include "titan/Passes.h"
 
-#include "llvm/Support/MemoryBuffer.h"
-
 namespace mlir::titan {
 #define GEN_PASS_DEF_PARTITIONPIPELINEPASS
 #include "passes/Passes.h.inc"
@@ -25,22 +23,6 @@ using namespace mlir;
 using namespace mlir::titan;
 
 namespace {
-
-/// The schedule in torch's CSV form in file `path`.
-llvm::Expected<PipelineSchedule> readScheduleCsv(StringRef path, int64_t degree,
-                                                 int64_t microbatches) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-      llvm::MemoryBuffer::getFile(path);
-  if (!file)
-    return llvm::createStringError("cannot read the schedule CSV '" + path +
-                                   "': " + file.getError().message());
-  llvm::Expected<PipelineSchedule> schedule =
-      parsePipelineScheduleCsv((*file)->getBuffer(), degree, microbatches);
-  if (!schedule)
-    return llvm::createStringError(path + ": " +
-                                   llvm::toString(schedule.takeError()));
-  return schedule;
-}
 
 class PartitionPipelinePass
     : public titan::impl::PartitionPipelinePassBase<PartitionPipelinePass> {
@@ -89,7 +71,7 @@ LogicalResult PartitionPipelinePass::partition() {
   llvm::Expected<PipelineSchedule> plan =
       scheduleCsv.empty()
           ? generatePipelineSchedule(*kind, degree, perRank, microbatches)
-          : readScheduleCsv(scheduleCsv, degree, microbatches);
+          : readPipelineScheduleCsvFile(scheduleCsv, degree, microbatches);
   if (!plan)
     return fail(llvm::toString(plan.takeError()));
   if (stages != 0 && plan->getNumStages() != stages)
@@ -136,9 +118,7 @@ LogicalResult PartitionPipelinePass::partition() {
       builder.getNamedAttr("microbatches",
                            builder.getI64IntegerAttr(microbatches)),
       builder.getNamedAttr("stage_blocks", builder.getDenseI64ArrayAttr(
-                                               analysis->getStageBlocks())),
-      builder.getNamedAttr("stage_seconds", builder.getDenseF64ArrayAttr(
-                                                analysis->getStageSeconds()))};
+                                               analysis->getStageBlocks()))};
   SmallVector<PipelineStages::StageCost> costs = analysis->computeStageCosts(
       [&](Operation *op) { return sizes.getSeconds(op); },
       [&](Value value) { return sizes.getBytes(value); });
@@ -149,6 +129,9 @@ LogicalResult PartitionPipelinePass::partition() {
             name,
             builder.getDenseF64ArrayAttr(llvm::map_to_vector(costs, field))));
       };
+  addCosts("stage_seconds", [](const auto &cost) {
+    return cost.forwardSeconds + cost.inputGradSeconds + cost.weightGradSeconds;
+  });
   addCosts("forward_seconds",
            [](const auto &cost) { return cost.forwardSeconds; });
   addCosts("input_grad_seconds",

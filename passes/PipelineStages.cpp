@@ -228,15 +228,9 @@ PipelineStages::assignStages(ArrayRef<int64_t> stageBlocks,
              << numBlocks << " blocks";
   }
   llvm::StringMap<int64_t> blockStage;
-  for (int64_t s = 0, next = 0; s < numStages; ++s) {
-    double stageTime =
-        (s == 0 ? leading : 0) + (s == numStages - 1 ? trailing : 0);
-    for (int64_t i = 0; i < perStage[s]; ++i) {
-      stageTime += blockSeconds.lookup(blocks[next]);
+  for (int64_t s = 0, next = 0; s < numStages; ++s)
+    for (int64_t i = 0; i < perStage[s]; ++i)
       blockStage[blocks[next++]] = s;
-    }
-    stageSeconds.push_back(stageTime);
-  }
   blocksPerStage = perStage;
 
   // Forward ops outside the blocks: before the first block in stage 0 (or

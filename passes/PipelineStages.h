@@ -57,9 +57,6 @@ public:
 
   /// The blocks of each stage.
   ArrayRef<int64_t> getStageBlocks() const { return blocksPerStage; }
-  /// The predicted seconds of each stage's forward and backward for one
-  /// microbatch (zero without a cost function).
-  ArrayRef<double> getStageSeconds() const { return stageSeconds; }
 
   int64_t getNumStages() const { return numStages; }
   OpTiming getTiming(Operation *op) const { return timing.lookup(op); }
@@ -133,7 +130,6 @@ private:
   DenseMap<Value, llvm::SmallSetVector<int64_t, 4>> stageSets;
   DenseMap<BlockArgument, llvm::SmallSetVector<int64_t, 2>> paramStages;
   SmallVector<int64_t> blocksPerStage;
-  SmallVector<double> stageSeconds;
 };
 
 } // namespace mlir::titan

@@ -696,8 +696,7 @@ FailureOr<std::vector<std::vector<TensorValue>>> Execution::run() {
     case StepResult::Failed:
       return failure();
     case StepResult::Blocked:
-      return getCurrentOp()->emitError(
-          "receives from a pipeline stage that never sent");
+      llvm_unreachable("only the programs of a pipeline wait for messages");
     }
   }
 }

@@ -12,6 +12,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <map>
 
@@ -147,5 +148,21 @@ mlir::titan::parsePipelineScheduleCsv(llvm::StringRef text, int64_t numRanks,
     return std::move(error);
   if (llvm::Error error = detail::verifySchedule(schedule, cells))
     return std::move(error);
+  return schedule;
+}
+
+llvm::Expected<PipelineSchedule>
+mlir::titan::readPipelineScheduleCsvFile(llvm::StringRef path, int64_t numRanks,
+                                         int64_t numMicrobatches) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path);
+  if (!file)
+    return llvm::createStringError("cannot read the schedule CSV '" + path +
+                                   "': " + file.getError().message());
+  llvm::Expected<PipelineSchedule> schedule =
+      parsePipelineScheduleCsv((*file)->getBuffer(), numRanks, numMicrobatches);
+  if (!schedule)
+    return llvm::createStringError(path + ": " +
+                                   llvm::toString(schedule.takeError()));
   return schedule;
 }

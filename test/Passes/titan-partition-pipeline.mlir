@@ -11,6 +11,9 @@
 // RUN: printf '0F0,0F1,0B0\r\n1F0,1B0,1F1,1B1\r\n' > %t-bad.csv
 // RUN: not titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule-csv=%t-bad.csv" 2>&1 | FileCheck %s --check-prefix=CSV
 // RUN: not titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=0 microbatches=2 schedule-csv=%t-missing.csv" 2>&1 | FileCheck %s --check-prefix=NOCSV
+// RUN: not titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=0 microbatches=2 stages=4 schedule-csv=%t.csv" 2>&1 | FileCheck %s --check-prefix=CSVSTAGES
+// RUN: not titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=0 microbatches=0" 2>&1 | FileCheck %s --check-prefix=MICRO
+// RUN: titan-opt %s --split-input-file --titan-partition-pipeline="degree=2 rank=0 microbatches=2" | not titan-opt --split-input-file --titan-partition-pipeline="degree=2 rank=0 microbatches=2" 2>&1 | FileCheck %s --check-prefix=TWICE
 // RUN: echo "module {}" | not titan-opt --titan-partition-pipeline="degree=2" 2>&1 | FileCheck %s --check-prefix=NOSTEP
 
 // Two blocks (layers.0 on stage 0, layers.1 on stage 1), the loss after
@@ -75,6 +78,9 @@
 // SPLIT: error: titan-partition-pipeline: stage-blocks must give 2 non-negative block counts adding up to the model's 2 blocks
 // CSV: error: titan-partition-pipeline: {{.*}}-bad.csv: rank 0: stage 0 microbatch 1 has no backward: it needs one B, or one I and one W
 // NOCSV: error: titan-partition-pipeline: cannot read the schedule CSV '{{.*}}-missing.csv': No such file or directory
+// CSVSTAGES: error: titan-partition-pipeline: the schedule in '{{.*}}.csv' runs 2 stages, but the model is cut into 4 (pipeline_parallel_schedule, layers_per_stage or module_fqns_per_model_part must agree with the CSV)
+// MICRO: error: titan-partition-pipeline: microbatches must be at least 1, got 0
+// TWICE: error: titan-partition-pipeline: the module already has a symbol @pipeline
 // NOSTEP: error: titan-partition-pipeline: no @train_step to partition
 
 #f0 = loc(fused<"titan.phase.forward">[fused<"titan.module.layers.0">[unknown]])

@@ -621,17 +621,7 @@ static llvm::Expected<PipelineSchedule>
 loadPlanSchedule(const PipelinePlan &plan, llvm::StringRef csv) {
   if (csv.empty())
     return generatePlanSchedule(plan);
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-      llvm::MemoryBuffer::getFile(csv);
-  if (!file)
-    return llvm::createStringError("cannot read the schedule CSV '" + csv +
-                                   "': " + file.getError().message());
-  llvm::Expected<PipelineSchedule> schedule = parsePipelineScheduleCsv(
-      (*file)->getBuffer(), plan.degree, plan.microbatches);
-  if (!schedule)
-    return llvm::createStringError(csv + ": " +
-                                   llvm::toString(schedule.takeError()));
-  return schedule;
+  return readPipelineScheduleCsvFile(csv, plan.degree, plan.microbatches);
 }
 
 /// Writes --plan-report, --pipeline-schedule and --pipeline-trace of a

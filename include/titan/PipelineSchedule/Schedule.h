@@ -201,6 +201,12 @@ llvm::Expected<PipelineSchedule>
 parsePipelineScheduleCsv(llvm::StringRef text, int64_t numRanks,
                          int64_t numMicrobatches);
 
+/// Reads the schedule CSV file at `path` as parsePipelineScheduleCsv does;
+/// errors name the file.
+llvm::Expected<PipelineSchedule>
+readPipelineScheduleCsvFile(llvm::StringRef path, int64_t numRanks,
+                            int64_t numMicrobatches);
+
 /// Writes `schedule` as torch's _dump_csv does: one row per rank, cells
 /// joined by ",", each row ended by "\r\n" (Python's csv.writer).
 std::string printPipelineScheduleCsv(const PipelineSchedule &schedule);
