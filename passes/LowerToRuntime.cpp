@@ -72,9 +72,14 @@ namespace {
 /// Builds `llvm.func @titan_program_step` from the planned step function.
 class StepLowering {
 public:
-  StepLowering(ModuleOp module, func::FuncOp step)
+  /// `communicators`: the communicators numbered first (the pass's option).
+  StepLowering(ModuleOp module, func::FuncOp step,
+               ArrayRef<std::vector<std::string>> communicators)
       : module(module), step(step), context(module.getContext()),
-        builder(context), symbols(module) {}
+        builder(context), symbols(module) {
+    for (ArrayRef<std::string> axes : communicators)
+      this->communicators.getIndex(axes);
+  }
 
   /// Builds the step function; fails with an error on an op it cannot
   /// lower.
@@ -468,7 +473,13 @@ void LowerToRuntimePass::runOnOperation() {
     module.push_back(&op);
   }
 
-  StepLowering lowering(module, step);
+  std::vector<std::vector<std::string>> sharedCommunicators;
+  for (StringRef axes : communicators) {
+    SmallVector<StringRef> names;
+    axes.split(names, '+');
+    sharedCommunicators.emplace_back(names.begin(), names.end());
+  }
+  StepLowering lowering(module, step, sharedCommunicators);
   if (failed(lowering.run()))
     return signalPassFailure();
   RunDefaults defaults{learningRate, steps, seed,

@@ -913,6 +913,12 @@ def LowerToRuntimePass : Pass<"titan-lower-to-runtime", "::mlir::ModuleOp"> {
     and seed, and its learning-rate schedule (`[lr_scheduler]`, computed as
     torchtitan does over the config's number of steps,
     include/titan/Config/LrSchedule.h).
+
+    Communicators are numbered in order of first use, after those
+    `communicators` lists: the programs of the pipeline ranks of one job
+    are given the same list (every axis set any of them uses), so a
+    communicator two of them share has one number in both (the runtime
+    connects and watches communicators by number).
   }];
   let options = [
     Option<"learningRate", "lr", "double", "8e-4",
@@ -930,6 +936,10 @@ def LowerToRuntimePass : Pass<"titan-lower-to-runtime", "::mlir::ModuleOp"> {
            "Shape of the decay: linear, sqrt or cosine">,
     Option<"minLrFactor", "lr-min-factor", "double", "0",
            "Factor of the learning rate the decay ends at">,
+    ListOption<"communicators", "communicators", "std::string",
+               "Mesh axes of the first communicators, in order, each as "
+               "names joined by '+' (fsdp+tp): the programs of the pipeline "
+               "ranks number the communicators they share alike">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

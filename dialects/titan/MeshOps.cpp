@@ -1,8 +1,10 @@
 //===- MeshOps.cpp - mesh and redistribute --------------------------------===//
 
 #include "titan/Dialect/Partition.h"
+#include "titan/Dialect/PipelineMesh.h"
 #include "titan/Dialect/TitanDialect.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringSet.h"
@@ -118,6 +120,74 @@ MeshOp MeshOp::lookup(Operation *from, FlatSymbolRefAttr symbol) {
 }
 
 //===----------------------------------------------------------------------===//
+// ProgramRanks
+//===----------------------------------------------------------------------===//
+
+int64_t ProgramRanks::getStageSize() {
+  int64_t size = 1;
+  for (int64_t axis : stageMesh.getAxisSizes())
+    size *= axis;
+  return size;
+}
+
+FailureOr<DeviceMesh> ProgramRanks::getJobMesh() {
+  if (pipelineDegree == 1)
+    return stageMesh.getDeviceMesh();
+  SmallVector<std::string> names = {kPipelineAxisName.str()};
+  SmallVector<int64_t> sizes = {pipelineDegree};
+  llvm::append_range(names,
+                     stageMesh.getAxisNames().getAsValueRange<StringAttr>());
+  llvm::append_range(sizes, stageMesh.getAxisSizes());
+  llvm::Expected<DeviceMesh> mesh = DeviceMesh::get(names, sizes);
+  if (!mesh)
+    return stageMesh.emitError()
+           << "the job's mesh of pipeline rank " << pipelineRank << ": "
+           << llvm::toString(mesh.takeError());
+  return std::move(*mesh);
+}
+
+FailureOr<ProgramRanks> mlir::titan::getProgramRanks(ModuleOp module) {
+  ProgramRanks ranks;
+  MeshOp pipeline;
+  for (MeshOp mesh : module.getOps<MeshOp>()) {
+    if (mesh.getSymName() == kPipelineMeshName) {
+      pipeline = mesh;
+      continue;
+    }
+    if (ranks.stageMesh)
+      return mesh.emitError("a partitioned program has one titan.mesh (and "
+                            "@pipeline under pipeline parallelism); this is "
+                            "a second one");
+    ranks.stageMesh = mesh;
+  }
+  if (!ranks.stageMesh)
+    return module.emitError("the program has no titan.mesh: partition it "
+                            "first (titan-compile --emit=spmd)");
+  if (!pipeline)
+    return ranks;
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  auto record =
+      step ? step->getAttrOfType<DictionaryAttr>(kPipelineAttrName) : nullptr;
+  auto degree = record ? record.getAs<IntegerAttr>("degree") : nullptr;
+  auto rank = record ? record.getAs<IntegerAttr>("rank") : nullptr;
+  if (!degree || !rank)
+    return pipeline.emitError("@pipeline needs the pipeline rank's record "
+                              "(")
+           << kPipelineAttrName
+           << " with degree and rank on @train_step, written by "
+              "titan-partition-pipeline)";
+  ranks.pipelineDegree = degree.getInt();
+  ranks.pipelineRank = rank.getInt();
+  if (pipeline.getAxisSizes().size() != 1 ||
+      pipeline.getAxisSizes()[0] != ranks.pipelineDegree ||
+      ranks.pipelineRank < 0 || ranks.pipelineRank >= ranks.pipelineDegree)
+    return pipeline.emitError("@pipeline disagrees with @train_step's ")
+           << kPipelineAttrName << " (degree " << ranks.pipelineDegree
+           << ", rank " << ranks.pipelineRank << ")";
+  return ranks;
+}
+
+//===----------------------------------------------------------------------===//
 // RedistributeOp
 //===----------------------------------------------------------------------===//
 
@@ -164,9 +234,9 @@ LogicalResult LocalRedistributeOp::verify() {
   for (auto [what, placements, type] :
        {std::make_tuple("operand", getFrom(), getInput().getType()),
         std::make_tuple("result", getTo(), getType())}) {
-    if (llvm::Error error = verifyPlacements(
-            getStaticShape(global.getShape()), deviceMesh->getSizes(),
-            placements.getPlacements()))
+    if (llvm::Error error = verifyPlacements(getStaticShape(global.getShape()),
+                                             deviceMesh->getSizes(),
+                                             placements.getPlacements()))
       return emitOpError() << llvm::toString(std::move(error));
     RankedTensorType local =
         getLocalType(global, *deviceMesh, placements.getPlacements());

@@ -76,6 +76,8 @@ def Titan_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
   let methods = [
     InterfaceMethod<"The communication pattern, for the cost model.",
       "::mlir::titan::CollectiveKind", "getCollectiveKind", (ins)>,
+    InterfaceMethod<"The mesh axes a group spans (names, outer first).",
+      "::mlir::ArrayAttr", "getAxes", (ins)>,
     InterfaceMethod<"Number of ranks in one group.",
       "int64_t", "getGroupSize", (ins), /*methodBody=*/"",
       /*defaultImplementation=*/[{

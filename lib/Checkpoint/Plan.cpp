@@ -5,12 +5,14 @@
 #include "titan/Support/FormatInts.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 using namespace mlir::titan;
 using llvm::StringRef;
@@ -31,9 +33,19 @@ llvm::Error mlir::titan::validateCheckpointPlan(const CheckpointPlan &plan) {
                   llvm::Twine(tensor.boxes.size()) + " boxes for " +
                   llvm::Twine(plan.numRanks) + " ranks");
     std::vector<IndexBox> written;
-    for (const PlanBox &box : tensor.boxes)
+    for (auto [rank, box] : llvm::enumerate(tensor.boxes)) {
+      if (box.held) {
+        if (box.writes)
+          written.push_back(box.box);
+        continue;
+      }
       if (box.writes)
-        written.push_back(box.box);
+        return fail("checkpoint plan: rank " + llvm::Twine(rank) + " writes '" +
+                    tensor.key + "', which it does not hold");
+      if (!box.box.offsets.empty() || !box.box.sizes.empty())
+        return fail("checkpoint plan: rank " + llvm::Twine(rank) +
+                    " does not hold '" + tensor.key + "' but has a box of it");
+    }
     if (llvm::Error err = validateTiling(tensor.key, tensor.shape, written))
       return fail("checkpoint plan: the written chunks do not tile: " +
                   llvm::toString(std::move(err)));
@@ -41,10 +53,9 @@ llvm::Error mlir::titan::validateCheckpointPlan(const CheckpointPlan &plan) {
     if (!checkedByteSize(tensor.shape, getElementTypeSize(tensor.dtype)))
       return fail("checkpoint plan: '" + tensor.key + "' of shape " +
                   formatInts(tensor.shape) + " and dtype " +
-                  torchDTypeName(tensor.dtype) +
-                  " has more than 2^63-1 bytes");
+                  torchDTypeName(tensor.dtype) + " has more than 2^63-1 bytes");
     for (auto [rank, box] : llvm::enumerate(tensor.boxes))
-      if (!box.writes && !llvm::is_contained(written, box.box))
+      if (box.held && !box.writes && !llvm::is_contained(written, box.box))
         return fail("checkpoint plan: rank " + llvm::Twine(rank) +
                     " holds box offsets " + formatInts(box.box.offsets) +
                     " sizes " + formatInts(box.box.sizes) + " of '" +
@@ -62,6 +73,105 @@ llvm::Error mlir::titan::validateCheckpointPlan(const CheckpointPlan &plan) {
                   "int64");
   }
   return llvm::Error::success();
+}
+
+llvm::Expected<CheckpointPlan> mlir::titan::mergePipelineCheckpointPlans(
+    llvm::ArrayRef<CheckpointPlan> stagePlans) {
+  auto error = [](const llvm::Twine &message) {
+    return fail("merging the checkpoint plans of pipeline ranks: " + message);
+  };
+  if (stagePlans.empty())
+    return error("no pipeline rank");
+  unsigned stageRanks = stagePlans.front().numRanks;
+  for (auto [pipelineRank, stage] : llvm::enumerate(stagePlans)) {
+    if (stage.numRanks != stageRanks)
+      return error("pipeline rank 0's plan is for " + llvm::Twine(stageRanks) +
+                   " ranks, pipeline rank " + llvm::Twine(pipelineRank) +
+                   "'s for " + llvm::Twine(stage.numRanks) +
+                   "; every pipeline rank's program runs on as many ranks");
+    if (llvm::Error err = validateCheckpointPlan(stage))
+      return error("pipeline rank " + llvm::Twine(pipelineRank) + ": " +
+                   llvm::toString(std::move(err)));
+  }
+  uint64_t numRanks = uint64_t(stageRanks) * stagePlans.size();
+  if (numRanks > std::numeric_limits<unsigned>::max())
+    return error(llvm::Twine(stagePlans.size()) + " pipeline ranks of " +
+                 llvm::Twine(stageRanks) + " ranks are too many ranks");
+  CheckpointPlan merged;
+  merged.numRanks = numRanks;
+  // Where each key went in `merged`, and the first pipeline rank holding it.
+  llvm::StringMap<std::pair<size_t, unsigned>> tensorOf, valueOf;
+  for (auto [pipelineRank, stage] : llvm::enumerate(stagePlans)) {
+    unsigned firstRank = pipelineRank * stageRanks;
+    for (const PlanTensor &tensor : stage.tensors) {
+      auto [found, inserted] = tensorOf.try_emplace(
+          tensor.key, merged.tensors.size(), unsigned(pipelineRank));
+      if (inserted) {
+        PlanTensor &added = merged.tensors.emplace_back(PlanTensor{
+            tensor.key, tensor.source, tensor.dtype, tensor.shape, {}});
+        added.boxes.assign(numRanks, PlanBox{IndexBox{}, /*writes=*/false,
+                                             /*held=*/false});
+        llvm::copy(tensor.boxes, added.boxes.begin() + firstRank);
+        continue;
+      }
+      // A tied weight: the first pipeline rank holding it writes it, the
+      // others hold copies of its boxes.
+      auto [index, owner] = found->second;
+      PlanTensor &first = merged.tensors[index];
+      if (first.source != tensor.source || first.dtype != tensor.dtype ||
+          first.shape != tensor.shape)
+        return error("'" + tensor.key + "' differs between pipeline ranks " +
+                     llvm::Twine(owner) + " and " + llvm::Twine(pipelineRank) +
+                     ": " + torchDTypeName(first.dtype) + " " +
+                     formatInts(first.shape) + " from '" + first.source +
+                     "' on pipeline rank " + llvm::Twine(owner) + ", " +
+                     torchDTypeName(tensor.dtype) + " " +
+                     formatInts(tensor.shape) + " from '" + tensor.source +
+                     "' on pipeline rank " + llvm::Twine(pipelineRank));
+      std::vector<IndexBox> written;
+      for (unsigned rank = 0; rank < stageRanks; ++rank) {
+        const PlanBox &box = first.boxes[owner * stageRanks + rank];
+        if (box.held && box.writes)
+          written.push_back(box.box);
+      }
+      for (auto [rank, box] : llvm::enumerate(tensor.boxes)) {
+        if (!box.held)
+          continue;
+        if (!llvm::is_contained(written, box.box))
+          return error(
+              "'" + tensor.key + "' is sharded differently on pipeline ranks " +
+              llvm::Twine(owner) + " and " + llvm::Twine(pipelineRank) +
+              ": rank " + llvm::Twine(rank) + " of pipeline rank " +
+              llvm::Twine(pipelineRank) + " holds box offsets " +
+              formatInts(box.box.offsets) + " sizes " +
+              formatInts(box.box.sizes) + ", which pipeline rank " +
+              llvm::Twine(owner) + " does not write");
+        first.boxes[firstRank + rank] =
+            PlanBox{box.box, /*writes=*/false, /*held=*/true};
+      }
+    }
+    for (const PlanValue &value : stage.values) {
+      auto [found, inserted] = valueOf.try_emplace(
+          value.key, merged.values.size(), unsigned(pipelineRank));
+      if (inserted) {
+        merged.values.push_back(value);
+        continue;
+      }
+      auto [index, owner] = found->second;
+      const PlanValue &first = merged.values[index];
+      if (first.source != value.source || first.dtype != value.dtype)
+        return error("value '" + value.key +
+                     "' differs between pipeline ranks " + llvm::Twine(owner) +
+                     " and " + llvm::Twine(pipelineRank) + ": " +
+                     torchDTypeName(first.dtype) + " from '" + first.source +
+                     "' on pipeline rank " + llvm::Twine(owner) + ", " +
+                     torchDTypeName(value.dtype) + " from '" + value.source +
+                     "' on pipeline rank " + llvm::Twine(pipelineRank));
+    }
+  }
+  if (llvm::Error err = validateCheckpointPlan(merged))
+    return error(llvm::toString(std::move(err)));
+  return merged;
 }
 
 namespace {
@@ -86,12 +196,16 @@ void mlir::titan::printCheckpointPlan(const CheckpointPlan &plan,
   os << "titan-checkpoint-plan 1\nranks " << plan.numRanks << "\n";
   for (const PlanTensor &tensor : plan.tensors) {
     os << "tensor " << tensor.key << " " << tensor.source << " "
-       << torchDTypeName(tensor.dtype) << " " << Field{tensor.shape}
-       << "\n";
-    for (auto [rank, box] : llvm::enumerate(tensor.boxes))
-      os << "box " << rank << " " << Field{box.box.offsets} << " "
-         << Field{box.box.sizes} << (box.writes ? " write" : " hold")
-         << "\n";
+       << torchDTypeName(tensor.dtype) << " " << Field{tensor.shape} << "\n";
+    for (auto [rank, box] : llvm::enumerate(tensor.boxes)) {
+      os << "box " << rank;
+      if (!box.held) {
+        os << " none\n";
+        continue;
+      }
+      os << " " << Field{box.box.offsets} << " " << Field{box.box.sizes}
+         << (box.writes ? " write" : " hold") << "\n";
+    }
   }
   for (const PlanValue &value : plan.values)
     os << "value " << value.key << " " << value.source << " "
@@ -160,12 +274,19 @@ mlir::titan::parseCheckpointPlan(StringRef text, StringRef name) {
         return error("'box' before any 'tensor'");
       PlanTensor &tensor = plan.tensors.back();
       unsigned rank;
-      if (fields.size() != 5 || fields[1].getAsInteger(10, rank) ||
-          (fields[4] != "write" && fields[4] != "hold"))
-        return error("expected 'box <rank> <offsets> <sizes> write|hold'");
+      bool absent = fields.size() == 3 && fields[2] == "none";
+      if ((fields.size() != 5 && !absent) || fields[1].getAsInteger(10, rank) ||
+          (!absent && fields[4] != "write" && fields[4] != "hold"))
+        return error("expected 'box <rank> <offsets> <sizes> write|hold' or "
+                     "'box <rank> none'");
       if (rank != tensor.boxes.size())
         return error("box of rank " + llvm::Twine(rank) + " of '" + tensor.key +
                      "' out of rank order");
+      if (absent) {
+        tensor.boxes.push_back(
+            PlanBox{IndexBox{}, /*writes=*/false, /*held=*/false});
+        continue;
+      }
       std::optional<llvm::SmallVector<int64_t>> offsets = parseField(fields[2]);
       std::optional<llvm::SmallVector<int64_t>> sizes = parseField(fields[3]);
       if (!offsets || !sizes)
@@ -290,11 +411,16 @@ lookupSource(StateLookup state, StringRef source, StringRef key,
 static llvm::Expected<DcpRankData> rankData(const CheckpointPlan &plan,
                                             unsigned rank, StateLookup state,
                                             bool fromShards) {
+  if (rank >= plan.numRanks)
+    return fail("rank " + llvm::Twine(rank) +
+                " is not a rank of the plan, which has " +
+                llvm::Twine(plan.numRanks) + " ranks");
   DcpRankData data;
   data.rank = rank;
   for (const PlanTensor &tensor : plan.tensors) {
+    // A rank saves only what it writes: never a tensor it does not hold.
     const PlanBox &box = tensor.boxes[rank];
-    if (!box.writes)
+    if (!box.held || !box.writes)
       continue;
     IndexBox sourceBox = fromShards ? box.box : wholeBox(tensor.shape);
     llvm::Expected<DenseTensorRef> source = lookupSource(
@@ -357,17 +483,24 @@ static llvm::Expected<int64_t> readValue(const DcpReader &reader,
 }
 
 /// Loads into what `destination` returns, for every tensor of `plan`, the
-/// box `boxOf` gives and every value; a source several keys hold is loaded
-/// from the first (and kept, as the destination's memory may be reused) and
-/// compared with the others.
-static llvm::Error
-loadPlanBoxes(const DcpReader &reader, const CheckpointPlan &plan,
-              llvm::function_ref<IndexBox(const PlanTensor &)> boxOf,
-              StateDestination destination) {
+/// box `boxOf` gives and every value; a tensor `boxOf` gives no box for (one
+/// the loading rank does not hold) is skipped: not looked up in the
+/// checkpoint, not passed to `destination`. A source several keys hold is
+/// loaded from the first (and kept, as the destination's memory may be
+/// reused) and compared with the others.
+static llvm::Error loadPlanBoxes(
+    const DcpReader &reader, const CheckpointPlan &plan,
+    llvm::function_ref<std::optional<IndexBox>(const PlanTensor &)> boxOf,
+    StateDestination destination) {
   const DcpMetadata &metadata = reader.getMetadata();
-  std::map<std::string, unsigned> keysOf;
+  // The tensors loaded and their boxes, in plan order.
+  std::vector<std::pair<const PlanTensor *, IndexBox>> boxes;
   for (const PlanTensor &tensor : plan.tensors)
-    ++keysOf[tensor.source];
+    if (std::optional<IndexBox> box = boxOf(tensor))
+      boxes.emplace_back(&tensor, std::move(*box));
+  std::map<std::string, unsigned> keysOf;
+  for (const auto &[tensor, box] : boxes)
+    ++keysOf[tensor->source];
   for (const PlanValue &value : plan.values)
     ++keysOf[value.source];
   // The loaded sources: the key each was loaded from, and its data when
@@ -412,31 +545,33 @@ loadPlanBoxes(const DcpReader &reader, const CheckpointPlan &plan,
     return llvm::Error::success();
   };
   // Check every key before loading anything.
-  for (const PlanTensor &tensor : plan.tensors) {
-    auto saved = metadata.tensors.find(tensor.key);
+  for (const auto &[tensor, box] : boxes) {
+    auto saved = metadata.tensors.find(tensor->key);
     if (saved == metadata.tensors.end())
-      return fail("the checkpoint has no tensor '" + tensor.key +
+      return fail("the checkpoint has no tensor '" + tensor->key +
                   "', which the plan needs");
-    if (saved->second.dtype != tensor.dtype ||
-        saved->second.size != tensor.shape)
-      return fail("the checkpoint holds '" + tensor.key + "' as " +
+    if (saved->second.dtype != tensor->dtype ||
+        saved->second.size != tensor->shape)
+      return fail("the checkpoint holds '" + tensor->key + "' as " +
                   torchDTypeName(saved->second.dtype) + " " +
                   formatInts(saved->second.size) + ", the plan expects " +
-                  torchDTypeName(tensor.dtype) + " " +
-                  formatInts(tensor.shape));
+                  torchDTypeName(tensor->dtype) + " " +
+                  formatInts(tensor->shape));
   }
   for (const PlanValue &value : plan.values)
     if (!metadata.tensors.count(value.key) &&
         !llvm::is_contained(metadata.bytesEntries, value.key))
       return fail("the checkpoint has no entry '" + value.key +
                   "', which the plan needs");
-  for (const PlanTensor &tensor : plan.tensors) {
+  for (const auto &entry : boxes) {
+    // Not a structured binding: the lambda below captures them (C++17).
+    const PlanTensor *tensor = entry.first;
+    const IndexBox &box = entry.second;
     // The checkpoint's chunks tile the tensor (DcpReader validates that), so
     // every box is covered.
-    IndexBox box = boxOf(tensor);
-    if (llvm::Error err = load(tensor.key, tensor.source, tensor.dtype,
+    if (llvm::Error err = load(tensor->key, tensor->source, tensor->dtype,
                                box.sizes, [&](MutableDenseTensorRef target) {
-                                 return reader.readBoxInto(tensor.key, box,
+                                 return reader.readBoxInto(tensor->key, box,
                                                            target);
                                }))
       return err;
@@ -461,7 +596,9 @@ llvm::Error mlir::titan::loadPlanState(const DcpReader &reader,
                                        StateDestination destination) {
   return loadPlanBoxes(
       reader, plan,
-      [](const PlanTensor &tensor) { return wholeBox(tensor.shape); },
+      [](const PlanTensor &tensor) -> std::optional<IndexBox> {
+        return wholeBox(tensor.shape);
+      },
       destination);
 }
 
@@ -474,7 +611,12 @@ llvm::Error mlir::titan::loadPlanRank(const DcpReader &reader,
                 llvm::Twine(plan.numRanks) + " ranks");
   return loadPlanBoxes(
       reader, plan,
-      [&](const PlanTensor &tensor) { return tensor.boxes[rank].box; },
+      [&](const PlanTensor &tensor) -> std::optional<IndexBox> {
+        const PlanBox &box = tensor.boxes[rank];
+        if (!box.held)
+          return std::nullopt;
+        return box.box;
+      },
       destination);
 }
 

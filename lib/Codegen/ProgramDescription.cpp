@@ -5,6 +5,7 @@
 #include "titan/Checkpoint/Layout.h"
 #include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/ElementTypes.h"
+#include "titan/Dialect/PipelineMesh.h"
 #include "titan/Dialect/TitanDialect.h"
 #include "titan/Runtime/titanrt.h"
 
@@ -39,15 +40,28 @@ StringRef mlir::titan::getRuntimeDTypeName(Type element) {
   return stringifyElementType(*getElementTypeOf(element));
 }
 
+int32_t CommunicatorTable::getIndex(ArrayRef<std::string> names) {
+  for (auto [index, known] : llvm::enumerate(axes))
+    if (ArrayRef<std::string>(known) == names)
+      return index;
+  axes.push_back(names.vec());
+  return axes.size() - 1;
+}
+
 int32_t CommunicatorTable::getIndex(ArrayAttr axesAttr) {
   std::vector<std::string> names;
   for (Attribute axis : axesAttr)
     names.push_back(cast<StringAttr>(axis).getValue().str());
-  for (auto [index, known] : llvm::enumerate(axes))
-    if (known == names)
-      return index;
-  axes.push_back(std::move(names));
-  return axes.size() - 1;
+  return getIndex(names);
+}
+
+void CommunicatorTable::addCommunicatorsOf(func::FuncOp step) {
+  step.walk([&](Operation *op) {
+    if (auto collective = dyn_cast<CollectiveOpInterface>(op))
+      getIndex(collective.getAxes());
+    else if (auto index = dyn_cast<AxisIndexOp>(op))
+      getIndex(index.getAxes());
+  });
 }
 
 /// "[2,128]" (the checkpoint plan's bracketed lists).
@@ -80,20 +94,23 @@ mlir::titan::describeProgram(ModuleOp module, func::FuncOp step,
     auto value = plan.getAs<IntegerAttr>(key);
     return value ? value.getInt() : 0;
   };
-  SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
-  if (meshes.size() != 1)
-    return step.emitError("describing the program needs exactly one "
-                          "titan.mesh, found ")
-           << meshes.size();
-  FailureOr<DeviceMesh> mesh = meshes.front().getDeviceMesh();
-  if (failed(mesh))
+  // The runtime's mesh is the job's: a pipeline rank's program names the
+  // pp axis too, and its communicators over @pipeline ["pp"] are over it.
+  FailureOr<ProgramRanks> ranks = getProgramRanks(module);
+  if (failed(ranks))
+    return failure();
+  FailureOr<DeviceMesh> mesh = ranks->stageMesh.getDeviceMesh();
+  FailureOr<DeviceMesh> jobMesh = ranks->getJobMesh();
+  if (failed(mesh) || failed(jobMesh))
     return failure();
 
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "titan-program 1\nmesh";
-  for (unsigned axis = 0; axis < mesh->getNumAxes(); ++axis)
-    os << " " << mesh->getAxisName(axis) << "=" << mesh->getSize(axis);
+  for (unsigned axis = 0; axis < jobMesh->getNumAxes(); ++axis)
+    os << " " << jobMesh->getAxisName(axis) << "=" << jobMesh->getSize(axis);
+  if (ranks->pipelineDegree > 1)
+    os << "\npipeline rank=" << ranks->pipelineRank;
   os << "\nregions arena=" << regionBytes("arena_bytes")
      << " state=" << regionBytes("state_bytes")
      << " inputs=" << regionBytes("input_bytes") << "\n";
@@ -104,8 +121,18 @@ mlir::titan::describeProgram(ModuleOp module, func::FuncOp step,
      << " stable=" << schedule.stableSteps << " decay=" << schedule.decaySteps
      << " type=" << stringifyLrDecayType(schedule.decayType)
      << " min=" << llvm::formatv("{0:e17}", schedule.minLrFactor) << "\n";
-  for (auto [index, axes] : llvm::enumerate(communicators.getAxes()))
+  for (auto [index, axes] : llvm::enumerate(communicators.getAxes())) {
+    for (auto [position, axis] : llvm::enumerate(axes)) {
+      if (!jobMesh->findAxis(axis))
+        return step.emitError("communicator ")
+               << index << " is over axis '" << axis
+               << "', which the job's mesh does not have";
+      if (llvm::is_contained(ArrayRef(axes).take_front(position), axis))
+        return step.emitError("communicator ")
+               << index << " names axis '" << axis << "' twice";
+    }
     os << "comm " << index << " " << llvm::join(axes, " ") << "\n";
+  }
 
   for (BlockArgument arg : step.getArguments()) {
     unsigned i = arg.getArgNumber();
@@ -130,9 +157,13 @@ mlir::titan::describeProgram(ModuleOp module, func::FuncOp step,
       return failure();
     os << "global " << name.getValue() << " " << formatList(layout->globalShape)
        << "\n";
-    for (auto [rank, box] : llvm::enumerate(layout->boxes))
+    // Every rank of the job, as if it ran this program: the pipeline
+    // ranks' programs cut the batch alike.
+    for (int64_t rank = 0; rank < jobMesh->getNumRanks(); ++rank) {
+      const IndexBox &box = layout->boxes[rank % layout->boxes.size()];
       os << "box " << name.getValue() << " " << rank << " "
          << formatList(box.offsets) << " " << formatList(box.sizes) << "\n";
+    }
     if (auto order = step.getArgAttrOfType<DenseI64ArrayAttr>(
             i, TitanDialect::kSequenceOrderAttrName))
       os << "order " << name.getValue() << " " << formatList(order.asArrayRef())

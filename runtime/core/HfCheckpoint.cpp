@@ -101,6 +101,9 @@ Status Trainer::loadHfModel(const RunOptions &options,
                       "': " + llvm::toString(reader.takeError()));
   uint8_t *state = regions.getBase(Region::State);
   for (const mlir::titan::PlanTensor &tensor : plan.tensors) {
+    // Another pipeline rank's tensor is no concern of this rank.
+    if (!tensor.boxes[rank].held)
+      continue;
     const TensorPlace *argument = program.findArgument(tensor.source);
     if (!argument || argument->role != "param")
       continue;
@@ -135,8 +138,18 @@ Status Trainer::saveHfModel(const RunOptions &options,
   std::vector<mlir::titan::SafetensorsTensorSpec> specs;
   std::vector<const mlir::titan::PlanTensor *> params;
   for (const mlir::titan::PlanTensor &tensor : plan.tensors) {
-    const TensorPlace *argument = program.findArgument(tensor.source);
-    if (!argument || argument->role != "param")
+    // The layout holds every parameter of the model, also those this rank
+    // does not hold (another pipeline rank's: the program has no argument
+    // for them, and their keys, as every model tensor's, are not under
+    // `optimizer.`), so that every rank computes the same layout.
+    bool isParam;
+    if (tensor.boxes[rank].held) {
+      const TensorPlace *argument = program.findArgument(tensor.source);
+      isParam = argument && argument->role == "param";
+    } else {
+      isParam = !llvm::StringRef(tensor.key).starts_with("optimizer.");
+    }
+    if (!isParam)
       continue;
     specs.push_back({tensor.key, dtype, tensor.shape});
     params.push_back(&tensor);
@@ -165,8 +178,9 @@ Status Trainer::saveHfModel(const RunOptions &options,
       return fail(writer.takeError());
     uint8_t *state = regions.getBase(Region::State);
     for (const mlir::titan::PlanTensor *tensor : params) {
+      // A rank writes only boxes it holds, never another pipeline rank's.
       const mlir::titan::PlanBox &box = tensor->boxes[rank];
-      if (!box.writes)
+      if (!box.held || !box.writes)
         continue;
       llvm::Expected<mlir::titan::MutableDenseTensorRef> shard =
           shardOf(tensor->source, state, stepValue, dataPosition);

@@ -245,6 +245,15 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
                                    " (start it with --nproc-per-node " +
                                    std::to_string(program.getWorldSize()) +
                                    ", or compile for this world size)");
+  if (program.pipelineRank &&
+      program.getPipelineCoordinate(rank) != *program.pipelineRank)
+    return Status::invalidArgument(
+        "this is the program of pipeline rank " +
+        std::to_string(*program.pipelineRank) + ", but rank " +
+        std::to_string(rank) + " is on pipeline rank " +
+        std::to_string(program.getPipelineCoordinate(rank)) +
+        ": start each rank with its program (titan-run OUT does; with "
+        "torchrun or another launcher start OUT/bin/train, which picks it)");
 
   titanrt_context context;
   // The program's communicators, then two over the whole world: the

@@ -21,6 +21,12 @@ int64_t ProgramDescription::getWorldSize() const {
   return size;
 }
 
+int64_t ProgramDescription::getPipelineCoordinate(int64_t rank) const {
+  if (!pipelineRank)
+    return 0;
+  return rank / (getWorldSize() / mesh.axisSizes.front());
+}
+
 const TensorPlace *
 ProgramDescription::findArgument(const std::string &name) const {
   for (const TensorPlace &place : arguments)
@@ -165,6 +171,20 @@ Status Parser::parseLine(const std::string &keyword, std::istringstream &line) {
       description.mesh.axisNames.push_back(axis.substr(0, equals));
       description.mesh.axisSizes.push_back(size);
     }
+    return Status::success();
+  }
+  if (keyword == "pipeline") {
+    std::string entry;
+    line >> entry;
+    auto [key, value] = splitEntry(entry);
+    int64_t rank;
+    const MeshShape &mesh = description.mesh;
+    if (key != "rank" || !parseInt(value, rank) || rank < 0 ||
+        mesh.axisNames.empty() || mesh.axisNames.front() != "pp" ||
+        rank >= mesh.axisSizes.front())
+      return error("malformed pipeline record '" + entry +
+                   "' (after a mesh whose first axis is pp)");
+    description.pipelineRank = rank;
     return Status::success();
   }
   if (keyword == "regions") {

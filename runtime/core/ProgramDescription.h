@@ -65,7 +65,11 @@ struct InputLayout {
 
 /// Everything the runtime needs to know about a compiled program.
 struct ProgramDescription {
+  /// The job's mesh; under pipeline parallelism its first axis is "pp".
   MeshShape mesh;
+  /// Under pipeline parallelism, the pipeline rank whose program this is:
+  /// it runs on the ranks of that pp coordinate only.
+  std::optional<int64_t> pipelineRank;
   int64_t arenaBytes = 0;
   int64_t stateBytes = 0;
   int64_t inputBytes = 0;
@@ -85,6 +89,9 @@ struct ProgramDescription {
 
   /// The number of ranks of the mesh.
   int64_t getWorldSize() const;
+  /// The pipeline coordinate of job rank `rank` (0 without pipeline
+  /// parallelism).
+  int64_t getPipelineCoordinate(int64_t rank) const;
   /// The argument or result called `name`, or null.
   const TensorPlace *findArgument(const std::string &name) const;
   const TensorPlace *findResult(const std::string &name) const;

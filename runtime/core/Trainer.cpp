@@ -547,7 +547,7 @@ void Trainer::initialize(uint64_t seed) {
       continue;
     const mlir::titan::PlanTensor *tensor = nullptr;
     for (const mlir::titan::PlanTensor &candidate : plan.tensors)
-      if (candidate.source == argument.name)
+      if (candidate.source == argument.name && candidate.boxes[rank].held)
         tensor = &candidate;
     if (!tensor)
       continue;
@@ -1007,7 +1007,8 @@ Status Trainer::writeCheckpoint(const RunOptions &options,
   // an exported tensor, its box converted.
   std::map<std::string, llvm::SmallVector<int64_t>> boxSizes;
   for (const mlir::titan::PlanTensor &tensor : saved.tensors)
-    boxSizes[tensor.source] = tensor.boxes[rank].box.sizes;
+    if (tensor.boxes[rank].held)
+      boxSizes[tensor.source] = tensor.boxes[rank].box.sizes;
   std::map<std::string, mlir::titan::DenseTensor> staged;
   uint8_t *base = const_cast<uint8_t *>(stateBase);
   auto lookup = [&](llvm::StringRef source) -> llvm::Expected<DenseTensorRef> {

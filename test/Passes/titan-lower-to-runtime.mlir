@@ -3,6 +3,14 @@
 // RUN: not titan-opt %s --titan-lower-to-runtime="lr-decay-type=exponential" 2>&1 | FileCheck %s --check-prefix=DECAY
 // DECAY: error: titan-lower-to-runtime: unknown learning-rate decay type 'exponential' (linear, sqrt or cosine)
 
+// `communicators` numbers the listed axis sets first (the pipeline ranks'
+// programs share a numbering): an unused one keeps its number, one over an
+// axis the mesh lacks is an error.
+// RUN: not titan-opt %s --titan-fuse-kernels --titan-lower-kernels --titan-plan-memory --titan-lower-to-runtime="communicators=tp+tp2,tp" 2>&1 | FileCheck %s --check-prefix=SHARED-BAD
+// SHARED-BAD: error: communicator 0 is over axis 'tp2', which the job's mesh does not have
+// RUN: titan-opt %s --titan-fuse-kernels --titan-lower-kernels --titan-plan-memory --titan-lower-to-runtime="communicators=dp,dp+tp" | FileCheck %s --check-prefix=SHARED
+// SHARED: @titan_program_description("{{.*}}\0Acomm 0 dp\0Acomm 1 dp tp\0Acomm 2 tp\0Aarg
+
 // The planned step becomes @titan_program_step(ctx, arena, state, inputs):
 // pointers into the regions at the planned offsets, a runtime call per host
 // op whose status returns at once when it is not 0, a call per kernel (the
@@ -46,15 +54,15 @@
 // CHECK: ^[[FAIL]](%[[CODE:.*]]: i32):
 // CHECK-NEXT: llvm.return %[[CODE]] : i32
 // CHECK: llvm.func @titanrt_all_gather(!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, i64) -> i32
-// CHECK: llvm.mlir.global external constant @titan_program_description("titan-program 1\0Amesh tp=2\0Aregions arena=320 state=128 inputs=64\0Adefaults lr=8.000000000e-04 steps=1 seed=0\0Alr_schedule warmup=0 stable=2 decay=0 type=linear min=0.00000000000000000e+00\0Acomm 0 tp\0Aarg 0 w param f32 [4,8] state 0 128\0Aarg 1 x input f32 [2,8] inputs 0 64\0Aglobal x [2,8]\0Abox x 0 [0,0] [2,8]\0Abox x 1 [0,0] [2,8]\0Aresult 0 y f32 [2,8] arena 256 64\0Aresult 1 param.w f32 [4,8] state 0 128\0Aend\0A\00")
+// CHECK: llvm.mlir.global external constant @titan_program_description("titan-program 1\0Amesh dp=1 tp=2\0Aregions arena=320 state=128 inputs=64\0Adefaults lr=8.000000000e-04 steps=1 seed=0\0Alr_schedule warmup=0 stable=2 decay=0 type=linear min=0.00000000000000000e+00\0Acomm 0 tp\0Aarg 0 w param f32 [4,8] state 0 128\0Aarg 1 x input f32 [2,8] inputs 0 64\0Aglobal x [2,8]\0Abox x 0 [0,0] [2,8]\0Abox x 1 [0,0] [2,8]\0Aresult 0 y f32 [2,8] arena 256 64\0Aresult 1 param.w f32 [4,8] state 0 128\0Aend\0A\00")
 // CHECK-LABEL: llvm.func @main(%{{.*}}: i32, %{{.*}}: !llvm.ptr) -> i32
 // CHECK: llvm.call @titanrt_main
 
 // UNPLANNED: error: titan-lower-to-runtime needs a planned @train_step (titan-plan-memory)
 
-titan.mesh @mesh ["tp"=2]
-func.func @train_step(%w: tensor<4x8xf32> {titan.name = "w", titan.role = "param", titan.placements = #titan.placements<@mesh, [S(0)]>},
-                      %x: tensor<2x8xf32> {titan.name = "x", titan.role = "input", titan.placements = #titan.placements<@mesh, [R]>})
+titan.mesh @mesh ["dp"=1, "tp"=2]
+func.func @train_step(%w: tensor<4x8xf32> {titan.name = "w", titan.role = "param", titan.placements = #titan.placements<@mesh, [R, S(0)]>},
+                      %x: tensor<2x8xf32> {titan.name = "x", titan.role = "input", titan.placements = #titan.placements<@mesh, [R, R]>})
     -> (tensor<2x8xf32> {titan.name = "y"}, tensor<4x8xf32> {titan.name = "param.w"}) {
   %full = titan.all_gather %w on @mesh ["tp"] dim 0 : tensor<4x8xf32> -> tensor<8x8xf32>
   %y = titan.matmul %x, %full : tensor<2x8xf32>, tensor<8x8xf32> -> tensor<2x8xf32>

@@ -35,7 +35,9 @@
 //       writes the global tensors as NPYDIR/<source>.npy.
 //   titan-ckpt load --plan PLAN --rank R --from DIR --to NPYDIR
 //       Loads as rank R of PLAN does: writes the box rank R holds of every
-//       tensor (and the values) as NPYDIR/<source>.npy.
+//       tensor it holds (and the values) as NPYDIR/<source>.npy; a tensor
+//       the plan marks `none` on rank R (another pipeline rank's) is
+//       skipped.
 //
 //   titan-ckpt hf-export DCP_DIR OUT_DIR --mapping FILE [--dtype D]
 //                        [--max-shard-size BYTES] [--param NAME=N]...

@@ -16,9 +16,11 @@
 
 #include "titan/Checkpoint/Layout.h"
 #include "titan/Codegen/Executable.h"
+#include "titan/Codegen/ProgramDescription.h"
 #include "titan/Config/CommandLine.h"
 #include "titan/Config/DeviceFile.h"
 #include "titan/Config/PipelineSplit.h"
+#include "titan/Dialect/PipelineMesh.h"
 #include "titan/Dialect/Provenance.h"
 #include "titan/Import/TorchScriptImporter.h"
 #include "titan/InitAll.h"
@@ -288,27 +290,54 @@ struct JobMetrics {
   std::string device;
 };
 
-/// Writes OUT/manifest.json: what titan-run needs to start the ranks, and
+/// `path` with ".pp<rank>" before its extension ("step.mlir" ->
+/// "step.pp0.mlir"; "-" stays "-").
+static std::string withPipelineRank(llvm::StringRef path, int64_t rank) {
+  if (path == "-")
+    return "-";
+  llvm::StringRef extension = llvm::sys::path::extension(path);
+  return (path.drop_back(extension.size()) + ".pp" + llvm::Twine(rank) +
+          extension)
+      .str();
+}
+
+/// The name of pipeline rank `rank`'s program of a job of `degree`
+/// pipeline ranks (its executable is OUT/bin/<name>): "train" without
+/// pipeline parallelism.
+static std::string getProgramName(int64_t degree, int64_t rank) {
+  return degree == 1 ? "train" : "train-pp" + std::to_string(rank);
+}
+
+/// Writes OUT/manifest.json for the programs `programs` (one, or one per
+/// pipeline rank in order): what titan-run needs to start the ranks, and
 /// what the ranks need for their metrics (`metrics`, when known).
-static llvm::Error writeManifest(ModuleOp module, llvm::StringRef path,
+static llvm::Error writeManifest(ArrayRef<ModuleOp> programs,
+                                 llvm::StringRef path,
                                  const JobMetrics *metrics) {
-  SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
-  if (meshes.size() != 1)
-    return llvm::createStringError("the program has no single mesh");
-  FailureOr<DeviceMesh> mesh = meshes.front().getDeviceMesh();
+  FailureOr<ProgramRanks> ranks = getProgramRanks(programs.front());
+  if (failed(ranks))
+    return llvm::createStringError("the program's mesh is invalid");
+  FailureOr<DeviceMesh> mesh = ranks->getJobMesh();
   if (failed(mesh))
     return llvm::createStringError("the program's mesh is invalid");
-  llvm::json::Array axes, sizes, ranks;
+  int64_t degree = programs.size(), stageSize = ranks->getStageSize();
+  llvm::json::Array axes, sizes, rankList, programList;
   for (unsigned axis = 0; axis < mesh->getNumAxes(); ++axis) {
     axes.push_back(mesh->getAxisName(axis).str());
     sizes.push_back(mesh->getSize(axis));
   }
+  for (int64_t rank = 0; rank < degree; ++rank)
+    programList.push_back(
+        llvm::json::Object{{"name", getProgramName(degree, rank)},
+                           {"path", "bin/" + getProgramName(degree, rank)}});
   for (int64_t rank = 0; rank < mesh->getNumRanks(); ++rank) {
     llvm::json::Array coords;
     for (int64_t coordinate : mesh->getCoordinate(rank))
       coords.push_back(coordinate);
-    ranks.push_back(llvm::json::Object{
-        {"rank", rank}, {"program", "train"}, {"coords", std::move(coords)}});
+    rankList.push_back(llvm::json::Object{
+        {"rank", rank},
+        {"program", getProgramName(degree, rank / stageSize)},
+        {"coords", std::move(coords)}});
   }
   llvm::json::Object manifest{
       {"format", "titan-manifest"},
@@ -316,9 +345,8 @@ static llvm::Error writeManifest(ModuleOp module, llvm::StringRef path,
       {"world_size", mesh->getNumRanks()},
       {"mesh", llvm::json::Object{{"axes", std::move(axes)},
                                   {"sizes", std::move(sizes)}}},
-      {"programs", llvm::json::Array{llvm::json::Object{
-                       {"name", "train"}, {"path", "bin/train"}}}},
-      {"ranks", std::move(ranks)}};
+      {"programs", std::move(programList)},
+      {"ranks", std::move(rankList)}};
   if (metrics)
     manifest["metrics"] = llvm::json::Object{
         {"model_flops_per_token", metrics->flopsPerToken},
@@ -333,34 +361,81 @@ static llvm::Error writeManifest(ModuleOp module, llvm::StringRef path,
   return llvm::Error::success();
 }
 
-/// Compiles the partitioned module into the folder `out`: the memory plan
-/// (its section appended to `report` when given, against `device`'s memory
-/// when given; drawn into --memory-plot; its breakdown added to `summary`
-/// when given), the LLVM dialect module, bin/train, manifest.json and
-/// checkpoint-plan.txt, and config.toml (`config`, when given: the config
-/// the ranks run the job by). Each phase is timed under `timing`
-/// (--mlir-timing).
+/// The checkpoint plan of the job whose programs are `programs` (one, or
+/// one per pipeline rank in order): a pipeline's plans merged over the
+/// job's ranks.
+static llvm::Expected<CheckpointPlan>
+computeJobCheckpointPlan(ArrayRef<ModuleOp> programs) {
+  SmallVector<CheckpointPlan> plans;
+  for (ModuleOp program : programs) {
+    FailureOr<CheckpointPlan> plan = computeCheckpointLayout(program);
+    if (failed(plan))
+      return llvm::createStringError("cannot compute the checkpoint layout");
+    plans.push_back(std::move(*plan));
+  }
+  if (plans.size() == 1)
+    return std::move(plans.front());
+  return mergePipelineCheckpointPlans(plans);
+}
+
+/// Writes OUT/bin/train of a pipeline of `degree` ranks with `stageSize`
+/// ranks each: a launcher that starts the program of the rank's pipeline
+/// coordinate (RANK / stageSize) in its place, for torchrun and other
+/// launchers that start one command on every rank.
+static llvm::Error writePipelineLauncher(llvm::StringRef path, int64_t degree,
+                                         int64_t stageSize) {
+  std::error_code error;
+  {
+    llvm::raw_fd_ostream os(path, error);
+    if (error)
+      return llvm::createStringError("cannot write '" + path +
+                                     "': " + error.message());
+    os << "#!/bin/sh\n"
+       << "# Written by titan-compile: rank R (of " << degree * stageSize
+       << ") runs bin/train-pp<R / " << stageSize
+       << ">, the program of its pipeline rank.\n"
+       << "rank=${RANK:-0}\n"
+       << "case $rank in ''|*[!0-9]*) echo \"$0: RANK='$rank' is not a rank\" "
+          ">&2; exit 1;; esac\n"
+       << "exec \"$(dirname \"$0\")/train-pp$((rank / " << stageSize
+       << "))\" \"$@\"\n";
+  }
+  if ((error = llvm::sys::fs::setPermissions(
+           path, llvm::sys::fs::all_read | llvm::sys::fs::all_exe |
+                     llvm::sys::fs::owner_write)))
+    return llvm::createStringError("cannot make '" + path +
+                                   "' executable: " + error.message());
+  return llvm::Error::success();
+}
+
+/// Compiles the partitioned programs `programs` (one, or one per pipeline
+/// rank in order) into the folder `out`: the memory plan of each (its
+/// section appended to `report` when given, against `device`'s memory when
+/// given; drawn into --memory-plot; its breakdown added to `summary` when
+/// given, for one program), the LLVM dialect modules, bin/train (under
+/// pipeline parallelism bin/train-pp<R> and a bin/train that starts the
+/// rank's), manifest.json and checkpoint-plan.txt, and config.toml
+/// (`config`, when given: the config the ranks run the job by). Each phase
+/// is timed under `timing` (--mlir-timing).
 static llvm::Error
-writeExecutable(ModuleOp module, const TitanPipelineOptions &pipeline,
+writeExecutable(ArrayRef<ModuleOp> programs, TitanPipelineOptions pipeline,
                 llvm::StringRef out, llvm::raw_ostream *report,
                 const DeviceDescription *device, llvm::json::Object *summary,
                 const TrainConfig *config, const JobMetrics *metrics,
                 TimingScope &timing) {
   TimingScope planTiming = timing.nest("checkpoint plan");
-  FailureOr<CheckpointPlan> plan = computeCheckpointLayout(module);
-  if (failed(plan))
-    return llvm::createStringError("cannot compute the checkpoint layout");
-  llvm::SmallString<256> planPath(out), binDir(out), kernelsObject(out),
-      hostObject(out), executable(out), manifest(out), configPath(out);
+  llvm::Expected<CheckpointPlan> plan = computeJobCheckpointPlan(programs);
+  if (!plan)
+    return plan.takeError();
+  llvm::SmallString<256> planPath(out), binDir(out), manifest(out),
+      configPath(out);
   llvm::sys::path::append(planPath, "checkpoint-plan.txt");
   llvm::sys::path::append(configPath, "config.toml");
   llvm::sys::path::append(binDir, "bin");
-  llvm::sys::path::append(kernelsObject, "kernels.o");
-  llvm::sys::path::append(hostObject, "step.o");
-  llvm::sys::path::append(executable, "bin", "train");
   llvm::sys::path::append(manifest, "manifest.json");
   // The plan and the manifest of an earlier build in `out` are replaced only
-  // once the executable is linked: a failed compile leaves them as they were.
+  // once the executables are linked: a failed compile leaves them as they
+  // were.
   std::string planPartial = (planPath + ".partial").str(),
               manifestPartial = (manifest + ".partial").str(),
               configPartial = (configPath + ".partial").str();
@@ -395,19 +470,54 @@ writeExecutable(ModuleOp module, const TitanPipelineOptions &pipeline,
        << printTrainConfig(*config);
   }
   planTiming.stop();
-  {
-    PassManager pm(module.getContext());
-    TimingScope passTiming = timing.nest("kernels and memory plan");
+  int64_t degree = programs.size();
+  // Read before the lowering replaces the meshes.
+  FailureOr<ProgramRanks> ranks = getProgramRanks(programs.front());
+  if (failed(ranks))
+    return llvm::createStringError("the program's mesh is invalid");
+  int64_t stageSize = ranks->getStageSize();
+  auto nestTiming = [&](llvm::StringRef what, int64_t rank) {
+    return timing.nest(
+        degree == 1
+            ? what.str()
+            : (what + " (pipeline rank " + llvm::Twine(rank) + ")").str());
+  };
+  // The communicators the pipeline ranks share get one numbering.
+  CommunicatorTable communicators;
+  for (int64_t rank = 0; rank < degree; ++rank) {
+    ModuleOp program = programs[rank];
+    PassManager pm(program.getContext());
+    TimingScope passTiming = nestTiming("kernels and memory plan", rank);
     pm.enableTiming(passTiming);
     buildPlanningPipeline(pm);
-    if (failed(pm.run(module)))
+    if (failed(pm.run(program)))
       return llvm::createStringError("compilation failed (see the errors "
                                      "above)");
+    if (report) {
+      if (degree > 1)
+        *report << "\n== Pipeline rank " << rank << ": bin/"
+                << getProgramName(degree, rank) << " ==\n";
+      if (failed(writeMemoryReport(program, device, *report)))
+        return llvm::createStringError("cannot write the memory report");
+    }
+    if (!memoryPlot.empty()) {
+      std::string message;
+      std::unique_ptr<llvm::ToolOutputFile> plot =
+          openOutputFile(degree == 1 ? memoryPlot.getValue()
+                                     : withPipelineRank(memoryPlot, rank),
+                         &message);
+      if (!plot)
+        return llvm::createStringError(message);
+      if (failed(writeMemoryPlot(program, plot->os())))
+        return llvm::createStringError("cannot draw the memory plot");
+      plot->keep();
+    }
+    communicators.addCommunicatorsOf(
+        program.lookupSymbol<func::FuncOp>("train_step"));
   }
-  if (report && failed(writeMemoryReport(module, device, *report)))
-    return llvm::createStringError("cannot write the memory report");
   if (summary) {
-    FailureOr<MemoryBreakdown> memory = computeMemoryBreakdown(module);
+    FailureOr<MemoryBreakdown> memory =
+        computeMemoryBreakdown(programs.front());
     if (failed(memory))
       return llvm::createStringError("cannot read the memory plan");
     llvm::json::Object atPeak;
@@ -422,40 +532,48 @@ writeExecutable(ModuleOp module, const TitanPipelineOptions &pipeline,
                            {"peak_place", memory->peakPlace},
                            {"at_peak", std::move(atPeak)}};
   }
-  if (!memoryPlot.empty()) {
-    std::string message;
-    std::unique_ptr<llvm::ToolOutputFile> plot =
-        openOutputFile(memoryPlot, &message);
-    if (!plot)
-      return llvm::createStringError(message);
-    if (failed(writeMemoryPlot(module, plot->os())))
-      return llvm::createStringError("cannot draw the memory plot");
-    plot->keep();
-  }
-  if (llvm::Error error = writeManifest(module, manifestPartial, metrics))
+  if (llvm::Error error = writeManifest(programs, manifestPartial, metrics))
     return error;
-  {
-    PassManager pm(module.getContext());
-    TimingScope passTiming = timing.nest("lowering to LLVM");
-    pm.enableTiming(passTiming);
-    pm.addPass(createLowerToRuntimePass(pipeline.runtime));
-    if (failed(pm.run(module)))
-      return llvm::createStringError("compilation failed (see the errors "
-                                     "above)");
+  if (degree > 1)
+    for (const std::vector<std::string> &axes : communicators.getAxes())
+      pipeline.runtime.communicators.push_back(llvm::join(axes, "+"));
+  for (int64_t rank = 0; rank < degree; ++rank) {
+    ModuleOp program = programs[rank];
+    std::string name = getProgramName(degree, rank);
+    llvm::SmallString<256> kernelsObject(out), hostObject(out),
+        executable(binDir);
+    llvm::sys::path::append(kernelsObject, name + ".kernels.o");
+    llvm::sys::path::append(hostObject, name + ".step.o");
+    llvm::sys::path::append(executable, name);
+    {
+      PassManager pm(program.getContext());
+      TimingScope passTiming = nestTiming("lowering to LLVM", rank);
+      pm.enableTiming(passTiming);
+      pm.addPass(createLowerToRuntimePass(pipeline.runtime));
+      if (failed(pm.run(program)))
+        return llvm::createStringError("compilation failed (see the errors "
+                                       "above)");
+    }
+    TimingScope emitTiming = nestTiming("native code", rank);
+    std::vector<std::string> objects = {std::string(kernelsObject),
+                                        std::string(hostObject)};
+    llvm::Error emitted = emitObjectFiles(program, kernelsObject, hostObject,
+                                          CodegenTarget{"", targetCpu});
+    emitTiming.stop();
+    TimingScope linkTiming = nestTiming("link", rank);
+    llvm::Error linked =
+        emitted ? std::move(emitted) : linkExecutable(objects, executable);
+    for (const std::string &object : objects)
+      llvm::sys::fs::remove(object);
+    if (linked)
+      return linked;
   }
-  TimingScope emitTiming = timing.nest("native code");
-  std::vector<std::string> objects = {std::string(kernelsObject),
-                                      std::string(hostObject)};
-  llvm::Error emitted = emitObjectFiles(module, kernelsObject, hostObject,
-                                        CodegenTarget{"", targetCpu});
-  emitTiming.stop();
-  TimingScope linkTiming = timing.nest("link");
-  llvm::Error linked =
-      emitted ? std::move(emitted) : linkExecutable(objects, executable);
-  for (const std::string &object : objects)
-    llvm::sys::fs::remove(object);
-  if (linked)
-    return linked;
+  if (degree > 1) {
+    llvm::SmallString<256> launcher(binDir);
+    llvm::sys::path::append(launcher, "train");
+    if (llvm::Error error = writePipelineLauncher(launcher, degree, stageSize))
+      return error;
+  }
   for (auto [partial, target] : {std::make_pair(&planPartial, &planPath),
                                  std::make_pair(&manifestPartial, &manifest),
                                  std::make_pair(&configPartial, &configPath)})
@@ -504,12 +622,12 @@ static ModelModules listModelModules(ModuleOp module) {
 /// for one microbatch; left as it is), each through `pipeline` from the
 /// training step on, and writes each to `output` with ".pp<rank>" before its
 /// extension ("step.mlir" -> "step.pp0.mlir"; "-": stdout; none: not
-/// written). Returns what the report reads of each, in `ranks`' order.
-static FailureOr<SmallVector<PipelineRankProgram, 0>>
-writePipelinePrograms(ModuleOp module, TitanPipelineOptions pipeline,
-                      const TrainConfig &config, ArrayRef<int64_t> ranks,
-                      std::optional<llvm::StringRef> output,
-                      TimingScope &timing) {
+/// written), and into `built` when given. Returns what the report reads of
+/// each, in `ranks`' order.
+static FailureOr<SmallVector<PipelineRankProgram, 0>> writePipelinePrograms(
+    ModuleOp module, TitanPipelineOptions pipeline, const TrainConfig &config,
+    ArrayRef<int64_t> ranks, std::optional<llvm::StringRef> output,
+    SmallVectorImpl<OwningOpRef<ModuleOp>> *built, TimingScope &timing) {
   MLIRContext *context = module.getContext();
   if (!pipeline.resumeAfter) {
     TitanPipelineOptions trainStep = pipeline;
@@ -571,20 +689,22 @@ writePipelinePrograms(ModuleOp module, TitanPipelineOptions pipeline,
           << "\n";
     }
     programs.push_back(std::move(*read));
-    if (!output)
-      continue;
-    llvm::StringRef stem = *output;
-    stem.consume_back(".mlir");
-    std::string path = *output == "-"
-                           ? "-"
-                           : (stem + ".pp" + llvm::Twine(rank) + ".mlir").str();
-    std::string message;
-    auto file = openOutputFile(path, &message);
-    if (!file)
-      return emitError(module.getLoc()) << message;
-    program->print(file->os());
-    file->os() << "\n";
-    file->keep();
+    if (output) {
+      std::string path =
+          withPipelineRank(output->ends_with(".mlir") || *output == "-"
+                               ? output->str()
+                               : (*output + ".mlir").str(),
+                           rank);
+      std::string message;
+      auto file = openOutputFile(path, &message);
+      if (!file)
+        return emitError(module.getLoc()) << message;
+      program->print(file->os());
+      file->os() << "\n";
+      file->keep();
+    }
+    if (built)
+      built->push_back(std::move(program));
   }
   return programs;
 }
@@ -606,8 +726,13 @@ static llvm::Error checkPipelineOutput(int64_t degree) {
         llvm::formatv("--pipeline-rank {0}: the pipeline has {1} ranks, 0 to "
                       "{2}",
                       pipelineRank.getValue(), degree, degree - 1));
+  if (oneRank && !checkpointLayout.empty())
+    return llvm::createStringError(
+        "--checkpoint-layout of a pipeline covers every pipeline rank's "
+        "program: drop --pipeline-rank");
   if (!oneRank && outputFile == "-" && planReport.empty() &&
-      pipelineTrace.empty() && pipelineScheduleOut.empty())
+      pipelineTrace.empty() && pipelineScheduleOut.empty() &&
+      checkpointLayout.empty())
     return llvm::createStringError(
         "pipeline_parallel_degree > 1: titan-compile writes one program per "
         "pipeline rank: give -o X.mlir (it writes X.pp0.mlir, X.pp1.mlir, "
@@ -624,8 +749,8 @@ loadPlanSchedule(const PipelinePlan &plan, llvm::StringRef csv) {
   return readPipelineScheduleCsvFile(csv, plan.degree, plan.microbatches);
 }
 
-/// Writes --plan-report, --pipeline-schedule and --pipeline-trace of a
-/// pipeline from the programs
+/// Writes the plan report of a pipeline to `report` (when given), and
+/// --pipeline-schedule and --pipeline-trace, from the programs
 /// built (`programs`: the plan, and the state of each rank built) and the
 /// schedule they run (`csv`: pipeline_parallel_schedule_csv, if any), on
 /// `device` with `ranksPerNode` ranks per node, the stages of `mesh`, and
@@ -634,7 +759,7 @@ static llvm::Error
 writePipelineReports(llvm::ArrayRef<PipelineRankProgram> programs,
                      llvm::StringRef csv, const DeviceDescription &device,
                      int64_t ranksPerNode, const ResolvedMesh &mesh,
-                     const ModelFlops *model) {
+                     const ModelFlops *model, llvm::raw_ostream *report) {
   const PipelinePlan &plan = programs.front().plan;
   PipelineTarget target;
   target.device = device;
@@ -651,12 +776,14 @@ writePipelineReports(llvm::ArrayRef<PipelineRankProgram> programs,
   llvm::Expected<PipelineSchedule> schedule = loadPlanSchedule(plan, csv);
   if (!schedule)
     return schedule.takeError();
-  llvm::Expected<PipelineReport> report =
+  llvm::Expected<PipelineReport> built =
       buildPipelineReport(plan, target, *schedule,
                           csv.empty() ? llvm::StringRef(plan.schedule)
                                       : llvm::sys::path::filename(csv));
-  if (!report)
-    return report.takeError();
+  if (!built)
+    return built.takeError();
+  if (report)
+    writePipelineReport(*built, *report);
   auto write =
       [](llvm::StringRef path,
          llvm::function_ref<void(llvm::raw_ostream &)> body) -> llvm::Error {
@@ -670,17 +797,13 @@ writePipelineReports(llvm::ArrayRef<PipelineRankProgram> programs,
     file->keep();
     return llvm::Error::success();
   };
-  if (llvm::Error error = write(planReport, [&](llvm::raw_ostream &os) {
-        writePipelineReport(*report, os);
-      }))
-    return error;
   if (llvm::Error error =
           write(pipelineScheduleOut, [&](llvm::raw_ostream &os) {
             os << printPipelineScheduleCsv(*schedule);
           }))
     return error;
   return write(pipelineTrace, [&](llvm::raw_ostream &os) {
-    writeChromeTrace(report->getConfigured().simulation, os);
+    writeChromeTrace(built->getConfigured().simulation, os);
   });
 }
 
@@ -827,7 +950,7 @@ int main(int argc, char **argv) {
       pipeline = pipelineOptionsFrom(*loaded, stage, emitGrads);
     }
     if (llvm::Error error = writeExecutable(
-            *program, pipeline, outputFile, nullptr, nullptr, nullptr,
+            {*program}, pipeline, outputFile, nullptr, nullptr, nullptr,
             config ? &*config : nullptr, nullptr, timing))
       return fail(llvm::toString(std::move(error)));
     llvm::errs() << "titan-compile: wrote " << outputFile << "/bin/train\n";
@@ -869,15 +992,12 @@ int main(int argc, char **argv) {
         return fail(llvm::toString(resolved.takeError()));
       mesh = *resolved;
       if (mesh.getPipelineDegree() > 1 &&
-          (stage != PipelineStage::Spmd || !summaryJson.empty() ||
-           !checkpointLayout.empty() ||
-           config->activationCheckpoint.mode == "auto"))
-        return fail("pipeline_parallel_degree > 1: titan-compile writes the "
-                    "programs of the pipeline ranks with --emit=spmd (run "
-                    "them together with titan-eval) and their plan report; "
-                    "executables, summaries, checkpoint layouts and "
-                    "activation_checkpoint mode \"auto\" for pipeline ranks "
-                    "are not built yet");
+          (!summaryJson.empty() || config->activationCheckpoint.mode == "auto"))
+        return fail("pipeline_parallel_degree > 1: --summary-json and "
+                    "activation_checkpoint mode \"auto\" (titan-tune's) "
+                    "are not built for pipeline ranks yet; choose the "
+                    "activation checkpointing mode (none, selective or "
+                    "full)");
     }
     if (llvm::Error error = checkPipelineOutput(mesh.getPipelineDegree()))
       return fail(llvm::toString(std::move(error)));
@@ -968,20 +1088,26 @@ int main(int argc, char **argv) {
   // Under pipeline parallelism: every rank's program, or the one asked
   // for; a report alone needs one (rank 0), written nowhere.
   SmallVector<PipelineRankProgram, 0> pipelinePrograms;
+  // Kept when an executable or the checkpoint layout needs them all.
+  SmallVector<OwningOpRef<ModuleOp>> pipelineModules;
+  bool keepPipelineModules =
+      stage == PipelineStage::Executable || !checkpointLayout.empty();
   if (pipelined) {
     SmallVector<int64_t> ranks;
     if (pipelineRank.getNumOccurrences())
       ranks.push_back(pipelineRank);
-    else if (outputFile == "-")
+    else if (outputFile == "-" && !keepPipelineModules)
       ranks.push_back(0);
     else
       ranks.append(
           llvm::to_vector(llvm::seq<int64_t>(mesh.getPipelineDegree())));
     std::optional<llvm::StringRef> output;
-    if (outputFile != "-" || pipelineRank.getNumOccurrences())
+    if (stage == PipelineStage::Spmd &&
+        (outputFile != "-" || pipelineRank.getNumOccurrences()))
       output = outputFile;
     FailureOr<SmallVector<PipelineRankProgram, 0>> programs =
         writePipelinePrograms(**module, pipeline, *config, ranks, output,
+                              keepPipelineModules ? &pipelineModules : nullptr,
                               timing);
     if (failed(programs))
       return fail("compilation failed (see the errors above)");
@@ -1039,18 +1165,27 @@ int main(int argc, char **argv) {
     return true;
   };
   std::unique_ptr<llvm::ToolOutputFile> report;
-  if (pipelined && (!planReport.empty() || !pipelineTrace.empty() ||
-                    !pipelineScheduleOut.empty())) {
-    llvm::Error error = writePipelineReports(
-        pipelinePrograms, config->parallelism.pipelineParallelScheduleCsv,
-        *device, ranksPerNode, mesh, modelFlops ? &*modelFlops : nullptr);
-    if (error)
-      return fail(llvm::toString(std::move(error)));
-  } else if (!planReport.empty()) {
+  if (!planReport.empty()) {
     std::string message;
     report = openOutputFile(planReport, &message);
     if (!report)
       return fail(message);
+  }
+  // The programs of the job: the partitioned step, or every pipeline
+  // rank's.
+  SmallVector<ModuleOp> jobPrograms;
+  for (OwningOpRef<ModuleOp> &program : pipelineModules)
+    jobPrograms.push_back(*program);
+  if (!pipelined)
+    jobPrograms.push_back(**module);
+  if (pipelined) {
+    llvm::Error error = writePipelineReports(
+        pipelinePrograms, config->parallelism.pipelineParallelScheduleCsv,
+        *device, ranksPerNode, mesh, modelFlops ? &*modelFlops : nullptr,
+        report ? &report->os() : nullptr);
+    if (error)
+      return fail(llvm::toString(std::move(error)));
+  } else if (report) {
     if (failed(writePlanReport(**module, report->os())))
       return fail("cannot write the plan report");
     if (modelFlops &&
@@ -1059,9 +1194,9 @@ int main(int argc, char **argv) {
       return fail("cannot write the predicted step time");
   }
   if (!checkpointLayout.empty()) {
-    FailureOr<CheckpointPlan> plan = computeCheckpointLayout(**module);
-    if (failed(plan))
-      return fail("cannot compute the checkpoint layout");
+    llvm::Expected<CheckpointPlan> plan = computeJobCheckpointPlan(jobPrograms);
+    if (!plan)
+      return fail(llvm::toString(plan.takeError()));
     std::string message;
     auto layout = openOutputFile(checkpointLayout, &message);
     if (!layout)
@@ -1101,7 +1236,12 @@ int main(int argc, char **argv) {
 
   if (stage == PipelineStage::Executable) {
     std::optional<JobMetrics> metrics;
-    if (modelFlops) {
+    if (modelFlops && pipelined) {
+      metrics = JobMetrics{
+          modelFlops->getFlopsPerToken(),
+          getMatmulPeak(*device, pipelinePrograms.front().matmulType),
+          device->name};
+    } else if (modelFlops) {
       FailureOr<StepTimePrediction> predicted =
           predictStepTime(**module, *device, ranksPerNode, *modelFlops);
       if (failed(predicted))
@@ -1110,7 +1250,7 @@ int main(int argc, char **argv) {
                            predicted->peakFlopsPerSecond, device->name};
     }
     if (llvm::Error error = writeExecutable(
-            **module, pipeline, outputFile, report ? &report->os() : nullptr,
+            jobPrograms, pipeline, outputFile, report ? &report->os() : nullptr,
             device ? &*device : nullptr,
             summaryJson.empty() ? nullptr : &summary,
             config ? &*config : nullptr, metrics ? &*metrics : nullptr, timing))
@@ -1123,7 +1263,12 @@ int main(int argc, char **argv) {
       report->keep();
     llvm::errs() << "titan-compile: wrote " << outputFile << "/bin/train for "
                  << mesh.getWorldSize()
-                 << (mesh.getWorldSize() == 1 ? " rank\n" : " ranks\n");
+                 << (mesh.getWorldSize() == 1 ? " rank" : " ranks");
+    if (pipelined)
+      llvm::errs() << " (bin/train-pp0 to bin/train-pp"
+                   << mesh.getPipelineDegree() - 1
+                   << ": the programs of the pipeline ranks)";
+    llvm::errs() << "\n";
     return 0;
   }
   if (report)

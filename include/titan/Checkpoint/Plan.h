@@ -14,6 +14,7 @@
 //   ranks <N>
 //   tensor <key> <source> <dtype> <shape>
 //   box <rank> <offsets> <sizes> write|hold
+//   box <rank> none
 //   ...
 //   value <key> <source> <dtype>
 //
@@ -24,11 +25,14 @@
 // dtype name (`float32`, `bfloat16`, ...), and shapes, offsets and sizes are
 // bracketed lists without spaces (`[256,128]`, `[]` for a 0-d tensor).
 // `write` marks the one rank that writes that box; `hold` a rank holding a
-// copy of a box another rank writes. A `value` record is a Python int taken
-// from the 0-d training-state tensor <source> of dtype <dtype>; DCP saves it
-// as a bytes entry (BytesStorageMetadata: the torch.save archive of the
-// int), which rank 0, the coordinator, writes. torchtitan's trainer saves
-// `train_state.step` that way (its state_dict is {"step": int}).
+// copy of a box another rank writes; `none` a rank that does not hold the
+// tensor at all (its program is another pipeline rank's: with pipeline
+// parallelism each pipeline rank's program holds only its stage's
+// parameters and moments, mergePipelineCheckpointPlans). A `value` record is a
+// Python int taken from the 0-d training-state tensor <source> of dtype
+// <dtype>; DCP saves it as a bytes entry (BytesStorageMetadata: the torch.save
+// archive of the int), which rank 0, the coordinator, writes. torchtitan's
+// trainer saves `train_state.step` that way (its state_dict is {"step": int}).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +41,7 @@
 
 #include "titan/Checkpoint/Dcp.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -50,9 +55,14 @@ namespace mlir::titan {
 
 /// The box of a tensor one rank holds.
 struct PlanBox {
+  /// The box; empty (no offsets, no sizes) when `held` is false.
   IndexBox box;
-  /// Whether this rank writes the box (one writer per distinct box).
+  /// Whether this rank writes the box (one writer per distinct box); never
+  /// when `held` is false.
   bool writes = false;
+  /// false: the rank's program does not hold the tensor (another pipeline
+  /// rank's); it neither saves nor loads it.
+  bool held = true;
 };
 
 /// One tensor of a checkpoint plan.
@@ -64,7 +74,8 @@ struct PlanTensor {
   std::string source;
   ElementType dtype = ElementType::F32;
   llvm::SmallVector<int64_t> shape;
-  /// The box of every rank, indexed by rank.
+  /// The box of every rank, indexed by rank (`held` false on the ranks
+  /// whose program does not hold the tensor).
   std::vector<PlanBox> boxes;
 };
 
@@ -88,9 +99,27 @@ struct CheckpointPlan {
 
 /// Checks that `plan` is consistent: keys are unique, every tensor has one
 /// in-bounds box per rank, ranks marked `write` hold distinct boxes that
-/// tile the tensor exactly (validateTiling), every other rank holds a copy
-/// of a written box, and values come from sources that can hold an int.
+/// tile the tensor exactly (validateTiling), every other rank holding the
+/// tensor holds a copy of a written box, a rank that does not hold it
+/// (`none`) neither writes nor has a box, and values come from sources that
+/// can hold an int.
 llvm::Error validateCheckpointPlan(const CheckpointPlan &plan);
+
+/// The plan of a pipeline-parallel job from the plans of its pipeline
+/// ranks' programs: `stagePlans[p]` is the plan of pipeline rank p's
+/// program over its S ranks (every plan must have the same numRanks S), and
+/// global rank p * S + r is rank r of pipeline rank p's program. The result
+/// has P * S ranks and the tensors in order of first appearance (pipeline
+/// rank 0's, then the new keys of pipeline rank 1, ...); rank p * S + r gets
+/// box r of `stagePlans[p]` for the tensors plan p holds, and `none` for
+/// the others. A key several pipeline ranks hold (a tied weight, e.g. GPT-2's
+/// wte = lm_head) keeps the writes of the first; the later ones' boxes
+/// become `hold`, and each must be a copy of a box the first writes (same
+/// source, dtype and shape). Values are merged by key (same source and
+/// dtype). Fails, naming the key and the pipeline ranks, when the plans
+/// disagree, and when the result does not validate.
+llvm::Expected<CheckpointPlan>
+mergePipelineCheckpointPlans(llvm::ArrayRef<CheckpointPlan> stagePlans);
 
 /// Writes `plan` in the plan file format.
 void printCheckpointPlan(const CheckpointPlan &plan, llvm::raw_ostream &os);
@@ -110,7 +139,8 @@ using StateLookup =
     llvm::function_ref<llvm::Expected<DenseTensorRef>(llvm::StringRef source)>;
 
 /// What rank `rank` of `plan` writes: its chunks, cut from the global
-/// tensors `state` returns (looked up only for what the rank writes), and,
+/// tensors `state` returns (looked up only for what the rank writes, so
+/// never for a tensor the rank does not hold), and,
 /// on rank 0, the values. Fails when a lookup fails, a source's dtype or
 /// shape differs from the plan, or a value is not an integer.
 llvm::Expected<DcpRankData> planRankData(const CheckpointPlan &plan,
@@ -143,9 +173,11 @@ llvm::Error loadPlanState(const DcpReader &reader, const CheckpointPlan &plan,
                           StateDestination destination);
 
 /// What rank `rank` of `plan` does on load: loads the box it holds of every
-/// tensor (written or held, as `plan` lays the program out) and every value
-/// into `destination`, by source name, checked as loadPlanState does. A
-/// runtime rank calls it once with its own buffers.
+/// tensor it holds (written or held, as `plan` lays the program out) and
+/// every value into `destination`, by source name, checked as loadPlanState
+/// does. A tensor the rank does not hold (`none`) is skipped: neither
+/// looked up in the checkpoint nor passed to `destination`. A runtime rank
+/// calls it once with its own buffers.
 llvm::Error loadPlanRank(const DcpReader &reader, const CheckpointPlan &plan,
                          unsigned rank, StateDestination destination);
 

@@ -37,7 +37,11 @@ class CommunicatorTable {
 public:
   /// The index of the communicator over `axes` (mesh axis names), added if
   /// new.
+  int32_t getIndex(ArrayRef<std::string> axes);
   int32_t getIndex(ArrayAttr axes);
+  /// Adds the communicators of `step`'s collectives and axis indices, in
+  /// program order.
+  void addCommunicatorsOf(func::FuncOp step);
   /// The axis names of every communicator, by index.
   const std::vector<std::vector<std::string>> &getAxes() const { return axes; }
 

@@ -14,6 +14,7 @@
 #define TITAN_DIALECT_PIPELINEMESH_H
 
 #include "titan/Dialect/TitanDialect.h"
+#include "titan/Placement/PlacementAlgebra.h"
 
 namespace mlir::titan {
 
@@ -40,6 +41,35 @@ inline bool isPipelineTransfer(Operation *op) {
     return recv.getMesh() == kPipelineMeshName;
   return false;
 }
+
+/// Where the ranks of a program sit in its job. Without pipeline
+/// parallelism the job's ranks are the program's mesh. With it, the job's
+/// mesh is ["pp"=degree, <the stage mesh's axes>] (pp outermost, as
+/// torchtitan's) and the program runs on the ranks of pp coordinate
+/// `pipelineRank`: global rank = pipelineRank x stage size + rank in stage.
+struct ProgramRanks {
+  /// The program's SPMD mesh (its titan.mesh other than @pipeline).
+  MeshOp stageMesh;
+  int64_t pipelineDegree = 1;
+  int64_t pipelineRank = 0;
+
+  /// The number of ranks of the stage mesh.
+  int64_t getStageSize();
+  /// The job's mesh: the stage mesh, with the pp axis outermost when the
+  /// program is a pipeline rank's.
+  FailureOr<DeviceMesh> getJobMesh();
+  /// The job's rank of the program's rank `rankInStage`.
+  int64_t getGlobalRank(int64_t rankInStage) {
+    return pipelineRank * getStageSize() + rankInStage;
+  }
+};
+
+/// Reads where the ranks of partitioned `module` sit: its one SPMD mesh and,
+/// for a pipeline rank's program (an @pipeline mesh), the degree and rank
+/// titan-partition-pipeline recorded on @train_step. Fails with an error on
+/// the module when there is no such mesh, more than one, or the pipeline's
+/// record is missing or disagrees with @pipeline.
+FailureOr<ProgramRanks> getProgramRanks(ModuleOp module);
 
 } // namespace mlir::titan
 

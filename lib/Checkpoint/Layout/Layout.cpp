@@ -5,6 +5,7 @@
 #include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/ElementTypes.h"
 #include "titan/Dialect/GlobalShape.h"
+#include "titan/Dialect/PipelineMesh.h"
 #include "titan/Dialect/TitanDialect.h"
 #include "titan/Placement/PlacementAlgebra.h"
 #include "titan/Support/FormatInts.h"
@@ -118,13 +119,14 @@ LogicalResult LayoutBuilder::add(StringRef key, unsigned index,
 FailureOr<CheckpointPlan>
 mlir::titan::computeCheckpointLayout(ModuleOp module) {
   auto function = module.lookupSymbol<func::FuncOp>("train_step");
-  MeshOp meshOp;
-  for (MeshOp op : module.getOps<MeshOp>())
-    meshOp = op;
-  if (!function || !meshOp)
+  if (!function || module.getOps<MeshOp>().empty())
     return module.emitError("the checkpoint layout needs a partitioned "
                             "@train_step (titan-compile --emit=spmd)");
-  FailureOr<DeviceMesh> mesh = meshOp.getDeviceMesh();
+  // A pipeline rank's program holds its tensors over its stage's mesh.
+  FailureOr<ProgramRanks> ranks = getProgramRanks(module);
+  if (failed(ranks))
+    return failure();
+  FailureOr<DeviceMesh> mesh = ranks->stageMesh.getDeviceMesh();
   if (failed(mesh))
     return failure();
 

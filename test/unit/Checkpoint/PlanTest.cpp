@@ -149,4 +149,282 @@ TEST(PlanTest, SavesAndLoadsThroughThePlan) {
             std::string::npos);
 }
 
+/// Pipeline rank 0's program of a 2-stage pipeline on 2 ranks a stage: a
+/// [4, 2] split in rows, the tied weight wte [2, 2] split in rows, and the
+/// step as a value.
+constexpr const char *kStage0Text = "titan-checkpoint-plan 1\n"
+                                    "ranks 2\n"
+                                    "tensor a a float32 [4,2]\n"
+                                    "box 0 [0,0] [2,2] write\n"
+                                    "box 1 [2,0] [2,2] write\n"
+                                    "tensor wte wte float32 [2,2]\n"
+                                    "box 0 [0,0] [1,2] write\n"
+                                    "box 1 [1,0] [1,2] write\n"
+                                    "value train_state.step step float32\n";
+
+/// Pipeline rank 1's program: b [2] replicated, the tied weight wte as
+/// pipeline rank 0 splits it, and the same value.
+constexpr const char *kStage1Text = "titan-checkpoint-plan 1\n"
+                                    "ranks 2\n"
+                                    "tensor b b float32 [2]\n"
+                                    "box 0 [0] [2] write\n"
+                                    "box 1 [0] [2] hold\n"
+                                    "tensor wte wte float32 [2,2]\n"
+                                    "box 0 [0,0] [1,2] write\n"
+                                    "box 1 [1,0] [1,2] write\n"
+                                    "value train_state.step step float32\n";
+
+CheckpointPlan parsePlan(llvm::StringRef text) {
+  llvm::Expected<CheckpointPlan> plan = parseCheckpointPlan(text, "p");
+  EXPECT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+  return plan ? std::move(*plan) : CheckpointPlan{};
+}
+
+TEST(PlanTest, PrintsWhatItParsesWithAbsentBoxes) {
+  std::string text = "titan-checkpoint-plan 1\n"
+                     "ranks 3\n"
+                     "tensor w w float32 [2]\n"
+                     "box 0 none\n"
+                     "box 1 [0] [2] write\n"
+                     "box 2 none\n"
+                     "tensor s step float32 []\n"
+                     "box 0 [] [] write\n"
+                     "box 1 [] [] hold\n"
+                     "box 2 none\n";
+  CheckpointPlan plan = parsePlan(text);
+  ASSERT_EQ(plan.tensors.size(), 2u);
+  const std::vector<PlanBox> &boxes = plan.tensors[0].boxes;
+  ASSERT_EQ(boxes.size(), 3u);
+  EXPECT_FALSE(boxes[0].held);
+  EXPECT_FALSE(boxes[0].writes);
+  EXPECT_TRUE(boxes[0].box.offsets.empty() && boxes[0].box.sizes.empty());
+  EXPECT_TRUE(boxes[1].held);
+  EXPECT_TRUE(boxes[1].writes);
+  // A 0-d box is empty too, yet held.
+  EXPECT_TRUE(plan.tensors[1].boxes[1].held);
+  EXPECT_FALSE(plan.tensors[1].boxes[2].held);
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  printCheckpointPlan(plan, os);
+  EXPECT_EQ(printed, text);
+}
+
+TEST(PlanTest, RejectsBadAbsentBoxes) {
+  // The only rank that could write w does not hold it: nothing tiles w.
+  std::string unwritten = "titan-checkpoint-plan 1\nranks 2\n"
+                          "tensor w w float32 [2]\nbox 0 none\n"
+                          "box 1 [0] [2] hold\n";
+  EXPECT_NE(errorOf(parseCheckpointPlan(unwritten, "p").takeError())
+                .find("the written chunks do not tile"),
+            std::string::npos);
+  std::string nobody = "titan-checkpoint-plan 1\nranks 2\n"
+                       "tensor w w float32 [2]\nbox 0 none\nbox 1 none\n";
+  EXPECT_NE(errorOf(parseCheckpointPlan(nobody, "p").takeError())
+                .find("the written chunks do not tile"),
+            std::string::npos);
+  std::string extra = "titan-checkpoint-plan 1\nranks 1\n"
+                      "tensor w w float32 [2]\nbox 0 none write\n";
+  EXPECT_NE(errorOf(parseCheckpointPlan(extra, "p").takeError())
+                .find("line 4: expected 'box <rank> <offsets> <sizes> "
+                      "write|hold' or 'box <rank> none'"),
+            std::string::npos);
+  // What the text cannot say, a plan built in memory can.
+  CheckpointPlan plan = parsePlan("titan-checkpoint-plan 1\nranks 2\n"
+                                  "tensor w w float32 [2]\n"
+                                  "box 0 [0] [2] write\nbox 1 none\n");
+  plan.tensors[0].boxes[1].writes = true;
+  EXPECT_NE(errorOf(validateCheckpointPlan(plan))
+                .find("rank 1 writes 'w', which it does not hold"),
+            std::string::npos);
+  plan.tensors[0].boxes[1] = PlanBox{IndexBox{{0}, {2}}, false, false};
+  EXPECT_NE(errorOf(validateCheckpointPlan(plan))
+                .find("rank 1 does not hold 'w' but has a box of it"),
+            std::string::npos);
+}
+
+TEST(PlanTest, MergesPipelinePlans) {
+  CheckpointPlan stage0 = parsePlan(kStage0Text);
+  CheckpointPlan stage1 = parsePlan(kStage1Text);
+  llvm::Expected<CheckpointPlan> merged =
+      mergePipelineCheckpointPlans({stage0, stage1});
+  ASSERT_TRUE(bool(merged)) << llvm::toString(merged.takeError());
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  printCheckpointPlan(*merged, os);
+  // Global rank p * 2 + r is rank r of pipeline rank p; the tied weight is
+  // written by pipeline rank 0 and held by pipeline rank 1.
+  EXPECT_EQ(printed, "titan-checkpoint-plan 1\n"
+                     "ranks 4\n"
+                     "tensor a a float32 [4,2]\n"
+                     "box 0 [0,0] [2,2] write\n"
+                     "box 1 [2,0] [2,2] write\n"
+                     "box 2 none\n"
+                     "box 3 none\n"
+                     "tensor wte wte float32 [2,2]\n"
+                     "box 0 [0,0] [1,2] write\n"
+                     "box 1 [1,0] [1,2] write\n"
+                     "box 2 [0,0] [1,2] hold\n"
+                     "box 3 [1,0] [1,2] hold\n"
+                     "tensor b b float32 [2]\n"
+                     "box 0 none\n"
+                     "box 1 none\n"
+                     "box 2 [0] [2] write\n"
+                     "box 3 [0] [2] hold\n"
+                     "value train_state.step step float32\n");
+  EXPECT_FALSE(bool(validateCheckpointPlan(*merged)));
+  // It parses back as printed.
+  CheckpointPlan reparsed = parsePlan(printed);
+  EXPECT_EQ(reparsed.numRanks, 4u);
+  EXPECT_FALSE(reparsed.tensors[2].boxes[1].held);
+
+  // Disjoint keys only: no tied weight.
+  stage1.tensors.pop_back();
+  stage0.tensors.pop_back();
+  llvm::Expected<CheckpointPlan> disjoint =
+      mergePipelineCheckpointPlans({stage0, stage1});
+  ASSERT_TRUE(bool(disjoint)) << llvm::toString(disjoint.takeError());
+  ASSERT_EQ(disjoint->tensors.size(), 2u);
+  EXPECT_EQ(disjoint->tensors[0].key, "a");
+  EXPECT_EQ(disjoint->tensors[1].key, "b");
+  EXPECT_EQ(disjoint->values.size(), 1u);
+  const std::vector<PlanBox> &b = disjoint->tensors[1].boxes;
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_FALSE(b[0].held || b[1].held);
+  EXPECT_TRUE(b[2].held && b[2].writes);
+  EXPECT_TRUE(b[3].held && !b[3].writes);
+  EXPECT_EQ(b[3].box, (IndexBox{{0}, {2}}));
+}
+
+TEST(PlanTest, RejectsPipelinePlansThatDisagree) {
+  CheckpointPlan stage0 = parsePlan(kStage0Text);
+  CheckpointPlan stage1 = parsePlan(kStage1Text);
+  auto mergeError = [&](const CheckpointPlan &first,
+                        const CheckpointPlan &second) {
+    return errorOf(mergePipelineCheckpointPlans({first, second}).takeError());
+  };
+
+  CheckpointPlan reshaped = stage1;
+  reshaped.tensors[1].shape = {4, 1};
+  reshaped.tensors[1].boxes = {PlanBox{IndexBox{{0, 0}, {4, 1}}, true},
+                               PlanBox{IndexBox{{0, 0}, {4, 1}}, false}};
+  EXPECT_NE(mergeError(stage0, reshaped)
+                .find("'wte' differs between pipeline ranks 0 and 1: float32 "
+                      "[2, 2] from 'wte' on pipeline rank 0, float32 [4, 1] "
+                      "from 'wte' on pipeline rank 1"),
+            std::string::npos);
+
+  // Pipeline rank 1 splits wte in columns, pipeline rank 0 in rows.
+  CheckpointPlan columns = stage1;
+  columns.tensors[1].boxes = {PlanBox{IndexBox{{0, 0}, {2, 1}}, true},
+                              PlanBox{IndexBox{{0, 1}, {2, 1}}, true}};
+  EXPECT_NE(mergeError(stage0, columns)
+                .find("'wte' is sharded differently on pipeline ranks 0 and "
+                      "1: rank 0 of pipeline rank 1 holds box offsets [0, 0] "
+                      "sizes [2, 1], which pipeline rank 0 does not write"),
+            std::string::npos);
+
+  CheckpointPlan wider = stage1;
+  wider.numRanks = 1;
+  for (PlanTensor &tensor : wider.tensors)
+    tensor.boxes.resize(1);
+  wider.tensors[1].boxes[0] = PlanBox{IndexBox{{0, 0}, {2, 2}}, true};
+  EXPECT_NE(mergeError(stage0, wider)
+                .find("pipeline rank 0's plan is for 2 ranks, pipeline rank "
+                      "1's for 1"),
+            std::string::npos);
+
+  CheckpointPlan otherStep = stage1;
+  otherStep.values[0].dtype = ElementType::I64;
+  EXPECT_NE(mergeError(stage0, otherStep)
+                .find("value 'train_state.step' differs between pipeline "
+                      "ranks 0 and 1"),
+            std::string::npos);
+}
+
+TEST(PlanTest, RanksSaveAndLoadOnlyWhatTheyHold) {
+  llvm::Expected<CheckpointPlan> merged = mergePipelineCheckpointPlans(
+      {parsePlan(kStage0Text), parsePlan(kStage1Text)});
+  ASSERT_TRUE(bool(merged)) << llvm::toString(merged.takeError());
+  auto floats = [](std::vector<float> values, llvm::ArrayRef<int64_t> shape) {
+    DenseTensor tensor{ElementType::F32, llvm::SmallVector<int64_t>(shape),
+                       std::vector<char>(values.size() * 4)};
+    std::memcpy(tensor.data.data(), values.data(), tensor.data.size());
+    return tensor;
+  };
+  StateTensors state{{"a", floats({0, 1, 2, 3, 4, 5, 6, 7}, {4, 2})},
+                     {"wte", floats({10, 11, 12, 13}, {2, 2})},
+                     {"b", floats({20, 21}, {2})},
+                     {"step", floats({3}, {})}};
+  // Every lookup is recorded; a lookup of a source the rank does not hold
+  // is an error the save would report.
+  std::vector<std::string> lookedUp;
+  auto lookup = [&](llvm::StringRef source) -> llvm::Expected<DenseTensorRef> {
+    lookedUp.push_back(source.str());
+    return DenseTensorRef(state.at(source.str()));
+  };
+
+  std::vector<DcpRankData> ranks;
+  for (unsigned rank = 0; rank < 4; ++rank) {
+    lookedUp.clear();
+    llvm::Expected<DcpRankData> data = planRankData(*merged, rank, lookup);
+    ASSERT_TRUE(bool(data)) << llvm::toString(data.takeError());
+    std::vector<std::string> keys;
+    for (const DcpTensorChunk &chunk : data->chunks)
+      keys.push_back(chunk.fqn);
+    // Pipeline rank 1 (ranks 2 and 3) writes nothing of a, nor of wte,
+    // which pipeline rank 0 writes.
+    std::vector<std::vector<std::string>> expected = {
+        {"a", "wte"}, {"a", "wte"}, {"b"}, {}};
+    EXPECT_EQ(keys, expected[rank]) << "rank " << rank;
+    // Only what a rank writes is looked up (and, on rank 0, the step).
+    if (rank != 0) {
+      EXPECT_EQ(lookedUp, keys) << "rank " << rank;
+    }
+    ranks.push_back(std::move(*data));
+  }
+
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("plan-test", dir));
+  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2)));
+  llvm::Expected<DcpReader> reader = DcpReader::open(dir);
+  ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
+  std::map<std::string, DenseTensor> local;
+  std::vector<std::string> destinations;
+  auto allocate = [&](llvm::StringRef source, ElementType dtype,
+                      llvm::ArrayRef<int64_t> shape)
+      -> llvm::Expected<MutableDenseTensorRef> {
+    destinations.push_back(source.str());
+    DenseTensor &tensor = local[source.str()];
+    tensor = {dtype, llvm::SmallVector<int64_t>(shape), {}};
+    tensor.data.resize(tensor.numElements() * getElementTypeSize(dtype));
+    return MutableDenseTensorRef(tensor);
+  };
+  // Rank 3 (rank 1 of pipeline rank 1) loads its row of the tied weight,
+  // b and the step; never a.
+  ASSERT_FALSE(bool(loadPlanRank(*reader, *merged, 3, allocate)));
+  EXPECT_EQ(destinations, (std::vector<std::string>{"wte", "b", "step"}));
+  EXPECT_EQ(local.at("wte").data, floats({12, 13}, {1, 2}).data);
+  EXPECT_EQ(local.at("b").data, state.at("b").data);
+  EXPECT_EQ(local.at("step").data, state.at("step").data);
+  llvm::sys::fs::remove_directories(dir);
+
+  // A checkpoint of pipeline rank 0's program alone lacks b: rank 1 loads
+  // from it, as it never looks b up; rank 2, which holds b, cannot.
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("plan-test", dir));
+  ranks.resize(2);
+  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2)));
+  reader = DcpReader::open(dir);
+  ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
+  destinations.clear();
+  ASSERT_FALSE(bool(loadPlanRank(*reader, *merged, 1, allocate)));
+  EXPECT_EQ(destinations, (std::vector<std::string>{"a", "wte", "step"}));
+  EXPECT_EQ(local.at("a").data, floats({4, 5, 6, 7}, {2, 2}).data);
+  destinations.clear();
+  EXPECT_NE(errorOf(loadPlanRank(*reader, *merged, 2, allocate))
+                .find("the checkpoint has no tensor 'b', which the plan "
+                      "needs"),
+            std::string::npos);
+  EXPECT_TRUE(destinations.empty());
+  llvm::sys::fs::remove_directories(dir);
+}
 } // namespace
