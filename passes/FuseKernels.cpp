@@ -22,11 +22,12 @@ namespace mlir::titan {
 using namespace mlir;
 using namespace mlir::titan;
 
-/// Ops the runtime executes itself: library calls, communication, and
-/// reshapes (a view of a contiguous buffer).
+/// Ops the runtime executes itself: library calls, communication (and the
+/// waits for asynchronous collectives), and reshapes (a view of a
+/// contiguous buffer).
 static bool isHostOp(Operation *op) {
   return isa<CollectiveOpInterface, MatmulOp, AttentionOp, AttentionGradOp,
-             EmbeddingGradOp, ReshapeOp, AxisIndexOp, LaunchOp>(op);
+             EmbeddingGradOp, ReshapeOp, AxisIndexOp, LaunchOp, WaitOp>(op);
 }
 
 /// Ops that go into kernels.

@@ -121,6 +121,8 @@ private:
   OpBuilder builder;
   CommunicatorTable communicators;
   LLVM::LLVMFuncOp function;
+  /// The handle of each asynchronous collective (titanrt_start).
+  DenseMap<Operation *, int64_t> asyncHandles;
   /// Returns its status argument: where a failed runtime call goes.
   Block *failBlock = nullptr;
   Value contextArg;
@@ -252,6 +254,21 @@ LogicalResult StepLowering::lower(Operation *op) {
   };
   if (isa<ReshapeOp>(op))
     return success(); // A view of its operand's buffer.
+  if (auto wait = dyn_cast<WaitOp>(op)) {
+    // A view of the collective's result, complete once titanrt_wait
+    // returns.
+    auto handle = asyncHandles.find(wait.getInput().getDefiningOp());
+    if (handle != asyncHandles.end())
+      callRuntime("titanrt_wait", {contextArg, i64(handle->second)});
+    return success();
+  }
+  if (op->hasAttr(TitanDialect::kAsyncAttrName)) {
+    // Handles are numbered in program order; the runtime reuses a handle
+    // once it was waited for.
+    int64_t handle = asyncHandles.size();
+    asyncHandles[op] = handle;
+    callRuntime("titanrt_start", {contextArg, i64(handle)});
+  }
   if (auto launch = dyn_cast<LaunchOp>(op)) {
     SmallVector<Value> arguments;
     for (Value input : launch.getInputs())

@@ -295,6 +295,48 @@ def SinkToFirstUsePass : Pass<"titan-sink-to-first-use",
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
 
+def ScheduleOverlapPass : Pass<"titan-schedule-overlap", "::mlir::ModuleOp"> {
+  let summary = "Issues collectives early and waits for them late, so they "
+                "run behind computation";
+  let description = [{
+    On `@train_step` after `titan-sink-to-first-use` (every collective right
+    before its first reader), splits the program into segments, runs of ops
+    of one phase and transformer block (FSDP's unit), and for each
+    collective with a result (not a pipeline transfer):
+
+    - issues it at the start of the segment `prefetch-depth` segments before
+      the one that first reads it, or right after the last of its operands
+      that cannot move, whichever is later; the pure ops that compute its
+      operands and feed nothing else (a parameter's cast) move with it. With
+      depth 1 this is FSDP2's prefetch: block i+1's parameters are gathered
+      while block i computes, in the forward and (after
+      `fsdp_reshard_after_forward`) in the backward;
+    - waits for it (`titan.wait`) right before its first reader, but no
+      later than the start of the segment `prefetch-depth` + 1 after the one
+      it stands in: a gradient's reduce-scatter completes while the next
+      block's backward computes, and the unsharded gradient it reads is
+      freed then rather than at the optimizer.
+
+    A collective gets `titan.async` and its wait only when some op computes
+    between the two (a tensor-parallel all-reduce read by the next op stays
+    synchronous), and only when the bytes the new schedule keeps alive
+    (results issued early, operands read until a later wait) stay within
+    `memory-budget` at every op (negative: no limit); the memory planner
+    counts them. All ranks of a group run the same program, so they issue
+    a communicator's collectives in the same new order; the values computed
+    are unchanged.
+  }];
+  let options = [
+    Option<"prefetchDepth", "prefetch-depth", "int64_t", "1",
+           "Segments (blocks) ahead of its reader a collective is issued "
+           "(0: the pass changes nothing)">,
+    Option<"memoryBudget", "memory-budget", "int64_t", "-1",
+           "Bytes the schedule may keep alive beyond the program's order at "
+           "any op (negative: no limit)">,
+  ];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
 def ReshardAfterForwardPass : Pass<"titan-reshard-after-forward",
                                    "::mlir::ModuleOp"> {
   let summary = "FSDP's reshard after forward: parameters are gathered again "
@@ -900,7 +942,11 @@ def LowerToRuntimePass : Pass<"titan-lower-to-runtime", "::mlir::ModuleOp"> {
     `llvm.func @titan_program_step(ctx, arena, state, inputs) -> i32`: each
     host op becomes a call of its runtime function (titanrt.def) and each
     `titan.launch` a call of its kernel, on pointers into the regions at the
-    planned offsets; a non-zero status returns at once. Kernels are lowered
+    planned offsets; a non-zero status returns at once. A collective marked
+    `titan.async` is preceded by `titanrt_start(ctx, handle)` (handles
+    numbered in program order), which queues it on its communicator's
+    communication thread, and its `titan.wait` becomes
+    `titanrt_wait(ctx, handle)`. Kernels are lowered
     to the LLVM dialect with the bare-pointer calling convention, the step
     function is kept unoptimized (`optnone`, `noinline`: compile time stays
     linear in the program's size) while kernels are optimized. The program

@@ -58,18 +58,21 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
     pm.addPass(createReshardAfterForwardPass(options.reshard));
   }
   if (runs(PipelineStage::Executable)) {
-    buildPlanningPipeline(pm);
+    buildPlanningPipeline(pm, options);
     pm.addPass(createLowerToRuntimePass(options.runtime));
   }
 }
 
-void mlir::titan::buildPlanningPipeline(OpPassManager &pm) {
+void mlir::titan::buildPlanningPipeline(OpPassManager &pm,
+                                        const TitanPipelineOptions &options) {
   // The executable runs @train_step only.
   pm.addPass(createSymbolPrivatizePass({"train_step"}));
   pm.addPass(createSymbolDCEPass());
   pm.addPass(createNormalizeCollectivesPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createSinkToFirstUsePass());
+  if (options.overlap)
+    pm.addPass(createScheduleOverlapPass(*options.overlap));
   pm.addPass(createFuseKernelsPass());
   pm.addPass(createLowerKernelsPass());
   pm.addPass(createPlanMemoryPass());
@@ -121,6 +124,8 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   // keep each rank on its own tokens.
   // FSDP2's reshard_after_forward, by torchtitan's policy names.
   options.reshard.policy = parallelism.fsdpReshardAfterForward;
+  if (parallelism.overlapCommunication)
+    options.overlap = ScheduleOverlapPassOptions{};
   // Pipeline parallelism: each pipeline rank's program (the rank is set
   // by the caller). torchtitan's "default" keeps the parameters FSDP
   // gathers for every microbatch of the step under a pipeline.

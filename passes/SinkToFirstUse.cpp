@@ -23,10 +23,7 @@ using namespace mlir::titan;
 namespace {
 
 /// Bytes of a value of static tensor type (0 for anything else).
-int64_t bytesOf(Value value) {
-  return getStaticNumElements(value.getType()) *
-         getElementByteWidth(getElementTypeOrSelf(value.getType()));
-}
+int64_t bytesOf(Value value) { return getStaticByteSize(value.getType()); }
 
 /// Whether moving `op` down to right before `first` frees at least as much
 /// memory as it holds: its results then live from `first` on, but the

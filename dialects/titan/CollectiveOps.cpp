@@ -281,3 +281,9 @@ std::string BroadcastOp::getSummary() {
 }
 std::string SendOp::getSummary() { return ("peer " + Twine(getPeer())).str(); }
 std::string RecvOp::getSummary() { return ("peer " + Twine(getPeer())).str(); }
+
+LogicalResult WaitOp::verify() {
+  if (!isa_and_nonnull<CollectiveOpInterface>(getInput().getDefiningOp()))
+    return emitOpError() << "waits for the result of a collective";
+  return success();
+}

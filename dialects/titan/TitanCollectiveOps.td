@@ -207,4 +207,32 @@ def Titan_AxisIndexOp : Titan_MeshAxesOp<"axis_index", [Pure]> {
   }];
 }
 
+def Titan_WaitOp : Titan_Op<"wait", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "The point by which an asynchronous collective completes";
+  let description = [{
+    Returns its operand, the result of a collective. When that collective
+    carries `titan.async` (titan-schedule-overlap), the executable issues it
+    where it stands and lets it run on the communication stream while the
+    ops between it and this wait compute; this wait is where the rank first
+    needs its result, and blocks until it is there. The collective's
+    operands and result stay allocated until the wait. Without
+    `titan.async` the collective completes where it stands and the wait is
+    free: the numbers are the same either way.
+
+    Example (FSDP's all-gather of the next block's weight, issued before the
+    current block computes):
+
+    ```mlir
+    %g = titan.all_gather %w on @mesh ["fsdp"] dim 0 {titan.async}
+        : tensor<64x256xf32> -> tensor<256x256xf32>
+    ...                                   // the current block's compute
+    %w_full = titan.wait %g : tensor<256x256xf32>
+    ```
+  }];
+  let arguments = (ins Titan_Tensor:$input);
+  let results = (outs Titan_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // TITAN_COLLECTIVE_OPS

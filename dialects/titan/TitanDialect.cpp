@@ -36,6 +36,11 @@ int64_t mlir::titan::getStaticNumElements(Type type) {
   return tensor && tensor.hasStaticShape() ? tensor.getNumElements() : 0;
 }
 
+int64_t mlir::titan::getStaticByteSize(Type type) {
+  return getStaticNumElements(type) *
+         getElementByteWidth(getElementTypeOrSelf(type));
+}
+
 int64_t mlir::titan::defaultBytesAccessed(Operation *op) {
   int64_t bytes = 0;
   for (Value value : llvm::concat<Value>(op->getOperands(), op->getResults())) {
@@ -92,6 +97,18 @@ static LogicalResult verifyExecutableAttribute(Operation *op,
   if (name == TitanDialect::kRecomputeAttrName) {
     if (!isa<UnitAttr>(value))
       return op->emitError() << "'" << name << "' must be a unit attribute";
+    return success();
+  }
+  if (name == TitanDialect::kAsyncAttrName) {
+    if (!isa<UnitAttr>(value))
+      return op->emitError() << "'" << name << "' must be a unit attribute";
+    if (!isa<CollectiveOpInterface>(op) || op->getNumResults() != 1)
+      return op->emitError()
+             << "'" << name << "' belongs on a collective with a result";
+    if (!op->getResult(0).hasOneUse() ||
+        !isa<WaitOp>(*op->getResult(0).getUsers().begin()))
+      return op->emitError() << "the result of an asynchronous collective ('"
+                             << name << "') must have one use, a titan.wait";
     return success();
   }
   if (name == TitanDialect::kKernelAttrName) {

@@ -77,6 +77,10 @@ def Titan_Dialect : Dialect {
     /// op it clones.
     static constexpr ::llvm::StringLiteral kRecomputeAttrName =
         "titan.recompute";
+    /// On a collective with a result (unit; titan-schedule-overlap): the
+    /// executable issues it asynchronously, on the communication stream;
+    /// its result's only use is the `titan.wait` where it must be complete.
+    static constexpr ::llvm::StringLiteral kAsyncAttrName = "titan.async";
     /// On @train_step (a dictionary; titan-select-recompute's budgeted
     /// modes): what was chosen: `budget_mib` and `kept_mib` per rank,
     /// `recompute_seconds` predicted, `solver` (CBC's status and size).

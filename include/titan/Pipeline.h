@@ -46,6 +46,9 @@ struct TitanPipelineOptions {
   /// Set under pipeline parallelism: the program of pipeline rank
   /// `pipeline->rank` (its caller sets the rank; one program per rank).
   std::optional<PartitionPipelinePassOptions> pipeline;
+  /// Set when collectives run behind computation
+  /// (parallelism.overlap_communication).
+  std::optional<ScheduleOverlapPassOptions> overlap;
   LowerToRuntimePassOptions runtime;
 };
 
@@ -62,10 +65,12 @@ void registerTitanPipelines();
 void buildTitanPipeline(OpPassManager &pm, const TitanPipelineOptions &options);
 
 /// Appends the passes from the program of one rank to its memory plan:
-/// only @train_step is kept, collectives are normalized, fusible ops are
+/// only @train_step is kept, collectives are normalized and (with
+/// `options.overlap`) scheduled behind computation, fusible ops are
 /// outlined into kernels and compiled to loops, and every value is placed
 /// (titan-plan-memory). The stage Executable then lowers to the runtime.
-void buildPlanningPipeline(OpPassManager &pm);
+void buildPlanningPipeline(OpPassManager &pm,
+                           const TitanPipelineOptions &options);
 
 /// The options a training config asks for; `mesh` is the config's
 /// [parallelism] resolved for the ranks the program is partitioned over

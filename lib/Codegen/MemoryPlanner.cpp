@@ -110,6 +110,16 @@ SmallVector<int64_t> MemoryPlanner::scratchBytes(Operation *op) {
   return bytes;
 }
 
+/// The operand an op is a view of (a reshape of a contiguous buffer, the
+/// wait for an asynchronous collective's result), or null.
+static Value getViewSource(Operation *op) {
+  if (auto reshape = dyn_cast<ReshapeOp>(op))
+    return reshape.getInput();
+  if (auto wait = dyn_cast<WaitOp>(op))
+    return wait.getInput();
+  return Value();
+}
+
 void MemoryPlanner::addBuffer(Value value, int64_t index) {
   bufferIndex[value] = buffers.size();
   ArenaBuffer buffer;
@@ -133,19 +143,24 @@ void MemoryPlanner::assignBuffers() {
     for (Value operand : op->getOperands())
       lastUse[operand] = std::max(lastUse.lookup(operand),
                                   isa<func::ReturnOp>(op) ? end : position[op]);
+  // An asynchronous collective reads its operands until its wait.
+  for (Operation *op : ops)
+    if (op->hasAttr(TitanDialect::kAsyncAttrName))
+      for (Operation *wait : op->getUsers())
+        for (Value operand : op->getOperands())
+          lastUse[operand] = std::max(lastUse[operand], position[wait]);
 
   for (Operation *op : ops) {
     int64_t at = position[op];
     if (isa<func::ReturnOp>(op))
       continue;
-    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    if (Value source = getViewSource(op)) {
       // A view: the same buffer (or argument place), which now lives as
       // long as the view is read.
-      Value source = reshape.getInput();
       if (auto it = bufferIndex.find(source); it != bufferIndex.end())
-        join(reshape.getResult(), it->second, at);
+        join(op->getResult(0), it->second, at);
       else
-        argumentPlaces[reshape.getResult()] = argumentPlaces.lookup(source);
+        argumentPlaces[op->getResult(0)] = argumentPlaces.lookup(source);
       continue;
     }
     for (int64_t bytes : scratchBytes(op)) {
@@ -226,8 +241,8 @@ void MemoryPlanner::placeStateUpdates() {
       continue;
     for (Value operand : op->getOperands()) {
       Value root = operand;
-      while (auto reshape = root.getDefiningOp<ReshapeOp>())
-        root = reshape.getInput();
+      while (root.getDefiningOp() && getViewSource(root.getDefiningOp()))
+        root = getViewSource(root.getDefiningOp());
       if (isa<BlockArgument>(root))
         lastRead[root] = std::max(lastRead.lookup(root), position[op]);
     }
@@ -255,8 +270,8 @@ void MemoryPlanner::placeStateUpdates() {
 /// Whether an op of `phase` reads `value`, directly or through views.
 static bool isReadIn(Value value, Phase phase) {
   for (Operation *user : value.getUsers()) {
-    if (auto reshape = dyn_cast<ReshapeOp>(user)) {
-      if (isReadIn(reshape.getResult(), phase))
+    if (getViewSource(user)) {
+      if (isReadIn(user->getResult(0), phase))
         return true;
     } else if (getPhase(user) == phase) {
       return true;

@@ -85,6 +85,7 @@ std::vector<TomlSection> schema(TrainConfig &c) {
         {"fsdp_reshard_after_forward", &c.parallelism.fsdpReshardAfterForward},
         {"tensor_parallel_degree", &c.parallelism.tensorParallelDegree},
         {"enable_sequence_parallel", &c.parallelism.enableSequenceParallel},
+        {"overlap_communication", &c.parallelism.overlapCommunication},
         {"enable_async_tensor_parallel",
          &c.parallelism.enableAsyncTensorParallel},
         {"disable_loss_parallel", &c.parallelism.disableLossParallel},

@@ -330,6 +330,9 @@ static FailureOr<TensorValue> evaluate(Operation *op,
           return op->emitOpError("needs a static result shape");
         return pad(*in[0], p.getStart(), p.getStep(), resultShape());
       })
+      // The wait for an asynchronous collective: its result, which the
+      // interpreter computed where the collective stands.
+      .Case([&](WaitOp) -> Result { return *in[0]; })
       // Shape ops.
       .Case([&](ReshapeOp) -> Result {
         FailureOr<SmallVector<int64_t>> shape =

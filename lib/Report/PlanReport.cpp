@@ -36,10 +36,7 @@ using namespace mlir::titan;
 namespace {
 
 /// Bytes of a static tensor type.
-int64_t bytesOf(Type type) {
-  return getStaticNumElements(type) *
-         getElementByteWidth(getElementTypeOrSelf(type));
-}
+int64_t bytesOf(Type type) { return getStaticByteSize(type); }
 
 /// The tensor a collective communicates: its operand (a recv's result).
 Value communicatedValue(Operation *op) {

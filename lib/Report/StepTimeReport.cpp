@@ -2,17 +2,19 @@
 //
 // The plan report's prediction: every op of one rank's program timed by the
 // cost model (titan/CostModel/Device.h) on the configured device, summed per
-// phase in program order. The runtime runs collectives between the ops that
-// need them, so compute and communication add up; titan-schedule-overlap
-// will change that. The model FLOPs behind tokens/s and MFU are
-// torchtitan's count (6 x parameters outside embeddings + the attention
-// term), read from the global training step; titan's own count of what a
-// rank runs (recomputation and padding included) is printed next to it.
+// phase in program order, every collective in sequence with the ops, so
+// compute and communication add up (the overlap section, OverlapTimeline.h,
+// runs titan-schedule-overlap's asynchronous collectives behind compute).
+// The model FLOPs behind tokens/s and MFU are torchtitan's count (6 x
+// parameters outside embeddings + the attention term), read from the global
+// training step; titan's own count of what a rank runs (recomputation and
+// padding included) is printed next to it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "titan/Report/PlanReport.h"
 
+#include "CollectiveTime.h"
 #include "PartitionedStep.h"
 #include "ReportFormat.h"
 
@@ -75,10 +77,6 @@ mlir::titan::predictStepTime(ModuleOp module, const DeviceDescription &device,
     return failure();
   func::FuncOp function = step->function;
   MeshOp mesh = step->mesh;
-  ArrayRef<int64_t> meshSizes = mesh.getAxisSizes();
-  SmallVector<StringRef> axisNames;
-  for (Attribute name : mesh.getAxisNames())
-    axisNames.push_back(cast<StringAttr>(name).getValue());
 
   StepTimePrediction prediction;
   prediction.ranks = mesh.getNumDevices();
@@ -88,25 +86,14 @@ mlir::titan::predictStepTime(ModuleOp module, const DeviceDescription &device,
         prediction
             .phases[static_cast<int>(getPhase(op).value_or(Phase::Forward))];
     if (auto collective = dyn_cast<CollectiveOpInterface>(op)) {
-      SmallVector<unsigned> axes;
-      std::string key = "[";
-      for (Attribute axis : op->getAttrOfType<ArrayAttr>("axes")) {
-        StringRef name = cast<StringAttr>(axis).getValue();
-        key += (key.size() > 1 ? "," : "") + name.str();
-        axes.push_back(llvm::find(axisNames, name) - axisNames.begin());
-      }
-      key += "]";
-      const LinkDescription &link =
-          getAxesLink(device, meshSizes, axes, ranksPerNode);
-      double seconds = predictCollectiveSeconds(
-          link, collective.getCollectiveKind(), collective.getGroupSize(),
-          collective.getBytesSentPerRank());
-      phase.communication += seconds;
-      AxesSeconds &entry = prediction.byAxes[key];
-      entry.link = link;
-      entry.internode = &link == &device.interNode;
+      CollectiveTime time =
+          predictCollectiveTime(collective, mesh, device, ranksPerNode);
+      phase.communication += time.seconds;
+      AxesSeconds &entry = prediction.byAxes[time.getAxesKey()];
+      entry.link = *time.link;
+      entry.internode = time.internode;
       ++entry.count;
-      entry.seconds += seconds;
+      entry.seconds += time.seconds;
       return;
     }
     std::optional<double> seconds = predictOpSeconds(device, op);
@@ -164,8 +151,9 @@ LogicalResult mlir::titan::writeStepTimeReport(ModuleOp module,
     printPhase(stringifyPhase(phase),
                prediction.phases[static_cast<int>(phase)]);
   printPhase("step", prediction.step);
-  os << "  (collectives run between the ops that need them: compute and "
-        "communication add up)\n";
+  os << "  (collectives in sequence with the ops, as without "
+        "titan-schedule-overlap: compute and communication add up; the "
+        "communication overlap section runs them as the executable does)\n";
   if (prediction.step.recompute > 0)
     os << "  recomputation (activation checkpointing): "
        << humanSeconds(prediction.step.recompute)

@@ -1,8 +1,10 @@
 //===- Abi.cpp - the C entry points compiled code calls -------------------===//
 //
 // Each function of titanrt.def: checks what only the context can check (the
-// communicator index), dispatches to the CPU kernels or the communicator,
-// and turns a failed Status into its code and titanrt_last_error().
+// communicator index, a titanrt_start that no collective followed),
+// dispatches to the CPU kernels or the communicator (through the context's
+// AsyncCollectives, which runs a collective inline or queues it), and turns
+// a failed Status into its code and titanrt_last_error().
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,10 +24,30 @@ Communicator *getCommunicator(titanrt_context *ctx, int32_t comm,
     ctx->fail(Status::invalidArgument(
         std::string(operation) + ": communicator " + std::to_string(comm) +
         " does not exist (the program has " +
-        std::to_string(ctx->communicators.size()) + ")"));
+        std::to_string(ctx->communicators.size()) + ")" +
+        ctx->async.consumePendingStart()));
     return nullptr;
   }
   return ctx->communicators[comm].get();
+}
+
+/// Runs `call` on communicator `comm` of `ctx`: queued on its communication
+/// thread after a titanrt_start, else inline.
+titanrt_status communicate(titanrt_context *ctx, int32_t comm,
+                           const CollectiveCall &call) {
+  Communicator *c = getCommunicator(ctx, comm, getCollectiveName(call.kind));
+  if (!c)
+    return TITANRT_ERROR_INVALID_ARGUMENT;
+  return ctx->finish(ctx->async.run(ctx->tracer, comm, *c, call));
+}
+
+/// Whether a titanrt_start was not followed by a collective, `operation`
+/// coming instead; then records the error (which consumes the start).
+bool failsPendingStart(titanrt_context *ctx, const char *operation) {
+  if (!ctx->async.hasPendingStart())
+    return false;
+  ctx->fail(ctx->async.checkNoPendingStart(operation));
+  return true;
 }
 
 } // namespace
@@ -41,6 +63,8 @@ titanrt_status titanrt_matmul(titanrt_context *ctx, int32_t dtype,
                               int64_t batch, int64_t m, int64_t n, int64_t k,
                               int32_t transpose_a, int32_t transpose_b,
                               int32_t b_shared) {
+  if (failsPendingStart(ctx, "titanrt_matmul"))
+    return TITANRT_ERROR_INVALID_ARGUMENT;
   TraceScope trace(ctx->tracer, "matmul", "gemm");
   trace.arg("m", batch * m);
   trace.arg("n", n);
@@ -55,6 +79,8 @@ titanrt_status titanrt_attention(titanrt_context *ctx, int32_t dtype,
                                  int64_t kv_heads, int64_t seq,
                                  int64_t head_dim, int32_t causal,
                                  double scale) {
+  if (failsPendingStart(ctx, "titanrt_attention"))
+    return TITANRT_ERROR_INVALID_ARGUMENT;
   TraceScope trace(ctx->tracer, "attention", "attention");
   trace.arg("seq", seq);
   trace.arg("heads", batch * q_heads);
@@ -69,6 +95,8 @@ titanrt_attention_grad(titanrt_context *ctx, int32_t dtype, const void *q,
                        void *dk, void *dv, void *workspace, int64_t batch,
                        int64_t q_heads, int64_t kv_heads, int64_t seq,
                        int64_t head_dim, int32_t causal, double scale) {
+  if (failsPendingStart(ctx, "titanrt_attention_grad"))
+    return TITANRT_ERROR_INVALID_ARGUMENT;
   TraceScope trace(ctx->tracer, "attention backward", "attention");
   trace.arg("seq", seq);
   trace.arg("heads", batch * q_heads);
@@ -82,6 +110,8 @@ titanrt_status titanrt_embedding_grad(titanrt_context *ctx, int32_t dtype,
                                       const void *grad, void *out,
                                       int64_t num_ids, int64_t vocab,
                                       int64_t dim) {
+  if (failsPendingStart(ctx, "titanrt_embedding_grad"))
+    return TITANRT_ERROR_INVALID_ARGUMENT;
   TraceScope trace(ctx->tracer, "embedding backward", "embedding");
   trace.arg("ids", num_ids);
   return ctx->finish(cpu::embeddingGrad(*ctx->threads, dtype, ids_dtype, ids,
@@ -90,81 +120,70 @@ titanrt_status titanrt_embedding_grad(titanrt_context *ctx, int32_t dtype,
 
 titanrt_status titanrt_all_gather(titanrt_context *ctx, int32_t comm,
                                   const void *in, void *out, int64_t bytes) {
-  TraceScope trace(ctx->tracer, "all_gather", "collective", 1, comm);
-  trace.arg("bytes", bytes);
-  Communicator *c = getCommunicator(ctx, comm, "all_gather");
-  return c ? ctx->finish(c->allGather(in, out, bytes))
-           : TITANRT_ERROR_INVALID_ARGUMENT;
+  return communicate(
+      ctx, comm,
+      {CollectiveKind::AllGather, TITANRT_F32, TITANRT_SUM, in, out, bytes});
 }
 
 titanrt_status titanrt_reduce_scatter(titanrt_context *ctx, int32_t comm,
                                       int32_t dtype, int32_t reduce,
                                       const void *in, void *out,
                                       int64_t count) {
-  TraceScope trace(ctx->tracer, "reduce_scatter", "collective", 1, comm);
-  trace.arg("bytes", count * int64_t(dtypeSize(dtype)));
-  Communicator *c = getCommunicator(ctx, comm, "reduce_scatter");
-  return c ? ctx->finish(c->reduceScatter(static_cast<titanrt_dtype>(dtype),
-                                          static_cast<titanrt_reduce>(reduce),
-                                          in, out, count))
-           : TITANRT_ERROR_INVALID_ARGUMENT;
+  return communicate(ctx, comm,
+                     {CollectiveKind::ReduceScatter,
+                      static_cast<titanrt_dtype>(dtype),
+                      static_cast<titanrt_reduce>(reduce), in, out, count});
 }
 
 titanrt_status titanrt_all_reduce(titanrt_context *ctx, int32_t comm,
                                   int32_t dtype, int32_t reduce, const void *in,
                                   void *out, int64_t count) {
-  TraceScope trace(ctx->tracer, "all_reduce", "collective", 1, comm);
-  trace.arg("bytes", count * int64_t(dtypeSize(dtype)));
-  Communicator *c = getCommunicator(ctx, comm, "all_reduce");
-  return c ? ctx->finish(c->allReduce(static_cast<titanrt_dtype>(dtype),
-                                      static_cast<titanrt_reduce>(reduce), in,
-                                      out, count))
-           : TITANRT_ERROR_INVALID_ARGUMENT;
+  return communicate(ctx, comm,
+                     {CollectiveKind::AllReduce,
+                      static_cast<titanrt_dtype>(dtype),
+                      static_cast<titanrt_reduce>(reduce), in, out, count});
 }
 
 titanrt_status titanrt_all_to_all(titanrt_context *ctx, int32_t comm,
                                   const void *in, void *out,
                                   int64_t bytes_per_peer) {
-  TraceScope trace(ctx->tracer, "all_to_all", "collective", 1, comm);
-  trace.arg("bytes", bytes_per_peer);
-  Communicator *c = getCommunicator(ctx, comm, "all_to_all");
-  return c ? ctx->finish(c->allToAll(in, out, bytes_per_peer))
-           : TITANRT_ERROR_INVALID_ARGUMENT;
+  return communicate(ctx, comm,
+                     {CollectiveKind::AllToAll, TITANRT_F32, TITANRT_SUM, in,
+                      out, bytes_per_peer});
 }
 
 titanrt_status titanrt_broadcast(titanrt_context *ctx, int32_t comm,
                                  int64_t root, const void *in, void *out,
                                  int64_t bytes) {
-  TraceScope trace(ctx->tracer, "broadcast", "collective", 1, comm);
-  trace.arg("bytes", bytes);
-  Communicator *c = getCommunicator(ctx, comm, "broadcast");
-  return c ? ctx->finish(c->broadcast(root, in, out, bytes))
-           : TITANRT_ERROR_INVALID_ARGUMENT;
+  return communicate(ctx, comm,
+                     {CollectiveKind::Broadcast, TITANRT_F32, TITANRT_SUM, in,
+                      out, bytes, root});
 }
 
 titanrt_status titanrt_send(titanrt_context *ctx, int32_t comm, int64_t peer,
                             int64_t tag, const void *in, int64_t bytes) {
-  TraceScope trace(ctx->tracer, "send", "collective", 1, comm);
-  trace.arg("bytes", bytes);
-  Communicator *c = getCommunicator(ctx, comm, "send");
-  return c ? ctx->finish(c->send(peer, tag, in, bytes))
-           : TITANRT_ERROR_INVALID_ARGUMENT;
+  return communicate(ctx, comm,
+                     {CollectiveKind::Send, TITANRT_F32, TITANRT_SUM, in,
+                      nullptr, bytes, peer, tag});
 }
 
 titanrt_status titanrt_recv(titanrt_context *ctx, int32_t comm, int64_t peer,
                             int64_t tag, void *out, int64_t bytes) {
-  TraceScope trace(ctx->tracer, "recv", "collective", 1, comm);
-  trace.arg("bytes", bytes);
-  Communicator *c = getCommunicator(ctx, comm, "recv");
-  return c ? ctx->finish(c->recv(peer, tag, out, bytes))
-           : TITANRT_ERROR_INVALID_ARGUMENT;
+  return communicate(ctx, comm,
+                     {CollectiveKind::Recv, TITANRT_F32, TITANRT_SUM, nullptr,
+                      out, bytes, peer, tag});
 }
 
 titanrt_status titanrt_axis_index(titanrt_context *ctx, int32_t comm,
                                   int32_t dtype, void *out) {
+  if (failsPendingStart(ctx, "titanrt_axis_index"))
+    return TITANRT_ERROR_INVALID_ARGUMENT;
   Communicator *c = getCommunicator(ctx, comm, "axis_index");
   if (!c)
     return TITANRT_ERROR_INVALID_ARGUMENT;
+  // Like every synchronous use of a communicator, after its queued
+  // collectives.
+  ctx->async.synchronize(ctx->tracer, comm);
   int64_t index = c->getRank();
   if (dtype == TITANRT_I64) {
     std::memcpy(out, &index, sizeof(index));
@@ -177,6 +196,14 @@ titanrt_status titanrt_axis_index(titanrt_context *ctx, int32_t comm,
   }
   return ctx->fail(Status::invalidArgument(
       "axis_index: the result must be i64 or i32, not " + dtypeName(dtype)));
+}
+
+titanrt_status titanrt_start(titanrt_context *ctx, int64_t handle) {
+  return ctx->finish(ctx->async.start(handle));
+}
+
+titanrt_status titanrt_wait(titanrt_context *ctx, int64_t handle) {
+  return ctx->finish(ctx->async.wait(ctx->tracer, handle));
 }
 
 } // extern "C"

@@ -1,9 +1,9 @@
 //===- Context.h - the runtime state of one rank ----------------*- C++ -*-===//
 //
 // titanrt_context, opaque to compiled code: the rank's communicators (one
-// per communicator index of its program), the worker threads of the CPU
-// kernels, the message of the last failed call, and the tracer of a
-// profiled step.
+// per communicator index of its program) and their asynchronous
+// collectives, the worker threads of the CPU kernels, the message of the
+// last failed call, and the tracer of a profiled step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +11,7 @@
 #define TITAN_RUNTIME_CORE_CONTEXT_H
 
 #include "comm/Communicator.h"
+#include "core/AsyncCollectives.h"
 #include "core/Status.h"
 #include "core/Tracer.h"
 #include "cpu/ThreadPool.h"
@@ -22,6 +23,10 @@
 struct titanrt_context {
   /// The communicators of the program, by communicator index.
   std::vector<std::unique_ptr<titan::rt::Communicator>> communicators;
+  /// The collectives titanrt_start made asynchronous and their
+  /// communication threads. Declared after `communicators`: destroyed
+  /// first, it joins its threads while their communicators still live.
+  titan::rt::AsyncCollectives async;
   /// The threads the CPU kernels run on (the calling thread included).
   std::unique_ptr<titan::rt::ThreadPool> threads;
   /// The message of the last failed call (titanrt_last_error).

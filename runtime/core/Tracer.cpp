@@ -24,30 +24,46 @@ double Tracer::now() const {
 }
 
 void Tracer::begin(int64_t traced) {
-  events.clear();
-  step = traced;
-  stepStart = lastEnd = now();
-  recording = true;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    events.clear();
+    step = traced;
+    stepStart = lastEnd = now();
+  }
+  recording.store(true, std::memory_order_release);
+}
+
+void Tracer::recordKernelsUntil(double micros) {
+  // What ran between two calls of the step: the compiled kernels.
+  if (micros > lastEnd + 1.0) {
+    Event kernels;
+    kernels.name = "compiled kernels";
+    kernels.category = "kernel";
+    kernels.startMicros = lastEnd;
+    kernels.micros = micros - lastEnd;
+    events.push_back(kernels);
+  }
 }
 
 void Tracer::record(const Event &event) {
-  if (event.track == 0 || event.communicator >= 0) {
-    // What ran between two calls of the step: the compiled kernels.
-    if (event.startMicros > lastEnd + 1.0) {
-      Event kernels;
-      kernels.name = "compiled kernels";
-      kernels.category = "kernel";
-      kernels.startMicros = lastEnd;
-      kernels.micros = event.startMicros - lastEnd;
-      events.push_back(kernels);
-    }
+  std::lock_guard<std::mutex> lock(mutex);
+  if (event.track <= kCommunicationTrack) {
+    recordKernelsUntil(event.startMicros);
     lastEnd = event.startMicros + event.micros;
   }
   events.push_back(event);
 }
 
+void Tracer::stepReturned() {
+  std::lock_guard<std::mutex> lock(mutex);
+  double end = now();
+  recordKernelsUntil(end);
+  lastEnd = end;
+}
+
 Status Tracer::finish(const std::string &folder, int64_t rank) {
-  recording = false;
+  recording.store(false, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(mutex);
   double end = now();
   llvm::SmallString<256> path(folder);
   llvm::sys::path::append(path, "iteration_" + std::to_string(step));
@@ -69,6 +85,19 @@ Status Tracer::finish(const std::string &folder, int64_t rank) {
     os << llvm::formatv("{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": "
                         "{0}, \"tid\": {1}, \"args\": {{\"name\": \"{2}\"}},\n",
                         rank, track, name);
+  // The communication threads that ran collectives of this step.
+  std::vector<bool> threads(communicatorNames.size());
+  for (const Event &event : events)
+    if (event.track > kCommunicationTrack && event.communicator >= 0 &&
+        size_t(event.communicator) < threads.size())
+      threads[event.communicator] = true;
+  for (size_t communicator = 0; communicator < threads.size(); ++communicator)
+    if (threads[communicator])
+      os << llvm::formatv(
+          "{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {0}, "
+          "\"tid\": {1}, \"args\": {{\"name\": \"communication ({2})\"}},\n",
+          rank, getThreadTrack(int32_t(communicator)),
+          communicatorNames[communicator]);
   os << llvm::formatv("{{\"ph\": \"X\", \"name\": \"step {0}\", \"cat\": "
                       "\"step\", \"pid\": {1}, \"tid\": 0, \"ts\": {2:F3}, "
                       "\"dur\": {3:F3}}",

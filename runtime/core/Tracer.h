@@ -15,22 +15,36 @@
 
 #include "core/Status.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace titan::rt {
 
-/// The events of one traced step.
+/// The events of one traced step. The main thread begins and finishes a
+/// step; while it records, the communication threads (CommunicationThread.h)
+/// record their collectives too, on tracks of their own.
 class Tracer {
 public:
+  /// The track of the main thread's runtime calls and compiled kernels.
+  static constexpr int kComputeTrack = 0;
+  /// The track of the collectives the main thread runs itself.
+  static constexpr int kCommunicationTrack = 1;
+  /// The track of communicator `communicator`'s communication thread,
+  /// named "communication (<its mesh axes>)".
+  static int getThreadTrack(int32_t communicator) {
+    return kCommunicationTrack + 1 + communicator;
+  }
+
   /// One complete event ("ph": "X").
   struct Event {
     const char *name = "";
     const char *category = "";
-    /// 0: compute, 1: communication.
-    int track = 0;
+    /// kComputeTrack, kCommunicationTrack or a getThreadTrack().
+    int track = kComputeTrack;
     double startMicros = 0;
     double micros = 0;
     /// A communicator index, or -1.
@@ -47,22 +61,34 @@ public:
   double now() const;
   /// Starts recording step `step`.
   void begin(int64_t step);
-  /// Records `event`; the time since the previous event on the compute
-  /// track becomes a "compiled kernels" event there.
+  /// Records `event` (from any thread); for an event of the main thread
+  /// (the compute or communication track), the time since its previous one
+  /// becomes a "compiled kernels" event on the compute track.
   void record(const Event &event);
-  /// Ends the step and writes the trace of `rank` into `folder`.
+  /// The compiled step function returned: the time since the main
+  /// thread's last event becomes a "compiled kernels" event (the step's
+  /// code after its last runtime call).
+  void stepReturned();
+  /// Ends the step and writes the trace of `rank` into `folder`. Every
+  /// communication thread must have finished its step's collectives.
   Status finish(const std::string &folder, int64_t rank);
   /// Whether a step is being recorded.
-  bool isRecording() const { return recording; }
+  bool isRecording() const { return recording.load(std::memory_order_acquire); }
 
 private:
+  /// Records the time from the main thread's last event to `micros` as a
+  /// "compiled kernels" event, if there is any; `mutex` is held.
+  void recordKernelsUntil(double micros);
+
   std::chrono::steady_clock::time_point origin;
   std::vector<std::string> communicatorNames;
+  /// Guards `events` and `lastEnd` against the communication threads.
+  std::mutex mutex;
   std::vector<Event> events;
   int64_t step = 0;
   double stepStart = 0;
   double lastEnd = 0;
-  bool recording = false;
+  std::atomic<bool> recording{false};
 };
 
 /// Records the runtime call it spans when a tracer records.

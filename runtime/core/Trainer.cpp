@@ -866,6 +866,15 @@ Status Trainer::train(const RunOptions &options, StopReason &stopped) {
     titanrt_status status =
         step(&context, regions.getBase(Region::Arena),
              regions.getBase(Region::State), regions.getBase(Region::Inputs));
+    if (context.tracer)
+      context.tracer->stepReturned();
+    // A step that returned early (or never waited) may have left
+    // asynchronous collectives queued: they finish before anything reads
+    // the state or uses their communicators. After a failed step, the
+    // step's own error is the one to report.
+    if (Status drained = context.async.drain(context.tracer);
+        !drained.ok() && status == TITANRT_OK)
+      status = context.fail(drained);
     // The step's sends were posted without waiting for their receivers.
     for (std::unique_ptr<Communicator> &communicator : context.communicators)
       if (status == TITANRT_OK)

@@ -37,7 +37,7 @@ llvm::Expected<RecomputeTry> measurePeak(ModuleOp trainStep,
   options.resumeAfter = PipelineStage::TrainStep;
   PassManager pm(trainStep.getContext());
   buildTitanPipeline(pm, options);
-  buildPlanningPipeline(pm);
+  buildPlanningPipeline(pm, options);
   if (failed(pm.run(*copy)))
     return llvm::createStringError("compilation failed (see the errors "
                                    "above)");

@@ -25,6 +25,7 @@
 #include "titan/Import/TorchScriptImporter.h"
 #include "titan/InitAll.h"
 #include "titan/Pipeline.h"
+#include "titan/Report/OverlapTimeline.h"
 #include "titan/Report/PipelineReport.h"
 #include "titan/Report/PlanReport.h"
 #include "titan/Support/Npy.h"
@@ -130,6 +131,14 @@ static cl::opt<std::string> pipelineTrace(
     cl::desc("With pipeline_parallel_degree > 1 and --emit=spmd, write the "
              "simulated step of the configured schedule as a Chrome trace "
              "(Perfetto, chrome://tracing)"),
+    cl::value_desc("file.json"), cl::cat(compileOptions));
+static cl::opt<std::string> overlapTrace(
+    "overlap-trace",
+    cl::desc("With --emit=spmd or an executable, write one rank's step as "
+             "the cost model predicts it after titan-schedule-overlap "
+             "(compute, and each communicator's collectives) as a Chrome "
+             "trace (Perfetto, chrome://tracing); not under pipeline "
+             "parallelism yet"),
     cl::value_desc("file.json"), cl::cat(compileOptions));
 static cl::opt<std::string> pipelineScheduleOut(
     "pipeline-schedule",
@@ -489,7 +498,7 @@ writeExecutable(ArrayRef<ModuleOp> programs, TitanPipelineOptions pipeline,
     PassManager pm(program.getContext());
     TimingScope passTiming = nestTiming("kernels and memory plan", rank);
     pm.enableTiming(passTiming);
-    buildPlanningPipeline(pm);
+    buildPlanningPipeline(pm, pipeline);
     if (failed(pm.run(program)))
       return llvm::createStringError("compilation failed (see the errors "
                                      "above)");
@@ -878,6 +887,8 @@ int main(int argc, char **argv) {
     return fail("--checkpoint-layout needs --emit=spmd");
   if (!summaryJson.empty() && stage < PipelineStage::Spmd)
     return fail("--summary-json needs --emit=spmd or an executable");
+  if (!overlapTrace.empty() && stage < PipelineStage::Spmd)
+    return fail("--overlap-trace needs --emit=spmd or an executable");
   if ((!pipelineTrace.empty() || !pipelineScheduleOut.empty() ||
        pipelineRank.getNumOccurrences()) &&
       stage != PipelineStage::Spmd)
@@ -933,6 +944,9 @@ int main(int argc, char **argv) {
     if (stage != PipelineStage::Executable)
       return fail("a .mlir input is a partitioned program (titan-compile "
                   "--emit=spmd): only an executable is built from it");
+    if (!overlapTrace.empty())
+      return fail("--overlap-trace needs the model (it is written with "
+                  "the plan report), not a partitioned .mlir program");
     llvm::SourceMgr sourceMgr;
     OwningOpRef<ModuleOp> program =
         parseInputFile(inputFile, sourceMgr, &context);
@@ -998,6 +1012,10 @@ int main(int argc, char **argv) {
                     "are not built for pipeline ranks yet; choose the "
                     "activation checkpointing mode (none, selective or "
                     "full)");
+      if (mesh.getPipelineDegree() > 1 && !overlapTrace.empty())
+        return fail("--overlap-trace does not support pipeline parallelism "
+                    "yet (pipeline_parallel_degree > 1): --pipeline-trace "
+                    "writes the pipeline's simulated schedule");
     }
     if (llvm::Error error = checkPipelineOutput(mesh.getPipelineDegree()))
       return fail(llvm::toString(std::move(error)));
@@ -1185,13 +1203,31 @@ int main(int argc, char **argv) {
         report ? &report->os() : nullptr);
     if (error)
       return fail(llvm::toString(std::move(error)));
-  } else if (report) {
-    if (failed(writePlanReport(**module, report->os())))
+  } else {
+    if (report && failed(writePlanReport(**module, report->os())))
       return fail("cannot write the plan report");
-    if (modelFlops &&
+    if (report && modelFlops &&
         failed(writeStepTimeReport(**module, *device, ranksPerNode, *modelFlops,
                                    report->os())))
       return fail("cannot write the predicted step time");
+    // The step before and after titan-schedule-overlap.
+    if (report || !overlapTrace.empty()) {
+      FailureOr<OverlapComparison> overlap =
+          compareOverlap(**module, pipeline.overlap, *device, ranksPerNode);
+      if (failed(overlap))
+        return fail("cannot simulate the communication overlap");
+      if (report)
+        writeOverlapReport(*overlap, report->os());
+      if (!overlapTrace.empty()) {
+        std::string message;
+        auto trace = openOutputFile(overlapTrace, &message);
+        if (!trace)
+          return fail(message);
+        writeOverlapTrace(overlap->after ? *overlap->after : overlap->before,
+                          trace->os());
+        trace->keep();
+      }
+    }
   }
   if (!checkpointLayout.empty()) {
     llvm::Expected<CheckpointPlan> plan = computeJobCheckpointPlan(jobPrograms);

@@ -78,6 +78,10 @@ struct ParallelismConfig {
   std::string fsdpReshardAfterForward = "default";
   int64_t tensorParallelDegree = 1;
   bool enableSequenceParallel = true;
+  /// titan's: collectives run behind computation (titan-schedule-overlap:
+  /// FSDP's prefetch of the next block's parameters, gradient reductions
+  /// completing during the next block's backward).
+  bool overlapCommunication = true;
   /// Refused when true (titan has no collective matmuls yet).
   bool enableAsyncTensorParallel = false;
   bool disableLossParallel = false;

@@ -43,6 +43,10 @@ int64_t getStaticNumElements(Type type);
 /// Bytes of one element of `type` (bf16: 2, i1: 1, ...).
 int64_t getElementByteWidth(Type type);
 
+/// Bytes of a value of static ranked tensor type `type`; 0 for anything
+/// else.
+int64_t getStaticByteSize(Type type);
+
 /// Default of CollectiveOpInterface::getBytesSentPerRank: the cost model's
 /// bytes for the op's kind, group and local operand (result for a recv).
 double getCollectiveBytesSentPerRank(Operation *op);

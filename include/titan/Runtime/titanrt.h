@@ -186,6 +186,39 @@ titanrt_status titanrt_axis_index(titanrt_context *ctx, int32_t comm,
                                   int32_t dtype, void *out);
 
 /*===----------------------------------------------------------------------===*
+ * Asynchronous collectives (called by compiled code; listed in titanrt.def)
+ *
+ * A collective issued after titanrt_start runs on a communication thread of
+ * its communicator while the program computes; titanrt_wait is where the
+ * program first needs its result. Each communicator runs its operations in
+ * the order the program issued them: a synchronous call on a communicator
+ * (a collective without titanrt_start, send, recv, axis_index) first waits
+ * for the asynchronous collectives issued on it before. A program that
+ * never calls titanrt_start runs every collective on the calling thread.
+ * The runtime waits for every asynchronous collective after each step
+ * (whether or not it failed); a handle's result is forgotten then.
+ *===----------------------------------------------------------------------===*/
+
+/// Makes the next call of a collective (titanrt_all_gather,
+/// titanrt_reduce_scatter, titanrt_all_reduce, titanrt_all_to_all,
+/// titanrt_broadcast) asynchronous under `handle` (>= 0): the collective is
+/// queued on its communicator's communication thread and that call returns
+/// TITANRT_OK at once; its buffers must stay untouched until
+/// titanrt_wait(ctx, handle) returns. Errors (TITANRT_ERROR_INVALID_ARGUMENT,
+/// naming the handle): a negative handle; a handle still in flight
+/// (started, not yet waited for); a titanrt_start not followed by a
+/// collective, which fails the runtime call that comes instead (this one,
+/// titanrt_wait, send, recv, axis_index or a compute call). A handle may be
+/// started again once it was waited for.
+titanrt_status titanrt_start(titanrt_context *ctx, int64_t handle);
+
+/// Blocks until the collective started under `handle` completes; returns
+/// its status (its message, naming the handle, in titanrt_last_error). A
+/// handle never started, or already waited for, is a
+/// TITANRT_ERROR_INVALID_ARGUMENT.
+titanrt_status titanrt_wait(titanrt_context *ctx, int64_t handle);
+
+/*===----------------------------------------------------------------------===*
  * The compiled program and the executable's entry
  *===----------------------------------------------------------------------===*/
 

@@ -1060,3 +1060,29 @@ func.func @recompute(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = titan.neg %x {titan.recompute = 1 : i64} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+titan.mesh @mesh ["fsdp"=4]
+func.func @async_without_wait(%x: tensor<8xf32>) -> tensor<32xf32> {
+  // expected-error @+1 {{the result of an asynchronous collective ('titan.async') must have one use, a titan.wait}}
+  %0 = titan.all_gather %x on @mesh ["fsdp"] dim 0 {titan.async} : tensor<8xf32> -> tensor<32xf32>
+  return %0 : tensor<32xf32>
+}
+
+// -----
+
+func.func @async_compute(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'titan.async' belongs on a collective with a result}}
+  %0 = titan.neg %x {titan.async} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @wait_for_compute(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = titan.neg %x : tensor<4xf32>
+  // expected-error @+1 {{'titan.wait' op waits for the result of a collective}}
+  %1 = titan.wait %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}

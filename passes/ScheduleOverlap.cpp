@@ -1,0 +1,312 @@
+//===- ScheduleOverlap.cpp - collectives behind computation ---------------===//
+//
+// Implements titan-schedule-overlap (see passes/Passes.td for the
+// contract).
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/PipelineMesh.h"
+#include "titan/Dialect/Provenance.h"
+#include "titan/Dialect/TitanDialect.h"
+#include "titan/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::titan {
+#define GEN_PASS_DEF_SCHEDULEOVERLAPPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::titan
+
+using namespace mlir;
+using namespace mlir::titan;
+
+namespace {
+
+/// Bytes of a value of static tensor type (0 for anything else).
+int64_t bytesOf(Value value) { return getStaticByteSize(value.getType()); }
+
+/// The ops of the step in order, and its segments: runs of ops of one
+/// phase and transformer block (FSDP's unit of prefetch). An op outside
+/// every block, or without a phase, belongs to the segment it stands in
+/// unless its phase starts a new one.
+class Segments {
+public:
+  explicit Segments(Block &body) {
+    std::optional<Phase> phase;
+    StringRef block;
+    for (Operation &op : body) {
+      std::optional<Phase> opPhase = getPhase(&op);
+      std::optional<StringRef> path = getModulePath(op.getLoc());
+      StringRef opBlock = path ? getTransformerBlock(*path) : "";
+      bool starts = segmentStart.empty() || (opPhase && opPhase != phase) ||
+                    (!opBlock.empty() && opBlock != block);
+      if (starts) {
+        segmentStart.push_back(ops.size());
+        phase = opPhase ? opPhase : phase;
+        block = opBlock;
+      }
+      position[&op] = ops.size();
+      ops.push_back(&op);
+      segmentOf.push_back(segmentStart.size() - 1);
+    }
+  }
+
+  int64_t getPosition(Operation *op) const { return position.lookup(op); }
+  int64_t getSegment(int64_t at) const { return segmentOf[at]; }
+  int64_t getNumSegments() const { return segmentStart.size(); }
+  /// The first position of segment `segment` (clamped to the step).
+  int64_t getStart(int64_t segment) const {
+    if (segment < 0)
+      return 0;
+    if (segment >= getNumSegments())
+      return ops.size() - 1;
+    return segmentStart[segment];
+  }
+  Operation *getOp(int64_t at) const { return ops[at]; }
+
+private:
+  SmallVector<Operation *> ops;
+  DenseMap<Operation *, int64_t> position;
+  SmallVector<int64_t> segmentOf;
+  SmallVector<int64_t> segmentStart;
+};
+
+/// What the pass does to one collective.
+struct Decision {
+  Operation *collective = nullptr;
+  /// The ops computing its operands that move with it (in program order).
+  SmallVector<Operation *> producers;
+  /// Where it is issued: before the op at this position.
+  int64_t issue = 0;
+  /// Where it is waited for: before the op at this position.
+  int64_t wait = 0;
+};
+
+class ScheduleOverlapPass
+    : public titan::impl::ScheduleOverlapPassBase<ScheduleOverlapPass> {
+public:
+  using ScheduleOverlapPassBase::ScheduleOverlapPassBase;
+
+  void runOnOperation() override {
+    auto function = getOperation().lookupSymbol<func::FuncOp>("train_step");
+    if (!function || !function.getBody().hasOneBlock() || prefetchDepth <= 0)
+      return;
+    Block &body = function.getBody().front();
+    Segments segments(body);
+    SmallVector<Decision> decisions;
+    // Extra bytes the schedule keeps alive at each position (the budget).
+    SmallVector<int64_t> extra(body.getOperations().size(), 0);
+    for (Operation &op : body) {
+      std::optional<Decision> decision = decide(&op, segments);
+      if (!decision || !fitsBudget(*decision, segments, extra))
+        continue;
+      decisions.push_back(std::move(*decision));
+    }
+    apply(decisions, segments);
+  }
+
+private:
+  /// Where `op`, a collective, would best be issued and waited for, or none
+  /// when nothing would compute in between.
+  std::optional<Decision> decide(Operation *op, const Segments &segments);
+  /// The ops that compute `collective`'s operands at or after position
+  /// `issue` and move with it (pure, not communicating, read by nothing
+  /// else), appended to `producers` in program order; returns the position
+  /// after the last operand def that cannot move (the earliest issue).
+  int64_t collectProducers(Operation *collective, int64_t issue,
+                           const Segments &segments,
+                           SmallVectorImpl<Operation *> &producers);
+  /// Whether `decision` keeps the extra bytes within the budget; if so,
+  /// adds them to `extra`.
+  bool fitsBudget(const Decision &decision, const Segments &segments,
+                  SmallVectorImpl<int64_t> &extra);
+  /// Moves and marks the collectives of `decisions`.
+  void apply(ArrayRef<Decision> decisions, const Segments &segments);
+};
+
+/// Whether an op computes (as opposed to viewing, casting shapes or
+/// communicating): something worth overlapping communication with.
+bool computes(Operation *op) {
+  auto cost = dyn_cast<CostOpInterface>(op);
+  return cost && !isa<CollectiveOpInterface>(op) && cost.getFlops() > 0;
+}
+
+std::optional<Decision> ScheduleOverlapPass::decide(Operation *op,
+                                                    const Segments &segments) {
+  if (!isa<CollectiveOpInterface>(op) || op->getNumResults() != 1 ||
+      isa<SendOp, RecvOp>(op) || isPipelineTransfer(op) ||
+      op->hasAttr(TitanDialect::kAsyncAttrName))
+    return std::nullopt;
+  Value result = op->getResult(0);
+  if (result.use_empty())
+    return std::nullopt;
+  int64_t at = segments.getPosition(op);
+  int64_t firstUse = std::numeric_limits<int64_t>::max();
+  for (Operation *user : result.getUsers())
+    firstUse = std::min(firstUse, segments.getPosition(user));
+  Decision decision;
+  decision.collective = op;
+  // Issued `prefetchDepth` segments before the one that first reads it
+  // (FSDP's prefetch of the next block's parameters), once its operands
+  // are there.
+  int64_t target =
+      segments.getStart(segments.getSegment(firstUse) - prefetchDepth);
+  decision.issue = at;
+  if (target < at) {
+    decision.issue = std::max(
+        target, collectProducers(op, target, segments, decision.producers));
+    // After the collectives the segment starts with (they are needed
+    // first, and a communicator runs its collectives in order): right
+    // before its first computation.
+    while (decision.issue < at &&
+           (!computes(segments.getOp(decision.issue)) ||
+            llvm::is_contained(decision.producers,
+                               segments.getOp(decision.issue))))
+      ++decision.issue;
+    if (decision.issue >= at) {
+      decision.issue = at;
+      decision.producers.clear();
+    }
+  }
+  // Waited for where it is first read, but no later than the start of the
+  // segment `prefetchDepth` after the one it is issued in: a gradient's
+  // reduction completes behind the next block's backward, and its operand
+  // is freed then, not at the optimizer.
+  int64_t latest =
+      segments.getStart(segments.getSegment(at) + prefetchDepth + 1);
+  decision.wait = std::max(at + 1, std::min(firstUse, latest));
+  bool overlaps = false;
+  for (int64_t p = decision.issue; p < decision.wait && !overlaps; ++p)
+    overlaps = computes(segments.getOp(p)) &&
+               !llvm::is_contained(decision.producers, segments.getOp(p));
+  if (!overlaps)
+    return std::nullopt;
+  return decision;
+}
+
+int64_t
+ScheduleOverlapPass::collectProducers(Operation *collective, int64_t issue,
+                                      const Segments &segments,
+                                      SmallVectorImpl<Operation *> &producers) {
+  // The members of the group that moves: the collective and the producers
+  // found so far; a producer must feed only them.
+  llvm::SmallSetVector<Operation *, 8> group;
+  group.insert(collective);
+  int64_t earliest = 0;
+  SmallVector<Operation *> worklist = {collective};
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (!def || segments.getPosition(def) < issue)
+        continue;
+      bool movable = isPure(def) && !isa<CollectiveOpInterface>(def) &&
+                     llvm::all_of(def->getUsers(), [&](Operation *user) {
+                       return group.contains(user);
+                     });
+      if (!movable) {
+        earliest = std::max(earliest, segments.getPosition(def) + 1);
+        continue;
+      }
+      if (group.insert(def))
+        worklist.push_back(def);
+    }
+  }
+  for (Operation *member : group)
+    if (member != collective)
+      producers.push_back(member);
+  llvm::sort(producers, [&](Operation *a, Operation *b) {
+    return segments.getPosition(a) < segments.getPosition(b);
+  });
+  return earliest;
+}
+
+bool ScheduleOverlapPass::fitsBudget(const Decision &decision,
+                                     const Segments &segments,
+                                     SmallVectorImpl<int64_t> &extra) {
+  Operation *op = decision.collective;
+  int64_t at = segments.getPosition(op);
+  // Issued early: its result (and what moved with it) lives from the issue
+  // on. Waited late: the operands it reads last live to the wait.
+  int64_t early = bytesOf(op->getResult(0));
+  for (Operation *producer : decision.producers)
+    for (Value result : producer->getResults())
+      early += bytesOf(result);
+  int64_t late = 0;
+  for (Value operand : op->getOperands()) {
+    if (isa<BlockArgument>(operand))
+      continue;
+    bool readLater = llvm::any_of(operand.getUsers(), [&](Operation *user) {
+      return user != op && segments.getPosition(user) >= decision.wait;
+    });
+    if (!readLater)
+      late += bytesOf(operand);
+  }
+  auto added = [&](int64_t p) {
+    return (p < at ? early : 0) + (p > at ? late : 0);
+  };
+  if (memoryBudget >= 0)
+    for (int64_t p = decision.issue; p < decision.wait; ++p)
+      if (extra[p] + added(p) > memoryBudget)
+        return false;
+  for (int64_t p = decision.issue; p < decision.wait; ++p)
+    extra[p] += added(p);
+  return true;
+}
+
+void ScheduleOverlapPass::apply(ArrayRef<Decision> decisions,
+                                const Segments &segments) {
+  // Ops that move; an anchor is the first op at or after a position that
+  // stays, so moves do not drag each other along. A collective read by an
+  // op that moves earlier stays synchronous (its wait could not stand
+  // before that reader).
+  llvm::SmallPtrSet<Operation *, 16> moving;
+  SmallVector<Decision> kept(decisions);
+  for (bool changed = true; changed;) {
+    moving.clear();
+    for (const Decision &decision : kept)
+      if (segments.getPosition(decision.collective) != decision.issue) {
+        moving.insert(decision.collective);
+        moving.insert(decision.producers.begin(), decision.producers.end());
+      }
+    size_t before = kept.size();
+    llvm::erase_if(kept, [&](const Decision &decision) {
+      return llvm::any_of(
+          decision.collective->getUsers(),
+          [&](Operation *user) { return moving.contains(user); });
+    });
+    changed = kept.size() != before;
+  }
+  decisions = kept;
+  auto anchor = [&](int64_t at) {
+    Operation *op = segments.getOp(at);
+    while (moving.contains(op))
+      op = op->getNextNode();
+    return op;
+  };
+  SmallVector<std::pair<Operation *, Operation *>> issueBefore, waitBefore;
+  for (const Decision &decision : decisions) {
+    issueBefore.push_back({decision.collective, anchor(decision.issue)});
+    waitBefore.push_back({decision.collective, anchor(decision.wait)});
+  }
+  for (auto [decision, place] : llvm::zip(decisions, issueBefore)) {
+    Operation *before = place.second;
+    if (segments.getPosition(decision.collective) == decision.issue)
+      continue;
+    for (Operation *producer : decision.producers)
+      producer->moveBefore(before);
+    decision.collective->moveBefore(before);
+  }
+  for (auto [collective, before] : waitBefore) {
+    OpBuilder builder(before);
+    Value result = collective->getResult(0);
+    auto wait = WaitOp::create(builder, collective->getLoc(), result);
+    result.replaceAllUsesExcept(wait.getResult(), wait);
+    collective->setAttr(TitanDialect::kAsyncAttrName,
+                        UnitAttr::get(collective->getContext()));
+  }
+}
+
+} // namespace

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Benchmark: communication behind computation (titan-schedule-overlap) on
+# CPU ranks, measured in one run against the same program without the pass.
+#
+#   Llama 3 debugmodel (dim 256, 6 layers, vocab 2048), seq 2048, FSDP 2 on
+#   2 local ranks (titan-run, Gloo over loopback), 1 compute thread per rank,
+#   global batch 2; parallelism.overlap_communication = true vs false,
+#   alternating runs.
+#
+# Per variant: the median step time over the steps after the first, and the
+# exposed communication of a profiled step on rank 0 (the time its main
+# thread spent in synchronous collectives and in titan.wait, from the step's
+# Chrome trace), next to what the plan report predicted for the same
+# program on the machine description `cpu`.
+#   usage: tools/bench/overlap-cpu.sh [BUILD_DIR] [STEPS] [ROUNDS]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=${1:-$root/build}
+steps=${2:-6}
+rounds=${3:-3}
+bin=$build/bin
+python=/usr/bin/python3
+work=$(mktemp -d /tmp/titan-bench-overlap.XXXXXX)
+config=$root/models/llama3/train_configs/debugmodel.toml
+seq=2048
+
+"$python" "$root/models/export.py" --model llama3 --flavor debugmodel \
+  --out "$work/model" > /dev/null
+"$python" "$root/tools/scripts/corpus_batches.py" "$root/models/data/corpus.txt" \
+  "$work/data" --steps "$steps" --batch 2 --seq "$seq"
+
+for variant in on off; do
+  overlap=true
+  [ "$variant" = off ] && overlap=false
+  "$bin/titan-compile" "$work/model/model.pt" --config "$config" \
+    --set training.seq_len=$seq --set training.local_batch_size=1 \
+    --set parallelism.data_parallel_shard_degree=2 \
+    --set parallelism.overlap_communication=$overlap \
+    --plan-report "$work/report-$variant.txt" -o "$work/$variant" > /dev/null
+done
+
+# Median step seconds of a metrics file (steps after the first).
+median() {
+  "$python" -c "
+import json, statistics, sys
+s = [json.loads(l)['seconds'] for l in open(sys.argv[1])][1:]
+print(f'{statistics.median(s):.6f}')" "$1"
+}
+# Exposed communication (seconds) of rank 0's traced step: the main
+# thread's synchronous collectives (tid 1) and waits.
+exposed() {
+  "$python" -c "
+import json, sys
+trace = json.load(open(sys.argv[1]))
+events = trace['traceEvents'] if isinstance(trace, dict) else trace
+spans = [e for e in events if e.get('ph') == 'X']
+sync = sum(e['dur'] for e in spans if e.get('tid') == 1)
+wait = sum(e['dur'] for e in spans if e.get('tid') == 0 and e['name'] == 'wait')
+print(f'{(sync + wait) * 1e-6:.6f}')" "$1"
+}
+
+for round in $(seq "$rounds"); do
+  for variant in on off; do
+    rm -rf "$work/dump-$variant"
+    "$bin/titan-run" "$work/$variant" --nproc-per-node 2 -- \
+      --data "$work/data" --steps "$steps" --threads 1 \
+      --metrics "$work/$variant-$round.jsonl" \
+      --job.dump_folder "$work/dump-$variant" \
+      --profiling.enable_profiling --profiling.profile_freq "$steps" \
+      > "$work/$variant-$round.log"
+    median "$work/$variant-$round.jsonl" >> "$work/$variant.steps"
+    exposed "$work/dump-$variant/profile_traces/iteration_$steps/rank0_trace.json" \
+      >> "$work/$variant.exposed"
+  done
+done
+
+"$python" - "$work" <<'EOF'
+import re, statistics, sys
+work = sys.argv[1]
+def values(name):
+    return [float(line) for line in open(f"{work}/{name}")]
+def predicted(variant):
+    text = open(f"{work}/report-{variant}.txt").read()
+    match = re.search(r"== Communication overlap.*?(?===|\Z)", text, re.S)
+    return match.group(0).strip() if match else "(no overlap section)"
+print(f"{'':<22}{'step ms':>10}{'exposed comm ms':>18}")
+rows = {}
+for variant in ("off", "on"):
+    step = statistics.median(values(f"{variant}.steps"))
+    exposed = statistics.median(values(f"{variant}.exposed"))
+    rows[variant] = (step, exposed)
+    label = "overlap on" if variant == "on" else "overlap off"
+    print(f"{label:<22}{step * 1e3:10.1f}{exposed * 1e3:18.1f}")
+print(f"step time ratio off/on: {rows['off'][0] / rows['on'][0]:.3f}; "
+      f"exposed communication on/off: {rows['on'][1] / max(rows['off'][1], 1e-12):.3f}")
+print("\npredicted (plan report, overlap on):")
+print(predicted("on"))
+EOF
+rm -rf "$work"
