@@ -81,7 +81,8 @@ def values(name):
     return [float(line) for line in open(f"{work}/{name}")]
 def predicted(variant):
     text = open(f"{work}/report-{variant}.txt").read()
-    match = re.search(r"== Communication overlap.*?(?===|\Z)", text, re.S)
+    match = re.search(r"^== Communication overlap.*?(?=^== |\Z)", text,
+                      re.S | re.M)
     return match.group(0).strip() if match else "(no overlap section)"
 print(f"{'':<22}{'step ms':>10}{'exposed comm ms':>18}")
 rows = {}
