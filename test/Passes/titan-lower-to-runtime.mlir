@@ -8,6 +8,8 @@
 // axis the mesh lacks is an error.
 // RUN: not titan-opt %s --titan-fuse-kernels --titan-lower-kernels --titan-plan-memory --titan-lower-to-runtime="communicators=tp+tp2,tp" 2>&1 | FileCheck %s --check-prefix=SHARED-BAD
 // SHARED-BAD: error: communicator 0 is over axis 'tp2', which the job's mesh does not have
+// RUN: not titan-opt %s --titan-fuse-kernels --titan-lower-kernels --titan-plan-memory --titan-lower-to-runtime="communicators=tp+tp" 2>&1 | FileCheck %s --check-prefix=SHARED-TWICE
+// SHARED-TWICE: error: communicator 0 names axis 'tp' twice
 // RUN: titan-opt %s --titan-fuse-kernels --titan-lower-kernels --titan-plan-memory --titan-lower-to-runtime="communicators=dp,dp+tp" | FileCheck %s --check-prefix=SHARED
 // SHARED: @titan_program_description("{{.*}}\0Acomm 0 dp\0Acomm 1 dp tp\0Acomm 2 tp\0Aarg
 
