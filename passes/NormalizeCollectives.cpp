@@ -4,6 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "NormalizeCollectives.h"
+
 #include "titan/Dialect/TensorBuilder.h"
 #include "titan/Passes.h"
 
@@ -21,18 +23,16 @@ static bool chunksAreContiguous(ArrayRef<int64_t> shape, int64_t dim) {
   return llvm::all_of(shape.take_front(dim), [](int64_t d) { return d == 1; });
 }
 
-/// `shape` with dim `dim` split into [parts, shape[dim] / parts].
-static SmallVector<int64_t> splitDim(ArrayRef<int64_t> shape, int64_t dim,
-                                     int64_t parts) {
+SmallVector<int64_t> mlir::titan::getSplitShape(ArrayRef<int64_t> shape,
+                                                int64_t dim, int64_t parts) {
   SmallVector<int64_t> result(shape.take_front(dim));
   result.append({parts, shape[dim] / parts});
   result.append(shape.begin() + dim + 1, shape.end());
   return result;
 }
 
-/// The permutation of `rank` dims that moves dim `from` to position `to`,
-/// keeping the others in order.
-static SmallVector<int64_t> moveDim(int64_t rank, int64_t from, int64_t to) {
+SmallVector<int64_t>
+mlir::titan::getMoveDimPermutation(int64_t rank, int64_t from, int64_t to) {
   SmallVector<int64_t> others;
   for (int64_t d = 0; d < rank; ++d)
     if (d != from)
@@ -57,6 +57,28 @@ static Value permute(TensorBuilder &b, Value value,
   return b.transpose(value, permutation);
 }
 
+/// Replaces collective `op` by `created`, whose result `restore` turns
+/// into `op`'s: right after it or, when `op` is asynchronous, after its wait
+/// (`created` becomes the asynchronous collective its new wait reads).
+static void
+replaceCollective(Operation *op, Operation *created,
+                  function_ref<Value(TensorBuilder &, Value)> restore) {
+  Value result = created->getResult(0);
+  Operation *replaced = op;
+  OpBuilder builder(op);
+  if (op->hasAttr(TitanDialect::kAsyncAttrName)) {
+    created->setAttr(TitanDialect::kAsyncAttrName, builder.getUnitAttr());
+    replaced = *op->getUsers().begin();
+    builder.setInsertionPoint(replaced);
+    result = WaitOp::create(builder, replaced->getLoc(), result);
+  }
+  TensorBuilder b(builder, replaced->getLoc());
+  replaced->getResult(0).replaceAllUsesWith(restore(b, result));
+  if (replaced != op)
+    replaced->erase();
+  op->erase();
+}
+
 /// all_gather along `dim` of [.., S_dim, ..]: gather whole buffers into
 /// [g, ..], then move the group dim next to `dim` and merge.
 static void normalize(AllGatherOp op) {
@@ -71,12 +93,15 @@ static void normalize(AllGatherOp op) {
   Value input = b.reshape(op.getInput(), unit);
   SmallVector<int64_t> gatheredShape(unit);
   gatheredShape[0] = groupSize;
-  Value gathered = AllGatherOp::create(
+  auto gathered = AllGatherOp::create(
       builder, op.getLoc(), type.clone(gatheredShape), input, op.getMeshAttr(),
       op.getAxesAttr(), builder.getI64IntegerAttr(0));
-  Value moved = permute(b, gathered, moveDim(type.getRank() + 1, 0, dim));
-  op.replaceAllUsesWith(b.reshape(moved, op.getType().getShape()));
-  op.erase();
+  ArrayRef<int64_t> shape = op.getType().getShape();
+  replaceCollective(op, gathered, [&](TensorBuilder &after, Value result) {
+    Value moved = permute(after, result,
+                          getMoveDimPermutation(type.getRank() + 1, 0, dim));
+    return after.reshape(moved, shape);
+  });
 }
 
 /// reduce_scatter along `dim`: move the group's chunks of `dim` to the
@@ -89,15 +114,18 @@ static void normalize(ReduceScatterOp op) {
   OpBuilder builder(op);
   TensorBuilder b(builder, op.getLoc());
   Value split =
-      b.reshape(op.getInput(), splitDim(type.getShape(), dim, groupSize));
-  Value front = permute(b, split, moveDim(type.getRank() + 1, dim, 0));
+      b.reshape(op.getInput(), getSplitShape(type.getShape(), dim, groupSize));
+  Value front =
+      permute(b, split, getMoveDimPermutation(type.getRank() + 1, dim, 0));
   SmallVector<int64_t> scatteredShape(tensorTypeOf(front).getShape());
   scatteredShape[0] = 1;
-  Value scattered = ReduceScatterOp::create(
+  auto scattered = ReduceScatterOp::create(
       builder, op.getLoc(), type.clone(scatteredShape), front, op.getMeshAttr(),
       op.getAxesAttr(), builder.getI64IntegerAttr(0), op.getReduceAttr());
-  op.replaceAllUsesWith(b.reshape(scattered, op.getType().getShape()));
-  op.erase();
+  ArrayRef<int64_t> shape = op.getType().getShape();
+  replaceCollective(op, scattered, [&](TensorBuilder &after, Value result) {
+    return after.reshape(result, shape);
+  });
 }
 
 /// all_to_all splitting `split` and concatenating `concat`: move the chunks
@@ -111,16 +139,104 @@ static void normalize(AllToAllOp op) {
     return;
   OpBuilder builder(op);
   TensorBuilder b(builder, op.getLoc());
-  Value chunks =
-      b.reshape(op.getInput(), splitDim(type.getShape(), split, groupSize));
-  Value front = permute(b, chunks, moveDim(rank + 1, split, 0));
-  Value exchanged = AllToAllOp::create(
-      builder, op.getLoc(), front.getType(), front, op.getMeshAttr(),
-      op.getAxesAttr(), builder.getI64IntegerAttr(0),
-      builder.getI64IntegerAttr(0));
-  Value placed = permute(b, exchanged, moveDim(rank + 1, 0, concat));
-  op.replaceAllUsesWith(b.reshape(placed, op.getType().getShape()));
-  op.erase();
+  Value chunks = b.reshape(op.getInput(),
+                           getSplitShape(type.getShape(), split, groupSize));
+  Value front = permute(b, chunks, getMoveDimPermutation(rank + 1, split, 0));
+  auto exchanged = AllToAllOp::create(builder, op.getLoc(), front.getType(),
+                                      front, op.getMeshAttr(), op.getAxesAttr(),
+                                      builder.getI64IntegerAttr(0),
+                                      builder.getI64IntegerAttr(0));
+  ArrayRef<int64_t> shape = op.getType().getShape();
+  replaceCollective(op, exchanged, [&](TensorBuilder &after, Value result) {
+    Value placed =
+        permute(after, result, getMoveDimPermutation(rank + 1, 0, concat));
+    return after.reshape(placed, shape);
+  });
+}
+
+void mlir::titan::normalizeCollective(Operation *op) {
+  if (auto gather = dyn_cast<AllGatherOp>(op))
+    normalize(gather);
+  else if (auto scatter = dyn_cast<ReduceScatterOp>(op))
+    normalize(scatter);
+  else if (auto exchange = dyn_cast<AllToAllOp>(op))
+    normalize(exchange);
+}
+
+/// The single user of `value`, if it has exactly one and it is an `OpTy`.
+template <typename OpTy> static OpTy getOnlyUser(Value value) {
+  return value.hasOneUse() ? dyn_cast<OpTy>(*value.getUsers().begin()) : OpTy();
+}
+
+/// `shape` with dim `dim` of size `size`.
+static SmallVector<int64_t> withDim(ArrayRef<int64_t> shape, int64_t dim,
+                                    int64_t size) {
+  SmallVector<int64_t> result(shape);
+  result[dim] = size;
+  return result;
+}
+
+std::optional<LogicalCollective>
+mlir::titan::getLogicalCollective(AllGatherOp gather) {
+  LogicalCollective logical{gather, gather.getInput(), gather.getResult(),
+                            int64_t(gather.getGatherDim())};
+  auto unit = gather.getInput().getDefiningOp<ReshapeOp>();
+  auto moved = getOnlyUser<TransposeOp>(gather.getResult());
+  if (gather.getGatherDim() != 0 || !unit || !moved)
+    return logical;
+  // normalize(AllGatherOp)'s form: reshape [1, s...] -> all_gather dim 0 ->
+  // transpose moving dim 0 to position d -> reshape merging it with the
+  // shard's dim d.
+  ArrayRef<int64_t> unitShape = tensorTypeOf(unit).getShape();
+  ArrayRef<int64_t> permutation = moved.getPermutation();
+  int64_t rank = unitShape.size() - 1;
+  auto reshaped = getOnlyUser<ReshapeOp>(moved.getResult());
+  if (unitShape.front() != 1 || !reshaped)
+    return std::nullopt;
+  SmallVector<int64_t> shardShape(unitShape.drop_front());
+  int64_t dim = llvm::find(permutation, 0) - permutation.begin();
+  if (dim >= rank ||
+      permutation != ArrayRef(getMoveDimPermutation(rank + 1, 0, dim)) ||
+      tensorTypeOf(reshaped).getShape() !=
+          ArrayRef(withDim(shardShape, dim,
+                           shardShape[dim] * gather.getGroupSize())) ||
+      tensorTypeOf(unit.getInput()).getShape() != ArrayRef(shardShape))
+    return std::nullopt;
+  logical.input = unit.getInput();
+  logical.output = reshaped.getResult();
+  logical.dim = dim;
+  return logical;
+}
+
+std::optional<LogicalCollective>
+mlir::titan::getLogicalCollective(ReduceScatterOp scatter) {
+  LogicalCollective logical{scatter, scatter.getInput(), scatter.getResult(),
+                            int64_t(scatter.getScatterDim())};
+  auto front = scatter.getInput().getDefiningOp<TransposeOp>();
+  if (scatter.getScatterDim() != 0 || !front)
+    return logical;
+  // normalize(ReduceScatterOp)'s form: reshape splitting dim d into [n, s]
+  // -> transpose moving n to the front -> reduce_scatter dim 0 -> reshape
+  // dropping the unit dim.
+  auto split = front.getInput().getDefiningOp<ReshapeOp>();
+  auto dropped = getOnlyUser<ReshapeOp>(scatter.getResult());
+  if (!split || !dropped)
+    return std::nullopt;
+  ArrayRef<int64_t> permutation = front.getPermutation();
+  int64_t rank = permutation.size() - 1, dim = permutation.front();
+  ArrayRef<int64_t> fullShape = tensorTypeOf(split.getInput()).getShape();
+  int64_t n = scatter.getGroupSize();
+  if (permutation != ArrayRef(getMoveDimPermutation(rank + 1, dim, 0)) ||
+      int64_t(fullShape.size()) != rank || fullShape[dim] % n != 0 ||
+      tensorTypeOf(split).getShape() !=
+          ArrayRef(getSplitShape(fullShape, dim, n)) ||
+      tensorTypeOf(dropped).getShape() !=
+          ArrayRef(withDim(fullShape, dim, fullShape[dim] / n)))
+    return std::nullopt;
+  logical.input = split.getInput();
+  logical.output = dropped.getResult();
+  logical.dim = dim;
+  return logical;
 }
 
 namespace {
@@ -129,14 +245,12 @@ struct NormalizeCollectivesPass
     : public mlir::titan::impl::NormalizeCollectivesPassBase<
           NormalizeCollectivesPass> {
   void runOnOperation() override {
-    getOperation().walk([](Operation *op) {
-      if (auto gather = dyn_cast<AllGatherOp>(op))
-        normalize(gather);
-      else if (auto scatter = dyn_cast<ReduceScatterOp>(op))
-        normalize(scatter);
-      else if (auto exchange = dyn_cast<AllToAllOp>(op))
-        normalize(exchange);
+    SmallVector<Operation *> collectives;
+    getOperation().walk([&](CollectiveOpInterface collective) {
+      collectives.push_back(collective);
     });
+    for (Operation *op : collectives)
+      normalizeCollective(op);
   }
 };
 

@@ -337,6 +337,63 @@ def ScheduleOverlapPass : Pass<"titan-schedule-overlap", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
 
+def DecomposeCollectiveMatmulPass
+    : Pass<"titan-decompose-collective-matmul", "::mlir::ModuleOp"> {
+  let summary = "Async tensor parallelism: all-gather -> matmul and matmul "
+                "-> reduce-scatter as chunks whose communication runs "
+                "behind the other chunks' matmuls";
+  let description = [{
+    On `@train_step` after `titan-sink-to-first-use`, for each collective
+    over the one mesh axis `axis` (torchtitan's `enable_async_tensor_parallel`
+    on the `tp` axis; the collective matmuls of micro-pipelined TP):
+
+    - an `all_gather` along dim d whose result some matmul reads as its left
+      operand, rows along d (not its contracting dim): the local shard is cut
+      into k chunks along d, each chunk is all-gathered asynchronously
+      (`titan.async`, issued where the whole gather was), and where the
+      gathered tensor is first read, for each chunk in turn the pass waits
+      for it and computes its rows of every such matmul; each matmul's result
+      is joined from its chunks (a concat). Readers of the whole gathered
+      tensor (a weight gradient's matmul, saved for the backward) read it
+      joined from the chunks.
+    - a `reduce_scatter` along dim d whose operand is computed by matmuls
+      (and elementwise ops between them) read by nothing else, rows along d:
+      those ops are computed chunk by chunk where the last of them stood,
+      each chunk's rows reduce-scattered asynchronously as soon as they are
+      computed, and the chunks are waited for and joined where the whole
+      reduce-scatter stood.
+
+    Chunk j holds rows [j s/k, (j+1) s/k) of every rank's block of s rows,
+    so the values computed are the same rows of the same products. The
+    number of chunks k is `chunks`, or, when that is 0, the count in
+    [2, `max-chunks`] dividing s that the cost model on `device` predicts
+    fastest (the first all-gather or last reduce-scatter exposed, the
+    others behind max(chunk collective, chunk matmuls), plus the copies that
+    cut and join); a collective none of those beats stays whole. A collective
+    already asynchronous, over other axes, or with some computation between
+    it and its reader (or between the ops computing its operand and it),
+    which titan-schedule-overlap hides it behind, is left as it is.
+
+    Errors: an `axis` the mesh lacks; an unknown device; `max-chunks` below
+    1.
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", "\"tp\"",
+           "The mesh axis whose collectives are decomposed">,
+    Option<"chunks", "chunks", "int64_t", "0",
+           "Chunks per collective (0: chosen by the cost model; a count "
+           "that does not divide a collective's rows leaves it whole)">,
+    Option<"maxChunks", "max-chunks", "int64_t", "8",
+           "The most chunks the cost model considers">,
+    Option<"deviceName", "device", "std::string", "\"cpu\"",
+           "The device the cost model times chunks on (a bundled name or a "
+           "device file)">,
+    Option<"ranksPerNode", "ranks-per-node", "int64_t", "0",
+           "Ranks per node (0: the device file's)">,
+  ];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
 def ReshardAfterForwardPass : Pass<"titan-reshard-after-forward",
                                    "::mlir::ModuleOp"> {
   let summary = "FSDP's reshard after forward: parameters are gathered again "

@@ -63,16 +63,26 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
   }
 }
 
-void mlir::titan::buildPlanningPipeline(OpPassManager &pm,
-                                        const TitanPipelineOptions &options) {
+void mlir::titan::buildSchedulingPipeline(OpPassManager &pm,
+                                          const TitanPipelineOptions &options) {
   // The executable runs @train_step only.
   pm.addPass(createSymbolPrivatizePass({"train_step"}));
   pm.addPass(createSymbolDCEPass());
   pm.addPass(createNormalizeCollectivesPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createSinkToFirstUsePass());
+  // Before the overlap schedule, which leaves the chunks' collectives (they
+  // are asynchronous already) where they are.
+  if (options.asyncTensorParallel)
+    pm.addPass(
+        createDecomposeCollectiveMatmulPass(*options.asyncTensorParallel));
   if (options.overlap)
     pm.addPass(createScheduleOverlapPass(*options.overlap));
+}
+
+void mlir::titan::buildPlanningPipeline(OpPassManager &pm,
+                                        const TitanPipelineOptions &options) {
+  buildSchedulingPipeline(pm, options);
   pm.addPass(createFuseKernelsPass());
   pm.addPass(createLowerKernelsPass());
   pm.addPass(createPlanMemoryPass());
@@ -126,6 +136,14 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   options.reshard.policy = parallelism.fsdpReshardAfterForward;
   if (parallelism.overlapCommunication)
     options.overlap = ScheduleOverlapPassOptions{};
+  if (parallelism.enableAsyncTensorParallel && mesh.getSize(TpAxis) > 1) {
+    DecomposeCollectiveMatmulPassOptions asyncTp;
+    asyncTp.axis = getMeshAxisName(TpAxis).str();
+    asyncTp.deviceName = config.hardware.device;
+    asyncTp.ranksPerNode = config.hardware.ranksPerNode;
+    asyncTp.chunks = parallelism.asyncTensorParallelChunks;
+    options.asyncTensorParallel = asyncTp;
+  }
   // Pipeline parallelism: each pipeline rank's program (the rank is set
   // by the caller). torchtitan's "default" keeps the parameters FSDP
   // gathers for every microbatch of the step under a pipeline.

@@ -5,6 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Computation.h"
+
 #include "titan/Dialect/PipelineMesh.h"
 #include "titan/Dialect/Provenance.h"
 #include "titan/Dialect/TitanDialect.h"
@@ -125,13 +127,6 @@ private:
   /// Moves and marks the collectives of `decisions`.
   void apply(ArrayRef<Decision> decisions, const Segments &segments);
 };
-
-/// Whether an op computes (as opposed to viewing, casting shapes or
-/// communicating): something worth overlapping communication with.
-bool computes(Operation *op) {
-  auto cost = dyn_cast<CostOpInterface>(op);
-  return cost && !isa<CollectiveOpInterface>(op) && cost.getFlops() > 0;
-}
 
 std::optional<Decision> ScheduleOverlapPass::decide(Operation *op,
                                                     const Segments &segments) {

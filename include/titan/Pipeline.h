@@ -49,6 +49,9 @@ struct TitanPipelineOptions {
   /// Set when collectives run behind computation
   /// (parallelism.overlap_communication).
   std::optional<ScheduleOverlapPassOptions> overlap;
+  /// Set under async tensor parallelism
+  /// (parallelism.enable_async_tensor_parallel with a tp axis).
+  std::optional<DecomposeCollectiveMatmulPassOptions> asyncTensorParallel;
   LowerToRuntimePassOptions runtime;
 };
 
@@ -65,12 +68,20 @@ void registerTitanPipelines();
 void buildTitanPipeline(OpPassManager &pm, const TitanPipelineOptions &options);
 
 /// Appends the passes from the program of one rank to its memory plan:
-/// only @train_step is kept, collectives are normalized and (with
-/// `options.overlap`) scheduled behind computation, fusible ops are
+/// the scheduling passes (buildSchedulingPipeline), then fusible ops are
 /// outlined into kernels and compiled to loops, and every value is placed
 /// (titan-plan-memory). The stage Executable then lowers to the runtime.
 void buildPlanningPipeline(OpPassManager &pm,
                            const TitanPipelineOptions &options);
+
+/// Appends the planning pipeline's first passes, which fix the order of
+/// the rank's program: only @train_step is kept, collectives are
+/// normalized and sunk to their first readers, then (with
+/// `options.asyncTensorParallel`) collective matmuls are decomposed into
+/// chunks and (with `options.overlap`) collectives scheduled behind
+/// computation.
+void buildSchedulingPipeline(OpPassManager &pm,
+                             const TitanPipelineOptions &options);
 
 /// The options a training config asks for; `mesh` is the config's
 /// [parallelism] resolved for the ranks the program is partitioned over

@@ -88,6 +88,8 @@ std::vector<TomlSection> schema(TrainConfig &c) {
         {"overlap_communication", &c.parallelism.overlapCommunication},
         {"enable_async_tensor_parallel",
          &c.parallelism.enableAsyncTensorParallel},
+        {"async_tensor_parallel_chunks",
+         &c.parallelism.asyncTensorParallelChunks},
         {"disable_loss_parallel", &c.parallelism.disableLossParallel},
         {"context_parallel_degree", &c.parallelism.contextParallelDegree},
         {"pipeline_parallel_degree", &c.parallelism.pipelineParallelDegree},
@@ -271,6 +273,10 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
     return bad("activation_checkpoint.memory_budget_gib",
                "must be positive (GiB per rank), got " +
                    llvm::formatv("{0}", *gib).str());
+  if (c.parallelism.asyncTensorParallelChunks < 0)
+    return bad("parallelism.async_tensor_parallel_chunks",
+               "must be at least 0 (0: the count the cost model predicts "
+               "fastest)");
   if (c.checkpoint.interval < 1)
     return bad("checkpoint.interval", "must be at least 1");
   if (c.checkpoint.keepLatestK < 0)
@@ -336,16 +342,14 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
     return unsupported("parallelism.pipeline_parallel_schedule",
                        "\"" + schedule->name + "\"",
                        schedule->unsupportedReason, schedule->unsupportedFix);
-  if (c.parallelism.enableAsyncTensorParallel)
-    return unsupported("parallelism.enable_async_tensor_parallel", "true",
-                       "titan has no async tensor parallelism: "
-                       "tensor-parallel collectives run before and after "
-                       "their matmuls",
-                       "set it to false");
   // Known values titan does not apply yet: said, not silently dropped.
   auto warn = [&](const llvm::Twine &message) {
     c.warnings.push_back(message.str());
   };
+  if (c.parallelism.enableAsyncTensorParallel &&
+      c.parallelism.tensorParallelDegree == 1)
+    warn("parallelism.enable_async_tensor_parallel = true does nothing "
+         "without tensor parallelism (tensor_parallel_degree = 1)");
   if (!c.modelName.empty()) {
     const auto &models = knownModels();
     auto model = llvm::find_if(

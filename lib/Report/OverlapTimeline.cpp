@@ -9,9 +9,9 @@
 
 #include "titan/Report/OverlapTimeline.h"
 
-#include "CollectiveTime.h"
 #include "PartitionedStep.h"
 #include "ReportFormat.h"
+#include "titan/CostModel/CollectiveTime.h"
 
 #include "titan/CostModel/OpTime.h"
 #include "titan/Dialect/TitanDialect.h"
@@ -25,6 +25,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::titan;
@@ -259,35 +260,38 @@ void mlir::titan::writeOverlapTrace(ArrayRef<OverlapTimeline> ranks,
   });
 }
 
-FailureOr<OverlapComparison> mlir::titan::compareOverlap(
-    ModuleOp module, const std::optional<ScheduleOverlapPassOptions> &overlap,
+FailureOr<OverlapTimeline> mlir::titan::simulateScheduled(
+    ModuleOp module, const TitanPipelineOptions &options,
     const DeviceDescription &device, int64_t ranksPerNode) {
-  auto simulate = [&](bool scheduled) -> FailureOr<OverlapTimeline> {
-    OwningOpRef<ModuleOp> program(module.clone());
-    // The planning pipeline's first passes (buildPlanningPipeline).
-    PassManager pm(module.getContext());
-    pm.addPass(createSymbolPrivatizePass({"train_step"}));
-    pm.addPass(createSymbolDCEPass());
-    pm.addPass(createNormalizeCollectivesPass());
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createSinkToFirstUsePass());
-    if (scheduled)
-      pm.addPass(createScheduleOverlapPass(*overlap));
-    if (failed(pm.run(*program)))
-      return failure();
-    return simulateOverlap(*program, device, ranksPerNode);
+  OwningOpRef<ModuleOp> program(module.clone());
+  PassManager pm(module.getContext());
+  buildSchedulingPipeline(pm, options);
+  if (failed(pm.run(*program)))
+    return failure();
+  return simulateOverlap(*program, device, ranksPerNode);
+}
+
+FailureOr<OverlapComparison> mlir::titan::compareOverlap(
+    ModuleOp module, const TitanPipelineOptions &options,
+    const DeviceDescription &device, int64_t ranksPerNode) {
+  auto simulate = [&](const TitanPipelineOptions &scheduling) {
+    return simulateScheduled(module, scheduling, device, ranksPerNode);
   };
   OverlapComparison comparison;
   comparison.deviceName = device.name;
-  FailureOr<OverlapTimeline> before = simulate(false);
+  TitanPipelineOptions unscheduled = options;
+  unscheduled.overlap.reset();
+  unscheduled.asyncTensorParallel.reset();
+  FailureOr<OverlapTimeline> before = simulate(unscheduled);
   if (failed(before))
     return failure();
   comparison.before = std::move(*before);
-  if (overlap) {
-    FailureOr<OverlapTimeline> after = simulate(true);
+  if (options.overlap || options.asyncTensorParallel) {
+    FailureOr<OverlapTimeline> after = simulate(options);
     if (failed(after))
       return failure();
     comparison.after = std::move(*after);
+    comparison.asyncTensorParallel = options.asyncTensorParallel.has_value();
   }
   return comparison;
 }
@@ -297,7 +301,10 @@ void mlir::titan::writeOverlapReport(const OverlapComparison &comparison,
   const OverlapTimeline &before = comparison.before;
   const OverlapTimeline *after =
       comparison.after ? &*comparison.after : nullptr;
-  os << "\n== Communication overlap (titan-schedule-overlap) ==\n";
+  os << "\n== Communication overlap (titan-schedule-overlap"
+     << (comparison.asyncTensorParallel ? ", titan-decompose-collective-matmul"
+                                        : "")
+     << ") ==\n";
   os << "  one rank's step on device " << comparison.deviceName
      << ", as the executable runs it: a collective marked titan.async runs "
         "on its communicator's thread while compute goes on, up to its "
@@ -307,6 +314,11 @@ void mlir::titan::writeOverlapReport(const OverlapComparison &comparison,
     os << "  titan-schedule-overlap is off "
           "(parallelism.overlap_communication = false): every collective "
           "is synchronous\n";
+  if (comparison.asyncTensorParallel)
+    os << "  after: async tensor parallelism "
+          "(parallelism.enable_async_tensor_parallel) cuts tensor-parallel "
+          "collective matmuls into chunks, each chunk's collective behind "
+          "the other chunks' matmuls\n";
   // The exposed communication columns: before, and after the pass.
   auto exposedColumns = [&](double beforeSeconds, double afterSeconds) {
     std::string columns = llvm::formatv("{0,15}", humanSeconds(beforeSeconds));
@@ -350,7 +362,7 @@ void mlir::titan::writeOverlapReport(const OverlapComparison &comparison,
       os << llvm::formatv("    {0,-16} {1,-10} {2,11} {3,12} {4,14} ",
                           "[" + communicator.axes + "]",
                           communicator.internode ? "inter-node" : "intra-node",
-                          communicator.count,
+                          scheduled ? scheduled->count : communicator.count,
                           scheduled ? scheduled->asynchronous : 0,
                           humanSeconds(communicator.communication))
          << exposedColumns(communicator.exposed,
@@ -368,9 +380,11 @@ void mlir::titan::writeOverlapReport(const OverlapComparison &comparison,
                         100 * hidden / before.step.exposed);
   os << "; step time " << humanSeconds(before.stepSeconds) << " before, "
      << humanSeconds(after->stepSeconds) << " after";
-  if (before.stepSeconds > 0)
-    os << llvm::formatv(" ({0:F1}% shorter)",
-                        100 * (before.stepSeconds - after->stepSeconds) /
-                            before.stepSeconds);
+  if (before.stepSeconds > 0) {
+    double change =
+        100 * (after->stepSeconds - before.stepSeconds) / before.stepSeconds;
+    os << llvm::formatv(" ({0:F1}% {1})", std::abs(change),
+                        change > 0 ? "longer" : "shorter");
+  }
   os << "\n";
 }

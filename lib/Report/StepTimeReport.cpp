@@ -14,7 +14,7 @@
 
 #include "titan/Report/PlanReport.h"
 
-#include "CollectiveTime.h"
+#include "titan/CostModel/CollectiveTime.h"
 #include "PartitionedStep.h"
 #include "ReportFormat.h"
 

@@ -102,6 +102,18 @@ Status AsyncCollectives::run(Tracer *tracer, int32_t index,
     return Status::success();
   }
   synchronize(tracer, index);
+  // An asynchronous collective queued before it failed: that failure (a
+  // peer that died, with the watchdog's account of who did not arrive) is
+  // the cause, not the communicator it left unusable.
+  if (size_t(index) < threads.size() && threads[index])
+    if (std::optional<CommunicationThread::Result> failed =
+            threads[index]->findFailure())
+      return Status(failed->status.getCode(),
+                    failed->status.getMessage() + " (the asynchronous " +
+                        getCollectiveName(failed->kind) + " of " +
+                        describeHandle(failed->handle) +
+                        ", found failed by the synchronous " +
+                        getCollectiveName(call.kind) + " after it)");
   TraceScope trace(tracer, getCollectiveName(call.kind), "collective",
                    Tracer::kCommunicationTrack, index);
   trace.arg("bytes", call.getTracedBytes());

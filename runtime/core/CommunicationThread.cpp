@@ -133,6 +133,14 @@ CommunicationThread::Result CommunicationThread::drain() {
   return first;
 }
 
+std::optional<CommunicationThread::Result> CommunicationThread::findFailure() {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const Result &result : results)
+    if (!result.status.ok())
+      return result;
+  return std::nullopt;
+}
+
 void CommunicationThread::runQueue() {
   std::unique_lock<std::mutex> lock(mutex);
   while (true) {

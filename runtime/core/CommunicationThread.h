@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -82,6 +83,9 @@ public:
   /// Blocks until every queued call completed, then forgets every result
   /// not taken; returns the first failed one's (ok() if none failed).
   Result drain();
+  /// The first completed call that failed and was not taken yet (a copy;
+  /// it stays to be taken), if any.
+  std::optional<Result> findFailure();
 
 private:
   /// The thread: runs queued calls until stopped with none left.

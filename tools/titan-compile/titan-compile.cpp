@@ -1137,6 +1137,32 @@ int main(int argc, char **argv) {
   if (config)
     ranksPerNode = config->hardware.ranksPerNode ? config->hardware.ranksPerNode
                                                  : device->ranksPerNode;
+  // Async tensor parallelism with chunk counts from the cost model: the
+  // pass decides per collective; the simulated step decides whether the
+  // program as a whole gains (the copies that cut and join add up).
+  if (!pipelined && device && pipeline.asyncTensorParallel &&
+      pipeline.asyncTensorParallel->chunks == 0) {
+    TitanPipelineOptions whole = pipeline;
+    whole.asyncTensorParallel.reset();
+    FailureOr<OverlapTimeline> chunked =
+        simulateScheduled(**module, pipeline, *device, ranksPerNode);
+    FailureOr<OverlapTimeline> unchunked =
+        simulateScheduled(**module, whole, *device, ranksPerNode);
+    if (failed(chunked) || failed(unchunked))
+      return fail("cannot simulate the communication overlap");
+    if (chunked->stepSeconds >= unchunked->stepSeconds) {
+      llvm::WithColor::warning(llvm::errs(), "titan-compile")
+          << "parallelism.enable_async_tensor_parallel: on device "
+          << device->name << " the step is predicted "
+          << llvm::formatv("{0:F3}", chunked->stepSeconds * 1e3)
+          << " ms with the tensor-parallel collective matmuls in chunks and "
+          << llvm::formatv("{0:F3}", unchunked->stepSeconds * 1e3)
+          << " ms without; compiled without them "
+             "(parallelism.async_tensor_parallel_chunks = K forces K "
+             "chunks)\n";
+      pipeline.asyncTensorParallel.reset();
+    }
+  }
   // What titan-tune reads: the configuration compiled, the prediction, and
   // (with an executable) the memory.
   llvm::json::Object summary;
@@ -1213,7 +1239,7 @@ int main(int argc, char **argv) {
     // The step before and after titan-schedule-overlap.
     if (report || !overlapTrace.empty()) {
       FailureOr<OverlapComparison> overlap =
-          compareOverlap(**module, pipeline.overlap, *device, ranksPerNode);
+          compareOverlap(**module, pipeline, *device, ranksPerNode);
       if (failed(overlap))
         return fail("cannot simulate the communication overlap");
       if (report)

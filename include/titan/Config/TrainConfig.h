@@ -82,8 +82,13 @@ struct ParallelismConfig {
   /// FSDP's prefetch of the next block's parameters, gradient reductions
   /// completing during the next block's backward).
   bool overlapCommunication = true;
-  /// Refused when true (titan has no collective matmuls yet).
+  /// Async tensor parallelism: tensor-parallel all-gather -> matmul and
+  /// matmul -> reduce-scatter run as chunks whose communication overlaps
+  /// the other chunks' matmuls (titan-decompose-collective-matmul).
   bool enableAsyncTensorParallel = false;
+  /// titan's: the chunks of each such collective; 0: the count the cost
+  /// model predicts fastest on [hardware] device (1: left whole).
+  int64_t asyncTensorParallelChunks = 0;
   bool disableLossParallel = false;
   int64_t contextParallelDegree = 1;
   /// The pipeline ranks (torchtitan's "pp" mesh dimension, outermost; see

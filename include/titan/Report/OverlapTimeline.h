@@ -19,7 +19,7 @@
 
 #include "titan/CostModel/Device.h"
 #include "titan/Dialect/Provenance.h"
-#include "titan/Passes.h"
+#include "titan/Pipeline.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
@@ -134,27 +134,37 @@ FailureOr<OverlapTimeline> simulateOverlap(ModuleOp module,
 /// microseconds.
 void writeOverlapTrace(ArrayRef<OverlapTimeline> ranks, llvm::raw_ostream &os);
 
-/// A rank's step before and after titan-schedule-overlap.
+/// A rank's step before and after titan-schedule-overlap and
+/// titan-decompose-collective-matmul.
 struct OverlapComparison {
-  /// Without the pass: every collective synchronous.
+  /// Without the passes: every collective synchronous and whole.
   OverlapTimeline before;
-  /// With the pass and its options; none when the pass is off.
+  /// With the passes the options ask for; none when both are off.
   std::optional<OverlapTimeline> after;
   std::string deviceName;
+  /// Whether "after" decomposes collective matmuls (async tensor
+  /// parallelism).
+  bool asyncTensorParallel = false;
 };
 
 /// Simulates `module` (a partitioned program before the executable's
+/// planning, titan-compile --emit=spmd) as the executable runs it after
+/// buildSchedulingPipeline with `options` (on a clone).
+FailureOr<OverlapTimeline>
+simulateScheduled(ModuleOp module, const TitanPipelineOptions &options,
+                  const DeviceDescription &device, int64_t ranksPerNode);
+
+/// Simulates `module` (a partitioned program before the executable's
 /// planning, titan-compile --emit=spmd) twice, each on a clone run through
-/// the planning pipeline's passes up to titan-schedule-overlap
-/// (buildPlanningPipeline: @train_step alone, titan-normalize-collectives,
-/// canonicalization, titan-sink-to-first-use): "before" without the pass,
-/// "after" with it and `overlap`'s options (when given; none:
-/// parallelism.overlap_communication is off). The two programs differ only
-/// by the pass.
-FailureOr<OverlapComparison>
-compareOverlap(ModuleOp module,
-               const std::optional<ScheduleOverlapPassOptions> &overlap,
-               const DeviceDescription &device, int64_t ranksPerNode);
+/// buildSchedulingPipeline: "before" without titan-decompose-collective-
+/// matmul and titan-schedule-overlap, "after" with those `options` asks
+/// for (none when it asks for neither: parallelism.overlap_communication
+/// and enable_async_tensor_parallel are off). The two programs differ only
+/// by those passes.
+FailureOr<OverlapComparison> compareOverlap(ModuleOp module,
+                                            const TitanPipelineOptions &options,
+                                            const DeviceDescription &device,
+                                            int64_t ranksPerNode);
 
 /// Writes the plan report's section "Communication overlap": per phase the
 /// compute, the communication and the exposed communication before and

@@ -27,7 +27,7 @@ def seconds(value, unit):
 
 def section(path):
     report = open(path).read()
-    start = report.index("== Communication overlap (titan-schedule-overlap) ==")
+    start = report.index("== Communication overlap (titan-schedule-overlap")
     return report[start:]
 
 

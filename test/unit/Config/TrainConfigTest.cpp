@@ -84,6 +84,9 @@ TEST(TrainConfig, WrongTypesAndValuesAreErrors) {
             "optimizer titan builds), got \"SGD\"");
   EXPECT_EQ(errorOf("[training]\nlocal_batch_size = 0\n"),
             "cfg.toml: 'training.local_batch_size' must be at least 1");
+  EXPECT_EQ(errorOf("[parallelism]\nasync_tensor_parallel_chunks = -2\n"),
+            "cfg.toml: 'parallelism.async_tensor_parallel_chunks' must be at "
+            "least 0 (0: the count the cost model predicts fastest)");
   EXPECT_EQ(errorOf("training = 3\n"),
             "cfg.toml:1: 'training' must be a section ([training])");
   EXPECT_EQ(errorOf("", {"seq_len=8"}),
@@ -160,12 +163,24 @@ TEST(TrainConfig, WarnsAboutWhatItDoesNotApply) {
                                      "MODEL.pt holds"});
 }
 
-TEST(TrainConfig, RefusesWhatItCannotApply) {
-  EXPECT_EQ(errorOf("[parallelism]\nenable_async_tensor_parallel = true\n"),
-            "cfg.toml: parallelism.enable_async_tensor_parallel = true is not "
-            "supported yet (titan has no async tensor parallelism: "
-            "tensor-parallel collectives run before and after their "
-            "matmuls); set it to false");
+TEST(TrainConfig, SaysAsyncTensorParallelismNeedsTensorParallelism) {
+  llvm::Expected<TrainConfig> alone = parseTrainConfig(
+      "[parallelism]\nenable_async_tensor_parallel = true\n", "cfg.toml");
+  ASSERT_TRUE(bool(alone)) << llvm::toString(alone.takeError());
+  EXPECT_TRUE(alone->parallelism.enableAsyncTensorParallel);
+  EXPECT_EQ(alone->warnings,
+            std::vector<std::string>{
+                "parallelism.enable_async_tensor_parallel = true does nothing "
+                "without tensor parallelism (tensor_parallel_degree = 1)"});
+  llvm::Expected<TrainConfig> withTp =
+      parseTrainConfig("[parallelism]\nenable_async_tensor_parallel = true\n"
+                       "tensor_parallel_degree = 2\n",
+                       "cfg.toml");
+  ASSERT_TRUE(bool(withTp)) << llvm::toString(withTp.takeError());
+  EXPECT_TRUE(withTp->warnings.empty());
+}
+
+TEST(TrainConfig, AcceptsWhatItApplies) {
   // What titan applies is accepted, as is what asks for nothing (what an
   // absent key means); a schedule without pipeline stages does nothing, as
   // in torchtitan.

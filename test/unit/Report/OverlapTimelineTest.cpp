@@ -285,8 +285,10 @@ TEST(OverlapComparison, DiffersOnlyByThePass) {
       parseSourceString<ModuleOp>(kTwoBlocks, &context);
   ASSERT_TRUE(module);
   DeviceDescription device = test::makeRoundDevice();
+  TitanPipelineOptions options;
+  options.overlap = ScheduleOverlapPassOptions{};
   FailureOr<OverlapComparison> comparison =
-      compareOverlap(*module, ScheduleOverlapPassOptions{}, device, 0);
+      compareOverlap(*module, options, device, 0);
   ASSERT_TRUE(succeeded(comparison));
   ASSERT_TRUE(comparison->after);
   const OverlapTimeline &before = comparison->before;
@@ -325,7 +327,8 @@ TEST(OverlapComparison, DiffersOnlyByThePass) {
   EXPECT_THAT(text, HasSubstr("  exposed communication 5.3 us before, "));
 
   // Without the pass: "before" alone.
-  comparison = compareOverlap(*module, std::nullopt, device, 0);
+  options.overlap.reset();
+  comparison = compareOverlap(*module, options, device, 0);
   ASSERT_TRUE(succeeded(comparison));
   EXPECT_FALSE(comparison->after);
   text.clear();

@@ -436,24 +436,36 @@ TEST(AsyncCollectives, DrainReportsWhatNoWaitTook) {
   ASSERT_EQ(titanrt_wait(&ctx, 2), TITANRT_OK);
 }
 
-TEST(AsyncCollectives, AFailedCollectiveFailsItsWait) {
+/// Runs `rank0` on rank 0 of a job of 2 whose rank 1 "dies" (its
+/// connections close while rank 0 waits for it), with 1000 floats.
+void runWithRank1Dying(
+    llvm::function_ref<void(titanrt_context &, std::vector<float> &)> rank0) {
   ThreadJob job(2);
   std::vector<Status> statuses = job.run([&](int64_t rank) -> Status {
     titanrt_context ctx;
     TITANRT_RETURN_IF_ERROR(connect(job, rank, 2, {{0}}, ctx,
                                     /*collectiveTimeout=*/seconds(30)));
     if (rank == 1) {
-      // Rank 1 "dies": its connections close while rank 0 waits for it.
       std::this_thread::sleep_for(kDelay);
       ctx.communicators[0].reset();
       return Status::success();
     }
     std::vector<float> data(1000, 1.0f);
-    RETURN_IF_FAILS(ctx, titanrt_start(&ctx, 2));
-    RETURN_IF_FAILS(ctx, titanrt_all_reduce(&ctx, 0, TITANRT_F32, TITANRT_SUM,
-                                            data.data(), data.data(), 1000));
-    titanrt_status waited = titanrt_wait(&ctx, 2);
-    EXPECT_EQ(waited, TITANRT_ERROR_COMMUNICATION);
+    rank0(ctx, data);
+    return Status::success();
+  });
+  for (const Status &status : statuses)
+    EXPECT_TRUE(status.ok()) << status.getMessage();
+}
+
+TEST(AsyncCollectives, AFailedCollectiveFailsItsWait) {
+  runWithRank1Dying([](titanrt_context &ctx, std::vector<float> &data) {
+    ASSERT_EQ(titanrt_start(&ctx, 2), TITANRT_OK) << ctx.lastError;
+    ASSERT_EQ(titanrt_all_reduce(&ctx, 0, TITANRT_F32, TITANRT_SUM, data.data(),
+                                 data.data(), 1000),
+              TITANRT_OK)
+        << ctx.lastError;
+    EXPECT_EQ(titanrt_wait(&ctx, 2), TITANRT_ERROR_COMMUNICATION);
     EXPECT_THAT(
         ctx.lastError,
         testing::StartsWith("all_reduce over mesh axes (a0) [ranks 0, 1]: "));
@@ -465,10 +477,30 @@ TEST(AsyncCollectives, AFailedCollectiveFailsItsWait) {
                                  data.data(), 1000),
               TITANRT_ERROR_COMMUNICATION);
     EXPECT_THAT(ctx.lastError, HasSubstr("unusable after an earlier failure"));
-    return Status::success();
   });
-  for (const Status &status : statuses)
-    EXPECT_TRUE(status.ok()) << status.getMessage();
+}
+
+TEST(AsyncCollectives, ASynchronousCollectiveAfterAFailedOneNamesIt) {
+  runWithRank1Dying([](titanrt_context &ctx, std::vector<float> &data) {
+    ASSERT_EQ(titanrt_start(&ctx, 4), TITANRT_OK) << ctx.lastError;
+    ASSERT_EQ(titanrt_all_gather(&ctx, 0, data.data(), data.data() + 500, 400),
+              TITANRT_OK)
+        << ctx.lastError;
+    // Before its wait, a synchronous collective on the same communicator
+    // waits for the queue and reports the queued one's failure, the cause,
+    // rather than the communicator it left unusable.
+    EXPECT_EQ(titanrt_all_reduce(&ctx, 0, TITANRT_F32, TITANRT_SUM, data.data(),
+                                 data.data(), 10),
+              TITANRT_ERROR_COMMUNICATION);
+    EXPECT_THAT(
+        ctx.lastError,
+        testing::StartsWith("all_gather over mesh axes (a0) [ranks 0, 1]: "));
+    EXPECT_THAT(ctx.lastError,
+                testing::EndsWith(" (the asynchronous all_gather of handle 4, "
+                                  "found failed by the synchronous all_reduce "
+                                  "after it)"));
+    EXPECT_THAT(ctx.lastError, testing::Not(HasSubstr("unusable")));
+  });
 }
 
 TEST(AsyncCollectives, DrainAfterAnEarlyReturnLeavesNothingRunning) {

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TITAN_LIB_REPORT_COLLECTIVETIME_H
-#define TITAN_LIB_REPORT_COLLECTIVETIME_H
+#ifndef TITAN_COSTMODEL_COLLECTIVETIME_H
+#define TITAN_COSTMODEL_COLLECTIVETIME_H
 
 #include "titan/CostModel/Device.h"
 #include "titan/Dialect/TitanDialect.h"
@@ -40,4 +40,4 @@ CollectiveTime predictCollectiveTime(CollectiveOpInterface collective,
 
 } // namespace mlir::titan
 
-#endif // TITAN_LIB_REPORT_COLLECTIVETIME_H
+#endif // TITAN_COSTMODEL_COLLECTIVETIME_H

@@ -1,6 +1,6 @@
 //===- CollectiveTime.cpp - a collective's predicted time -----------------===//
 
-#include "CollectiveTime.h"
+#include "titan/CostModel/CollectiveTime.h"
 
 #include "llvm/ADT/STLExtras.h"
 
