@@ -35,6 +35,26 @@ if config.titan_enable_cuda:
 if os.path.exists("/dev/nvidia0"):
     config.available_features.add("gpu")
 
+
+def has_cuda_device():
+    """Whether `nvidia-smi -L` succeeds and lists a GPU."""
+    import shutil
+    import subprocess
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    try:
+        listed = subprocess.run([smi, "-L"], capture_output=True, text=True,
+                                timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return listed.returncode == 0 and "GPU" in listed.stdout
+
+
+# The CUDA backend's GPU tests (test/Runtime/Cuda) need its build and a GPU.
+if config.titan_enable_cuda and has_cuda_device():
+    config.available_features.add("cuda-device")
+
 tool_dirs = [config.titan_tools_dir, config.llvm_tools_dir]
 tools = [
     "titan-opt",

@@ -1,0 +1,106 @@
+//===- AdamW.cu - fused multi-tensor AdamW --------------------------------===//
+//
+// One block per chunk of kAdamWChunkElements elements of one tensor (the
+// chunk table is on the device, written once by FusedAdamW::create), its
+// 256 threads striding over the chunk: coalesced f32 reads and writes of
+// the parameter and both moments, and of the gradient (f32 or bf16).
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/AdamW.h"
+#include "cuda/Arguments.h"
+#include "cuda/Launch.cuh"
+
+#include <cstring>
+
+using namespace titan::rt;
+using namespace titan::rt::cuda;
+
+namespace {
+
+/// One chunk of one tensor per block: the AdamW update of its elements
+/// (gradients of type G).
+template <typename G>
+__global__ void __launch_bounds__(256)
+    adamWKernel(const AdamWTensor *tensors, const AdamWChunk *chunks,
+                AdamWScalars s, const float *gradScale) {
+  const AdamWChunk chunk = chunks[blockIdx.x];
+  const AdamWTensor tensor = tensors[chunk.tensor];
+  const int64_t end = min(tensor.numel, chunk.start + kAdamWChunkElements);
+  const float scale = gradScale ? *gradScale : 1.0f;
+  const G *grad = static_cast<const G *>(tensor.grad);
+  for (int64_t i = chunk.start + threadIdx.x; i < end; i += blockDim.x) {
+    const float g = toFloat(grad[i]) * scale;
+    const float decayed = tensor.param[i] * s.decay;
+    const float m = tensor.expAvg[i] * s.beta1 + g * s.oneMinusBeta1;
+    const float v = tensor.expAvgSq[i] * s.beta2 + (g * g) * s.oneMinusBeta2;
+    const float denom = sqrtf(v) / s.correction2Sqrt + s.eps;
+    tensor.param[i] = decayed - (m / denom) * s.stepSize;
+    tensor.expAvg[i] = m;
+    tensor.expAvgSq[i] = v;
+  }
+}
+
+} // namespace
+
+Status FusedAdamW::create(std::unique_ptr<FusedAdamW> &optimizer,
+                          int32_t gradDtype, std::vector<AdamWTensor> tensors,
+                          cudaStream_t stream) {
+  const char *op = "adamw (CUDA)";
+  TITANRT_RETURN_IF_ERROR(checkFloatDtype(op, "gradient dtype", gradDtype));
+  std::vector<int64_t> numels;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const AdamWTensor &tensor = tensors[i];
+    std::string name = "tensor " + std::to_string(i);
+    TITANRT_RETURN_IF_ERROR(checkExtents(op, {{name.c_str(), tensor.numel}}));
+    TITANRT_RETURN_IF_ERROR(checkPointers(op, tensor.numel,
+                                          {{"param", tensor.param},
+                                           {"grad", tensor.grad},
+                                           {"exp_avg", tensor.expAvg},
+                                           {"exp_avg_sq", tensor.expAvgSq}}));
+    numels.push_back(tensor.numel);
+  }
+  if (tensors.size() > size_t(INT32_MAX))
+    return Status::unsupported(std::string(op) + ": more than 2^31 tensors");
+  std::vector<AdamWChunk> chunks = planAdamWChunks(numels);
+
+  std::unique_ptr<FusedAdamW> created(new FusedAdamW());
+  created->gradDtype = gradDtype;
+  created->numChunks = int64_t(chunks.size());
+  const int64_t tensorBytes = int64_t(tensors.size() * sizeof(AdamWTensor));
+  created->chunksOffset = ceilDiv(tensorBytes, 256) * 256;
+  const int64_t bytes =
+      created->chunksOffset + int64_t(chunks.size() * sizeof(AdamWChunk));
+  std::vector<char> host(size_t(bytes), 0);
+  if (!tensors.empty())
+    std::memcpy(host.data(), tensors.data(), size_t(tensorBytes));
+  if (!chunks.empty())
+    std::memcpy(host.data() + created->chunksOffset, chunks.data(),
+                chunks.size() * sizeof(AdamWChunk));
+  TITANRT_RETURN_IF_ERROR(
+      created->tables.allocate(bytes, "the AdamW tensor table"));
+  if (bytes > 0)
+    TITANRT_RETURN_IF_ERROR(checkCuda(
+        cudaMemcpyAsync(created->tables.get(), host.data(), size_t(bytes),
+                        cudaMemcpyHostToDevice, stream),
+        "cudaMemcpyAsync", "the AdamW tensor table"));
+  // The pageable copy has left `host` when cudaMemcpyAsync returns.
+  optimizer = std::move(created);
+  return Status::success();
+}
+
+Status FusedAdamW::step(cudaStream_t stream, const AdamWHyperparameters &hyper,
+                        const float *gradScale) const {
+  TITANRT_RETURN_IF_ERROR(checkAdamWHyperparameters(hyper));
+  if (numChunks == 0)
+    return Status::success();
+  const auto *tensors = tables.as<const AdamWTensor>();
+  const auto *chunks = reinterpret_cast<const AdamWChunk *>(
+      tables.as<const char>() + chunksOffset);
+  const AdamWScalars scalars = adamWScalars(hyper);
+  return withFloatType(gradDtype, [&](auto g) {
+    using G = decltype(g);
+    return launchKernel("adamw (CUDA)", adamWLaunch(numChunks), stream,
+                        adamWKernel<G>, tensors, chunks, scalars, gradScale);
+  });
+}

@@ -1,0 +1,44 @@
+//===- Arguments.h - argument checks of the CUDA launchers ------*- C++ -*-===//
+//
+// Each check returns TITANRT_ERROR_INVALID_ARGUMENT (UNSUPPORTED for a
+// dtype the CUDA kernels lack) with a message that starts with the
+// operation and names the argument and its value.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_RUNTIME_CUDA_ARGUMENTS_H
+#define TITAN_RUNTIME_CUDA_ARGUMENTS_H
+
+#include "core/Status.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <utility>
+
+namespace titan::rt::cuda {
+
+/// A named extent or pointer of a kernel's arguments.
+using NamedExtent = std::pair<const char *, int64_t>;
+using NamedPointer = std::pair<const char *, const void *>;
+
+/// Fails unless every extent is >= 0.
+Status checkExtents(const char *op, std::initializer_list<NamedExtent> extents);
+
+/// Fails unless `dtype` is TITANRT_F32 or TITANRT_BF16.
+Status checkFloatDtype(const char *op, const char *name, int32_t dtype);
+
+/// Fails unless `dtype` is TITANRT_I64 or TITANRT_I32.
+Status checkIdsDtype(const char *op, const char *name, int32_t dtype);
+
+/// Fails if any pointer is null while the kernel has work (`work` > 0).
+Status checkPointers(const char *op, int64_t work,
+                     std::initializer_list<NamedPointer> pointers);
+
+/// Sets `product` to the product of the (non-negative) factors; fails if it
+/// overflows int64, naming the factor that overflows it.
+Status checkProduct(const char *op, std::initializer_list<NamedExtent> factors,
+                    int64_t &product);
+
+} // namespace titan::rt::cuda
+
+#endif // TITAN_RUNTIME_CUDA_ARGUMENTS_H

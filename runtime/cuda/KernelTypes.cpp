@@ -1,0 +1,43 @@
+//===- KernelTypes.cpp - the plain data of the CUDA kernels ---------------===//
+
+#include "cuda/KernelTypes.h"
+
+#include <cmath>
+#include <string>
+
+using namespace titan::rt;
+using namespace titan::rt::cuda;
+
+AdamWScalars cuda::adamWScalars(const AdamWHyperparameters &hyper) {
+  const double t = double(hyper.step) + 1.0;
+  AdamWScalars s;
+  s.decay = float(1.0 - hyper.lr * hyper.weightDecay);
+  s.beta1 = float(hyper.beta1);
+  s.oneMinusBeta1 = float(1.0 - hyper.beta1);
+  s.beta2 = float(hyper.beta2);
+  s.oneMinusBeta2 = float(1.0 - hyper.beta2);
+  s.stepSize = float(hyper.lr / (1.0 - std::pow(hyper.beta1, t)));
+  s.correction2Sqrt = float(std::sqrt(1.0 - std::pow(hyper.beta2, t)));
+  s.eps = float(hyper.eps);
+  return s;
+}
+
+Status cuda::checkAdamWHyperparameters(const AdamWHyperparameters &hyper) {
+  auto fail = [](const std::string &what) {
+    return Status::invalidArgument("adamw (CUDA): " + what);
+  };
+  if (!(hyper.lr >= 0))
+    return fail("lr = " + std::to_string(hyper.lr) + " must be >= 0");
+  if (!(hyper.beta1 >= 0 && hyper.beta1 < 1) ||
+      !(hyper.beta2 >= 0 && hyper.beta2 < 1))
+    return fail("betas (" + std::to_string(hyper.beta1) + ", " +
+                std::to_string(hyper.beta2) + ") must be in [0, 1)");
+  if (!(hyper.eps > 0))
+    return fail("eps = " + std::to_string(hyper.eps) + " must be positive");
+  if (!(hyper.weightDecay >= 0))
+    return fail("weight_decay = " + std::to_string(hyper.weightDecay) +
+                " must be >= 0");
+  if (hyper.step < 0)
+    return fail("step = " + std::to_string(hyper.step) + " is negative");
+  return Status::success();
+}

@@ -1,0 +1,90 @@
+//===- KernelTypes.h - the plain data of the CUDA kernels -------*- C++ -*-===//
+//
+// The shapes and parameters that the kernels' launchers (Kernels.h,
+// AdamW.h), their launch configurations (LaunchConfig.h) and their CPU
+// references (Reference.h) share. Plain C++: no CUDA header.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_RUNTIME_CUDA_KERNELTYPES_H
+#define TITAN_RUNTIME_CUDA_KERNELTYPES_H
+
+#include "core/Status.h"
+
+#include <cstdint>
+
+namespace titan::rt::cuda {
+
+/// Which elements of a head rotate together (titan.rope's `style`).
+enum class RopeStyle {
+  /// Pairs (2j, 2j + 1): torchtitan's complex form.
+  Interleaved,
+  /// Pairs (j, j + headDim / 2): Hugging Face's rotate-half form.
+  Half,
+};
+
+/// The shape of an attention call (titan.attention): q and out [batch,
+/// qHeads, seq, headDim], k and v [batch, kvHeads, seq, headDim].
+struct AttentionShape {
+  int64_t batch = 0;
+  int64_t qHeads = 0;
+  int64_t kvHeads = 0;
+  int64_t seq = 0;
+  int64_t headDim = 0;
+  bool causal = true;
+  /// The scores' scale, > 0 (titan.attention's default is
+  /// 1 / sqrt(headDim)).
+  double scale = 0;
+};
+
+/// The labels and which part of the vocabulary a rank holds.
+struct CrossEntropyShape {
+  int64_t rows = 0;
+  /// The columns of this rank's logits.
+  int64_t localVocab = 0;
+  /// The global id of this rank's first column (0 unsharded).
+  int64_t vocabStart = 0;
+  int64_t ignoreIndex = -100;
+  int32_t labelsDtype = TITANRT_I64;
+};
+
+/// torch.optim.AdamW's hyperparameters (torchtitan's defaults) and the
+/// step.
+struct AdamWHyperparameters {
+  double lr = 8e-4;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weightDecay = 0.1;
+  /// The steps done before this one (titan's `step` input): the bias
+  /// corrections use t = step + 1.
+  int64_t step = 0;
+};
+
+/// What the kernel multiplies and adds, computed on the host in double and
+/// rounded to f32 once (as the compiled program computes them in f64 and
+/// broadcasts them in f32).
+struct AdamWScalars {
+  /// 1 - lr * weight_decay.
+  float decay;
+  float beta1;
+  float oneMinusBeta1;
+  float beta2;
+  float oneMinusBeta2;
+  /// lr / (1 - beta1^t).
+  float stepSize;
+  /// sqrt(1 - beta2^t).
+  float correction2Sqrt;
+  float eps;
+};
+
+/// The scalars of one step (pure; unit-tested on the CPU).
+AdamWScalars adamWScalars(const AdamWHyperparameters &hyper);
+
+/// Fails unless the hyperparameters are usable: lr >= 0, betas in [0, 1),
+/// eps > 0, weight decay >= 0, step >= 0.
+Status checkAdamWHyperparameters(const AdamWHyperparameters &hyper);
+
+} // namespace titan::rt::cuda
+
+#endif // TITAN_RUNTIME_CUDA_KERNELTYPES_H

@@ -1,0 +1,50 @@
+//===- Launch.cuh - launching the CUDA kernels -----------------*- CUDA -*-===//
+//
+// What every launcher does after checking its arguments: pick the kernel
+// instance for the element types, validate the launch shape, opt in to
+// more than 48 KiB of shared memory where needed, launch on the stream and
+// turn a launch error into a Status.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_RUNTIME_CUDA_LAUNCH_CUH
+#define TITAN_RUNTIME_CUDA_LAUNCH_CUH
+
+#include "cuda/CudaStatus.h"
+#include "cuda/DeviceSupport.cuh"
+#include "cuda/LaunchConfig.h"
+
+namespace titan::rt::cuda {
+
+/// Calls `body` with a value of the C++ type of `dtype` (float for
+/// TITANRT_F32, bf16 for TITANRT_BF16; checked before).
+template <typename Body> Status withFloatType(int32_t dtype, Body &&body) {
+  if (dtype == TITANRT_BF16)
+    return body(bf16());
+  return body(float());
+}
+
+inline dim3 toDim3(const Dim3 &dim) {
+  return dim3(unsigned(dim.x), unsigned(dim.y), unsigned(dim.z));
+}
+
+/// Launches `kernel` with `config` on `stream` (`name` in errors).
+template <typename... Params, typename... Args>
+Status launchKernel(const char *name, const LaunchConfig &config,
+                    cudaStream_t stream, void (*kernel)(Params...),
+                    Args &&...args) {
+  TITANRT_RETURN_IF_ERROR(validateLaunch(name, config));
+  if (config.sharedBytes > kDefaultSharedBytes)
+    TITANRT_RETURN_IF_ERROR(checkCuda(
+        cudaFuncSetAttribute(reinterpret_cast<const void *>(kernel),
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             int(config.sharedBytes)),
+        "cudaFuncSetAttribute", name));
+  kernel<<<toDim3(config.grid), toDim3(config.block),
+           size_t(config.sharedBytes), stream>>>(std::forward<Args>(args)...);
+  return checkLaunch(name);
+}
+
+} // namespace titan::rt::cuda
+
+#endif // TITAN_RUNTIME_CUDA_LAUNCH_CUH

@@ -1,0 +1,305 @@
+#!/usr/bin/env bash
+# The CUDA backend on a GPU machine, in one run (docs/cuda-backend.md, "On a
+# GPU machine"): builds what it needs, checks every kernel against its CPU
+# reference, runs the CUDA and NCCL unit tests, times titan's GEMMs and
+# kernels at Llama 3 ~1B-proxy shapes (titan-cuda-bench) and the same
+# operations in PyTorch eager and under torch.compile on the same GPU
+# (gpu_torch_baseline.py), and prints one table of titan against PyTorch.
+#
+#   usage: bash tools/bench/gpu.sh      (from anywhere; nothing to pass)
+#
+# Made for a machine lent for minutes: a bare image with the CUDA toolkit,
+# CMake, ninja and python3 with PyTorch, 16 cores, one H200. It should take
+# 5 to 7 minutes (estimated: it has not run on a GPU yet) and ends by about
+# TITAN_GPU_BUDGET_S (420 s) plus the final table's few seconds. Every step
+# has its own time limit, a failed step prints a FAILED line and the next
+# step runs, and the script exits 0. Results go to $OUT (default
+# ./gpu-results), at most 8 files:
+#   gpu.log            everything printed
+#   summary.txt        one line per step (ok / FAILED / SKIPPED) and the table
+#   kernel-check.txt   titan-cuda-kernel-check's comparisons
+#   titan-bench.json   titan-cuda-bench's measurements
+#   torch-baseline.json  PyTorch's
+#   comparison.txt, comparison.md  the table (Markdown for docs/benchmarks.md)
+#
+# The build: when the whole project can be configured (MLIR 22 and the other
+# dependencies installed) it is, in $TITAN_GPU_BUILD_DIR/full; otherwise
+# runtime/cuda/standalone, which needs only the CUDA toolkit, builds the
+# CUDA targets in $TITAN_GPU_BUILD_DIR/standalone (NcclTest needs the whole
+# project: it is skipped there). GoogleTest comes from the system, else from
+# a source tree: $TITAN_GTEST_SOURCE_DIR, .gpu-deps/googletest in the
+# checkout (carried to the machine), or /usr/src/googletest.
+#
+# Settings (environment): TITAN_GPU_BUDGET_S (420), TITAN_GPU_JOBS (16),
+# TITAN_GPU_BUILD_DIR (<checkout>/build-gpu), TITAN_GPU_BUILD_MODE
+# (auto|full|standalone), TITAN_GPU_SHAPES (1x2048,1x4096,4x2048,4x4096:
+# batch x sequence), TITAN_GPU_COMPILE_SHAPES (the shapes torch.compile
+# runs, in order, while the budget lasts: 4x4096,1x4096,4x2048,1x2048),
+# TITAN_GPU_ITERS (20 timed calls per operation), PYTHON (python3).
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+out=${OUT:-$PWD/gpu-results}
+budget=${TITAN_GPU_BUDGET_S:-420}
+jobs=${TITAN_GPU_JOBS:-16}
+build_root=${TITAN_GPU_BUILD_DIR:-$root/build-gpu}
+build_mode=${TITAN_GPU_BUILD_MODE:-auto}
+shapes=${TITAN_GPU_SHAPES:-1x2048,1x4096,4x2048,4x4096}
+compile_shapes=${TITAN_GPU_COMPILE_SHAPES:-4x4096,1x4096,4x2048,1x2048}
+iters=${TITAN_GPU_ITERS:-20}
+python=${PYTHON:-python3}
+baseline=$root/tools/bench/gpu_torch_baseline.py
+self=$root/tools/bench/gpu.sh
+start=$SECONDS
+results=()
+
+mkdir -p "$out" || exit 0
+summary=$out/summary.txt
+
+section() {
+  printf '\n==== %s (at %d s) ====\n' "$1" $((SECONDS - start))
+}
+
+# record LINE: one line of the summary.
+record() {
+  results+=("$1")
+  printf '%s\n' "$1"
+}
+
+remaining() {
+  echo $((budget - (SECONDS - start)))
+}
+
+# run_step NAME LIMIT [--log FILE] [--always] COMMAND...: runs COMMAND under
+# `timeout` for at most LIMIT seconds, copying its output to FILE if given,
+# and records the outcome. Unless --always, the limit shrinks to what is
+# left of the budget, and the step is skipped when that is spent. Returns
+# COMMAND's exit status (124 after a timeout).
+run_step() {
+  local name=$1 limit=$2 log="" always=""
+  shift 2
+  while [[ ${1:-} == --log || ${1:-} == --always ]]; do
+    if [[ $1 == --log ]]; then
+      log=$2
+      shift 2
+    else
+      always=1
+      shift
+    fi
+  done
+  local left
+  left=$(remaining)
+  if [[ -z $always ]]; then
+    if ((left < 20)); then
+      record "SKIPPED $name (the ${budget} s budget is spent)"
+      return 125
+    fi
+    ((limit > left - 10)) && limit=$((left - 10))
+  fi
+  section "$name"
+  local began=$SECONDS rc
+  if [[ -n $log ]]; then
+    timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+  else
+    timeout --kill-after=10 "$limit" "$@"
+    rc=$?
+  fi
+  local took=$((SECONDS - began))
+  if ((rc == 0)); then
+    record "ok      $name (${took} s)"
+  elif ((rc == 124 || rc == 137)); then
+    record "FAILED  $name (timed out after ${limit} s)"
+  else
+    record "FAILED  $name (exit $rc after ${took} s)"
+  fi
+  return "$rc"
+}
+
+# has_target DIR TARGET: whether the build in DIR defines TARGET.
+has_target() {
+  grep -q "^build $2:" "$1/build.ninja" 2>/dev/null
+}
+
+gpu_info() {
+  echo "checkout: $root ($(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo 'no git'))"
+  echo "host: $(hostname), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
+  if ! command -v nvidia-smi >/dev/null; then
+    echo "nvidia-smi: not found"
+    return 1
+  fi
+  nvidia-smi -L || return 1
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit \
+    --format=csv || true
+  # The header of nvidia-smi's table names the CUDA version the driver supports.
+  nvidia-smi | sed -n '1,4p' || true
+  if command -v nvcc >/dev/null; then
+    nvcc --version | tail -n 2
+  else
+    echo "nvcc: not found"
+  fi
+}
+
+gtest_source() {
+  local candidate
+  for candidate in "${TITAN_GTEST_SOURCE_DIR:-}" "$root/.gpu-deps/googletest" /usr/src/googletest; do
+    if [[ -n $candidate && -f $candidate/CMakeLists.txt ]]; then
+      echo "$candidate"
+      return
+    fi
+  done
+}
+
+# configure: sets $build to a configured build directory, or fails.
+build=""
+configure() {
+  local generator=(-G Ninja)
+  if [[ $build_mode != standalone && -d /usr/lib/llvm-22/lib/cmake/mlir ]] ||
+    [[ $build_mode == full ]]; then
+    echo "configuring the whole project in $build_root/full"
+    if cmake "${generator[@]}" -S "$root" -B "$build_root/full" \
+      -DCMAKE_BUILD_TYPE=Release -DTITAN_ENABLE_CUDA=ON; then
+      build=$build_root/full
+      return 0
+    fi
+    echo "the whole project does not configure here: building the CUDA targets alone"
+  fi
+  local gtest=() source
+  source=$(gtest_source)
+  [[ -n $source ]] && gtest=(-DTITAN_GTEST_SOURCE_DIR="$source")
+  echo "configuring runtime/cuda/standalone in $build_root/standalone"
+  if ! cmake "${generator[@]}" -S "$root/runtime/cuda/standalone" \
+    -B "$build_root/standalone" -DCMAKE_BUILD_TYPE=Release "${gtest[@]}"; then
+    echo "what the toolkit has: nvcc $(command -v nvcc || echo 'not on PATH')"
+    local library
+    for library in /usr/local/cuda/lib*/libcublas* /usr/local/cuda/lib*/libcudart*; do
+      [[ -e $library ]] && echo "$library"
+    done
+    return 1
+  fi
+  build=$build_root/standalone
+}
+
+build_targets() {
+  local targets=(titan-cuda-kernel-check titan-cuda-bench) test
+  for test in CudaBackendTest NcclTest; do
+    if has_target "$build" "$test"; then
+      targets+=("$test")
+    else
+      echo "$test: not part of this build"
+    fi
+  done
+  echo "building ${targets[*]} in $build"
+  # -k 0: a target that fails to build does not stop the others.
+  ninja -C "$build" -k 0 -j "$jobs" "${targets[@]}"
+}
+
+main() {
+  echo "tools/bench/gpu.sh: results in $out; budget ${budget} s"
+  if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+    export PATH=/usr/local/cuda/bin:$PATH
+  fi
+  export PYTHONUNBUFFERED=1
+
+  run_step "GPU and toolkit" 60 bash "$self" gpu-info
+
+  if run_step "configure ($build_mode)" 180 bash "$self" configure; then
+    build=$(cat "$build_root/.configured")
+    run_step "build" 300 bash "$self" build
+  fi
+  # Without a build nothing below is found (and each step says so).
+  local bin=${build:-$build_root/none}/bin tests=${build:-$build_root/none}/unittests
+
+  if [[ -x $bin/titan-cuda-kernel-check ]]; then
+    run_step "titan-cuda-kernel-check: every kernel against its CPU reference" 180 \
+      --log "$out/kernel-check.txt" "$bin/titan-cuda-kernel-check"
+  else
+    record "FAILED  titan-cuda-kernel-check (not built)"
+  fi
+
+  local test
+  for test in CudaBackendTest NcclTest; do
+    if [[ -x $tests/$test ]]; then
+      run_step "$test" 120 "$tests/$test" --gtest_color=no
+    elif [[ $test == NcclTest && $build == */standalone ]]; then
+      record "SKIPPED NcclTest (needs the whole project's build: Gloo, MLIR; it runs in the CPU suite, it needs no GPU)"
+    else
+      record "FAILED  $test (not built)"
+    fi
+  done
+
+  if [[ -x $bin/titan-cuda-bench ]]; then
+    run_step "titan-cuda-bench: titan's GEMMs and kernels" 240 \
+      "$bin/titan-cuda-bench" --shapes "$shapes" --iters "$iters" \
+      --json "$out/titan-bench.json"
+  else
+    record "FAILED  titan-cuda-bench (not built)"
+  fi
+
+  section "PyTorch"
+  local left budget_s
+  left=$(remaining)
+  if ((left < 60)); then
+    record "SKIPPED PyTorch baseline (the ${budget} s budget is spent)"
+  elif timeout 120 "$python" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' \
+    2>/dev/null; then
+    # torch.compile starts no operation after budget_s; the one in progress
+    # may take up to the step's limit, which leaves the table 30 s.
+    left=$(remaining)
+    budget_s=$((left - 90))
+    ((budget_s < 0)) && budget_s=0
+    run_step "PyTorch eager and torch.compile on the same operations" \
+      $((left - 30 < 420 ? left - 30 : 420)) --always \
+      "$python" "$baseline" measure --json "$out/torch-baseline.json" \
+      --shapes "$shapes" --compile-shapes "$compile_shapes" \
+      --iters "$iters" --budget-s "$budget_s"
+  else
+    record "SKIPPED PyTorch baseline (no $python with torch and a CUDA device)"
+  fi
+
+  if [[ -f $out/titan-bench.json ]]; then
+    # The table needs only python3's standard library, and a few seconds:
+    # it runs whatever is left of the budget.
+    run_step "titan against PyTorch" 60 --log "$out/comparison.txt" --always \
+      "$python" "$baseline" compare --titan-json "$out/titan-bench.json" \
+      --torch-json "$out/torch-baseline.json" --markdown "$out/comparison.md"
+  else
+    record "SKIPPED titan against PyTorch (no titan-bench.json)"
+  fi
+
+  section "summary ($((SECONDS - start)) s)"
+  {
+    printf '%s\n' "${results[@]}"
+    if [[ -f $out/comparison.txt ]]; then
+      echo
+      cat "$out/comparison.txt"
+    fi
+  } >"$summary"
+  printf '%s\n' "${results[@]}"
+  echo "results in $out: $(cd "$out" && printf '%s ' *)"
+}
+
+# The steps that are shell functions run under `timeout` as this script
+# with the step's name.
+case "${1:-}" in
+gpu-info)
+  gpu_info
+  exit
+  ;;
+configure)
+  mkdir -p "$build_root" && configure && echo "$build" >"$build_root/.configured"
+  exit
+  ;;
+build)
+  build=$(cat "$build_root/.configured") && build_targets
+  exit
+  ;;
+"") ;;
+*)
+  echo "usage: tools/bench/gpu.sh (no arguments; settings in the environment)" >&2
+  exit 2
+  ;;
+esac
+
+main 2>&1 | tee "$out/gpu.log"
+exit 0
