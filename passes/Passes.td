@@ -317,6 +317,13 @@ def ScheduleOverlapPass : Pass<"titan-schedule-overlap", "::mlir::ModuleOp"> {
       block's backward computes, and the unsharded gradient it reads is
       freed then rather than at the optimizer.
 
+    A collective that reads another one's result (HSDP's all-reduce over the
+    replicas of the gradient an fsdp reduce-scatter produced; through
+    reshapes) is first moved down, with those reshapes, to where the first
+    one would be waited for at the latest, when something computes between
+    there and its own first reader: the first one then runs behind the
+    computation up to there, and the second one from there on.
+
     A collective gets `titan.async` and its wait only when some op computes
     between the two (a tensor-parallel all-reduce read by the next op stays
     synchronous), and only when the bytes the new schedule keeps alive

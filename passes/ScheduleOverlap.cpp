@@ -96,6 +96,7 @@ public:
     if (!function || !function.getBody().hasOneBlock() || prefetchDepth <= 0)
       return;
     Block &body = function.getBody().front();
+    deferChainedCollectives(body);
     Segments segments(body);
     SmallVector<Decision> decisions;
     // Extra bytes the schedule keeps alive at each position (the budget).
@@ -110,6 +111,15 @@ public:
   }
 
 private:
+  /// Moves a collective that reads another collective's result (HSDP's
+  /// all-reduce over the replicas of a gradient the fsdp reduce-scatter
+  /// produced), with the reshapes between them, down to where the first
+  /// collective would be waited for at the latest (the start of the
+  /// segment `prefetchDepth` + 1 after it), but before its own first
+  /// reader, when something computes between there and that reader: the
+  /// first one then runs behind the computation in between, and the second
+  /// one from there.
+  void deferChainedCollectives(Block &body);
   /// Where `op`, a collective, would best be issued and waited for, or none
   /// when nothing would compute in between.
   std::optional<Decision> decide(Operation *op, const Segments &segments);
@@ -128,11 +138,76 @@ private:
   void apply(ArrayRef<Decision> decisions, const Segments &segments);
 };
 
+/// Whether the scheduling moves `op`: a collective with a result that is
+/// not a pipeline transfer and not already asynchronous.
+static bool isSchedulable(Operation *op) {
+  return isa<CollectiveOpInterface>(op) && op->getNumResults() == 1 &&
+         !isa<SendOp, RecvOp>(op) && !isPipelineTransfer(op) &&
+         !op->hasAttr(TitanDialect::kAsyncAttrName);
+}
+
+/// The collective that computes an operand of `op`, directly or through
+/// reshapes read by nothing else (appended to `views`, if given, in
+/// program order), if any.
+static Operation *
+getCollectiveOperand(Operation *op,
+                     SmallVectorImpl<Operation *> *views = nullptr) {
+  for (Value operand : op->getOperands()) {
+    SmallVector<Operation *> chain;
+    Operation *def = operand.getDefiningOp();
+    while (isa_and_nonnull<ReshapeOp>(def) && def->getResult(0).hasOneUse()) {
+      chain.push_back(def);
+      def = def->getOperand(0).getDefiningOp();
+    }
+    if (!def || !isSchedulable(def) || !def->getResult(0).hasOneUse())
+      continue;
+    if (views)
+      views->append(chain.rbegin(), chain.rend());
+    return def;
+  }
+  return nullptr;
+}
+
+void ScheduleOverlapPass::deferChainedCollectives(Block &body) {
+  Segments segments(body);
+  struct Move {
+    SmallVector<Operation *> ops;
+    Operation *before;
+  };
+  SmallVector<Move> moves;
+  for (Operation &op : body) {
+    SmallVector<Operation *> views;
+    Operation *first =
+        isSchedulable(&op) ? getCollectiveOperand(&op, &views) : nullptr;
+    if (!first)
+      continue;
+    int64_t firstUse = std::numeric_limits<int64_t>::max();
+    for (Operation *user : op.getResult(0).getUsers())
+      firstUse = std::min(firstUse, segments.getPosition(user));
+    int64_t latest = segments.getStart(
+        segments.getSegment(segments.getPosition(first)) + prefetchDepth + 1);
+    int64_t to = std::min(firstUse, latest);
+    if (to <= segments.getPosition(&op) + 1 ||
+        to >= int64_t(body.getOperations().size()))
+      continue;
+    // Only when it can run behind computation from there too; otherwise
+    // it is better issued early, behind the first one.
+    bool computesAfter = false;
+    for (int64_t p = to; p < firstUse && !computesAfter; ++p)
+      computesAfter = computes(segments.getOp(p));
+    if (!computesAfter)
+      continue;
+    views.push_back(&op);
+    moves.push_back({std::move(views), segments.getOp(to)});
+  }
+  for (const Move &move : moves)
+    for (Operation *op : move.ops)
+      op->moveBefore(move.before);
+}
+
 std::optional<Decision> ScheduleOverlapPass::decide(Operation *op,
                                                     const Segments &segments) {
-  if (!isa<CollectiveOpInterface>(op) || op->getNumResults() != 1 ||
-      isa<SendOp, RecvOp>(op) || isPipelineTransfer(op) ||
-      op->hasAttr(TitanDialect::kAsyncAttrName))
+  if (!isSchedulable(op))
     return std::nullopt;
   Value result = op->getResult(0);
   if (result.use_empty())
@@ -149,7 +224,9 @@ std::optional<Decision> ScheduleOverlapPass::decide(Operation *op,
   int64_t target =
       segments.getStart(segments.getSegment(firstUse) - prefetchDepth);
   decision.issue = at;
-  if (target < at) {
+  // Issued where it stands when it reads another collective's result
+  // (deferChainedCollectives put it where that one completes).
+  if (target < at && !getCollectiveOperand(op)) {
     decision.issue = std::max(
         target, collectProducers(op, target, segments, decision.producers));
     // After the collectives the segment starts with (they are needed
