@@ -205,7 +205,7 @@ mlir::titan::simulateOverlap(ModuleOp module, const DeviceDescription &device,
 }
 
 void mlir::titan::writeOverlapTrace(ArrayRef<OverlapTimeline> ranks,
-                                    llvm::raw_ostream &os) {
+                                    llvm::raw_ostream &os, StringRef label) {
   llvm::json::OStream json(os);
   json.object([&] {
     json.attribute("displayTimeUnit", "ms");
@@ -222,7 +222,7 @@ void mlir::titan::writeOverlapTrace(ArrayRef<OverlapTimeline> ranks,
         };
         metadata("process_name", 0,
                  llvm::json::Object{
-                     {"name", llvm::formatv("rank {0}", rank).str()}});
+                     {"name", llvm::formatv("{0} {1}", label, rank).str()}});
         metadata("process_sort_index", 0,
                  llvm::json::Object{{"sort_index", pid}});
         // Thread 0 computes; communicator i is thread i + 1.

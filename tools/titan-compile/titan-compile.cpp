@@ -137,8 +137,8 @@ static cl::opt<std::string> overlapTrace(
     cl::desc("With --emit=spmd or an executable, write one rank's step as "
              "the cost model predicts it after titan-schedule-overlap "
              "(compute, and each communicator's collectives) as a Chrome "
-             "trace (Perfetto, chrome://tracing); not under pipeline "
-             "parallelism yet"),
+             "trace (Perfetto, chrome://tracing); under pipeline "
+             "parallelism one process per pipeline rank"),
     cl::value_desc("file.json"), cl::cat(compileOptions));
 static cl::opt<std::string> pipelineScheduleOut(
     "pipeline-schedule",
@@ -1012,10 +1012,6 @@ int main(int argc, char **argv) {
                     "are not built for pipeline ranks yet; choose the "
                     "activation checkpointing mode (none, selective or "
                     "full)");
-      if (mesh.getPipelineDegree() > 1 && !overlapTrace.empty())
-        return fail("--overlap-trace does not support pipeline parallelism "
-                    "yet (pipeline_parallel_degree > 1): --pipeline-trace "
-                    "writes the pipeline's simulated schedule");
     }
     if (llvm::Error error = checkPipelineOutput(mesh.getPipelineDegree()))
       return fail(llvm::toString(std::move(error)));
@@ -1108,8 +1104,9 @@ int main(int argc, char **argv) {
   SmallVector<PipelineRankProgram, 0> pipelinePrograms;
   // Kept when an executable or the checkpoint layout needs them all.
   SmallVector<OwningOpRef<ModuleOp>> pipelineModules;
-  bool keepPipelineModules =
-      stage == PipelineStage::Executable || !checkpointLayout.empty();
+  bool keepPipelineModules = stage == PipelineStage::Executable ||
+                             !checkpointLayout.empty() || !planReport.empty() ||
+                             !overlapTrace.empty();
   if (pipelined) {
     SmallVector<int64_t> ranks;
     if (pipelineRank.getNumOccurrences())
@@ -1229,6 +1226,32 @@ int main(int argc, char **argv) {
         report ? &report->os() : nullptr);
     if (error)
       return fail(llvm::toString(std::move(error)));
+    // Each pipeline rank's program before and after the overlap passes
+    // (its own compute and communication; the pipeline's bubbles are the
+    // schedule's, above).
+    if (report || !overlapTrace.empty()) {
+      SmallVector<OverlapTimeline> timelines;
+      for (auto [program, built] :
+           llvm::zip(pipelineModules, pipelinePrograms)) {
+        FailureOr<OverlapComparison> overlap =
+            compareOverlap(*program, pipeline, *device, ranksPerNode);
+        if (failed(overlap))
+          return fail("cannot simulate the communication overlap");
+        if (report) {
+          report->os() << "\n-- pipeline rank " << built.plan.rank << "\n";
+          writeOverlapReport(*overlap, report->os());
+        }
+        timelines.push_back(overlap->after ? *overlap->after : overlap->before);
+      }
+      if (!overlapTrace.empty()) {
+        std::string message;
+        auto trace = openOutputFile(overlapTrace, &message);
+        if (!trace)
+          return fail(message);
+        writeOverlapTrace(timelines, trace->os(), "pipeline rank");
+        trace->keep();
+      }
+    }
   } else {
     if (report && failed(writePlanReport(**module, report->os())))
       return fail("cannot write the plan report");

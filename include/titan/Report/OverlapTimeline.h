@@ -127,12 +127,14 @@ FailureOr<OverlapTimeline> simulateOverlap(ModuleOp module,
                                            int64_t ranksPerNode);
 
 /// Writes `ranks` (rank R: ranks[R]) as a Chrome trace (JSON) that
-/// Perfetto and chrome://tracing open: one process per rank ("rank R"),
+/// Perfetto and chrome://tracing open: one process per rank ("<label> R",
+/// "rank R" by default; "pipeline rank R" for the programs of a pipeline),
 /// thread 0 "compute" with its ops and the waits that expose communication
 /// (category "exposed"), and one thread per communicator, "communication
 /// (<its mesh axes>)" as the runtime's traces name them; times in
 /// microseconds.
-void writeOverlapTrace(ArrayRef<OverlapTimeline> ranks, llvm::raw_ostream &os);
+void writeOverlapTrace(ArrayRef<OverlapTimeline> ranks, llvm::raw_ostream &os,
+                       StringRef label = "rank");
 
 /// A rank's step before and after titan-schedule-overlap and
 /// titan-decompose-collective-matmul.
