@@ -50,14 +50,6 @@ struct Chunking {
   int64_t chunks = 1;
 };
 
-/// `shape` with dim `dim` of size `size`.
-SmallVector<int64_t> withDim(ArrayRef<int64_t> shape, int64_t dim,
-                             int64_t size) {
-  SmallVector<int64_t> result(shape);
-  result[dim] = size;
-  return result;
-}
-
 /// Rows [chunk x rows, (chunk + 1) x rows) of every one of the n blocks of
 /// `value` along dim `dim`, in block order, rows = blockRows / chunks.
 Value selectChunk(TensorBuilder &b, Value value, const Chunking &chunking,
@@ -71,7 +63,7 @@ Value selectChunk(TensorBuilder &b, Value value, const Chunking &chunking,
   Value blocks = b.reshape(value, getSplitShape(shape, dim, n));
   Value slice =
       b.slice(blocks, dim + 1, chunk * rows, (chunk + 1) * rows, /*step=*/1);
-  return b.reshape(slice, withDim(shape, dim, n * rows));
+  return b.reshape(slice, getShapeWithDim(shape, dim, n * rows));
 }
 
 /// The inverse of selectChunk: the tensor whose chunks are `parts`.
@@ -85,7 +77,7 @@ Value joinChunks(TensorBuilder &b, ArrayRef<Value> parts,
   for (Value part : parts)
     blocks.push_back(b.reshape(part, getSplitShape(partShape, dim, n)));
   return b.reshape(b.concat(blocks, dim + 1),
-                   withDim(partShape, dim, n * chunking.blockRows));
+                   getShapeWithDim(partShape, dim, n * chunking.blockRows));
 }
 
 /// Erases `value`'s op and the ops computing its operands that nothing
@@ -378,8 +370,9 @@ void DecomposeCollectiveMatmulPass::applyAllGather(const Candidate &candidate) {
   Location loc = gather.collective->getLoc();
   ArrayRef<int64_t> gatheredShape = tensorTypeOf(gather.output).getShape();
   int64_t chunkRows = chunking.groupSize * chunking.blockRows / chunking.chunks;
-  auto chunkType = tensorTypeOf(gather.output)
-                       .clone(withDim(gatheredShape, chunking.dim, chunkRows));
+  auto chunkType =
+      tensorTypeOf(gather.output)
+          .clone(getShapeWithDim(gatheredShape, chunking.dim, chunkRows));
   // Every chunk's all-gather, issued where the whole one was.
   OpBuilder builder(gather.collective);
   TensorBuilder b(builder, loc);
@@ -403,8 +396,8 @@ void DecomposeCollectiveMatmulPass::applyAllGather(const Candidate &candidate) {
       mapping.map(gather.output, waited);
       Operation *part = builder.clone(*op, mapping);
       auto type = tensorTypeOf(op->getResult(0));
-      part->getResult(0).setType(
-          type.clone(withDim(type.getShape(), chunking.dim, chunkRows)));
+      part->getResult(0).setType(type.clone(
+          getShapeWithDim(type.getShape(), chunking.dim, chunkRows)));
       rowsOf[op].push_back(part->getResult(0));
     }
   }
@@ -435,9 +428,10 @@ void DecomposeCollectiveMatmulPass::applyReduceScatter(
   Operation *root = candidate.computed.back();
   int64_t rows = chunking.groupSize * chunking.blockRows / chunking.chunks;
   ArrayRef<int64_t> scatteredShape = tensorTypeOf(scatter.output).getShape();
-  auto chunkType = tensorTypeOf(scatter.output)
-                       .clone(withDim(scatteredShape, chunking.dim,
-                                      chunking.blockRows / chunking.chunks));
+  auto chunkType =
+      tensorTypeOf(scatter.output)
+          .clone(getShapeWithDim(scatteredShape, chunking.dim,
+                                 chunking.blockRows / chunking.chunks));
   // Each chunk's rows of the cone, then its reduce-scatter, where the
   // cone's last op stands.
   OpBuilder builder(root);
@@ -454,7 +448,7 @@ void DecomposeCollectiveMatmulPass::applyReduceScatter(
       Operation *part = builder.clone(*op, mapping);
       auto type = tensorTypeOf(op->getResult(0));
       part->getResult(0).setType(
-          type.clone(withDim(type.getShape(), chunking.dim, rows)));
+          type.clone(getShapeWithDim(type.getShape(), chunking.dim, rows)));
     }
     started.push_back(createChunkCollective(builder, scatter.collective,
                                             mapping.lookup(root->getResult(0)),

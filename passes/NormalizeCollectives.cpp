@@ -168,9 +168,8 @@ template <typename OpTy> static OpTy getOnlyUser(Value value) {
   return value.hasOneUse() ? dyn_cast<OpTy>(*value.getUsers().begin()) : OpTy();
 }
 
-/// `shape` with dim `dim` of size `size`.
-static SmallVector<int64_t> withDim(ArrayRef<int64_t> shape, int64_t dim,
-                                    int64_t size) {
+SmallVector<int64_t> mlir::titan::getShapeWithDim(ArrayRef<int64_t> shape,
+                                                  int64_t dim, int64_t size) {
   SmallVector<int64_t> result(shape);
   result[dim] = size;
   return result;
@@ -198,8 +197,8 @@ mlir::titan::getLogicalCollective(AllGatherOp gather) {
   if (dim >= rank ||
       permutation != ArrayRef(getMoveDimPermutation(rank + 1, 0, dim)) ||
       tensorTypeOf(reshaped).getShape() !=
-          ArrayRef(withDim(shardShape, dim,
-                           shardShape[dim] * gather.getGroupSize())) ||
+          ArrayRef(getShapeWithDim(shardShape, dim,
+                                   shardShape[dim] * gather.getGroupSize())) ||
       tensorTypeOf(unit.getInput()).getShape() != ArrayRef(shardShape))
     return std::nullopt;
   logical.input = unit.getInput();
@@ -231,7 +230,7 @@ mlir::titan::getLogicalCollective(ReduceScatterOp scatter) {
       tensorTypeOf(split).getShape() !=
           ArrayRef(getSplitShape(fullShape, dim, n)) ||
       tensorTypeOf(dropped).getShape() !=
-          ArrayRef(withDim(fullShape, dim, fullShape[dim] / n)))
+          ArrayRef(getShapeWithDim(fullShape, dim, fullShape[dim] / n)))
     return std::nullopt;
   logical.input = split.getInput();
   logical.output = dropped.getResult();

@@ -15,6 +15,10 @@
 
 namespace mlir::titan {
 
+/// `shape` with dim `dim` of size `size`.
+SmallVector<int64_t> getShapeWithDim(ArrayRef<int64_t> shape, int64_t dim,
+                                     int64_t size);
+
 /// `shape` with dim `dim` split into [parts, shape[dim] / parts].
 SmallVector<int64_t> getSplitShape(ArrayRef<int64_t> shape, int64_t dim,
                                    int64_t parts);
