@@ -35,7 +35,7 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
-  if (runs(PipelineStage::Spmd)) {
+  if (runs(PipelineStage::Placed)) {
     // Before sharding hides which table an id indexes.
     pm.addPass(createMarkIdRangesPass());
     pm.addPass(createApplyParallelPlanPass(options.parallelPlan));
@@ -47,6 +47,8 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
     // On the placed program: bytes and seconds are one rank's, and clones
     // of redistributions recompute their communication.
     pm.addPass(createSelectRecomputePass(options.recompute));
+  }
+  if (runs(PipelineStage::Spmd)) {
     if (options.pipeline)
       pm.addPass(createPartitionPipelinePass(*options.pipeline));
     pm.addPass(createSpmdizePass());

@@ -20,8 +20,12 @@ enum class PipelineStage {
   Forward,
   /// + titan-build-train-step.
   TrainStep,
-  /// + titan-apply-parallel-plan, titan-propagate-placements, titan-spmdize:
-  /// the program of one rank.
+  /// + titan-apply-parallel-plan, titan-propagate-placements,
+  /// titan-materialize-redistributes, titan-select-recompute: the global
+  /// step with its placements and activation checkpointing (what the
+  /// pipeline ranks' programs are cut from).
+  Placed,
+  /// + titan-partition-pipeline, titan-spmdize: the program of one rank.
   Spmd,
   /// + the executable: kernels, memory plan, calls into libtitanrt (an LLVM
   /// dialect module that titan-compile compiles and links).

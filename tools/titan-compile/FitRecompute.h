@@ -20,7 +20,8 @@ namespace mlir::titan {
 
 /// The search's outcome: the allowance to compile with (the largest that
 /// fit among those tried), the bytes the solver's choice keeps under it,
-/// its exact peak per rank, and the compiles the search took.
+/// its exact peak per rank, and the compiles the search took (a compile
+/// builds every pipeline rank's program).
 struct RecomputeFit {
   int64_t allowedBytes = 0;
   int64_t keptBytes = 0;
@@ -29,9 +30,10 @@ struct RecomputeFit {
 };
 
 /// Compiles copies of `trainStep` (a module through the TrainStep stage)
-/// with `options` through memory planning, recompute mode "auto" and
-/// varying kept bytes: first nothing kept (everything recomputed: fails
-/// with advice when even that exceeds `budgetBytes`), then the headroom
+/// with `options` through memory planning (under pipeline parallelism every
+/// pipeline rank's program: the peak is the largest rank's), recompute mode
+/// "auto" and varying kept bytes: first nothing kept (everything recomputed:
+/// fails with advice when even that exceeds `budgetBytes`), then the headroom
 /// that leaves, corrected by the measured overshoot or slack, at most
 /// `maxCompiles` compiles in all.
 llvm::Expected<RecomputeFit> fitRecomputeToMemory(ModuleOp trainStep,

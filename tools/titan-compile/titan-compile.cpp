@@ -421,7 +421,8 @@ static llvm::Error writePipelineLauncher(llvm::StringRef path, int64_t degree,
 /// rank in order) into the folder `out`: the memory plan of each (its
 /// section appended to `report` when given, against `device`'s memory when
 /// given; drawn into --memory-plot; its breakdown added to `summary` when
-/// given, for one program), the LLVM dialect modules, bin/train (under
+/// given: that of the program needing the most, with each one's total
+/// under pipeline parallelism), the LLVM dialect modules, bin/train (under
 /// pipeline parallelism bin/train-pp<R> and a bin/train that starts the
 /// rank's), manifest.json and checkpoint-plan.txt, and config.toml
 /// (`config`, when given: the config the ranks run the job by). Each phase
@@ -525,10 +526,21 @@ writeExecutable(ArrayRef<ModuleOp> programs, TitanPipelineOptions pipeline,
         program.lookupSymbol<func::FuncOp>("train_step"));
   }
   if (summary) {
-    FailureOr<MemoryBreakdown> memory =
-        computeMemoryBreakdown(programs.front());
-    if (failed(memory))
-      return llvm::createStringError("cannot read the memory plan");
+    // Under pipeline parallelism: the rank that needs the most, and each
+    // rank's total.
+    std::optional<MemoryBreakdown> memory;
+    int64_t peakRank = 0;
+    llvm::json::Array rankTotals;
+    for (auto [rank, program] : llvm::enumerate(programs)) {
+      FailureOr<MemoryBreakdown> rankMemory = computeMemoryBreakdown(program);
+      if (failed(rankMemory))
+        return llvm::createStringError("cannot read the memory plan");
+      rankTotals.push_back(rankMemory->getTotalBytes());
+      if (!memory || rankMemory->getTotalBytes() > memory->getTotalBytes()) {
+        memory = std::move(*rankMemory);
+        peakRank = rank;
+      }
+    }
     llvm::json::Object atPeak;
     for (const auto &[what, bytes, region] : memory->atPeak)
       atPeak[what] = bytes;
@@ -540,6 +552,11 @@ writeExecutable(ArrayRef<ModuleOp> programs, TitanPipelineOptions pipeline,
                            {"peak_op", memory->peakPosition},
                            {"peak_place", memory->peakPlace},
                            {"at_peak", std::move(atPeak)}};
+    if (degree > 1) {
+      llvm::json::Object &object = *(*summary)["memory"].getAsObject();
+      object["pipeline_rank"] = peakRank;
+      object["pipeline_rank_total_bytes"] = std::move(rankTotals);
+    }
   }
   if (llvm::Error error = writeManifest(programs, manifestPartial, metrics))
     return error;
@@ -627,28 +644,13 @@ static ModelModules listModelModules(ModuleOp module) {
   return modules;
 }
 
-/// Builds the programs of pipeline ranks `ranks` from `module` (@train_step
-/// for one microbatch; left as it is), each through `pipeline` from the
-/// training step on, and writes each to `output` with ".pp<rank>" before its
-/// extension ("step.mlir" -> "step.pp0.mlir"; "-": stdout; none: not
-/// written), and into `built` when given. Returns what the report reads of
-/// each, in `ranks`' order.
-static FailureOr<SmallVector<PipelineRankProgram, 0>> writePipelinePrograms(
-    ModuleOp module, TitanPipelineOptions pipeline, const TrainConfig &config,
-    ArrayRef<int64_t> ranks, std::optional<llvm::StringRef> output,
-    SmallVectorImpl<OwningOpRef<ModuleOp>> *built, TimingScope &timing) {
-  MLIRContext *context = module.getContext();
-  if (!pipeline.resumeAfter) {
-    TitanPipelineOptions trainStep = pipeline;
-    trainStep.stage = PipelineStage::TrainStep;
-    PassManager pm(context);
-    buildTitanPipeline(pm, trainStep);
-    if (failed(pm.run(module)))
-      return failure();
-    pipeline.resumeAfter = PipelineStage::TrainStep;
-  }
-  // The stages: torchtitan's split keys, else titan-partition-pipeline
-  // balances the blocks by the cost model.
+/// Cuts the model of `module` (@train_step for one microbatch) into the
+/// stages of `pipeline`'s pipeline: torchtitan's split keys of `config`,
+/// else (none given) titan-partition-pipeline balances the blocks by the
+/// cost model.
+static LogicalResult configurePipelineStages(ModuleOp module,
+                                             TitanPipelineOptions &pipeline,
+                                             const TrainConfig &config) {
   ModelModules modules = listModelModules(module);
   const PipelineScheduleInfo *schedule =
       lookupPipelineSchedule(config.parallelism.pipelineParallelSchedule);
@@ -660,6 +662,20 @@ static FailureOr<SmallVector<PipelineRankProgram, 0>> writePipelinePrograms(
     return emitError(module.getLoc()) << llvm::toString(split.takeError());
   pipeline.pipeline->stages = split->numStages;
   pipeline.pipeline->stageBlocks = split->blocksPerStage;
+  return success();
+}
+
+/// Builds the programs of pipeline ranks `ranks` from `module` (@train_step
+/// for one microbatch, placed: `pipeline` resumes after PipelineStage::Placed,
+/// its stages configured; left as it is) through `pipeline`, and writes
+/// each to `output` with ".pp<rank>" before its extension ("step.mlir" ->
+/// "step.pp0.mlir"; "-": stdout; none: not written), and into `built` when
+/// given. Returns what the report reads of each, in `ranks`' order.
+static FailureOr<SmallVector<PipelineRankProgram, 0>> writePipelinePrograms(
+    ModuleOp module, TitanPipelineOptions pipeline, ArrayRef<int64_t> ranks,
+    std::optional<llvm::StringRef> output,
+    SmallVectorImpl<OwningOpRef<ModuleOp>> *built, TimingScope &timing) {
+  MLIRContext *context = module.getContext();
   SmallVector<PipelineRankProgram, 0> programs;
   for (int64_t rank : ranks) {
     OwningOpRef<ModuleOp> program = module.clone();
@@ -677,25 +693,28 @@ static FailureOr<SmallVector<PipelineRankProgram, 0>> writePipelinePrograms(
       return emitError(module.getLoc()) << llvm::toString(read.takeError());
     if (programs.empty()) {
       const PipelinePlan &plan = read->plan;
-      llvm::errs()
-          << "titan-compile: pipeline: " << plan.schedule << ", "
-          << plan.getNumStages() << " stages on " << plan.degree << " ranks, "
-          << plan.microbatches << " microbatches; blocks per stage ["
-          << llvm::join(
-                 llvm::map_range(plan.stageBlocks,
-                                 [](int64_t n) { return std::to_string(n); }),
-                 ", ")
-          << "], predicted ms per microbatch (forward + backward) ["
-          << llvm::join(llvm::map_range(
-                            plan.stageSeconds,
-                            [](double t) {
-                              return llvm::formatv("{0:F3}", t * 1e3).str();
-                            }),
-                        ", ")
-          << "]"
-          << (split->blocksPerStage.empty() ? " (balanced by the cost model)"
-                                            : "")
-          << "\n";
+      llvm::errs() << "titan-compile: pipeline: " << plan.schedule << ", "
+                   << plan.getNumStages() << " stages on " << plan.degree
+                   << " ranks, " << plan.microbatches
+                   << " microbatches; blocks per stage ["
+                   << llvm::join(llvm::map_range(plan.stageBlocks,
+                                                 [](int64_t n) {
+                                                   return std::to_string(n);
+                                                 }),
+                                 ", ")
+                   << "], predicted ms per microbatch (forward + backward) ["
+                   << llvm::join(
+                          llvm::map_range(
+                              plan.stageSeconds,
+                              [](double t) {
+                                return llvm::formatv("{0:F3}", t * 1e3).str();
+                              }),
+                          ", ")
+                   << "]"
+                   << (pipeline.pipeline->stageBlocks.empty()
+                           ? " (balanced by the cost model)"
+                           : "")
+                   << "\n";
     }
     programs.push_back(std::move(*read));
     if (output) {
@@ -763,8 +782,8 @@ loadPlanSchedule(const PipelinePlan &plan, llvm::StringRef csv) {
 /// built (`programs`: the plan, and the state of each rank built) and the
 /// schedule they run (`csv`: pipeline_parallel_schedule_csv, if any), on
 /// `device` with `ranksPerNode` ranks per node, the stages of `mesh`, and
-/// tokens/s and MFU by `model` when given.
-static llvm::Error
+/// tokens/s and MFU by `model` when given. Returns the report.
+static llvm::Expected<PipelineReport>
 writePipelineReports(llvm::ArrayRef<PipelineRankProgram> programs,
                      llvm::StringRef csv, const DeviceDescription &device,
                      int64_t ranksPerNode, const ResolvedMesh &mesh,
@@ -810,10 +829,44 @@ writePipelineReports(llvm::ArrayRef<PipelineRankProgram> programs,
           write(pipelineScheduleOut, [&](llvm::raw_ostream &os) {
             os << printPipelineScheduleCsv(*schedule);
           }))
-    return error;
-  return write(pipelineTrace, [&](llvm::raw_ostream &os) {
-    writeChromeTrace(built->getConfigured().simulation, os);
-  });
+    return std::move(error);
+  if (llvm::Error error = write(pipelineTrace, [&](llvm::raw_ostream &os) {
+        writeChromeTrace(built->getConfigured().simulation, os);
+      }))
+    return std::move(error);
+  return built;
+}
+
+/// The summary's "predicted" section (--summary-json) of a pipeline: the
+/// configured schedule's simulated step of `report`, the model's FLOPs
+/// `model`, and the recomputation of the busiest pipeline rank, among the
+/// programs `programs` on `device` (every microbatch's, as for compute).
+static FailureOr<llvm::json::Object>
+summarizePipelinePrediction(const PipelineReport &report,
+                            ArrayRef<OwningOpRef<ModuleOp>> programs,
+                            const DeviceDescription &device,
+                            int64_t ranksPerNode, const ModelFlops &model) {
+  const PipelinePrediction &configured = report.getConfigured();
+  double busiest = 0, recompute = 0;
+  for (const RankTimeline &rank : configured.simulation.ranks)
+    busiest = std::max(busiest, rank.busySeconds);
+  for (const OwningOpRef<ModuleOp> &program : programs) {
+    FailureOr<StepTimePrediction> predicted =
+        predictStepTime(*program, device, ranksPerNode, model);
+    if (failed(predicted))
+      return failure();
+    recompute = std::max(recompute, predicted->step.recompute);
+  }
+  return llvm::json::Object{
+      {"step_seconds", configured.simulation.stepSeconds},
+      {"compute_seconds", busiest},
+      {"bubble_fraction", configured.simulation.averageBubbleFraction},
+      {"schedule", configured.name},
+      {"recompute_seconds", recompute},
+      {"tokens_per_second_per_rank", configured.tokensPerSecond},
+      {"model_flops_per_token", model.getFlopsPerToken()},
+      {"attention_layers", model.attentionLayers},
+      {"mfu", configured.mfu}};
 }
 
 /// Prints what the config asks for that titan does not apply.
@@ -1005,13 +1058,6 @@ int main(int argc, char **argv) {
       if (!resolved)
         return fail(llvm::toString(resolved.takeError()));
       mesh = *resolved;
-      if (mesh.getPipelineDegree() > 1 &&
-          (!summaryJson.empty() || config->activationCheckpoint.mode == "auto"))
-        return fail("pipeline_parallel_degree > 1: --summary-json and "
-                    "activation_checkpoint mode \"auto\" (titan-tune's) "
-                    "are not built for pipeline ranks yet; choose the "
-                    "activation checkpointing mode (none, selective or "
-                    "full)");
     }
     if (llvm::Error error = checkPipelineOutput(mesh.getPipelineDegree()))
       return fail(llvm::toString(std::move(error)));
@@ -1065,9 +1111,11 @@ int main(int argc, char **argv) {
     return pm.run(**module);
   };
   bool fitRecompute = config && config->activationCheckpoint.mode == "auto";
-  // The executable's metrics need it too (MFU).
+  bool pipelined = mesh.getPipelineDegree() > 1;
+  // The executable's metrics need it too (MFU); the pipeline's stages are
+  // cut from it.
   if ((!planReport.empty() || !summaryJson.empty() || fitRecompute ||
-       stage == PipelineStage::Executable) &&
+       pipelined || stage == PipelineStage::Executable) &&
       pipeline.stage == PipelineStage::Spmd) {
     TitanPipelineOptions trainStep = pipeline;
     trainStep.stage = PipelineStage::TrainStep;
@@ -1079,6 +1127,8 @@ int main(int argc, char **argv) {
     modelFlops = *counted;
     pipeline.resumeAfter = PipelineStage::TrainStep;
   }
+  if (pipelined && failed(configurePipelineStages(**module, pipeline, *config)))
+    return fail("compilation failed (see the errors above)");
   if (fitRecompute && pipeline.stage == PipelineStage::Spmd) {
     TimingScope fitTiming = timing.nest("activation checkpointing to budget");
     const std::optional<double> &gib =
@@ -1098,7 +1148,6 @@ int main(int argc, char **argv) {
         fit->keptBytes / kGiB, fit->peakBytes / kGiB, budget / kGiB,
         fit->compiles);
   }
-  bool pipelined = mesh.getPipelineDegree() > 1;
   // Under pipeline parallelism: every rank's program, or the one asked
   // for; a report alone needs one (rank 0), written nowhere.
   SmallVector<PipelineRankProgram, 0> pipelinePrograms;
@@ -1106,8 +1155,15 @@ int main(int argc, char **argv) {
   SmallVector<OwningOpRef<ModuleOp>> pipelineModules;
   bool keepPipelineModules = stage == PipelineStage::Executable ||
                              !checkpointLayout.empty() || !planReport.empty() ||
-                             !overlapTrace.empty();
+                             !overlapTrace.empty() || !summaryJson.empty();
   if (pipelined) {
+    // Placements and activation checkpointing are chosen once, on the
+    // whole step, for every pipeline rank's program.
+    TitanPipelineOptions placing = pipeline;
+    placing.stage = PipelineStage::Placed;
+    if (failed(runPipeline(placing)))
+      return fail("compilation failed (see the errors above)");
+    pipeline.resumeAfter = PipelineStage::Placed;
     SmallVector<int64_t> ranks;
     if (pipelineRank.getNumOccurrences())
       ranks.push_back(pipelineRank);
@@ -1121,7 +1177,7 @@ int main(int argc, char **argv) {
         (outputFile != "-" || pipelineRank.getNumOccurrences()))
       output = outputFile;
     FailureOr<SmallVector<PipelineRankProgram, 0>> programs =
-        writePipelinePrograms(**module, pipeline, *config, ranks, output,
+        writePipelinePrograms(**module, pipeline, ranks, output,
                               keepPipelineModules ? &pipelineModules : nullptr,
                               timing);
     if (failed(programs))
@@ -1164,15 +1220,12 @@ int main(int argc, char **argv) {
   // (with an executable) the memory.
   llvm::json::Object summary;
   if (!summaryJson.empty() && modelFlops) {
-    FailureOr<StepTimePrediction> predicted =
-        predictStepTime(**module, *device, ranksPerNode, *modelFlops);
-    if (failed(predicted))
-      return fail("cannot predict the step time");
     summary["world_size"] = mesh.getWorldSize();
     llvm::json::Object meshSizes;
     for (unsigned axis = 0; axis < NumMeshAxes; ++axis)
       meshSizes[getMeshAxisName(static_cast<MeshAxis>(axis))] =
           mesh.getSize(static_cast<MeshAxis>(axis));
+    meshSizes["pp"] = mesh.getPipelineDegree();
     summary["mesh"] = std::move(meshSizes);
     summary["activation_checkpoint"] = llvm::json::Object{
         {"mode", config->activationCheckpoint.mode},
@@ -1181,6 +1234,14 @@ int main(int argc, char **argv) {
          config->parallelism.fsdpReshardAfterForward}};
     summary["device"] = llvm::json::Object{
         {"name", device->name}, {"memory_bytes", device->memoryBytes}};
+  }
+  // Under pipeline parallelism the prediction is the pipeline's
+  // (writePipelineSummary, below).
+  if (!summaryJson.empty() && modelFlops && !pipelined) {
+    FailureOr<StepTimePrediction> predicted =
+        predictStepTime(**module, *device, ranksPerNode, *modelFlops);
+    if (failed(predicted))
+      return fail("cannot predict the step time");
     summary["predicted"] = llvm::json::Object{
         {"step_seconds", predicted->getStepSeconds()},
         {"compute_seconds", predicted->step.compute},
@@ -1220,12 +1281,19 @@ int main(int argc, char **argv) {
   if (!pipelined)
     jobPrograms.push_back(**module);
   if (pipelined) {
-    llvm::Error error = writePipelineReports(
+    llvm::Expected<PipelineReport> built = writePipelineReports(
         pipelinePrograms, config->parallelism.pipelineParallelScheduleCsv,
         *device, ranksPerNode, mesh, modelFlops ? &*modelFlops : nullptr,
         report ? &report->os() : nullptr);
-    if (error)
-      return fail(llvm::toString(std::move(error)));
+    if (!built)
+      return fail(llvm::toString(built.takeError()));
+    if (!summaryJson.empty() && modelFlops) {
+      FailureOr<llvm::json::Object> predicted = summarizePipelinePrediction(
+          *built, pipelineModules, *device, ranksPerNode, *modelFlops);
+      if (failed(predicted))
+        return fail("cannot predict the step time");
+      summary["predicted"] = std::move(*predicted);
+    }
     // Each pipeline rank's program before and after the overlap passes
     // (its own compute and communication; the pipeline's bubbles are the
     // schedule's, above).
