@@ -4,11 +4,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Codegen/GpuKernelLowering.h"
 #include "titan/Codegen/KernelLowering.h"
 #include "titan/Codegen/ProgramDescription.h"
 #include "titan/Passes.h"
 #include "titan/Runtime/titanrt.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
@@ -453,13 +455,33 @@ namespace {
 struct LowerToRuntimePass
     : public mlir::titan::impl::LowerToRuntimePassBase<LowerToRuntimePass> {
   using LowerToRuntimePassBase::LowerToRuntimePassBase;
+  void getDependentDialects(DialectRegistry &registry) const override {
+    LowerToRuntimePassBase::getDependentDialects(registry);
+    registerGpuKernelLoweringDialects(registry);
+  }
   void runOnOperation() override;
+  /// Lowers the kernels of `kernels` for the `target` option.
+  LogicalResult lowerKernels(ModuleOp kernels);
 };
 
 } // namespace
 
+LogicalResult LowerToRuntimePass::lowerKernels(ModuleOp kernels) {
+  if (target == "cpu")
+    return lowerKernelsToLLVM(kernels);
+  GpuKernelOptions options;
+  options.chip = cudaChip;
+  options.toolkitPath = cudaToolkit;
+  return lowerKernelsToNvvm(kernels, options);
+}
+
 void LowerToRuntimePass::runOnOperation() {
   ModuleOp module = getOperation();
+  if (target != "cpu" && target != "cuda") {
+    module.emitError() << "titan-lower-to-runtime: unknown target '" << target
+                       << "' (cpu or cuda)";
+    return signalPassFailure();
+  }
   std::optional<LrDecayType> type = symbolizeLrDecayType(decayType);
   if (!type) {
     module.emitError() << "titan-lower-to-runtime: unknown learning-rate "
@@ -483,12 +505,16 @@ void LowerToRuntimePass::runOnOperation() {
       op.remove();
       kernels->push_back(&op);
     }
-  if (failed(lowerKernelsToLLVM(*kernels)))
+  if (failed(lowerKernels(*kernels)))
     return signalPassFailure();
   for (Operation &op : llvm::make_early_inc_range(*kernels->getBody())) {
     op.remove();
     module.push_back(&op);
   }
+  // GPU launches must be in a module marked as holding GPU code.
+  StringRef container = gpu::GPUDialect::getContainerModuleAttrName();
+  if (Attribute marker = (*kernels)->getAttr(container))
+    module->setAttr(container, marker);
 
   std::vector<std::vector<std::string>> sharedCommunicators;
   for (StringRef axes : communicators) {
@@ -516,8 +542,9 @@ void LowerToRuntimePass::runOnOperation() {
       builder.getStringAttr(text));
   buildMain(module, global, lowering.getFunction());
 
-  // Only LLVM dialect ops remain.
+  // Only LLVM dialect ops remain, and the CUDA kernels' binary (its LLVM IR
+  // translation embeds the fatbin).
   for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
-    if (!isa<LLVM::LLVMDialect>(op.getDialect()))
+    if (!isa<LLVM::LLVMDialect>(op.getDialect()) && !isa<gpu::BinaryOp>(op))
       op.erase();
 }

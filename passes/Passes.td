@@ -1013,10 +1013,16 @@ def LowerToRuntimePass : Pass<"titan-lower-to-runtime", "::mlir::ModuleOp"> {
     `titanrt_wait(ctx, handle)`. Kernels are lowered
     to the LLVM dialect with the bare-pointer calling convention, the step
     function is kept unoptimized (`optnone`, `noinline`: compile time stays
-    linear in the program's size) while kernels are optimized. The program
+    linear in the program's size) while kernels are optimized. With
+    `target=cuda` each kernel is instead a host function of the same
+    signature that launches its loop nests on the GPU (on the stream
+    `titanrt_cuda_stream()` returns), compiled into one `gpu.binary`
+    holding a fatbin (docs/cuda-backend.md, "The compiler's kernels on the
+    GPU"); the step calls it exactly as it calls a CPU kernel. The program
     description (titanrt.h, docs/runtime.md) becomes the global
     `titan_program_description`, and `main` hands both to the runtime's
-    `titanrt_main`. Only LLVM dialect ops remain.
+    `titanrt_main`. Only LLVM dialect ops (and, for CUDA, the
+    `gpu.binary`) remain.
 
     The options are the defaults the executable runs with (its command line
     overrides them): the training config's learning rate, number of steps
@@ -1050,6 +1056,15 @@ def LowerToRuntimePass : Pass<"titan-lower-to-runtime", "::mlir::ModuleOp"> {
                "Mesh axes of the first communicators, in order, each as "
                "names joined by '+' (fsdp+tp): the programs of the pipeline "
                "ranks number the communicators they share alike">,
+    Option<"target", "target", "std::string", "\"cpu\"",
+           "Where the kernels run: cpu (loops in the executable) or cuda "
+           "(launches of a fatbin on the rank's CUDA stream)">,
+    Option<"cudaToolkit", "cuda-toolkit", "std::string", "\"\"",
+           "CUDA toolkit whose ptxas compiles the kernels for target=cuda "
+           "(empty: the one found when titan was built, else "
+           "/usr/local/cuda)">,
+    Option<"cudaChip", "cuda-chip", "std::string", "\"sm_90\"",
+           "GPU architecture of the kernels' fatbin for target=cuda">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

@@ -2,6 +2,7 @@
 
 #include "titan/Codegen/Executable.h"
 
+#include "titan/Codegen/GpuKernelLowering.h"
 #include "titan/Codegen/RuntimeLocation.h"
 
 #include "mlir/Target/LLVMIR/Export.h"
@@ -28,9 +29,9 @@ using namespace mlir::titan;
 
 /// A target machine for `target` generating code at `level`, or an error
 /// naming what is unknown.
-static llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(const CodegenTarget &target,
-                    llvm::CodeGenOptLevel level = llvm::CodeGenOptLevel::Aggressive) {
+static llvm::Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(
+    const CodegenTarget &target,
+    llvm::CodeGenOptLevel level = llvm::CodeGenOptLevel::Aggressive) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(target.triple.empty()
@@ -113,6 +114,13 @@ llvm::Error mlir::titan::emitObjectFiles(ModuleOp module,
       createTargetMachine(target, llvm::CodeGenOptLevel::None);
   if (!fast)
     return fast.takeError();
+  // A program for CUDA (titan-lower-to-runtime target=cuda) holds a
+  // gpu.binary and launches: its fatbin becomes a global with constructors
+  // loading it, both in the optimized object with the kernels' host
+  // functions (neither is optnone).
+  DialectRegistry translations;
+  registerGpuKernelTranslations(translations);
+  module.getContext()->appendDialectRegistry(translations);
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> kernels =
       translateModuleToLLVMIR(module, llvmContext, "titan_program");
@@ -143,10 +151,11 @@ llvm::Error mlir::titan::emitObjectFiles(ModuleOp module,
   llvm::Error kernelsError = llvm::Error::success();
   std::thread kernelsThread([&] {
     llvm::LLVMContext kernelsContext;
-    llvm::Expected<std::unique_ptr<llvm::Module>> parsed = llvm::parseBitcodeFile(
-        llvm::MemoryBufferRef(llvm::StringRef(bitcode.data(), bitcode.size()),
-                              "kernels"),
-        kernelsContext);
+    llvm::Expected<std::unique_ptr<llvm::Module>> parsed =
+        llvm::parseBitcodeFile(
+            llvm::MemoryBufferRef(
+                llvm::StringRef(bitcode.data(), bitcode.size()), "kernels"),
+            kernelsContext);
     if (!parsed) {
       kernelsError = parsed.takeError();
       return;

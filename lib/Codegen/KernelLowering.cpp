@@ -30,10 +30,10 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
-#include "llvm/ADT/StringMap.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
 using namespace mlir::titan;
@@ -103,8 +103,7 @@ static void recordInPlaceOperands(func::FuncOp kernel, unsigned numInputs,
                                   unsigned numResults) {
   SmallVector<int64_t> pairs;
   for (unsigned output = numInputs; output < numInputs + numResults; ++output)
-    if (int64_t input = findInPlaceInput(kernel, numInputs, output);
-        input >= 0)
+    if (int64_t input = findInPlaceInput(kernel, numInputs, output); input >= 0)
       pairs.append({input, output});
   kernel->setAttr(TitanDialect::kInPlaceAttrName,
                   DenseI64ArrayAttr::get(kernel.getContext(), pairs));
@@ -235,10 +234,14 @@ struct CopyToLinalg : OpRewritePattern<memref::CopyOp> {
 
 } // namespace
 
-/// Lets the floating-point arithmetic of kernels be reassociated and
-/// contracted (reductions vectorize, a * b + c becomes an FMA); NaN and
-/// infinity keep their meaning (masks are -inf).
-static void allowReassociation(ModuleOp kernels) {
+LogicalResult mlir::titan::convertCopiesToLinalg(ModuleOp kernels) {
+  MLIRContext *context = kernels.getContext();
+  RewritePatternSet patterns(context);
+  patterns.add<CopyToLinalg>(context);
+  return applyPatternsGreedily(kernels, std::move(patterns));
+}
+
+void mlir::titan::allowReassociation(ModuleOp kernels) {
   auto flags = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
   kernels.walk([&](Operation *op) {
     if (isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
@@ -248,9 +251,7 @@ static void allowReassociation(ModuleOp kernels) {
   });
 }
 
-/// Marks every buffer parameter of the kernels `llvm.noalias`, but the pairs
-/// that titan.in_place lets share memory.
-static void markNoAlias(ModuleOp kernels) {
+void mlir::titan::markNoAlias(ModuleOp kernels) {
   for (auto kernel : kernels.getOps<func::FuncOp>()) {
     llvm::SmallDenseSet<int64_t> shared;
     if (auto inPlace = kernel->getAttrOfType<DenseI64ArrayAttr>(
@@ -265,12 +266,8 @@ static void markNoAlias(ModuleOp kernels) {
 
 LogicalResult mlir::titan::lowerKernelsToLLVM(ModuleOp kernels) {
   MLIRContext *context = kernels.getContext();
-  {
-    RewritePatternSet patterns(context);
-    patterns.add<CopyToLinalg>(context);
-    if (failed(applyPatternsGreedily(kernels, std::move(patterns))))
-      return failure();
-  }
+  if (failed(convertCopiesToLinalg(kernels)))
+    return failure();
   {
     PassManager pm(context);
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());

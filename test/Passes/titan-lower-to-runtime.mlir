@@ -2,6 +2,8 @@
 // RUN: not titan-opt %s --titan-lower-to-runtime 2>&1 | FileCheck %s --check-prefix=UNPLANNED
 // RUN: not titan-opt %s --titan-lower-to-runtime="lr-decay-type=exponential" 2>&1 | FileCheck %s --check-prefix=DECAY
 // DECAY: error: titan-lower-to-runtime: unknown learning-rate decay type 'exponential' (linear, sqrt or cosine)
+// RUN: not titan-opt %s --titan-lower-to-runtime="target=rocm" 2>&1 | FileCheck %s --check-prefix=TARGET
+// TARGET: error: titan-lower-to-runtime: unknown target 'rocm' (cpu or cuda)
 
 // `communicators` numbers the listed axis sets first (the pipeline ranks'
 // programs share a numbering): an unused one keeps its number, one over an

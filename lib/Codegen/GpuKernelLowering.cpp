@@ -1,0 +1,532 @@
+//===- GpuKernelLowering.cpp - kernels as CUDA launches -------------------===//
+//
+// Kernels go through upstream MLIR's GPU path: linalg -> scf.parallel loop
+// nests (reductions as scf.for inside) -> one mapped nest per loop nest
+// (blocks x threads over the collapsed parallel dimensions) -> gpu.launch
+// -> outlined gpu.func in one gpu.module -> NVVM -> a fatbin (ptxas,
+// fatbinary, libdevice of the CUDA toolkit) -> host functions of
+// gpu.launch_func on the rank's stream. What upstream does not do is here:
+// the mapping, running the code outside loop nests on the device, keeping
+// every value a kernel needs inside it, one binary for all kernels, the
+// stream, and checking that no host function touches memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Codegen/GpuKernelLowering.h"
+
+#include "titan/Codegen/CudaToolkit.h"
+#include "titan/Codegen/KernelLowering.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::titan;
+
+/// The one gpu.module (then gpu.binary) holding every device function.
+static constexpr StringLiteral kBinaryName = "titan_kernels";
+/// The runtime function returning the rank's compute stream (void *).
+static constexpr StringLiteral kStreamFunction = "titanrt_cuda_stream";
+
+void mlir::titan::registerGpuKernelLoweringDialects(DialectRegistry &registry) {
+  registry.insert<affine::AffineDialect, arith::ArithDialect,
+                  cf::ControlFlowDialect, gpu::GPUDialect, LLVM::LLVMDialect,
+                  memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect,
+                  ub::UBDialect>();
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  // convert-gpu-to-nvvm lowers what the device code holds besides GPU ops
+  // and math through these interfaces of the loaded dialects.
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  registerConvertNVVMToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
+  registerGpuKernelTranslations(registry);
+}
+
+void mlir::titan::registerGpuKernelTranslations(DialectRegistry &registry) {
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
+}
+
+std::string mlir::titan::getCudaToolkitPath(const GpuKernelOptions &options) {
+  if (!options.toolkitPath.empty())
+    return options.toolkitPath;
+  StringRef configured = kTitanCudaToolkitDir;
+  return configured.empty() ? "/usr/local/cuda" : configured.str();
+}
+
+/// Fails with an error naming the fix when the toolkit lacks a program the
+/// device compilation runs.
+static LogicalResult checkToolkit(ModuleOp kernels, StringRef toolkit) {
+  for (StringRef program : {"ptxas", "fatbinary"}) {
+    SmallString<128> path(toolkit);
+    llvm::sys::path::append(path, "bin", program);
+    if (!llvm::sys::fs::can_execute(path))
+      return kernels.emitError()
+             << "compiling kernels for CUDA needs " << program
+             << " of the CUDA toolkit, but '" << path
+             << "' is not an executable (install the CUDA toolkit, or name "
+                "its folder with the cuda-toolkit option)";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Loop nests
+//===----------------------------------------------------------------------===//
+
+/// Reorders the loops of every linalg op with reductions so that its
+/// parallel dimensions come first: each loop nest is then one scf.parallel
+/// with its reductions as scf.for inside (a column sum would otherwise be a
+/// sequential loop around parallel ones).
+static LogicalResult moveReductionsInward(ModuleOp kernels) {
+  SmallVector<linalg::LinalgOp> ops;
+  kernels.walk([&](linalg::LinalgOp op) {
+    if (op.getNumReductionLoops() != 0)
+      ops.push_back(op);
+  });
+  IRRewriter rewriter(kernels.getContext());
+  for (linalg::LinalgOp op : ops) {
+    rewriter.setInsertionPoint(op);
+    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+    if (!generic) {
+      FailureOr<linalg::GenericOp> generalized =
+          linalg::generalizeNamedOp(rewriter, op);
+      if (failed(generalized))
+        return op.emitOpError("cannot be generalized for the GPU lowering");
+      generic = *generalized;
+    }
+    SmallVector<unsigned> order;
+    SmallVector<utils::IteratorType> iterators =
+        generic.getIteratorTypesArray();
+    for (auto [dim, iterator] : llvm::enumerate(iterators))
+      if (iterator == utils::IteratorType::parallel)
+        order.push_back(dim);
+    for (auto [dim, iterator] : llvm::enumerate(iterators))
+      if (iterator != utils::IteratorType::parallel)
+        order.push_back(dim);
+    if (failed(linalg::interchangeGenericOp(rewriter, generic, order)))
+      return generic.emitOpError("cannot move its reductions inward");
+  }
+  return success();
+}
+
+/// Whether `op`, at the top level of a kernel, must run on the device: it
+/// touches memory, holds code, or uses a value of such an op.
+static bool runsOnDevice(Operation *op,
+                         const llvm::SmallPtrSetImpl<Operation *> &device) {
+  if (op->getNumRegions() != 0 || !isMemoryEffectFree(op))
+    return true;
+  return llvm::any_of(op->getOperands(), [&](Value operand) {
+    Operation *producer = operand.getDefiningOp();
+    return producer && device.contains(producer);
+  });
+}
+
+/// Puts `ops` (consecutive device code of `kernel` outside loop nests: a
+/// reduction to a 0-d buffer, a scalar copy) into a one-iteration
+/// scf.parallel after the last of them.
+static LogicalResult wrapInLoop(func::FuncOp kernel,
+                                ArrayRef<Operation *> ops) {
+  OpBuilder builder(ops.back()->getNextNode());
+  Location loc = ops.front()->getLoc();
+  Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
+  Value one = arith::ConstantIndexOp::create(builder, loc, 1);
+  auto loop = scf::ParallelOp::create(builder, loc, ValueRange{zero},
+                                      ValueRange{one}, ValueRange{one});
+  Operation *terminator = loop.getBody()->getTerminator();
+  for (Operation *op : ops)
+    op->moveBefore(terminator);
+  for (Operation *op : ops)
+    for (Operation *user : op->getUsers())
+      if (!loop->isAncestor(user))
+        return user->emitOpError("in kernel '")
+               << kernel.getSymName()
+               << "' uses a value computed outside its loop nests, which "
+                  "the GPU lowering cannot pass between launches";
+  return success();
+}
+
+/// Puts the device code of `kernel` outside loop nests into loops of its
+/// own, so that every top-level op touching memory is an scf.parallel.
+static LogicalResult wrapCodeOutsideLoops(func::FuncOp kernel) {
+  SmallVector<SmallVector<Operation *>> groups(1);
+  llvm::SmallPtrSet<Operation *, 16> device;
+  for (Operation &op : kernel.getBody().front().without_terminator()) {
+    if (isa<scf::ParallelOp>(op)) {
+      groups.emplace_back();
+      continue;
+    }
+    if (!runsOnDevice(&op, device))
+      continue;
+    device.insert(&op);
+    groups.back().push_back(&op);
+  }
+  for (ArrayRef<Operation *> group : groups)
+    if (!group.empty() && failed(wrapInLoop(kernel, group)))
+      return failure();
+  return success();
+}
+
+/// The GPU processor mapping of a one-dimensional scf.parallel.
+static void mapTo(scf::ParallelOp loop, gpu::Processor processor) {
+  MLIRContext *context = loop.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(1, context);
+  (void)gpu::setMappingAttr(loop, {gpu::ParallelLoopDimMappingAttr::get(
+                                      context, processor, identity, identity)});
+}
+
+/// The number of iterations of `loop` (all of its dimensions), if static.
+static std::optional<int64_t> getIterationCount(scf::ParallelOp loop) {
+  int64_t count = 1;
+  for (auto [lower, upper, step] :
+       llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+    std::optional<int64_t> from = getConstantIntValue(lower);
+    std::optional<int64_t> to = getConstantIntValue(upper);
+    std::optional<int64_t> by = getConstantIntValue(step);
+    if (!from || !to || !by || *by <= 0)
+      return std::nullopt;
+    count *= std::max<int64_t>(0, llvm::divideCeil(*to - *from, *by));
+  }
+  return count;
+}
+
+/// Maps the loop nest `loop` (a top-level scf.parallel of a kernel) onto
+/// the GPU: its dimensions are collapsed into one of N iterations, which
+/// becomes ceil(N / T) blocks of T = min(threadsPerBlock, N) threads, one
+/// iteration per thread, with a bounds guard when T does not divide N.
+static LogicalResult mapLoopNest(IRRewriter &rewriter, scf::ParallelOp loop,
+                                 int64_t threadsPerBlock) {
+  if (loop.getNumReductions() != 0)
+    return loop.emitOpError("with reductions has no GPU mapping");
+  std::optional<int64_t> iterations = getIterationCount(loop);
+  if (!iterations)
+    return loop.emitOpError("needs static bounds on the GPU");
+  // Collapsing normalizes the loop: from 0 to `iterations` by 1.
+  Operation *next = loop->getNextNode();
+  std::vector<unsigned> all(loop.getNumLoops());
+  std::iota(all.begin(), all.end(), 0);
+  collapseParallelLoops(rewriter, loop, {all});
+  loop = cast<scf::ParallelOp>(next->getPrevNode());
+  if (*iterations == 0) {
+    rewriter.eraseOp(loop);
+    return success();
+  }
+  int64_t threads = std::min(threadsPerBlock, *iterations);
+  int64_t blocks = llvm::divideCeil(*iterations, threads);
+
+  Location loc = loop.getLoc();
+  rewriter.setInsertionPoint(loop);
+  auto index = [&](int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, value);
+  };
+  Value zero = index(0), one = index(1);
+  auto grid =
+      scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
+                              ValueRange{index(blocks)}, ValueRange{one});
+  rewriter.setInsertionPointToStart(grid.getBody());
+  Value threadCount = index(threads);
+  auto block =
+      scf::ParallelOp::create(rewriter, loc, ValueRange{zero},
+                              ValueRange{threadCount}, ValueRange{one});
+  rewriter.setInsertionPointToStart(block.getBody());
+  Value blockStart = arith::MulIOp::create(
+      rewriter, loc, grid.getInductionVars()[0], threadCount);
+  Value iteration = arith::AddIOp::create(rewriter, loc, blockStart,
+                                          block.getInductionVars()[0]);
+  Operation *end = block.getBody()->getTerminator();
+  if (*iterations % threads != 0) {
+    Value inside =
+        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                              iteration, index(*iterations));
+    auto guard = scf::IfOp::create(rewriter, loc, inside,
+                                   /*withElseRegion=*/false);
+    end = guard.thenBlock()->getTerminator();
+  }
+  Operation *oldTerminator = loop.getBody()->getTerminator();
+  rewriter.inlineBlockBefore(loop.getBody(), end, ValueRange{iteration});
+  rewriter.eraseOp(oldTerminator);
+  rewriter.eraseOp(loop);
+  mapTo(grid, gpu::Processor::BlockX);
+  mapTo(block, gpu::Processor::ThreadX);
+  return success();
+}
+
+/// Turns every kernel of `kernels` into mapped loop nests (the input of
+/// convert-parallel-loops-to-gpu) that hold all of its memory accesses.
+static LogicalResult mapKernels(ModuleOp kernels, int64_t threadsPerBlock) {
+  IRRewriter rewriter(kernels.getContext());
+  for (auto kernel : kernels.getOps<func::FuncOp>()) {
+    if (failed(wrapCodeOutsideLoops(kernel)))
+      return failure();
+    SmallVector<scf::ParallelOp> nests(
+        kernel.getBody().front().getOps<scf::ParallelOp>());
+    for (scf::ParallelOp nest : nests)
+      if (failed(mapLoopNest(rewriter, nest, threadsPerBlock)))
+        return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Launches
+//===----------------------------------------------------------------------===//
+
+/// Clones into `launch` the side-effect-free producers of the values its
+/// body uses from the host function (constants, views of buffers,
+/// memref.get_global), so that only the kernel's parameters cross to the
+/// device: a host view or host global is no device address.
+static void sinkProducers(gpu::LaunchOp launch) {
+  OpBuilder builder(launch.getContext());
+  builder.setInsertionPointToStart(&launch.getBody().front());
+  IRMapping mapping;
+  llvm::SetVector<Operation *> producers;
+  SmallVector<Value> worklist;
+  launch.getBody().walk([&](Operation *op) {
+    for (Value operand : op->getOperands())
+      worklist.push_back(operand);
+  });
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    Operation *producer = value.getDefiningOp();
+    if (!producer || launch->isAncestor(producer) ||
+        producer->getNumRegions() != 0 || !isMemoryEffectFree(producer) ||
+        !producers.insert(producer))
+      continue;
+    llvm::append_range(worklist, producer->getOperands());
+  }
+  // Clones in the host function's order: producers before their users.
+  SmallVector<Operation *> ordered(producers.begin(), producers.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  for (Operation *producer : ordered) {
+    Operation *clone = builder.clone(*producer, mapping);
+    for (auto [from, to] :
+         llvm::zip(producer->getResults(), clone->getResults()))
+      from.replaceUsesWithIf(to, [&](OpOperand &use) {
+        return launch->isAncestor(use.getOwner());
+      });
+  }
+}
+
+/// Moves the device functions of every gpu.module of `kernels` into one,
+/// @titan_kernels, so that one fatbin holds them all (one ptxas run).
+static void mergeGpuModules(ModuleOp kernels) {
+  SmallVector<gpu::GPUModuleOp> modules(kernels.getOps<gpu::GPUModuleOp>());
+  if (modules.empty())
+    return;
+  OpBuilder builder(modules.front());
+  auto merged =
+      gpu::GPUModuleOp::create(builder, kernels.getLoc(), kBinaryName);
+  SymbolTable symbols(merged);
+  // (module, function) -> the function's name in the merged module.
+  DenseMap<std::pair<StringAttr, StringAttr>, StringAttr> renamed;
+  for (gpu::GPUModuleOp module : modules) {
+    for (Operation &op :
+         llvm::make_early_inc_range(module.getBody()->without_terminator())) {
+      op.remove();
+      // A constant global that several outlined kernels use is cloned into
+      // each of their modules: keep one.
+      if (auto global = dyn_cast<memref::GlobalOp>(op);
+          global && symbols.lookup(global.getSymName())) {
+        op.destroy();
+        continue;
+      }
+      StringAttr name = SymbolTable::getSymbolName(&op);
+      renamed[{module.getSymNameAttr(), name}] = symbols.insert(&op);
+    }
+    module.erase();
+  }
+  kernels.walk([&](gpu::LaunchFuncOp launch) {
+    StringAttr name =
+        renamed.lookup({launch.getKernelModuleName(), launch.getKernelName()});
+    launch.setKernelAttr(SymbolRefAttr::get(merged.getSymNameAttr(),
+                                            {FlatSymbolRefAttr::get(name)}));
+  });
+}
+
+/// Marks each device function's buffer parameter `llvm.noalias` where the
+/// host function passes it a parameter of its own that markNoAlias marked
+/// (NVPTX may then read it through the non-coherent cache).
+static void propagateNoAlias(ModuleOp kernels) {
+  SymbolTable symbols(kernels);
+  kernels.walk([&](gpu::LaunchFuncOp launch) {
+    auto host = launch->getParentOfType<func::FuncOp>();
+    auto device = SymbolTable::lookupNearestSymbolFrom<gpu::GPUFuncOp>(
+        kernels, launch.getKernel());
+    for (auto [index, operand] : llvm::enumerate(launch.getKernelOperands())) {
+      auto argument = dyn_cast<BlockArgument>(operand);
+      if (argument && argument.getOwner()->getParentOp() == host &&
+          host.getArgAttr(argument.getArgNumber(),
+                          LLVM::LLVMDialect::getNoAliasAttrName()))
+        device.setArgAttr(index, LLVM::LLVMDialect::getNoAliasAttrName(),
+                          UnitAttr::get(kernels.getContext()));
+    }
+  });
+}
+
+/// Gives every launch of the lowered host functions the stream
+/// `titanrt_cuda_stream()` returns (asked once per host function), so that
+/// the translation launches on it and neither creates nor synchronizes a
+/// stream of its own.
+static void launchOnComputeStream(ModuleOp kernels) {
+  MLIRContext *context = kernels.getContext();
+  auto pointer = LLVM::LLVMPointerType::get(context);
+  OpBuilder builder(context);
+  builder.setInsertionPointToEnd(kernels.getBody());
+  auto streamFunction =
+      LLVM::LLVMFuncOp::create(builder, kernels.getLoc(), kStreamFunction,
+                               LLVM::LLVMFunctionType::get(pointer, {}));
+  for (auto host : kernels.getOps<LLVM::LLVMFuncOp>()) {
+    SmallVector<gpu::LaunchFuncOp> launches;
+    host.walk([&](gpu::LaunchFuncOp launch) { launches.push_back(launch); });
+    if (launches.empty())
+      continue;
+    builder.setInsertionPointToStart(&host.getBody().front());
+    Value stream = LLVM::CallOp::create(builder, host.getLoc(), streamFunction,
+                                        ValueRange{})
+                       .getResult();
+    for (gpu::LaunchFuncOp launch : launches)
+      launch.getAsyncObjectMutable().assign(stream);
+  }
+}
+
+/// Fails with an error naming the kernel when a host function still
+/// accesses memory itself: all of a kernel's work must be on the device.
+static LogicalResult verifyHostStubs(ModuleOp kernels) {
+  for (auto host : kernels.getOps<LLVM::LLVMFuncOp>()) {
+    WalkResult result = host.walk([&](Operation *op) {
+      if (isa<LLVM::LoadOp, LLVM::StoreOp, LLVM::MemcpyOp, LLVM::MemmoveOp,
+              LLVM::MemsetOp, LLVM::AtomicRMWOp, LLVM::AtomicCmpXchgOp>(op) ||
+          isa<memref::MemRefDialect, linalg::LinalgDialect, scf::SCFDialect>(
+              op->getDialect())) {
+        op->emitError("kernel '")
+            << host.getSymName()
+            << "' accesses memory on the host after its GPU lowering";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// lowerKernelsToNvvm
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::titan::lowerKernelsToNvvm(ModuleOp kernels,
+                                              const GpuKernelOptions &options) {
+  MLIRContext *context = kernels.getContext();
+  std::string toolkit = getCudaToolkitPath(options);
+  if (failed(checkToolkit(kernels, toolkit)))
+    return failure();
+  if (failed(convertCopiesToLinalg(kernels)) ||
+      failed(moveReductionsInward(kernels)))
+    return failure();
+  {
+    PassManager pm(context);
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+    if (failed(pm.run(kernels)))
+      return failure();
+  }
+  if (failed(mapKernels(kernels, options.threadsPerBlock)))
+    return failure();
+  allowReassociation(kernels);
+  markNoAlias(kernels);
+  {
+    PassManager pm(context);
+    pm.addPass(createConvertParallelLoopToGpuPass());
+    if (failed(pm.run(kernels)))
+      return failure();
+  }
+  kernels.walk([](gpu::LaunchOp launch) { sinkProducers(launch); });
+  {
+    PassManager pm(context);
+    pm.addPass(createGpuKernelOutliningPass());
+    if (failed(pm.run(kernels)))
+      return failure();
+  }
+  mergeGpuModules(kernels);
+  propagateNoAlias(kernels);
+  {
+    PassManager pm(context);
+    pm.addPass(memref::createExpandStridedMetadataPass());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createSCFToControlFlowPass());
+    GpuNVVMAttachTargetOptions target;
+    target.chip = options.chip;
+    target.optLevel = options.optLevel;
+    pm.addPass(createGpuNVVMAttachTarget(target));
+    ConvertGpuOpsToNVVMOpsOptions nvvm;
+    nvvm.useBarePtrCallConv = true;
+    pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps(nvvm));
+    pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+    GpuModuleToBinaryPassOptions binary;
+    binary.toolkitPath = toolkit;
+    binary.compilationTarget = "fatbin";
+    pm.addPass(createGpuModuleToBinaryPass(binary));
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+    pm.addPass(createArithToLLVMConversionPass());
+    ConvertFuncToLLVMPassOptions func;
+    func.useBarePtrCallConv = true;
+    pm.addPass(createConvertFuncToLLVMPass(func));
+    GpuToLLVMConversionPassOptions launches;
+    launches.hostBarePtrCallConv = true;
+    launches.kernelBarePtrCallConv = true;
+    pm.addPass(createGpuToLLVMConversionPass(launches));
+    pm.addPass(createReconcileUnrealizedCastsPass());
+    if (failed(pm.run(kernels)))
+      return failure();
+  }
+  launchOnComputeStream(kernels);
+  if (failed(verifyHostStubs(kernels)))
+    return failure();
+  for (auto host : kernels.getOps<LLVM::LLVMFuncOp>())
+    if (!host.isExternal())
+      host.setNoInline(true);
+  return success();
+}
