@@ -2,16 +2,13 @@
 //
 // Each function of titanrt.def: checks what only the context can check (the
 // communicator index, a titanrt_start that no collective followed),
-// dispatches to the CPU kernels or the communicator (through the context's
-// AsyncCollectives, which runs a collective inline or queues it), and turns
-// a failed Status into its code and titanrt_last_error().
+// dispatches to the context's compute backend or the communicator (through the
+// context's AsyncCollectives, which runs a collective inline or queues it), and
+// turns a failed Status into its code and titanrt_last_error().
 //
 //===----------------------------------------------------------------------===//
 
 #include "core/Context.h"
-#include "cpu/CpuKernels.h"
-
-#include <cstring>
 
 using namespace titan::rt;
 
@@ -69,8 +66,8 @@ titanrt_status titanrt_matmul(titanrt_context *ctx, int32_t dtype,
   trace.arg("m", batch * m);
   trace.arg("n", n);
   trace.arg("k", k);
-  return ctx->finish(cpu::matmul(*ctx->threads, dtype, a, b, c, batch, m, n, k,
-                                 transpose_a, transpose_b, b_shared));
+  return ctx->finish(ctx->compute->matmul(dtype, a, b, c, batch, m, n, k,
+                                          transpose_a, transpose_b, b_shared));
 }
 
 titanrt_status titanrt_attention(titanrt_context *ctx, int32_t dtype,
@@ -84,9 +81,9 @@ titanrt_status titanrt_attention(titanrt_context *ctx, int32_t dtype,
   TraceScope trace(ctx->tracer, "attention", "attention");
   trace.arg("seq", seq);
   trace.arg("heads", batch * q_heads);
-  return ctx->finish(cpu::attention(*ctx->threads, dtype, q, k, v, out, batch,
-                                    q_heads, kv_heads, seq, head_dim, causal,
-                                    scale));
+  return ctx->finish(ctx->compute->attention(
+      dtype, {batch, q_heads, kv_heads, seq, head_dim, causal != 0, scale}, q,
+      k, v, out));
 }
 
 titanrt_status
@@ -100,9 +97,9 @@ titanrt_attention_grad(titanrt_context *ctx, int32_t dtype, const void *q,
   TraceScope trace(ctx->tracer, "attention backward", "attention");
   trace.arg("seq", seq);
   trace.arg("heads", batch * q_heads);
-  return ctx->finish(cpu::attentionGrad(
-      *ctx->threads, dtype, q, k, v, grad, dq, dk, dv, workspace, batch,
-      q_heads, kv_heads, seq, head_dim, causal, scale));
+  return ctx->finish(ctx->compute->attentionGrad(
+      dtype, {batch, q_heads, kv_heads, seq, head_dim, causal != 0, scale}, q,
+      k, v, grad, dq, dk, dv, workspace));
 }
 
 titanrt_status titanrt_embedding_grad(titanrt_context *ctx, int32_t dtype,
@@ -114,8 +111,8 @@ titanrt_status titanrt_embedding_grad(titanrt_context *ctx, int32_t dtype,
     return TITANRT_ERROR_INVALID_ARGUMENT;
   TraceScope trace(ctx->tracer, "embedding backward", "embedding");
   trace.arg("ids", num_ids);
-  return ctx->finish(cpu::embeddingGrad(*ctx->threads, dtype, ids_dtype, ids,
-                                        grad, out, num_ids, vocab, dim));
+  return ctx->finish(ctx->compute->embeddingGrad(dtype, ids_dtype, ids, grad,
+                                                 out, num_ids, vocab, dim));
 }
 
 titanrt_status titanrt_all_gather(titanrt_context *ctx, int32_t comm,
@@ -184,18 +181,10 @@ titanrt_status titanrt_axis_index(titanrt_context *ctx, int32_t comm,
   // Like every synchronous use of a communicator, after its queued
   // collectives.
   ctx->async.synchronize(ctx->tracer, comm);
-  int64_t index = c->getRank();
-  if (dtype == TITANRT_I64) {
-    std::memcpy(out, &index, sizeof(index));
-    return TITANRT_OK;
-  }
-  if (dtype == TITANRT_I32) {
-    int32_t narrow = static_cast<int32_t>(index);
-    std::memcpy(out, &narrow, sizeof(narrow));
-    return TITANRT_OK;
-  }
-  return ctx->fail(Status::invalidArgument(
-      "axis_index: the result must be i64 or i32, not " + dtypeName(dtype)));
+  if (dtype != TITANRT_I64 && dtype != TITANRT_I32)
+    return ctx->fail(Status::invalidArgument(
+        "axis_index: the result must be i64 or i32, not " + dtypeName(dtype)));
+  return ctx->finish(ctx->compute->writeInteger(dtype, c->getRank(), out));
 }
 
 titanrt_status titanrt_start(titanrt_context *ctx, int64_t handle) {

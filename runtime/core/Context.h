@@ -2,8 +2,8 @@
 //
 // titanrt_context, opaque to compiled code: the rank's communicators (one
 // per communicator index of its program) and their asynchronous
-// collectives, the worker threads of the CPU kernels, the message of the
-// last failed call, and the tracer of a profiled step.
+// collectives, the compute backend (the CPU's threads or a GPU's stream),
+// the message of the last failed call, and the tracer of a profiled step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,9 +12,9 @@
 
 #include "comm/Communicator.h"
 #include "core/AsyncCollectives.h"
+#include "core/ComputeBackend.h"
 #include "core/Status.h"
 #include "core/Tracer.h"
-#include "cpu/ThreadPool.h"
 
 #include <memory>
 #include <string>
@@ -27,8 +27,8 @@ struct titanrt_context {
   /// communication threads. Declared after `communicators`: destroyed
   /// first, it joins its threads while their communicators still live.
   titan::rt::AsyncCollectives async;
-  /// The threads the CPU kernels run on (the calling thread included).
-  std::unique_ptr<titan::rt::ThreadPool> threads;
+  /// Where the compute calls run.
+  std::unique_ptr<titan::rt::ComputeBackend> compute;
   /// The message of the last failed call (titanrt_last_error).
   std::string lastError;
   /// Records the calls of a profiled step ([profiling]); null otherwise.

@@ -135,6 +135,7 @@ Status Trainer::saveHfModel(const RunOptions &options,
     dtype = ElementType::BF16;
   else if (options.checkpoint.exportDtype == "float16")
     dtype = ElementType::F16;
+  TITANRT_RETURN_IF_ERROR(downloadState());
   std::vector<mlir::titan::SafetensorsTensorSpec> specs;
   std::vector<const mlir::titan::PlanTensor *> params;
   for (const mlir::titan::PlanTensor &tensor : plan.tensors) {

@@ -10,6 +10,7 @@
 #include "core/JobConfig.h"
 #include "core/ProgramDescription.h"
 #include "core/Trainer.h"
+#include "cpu/CpuBackend.h"
 
 #include "titan/Config/CommandLine.h"
 
@@ -233,6 +234,12 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
   message = applyFlags(line, options);
   if (!message.empty())
     return Status::invalidArgument(message);
+  // TITAN_STEP_MEMORY=copying: a test aid (docs/runtime.md, "The step's
+  // memory").
+  std::unique_ptr<StepMemory> memory;
+  const char *stepMemory = std::getenv("TITAN_STEP_MEMORY");
+  TITANRT_RETURN_IF_ERROR(
+      createStepMemory(stepMemory ? stepMemory : "", memory));
 
   LaunchEnvironment environment;
   TITANRT_RETURN_IF_ERROR(readLaunchEnvironment(environment));
@@ -280,11 +287,11 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
     threads =
         std::max<int>(1, std::thread::hardware_concurrency() /
                              std::max<int64_t>(1, environment.localWorldSize));
-  context.threads = std::make_unique<ThreadPool>(threads);
+  context.compute = std::make_unique<cpu::CpuBackend>(threads);
 
   installTrainingSignalHandlers();
   Trainer trainer(program, step, context, rank, *control, *saver,
-                  watchdog->getProgress());
+                  watchdog->getProgress(), std::move(memory));
   TITANRT_RETURN_IF_ERROR(trainer.prepare(options));
   if (trainer.isComplete(options) && rank == 0)
     std::printf("the job's %lld steps are done\n",

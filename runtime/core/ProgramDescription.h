@@ -28,6 +28,12 @@ namespace titan::rt {
 /// pointers).
 enum class Region { Arena = 0, State = 1, Inputs = 2 };
 
+/// "arena", "state" or "inputs": how messages name `region`.
+inline const char *getRegionName(Region region) {
+  static const char *const names[3] = {"arena", "state", "inputs"};
+  return names[static_cast<int>(region)];
+}
+
 /// An argument or result of the step, and where it lives.
 struct TensorPlace {
   std::string name;

@@ -24,7 +24,6 @@
 #include <fstream>
 #include <malloc.h>
 #include <map>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <thread>
 
@@ -200,34 +199,6 @@ double normal(uint64_t key, int64_t index) {
 } // namespace
 
 //===----------------------------------------------------------------------===//
-// Regions
-//===----------------------------------------------------------------------===//
-
-Regions::~Regions() {
-  for (int i = 0; i < 3; ++i)
-    if (bases[i])
-      munmap(bases[i], sizes[i]);
-}
-
-Status Regions::allocate(const ProgramDescription &description) {
-  int64_t bytes[3] = {description.arenaBytes, description.stateBytes,
-                      description.inputBytes};
-  static const char *names[3] = {"arena", "state", "inputs"};
-  for (int i = 0; i < 3; ++i) {
-    sizes[i] = std::max<int64_t>(bytes[i], 1);
-    void *memory = mmap(nullptr, sizes[i], PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED)
-      return Status::invalidArgument(std::string("cannot allocate the ") +
-                                     names[i] + " (" + formatBytes(bytes[i]) +
-                                     "): " + std::strerror(errno));
-    bases[i] = static_cast<uint8_t *>(memory);
-    sizes[i] = bytes[i];
-  }
-  return Status::success();
-}
-
-//===----------------------------------------------------------------------===//
 // BatchSource
 //===----------------------------------------------------------------------===//
 
@@ -387,7 +358,7 @@ public:
   }
 
   /// Starts writing `kind`'s checkpoint of `trainer` into `folder` from a
-  /// snapshot taken now.
+  /// snapshot of its host mirror's state taken now (downloaded first).
   void start(Trainer &trainer, const RunOptions &options, std::string folder,
              SaveKind kind) {
     std::memcpy(snapshot.data(), trainer.regions.getBase(Region::State),
@@ -410,9 +381,11 @@ private:
 
 Trainer::Trainer(const ProgramDescription &program, titanrt_step_function step,
                  titanrt_context &context, int64_t rank, Communicator &control,
-                 Communicator &saver, RankProgress &progress)
+                 Communicator &saver, RankProgress &progress,
+                 std::unique_ptr<StepMemory> memory)
     : program(program), step(step), context(context), rank(rank),
-      control(control), saver(saver), progress(progress) {}
+      control(control), saver(saver), progress(progress),
+      memory(std::move(memory)) {}
 
 Trainer::~Trainer() = default;
 
@@ -659,11 +632,18 @@ Status Trainer::prepare(const RunOptions &options) {
         std::to_string(program.getWorldSize()) +
         " (use the checkpoint-plan.txt titan-compile wrote with it)");
   TITANRT_RETURN_IF_ERROR(regions.allocate(program));
+  TITANRT_RETURN_IF_ERROR(memory->allocate(program, regions));
   TITANRT_RETURN_IF_ERROR(loadBuffers(options.buffersFolder));
   TITANRT_RETURN_IF_ERROR(openData(options));
   // A Hugging Face save that cannot be made fails now, not after training.
   if (options.checkpoint.enable && options.checkpoint.lastSaveInHf)
     TITANRT_RETURN_IF_ERROR(checkHfSaveSettings(options));
+  TITANRT_RETURN_IF_ERROR(fillState(options));
+  // The buffers and the state, filled in the host mirror, go to the step.
+  return memory->upload(Region::State, 0, regions.getBytes(Region::State));
+}
+
+Status Trainer::fillState(const RunOptions &options) {
   if (!options.loadCheckpoint.empty())
     return loadCheckpoint(options.loadCheckpoint, /*modelOnly=*/false);
   // A job resumes from its own newest checkpoint (or load_step's).
@@ -734,6 +714,27 @@ Status Trainer::prepare(const RunOptions &options) {
   }
   initialize(options.seed);
   return Status::success();
+}
+
+Status Trainer::downloadPlaces(llvm::ArrayRef<const TensorPlace *> places) {
+  for (const TensorPlace *place : places)
+    if (place)
+      TITANRT_RETURN_IF_ERROR(
+          memory->download(place->region, place->offset, place->bytes));
+  return memory->synchronize();
+}
+
+Status Trainer::downloadResults() {
+  std::vector<const TensorPlace *> places;
+  for (const TensorPlace &result : program.results)
+    places.push_back(&result);
+  return downloadPlaces(places);
+}
+
+Status Trainer::downloadState() {
+  TITANRT_RETURN_IF_ERROR(
+      memory->download(Region::State, 0, regions.getBytes(Region::State)));
+  return memory->synchronize();
 }
 
 bool Trainer::isComplete(const RunOptions &options) const {
@@ -821,6 +822,7 @@ std::string Trainer::findNonFiniteResult() const {
 Status Trainer::train(const RunOptions &options, StopReason &stopped) {
   stopped = StopReason::None;
   const TensorPlace *loss = program.findResult("loss");
+  const TensorPlace *gradNorm = program.findResult("grad_norm");
   int64_t tokensPerStep = 0;
   if (program.inputs.count("tokens")) {
     tokensPerStep = 1;
@@ -858,14 +860,16 @@ Status Trainer::train(const RunOptions &options, StopReason &stopped) {
     {
       TraceScope trace(context.tracer, "read the batch", "data");
       TITANRT_RETURN_IF_ERROR(readInputs(options));
+      TITANRT_RETURN_IF_ERROR(
+          memory->upload(Region::Inputs, 0, regions.getBytes(Region::Inputs)));
     }
     double learningRate =
         options.learningRate * options.lrSchedule.factor(stepsDone);
     progress.setPhase(RankPhase::Computing);
     auto start = std::chrono::steady_clock::now();
-    titanrt_status status =
-        step(&context, regions.getBase(Region::Arena),
-             regions.getBase(Region::State), regions.getBase(Region::Inputs));
+    titanrt_status status = step(&context, memory->getStepBase(Region::Arena),
+                                 memory->getStepBase(Region::State),
+                                 memory->getStepBase(Region::Inputs));
     if (context.tracer)
       context.tracer->stepReturned();
     // A step that returned early (or never waited) may have left
@@ -882,6 +886,11 @@ Status Trainer::train(const RunOptions &options, StopReason &stopped) {
           return Status(sent.getCode(), "step " +
                                             std::to_string(stepsDone + 1) +
                                             ": " + sent.getMessage());
+    // The scalars the loop reads come back to the host mirror; the step is
+    // done once they are.
+    if (status == TITANRT_OK)
+      if (Status fetched = downloadPlaces({loss, gradNorm}); !fetched.ok())
+        status = context.fail(fetched);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
@@ -900,6 +909,7 @@ Status Trainer::train(const RunOptions &options, StopReason &stopped) {
       std::memcpy(&value, regions.address(*loss), sizeof(value));
     // Every rank holds the same loss, so all stop at the same step.
     if (loss && !std::isfinite(value)) {
+      TITANRT_RETURN_IF_ERROR(downloadResults());
       std::string where = findNonFiniteResult();
       if (rank == 0)
         std::fprintf(stderr,
@@ -916,10 +926,11 @@ Status Trainer::train(const RunOptions &options, StopReason &stopped) {
     stepValue = float(stepsDone);
     if (windows)
       dataPosition = windows->next(dataPosition);
-    float gradNorm = NAN;
-    if (const TensorPlace *norm = program.findResult("grad_norm"))
-      std::memcpy(&gradNorm, regions.address(*norm), sizeof(gradNorm));
-    log.step(stepsDone, value, gradNorm, learningRate, seconds,
+    float gradNormValue = NAN;
+    if (gradNorm)
+      std::memcpy(&gradNormValue, regions.address(*gradNorm),
+                  sizeof(gradNormValue));
+    log.step(stepsDone, value, gradNormValue, learningRate, seconds,
              windows ? windows->epochOf(dataPosition) : 0,
              stepsDone == lastStep);
     // Ctrl-C or SIGTERM on any rank: all stop after the same step.
@@ -967,6 +978,8 @@ std::string titan::rt::checkpointRoot(const RunOptions &options) {
 }
 
 Status Trainer::saveJobCheckpoint(const RunOptions &options, SaveKind kind) {
+  // Both saves read the host mirror: the async one snapshots it now.
+  TITANRT_RETURN_IF_ERROR(downloadState());
   std::string root = checkpointRoot(options);
   std::string folder = checkpointFolderOf(root, stepsDone);
   if (options.checkpoint.asyncMode != "disabled" && kind == SaveKind::Full) {
@@ -984,6 +997,7 @@ Status Trainer::saveJobCheckpoint(const RunOptions &options, SaveKind kind) {
 }
 
 Status Trainer::save(const RunOptions &options, const std::string &folder) {
+  TITANRT_RETURN_IF_ERROR(downloadState());
   return writeCheckpoint(options, folder, SaveKind::Full,
                          regions.getBase(Region::State), stepValue,
                          dataPosition, control);
@@ -1081,7 +1095,8 @@ Status Trainer::writeCheckpoint(const RunOptions &options,
   return Status::success();
 }
 
-Status Trainer::dumpResults(const std::string &folder) const {
+Status Trainer::dumpResults(const std::string &folder) {
+  TITANRT_RETURN_IF_ERROR(downloadResults());
   llvm::SmallString<256> rankFolder(folder);
   llvm::sys::path::append(rankFolder, "rank" + std::to_string(rank));
   if (std::error_code error = llvm::sys::fs::create_directories(rankFolder))

@@ -14,6 +14,7 @@
 #include "comm/Progress.h"
 #include "core/Context.h"
 #include "core/ProgramDescription.h"
+#include "core/StepMemory.h"
 #include "core/Tracer.h"
 #include "data/DataLoader.h"
 
@@ -26,33 +27,6 @@
 #include <string>
 
 namespace titan::rt {
-
-/// The three memory regions of a rank, allocated once.
-class Regions {
-public:
-  Regions() = default;
-  ~Regions();
-  Regions(const Regions &) = delete;
-  Regions &operator=(const Regions &) = delete;
-
-  /// Allocates the regions (zeroed, page-aligned) of `description`.
-  Status allocate(const ProgramDescription &description);
-
-  uint8_t *getBase(Region region) const {
-    return bases[static_cast<int>(region)];
-  }
-  int64_t getBytes(Region region) const {
-    return sizes[static_cast<int>(region)];
-  }
-  /// Where `place` lives.
-  uint8_t *address(const TensorPlace &place) const {
-    return getBase(place.region) + place.offset;
-  }
-
-private:
-  uint8_t *bases[3] = {nullptr, nullptr, nullptr};
-  int64_t sizes[3] = {0, 0, 0};
-};
 
 /// The global batches a run reads: `tokens.npy` and `labels.npy` of a
 /// folder, each [batch, seq] (the same batch every step) or [steps, batch,
@@ -155,16 +129,16 @@ public:
   /// `control` spans every rank (the loop's agreement to stop, and the
   /// checkpoints' barriers); `saver` too, for saves on a background thread.
   /// The loop records its step and phase in `progress` (the rank's
-  /// heartbeats say them).
+  /// heartbeats say them). The step runs on `memory`'s regions; the
+  /// Trainer works on their host mirror and copies between the two.
   Trainer(const ProgramDescription &program, titanrt_step_function step,
           titanrt_context &context, int64_t rank, Communicator &control,
-          Communicator &saver, RankProgress &progress);
+          Communicator &saver, RankProgress &progress,
+          std::unique_ptr<StepMemory> memory);
   ~Trainer();
 
-  /// Allocates the regions, opens the data and fills the state: from
-  /// `--load`, else the newest checkpoint of the job's folder (or
-  /// `load_step`'s), else `initial_load_path`, else a seeded
-  /// initialization.
+  /// Allocates the regions, opens the data, fills the state (fillState)
+  /// and uploads it to the step's memory.
   Status prepare(const RunOptions &options);
   /// Runs the steps, logging on rank 0 and saving the job's checkpoints;
   /// `stopped` says why it stopped early, if it did.
@@ -173,7 +147,7 @@ public:
   /// part; rank 0 commits .metadata after a barrier).
   Status save(const RunOptions &options, const std::string &folder);
   /// Writes this rank's results of the last step as .npy files.
-  Status dumpResults(const std::string &folder) const;
+  Status dumpResults(const std::string &folder);
   /// Prints the plan's memory next to what the process used.
   void reportMemory() const;
   /// Whether the job has no step left (a complete job restarted).
@@ -184,6 +158,18 @@ private:
   /// What a checkpoint holds.
   enum class SaveKind { Full, ModelOnly };
 
+  /// Fills the host mirror's state: from `--load`, else the newest
+  /// checkpoint of the job's folder (or `load_step`'s), else
+  /// `initial_load_path`, else a seeded initialization.
+  Status fillState(const RunOptions &options);
+  /// Copies `places` (null ones skipped) from the step's memory into the
+  /// host mirror and waits for them.
+  Status downloadPlaces(llvm::ArrayRef<const TensorPlace *> places);
+  /// Downloads every result of the step into the host mirror.
+  Status downloadResults();
+  /// Downloads the whole state into the host mirror (the step updates it
+  /// in place: the mirror's is stale after a step until this).
+  Status downloadState();
   Status loadCheckpoint(const std::string &folder, bool modelOnly);
   /// Loads the parameters from Hugging Face safetensors in `folder`
   /// (HfCheckpoint.cpp); the optimizer state and the step start at 0.
@@ -220,7 +206,10 @@ private:
   Communicator &control;
   Communicator &saver;
   RankProgress &progress;
+  /// The host mirror of the step's regions, which the Trainer reads and
+  /// writes, and the step's regions themselves.
   Regions regions;
+  std::unique_ptr<StepMemory> memory;
   mlir::titan::CheckpointPlan plan;
   /// Updates done so far (AdamW's step before the next update).
   int64_t stepsDone = 0;

@@ -14,8 +14,7 @@ using namespace titan::rt::cuda;
 namespace {
 
 const char *regionName(int region) {
-  static const char *names[3] = {"arena", "state", "inputs"};
-  return names[region];
+  return getRegionName(static_cast<Region>(region));
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 #ifndef TITAN_RUNTIME_CUDA_KERNELTYPES_H
 #define TITAN_RUNTIME_CUDA_KERNELTYPES_H
 
+#include "core/ComputeBackend.h"
 #include "core/Status.h"
 
 #include <cstdint>
@@ -23,19 +24,8 @@ enum class RopeStyle {
   Half,
 };
 
-/// The shape of an attention call (titan.attention): q and out [batch,
-/// qHeads, seq, headDim], k and v [batch, kvHeads, seq, headDim].
-struct AttentionShape {
-  int64_t batch = 0;
-  int64_t qHeads = 0;
-  int64_t kvHeads = 0;
-  int64_t seq = 0;
-  int64_t headDim = 0;
-  bool causal = true;
-  /// The scores' scale, > 0 (titan.attention's default is
-  /// 1 / sqrt(headDim)).
-  double scale = 0;
-};
+/// The shape of an attention call: the runtime's (core/ComputeBackend.h).
+using titan::rt::AttentionShape;
 
 /// The labels and which part of the vocabulary a rank holds.
 struct CrossEntropyShape {

@@ -8,6 +8,7 @@
 
 #include "ThreadJob.h"
 #include "core/Context.h"
+#include "cpu/CpuBackend.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -61,7 +62,7 @@ Status connect(const ThreadJob &job, int64_t rank, int64_t ranks,
   TITANRT_RETURN_IF_ERROR(connectCommunicators(env, MeshShape{{"a0"}, {ranks}},
                                                axisSets, seconds(60),
                                                ctx.communicators));
-  ctx.threads = std::make_unique<ThreadPool>(2);
+  ctx.compute = std::make_unique<cpu::CpuBackend>(2);
   return Status::success();
 }
 
@@ -72,7 +73,7 @@ void connectAlone(titanrt_context &ctx) {
   Status status = connectCommunicators(env, MeshShape{{"a0"}, {1}}, {{0}},
                                        seconds(1), ctx.communicators);
   ASSERT_TRUE(status.ok()) << status.getMessage();
-  ctx.threads = std::make_unique<ThreadPool>(1);
+  ctx.compute = std::make_unique<cpu::CpuBackend>(1);
 }
 
 /// Runs `body` on both ranks of a two-rank job and expects both to succeed.

@@ -3,16 +3,20 @@
 // The forward (output and log-sum-exp) against the reference, and the
 // backward against the reference fed with the GPU's own output and
 // log-sum-exp (what the backward reads), twice to check that it is bitwise
-// reproducible. Sequences that end inside a tile, GQA, MHA, head dims from
-// 4 to 128, causal or not.
+// reproducible; then titanrt_attention_grad as CudaBackend runs it
+// (recomputing the forward), bit for bit the same. Sequences that end inside a
+// tile, GQA, MHA, head dims from 4 to 128, causal or not.
 //
 //===----------------------------------------------------------------------===//
 
 #include "KernelCheck.h"
 
+#include "cuda/CudaStatus.h"
 #include "cuda/Kernels.h"
 #include "cuda/LaunchConfig.h"
 #include "cuda/Reference.h"
+
+#include "titan/Runtime/titanrt.h"
 
 #include <cmath>
 
@@ -102,6 +106,35 @@ void checkCase(Checker &checker, Context &context, int32_t dtype,
   allAgain.insert(allAgain.end(), dkAgain.begin(), dkAgain.end());
   allAgain.insert(allAgain.end(), dvAgain.begin(), dvAgain.end());
   checker.expectIdentical(backward + ".deterministic", all, allAgain);
+
+  // titanrt_attention_grad as the CUDA backend runs it: no forward output
+  // or log-sum-exp given, recomputed into dq and the planned workspace.
+  const std::string abi = "attention_grad_abi" + suffix;
+  DeviceTensor abiDq, abiDk, abiDv, abiWorkspace;
+  std::vector<double> abiDqOut, abiDkOut, abiDvOut;
+  if (!checker.expectOk(abi, abiDq.allocate(dtype, qCount)) ||
+      !checker.expectOk(abi, abiDk.allocate(dtype, kvCount)) ||
+      !checker.expectOk(abi, abiDv.allocate(dtype, kvCount)) ||
+      !checker.expectOk(
+          abi, abiWorkspace.allocate(TITANRT_F32,
+                                     titanrt_attention_grad_workspace_bytes(
+                                         shape.batch, shape.qHeads, shape.seq) /
+                                         4)) ||
+      !checker.expectOk(abi, context.backend->attentionGrad(
+                                 dtype, shape, dQ.get(), dK.get(), dV.get(),
+                                 dDout.get(), abiDq.get(), abiDk.get(),
+                                 abiDv.get(), abiWorkspace.get())) ||
+      !checker.expectOk(
+          abi, checkCuda(cudaStreamSynchronize(context.backend->getStream()),
+                         "cudaStreamSynchronize")) ||
+      !checker.expectOk(abi, abiDq.download(abiDqOut)) ||
+      !checker.expectOk(abi, abiDk.download(abiDkOut)) ||
+      !checker.expectOk(abi, abiDv.download(abiDvOut)))
+    return;
+  // The same kernels on the same (recomputed) forward: the same bits.
+  checker.expectIdentical(abi + ".dq", abiDqOut, dq);
+  checker.expectIdentical(abi + ".dk", abiDkOut, dk);
+  checker.expectIdentical(abi + ".dv", abiDvOut, dv);
 }
 
 } // namespace

@@ -12,6 +12,7 @@
 #define TITAN_TEST_UNIT_RUNTIME_CUDA_KERNELCHECK_KERNELCHECK_H
 
 #include "core/Status.h"
+#include "cuda/CudaBackend.h"
 #include "cuda/Device.h"
 #include "cuda/Gemm.h"
 
@@ -73,6 +74,8 @@ private:
 struct Context {
   Stream stream;
   std::unique_ptr<GemmEngine> gemm;
+  /// The runtime's compute backend (its own stream), for the ABI's calls.
+  std::unique_ptr<CudaBackend> backend;
 };
 
 /// The tolerance of a comparison in `dtype`: f32 results against the

@@ -51,6 +51,8 @@ int main(int argc, char **argv) {
     status = Stream::create(context.stream);
   if (status.ok())
     status = GemmEngine::create(context.gemm);
+  if (status.ok())
+    status = CudaBackend::create(context.backend);
   if (!status.ok()) {
     std::fprintf(stderr, "titan-cuda-kernel-check: error: %s\n",
                  status.getMessage().c_str());

@@ -1,0 +1,77 @@
+//===- ComputeBackend.h - where a rank's runtime calls compute --*- C++ -*-===//
+//
+// The compute entries of titanrt.def (titanrt_matmul, titanrt_attention,
+// titanrt_attention_grad, titanrt_embedding_grad) and the one value a
+// runtime call writes into the step's memory itself (titanrt_axis_index),
+// behind one interface: the CPU backend runs them on the rank's threads
+// (cpu/CpuBackend.h), the CUDA backend queues them on the rank's compute
+// stream (cuda/CudaBackend.h). Pointers are into the step's regions, on
+// the backend's device; titanrt.h documents each operation's semantics.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_RUNTIME_CORE_COMPUTEBACKEND_H
+#define TITAN_RUNTIME_CORE_COMPUTEBACKEND_H
+
+#include "core/Status.h"
+
+#include <cstdint>
+
+namespace titan::rt {
+
+/// The shape of titanrt_attention and titanrt_attention_grad
+/// (titan.attention): q and out [batch, qHeads, seq, headDim], k and v
+/// [batch, kvHeads, seq, headDim].
+struct AttentionShape {
+  int64_t batch = 0;
+  int64_t qHeads = 0;
+  int64_t kvHeads = 0;
+  int64_t seq = 0;
+  int64_t headDim = 0;
+  bool causal = true;
+  /// The scores' scale, > 0 (titan.attention's default is
+  /// 1 / sqrt(headDim)).
+  double scale = 0;
+};
+
+/// The compute of one rank. Calls may be asynchronous (queued on a device
+/// stream): a result is ready when the step's memory is next synchronized.
+class ComputeBackend {
+public:
+  // Inline (no anchor): runtime/cuda, built alone on GPU machines, links
+  // none of runtime/core's sources.
+  virtual ~ComputeBackend() = default;
+
+  /// The backend's name ("cpu", "cuda"), for messages.
+  virtual const char *getName() const = 0;
+
+  /// titanrt_matmul.
+  virtual Status matmul(int32_t dtype, const void *a, const void *b, void *c,
+                        int64_t batch, int64_t m, int64_t n, int64_t k,
+                        bool transposeA, bool transposeB, bool bShared) = 0;
+
+  /// titanrt_attention of element type `dtype`.
+  virtual Status attention(int32_t dtype, const AttentionShape &shape,
+                           const void *q, const void *k, const void *v,
+                           void *out) = 0;
+
+  /// titanrt_attention_grad of element type `dtype`; `workspace` holds
+  /// titanrt_attention_grad_workspace_bytes bytes.
+  virtual Status attentionGrad(int32_t dtype, const AttentionShape &shape,
+                               const void *q, const void *k, const void *v,
+                               const void *grad, void *dq, void *dk, void *dv,
+                               void *workspace) = 0;
+
+  /// titanrt_embedding_grad.
+  virtual Status embeddingGrad(int32_t dtype, int32_t idsDtype, const void *ids,
+                               const void *grad, void *out, int64_t numIds,
+                               int64_t vocab, int64_t dim) = 0;
+
+  /// Writes `value` as `dtype` (TITANRT_I64 or TITANRT_I32, checked by the
+  /// caller) to `out` (titanrt_axis_index).
+  virtual Status writeInteger(int32_t dtype, int64_t value, void *out) = 0;
+};
+
+} // namespace titan::rt
+
+#endif // TITAN_RUNTIME_CORE_COMPUTEBACKEND_H

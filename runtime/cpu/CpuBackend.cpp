@@ -1,0 +1,53 @@
+//===- CpuBackend.cpp - the CPU backend's compute -------------------------===//
+
+#include "cpu/CpuBackend.h"
+
+#include "cpu/CpuKernels.h"
+
+#include "titan/Runtime/titanrt.h"
+
+#include <cstring>
+
+using namespace titan::rt;
+using namespace titan::rt::cpu;
+
+Status CpuBackend::matmul(int32_t dtype, const void *a, const void *b, void *c,
+                          int64_t batch, int64_t m, int64_t n, int64_t k,
+                          bool transposeA, bool transposeB, bool bShared) {
+  return cpu::matmul(pool, dtype, a, b, c, batch, m, n, k, transposeA,
+                     transposeB, bShared);
+}
+
+Status CpuBackend::attention(int32_t dtype, const AttentionShape &shape,
+                             const void *q, const void *k, const void *v,
+                             void *out) {
+  return cpu::attention(pool, dtype, q, k, v, out, shape.batch, shape.qHeads,
+                        shape.kvHeads, shape.seq, shape.headDim, shape.causal,
+                        shape.scale);
+}
+
+Status CpuBackend::attentionGrad(int32_t dtype, const AttentionShape &shape,
+                                 const void *q, const void *k, const void *v,
+                                 const void *grad, void *dq, void *dk, void *dv,
+                                 void *workspace) {
+  return cpu::attentionGrad(pool, dtype, q, k, v, grad, dq, dk, dv, workspace,
+                            shape.batch, shape.qHeads, shape.kvHeads, shape.seq,
+                            shape.headDim, shape.causal, shape.scale);
+}
+
+Status CpuBackend::embeddingGrad(int32_t dtype, int32_t idsDtype,
+                                 const void *ids, const void *grad, void *out,
+                                 int64_t numIds, int64_t vocab, int64_t dim) {
+  return cpu::embeddingGrad(pool, dtype, idsDtype, ids, grad, out, numIds,
+                            vocab, dim);
+}
+
+Status CpuBackend::writeInteger(int32_t dtype, int64_t value, void *out) {
+  if (dtype == TITANRT_I64) {
+    std::memcpy(out, &value, sizeof(value));
+  } else {
+    int32_t narrow = static_cast<int32_t>(value);
+    std::memcpy(out, &narrow, sizeof(narrow));
+  }
+  return Status::success();
+}

@@ -1,0 +1,83 @@
+//===- CudaBackend.h - the CUDA backend's compute ---------------*- C++ -*-===//
+//
+// ComputeBackend (core/ComputeBackend.h) on one GPU: every call is queued on
+// the rank's compute stream, in order, and returns without waiting (a
+// result is ready once the stream is synchronized). GEMMs go through
+// cuBLASLt (Gemm.h), attention and the embedding gradient through titan's
+// kernels (Kernels.h).
+//
+// titanrt_attention_grad's ABI passes no forward output or log-sum-exp
+// (the CPU backend recomputes both): the CUDA form recomputes them too,
+// with the same workspace (two f32 per query row, as
+// titanrt_attention_grad_workspace_bytes plans): the forward writes its
+// output into dq and its log-sum-exp into the workspace's first half, the
+// backward's delta = rowsum(dout * out) reads that output before its last
+// kernel overwrites dq, and keeps delta in the second half. That costs a
+// forward per backward, as on the CPU, until the compiler keeps the
+// forward's log-sum-exp (docs/cuda-backend.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_RUNTIME_CUDA_CUDABACKEND_H
+#define TITAN_RUNTIME_CUDA_CUDABACKEND_H
+
+#include "core/ComputeBackend.h"
+#include "cuda/Device.h"
+#include "cuda/Gemm.h"
+#include "cuda/KernelTypes.h"
+
+#include <memory>
+
+namespace titan::rt::cuda {
+
+/// Where titanrt_attention_grad's workspace keeps the recomputed forward's
+/// log-sum-exp and the backward's delta, both f32 [batch, q_heads, seq].
+struct AttentionGradWorkspace {
+  float *lse = nullptr;
+  float *delta = nullptr;
+};
+
+/// The parts of `workspace` (titanrt_attention_grad_workspace_bytes bytes)
+/// for `shape`.
+AttentionGradWorkspace splitAttentionGradWorkspace(void *workspace,
+                                                   const AttentionShape &shape);
+
+/// The CUDA backend's compute on the current device.
+class CudaBackend final : public ComputeBackend {
+public:
+  /// Creates the backend on the current device (selectDevice first): its
+  /// compute stream and cuBLASLt engine.
+  static Status create(std::unique_ptr<CudaBackend> &backend);
+
+  /// The stream every call is queued on.
+  cudaStream_t getStream() const { return stream.get(); }
+
+  const char *getName() const override { return "cuda"; }
+  Status matmul(int32_t dtype, const void *a, const void *b, void *c,
+                int64_t batch, int64_t m, int64_t n, int64_t k, bool transposeA,
+                bool transposeB, bool bShared) override;
+  Status attention(int32_t dtype, const AttentionShape &shape, const void *q,
+                   const void *k, const void *v, void *out) override;
+  Status attentionGrad(int32_t dtype, const AttentionShape &shape,
+                       const void *q, const void *k, const void *v,
+                       const void *grad, void *dq, void *dk, void *dv,
+                       void *workspace) override;
+  /// The scatter's workspace (embeddingGradWorkspaceBytes) is the
+  /// backend's: allocated on the first call and grown when a larger one
+  /// comes, so a step allocates only the first time.
+  Status embeddingGrad(int32_t dtype, int32_t idsDtype, const void *ids,
+                       const void *grad, void *out, int64_t numIds,
+                       int64_t vocab, int64_t dim) override;
+  Status writeInteger(int32_t dtype, int64_t value, void *out) override;
+
+private:
+  CudaBackend() = default;
+
+  Stream stream;
+  std::unique_ptr<GemmEngine> gemm;
+  DeviceBuffer embeddingWorkspace;
+};
+
+} // namespace titan::rt::cuda
+
+#endif // TITAN_RUNTIME_CUDA_CUDABACKEND_H
