@@ -528,8 +528,8 @@ void LowerToRuntimePass::runOnOperation() {
   RunDefaults defaults{learningRate, steps, seed,
                        LrSchedule::fromConfig(steps, warmupSteps, decayRatio,
                                               *type, minLrFactor)};
-  FailureOr<std::string> description =
-      describeProgram(module, step, lowering.getCommunicators(), defaults);
+  FailureOr<std::string> description = describeProgram(
+      module, step, lowering.getCommunicators(), defaults, target);
   if (failed(description))
     return signalPassFailure();
   builder.setInsertionPointToEnd(module.getBody());

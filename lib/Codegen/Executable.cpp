@@ -169,7 +169,8 @@ llvm::Error mlir::titan::emitObjectFiles(ModuleOp module,
 }
 
 llvm::Error mlir::titan::linkExecutable(llvm::ArrayRef<std::string> objects,
-                                        llvm::StringRef output) {
+                                        llvm::StringRef output,
+                                        llvm::StringRef backend) {
   const char *linkerEnv = std::getenv("TITAN_LINKER");
   std::string linkerName = linkerEnv && *linkerEnv ? linkerEnv : "c++";
   llvm::ErrorOr<std::string> linker = llvm::sys::findProgramByName(linkerName);
@@ -180,11 +181,16 @@ llvm::Error mlir::titan::linkExecutable(llvm::ArrayRef<std::string> objects,
   const char *runtimeEnv = std::getenv("TITAN_RUNTIME_DIR");
   std::string runtimeDir =
       runtimeEnv && *runtimeEnv ? runtimeEnv : kTitanRuntimeLibraryDir;
-  std::string runtime = runtimeDir + "/libtitanrt.so";
+  std::string library =
+      backend == "cpu" ? "titanrt" : "titanrt_" + backend.str();
+  std::string runtime = runtimeDir + "/lib" + library + ".so";
   if (!llvm::sys::fs::exists(runtime))
     return llvm::createStringError(
-        "cannot find libtitanrt at '" + runtime +
-        "' (build the titanrt target, or set TITAN_RUNTIME_DIR)");
+        "cannot find lib" + library + " at '" + runtime + "' (build the " +
+        library + " target" +
+        (backend == "cuda" ? ", which needs the CUDA toolkit at configure time"
+                           : "") +
+        ", or set TITAN_RUNTIME_DIR)");
   std::string rpath = "-Wl,-rpath," + runtimeDir;
   llvm::SmallVector<llvm::StringRef> arguments = {*linker, "-o", output};
   arguments.append(objects.begin(), objects.end());

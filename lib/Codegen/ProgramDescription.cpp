@@ -84,7 +84,7 @@ static std::string formatPlace(BufferAttr place) {
 FailureOr<std::string>
 mlir::titan::describeProgram(ModuleOp module, func::FuncOp step,
                              const CommunicatorTable &communicators,
-                             const RunDefaults &defaults) {
+                             const RunDefaults &defaults, StringRef backend) {
   auto plan =
       step->getAttrOfType<DictionaryAttr>(TitanDialect::kMemoryPlanAttrName);
   if (!plan)
@@ -111,6 +111,9 @@ mlir::titan::describeProgram(ModuleOp module, func::FuncOp step,
     os << " " << jobMesh->getAxisName(axis) << "=" << jobMesh->getSize(axis);
   if (ranks->pipelineDegree > 1)
     os << "\npipeline rank=" << ranks->pipelineRank;
+  // CPU programs say nothing (as before there were backends).
+  if (backend != "cpu")
+    os << "\nbackend " << backend;
   os << "\nregions arena=" << regionBytes("arena_bytes")
      << " state=" << regionBytes("state_bytes")
      << " inputs=" << regionBytes("input_bytes") << "\n";

@@ -9,8 +9,8 @@
 #include "core/Context.h"
 #include "core/JobConfig.h"
 #include "core/ProgramDescription.h"
+#include "core/RankBackend.h"
 #include "core/Trainer.h"
-#include "cpu/CpuBackend.h"
 
 #include "titan/Config/CommandLine.h"
 
@@ -234,13 +234,6 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
   message = applyFlags(line, options);
   if (!message.empty())
     return Status::invalidArgument(message);
-  // TITAN_STEP_MEMORY=copying: a test aid (docs/runtime.md, "The step's
-  // memory").
-  std::unique_ptr<StepMemory> memory;
-  const char *stepMemory = std::getenv("TITAN_STEP_MEMORY");
-  TITANRT_RETURN_IF_ERROR(
-      createStepMemory(stepMemory ? stepMemory : "", memory));
-
   LaunchEnvironment environment;
   TITANRT_RETURN_IF_ERROR(readLaunchEnvironment(environment));
   rank = environment.rank;
@@ -262,7 +255,23 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
         ": start each rank with its program (titan-run OUT does; with "
         "torchrun or another launcher start OUT/bin/train, which picks it)");
 
+  // The compute backend and step memory of the program's backend, before
+  // connecting: a missing GPU or a bad TITAN_STEP_MEMORY (a test aid,
+  // docs/runtime.md "The step's memory") fails at once.
+  RankBackendOptions backendOptions;
+  backendOptions.localRank = environment.localRank;
+  backendOptions.threads = options.threads;
+  if (backendOptions.threads <= 0)
+    backendOptions.threads =
+        std::max<int>(1, std::thread::hardware_concurrency() /
+                             std::max<int64_t>(1, environment.localWorldSize));
+  if (const char *stepMemory = std::getenv("TITAN_STEP_MEMORY"))
+    backendOptions.stepMemory = stepMemory;
+  RankBackend backend;
+  TITANRT_RETURN_IF_ERROR(createRankBackend(program, backendOptions, backend));
+
   titanrt_context context;
+  context.compute = std::move(backend.compute);
   // The program's communicators, then two over the whole world: the
   // training loop's (agreeing to stop, checkpoint barriers) and the
   // background saver's.
@@ -282,16 +291,9 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
       std::move(context.communicators.back());
   context.communicators.pop_back();
 
-  int threads = options.threads;
-  if (threads <= 0)
-    threads =
-        std::max<int>(1, std::thread::hardware_concurrency() /
-                             std::max<int64_t>(1, environment.localWorldSize));
-  context.compute = std::make_unique<cpu::CpuBackend>(threads);
-
   installTrainingSignalHandlers();
   Trainer trainer(program, step, context, rank, *control, *saver,
-                  watchdog->getProgress(), std::move(memory));
+                  watchdog->getProgress(), std::move(backend.memory));
   TITANRT_RETURN_IF_ERROR(trainer.prepare(options));
   if (trainer.isComplete(options) && rank == 0)
     std::printf("the job's %lld steps are done\n",

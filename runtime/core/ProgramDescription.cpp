@@ -173,6 +173,14 @@ Status Parser::parseLine(const std::string &keyword, std::istringstream &line) {
     }
     return Status::success();
   }
+  if (keyword == "backend") {
+    std::string name;
+    line >> name;
+    if (name != "cpu" && name != "cuda")
+      return error("unknown backend '" + name + "' (cpu or cuda)");
+    description.backend = name;
+    return Status::success();
+  }
   if (keyword == "pipeline") {
     std::string entry;
     line >> entry;

@@ -76,6 +76,9 @@ struct ProgramDescription {
   /// Under pipeline parallelism, the pipeline rank whose program this is:
   /// it runs on the ranks of that pp coordinate only.
   std::optional<int64_t> pipelineRank;
+  /// The backend the program was compiled for: "cpu" or "cuda" (titan-compile
+  /// --backend); its compute calls and kernels run there.
+  std::string backend = "cpu";
   int64_t arenaBytes = 0;
   int64_t stateBytes = 0;
   int64_t inputBytes = 0;

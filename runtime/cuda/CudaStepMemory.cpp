@@ -1,7 +1,9 @@
 //===- CudaStepMemory.cpp - the step's regions on the GPU -----------------===//
 
 #include "cuda/CudaStepMemory.h"
+
 #include "cuda/CudaStatus.h"
+#include "cuda/KernelModules.h"
 
 using namespace titan::rt;
 using namespace titan::rt::cuda;
@@ -23,6 +25,12 @@ Status CudaStepMemory::download(Region region, int64_t offset, int64_t bytes) {
 }
 
 Status CudaStepMemory::synchronize() {
-  return checkCuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize",
-                   "the step and its copies");
+  TITANRT_RETURN_IF_ERROR(checkCuda(cudaStreamSynchronize(stream),
+                                    "cudaStreamSynchronize",
+                                    "the step and its copies"));
+  // The compiler's kernels cannot return a status: their launch errors
+  // wait here.
+  if (const char *error = titanrt_cuda_take_launch_error())
+    return Status::internal(error);
+  return Status::success();
 }

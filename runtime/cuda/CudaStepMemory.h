@@ -4,7 +4,9 @@
 // the DeviceArena's regions, and the Trainer's copies between them and its
 // host mirror are queued on the stream the step's work is queued on, so an
 // upload is done before the step's kernels read it and a download starts
-// after they wrote it; synchronize() waits for that stream.
+// after they wrote it; synchronize() waits for that stream and reports the
+// first launch error of the compiler's kernels (KernelModules.h) since the
+// last one.
 //
 //===----------------------------------------------------------------------===//
 

@@ -91,6 +91,12 @@ static cl::opt<std::string> targetCpu(
     cl::desc("CPU the executable may assume (an LLVM CPU name; default "
              "x86-64-v3: AVX2 and FMA; 'native' for this machine's)"),
     cl::init("x86-64-v3"), cl::cat(compileOptions));
+static cl::opt<std::string> backend(
+    "backend",
+    cl::desc("Where the executable computes: cpu (default) or cuda (one "
+             "GPU per rank: cuBLASLt, titan's CUDA kernels, the compiler's "
+             "kernels through NVVM; links libtitanrt_cuda.so)"),
+    cl::init("cpu"), cl::cat(compileOptions));
 static cl::opt<std::string>
     configFile("config",
                cl::desc("Training config (torchtitan-style TOML; "
@@ -417,6 +423,19 @@ static llvm::Error writePipelineLauncher(llvm::StringRef path, int64_t degree,
   return llvm::Error::success();
 }
 
+/// Checks that `backend` runs a job of `ranks` ranks: the CUDA backend
+/// runs one for now.
+static llvm::Error checkBackendRanks(llvm::StringRef backend, int64_t ranks) {
+  if (backend != "cuda" || ranks == 1)
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::formatv(
+      "--backend=cuda: the program has {0} ranks, but the CUDA backend runs "
+      "single-rank jobs for now (its collectives are not on NCCL streams "
+      "yet): compile for one rank (every parallelism degree 1, --world-size "
+      "1), or use --backend=cpu",
+      ranks));
+}
+
 /// Compiles the partitioned programs `programs` (one, or one per pipeline
 /// rank in order) into the folder `out`: the memory plan of each (its
 /// section appended to `report` when given, against `device`'s memory when
@@ -433,6 +452,15 @@ writeExecutable(ArrayRef<ModuleOp> programs, TitanPipelineOptions pipeline,
                 const DeviceDescription *device, llvm::json::Object *summary,
                 const TrainConfig *config, const JobMetrics *metrics,
                 TimingScope &timing) {
+  int64_t degree = programs.size();
+  // Read before the lowering replaces the meshes.
+  FailureOr<ProgramRanks> ranks = getProgramRanks(programs.front());
+  if (failed(ranks))
+    return llvm::createStringError("the program's mesh is invalid");
+  int64_t stageSize = ranks->getStageSize();
+  if (llvm::Error error =
+          checkBackendRanks(pipeline.runtime.target, stageSize * degree))
+    return error;
   TimingScope planTiming = timing.nest("checkpoint plan");
   llvm::Expected<CheckpointPlan> plan = computeJobCheckpointPlan(programs);
   if (!plan)
@@ -480,12 +508,7 @@ writeExecutable(ArrayRef<ModuleOp> programs, TitanPipelineOptions pipeline,
        << printTrainConfig(*config);
   }
   planTiming.stop();
-  int64_t degree = programs.size();
-  // Read before the lowering replaces the meshes.
-  FailureOr<ProgramRanks> ranks = getProgramRanks(programs.front());
-  if (failed(ranks))
-    return llvm::createStringError("the program's mesh is invalid");
-  int64_t stageSize = ranks->getStageSize();
+
   auto nestTiming = [&](llvm::StringRef what, int64_t rank) {
     return timing.nest(
         degree == 1
@@ -588,7 +611,8 @@ writeExecutable(ArrayRef<ModuleOp> programs, TitanPipelineOptions pipeline,
     emitTiming.stop();
     TimingScope linkTiming = nestTiming("link", rank);
     llvm::Error linked =
-        emitted ? std::move(emitted) : linkExecutable(objects, executable);
+        emitted ? std::move(emitted)
+                : linkExecutable(objects, executable, pipeline.runtime.target);
     for (const std::string &object : objects)
       llvm::sys::fs::remove(object);
     if (linked)
@@ -957,6 +981,10 @@ int main(int argc, char **argv) {
   if (stage == PipelineStage::Executable)
     if (llvm::Error error = checkCodegenTarget(CodegenTarget{"", targetCpu}))
       return fail(llvm::toString(std::move(error)));
+  if (backend != "cpu" && backend != "cuda")
+    return fail("--backend '" + backend + "': choose cpu or cuda");
+  if (backend != "cpu" && stage != PipelineStage::Executable)
+    return fail("--backend chooses where an executable computes: drop --emit");
 
   TorchScriptImportOptions options;
   std::vector<FoldedOp> folded;
@@ -1016,6 +1044,7 @@ int main(int argc, char **argv) {
       config = *loaded;
       pipeline = pipelineOptionsFrom(*loaded, stage, emitGrads);
     }
+    pipeline.runtime.target = backend;
     if (llvm::Error error = writeExecutable(
             {*program}, pipeline, outputFile, nullptr, nullptr, nullptr,
             config ? &*config : nullptr, nullptr, timing))
@@ -1058,6 +1087,8 @@ int main(int argc, char **argv) {
       if (!resolved)
         return fail(llvm::toString(resolved.takeError()));
       mesh = *resolved;
+      if (llvm::Error error = checkBackendRanks(backend, mesh.getWorldSize()))
+        return fail(llvm::toString(std::move(error)));
     }
     if (llvm::Error error = checkPipelineOutput(mesh.getPipelineDegree()))
       return fail(llvm::toString(std::move(error)));
@@ -1402,6 +1433,7 @@ int main(int argc, char **argv) {
       metrics = JobMetrics{modelFlops->getFlopsPerToken(),
                            predicted->peakFlopsPerSecond, device->name};
     }
+    pipeline.runtime.target = backend;
     if (llvm::Error error = writeExecutable(
             jobPrograms, pipeline, outputFile, report ? &report->os() : nullptr,
             device ? &*device : nullptr,

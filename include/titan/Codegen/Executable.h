@@ -40,12 +40,15 @@ llvm::Error emitObjectFiles(ModuleOp module, llvm::StringRef kernelsPath,
                             llvm::StringRef hostPath,
                             const CodegenTarget &target);
 
-/// Links the object files `objects` with libtitanrt into the executable
-/// `output` with the system's C++ compiler driver (`$TITAN_LINKER`, else
-/// `c++`). libtitanrt is found in `$TITAN_RUNTIME_DIR`, else where this
-/// build of titan put it.
+/// Links the object files `objects` with the runtime of `backend` into the
+/// executable `output` with the system's C++ compiler driver
+/// (`$TITAN_LINKER`, else `c++`): libtitanrt.so for "cpu",
+/// libtitanrt_cuda.so for "cuda" (built where CMake found the CUDA
+/// toolkit), found in `$TITAN_RUNTIME_DIR`, else where this build of titan
+/// put it.
 llvm::Error linkExecutable(llvm::ArrayRef<std::string> objects,
-                           llvm::StringRef output);
+                           llvm::StringRef output,
+                           llvm::StringRef backend = "cpu");
 
 } // namespace mlir::titan
 

@@ -58,11 +58,13 @@ struct RunDefaults {
 };
 
 /// The description of the planned step function `step` of `module`
-/// (titan-plan-memory has run) with communicators `communicators`. Fails,
-/// with an error on the function, when the plan or a layout is missing.
+/// (titan-plan-memory has run) with communicators `communicators`, compiled
+/// for `backend` ("cpu" or "cuda"). Fails, with an error on the function,
+/// when the plan or a layout is missing.
 FailureOr<std::string> describeProgram(ModuleOp module, func::FuncOp step,
                                        const CommunicatorTable &communicators,
-                                       const RunDefaults &defaults);
+                                       const RunDefaults &defaults,
+                                       StringRef backend = "cpu");
 
 } // namespace mlir::titan
 

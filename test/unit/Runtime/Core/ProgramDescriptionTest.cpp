@@ -1,8 +1,8 @@
 //===- ProgramDescriptionTest.cpp - the runtime's description parser -----===//
 //
 // What the runtime reads of a compiled program (docs/runtime.md): the job's
-// mesh, a pipeline rank's record, communicators, places and boxes; every
-// malformed record is an error naming its line.
+// mesh, a pipeline rank's record, the backend, communicators, places and
+// boxes; every malformed record is an error naming its line.
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,3 +100,22 @@ TEST(ProgramDescriptionTest, RejectsMalformedPipelineRecords) {
 }
 
 } // namespace
+
+TEST(ProgramDescriptionTest, ReadsTheBackend) {
+  const std::string mesh = "mesh pp=2 dp_replicate=1 fsdp=2 cp=1 tp=1";
+  std::string text = kPipelineRank;
+  ProgramDescription description;
+  ASSERT_TRUE(parseProgramDescription(text, description).ok());
+  // A CPU program says nothing.
+  EXPECT_EQ(description.backend, "cpu");
+  text.replace(text.find("pipeline rank=1"), 15,
+               "pipeline rank=1\nbackend cuda");
+  ProgramDescription cuda;
+  ASSERT_TRUE(parseProgramDescription(text, cuda).ok());
+  EXPECT_EQ(cuda.backend, "cuda");
+  EXPECT_NE(parseError(mesh, "backend tpu")
+                .find("program description, line 3: unknown backend 'tpu' "
+                      "(cpu or cuda)"),
+            std::string::npos)
+      << parseError(mesh, "backend tpu");
+}

@@ -1,0 +1,49 @@
+//===- RankBackend.h - what a rank computes on ------------------*- C++ -*-===//
+//
+// A rank's compute backend and step memory, made for the backend its
+// program was compiled for. Each runtime library defines createRankBackend
+// once: libtitanrt.so (cpu/CpuRankBackend.cpp) the CPU backend's, refusing
+// programs compiled for CUDA; libtitanrt_cuda.so (cuda/CudaRankBackend.cpp)
+// the CUDA backend's, refusing CPU programs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_RUNTIME_CORE_RANKBACKEND_H
+#define TITAN_RUNTIME_CORE_RANKBACKEND_H
+
+#include "core/ComputeBackend.h"
+#include "core/ProgramDescription.h"
+#include "core/StepMemory.h"
+
+#include <memory>
+#include <string>
+
+namespace titan::rt {
+
+/// Where a rank's compute calls run and where its step's regions live.
+struct RankBackend {
+  std::unique_ptr<ComputeBackend> compute;
+  std::unique_ptr<StepMemory> memory;
+};
+
+/// What createRankBackend needs to know of the rank.
+struct RankBackendOptions {
+  /// LOCAL_RANK: the GPU of a CUDA rank.
+  int64_t localRank = 0;
+  /// The CPU backend's threads.
+  int threads = 1;
+  /// TITAN_STEP_MEMORY (createStepMemory's kinds; "" for the backend's
+  /// own).
+  std::string stepMemory;
+};
+
+/// Makes `backend` for `program.backend` on the calling thread (a CUDA
+/// rank's device becomes current and its compute stream the one the
+/// compiler's kernels launch on, for this thread: the one that steps).
+Status createRankBackend(const ProgramDescription &program,
+                         const RankBackendOptions &options,
+                         RankBackend &backend);
+
+} // namespace titan::rt
+
+#endif // TITAN_RUNTIME_CORE_RANKBACKEND_H
