@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The CUDA backend on a GPU machine, in one run (docs/cuda-backend.md, "On a
 # GPU machine"): builds what it needs, checks every kernel against its CPU
-# reference, runs the CUDA and NCCL unit tests, times titan's GEMMs and
-# kernels at Llama 3 ~1B-proxy shapes (titan-cuda-bench) and the same
-# operations in PyTorch eager and under torch.compile on the same GPU
-# (gpu_torch_baseline.py), and prints one table of titan against PyTorch.
+# reference, runs titan's training step of a Llama 3 ~1B proxy (compiled on
+# the build machine by tools/bench/gpu-bundle.sh and carried in .gpu-bundle)
+# and PyTorch's step of the same model, runs the CUDA and NCCL unit tests,
+# times titan's GEMMs and kernels at the proxy's shapes (titan-cuda-bench)
+# and the same operations in PyTorch eager and under torch.compile on the
+# same GPU (gpu_torch_baseline.py), and prints one table of titan against
+# PyTorch.
 #
 #   usage: bash tools/bench/gpu.sh      (from anywhere; nothing to pass)
 #
@@ -217,6 +220,24 @@ main() {
     record "FAILED  titan-cuda-kernel-check (not built)"
   fi
 
+  # The training step: titan's CUDA executable of the ~1B proxy, compiled
+  # on the build machine (tools/bench/gpu-bundle.sh) and carried here, and
+  # PyTorch's step of the same model on the same batch.
+  local bundle=$root/.gpu-bundle
+  if [[ -x $bundle/proxy/bin/train ]]; then
+    run_step "titan's training step (the ~1B proxy, $(cat "$bundle/shape"), bf16)" 180 \
+      bash "$self" titan-step
+  else
+    record "SKIPPED titan's training step (no .gpu-bundle: run tools/bench/gpu-bundle.sh on the build machine and carry .gpu-bundle)"
+  fi
+  if [[ -f $bundle/shape ]] && timeout 120 "$python" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    local step_shape
+    step_shape=$(cat "$bundle/shape")
+    run_step "PyTorch's training step (eager and torch.compile)" 240 \
+      "$python" "$baseline" step --json "$build_root/torch-step.json" \
+      --batch "${step_shape%x*}" --seq "${step_shape#*x}"
+  fi
+
   local test
   for test in CudaBackendTest NcclTest; do
     if [[ -x $tests/$test ]]; then
@@ -260,9 +281,13 @@ main() {
   if [[ -f $out/titan-bench.json ]]; then
     # The table needs only python3's standard library, and a few seconds:
     # it runs whatever is left of the budget.
+    local steps=()
+    [[ -f $build_root/titan-step.json ]] && steps+=(--titan-step "$build_root/titan-step.json")
+    [[ -f $build_root/torch-step.json ]] && steps+=(--torch-step "$build_root/torch-step.json")
     run_step "titan against PyTorch" 60 --log "$out/comparison.txt" --always \
       "$python" "$baseline" compare --titan-json "$out/titan-bench.json" \
-      --torch-json "$out/torch-baseline.json" --markdown "$out/comparison.md"
+      --torch-json "$out/torch-baseline.json" --markdown "$out/comparison.md" \
+      "${steps[@]}"
   else
     record "SKIPPED titan against PyTorch (no titan-bench.json)"
   fi
@@ -279,6 +304,40 @@ main() {
   echo "results in $out: $(cd "$out" && printf '%s ' *)"
 }
 
+# titan-step: runs the carried executable (warm-up steps, then timed ones)
+# and writes $build_root/titan-step.json (what gpu_torch_baseline.py compare
+# --titan-step reads) from its metrics: the median over the steps after the
+# third of the step time, tokens/s and MFU, and the planned memory.
+titan_step() {
+  local bundle=$root/.gpu-bundle work=$build_root/titan-step
+  rm -rf "$work" && mkdir -p "$work"
+  LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}" \
+    "$bundle/proxy/bin/train" --data "$bundle/data" --steps 13 \
+    --job.dump_folder "$work" --metrics "$work/metrics.jsonl" || return
+  "$python" - "$work/metrics.jsonl" "$bundle/shape" "$bundle/memory" \
+    "$build_root/titan-step.json" <<'PY'
+import json, re, statistics, sys
+metrics, shape, memory, out = sys.argv[1:]
+steps = [json.loads(line) for line in open(metrics) if line.strip()][3:]
+batch, seq = (int(x) for x in open(shape).read().split("x"))
+tps = statistics.median(s["tokens_per_second_per_device"] for s in steps)
+regions = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", open(memory).read())}
+summary = {
+    "batch": batch,
+    "seq": seq,
+    "steps_timed": len(steps),
+    "ms_per_step_median": 1e3 * batch * seq / tps,
+    "tokens_per_second": tps,
+    "mfu": statistics.median(s["mfu_percent"] for s in steps) / 100,
+    "memory_bytes": sum(regions.values()),
+    "regions": regions,
+    "losses": [s["loss"] for s in steps],
+}
+json.dump(summary, open(out, "w"), indent=2)
+print(json.dumps(summary, indent=2))
+PY
+}
+
 # The steps that are shell functions run under `timeout` as this script
 # with the step's name.
 case "${1:-}" in
@@ -292,6 +351,10 @@ configure)
   ;;
 build)
   build=$(cat "$build_root/.configured") && build_targets
+  exit
+  ;;
+titan-step)
+  titan_step
   exit
   ;;
 "") ;;

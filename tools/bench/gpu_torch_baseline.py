@@ -1,13 +1,19 @@
 """PyTorch's side of tools/bench/gpu.sh: the operations titan-cuda-bench
-times, in PyTorch eager and under torch.compile, on the same GPU and shapes,
-and the table of titan's times against them.
+times, and a whole training step of its proxy, in PyTorch eager and under
+torch.compile, on the same GPU and shapes, and the table of titan's times
+against them.
 
 usage:
   gpu_torch_baseline.py measure --json OUT [--shapes 1x2048,4x4096]
       [--compile-shapes 4x4096,...] [--warmup N] [--iters N] [--budget-s S]
       [--no-compile] [--no-flush-l2] [--device cuda|cpu] [--tiny]
+  gpu_torch_baseline.py step --json OUT [--batch 1] [--seq 2048] [--steps 10]
+      [--warmup 3] [--modes eager,compile] [--device cuda|cpu]
+      [--precision bf16-params|autocast] [--ops torchtitan|as-written]
+      [--compile-scope block|model] [--count-only]
+      [--dim D --layers L --heads H --kv-heads K --ffn F --vocab V]
   gpu_torch_baseline.py compare --titan-json T [--torch-json P]
-      [--markdown OUT]
+      [--titan-step S] [--torch-step P2] [--markdown OUT]
 
 `measure` times, per batch x sequence of --shapes, the Llama 3 ~1B-proxy
 operations (dim 2048, 16 heads of 128, 8 KV heads, FFN 8192, vocabulary
@@ -27,17 +33,55 @@ mode) follows for the memory-bound operations on --compile-shapes (default
 not, and compiling the optimizer takes minutes: they are timed eagerly
 only). The JSON is rewritten after every measurement.
 
+`step` times a whole training step of the same proxy (dim 2048, 16
+layers, 16 query heads of 128, 8 KV heads, FFN 8192, vocabulary 128,256,
+untied output, RoPE theta 500,000, norm eps 1e-5: 1,532,037,120
+parameters), built by the repository's own models/llama3/model.py, on
+seeded random token ids and labels, --batch x --seq (1 x 2048): the step
+torchtitan runs under FSDP2's mixed precision on one GPU (TrainStep
+below: f32 masters, a bf16 copy computing, f32 logits and loss, clipping
+to 1.0, fused AdamW, zero_grad), in eager mode and under torch.compile
+(each block and the loss, as torchtitan). By default the model's
+attention and RMSNorm are swapped for F.scaled_dot_product_attention and
+F.rms_norm (torchtitan's; the model itself is written for torch 1.13's
+TorchScript). The first --warmup steps are untimed (the first, compiling,
+timed on its own); then --steps steps, each between CUDA events: median
+and mean ms per step, tokens/s (batch * seq over the median), MFU
+(torchtitan's FLOPs per token times tokens/s over the H200's 989.5 TFLOP/s
+dense bf16) and torch.cuda.max_memory_allocated. The JSON
+({"device", "torch", "proxy": {shapes, params}, "options",
+"steps": {"eager": {...}, "compile": {...}}, "notes"}) is rewritten after
+each mode; a mode that fails records {"error"}, one not run {"skipped"}.
+--count-only prints the parameter and FLOP counts (from the model on the
+meta device) and stops.
+
 `compare` needs no torch: it joins titan-cuda-bench's JSON with this
 script's and prints one table, per operation and shape: titan's time,
 achieved rate and share of the H200's peak, PyTorch's eager and compiled
 times, and the ratios titan/eager and titan/compile (time over time: below
-1, titan is faster), with the geometric mean of each ratio.
+1, titan is faster), with the geometric mean of each ratio. With
+--titan-step, titan's training-step JSON:
+
+    {"ms_per_step_median": 61.2,     # ms per training step, the median
+     "tokens_per_second": 33463.0,   # batch * seq over that median
+     "mfu": 0.285,                   # a fraction (not %) of 989.5e12 FLOP/s,
+                                     # torchtitan's FLOPs per token (above)
+     "memory_bytes": 41234567890,    # the step's GPU memory, bytes
+     "batch": 1, "seq": 2048}        # optional: the shape it ran
+
+it adds a table "training step: titan vs PyTorch eager / compile" (ms per
+step, tokens/s, MFU, memory, titan/eager and titan/compile) to both
+outputs, from the `step` JSON's "steps": --torch-step's, or
+--torch-json's if it has them (a missing value prints as -).
 
 --device cpu --tiny runs the whole flow on small shapes on the CPU (a
 smoke test of this script where no GPU is).
 """
 
 import argparse
+import contextlib
+import copy
+import gc
 import json
 import math
 import os
@@ -468,14 +512,8 @@ class Baseline:
         if not hasattr(torch, "compile"):
             self.recorder.skip("torch.compile", f"PyTorch {torch.__version__} has none")
             return
-        try:
-            import torch._dynamo as dynamo
-            # One compiled graph per shape and function: more than the default.
-            for name in ("cache_size_limit", "recompile_limit"):
-                if hasattr(dynamo.config, name):
-                    setattr(dynamo.config, name, 64)
-        except ImportError:
-            pass
+        # One compiled graph per shape and function: more than the default.
+        raise_dynamo_cache_limit()
         for batch, seq in compile_shapes:
             if time.monotonic() > self.deadline:
                 self.recorder.skip(f"torch.compile {shape_name(batch, seq)}",
@@ -520,6 +558,451 @@ def run_measure(args):
     return 1 if errors else 0
 
 
+# The training step ---------------------------------------------------------
+
+# The H200's dense bf16 peak (docs/cost-model.md), MFU's denominator.
+H200_BF16_PEAK_FLOPS = 989.5e12
+# titan-cuda-bench's ~1B proxy as the repository's ModelArgs describes it.
+PROXY = {"dim": 2048, "layers": 16, "heads": 16, "kv_heads": 8, "ffn": 8192,
+         "vocab": 128256, "rope_theta": 500000.0, "norm_eps": 1e-5}
+PROXY_PARAMS = 1_532_037_120
+STEP_MODES = ("eager", "compile")
+
+
+def import_llama3():
+    """models/llama3/model.py (the repository's own Llama 3)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    models = os.path.join(root, "models")
+    if models not in sys.path:
+        sys.path.insert(0, models)
+    from llama3 import model as llama3  # noqa: E402 - after the path
+    return llama3
+
+
+def step_model_args(llama3, args):
+    """ModelArgs for --dim/--layers/... (the proxy by default).
+
+    head_dim is dim / heads. The FFN hidden size is ModelArgs' rule,
+    multiple_of * ceil(int(multiplier * int(8 * dim / 3)) / multiple_of):
+    for the proxy, int(1.3 * 5461) = 7099 rounded up to 8192 (multiple_of
+    8192); for another --ffn, multiple_of = --ffn and a multiplier that
+    puts the product in (0, ffn]."""
+    base = int(2 * (4 * args.dim) / 3)
+    if (args.dim, args.ffn) == (PROXY["dim"], PROXY["ffn"]):
+        multiple_of, multiplier = PROXY["ffn"], 1.3
+    else:
+        multiple_of, multiplier = args.ffn, args.ffn / base
+    margs = llama3.ModelArgs(
+        dim=args.dim, n_layers=args.layers, n_heads=args.heads,
+        n_kv_heads=args.kv_heads, vocab_size=args.vocab, multiple_of=multiple_of,
+        ffn_dim_multiplier=multiplier, norm_eps=PROXY["norm_eps"],
+        rope_theta=PROXY["rope_theta"], max_seq_len=args.seq, rope_style="complex")
+    margs.validate()
+    if margs.ffn_hidden_dim != args.ffn:
+        raise SystemExit(f"gpu_torch_baseline.py: FFN hidden size {margs.ffn_hidden_dim} "
+                         f"is not --ffn {args.ffn}")
+    return margs
+
+
+def parameter_counts(torch, llama3, margs):
+    """(all parameters, the token embedding's), from the model built on the
+    meta device (no storage), checked against the shapes' sums."""
+    d, q = margs.dim, margs.n_heads * margs.head_dim
+    kv, ffn, vocab = margs.kv_heads * margs.head_dim, margs.ffn_hidden_dim, margs.vocab_size
+    per_layer = q * d + 2 * kv * d + d * q + 3 * ffn * d + 2 * d
+    embedding = vocab * d
+    by_shapes = 2 * embedding + margs.n_layers * per_layer + d  # untied output
+    try:
+        model = llama3.Transformer(margs, device=torch.device("meta"))
+        total = sum(p.numel() for p in model.parameters())
+        embedding = model.tok_embeddings.weight.numel()
+    except Exception as error:  # noqa: BLE001 - no meta device: the shapes
+        print(f"(meta device: {type(error).__name__}: {error}; counted from the shapes)")
+        return by_shapes, embedding
+    if total != by_shapes:
+        raise SystemExit(f"gpu_torch_baseline.py: the model has {total} parameters, "
+                         f"its shapes {by_shapes}")
+    return total, embedding
+
+
+def flops_per_token(margs, params, embedding, seq):
+    """torchtitan's model FLOPs per token (get_nparams_and_flops):
+
+        6 * (N - N_embedding) + 12 * l * h * q * t
+
+    N the parameters, N_embedding the token embedding's (the untied output
+    projection counts), l layers, h query heads, q head_dim, t the
+    sequence: 6 FLOPs per weight and token (2 forward, 4 backward) and
+    12 * l * h * q * t for QK^T and PV, forward and backward (causality
+    not discounted)."""
+    return (6 * (params - embedding)
+            + 12 * margs.n_layers * margs.n_heads * margs.head_dim * seq)
+
+
+def torchtitan_modules(torch, F, llama3):
+    """Subclasses of the model's Attention and RMSNorm that compute as
+    torchtitan's do where this PyTorch can: attention through
+    F.scaled_dot_product_attention (flash, causal; K and V repeated per
+    query head as torchtitan's repeat_kv) instead of matmul + mask +
+    softmax, and F.rms_norm (nn.RMSNorm's) instead of the hand-written
+    norm. None for either that this PyTorch lacks."""
+    attention = norm = None
+    if hasattr(F, "scaled_dot_product_attention"):
+        class SdpaAttention(llama3.Attention):
+            def forward(self, x, rope_a, rope_b):
+                bsz, seqlen, _ = x.shape
+                xq = self.wq(x).view(bsz, seqlen, self.n_heads, self.head_dim)
+                xk = self.wk(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim)
+                xv = self.wv(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim)
+                xq = llama3.apply_rope_complex(xq, rope_a)
+                xk = llama3.apply_rope_complex(xk, rope_a)
+                q = xq.transpose(1, 2)
+                k = llama3.repeat_kv(xk, self.n_rep).transpose(1, 2)
+                v = llama3.repeat_kv(xv, self.n_rep).transpose(1, 2)
+                out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                return self.wo(out.transpose(1, 2).contiguous().view(bsz, seqlen, -1))
+        attention = SdpaAttention
+    if hasattr(F, "rms_norm"):
+        class FusedRMSNorm(llama3.RMSNorm):
+            def forward(self, x):
+                return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+        norm = FusedRMSNorm
+    return attention, norm
+
+
+def cross_entropy_loss(F):
+    """torchtitan's loss: cross-entropy over the logits in f32 (a plain
+    function, for torch.compile)."""
+    def cross_entropy(logits, labels):
+        return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))
+    return cross_entropy
+
+
+class TrainStep:
+    """One Llama 3 training step of the model, as torchtitan runs it under
+    FSDP2's mixed precision on one GPU (param_dtype bf16, reduce_dtype f32).
+
+    --precision bf16-params (the default): f32 master parameters, and a
+    bf16 copy of the model that computes: each step copies the masters
+    into it (FSDP2's all-gather copy-in casts them), runs the forward and
+    backward in bf16 (bf16 activations and gradients), and casts its
+    gradients to new f32 gradients of the masters (FSDP2's reduce-scatter
+    in f32). --precision autocast: the f32 model under
+    torch.autocast(bfloat16) (torchtitan's single-device path without
+    FSDP: the matmuls in bf16, the residual stream and norms in f32).
+    Either way the logits are f32 (the model's .float()) and the
+    cross-entropy is over them in f32, then clip_grad_norm_(1.0, foreach)
+    and AdamW (fused; lr 8e-4, betas (0.9, 0.95), weight decay 0.1, eps
+    1e-8) on the f32 masters, and zero_grad(set_to_none=True)."""
+
+    def __init__(self, torch, F, llama3, margs, args, notes):
+        self.torch = torch
+        self.F = F
+        self.device = args.device
+        self.precision = args.precision
+        self.notes = notes
+        master = llama3.Transformer(margs, device=torch.device(args.device))
+        master.to(args.device)  # the RoPE table is built on the CPU
+        master.init_weights(args.seed)
+        self.ops = self._use_torchtitan_ops(torch, F, llama3, master, args.ops)
+        self.master = master
+        self.master_params = list(master.parameters())
+        if self.precision == "bf16-params":
+            compute = copy.deepcopy(master)
+            for p in compute.parameters():  # not .to(): it would cast freqs_cis
+                p.data = p.data.to(torch.bfloat16)
+            self.compute = compute
+        else:
+            self.compute = master
+        self.compute_params = list(self.compute.parameters())
+        self.cross_entropy = cross_entropy_loss(F)
+        self.loss_fn = self.cross_entropy
+        self.optimizer, self.optimizer_text = self._adamw()
+        self.clip_foreach = True
+
+    def note(self, text):
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def _use_torchtitan_ops(self, torch, F, llama3, model, ops):
+        if ops == "as-written":
+            return "as written (matmul + mask + softmax attention, hand-written RMSNorm)"
+        attention, norm = torchtitan_modules(torch, F, llama3)
+        for module in model.modules():
+            if attention and type(module) is llama3.Attention:
+                module.__class__ = attention
+            elif norm and type(module) is llama3.RMSNorm:
+                module.__class__ = norm
+        parts = ["attention: F.scaled_dot_product_attention (causal, repeat_kv)"
+                 if attention else "attention: as written (no SDPA in this PyTorch)",
+                 "RMSNorm: F.rms_norm" if norm
+                 else "RMSNorm: as written (no F.rms_norm in this PyTorch)"]
+        if not attention or not norm:
+            self.note("torchtitan ops partly unavailable: " + "; ".join(parts))
+        return "; ".join(parts)
+
+    def _adamw(self):
+        torch = self.torch
+        options = dict(lr=8e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+        try:
+            return (torch.optim.AdamW(self.master_params, fused=True, **options),
+                    "torch.optim.AdamW(fused=True)")
+        except Exception as error:  # noqa: BLE001 - 1.13 has no fused AdamW
+            self.note(f"AdamW(fused=True) unavailable ({type(error).__name__}: "
+                              f"{str(error).splitlines()[0][:200]}); foreach instead")
+            return (torch.optim.AdamW(self.master_params, foreach=True, **options),
+                    "torch.optim.AdamW(foreach=True)")
+
+    def compile(self, scope):
+        """torch.compile (default mode): each TransformerBlock with
+        fullgraph=True and the loss, as torchtitan's compile (components
+        model and loss), or --compile-scope model: the whole model."""
+        torch = self.torch
+        if scope == "model":
+            self.compute = torch.compile(self.compute)
+        else:
+            layers = self.compute.layers
+            for index, block in enumerate(layers):
+                layers[index] = torch.compile(block, fullgraph=True)
+        self.loss_fn = torch.compile(self.cross_entropy)
+
+    def _autocast(self):
+        if self.precision == "autocast":
+            return self.torch.autocast(self.device, dtype=self.torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def _clip(self):
+        clip = self.torch.nn.utils.clip_grad_norm_
+        if self.clip_foreach:
+            try:
+                return clip(self.master_params, 1.0, foreach=True)
+            except TypeError:  # 1.13: no foreach argument
+                self.clip_foreach = False
+                self.note("clip_grad_norm_ has no foreach in this PyTorch")
+        return clip(self.master_params, 1.0)
+
+    def step(self, tokens, labels):
+        """One training step; the loss (a tensor: no synchronization)."""
+        torch = self.torch
+        if self.precision == "bf16-params":
+            with torch.no_grad():
+                if hasattr(torch, "_foreach_copy_"):
+                    torch._foreach_copy_(self.compute_params, self.master_params)
+                else:
+                    for low, master in zip(self.compute_params, self.master_params):
+                        low.copy_(master)
+        with self._autocast():
+            loss = self.loss_fn(self.compute(tokens), labels)
+        loss.backward()
+        if self.precision == "bf16-params":
+            for low, master in zip(self.compute_params, self.master_params):
+                master.grad = low.grad.float()
+                low.grad = None
+        self._clip()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss.detach()
+
+
+def time_steps(torch, trainer, tokens, labels, warmup, steps, cuda):
+    """The first step's wall time (compilation, in compile mode), then the
+    rest of the warm-up, then `steps` steps each between CUDA events
+    (perf_counter on the CPU); per-step times in ms and the losses."""
+    def synchronize():
+        if cuda:
+            torch.cuda.synchronize()
+
+    synchronize()
+    begin = time.perf_counter()
+    losses = [trainer.step(tokens, labels)]
+    synchronize()
+    first_s = time.perf_counter() - begin
+    for _ in range(warmup - 1):
+        losses.append(trainer.step(tokens, labels))
+    synchronize()
+    times, events = [], []
+    begin = time.perf_counter()
+    for _ in range(steps):
+        if cuda:
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            losses.append(trainer.step(tokens, labels))
+            end.record()
+            events.append((start, end))
+        else:
+            started = time.perf_counter()
+            losses.append(trainer.step(tokens, labels))
+            times.append((time.perf_counter() - started) * 1e3)
+    synchronize()
+    wall_ms = (time.perf_counter() - begin) * 1e3
+    if cuda:
+        times = [start.elapsed_time(end) for start, end in events]
+    return first_s, times, wall_ms, [float(loss) for loss in losses]
+
+
+def run_step_mode(torch, F, llama3, margs, args, mode, tokens, flops_token, notes):
+    """Builds the model and its optimizer, compiles them in compile mode,
+    times the steps; the mode's JSON entry."""
+    cuda = args.device == "cuda"
+    trainer = TrainStep(torch, F, llama3, margs, args, notes)
+    if mode == "compile":
+        trainer.compile(args.compile_scope)
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    warmup = max(1, args.warmup)  # the first step (compilation) is never timed
+    first_s, times, wall_ms, losses = time_steps(
+        torch, trainer, tokens[0], tokens[1], warmup, args.steps, cuda)
+    median = statistics.median(times)
+    tokens_per_second = args.batch * args.seq / (median / 1e3)
+    entry = {
+        "ms_per_step_median": median,
+        "ms_per_step_mean": statistics.mean(times),
+        "ms_per_step_min": min(times),
+        "ms_per_step": times,
+        "wall_ms_per_step": wall_ms / args.steps,
+        "tokens_per_second": tokens_per_second,
+        "mfu": tokens_per_second * flops_token / H200_BF16_PEAK_FLOPS,
+        "memory_bytes": torch.cuda.max_memory_allocated() if cuda else None,
+        "memory_reserved_bytes": torch.cuda.max_memory_reserved() if cuda else None,
+        "first_step_s": first_s,
+        "warmup": warmup,
+        "steps": args.steps,
+        "timer": "CUDA events per step" if cuda else "perf_counter per step",
+        "loss_first": losses[0],
+        "loss_last": losses[-1],
+        "precision": trainer.precision,
+        "ops": trainer.ops,
+        "optimizer": trainer.optimizer_text,
+        "clip": ("clip_grad_norm_(max_norm=1.0, foreach=True)" if trainer.clip_foreach
+                 else "clip_grad_norm_(max_norm=1.0)"),
+    }
+    if mode == "compile":
+        entry["compile_s"] = first_s
+        entry["compile"] = ("torch.compile default mode: " +
+                            ("the whole model" if args.compile_scope == "model" else
+                             "each TransformerBlock (fullgraph=True)") +
+                            " and the loss")
+    del trainer
+    return entry
+
+
+def raise_dynamo_cache_limit():
+    """torch._dynamo's recompilation limit raised to 64."""
+    try:
+        import torch._dynamo as dynamo
+        for name in ("cache_size_limit", "recompile_limit"):
+            if hasattr(dynamo.config, name):
+                setattr(dynamo.config, name, 64)
+    except ImportError:
+        pass
+
+
+def run_step(args):
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError as error:
+        print(f"gpu_torch_baseline.py: no PyTorch: {error}", file=sys.stderr)
+        return 2
+    llama3 = import_llama3()
+    margs = step_model_args(llama3, args)
+    params, embedding = parameter_counts(torch, llama3, margs)
+    flops_token = flops_per_token(margs, params, embedding, args.seq)
+    is_proxy = all(getattr(args, key) == PROXY[key] for key in
+                   ("dim", "layers", "heads", "kv_heads", "ffn", "vocab"))
+    print(f"Llama 3 {'~1B proxy' if is_proxy else 'model'}: dim {margs.dim}, "
+          f"{margs.n_layers} layers, {margs.n_heads} heads of {margs.head_dim}, "
+          f"{margs.kv_heads} KV heads, FFN {margs.ffn_hidden_dim}, vocabulary "
+          f"{margs.vocab_size}: {params:,} parameters ({params - embedding:,} without "
+          f"the embedding); {flops_token:,} FLOPs per token at seq {args.seq}",
+          flush=True)
+    if is_proxy and params != PROXY_PARAMS:
+        print(f"gpu_torch_baseline.py: the proxy has {params} parameters, "
+              f"not {PROXY_PARAMS}", file=sys.stderr)
+        return 1
+    if args.count_only:
+        return 0
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("gpu_torch_baseline.py: PyTorch has no usable CUDA device "
+              f"(torch {torch.__version__})", file=sys.stderr)
+        return 2
+    modes = [m for m in args.modes.split(",") if m]
+    for mode in modes:
+        if mode not in STEP_MODES:
+            raise SystemExit(f"gpu_torch_baseline.py: unknown mode '{mode}' "
+                             f"({', '.join(STEP_MODES)})")
+    device_name = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
+    header = {
+        "tool": "gpu_torch_baseline step",
+        "torch": torch.__version__,
+        "device": device_name,
+        "proxy": {"dim": margs.dim, "layers": margs.n_layers, "heads": margs.n_heads,
+                  "kv_heads": margs.kv_heads, "head_dim": margs.head_dim,
+                  "ffn": margs.ffn_hidden_dim, "vocab": margs.vocab_size,
+                  "rope_theta": margs.rope_theta, "norm_eps": margs.norm_eps,
+                  "tied_embedding": False, "params": params,
+                  "params_embedding": embedding,
+                  "params_non_embedding": params - embedding,
+                  "is_proxy": is_proxy},
+        "options": {"batch": args.batch, "seq": args.seq, "steps": args.steps,
+                    "warmup": args.warmup, "precision": args.precision,
+                    "ops": args.ops, "compile_scope": args.compile_scope,
+                    "seed": args.seed, "modes": modes},
+        "flops_per_token": flops_token,
+        "flops_formula": "6 * (params - params_embedding) + 12 * layers * heads "
+                         "* head_dim * seq (torchtitan)",
+        "peak_flops": H200_BF16_PEAK_FLOPS,
+        "peak": "H200 dense bf16",
+        "steps": {},
+        "notes": [],
+    }
+    recorder = Recorder(args.json, header)
+    recorder.save()
+    notes = recorder.data["notes"]
+    torch.manual_seed(args.seed)
+    ids = torch.randint(0, margs.vocab_size, (2, args.batch, args.seq),
+                        device=args.device)
+    failed = 0
+    for mode in modes:
+        if mode == "compile" and not hasattr(torch, "compile"):
+            why = f"PyTorch {torch.__version__} has no torch.compile"
+            recorder.data["steps"][mode] = {"skipped": why}
+            recorder.skip("step compile", why)
+            continue
+        if mode == "compile":
+            raise_dynamo_cache_limit()
+        print(f"step {mode}: batch {args.batch} x seq {args.seq}, {args.precision}, "
+              f"{max(1, args.warmup)} warm-up and {args.steps} timed steps", flush=True)
+        try:
+            entry = run_step_mode(torch, F, llama3, margs, args, mode, ids, flops_token,
+                                  notes)
+            memory = entry["memory_bytes"]
+            print(f"step {mode}: {entry['ms_per_step_median']:.2f} ms/step median "
+                  f"({entry['ms_per_step_mean']:.2f} mean), "
+                  f"{entry['tokens_per_second']:.0f} tokens/s, MFU "
+                  f"{100 * entry['mfu']:.1f}%, memory "
+                  f"{'-' if memory is None else f'{memory / 2**30:.2f} GiB'}, first step "
+                  f"{entry['first_step_s']:.1f} s, loss {entry['loss_first']:.4f} -> "
+                  f"{entry['loss_last']:.4f}", flush=True)
+        except Exception as error:  # noqa: BLE001 - record and go on
+            failed += 1
+            message = f"{type(error).__name__}: {error}".splitlines()[0][:400]
+            entry = {"error": message}
+            recorder.error("step", f"b{args.batch}s{args.seq}", mode, message)
+            if os.environ.get("TITAN_BENCH_TRACEBACK"):
+                traceback.print_exc()
+        recorder.data["steps"][mode] = entry
+        recorder.save()
+        gc.collect()
+        if args.device == "cuda":
+            torch.cuda.empty_cache()
+    for note in notes:
+        print(f"note: {note}")
+    return 1 if failed else 0
+
+
 # Comparing ----------------------------------------------------------------
 
 
@@ -548,6 +1031,58 @@ def ratio(titan_ms, torch_ms):
 
 def fmt(value, pattern):
     return "-" if value is None else pattern.format(value)
+
+
+def gib(value):
+    return "-" if value is None else f"{value / 2**30:.2f} GiB"
+
+
+def step_table(titan_step, torch_step):
+    """The training-step table: (title, columns, rows, ratio line).
+
+    titan_step is the --titan-step JSON; torch_step the `step` JSON (its
+    "steps"), or None."""
+    steps = (torch_step or {}).get("steps") or {}
+    options = (torch_step or {}).get("options") or {}
+    proxy = (torch_step or {}).get("proxy") or {}
+    batch = titan_step.get("batch", options.get("batch"))
+    seq = titan_step.get("seq", options.get("seq"))
+    shape = f"batch {batch} x seq {seq}" if batch and seq else "shape not recorded"
+    if options and (batch, seq) != (options.get("batch"), options.get("seq")):
+        shape += (f"; SHAPES DIFFER: PyTorch batch {options.get('batch')} x seq "
+                  f"{options.get('seq')}")
+    params = f"{proxy['params']:,} parameters, " if proxy.get("params") else ""
+    title = (f"training step: titan vs PyTorch eager / compile ({params}{shape}; "
+             f"PyTorch {options.get('precision', '-')}, MFU of 989.5 TFLOP/s dense bf16; "
+             "titan/PyTorch is time over time: below 1, titan is faster)")
+    columns = ["run", "ms/step", "tokens/s", "MFU", "memory", "titan/PyTorch", "note"]
+    titan_ms = titan_step.get("ms_per_step_median")
+    rows = [["titan", fmt(titan_ms, "{:.2f}"),
+             fmt(titan_step.get("tokens_per_second"), "{:.0f}"),
+             fmt(None if titan_step.get("mfu") is None else 100 * titan_step["mfu"],
+                 "{:.1f}%"),
+             gib(titan_step.get("memory_bytes")), "-", ""]]
+    ratios = {}
+    for mode in STEP_MODES:
+        entry = steps.get(mode)
+        if not entry or "ms_per_step_median" not in entry:
+            why = ("not measured" if not entry else
+                   entry.get("skipped") and f"skipped: {entry['skipped']}" or
+                   f"failed: {entry.get('error', '?')}")
+            rows.append([f"PyTorch {mode}", "-", "-", "-", "-", "-", why[:120]])
+            continue
+        ratios[mode] = ratio(titan_ms, entry["ms_per_step_median"])
+        note = f"mean {entry['ms_per_step_mean']:.2f} ms" if "ms_per_step_mean" in entry else ""
+        if mode == "compile" and entry.get("compile_s") is not None:
+            note += f"; compiled in {entry['compile_s']:.0f} s"
+        rows.append([f"PyTorch {mode}", fmt(entry["ms_per_step_median"], "{:.2f}"),
+                     fmt(entry.get("tokens_per_second"), "{:.0f}"),
+                     fmt(None if entry.get("mfu") is None else 100 * entry["mfu"],
+                         "{:.1f}%"),
+                     gib(entry.get("memory_bytes")), fmt(ratios[mode], "{:.2f}"), note])
+    line = (f"titan/eager {fmt(ratios.get('eager'), '{:.2f}')}, "
+            f"titan/compile {fmt(ratios.get('compile'), '{:.2f}')} (ms per step)")
+    return title, columns, rows, line
 
 
 def compare(args):
@@ -585,6 +1120,11 @@ def compare(args):
     summary = (f"geometric mean of titan/eager over {len(ratios['eager'])} ops: "
                f"{fmt(geomean(ratios['eager']), '{:.2f}')}; of titan/compile over "
                f"{len(ratios['compile'])} ops: {fmt(geomean(ratios['compile']), '{:.2f}')}")
+    step = None
+    titan_step = load(args.titan_step) if args.titan_step else None
+    if titan_step is not None:
+        torch_step = load(args.torch_step) if args.torch_step else torch_data
+        step = step_table(titan_step, torch_step)
     header = (f"titan-cuda-bench on {titan.get('device_description', titan.get('device'))}; "
               f"PyTorch {torch_data.get('torch') or '(not run)'} on the same GPU. "
               "Times are medians in ms; ratios are titan's time over PyTorch's "
@@ -603,6 +1143,16 @@ def compare(args):
               f"{failure['message']}")
     for skipped in torch_data.get("skipped", []):
         print(f"torch skipped {skipped['what']}: {skipped['why']}")
+    if step:
+        title, step_columns, step_rows, step_line = step
+        step_widths = [max(len(str(row[i])) for row in step_rows + [step_columns])
+                       for i in range(len(step_columns))]
+        print()
+        print(title)
+        print("  ".join(c.ljust(w) for c, w in zip(step_columns, step_widths)).rstrip())
+        for row in step_rows:
+            print("  ".join(str(c).ljust(w) for c, w in zip(row, step_widths)).rstrip())
+        print(step_line)
     if args.markdown:
         with open(args.markdown, "w") as file:
             file.write(header + "\n\n")
@@ -611,6 +1161,14 @@ def compare(args):
             for row in rows:
                 file.write("| " + " | ".join(str(c) for c in row) + " |\n")
             file.write("\n" + summary + "\n")
+            if step:
+                title, step_columns, step_rows, step_line = step
+                file.write("\n" + title + "\n\n")
+                file.write("| " + " | ".join(step_columns) + " |\n")
+                file.write("|" + "---|" * len(step_columns) + "\n")
+                for row in step_rows:
+                    file.write("| " + " | ".join(str(c) for c in row) + " |\n")
+                file.write("\n" + step_line + "\n")
     return 0
 
 
@@ -637,7 +1195,34 @@ def main():
     join.add_argument("--titan-json", required=True)
     join.add_argument("--torch-json", default="")
     join.add_argument("--markdown", default="")
+    join.add_argument("--titan-step", default="",
+                      help="titan's training-step JSON: adds the training-step table")
+    join.add_argument("--torch-step", default="",
+                      help="the `step` JSON (default: --torch-json, if it has \"steps\")")
+    train = commands.add_parser("step", help="time a whole training step of the proxy")
+    train.add_argument("--json", default="")
+    train.add_argument("--batch", type=int, default=1)
+    train.add_argument("--seq", type=int, default=2048)
+    train.add_argument("--steps", type=int, default=10, help="timed steps")
+    train.add_argument("--warmup", type=int, default=3,
+                       help="untimed steps first (at least 1)")
+    train.add_argument("--modes", default="eager,compile")
+    train.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    train.add_argument("--precision", choices=("bf16-params", "autocast"),
+                       default="bf16-params")
+    train.add_argument("--ops", choices=("torchtitan", "as-written"), default="torchtitan",
+                       help="SDPA attention and F.rms_norm, or the model's own")
+    train.add_argument("--compile-scope", choices=("block", "model"), default="block")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--count-only", action="store_true",
+                       help="print the parameter and FLOP counts only")
+    for name, default in (("dim", PROXY["dim"]), ("layers", PROXY["layers"]),
+                          ("heads", PROXY["heads"]), ("kv-heads", PROXY["kv_heads"]),
+                          ("ffn", PROXY["ffn"]), ("vocab", PROXY["vocab"])):
+        train.add_argument("--" + name, type=int, default=default)
     args = parser.parse_args()
+    if args.command == "step":
+        return run_step(args)
     return run_measure(args) if args.command == "measure" else compare(args)
 
 

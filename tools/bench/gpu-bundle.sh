@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Prepares, on the build machine, the titan training step that
+# tools/bench/gpu.sh runs on a GPU machine (docs/cuda-backend.md, "A
+# training step on the GPU"). The GPU machine has the CUDA toolkit but not
+# MLIR, LLVM or Gloo, so the executable is compiled here and carried there
+# with its runtime:
+#
+#   tools/bench/gpu-bundle.sh [BUILD_DIR]      (default: <checkout>/build)
+#
+# writes <checkout>/.gpu-bundle/ (git-ignored, about 10 MB):
+#   proxy/       titan-compile --backend=cuda of the Llama 3 ~1B proxy
+#                (titan-cuda-bench's shapes: dim 2048, 16 blocks, 16 query
+#                and 8 KV heads of 128, FFN 8192, vocabulary 128,256;
+#                1.53 billion parameters; bf16 compute, f32 master
+#                weights and AdamW), batch x sequence $TITAN_GPU_STEP_SHAPE
+#                (1x2048), one rank on an H200
+#   data/        tokens.npy and labels.npy of that shape (seeded)
+#   lib/         libtitanrt_cuda.so (LLVM's Support linked in) and the
+#                libraries it needs that the GPU machine lacks (Gloo and
+#                Gloo's own); the CUDA runtime and cuBLASLt are the
+#                machine's
+#   memory       the program's regions (arena, state, inputs) in bytes
+#   shape        batch x sequence
+#
+# A device run then carries it: run(command="bash tools/bench/gpu.sh",
+# carry=[".gpu-bundle"]).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=${1:-$root/build}
+shape=${TITAN_GPU_STEP_SHAPE:-1x2048}
+python=/usr/bin/python3
+bundle=$root/.gpu-bundle
+batch=${shape%x*}
+seq=${shape#*x}
+
+for tool in titan-compile; do
+  [[ -x $build/bin/$tool ]] || {
+    echo "gpu-bundle.sh: $build/bin/$tool is missing: build titan first (tools/scripts/build.sh)" >&2
+    exit 1
+  }
+done
+[[ -f $build/lib/libtitanrt_cuda.so ]] || {
+  echo "gpu-bundle.sh: $build/lib/libtitanrt_cuda.so is missing: it is built where CMake finds the CUDA toolkit" >&2
+  exit 1
+}
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+rm -rf "$bundle"
+mkdir -p "$bundle/lib" "$bundle/data"
+
+# The proxy, shape-only (the executable initializes the weights itself).
+"$python" "$root/models/export.py" --model llama3 --flavor 8B --shape-only \
+  --set dim=2048 --set n_layers=16 --set n_heads=16 --set n_kv_heads=8 \
+  --set multiple_of=8192 --out "$work/model"
+"$build/bin/titan-compile" "$work/model/model.pt" \
+  --config "$root/models/llama3/train_configs/debugmodel.toml" \
+  --set training.seq_len="$seq" --set training.local_batch_size="$batch" \
+  --set training.steps=13 --set parallelism.data_parallel_shard_degree=1 \
+  --set 'training.mixed_precision_param="bfloat16"' \
+  --set hardware.device=h200 --backend=cuda -o "$bundle/proxy"
+"$python" "$root/test/Spmd/Inputs/make_batch.py" "$bundle/data" "$batch" "$seq" 128256
+grep -a -o -m1 'regions arena=[0-9]* state=[0-9]* inputs=[0-9]*' \
+  "$bundle/proxy/bin/train" >"$bundle/memory"
+echo "$shape" >"$bundle/shape"
+
+# The runtime and what it links that a CUDA image does not have.
+cp "$build/lib/libtitanrt_cuda.so" "$bundle/lib/"
+ldd "$build/lib/libtitanrt_cuda.so" | awk '$3 ~ /^\// {print $1, $3}' |
+  while read -r name path; do
+    case $name in
+    libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | libgcc_s.so* | \
+      libstdc++.so* | libcudart.so* | libcublasLt.so* | libcublas.so*) ;;
+    *) cp -L "$path" "$bundle/lib/$name" ;;
+    esac
+  done
+echo "gpu-bundle.sh: $(du -sh "$bundle" | cut -f1) in $bundle ($(ls "$bundle/lib" | tr '\n' ' '))"
