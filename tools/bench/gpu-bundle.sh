@@ -19,6 +19,9 @@
 #                libraries it needs that the GPU machine lacks (Gloo and
 #                Gloo's own); the CUDA runtime and cuBLASLt are the
 #                machine's
+#   check/       the numerics check: the llama3 debugmodel (one block,
+#                f32, 4x64, 5 steps) for CUDA, its batch, and the losses
+#                the CPU backend computes for the same job here
 #   memory       the program's regions (arena, state, inputs) in bytes
 #   shape        batch x sequence
 #
@@ -64,6 +67,30 @@ mkdir -p "$bundle/lib" "$bundle/data"
 grep -a -o -m1 'regions arena=[0-9]* state=[0-9]* inputs=[0-9]*' \
   "$bundle/proxy/bin/train" >"$bundle/memory"
 echo "$shape" >"$bundle/shape"
+
+# The numerics check: the debugmodel (one block, f32) for CUDA, and the
+# losses of the same job on this machine's CPU backend, which the GPU's
+# must match (gpu.sh, "titan's CUDA executable against the CPU's").
+check=$bundle/check
+mkdir -p "$check/data"
+"$python" "$root/models/export.py" --model llama3 --flavor debugmodel \
+  --n-layers 1 --out "$work/debug" >/dev/null
+"$python" "$root/test/Spmd/Inputs/make_batch.py" "$check/data" 4 64 2048
+for backend in cpu cuda; do
+  "$build/bin/titan-compile" "$work/debug/model.pt" \
+    --config "$root/models/llama3/train_configs/debugmodel.toml" \
+    --set training.seq_len=64 --set training.local_batch_size=4 \
+    --set training.steps=5 --set parallelism.data_parallel_shard_degree=1 \
+    --backend=$backend -o "$work/check-$backend"
+done
+mv "$work/check-cuda" "$check/debug"
+"$work/check-cpu/bin/train" --data "$check/data" \
+  --job.dump_folder "$work/check-run" | grep -o 'step [0-9]* | loss [0-9.]*' \
+  >"$check/cpu-losses.txt"
+[[ $(wc -l <"$check/cpu-losses.txt") == 5 ]] || {
+  echo "gpu-bundle.sh: the CPU run of the check printed no 5 losses" >&2
+  exit 1
+}
 
 # The runtime and what it links that a CUDA image does not have.
 cp "$build/lib/libtitanrt_cuda.so" "$bundle/lib/"

@@ -224,6 +224,10 @@ main() {
   # on the build machine (tools/bench/gpu-bundle.sh) and carried here, and
   # PyTorch's step of the same model on the same batch.
   local bundle=$root/.gpu-bundle
+  if [[ -x $bundle/check/debug/bin/train ]]; then
+    run_step "titan's CUDA executable against the CPU backend's losses" 90 \
+      bash "$self" titan-check
+  fi
   if [[ -x $bundle/proxy/bin/train ]]; then
     run_step "titan's training step (the ~1B proxy, $(cat "$bundle/shape"), bf16)" 180 \
       bash "$self" titan-step
@@ -304,6 +308,34 @@ main() {
   echo "results in $out: $(cd "$out" && printf '%s ' *)"
 }
 
+# The carried executables' libraries: the bundle's, then the toolkit's.
+bundle_library_path() {
+  echo "$root/.gpu-bundle/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+}
+
+# titan-check: the debugmodel's 5 steps on the GPU, each loss within 1e-3
+# (relative) of what the CPU backend computed for the same job on the
+# build machine (cpu-losses.txt).
+titan_check() {
+  local check=$root/.gpu-bundle/check work=$build_root/titan-check
+  rm -rf "$work" && mkdir -p "$work"
+  LD_LIBRARY_PATH=$(bundle_library_path) "$check/debug/bin/train" \
+    --data "$check/data" --job.dump_folder "$work" >"$work/run.txt" 2>&1
+  local rc=$?
+  cat "$work/run.txt"
+  ((rc == 0)) || return "$rc"
+  "$python" - "$check/cpu-losses.txt" "$work/run.txt" <<'PY'
+import re, sys
+cpu, gpu = ([float(x) for x in re.findall(r"step \d+ \| loss ([0-9.]+)", open(f).read())]
+            for f in sys.argv[1:])
+print("CPU losses:", cpu)
+print("GPU losses:", gpu)
+ok = len(cpu) == len(gpu) == 5 and all(abs(a - b) <= 1e-3 * abs(a) for a, b in zip(cpu, gpu))
+print("match within 1e-3" if ok else "DIFFER")
+sys.exit(0 if ok else 1)
+PY
+}
+
 # titan-step: runs the carried executable (warm-up steps, then timed ones)
 # and writes $build_root/titan-step.json (what gpu_torch_baseline.py compare
 # --titan-step reads) from its metrics: the median over the steps after the
@@ -311,8 +343,7 @@ main() {
 titan_step() {
   local bundle=$root/.gpu-bundle work=$build_root/titan-step
   rm -rf "$work" && mkdir -p "$work"
-  LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}" \
-    "$bundle/proxy/bin/train" --data "$bundle/data" --steps 13 \
+  LD_LIBRARY_PATH=$(bundle_library_path) "$bundle/proxy/bin/train" --data "$bundle/data" --steps 13 \
     --job.dump_folder "$work" --metrics "$work/metrics.jsonl" || return
   "$python" - "$work/metrics.jsonl" "$bundle/shape" "$bundle/memory" \
     "$build_root/titan-step.json" <<'PY'
@@ -355,6 +386,10 @@ build)
   ;;
 titan-step)
   titan_step
+  exit
+  ;;
+titan-check)
+  titan_check
   exit
   ;;
 "") ;;
