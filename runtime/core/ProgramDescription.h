@@ -49,6 +49,39 @@ struct TensorPlace {
   int64_t numElements() const;
 };
 
+/// The bases and sizes of a rank's three regions, wherever they live (host
+/// memory: Regions, core/StepMemory.h; a GPU's: cuda::DeviceArena).
+class RegionTable {
+public:
+  uint8_t *getBase(Region region) const {
+    return bases[static_cast<int>(region)];
+  }
+  int64_t getBytes(Region region) const {
+    return sizes[static_cast<int>(region)];
+  }
+  /// Where `place` lives.
+  uint8_t *address(const TensorPlace &place) const {
+    return getBase(place.region) + place.offset;
+  }
+  /// Fails unless [offset, offset + bytes) lies in `region`; `op` ("upload")
+  /// says what would have touched it.
+  Status checkRange(const char *op, Region region, int64_t offset,
+                    int64_t bytes) const {
+    int64_t regionBytes = getBytes(region);
+    if (offset >= 0 && bytes >= 0 && offset <= regionBytes &&
+        bytes <= regionBytes - offset)
+      return Status::success();
+    return Status::invalidArgument(
+        std::string("cannot ") + op + " " + std::to_string(bytes) +
+        " bytes at offset " + std::to_string(offset) + " of the " +
+        getRegionName(region) + " (" + std::to_string(regionBytes) + " bytes)");
+  }
+
+protected:
+  uint8_t *bases[3] = {nullptr, nullptr, nullptr};
+  int64_t sizes[3] = {0, 0, 0};
+};
+
 /// A box of a global tensor.
 struct Box {
   std::vector<int64_t> offsets;

@@ -51,19 +51,6 @@ Status HostStepMemory::allocate(const ProgramDescription &,
 // CopyingStepMemory
 //===----------------------------------------------------------------------===//
 
-/// Fails unless [offset, offset + bytes) lies in `region` (of
-/// `regionBytes` bytes); `op` says which copy it is.
-static Status checkRange(const char *op, Region region, int64_t offset,
-                         int64_t bytes, int64_t regionBytes) {
-  if (offset >= 0 && bytes >= 0 && offset <= regionBytes &&
-      bytes <= regionBytes - offset)
-    return Status::success();
-  return Status::invalidArgument(
-      std::string("cannot ") + op + " " + std::to_string(bytes) +
-      " bytes at offset " + std::to_string(offset) + " of the " +
-      getRegionName(region) + " (" + std::to_string(regionBytes) + " bytes)");
-}
-
 Status CopyingStepMemory::allocate(const ProgramDescription &description,
                                    Regions &hostMirror) {
   mirror = &hostMirror;
@@ -71,8 +58,7 @@ Status CopyingStepMemory::allocate(const ProgramDescription &description,
 }
 
 Status CopyingStepMemory::upload(Region region, int64_t offset, int64_t bytes) {
-  TITANRT_RETURN_IF_ERROR(
-      checkRange("upload", region, offset, bytes, step.getBytes(region)));
+  TITANRT_RETURN_IF_ERROR(step.checkRange("upload", region, offset, bytes));
   std::memcpy(step.getBase(region) + offset, mirror->getBase(region) + offset,
               bytes);
   return Status::success();
@@ -80,8 +66,7 @@ Status CopyingStepMemory::upload(Region region, int64_t offset, int64_t bytes) {
 
 Status CopyingStepMemory::download(Region region, int64_t offset,
                                    int64_t bytes) {
-  TITANRT_RETURN_IF_ERROR(
-      checkRange("download", region, offset, bytes, step.getBytes(region)));
+  TITANRT_RETURN_IF_ERROR(step.checkRange("download", region, offset, bytes));
   std::memcpy(mirror->getBase(region) + offset, step.getBase(region) + offset,
               bytes);
   return Status::success();

@@ -28,7 +28,7 @@ namespace titan::rt {
 
 /// The three memory regions of a rank in host memory, allocated once: the
 /// host mirror the Trainer works on.
-class Regions {
+class Regions : public RegionTable {
 public:
   Regions() = default;
   ~Regions();
@@ -37,21 +37,6 @@ public:
 
   /// Allocates the regions (zeroed, page-aligned) of `description`.
   Status allocate(const ProgramDescription &description);
-
-  uint8_t *getBase(Region region) const {
-    return bases[static_cast<int>(region)];
-  }
-  int64_t getBytes(Region region) const {
-    return sizes[static_cast<int>(region)];
-  }
-  /// Where `place` lives.
-  uint8_t *address(const TensorPlace &place) const {
-    return getBase(place.region) + place.offset;
-  }
-
-private:
-  uint8_t *bases[3] = {nullptr, nullptr, nullptr};
-  int64_t sizes[3] = {0, 0, 0};
 };
 
 /// Where the step function's regions live, and the copies between them and

@@ -68,18 +68,6 @@ Status DeviceArena::allocate(int64_t arenaBytes, int64_t stateBytes,
   return Status::success();
 }
 
-Status DeviceArena::checkRange(const char *op, Region region, int64_t offset,
-                               int64_t bytes) const {
-  int index = static_cast<int>(region);
-  if (offset < 0 || bytes < 0 || offset > sizes[index] ||
-      bytes > sizes[index] - offset)
-    return Status::invalidArgument(
-        std::string(op) + ": bytes [" + std::to_string(offset) + ", " +
-        std::to_string(offset + bytes) + ") are outside the " +
-        regionName(index) + " (" + std::to_string(sizes[index]) + " bytes)");
-  return Status::success();
-}
-
 Status DeviceArena::upload(Region region, int64_t offset, const void *source,
                            int64_t bytes, cudaStream_t stream) const {
   TITANRT_RETURN_IF_ERROR(checkRange("upload", region, offset, bytes));

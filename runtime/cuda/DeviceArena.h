@@ -22,7 +22,7 @@
 namespace titan::rt::cuda {
 
 /// The arena, state and inputs of one rank in GPU memory.
-class DeviceArena {
+class DeviceArena : public RegionTable {
 public:
   DeviceArena() = default;
   ~DeviceArena();
@@ -37,17 +37,6 @@ public:
   /// free memory.
   Status allocate(int64_t arenaBytes, int64_t stateBytes, int64_t inputBytes);
 
-  uint8_t *getBase(Region region) const {
-    return bases[static_cast<int>(region)];
-  }
-  int64_t getBytes(Region region) const {
-    return sizes[static_cast<int>(region)];
-  }
-  /// Where `place` lives on the GPU.
-  uint8_t *address(const TensorPlace &place) const {
-    return getBase(place.region) + place.offset;
-  }
-
   /// Copies `bytes` bytes from host memory into `region` at `offset`
   /// (checked against the region's size), ordered on `stream`.
   Status upload(Region region, int64_t offset, const void *source,
@@ -58,13 +47,7 @@ public:
                   cudaStream_t stream) const;
 
 private:
-  /// Fails unless [offset, offset + bytes) lies in `region`.
-  Status checkRange(const char *op, Region region, int64_t offset,
-                    int64_t bytes) const;
   void release();
-
-  uint8_t *bases[3] = {nullptr, nullptr, nullptr};
-  int64_t sizes[3] = {0, 0, 0};
 };
 
 } // namespace titan::rt::cuda
