@@ -50,10 +50,12 @@
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include <limits>
 #include <numeric>
 
 using namespace mlir;
@@ -152,6 +154,220 @@ static LogicalResult moveReductionsInward(ModuleOp kernels) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Row reductions: one block per output element
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A reduction of the trailing loops of a linalg.generic into an output
+/// indexed by the leading (parallel) loops, whose region folds each value
+/// into the
+/// accumulator with one commutative operation: sums, maxima and minima of
+/// rows (norms, softmax, cross-entropy, a gradient's squared norm).
+struct RowReduction {
+  linalg::GenericOp op;
+  /// The region's op that folds a value into the accumulator.
+  Operation *combiner;
+  gpu::AllReduceOperation kind;
+  /// The combiner's neutral element.
+  TypedAttr identity;
+  /// The sizes of the leading (parallel) loops and of the trailing
+  /// (reduction) ones, and how many values a row has.
+  SmallVector<int64_t> parallelSizes, reductionSizes;
+  int64_t reductionSize = 0;
+};
+
+} // namespace
+
+/// The block-wide all-reduce and neutral element of `combiner`, if it is
+/// a floating-point fold titan maps block-wide.
+static std::optional<std::pair<gpu::AllReduceOperation, TypedAttr>>
+getReductionKind(Operation *combiner) {
+  auto type = dyn_cast<FloatType>(combiner->getResult(0).getType());
+  if (!type)
+    return std::nullopt;
+  Builder builder(combiner->getContext());
+  auto of = [&](gpu::AllReduceOperation kind, double identity) {
+    return std::make_pair(kind,
+                          TypedAttr(builder.getFloatAttr(type, identity)));
+  };
+  double inf = std::numeric_limits<double>::infinity();
+  if (isa<arith::AddFOp>(combiner))
+    return of(gpu::AllReduceOperation::ADD, 0.0);
+  if (isa<arith::MulFOp>(combiner))
+    return of(gpu::AllReduceOperation::MUL, 1.0);
+  if (isa<arith::MaximumFOp>(combiner))
+    return of(gpu::AllReduceOperation::MAXIMUMF, -inf);
+  if (isa<arith::MinimumFOp>(combiner))
+    return of(gpu::AllReduceOperation::MINIMUMF, inf);
+  if (isa<arith::MaxNumFOp>(combiner))
+    return of(gpu::AllReduceOperation::MAXNUMF, -inf);
+  if (isa<arith::MinNumFOp>(combiner))
+    return of(gpu::AllReduceOperation::MINNUMF, inf);
+  return std::nullopt;
+}
+
+/// `op` as a RowReduction, if it is one with static sizes and at least
+/// `minSize` values per output element (shorter rows stay one thread's).
+static std::optional<RowReduction> matchRowReduction(linalg::GenericOp op,
+                                                     int64_t minSize) {
+  unsigned loops = op.getNumLoops();
+  unsigned reductions = op.getNumReductionLoops();
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
+      reductions == 0)
+    return std::nullopt;
+  unsigned parallelLoops = loops - reductions;
+  for (auto [dim, iterator] : llvm::enumerate(op.getIteratorTypesArray()))
+    if ((iterator == utils::IteratorType::reduction) != (dim >= parallelLoops))
+      return std::nullopt;
+  SmallVector<int64_t> sizes = op.getStaticLoopRanges();
+  if (llvm::any_of(sizes, ShapedType::isDynamic))
+    return std::nullopt;
+  int64_t rowSize = 1;
+  for (int64_t size : ArrayRef(sizes).drop_front(parallelLoops))
+    rowSize *= size;
+  if (rowSize < minSize)
+    return std::nullopt;
+  // The output is indexed by the parallel loops, in order.
+  SmallVector<AffineExpr> parallel;
+  for (unsigned dim = 0; dim < parallelLoops; ++dim)
+    parallel.push_back(getAffineDimExpr(dim, op.getContext()));
+  if (op.getMatchingIndexingMap(op.getDpsInitOperand(0)) !=
+      AffineMap::get(loops, 0, parallel, op.getContext()))
+    return std::nullopt;
+  for (OpOperand *input : op.getDpsInputOperands())
+    if (!op.getMatchingIndexingMap(input).isProjectedPermutation())
+      return std::nullopt;
+  Block &body = op.getRegion().front();
+  BlockArgument accumulator = body.getArgument(op.getNumDpsInputs());
+  Value folded = body.getTerminator()->getOperand(0);
+  Operation *combiner = folded.getDefiningOp();
+  if (!combiner || combiner->getBlock() != &body ||
+      combiner->getNumOperands() != 2 || !accumulator.hasOneUse() ||
+      accumulator.getUses().begin()->getOwner() != combiner)
+    return std::nullopt;
+  std::optional<std::pair<gpu::AllReduceOperation, TypedAttr>> kind =
+      getReductionKind(combiner);
+  if (!kind)
+    return std::nullopt;
+  return RowReduction{
+      op,
+      combiner,
+      kind->first,
+      kind->second,
+      SmallVector<int64_t>(sizes.begin(), sizes.begin() + parallelLoops),
+      SmallVector<int64_t>(sizes.begin() + parallelLoops, sizes.end()),
+      rowSize};
+}
+
+/// Replaces `reduction` by a gpu.launch of one block per output element:
+/// the block's threads fold strided values of its row (its reduction loops
+/// as one, row-major; the region cloned,
+/// the accumulator a loop-carried value from the neutral element), a
+/// gpu.all_reduce combines the threads' partial results (warp shuffles and
+/// shared memory), and thread 0 folds the total into the output.
+static void lowerRowReduction(const RowReduction &reduction,
+                              int64_t threadsPerBlock) {
+  linalg::GenericOp op = reduction.op;
+  OpBuilder builder(op);
+  Location loc = op.getLoc();
+  auto index = [&](int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(builder, loc, value);
+  };
+  int64_t rows = 1;
+  for (int64_t size : reduction.parallelSizes)
+    rows *= size;
+  int64_t threads = std::min<int64_t>(
+      threadsPerBlock, llvm::alignTo(reduction.reductionSize, 32));
+  Value one = index(1);
+  auto launch = gpu::LaunchOp::create(builder, loc, index(rows), one, one,
+                                      index(threads), one, one);
+  Block &launchBody = launch.getBody().front();
+  builder.setInsertionPointToStart(&launchBody);
+  Value thread = launch.getThreadIds().x;
+  // The coordinates of the loops of `sizes` from `first` on of the
+  // row-major linear index `linear`.
+  unsigned loops = op.getNumLoops();
+  SmallVector<Value> indices(loops);
+  auto delinearize = [&](Value linear, ArrayRef<int64_t> sizes,
+                         unsigned first) {
+    for (int64_t dim = int64_t(sizes.size()) - 1; dim >= 0; --dim) {
+      Value size = index(sizes[dim]);
+      indices[first + dim] = arith::RemUIOp::create(builder, loc, linear, size);
+      linear = arith::DivUIOp::create(builder, loc, linear, size);
+    }
+  };
+  // The output element: the block's index.
+  delinearize(launch.getBlockIds().x, reduction.parallelSizes, 0);
+  Value identity = arith::ConstantOp::create(builder, loc, reduction.identity);
+  auto loop =
+      scf::ForOp::create(builder, loc, thread, index(reduction.reductionSize),
+                         index(threads), ValueRange{identity});
+  builder.setInsertionPointToStart(loop.getBody());
+  unsigned parallelLoops = reduction.parallelSizes.size();
+  delinearize(loop.getInductionVar(), reduction.reductionSizes, parallelLoops);
+  auto at = [&](AffineMap map) {
+    return llvm::map_to_vector(map.getResults(), [&](AffineExpr expr) {
+      return indices[cast<AffineDimExpr>(expr).getPosition()];
+    });
+  };
+  Block &body = op.getRegion().front();
+  IRMapping mapping;
+  for (auto [position, input] : llvm::enumerate(op.getDpsInputOperands())) {
+    Value value = input->get();
+    if (isa<MemRefType>(value.getType()))
+      value = memref::LoadOp::create(builder, loc, value,
+                                     at(op.getMatchingIndexingMap(input)));
+    mapping.map(body.getArgument(position), value);
+  }
+  mapping.map(body.getArgument(op.getNumDpsInputs()), loop.getRegionIterArg(0));
+  for (Operation &inner : body.without_terminator()) {
+    if (auto dim = dyn_cast<linalg::IndexOp>(inner))
+      mapping.map(dim.getResult(), indices[dim.getDim()]);
+    else
+      builder.clone(inner, mapping);
+  }
+  scf::YieldOp::create(builder, loc,
+                       mapping.lookup(body.getTerminator()->getOperand(0)));
+  builder.setInsertionPointAfter(loop);
+  Value total = gpu::AllReduceOp::create(
+      builder, loc, loop.getResult(0),
+      gpu::AllReduceOperationAttr::get(op.getContext(), reduction.kind),
+      builder.getUnitAttr());
+  Value first = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
+                                      thread, index(0));
+  auto onlyFirst = scf::IfOp::create(builder, loc, first,
+                                     /*withElseRegion=*/false);
+  builder.setInsertionPointToStart(onlyFirst.thenBlock());
+  Value output = op.getDpsInitOperand(0)->get();
+  SmallVector<Value> outputAt(indices.begin(), indices.begin() + parallelLoops);
+  Value old = memref::LoadOp::create(builder, loc, output, outputAt);
+  IRMapping fold;
+  BlockArgument accumulator = body.getArgument(op.getNumDpsInputs());
+  for (Value operand : reduction.combiner->getOperands())
+    fold.map(operand, operand == accumulator ? old : total);
+  Value updated = builder.clone(*reduction.combiner, fold)->getResult(0);
+  memref::StoreOp::create(builder, loc, updated, output, outputAt);
+  builder.setInsertionPointToEnd(&launchBody);
+  gpu::TerminatorOp::create(builder, loc);
+  op.erase();
+}
+
+/// Lowers every row reduction of `kernels` with rows of at least
+/// `threadsPerBlock` / 4 values block-wide (lowerRowReduction); the others
+/// stay loops, one thread per output element.
+static void lowerRowReductions(ModuleOp kernels, int64_t threadsPerBlock) {
+  SmallVector<RowReduction> reductions;
+  kernels.walk([&](linalg::GenericOp op) {
+    if (std::optional<RowReduction> reduction =
+            matchRowReduction(op, threadsPerBlock / 4))
+      reductions.push_back(*reduction);
+  });
+  for (const RowReduction &reduction : reductions)
+    lowerRowReduction(reduction, threadsPerBlock);
+}
+
 /// Whether `op`, at the top level of a kernel, must run on the device: it
 /// touches memory, holds code, or uses a value of such an op.
 static bool runsOnDevice(Operation *op,
@@ -194,7 +410,7 @@ static LogicalResult wrapCodeOutsideLoops(func::FuncOp kernel) {
   SmallVector<SmallVector<Operation *>> groups(1);
   llvm::SmallPtrSet<Operation *, 16> device;
   for (Operation &op : kernel.getBody().front().without_terminator()) {
-    if (isa<scf::ParallelOp>(op)) {
+    if (isa<scf::ParallelOp, gpu::LaunchOp>(op)) {
       groups.emplace_back();
       continue;
     }
@@ -345,7 +561,7 @@ static void sinkProducers(gpu::LaunchOp launch) {
     for (auto [from, to] :
          llvm::zip(producer->getResults(), clone->getResults()))
       from.replaceUsesWithIf(to, [&](OpOperand &use) {
-        return launch->isAncestor(use.getOwner());
+        return use.getOwner() != launch && launch->isAncestor(use.getOwner());
       });
   }
 }
@@ -467,6 +683,7 @@ LogicalResult mlir::titan::lowerKernelsToNvvm(ModuleOp kernels,
   if (failed(convertCopiesToLinalg(kernels)) ||
       failed(moveReductionsInward(kernels)))
     return failure();
+  lowerRowReductions(kernels, options.threadsPerBlock);
   {
     PassManager pm(context);
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
@@ -488,6 +705,14 @@ LogicalResult mlir::titan::lowerKernelsToNvvm(ModuleOp kernels,
     PassManager pm(context);
     pm.addPass(createGpuKernelOutliningPass());
     if (failed(pm.run(kernels)))
+      return failure();
+  }
+  {
+    // gpu.all_reduce (block-wide reductions) as warp shuffles and shared
+    // memory, in the outlined device functions.
+    RewritePatternSet patterns(context);
+    populateGpuAllReducePatterns(patterns);
+    if (failed(applyPatternsGreedily(kernels, std::move(patterns))))
       return failure();
   }
   mergeGpuModules(kernels);

@@ -52,8 +52,10 @@ std::string getCudaToolkitPath(const GpuKernelOptions &options);
 /// takes: linalg on memrefs, memref.global constants) to CUDA: each loop
 /// nest of a kernel becomes a GPU kernel (its parallel dimensions
 /// collapsed to one and split into blocks of `threadsPerBlock` threads,
-/// one element per thread, reductions sequential in each thread; code
-/// outside loop nests runs in a one-thread launch), all of them in one
+/// one element per thread; a row reduction with one commutative float
+/// combiner one block per output element with gpu.all_reduce, other
+/// reductions sequential in each thread; code outside loop nests runs in
+/// a one-thread launch), all of them in one
 /// `gpu.binary @titan_kernels` holding a fatbin for `chip`. Each kernel
 /// becomes a host `llvm.func` with the signature lowerKernelsToLLVM gives
 /// it (one `!llvm.ptr` per buffer parameter) whose body launches its GPU
