@@ -37,6 +37,24 @@ struct RankBackendOptions {
   std::string stepMemory;
 };
 
+/// Fails unless `program` was compiled for `backend` ("cpu" or "cuda"), the
+/// one this runtime library runs; the message names the executable to run
+/// instead.
+inline Status checkProgramBackend(const ProgramDescription &program,
+                                  const std::string &backend) {
+  if (program.backend == backend)
+    return Status::success();
+  auto library = [](const std::string &name) {
+    return name == "cpu" ? std::string("libtitanrt.so")
+                         : "libtitanrt_" + name + ".so";
+  };
+  return Status::unsupported(
+      "this program was compiled for the " + program.backend +
+      " backend, but this runtime (" + library(backend) + ") is the " +
+      backend + " backend's: run the executable titan-compile --backend=" +
+      program.backend + " built (it links " + library(program.backend) + ")");
+}
+
 /// Makes `backend` for `program.backend` on the calling thread (a CUDA
 /// rank's device becomes current and its compute stream the one the
 /// compiler's kernels launch on, for this thread: the one that steps).

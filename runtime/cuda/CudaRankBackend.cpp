@@ -19,12 +19,7 @@ using namespace titan::rt;
 Status titan::rt::createRankBackend(const ProgramDescription &program,
                                     const RankBackendOptions &options,
                                     RankBackend &backend) {
-  if (program.backend != "cuda")
-    return Status::unsupported(
-        "this program was compiled for the " + program.backend +
-        " backend, but this runtime (libtitanrt_cuda.so) is the CUDA "
-        "backend's: run the executable titan-compile --backend=" +
-        program.backend + " built");
+  TITANRT_RETURN_IF_ERROR(checkProgramBackend(program, "cuda"));
   if (!options.stepMemory.empty() && options.stepMemory != "host")
     return Status::invalidArgument(
         "TITAN_STEP_MEMORY=" + options.stepMemory +

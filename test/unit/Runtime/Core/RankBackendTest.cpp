@@ -39,7 +39,7 @@ TEST(RankBackendTest, CudaProgramsAreRefused) {
   EXPECT_EQ(status.getCode(), TITANRT_ERROR_UNSUPPORTED);
   EXPECT_EQ(status.getMessage(),
             "this program was compiled for the cuda backend, but this runtime "
-            "(libtitanrt.so) is the CPU backend's: run the executable "
+            "(libtitanrt.so) is the cpu backend's: run the executable "
             "titan-compile --backend=cuda built (it links libtitanrt_cuda.so)");
   EXPECT_EQ(backend.compute, nullptr);
 }
