@@ -204,25 +204,13 @@ main() {
   fi
   export PYTHONUNBUFFERED=1
 
+  mkdir -p "$build_root"
   run_step "GPU and toolkit" 60 bash "$self" gpu-info
 
-  if run_step "configure ($build_mode)" 180 bash "$self" configure; then
-    build=$(cat "$build_root/.configured")
-    run_step "build" 300 bash "$self" build
-  fi
-  # Without a build nothing below is found (and each step says so).
-  local bin=${build:-$build_root/none}/bin tests=${build:-$build_root/none}/unittests
-
-  if [[ -x $bin/titan-cuda-kernel-check ]]; then
-    run_step "titan-cuda-kernel-check: every kernel against its CPU reference" 180 \
-      --log "$out/kernel-check.txt" "$bin/titan-cuda-kernel-check"
-  else
-    record "FAILED  titan-cuda-kernel-check (not built)"
-  fi
-
-  # The training step: titan's CUDA executable of the ~1B proxy, compiled
-  # on the build machine (tools/bench/gpu-bundle.sh) and carried here, and
-  # PyTorch's step of the same model on the same batch.
+  # First what needs no build here: titan's CUDA executables, compiled on
+  # the build machine (tools/bench/gpu-bundle.sh) and carried here (the
+  # numerics check, then the ~1B proxy's training step), and PyTorch's step
+  # of the same model on the same batch.
   local bundle=$root/.gpu-bundle
   if [[ -x $bundle/check/debug/bin/train ]]; then
     run_step "titan's CUDA executable against the CPU backend's losses" 90 \
@@ -240,6 +228,20 @@ main() {
     run_step "PyTorch's training step (eager and torch.compile)" 240 \
       "$python" "$baseline" step --json "$build_root/torch-step.json" \
       --batch "${step_shape%x*}" --seq "${step_shape#*x}"
+  fi
+
+  if run_step "configure ($build_mode)" 180 bash "$self" configure; then
+    build=$(cat "$build_root/.configured")
+    run_step "build" 300 bash "$self" build
+  fi
+  # Without a build nothing below is found (and each step says so).
+  local bin=${build:-$build_root/none}/bin tests=${build:-$build_root/none}/unittests
+
+  if [[ -x $bin/titan-cuda-kernel-check ]]; then
+    run_step "titan-cuda-kernel-check: every kernel against its CPU reference" 180 \
+      --log "$out/kernel-check.txt" "$bin/titan-cuda-kernel-check"
+  else
+    record "FAILED  titan-cuda-kernel-check (not built)"
   fi
 
   local test
@@ -282,7 +284,7 @@ main() {
     record "SKIPPED PyTorch baseline (no $python with torch and a CUDA device)"
   fi
 
-  if [[ -f $out/titan-bench.json ]]; then
+  if [[ -f $out/titan-bench.json || -f $build_root/titan-step.json ]]; then
     # The table needs only python3's standard library, and a few seconds:
     # it runs whatever is left of the budget.
     local steps=()
@@ -293,7 +295,7 @@ main() {
       --torch-json "$out/torch-baseline.json" --markdown "$out/comparison.md" \
       "${steps[@]}"
   else
-    record "SKIPPED titan against PyTorch (no titan-bench.json)"
+    record "SKIPPED titan against PyTorch (no titan-bench.json or titan-step.json)"
   fi
 
   section "summary ($((SECONDS - start)) s)"

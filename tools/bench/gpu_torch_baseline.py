@@ -1087,10 +1087,13 @@ def step_table(titan_step, torch_step):
 
 def compare(args):
     titan = load(args.titan_json)
-    if titan is None:
+    if titan is None and not args.titan_step:
         print("gpu_torch_baseline.py: no titan-cuda-bench results to compare",
               file=sys.stderr)
         return 2
+    # Without titan-cuda-bench's results (its build failed), the training
+    # step's table alone.
+    titan = titan or {"results": []}
     torch_data = load(args.torch_json) or {"results": [], "torch": None}
     torch_ms = {}
     for row in torch_data.get("results", []):
