@@ -55,6 +55,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include <algorithm>
 #include <limits>
 #include <numeric>
 
@@ -261,102 +262,198 @@ static std::optional<RowReduction> matchRowReduction(linalg::GenericOp op,
       rowSize};
 }
 
-/// Replaces `reduction` by a gpu.launch of one block per output element:
-/// the block's threads fold strided values of its row (its reduction loops
-/// as one, row-major; the region cloned,
-/// the accumulator a loop-carried value from the neutral element), a
-/// gpu.all_reduce combines the threads' partial results (warp shuffles and
-/// shared memory), and thread 0 folds the total into the output.
-static void lowerRowReduction(const RowReduction &reduction,
-                              int64_t threadsPerBlock) {
-  linalg::GenericOp op = reduction.op;
-  OpBuilder builder(op);
-  Location loc = op.getLoc();
-  auto index = [&](int64_t value) -> Value {
+namespace {
+
+/// Builds the launches of one RowReduction before its op.
+class RowReductionLowering {
+public:
+  RowReductionLowering(const RowReduction &reduction)
+      : reduction(reduction), op(reduction.op), builder(op), loc(op.getLoc()),
+        indices(op.getNumLoops()) {}
+
+  /// One block of `threads` threads per output element (its index the
+  /// block's): the threads fold the row's values j, j + threads, ..., and
+  /// thread 0 folds the block's total into the output.
+  void lowerPerRow(int64_t rows, int64_t threads) {
+    launch(rows, threads, [&](Value block, Value thread) {
+      delinearize(block, reduction.parallelSizes, 0);
+      Value total = foldRow(thread, index(threads));
+      SmallVector<Value> outputAt(indices.begin(),
+                                  indices.begin() + getNumParallelLoops());
+      foldInto(total, op.getDpsInitOperand(0)->get(), outputAt, thread);
+    });
+  }
+
+  /// A reduction to one element in two launches: `blocks` blocks of
+  /// `threads` threads fold the values j, j + blocks x threads, ... from
+  /// their first (block x threads + thread), each block's total into
+  /// `partials` (a device global of at least `blocks` elements); then one
+  /// block of `blocks` threads combines the partials in a fixed order, so
+  /// the result does not depend on the blocks' timing, and folds the total
+  /// into the output.
+  void lowerPerGrid(int64_t blocks, int64_t threads,
+                    memref::GlobalOp partials) {
+    launch(blocks, threads, [&](Value block, Value thread) {
+      Value first = arith::AddIOp::create(
+          builder, loc,
+          arith::MulIOp::create(builder, loc, block, index(threads)), thread);
+      Value total = foldRow(first, index(blocks * threads));
+      onFirstThread(thread, [&] {
+        memref::StoreOp::create(builder, loc, total, getPartials(partials),
+                                ValueRange{block});
+      });
+    });
+    launch(1, blocks, [&](Value, Value thread) {
+      Value partial =
+          memref::LoadOp::create(builder, loc, getPartials(partials), thread);
+      foldInto(allReduce(partial), op.getDpsInitOperand(0)->get(), {}, thread);
+    });
+  }
+
+private:
+  Value index(int64_t value) {
     return arith::ConstantIndexOp::create(builder, loc, value);
-  };
-  int64_t rows = 1;
-  for (int64_t size : reduction.parallelSizes)
-    rows *= size;
-  int64_t threads = std::min<int64_t>(
-      threadsPerBlock, llvm::alignTo(reduction.reductionSize, 32));
-  Value one = index(1);
-  auto launch = gpu::LaunchOp::create(builder, loc, index(rows), one, one,
-                                      index(threads), one, one);
-  Block &launchBody = launch.getBody().front();
-  builder.setInsertionPointToStart(&launchBody);
-  Value thread = launch.getThreadIds().x;
-  // The coordinates of the loops of `sizes` from `first` on of the
-  // row-major linear index `linear`.
-  unsigned loops = op.getNumLoops();
-  SmallVector<Value> indices(loops);
-  auto delinearize = [&](Value linear, ArrayRef<int64_t> sizes,
-                         unsigned first) {
+  }
+  unsigned getNumParallelLoops() const {
+    return reduction.parallelSizes.size();
+  }
+
+  /// A gpu.launch of `blocks` x `threads` before the op, its body built by
+  /// `body(block id, thread id)`.
+  void launch(int64_t blocks, int64_t threads,
+              function_ref<void(Value, Value)> body) {
+    builder.setInsertionPoint(op);
+    Value one = index(1);
+    auto launch = gpu::LaunchOp::create(builder, loc, index(blocks), one, one,
+                                        index(threads), one, one);
+    Block &launchBody = launch.getBody().front();
+    builder.setInsertionPointToStart(&launchBody);
+    body(launch.getBlockIds().x, launch.getThreadIds().x);
+    builder.setInsertionPointToEnd(&launchBody);
+    gpu::TerminatorOp::create(builder, loc);
+  }
+
+  /// Sets `indices` of the loops of `sizes` from `first` on to the
+  /// coordinates of the row-major linear index `linear`.
+  void delinearize(Value linear, ArrayRef<int64_t> sizes, unsigned first) {
     for (int64_t dim = int64_t(sizes.size()) - 1; dim >= 0; --dim) {
       Value size = index(sizes[dim]);
       indices[first + dim] = arith::RemUIOp::create(builder, loc, linear, size);
       linear = arith::DivUIOp::create(builder, loc, linear, size);
     }
-  };
-  // The output element: the block's index.
-  delinearize(launch.getBlockIds().x, reduction.parallelSizes, 0);
-  Value identity = arith::ConstantOp::create(builder, loc, reduction.identity);
-  auto loop =
-      scf::ForOp::create(builder, loc, thread, index(reduction.reductionSize),
-                         index(threads), ValueRange{identity});
-  builder.setInsertionPointToStart(loop.getBody());
-  unsigned parallelLoops = reduction.parallelSizes.size();
-  delinearize(loop.getInductionVar(), reduction.reductionSizes, parallelLoops);
-  auto at = [&](AffineMap map) {
-    return llvm::map_to_vector(map.getResults(), [&](AffineExpr expr) {
-      return indices[cast<AffineDimExpr>(expr).getPosition()];
+  }
+
+  /// The block's total of the region folded over the row's values first,
+  /// first + stride, ... (linear indices of the reduction loops, from the
+  /// combiner's neutral element), combined over the block's threads.
+  Value foldRow(Value first, Value stride) {
+    Value identity =
+        arith::ConstantOp::create(builder, loc, reduction.identity);
+    auto loop =
+        scf::ForOp::create(builder, loc, first, index(reduction.reductionSize),
+                           stride, ValueRange{identity});
+    builder.setInsertionPointToStart(loop.getBody());
+    delinearize(loop.getInductionVar(), reduction.reductionSizes,
+                getNumParallelLoops());
+    auto at = [&](AffineMap map) {
+      return llvm::map_to_vector(map.getResults(), [&](AffineExpr expr) {
+        return indices[cast<AffineDimExpr>(expr).getPosition()];
+      });
+    };
+    Block &body = op.getRegion().front();
+    IRMapping mapping;
+    for (auto [position, input] : llvm::enumerate(op.getDpsInputOperands())) {
+      Value value = input->get();
+      if (isa<MemRefType>(value.getType()))
+        value = memref::LoadOp::create(builder, loc, value,
+                                       at(op.getMatchingIndexingMap(input)));
+      mapping.map(body.getArgument(position), value);
+    }
+    mapping.map(body.getArgument(op.getNumDpsInputs()),
+                loop.getRegionIterArg(0));
+    for (Operation &inner : body.without_terminator()) {
+      if (auto dim = dyn_cast<linalg::IndexOp>(inner))
+        mapping.map(dim.getResult(), indices[dim.getDim()]);
+      else
+        builder.clone(inner, mapping);
+    }
+    scf::YieldOp::create(builder, loc,
+                         mapping.lookup(body.getTerminator()->getOperand(0)));
+    builder.setInsertionPointAfter(loop);
+    return allReduce(loop.getResult(0));
+  }
+
+  /// `value` combined over the block's threads (gpu.all_reduce).
+  Value allReduce(Value value) {
+    return gpu::AllReduceOp::create(
+        builder, loc, value,
+        gpu::AllReduceOperationAttr::get(op.getContext(), reduction.kind),
+        builder.getUnitAttr());
+  }
+
+  /// Runs `body` on thread 0 (of `thread`) only.
+  void onFirstThread(Value thread, function_ref<void()> body) {
+    Value first = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
+                                        thread, index(0));
+    auto onlyFirst = scf::IfOp::create(builder, loc, first,
+                                       /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(onlyFirst.thenBlock());
+    body();
+  }
+
+  /// Thread 0 folds `total` into `target` at `at` with the combiner.
+  void foldInto(Value total, Value target, ValueRange at, Value thread) {
+    onFirstThread(thread, [&] {
+      Value old = memref::LoadOp::create(builder, loc, target, at);
+      BlockArgument accumulator =
+          op.getRegion().front().getArgument(op.getNumDpsInputs());
+      IRMapping fold;
+      for (Value operand : reduction.combiner->getOperands())
+        fold.map(operand, operand == accumulator ? old : total);
+      Value updated = builder.clone(*reduction.combiner, fold)->getResult(0);
+      memref::StoreOp::create(builder, loc, updated, target, at);
     });
-  };
-  Block &body = op.getRegion().front();
-  IRMapping mapping;
-  for (auto [position, input] : llvm::enumerate(op.getDpsInputOperands())) {
-    Value value = input->get();
-    if (isa<MemRefType>(value.getType()))
-      value = memref::LoadOp::create(builder, loc, value,
-                                     at(op.getMatchingIndexingMap(input)));
-    mapping.map(body.getArgument(position), value);
   }
-  mapping.map(body.getArgument(op.getNumDpsInputs()), loop.getRegionIterArg(0));
-  for (Operation &inner : body.without_terminator()) {
-    if (auto dim = dyn_cast<linalg::IndexOp>(inner))
-      mapping.map(dim.getResult(), indices[dim.getDim()]);
-    else
-      builder.clone(inner, mapping);
+
+  Value getPartials(memref::GlobalOp partials) {
+    return memref::GetGlobalOp::create(builder, loc, partials.getType(),
+                                       partials.getSymName());
   }
-  scf::YieldOp::create(builder, loc,
-                       mapping.lookup(body.getTerminator()->getOperand(0)));
-  builder.setInsertionPointAfter(loop);
-  Value total = gpu::AllReduceOp::create(
-      builder, loc, loop.getResult(0),
-      gpu::AllReduceOperationAttr::get(op.getContext(), reduction.kind),
-      builder.getUnitAttr());
-  Value first = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
-                                      thread, index(0));
-  auto onlyFirst = scf::IfOp::create(builder, loc, first,
-                                     /*withElseRegion=*/false);
-  builder.setInsertionPointToStart(onlyFirst.thenBlock());
-  Value output = op.getDpsInitOperand(0)->get();
-  SmallVector<Value> outputAt(indices.begin(), indices.begin() + parallelLoops);
-  Value old = memref::LoadOp::create(builder, loc, output, outputAt);
-  IRMapping fold;
-  BlockArgument accumulator = body.getArgument(op.getNumDpsInputs());
-  for (Value operand : reduction.combiner->getOperands())
-    fold.map(operand, operand == accumulator ? old : total);
-  Value updated = builder.clone(*reduction.combiner, fold)->getResult(0);
-  memref::StoreOp::create(builder, loc, updated, output, outputAt);
-  builder.setInsertionPointToEnd(&launchBody);
-  gpu::TerminatorOp::create(builder, loc);
-  op.erase();
+
+  const RowReduction &reduction;
+  linalg::GenericOp op;
+  OpBuilder builder;
+  Location loc;
+  /// The loops' indices at the point being built.
+  SmallVector<Value> indices;
+};
+
+} // namespace
+
+/// The most blocks of the first launch of a two-launch reduction.
+static constexpr int64_t kMaxGridBlocks = 1024;
+
+/// The device global holding the blocks' partial results of the two-launch
+/// reductions of `type` in `kernels` (kMaxGridBlocks elements), shared by
+/// all of them: the launches of a stream run one at a time.
+static memref::GlobalOp getPartialsGlobal(ModuleOp kernels, Type type) {
+  std::string name;
+  llvm::raw_string_ostream(name) << "titan_partials_" << type;
+  if (auto global = kernels.lookupSymbol<memref::GlobalOp>(name))
+    return global;
+  OpBuilder builder(kernels.getBodyRegion());
+  return memref::GlobalOp::create(
+      builder, kernels.getLoc(), name, builder.getStringAttr("private"),
+      MemRefType::get({kMaxGridBlocks}, type), builder.getUnitAttr(),
+      /*constant=*/false, /*alignment=*/nullptr);
 }
 
 /// Lowers every row reduction of `kernels` with rows of at least
-/// `threadsPerBlock` / 4 values block-wide (lowerRowReduction); the others
-/// stay loops, one thread per output element.
+/// `threadsPerBlock` / 4 values: one block per output element, or, for one
+/// output of at least 64 x `threadsPerBlock` values (a sum over a whole
+/// tensor: a gradient's squared norm), two launches over a grid of blocks;
+/// the other reductions stay loops, one thread per output element.
 static void lowerRowReductions(ModuleOp kernels, int64_t threadsPerBlock) {
   SmallVector<RowReduction> reductions;
   kernels.walk([&](linalg::GenericOp op) {
@@ -364,8 +461,26 @@ static void lowerRowReductions(ModuleOp kernels, int64_t threadsPerBlock) {
             matchRowReduction(op, threadsPerBlock / 4))
       reductions.push_back(*reduction);
   });
-  for (const RowReduction &reduction : reductions)
-    lowerRowReduction(reduction, threadsPerBlock);
+  for (const RowReduction &reduction : reductions) {
+    int64_t rows = 1;
+    for (int64_t size : reduction.parallelSizes)
+      rows *= size;
+    int64_t values = reduction.reductionSize;
+    RowReductionLowering lowering(reduction);
+    if (rows == 1 && values >= 64 * threadsPerBlock) {
+      // About 4 values per thread, in whole warps of blocks.
+      int64_t blocks = std::clamp<int64_t>(
+          llvm::alignTo(llvm::divideCeil(values, 4 * threadsPerBlock), 32), 32,
+          kMaxGridBlocks);
+      lowering.lowerPerGrid(
+          blocks, threadsPerBlock,
+          getPartialsGlobal(kernels, reduction.identity.getType()));
+    } else {
+      lowering.lowerPerRow(
+          rows, std::min<int64_t>(threadsPerBlock, llvm::alignTo(values, 32)));
+    }
+    linalg::GenericOp(reduction.op).erase();
+  }
 }
 
 /// Whether `op`, at the top level of a kernel, must run on the device: it
