@@ -328,7 +328,8 @@ static std::string getProgramName(int64_t degree, int64_t rank) {
 /// what the ranks need for their metrics (`metrics`, when known).
 static llvm::Error writeManifest(ArrayRef<ModuleOp> programs,
                                  llvm::StringRef path,
-                                 const JobMetrics *metrics) {
+                                 const JobMetrics *metrics,
+                                 llvm::StringRef backend) {
   FailureOr<ProgramRanks> ranks = getProgramRanks(programs.front());
   if (failed(ranks))
     return llvm::createStringError("the program's mesh is invalid");
@@ -358,6 +359,7 @@ static llvm::Error writeManifest(ArrayRef<ModuleOp> programs,
       {"format", "titan-manifest"},
       {"version", 1},
       {"world_size", mesh->getNumRanks()},
+      {"backend", backend},
       {"mesh", llvm::json::Object{{"axes", std::move(axes)},
                                   {"sizes", std::move(sizes)}}},
       {"programs", std::move(programList)},
@@ -581,7 +583,8 @@ writeExecutable(ArrayRef<ModuleOp> programs, TitanPipelineOptions pipeline,
       object["pipeline_rank_total_bytes"] = std::move(rankTotals);
     }
   }
-  if (llvm::Error error = writeManifest(programs, manifestPartial, metrics))
+  if (llvm::Error error = writeManifest(programs, manifestPartial, metrics,
+                                        pipeline.runtime.target))
     return error;
   if (degree > 1)
     for (const std::vector<std::string> &axes : communicators.getAxes())

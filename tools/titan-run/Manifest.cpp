@@ -153,6 +153,12 @@ Expected<Manifest> readManifest(StringRef directory) {
   if (*worldSize < 1)
     return reader.fail("", "world_size is " + Twine(*worldSize));
   manifest.worldSize = *worldSize;
+  if (const json::Value *backend = (*root)->get("backend")) {
+    std::optional<StringRef> name = backend->getAsString();
+    if (!name || (*name != "cpu" && *name != "cuda"))
+      return reader.fail("", "backend must be \"cpu\" or \"cuda\"");
+    manifest.backend = name->str();
+  }
 
   // The mesh.
   Expected<const json::Value *> meshValue = reader.getField(**root, "mesh", "");

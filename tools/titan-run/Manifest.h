@@ -27,6 +27,10 @@ namespace titan::run {
 /// What titan-run needs of a validated manifest.json.
 struct Manifest {
   int64_t worldSize = 0;
+  /// Where the ranks compute: "cpu", or "cuda" (one GPU per rank;
+  /// titan-compile --backend=cuda). Manifests before backends say none:
+  /// "cpu".
+  std::string backend = "cpu";
   /// The executable each rank runs (an existing executable file), by rank.
   std::vector<std::string> rankPrograms;
 };

@@ -26,6 +26,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/WithColor.h"
@@ -83,6 +85,34 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
+/// The GPUs this node offers: CUDA_VISIBLE_DEVICES' entries when it is
+/// set, else the GPUs `nvidia-smi -L` lists (none without nvidia-smi).
+static int64_t countNodeGpus() {
+  if (const char *visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    llvm::SmallVector<llvm::StringRef> entries;
+    llvm::StringRef(visible).split(entries, ',', -1, /*KeepEmpty=*/false);
+    return entries.size();
+  }
+  llvm::ErrorOr<std::string> smi = llvm::sys::findProgramByName("nvidia-smi");
+  llvm::SmallString<128> listing;
+  if (!smi ||
+      llvm::sys::fs::createTemporaryFile("titan-run-gpus", "txt", listing))
+    return 0;
+  llvm::FileRemover remover(listing);
+  std::optional<llvm::StringRef> redirects[] = {
+      llvm::StringRef(""), llvm::StringRef(listing), llvm::StringRef("")};
+  if (llvm::sys::ExecuteAndWait(*smi, {*smi, "-L"}, std::nullopt, redirects) !=
+      0)
+    return 0;
+  auto text = llvm::MemoryBuffer::getFile(listing);
+  if (!text)
+    return 0;
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*text)->getBuffer().split(lines, '\n');
+  return llvm::count_if(
+      lines, [](llvm::StringRef line) { return line.starts_with("GPU "); });
+}
+
 /// The executable of every rank of a job of `worldSize` ranks.
 static Expected<std::vector<std::string>>
 resolvePrograms(const std::string &target, int64_t worldSize) {
@@ -104,6 +134,21 @@ resolvePrograms(const std::string &target, int64_t worldSize) {
                    " x --nnodes " + llvm::Twine(nnodes) + " make " +
                    llvm::Twine(worldSize) + " ranks, but '" + manifestPath +
                    "' is for world_size " + llvm::Twine(manifest->worldSize));
+    // A CUDA job needs a GPU per rank of this node.
+    if (manifest->backend == "cuda") {
+      int64_t gpus = countNodeGpus();
+      if (gpus < nprocPerNode)
+        return error(
+            "'" + target +
+            "' was compiled for the CUDA backend (titan-compile "
+            "--backend=cuda): each rank needs a GPU of its own, but this "
+            "node has " +
+            llvm::Twine(gpus) +
+            " (CUDA_VISIBLE_DEVICES, else nvidia-smi -L) for "
+            "--nproc-per-node " +
+            llvm::Twine(nprocPerNode) +
+            ": start at most that many ranks per node, on a node with GPUs");
+    }
     return manifest->rankPrograms;
   }
   std::string program = target;
