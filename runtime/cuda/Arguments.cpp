@@ -2,6 +2,8 @@
 
 #include "cuda/Arguments.h"
 
+#include "cuda/LaunchConfig.h"
+
 #include <string>
 
 using namespace titan::rt;
@@ -62,4 +64,14 @@ Status cuda::checkProduct(const char *op,
                                      " makes the tensor larger than 2^63 "
                                      "elements");
   return Status::success();
+}
+
+Status cuda::checkAttentionCall(const char *op, int32_t dtype,
+                                const AttentionShape &shape, int64_t &rows) {
+  TITANRT_RETURN_IF_ERROR(checkFloatDtype(op, "dtype", dtype));
+  TITANRT_RETURN_IF_ERROR(checkAttentionShape(op, shape));
+  return checkProduct(
+      op,
+      {{"batch", shape.batch}, {"q_heads", shape.qHeads}, {"seq", shape.seq}},
+      rows);
 }

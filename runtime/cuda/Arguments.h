@@ -10,6 +10,7 @@
 #define TITAN_RUNTIME_CUDA_ARGUMENTS_H
 
 #include "core/Status.h"
+#include "cuda/KernelTypes.h"
 
 #include <cstdint>
 #include <initializer_list>
@@ -38,6 +39,12 @@ Status checkPointers(const char *op, int64_t work,
 /// overflows int64, naming the factor that overflows it.
 Status checkProduct(const char *op, std::initializer_list<NamedExtent> factors,
                     int64_t &product);
+
+/// The checks both attention launchers make first: `dtype` f32 or bf16, a
+/// shape the kernels support (checkAttentionShape), and `rows` = batch x
+/// q_heads x seq, the query rows, without overflow.
+Status checkAttentionCall(const char *op, int32_t dtype,
+                          const AttentionShape &shape, int64_t &rows);
 
 } // namespace titan::rt::cuda
 

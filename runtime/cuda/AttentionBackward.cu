@@ -193,13 +193,8 @@ Status cuda::attentionBackward(cudaStream_t stream, int32_t dtype,
                                const void *dout, const float *lse, void *dq,
                                void *dk, void *dv, void *workspace) {
   const char *op = "attention_grad (CUDA)";
-  TITANRT_RETURN_IF_ERROR(checkFloatDtype(op, "dtype", dtype));
-  TITANRT_RETURN_IF_ERROR(checkAttentionShape(op, shape));
   int64_t rows;
-  TITANRT_RETURN_IF_ERROR(checkProduct(
-      op,
-      {{"batch", shape.batch}, {"q_heads", shape.qHeads}, {"seq", shape.seq}},
-      rows));
+  TITANRT_RETURN_IF_ERROR(checkAttentionCall(op, dtype, shape, rows));
   TITANRT_RETURN_IF_ERROR(checkPointers(op, rows,
                                         {{"q", q},
                                          {"k", k},

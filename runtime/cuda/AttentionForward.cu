@@ -110,15 +110,10 @@ Status cuda::attentionForward(cudaStream_t stream, int32_t dtype,
                               const void *k, const void *v, void *out,
                               float *lse) {
   const char *op = "attention (CUDA)";
-  TITANRT_RETURN_IF_ERROR(checkFloatDtype(op, "dtype", dtype));
-  TITANRT_RETURN_IF_ERROR(checkAttentionShape(op, shape));
   int64_t rows;
-  TITANRT_RETURN_IF_ERROR(checkProduct(
-      op,
-      {{"batch", shape.batch}, {"q_heads", shape.qHeads}, {"seq", shape.seq}},
-      rows));
-  TITANRT_RETURN_IF_ERROR(checkPointers(
-      op, rows, {{"q", q}, {"k", k}, {"v", v}, {"out", out}}));
+  TITANRT_RETURN_IF_ERROR(checkAttentionCall(op, dtype, shape, rows));
+  TITANRT_RETURN_IF_ERROR(
+      checkPointers(op, rows, {{"q", q}, {"k", k}, {"v", v}, {"out", out}}));
   if (rows == 0)
     return Status::success();
   const float scoreScale = scaleLog2(shape.scale);

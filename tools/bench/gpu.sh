@@ -119,6 +119,12 @@ run_step() {
   return "$rc"
 }
 
+# has_torch_cuda: whether $python has PyTorch with a CUDA device.
+has_torch_cuda() {
+  timeout 120 "$python" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' \
+    2>/dev/null
+}
+
 # has_target DIR TARGET: whether the build in DIR defines TARGET.
 has_target() {
   grep -q "^build $2:" "$1/build.ninja" 2>/dev/null
@@ -222,7 +228,7 @@ main() {
   else
     record "SKIPPED titan's training step (no .gpu-bundle: run tools/bench/gpu-bundle.sh on the build machine and carry .gpu-bundle)"
   fi
-  if [[ -f $bundle/shape ]] && timeout 120 "$python" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  if [[ -f $bundle/shape ]] && has_torch_cuda; then
     local step_shape
     step_shape=$(cat "$bundle/shape")
     run_step "PyTorch's training step (eager and torch.compile)" 240 \
@@ -268,8 +274,7 @@ main() {
   left=$(remaining)
   if ((left < 60)); then
     record "SKIPPED PyTorch baseline (the ${budget} s budget is spent)"
-  elif timeout 120 "$python" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' \
-    2>/dev/null; then
+  elif has_torch_cuda; then
     # torch.compile starts no operation after budget_s; the one in progress
     # may take up to the step's limit, which leaves the table 30 s.
     left=$(remaining)

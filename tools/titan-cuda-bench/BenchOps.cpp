@@ -107,6 +107,20 @@ std::string format(const char *pattern, long long a, long long b = 0,
   return text;
 }
 
+/// c [m, n] = a [m, k] b [k, n] on bf16 operands, untransposed.
+GemmArgs bf16Gemm(const void *a, const void *b, void *c, int64_t m, int64_t n,
+                  int64_t k) {
+  GemmArgs args;
+  args.dtype = TITANRT_BF16;
+  args.a = a;
+  args.b = b;
+  args.c = c;
+  args.problem.m = m;
+  args.problem.n = n;
+  args.problem.k = k;
+  return args;
+}
+
 } // namespace
 
 void bench::benchGemms(Harness &harness, const ModelShape &model,
@@ -139,34 +153,13 @@ void bench::benchGemms(Harness &harness, const ModelShape &model,
     const Work work = computeWork(2.0 * double(t) * double(in) * double(out));
 
     // y [t, out] = x [t, in] W^T (W [out, in], as torch.nn.Linear).
-    GemmArgs forward;
-    forward.dtype = TITANRT_BF16;
-    forward.a = x.get();
-    forward.b = w.get();
-    forward.c = y.get();
-    forward.problem.m = t;
-    forward.problem.n = out;
-    forward.problem.k = in;
+    GemmArgs forward = bf16Gemm(x.get(), w.get(), y.get(), t, out, in);
     forward.problem.transposeB = true;
     // dx [t, in] = dy [t, out] W; the forward's output serves as dy.
-    GemmArgs inputGrad;
-    inputGrad.dtype = TITANRT_BF16;
-    inputGrad.a = y.get();
-    inputGrad.b = w.get();
-    inputGrad.c = dx.get();
-    inputGrad.problem.m = t;
-    inputGrad.problem.n = in;
-    inputGrad.problem.k = out;
+    GemmArgs inputGrad = bf16Gemm(y.get(), w.get(), dx.get(), t, in, out);
     // dW [out, in] = dy^T x, in f32 (the gradient of an f32 master weight).
-    GemmArgs weightGrad;
-    weightGrad.dtype = TITANRT_BF16;
+    GemmArgs weightGrad = bf16Gemm(y.get(), x.get(), dw.get(), out, in, t);
     weightGrad.outputDtype = TITANRT_F32;
-    weightGrad.a = y.get();
-    weightGrad.b = x.get();
-    weightGrad.c = dw.get();
-    weightGrad.problem.m = out;
-    weightGrad.problem.n = in;
-    weightGrad.problem.k = t;
     weightGrad.problem.transposeA = true;
 
     const std::pair<const char *, GemmArgs *> passes[] = {
