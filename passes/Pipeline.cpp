@@ -59,10 +59,10 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
     // (they carry titan.recompute, which later CSE respects).
     pm.addPass(createReshardAfterForwardPass(options.reshard));
   }
-  if (runs(PipelineStage::Executable)) {
+  if (runs(PipelineStage::MemoryPlan))
     buildPlanningPipeline(pm, options);
+  if (runs(PipelineStage::Executable))
     pm.addPass(createLowerToRuntimePass(options.runtime));
-  }
 }
 
 void mlir::titan::buildSchedulingPipeline(OpPassManager &pm,
@@ -259,6 +259,10 @@ void mlir::titan::registerTitanPipelines() {
         Named{"titan-spmd-pipeline",
               "Up to the program of one rank (titan-compile --emit=spmd)",
               PipelineStage::Spmd},
+        Named{"titan-memory-plan-pipeline",
+              "Up to the rank's kernels and memory plan (titan-compile "
+              "--emit=memory-plan)",
+              PipelineStage::MemoryPlan},
         Named{"titan-executable-pipeline",
               "Up to the executable's LLVM dialect module (what titan-compile "
               "compiles)",

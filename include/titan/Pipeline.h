@@ -27,8 +27,12 @@ enum class PipelineStage {
   Placed,
   /// + titan-partition-pipeline, titan-spmdize: the program of one rank.
   Spmd,
-  /// + the executable: kernels, memory plan, calls into libtitanrt (an LLVM
-  /// dialect module that titan-compile compiles and links).
+  /// + the rank's schedule, its kernels and its memory plan
+  /// (buildPlanningPipeline): what the memory report, the exact memory of
+  /// --summary-json and titan-tune read, without native code.
+  MemoryPlan,
+  /// + calls into libtitanrt: the executable (an LLVM dialect module that
+  /// titan-compile compiles and links).
   Executable,
 };
 

@@ -76,6 +76,11 @@ static cl::opt<PipelineStage>
                     clEnumValN(PipelineStage::Spmd, "spmd",
                                "+ the parallel plan, placements and the "
                                "per-rank program (needs --config)"),
+                    clEnumValN(PipelineStage::MemoryPlan, "memory-plan",
+                               "+ the rank's kernels and memory plan, no "
+                               "native code: the plan report's memory "
+                               "section and --summary-json's memory in a "
+                               "fraction of an executable's time"),
                     clEnumValN(PipelineStage::Executable, "executable",
                                "+ kernels, memory plan and the linked "
                                "executable in the -o folder (the default "
@@ -161,12 +166,14 @@ static cl::opt<int64_t> pipelineRank(
     cl::value_desc("R"), cl::init(-1), cl::cat(compileOptions));
 static cl::opt<std::string> summaryJson(
     "summary-json",
-    cl::desc("With --emit=spmd or an executable, write the predictions and "
-             "the memory of a rank as JSON (what titan-tune reads)"),
+    cl::desc("With --emit=spmd, --emit=memory-plan or an executable, write "
+             "the predictions (and with the memory plan the memory of a "
+             "rank) as JSON (what titan-tune reads)"),
     cl::value_desc("file.json"), cl::cat(compileOptions));
 static cl::opt<std::string>
     memoryPlot("memory-plot",
-               cl::desc("With an executable, draw the memory of one rank over "
+               cl::desc("With the memory plan (an executable or "
+                        "--emit=memory-plan), draw the memory of one rank over "
                         "the training step (by kind: state, saved "
                         "activations, gradients, collective buffers, ...) "
                         "into this SVG file"),
@@ -438,12 +445,100 @@ static llvm::Error checkBackendRanks(llvm::StringRef backend, int64_t ranks) {
       ranks));
 }
 
+/// Times `what` of pipeline rank `rank` (of `degree`) under `timing`.
+static TimingScope nestRankTiming(TimingScope &timing, llvm::StringRef what,
+                                  int64_t rank, int64_t degree) {
+  return timing.nest(
+      degree == 1
+          ? what.str()
+          : (what + " (pipeline rank " + llvm::Twine(rank) + ")").str());
+}
+
+/// Plans the memory of the partitioned programs `programs` (one, or one per
+/// pipeline rank in order): their schedules, kernels and memory plans
+/// (buildPlanningPipeline), each one's section appended to `report` when
+/// given (against `device`'s memory when given) and drawn into
+/// --memory-plot; the breakdown added to `summary` when given: that of the
+/// program needing the most, with each one's total under pipeline
+/// parallelism. Numbers the programs' communicators in `communicators`.
+static llvm::Error
+planJobMemory(ArrayRef<ModuleOp> programs, const TitanPipelineOptions &pipeline,
+              llvm::raw_ostream *report, const DeviceDescription *device,
+              llvm::json::Object *summary, TimingScope &timing,
+              CommunicatorTable &communicators) {
+  int64_t degree = programs.size();
+  for (int64_t rank = 0; rank < degree; ++rank) {
+    ModuleOp program = programs[rank];
+    PassManager pm(program.getContext());
+    TimingScope passTiming =
+        nestRankTiming(timing, "kernels and memory plan", rank, degree);
+    pm.enableTiming(passTiming);
+    buildPlanningPipeline(pm, pipeline);
+    if (failed(pm.run(program)))
+      return llvm::createStringError("compilation failed (see the errors "
+                                     "above)");
+    if (report) {
+      if (degree > 1)
+        *report << "\n== Pipeline rank " << rank << ": bin/"
+                << getProgramName(degree, rank) << " ==\n";
+      if (failed(writeMemoryReport(program, device, *report)))
+        return llvm::createStringError("cannot write the memory report");
+    }
+    if (!memoryPlot.empty()) {
+      std::string message;
+      std::unique_ptr<llvm::ToolOutputFile> plot =
+          openOutputFile(degree == 1 ? memoryPlot.getValue()
+                                     : withPipelineRank(memoryPlot, rank),
+                         &message);
+      if (!plot)
+        return llvm::createStringError(message);
+      if (failed(writeMemoryPlot(program, plot->os())))
+        return llvm::createStringError("cannot draw the memory plot");
+      plot->keep();
+    }
+    communicators.addCommunicatorsOf(
+        program.lookupSymbol<func::FuncOp>("train_step"));
+  }
+  if (summary) {
+    // Under pipeline parallelism: the rank that needs the most, and each
+    // rank's total.
+    std::optional<MemoryBreakdown> memory;
+    int64_t peakRank = 0;
+    llvm::json::Array rankTotals;
+    for (auto [rank, program] : llvm::enumerate(programs)) {
+      FailureOr<MemoryBreakdown> rankMemory = computeMemoryBreakdown(program);
+      if (failed(rankMemory))
+        return llvm::createStringError("cannot read the memory plan");
+      rankTotals.push_back(rankMemory->getTotalBytes());
+      if (!memory || rankMemory->getTotalBytes() > memory->getTotalBytes()) {
+        memory = std::move(*rankMemory);
+        peakRank = rank;
+      }
+    }
+    llvm::json::Object atPeak;
+    for (const auto &[what, bytes, region] : memory->atPeak)
+      atPeak[what] = bytes;
+    (*summary)["memory"] =
+        llvm::json::Object{{"arena_bytes", memory->arenaBytes},
+                           {"state_bytes", memory->stateBytes},
+                           {"input_bytes", memory->inputBytes},
+                           {"total_bytes", memory->getTotalBytes()},
+                           {"peak_op", memory->peakPosition},
+                           {"peak_place", memory->peakPlace},
+                           {"at_peak", std::move(atPeak)}};
+    if (degree > 1) {
+      llvm::json::Object &object = *(*summary)["memory"].getAsObject();
+      object["pipeline_rank"] = peakRank;
+      object["pipeline_rank_total_bytes"] = std::move(rankTotals);
+    }
+  }
+  return llvm::Error::success();
+}
+
 /// Compiles the partitioned programs `programs` (one, or one per pipeline
-/// rank in order) into the folder `out`: the memory plan of each (its
-/// section appended to `report` when given, against `device`'s memory when
-/// given; drawn into --memory-plot; its breakdown added to `summary` when
-/// given: that of the program needing the most, with each one's total
-/// under pipeline parallelism), the LLVM dialect modules, bin/train (under
+/// rank in order) into the folder `out`: the memory plan of each
+/// (planJobMemory, with `report`, `device` and `summary`), the LLVM
+/// dialect modules, bin/train (under
 /// pipeline parallelism bin/train-pp<R> and a bin/train that starts the
 /// rank's), manifest.json and checkpoint-plan.txt, and config.toml
 /// (`config`, when given: the config the ranks run the job by). Each phase
@@ -511,78 +606,11 @@ writeExecutable(ArrayRef<ModuleOp> programs, TitanPipelineOptions pipeline,
   }
   planTiming.stop();
 
-  auto nestTiming = [&](llvm::StringRef what, int64_t rank) {
-    return timing.nest(
-        degree == 1
-            ? what.str()
-            : (what + " (pipeline rank " + llvm::Twine(rank) + ")").str());
-  };
   // The communicators the pipeline ranks share get one numbering.
   CommunicatorTable communicators;
-  for (int64_t rank = 0; rank < degree; ++rank) {
-    ModuleOp program = programs[rank];
-    PassManager pm(program.getContext());
-    TimingScope passTiming = nestTiming("kernels and memory plan", rank);
-    pm.enableTiming(passTiming);
-    buildPlanningPipeline(pm, pipeline);
-    if (failed(pm.run(program)))
-      return llvm::createStringError("compilation failed (see the errors "
-                                     "above)");
-    if (report) {
-      if (degree > 1)
-        *report << "\n== Pipeline rank " << rank << ": bin/"
-                << getProgramName(degree, rank) << " ==\n";
-      if (failed(writeMemoryReport(program, device, *report)))
-        return llvm::createStringError("cannot write the memory report");
-    }
-    if (!memoryPlot.empty()) {
-      std::string message;
-      std::unique_ptr<llvm::ToolOutputFile> plot =
-          openOutputFile(degree == 1 ? memoryPlot.getValue()
-                                     : withPipelineRank(memoryPlot, rank),
-                         &message);
-      if (!plot)
-        return llvm::createStringError(message);
-      if (failed(writeMemoryPlot(program, plot->os())))
-        return llvm::createStringError("cannot draw the memory plot");
-      plot->keep();
-    }
-    communicators.addCommunicatorsOf(
-        program.lookupSymbol<func::FuncOp>("train_step"));
-  }
-  if (summary) {
-    // Under pipeline parallelism: the rank that needs the most, and each
-    // rank's total.
-    std::optional<MemoryBreakdown> memory;
-    int64_t peakRank = 0;
-    llvm::json::Array rankTotals;
-    for (auto [rank, program] : llvm::enumerate(programs)) {
-      FailureOr<MemoryBreakdown> rankMemory = computeMemoryBreakdown(program);
-      if (failed(rankMemory))
-        return llvm::createStringError("cannot read the memory plan");
-      rankTotals.push_back(rankMemory->getTotalBytes());
-      if (!memory || rankMemory->getTotalBytes() > memory->getTotalBytes()) {
-        memory = std::move(*rankMemory);
-        peakRank = rank;
-      }
-    }
-    llvm::json::Object atPeak;
-    for (const auto &[what, bytes, region] : memory->atPeak)
-      atPeak[what] = bytes;
-    (*summary)["memory"] =
-        llvm::json::Object{{"arena_bytes", memory->arenaBytes},
-                           {"state_bytes", memory->stateBytes},
-                           {"input_bytes", memory->inputBytes},
-                           {"total_bytes", memory->getTotalBytes()},
-                           {"peak_op", memory->peakPosition},
-                           {"peak_place", memory->peakPlace},
-                           {"at_peak", std::move(atPeak)}};
-    if (degree > 1) {
-      llvm::json::Object &object = *(*summary)["memory"].getAsObject();
-      object["pipeline_rank"] = peakRank;
-      object["pipeline_rank_total_bytes"] = std::move(rankTotals);
-    }
-  }
+  if (llvm::Error error = planJobMemory(programs, pipeline, report, device,
+                                        summary, timing, communicators))
+    return error;
   if (llvm::Error error = writeManifest(programs, manifestPartial, metrics,
                                         pipeline.runtime.target))
     return error;
@@ -599,20 +627,22 @@ writeExecutable(ArrayRef<ModuleOp> programs, TitanPipelineOptions pipeline,
     llvm::sys::path::append(executable, name);
     {
       PassManager pm(program.getContext());
-      TimingScope passTiming = nestTiming("lowering to LLVM", rank);
+      TimingScope passTiming =
+          nestRankTiming(timing, "lowering to LLVM", rank, degree);
       pm.enableTiming(passTiming);
       pm.addPass(createLowerToRuntimePass(pipeline.runtime));
       if (failed(pm.run(program)))
         return llvm::createStringError("compilation failed (see the errors "
                                        "above)");
     }
-    TimingScope emitTiming = nestTiming("native code", rank);
+    TimingScope emitTiming =
+        nestRankTiming(timing, "native code", rank, degree);
     std::vector<std::string> objects = {std::string(kernelsObject),
                                         std::string(hostObject)};
     llvm::Error emitted = emitObjectFiles(program, kernelsObject, hostObject,
                                           CodegenTarget{"", targetCpu});
     emitTiming.stop();
-    TimingScope linkTiming = nestTiming("link", rank);
+    TimingScope linkTiming = nestRankTiming(timing, "link", rank, degree);
     llvm::Error linked =
         emitted ? std::move(emitted)
                 : linkExecutable(objects, executable, pipeline.runtime.target);
@@ -966,7 +996,8 @@ int main(int argc, char **argv) {
   if (!checkpointLayout.empty() && stage < PipelineStage::Spmd)
     return fail("--checkpoint-layout needs --emit=spmd");
   if (!summaryJson.empty() && stage < PipelineStage::Spmd)
-    return fail("--summary-json needs --emit=spmd or an executable");
+    return fail("--summary-json needs --emit=spmd, --emit=memory-plan or an "
+                "executable");
   if (!overlapTrace.empty() && stage < PipelineStage::Spmd)
     return fail("--overlap-trace needs --emit=spmd or an executable");
   if ((!pipelineTrace.empty() || !pipelineScheduleOut.empty() ||
@@ -974,9 +1005,9 @@ int main(int argc, char **argv) {
       stage != PipelineStage::Spmd)
     return fail("--pipeline-trace, --pipeline-schedule and --pipeline-rank "
                 "need --emit=spmd and pipeline_parallel_degree > 1");
-  if (!memoryPlot.empty() && stage < PipelineStage::Executable)
-    return fail("--memory-plot needs an executable (the memory plan): drop "
-                "--emit");
+  if (!memoryPlot.empty() && stage < PipelineStage::MemoryPlan)
+    return fail("--memory-plot needs the memory plan: --emit=memory-plan, or "
+                "drop --emit (an executable)");
   if (stage == PipelineStage::Executable && outputFile == "-")
     return fail("building an executable needs -o OUT (a folder for bin/, "
                 "manifest.json and the checkpoint plan); --emit=spmd prints "
@@ -1187,7 +1218,7 @@ int main(int argc, char **argv) {
   SmallVector<PipelineRankProgram, 0> pipelinePrograms;
   // Kept when an executable or the checkpoint layout needs them all.
   SmallVector<OwningOpRef<ModuleOp>> pipelineModules;
-  bool keepPipelineModules = stage == PipelineStage::Executable ||
+  bool keepPipelineModules = stage >= PipelineStage::MemoryPlan ||
                              !checkpointLayout.empty() || !planReport.empty() ||
                              !overlapTrace.empty() || !summaryJson.empty();
   if (pipelined) {
@@ -1251,7 +1282,7 @@ int main(int argc, char **argv) {
     }
   }
   // What titan-tune reads: the configuration compiled, the prediction, and
-  // (with an executable) the memory.
+  // (with the memory plan) the memory.
   llvm::json::Object summary;
   if (!summaryJson.empty() && modelFlops) {
     summary["world_size"] = mesh.getWorldSize();
@@ -1458,6 +1489,27 @@ int main(int argc, char **argv) {
                    << ": the programs of the pipeline ranks)";
     llvm::errs() << "\n";
     return 0;
+  }
+  // The memory plan alone: each program as planned, with the plan's
+  // report and summary.
+  if (stage == PipelineStage::MemoryPlan) {
+    CommunicatorTable communicators;
+    if (llvm::Error error = planJobMemory(
+            jobPrograms, pipeline, report ? &report->os() : nullptr,
+            device ? &*device : nullptr,
+            summaryJson.empty() ? nullptr : &summary, timing, communicators))
+      return fail(llvm::toString(std::move(error)));
+    if (pipelined && outputFile != "-")
+      for (auto [rank, program] : llvm::enumerate(jobPrograms)) {
+        std::string message;
+        auto output =
+            openOutputFile(withPipelineRank(outputFile, rank), &message);
+        if (!output)
+          return fail(message);
+        program->print(output->os());
+        output->os() << "\n";
+        output->keep();
+      }
   }
   if (report)
     report->keep();

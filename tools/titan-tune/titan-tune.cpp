@@ -9,9 +9,10 @@
 // and every other matmul; selective every N-th block; full), and when FSDP
 // shards the parameters each of them also with fsdp_reshard_after_forward
 // = "always" (the backward gathers the parameters again), each with
-// titan-compile --summary-json, and prints for each the memory a rank
-// needs (the exact memory plan) and the predicted step time, recomputation,
-// tokens/s and MFU (docs/cost-model.md). It picks the fastest policy whose
+// titan-compile --summary-json (--emit=memory-plan: no native code unless
+// --measure), and prints for each the memory a rank needs (the exact
+// memory plan) and the predicted step time, recomputation, tokens/s and MFU
+// (docs/cost-model.md). It picks the fastest policy whose
 // memory fits the budget (--budget-gib, default: the memory of the
 // config's [hardware] device) and draws the policies as points of memory
 // against step time, with the Pareto front (--svg). With --measure it runs
@@ -78,7 +79,8 @@ static cl::opt<std::string> svgFile("svg",
                                     cl::sub(acCommand), cl::cat(tuneOptions));
 static cl::opt<std::string>
     workDir("work",
-            cl::desc("Folder for each policy's executable and summary "
+            cl::desc("Folder for each policy's planned program (with "
+                     "--measure its executable) and summary "
                      "(default: a new temporary folder, removed at the end)"),
             cl::value_desc("DIR"), cl::sub(acCommand), cl::cat(tuneOptions));
 static cl::opt<bool>
@@ -339,15 +341,19 @@ int tuneActivationCheckpointing(const char *argv0) {
   });
 
   // Compiles `c` and reads its summary; false when titan-compile failed.
+  // The predictions and the memory need the memory plan only; --measure
+  // runs executables.
   int64_t fsdpDegree = 1;
   auto compile = [&](Candidate &c) -> bool {
     llvm::SmallString<256> out(work), summaryPath(work), log(work);
-    llvm::sys::path::append(out, c.slug);
+    llvm::sys::path::append(out, measure ? c.slug : c.slug + ".mlir");
     llvm::sys::path::append(summaryPath, c.slug + ".json");
     llvm::sys::path::append(log, c.slug + ".log");
     std::vector<std::string> arguments = {
         compiler, modelFile,        "--config",       configFile,
         "-o",     std::string(out), "--summary-json", std::string(summaryPath)};
+    if (!measure)
+      arguments.push_back("--emit=memory-plan");
     for (const std::string &set : overrides)
       arguments.insert(arguments.end(), {"--set", set});
     arguments.insert(
