@@ -101,10 +101,10 @@ void ignoreBrokenPipes() {
     std::signal(SIGPIPE, SIG_IGN);
 }
 
-/// Connects the Gloo context of every group of more than one rank, and
-/// a SelfCommunicator for the others.
+/// Connects the Gloo context of every group from `firstIndex` on of more
+/// than one rank, and a SelfCommunicator for the others.
 Status connectGroups(StoreClient &store, const LaunchEnvironment &env,
-                     const std::vector<Group> &groups,
+                     const std::vector<Group> &groups, size_t firstIndex,
                      std::chrono::milliseconds timeout,
                      const std::shared_ptr<Watchdog> &watchdog,
                      std::vector<std::unique_ptr<Communicator>> &connected) {
@@ -124,7 +124,7 @@ Status connectGroups(StoreClient &store, const LaunchEnvironment &env,
     std::shared_ptr<gloo::transport::Device> device =
         gloo::transport::tcp::CreateDevice(attributes);
     GlooStore glooStore(store);
-    for (size_t index = 0; index < groups.size(); ++index) {
+    for (size_t index = firstIndex; index < groups.size(); ++index) {
       const Group &group = groups[index];
       if (group.ranks.size() == 1) {
         connected.push_back(
@@ -163,8 +163,16 @@ Status connect(const LaunchEnvironment &env, const MeshShape &mesh,
                const std::vector<std::vector<int>> &axisSets,
                std::chrono::milliseconds timeout,
                std::vector<std::unique_ptr<Communicator>> &communicators,
-               std::shared_ptr<Watchdog> &watchdog) {
+               std::shared_ptr<Watchdog> &watchdog,
+               const ExternalCommunicators &external) {
   TITANRT_RETURN_IF_ERROR(checkMesh(mesh, env.worldSize, axisSets));
+  if (external.count > axisSets.size() || (external.count && !external.connect))
+    return Status::invalidArgument(
+        "cannot leave " + std::to_string(external.count) + " of " +
+        std::to_string(axisSets.size()) + " communicators to another library" +
+        (external.connect ? "" : " without its connector"));
+  std::vector<std::vector<int>> externalSets(axisSets.begin(),
+                                             axisSets.begin() + external.count);
   std::vector<Group> groups;
   std::vector<std::string> axesNames;
   bool needsPeers = false;
@@ -181,9 +189,12 @@ Status connect(const LaunchEnvironment &env, const MeshShape &mesh,
   std::vector<std::unique_ptr<Communicator>> connected;
   if (!needsPeers) {
     // Group sizes depend only on the axes: no rank needs a peer either.
-    for (const Group &group : groups)
+    if (external.count)
+      TITANRT_RETURN_IF_ERROR(external.connect(nullptr, env, mesh, externalSets,
+                                               timeout, recorder, connected));
+    for (size_t index = external.count; index < groups.size(); ++index)
       connected.push_back(
-          std::make_unique<SelfCommunicator>(group.description));
+          std::make_unique<SelfCommunicator>(groups[index].description));
     communicators = std::move(connected);
     watchdog = std::move(recorder);
     return Status::success();
@@ -203,8 +214,11 @@ Status connect(const LaunchEnvironment &env, const MeshShape &mesh,
   TITANRT_RETURN_IF_ERROR(StoreClient::connect(
       env.masterAddr, env.masterPort, getKeyPrefix(env), timeout, store));
   TITANRT_RETURN_IF_ERROR(meetAll(*store, "arrived", env, timeout, "reach"));
-  TITANRT_RETURN_IF_ERROR(
-      connectGroups(*store, env, groups, timeout, recorder, connected));
+  if (external.count)
+    TITANRT_RETURN_IF_ERROR(external.connect(
+        store.get(), env, mesh, externalSets, timeout, recorder, connected));
+  TITANRT_RETURN_IF_ERROR(connectGroups(*store, env, groups, external.count,
+                                        timeout, recorder, connected));
   TITANRT_RETURN_IF_ERROR(
       meetAll(*store, "connected", env, timeout, "finish connecting at"));
   // Rank 0's store stays up with the watchdog, for the heartbeats.
@@ -222,9 +236,10 @@ connectCommunicators(const LaunchEnvironment &env, const MeshShape &mesh,
                      const std::vector<std::vector<int>> &axisSets,
                      std::chrono::milliseconds timeout,
                      std::vector<std::unique_ptr<Communicator>> &communicators,
-                     std::shared_ptr<Watchdog> &watchdog) {
+                     std::shared_ptr<Watchdog> &watchdog,
+                     const ExternalCommunicators &external) {
   Status status =
-      connect(env, mesh, axisSets, timeout, communicators, watchdog);
+      connect(env, mesh, axisSets, timeout, communicators, watchdog, external);
   if (status.ok())
     return status;
   return Status(status.getCode(), "rank " + std::to_string(env.rank) + " of " +

@@ -14,6 +14,7 @@
 #include "comm/Communicator.h"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,7 +62,29 @@ struct MeshShape {
   std::vector<int64_t> axisSizes;
 };
 
+class StoreClient;
 class Watchdog;
+
+/// Connects the communicators of some axis sets with a library other than
+/// Gloo (the CUDA backend's NCCL) within connectCommunicators, once every
+/// rank reached the store: `store` is the job's (its keys carry the job's
+/// prefix; null when the world has one rank and nothing is met), `axisSets`
+/// the sets to connect, in order, over `mesh`; communicator i of them is
+/// communicator i of `watchdog`'s progress. Waits at most `timeout` for the
+/// other ranks. Appends one communicator per set to `communicators`.
+using CommunicatorConnector = std::function<Status(
+    StoreClient *store, const LaunchEnvironment &env, const MeshShape &mesh,
+    const std::vector<std::vector<int>> &axisSets,
+    std::chrono::milliseconds timeout,
+    const std::shared_ptr<Watchdog> &watchdog,
+    std::vector<std::unique_ptr<Communicator>> &communicators)>;
+
+/// The axis sets connectCommunicators leaves to another library: the first
+/// `count`, which `connect` connects (before the Gloo ones, on every rank).
+struct ExternalCommunicators {
+  size_t count = 0;
+  CommunicatorConnector connect;
+};
 
 /// Connects this rank (env.rank of env.worldSize, which must equal the
 /// mesh's size) to the others and returns, for each entry of `axisSets`
@@ -78,13 +101,15 @@ class Watchdog;
 /// store, which it keeps up (hosting it on rank 0) until its finish(); the
 /// communicators hold it too. Ignores SIGPIPE when it has its default
 /// action (as Python does), so that writing to a peer that died is an
-/// error, not the end of the process.
+/// error, not the end of the process. The first `external.count` axis sets
+/// are connected by `external.connect` instead of Gloo.
 Status
 connectCommunicators(const LaunchEnvironment &env, const MeshShape &mesh,
                      const std::vector<std::vector<int>> &axisSets,
                      std::chrono::milliseconds timeout,
                      std::vector<std::unique_ptr<Communicator>> &communicators,
-                     std::shared_ptr<Watchdog> &watchdog);
+                     std::shared_ptr<Watchdog> &watchdog,
+                     const ExternalCommunicators &external = {});
 
 /// connectCommunicators for a caller that leaves the watchdog to the
 /// communicators: it finishes when the last of them is destroyed.

@@ -2,6 +2,8 @@
 
 #include "core/AsyncCollectives.h"
 
+#include "core/CommunicationThread.h"
+
 #include <string>
 
 namespace titan::rt {
@@ -39,11 +41,31 @@ void recordWait(Tracer *tracer, double startMicros, const char *argName,
 
 } // namespace
 
+AsyncCollectives::AsyncCollectives()
+    : factory([](Communicator &communicator, int32_t index) {
+        return std::make_unique<CommunicationThread>(communicator, index);
+      }) {}
+
 AsyncCollectives::~AsyncCollectives() {
   // The collectives' errors went nowhere: the step that started them
   // failed first, or it was never drained.
   (void)drain();
-  threads.clear();
+  queues.clear();
+}
+
+void AsyncCollectives::setQueueFactory(CollectiveQueueFactory queueFactory,
+                                       bool everyCall) {
+  factory = std::move(queueFactory);
+  queueEveryCall = everyCall;
+}
+
+CollectiveQueue &AsyncCollectives::getQueue(int32_t index,
+                                            Communicator &communicator) {
+  if (size_t(index) >= queues.size())
+    queues.resize(size_t(index) + 1);
+  if (!queues[index])
+    queues[index] = factory(communicator, index);
+  return *queues[index];
 }
 
 Status AsyncCollectives::failPendingStart(const std::string &operation) {
@@ -89,25 +111,21 @@ Status AsyncCollectives::run(Tracer *tracer, int32_t index,
                               getCollectiveName(call.kind));
     int64_t handle = pendingHandle;
     pendingHandle = -1;
-    if (size_t(index) >= threads.size())
-      threads.resize(size_t(index) + 1);
-    if (!threads[index])
-      threads[index] =
-          std::make_unique<CommunicationThread>(communicator, index);
+    CollectiveQueue &queue = getQueue(index, communicator);
     Handle &entry = handles[handle];
     entry.state = State::InFlight;
     entry.kind = call.kind;
     entry.communicator = index;
-    threads[index]->enqueue(call, handle, tracer);
+    queue.enqueue(call, handle, tracer);
     return Status::success();
   }
   synchronize(tracer, index);
   // An asynchronous collective queued before it failed: that failure (a
   // peer that died, with the watchdog's account of who did not arrive) is
   // the cause, not the communicator it left unusable.
-  if (size_t(index) < threads.size() && threads[index])
-    if (std::optional<CommunicationThread::Result> failed =
-            threads[index]->findFailure())
+  if (size_t(index) < queues.size() && queues[index])
+    if (std::optional<CollectiveQueue::Result> failed =
+            queues[index]->findFailure())
       return Status(failed->status.getCode(),
                     failed->status.getMessage() + " (the asynchronous " +
                         getCollectiveName(failed->kind) + " of " +
@@ -117,14 +135,18 @@ Status AsyncCollectives::run(Tracer *tracer, int32_t index,
   TraceScope trace(tracer, getCollectiveName(call.kind), "collective",
                    Tracer::kCommunicationTrack, index);
   trace.arg("bytes", call.getTracedBytes());
+  if (queueEveryCall)
+    return getQueue(index, communicator).run(call);
+  if (size_t(index) < queues.size() && queues[index])
+    return queues[index]->run(call);
   return call.run(communicator);
 }
 
 void AsyncCollectives::synchronize(Tracer *tracer, int32_t index) {
-  if (size_t(index) >= threads.size() || !threads[index])
+  if (size_t(index) >= queues.size() || !queues[index])
     return;
   double start = isRecording(tracer) ? tracer->now() : 0;
-  if (threads[index]->waitUntilIdle() && isRecording(tracer))
+  if (queues[index]->waitUntilIdle() && isRecording(tracer))
     recordWait(tracer, start, "communicator", index);
 }
 
@@ -140,7 +162,7 @@ Status AsyncCollectives::wait(Tracer *tracer, int64_t handle) {
                                    " was already waited for");
   double start = isRecording(tracer) ? tracer->now() : 0;
   bool blocked = false;
-  Status status = threads[entry.communicator]->take(handle, blocked);
+  Status status = queues[entry.communicator]->take(handle, blocked);
   entry.state = State::Waited;
   if (blocked && isRecording(tracer))
     recordWait(tracer, start, "handle", handle);
@@ -157,16 +179,16 @@ Status AsyncCollectives::wait(Tracer *tracer, int64_t handle) {
 Status AsyncCollectives::drain(Tracer *tracer) {
   double start = isRecording(tracer) ? tracer->now() : 0;
   bool blocked = false;
-  for (std::unique_ptr<CommunicationThread> &thread : threads)
-    if (thread)
-      blocked |= thread->waitUntilIdle();
+  for (std::unique_ptr<CollectiveQueue> &queue : queues)
+    if (queue)
+      blocked |= queue->waitUntilIdle();
   if (blocked && isRecording(tracer))
     recordWait(tracer, start, nullptr, 0);
   Status first;
-  for (std::unique_ptr<CommunicationThread> &thread : threads) {
-    if (!thread)
+  for (std::unique_ptr<CollectiveQueue> &queue : queues) {
+    if (!queue)
       continue;
-    CommunicationThread::Result result = thread->drain();
+    CollectiveQueue::Result result = queue->drain();
     if (first.ok() && !result.status.ok())
       first = Status(result.status.getCode(),
                      result.status.getMessage() + " (the asynchronous " +
@@ -186,16 +208,16 @@ Status AsyncCollectives::drain(Tracer *tracer) {
   return first;
 }
 
-size_t AsyncCollectives::getNumThreads() const {
+size_t AsyncCollectives::getNumQueues() const {
   size_t count = 0;
-  for (const std::unique_ptr<CommunicationThread> &thread : threads)
-    count += thread != nullptr;
+  for (const std::unique_ptr<CollectiveQueue> &queue : queues)
+    count += queue != nullptr;
   return count;
 }
 
 bool AsyncCollectives::isBusy() {
-  for (std::unique_ptr<CommunicationThread> &thread : threads)
-    if (thread && thread->isBusy())
+  for (std::unique_ptr<CollectiveQueue> &queue : queues)
+    if (queue && queue->isBusy())
       return true;
   return false;
 }

@@ -2,19 +2,21 @@
 //
 // A rank's asynchronous collectives. titanrt_start(handle) makes the next
 // collective asynchronous: it is queued on its communicator's
-// CommunicationThread (made when the communicator's first one is) and
-// titanrt_wait(handle) takes its Status. Every other use of a communicator
-// first waits for that communicator's queue, so each communicator runs its
-// operations in the order the program issued them, as Gloo needs every
-// member of a group to. A program that never calls titanrt_start runs
-// every call inline, with no thread.
+// CollectiveQueue (made when the communicator's first one is: by default a
+// CommunicationThread) and titanrt_wait(handle) takes its Status. Every
+// other use of a communicator first waits for that communicator's queue, so
+// each communicator runs its operations in the order the program issued
+// them, as every member of a group needs to. With the CPU backend's queues a
+// program that never calls titanrt_start runs every call inline, with no
+// thread; a backend whose synchronous collectives must be ordered too (the
+// CUDA backend's streams) queues every call.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TITAN_RUNTIME_CORE_ASYNCCOLLECTIVES_H
 #define TITAN_RUNTIME_CORE_ASYNCCOLLECTIVES_H
 
-#include "core/CommunicationThread.h"
+#include "core/CollectiveQueue.h"
 
 #include <memory>
 #include <string>
@@ -27,8 +29,8 @@ namespace titan::rt {
 /// rank's main thread only (the thread that runs the step).
 class AsyncCollectives {
 public:
-  AsyncCollectives() = default;
-  /// Waits for every queued collective and joins the threads: it must be
+  AsyncCollectives();
+  /// Waits for every queued collective and destroys the queues: it must be
   /// destroyed before the communicators.
   ~AsyncCollectives();
   AsyncCollectives(const AsyncCollectives &) = delete;
@@ -48,10 +50,16 @@ public:
     return pendingHandle < 0 ? Status::success() : failPendingStart(operation);
   }
 
+  /// Makes every communicator's queue with `factory` from now on (before
+  /// the first collective); with `queueEveryCall` a synchronous collective
+  /// goes through the queue (CollectiveQueue::run) too, otherwise it runs
+  /// on the caller when the communicator has no queue yet.
+  void setQueueFactory(CollectiveQueueFactory factory, bool queueEveryCall);
+
   /// Runs `call` on `communicator` (the rank's communicator `index`): after
-  /// a titanrt_start queues it on the communicator's thread and returns at
+  /// a titanrt_start queues it on the communicator's queue and returns at
   /// once; otherwise waits for the communicator's queue (synchronize) and
-  /// runs it on the caller. `tracer` records it.
+  /// runs it. `tracer` records it.
   Status run(Tracer *tracer, int32_t index, Communicator &communicator,
              const CollectiveCall &call);
 
@@ -77,8 +85,8 @@ public:
   /// is a "wait" event of `tracer`.
   Status drain(Tracer *tracer = nullptr);
 
-  /// The communication threads made so far.
-  size_t getNumThreads() const;
+  /// The queues made so far.
+  size_t getNumQueues() const;
   /// Whether some communicator has a queued or running collective.
   bool isBusy();
 
@@ -94,14 +102,20 @@ private:
 
   /// checkNoPendingStart's failure.
   Status failPendingStart(const std::string &operation);
+  /// The queue of communicator `index`, made for `communicator` if it has
+  /// none yet.
+  CollectiveQueue &getQueue(int32_t index, Communicator &communicator);
 
   /// The handle a titanrt_start gave for the next collective, or -1.
   int64_t pendingHandle = -1;
   /// The handles started so far. A drain frees them but keeps their
   /// entries, so that a step that reuses its handles allocates nothing.
   std::unordered_map<int64_t, Handle> handles;
-  /// By communicator index; null until its first asynchronous collective.
-  std::vector<std::unique_ptr<CommunicationThread>> threads;
+  /// Makes the queues, and whether every call goes through them.
+  CollectiveQueueFactory factory;
+  bool queueEveryCall = false;
+  /// By communicator index; null until its first queued collective.
+  std::vector<std::unique_ptr<CollectiveQueue>> queues;
 };
 
 } // namespace titan::rt

@@ -21,14 +21,15 @@
 #include <vector>
 
 struct titanrt_context {
+  /// Where the compute calls run. Declared first: destroyed last, after
+  /// the collectives whose queues order work on its stream (CUDA).
+  std::unique_ptr<titan::rt::ComputeBackend> compute;
   /// The communicators of the program, by communicator index.
   std::vector<std::unique_ptr<titan::rt::Communicator>> communicators;
-  /// The collectives titanrt_start made asynchronous and their
-  /// communication threads. Declared after `communicators`: destroyed
-  /// first, it joins its threads while their communicators still live.
+  /// The collectives titanrt_start made asynchronous and the queues of the
+  /// communicators. Declared after `communicators`: destroyed first, it
+  /// completes its queues while their communicators still live.
   titan::rt::AsyncCollectives async;
-  /// Where the compute calls run.
-  std::unique_ptr<titan::rt::ComputeBackend> compute;
   /// The message of the last failed call (titanrt_last_error).
   std::string lastError;
   /// Records the calls of a profiled step ([profiling]); null otherwise.

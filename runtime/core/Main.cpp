@@ -281,10 +281,18 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
     allAxes.push_back(axis);
   axisSets.push_back(allAxes);
   axisSets.push_back(allAxes);
+  // The backend may connect the program's own (NCCL on CUDA); the control
+  // and saver communicators work on host memory, with Gloo.
+  ExternalCommunicators external;
+  if (backend.connectCommunicators)
+    external = {program.communicators.size(), backend.connectCommunicators};
+  if (backend.collectiveQueues)
+    context.async.setQueueFactory(backend.collectiveQueues,
+                                  /*queueEveryCall=*/true);
   TITANRT_RETURN_IF_ERROR(
       connectCommunicators(environment, program.mesh, axisSets,
                            std::chrono::seconds(line.timeoutSeconds),
-                           context.communicators, watchdog));
+                           context.communicators, watchdog, external));
   std::unique_ptr<Communicator> saver = std::move(context.communicators.back());
   context.communicators.pop_back();
   std::unique_ptr<Communicator> control =

@@ -11,6 +11,8 @@
 #ifndef TITAN_RUNTIME_CORE_RANKBACKEND_H
 #define TITAN_RUNTIME_CORE_RANKBACKEND_H
 
+#include "comm/Connect.h"
+#include "core/CollectiveQueue.h"
 #include "core/ComputeBackend.h"
 #include "core/ProgramDescription.h"
 #include "core/StepMemory.h"
@@ -20,10 +22,17 @@
 
 namespace titan::rt {
 
-/// Where a rank's compute calls run and where its step's regions live.
+/// Where a rank's compute calls run, where its step's regions live, and how
+/// its program's collectives reach the other ranks.
 struct RankBackend {
   std::unique_ptr<ComputeBackend> compute;
   std::unique_ptr<StepMemory> memory;
+  /// Set when the program's communicators are not Gloo's (the CUDA
+  /// backend's NCCL): connects them (connectCommunicators' external sets).
+  CommunicatorConnector connectCommunicators;
+  /// Set when every collective of the program goes through a queue of the
+  /// backend (the CUDA backend's streams): makes the queues.
+  CollectiveQueueFactory collectiveQueues;
 };
 
 /// What createRankBackend needs to know of the rank.

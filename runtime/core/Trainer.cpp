@@ -936,8 +936,13 @@ Status Trainer::train(const RunOptions &options, StopReason &stopped) {
     // Ctrl-C or SIGTERM on any rank: all stop after the same step.
     int signal = getStopSignal();
     if (program.getWorldSize() > 1)
-      TITANRT_RETURN_IF_ERROR(
-          control.allReduce(TITANRT_I32, TITANRT_MAX, &signal, &signal, 1));
+      if (Status agreed =
+              control.allReduce(TITANRT_I32, TITANRT_MAX, &signal, &signal, 1);
+          !agreed.ok())
+        return Status(agreed.getCode(),
+                      "after step " + std::to_string(stepsDone) +
+                          ", agreeing with the other ranks whether to stop: " +
+                          agreed.getMessage());
     bool last = stepsDone == lastStep;
     bool lastOfJob = last && !options.runSteps;
     if (checkpoint.enable && lastOfJob && checkpoint.lastSaveInHf) {

@@ -432,19 +432,6 @@ static llvm::Error writePipelineLauncher(llvm::StringRef path, int64_t degree,
   return llvm::Error::success();
 }
 
-/// Checks that `backend` runs a job of `ranks` ranks: the CUDA backend
-/// runs one for now.
-static llvm::Error checkBackendRanks(llvm::StringRef backend, int64_t ranks) {
-  if (backend != "cuda" || ranks == 1)
-    return llvm::Error::success();
-  return llvm::createStringError(llvm::formatv(
-      "--backend=cuda: the program has {0} ranks, but the CUDA backend runs "
-      "single-rank jobs for now (its collectives are not on NCCL streams "
-      "yet): compile for one rank (every parallelism degree 1, --world-size "
-      "1), or use --backend=cpu",
-      ranks));
-}
-
 /// Times `what` of pipeline rank `rank` (of `degree`) under `timing`.
 static TimingScope nestRankTiming(TimingScope &timing, llvm::StringRef what,
                                   int64_t rank, int64_t degree) {
@@ -555,9 +542,6 @@ writeExecutable(ArrayRef<ModuleOp> programs, TitanPipelineOptions pipeline,
   if (failed(ranks))
     return llvm::createStringError("the program's mesh is invalid");
   int64_t stageSize = ranks->getStageSize();
-  if (llvm::Error error =
-          checkBackendRanks(pipeline.runtime.target, stageSize * degree))
-    return error;
   TimingScope planTiming = timing.nest("checkpoint plan");
   llvm::Expected<CheckpointPlan> plan = computeJobCheckpointPlan(programs);
   if (!plan)
@@ -1121,8 +1105,6 @@ int main(int argc, char **argv) {
       if (!resolved)
         return fail(llvm::toString(resolved.takeError()));
       mesh = *resolved;
-      if (llvm::Error error = checkBackendRanks(backend, mesh.getWorldSize()))
-        return fail(llvm::toString(std::move(error)));
     }
     if (llvm::Error error = checkPipelineOutput(mesh.getPipelineDegree()))
       return fail(llvm::toString(std::move(error)));

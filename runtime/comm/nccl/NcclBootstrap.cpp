@@ -42,20 +42,25 @@ Status awaitCreated(const std::string &what, ncclResult_t result,
 }
 
 /// The world communicator's unique id: created by rank 0, which publishes
-/// it, and read by the others.
-Status shareWorldId(StoreClient &store, const LaunchEnvironment &env,
+/// it in `store` (none for a world of one rank), and read by the others.
+Status shareWorldId(StoreClient *store, const LaunchEnvironment &env,
                     ncclUniqueId &id) {
   int version = 0;
   ncclResult_t result = ncclGetVersion(&version);
   if (result != ncclSuccess)
     return makeNcclError("asking NCCL for its version", result, nullptr);
+  if (!store && env.worldSize > 1)
+    return Status::invalidArgument(
+        "a world of " + std::to_string(env.worldSize) +
+        " ranks shares the NCCL unique id through a store: none was given");
   if (env.rank != 0)
-    return fetchUniqueId(store, kNcclWorldIdKey, version, id);
+    return fetchUniqueId(*store, kNcclWorldIdKey, version, id);
   result = ncclGetUniqueId(&id);
   if (result != ncclSuccess)
     return makeNcclError("creating the NCCL world communicator's unique id",
                          result, nullptr);
-  return publishUniqueId(store, kNcclWorldIdKey, id, version);
+  return store ? publishUniqueId(*store, kNcclWorldIdKey, id, version)
+               : Status::success();
 }
 
 /// Checks that NCCL placed this rank where the split asked.
@@ -86,7 +91,7 @@ struct SplitComm {
 
 /// Joins the world communicator into `world` and splits it into `splits`
 /// (raw: the caller aborts them after a failure).
-Status createComms(StoreClient &store, const LaunchEnvironment &env,
+Status createComms(StoreClient *store, const LaunchEnvironment &env,
                    const MeshShape &mesh,
                    const std::vector<std::vector<int>> &axisSets,
                    std::chrono::milliseconds timeout, ncclComm_t &world,
@@ -126,7 +131,7 @@ Status createComms(StoreClient &store, const LaunchEnvironment &env,
 } // namespace
 
 Status connectNcclCommunicators(
-    StoreClient &store, const LaunchEnvironment &env, const MeshShape &mesh,
+    StoreClient *store, const LaunchEnvironment &env, const MeshShape &mesh,
     const std::vector<std::vector<int>> &axisSets, int device,
     cudaStream_t stream, std::chrono::milliseconds timeout,
     const std::shared_ptr<Watchdog> &watchdog,

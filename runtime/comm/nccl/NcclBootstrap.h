@@ -28,14 +28,14 @@ class StoreClient;
 /// of `axisSets` (indices of mesh axes), over the same groups as
 /// connectCommunicators: rank 0 publishes the world communicator's unique
 /// id in `store` (kNcclWorldIdKey; `store` is connected with the job's key
-/// prefix), every rank joins the world communicator, splits it once per
-/// axis set, and releases it. Every operation of the communicators is
-/// enqueued on `stream` and waits at most env.collectiveTimeout;
-/// `watchdog` (may be null) records this rank's progress on them. Fails,
-/// naming the step and aborting what it created, when the other ranks do
-/// not join within `timeout`.
+/// prefix; null for a world of one rank), every rank joins the world
+/// communicator, splits it once per axis set, and releases it. Every operation
+/// of the communicators is enqueued on `stream` and waits at most
+/// env.collectiveTimeout; `watchdog` (may be null) records this rank's progress
+/// on them. Fails, naming the step and aborting what it created, when the other
+/// ranks do not join within `timeout`.
 Status connectNcclCommunicators(
-    StoreClient &store, const LaunchEnvironment &env, const MeshShape &mesh,
+    StoreClient *store, const LaunchEnvironment &env, const MeshShape &mesh,
     const std::vector<std::vector<int>> &axisSets, int device,
     cudaStream_t stream, std::chrono::milliseconds timeout,
     const std::shared_ptr<Watchdog> &watchdog,

@@ -3,6 +3,7 @@
 #include "CollectiveChecks.h"
 #include "ThreadJob.h"
 #include "comm/MeshGroups.h"
+#include "comm/SelfCommunicator.h"
 
 #include "gtest/gtest.h"
 
@@ -125,6 +126,85 @@ TEST(Collectives, AJobOfOneRankNeedsNoStore) {
     EXPECT_TRUE(checked.ok()) << checked.getMessage();
   }
   EXPECT_GT(checks, 0);
+}
+
+/// A connector standing for another library: records what it was asked
+/// and makes one SelfCommunicator per axis set.
+struct RecordingConnector {
+  bool hadStore = false;
+  std::vector<std::vector<int>> axisSets;
+  std::vector<const Communicator *> made;
+
+  CommunicatorConnector get() {
+    return [this](StoreClient *store, const LaunchEnvironment &,
+                  const MeshShape &, const std::vector<std::vector<int>> &sets,
+                  std::chrono::milliseconds, const std::shared_ptr<Watchdog> &,
+                  std::vector<std::unique_ptr<Communicator>> &communicators) {
+      hadStore = store != nullptr;
+      axisSets = sets;
+      for (size_t set = 0; set < sets.size(); ++set) {
+        communicators.push_back(std::make_unique<SelfCommunicator>("external"));
+        made.push_back(communicators.back().get());
+      }
+      return Status::success();
+    };
+  }
+};
+
+TEST(Collectives, AnotherLibraryConnectsTheFirstAxisSets) {
+  // The first two sets are the connector's (the CUDA backend's NCCL), in
+  // order and at their indices; Gloo connects the last, which works.
+  ThreadJob job(4);
+  MeshShape mesh = makeMesh({2, 2});
+  std::vector<RecordingConnector> connectors(4);
+  std::vector<Status> statuses = job.run([&](int64_t rank) -> Status {
+    std::vector<std::unique_ptr<Communicator>> communicators;
+    std::shared_ptr<Watchdog> watchdog;
+    TITANRT_RETURN_IF_ERROR(connectCommunicators(
+        job.getEnvironment(rank), mesh, {{0}, {1}, {0, 1}}, kConnectTimeout,
+        communicators, watchdog, {2, connectors[rank].get()}));
+    if (communicators.size() != 3 ||
+        communicators[0].get() != connectors[rank].made.at(0) ||
+        communicators[1].get() != connectors[rank].made.at(1))
+      return Status::internal("the connector's communicators are not first");
+    int64_t checks = 0;
+    return checkCollectives(*communicators[2], {0, 1, 2, 3}, rank, checks);
+  });
+  for (size_t rank = 0; rank < statuses.size(); ++rank) {
+    EXPECT_TRUE(statuses[rank].ok())
+        << "rank " << rank << ": " << statuses[rank].getMessage();
+    EXPECT_TRUE(connectors[rank].hadStore);
+    EXPECT_EQ(connectors[rank].axisSets,
+              (std::vector<std::vector<int>>{{0}, {1}}));
+  }
+}
+
+TEST(Collectives, AnotherLibraryConnectsAJobOfOneRankWithoutAStore) {
+  LaunchEnvironment env;
+  env.masterPort = findFreePort();
+  RecordingConnector connector;
+  std::vector<std::unique_ptr<Communicator>> communicators;
+  std::shared_ptr<Watchdog> watchdog;
+  Status status = connectCommunicators(env, makeMesh({1}), {{0}, {0}},
+                                       std::chrono::seconds(1), communicators,
+                                       watchdog, {1, connector.get()});
+  ASSERT_TRUE(status.ok()) << status.getMessage();
+  ASSERT_EQ(communicators.size(), 2u);
+  EXPECT_EQ(communicators[0].get(), connector.made.at(0));
+  EXPECT_FALSE(connector.hadStore);
+
+  status =
+      connectCommunicators(env, makeMesh({1}), {{0}}, std::chrono::seconds(1),
+                           communicators, watchdog, {2, connector.get()});
+  EXPECT_EQ(status.getMessage(),
+            "rank 0 of 1: cannot leave 2 of 1 communicators to another "
+            "library");
+  status =
+      connectCommunicators(env, makeMesh({1}), {{0}}, std::chrono::seconds(1),
+                           communicators, watchdog, {1, nullptr});
+  EXPECT_EQ(status.getMessage(),
+            "rank 0 of 1: cannot leave 1 of 1 communicators to another "
+            "library without its connector");
 }
 
 } // namespace

@@ -159,7 +159,7 @@ TEST(AsyncCollectives, GiveTheBytesOfTheSynchronousCollectives) {
     RETURN_IF_FAILS(ctx, collectives[0].second(gathered));
     RETURN_IF_FAILS(ctx, titanrt_wait(&ctx, 1));
     EXPECT_EQ(gathered[64 + 3], 1000.0f + 1.5f);
-    EXPECT_EQ(ctx.async.getNumThreads(), 1u);
+    EXPECT_EQ(ctx.async.getNumQueues(), 1u);
     return Status::success();
   });
 }
@@ -308,7 +308,7 @@ TEST(AsyncCollectives, CommunicatorsProgressIndependently) {
     EXPECT_EQ(second[19], 4.0f);
     RETURN_IF_FAILS(ctx, titanrt_wait(&ctx, 0));
     EXPECT_EQ(first[9], 2.0f);
-    EXPECT_EQ(ctx.async.getNumThreads(), 2u);
+    EXPECT_EQ(ctx.async.getNumQueues(), 2u);
     return Status::success();
   });
   EXPECT_TRUE(sawSecondDone);
@@ -568,9 +568,9 @@ TEST(AsyncCollectives, ASynchronousProgramMakesNoThread) {
                                               gathered.data(), 40));
     }
     EXPECT_EQ(gathered[19], 4.0f);
-    EXPECT_EQ(ctx.async.getNumThreads(), 0u);
+    EXPECT_EQ(ctx.async.getNumQueues(), 0u);
     TITANRT_RETURN_IF_ERROR(ctx.async.drain());
-    EXPECT_EQ(ctx.async.getNumThreads(), 0u);
+    EXPECT_EQ(ctx.async.getNumQueues(), 0u);
     return Status::success();
   });
 }
