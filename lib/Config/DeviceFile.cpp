@@ -51,6 +51,7 @@ mlir::titan::parseDeviceFile(llvm::StringRef text, llvm::StringRef fileName) {
         {"description", &d.description},
         {"memory_gib", &memoryGib},
         {"ranks_per_node", &d.ranksPerNode},
+        {"threads_per_rank", &d.threadsPerRank},
         {"op_overhead_us", &overheadUs}}},
       {"peak_tflops",
        {{"bfloat16", peak(ElementType::BF16)},

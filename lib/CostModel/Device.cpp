@@ -30,6 +30,9 @@ llvm::Error mlir::titan::verifyDevice(const DeviceDescription &device) {
     return invalid(device, "memory_gib must be positive");
   if (device.ranksPerNode < 0)
     return invalid(device, "ranks_per_node must be 0 (one node) or positive");
+  if (device.threadsPerRank < 0)
+    return invalid(device, "threads_per_rank must be 0 (not a CPU device) or "
+                           "positive");
   for (const std::optional<double> &peak : device.matmulPeak)
     if (peak && !positive(*peak))
       return invalid(device, "every [peak_tflops] entry must be positive");

@@ -198,6 +198,8 @@ void readManifestMetrics(const std::string &path, RunOptions &options) {
       metrics->getNumber("model_flops_per_token").value_or(0);
   options.peakFlopsPerSecond =
       metrics->getNumber("peak_flops_per_second").value_or(0);
+  options.deviceThreadsPerRank =
+      metrics->getInteger("device_threads_per_rank").value_or(0);
 }
 
 /// Runs the program; returns the first error. `exitCode` says how a run
@@ -265,6 +267,11 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
     backendOptions.threads =
         std::max<int>(1, std::thread::hardware_concurrency() /
                              std::max<int64_t>(1, environment.localWorldSize));
+  // A CPU device's peak is that of the threads it was measured with; this
+  // rank's compute is that of its own.
+  if (program.backend == "cpu" && options.deviceThreadsPerRank > 0)
+    options.peakFlopsPerSecond *=
+        double(backendOptions.threads) / double(options.deviceThreadsPerRank);
   if (const char *stepMemory = std::getenv("TITAN_STEP_MEMORY"))
     backendOptions.stepMemory = stepMemory;
   RankBackend backend;

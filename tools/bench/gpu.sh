@@ -28,10 +28,11 @@
 # The build: when the whole project can be configured (MLIR 22 and the other
 # dependencies installed) it is, in $TITAN_GPU_BUILD_DIR/full; otherwise
 # runtime/cuda/standalone, which needs only the CUDA toolkit, builds the
-# CUDA targets in $TITAN_GPU_BUILD_DIR/standalone (NcclTest needs the whole
-# project: it is skipped there). GoogleTest comes from the system, else from
-# a source tree: $TITAN_GTEST_SOURCE_DIR, .gpu-deps/googletest in the
-# checkout (carried to the machine), or /usr/src/googletest.
+# CUDA targets in $TITAN_GPU_BUILD_DIR/standalone (NcclTest and
+# CudaCollectivesTest need the whole project: they are skipped there).
+# GoogleTest comes from the system, else from a source tree:
+# $TITAN_GTEST_SOURCE_DIR, .gpu-deps/googletest in the checkout (carried to
+# the machine), or /usr/src/googletest.
 #
 # Settings (environment): TITAN_GPU_BUDGET_S (420), TITAN_GPU_JOBS (16),
 # TITAN_GPU_BUILD_DIR (<checkout>/build-gpu), TITAN_GPU_BUILD_MODE
@@ -191,7 +192,7 @@ configure() {
 
 build_targets() {
   local targets=(titan-cuda-kernel-check titan-cuda-bench) test
-  for test in CudaBackendTest NcclTest; do
+  for test in CudaBackendTest NcclTest CudaCollectivesTest; do
     if has_target "$build" "$test"; then
       targets+=("$test")
     else
@@ -251,11 +252,11 @@ main() {
   fi
 
   local test
-  for test in CudaBackendTest NcclTest; do
+  for test in CudaBackendTest NcclTest CudaCollectivesTest; do
     if [[ -x $tests/$test ]]; then
       run_step "$test" 120 "$tests/$test" --gtest_color=no
-    elif [[ $test == NcclTest && $build == */standalone ]]; then
-      record "SKIPPED NcclTest (needs the whole project's build: Gloo, MLIR; it runs in the CPU suite, it needs no GPU)"
+    elif [[ $test != CudaBackendTest && $build == */standalone ]]; then
+      record "SKIPPED $test (needs the whole project's build: Gloo, MLIR; it runs in the CPU suite, it needs no GPU)"
     else
       record "FAILED  $test (not built)"
     fi

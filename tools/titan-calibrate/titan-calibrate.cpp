@@ -375,6 +375,7 @@ int main(int argc, char **argv) {
      << " rank" << (job.env.worldSize == 1 ? "" : "s") << " per machine\"\n"
      << llvm::formatv("memory_gib = {0:f1}\n", memoryGib)
      << "ranks_per_node = 0\n"
+     << "threads_per_rank = " << threads << "\n"
      << llvm::formatv("op_overhead_us = {0:f2}\n\n", overhead * 1e6)
      << "[peak_tflops]\n"
      << llvm::formatv("float32 = {0:f4}\n", peak * 1e-12)

@@ -310,6 +310,9 @@ struct JobMetrics {
   double flopsPerToken = 0;
   double peakFlopsPerSecond = 0;
   std::string device;
+  /// The threads per rank the device's peak was measured with (0: not a
+  /// CPU device): the runtime scales the peak by its own threads.
+  int64_t deviceThreadsPerRank = 0;
 };
 
 /// `path` with ".pp<rank>" before its extension ("step.mlir" ->
@@ -371,11 +374,15 @@ static llvm::Error writeManifest(ArrayRef<ModuleOp> programs,
                                   {"sizes", std::move(sizes)}}},
       {"programs", std::move(programList)},
       {"ranks", std::move(rankList)}};
-  if (metrics)
+  if (metrics) {
     manifest["metrics"] = llvm::json::Object{
         {"model_flops_per_token", metrics->flopsPerToken},
         {"peak_flops_per_second", metrics->peakFlopsPerSecond},
         {"device", metrics->device}};
+    if (metrics->deviceThreadsPerRank > 0)
+      (*manifest.getObject("metrics"))["device_threads_per_rank"] =
+          metrics->deviceThreadsPerRank;
+  }
   std::error_code error;
   llvm::raw_fd_ostream os(path, error);
   if (error)
@@ -1440,14 +1447,15 @@ int main(int argc, char **argv) {
       metrics = JobMetrics{
           modelFlops->getFlopsPerToken(),
           getMatmulPeak(*device, pipelinePrograms.front().matmulType),
-          device->name};
+          device->name, device->threadsPerRank};
     } else if (modelFlops) {
       FailureOr<StepTimePrediction> predicted =
           predictStepTime(**module, *device, ranksPerNode, *modelFlops);
       if (failed(predicted))
         return fail("cannot predict the step time");
       metrics = JobMetrics{modelFlops->getFlopsPerToken(),
-                           predicted->peakFlopsPerSecond, device->name};
+                           predicted->peakFlopsPerSecond, device->name,
+                           device->threadsPerRank};
     }
     pipeline.runtime.target = backend;
     if (llvm::Error error = writeExecutable(

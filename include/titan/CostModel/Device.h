@@ -61,6 +61,10 @@ struct DeviceDescription {
   /// Ranks that share a node (and the intra-node link); 0: every rank of
   /// a job is on one node.
   int64_t ranksPerNode = 0;
+  /// The CPU threads of one rank its peaks were measured with (a CPU
+  /// device: titan-calibrate writes them); 0 when they do not apply. A CPU
+  /// rank that runs with other threads scales its MFU's peak by the ratio.
+  int64_t threadsPerRank = 0;
   /// Dense peak FLOP/s of matrix products by element type (F32, F64, F16,
   /// BF16; absent when the device has none).
   std::optional<double> matmulPeak[4];

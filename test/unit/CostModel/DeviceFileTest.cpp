@@ -71,6 +71,25 @@ TEST(DeviceFileTest, ParsesUnitsIntoSeconds) {
   EXPECT_DOUBLE_EQ(device->gemmEfficiency[1].efficiency, 0.5);
   EXPECT_DOUBLE_EQ(device->intraNode.bytesPerSecond, 100e9);
   EXPECT_DOUBLE_EQ(device->interNode.latencySeconds, 10e-6);
+  // Not a CPU device: no threads per rank.
+  EXPECT_EQ(device->threadsPerRank, 0);
+}
+
+TEST(DeviceFileTest, ACpuDeviceSaysItsThreadsPerRank) {
+  llvm::Expected<DeviceDescription> device =
+      parseDeviceFile(replaced("ranks_per_node = 4\n",
+                               "ranks_per_node = 4\nthreads_per_rank = 3\n"),
+                      "test.toml");
+  ASSERT_TRUE(bool(device)) << llvm::toString(device.takeError());
+  EXPECT_EQ(device->threadsPerRank, 3);
+  EXPECT_EQ(parseError(replaced("ranks_per_node = 4\n",
+                                "ranks_per_node = 4\nthreads_per_rank = -1\n")),
+            "test.toml: device 'test': threads_per_rank must be 0 (not a CPU "
+            "device) or positive");
+  // The bundled CPU device was calibrated with one thread per rank.
+  llvm::Expected<DeviceDescription> cpu = loadDevice("cpu");
+  ASSERT_TRUE(bool(cpu)) << llvm::toString(cpu.takeError());
+  EXPECT_EQ(cpu->threadsPerRank, 1);
 }
 
 TEST(DeviceFileTest, ErrorsNameTheKeyAndTheLine) {
