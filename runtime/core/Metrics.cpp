@@ -104,7 +104,7 @@ StepMetrics MetricsLog::compute(int64_t tokensPerStep, int64_t worldSize,
 
 void MetricsLog::step(int64_t step, double loss, double gradNorm,
                       double learningRate, double seconds, int64_t epoch,
-                      bool last) {
+                      bool last, std::optional<int64_t> deviceBytes) {
   if (!isLogger)
     return;
   StepMetrics metrics = compute(tokensPerStep, worldSize, options.flopsPerToken,
@@ -138,24 +138,32 @@ void MetricsLog::step(int64_t step, double loss, double gradNorm,
     std::string norm;
     if (!std::isnan(gradNorm))
       norm = llvm::formatv(" | grad_norm {0:F4}", gradNorm).str();
+    std::string device;
+    if (deviceBytes)
+      device = ", " + formatMiB(*deviceBytes) + " device in use";
     std::printf("step %lld | loss %.6f%s | lr %.4g | %.1f ms | %.0f "
-                "tokens/s/device%s | memory %s arena, %s peak RSS\n",
+                "tokens/s/device%s | memory %s arena, %s peak RSS%s\n",
                 static_cast<long long>(step), loss, norm.c_str(), learningRate,
                 seconds * 1e3, metrics.tokensPerSecondPerDevice, flops.c_str(),
-                formatMiB(arenaBytes).c_str(), formatMiB(rss).c_str());
+                formatMiB(arenaBytes).c_str(), formatMiB(rss).c_str(),
+                device.c_str());
     std::fflush(stdout);
   }
   std::string line =
-      llvm::formatv("{{\"step\": {0}, \"loss\": {1}, \"lr\": {2}, "
-                    "\"seconds\": {3}, \"tokens_per_second_per_device\": {4}, "
-                    "\"tflops_per_device\": {5}, \"mfu_percent\": {6}, "
-                    "\"epoch\": {7}, \"arena_bytes\": {8}, "
-                    "\"peak_rss_bytes\": {9}, \"grad_norm\": {10}}\n",
-                    step, jsonNumber(loss), jsonNumber(learningRate), seconds,
-                    jsonNumber(metrics.tokensPerSecondPerDevice),
-                    jsonNumber(metrics.tflopsPerDevice),
-                    jsonNumber(metrics.mfu), epoch, arenaBytes, rss,
-                    jsonNumber(gradNorm))
+      llvm::formatv(
+          "{{\"step\": {0}, \"loss\": {1}, \"lr\": {2}, "
+          "\"seconds\": {3}, \"tokens_per_second_per_device\": {4}, "
+          "\"tflops_per_device\": {5}, \"mfu_percent\": {6}, "
+          "\"epoch\": {7}, \"arena_bytes\": {8}, "
+          "\"peak_rss_bytes\": {9}, \"grad_norm\": {10}{11}}\n",
+          step, jsonNumber(loss), jsonNumber(learningRate), seconds,
+          jsonNumber(metrics.tokensPerSecondPerDevice),
+          jsonNumber(metrics.tflopsPerDevice), jsonNumber(metrics.mfu), epoch,
+          arenaBytes, rss, jsonNumber(gradNorm),
+          deviceBytes
+              ? llvm::formatv(", \"device_memory_bytes\": {0}", *deviceBytes)
+                    .str()
+              : std::string())
           .str();
   for (std::ofstream *file : {&jsonl, &extraJsonl})
     if (file->is_open())

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,9 +50,11 @@ public:
   /// Opens the JSONL files.
   Status open();
   /// Records a step; prints its line every log_freq steps and at the last,
-  /// and on a terminal a progress line in between.
+  /// and on a terminal a progress line in between. `deviceBytes`: the
+  /// device's memory in use (StepMemory::getDeviceBytesInUse), if any.
   void step(int64_t step, double loss, double gradNorm, double learningRate,
-            double seconds, int64_t epoch, bool last);
+            double seconds, int64_t epoch, bool last,
+            std::optional<int64_t> deviceBytes = std::nullopt);
   /// Draws the run into `dump_folder/metrics.svg`.
   Status finish();
 

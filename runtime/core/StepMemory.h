@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace titan::rt {
@@ -61,6 +62,13 @@ public:
   virtual Status download(Region region, int64_t offset, int64_t bytes) = 0;
   /// Waits until the step's work and the copies asked for are done.
   virtual Status synchronize() = 0;
+  /// The bytes of the device's memory in use now, as the device reports
+  /// them (the step's regions and what the backend's libraries hold
+  /// besides): the measured side of the planned memory. None for host
+  /// memory.
+  virtual std::optional<int64_t> getDeviceBytesInUse() const {
+    return std::nullopt;
+  }
 };
 
 /// The CPU backend's: the step runs on the host mirror itself, so copies

@@ -932,7 +932,8 @@ Status Trainer::train(const RunOptions &options, StopReason &stopped) {
                   sizeof(gradNormValue));
     log.step(stepsDone, value, gradNormValue, learningRate, seconds,
              windows ? windows->epochOf(dataPosition) : 0,
-             stepsDone == lastStep);
+             stepsDone == lastStep,
+             rank == 0 ? memory->getDeviceBytesInUse() : std::nullopt);
     // Ctrl-C or SIGTERM on any rank: all stop after the same step.
     int signal = getStopSignal();
     if (program.getWorldSize() > 1)
@@ -1157,5 +1158,15 @@ void Trainer::reportMemory() const {
               static_cast<long long>(regions.getBytes(Region::Inputs)),
               static_cast<long long>(heapAfterSteps - heapBeforeSteps),
               formatBytes(int64_t(usage.ru_maxrss) * 1024).c_str());
+  // A device's memory: the regions, and what its libraries hold besides.
+  if (std::optional<int64_t> device = memory->getDeviceBytesInUse())
+    std::printf("device memory (rank %lld): %s in use of the planned %s "
+                "(the device's count: the regions, and the runtime's "
+                "libraries' context, workspaces and buffers)\n",
+                static_cast<long long>(rank), formatBytes(*device).c_str(),
+                formatBytes(regions.getBytes(Region::Arena) +
+                            regions.getBytes(Region::State) +
+                            regions.getBytes(Region::Inputs))
+                    .c_str());
   std::fflush(stdout);
 }

@@ -34,3 +34,10 @@ Status CudaStepMemory::synchronize() {
     return Status::internal(error);
   return Status::success();
 }
+
+std::optional<int64_t> CudaStepMemory::getDeviceBytesInUse() const {
+  size_t freeBytes = 0, totalBytes = 0;
+  if (cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess)
+    return std::nullopt;
+  return int64_t(totalBytes - freeBytes);
+}

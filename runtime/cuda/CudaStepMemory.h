@@ -35,6 +35,9 @@ public:
   Status upload(Region region, int64_t offset, int64_t bytes) override;
   Status download(Region region, int64_t offset, int64_t bytes) override;
   Status synchronize() override;
+  /// The GPU's memory in use (cudaMemGetInfo: total minus free, so other
+  /// processes on the GPU count too).
+  std::optional<int64_t> getDeviceBytesInUse() const override;
 
 private:
   cudaStream_t stream;

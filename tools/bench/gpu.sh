@@ -347,7 +347,8 @@ PY
 # titan-step: runs the carried executable (warm-up steps, then timed ones)
 # and writes $build_root/titan-step.json (what gpu_torch_baseline.py compare
 # --titan-step reads) from its metrics: the median over the steps after the
-# third of the step time, tokens/s and MFU, and the planned memory.
+# third of the step time, tokens/s and MFU, the planned memory, and the
+# GPU's memory in use after the last step (cudaMemGetInfo).
 titan_step() {
   local bundle=$root/.gpu-bundle work=$build_root/titan-step
   rm -rf "$work" && mkdir -p "$work"
@@ -369,6 +370,7 @@ summary = {
     "tokens_per_second": tps,
     "mfu": statistics.median(s["mfu_percent"] for s in steps) / 100,
     "memory_bytes": sum(regions.values()),
+    "memory_measured_bytes": steps[-1].get("device_memory_bytes") if steps else None,
     "regions": regions,
     "losses": [s["loss"] for s in steps],
 }

@@ -1061,7 +1061,11 @@ def step_table(titan_step, torch_step):
              fmt(titan_step.get("tokens_per_second"), "{:.0f}"),
              fmt(None if titan_step.get("mfu") is None else 100 * titan_step["mfu"],
                  "{:.1f}%"),
-             gib(titan_step.get("memory_bytes")), "-", ""]]
+             gib(titan_step.get("memory_bytes")), "-",
+             "memory planned" + (
+                 f"; {gib(titan_step['memory_measured_bytes'])} in use on the "
+                 "GPU (cudaMemGetInfo)"
+                 if titan_step.get("memory_measured_bytes") else "")]]
     ratios = {}
     for mode in STEP_MODES:
         entry = steps.get(mode)
