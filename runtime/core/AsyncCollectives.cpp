@@ -137,8 +137,6 @@ Status AsyncCollectives::run(Tracer *tracer, int32_t index,
   trace.arg("bytes", call.getTracedBytes());
   if (queueEveryCall)
     return getQueue(index, communicator).run(call);
-  if (size_t(index) < queues.size() && queues[index])
-    return queues[index]->run(call);
   return call.run(communicator);
 }
 

@@ -53,7 +53,7 @@ public:
   /// Makes every communicator's queue with `factory` from now on (before
   /// the first collective); with `queueEveryCall` a synchronous collective
   /// goes through the queue (CollectiveQueue::run) too, otherwise it runs
-  /// on the caller when the communicator has no queue yet.
+  /// on the caller once the queue is idle.
   void setQueueFactory(CollectiveQueueFactory factory, bool queueEveryCall);
 
   /// Runs `call` on `communicator` (the rank's communicator `index`): after

@@ -1,5 +1,4 @@
-//===- CollectiveQueue.h - where a communicator's collectives run -*- C++
-//-*-===//
+//===- CollectiveQueue.h - a communicator's ordered collectives -*- C++ -*-===//
 //
 // The collectives of one communicator run in the order the program issued
 // them, as every member of a group must see them. A CollectiveQueue is how a

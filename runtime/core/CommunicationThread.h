@@ -35,7 +35,8 @@ public:
   CommunicationThread(const CommunicationThread &) = delete;
   CommunicationThread &operator=(const CommunicationThread &) = delete;
 
-  /// Runs `call` on the caller.
+  /// Runs `call` on the caller (AsyncCollectives runs the CPU backend's
+  /// synchronous collectives on the caller itself).
   Status run(const CollectiveCall &call) override;
   void enqueue(const CollectiveCall &call, int64_t handle,
                Tracer *tracer) override;

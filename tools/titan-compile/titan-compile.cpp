@@ -326,6 +326,29 @@ static std::string withPipelineRank(llvm::StringRef path, int64_t rank) {
       .str();
 }
 
+/// The file pipeline rank `rank`'s program goes to when -o is `output`:
+/// "X.mlir" and "X" -> "X.ppR.mlir" ("-" stays "-").
+static std::string getPipelineProgramPath(llvm::StringRef output,
+                                          int64_t rank) {
+  return withPipelineRank(output.ends_with(".mlir") || output == "-"
+                              ? output.str()
+                              : (output + ".mlir").str(),
+                          rank);
+}
+
+/// Prints `program` to `path` ('-': stdout), through a temporary file
+/// renamed only once written whole, so a failed run leaves no partial one.
+static llvm::Error writeProgram(Operation *program, llvm::StringRef path) {
+  std::string message;
+  std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &message);
+  if (!file)
+    return llvm::createStringError(message);
+  program->print(file->os());
+  file->os() << "\n";
+  file->keep();
+  return llvm::Error::success();
+}
+
 /// The name of pipeline rank `rank`'s program of a job of `degree`
 /// pipeline ranks (its executable is OUT/bin/<name>): "train" without
 /// pipeline parallelism.
@@ -375,13 +398,13 @@ static llvm::Error writeManifest(ArrayRef<ModuleOp> programs,
       {"programs", std::move(programList)},
       {"ranks", std::move(rankList)}};
   if (metrics) {
-    manifest["metrics"] = llvm::json::Object{
+    llvm::json::Object object{
         {"model_flops_per_token", metrics->flopsPerToken},
         {"peak_flops_per_second", metrics->peakFlopsPerSecond},
         {"device", metrics->device}};
     if (metrics->deviceThreadsPerRank > 0)
-      (*manifest.getObject("metrics"))["device_threads_per_rank"] =
-          metrics->deviceThreadsPerRank;
+      object["device_threads_per_rank"] = metrics->deviceThreadsPerRank;
+    manifest["metrics"] = std::move(object);
   }
   std::error_code error;
   llvm::raw_fd_ostream os(path, error);
@@ -454,12 +477,11 @@ static TimingScope nestRankTiming(TimingScope &timing, llvm::StringRef what,
 /// given (against `device`'s memory when given) and drawn into
 /// --memory-plot; the breakdown added to `summary` when given: that of the
 /// program needing the most, with each one's total under pipeline
-/// parallelism. Numbers the programs' communicators in `communicators`.
+/// parallelism.
 static llvm::Error
 planJobMemory(ArrayRef<ModuleOp> programs, const TitanPipelineOptions &pipeline,
               llvm::raw_ostream *report, const DeviceDescription *device,
-              llvm::json::Object *summary, TimingScope &timing,
-              CommunicatorTable &communicators) {
+              llvm::json::Object *summary, TimingScope &timing) {
   int64_t degree = programs.size();
   for (int64_t rank = 0; rank < degree; ++rank) {
     ModuleOp program = programs[rank];
@@ -490,8 +512,6 @@ planJobMemory(ArrayRef<ModuleOp> programs, const TitanPipelineOptions &pipeline,
         return llvm::createStringError("cannot draw the memory plot");
       plot->keep();
     }
-    communicators.addCommunicatorsOf(
-        program.lookupSymbol<func::FuncOp>("train_step"));
   }
   if (summary) {
     // Under pipeline parallelism: the rank that needs the most, and each
@@ -599,9 +619,12 @@ writeExecutable(ArrayRef<ModuleOp> programs, TitanPipelineOptions pipeline,
 
   // The communicators the pipeline ranks share get one numbering.
   CommunicatorTable communicators;
-  if (llvm::Error error = planJobMemory(programs, pipeline, report, device,
-                                        summary, timing, communicators))
+  if (llvm::Error error =
+          planJobMemory(programs, pipeline, report, device, summary, timing))
     return error;
+  for (ModuleOp program : programs)
+    communicators.addCommunicatorsOf(
+        program.lookupSymbol<func::FuncOp>("train_step"));
   if (llvm::Error error = writeManifest(programs, manifestPartial, metrics,
                                         pipeline.runtime.target))
     return error;
@@ -765,20 +788,10 @@ static FailureOr<SmallVector<PipelineRankProgram, 0>> writePipelinePrograms(
                    << "\n";
     }
     programs.push_back(std::move(*read));
-    if (output) {
-      std::string path =
-          withPipelineRank(output->ends_with(".mlir") || *output == "-"
-                               ? output->str()
-                               : (*output + ".mlir").str(),
-                           rank);
-      std::string message;
-      auto file = openOutputFile(path, &message);
-      if (!file)
-        return emitError(module.getLoc()) << message;
-      program->print(file->os());
-      file->os() << "\n";
-      file->keep();
-    }
+    if (output)
+      if (llvm::Error error =
+              writeProgram(*program, getPipelineProgramPath(*output, rank)))
+        return emitError(module.getLoc()) << llvm::toString(std::move(error));
     if (built)
       built->push_back(std::move(program));
   }
@@ -1483,23 +1496,16 @@ int main(int argc, char **argv) {
   // The memory plan alone: each program as planned, with the plan's
   // report and summary.
   if (stage == PipelineStage::MemoryPlan) {
-    CommunicatorTable communicators;
     if (llvm::Error error = planJobMemory(
             jobPrograms, pipeline, report ? &report->os() : nullptr,
             device ? &*device : nullptr,
-            summaryJson.empty() ? nullptr : &summary, timing, communicators))
+            summaryJson.empty() ? nullptr : &summary, timing))
       return fail(llvm::toString(std::move(error)));
     if (pipelined && outputFile != "-")
-      for (auto [rank, program] : llvm::enumerate(jobPrograms)) {
-        std::string message;
-        auto output =
-            openOutputFile(withPipelineRank(outputFile, rank), &message);
-        if (!output)
-          return fail(message);
-        program->print(output->os());
-        output->os() << "\n";
-        output->keep();
-      }
+      for (auto [rank, program] : llvm::enumerate(jobPrograms))
+        if (llvm::Error error =
+                writeProgram(program, getPipelineProgramPath(outputFile, rank)))
+          return fail(llvm::toString(std::move(error)));
   }
   if (report)
     report->keep();
@@ -1508,14 +1514,7 @@ int main(int argc, char **argv) {
   if (pipelined)
     return 0;
 
-  // Write to a temporary file and rename it only on success, so a failed
-  // run never leaves a partial output.
-  std::string message;
-  auto output = openOutputFile(outputFile, &message);
-  if (!output)
-    return fail(message);
-  (*module)->print(output->os());
-  output->os() << "\n";
-  output->keep();
+  if (llvm::Error error = writeProgram(**module, outputFile))
+    return fail(llvm::toString(std::move(error)));
   return 0;
 }
