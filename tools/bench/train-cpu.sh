@@ -73,14 +73,17 @@ compile dp2 --set parallelism.data_parallel_shard_degree=1 \
 
 echo "== 1 rank, 2 threads =="
 "$work/one/bin/train" --data "$work/data1" --steps "$steps" --threads 2 \
-  --metrics "$work/one.jsonl" > "$work/one.log"
+  --metrics "$work/one.jsonl" \
+  --job.dump_folder "$work/one-run" > "$work/one.log"
 "$python" "$root/tools/bench/torch_train_baseline.py" llama3 debugmodel \
   "$work/data1" --steps "$steps" --threads 2 > "$work/torch1.log"
 echo "== 2 ranks, 1 thread each =="
 "$bin/titan-run" "$work/fsdp2" --nproc-per-node 2 -- --data "$work/data2" \
-  --steps "$steps" --threads 1 --metrics "$work/fsdp2.jsonl" > "$work/fsdp2.log"
+  --steps "$steps" --threads 1 --metrics "$work/fsdp2.jsonl" \
+  --job.dump_folder "$work/fsdp2-run" > "$work/fsdp2.log"
 "$bin/titan-run" "$work/dp2" --nproc-per-node 2 -- --data "$work/data2" \
-  --steps "$steps" --threads 1 --metrics "$work/dp2.jsonl" > "$work/dp2.log"
+  --steps "$steps" --threads 1 --metrics "$work/dp2.jsonl" \
+  --job.dump_folder "$work/dp2-run" > "$work/dp2.log"
 # torch.distributed.run of Debian's PyTorch 1.13 fails on Python 3.11;
 # titan-run starts the ranks as torchrun does (PyTorch joins its store).
 "$bin/titan-run" "$python" --nproc-per-node 2 -- \
