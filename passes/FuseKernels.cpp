@@ -12,6 +12,7 @@
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir::titan {
@@ -22,17 +23,68 @@ namespace mlir::titan {
 using namespace mlir;
 using namespace mlir::titan;
 
-/// Ops the runtime executes itself: library calls, communication (and the
-/// waits for asynchronous collectives), and reshapes (a view of a
-/// contiguous buffer).
-static bool isHostOp(Operation *op) {
+namespace {
+
+/// The ops the runtime executes with its own kernels (runtime-ops).
+struct RuntimeOps {
+  bool rmsNorm = false;
+  bool crossEntropy = false;
+
+  /// Whether `op` is one of them, of types the runtime functions take.
+  bool contains(Operation *op) const;
+};
+
+} // namespace
+
+/// Whether `value`'s elements are one of the runtime's row-kernel types.
+static bool isRowKernelFloat(Value value) {
+  Type element = cast<RankedTensorType>(value.getType()).getElementType();
+  return element.isF32() || element.isBF16();
+}
+
+/// Whether `value`'s elements are i64 or i32 (labels).
+static bool isLabelInteger(Value value) {
+  Type element = cast<RankedTensorType>(value.getType()).getElementType();
+  return element.isInteger(64) || element.isInteger(32);
+}
+
+/// Whether `value` is an f32 scalar (a loss and its cotangent).
+static bool isF32(Value value) {
+  return cast<RankedTensorType>(value.getType()).getElementType().isF32();
+}
+
+bool RuntimeOps::contains(Operation *op) const {
+  if (rmsNorm) {
+    if (auto norm = dyn_cast<RmsNormOp>(op))
+      return isRowKernelFloat(norm.getInput()) &&
+             isRowKernelFloat(norm.getWeight());
+    if (auto grad = dyn_cast<RmsNormGradOp>(op))
+      return isRowKernelFloat(grad.getInput()) &&
+             isRowKernelFloat(grad.getWeight());
+  }
+  if (crossEntropy) {
+    if (auto loss = dyn_cast<CrossEntropyOp>(op))
+      return isRowKernelFloat(loss.getLogits()) &&
+             isLabelInteger(loss.getLabels()) && isF32(loss.getResult());
+    if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
+      return isRowKernelFloat(grad.getLogits()) &&
+             isLabelInteger(grad.getLabels()) && isF32(grad.getGrad());
+  }
+  return false;
+}
+
+/// Ops the runtime executes itself: library calls (those of `runtimeOps`
+/// too), communication (and the waits for asynchronous collectives), and
+/// reshapes (a view of a contiguous buffer).
+static bool isHostOp(Operation *op, const RuntimeOps &runtimeOps) {
   return isa<CollectiveOpInterface, MatmulOp, AttentionOp, AttentionGradOp,
-             EmbeddingGradOp, ReshapeOp, AxisIndexOp, LaunchOp, WaitOp>(op);
+             EmbeddingGradOp, ReshapeOp, AxisIndexOp, LaunchOp, WaitOp>(op) ||
+         runtimeOps.contains(op);
 }
 
 /// Ops that go into kernels.
-static bool isFusible(Operation *op) {
-  return isa<TitanDialect>(op->getDialect()) && !isHostOp(op) &&
+static bool isFusible(Operation *op, const RuntimeOps &runtimeOps) {
+  return isa<TitanDialect>(op->getDialect()) && !isHostOp(op, runtimeOps) &&
          !isa<MeshOp, RedistributeOp>(op);
 }
 
@@ -67,10 +119,10 @@ struct Grouping {
 };
 
 /// Forms the groups of `block` (see the pass description).
-Grouping formGroups(Block &block) {
+Grouping formGroups(Block &block, const RuntimeOps &runtimeOps) {
   Grouping grouping;
   for (Operation &op : llvm::reverse(block)) {
-    if (!isFusible(&op))
+    if (!isFusible(&op, runtimeOps))
       continue;
     // The groups that use the op's results, and whether anything outside a
     // group does.
@@ -231,8 +283,23 @@ namespace {
 
 struct FuseKernelsPass
     : public mlir::titan::impl::FuseKernelsPassBase<FuseKernelsPass> {
+  using FuseKernelsPassBase::FuseKernelsPassBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    RuntimeOps runtimeOps;
+    for (const std::string &name : this->runtimeOps) {
+      if (name == "rms_norm") {
+        runtimeOps.rmsNorm = true;
+      } else if (name == "cross_entropy") {
+        runtimeOps.crossEntropy = true;
+      } else {
+        module.emitError("titan-fuse-kernels: unknown runtime op '")
+            << name << "' (runtime-ops takes "
+            << llvm::join(ArrayRef(kRuntimeOpNames), ", ") << ")";
+        return signalPassFailure();
+      }
+    }
     SmallVector<func::FuncOp> functions;
     for (auto function : module.getOps<func::FuncOp>())
       if (!function->hasAttr(TitanDialect::kKernelAttrName) &&
@@ -242,9 +309,9 @@ struct FuseKernelsPass
     for (func::FuncOp function : functions) {
       Block &block = function.getBody().front();
       for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
-        if (isFusible(&op) && isOpTriviallyDead(&op))
+        if (isFusible(&op, runtimeOps) && isOpTriviallyDead(&op))
           op.erase();
-      Grouping grouping = formGroups(block);
+      Grouping grouping = formGroups(block, runtimeOps);
       Outliner outliner(kernels, grouping);
       for (unsigned group = 0; group < grouping.members.size(); ++group)
         outliner.outline(group);
@@ -262,3 +329,10 @@ struct FuseKernelsPass
 };
 
 } // namespace
+
+std::vector<std::string> mlir::titan::getDefaultRuntimeOps(StringRef backend) {
+  if (backend != "cuda")
+    return {};
+  return std::vector<std::string>(std::begin(kRuntimeOpNames),
+                                  std::end(kRuntimeOpNames));
+}

@@ -69,6 +69,14 @@ static int64_t bytesOf(Type type) {
   return tensor.getNumElements() * getElementByteWidth(tensor.getElementType());
 }
 
+/// The rows (the product of all dims but the last) and the columns (the
+/// last dim) of a static tensor of rank >= 1.
+static std::pair<int64_t, int64_t> getRowsAndColumns(Value value) {
+  auto tensor = cast<RankedTensorType>(value.getType());
+  int64_t columns = tensor.getShape().back();
+  return {columns ? tensor.getNumElements() / columns : 0, columns};
+}
+
 namespace {
 
 /// Builds `llvm.func @titan_program_step` from the planned step function.
@@ -323,6 +331,46 @@ LogicalResult StepLowering::lower(Operation *op) {
                  pointer(grad.getResult()),
                  i64(grad.getIds().getType().getNumElements()), i64(table[0]),
                  i64(table[1])});
+    return success();
+  }
+  if (auto norm = dyn_cast<RmsNormOp>(op)) {
+    auto [rows, cols] = getRowsAndColumns(norm.getInput());
+    callRuntime("titanrt_rms_norm",
+                {contextArg, dtypeOf(norm.getInput()),
+                 dtypeOf(norm.getWeight()), pointer(norm.getInput()),
+                 pointer(norm.getWeight()), pointer(norm.getResult()),
+                 i64(rows), i64(cols), f64(norm.getEps().convertToDouble())});
+    return success();
+  }
+  if (auto grad = dyn_cast<RmsNormGradOp>(op)) {
+    auto [rows, cols] = getRowsAndColumns(grad.getInput());
+    callRuntime("titanrt_rms_norm_grad",
+                {contextArg, dtypeOf(grad.getInput()),
+                 dtypeOf(grad.getWeight()), pointer(grad.getInput()),
+                 pointer(grad.getWeight()), pointer(grad.getGrad()),
+                 pointer(grad.getInputGrad()), pointer(grad.getWeightGrad()),
+                 scratchPointer(op, 0), i64(rows), i64(cols),
+                 f64(grad.getEps().convertToDouble())});
+    return success();
+  }
+  if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
+    auto [rows, vocab] = getRowsAndColumns(loss.getLogits());
+    callRuntime("titanrt_cross_entropy",
+                {contextArg, dtypeOf(loss.getLogits()),
+                 dtypeOf(loss.getLabels()), pointer(loss.getLogits()),
+                 pointer(loss.getLabels()), pointer(loss.getResult()),
+                 scratchPointer(op, 0), i64(rows), i64(vocab),
+                 i64(loss.getIgnoreIndex())});
+    return success();
+  }
+  if (auto grad = dyn_cast<CrossEntropyGradOp>(op)) {
+    auto [rows, vocab] = getRowsAndColumns(grad.getLogits());
+    callRuntime("titanrt_cross_entropy_grad",
+                {contextArg, dtypeOf(grad.getLogits()),
+                 dtypeOf(grad.getLabels()), pointer(grad.getLogits()),
+                 pointer(grad.getLabels()), pointer(grad.getGrad()),
+                 pointer(grad.getResult()), scratchPointer(op, 0), i64(rows),
+                 i64(vocab), i64(grad.getIgnoreIndex())});
     return success();
   }
   if (auto gather = dyn_cast<AllGatherOp>(op)) {

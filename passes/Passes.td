@@ -907,8 +907,9 @@ def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
   let description = [{
     Splits every function into host ops, which the runtime executes
     (`titan.matmul`, `titan.attention`, `titan.attention_grad`,
-    `titan.embedding_grad`, the collectives, and `titan.reshape`, which is
-    free on a contiguous buffer), and fusible ops (everything else), and
+    `titan.embedding_grad`, the collectives, `titan.reshape`, which is
+    free on a contiguous buffer, and the ops of `runtime-ops`), and fusible
+    ops (everything else), and
     outlines groups of fusible ops into kernel functions
     (`func.func private @kernel_N`, marked `titan.kernel`) called by
     `titan.launch`.
@@ -925,7 +926,23 @@ def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
     instead copied into every group that uses them (and materialized by a
     kernel of their own only for host ops and results). Groups with
     identical bodies share one kernel.
+
+    `runtime-ops` names ops that the runtime executes with its own kernels
+    instead (host ops like `titan.matmul`): `rms_norm` (`titan.rms_norm`
+    and `titan.rms_norm_grad`, as `titanrt_rms_norm(_grad)`) and
+    `cross_entropy` (`titan.cross_entropy` and `titan.cross_entropy_grad`,
+    as `titanrt_cross_entropy(_grad)`). The GPU's compiled kernels reduce a
+    row in one thread, which the runtime's row-parallel kernels beat, so
+    titan-compile names both for `--backend=cuda`. Only ops of the types
+    the runtime functions take are taken out: f32 or bf16 data and
+    weights, i64 or i32 labels, an f32 loss; the others stay fusible. An
+    unknown name is an error that lists the known ones.
   }];
+  let options = [
+    ListOption<"runtimeOps", "runtime-ops", "std::string",
+               "Ops the runtime executes instead of kernels: rms_norm, "
+               "cross_entropy">,
+  ];
   let dependentDialects = ["::mlir::titan::TitanDialect",
                            "::mlir::func::FuncDialect"];
 }

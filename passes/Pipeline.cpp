@@ -85,9 +85,16 @@ void mlir::titan::buildSchedulingPipeline(OpPassManager &pm,
 void mlir::titan::buildPlanningPipeline(OpPassManager &pm,
                                         const TitanPipelineOptions &options) {
   buildSchedulingPipeline(pm, options);
-  pm.addPass(createFuseKernelsPass());
+  pm.addPass(createFuseKernelsPass(options.fuseKernels));
   pm.addPass(createLowerKernelsPass());
   pm.addPass(createPlanMemoryPass());
+}
+
+void mlir::titan::setPipelineBackend(TitanPipelineOptions &options,
+                                     StringRef backend) {
+  options.runtime.target = backend.str();
+  std::vector<std::string> runtimeOps = getDefaultRuntimeOps(backend);
+  options.fuseKernels.runtimeOps.assign(runtimeOps.begin(), runtimeOps.end());
 }
 
 TitanPipelineOptions
@@ -207,6 +214,11 @@ struct NamedPipelineOptions : PassPipelineOptions<NamedPipelineOptions> {
       *this, "emit-grads",
       llvm::cl::desc("With the train step, also return grad.<fqn>"),
       llvm::cl::init(false)};
+  Option<std::string> backend{
+      *this, "backend",
+      llvm::cl::desc("Where the executable computes, as titan-compile "
+                     "--backend: cpu or cuda"),
+      llvm::cl::init("cpu")};
 };
 
 /// Builds the pipeline of `stage` from textual `options`.
@@ -238,8 +250,13 @@ buildNamedPipeline(PipelineStage stage, OpPassManager &pm, StringRef text,
       return errorHandler(llvm::toString(resolved.takeError()));
     mesh = *resolved;
   }
-  buildTitanPipeline(pm, pipelineOptionsFrom(*config, stage, options->emitGrads,
-                                             mesh, &*device));
+  if (options->backend != "cpu" && options->backend != "cuda")
+    return errorHandler("backend '" + options->backend +
+                        "': choose cpu or cuda");
+  TitanPipelineOptions pipeline =
+      pipelineOptionsFrom(*config, stage, options->emitGrads, mesh, &*device);
+  setPipelineBackend(pipeline, options->backend);
+  buildTitanPipeline(pm, pipeline);
   return success();
 }
 } // namespace

@@ -29,6 +29,16 @@ namespace mlir::titan {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+/// The names titan-fuse-kernels' `runtime-ops` takes: the ops the runtime
+/// can execute with its own kernels.
+inline constexpr StringLiteral kRuntimeOpNames[] = {"rms_norm",
+                                                    "cross_entropy"};
+
+/// The runtime ops a backend executes unless told otherwise: every one for
+/// "cuda" (the GPU's compiled kernels reduce a row in one thread), none for
+/// "cpu" (its compiled kernels fuse the ops with their neighbours).
+std::vector<std::string> getDefaultRuntimeOps(StringRef backend);
+
 } // namespace mlir::titan
 
 #endif // TITAN_PASSES_H

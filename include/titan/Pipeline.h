@@ -60,8 +60,15 @@ struct TitanPipelineOptions {
   /// Set under async tensor parallelism
   /// (parallelism.enable_async_tensor_parallel with a tp axis).
   std::optional<DecomposeCollectiveMatmulPassOptions> asyncTensorParallel;
+  /// Which ops the runtime executes itself (setPipelineBackend).
+  FuseKernelsPassOptions fuseKernels;
   LowerToRuntimePassOptions runtime;
 };
+
+/// Sets what the executable's backend ("cpu" or "cuda") changes in
+/// `options`: where its kernels are compiled for (runtime.target) and the
+/// ops the runtime executes itself (getDefaultRuntimeOps).
+void setPipelineBackend(TitanPipelineOptions &options, llvm::StringRef backend);
 
 /// Registers each stage as a named pass pipeline of titan-opt, built from a
 /// training config exactly as titan-compile builds it:

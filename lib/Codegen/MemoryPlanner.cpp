@@ -106,6 +106,14 @@ SmallVector<int64_t> MemoryPlanner::scratchBytes(Operation *op) {
   } else if (auto grad = dyn_cast<AttentionGradOp>(op)) {
     ArrayRef<int64_t> q = grad.getQ().getType().getShape();
     bytes.push_back(titanrt_attention_grad_workspace_bytes(q[0], q[1], q[2]));
+  } else if (auto grad = dyn_cast<RmsNormGradOp>(op)) {
+    auto input = cast<RankedTensorType>(grad.getInput().getType());
+    int64_t cols = input.getShape().back();
+    bytes.push_back(titanrt_rms_norm_grad_workspace_bytes(
+        cols ? input.getNumElements() / cols : 0, cols));
+  } else if (isa<CrossEntropyOp, CrossEntropyGradOp>(op)) {
+    bytes.push_back(titanrt_cross_entropy_workspace_bytes(
+        cast<RankedTensorType>(op->getOperand(1).getType()).getNumElements()));
   }
   return bytes;
 }

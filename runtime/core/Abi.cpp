@@ -115,6 +115,59 @@ titanrt_status titanrt_embedding_grad(titanrt_context *ctx, int32_t dtype,
                                                  out, num_ids, vocab, dim));
 }
 
+titanrt_status titanrt_rms_norm(titanrt_context *ctx, int32_t dtype,
+                                int32_t weight_dtype, const void *x,
+                                const void *weight, void *y, int64_t rows,
+                                int64_t cols, double eps) {
+  if (failsPendingStart(ctx, "titanrt_rms_norm"))
+    return TITANRT_ERROR_INVALID_ARGUMENT;
+  TraceScope trace(ctx->tracer, "rms_norm", "norm");
+  trace.arg("rows", rows);
+  return ctx->finish(ctx->compute->rmsNorm(dtype, weight_dtype, x, weight, y,
+                                           rows, cols, eps));
+}
+
+titanrt_status titanrt_rms_norm_grad(titanrt_context *ctx, int32_t dtype,
+                                     int32_t weight_dtype, const void *x,
+                                     const void *weight, const void *grad,
+                                     void *dx, void *dweight, void *workspace,
+                                     int64_t rows, int64_t cols, double eps) {
+  if (failsPendingStart(ctx, "titanrt_rms_norm_grad"))
+    return TITANRT_ERROR_INVALID_ARGUMENT;
+  TraceScope trace(ctx->tracer, "rms_norm backward", "norm");
+  trace.arg("rows", rows);
+  return ctx->finish(ctx->compute->rmsNormGrad(dtype, weight_dtype, x, weight,
+                                               grad, dx, dweight, workspace,
+                                               rows, cols, eps));
+}
+
+titanrt_status titanrt_cross_entropy(titanrt_context *ctx, int32_t dtype,
+                                     int32_t labels_dtype, const void *logits,
+                                     const void *labels, void *loss,
+                                     void *workspace, int64_t rows,
+                                     int64_t vocab, int64_t ignore_index) {
+  if (failsPendingStart(ctx, "titanrt_cross_entropy"))
+    return TITANRT_ERROR_INVALID_ARGUMENT;
+  TraceScope trace(ctx->tracer, "cross_entropy", "loss");
+  trace.arg("rows", rows);
+  return ctx->finish(ctx->compute->crossEntropy(
+      dtype, {rows, vocab, ignore_index, labels_dtype}, logits, labels,
+      static_cast<float *>(loss), workspace));
+}
+
+titanrt_status titanrt_cross_entropy_grad(
+    titanrt_context *ctx, int32_t dtype, int32_t labels_dtype,
+    const void *logits, const void *labels, const void *grad, void *dlogits,
+    void *workspace, int64_t rows, int64_t vocab, int64_t ignore_index) {
+  if (failsPendingStart(ctx, "titanrt_cross_entropy_grad"))
+    return TITANRT_ERROR_INVALID_ARGUMENT;
+  TraceScope trace(ctx->tracer, "cross_entropy backward", "loss");
+  trace.arg("rows", rows);
+  return ctx->finish(ctx->compute->crossEntropyGrad(
+      dtype, {rows, vocab, ignore_index, labels_dtype}, logits, labels,
+      static_cast<const float *>(grad), dlogits, workspace));
+}
+
 titanrt_status titanrt_all_gather(titanrt_context *ctx, int32_t comm,
                                   const void *in, void *out, int64_t bytes) {
   return communicate(

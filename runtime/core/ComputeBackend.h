@@ -1,7 +1,8 @@
 //===- ComputeBackend.h - where a rank's runtime calls compute --*- C++ -*-===//
 //
 // The compute entries of titanrt.def (titanrt_matmul, titanrt_attention,
-// titanrt_attention_grad, titanrt_embedding_grad) and the one value a
+// titanrt_attention_grad, titanrt_embedding_grad, titanrt_rms_norm(_grad),
+// titanrt_cross_entropy(_grad)) and the one value a
 // runtime call writes into the step's memory itself (titanrt_axis_index),
 // behind one interface: the CPU backend runs them on the rank's threads
 // (cpu/CpuBackend.h), the CUDA backend queues them on the rank's compute
@@ -32,6 +33,16 @@ struct AttentionShape {
   /// The scores' scale, > 0 (titan.attention's default is
   /// 1 / sqrt(headDim)).
   double scale = 0;
+};
+
+/// The shape of titanrt_cross_entropy and titanrt_cross_entropy_grad
+/// (titan.cross_entropy): logits [rows, vocab], labels [rows] of
+/// `labelsDtype` (a titanrt_dtype).
+struct LossShape {
+  int64_t rows = 0;
+  int64_t vocab = 0;
+  int64_t ignoreIndex = -100;
+  int32_t labelsDtype = 0;
 };
 
 /// The compute of one rank. Calls may be asynchronous (queued on a device
@@ -66,6 +77,30 @@ public:
   virtual Status embeddingGrad(int32_t dtype, int32_t idsDtype, const void *ids,
                                const void *grad, void *out, int64_t numIds,
                                int64_t vocab, int64_t dim) = 0;
+
+  /// titanrt_rms_norm.
+  virtual Status rmsNorm(int32_t dtype, int32_t weightDtype, const void *x,
+                         const void *weight, void *y, int64_t rows,
+                         int64_t cols, double eps) = 0;
+
+  /// titanrt_rms_norm_grad; `workspace` holds
+  /// titanrt_rms_norm_grad_workspace_bytes bytes.
+  virtual Status rmsNormGrad(int32_t dtype, int32_t weightDtype, const void *x,
+                             const void *weight, const void *grad, void *dx,
+                             void *dweight, void *workspace, int64_t rows,
+                             int64_t cols, double eps) = 0;
+
+  /// titanrt_cross_entropy; `workspace` holds
+  /// titanrt_cross_entropy_workspace_bytes bytes.
+  virtual Status crossEntropy(int32_t dtype, const LossShape &shape,
+                              const void *logits, const void *labels,
+                              float *loss, void *workspace) = 0;
+
+  /// titanrt_cross_entropy_grad; `workspace` as for crossEntropy.
+  virtual Status crossEntropyGrad(int32_t dtype, const LossShape &shape,
+                                  const void *logits, const void *labels,
+                                  const float *grad, void *dlogits,
+                                  void *workspace) = 0;
 
   /// Writes `value` as `dtype` (TITANRT_I64 or TITANRT_I32, checked by the
   /// caller) to `out` (titanrt_axis_index).

@@ -42,6 +42,35 @@ Status CpuBackend::embeddingGrad(int32_t dtype, int32_t idsDtype,
                             vocab, dim);
 }
 
+Status CpuBackend::rmsNorm(int32_t dtype, int32_t weightDtype, const void *x,
+                           const void *weight, void *y, int64_t rows,
+                           int64_t cols, double eps) {
+  return cpu::rmsNorm(pool, dtype, weightDtype, x, weight, y, rows, cols, eps);
+}
+
+Status CpuBackend::rmsNormGrad(int32_t dtype, int32_t weightDtype,
+                               const void *x, const void *weight,
+                               const void *grad, void *dx, void *dweight,
+                               void *workspace, int64_t rows, int64_t cols,
+                               double eps) {
+  return cpu::rmsNormGrad(pool, dtype, weightDtype, x, weight, grad, dx,
+                          dweight, workspace, rows, cols, eps);
+}
+
+Status CpuBackend::crossEntropy(int32_t dtype, const LossShape &shape,
+                                const void *logits, const void *labels,
+                                float *loss, void *workspace) {
+  return cpu::crossEntropy(pool, dtype, shape, logits, labels, loss, workspace);
+}
+
+Status CpuBackend::crossEntropyGrad(int32_t dtype, const LossShape &shape,
+                                    const void *logits, const void *labels,
+                                    const float *grad, void *dlogits,
+                                    void *workspace) {
+  return cpu::crossEntropyGrad(pool, dtype, shape, logits, labels, grad,
+                               dlogits, workspace);
+}
+
 Status CpuBackend::writeInteger(int32_t dtype, int64_t value, void *out) {
   if (dtype == TITANRT_I64) {
     std::memcpy(out, &value, sizeof(value));

@@ -32,6 +32,20 @@ public:
   Status embeddingGrad(int32_t dtype, int32_t idsDtype, const void *ids,
                        const void *grad, void *out, int64_t numIds,
                        int64_t vocab, int64_t dim) override;
+  Status rmsNorm(int32_t dtype, int32_t weightDtype, const void *x,
+                 const void *weight, void *y, int64_t rows, int64_t cols,
+                 double eps) override;
+  Status rmsNormGrad(int32_t dtype, int32_t weightDtype, const void *x,
+                     const void *weight, const void *grad, void *dx,
+                     void *dweight, void *workspace, int64_t rows, int64_t cols,
+                     double eps) override;
+  Status crossEntropy(int32_t dtype, const LossShape &shape, const void *logits,
+                      const void *labels, float *loss,
+                      void *workspace) override;
+  Status crossEntropyGrad(int32_t dtype, const LossShape &shape,
+                          const void *logits, const void *labels,
+                          const float *grad, void *dlogits,
+                          void *workspace) override;
   Status writeInteger(int32_t dtype, int64_t value, void *out) override;
 
 private:

@@ -2,8 +2,8 @@
 //
 // The operations compiled code calls into the CPU backend for (titanrt.h
 // documents each): GEMMs through OpenBLAS, blocked causal attention and its
-// backward, the embedding scatter-add. Arguments are checked (a Status
-// names what is wrong); the work is spread over `pool`.
+// backward, the embedding scatter-add, RMSNorm and cross-entropy. Arguments are
+// checked (a Status names what is wrong); the work is spread over `pool`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +14,10 @@
 #include "cpu/ThreadPool.h"
 
 #include <cstdint>
+
+namespace titan::rt {
+struct LossShape; // core/ComputeBackend.h
+} // namespace titan::rt
 
 namespace titan::rt::cpu {
 
@@ -48,6 +52,30 @@ Status attentionGrad(ThreadPool &pool, int32_t dtype, const void *q,
 Status embeddingGrad(ThreadPool &pool, int32_t dtype, int32_t idsDtype,
                      const void *ids, const void *grad, void *out,
                      int64_t numIds, int64_t vocab, int64_t dim);
+
+/// titanrt_rms_norm: F32 and BF16 (RowKernels.cpp).
+Status rmsNorm(ThreadPool &pool, int32_t dtype, int32_t weightDtype,
+               const void *x, const void *weight, void *y, int64_t rows,
+               int64_t cols, double eps);
+
+/// titanrt_rms_norm_grad: F32 and BF16, the weight gradient summed through
+/// the workspace's partials; bitwise equal results for any number of
+/// threads.
+Status rmsNormGrad(ThreadPool &pool, int32_t dtype, int32_t weightDtype,
+                   const void *x, const void *weight, const void *grad,
+                   void *dx, void *dweight, void *workspace, int64_t rows,
+                   int64_t cols, double eps);
+
+/// titanrt_cross_entropy: F32 and BF16 logits; labels are checked before
+/// anything is written. Bitwise equal results for any number of threads.
+Status crossEntropy(ThreadPool &pool, int32_t dtype, const LossShape &shape,
+                    const void *logits, const void *labels, float *loss,
+                    void *workspace);
+
+/// titanrt_cross_entropy_grad: as crossEntropy.
+Status crossEntropyGrad(ThreadPool &pool, int32_t dtype, const LossShape &shape,
+                        const void *logits, const void *labels,
+                        const float *grad, void *dlogits, void *workspace);
 
 } // namespace titan::rt::cpu
 

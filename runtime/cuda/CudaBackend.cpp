@@ -18,6 +18,21 @@ cuda::splitAttentionGradWorkspace(void *workspace,
   return {base, base + shape.batch * shape.qHeads * shape.seq};
 }
 
+CrossEntropyWorkspace cuda::splitCrossEntropyWorkspace(void *workspace,
+                                                       int64_t rows) {
+  float *base = static_cast<float *>(workspace);
+  return {base,
+          base + rows,
+          base + 2 * rows,
+          base + 3 * rows,
+          base + 4 * rows,
+          base + 4 * rows + 1};
+}
+
+// titanrt_rms_norm_grad_workspace_bytes plans the backward's partials.
+static_assert(kRmsNormGradBlocks == TITANRT_RMS_NORM_GRAD_PARTIALS,
+              "titanrt.h's RMSNorm workspace differs from the kernel's");
+
 Status CudaBackend::create(std::unique_ptr<CudaBackend> &backend) {
   std::unique_ptr<CudaBackend> created(new CudaBackend);
   TITANRT_RETURN_IF_ERROR(Stream::create(created->stream));
@@ -62,6 +77,63 @@ Status CudaBackend::embeddingGrad(int32_t dtype, int32_t idsDtype,
         bytes, "the embedding gradient's workspace"));
   return embeddingBackward(stream.get(), dtype, idsDtype, ids, grad, out,
                            embeddingWorkspace.get(), numIds, vocab, dim);
+}
+
+Status CudaBackend::rmsNorm(int32_t dtype, int32_t weightDtype, const void *x,
+                            const void *weight, void *y, int64_t rows,
+                            int64_t cols, double eps) {
+  return rmsNormForward(stream.get(), dtype, weightDtype, x, weight, y, rows,
+                        cols, eps);
+}
+
+Status CudaBackend::rmsNormGrad(int32_t dtype, int32_t weightDtype,
+                                const void *x, const void *weight,
+                                const void *grad, void *dx, void *dweight,
+                                void *workspace, int64_t rows, int64_t cols,
+                                double eps) {
+  return rmsNormBackward(stream.get(), dtype, weightDtype, x, weight, grad, dx,
+                         dweight, workspace, rows, cols, eps);
+}
+
+/// The kernels' shape of a whole-vocabulary loss.
+static CrossEntropyShape kernelShape(const LossShape &shape) {
+  return {shape.rows, shape.vocab, /*vocabStart=*/0, shape.ignoreIndex,
+          shape.labelsDtype};
+}
+
+/// Partials and finish: `loss`, and the rows' log-sum-exp and count in
+/// `parts`.
+static Status computeLoss(cudaStream_t stream, int32_t dtype,
+                          const LossShape &shape, const void *logits,
+                          const void *labels,
+                          const CrossEntropyWorkspace &parts, float *loss) {
+  CrossEntropyShape kernel = kernelShape(shape);
+  TITANRT_RETURN_IF_ERROR(
+      crossEntropyPartials(stream, dtype, kernel, logits, labels, parts.rowMax,
+                           parts.rowSumExp, parts.targetLogit));
+  return crossEntropyFinish(stream, kernel, parts.rowMax, parts.rowSumExp,
+                            parts.targetLogit, labels, loss, parts.lse,
+                            parts.validCount);
+}
+
+Status CudaBackend::crossEntropy(int32_t dtype, const LossShape &shape,
+                                 const void *logits, const void *labels,
+                                 float *loss, void *workspace) {
+  return computeLoss(stream.get(), dtype, shape, logits, labels,
+                     splitCrossEntropyWorkspace(workspace, shape.rows), loss);
+}
+
+Status CudaBackend::crossEntropyGrad(int32_t dtype, const LossShape &shape,
+                                     const void *logits, const void *labels,
+                                     const float *grad, void *dlogits,
+                                     void *workspace) {
+  CrossEntropyWorkspace parts =
+      splitCrossEntropyWorkspace(workspace, shape.rows);
+  TITANRT_RETURN_IF_ERROR(computeLoss(stream.get(), dtype, shape, logits,
+                                      labels, parts, parts.loss));
+  return crossEntropyBackward(stream.get(), dtype, kernelShape(shape), logits,
+                              labels, parts.lse, grad, parts.validCount,
+                              dlogits);
 }
 
 Status CudaBackend::writeInteger(int32_t dtype, int64_t value, void *out) {

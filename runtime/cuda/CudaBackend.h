@@ -3,8 +3,8 @@
 // ComputeBackend (core/ComputeBackend.h) on one GPU: every call is queued on
 // the rank's compute stream, in order, and returns without waiting (a
 // result is ready once the stream is synchronized). GEMMs go through
-// cuBLASLt (Gemm.h), attention and the embedding gradient through titan's
-// kernels (Kernels.h).
+// cuBLASLt (Gemm.h); attention, the embedding gradient, RMSNorm and
+// cross-entropy through titan's kernels (Kernels.h).
 //
 // titanrt_attention_grad's ABI passes no forward output or log-sum-exp
 // (the CPU backend recomputes both): the CUDA form recomputes them too,
@@ -42,6 +42,23 @@ struct AttentionGradWorkspace {
 AttentionGradWorkspace splitAttentionGradWorkspace(void *workspace,
                                                    const AttentionShape &shape);
 
+/// Where titanrt_cross_entropy(_grad)'s workspace
+/// (titanrt_cross_entropy_workspace_bytes) keeps the kernels' statistics,
+/// f32 [rows] each, and the two scalars.
+struct CrossEntropyWorkspace {
+  float *rowMax = nullptr;
+  float *rowSumExp = nullptr;
+  float *targetLogit = nullptr;
+  float *lse = nullptr;
+  float *validCount = nullptr;
+  /// The loss titanrt_cross_entropy_grad recomputes (the forward writes
+  /// its own output).
+  float *loss = nullptr;
+};
+
+/// The parts of `workspace` for `rows` rows.
+CrossEntropyWorkspace splitCrossEntropyWorkspace(void *workspace, int64_t rows);
+
 /// The CUDA backend's compute on the current device.
 class CudaBackend final : public ComputeBackend {
 public:
@@ -68,6 +85,22 @@ public:
   Status embeddingGrad(int32_t dtype, int32_t idsDtype, const void *ids,
                        const void *grad, void *out, int64_t numIds,
                        int64_t vocab, int64_t dim) override;
+  Status rmsNorm(int32_t dtype, int32_t weightDtype, const void *x,
+                 const void *weight, void *y, int64_t rows, int64_t cols,
+                 double eps) override;
+  Status rmsNormGrad(int32_t dtype, int32_t weightDtype, const void *x,
+                     const void *weight, const void *grad, void *dx,
+                     void *dweight, void *workspace, int64_t rows, int64_t cols,
+                     double eps) override;
+  Status crossEntropy(int32_t dtype, const LossShape &shape, const void *logits,
+                      const void *labels, float *loss,
+                      void *workspace) override;
+  /// Recomputes the rows' log-sum-exp and the count into the workspace,
+  /// then the cotangent.
+  Status crossEntropyGrad(int32_t dtype, const LossShape &shape,
+                          const void *logits, const void *labels,
+                          const float *grad, void *dlogits,
+                          void *workspace) override;
   Status writeInteger(int32_t dtype, int64_t value, void *out) override;
 
 private:

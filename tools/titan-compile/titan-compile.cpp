@@ -102,6 +102,12 @@ static cl::opt<std::string> backend(
              "GPU per rank: cuBLASLt, titan's CUDA kernels, the compiler's "
              "kernels through NVVM; links libtitanrt_cuda.so)"),
     cl::init("cpu"), cl::cat(compileOptions));
+static cl::list<std::string> runtimeOps(
+    "runtime-ops", cl::CommaSeparated,
+    cl::desc("Ops the runtime executes with its own kernels instead of "
+             "compiled ones: rms_norm, cross_entropy, or none (default: "
+             "both for --backend=cuda, none for cpu)"),
+    cl::value_desc("op,..."), cl::cat(compileOptions));
 static cl::opt<std::string>
     configFile("config",
                cl::desc("Training config (torchtitan-style TOML; "
@@ -1021,8 +1027,28 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(std::move(error)));
   if (backend != "cpu" && backend != "cuda")
     return fail("--backend '" + backend + "': choose cpu or cuda");
-  if (backend != "cpu" && stage != PipelineStage::Executable)
-    return fail("--backend chooses where an executable computes: drop --emit");
+  if (backend != "cpu" && stage < PipelineStage::MemoryPlan)
+    return fail("--backend chooses where an executable computes: drop --emit, "
+                "or --emit=memory-plan for its memory plan");
+  for (const std::string &name : runtimeOps)
+    if (!llvm::is_contained(kRuntimeOpNames, name) &&
+        !(name == "none" && runtimeOps.size() == 1))
+      return fail("--runtime-ops: unknown op '" + name + "' (choose from " +
+                  llvm::join(llvm::ArrayRef(kRuntimeOpNames), ", ") +
+                  ", or none alone)");
+  if (!runtimeOps.empty() && stage < PipelineStage::MemoryPlan)
+    return fail("--runtime-ops chooses how an executable computes: drop "
+                "--emit, or --emit=memory-plan for its memory plan");
+  // The backend's choices in the pipeline, then --runtime-ops.
+  auto setBackend = [&](TitanPipelineOptions &pipeline) {
+    setPipelineBackend(pipeline, backend);
+    if (runtimeOps.empty())
+      return;
+    pipeline.fuseKernels.runtimeOps.clear();
+    for (const std::string &name : runtimeOps)
+      if (name != "none")
+        pipeline.fuseKernels.runtimeOps.push_back(name);
+  };
 
   TorchScriptImportOptions options;
   std::vector<FoldedOp> folded;
@@ -1082,7 +1108,7 @@ int main(int argc, char **argv) {
       config = *loaded;
       pipeline = pipelineOptionsFrom(*loaded, stage, emitGrads);
     }
-    pipeline.runtime.target = backend;
+    setBackend(pipeline);
     if (llvm::Error error = writeExecutable(
             {*program}, pipeline, outputFile, nullptr, nullptr, nullptr,
             config ? &*config : nullptr, nullptr, timing))
@@ -1167,6 +1193,7 @@ int main(int argc, char **argv) {
                                    device ? &*device : nullptr)
              : TitanPipelineOptions{};
   pipeline.stage = std::min(stage, PipelineStage::Spmd);
+  setBackend(pipeline);
   // The report's prediction counts the model's FLOPs on the global
   // training step: the pipeline stops there first.
   std::optional<ModelFlops> modelFlops;
@@ -1470,7 +1497,6 @@ int main(int argc, char **argv) {
                            predicted->peakFlopsPerSecond, device->name,
                            device->threadsPerRank};
     }
-    pipeline.runtime.target = backend;
     if (llvm::Error error = writeExecutable(
             jobPrograms, pipeline, outputFile, report ? &report->os() : nullptr,
             device ? &*device : nullptr,

@@ -83,6 +83,12 @@ static cl::opt<std::string>
                      "--measure its executable) and summary "
                      "(default: a new temporary folder, removed at the end)"),
             cl::value_desc("DIR"), cl::sub(acCommand), cl::cat(tuneOptions));
+static cl::opt<std::string>
+    backend("backend",
+            cl::desc("Where the job computes, as titan-compile --backend: cpu "
+                     "(default) or cuda (its memory plan holds the CUDA "
+                     "runtime's workspaces)"),
+            cl::init("cpu"), cl::sub(acCommand), cl::cat(tuneOptions));
 static cl::opt<bool>
     measure("measure",
             cl::desc("Run the policies that fit on this machine's ranks "
@@ -323,6 +329,8 @@ void drawPareto(const std::vector<Candidate> &candidates, double budgetBytes,
 int tuneActivationCheckpointing(const char *argv0) {
   std::string compiler = toolPath("titan-compile", argv0);
   std::string launcher = toolPath("titan-run", argv0);
+  if (backend != "cpu" && backend != "cuda")
+    return fail("--backend '" + backend + "': choose cpu or cuda");
   if (measure && dataDir.empty())
     return fail("--measure needs --data DIR (the batches to train on)");
 
@@ -354,6 +362,7 @@ int tuneActivationCheckpointing(const char *argv0) {
         "-o",     std::string(out), "--summary-json", std::string(summaryPath)};
     if (!measure)
       arguments.push_back("--emit=memory-plan");
+    arguments.push_back("--backend=" + backend);
     for (const std::string &set : overrides)
       arguments.insert(arguments.end(), {"--set", set});
     arguments.insert(

@@ -133,6 +133,73 @@ titanrt_status titanrt_embedding_grad(titanrt_context *ctx, int32_t dtype,
                                       int64_t num_ids, int64_t vocab,
                                       int64_t dim);
 
+/// The rows whose partial weight gradients titanrt_rms_norm_grad keeps
+/// apart: row r adds to partial r mod min(rows, this), a function of the
+/// shape only, so that the weight gradient is bitwise reproducible.
+enum { TITANRT_RMS_NORM_GRAD_PARTIALS = 256 };
+
+/// y = x * rsqrt(mean(x^2, -1) + eps) * weight over `rows` rows of `cols`
+/// elements (titan.rms_norm): x and y of `dtype`, weight [cols] of
+/// `weight_dtype`, both TITANRT_F32 or TITANRT_BF16; math in float32, y
+/// rounded once.
+titanrt_status titanrt_rms_norm(titanrt_context *ctx, int32_t dtype,
+                                int32_t weight_dtype, const void *x,
+                                const void *weight, void *y, int64_t rows,
+                                int64_t cols, double eps);
+
+/// The bytes of workspace titanrt_rms_norm_grad needs: a float32 partial
+/// weight gradient [cols] per TITANRT_RMS_NORM_GRAD_PARTIALS rows.
+static inline int64_t titanrt_rms_norm_grad_workspace_bytes(int64_t rows,
+                                                            int64_t cols) {
+  int64_t most = TITANRT_RMS_NORM_GRAD_PARTIALS;
+  int64_t partials = rows < most ? rows : most;
+  return partials * cols * (int64_t)sizeof(float);
+}
+
+/// The cotangents of titanrt_rms_norm given grad = d y (titan.rms_norm_grad):
+/// dx = r * (g - x * r^2 * mean(g * x, -1)) with g = grad * weight and
+/// r = rsqrt(mean(x^2, -1) + eps), recomputed; dweight (of `weight_dtype`)
+/// = the sum over rows of grad * x * r, in float32, bitwise reproducible.
+/// `workspace` holds titanrt_rms_norm_grad_workspace_bytes bytes.
+titanrt_status titanrt_rms_norm_grad(titanrt_context *ctx, int32_t dtype,
+                                     int32_t weight_dtype, const void *x,
+                                     const void *weight, const void *grad,
+                                     void *dx, void *dweight, void *workspace,
+                                     int64_t rows, int64_t cols, double eps);
+
+/// The bytes of workspace titanrt_cross_entropy and
+/// titanrt_cross_entropy_grad need: four float32 per row (statistics of the
+/// row: its maximum, sum of exponentials, label's logit, log-sum-exp) and
+/// two scalars (the rows counted, the loss).
+static inline int64_t titanrt_cross_entropy_workspace_bytes(int64_t rows) {
+  return (4 * rows + 2) * (int64_t)sizeof(float);
+}
+
+/// loss (a float32 scalar) = the mean over rows whose label is not
+/// `ignore_index` of logsumexp(logits[row]) - logits[row, label]
+/// (titan.cross_entropy; NaN when every label is ignored, as PyTorch):
+/// logits [rows, vocab] of `dtype` (TITANRT_F32 or TITANRT_BF16), labels
+/// [rows] of `labels_dtype` (TITANRT_I64 or TITANRT_I32). A label outside
+/// [0, vocab) other than `ignore_index` is the caller's error (titan's data
+/// loader rejects such tokens): the CPU backend reports it as an invalid
+/// argument, a GPU reads its logit as 0. `workspace` holds
+/// titanrt_cross_entropy_workspace_bytes bytes.
+titanrt_status titanrt_cross_entropy(titanrt_context *ctx, int32_t dtype,
+                                     int32_t labels_dtype, const void *logits,
+                                     const void *labels, void *loss,
+                                     void *workspace, int64_t rows,
+                                     int64_t vocab, int64_t ignore_index);
+
+/// dlogits[row] = grad * (softmax(logits[row]) - onehot(label)) / count for
+/// rows not ignored, 0 for the others (titan.cross_entropy_grad): `grad` is
+/// the float32 cotangent of titanrt_cross_entropy's loss, count the rows not
+/// ignored; the softmax's statistics are recomputed. dlogits may be logits.
+/// `workspace` holds titanrt_cross_entropy_workspace_bytes bytes.
+titanrt_status titanrt_cross_entropy_grad(
+    titanrt_context *ctx, int32_t dtype, int32_t labels_dtype,
+    const void *logits, const void *labels, const void *grad, void *dlogits,
+    void *workspace, int64_t rows, int64_t vocab, int64_t ignore_index);
+
 /*===----------------------------------------------------------------------===*
  * Communication (called by compiled code; listed in titanrt.def)
  *

@@ -46,11 +46,14 @@ def main() -> int:
                         help="the module paths of WORK/after (titan-run's --checkpoint-format)")
     parser.add_argument("--rtol", default="1e-5")
     parser.add_argument("--loss-rtol", default="1e-6")
+    parser.add_argument("--compile-flag", action="append", default=[],
+                        help="a further flag of titan-compile")
     args = parser.parse_args()
 
     out = os.path.join(args.work, "out")
     sets = [flag for value in args.set for flag in ("--set", value)]
-    run("titan-compile", args.model, "--config", args.config, *sets, "-o", out)
+    run("titan-compile", args.model, "--config", args.config, *sets,
+        *args.compile_flag, "-o", out)
     plan = os.path.join(out, "checkpoint-plan.txt")
     start = args.load
     if not start:
