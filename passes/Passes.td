@@ -931,9 +931,12 @@ def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
     instead (host ops like `titan.matmul`): `rms_norm` (`titan.rms_norm`
     and `titan.rms_norm_grad`, as `titanrt_rms_norm(_grad)`) and
     `cross_entropy` (`titan.cross_entropy` and `titan.cross_entropy_grad`,
-    as `titanrt_cross_entropy(_grad)`). The GPU's compiled kernels reduce a
-    row in one thread, which the runtime's row-parallel kernels beat, so
-    titan-compile names both for `--backend=cuda`. Only ops of the types
+    as `titanrt_cross_entropy(_grad)`). On a GPU the runtime's kernels
+    take fewer passes over the rows (the loss's maximum, sum of
+    exponentials and label logit in one online pass; RMSNorm's statistic
+    and output in one launch) and sum RMSNorm's weight gradient in
+    coalesced partials instead of one block per column, so titan-compile
+    names both for `--backend=cuda`. Only ops of the types
     the runtime functions take are taken out: f32 or bf16 data and
     weights, i64 or i32 labels, an f32 loss; the others stay fusible. An
     unknown name is an error that lists the known ones.

@@ -13,7 +13,10 @@
 #                and 8 KV heads of 128, FFN 8192, vocabulary 128,256;
 #                1.53 billion parameters; bf16 compute, f32 master
 #                weights and AdamW), batch x sequence $TITAN_GPU_STEP_SHAPE
-#                (1x2048), one rank on an H200
+#                (1x2048), one rank on an H200; proxy/memory: its planned
+#                regions (arena, state, inputs) in bytes
+#   proxy-compiled/  the same with --runtime-ops=none (RMSNorm and the
+#                loss as compiled kernels, not titan's hand-written ones)
 #   data/        tokens.npy and labels.npy of that shape (seeded)
 #   lib/         libtitanrt_cuda.so (LLVM's Support linked in) and the
 #                libraries it needs that the GPU machine lacks (Gloo and
@@ -22,7 +25,6 @@
 #   check/       the numerics check: the llama3 debugmodel (one block,
 #                f32, 4x64, 5 steps) for CUDA, its batch, and the losses
 #                the CPU backend computes for the same job here
-#   memory       the program's regions (arena, state, inputs) in bytes
 #   shape        batch x sequence
 #
 # A device run then carries it: run(command="bash tools/bench/gpu.sh",
@@ -57,15 +59,23 @@ mkdir -p "$bundle/lib" "$bundle/data"
 "$python" "$root/models/export.py" --model llama3 --flavor 8B --shape-only \
   --set dim=2048 --set n_layers=16 --set n_heads=16 --set n_kv_heads=8 \
   --set multiple_of=8192 --out "$work/model"
-"$build/bin/titan-compile" "$work/model/model.pt" \
-  --config "$root/models/llama3/train_configs/debugmodel.toml" \
-  --set training.seq_len="$seq" --set training.local_batch_size="$batch" \
-  --set training.steps=13 --set parallelism.data_parallel_shard_degree=1 \
-  --set 'training.mixed_precision_param="bfloat16"' \
-  --set hardware.device=h200 --backend=cuda -o "$bundle/proxy"
+# Twice: as titan-compile --backend=cuda builds it (RMSNorm and the loss as
+# titan's hand-written kernels), and with them compiled (--runtime-ops=none),
+# so that gpu.sh measures which is faster.
+for variant in proxy proxy-compiled; do
+  runtime_ops=()
+  [[ $variant == proxy-compiled ]] && runtime_ops=(--runtime-ops=none)
+  "$build/bin/titan-compile" "$work/model/model.pt" \
+    --config "$root/models/llama3/train_configs/debugmodel.toml" \
+    --set training.seq_len="$seq" --set training.local_batch_size="$batch" \
+    --set training.steps=13 --set parallelism.data_parallel_shard_degree=1 \
+    --set 'training.mixed_precision_param="bfloat16"' \
+    --set hardware.device=h200 --backend=cuda "${runtime_ops[@]}" \
+    -o "$bundle/$variant"
+  grep -a -o -m1 'regions arena=[0-9]* state=[0-9]* inputs=[0-9]*' \
+    "$bundle/$variant/bin/train" >"$bundle/$variant/memory"
+done
 "$python" "$root/test/Spmd/Inputs/make_batch.py" "$bundle/data" "$batch" "$seq" 128256
-grep -a -o -m1 'regions arena=[0-9]* state=[0-9]* inputs=[0-9]*' \
-  "$bundle/proxy/bin/train" >"$bundle/memory"
 echo "$shape" >"$bundle/shape"
 
 # The numerics check: the debugmodel (one block, f32) for CUDA, and the

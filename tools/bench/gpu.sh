@@ -225,7 +225,13 @@ main() {
   fi
   if [[ -x $bundle/proxy/bin/train ]]; then
     run_step "titan's training step (the ~1B proxy, $(cat "$bundle/shape"), bf16)" 180 \
-      bash "$self" titan-step
+      bash "$self" titan-step proxy
+    # RMSNorm and the loss as compiled kernels (--runtime-ops=none): which
+    # of the two the CUDA backend should default to.
+    if [[ -x $bundle/proxy-compiled/bin/train ]]; then
+      run_step "titan's training step, RMSNorm and the loss compiled" 120 \
+        bash "$self" titan-step proxy-compiled
+    fi
   else
     record "SKIPPED titan's training step (no .gpu-bundle: run tools/bench/gpu-bundle.sh on the build machine and carry .gpu-bundle)"
   fi
@@ -290,18 +296,20 @@ main() {
     record "SKIPPED PyTorch baseline (no $python with torch and a CUDA device)"
   fi
 
-  if [[ -f $out/titan-bench.json || -f $build_root/titan-step.json ]]; then
+  if [[ -f $out/titan-bench.json || -f $build_root/titan-step-proxy.json ]]; then
     # The table needs only python3's standard library, and a few seconds:
     # it runs whatever is left of the budget.
     local steps=()
-    [[ -f $build_root/titan-step.json ]] && steps+=(--titan-step "$build_root/titan-step.json")
+    [[ -f $build_root/titan-step-proxy.json ]] && steps+=(--titan-step "$build_root/titan-step-proxy.json")
+    [[ -f $build_root/titan-step-proxy-compiled.json ]] &&
+      steps+=(--titan-step-compiled "$build_root/titan-step-proxy-compiled.json")
     [[ -f $build_root/torch-step.json ]] && steps+=(--torch-step "$build_root/torch-step.json")
     run_step "titan against PyTorch" 60 --log "$out/comparison.txt" --always \
       "$python" "$baseline" compare --titan-json "$out/titan-bench.json" \
       --torch-json "$out/torch-baseline.json" --markdown "$out/comparison.md" \
       "${steps[@]}"
   else
-    record "SKIPPED titan against PyTorch (no titan-bench.json or titan-step.json)"
+    record "SKIPPED titan against PyTorch (no titan-bench.json or titan-step-proxy.json)"
   fi
 
   section "summary ($((SECONDS - start)) s)"
@@ -345,17 +353,18 @@ PY
 }
 
 # titan-step: runs the carried executable (warm-up steps, then timed ones)
-# and writes $build_root/titan-step.json (what gpu_torch_baseline.py compare
+# and writes $build_root/titan-step-VARIANT.json (what gpu_torch_baseline.py compare
 # --titan-step reads) from its metrics: the median over the steps after the
 # third of the step time, tokens/s and MFU, the planned memory, and the
 # GPU's memory in use after the last step (cudaMemGetInfo).
 titan_step() {
-  local bundle=$root/.gpu-bundle work=$build_root/titan-step
+  local variant=${1:-proxy}
+  local bundle=$root/.gpu-bundle work=$build_root/titan-step-$variant
   rm -rf "$work" && mkdir -p "$work"
-  LD_LIBRARY_PATH=$(bundle_library_path) "$bundle/proxy/bin/train" --data "$bundle/data" --steps 13 \
+  LD_LIBRARY_PATH=$(bundle_library_path) "$bundle/$variant/bin/train" --data "$bundle/data" --steps 13 \
     --job.dump_folder "$work" --metrics "$work/metrics.jsonl" || return
-  "$python" - "$work/metrics.jsonl" "$bundle/shape" "$bundle/memory" \
-    "$build_root/titan-step.json" <<'PY'
+  "$python" - "$work/metrics.jsonl" "$bundle/shape" "$bundle/$variant/memory" \
+    "$build_root/titan-step-$variant.json" <<'PY'
 import json, re, statistics, sys
 metrics, shape, memory, out = sys.argv[1:]
 steps = [json.loads(line) for line in open(metrics) if line.strip()][3:]
@@ -395,7 +404,7 @@ build)
   exit
   ;;
 titan-step)
-  titan_step
+  titan_step "${2:-proxy}"
   exit
   ;;
 titan-check)

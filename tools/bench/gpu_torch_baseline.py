@@ -13,7 +13,8 @@ usage:
       [--compile-scope block|model] [--count-only]
       [--dim D --layers L --heads H --kv-heads K --ffn F --vocab V]
   gpu_torch_baseline.py compare --titan-json T [--torch-json P]
-      [--titan-step S] [--torch-step P2] [--markdown OUT]
+      [--titan-step S] [--titan-step-compiled S2] [--torch-step P2]
+      [--markdown OUT]
 
 `measure` times, per batch x sequence of --shapes, the Llama 3 ~1B-proxy
 operations (dim 2048, 16 heads of 128, 8 KV heads, FFN 8192, vocabulary
@@ -70,8 +71,9 @@ times, and the ratios titan/eager and titan/compile (time over time: below
      "batch": 1, "seq": 2048}        # optional: the shape it ran
 
 it adds a table "training step: titan vs PyTorch eager / compile" (ms per
-step, tokens/s, MFU, memory, titan/eager and titan/compile) to both
-outputs, from the `step` JSON's "steps": --torch-step's, or
+step, tokens/s, MFU, memory, titan/eager and titan/compile; with
+--titan-step-compiled, of the same form, a row for the step with RMSNorm
+and the loss as compiled kernels) to both outputs, from the `step` JSON's "steps": --torch-step's, or
 --torch-json's if it has them (a missing value prints as -).
 
 --device cpu --tiny runs the whole flow on small shapes on the CPU (a
@@ -1037,11 +1039,12 @@ def gib(value):
     return "-" if value is None else f"{value / 2**30:.2f} GiB"
 
 
-def step_table(titan_step, torch_step):
+def step_table(titan_step, torch_step, titan_compiled=None):
     """The training-step table: (title, columns, rows, ratio line).
 
     titan_step is the --titan-step JSON; torch_step the `step` JSON (its
-    "steps"), or None."""
+    "steps"), or None; titan_compiled the --titan-step-compiled JSON (the
+    same step with RMSNorm and the loss as compiled kernels), or None."""
     steps = (torch_step or {}).get("steps") or {}
     options = (torch_step or {}).get("options") or {}
     proxy = (torch_step or {}).get("proxy") or {}
@@ -1066,6 +1069,15 @@ def step_table(titan_step, torch_step):
                  f"; {gib(titan_step['memory_measured_bytes'])} in use on the "
                  "GPU (cudaMemGetInfo)"
                  if titan_step.get("memory_measured_bytes") else "")]]
+    if titan_compiled is not None:
+        compiled_ms = titan_compiled.get("ms_per_step_median")
+        rows.append(["titan, --runtime-ops=none", fmt(compiled_ms, "{:.2f}"),
+                     fmt(titan_compiled.get("tokens_per_second"), "{:.0f}"),
+                     fmt(None if titan_compiled.get("mfu") is None
+                         else 100 * titan_compiled["mfu"], "{:.1f}%"),
+                     gib(titan_compiled.get("memory_bytes")), "-",
+                     "RMSNorm and the loss as compiled kernels: "
+                     f"{fmt(ratio(compiled_ms, titan_ms), '{:.2f}')} x titan's time"])
     ratios = {}
     for mode in STEP_MODES:
         entry = steps.get(mode)
@@ -1131,7 +1143,9 @@ def compare(args):
     titan_step = load(args.titan_step) if args.titan_step else None
     if titan_step is not None:
         torch_step = load(args.torch_step) if args.torch_step else torch_data
-        step = step_table(titan_step, torch_step)
+        compiled = (load(args.titan_step_compiled)
+                    if args.titan_step_compiled else None)
+        step = step_table(titan_step, torch_step, compiled)
     header = (f"titan-cuda-bench on {titan.get('device_description', titan.get('device'))}; "
               f"PyTorch {torch_data.get('torch') or '(not run)'} on the same GPU. "
               "Times are medians in ms; ratios are titan's time over PyTorch's "
@@ -1204,6 +1218,9 @@ def main():
     join.add_argument("--markdown", default="")
     join.add_argument("--titan-step", default="",
                       help="titan's training-step JSON: adds the training-step table")
+    join.add_argument("--titan-step-compiled", default="",
+                      help="the same training step with --runtime-ops=none: "
+                           "a row of the training-step table")
     join.add_argument("--torch-step", default="",
                       help="the `step` JSON (default: --torch-json, if it has \"steps\")")
     train = commands.add_parser("step", help="time a whole training step of the proxy")
