@@ -33,11 +33,14 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -97,6 +100,12 @@ static cl::opt<bool>
 static cl::opt<std::string>
     dataDir("data", cl::desc("With --measure: the batches (.npy) to train on"),
             cl::value_desc("DIR"), cl::sub(acCommand), cl::cat(tuneOptions));
+static cl::opt<unsigned>
+    jobs("jobs",
+         cl::desc("Policies compiled at once (default: the machine's "
+                  "hardware threads; each titan-compile holds the model's "
+                  "program in memory)"),
+         cl::init(0), cl::sub(acCommand), cl::cat(tuneOptions));
 static cl::opt<int> measureSteps("steps",
                                  cl::desc("With --measure: steps per policy "
                                           "(the first is not timed)"),
@@ -118,7 +127,9 @@ struct Candidate {
   /// From the summary.
   double totalBytes = 0, stepSeconds = 0, recomputeSeconds = 0,
          tokensPerSecond = 0, mfu = 0;
-  int64_t attentionLayers = 0;
+  int64_t attentionLayers = 0, fsdpDegree = 1;
+  /// The [hardware] device's memory.
+  double deviceMemoryBytes = 0;
   /// With --measure: the median step time of the runtime.
   std::optional<double> measuredSeconds;
   bool fits = false;
@@ -138,6 +149,9 @@ std::string toolPath(StringRef tool, const char *argv0) {
   return std::string(path);
 }
 
+/// Serializes what concurrent compilations print.
+std::mutex outputMutex;
+
 /// Runs `arguments` (the first is the program) with stdout and stderr into
 /// `log`; returns false and prints the log's end when it fails.
 bool runLogged(const std::vector<std::string> &arguments, StringRef log) {
@@ -148,6 +162,7 @@ bool runLogged(const std::vector<std::string> &arguments, StringRef log) {
                                          redirects, 0, 0, &message);
   if (status == 0)
     return true;
+  std::lock_guard<std::mutex> lock(outputMutex);
   llvm::errs() << "titan-tune: " << llvm::join(arguments, " ") << " failed"
                << (message.empty() ? "" : ": " + message) << "; its output ("
                << log << ") ends with:\n";
@@ -348,10 +363,10 @@ int tuneActivationCheckpointing(const char *argv0) {
       llvm::sys::fs::remove_directories(work);
   });
 
-  // Compiles `c` and reads its summary; false when titan-compile failed.
-  // The predictions and the memory need the memory plan only; --measure
-  // runs executables.
-  int64_t fsdpDegree = 1;
+  // Compiles `c` and reads its summary into it; false when titan-compile
+  // failed. The predictions and the memory need the memory plan only;
+  // --measure runs executables. Candidates compile concurrently
+  // (compileAll): this touches only `c`.
   auto compile = [&](Candidate &c) -> bool {
     llvm::SmallString<256> out(work), summaryPath(work), log(work);
     llvm::sys::path::append(out, measure ? c.slug : c.slug + ".mlir");
@@ -380,7 +395,10 @@ int tuneActivationCheckpointing(const char *argv0) {
                                      .str()});
     if (worldSize > 0)
       arguments.push_back("--world-size=" + std::to_string(worldSize));
-    llvm::errs() << "titan-tune: compiling " << c.label << "\n";
+    {
+      std::lock_guard<std::mutex> lock(outputMutex);
+      llvm::errs() << "titan-tune: compiling " << c.label << "\n";
+    }
     if (!runLogged(arguments, log))
       return false;
     auto buffer = llvm::MemoryBuffer::getFile(summaryPath);
@@ -389,6 +407,7 @@ int tuneActivationCheckpointing(const char *argv0) {
                : llvm::Expected<llvm::json::Value>(llvm::createStringError(
                      buffer.getError(), "cannot read the summary"));
     if (!summary) {
+      std::lock_guard<std::mutex> lock(outputMutex);
       fail(summaryPath + ": " + llvm::toString(summary.takeError()));
       return false;
     }
@@ -402,27 +421,39 @@ int tuneActivationCheckpointing(const char *argv0) {
     c.mfu = number(object, "predicted", "mfu").value_or(0);
     c.attentionLayers =
         int64_t(number(object, "predicted", "attention_layers").value_or(0));
-    fsdpDegree = int64_t(number(object, "mesh", "fsdp").value_or(1));
-    if (budgetGib <= 0)
-      budgetGib = number(object, "device", "memory_bytes").value_or(0) /
-                  double(1ull << 30);
+    c.fsdpDegree = int64_t(number(object, "mesh", "fsdp").value_or(1));
+    c.deviceMemoryBytes = number(object, "device", "memory_bytes").value_or(0);
     return true;
   };
-
-  std::vector<Candidate> candidates;
-  auto add = [&](StringRef mode, StringRef option, StringRef label,
-                 bool reshard) {
+  // Compiles `batch` on up to --jobs threads; whether each succeeded.
+  auto compileAll = [&](std::vector<Candidate> &batch) {
+    std::vector<char> compiled(batch.size(), false);
+    llvm::DefaultThreadPool pool(llvm::hardware_concurrency(jobs));
+    for (size_t i = 0; i < batch.size(); ++i)
+      pool.async([&, i] { compiled[i] = compile(batch[i]); });
+    pool.wait();
+    return compiled;
+  };
+  auto makeCandidate = [](StringRef mode, StringRef option, StringRef label,
+                          bool reshard) {
     Candidate c;
     c.mode = mode.str();
     c.option = option.str();
     c.reshard = reshard;
     c.label = (label + (reshard ? " + reshard" : "")).str();
     c.slug = (mode + "-" + option + (reshard ? "-reshard" : "")).str();
-    candidates.push_back(c);
-    return compile(candidates.back());
+    return c;
   };
-  if (!add("none", "op", "none", false))
+
+  // No recomputation first: it says how many blocks there are, whether
+  // FSDP shards and the device's memory.
+  std::vector<Candidate> candidates = {
+      makeCandidate("none", "op", "none", false)};
+  if (!compile(candidates.front()))
     return 1;
+  int64_t fsdpDegree = candidates.front().fsdpDegree;
+  if (budgetGib <= 0)
+    budgetGib = candidates.front().deviceMemoryBytes / double(1ull << 30);
   // Every N-th block for N from 2 up to half the blocks (N = 1 is full);
   // each policy also resharding after the forward when FSDP shards.
   int64_t layers = candidates.front().attentionLayers;
@@ -436,20 +467,24 @@ int tuneActivationCheckpointing(const char *argv0) {
     return policy.second == "op" ? std::string("selective op")
                                  : "selective every " + policy.second;
   };
+  std::vector<Candidate> fixed;
   for (const auto &policy : policies)
-    if (!add(policy.first, policy.second, labelOf(policy), false))
-      return 1;
+    fixed.push_back(
+        makeCandidate(policy.first, policy.second, labelOf(policy), false));
   if (fsdpDegree > 1) {
     policies.insert(policies.begin(), {"none", "op"});
     for (const auto &policy : policies)
-      if (!add(policy.first, policy.second,
-               policy.first == "none" ? "none" : labelOf(policy), true))
-        return 1;
+      fixed.push_back(makeCandidate(
+          policy.first, policy.second,
+          policy.first == "none" ? "none" : labelOf(policy), true));
   }
+  if (llvm::is_contained(compileAll(fixed), false))
+    return 1;
+  candidates.insert(candidates.end(), fixed.begin(), fixed.end());
   // titan's own choice at the budget, and at the memory torchtitan's
   // selective policy takes (the solver's choice against the fixed list).
   // An auto candidate that cannot fit its budget is left out.
-  auto addAuto = [&](double gibBudget, StringRef label, bool reshard) {
+  auto makeAuto = [](double gibBudget, StringRef label, bool reshard) {
     Candidate c;
     c.mode = "auto";
     c.option = "op";
@@ -459,19 +494,23 @@ int tuneActivationCheckpointing(const char *argv0) {
     c.slug =
         llvm::formatv("auto-{0:F3}{1}", gibBudget, reshard ? "-reshard" : "")
             .str();
-    if (compile(c))
-      candidates.push_back(c);
-    else
-      llvm::errs() << "titan-tune: " << c.label << " left out\n";
+    return c;
   };
   auto selective = llvm::find_if(candidates, [](const Candidate &c) {
     return c.mode == "selective" && c.option == "op" && !c.reshard;
   });
   double selectiveGib = selective->totalBytes / double(1ull << 30);
-  addAuto(budgetGib, "auto", false);
+  std::vector<Candidate> autos = {makeAuto(budgetGib, "auto", false)};
   if (fsdpDegree > 1)
-    addAuto(budgetGib, "auto", true);
-  addAuto(selectiveGib, "auto at selective's memory", false);
+    autos.push_back(makeAuto(budgetGib, "auto", true));
+  autos.push_back(makeAuto(selectiveGib, "auto at selective's memory", false));
+  std::vector<char> compiledAutos = compileAll(autos);
+  for (size_t i = 0; i < autos.size(); ++i) {
+    if (compiledAutos[i])
+      candidates.push_back(autos[i]);
+    else
+      llvm::errs() << "titan-tune: " << autos[i].label << " left out\n";
+  }
   double budgetBytes = budgetGib * double(1ull << 30);
   for (Candidate &c : candidates)
     c.fits = c.totalBytes <= budgetBytes;
