@@ -40,6 +40,7 @@ mlir::titan::parseDeviceFile(llvm::StringRef text, llvm::StringRef fileName) {
     return parsed.takeError();
   DeviceDescription d;
   double memoryGib = 0, overheadUs = 0, memoryGbps = 0;
+  double hardwareThreads = 0;
   double intraGbps = 0, intraUs = 0, interGbps = 0, interUs = 0;
   std::vector<double> gemmFlops, gemmEfficiency;
   auto peak = [&](ElementType type) {
@@ -52,6 +53,7 @@ mlir::titan::parseDeviceFile(llvm::StringRef text, llvm::StringRef fileName) {
         {"memory_gib", &memoryGib},
         {"ranks_per_node", &d.ranksPerNode},
         {"threads_per_rank", &d.threadsPerRank},
+        {"hardware_threads_per_rank", &hardwareThreads},
         {"op_overhead_us", &overheadUs}}},
       {"peak_tflops",
        {{"bfloat16", peak(ElementType::BF16)},
@@ -80,6 +82,7 @@ mlir::titan::parseDeviceFile(llvm::StringRef text, llvm::StringRef fileName) {
   for (auto [flops, efficiency] : llvm::zip(gemmFlops, gemmEfficiency))
     d.gemmEfficiency.push_back({flops, efficiency});
   d.memoryBytes = memoryGib * double(1ull << 30);
+  d.hardwareThreadsPerRank = hardwareThreads;
   d.opOverheadSeconds = overheadUs * 1e-6;
   for (std::optional<double> &value : d.matmulPeak)
     if (value)

@@ -33,6 +33,11 @@ llvm::Error mlir::titan::verifyDevice(const DeviceDescription &device) {
   if (device.threadsPerRank < 0)
     return invalid(device, "threads_per_rank must be 0 (not a CPU device) or "
                            "positive");
+  if (!(device.hardwareThreadsPerRank == 0 ||
+        (positive(device.hardwareThreadsPerRank) &&
+         device.hardwareThreadsPerRank <= double(device.threadsPerRank))))
+    return invalid(device, "hardware_threads_per_rank must be in (0, "
+                           "threads_per_rank], or absent");
   for (const std::optional<double> &peak : device.matmulPeak)
     if (peak && !positive(*peak))
       return invalid(device, "every [peak_tflops] entry must be positive");

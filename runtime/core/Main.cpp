@@ -198,8 +198,8 @@ void readManifestMetrics(const std::string &path, RunOptions &options) {
       metrics->getNumber("model_flops_per_token").value_or(0);
   options.peakFlopsPerSecond =
       metrics->getNumber("peak_flops_per_second").value_or(0);
-  options.deviceThreadsPerRank =
-      metrics->getInteger("device_threads_per_rank").value_or(0);
+  options.deviceHardwareThreadsPerRank =
+      metrics->getNumber("device_hardware_threads_per_rank").value_or(0);
 }
 
 /// Runs the program; returns the first error. `exitCode` says how a run
@@ -267,11 +267,14 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
     backendOptions.threads =
         std::max<int>(1, std::thread::hardware_concurrency() /
                              std::max<int64_t>(1, environment.localWorldSize));
-  // A CPU device's peak is that of the threads it was measured with; this
-  // rank's compute is that of its own.
-  if (program.backend == "cpu" && options.deviceThreadsPerRank > 0)
+  // A CPU device's peak is that of the hardware threads a rank had when it
+  // was measured; this rank's compute is that of its own threads, as many
+  // as the machine's hardware threads shared by its ranks allow.
+  if (program.backend == "cpu" && options.deviceHardwareThreadsPerRank > 0)
     options.peakFlopsPerSecond *=
-        double(backendOptions.threads) / double(options.deviceThreadsPerRank);
+        getHardwareThreadsOfRank(backendOptions.threads,
+                                 environment.localWorldSize) /
+        options.deviceHardwareThreadsPerRank;
   if (const char *stepMemory = std::getenv("TITAN_STEP_MEMORY"))
     backendOptions.stepMemory = stepMemory;
   RankBackend backend;

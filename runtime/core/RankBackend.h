@@ -17,8 +17,10 @@
 #include "core/ProgramDescription.h"
 #include "core/StepMemory.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <thread>
 
 namespace titan::rt {
 
@@ -45,6 +47,16 @@ struct RankBackendOptions {
   /// own).
   std::string stepMemory;
 };
+
+/// The hardware threads a CPU rank of `threads` threads gets when
+/// `localRanks` ranks share this machine: its threads, or its share of the
+/// machine's when they oversubscribe it (titan-calibrate records it with
+/// a device's peaks; the runtime scales the peak by its own).
+inline double getHardwareThreadsOfRank(int threads, int64_t localRanks) {
+  double share = double(std::max(1u, std::thread::hardware_concurrency())) /
+                 double(std::max<int64_t>(1, localRanks));
+  return std::min(double(threads), share);
+}
 
 /// Fails unless `program` was compiled for `backend` ("cpu" or "cuda"), the
 /// one this runtime library runs; the message names the executable to run

@@ -82,9 +82,10 @@ struct RunOptions {
   /// (OUT/manifest.json), for TFLOP/s and MFU; 0 when unknown.
   double flopsPerToken = 0;
   double peakFlopsPerSecond = 0;
-  /// The threads per rank that peak was measured with (a CPU device; 0
-  /// otherwise): the CPU runtime scales the peak by its threads over these.
-  int64_t deviceThreadsPerRank = 0;
+  /// The hardware threads a rank had when that peak was measured (a CPU
+  /// device; 0 otherwise): the CPU runtime scales the peak by its rank's
+  /// own share of the machine over these.
+  double deviceHardwareThreadsPerRank = 0;
   /// Global .npy files of the buffers (RoPE tables, ...) the program reads.
   std::string buffersFolder;
   /// The program's checkpoint plan (which box of each tensor every rank

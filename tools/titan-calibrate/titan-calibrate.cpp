@@ -26,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "comm/Connect.h"
+#include "core/RankBackend.h"
 #include "cpu/CpuKernels.h"
 #include "cpu/ThreadPool.h"
 
@@ -376,6 +377,8 @@ int main(int argc, char **argv) {
      << llvm::formatv("memory_gib = {0:f1}\n", memoryGib)
      << "ranks_per_node = 0\n"
      << "threads_per_rank = " << threads << "\n"
+     << llvm::formatv("hardware_threads_per_rank = {0:f3}\n",
+                      getHardwareThreadsOfRank(threads, job.env.localWorldSize))
      << llvm::formatv("op_overhead_us = {0:f2}\n\n", overhead * 1e6)
      << "[peak_tflops]\n"
      << llvm::formatv("float32 = {0:f4}\n", peak * 1e-12)

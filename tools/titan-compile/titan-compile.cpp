@@ -317,9 +317,19 @@ struct JobMetrics {
   double peakFlopsPerSecond = 0;
   std::string device;
   /// The threads per rank the device's peak was measured with (0: not a
-  /// CPU device): the runtime scales the peak by its own threads.
+  /// CPU device), and the hardware threads they had: the runtime scales the
+  /// peak by its rank's own share of its machine over the latter.
   int64_t deviceThreadsPerRank = 0;
+  double deviceHardwareThreadsPerRank = 0;
 };
+
+/// The job metrics of `device` for `flopsPerToken` and `peak`.
+static JobMetrics getJobMetrics(double flopsPerToken, double peak,
+                                const DeviceDescription &device) {
+  return {flopsPerToken, peak, device.name, device.threadsPerRank,
+          device.hardwareThreadsPerRank > 0 ? device.hardwareThreadsPerRank
+                                            : double(device.threadsPerRank)};
+}
 
 /// `path` with ".pp<rank>" before its extension ("step.mlir" ->
 /// "step.pp0.mlir"; "-" stays "-").
@@ -408,8 +418,11 @@ static llvm::Error writeManifest(ArrayRef<ModuleOp> programs,
         {"model_flops_per_token", metrics->flopsPerToken},
         {"peak_flops_per_second", metrics->peakFlopsPerSecond},
         {"device", metrics->device}};
-    if (metrics->deviceThreadsPerRank > 0)
+    if (metrics->deviceThreadsPerRank > 0) {
       object["device_threads_per_rank"] = metrics->deviceThreadsPerRank;
+      object["device_hardware_threads_per_rank"] =
+          metrics->deviceHardwareThreadsPerRank;
+    }
     manifest["metrics"] = std::move(object);
   }
   std::error_code error;
@@ -1484,18 +1497,16 @@ int main(int argc, char **argv) {
   if (stage == PipelineStage::Executable) {
     std::optional<JobMetrics> metrics;
     if (modelFlops && pipelined) {
-      metrics = JobMetrics{
+      metrics = getJobMetrics(
           modelFlops->getFlopsPerToken(),
-          getMatmulPeak(*device, pipelinePrograms.front().matmulType),
-          device->name, device->threadsPerRank};
+          getMatmulPeak(*device, pipelinePrograms.front().matmulType), *device);
     } else if (modelFlops) {
       FailureOr<StepTimePrediction> predicted =
           predictStepTime(**module, *device, ranksPerNode, *modelFlops);
       if (failed(predicted))
         return fail("cannot predict the step time");
-      metrics = JobMetrics{modelFlops->getFlopsPerToken(),
-                           predicted->peakFlopsPerSecond, device->name,
-                           device->threadsPerRank};
+      metrics = getJobMetrics(modelFlops->getFlopsPerToken(),
+                              predicted->peakFlopsPerSecond, *device);
     }
     if (llvm::Error error = writeExecutable(
             jobPrograms, pipeline, outputFile, report ? &report->os() : nullptr,

@@ -65,6 +65,12 @@ struct DeviceDescription {
   /// device: titan-calibrate writes them); 0 when they do not apply. A CPU
   /// rank that runs with other threads scales its MFU's peak by the ratio.
   int64_t threadsPerRank = 0;
+  /// The hardware threads those threads had while the peaks were measured:
+  /// fewer than threadsPerRank when the measured ranks oversubscribed the
+  /// machine (its hardware threads over the ranks; titan-calibrate writes
+  /// it); 0: threadsPerRank. The runtime compares a rank's own share of
+  /// its machine with it.
+  double hardwareThreadsPerRank = 0;
   /// Dense peak FLOP/s of matrix products by element type (F32, F64, F16,
   /// BF16; absent when the device has none).
   std::optional<double> matmulPeak[4];

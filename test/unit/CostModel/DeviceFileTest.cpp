@@ -82,14 +82,29 @@ TEST(DeviceFileTest, ACpuDeviceSaysItsThreadsPerRank) {
                       "test.toml");
   ASSERT_TRUE(bool(device)) << llvm::toString(device.takeError());
   EXPECT_EQ(device->threadsPerRank, 3);
+  EXPECT_EQ(device->hardwareThreadsPerRank, 0) << "absent: threads_per_rank";
+  llvm::Expected<DeviceDescription> shared =
+      parseDeviceFile(replaced("ranks_per_node = 4\n",
+                               "ranks_per_node = 4\nthreads_per_rank "
+                               "= 3\nhardware_threads_per_rank = 1.5\n"),
+                      "test.toml");
+  ASSERT_TRUE(bool(shared)) << llvm::toString(shared.takeError());
+  EXPECT_DOUBLE_EQ(shared->hardwareThreadsPerRank, 1.5);
+  EXPECT_EQ(parseError(replaced("ranks_per_node = 4\n",
+                                "ranks_per_node = 4\nthreads_per_rank = "
+                                "1\nhardware_threads_per_rank = 2\n")),
+            "test.toml: device 'test': hardware_threads_per_rank must be in "
+            "(0, threads_per_rank], or absent");
   EXPECT_EQ(parseError(replaced("ranks_per_node = 4\n",
                                 "ranks_per_node = 4\nthreads_per_rank = -1\n")),
             "test.toml: device 'test': threads_per_rank must be 0 (not a CPU "
             "device) or positive");
-  // The bundled CPU device was calibrated with one thread per rank.
+  // The bundled CPU device was calibrated with one thread per rank, four
+  // ranks on two hardware threads.
   llvm::Expected<DeviceDescription> cpu = loadDevice("cpu");
   ASSERT_TRUE(bool(cpu)) << llvm::toString(cpu.takeError());
   EXPECT_EQ(cpu->threadsPerRank, 1);
+  EXPECT_DOUBLE_EQ(cpu->hardwareThreadsPerRank, 0.5);
 }
 
 TEST(DeviceFileTest, ErrorsNameTheKeyAndTheLine) {
