@@ -71,6 +71,20 @@ float inverseRms(const float *x, int64_t cols, double eps) {
   return 1.0f / std::sqrt(squares / float(cols) + float(eps));
 }
 
+/// Checks what RMSNorm's two directions share: the dtypes, the shape, x
+/// and the weight.
+Status checkRmsNorm(const char *op, int32_t dtype, int32_t weightDtype,
+                    const void *x, const void *weight, int64_t rows,
+                    int64_t cols) {
+  TITANRT_RETURN_IF_ERROR(checkRowDtype(op, "dtype", dtype));
+  TITANRT_RETURN_IF_ERROR(checkRowDtype(op, "weight_dtype", weightDtype));
+  TITANRT_RETURN_IF_ERROR(checkNonNegative(op, "rows", rows));
+  TITANRT_RETURN_IF_ERROR(checkNonNegative(op, "cols", cols));
+  TITANRT_RETURN_IF_ERROR(checkBuffer(op, "x", x, {rows, cols}));
+  TITANRT_RETURN_IF_ERROR(checkBuffer(op, "weight", weight, {cols}));
+  return Status::success();
+}
+
 /// Label `row` of labels of `dtype` (I64 or I32).
 int64_t labelAt(int32_t dtype, const void *labels, int64_t row) {
   return dtype == TITANRT_I64 ? static_cast<const int64_t *>(labels)[row]
@@ -159,12 +173,8 @@ Status cpu::rmsNorm(ThreadPool &pool, int32_t dtype, int32_t weightDtype,
                     const void *x, const void *weight, void *y, int64_t rows,
                     int64_t cols, double eps) {
   const char *op = "rms_norm";
-  TITANRT_RETURN_IF_ERROR(checkRowDtype(op, "dtype", dtype));
-  TITANRT_RETURN_IF_ERROR(checkRowDtype(op, "weight_dtype", weightDtype));
-  TITANRT_RETURN_IF_ERROR(checkNonNegative(op, "rows", rows));
-  TITANRT_RETURN_IF_ERROR(checkNonNegative(op, "cols", cols));
-  TITANRT_RETURN_IF_ERROR(checkBuffer(op, "x", x, {rows, cols}));
-  TITANRT_RETURN_IF_ERROR(checkBuffer(op, "weight", weight, {cols}));
+  TITANRT_RETURN_IF_ERROR(
+      checkRmsNorm(op, dtype, weightDtype, x, weight, rows, cols));
   TITANRT_RETURN_IF_ERROR(checkBuffer(op, "y", y, {rows, cols}));
   std::vector<float> w(cols);
   loadRow(weightDtype, weight, 0, cols, w.data());
@@ -186,12 +196,8 @@ Status cpu::rmsNormGrad(ThreadPool &pool, int32_t dtype, int32_t weightDtype,
                         void *dx, void *dweight, void *workspace, int64_t rows,
                         int64_t cols, double eps) {
   const char *op = "rms_norm_grad";
-  TITANRT_RETURN_IF_ERROR(checkRowDtype(op, "dtype", dtype));
-  TITANRT_RETURN_IF_ERROR(checkRowDtype(op, "weight_dtype", weightDtype));
-  TITANRT_RETURN_IF_ERROR(checkNonNegative(op, "rows", rows));
-  TITANRT_RETURN_IF_ERROR(checkNonNegative(op, "cols", cols));
-  TITANRT_RETURN_IF_ERROR(checkBuffer(op, "x", x, {rows, cols}));
-  TITANRT_RETURN_IF_ERROR(checkBuffer(op, "weight", weight, {cols}));
+  TITANRT_RETURN_IF_ERROR(
+      checkRmsNorm(op, dtype, weightDtype, x, weight, rows, cols));
   TITANRT_RETURN_IF_ERROR(checkBuffer(op, "grad", grad, {rows, cols}));
   TITANRT_RETURN_IF_ERROR(checkBuffer(op, "dx", dx, {rows, cols}));
   TITANRT_RETURN_IF_ERROR(checkBuffer(op, "dweight", dweight, {cols}));
