@@ -156,7 +156,7 @@ void MetricsLog::step(int64_t step, double loss, double gradNorm,
           "\"tflops_per_device\": {5}, \"mfu_percent\": {6}, "
           "\"epoch\": {7}, \"arena_bytes\": {8}, "
           "\"peak_rss_bytes\": {9}, \"grad_norm\": {10}{11}}\n",
-          step, jsonNumber(loss), jsonNumber(learningRate), seconds,
+          step, jsonNumber(loss), jsonNumber(learningRate), jsonNumber(seconds),
           jsonNumber(metrics.tokensPerSecondPerDevice),
           jsonNumber(metrics.tflopsPerDevice), jsonNumber(metrics.mfu), epoch,
           arenaBytes, rss, jsonNumber(gradNorm),
