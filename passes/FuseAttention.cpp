@@ -333,11 +333,12 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
                  ? source
                  : b.transpose(source, operand.view.permutation);
     };
-    auto attention =
-        AttentionOp::create(rewriter, loc, type, materialize(q, std::nullopt),
-                            materialize(k, kRepeat), materialize(v, vRepeat),
-                            chain->causal ? rewriter.getUnitAttr() : UnitAttr(),
-                            rewriter.getF64FloatAttr(chain->scale));
+    Value query = materialize(q, std::nullopt);
+    auto attention = AttentionOp::create(
+        rewriter, loc, type, getAttentionLseType(query.getType()), query,
+        materialize(k, kRepeat), materialize(v, vRepeat),
+        chain->causal ? rewriter.getUnitAttr() : UnitAttr(),
+        rewriter.getF64FloatAttr(chain->scale));
     rewriter.replaceOp(output, attention.getResult());
     return success();
   }

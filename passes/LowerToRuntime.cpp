@@ -6,6 +6,7 @@
 
 #include "titan/Codegen/GpuKernelLowering.h"
 #include "titan/Codegen/KernelLowering.h"
+#include "titan/Codegen/MemoryPlanner.h"
 #include "titan/Codegen/ProgramDescription.h"
 #include "titan/Passes.h"
 #include "titan/Runtime/titanrt.h"
@@ -67,14 +68,6 @@ static int32_t runtimeReduce(ReduceKind kind) {
 static int64_t bytesOf(Type type) {
   auto tensor = cast<RankedTensorType>(type);
   return tensor.getNumElements() * getElementByteWidth(tensor.getElementType());
-}
-
-/// The rows (the product of all dims but the last) and the columns (the
-/// last dim) of a static tensor of rank >= 1.
-static std::pair<int64_t, int64_t> getRowsAndColumns(Value value) {
-  auto tensor = cast<RankedTensorType>(value.getType());
-  int64_t columns = tensor.getShape().back();
-  return {columns ? tensor.getNumElements() / columns : 0, columns};
 }
 
 namespace {
@@ -305,8 +298,8 @@ LogicalResult StepLowering::lower(Operation *op) {
                 {contextArg, dtypeOf(attention.getQ()),
                  pointer(attention.getQ()), pointer(attention.getK()),
                  pointer(attention.getV()), pointer(attention.getResult()),
-                 i64(q[0]), i64(q[1]), i64(k[1]), i64(q[2]), i64(q[3]),
-                 i32(attention.getCausal()),
+                 pointer(attention.getLse()), i64(q[0]), i64(q[1]), i64(k[1]),
+                 i64(q[2]), i64(q[3]), i32(attention.getCausal()),
                  f64(attention.getScaleOrDefault())});
     return success();
   }
@@ -316,6 +309,7 @@ LogicalResult StepLowering::lower(Operation *op) {
     callRuntime("titanrt_attention_grad",
                 {contextArg, dtypeOf(grad.getQ()), pointer(grad.getQ()),
                  pointer(grad.getK()), pointer(grad.getV()),
+                 pointer(grad.getOut()), pointer(grad.getLse()),
                  pointer(grad.getGrad()), pointer(grad.getQGrad()),
                  pointer(grad.getKGrad()), pointer(grad.getVGrad()),
                  scratchPointer(op, 0), i64(q[0]), i64(q[1]), i64(k[1]),

@@ -539,26 +539,30 @@ Grads RopeOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
 }
 
 Grads AttentionOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
-  return buildRule(*this, builder, resultGrads,
+  // The log-sum-exp is for the backward alone.
+  if (resultGrads.size() == 2 && resultGrads[1])
+    return emitOpError() << "has no VJP for its log-sum-exp result (lse): "
+                            "only titan.attention_grad may read it";
+  return buildRule(*this, builder, resultGrads.take_front(),
                    [&](Emitter &e, Value dy) -> Grads {
                      Type kvType = getK().getType();
                      auto grad = AttentionGradOp::create(
                          e.b, e.loc, getQ().getType(), kvType, kvType, getQ(),
-                         getK(), getV(), dy, getCausalAttr(), getScaleAttr());
+                         getK(), getV(), getResult(), getLse(), dy,
+                         getCausalAttr(), getScaleAttr());
                      return SmallVector<Value>{grad.getQGrad(), grad.getKGrad(),
                                                grad.getVGrad()};
                    });
 }
 
 Grads CrossEntropyOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
-  return buildRule(*this, builder, resultGrads,
-                   [&](Emitter &e, Value dy) -> Grads {
-                     Value logits = CrossEntropyGradOp::create(
-                         e.b, e.loc, getLogits().getType(), getLogits(),
-                         getLabels(), dy, getIgnoreIndexAttr(),
-                         getReplicatedVocabAttr());
-                     return SmallVector<Value>{logits, Value()};
-                   });
+  return buildRule(
+      *this, builder, resultGrads, [&](Emitter &e, Value dy) -> Grads {
+        Value logits = CrossEntropyGradOp::create(
+            e.b, e.loc, getLogits().getType(), getLogits(), getLabels(), dy,
+            getIgnoreIndexAttr(), getReplicatedVocabAttr());
+        return SmallVector<Value>{logits, Value()};
+      });
 }
 
 //===----------------------------------------------------------------------===//

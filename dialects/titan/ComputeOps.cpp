@@ -367,6 +367,17 @@ LogicalResult RopeOp::verify() {
                     table.getElementType(), table);
 }
 
+Type mlir::titan::getAttentionLseType(Type q) {
+  auto type = dyn_cast<RankedTensorType>(q);
+  if (!type) // the operand's own constraint reports it
+    return q;
+  Type element = type.getElementType().isF64()
+                     ? type.getElementType()
+                     : Float32Type::get(q.getContext());
+  ArrayRef<int64_t> shape = type.getShape();
+  return RankedTensorType::get(shape.drop_back(shape.empty() ? 0 : 1), element);
+}
+
 /// Checks the operands of attention or its VJP: `q` [batch, q_heads, seq,
 /// head_dim], `k` (and `v`, which must match it) [batch, kv_heads, seq,
 /// head_dim] with kv_heads dividing q_heads, and a positive `scale`.

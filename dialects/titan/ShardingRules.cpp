@@ -243,12 +243,21 @@ static OpShardingRule normRule(Operation *op, bool isGrad) {
   return rule;
 }
 
-/// Attention and its VJP: q-like values [b, kv_heads*group, s, d], k-like
-/// values [b, kv_heads, s, d]. The operands and results whose index is in
-/// `qLikeOperands` / `qLikeResults` are q-like, the others k-like.
+/// The shape of a value of attention or its VJP.
+enum class AttentionValue {
+  /// [b, kv_heads * group, s, d]: q, the output and their cotangents.
+  QLike,
+  /// [b, kv_heads, s, d]: k, v and their cotangents.
+  KLike,
+  /// [b, kv_heads * group, s]: the log-sum-exp of each query row.
+  RowStatistic,
+};
+
+/// Attention and its VJP, the shapes of whose operands and results are
+/// `operands` and `results`.
 static OpShardingRule attentionRule(Operation *op,
-                                    ArrayRef<unsigned> qLikeOperands,
-                                    ArrayRef<unsigned> qLikeResults,
+                                    ArrayRef<AttentionValue> operands,
+                                    ArrayRef<AttentionValue> results,
                                     bool isGrad, LinearGroups linear) {
   OpShardingRule rule;
   ArrayRef<int64_t> q = shapeOf(op->getOperand(0));
@@ -262,14 +271,21 @@ static OpShardingRule attentionRule(Operation *op,
                      isGrad ? FactorKind::Reduction : FactorKind::Parallel);
   int64_t seq = rule.addFactor(q[2], FactorKind::NeedReplication);
   int64_t headDim = rule.addFactor(q[3], FactorKind::NeedReplication);
-  ValueDims qLike = {{batch}, {kvHeads, group}, {seq}, {headDim}};
-  ValueDims kLike = {{batch}, {kvHeads}, {seq}, {headDim}};
-  for (unsigned i : llvm::seq(op->getNumOperands()))
-    rule.operandDims.push_back(llvm::is_contained(qLikeOperands, i) ? qLike
-                                                                    : kLike);
-  for (unsigned i : llvm::seq(op->getNumResults()))
-    rule.resultDims.push_back(llvm::is_contained(qLikeResults, i) ? qLike
-                                                                  : kLike);
+  auto dimsOf = [&](AttentionValue value) -> ValueDims {
+    switch (value) {
+    case AttentionValue::QLike:
+      return {{batch}, {kvHeads, group}, {seq}, {headDim}};
+    case AttentionValue::KLike:
+      return {{batch}, {kvHeads}, {seq}, {headDim}};
+    case AttentionValue::RowStatistic:
+      return {{batch}, {kvHeads, group}, {seq}};
+    }
+    llvm_unreachable("an attention value");
+  };
+  for (AttentionValue value : operands)
+    rule.operandDims.push_back(dimsOf(value));
+  for (AttentionValue value : results)
+    rule.resultDims.push_back(dimsOf(value));
   rule.linearOperandGroups.assign(linear.begin(), linear.end());
   return rule;
 }
@@ -588,12 +604,19 @@ OpShardingRule RopeOp::getShardingRule() {
 }
 
 OpShardingRule AttentionOp::getShardingRule() {
-  return attentionRule(*this, /*qLikeOperands=*/{0}, /*qLikeResults=*/{0},
-                       /*isGrad=*/false, {{2}});
+  using V = AttentionValue;
+  // Linear in v for the output only, not for the log-sum-exp (which v does
+  // not change): no Partial operand.
+  return attentionRule(*this, {V::QLike, V::KLike, V::KLike},
+                       {V::QLike, V::RowStatistic}, /*isGrad=*/false, {});
 }
 OpShardingRule AttentionGradOp::getShardingRule() {
-  return attentionRule(*this, /*qLikeOperands=*/{0, 3}, /*qLikeResults=*/{0},
-                       /*isGrad=*/true, {{3}});
+  using V = AttentionValue;
+  // Linear in the output's cotangent (operand 5).
+  return attentionRule(
+      *this,
+      {V::QLike, V::KLike, V::KLike, V::QLike, V::RowStatistic, V::QLike},
+      {V::QLike, V::KLike, V::KLike}, /*isGrad=*/true, {{5}});
 }
 OpShardingRule CrossEntropyOp::getShardingRule() {
   return crossEntropyRule(*this, /*isGrad=*/false, getReplicatedVocab());

@@ -651,7 +651,9 @@ def Titan_RopeOp : Titan_DifferentiableOp<"rope",
 }
 
 def Titan_AttentionOp : Titan_DifferentiableOp<"attention",
-    [AllTypesMatch<["q", "result"]>, AllTypesMatch<["k", "v"]>]> {
+    [AllTypesMatch<["q", "result"]>, AllTypesMatch<["k", "v"]>,
+     TypesMatchWith<"lse is q's [batch, q_heads, seq] in f32 (f64 for f64 q)",
+                    "q", "lse", "::mlir::titan::getAttentionLseType($_self)">]> {
   let summary = "Scaled dot-product attention with grouped KV heads";
   let description = [{
     `result = softmax(q k^T * scale + mask) v` per batch and query head, with
@@ -664,17 +666,22 @@ def Titan_AttentionOp : Titan_DifferentiableOp<"attention",
     (`F.scaled_dot_product_attention(q, k, v, is_causal, scale,
     enable_gqa=True)`).
 
+    `lse` [batch, q_heads, seq] is each query row's log-sum-exp of its
+    masked, scaled scores (natural log; f32, f64 for f64 `q`), what a
+    flash-attention forward keeps for its backward: `titan.attention_grad`
+    recomputes the probabilities from it instead of the whole forward.
+
     Example:
 
     ```mlir
-    %o = titan.attention %q, %k, %v causal
+    %o, %lse = titan.attention %q, %k, %v causal
         : tensor<2x32x64x128xbf16>, tensor<2x8x64x128xbf16>
     ```
   }];
   let arguments = (ins Titan_FloatTensor:$q, Titan_FloatTensor:$k,
                        Titan_FloatTensor:$v, UnitAttr:$causal,
                        OptionalAttr<F64Attr>:$scale);
-  let results = (outs Titan_FloatTensor:$result);
+  let results = (outs Titan_FloatTensor:$result, Titan_FloatTensor:$lse);
   let assemblyFormat = [{
     $q `,` $k `,` $v (`causal` $causal^)? (`scale` $scale^)? attr-dict
     `:` type($q) `,` type($k)
@@ -951,32 +958,36 @@ def Titan_EmbeddingGradOp : Titan_ComputeOp<"embedding_grad", [],
 }
 
 def Titan_AttentionGradOp : Titan_ComputeOp<"attention_grad",
-    [AllTypesMatch<["q", "grad", "q_grad"]>,
-     AllTypesMatch<["k", "v", "k_grad", "v_grad"]>]> {
+    [AllTypesMatch<["q", "out", "grad", "q_grad"]>,
+     AllTypesMatch<["k", "v", "k_grad", "v_grad"]>,
+     TypesMatchWith<"lse is q's [batch, q_heads, seq] in f32 (f64 for f64 q)",
+                    "q", "lse", "::mlir::titan::getAttentionLseType($_self)">]> {
   let summary = "Cotangents of attention's q, k and v";
   let description = [{
     The VJP of `titan.attention` with the same `causal` and `scale`, given
-    the cotangent `grad` of its result: the probabilities `p = softmax(q k^T *
-    scale + mask)` are recomputed from `q` and `k`, then `dv = p^T grad`,
-    `ds = p * (grad v^T - rowsum(grad * out))`, `dq = ds k * scale`, `dk =
-    ds^T q * scale`. With grouped KV heads, `k_grad` and `v_grad` sum over the
-    query heads that read each KV head.
+    its results `out` and `lse` and the cotangent `grad` of `out`: the
+    probabilities `p = exp(q k^T * scale + mask - lse)` are recomputed
+    blockwise from `q`, `k` and `lse`, then `dv = p^T grad`, `ds = p *
+    (grad v^T - rowsum(grad * out))`, `dq = ds k * scale`, `dk = ds^T q *
+    scale`. With grouped KV heads, `k_grad` and `v_grad` sum over the query
+    heads that read each KV head.
 
     Example:
 
     ```mlir
-    %dq, %dk, %dv = titan.attention_grad %q, %k, %v, %do causal
+    %dq, %dk, %dv = titan.attention_grad %q, %k, %v, %o, %lse, %do causal
         : tensor<2x32x64x128xbf16>, tensor<2x8x64x128xbf16>
     ```
   }];
   let arguments = (ins Titan_FloatTensor:$q, Titan_FloatTensor:$k,
-                       Titan_FloatTensor:$v, Titan_FloatTensor:$grad,
+                       Titan_FloatTensor:$v, Titan_FloatTensor:$out,
+                       Titan_FloatTensor:$lse, Titan_FloatTensor:$grad,
                        UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
   let results = (outs Titan_FloatTensor:$q_grad, Titan_FloatTensor:$k_grad,
                       Titan_FloatTensor:$v_grad);
   let assemblyFormat = [{
-    $q `,` $k `,` $v `,` $grad (`causal` $causal^)? (`scale` $scale^)?
-    attr-dict `:` type($q) `,` type($k)
+    $q `,` $k `,` $v `,` $out `,` $lse `,` $grad (`causal` $causal^)?
+    (`scale` $scale^)? attr-dict `:` type($q) `,` type($k)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

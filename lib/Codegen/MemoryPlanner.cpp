@@ -94,6 +94,12 @@ MemoryPlanner::inPlacePairs(LaunchOp launch) {
   return pairs;
 }
 
+std::pair<int64_t, int64_t> mlir::titan::getRowsAndColumns(Value value) {
+  auto tensor = cast<RankedTensorType>(value.getType());
+  int64_t columns = tensor.getShape().back();
+  return {columns ? tensor.getNumElements() / columns : 0, columns};
+}
+
 SmallVector<int64_t> MemoryPlanner::scratchBytes(Operation *op) {
   SmallVector<int64_t> bytes;
   if (auto launch = dyn_cast<LaunchOp>(op)) {
@@ -107,10 +113,8 @@ SmallVector<int64_t> MemoryPlanner::scratchBytes(Operation *op) {
     ArrayRef<int64_t> q = grad.getQ().getType().getShape();
     bytes.push_back(titanrt_attention_grad_workspace_bytes(q[0], q[1], q[2]));
   } else if (auto grad = dyn_cast<RmsNormGradOp>(op)) {
-    auto input = cast<RankedTensorType>(grad.getInput().getType());
-    int64_t cols = input.getShape().back();
-    bytes.push_back(titanrt_rms_norm_grad_workspace_bytes(
-        cols ? input.getNumElements() / cols : 0, cols));
+    auto [rows, cols] = getRowsAndColumns(grad.getInput());
+    bytes.push_back(titanrt_rms_norm_grad_workspace_bytes(rows, cols));
   } else if (isa<CrossEntropyOp, CrossEntropyGradOp>(op)) {
     bytes.push_back(titanrt_cross_entropy_workspace_bytes(
         cast<RankedTensorType>(op->getOperand(1).getType()).getNumElements()));

@@ -300,10 +300,6 @@ static FailureOr<TensorValue> evaluate(Operation *op,
       .Case([&](RopeOp r) {
         return rope(*in[0], *in[1], *in[2], r.getStyle() == "interleaved");
       })
-      .Case([&](AttentionOp a) {
-        return attention(*in[0], *in[1], *in[2], a.getCausal(),
-                         a.getScaleOrDefault());
-      })
       .Case([&](CrossEntropyOp ce) {
         return check(crossEntropy(*in[0], *in[1],
                                   static_cast<int64_t>(ce.getIgnoreIndex())));
@@ -384,9 +380,13 @@ evaluateResults(Operation *op, ArrayRef<const TensorValue *> in) {
         return layerNormGrad(*in[0], *in[1], *in[2],
                              g.getEps().convertToDouble());
       })
+      .Case([&](AttentionOp a) {
+        return attention(*in[0], *in[1], *in[2], a.getCausal(),
+                         a.getScaleOrDefault());
+      })
       .Case([&](AttentionGradOp g) {
-        return attentionGrad(*in[0], *in[1], *in[2], *in[3], g.getCausal(),
-                             g.getScaleOrDefault());
+        return attentionGrad(*in[0], *in[1], *in[2], *in[3], *in[4], *in[5],
+                             g.getCausal(), g.getScaleOrDefault());
       })
       .Default([&](Operation *) -> Result { return emitUnsupported(op); });
 }

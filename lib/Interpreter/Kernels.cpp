@@ -406,9 +406,30 @@ TensorValue kernels::rope(const TensorValue &input, const TensorValue &cos,
   return fromDoubles(input.getKind(), shape, out);
 }
 
-TensorValue kernels::attention(const TensorValue &q, const TensorValue &k,
-                               const TensorValue &v, bool causal,
-                               double scale) {
+/// Replaces the first `visible` entries of `row` by their softmax and the
+/// other `size - visible` by 0; returns the log-sum-exp of the visible
+/// entries.
+static double softmaxRow(double *row, int64_t visible, int64_t size) {
+  double max = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < visible; ++j)
+    accumulate(max, row[j], ReduceKind::Max);
+  double sum = 0;
+  for (int64_t j = 0; j < visible; ++j)
+    sum += row[j] = std::exp(row[j] - max);
+  for (int64_t j = 0; j < size; ++j)
+    row[j] = j < visible ? row[j] / sum : 0.0;
+  return max + std::log(sum);
+}
+
+/// The element kind of attention's log-sum-exp for queries of kind `q`.
+static ElementType getLseKind(ElementType q) {
+  return q == ElementType::F64 ? ElementType::F64 : ElementType::F32;
+}
+
+std::vector<TensorValue> kernels::attention(const TensorValue &q,
+                                            const TensorValue &k,
+                                            const TensorValue &v, bool causal,
+                                            double scale) {
   ArrayRef<int64_t> qShape = q.getShape(), kShape = k.getShape();
   int64_t batch = qShape[0], qHeads = qShape[1], qSeq = qShape[2],
           headDim = qShape[3], kvHeads = kShape[1], kvSeq = kShape[2],
@@ -416,33 +437,27 @@ TensorValue kernels::attention(const TensorValue &q, const TensorValue &k,
   int64_t group = qHeads / kvHeads;
   std::vector<double> qs = toDoubles(q), ks = toDoubles(k), vs = toDoubles(v);
   std::vector<double> out(batch * qHeads * qSeq * vDim);
+  std::vector<double> lse(batch * qHeads * qSeq);
   std::vector<double> scores(qSeq * kvSeq);
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < qHeads; ++h) {
       int64_t kvHead = b * kvHeads + h / group;
-      const double *qMatrix = qs.data() + (b * qHeads + h) * qSeq * headDim;
-      gemm(false, true, qSeq, kvSeq, headDim, scale, qMatrix,
+      int64_t head = b * qHeads + h;
+      gemm(false, true, qSeq, kvSeq, headDim, scale,
+           qs.data() + head * qSeq * headDim,
            ks.data() + kvHead * kvSeq * headDim, scores.data());
-      for (int64_t i = 0; i < qSeq; ++i) {
-        double *row = scores.data() + i * kvSeq;
-        int64_t visible = causal ? std::min(i + 1, kvSeq) : kvSeq;
-        double max = -std::numeric_limits<double>::infinity();
-        for (int64_t j = 0; j < visible; ++j)
-          accumulate(max, row[j], ReduceKind::Max);
-        double sum = 0;
-        for (int64_t j = 0; j < visible; ++j)
-          sum += row[j] = std::exp(row[j] - max);
-        for (int64_t j = 0; j < kvSeq; ++j)
-          row[j] = j < visible ? row[j] / sum : 0.0;
-      }
+      for (int64_t i = 0; i < qSeq; ++i)
+        lse[head * qSeq + i] =
+            softmaxRow(scores.data() + i * kvSeq,
+                       causal ? std::min(i + 1, kvSeq) : kvSeq, kvSeq);
       gemm(false, false, qSeq, vDim, kvSeq, 1.0, scores.data(),
-           vs.data() + kvHead * kvSeq * vDim,
-           out.data() + (b * qHeads + h) * qSeq * vDim);
+           vs.data() + kvHead * kvSeq * vDim, out.data() + head * qSeq * vDim);
     }
   }
   SmallVector<int64_t> shape(qShape.drop_back());
+  TensorValue lseValue = fromDoubles(getLseKind(q.getKind()), shape, lse);
   shape.push_back(vDim);
-  return fromDoubles(q.getKind(), shape, out);
+  return {fromDoubles(q.getKind(), shape, out), std::move(lseValue)};
 }
 
 /// The number of labels that count (not `ignoreIndex`); an error names the
@@ -579,30 +594,18 @@ llvm::Expected<TensorValue> kernels::embeddingGrad(const TensorValue &ids,
   return fromDoubles(grad.getKind(), {vocab, dim}, table);
 }
 
-/// Replaces the first `visible` entries of `row` by their softmax and the
-/// other `size - visible` by 0.
-static void softmaxRow(double *row, int64_t visible, int64_t size) {
-  double max = -std::numeric_limits<double>::infinity();
-  for (int64_t j = 0; j < visible; ++j)
-    accumulate(max, row[j], ReduceKind::Max);
-  double sum = 0;
-  for (int64_t j = 0; j < visible; ++j)
-    sum += row[j] = std::exp(row[j] - max);
-  for (int64_t j = 0; j < size; ++j)
-    row[j] = j < visible ? row[j] / sum : 0.0;
-}
-
-std::vector<TensorValue> kernels::attentionGrad(const TensorValue &q,
-                                                const TensorValue &k,
-                                                const TensorValue &v,
-                                                const TensorValue &grad,
-                                                bool causal, double scale) {
+std::vector<TensorValue>
+kernels::attentionGrad(const TensorValue &q, const TensorValue &k,
+                       const TensorValue &v, const TensorValue &out,
+                       const TensorValue &lse, const TensorValue &grad,
+                       bool causal, double scale) {
   ArrayRef<int64_t> qShape = q.getShape(), kShape = k.getShape();
   int64_t batch = qShape[0], qHeads = qShape[1], qSeq = qShape[2],
           headDim = qShape[3], kvHeads = kShape[1], kvSeq = kShape[2],
           vDim = v.getShape()[3];
   int64_t group = qHeads / kvHeads;
   std::vector<double> qs = toDoubles(q), ks = toDoubles(k), vs = toDoubles(v),
+                      outs = toDoubles(out), rowLse = toDoubles(lse),
                       dOut = toDoubles(grad);
   std::vector<double> dq(qs.size()), dk(ks.size(), 0.0), dv(vs.size(), 0.0);
   std::vector<double> probs(qSeq * kvSeq), dScores(qSeq * kvSeq),
@@ -610,31 +613,38 @@ std::vector<TensorValue> kernels::attentionGrad(const TensorValue &q,
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < qHeads; ++h) {
       int64_t kvHead = b * kvHeads + h / group;
-      int64_t qOffset = (b * qHeads + h) * qSeq * headDim;
+      int64_t head = b * qHeads + h;
+      int64_t qOffset = head * qSeq * headDim;
       const double *kMatrix = ks.data() + kvHead * kvSeq * headDim;
       const double *vMatrix = vs.data() + kvHead * kvSeq * vDim;
-      const double *dOutMatrix = dOut.data() + (b * qHeads + h) * qSeq * vDim;
+      const double *dOutMatrix = dOut.data() + head * qSeq * vDim;
+      const double *outMatrix = outs.data() + head * qSeq * vDim;
+      // P = exp(q k^T * scale - lse), 0 where masked.
       gemm(false, true, qSeq, kvSeq, headDim, scale, qs.data() + qOffset,
            kMatrix, probs.data());
-      for (int64_t i = 0; i < qSeq; ++i)
-        softmaxRow(probs.data() + i * kvSeq,
-                   causal ? std::min(i + 1, kvSeq) : kvSeq, kvSeq);
+      for (int64_t i = 0; i < qSeq; ++i) {
+        double *row = probs.data() + i * kvSeq;
+        int64_t visible = causal ? std::min(i + 1, kvSeq) : kvSeq;
+        for (int64_t j = 0; j < kvSeq; ++j)
+          row[j] =
+              j < visible ? std::exp(row[j] - rowLse[head * qSeq + i]) : 0.0;
+      }
       // dV += P^T dO.
       gemm(true, false, kvSeq, vDim, qSeq, 1.0, probs.data(), dOutMatrix,
            partial.data());
       for (int64_t i = 0; i < kvSeq * vDim; ++i)
         dv[kvHead * kvSeq * vDim + i] += partial[i];
-      // dS = P * (dO V^T - rowsum(P * dO V^T)).
+      // dS = P * (dO V^T - rowsum(dO * O)).
       gemm(false, true, qSeq, kvSeq, vDim, 1.0, dOutMatrix, vMatrix,
            dScores.data());
       for (int64_t i = 0; i < qSeq; ++i) {
         double *pRow = probs.data() + i * kvSeq;
         double *dRow = dScores.data() + i * kvSeq;
-        double dot = 0;
+        double delta = 0;
+        for (int64_t d = 0; d < vDim; ++d)
+          delta += dOutMatrix[i * vDim + d] * outMatrix[i * vDim + d];
         for (int64_t j = 0; j < kvSeq; ++j)
-          dot += pRow[j] * dRow[j];
-        for (int64_t j = 0; j < kvSeq; ++j)
-          dRow[j] = pRow[j] * (dRow[j] - dot);
+          dRow[j] = pRow[j] * (dRow[j] - delta);
       }
       // dQ = scale dS K, dK += scale dS^T Q.
       gemm(false, false, qSeq, headDim, kvSeq, scale, dScores.data(), kMatrix,

@@ -151,10 +151,12 @@ llvm::Expected<TensorValue> embedding(const TensorValue &table,
 TensorValue rope(const TensorValue &input, const TensorValue &cos,
                  const TensorValue &sin, bool interleaved);
 
-/// `titan.attention`: softmax(q k^T * scale + mask) v with grouped KV heads;
-/// with `causal`, query i sees keys j <= i.
-TensorValue attention(const TensorValue &q, const TensorValue &k,
-                      const TensorValue &v, bool causal, double scale);
+/// `titan.attention`: softmax(q k^T * scale + mask) v with grouped KV heads,
+/// and each query row's log-sum-exp of its visible scaled scores; with
+/// `causal`, query i sees keys j <= i.
+std::vector<TensorValue> attention(const TensorValue &q, const TensorValue &k,
+                                   const TensorValue &v, bool causal,
+                                   double scale);
 
 /// `titan.cross_entropy`: the mean over non-ignored labels, f32 (f64 for f64
 /// logits); fails on a
@@ -181,9 +183,11 @@ llvm::Expected<TensorValue>
 embeddingGrad(const TensorValue &ids, const TensorValue &grad, int64_t vocab);
 
 /// `titan.attention_grad`: the cotangents of q, k and v of `attention` given
-/// the cotangent `grad` of its result (probabilities recomputed).
+/// its results `out` and `lse` and the cotangent `grad` of `out` (the
+/// probabilities recomputed from q, k and `lse`).
 std::vector<TensorValue>
 attentionGrad(const TensorValue &q, const TensorValue &k, const TensorValue &v,
+              const TensorValue &out, const TensorValue &lse,
               const TensorValue &grad, bool causal, double scale);
 
 /// `titan.cross_entropy_grad`: the cotangent of the logits of

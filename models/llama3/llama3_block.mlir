@@ -52,7 +52,7 @@ func.func @llama3_block(
   %qt = titan.transpose %qr [0, 2, 1, 3] {titan.placements = [#titan.placements<@mesh, [S(0), S(1)]>]} : tensor<2x64x16x16xf32> -> tensor<2x16x64x16xf32>
   %kt = titan.transpose %kr [0, 2, 1, 3] {titan.placements = [#titan.placements<@mesh, [S(0), S(1)]>]} : tensor<2x64x4x16xf32> -> tensor<2x4x64x16xf32>
   %vt = titan.transpose %v4 [0, 2, 1, 3] {titan.placements = [#titan.placements<@mesh, [S(0), S(1)]>]} : tensor<2x64x4x16xf32> -> tensor<2x4x64x16xf32>
-  %attn = titan.attention %qt, %kt, %vt causal {titan.placements = [#titan.placements<@mesh, [S(0), S(1)]>]} : tensor<2x16x64x16xf32>, tensor<2x4x64x16xf32>
+  %attn, %lse = titan.attention %qt, %kt, %vt causal {titan.placements = [#titan.placements<@mesh, [S(0), S(1)]>, #titan.placements<@mesh, [S(0), S(1)]>]} : tensor<2x16x64x16xf32>, tensor<2x4x64x16xf32>
   %attn_t = titan.transpose %attn [0, 2, 1, 3] {titan.placements = [#titan.placements<@mesh, [S(0), S(2)]>]} : tensor<2x16x64x16xf32> -> tensor<2x64x16x16xf32>
   %attn_f = titan.reshape %attn_t {titan.placements = [#titan.placements<@mesh, [S(0), S(2)]>]} : tensor<2x64x16x16xf32> -> tensor<2x64x256xf32>
   // Row-parallel output projection: partial sums, reduce-scattered along

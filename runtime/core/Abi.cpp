@@ -72,8 +72,8 @@ titanrt_status titanrt_matmul(titanrt_context *ctx, int32_t dtype,
 
 titanrt_status titanrt_attention(titanrt_context *ctx, int32_t dtype,
                                  const void *q, const void *k, const void *v,
-                                 void *out, int64_t batch, int64_t q_heads,
-                                 int64_t kv_heads, int64_t seq,
+                                 void *out, float *lse, int64_t batch,
+                                 int64_t q_heads, int64_t kv_heads, int64_t seq,
                                  int64_t head_dim, int32_t causal,
                                  double scale) {
   if (failsPendingStart(ctx, "titanrt_attention"))
@@ -83,13 +83,14 @@ titanrt_status titanrt_attention(titanrt_context *ctx, int32_t dtype,
   trace.arg("heads", batch * q_heads);
   return ctx->finish(ctx->compute->attention(
       dtype, {batch, q_heads, kv_heads, seq, head_dim, causal != 0, scale}, q,
-      k, v, out));
+      k, v, out, lse));
 }
 
 titanrt_status
 titanrt_attention_grad(titanrt_context *ctx, int32_t dtype, const void *q,
-                       const void *k, const void *v, const void *grad, void *dq,
-                       void *dk, void *dv, void *workspace, int64_t batch,
+                       const void *k, const void *v, const void *out,
+                       const float *lse, const void *grad, void *dq, void *dk,
+                       void *dv, void *workspace, int64_t batch,
                        int64_t q_heads, int64_t kv_heads, int64_t seq,
                        int64_t head_dim, int32_t causal, double scale) {
   if (failsPendingStart(ctx, "titanrt_attention_grad"))
@@ -99,7 +100,7 @@ titanrt_attention_grad(titanrt_context *ctx, int32_t dtype, const void *q,
   trace.arg("heads", batch * q_heads);
   return ctx->finish(ctx->compute->attentionGrad(
       dtype, {batch, q_heads, kv_heads, seq, head_dim, causal != 0, scale}, q,
-      k, v, grad, dq, dk, dv, workspace));
+      k, v, out, lse, grad, dq, dk, dv, workspace));
 }
 
 titanrt_status titanrt_embedding_grad(titanrt_context *ctx, int32_t dtype,

@@ -61,15 +61,18 @@ public:
                         int64_t batch, int64_t m, int64_t n, int64_t k,
                         bool transposeA, bool transposeB, bool bShared) = 0;
 
-  /// titanrt_attention of element type `dtype`.
+  /// titanrt_attention of element type `dtype`: `out`, and each query
+  /// row's log-sum-exp in `lse` (f32 [batch, qHeads, seq]).
   virtual Status attention(int32_t dtype, const AttentionShape &shape,
                            const void *q, const void *k, const void *v,
-                           void *out) = 0;
+                           void *out, float *lse) = 0;
 
-  /// titanrt_attention_grad of element type `dtype`; `workspace` holds
+  /// titanrt_attention_grad of element type `dtype`, given the forward's
+  /// `out` and `lse`; `workspace` holds
   /// titanrt_attention_grad_workspace_bytes bytes.
   virtual Status attentionGrad(int32_t dtype, const AttentionShape &shape,
                                const void *q, const void *k, const void *v,
+                               const void *out, const float *lse,
                                const void *grad, void *dq, void *dk, void *dv,
                                void *workspace) = 0;
 

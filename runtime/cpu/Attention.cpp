@@ -54,9 +54,9 @@ Status checkAttention(const char *op, int32_t dtype, int64_t batch,
 } // namespace
 
 Status cpu::attention(ThreadPool &pool, int32_t dtype, const void *q,
-                      const void *k, const void *v, void *out, int64_t batch,
-                      int64_t qHeads, int64_t kvHeads, int64_t seq,
-                      int64_t headDim, bool causal, double scale) {
+                      const void *k, const void *v, void *out, float *lse,
+                      int64_t batch, int64_t qHeads, int64_t kvHeads,
+                      int64_t seq, int64_t headDim, bool causal, double scale) {
   const char *op = "attention";
   const AttentionKernels *kernels;
   TITANRT_RETURN_IF_ERROR(
@@ -69,6 +69,7 @@ Status cpu::attention(ThreadPool &pool, int32_t dtype, const void *q,
       checkBuffer(op, "v", v, {batch, kvHeads, seq, headDim}));
   TITANRT_RETURN_IF_ERROR(
       checkBuffer(op, "out", out, {batch, qHeads, seq, headDim}));
+  TITANRT_RETURN_IF_ERROR(checkBuffer(op, "lse", lse, {batch, qHeads, seq}));
   AttentionShape shape{batch,   qHeads, kvHeads,     seq,
                        headDim, causal, float(scale)};
   if (isNarrowFloat(dtype)) {
@@ -77,37 +78,39 @@ Status cpu::attention(ThreadPool &pool, int32_t dtype, const void *q,
     std::vector<float> wideOut(qSize);
     kernels->forward(pool, shape, widen(pool, dtype, q, qSize).data(),
                      widen(pool, dtype, k, kvSize).data(),
-                     widen(pool, dtype, v, kvSize).data(), wideOut.data());
+                     widen(pool, dtype, v, kvSize).data(), wideOut.data(), lse);
     narrow(pool, dtype, wideOut, out);
     return Status::success();
   }
   kernels->forward(pool, shape, static_cast<const float *>(q),
                    static_cast<const float *>(k), static_cast<const float *>(v),
-                   static_cast<float *>(out));
+                   static_cast<float *>(out), lse);
   return Status::success();
 }
 
 Status cpu::attentionGrad(ThreadPool &pool, int32_t dtype, const void *q,
-                          const void *k, const void *v, const void *grad,
-                          void *dq, void *dk, void *dv, void *workspace,
-                          int64_t batch, int64_t qHeads, int64_t kvHeads,
-                          int64_t seq, int64_t headDim, bool causal,
-                          double scale) {
+                          const void *k, const void *v, const void *out,
+                          const float *lse, const void *grad, void *dq,
+                          void *dk, void *dv, void *workspace, int64_t batch,
+                          int64_t qHeads, int64_t kvHeads, int64_t seq,
+                          int64_t headDim, bool causal, double scale) {
   const char *op = "attention_grad";
   const AttentionKernels *kernels;
   TITANRT_RETURN_IF_ERROR(
       checkAttention(op, dtype, batch, qHeads, kvHeads, seq, headDim, kernels));
   using Buffer = std::pair<const char *, const void *>;
-  for (auto [name, pointer] :
-       {Buffer{"q", q}, Buffer{"grad", grad}, Buffer{"dq", dq}})
+  for (auto [name, pointer] : {Buffer{"q", q}, Buffer{"out", out},
+                               Buffer{"grad", grad}, Buffer{"dq", dq}})
     TITANRT_RETURN_IF_ERROR(
         checkBuffer(op, name, pointer, {batch, qHeads, seq, headDim}));
   for (auto [name, pointer] :
        {Buffer{"k", k}, Buffer{"v", v}, Buffer{"dk", dk}, Buffer{"dv", dv}})
     TITANRT_RETURN_IF_ERROR(
         checkBuffer(op, name, pointer, {batch, kvHeads, seq, headDim}));
-  TITANRT_RETURN_IF_ERROR(
-      checkBuffer(op, "workspace", workspace, {2, batch, qHeads, seq}));
+  for (auto [name, pointer] :
+       {Buffer{"lse", lse}, Buffer{"workspace", workspace}})
+    TITANRT_RETURN_IF_ERROR(
+        checkBuffer(op, name, pointer, {batch, qHeads, seq}));
   AttentionShape shape{batch,   qHeads, kvHeads,     seq,
                        headDim, causal, float(scale)};
   if (isNarrowFloat(dtype)) {
@@ -117,6 +120,7 @@ Status cpu::attentionGrad(ThreadPool &pool, int32_t dtype, const void *q,
     kernels->backward(pool, shape, widen(pool, dtype, q, qSize).data(),
                       widen(pool, dtype, k, kvSize).data(),
                       widen(pool, dtype, v, kvSize).data(),
+                      widen(pool, dtype, out, qSize).data(), lse,
                       widen(pool, dtype, grad, qSize).data(), wideDq.data(),
                       wideDk.data(), wideDv.data(),
                       static_cast<float *>(workspace));
@@ -127,8 +131,9 @@ Status cpu::attentionGrad(ThreadPool &pool, int32_t dtype, const void *q,
   }
   kernels->backward(
       pool, shape, static_cast<const float *>(q), static_cast<const float *>(k),
-      static_cast<const float *>(v), static_cast<const float *>(grad),
-      static_cast<float *>(dq), static_cast<float *>(dk),
-      static_cast<float *>(dv), static_cast<float *>(workspace));
+      static_cast<const float *>(v), static_cast<const float *>(out), lse,
+      static_cast<const float *>(grad), static_cast<float *>(dq),
+      static_cast<float *>(dk), static_cast<float *>(dv),
+      static_cast<float *>(workspace));
   return Status::success();
 }

@@ -36,12 +36,12 @@ struct AttentionKernels {
   const char *target;
   /// titanrt_attention on checked arguments.
   void (*forward)(ThreadPool &pool, const AttentionShape &shape, const float *q,
-                  const float *k, const float *v, float *out);
+                  const float *k, const float *v, float *out, float *lse);
   /// titanrt_attention_grad on checked arguments.
   void (*backward)(ThreadPool &pool, const AttentionShape &shape,
                    const float *q, const float *k, const float *v,
-                   const float *grad, float *dq, float *dk, float *dv,
-                   float *workspace);
+                   const float *out, const float *lse, const float *grad,
+                   float *dq, float *dk, float *dv, float *workspace);
 };
 
 /// The kernels of AttentionV3.cpp.

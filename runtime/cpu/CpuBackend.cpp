@@ -20,19 +20,21 @@ Status CpuBackend::matmul(int32_t dtype, const void *a, const void *b, void *c,
 
 Status CpuBackend::attention(int32_t dtype, const AttentionShape &shape,
                              const void *q, const void *k, const void *v,
-                             void *out) {
-  return cpu::attention(pool, dtype, q, k, v, out, shape.batch, shape.qHeads,
-                        shape.kvHeads, shape.seq, shape.headDim, shape.causal,
-                        shape.scale);
+                             void *out, float *lse) {
+  return cpu::attention(pool, dtype, q, k, v, out, lse, shape.batch,
+                        shape.qHeads, shape.kvHeads, shape.seq, shape.headDim,
+                        shape.causal, shape.scale);
 }
 
 Status CpuBackend::attentionGrad(int32_t dtype, const AttentionShape &shape,
                                  const void *q, const void *k, const void *v,
+                                 const void *out, const float *lse,
                                  const void *grad, void *dq, void *dk, void *dv,
                                  void *workspace) {
-  return cpu::attentionGrad(pool, dtype, q, k, v, grad, dq, dk, dv, workspace,
-                            shape.batch, shape.qHeads, shape.kvHeads, shape.seq,
-                            shape.headDim, shape.causal, shape.scale);
+  return cpu::attentionGrad(pool, dtype, q, k, v, out, lse, grad, dq, dk, dv,
+                            workspace, shape.batch, shape.qHeads, shape.kvHeads,
+                            shape.seq, shape.headDim, shape.causal,
+                            shape.scale);
 }
 
 Status CpuBackend::embeddingGrad(int32_t dtype, int32_t idsDtype,

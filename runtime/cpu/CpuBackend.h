@@ -24,11 +24,12 @@ public:
                 int64_t batch, int64_t m, int64_t n, int64_t k, bool transposeA,
                 bool transposeB, bool bShared) override;
   Status attention(int32_t dtype, const AttentionShape &shape, const void *q,
-                   const void *k, const void *v, void *out) override;
+                   const void *k, const void *v, void *out,
+                   float *lse) override;
   Status attentionGrad(int32_t dtype, const AttentionShape &shape,
                        const void *q, const void *k, const void *v,
-                       const void *grad, void *dq, void *dk, void *dv,
-                       void *workspace) override;
+                       const void *out, const float *lse, const void *grad,
+                       void *dq, void *dk, void *dv, void *workspace) override;
   Status embeddingGrad(int32_t dtype, int32_t idsDtype, const void *ids,
                        const void *grad, void *out, int64_t numIds,
                        int64_t vocab, int64_t dim) override;

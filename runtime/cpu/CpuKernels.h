@@ -29,22 +29,23 @@ Status matmul(ThreadPool &pool, int32_t dtype, const void *a, const void *b,
               bool transposeA, bool transposeB, bool bShared);
 
 /// titanrt_attention: F32 (BF16 and F16 on float32 copies), flash-attention
-/// style (Attention.cpp); bitwise
-/// equal results for any number of threads.
+/// style, with each query row's log-sum-exp in `lse` (Attention.cpp);
+/// bitwise equal results for any number of threads.
 Status attention(ThreadPool &pool, int32_t dtype, const void *q, const void *k,
-                 const void *v, void *out, int64_t batch, int64_t qHeads,
-                 int64_t kvHeads, int64_t seq, int64_t headDim, bool causal,
-                 double scale);
+                 const void *v, void *out, float *lse, int64_t batch,
+                 int64_t qHeads, int64_t kvHeads, int64_t seq, int64_t headDim,
+                 bool causal, double scale);
 
-/// titanrt_attention_grad: F32 (BF16 and F16 on float32 copies); the
-/// workspace receives each query row's
-/// log-sum-exp and rowsum(dO * O) (Attention.cpp); bitwise equal results for
-/// any number of threads.
+/// titanrt_attention_grad: F32 (BF16 and F16 on float32 copies), from the
+/// forward's `out` and `lse`; the workspace receives each query row's
+/// rowsum(dO * O) (Attention.cpp); bitwise equal results for any number of
+/// threads.
 Status attentionGrad(ThreadPool &pool, int32_t dtype, const void *q,
-                     const void *k, const void *v, const void *grad, void *dq,
-                     void *dk, void *dv, void *workspace, int64_t batch,
-                     int64_t qHeads, int64_t kvHeads, int64_t seq,
-                     int64_t headDim, bool causal, double scale);
+                     const void *k, const void *v, const void *out,
+                     const float *lse, const void *grad, void *dq, void *dk,
+                     void *dv, void *workspace, int64_t batch, int64_t qHeads,
+                     int64_t kvHeads, int64_t seq, int64_t headDim, bool causal,
+                     double scale);
 
 /// titanrt_embedding_grad: F32 and F64, ids I64 or I32, checked before
 /// anything is written (Embedding.cpp); bitwise equal results for any number

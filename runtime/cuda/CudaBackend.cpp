@@ -11,13 +11,6 @@
 using namespace titan::rt;
 using namespace titan::rt::cuda;
 
-AttentionGradWorkspace
-cuda::splitAttentionGradWorkspace(void *workspace,
-                                  const AttentionShape &shape) {
-  float *base = static_cast<float *>(workspace);
-  return {base, base + shape.batch * shape.qHeads * shape.seq};
-}
-
 CrossEntropyWorkspace cuda::splitCrossEntropyWorkspace(void *workspace,
                                                        int64_t rows) {
   float *base = static_cast<float *>(workspace);
@@ -50,22 +43,17 @@ Status CudaBackend::matmul(int32_t dtype, const void *a, const void *b, void *c,
 
 Status CudaBackend::attention(int32_t dtype, const AttentionShape &shape,
                               const void *q, const void *k, const void *v,
-                              void *out) {
-  return attentionForward(stream.get(), dtype, shape, q, k, v, out,
-                          /*lse=*/nullptr);
+                              void *out, float *lse) {
+  return attentionForward(stream.get(), dtype, shape, q, k, v, out, lse);
 }
 
 Status CudaBackend::attentionGrad(int32_t dtype, const AttentionShape &shape,
                                   const void *q, const void *k, const void *v,
+                                  const void *out, const float *lse,
                                   const void *grad, void *dq, void *dk,
                                   void *dv, void *workspace) {
-  AttentionGradWorkspace parts = splitAttentionGradWorkspace(workspace, shape);
-  // The forward's output in dq, read (for delta) before the last kernel of
-  // the backward writes dq.
-  TITANRT_RETURN_IF_ERROR(
-      attentionForward(stream.get(), dtype, shape, q, k, v, dq, parts.lse));
-  return attentionBackward(stream.get(), dtype, shape, q, k, v, dq, grad,
-                           parts.lse, dq, dk, dv, parts.delta);
+  return attentionBackward(stream.get(), dtype, shape, q, k, v, out, grad, lse,
+                           dq, dk, dv, workspace);
 }
 
 Status CudaBackend::embeddingGrad(int32_t dtype, int32_t idsDtype,

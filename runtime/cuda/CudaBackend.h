@@ -6,15 +6,10 @@
 // cuBLASLt (Gemm.h); attention, the embedding gradient, RMSNorm and
 // cross-entropy through titan's kernels (Kernels.h).
 //
-// titanrt_attention_grad's ABI passes no forward output or log-sum-exp
-// (the CPU backend recomputes both): the CUDA form recomputes them too,
-// with the same workspace (two f32 per query row, as
-// titanrt_attention_grad_workspace_bytes plans): the forward writes its
-// output into dq and its log-sum-exp into the workspace's first half, the
-// backward's delta = rowsum(dout * out) reads that output before its last
-// kernel overwrites dq, and keeps delta in the second half. That costs a
-// forward per backward, as on the CPU, until the compiler keeps the
-// forward's log-sum-exp (docs/cuda-backend.md).
+// titanrt_attention_grad reads the forward's output and log-sum-exp (the
+// compiler keeps both for it), so the backward is three kernels and no
+// second forward; its workspace (titanrt_attention_grad_workspace_bytes)
+// is attentionBackward's delta.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,18 +24,6 @@
 #include <memory>
 
 namespace titan::rt::cuda {
-
-/// Where titanrt_attention_grad's workspace keeps the recomputed forward's
-/// log-sum-exp and the backward's delta, both f32 [batch, q_heads, seq].
-struct AttentionGradWorkspace {
-  float *lse = nullptr;
-  float *delta = nullptr;
-};
-
-/// The parts of `workspace` (titanrt_attention_grad_workspace_bytes bytes)
-/// for `shape`.
-AttentionGradWorkspace splitAttentionGradWorkspace(void *workspace,
-                                                   const AttentionShape &shape);
 
 /// Where titanrt_cross_entropy(_grad)'s workspace
 /// (titanrt_cross_entropy_workspace_bytes) keeps the kernels' statistics,
@@ -74,11 +57,12 @@ public:
                 int64_t batch, int64_t m, int64_t n, int64_t k, bool transposeA,
                 bool transposeB, bool bShared) override;
   Status attention(int32_t dtype, const AttentionShape &shape, const void *q,
-                   const void *k, const void *v, void *out) override;
+                   const void *k, const void *v, void *out,
+                   float *lse) override;
   Status attentionGrad(int32_t dtype, const AttentionShape &shape,
                        const void *q, const void *k, const void *v,
-                       const void *grad, void *dq, void *dk, void *dv,
-                       void *workspace) override;
+                       const void *out, const float *lse, const void *grad,
+                       void *dq, void *dk, void *dv, void *workspace) override;
   /// The scatter's workspace (embeddingGradWorkspaceBytes) is the
   /// backend's: allocated on the first call and grown when a larger one
   /// comes, so a step allocates only the first time.

@@ -1,7 +1,8 @@
 // The backward-only ops against torch autograd of the forward ops: GELU
 // (both forms), RMSNorm, LayerNorm, embedding (repeated ids), causal GQA and
-// scaled attention, cross-entropy with ignored labels, and strided padding
-// (the VJP of a strided slice).
+// scaled attention (from the forward's output and log-sum-exp),
+// cross-entropy with ignored labels, and strided padding (the VJP of a
+// strided slice).
 // RUN: %python %S/Inputs/gradients.py gen gradients %t
 // RUN: titan-eval %s --entry=main --inputs=%t --outputs=%t/out
 // RUN: %python %S/Inputs/gradients.py check gradients %t
@@ -40,8 +41,10 @@ func.func @main(%x: tensor<2x3x8xf32> {titan.name = "x"},
   %rx, %rw = titan.rms_norm_grad %x, %w, %dy eps 1.0e-5 : tensor<2x3x8xf32>, tensor<8xf32>
   %lx, %lw, %lb = titan.layer_norm_grad %x, %w, %dy eps 1.0e-5 : tensor<2x3x8xf32>, tensor<8xf32>
   %dt = titan.embedding_grad %ids, %dh : tensor<2x3xi64>, tensor<2x3x4xf32> -> tensor<7x4xf32>
-  %dq, %dk, %dv = titan.attention_grad %q, %k, %v, %do causal : tensor<2x4x5x8xf32>, tensor<2x2x5x8xf32>
-  %dq1, %dk1, %dv1 = titan.attention_grad %q, %k, %v, %do scale 0.5 : tensor<2x4x5x8xf32>, tensor<2x2x5x8xf32>
+  %o, %lse = titan.attention %q, %k, %v causal : tensor<2x4x5x8xf32>, tensor<2x2x5x8xf32>
+  %dq, %dk, %dv = titan.attention_grad %q, %k, %v, %o, %lse, %do causal : tensor<2x4x5x8xf32>, tensor<2x2x5x8xf32>
+  %o1, %lse1 = titan.attention %q, %k, %v scale 0.5 : tensor<2x4x5x8xf32>, tensor<2x2x5x8xf32>
+  %dq1, %dk1, %dv1 = titan.attention_grad %q, %k, %v, %o1, %lse1, %do scale 0.5 : tensor<2x4x5x8xf32>, tensor<2x2x5x8xf32>
   %dl = titan.cross_entropy_grad %logits, %labels, %dloss : tensor<6x7xf32>, tensor<6xi64>, tensor<f32>
   %p = titan.pad %s [1, 0] step [2, 2] : tensor<2x3xf32> -> tensor<5x6xf32>
   return %g0, %g1, %rx, %rw, %lx, %lw, %lb, %dt, %dq, %dk, %dv, %dq1, %dk1, %dv1, %dl, %p

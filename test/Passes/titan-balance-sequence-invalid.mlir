@@ -58,9 +58,9 @@ func.func @causal_attention(%tokens: tensor<2x8xi64> {titan.name = "tokens", tit
                             %emb: tensor<32x4xf32> {titan.name = "emb", titan.role = "param"}) -> tensor<2x1x8x4xf32> {
   %x = titan.embedding %emb, %tokens : tensor<32x4xf32>, tensor<2x8xi64> -> tensor<2x8x4xf32>
   %q = titan.reshape %x : tensor<2x8x4xf32> -> tensor<2x1x8x4xf32>
-  %full = titan.attention %q, %q, %q : tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>
+  %full, %full_lse = titan.attention %q, %q, %q : tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>
   // expected-error@+1 {{'titan.attention' op depends on positions along the sequence (dim 2)}}
-  %y = titan.attention %full, %q, %q causal : tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>
+  %y, %y_lse = titan.attention %full, %q, %q causal : tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>
   return %y : tensor<2x1x8x4xf32>
 }
 

@@ -48,3 +48,20 @@ func.func @forward(%w: tensor<4x4xf32> {titan.role = "param"},
   %1 = titan.all_reduce %0 on @mesh ["dp"] sum : tensor<2x4x4xf32>
   return %1 : tensor<2x4x4xf32>
 }
+
+// -----
+
+// Attention's log-sum-exp is for its backward alone: a loss that depends on
+// it has no gradient.
+func.func @forward(%w: tensor<4x4xf32> {titan.role = "param"},
+                   %tokens: tensor<2x4xi64> {titan.role = "input"}) -> tensor<2x4x4xf32> {
+  %0 = titan.embedding %w, %tokens : tensor<4x4xf32>, tensor<2x4xi64> -> tensor<2x4x4xf32>
+  %1 = titan.reshape %0 : tensor<2x4x4xf32> -> tensor<2x1x4x4xf32>
+  // expected-error @+2 {{'titan.attention' op has no VJP for its log-sum-exp result (lse): only titan.attention_grad may read it}}
+  // expected-error @+1 {{titan-build-train-step: the VJP rule of 'titan.attention' failed}}
+  %2:2 = titan.attention %1, %1, %1 causal : tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>
+  %3 = titan.reshape %2#1 : tensor<2x1x4xf32> -> tensor<2x4xf32>
+  %4 = titan.broadcast_in_dim %3 dims [0, 1] : tensor<2x4xf32> -> tensor<2x4x4xf32>
+  %5 = titan.add %0, %4 : tensor<2x4x4xf32>
+  return %5 : tensor<2x4x4xf32>
+}

@@ -13,7 +13,7 @@ titan.mesh @mesh ["cp"=2]
 
 func.func @context_parallel(%q: tensor<1x2x8x4xf32> {titan.placements = #titan.placements<@mesh, [S(2)]>}) {
   // expected-error @+1 {{'titan.attention' op operand #0 has dim 2 sharded over mesh axis "cp", but the op needs that dim whole on every rank (a need_replication factor of its sharding rule); redistribute it to replicate that dim first}}
-  %0 = titan.attention %q, %q, %q causal {titan.placements = [#titan.placements<@mesh, [S(2)]>]} : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>
+  %0:2 = titan.attention %q, %q, %q causal {titan.placements = [#titan.placements<@mesh, [S(2)]>, #titan.placements<@mesh, [S(2)]>]} : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>
   return
 }
 

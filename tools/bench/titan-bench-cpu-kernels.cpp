@@ -198,8 +198,8 @@ void benchAttention(ThreadPool &pool, const AttentionKernels &kernels,
                      k = randomFloats(heads * head, 2),
                      v = randomFloats(heads * head, 3),
                      dOut = randomFloats(heads * head, 4);
-  std::vector<float> out(heads * head), dq(heads * head), dk(heads * head),
-      dv(heads * head), workspace(2 * heads * seq);
+  std::vector<float> out(heads * head), lse(heads * seq), dq(heads * head),
+      dk(heads * head), dv(heads * head), workspace(heads * seq);
   double forwardFlops = 4.0 * heads * seq * seq * headDim * (causal ? 0.5 : 1);
   double backwardFlops = 2.5 * forwardFlops;
 
@@ -208,11 +208,13 @@ void benchAttention(ThreadPool &pool, const AttentionKernels &kernels,
   std::vector<float> p(heads * seq * seq), dp(heads * seq * seq);
   std::vector<double> seconds = bestSeconds({
       [&] {
-        kernels.forward(pool, shape, q.data(), k.data(), v.data(), out.data());
+        kernels.forward(pool, shape, q.data(), k.data(), v.data(), out.data(),
+                        lse.data());
       },
       [&] {
-        kernels.backward(pool, shape, q.data(), k.data(), v.data(), dOut.data(),
-                         dq.data(), dk.data(), dv.data(), workspace.data());
+        kernels.backward(pool, shape, q.data(), k.data(), v.data(), out.data(),
+                         lse.data(), dOut.data(), dq.data(), dk.data(),
+                         dv.data(), workspace.data());
       },
       [&] {
         check(matmul(pool, TITANRT_F32, q.data(), k.data(), p.data(), heads,

@@ -65,6 +65,11 @@ struct MemoryTimeline {
   int64_t getPeakPosition() const;
 };
 
+/// The rows (the product of all dims but the last) and the columns (the
+/// last dim) of a static tensor of rank >= 1: the matrix the runtime's row
+/// kernels (titanrt_rms_norm and its gradient) see, and size workspaces by.
+std::pair<int64_t, int64_t> getRowsAndColumns(Value value);
+
 /// Plans the memory of one straight-line function (titan-plan-memory).
 class MemoryPlanner {
 public:

@@ -51,6 +51,13 @@ int64_t getStaticByteSize(Type type);
 /// bytes for the op's kind, group and local operand (result for a recv).
 double getCollectiveBytesSentPerRank(Operation *op);
 
+/// The type of `titan.attention`'s log-sum-exp for queries of type `q`
+/// (a ranked tensor, [batch, q_heads, seq, head_dim]): [batch, q_heads, seq]
+/// in f32, f64 for f64 queries. For a `q` of another rank (which the op's
+/// verifier rejects), its shape without the last dim; `q` itself if it is
+/// no ranked tensor.
+Type getAttentionLseType(Type q);
+
 class PartitionContext;
 /// Default of ShardingRuleOpInterface::checkPartition: the op's sharding
 /// rule must explain the placements of `context` (see Partition.h).

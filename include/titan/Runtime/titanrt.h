@@ -96,30 +96,33 @@ titanrt_status titanrt_matmul(titanrt_context *ctx, int32_t dtype,
 /// seq, head_dim]; query head h reads KV head h / (q_heads / kv_heads).
 /// out = softmax(q k^T * scale (+ causal mask)) v, computed blockwise
 /// without a [seq, seq] matrix; with `causal`, blocks above the diagonal
-/// are skipped.
+/// are skipped. `lse` (f32 [batch, q_heads, seq]) receives each query row's
+/// log-sum-exp (natural) of its visible scaled scores, for the backward.
 titanrt_status titanrt_attention(titanrt_context *ctx, int32_t dtype,
                                  const void *q, const void *k, const void *v,
-                                 void *out, int64_t batch, int64_t q_heads,
-                                 int64_t kv_heads, int64_t seq,
+                                 void *out, float *lse, int64_t batch,
+                                 int64_t q_heads, int64_t kv_heads, int64_t seq,
                                  int64_t head_dim, int32_t causal,
                                  double scale);
 
 /// The bytes of workspace titanrt_attention_grad needs (the compiler plans
-/// it in the rank's arena): two f32 row statistics per query row.
+/// it in the rank's arena): one f32 per query row, rowsum(grad * out).
 static inline int64_t titanrt_attention_grad_workspace_bytes(int64_t batch,
                                                              int64_t q_heads,
                                                              int64_t seq) {
-  return 2 * batch * q_heads * seq * (int64_t)sizeof(float);
+  return batch * q_heads * seq * (int64_t)sizeof(float);
 }
 
-/// The cotangents dq, dk, dv of titanrt_attention given grad = d out
-/// (titan.attention_grad), shapes as there. The attention probabilities are
-/// recomputed blockwise; dk and dv sum over the query heads that read each
-/// KV head. `workspace` holds titanrt_attention_grad_workspace_bytes bytes.
+/// The cotangents dq, dk, dv of titanrt_attention given its results `out`
+/// and `lse` and grad = d out (titan.attention_grad), shapes as there. The
+/// probabilities are recomputed blockwise from q, k and lse (no second
+/// forward); dk and dv sum over the query heads that read each KV head.
+/// `workspace` holds titanrt_attention_grad_workspace_bytes bytes.
 titanrt_status
 titanrt_attention_grad(titanrt_context *ctx, int32_t dtype, const void *q,
-                       const void *k, const void *v, const void *grad, void *dq,
-                       void *dk, void *dv, void *workspace, int64_t batch,
+                       const void *k, const void *v, const void *out,
+                       const float *lse, const void *grad, void *dq, void *dk,
+                       void *dv, void *workspace, int64_t batch,
                        int64_t q_heads, int64_t kv_heads, int64_t seq,
                        int64_t head_dim, int32_t causal, double scale);
 

@@ -109,7 +109,7 @@ func.func @matmuls(%x: tensor<2x16x32xbf16>, %w: tensor<64x32xbf16>, %y: tensor<
 }
 
 // CHECK-LABEL: func.func @llama_block_parts
-func.func @llama_block_parts(%table: tensor<128x64xf32>, %tokens: tensor<2x16xi64>, %xq: tensor<2x16x4x16xbf16>, %cos: tensor<16x8xf32>, %sin: tensor<16x8xf32>, %q: tensor<2x4x16x16xbf16>, %kv: tensor<2x2x16x16xbf16>, %logits: tensor<32x128xf32>, %labels: tensor<32xi64>) -> (tensor<2x16x64xf32>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x4x16x16xbf16>, tensor<2x4x16x16xbf16>, tensor<f32>, tensor<f32>) {
+func.func @llama_block_parts(%table: tensor<128x64xf32>, %tokens: tensor<2x16xi64>, %xq: tensor<2x16x4x16xbf16>, %cos: tensor<16x8xf32>, %sin: tensor<16x8xf32>, %q: tensor<2x4x16x16xbf16>, %kv: tensor<2x2x16x16xbf16>, %logits: tensor<32x128xf32>, %labels: tensor<32xi64>) -> (tensor<2x16x64xf32>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x4x16x16xbf16>, tensor<2x4x16xf32>, tensor<f32>, tensor<f32>) {
   // CHECK: titan.embedding %{{.*}}, %{{.*}} : tensor<128x64xf32>, tensor<2x16xi64> -> tensor<2x16x64xf32>
   %h = titan.embedding %table, %tokens : tensor<128x64xf32>, tensor<2x16xi64> -> tensor<2x16x64xf32>
   // CHECK: titan.rope %{{.*}}, %{{.*}}, %{{.*}} interleaved : tensor<2x16x4x16xbf16>, tensor<16x8xf32>
@@ -117,14 +117,14 @@ func.func @llama_block_parts(%table: tensor<128x64xf32>, %tokens: tensor<2x16xi6
   // CHECK: titan.rope %{{.*}}, %{{.*}}, %{{.*}} half : tensor<2x16x4x16xbf16>, tensor<16x8xf32>
   %r1 = titan.rope %xq, %cos, %sin half : tensor<2x16x4x16xbf16>, tensor<16x8xf32>
   // CHECK: titan.attention %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
-  %a0 = titan.attention %q, %kv, %kv causal : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
+  %a0, %lse0 = titan.attention %q, %kv, %kv causal : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
   // CHECK: titan.attention %{{.*}}, %{{.*}}, %{{.*}} scale 2.500000e-01 : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
-  %a1 = titan.attention %q, %kv, %kv scale 0.25 : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
+  %a1, %lse1 = titan.attention %q, %kv, %kv scale 0.25 : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
   // CHECK: titan.cross_entropy %{{.*}}, %{{.*}} : tensor<32x128xf32>, tensor<32xi64> -> tensor<f32>
   %l0 = titan.cross_entropy %logits, %labels : tensor<32x128xf32>, tensor<32xi64> -> tensor<f32>
   // CHECK: titan.cross_entropy %{{.*}}, %{{.*}} ignore_index 0 : tensor<32x128xf32>, tensor<32xi64> -> tensor<f32>
   %l1 = titan.cross_entropy %logits, %labels ignore_index 0 : tensor<32x128xf32>, tensor<32xi64> -> tensor<f32>
-  return %h, %r0, %r1, %a0, %a1, %l0, %l1 : tensor<2x16x64xf32>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x4x16x16xbf16>, tensor<2x4x16x16xbf16>, tensor<f32>, tensor<f32>
+  return %h, %r0, %r1, %a0, %lse1, %l0, %l1 : tensor<2x16x64xf32>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x4x16x16xbf16>, tensor<2x4x16xf32>, tensor<f32>, tensor<f32>
 }
 
 // CHECK-LABEL: func.func @shapes
@@ -157,7 +157,7 @@ func.func @dynamic_model_ops(%x: tensor<?x?x4x16xbf16>, %cos: tensor<?x8xf32>, %
   // CHECK: titan.rope %{{.*}}, %{{.*}}, %{{.*}} half : tensor<?x?x4x16xbf16>, tensor<?x8xf32>
   %0 = titan.rope %x, %cos, %cos half : tensor<?x?x4x16xbf16>, tensor<?x8xf32>
   // CHECK: titan.attention %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>
-  %1 = titan.attention %q, %kv, %kv causal : tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>
+  %1, %lse = titan.attention %q, %kv, %kv causal : tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>
   // CHECK: titan.broadcast_in_dim %{{.*}} dims [1] : tensor<?xf32> -> tensor<4x?xf32>
   %2 = titan.broadcast_in_dim %v dims [1] : tensor<?xf32> -> tensor<4x?xf32>
   // CHECK: titan.concat %{{.*}}, %{{.*}} dim 1 : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x16xf32>
@@ -173,7 +173,7 @@ func.func @dynamic_model_ops(%x: tensor<?x?x4x16xbf16>, %cos: tensor<?x8xf32>, %
 
 // Backward-only ops emitted by the VJP rules.
 // CHECK-LABEL: func.func @backward
-func.func @backward(%x: tensor<2x16x64xf32>, %w: tensor<64xf32>, %dy: tensor<2x16x64xf32>, %tokens: tensor<2x16xi64>, %q: tensor<2x4x16x16xbf16>, %kv: tensor<2x2x16x16xbf16>, %logits: tensor<32x128xf32>, %labels: tensor<32xi64>, %dloss: tensor<f32>, %s: tensor<2x8x64xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<128x64xf32>, tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>, tensor<2x2x16x16xbf16>, tensor<2x4x16x16xbf16>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<2x16x64xf32>) {
+func.func @backward(%x: tensor<2x16x64xf32>, %w: tensor<64xf32>, %dy: tensor<2x16x64xf32>, %tokens: tensor<2x16xi64>, %q: tensor<2x4x16x16xbf16>, %kv: tensor<2x2x16x16xbf16>, %lse: tensor<2x4x16xf32>, %logits: tensor<32x128xf32>, %labels: tensor<32xi64>, %dloss: tensor<f32>, %s: tensor<2x8x64xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<128x64xf32>, tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>, tensor<2x2x16x16xbf16>, tensor<2x4x16x16xbf16>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<2x16x64xf32>) {
   // CHECK: titan.gelu_grad %{{.*}}, %{{.*}} approximate tanh : tensor<2x16x64xf32>
   %g = titan.gelu_grad %x, %dy approximate tanh : tensor<2x16x64xf32>
   // CHECK: titan.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}} eps 1.000000e-05 : tensor<2x16x64xf32>, tensor<64xf32>
@@ -182,10 +182,10 @@ func.func @backward(%x: tensor<2x16x64xf32>, %w: tensor<64xf32>, %dy: tensor<2x1
   %lx, %lw, %lb = titan.layer_norm_grad %x, %w, %dy eps 1.0e-5 : tensor<2x16x64xf32>, tensor<64xf32>
   // CHECK: titan.embedding_grad %{{.*}}, %{{.*}} : tensor<2x16xi64>, tensor<2x16x64xf32> -> tensor<128x64xf32>
   %dt = titan.embedding_grad %tokens, %dy : tensor<2x16xi64>, tensor<2x16x64xf32> -> tensor<128x64xf32>
-  // CHECK: titan.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
-  %dq, %dk, %dv = titan.attention_grad %q, %kv, %kv, %q causal : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
-  // CHECK: titan.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scale 2.500000e-01 : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
-  %dq1, %dk1, %dv1 = titan.attention_grad %q, %kv, %kv, %q scale 0.25 : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
+  // CHECK: titan.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
+  %dq, %dk, %dv = titan.attention_grad %q, %kv, %kv, %q, %lse, %q causal : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
+  // CHECK: titan.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scale 2.500000e-01 : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
+  %dq1, %dk1, %dv1 = titan.attention_grad %q, %kv, %kv, %q, %lse, %q scale 0.25 : tensor<2x4x16x16xbf16>, tensor<2x2x16x16xbf16>
   // CHECK: titan.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x128xf32>, tensor<32xi64>, tensor<f32>
   %dl0 = titan.cross_entropy_grad %logits, %labels, %dloss : tensor<32x128xf32>, tensor<32xi64>, tensor<f32>
   // CHECK: titan.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} ignore_index 0 : tensor<32x128xf32>, tensor<32xi64>, tensor<f32>

@@ -299,7 +299,7 @@ func.func @rope_sin(%x: tensor<2x4x2x8xf32>, %c: tensor<4x4xf32>, %s: tensor<4x4
 
 func.func @attention_rank(%q: tensor<2x4x16xf32>, %kv: tensor<2x4x16x8xf32>) {
   // expected-error @+1 {{expects q of rank 4, got 'tensor<2x4x16xf32>'}}
-  %0 = titan.attention %q, %kv, %kv : tensor<2x4x16xf32>, tensor<2x4x16x8xf32>
+  %0:2 = titan.attention %q, %kv, %kv : tensor<2x4x16xf32>, tensor<2x4x16x8xf32>
   return
 }
 
@@ -307,7 +307,7 @@ func.func @attention_rank(%q: tensor<2x4x16xf32>, %kv: tensor<2x4x16x8xf32>) {
 
 func.func @attention_kv_rank(%q: tensor<2x4x16x8xf32>, %kv: tensor<4x16x8xf32>) {
   // expected-error @+1 {{expects k and v of rank 4, got 'tensor<4x16x8xf32>'}}
-  %0 = titan.attention %q, %kv, %kv : tensor<2x4x16x8xf32>, tensor<4x16x8xf32>
+  %0:2 = titan.attention %q, %kv, %kv : tensor<2x4x16x8xf32>, tensor<4x16x8xf32>
   return
 }
 
@@ -315,7 +315,7 @@ func.func @attention_kv_rank(%q: tensor<2x4x16x8xf32>, %kv: tensor<4x16x8xf32>) 
 
 func.func @attention_types(%q: tensor<2x4x16x8xf32>, %kv: tensor<2x4x16x8xbf16>) {
   // expected-error @+1 {{element types differ: q has 'f32', k and v have 'bf16'}}
-  %0 = titan.attention %q, %kv, %kv : tensor<2x4x16x8xf32>, tensor<2x4x16x8xbf16>
+  %0:2 = titan.attention %q, %kv, %kv : tensor<2x4x16x8xf32>, tensor<2x4x16x8xbf16>
   return
 }
 
@@ -323,7 +323,7 @@ func.func @attention_types(%q: tensor<2x4x16x8xf32>, %kv: tensor<2x4x16x8xbf16>)
 
 func.func @attention_heads(%q: tensor<2x6x16x8xf32>, %kv: tensor<2x4x16x8xf32>) {
   // expected-error @+1 {{4 kv heads do not divide 6 q heads}}
-  %0 = titan.attention %q, %kv, %kv causal : tensor<2x6x16x8xf32>, tensor<2x4x16x8xf32>
+  %0:2 = titan.attention %q, %kv, %kv causal : tensor<2x6x16x8xf32>, tensor<2x4x16x8xf32>
   return
 }
 
@@ -331,7 +331,7 @@ func.func @attention_heads(%q: tensor<2x6x16x8xf32>, %kv: tensor<2x4x16x8xf32>) 
 
 func.func @attention_seq(%q: tensor<2x8x16x8xf32>, %kv: tensor<2x4x32x8xf32>) {
   // expected-error @+1 {{expected k and v type 'tensor<2x4x16x8xf32>', got 'tensor<2x4x32x8xf32>'}}
-  %0 = titan.attention %q, %kv, %kv : tensor<2x8x16x8xf32>, tensor<2x4x32x8xf32>
+  %0:2 = titan.attention %q, %kv, %kv : tensor<2x8x16x8xf32>, tensor<2x4x32x8xf32>
   return
 }
 
@@ -339,7 +339,15 @@ func.func @attention_seq(%q: tensor<2x8x16x8xf32>, %kv: tensor<2x4x32x8xf32>) {
 
 func.func @attention_v(%q: tensor<2x8x16x8xf32>, %k: tensor<2x4x16x8xf32>, %v: tensor<2x4x16x4xf32>) {
   // expected-error @+1 {{all of {k, v} have same type}}
-  %0 = "titan.attention"(%q, %k, %v) : (tensor<2x8x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x4xf32>) -> tensor<2x8x16x8xf32>
+  %0:2 = "titan.attention"(%q, %k, %v) : (tensor<2x8x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x4xf32>) -> (tensor<2x8x16x8xf32>, tensor<2x8x16xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_lse(%q: tensor<2x8x16x8xbf16>, %kv: tensor<2x4x16x8xbf16>) {
+  // expected-error @+1 {{failed to verify that lse is q's [batch, q_heads, seq] in f32 (f64 for f64 q)}}
+  %0:2 = "titan.attention"(%q, %kv, %kv) : (tensor<2x8x16x8xbf16>, tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16>) -> (tensor<2x8x16x8xbf16>, tensor<2x8x16xbf16>)
   return
 }
 
@@ -347,7 +355,7 @@ func.func @attention_v(%q: tensor<2x8x16x8xf32>, %k: tensor<2x4x16x8xf32>, %v: t
 
 func.func @attention_scale(%q: tensor<2x8x16x8xf32>, %kv: tensor<2x4x16x8xf32>) {
   // expected-error @+1 {{scale must be positive and finite, got -5.000000e-01}}
-  %0 = titan.attention %q, %kv, %kv scale -0.5 : tensor<2x8x16x8xf32>, tensor<2x4x16x8xf32>
+  %0:2 = titan.attention %q, %kv, %kv scale -0.5 : tensor<2x8x16x8xf32>, tensor<2x4x16x8xf32>
   return
 }
 
@@ -887,17 +895,25 @@ func.func @f(%ids: tensor<2x3xi64>, %dy: tensor<3x2x4xf32>) -> tensor<16x4xf32> 
 
 // -----
 
-func.func @f(%q: tensor<1x4x8x16xf32>, %kv: tensor<1x3x8x16xf32>) {
+func.func @f(%q: tensor<1x4x8x16xf32>, %kv: tensor<1x3x8x16xf32>, %lse: tensor<1x4x8xf32>) {
   // expected-error @+1 {{'titan.attention_grad' op 3 kv heads do not divide 4 q heads}}
-  %0, %1, %2 = titan.attention_grad %q, %kv, %kv, %q : tensor<1x4x8x16xf32>, tensor<1x3x8x16xf32>
+  %0, %1, %2 = titan.attention_grad %q, %kv, %kv, %q, %lse, %q : tensor<1x4x8x16xf32>, tensor<1x3x8x16xf32>
   return
 }
 
 // -----
 
-func.func @f(%q: tensor<1x4x8x16xf32>, %kv: tensor<1x2x8x16xf32>) {
+func.func @f(%q: tensor<1x4x8x16xf32>, %kv: tensor<1x2x8x16xf32>, %lse: tensor<1x4x8xf32>) {
   // expected-error @+1 {{'titan.attention_grad' op scale must be positive and finite, got -1.000000e+00}}
-  %0, %1, %2 = titan.attention_grad %q, %kv, %kv, %q scale -1.0 : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>
+  %0, %1, %2 = titan.attention_grad %q, %kv, %kv, %q, %lse, %q scale -1.0 : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x8x16xf32>, %kv: tensor<1x2x8x16xf32>, %lse: tensor<1x4x16xf32>) {
+  // expected-error @+1 {{'titan.attention_grad' op failed to verify that lse is q's [batch, q_heads, seq] in f32 (f64 for f64 q)}}
+  %0:3 = "titan.attention_grad"(%q, %kv, %kv, %q, %lse, %q) : (tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x16xf32>, tensor<1x4x8x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>)
   return
 }
 

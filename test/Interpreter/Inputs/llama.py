@@ -78,11 +78,15 @@ def program(args, batch, seq, tp):
     lines = []
     counter = [0]
 
-    def emit(text):
+    def emit(text, results=1):
+        """Appends `text`; returns its (first) result."""
         name = f"%v{counter[0]}"
         counter[0] += 1
-        lines.append(f"  {name} = {text}")
-        return name
+        if results == 1:
+            lines.append(f"  {name} = {text}")
+            return name
+        lines.append(f"  {name}:{results} = {text}")
+        return f"{name}#0"
 
     def all_reduce(x):
         if tp == 1:
@@ -123,7 +127,8 @@ def program(args, batch, seq, tp):
         val = to_bhsd(heads(linear(a, p + "attention.wv.weight", d, kv * hd),
                             kv), kv)
         o = emit(f"titan.attention {q}, {k}, {val} causal : "
-                 f"{tensor([b, h, s, hd])}, {tensor([b, kv, s, hd])}")
+                 f"{tensor([b, h, s, hd])}, {tensor([b, kv, s, hd])}",
+                 results=2)
         o = emit(f"titan.transpose {o} [0, 2, 1, 3] : {tensor([b, h, s, hd])}"
                  f" -> {tensor([b, s, h, hd])}")
         o = emit(f"titan.reshape {o} : {tensor([b, s, h, hd])} -> "

@@ -77,17 +77,22 @@ def matmul(rng):
     return inputs, expected
 
 
-def sdpa(q, k, v, causal, scale):
-    """softmax(q k^T * scale + mask) v with KV heads repeated for GQA."""
-    group = q.shape[1] // k.shape[1]
-    k = k.repeat_interleave(group, dim=1)
-    v = v.repeat_interleave(group, dim=1)
+def scores_of(q, k, causal, scale):
+    """q k^T * scale, -inf above the diagonal when causal, with KV heads
+    repeated for GQA."""
+    k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
     scores = q @ k.transpose(-2, -1) * scale
     if causal:
         n, m = scores.shape[-2:]
         mask = torch.ones(n, m, dtype=torch.bool).tril()
         scores = scores.masked_fill(~mask, float("-inf"))
-    return torch.softmax(scores, dim=-1) @ v
+    return scores
+
+
+def sdpa(q, k, v, causal, scale):
+    """softmax(q k^T * scale + mask) v with KV heads repeated for GQA."""
+    v = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
+    return torch.softmax(scores_of(q, k, causal, scale), dim=-1) @ v
 
 
 @case
@@ -99,7 +104,11 @@ def attention(rng):
     def expected(i):
         q = t(i["q"])
         return {"causal_gqa": sdpa(q, t(i["k"]), t(i["v"]), True, 8 ** -0.5),
-                "full_mha": sdpa(q, t(i["k4"]), t(i["v4"]), False, 0.5)}
+                "causal_gqa_lse": torch.logsumexp(
+                    scores_of(q, t(i["k"]), True, 8 ** -0.5), dim=-1),
+                "full_mha": sdpa(q, t(i["k4"]), t(i["v4"]), False, 0.5),
+                "full_mha_lse": torch.logsumexp(
+                    scores_of(q, t(i["k4"]), False, 0.5), dim=-1)}
     return inputs, expected
 
 

@@ -58,14 +58,15 @@ OwningOpRef<ModuleOp> parse(MLIRContext &context, StringRef source) {
 }
 
 /// Appends @vjp(args of @f..., dy) returning the non-null operand
-/// cotangents of @f's op; returns the operand index of each result, or
-/// failure when the rule fails.
+/// cotangents of @f's op given the cotangent dy of its first result (the
+/// one @f returns; its other results get none); returns the operand index
+/// of each result, or failure when the rule fails.
 FailureOr<SmallVector<unsigned>> buildVJPFunction(ModuleOp module) {
   auto forward = module.lookupSymbol<func::FuncOp>("f");
   Operation *op = &forward.getBody().front().front();
   OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
   SmallVector<Type> inputs(forward.getArgumentTypes());
-  llvm::append_range(inputs, op->getResultTypes());
+  inputs.push_back(op->getResult(0).getType());
   auto vjp = func::FuncOp::create(builder, op->getLoc(), "vjp",
                                   builder.getFunctionType(inputs, {}));
   Block *body = vjp.addEntryBlock();
@@ -77,8 +78,10 @@ FailureOr<SmallVector<unsigned>> buildVJPFunction(ModuleOp module) {
   auto differentiable = dyn_cast<DifferentiableOpInterface>(clone);
   if (!differentiable)
     return failure();
-  FailureOr<SmallVector<Value>> grads = differentiable.buildVJP(
-      builder, body->getArguments().drop_front(forward.getNumArguments()));
+  SmallVector<Value> resultGrads(op->getNumResults());
+  resultGrads.front() = body->getArguments().back();
+  FailureOr<SmallVector<Value>> grads =
+      differentiable.buildVJP(builder, resultGrads);
   if (failed(grads) || grads->size() != op->getNumOperands())
     return failure();
   SmallVector<Value> results;
@@ -210,10 +213,17 @@ void checkGradient(const GradientCase &c) {
 }
 
 /// The source of @f(`args`) -> `result` whose body is `%0 = titan.<op>`
-/// (`op` is the op's text after "titan.", through its types).
-std::string function(StringRef args, StringRef op, StringRef result) {
-  return ("func.func @f(" + args + ") -> " + result + " {\n  %0 = titan." + op +
-          "\n  return %0 : " + result + "\n}")
+/// (`op` is the op's text after "titan.", through its types); of an op of
+/// `numResults` > 1 results, the function returns the first.
+std::string function(StringRef args, StringRef op, StringRef result,
+                     unsigned numResults = 1) {
+  if (numResults == 1)
+    return ("func.func @f(" + args + ") -> " + result + " {\n  %0 = titan." +
+            op + "\n  return %0 : " + result + "\n}")
+        .str();
+  return ("func.func @f(" + args + ") -> " + result +
+          " {\n  %0:" + Twine(numResults) + " = titan." + op +
+          "\n  return %0#0 : " + result + "\n}")
       .str();
 }
 
@@ -362,12 +372,12 @@ TEST(GradientTest, Attention) {
                           "%v: tensor<2x2x3x4xf64>",
                           "attention %q, %k, %v causal : tensor<2x4x3x4xf64>, "
                           "tensor<2x2x3x4xf64>",
-                          "tensor<2x4x3x4xf64>")});
+                          "tensor<2x4x3x4xf64>", /*numResults=*/2)});
   checkGradient({function("%q: tensor<1x2x4x3xf64>, %k: tensor<1x2x4x3xf64>, "
                           "%v: tensor<1x2x4x3xf64>",
                           "attention %q, %k, %v scale 7.000000e-01 : "
                           "tensor<1x2x4x3xf64>, tensor<1x2x4x3xf64>",
-                          "tensor<1x2x4x3xf64>")});
+                          "tensor<1x2x4x3xf64>", /*numResults=*/2)});
 }
 
 TEST(GradientTest, CrossEntropy) {

@@ -50,9 +50,8 @@ void PrintTo(const RuleCase &ruleCase, std::ostream *os) { *os << ruleCase.op; }
 /// appears in several cases), e.g. "reduce_sum_3".
 std::string caseName(const testing::TestParamInfo<RuleCase> &info) {
   StringRef op = StringRef(info.param.op).split("titan.").second;
-  std::string name = op.take_while([](char c) {
-                         return llvm::isAlnum(c) || c == '_';
-                       }).str();
+  std::string name =
+      op.take_while([](char c) { return llvm::isAlnum(c) || c == '_'; }).str();
   return name + "_" + std::to_string(info.index);
 }
 
@@ -151,18 +150,20 @@ const RuleCase kModelOps[] = {
      "d=16 need_replication, e=8 need_replication} linear={0}"},
     {"%0: tensor<2x8x16x4xf32>, %1: tensor<2x2x16x4xf32>, "
      "%2: tensor<2x2x16x4xf32>",
-     "%r = titan.attention %0, %1, %2 causal : tensor<2x8x16x4xf32>, "
+     "%r:2 = titan.attention %0, %1, %2 causal : tensor<2x8x16x4xf32>, "
      "tensor<2x2x16x4xf32>",
-     "([a, b*c, d, e], [a, b, d, e], [a, b, d, e]) -> ([a, b*c, d, e]) "
-     "{a=2, b=2, c=4, d=16 need_replication, e=4 need_replication} "
-     "linear={2}"},
+     "([a, b*c, d, e], [a, b, d, e], [a, b, d, e]) -> ([a, b*c, d, e], "
+     "[a, b*c, d]) {a=2, b=2, c=4, d=16 need_replication, e=4 "
+     "need_replication}"},
     {"%0: tensor<2x8x16x4xf32>, %1: tensor<2x2x16x4xf32>, "
-     "%2: tensor<2x2x16x4xf32>, %3: tensor<2x8x16x4xf32>",
-     "%r:3 = titan.attention_grad %0, %1, %2, %3 causal : "
+     "%2: tensor<2x2x16x4xf32>, %3: tensor<2x8x16x4xf32>, "
+     "%4: tensor<2x8x16xf32>",
+     "%r:3 = titan.attention_grad %0, %1, %2, %3, %4, %3 causal : "
      "tensor<2x8x16x4xf32>, tensor<2x2x16x4xf32>",
-     "([a, b*c, d, e], [a, b, d, e], [a, b, d, e], [a, b*c, d, e]) -> "
-     "([a, b*c, d, e], [a, b, d, e], [a, b, d, e]) {a=2, b=2, c=4 reduction, "
-     "d=16 need_replication, e=4 need_replication} linear={3}"},
+     "([a, b*c, d, e], [a, b, d, e], [a, b, d, e], [a, b*c, d, e], "
+     "[a, b*c, d], [a, b*c, d, e]) -> ([a, b*c, d, e], [a, b, d, e], "
+     "[a, b, d, e]) {a=2, b=2, c=4 reduction, d=16 need_replication, e=4 "
+     "need_replication} linear={5}"},
     {"%0: tensor<8x32xf32>, %1: tensor<8xi64>",
      "%r = titan.cross_entropy %0, %1 : tensor<8x32xf32>, tensor<8xi64> -> "
      "tensor<f32>",

@@ -47,24 +47,27 @@ std::string caseName(const AttentionCase &c) {
 /// Prints a case in gtest's messages.
 void PrintTo(const AttentionCase &c, std::ostream *os) { *os << caseName(c); }
 
-/// The reference's results: out, and the cotangents.
+/// The reference's results: out, each query row's log-sum-exp, and the
+/// cotangents.
 struct Reference {
-  std::vector<double> out, dq, dk, dv;
+  std::vector<double> out, lse, dq, dk, dv;
 };
 
 /// Attention and its backward in double, one head at a time with the full
 /// probability matrix, as titanrt.h defines them: P = softmax(scale q k^T
-/// (+ causal mask)), out = P v; dP = dO v^T, dS = P * (dP - rowsum(P *
-/// dP)), dq = scale dS k, dk = scale dS^T q, dv = P^T dO (dk, dv summed
-/// over the q heads of a KV head).
+/// (+ causal mask)), out = P v, lse = log(sum(exp(scale q k^T))) over the
+/// visible keys; dP = dO v^T, dS = P * (dP - rowsum(P * dP)), dq = scale dS
+/// k, dk = scale dS^T q, dv = P^T dO (dk, dv summed over the q heads of a
+/// KV head).
 Reference referenceAttention(const AttentionCase &c,
                              const std::vector<float> &q,
                              const std::vector<float> &k,
                              const std::vector<float> &v,
                              const std::vector<float> &dOut) {
   int64_t s = c.seq, d = c.headDim, group = c.qHeads / c.kvHeads;
-  Reference ref{std::vector<double>(c.qSize()), std::vector<double>(c.qSize()),
-                std::vector<double>(c.kvSize()),
+  Reference ref{std::vector<double>(c.qSize()),
+                std::vector<double>(c.batch * c.qHeads * s),
+                std::vector<double>(c.qSize()), std::vector<double>(c.kvSize()),
                 std::vector<double>(c.kvSize())};
   std::vector<double> p(s * s), dS(s * s);
   for (int64_t b = 0; b < c.batch; ++b)
@@ -84,6 +87,7 @@ Reference referenceAttention(const AttentionCase &c,
         double sum = 0;
         for (int64_t j = 0; j < visible; ++j)
           sum += p[i * s + j] = std::exp(p[i * s + j] - max);
+        ref.lse[(b * c.qHeads + h) * s + i] = max + std::log(sum);
         for (int64_t j = 0; j < s; ++j)
           p[i * s + j] = j < visible ? p[i * s + j] / sum : 0.0;
         double rowDot = 0;
@@ -130,15 +134,16 @@ struct Inputs {
   std::vector<float> q, k, v, dOut;
 };
 
-/// The results of a case: out, and the cotangents.
+/// The results of a case: out, the log-sum-exp, and the cotangents.
 struct Results {
   /// Results of NaN, so that an element the kernels miss shows.
   explicit Results(const AttentionCase &c)
-      : out(c.qSize(), kNaN), dq(c.qSize(), kNaN), dk(c.kvSize(), kNaN),
-        dv(c.kvSize(), kNaN), workspace(2 * c.batch * c.qHeads * c.seq, kNaN) {}
+      : out(c.qSize(), kNaN), lse(c.batch * c.qHeads * c.seq, kNaN),
+        dq(c.qSize(), kNaN), dk(c.kvSize(), kNaN), dv(c.kvSize(), kNaN),
+        workspace(c.batch * c.qHeads * c.seq, kNaN) {}
   /// The initial value of every element.
   static constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> out, dq, dk, dv, workspace;
+  std::vector<float> out, lse, dq, dk, dv, workspace;
 };
 
 /// Runs a case through cpu::attention and cpu::attentionGrad.
@@ -146,13 +151,14 @@ Results runPublic(const AttentionCase &c, const Inputs &in, int numThreads) {
   Results r(c);
   Status forward =
       attention(pool(numThreads), TITANRT_F32, in.q.data(), in.k.data(),
-                in.v.data(), r.out.data(), c.batch, c.qHeads, c.kvHeads, c.seq,
-                c.headDim, c.causal, c.scale);
+                in.v.data(), r.out.data(), r.lse.data(), c.batch, c.qHeads,
+                c.kvHeads, c.seq, c.headDim, c.causal, c.scale);
   EXPECT_TRUE(forward.ok()) << forward.getMessage();
   Status backward = attentionGrad(
       pool(numThreads), TITANRT_F32, in.q.data(), in.k.data(), in.v.data(),
-      in.dOut.data(), r.dq.data(), r.dk.data(), r.dv.data(), r.workspace.data(),
-      c.batch, c.qHeads, c.kvHeads, c.seq, c.headDim, c.causal, c.scale);
+      r.out.data(), r.lse.data(), in.dOut.data(), r.dq.data(), r.dk.data(),
+      r.dv.data(), r.workspace.data(), c.batch, c.qHeads, c.kvHeads, c.seq,
+      c.headDim, c.causal, c.scale);
   EXPECT_TRUE(backward.ok()) << backward.getMessage();
   return r;
 }
@@ -164,10 +170,10 @@ Results runKernels(const AttentionKernels &kernels, const AttentionCase &c,
   AttentionShape shape{c.batch,   c.qHeads, c.kvHeads,     c.seq,
                        c.headDim, c.causal, float(c.scale)};
   kernels.forward(pool(numThreads), shape, in.q.data(), in.k.data(),
-                  in.v.data(), r.out.data());
+                  in.v.data(), r.out.data(), r.lse.data());
   kernels.backward(pool(numThreads), shape, in.q.data(), in.k.data(),
-                   in.v.data(), in.dOut.data(), r.dq.data(), r.dk.data(),
-                   r.dv.data(), r.workspace.data());
+                   in.v.data(), r.out.data(), r.lse.data(), in.dOut.data(),
+                   r.dq.data(), r.dk.data(), r.dv.data(), r.workspace.data());
   return r;
 }
 
@@ -199,6 +205,7 @@ TEST_P(AttentionTest, MatchesReference) {
   Reference ref = referenceAttention(c, in.q, in.k, in.v, in.dOut);
   Results r = runPublic(c, in, 1);
   EXPECT_LE(relativeError(r.out, ref.out), kTolerance);
+  EXPECT_LE(relativeError(r.lse, ref.lse), kTolerance);
   EXPECT_LE(relativeError(r.dq, ref.dq), kTolerance);
   EXPECT_LE(relativeError(r.dk, ref.dk), kTolerance);
   EXPECT_LE(relativeError(r.dv, ref.dv), kTolerance);
@@ -214,6 +221,7 @@ TEST_P(AttentionTest, BitwiseEqualOnEveryThreadCountAndTarget) {
                    std::to_string(numThreads) + " threads");
       Results r = runKernels(*kernels, c, in, numThreads);
       EXPECT_TRUE(bitwiseEqual(r.out, first.out));
+      EXPECT_TRUE(bitwiseEqual(r.lse, first.lse));
       EXPECT_TRUE(bitwiseEqual(r.dq, first.dq));
       EXPECT_TRUE(bitwiseEqual(r.dk, first.dk));
       EXPECT_TRUE(bitwiseEqual(r.dv, first.dv));
@@ -262,18 +270,19 @@ TEST(AttentionBf16Test, RoundsTheFloat32ResultsOnce) {
   };
   std::vector<uint16_t> q = toBf16(wide.q), k = toBf16(wide.k),
                         v = toBf16(wide.v), dOut = toBf16(wide.dOut);
-  Results expected = runPublic(c, wide, 2);
   std::vector<uint16_t> out(c.qSize()), dq(c.qSize()), dk(c.kvSize()),
       dv(c.kvSize());
-  std::vector<float> workspace(2 * c.batch * c.qHeads * c.seq);
+  std::vector<float> lse(c.batch * c.qHeads * c.seq),
+      workspace(c.batch * c.qHeads * c.seq);
   ASSERT_TRUE(attention(pool(2), TITANRT_BF16, q.data(), k.data(), v.data(),
-                        out.data(), c.batch, c.qHeads, c.kvHeads, c.seq,
-                        c.headDim, c.causal, c.scale)
+                        out.data(), lse.data(), c.batch, c.qHeads, c.kvHeads,
+                        c.seq, c.headDim, c.causal, c.scale)
                   .ok());
   ASSERT_TRUE(attentionGrad(pool(2), TITANRT_BF16, q.data(), k.data(), v.data(),
-                            dOut.data(), dq.data(), dk.data(), dv.data(),
-                            workspace.data(), c.batch, c.qHeads, c.kvHeads,
-                            c.seq, c.headDim, c.causal, c.scale)
+                            out.data(), lse.data(), dOut.data(), dq.data(),
+                            dk.data(), dv.data(), workspace.data(), c.batch,
+                            c.qHeads, c.kvHeads, c.seq, c.headDim, c.causal,
+                            c.scale)
                   .ok());
   auto rounded = [](const std::vector<float> &values) {
     std::vector<uint16_t> bits;
@@ -281,7 +290,23 @@ TEST(AttentionBf16Test, RoundsTheFloat32ResultsOnce) {
       bits.push_back(floatToBf16(value));
     return bits;
   };
+  // The backward reads the rounded output, as PyTorch's does: the float32
+  // kernels on the same inputs.
+  Results expected(c);
+  AttentionShape shape{c.batch,   c.qHeads, c.kvHeads,     c.seq,
+                       c.headDim, c.causal, float(c.scale)};
+  std::vector<float> wideOut(out.size());
+  for (size_t i = 0; i < out.size(); ++i)
+    wideOut[i] = bf16ToFloat(out[i]);
+  const AttentionKernels &kernels = *getAttentionKernels();
+  kernels.forward(pool(2), shape, wide.q.data(), wide.k.data(), wide.v.data(),
+                  expected.out.data(), expected.lse.data());
+  kernels.backward(pool(2), shape, wide.q.data(), wide.k.data(), wide.v.data(),
+                   wideOut.data(), expected.lse.data(), wide.dOut.data(),
+                   expected.dq.data(), expected.dk.data(), expected.dv.data(),
+                   expected.workspace.data());
   EXPECT_EQ(out, rounded(expected.out));
+  EXPECT_TRUE(bitwiseEqual(lse, expected.lse));
   EXPECT_EQ(dq, rounded(expected.dq));
   EXPECT_EQ(dk, rounded(expected.dk));
   EXPECT_EQ(dv, rounded(expected.dv));
@@ -320,9 +345,10 @@ TEST(AttentionStabilityTest, NaNPropagates) {
 TEST(AttentionGradTest, KvHeadsWithoutQueriesGetZeroGradients) {
   // q_heads = 0: dk and dv are 0, nothing else is read.
   std::vector<float> k(2 * 3 * 4, 1.0f), dk(k.size(), 5.0f), dv(k.size(), 5.0f);
-  Status status = attentionGrad(pool(2), TITANRT_F32, nullptr, k.data(),
-                                k.data(), nullptr, nullptr, dk.data(),
-                                dv.data(), nullptr, 1, 0, 2, 3, 4, true, 0.5);
+  Status status =
+      attentionGrad(pool(2), TITANRT_F32, nullptr, k.data(), k.data(), nullptr,
+                    nullptr, nullptr, nullptr, dk.data(), dv.data(), nullptr, 1,
+                    0, 2, 3, 4, true, 0.5);
   ASSERT_TRUE(status.ok()) << status.getMessage();
   EXPECT_EQ(dk, std::vector<float>(k.size(), 0.0f));
   EXPECT_EQ(dv, std::vector<float>(k.size(), 0.0f));
@@ -332,8 +358,8 @@ TEST(AttentionArgumentsTest, Errors) {
   float buffer[64] = {};
   auto forward = [&](int32_t dtype, int64_t qHeads, int64_t kvHeads,
                      int64_t seq, const float *q) {
-    return attention(pool(1), dtype, q, buffer, buffer, buffer, 1, qHeads,
-                     kvHeads, seq, 2, false, 1.0);
+    return attention(pool(1), dtype, q, buffer, buffer, buffer, buffer, 1,
+                     qHeads, kvHeads, seq, 2, false, 1.0);
   };
   Status groups = forward(TITANRT_F32, 6, 4, 2, buffer);
   EXPECT_EQ(groups.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
@@ -352,20 +378,31 @@ TEST(AttentionArgumentsTest, Errors) {
             "attention: dtype f64 is not supported by the CPU backend (f32, "
             "bf16, f16)");
 
-  Status workspace =
-      attentionGrad(pool(1), TITANRT_F32, buffer, buffer, buffer, buffer,
-                    buffer, buffer, buffer, nullptr, 1, 2, 1, 3, 2, true, 1.0);
+  EXPECT_EQ(attention(pool(1), TITANRT_F32, buffer, buffer, buffer, buffer,
+                      nullptr, 1, 2, 1, 3, 2, false, 1.0)
+                .getMessage(),
+            "attention: lse is null but holds 6 elements");
+
+  // One query row's values per operand here: 1 x 2 heads x 3 positions.
+  auto backward = [&](const float *out, const float *lse, float *dv,
+                      float *workspace) {
+    return attentionGrad(pool(1), TITANRT_F32, buffer, buffer, buffer, out, lse,
+                         buffer, buffer, buffer, dv, workspace, 1, 2, 1, 3, 2,
+                         true, 1.0);
+  };
+  Status workspace = backward(buffer, buffer, buffer, nullptr);
   EXPECT_EQ(workspace.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(workspace.getMessage(),
-            "attention_grad: workspace is null but holds 12 elements");
-  Status dv =
-      attentionGrad(pool(1), TITANRT_F32, buffer, buffer, buffer, buffer,
-                    buffer, buffer, nullptr, buffer, 1, 2, 1, 3, 2, true, 1.0);
-  EXPECT_EQ(dv.getMessage(), "attention_grad: dv is null but holds 6 "
-                             "elements");
-  Status integer =
-      attentionGrad(pool(1), TITANRT_I32, buffer, buffer, buffer, buffer,
-                    buffer, buffer, buffer, buffer, 1, 2, 1, 3, 2, true, 1.0);
+            "attention_grad: workspace is null but holds 6 elements");
+  EXPECT_EQ(backward(buffer, buffer, nullptr, buffer).getMessage(),
+            "attention_grad: dv is null but holds 6 elements");
+  EXPECT_EQ(backward(nullptr, buffer, buffer, buffer).getMessage(),
+            "attention_grad: out is null but holds 12 elements");
+  EXPECT_EQ(backward(buffer, nullptr, buffer, buffer).getMessage(),
+            "attention_grad: lse is null but holds 6 elements");
+  Status integer = attentionGrad(pool(1), TITANRT_I32, buffer, buffer, buffer,
+                                 buffer, buffer, buffer, buffer, buffer, buffer,
+                                 buffer, 1, 2, 1, 3, 2, true, 1.0);
   EXPECT_EQ(integer.getCode(), TITANRT_ERROR_UNSUPPORTED);
 }
 

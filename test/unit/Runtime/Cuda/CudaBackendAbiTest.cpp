@@ -2,8 +2,8 @@
 //
 // What CudaBackend decides without a GPU: the workspaces the ABI's calls
 // get (planned by the compiler) hold what the kernels need: the attention
-// gradient's the recomputed log-sum-exp and the backward's delta side by
-// side, the cross-entropy's the row statistics and scalars, RMSNorm's
+// gradient's the backward's delta, the cross-entropy's the row statistics
+// and scalars, RMSNorm's
 // backward its partial weight gradients.
 //
 //===----------------------------------------------------------------------===//
@@ -22,24 +22,15 @@ using namespace titan::rt::cuda;
 
 namespace {
 
-TEST(CudaBackendAbiTest, AttentionGradWorkspaceHoldsLseThenDelta) {
+TEST(CudaBackendAbiTest, AttentionGradWorkspaceIsTheBackwardsDelta) {
   AttentionShape shape{3, 4, 2, 5, 64, true, 0.125};
-  int64_t rows = shape.batch * shape.qHeads * shape.seq;
-  int64_t planned = titanrt_attention_grad_workspace_bytes(
-      shape.batch, shape.qHeads, shape.seq);
-  std::vector<float> workspace(size_t(planned / sizeof(float)));
-  AttentionGradWorkspace parts =
-      splitAttentionGradWorkspace(workspace.data(), shape);
-  EXPECT_EQ(parts.lse, workspace.data());
-  EXPECT_EQ(parts.delta, workspace.data() + rows);
-  // Each part is what the kernels read and write: the log-sum-exp one f32
-  // per query row, the delta attentionBackwardWorkspaceBytes; together
-  // exactly the planned bytes.
-  EXPECT_EQ(int64_t(rows * sizeof(float)),
+  // One f32 per query row: what attentionBackward reads and writes, and
+  // exactly what the compiler plans.
+  EXPECT_EQ(int64_t(shape.batch * shape.qHeads * shape.seq * sizeof(float)),
             attentionBackwardWorkspaceBytes(shape));
-  EXPECT_EQ(int64_t(rows * sizeof(float)) +
-                attentionBackwardWorkspaceBytes(shape),
-            planned);
+  EXPECT_EQ(attentionBackwardWorkspaceBytes(shape),
+            titanrt_attention_grad_workspace_bytes(shape.batch, shape.qHeads,
+                                                   shape.seq));
 }
 
 TEST(CudaBackendAbiTest, CrossEntropyWorkspaceHoldsEveryStatistic) {

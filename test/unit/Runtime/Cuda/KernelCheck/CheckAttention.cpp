@@ -107,12 +107,15 @@ void checkCase(Checker &checker, Context &context, int32_t dtype,
   allAgain.insert(allAgain.end(), dvAgain.begin(), dvAgain.end());
   checker.expectIdentical(backward + ".deterministic", all, allAgain);
 
-  // titanrt_attention_grad as the CUDA backend runs it: no forward output
-  // or log-sum-exp given, recomputed into dq and the planned workspace.
-  const std::string abi = "attention_grad_abi" + suffix;
-  DeviceTensor abiDq, abiDk, abiDv, abiWorkspace;
-  std::vector<double> abiDqOut, abiDkOut, abiDvOut;
-  if (!checker.expectOk(abi, abiDq.allocate(dtype, qCount)) ||
+  // titanrt_attention and titanrt_attention_grad as the CUDA backend runs
+  // them: the forward's output and log-sum-exp, then the backward from
+  // them with the planned workspace.
+  const std::string abi = "attention_abi" + suffix;
+  DeviceTensor abiOut, abiLse, abiDq, abiDk, abiDv, abiWorkspace;
+  std::vector<double> abiOutValues, abiLseValues, abiDqOut, abiDkOut, abiDvOut;
+  if (!checker.expectOk(abi, abiOut.allocate(dtype, qCount)) ||
+      !checker.expectOk(abi, abiLse.allocate(TITANRT_F32, rows)) ||
+      !checker.expectOk(abi, abiDq.allocate(dtype, qCount)) ||
       !checker.expectOk(abi, abiDk.allocate(dtype, kvCount)) ||
       !checker.expectOk(abi, abiDv.allocate(dtype, kvCount)) ||
       !checker.expectOk(
@@ -120,18 +123,26 @@ void checkCase(Checker &checker, Context &context, int32_t dtype,
                                      titanrt_attention_grad_workspace_bytes(
                                          shape.batch, shape.qHeads, shape.seq) /
                                          4)) ||
+      !checker.expectOk(abi, context.backend->attention(
+                                 dtype, shape, dQ.get(), dK.get(), dV.get(),
+                                 abiOut.get(), abiLse.as<float>())) ||
       !checker.expectOk(abi, context.backend->attentionGrad(
                                  dtype, shape, dQ.get(), dK.get(), dV.get(),
-                                 dDout.get(), abiDq.get(), abiDk.get(),
-                                 abiDv.get(), abiWorkspace.get())) ||
+                                 abiOut.get(), abiLse.as<float>(), dDout.get(),
+                                 abiDq.get(), abiDk.get(), abiDv.get(),
+                                 abiWorkspace.get())) ||
       !checker.expectOk(
           abi, checkCuda(cudaStreamSynchronize(context.backend->getStream()),
                          "cudaStreamSynchronize")) ||
+      !checker.expectOk(abi, abiOut.download(abiOutValues)) ||
+      !checker.expectOk(abi, abiLse.download(abiLseValues)) ||
       !checker.expectOk(abi, abiDq.download(abiDqOut)) ||
       !checker.expectOk(abi, abiDk.download(abiDkOut)) ||
       !checker.expectOk(abi, abiDv.download(abiDvOut)))
     return;
-  // The same kernels on the same (recomputed) forward: the same bits.
+  // The same kernels on the same inputs: the same bits.
+  checker.expectIdentical(abi + ".out", abiOutValues, out);
+  checker.expectIdentical(abi + ".lse", abiLseValues, lse);
   checker.expectIdentical(abi + ".dq", abiDqOut, dq);
   checker.expectIdentical(abi + ".dk", abiDkOut, dk);
   checker.expectIdentical(abi + ".dv", abiDvOut, dv);
