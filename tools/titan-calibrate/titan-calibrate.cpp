@@ -10,6 +10,10 @@
 //   - sgemm rate by shape, through the runtime's own matmul: the fastest
 //     is the float32 peak, every shape a point of the GEMM efficiency curve
 //     (by its FLOPs);
+//   - the attention kernels' rate (forward and backward of causal heads of
+//     64, by the model FLOPs the cost model charges them) over that peak:
+//     the attention efficiency (at most 1: the blocked kernels can beat
+//     OpenBLAS's sgemm per model FLOP);
 //   - memory bandwidth: a triad (a = b + s c) over arrays far larger than
 //     the caches, on the pool's threads;
 //   - the vector rate: multiply-adds on a cache-resident array;
@@ -162,6 +166,40 @@ void measureGemms(Job &job, ThreadPool &pool, std::vector<GemmPoint> &points) {
     });
     point.flopsPerSecond = point.flops() / seconds;
   }
+}
+
+/// Model FLOP/s of the runtime's causal attention, forward then backward
+/// (from the forward's output and log-sum-exp), on 8 heads of 64 at seq
+/// 2048 (a training length: shorter ones fit the caches better): the FLOPs
+/// titan.attention and titan.attention_grad count (4 and 10 x heads x
+/// seq^2 x head_dim, halved by the mask) over their time.
+double measureAttentionRate(Job &job, ThreadPool &pool) {
+  const int64_t heads = quick ? 4 : 8, seq = quick ? 256 : 2048, headDim = 64;
+  const double scale = 1.0 / std::sqrt(double(headDim));
+  int64_t elements = heads * seq * headDim, rows = heads * seq;
+  auto values = [&](float phase) {
+    std::vector<float> data(elements);
+    for (int64_t i = 0; i < elements; ++i)
+      data[i] = std::sin(0.37f * float(i) + phase);
+    return data;
+  };
+  std::vector<float> q = values(0), k = values(1), v = values(2),
+                     grad = values(3), out(elements), dq(elements),
+                     dk(elements), dv(elements), lse(rows), workspace(rows);
+  double flops =
+      14.0 * double(heads) * double(seq) * double(seq) * double(headDim) / 2;
+  double seconds = timeTogether(job, callsFor(quick ? 1e9 : 2e10, flops), [&] {
+    check(cpu::attention(pool, TITANRT_F32, q.data(), k.data(), v.data(),
+                         out.data(), lse.data(), /*batch=*/1, heads, heads, seq,
+                         headDim, /*causal=*/true, scale),
+          "attention");
+    check(cpu::attentionGrad(pool, TITANRT_F32, q.data(), k.data(), v.data(),
+                             out.data(), lse.data(), grad.data(), dq.data(),
+                             dk.data(), dv.data(), workspace.data(), 1, heads,
+                             heads, seq, headDim, true, scale),
+          "attention_grad");
+  });
+  return flops / seconds;
 }
 
 /// Bytes per second of a triad over arrays of `elements` doubles.
@@ -320,12 +358,14 @@ int main(int argc, char **argv) {
   for (auto [point, rate] : llvm::zip(gemms, rates))
     point.flopsPerSecond = rate;
 
-  progress("memory bandwidth, vector rate, op overhead");
+  progress("attention, memory bandwidth, vector rate, op overhead");
   std::vector<double> figures = {
+      measureAttentionRate(job, pool),
       measureBandwidth(job, pool, quick ? int64_t(1) << 21 : int64_t(1) << 24),
       measureVectorRate(job, pool), measureOpOverhead(job, pool)};
   job.average(figures);
-  double bandwidth = figures[0], vectorRate = figures[1], overhead = figures[2];
+  double attentionRate = figures[0], bandwidth = figures[1],
+         vectorRate = figures[2], overhead = figures[3];
 
   double latency = 0, linkBandwidth = 0;
   if (job.world) {
@@ -388,7 +428,8 @@ int main(int argc, char **argv) {
      << "[gemm]\n"
      << "flops = [" << flopsList << "]\n"
      << "efficiency = [" << efficiencyList << "]\n"
-     << "attention_efficiency = 0.5\n\n";
+     << llvm::formatv("attention_efficiency = {0:f3}\n\n",
+                      std::clamp(attentionRate / peak, 0.001, 1.0));
   for (const char *link : {"intra_node", "inter_node"})
     os << "[" << link << "]\n"
        << llvm::formatv("bandwidth_gbps = {0:f3}\n",
