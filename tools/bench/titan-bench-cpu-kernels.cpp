@@ -16,7 +16,9 @@
 //     sgemms and the softmax gradient).
 //
 // It prints which kernels OpenBLAS uses (OPENBLAS_CORETYPE overrides its
-// choice, docs/runtime-cpu-kernels.md). Each figure is the best of --reps
+// choice, docs/runtime-cpu-kernels.md). Run it with OPENBLAS_THREAD_TIMEOUT=4:
+// OpenBLAS's workers otherwise spin about 0.1 s after its threaded GEMM and
+// take the cores from the pool's next one. Each figure is the best of --reps
 // timed runs after one warm-up run: on a shared machine, the run least
 // disturbed by other processes. The variants compared in a row (pool and
 // OpenBLAS threads; blocked and eager attention) run in turn, so that they

@@ -92,7 +92,10 @@ echo "== 2 ranks, 1 thread each =="
 
 echo
 echo "OpenBLAS sgemm on the model's GEMM shapes (titan-bench-cpu-kernels):"
-"$bin/titan-bench-cpu-kernels" --pool-threads 2 --reps 3 | sed -n '/^sgemm/,/^$/p'
+# OpenBLAS's worker threads spin ~0.1 s after its threaded call and would
+# take the pool's cores in the next one: a short spin keeps the two fair.
+OPENBLAS_THREAD_TIMEOUT=4 "$bin/titan-bench-cpu-kernels" --pool-threads 2 --reps 3 |
+  sed -n '/^sgemm/,/^$/p'
 echo "model FLOPs per token: $flops_per_token"
 echo
 printf "%-34s %12s %10s %10s   %s\n" run "step" "tokens/s" "GFLOP/s" "vs PyTorch"
