@@ -421,9 +421,10 @@ static double softmaxRow(double *row, int64_t visible, int64_t size) {
   return max + std::log(sum);
 }
 
-/// The element kind of attention's log-sum-exp for queries of kind `q`.
-static ElementType getLseKind(ElementType q) {
-  return q == ElementType::F64 ? ElementType::F64 : ElementType::F32;
+/// The element kind of a statistic of float data of kind `data` (a loss,
+/// attention's log-sum-exp): f32, f64 for f64 data.
+static ElementType getStatisticKind(ElementType data) {
+  return data == ElementType::F64 ? ElementType::F64 : ElementType::F32;
 }
 
 std::vector<TensorValue> kernels::attention(const TensorValue &q,
@@ -455,7 +456,7 @@ std::vector<TensorValue> kernels::attention(const TensorValue &q,
     }
   }
   SmallVector<int64_t> shape(qShape.drop_back());
-  TensorValue lseValue = fromDoubles(getLseKind(q.getKind()), shape, lse);
+  TensorValue lseValue = fromDoubles(getStatisticKind(q.getKind()), shape, lse);
   shape.push_back(vDim);
   return {fromDoubles(q.getKind(), shape, out), std::move(lseValue)};
 }
@@ -502,9 +503,7 @@ llvm::Expected<TensorValue> kernels::crossEntropy(const TensorValue &logits,
   }
   double loss = *count ? total / double(*count)
                        : std::numeric_limits<double>::quiet_NaN();
-  ElementType kind = logits.getKind() == ElementType::F64 ? ElementType::F64
-                                                          : ElementType::F32;
-  return fromDoubles(kind, {}, {loss});
+  return fromDoubles(getStatisticKind(logits.getKind()), {}, {loss});
 }
 
 //===----------------------------------------------------------------------===//

@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(kThreads)
   if (query < seq) {
     storeRow(out + qOffset + query * headDim, accumulator, 1.0f / rowSum, lane,
              headDim);
-    if (lse && lane == 0)
+    if (lane == 0)
       lse[(batch * qHeads + head) * seq + query] =
           (rowMax + log2f(rowSum)) * kLn2;
   }
@@ -112,8 +112,8 @@ Status cuda::attentionForward(cudaStream_t stream, int32_t dtype,
   const char *op = "attention (CUDA)";
   int64_t rows;
   TITANRT_RETURN_IF_ERROR(checkAttentionCall(op, dtype, shape, rows));
-  TITANRT_RETURN_IF_ERROR(
-      checkPointers(op, rows, {{"q", q}, {"k", k}, {"v", v}, {"out", out}}));
+  TITANRT_RETURN_IF_ERROR(checkPointers(
+      op, rows, {{"q", q}, {"k", k}, {"v", v}, {"out", out}, {"lse", lse}}));
   if (rows == 0)
     return Status::success();
   const float scoreScale = scaleLog2(shape.scale);

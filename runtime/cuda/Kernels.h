@@ -99,9 +99,9 @@ Status softmaxBackward(cudaStream_t stream, int32_t dtype, const void *y,
 /// out = softmax(q k^T * scale (+ causal mask)) v per batch and query head
 /// (query head h reads KV head h / (qHeads / kvHeads)), flash-style: key
 /// tiles stream through shared memory with an online softmax, no [seq,
-/// seq] matrix. Also writes `lse` [batch, qHeads, seq] (f32), unless it is
-/// null: each query row's natural log-sum-exp of its scaled scores, which
-/// the backward reads.
+/// seq] matrix. Also writes `lse` [batch, qHeads, seq] (f32): each query
+/// row's natural log-sum-exp of its scaled scores, which the backward
+/// reads.
 Status attentionForward(cudaStream_t stream, int32_t dtype,
                         const AttentionShape &shape, const void *q,
                         const void *k, const void *v, void *out, float *lse);

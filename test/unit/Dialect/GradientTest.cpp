@@ -217,13 +217,11 @@ void checkGradient(const GradientCase &c) {
 /// `numResults` > 1 results, the function returns the first.
 std::string function(StringRef args, StringRef op, StringRef result,
                      unsigned numResults = 1) {
-  if (numResults == 1)
-    return ("func.func @f(" + args + ") -> " + result + " {\n  %0 = titan." +
-            op + "\n  return %0 : " + result + "\n}")
-        .str();
-  return ("func.func @f(" + args + ") -> " + result +
-          " {\n  %0:" + Twine(numResults) + " = titan." + op +
-          "\n  return %0#0 : " + result + "\n}")
+  std::string results =
+      numResults == 1 ? "%0" : "%0:" + std::to_string(numResults);
+  StringRef first = numResults == 1 ? "%0" : "%0#0";
+  return ("func.func @f(" + args + ") -> " + result + " {\n  " + results +
+          " = titan." + op + "\n  return " + first + " : " + result + "\n}")
       .str();
 }
 

@@ -114,6 +114,11 @@ TEST(CudaStatusTest, LaunchersRefuseBadArgumentsBeforeTheGpu) {
                              buffer, buffer, buffer)
                 .getCode(),
             TITANRT_ERROR_UNSUPPORTED);
+  // The log-sum-exp is the backward's input: the forward must write it.
+  expectMentions(attentionForward(stream, TITANRT_F32,
+                                  {1, 2, 2, 8, 64, true, 0.1}, buffer, buffer,
+                                  buffer, buffer, nullptr),
+                 {"attention (CUDA): lse is null"});
   CrossEntropyShape loss{2, 8, 0, -100, TITANRT_F32};
   expectMentions(crossEntropyPartials(stream, TITANRT_F32, loss, buffer, buffer,
                                       buffer, buffer, buffer),
