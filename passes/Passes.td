@@ -295,6 +295,53 @@ def SinkToFirstUsePass : Pass<"titan-sink-to-first-use",
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
 
+def BucketCollectivesPass : Pass<"titan-bucket-collectives",
+                                 "::mlir::ModuleOp"> {
+  let summary = "One collective per transformer block for its parameters' "
+                "gathers and its gradients' reductions, as FSDP2 and DDP "
+                "communicate";
+  let description = [{
+    On `@train_step` after `titan-sink-to-first-use` and
+    `titan-normalize-collectives` (every all_gather and reduce_scatter on
+    contiguous chunks), replaces collectives of one kind, mesh, axes,
+    reduction and element type that belong to one segment (a run of ops of
+    one phase and transformer block: FSDP's unit) by one collective over
+    their concatenation, so each unit pays one collective's latency instead
+    of one per parameter:
+
+    - `all_gather`s (a result larger than the operand: issued where it is
+      first needed) belong to the segment of their first reader. The bucket
+      is issued where the first of them stood; the pure ops computing the
+      others' operands (a parameter's cast) move with it. Each operand is
+      flattened, the flat operands are concatenated, gathered along dim 0,
+      and each result is cut from the gathered `[group, total]` matrix (its
+      columns) right before its first reader.
+    - `reduce_scatter`s and `all_reduce`s (issued as soon as their operand
+      is there) belong to the segment where their operand is computed. The
+      bucket is issued right after the last of those operands is computed,
+      when no result is read before there. A reduce_scatter's operand is
+      viewed as `[group, n]` (its chunks) and the operands are concatenated
+      along dim 1, so rank i's chunk holds every operand's chunk i; each
+      result is a range of the reduced bucket, cut right before its first
+      reader. An all_reduce of each result of a reduce_scatter bucket
+      (HSDP's reduction over the replicas, through reshapes) becomes one
+      all_reduce of the bucket's result.
+
+    A collective is left alone when it is asynchronous already, a pipeline
+    transfer, reads another collective's result, or when no other can join
+    it (its operand is computed after, or its result read before, the
+    others'). Buckets grow in program order up to `max-bytes` of operands
+    (0: no limit). Every rank runs the same program, so the ranks of a group
+    issue the same buckets; the values computed are the same bit for bit.
+  }];
+  let options = [
+    Option<"maxBytes", "max-bytes", "int64_t", "0",
+           "The most operand bytes one bucket holds (0: a segment's "
+           "collectives of one kind form one bucket)">,
+  ];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
 def ScheduleOverlapPass : Pass<"titan-schedule-overlap", "::mlir::ModuleOp"> {
   let summary = "Issues collectives early and waits for them late, so they "
                 "run behind computation";

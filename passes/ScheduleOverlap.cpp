@@ -6,15 +6,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "Computation.h"
+#include "Segments.h"
 
 #include "titan/Dialect/PipelineMesh.h"
-#include "titan/Dialect/Provenance.h"
 #include "titan/Dialect/TitanDialect.h"
 #include "titan/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "llvm/ADT/SetVector.h"
 
 namespace mlir::titan {
 #define GEN_PASS_DEF_SCHEDULEOVERLAPPASS
@@ -28,52 +26,6 @@ namespace {
 
 /// Bytes of a value of static tensor type (0 for anything else).
 int64_t bytesOf(Value value) { return getStaticByteSize(value.getType()); }
-
-/// The ops of the step in order, and its segments: runs of ops of one
-/// phase and transformer block (FSDP's unit of prefetch). An op outside
-/// every block, or without a phase, belongs to the segment it stands in
-/// unless its phase starts a new one.
-class Segments {
-public:
-  explicit Segments(Block &body) {
-    std::optional<Phase> phase;
-    StringRef block;
-    for (Operation &op : body) {
-      std::optional<Phase> opPhase = getPhase(&op);
-      std::optional<StringRef> path = getModulePath(op.getLoc());
-      StringRef opBlock = path ? getTransformerBlock(*path) : "";
-      bool starts = segmentStart.empty() || (opPhase && opPhase != phase) ||
-                    (!opBlock.empty() && opBlock != block);
-      if (starts) {
-        segmentStart.push_back(ops.size());
-        phase = opPhase ? opPhase : phase;
-        block = opBlock;
-      }
-      position[&op] = ops.size();
-      ops.push_back(&op);
-      segmentOf.push_back(segmentStart.size() - 1);
-    }
-  }
-
-  int64_t getPosition(Operation *op) const { return position.lookup(op); }
-  int64_t getSegment(int64_t at) const { return segmentOf[at]; }
-  int64_t getNumSegments() const { return segmentStart.size(); }
-  /// The first position of segment `segment` (clamped to the step).
-  int64_t getStart(int64_t segment) const {
-    if (segment < 0)
-      return 0;
-    if (segment >= getNumSegments())
-      return ops.size() - 1;
-    return segmentStart[segment];
-  }
-  Operation *getOp(int64_t at) const { return ops[at]; }
-
-private:
-  SmallVector<Operation *> ops;
-  DenseMap<Operation *, int64_t> position;
-  SmallVector<int64_t> segmentOf;
-  SmallVector<int64_t> segmentStart;
-};
 
 /// What the pass does to one collective.
 struct Decision {
@@ -123,13 +75,6 @@ private:
   /// Where `op`, a collective, would best be issued and waited for, or none
   /// when nothing would compute in between.
   std::optional<Decision> decide(Operation *op, const Segments &segments);
-  /// The ops that compute `collective`'s operands at or after position
-  /// `issue` and move with it (pure, not communicating, read by nothing
-  /// else), appended to `producers` in program order; returns the position
-  /// after the last operand def that cannot move (the earliest issue).
-  int64_t collectProducers(Operation *collective, int64_t issue,
-                           const Segments &segments,
-                           SmallVectorImpl<Operation *> &producers);
   /// Whether `decision` keeps the extra bytes within the budget; if so,
   /// adds them to `extra`.
   bool fitsBudget(const Decision &decision, const Segments &segments,
@@ -187,8 +132,7 @@ void ScheduleOverlapPass::deferChainedCollectives(Block &body) {
     int64_t latest = segments.getStart(
         segments.getSegment(segments.getPosition(first)) + prefetchDepth + 1);
     int64_t to = std::min(firstUse, latest);
-    if (to <= segments.getPosition(&op) + 1 ||
-        to >= int64_t(body.getOperations().size()))
+    if (to <= segments.getPosition(&op) + 1 || to >= segments.getNumOps())
       continue;
     // Only when it can run behind computation from there too; otherwise
     // it is better issued early, behind the first one.
@@ -227,8 +171,9 @@ std::optional<Decision> ScheduleOverlapPass::decide(Operation *op,
   // Issued where it stands when it reads another collective's result
   // (deferChainedCollectives put it where that one completes).
   if (target < at && !getCollectiveOperand(op)) {
-    decision.issue = std::max(
-        target, collectProducers(op, target, segments, decision.producers));
+    decision.issue =
+        std::max(target, collectMovableProducers(op, target, segments,
+                                                 decision.producers));
     // After the collectives the segment starts with (they are needed
     // first, and a communicator runs its collectives in order): right
     // before its first computation.
@@ -256,43 +201,6 @@ std::optional<Decision> ScheduleOverlapPass::decide(Operation *op,
   if (!overlaps)
     return std::nullopt;
   return decision;
-}
-
-int64_t
-ScheduleOverlapPass::collectProducers(Operation *collective, int64_t issue,
-                                      const Segments &segments,
-                                      SmallVectorImpl<Operation *> &producers) {
-  // The members of the group that moves: the collective and the producers
-  // found so far; a producer must feed only them.
-  llvm::SmallSetVector<Operation *, 8> group;
-  group.insert(collective);
-  int64_t earliest = 0;
-  SmallVector<Operation *> worklist = {collective};
-  while (!worklist.empty()) {
-    Operation *op = worklist.pop_back_val();
-    for (Value operand : op->getOperands()) {
-      Operation *def = operand.getDefiningOp();
-      if (!def || segments.getPosition(def) < issue)
-        continue;
-      bool movable = isPure(def) && !isa<CollectiveOpInterface>(def) &&
-                     llvm::all_of(def->getUsers(), [&](Operation *user) {
-                       return group.contains(user);
-                     });
-      if (!movable) {
-        earliest = std::max(earliest, segments.getPosition(def) + 1);
-        continue;
-      }
-      if (group.insert(def))
-        worklist.push_back(def);
-    }
-  }
-  for (Operation *member : group)
-    if (member != collective)
-      producers.push_back(member);
-  llvm::sort(producers, [&](Operation *a, Operation *b) {
-    return segments.getPosition(a) < segments.getPosition(b);
-  });
-  return earliest;
 }
 
 bool ScheduleOverlapPass::fitsBudget(const Decision &decision,

@@ -42,8 +42,11 @@ int64_t mlir::titan::getStaticByteSize(Type type) {
 }
 
 int64_t mlir::titan::defaultBytesAccessed(Operation *op) {
+  // A slice reads only the elements it keeps.
+  ValueRange reads = isa<SliceOp>(op) ? ValueRange(op->getResults())
+                                      : ValueRange(op->getOperands());
   int64_t bytes = 0;
-  for (Value value : llvm::concat<Value>(op->getOperands(), op->getResults())) {
+  for (Value value : llvm::concat<Value>(reads, op->getResults())) {
     if (int64_t elements = getStaticNumElements(value.getType()))
       bytes +=
           elements * getElementByteWidth(getElementTypeOrSelf(value.getType()));

@@ -30,7 +30,8 @@ namespace mlir::titan {
 class MeshOp;
 
 /// Default of CostOpInterface::getBytesAccessed: the bytes of every ranked
-/// tensor operand and result of `op`.
+/// tensor operand and result of `op` (of a slice, its result twice: it
+/// reads only the elements it keeps).
 int64_t defaultBytesAccessed(Operation *op);
 
 /// Number of ranks in the group of a collective over `axes` of the mesh
