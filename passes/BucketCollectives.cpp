@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "NormalizeCollectives.h"
 #include "Segments.h"
 
 #include "titan/Dialect/PipelineMesh.h"
@@ -60,29 +61,22 @@ Value skipReshapes(Value value) {
   return value;
 }
 
-/// Whether the chunks a gather or reduce-scatter moves along `dim` of
-/// `shape` are contiguous (every dim before it is 1), as
-/// titan-normalize-collectives leaves them.
-bool chunksAreContiguous(Value value, int64_t dim) {
-  return llvm::all_of(
-      cast<RankedTensorType>(value.getType()).getShape().take_front(dim),
-      [](int64_t d) { return d == 1; });
-}
-
 /// Whether the pass may bucket `op`.
 bool isBucketable(Operation *op) {
   if (!isa<AllGatherOp, ReduceScatterOp, AllReduceOp>(op) ||
       op->hasAttr(TitanDialect::kAsyncAttrName) || isPipelineTransfer(op) ||
       op->getResult(0).use_empty())
     return false;
+  // On contiguous chunks, as titan-normalize-collectives leaves them.
   Value input = op->getOperand(0);
-  if (!cast<RankedTensorType>(input.getType()).hasStaticShape())
+  auto type = cast<RankedTensorType>(input.getType());
+  if (!type.hasStaticShape())
     return false;
   if (auto gather = dyn_cast<AllGatherOp>(op);
-      gather && !chunksAreContiguous(input, gather.getGatherDim()))
+      gather && !chunksAreContiguous(type.getShape(), gather.getGatherDim()))
     return false;
   if (auto scatter = dyn_cast<ReduceScatterOp>(op);
-      scatter && !chunksAreContiguous(input, scatter.getScatterDim()))
+      scatter && !chunksAreContiguous(type.getShape(), scatter.getScatterDim()))
     return false;
   Operation *source = skipReshapes(input).getDefiningOp();
   return !isa_and_nonnull<CollectiveOpInterface>(source);
@@ -94,11 +88,9 @@ bool areCompatible(Operation *a, Operation *b) {
   auto type = [](Operation *op) {
     return cast<RankedTensorType>(op->getOperand(0).getType()).getElementType();
   };
-  auto collective = cast<CollectiveOpInterface>(a);
-  auto other = cast<CollectiveOpInterface>(b);
   return a->getName() == b->getName() &&
          a->getAttr("mesh") == b->getAttr("mesh") &&
-         collective.getAxes() == other.getAxes() &&
+         a->getAttr("axes") == b->getAttr("axes") &&
          a->getAttr("reduce") == b->getAttr("reduce") && type(a) == type(b) &&
          a->hasAttr(TitanDialect::kRecomputeAttrName) ==
              b->hasAttr(TitanDialect::kRecomputeAttrName);

@@ -17,9 +17,7 @@ namespace mlir::titan {
 using namespace mlir;
 using namespace mlir::titan;
 
-/// Whether the chunks of `shape` along `dim` are contiguous: every dim
-/// before it has size 1.
-static bool chunksAreContiguous(ArrayRef<int64_t> shape, int64_t dim) {
+bool mlir::titan::chunksAreContiguous(ArrayRef<int64_t> shape, int64_t dim) {
   return llvm::all_of(shape.take_front(dim), [](int64_t d) { return d == 1; });
 }
 

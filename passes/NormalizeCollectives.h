@@ -19,6 +19,10 @@ namespace mlir::titan {
 SmallVector<int64_t> getShapeWithDim(ArrayRef<int64_t> shape, int64_t dim,
                                      int64_t size);
 
+/// Whether the chunks of `shape` along `dim` are contiguous: every dim
+/// before it has size 1 (the runtime's collectives move such chunks).
+bool chunksAreContiguous(ArrayRef<int64_t> shape, int64_t dim);
+
 /// `shape` with dim `dim` split into [parts, shape[dim] / parts].
 SmallVector<int64_t> getSplitShape(ArrayRef<int64_t> shape, int64_t dim,
                                    int64_t parts);
