@@ -43,6 +43,14 @@ Status cuda::checkIdsDtype(const char *op, const char *name, int32_t dtype) {
   return checkDtype(op, name, dtype, TITANRT_I64, TITANRT_I32, "i64, i32");
 }
 
+bool cuda::areAligned(uintptr_t bytes,
+                      std::initializer_list<const void *> pointers) {
+  for (const void *pointer : pointers)
+    if (reinterpret_cast<uintptr_t>(pointer) % bytes != 0)
+      return false;
+  return true;
+}
+
 Status cuda::checkPointers(const char *op, int64_t work,
                            std::initializer_list<NamedPointer> pointers) {
   if (work == 0)

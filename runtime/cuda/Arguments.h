@@ -31,6 +31,10 @@ Status checkFloatDtype(const char *op, const char *name, int32_t dtype);
 /// Fails unless `dtype` is TITANRT_I64 or TITANRT_I32.
 Status checkIdsDtype(const char *op, const char *name, int32_t dtype);
 
+/// Whether every pointer is a multiple of `bytes` (a power of two): what
+/// vectorized loads and stores need.
+bool areAligned(uintptr_t bytes, std::initializer_list<const void *> pointers);
+
 /// Fails if any pointer is null while the kernel has work (`work` > 0).
 Status checkPointers(const char *op, int64_t work,
                      std::initializer_list<NamedPointer> pointers);

@@ -13,14 +13,20 @@
 //   dQ     one block per (query tile, query head, batch entry): Q and dO
 //          stay while the key tiles stream, dQ += dS K.
 // The scores and dP are computed twice (once per kernel), the price of
-// writing dQ without atomics. AttentionTile.cuh has the tile layout.
+// writing dQ without atomics. bf16 with a head dimension that is a multiple
+// of 16 runs both gradient kernels on tensor cores (AttentionMma.cuh: P and
+// dS are rounded to bf16 for their products, as FlashAttention 2 does);
+// f32 and other head dimensions on CUDA cores (AttentionTile.cuh).
 //
 //===----------------------------------------------------------------------===//
 
 #include "cuda/Arguments.h"
+#include "cuda/AttentionMma.cuh"
 #include "cuda/AttentionTile.cuh"
 #include "cuda/Kernels.h"
 #include "cuda/Launch.cuh"
+
+#include <type_traits>
 
 using namespace titan::rt;
 using namespace titan::rt::cuda;
@@ -185,6 +191,150 @@ __global__ void __launch_bounds__(kThreads)
              headDim);
 }
 
+/// dK and dV of one key tile of one KV head, on tensor cores: warp w
+/// computes the transposed scores and dP of its 16 keys against each query
+/// tile, and accumulates dV += P^T dO and dK += dS^T Q.
+__global__ void __launch_bounds__(mma::kThreads)
+    attentionBackwardKvMmaKernel(BackwardArgs<bf16> args, bf16 *dk, bf16 *dv) {
+  extern __shared__ float4 sharedMemory[];
+  const int headDim = args.headDim;
+  const int64_t tileElements = attentionMmaTileElements(headDim);
+  bf16 *keyTile = reinterpret_cast<bf16 *>(sharedMemory);
+  bf16 *valueTile = keyTile + tileElements;
+  bf16 *queryTile = valueTile + tileElements;
+  bf16 *doTile = queryTile + tileElements;
+  float *lseRows = reinterpret_cast<float *>(doTile + tileElements); // log2
+  float *deltaRows = lseRows + kTileRows;
+
+  const int64_t numTiles = gridDim.x, seq = args.seq;
+  const int64_t kvTileIndex = blockIdx.x; // tile 0 has the most work
+  const int64_t kvHead = blockIdx.y, batch = blockIdx.z;
+  const int64_t group = args.qHeads / args.kvHeads;
+  const int64_t kvOffset =
+      headOffset(batch, kvHead, args.kvHeads, seq, headDim);
+  const int row0 = int(threadIdx.x / 32) * mma::kWarpRows;
+  const mma::LanePosition lane = mma::lanePosition();
+  const int64_t kvStart = kvTileIndex * kTileRows;
+
+  mma::loadTile(keyTile, args.k + kvOffset, kvStart, seq, headDim);
+  mma::loadTile(valueTile, args.v + kvOffset, kvStart, seq, headDim);
+  mma::HeadFragments dkAccumulator, dvAccumulator;
+  mma::clear(dkAccumulator);
+  mma::clear(dvAccumulator);
+  for (int64_t head = kvHead * group; head < (kvHead + 1) * group; ++head) {
+    const int64_t qOffset = headOffset(batch, head, args.qHeads, seq, headDim);
+    const int64_t statsOffset = (batch * args.qHeads + head) * seq;
+    for (int64_t qTileIndex = args.causal ? kvTileIndex : 0;
+         qTileIndex < numTiles; ++qTileIndex) {
+      const int64_t qStart = qTileIndex * kTileRows;
+      __syncthreads(); // the previous tiles' readers are done
+      mma::loadTile(queryTile, args.q + qOffset, qStart, seq, headDim);
+      mma::loadTile(doTile, args.dout + qOffset, qStart, seq, headDim);
+      loadRowStats(lseRows, args.lse + statsOffset, qStart, seq, kLog2e);
+      loadRowStats(deltaRows, args.delta + statsOffset, qStart, seq, 1.0f);
+      __syncthreads();
+
+      // Rows are keys, columns queries: P^T and dP^T, then dS^T in dp.
+      mma::ScoreFragments p, dp;
+      mma::clear(p);
+      mma::clear(dp);
+      mma::warpScores(p, keyTile, row0, queryTile, headDim);
+      mma::warpScores(dp, valueTile, row0, doTile, headDim);
+#pragma unroll
+      for (int n = 0; n < mma::kScoreFragments; ++n)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int column = mma::fragmentColumn(lane, n, i);
+          const bool shown = visible(qStart + column,
+                                     kvStart + row0 + mma::fragmentRow(lane, i),
+                                     seq, args.causal);
+          const float probability =
+              shown ? exp2f(p[n][i] * args.scoreScale - lseRows[column]) : 0.0f;
+          p[n][i] = probability;
+          dp[n][i] = probability * (dp[n][i] - deltaRows[column]);
+        }
+      mma::warpAccumulate(dvAccumulator, p, doTile, headDim);
+      mma::warpAccumulate(dkAccumulator, dp, queryTile, headDim);
+    }
+  }
+  const float dkScales[2] = {args.scale, args.scale}, dvScales[2] = {1, 1};
+  mma::storeRows(dk + kvOffset, kvStart + row0, seq, dkAccumulator, dkScales,
+                 headDim);
+  mma::storeRows(dv + kvOffset, kvStart + row0, seq, dvAccumulator, dvScales,
+                 headDim);
+}
+
+/// dQ of one query tile of one query head, on tensor cores: warp w
+/// computes the scores and dP of its 16 queries against each key tile and
+/// accumulates dQ += dS K.
+__global__ void __launch_bounds__(mma::kThreads)
+    attentionBackwardQMmaKernel(BackwardArgs<bf16> args, bf16 *dq) {
+  extern __shared__ float4 sharedMemory[];
+  const int headDim = args.headDim;
+  const int64_t tileElements = attentionMmaTileElements(headDim);
+  bf16 *queryTile = reinterpret_cast<bf16 *>(sharedMemory);
+  bf16 *doTile = queryTile + tileElements;
+  bf16 *keyTile = doTile + tileElements;
+  bf16 *valueTile = keyTile + tileElements;
+
+  const int64_t numTiles = gridDim.x, seq = args.seq;
+  const int64_t qTileIndex =
+      args.causal ? numTiles - 1 - blockIdx.x : blockIdx.x;
+  const int64_t head = blockIdx.y, batch = blockIdx.z;
+  const int64_t kvHead = head / (args.qHeads / args.kvHeads);
+  const int64_t qOffset = headOffset(batch, head, args.qHeads, seq, headDim);
+  const int64_t kvOffset =
+      headOffset(batch, kvHead, args.kvHeads, seq, headDim);
+  const int64_t statsOffset = (batch * args.qHeads + head) * seq;
+  const int row0 = int(threadIdx.x / 32) * mma::kWarpRows;
+  const mma::LanePosition lane = mma::lanePosition();
+  const int64_t qStart = qTileIndex * kTileRows;
+
+  mma::loadTile(queryTile, args.q + qOffset, qStart, seq, headDim);
+  mma::loadTile(doTile, args.dout + qOffset, qStart, seq, headDim);
+  // The statistics of this thread's rows g and g + 8.
+  float rowLse[2], rowDelta[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t query = qStart + row0 + lane.group + 8 * h;
+    rowLse[h] = query < seq ? args.lse[statsOffset + query] * kLog2e : 0.0f;
+    rowDelta[h] = query < seq ? args.delta[statsOffset + query] : 0.0f;
+  }
+  mma::HeadFragments dqAccumulator;
+  mma::clear(dqAccumulator);
+  const int64_t kvTiles = args.causal ? qTileIndex + 1 : numTiles;
+  for (int64_t kvTile = 0; kvTile < kvTiles; ++kvTile) {
+    const int64_t kvStart = kvTile * kTileRows;
+    __syncthreads(); // the previous tiles' readers are done
+    mma::loadTile(keyTile, args.k + kvOffset, kvStart, seq, headDim);
+    mma::loadTile(valueTile, args.v + kvOffset, kvStart, seq, headDim);
+    __syncthreads();
+
+    // Scores, then dS in dp.
+    mma::ScoreFragments scores, dp;
+    mma::clear(scores);
+    mma::clear(dp);
+    mma::warpScores(scores, queryTile, row0, keyTile, headDim);
+    mma::warpScores(dp, doTile, row0, valueTile, headDim);
+#pragma unroll
+    for (int n = 0; n < mma::kScoreFragments; ++n)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int h = i / 2;
+        const bool shown = visible(qStart + row0 + mma::fragmentRow(lane, i),
+                                   kvStart + mma::fragmentColumn(lane, n, i),
+                                   seq, args.causal);
+        const float probability =
+            shown ? exp2f(scores[n][i] * args.scoreScale - rowLse[h]) : 0.0f;
+        dp[n][i] = probability * (dp[n][i] - rowDelta[h]);
+      }
+    mma::warpAccumulate(dqAccumulator, dp, keyTile, headDim);
+  }
+  const float scales[2] = {args.scale, args.scale};
+  mma::storeRows(dq + qOffset, qStart + row0, seq, dqAccumulator, scales,
+                 headDim);
+}
+
 } // namespace
 
 Status cuda::attentionBackward(cudaStream_t stream, int32_t dtype,
@@ -209,6 +359,8 @@ Status cuda::attentionBackward(cudaStream_t stream, int32_t dtype,
   if (rows == 0)
     return Status::success();
   float *delta = static_cast<float *>(workspace);
+  const bool tensorCores = attentionUsesTensorCores(dtype, shape.headDim) &&
+                           areAligned(16, {q, k, v, dout, dq, dk, dv});
   return withFloatType(dtype, [&](auto t) {
     using T = decltype(t);
     TITANRT_RETURN_IF_ERROR(
@@ -228,6 +380,16 @@ Status cuda::attentionBackward(cudaStream_t stream, int32_t dtype,
                             shape.causal,
                             scaleLog2(shape.scale),
                             float(shape.scale)};
+    if constexpr (std::is_same_v<T, bf16>)
+      if (tensorCores) {
+        TITANRT_RETURN_IF_ERROR(
+            launchKernel(op, attentionBackwardKvMmaLaunch(shape), stream,
+                         attentionBackwardKvMmaKernel, args,
+                         static_cast<bf16 *>(dk), static_cast<bf16 *>(dv)));
+        return launchKernel(op, attentionBackwardQMmaLaunch(shape), stream,
+                            attentionBackwardQMmaKernel, args,
+                            static_cast<bf16 *>(dq));
+      }
     TITANRT_RETURN_IF_ERROR(launchKernel(op, attentionBackwardKvLaunch(shape),
                                          stream, attentionBackwardKvKernel<T>,
                                          args, static_cast<T *>(dk),

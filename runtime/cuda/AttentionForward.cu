@@ -9,12 +9,19 @@
 // 2^(old max - new max), and adds P V (an online softmax: no [seq, seq]
 // matrix). The output is divided by the sum once at the end, and each row's
 // log-sum-exp (natural) is saved for the backward. Causal grids run the
-// longest query tiles (the last) first. All math is f32 on CUDA cores
-// (SIMT); docs/cuda-backend.md says what a tensor-core version would add.
+// longest query tiles (the last) first.
+//
+// Two kernels do this: bf16 with a head dimension that is a multiple of 16
+// runs on tensor cores (attentionForwardMmaKernel: bf16 tiles, 4 warps of
+// 16 query rows, scores and output in f32 mma accumulators, probabilities
+// rounded to bf16 for P V, as FlashAttention 2 does); f32 and other head
+// dimensions run on CUDA cores (attentionForwardKernel: f32 tiles, 4
+// threads per query row).
 //
 //===----------------------------------------------------------------------===//
 
 #include "cuda/Arguments.h"
+#include "cuda/AttentionMma.cuh"
 #include "cuda/AttentionTile.cuh"
 #include "cuda/Kernels.h"
 #include "cuda/Launch.cuh"
@@ -103,6 +110,98 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/// The output and log-sum-exp of one query tile of one query head, on
+/// tensor cores (bf16; AttentionMma.cuh has the warp tiles).
+__global__ void __launch_bounds__(mma::kThreads)
+    attentionForwardMmaKernel(const bf16 *q, const bf16 *k, const bf16 *v,
+                              bf16 *out, float *lse, int64_t qHeads,
+                              int64_t kvHeads, int64_t seq, int headDim,
+                              bool causal, float scoreScale) {
+  extern __shared__ float4 sharedMemory[];
+  const int64_t tileElements = attentionMmaTileElements(headDim);
+  bf16 *queryTile = reinterpret_cast<bf16 *>(sharedMemory);
+  bf16 *keyTile = queryTile + tileElements;
+  bf16 *valueTile = keyTile + tileElements;
+
+  const int64_t numTiles = gridDim.x;
+  const int64_t qTileIndex = causal ? numTiles - 1 - blockIdx.x : blockIdx.x;
+  const int64_t head = blockIdx.y, batch = blockIdx.z;
+  const int64_t kvHead = head / (qHeads / kvHeads);
+  const int64_t qOffset = headOffset(batch, head, qHeads, seq, headDim);
+  const int64_t kvOffset = headOffset(batch, kvHead, kvHeads, seq, headDim);
+  const int row0 = int(threadIdx.x / 32) * mma::kWarpRows;
+  const mma::LanePosition lane = mma::lanePosition();
+  const int64_t qStart = qTileIndex * kTileRows;
+
+  mma::loadTile(queryTile, q + qOffset, qStart, seq, headDim);
+  mma::HeadFragments output;
+  mma::clear(output);
+  // This thread's rows g and g + 8: running maxima, and its partial sums
+  // (its columns only; the 4 lanes of a row add theirs at the end).
+  float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.0f, 0.0f};
+  const int64_t kvTiles = causal ? qTileIndex + 1 : numTiles;
+  for (int64_t kvTile = 0; kvTile < kvTiles; ++kvTile) {
+    const int64_t kvStart = kvTile * kTileRows;
+    __syncthreads(); // the previous tiles' readers are done
+    mma::loadTile(keyTile, k + kvOffset, kvStart, seq, headDim);
+    mma::loadTile(valueTile, v + kvOffset, kvStart, seq, headDim);
+    __syncthreads();
+
+    mma::ScoreFragments scores;
+    mma::clear(scores);
+    mma::warpScores(scores, queryTile, row0, keyTile, headDim);
+    // Only the diagonal tile and a tile past the sequence's end mask.
+    const bool masked =
+        (causal && kvStart + kTileRows > qStart) || kvStart + kTileRows > seq;
+    float tileMax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < mma::kScoreFragments; ++n)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        float score = scores[n][i] * scoreScale;
+        if (masked &&
+            !visible(qStart + row0 + mma::fragmentRow(lane, i),
+                     kvStart + mma::fragmentColumn(lane, n, i), seq, causal))
+          score = -INFINITY;
+        scores[n][i] = score;
+        tileMax[i / 2] = fmaxf(tileMax[i / 2], score);
+      }
+    float base[2], correction[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float newMax = fmaxf(rowMax[h], rowLanesMax(tileMax[h]));
+      // A row that saw no visible key yet keeps a sum of 0; exp2(-inf) = 0.
+      base[h] = newMax == -INFINITY ? 0.0f : newMax;
+      correction[h] = exp2f(rowMax[h] - base[h]);
+      rowMax[h] = newMax;
+      rowSum[h] *= correction[h];
+    }
+#pragma unroll
+    for (int n = 0; n < mma::kScoreFragments; ++n)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float p = exp2f(scores[n][i] - base[i / 2]);
+        scores[n][i] = p;
+        rowSum[i / 2] += p;
+      }
+    mma::scaleRows(output, correction);
+    mma::warpAccumulate(output, scores, valueTile, headDim);
+  }
+
+  float reciprocal[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float sum = rowLanesSum(rowSum[h]);
+    reciprocal[h] = 1.0f / sum;
+    const int64_t query = qStart + row0 + lane.group + 8 * h;
+    if (lane.thread == 0 && query < seq)
+      lse[(batch * qHeads + head) * seq + query] =
+          (rowMax[h] + log2f(sum)) * kLn2;
+  }
+  mma::storeRows(out + qOffset, qStart + row0, seq, output, reciprocal,
+                 headDim);
+}
+
 } // namespace
 
 Status cuda::attentionForward(cudaStream_t stream, int32_t dtype,
@@ -117,6 +216,14 @@ Status cuda::attentionForward(cudaStream_t stream, int32_t dtype,
   if (rows == 0)
     return Status::success();
   const float scoreScale = scaleLog2(shape.scale);
+  if (attentionUsesTensorCores(dtype, shape.headDim) &&
+      areAligned(16, {q, k, v, out}))
+    return launchKernel(op, attentionForwardMmaLaunch(shape), stream,
+                        attentionForwardMmaKernel, static_cast<const bf16 *>(q),
+                        static_cast<const bf16 *>(k),
+                        static_cast<const bf16 *>(v), static_cast<bf16 *>(out),
+                        lse, shape.qHeads, shape.kvHeads, shape.seq,
+                        int(shape.headDim), shape.causal, scoreScale);
   return withFloatType(dtype, [&](auto t) {
     using T = decltype(t);
     return launchKernel(

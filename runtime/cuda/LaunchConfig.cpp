@@ -161,6 +161,42 @@ int64_t cuda::attentionBackwardWorkspaceBytes(const AttentionShape &shape) {
   return shape.batch * shape.qHeads * shape.seq * int64_t(sizeof(float));
 }
 
+bool cuda::attentionUsesTensorCores(int32_t dtype, int64_t headDim) {
+  return dtype == TITANRT_BF16 && headDim % 16 == 0 && headDim >= 16 &&
+         headDim <= kAttentionMaxHeadDim;
+}
+
+int64_t cuda::attentionMmaSharedBytes(int64_t tiles, int64_t rowStats,
+                                      int64_t headDim) {
+  return tiles * attentionMmaTileElements(headDim) * 2 +
+         rowStats * kAttentionTile * int64_t(sizeof(float));
+}
+
+namespace {
+
+LaunchConfig attentionMmaLaunch(const AttentionShape &shape, int64_t heads,
+                                int64_t tiles, int64_t rowStats) {
+  LaunchConfig config;
+  config.grid = {ceilDiv(shape.seq, kAttentionTile), heads, shape.batch};
+  config.block.x = kAttentionMmaThreads;
+  config.sharedBytes = attentionMmaSharedBytes(tiles, rowStats, shape.headDim);
+  return config;
+}
+
+} // namespace
+
+LaunchConfig cuda::attentionForwardMmaLaunch(const AttentionShape &shape) {
+  return attentionMmaLaunch(shape, shape.qHeads, 3, 0);
+}
+
+LaunchConfig cuda::attentionBackwardKvMmaLaunch(const AttentionShape &shape) {
+  return attentionMmaLaunch(shape, shape.kvHeads, 4, 2);
+}
+
+LaunchConfig cuda::attentionBackwardQMmaLaunch(const AttentionShape &shape) {
+  return attentionMmaLaunch(shape, shape.qHeads, 4, 0);
+}
+
 EmbeddingGradLaunch cuda::embeddingGradLaunch(int64_t numIds, int64_t vocab,
                                               int64_t dim) {
   EmbeddingGradLaunch launch;

@@ -184,6 +184,47 @@ LaunchConfig attentionBackwardQLaunch(const AttentionShape &shape);
 int64_t attentionBackwardWorkspaceBytes(const AttentionShape &shape);
 
 //===----------------------------------------------------------------------===//
+// Attention on tensor cores (bf16 tiles, mma.sync m16n8k16, f32 accumulators)
+//===----------------------------------------------------------------------===//
+
+/// Warps of a tensor-core attention block: each takes 16 rows of the
+/// block's 64-row tile.
+constexpr int64_t kAttentionMmaWarps = 4;
+constexpr int64_t kAttentionMmaThreads = kAttentionMmaWarps * kWarpSize;
+
+/// bf16 elements per row of a [64 x headDim] tile in shared memory: padded
+/// by 8 (16 bytes), which keeps rows 16-byte aligned and puts the 8 rows of
+/// a fragment load on distinct banks.
+TITAN_HOST_DEVICE inline int64_t attentionMmaRowStride(int64_t headDim) {
+  return headDim + 8;
+}
+/// bf16 elements of one [64 x headDim] tile in shared memory.
+TITAN_HOST_DEVICE inline int64_t attentionMmaTileElements(int64_t headDim) {
+  return kAttentionTile * attentionMmaRowStride(headDim);
+}
+
+/// Whether attention of `dtype` with `headDim` runs on tensor cores: bf16
+/// with a head dimension that is a multiple of 16 (the mma's k), up to 128.
+/// Everything else runs the SIMT kernels above, and so do operands whose
+/// addresses are not 16-byte aligned (the launchers check).
+bool attentionUsesTensorCores(int32_t dtype, int64_t headDim);
+
+/// The shared memory of a tensor-core attention kernel: `tiles` bf16
+/// [64 x headDim] tiles, then `rowStats` arrays of 64 f32 row statistics.
+int64_t attentionMmaSharedBytes(int64_t tiles, int64_t rowStats,
+                                int64_t headDim);
+
+/// Forward on tensor cores: one block of 4 warps per (query tile, query
+/// head, batch); Q, K, V tiles in shared memory.
+LaunchConfig attentionForwardMmaLaunch(const AttentionShape &shape);
+/// Backward on tensor cores, dK and dV: one block per (key tile, KV head,
+/// batch); K, V, Q, dO tiles and the query rows' statistics.
+LaunchConfig attentionBackwardKvMmaLaunch(const AttentionShape &shape);
+/// Backward on tensor cores, dQ: one block per (query tile, query head,
+/// batch); Q, dO, K, V tiles.
+LaunchConfig attentionBackwardQMmaLaunch(const AttentionShape &shape);
+
+//===----------------------------------------------------------------------===//
 // Embedding gradient (deterministic, sort-free)
 //===----------------------------------------------------------------------===//
 

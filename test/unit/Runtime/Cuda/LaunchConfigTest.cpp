@@ -182,6 +182,48 @@ TEST(CudaLaunchConfigTest, AttentionGridsCoverEveryTile) {
             2 * 4 * 100 * 4);
 }
 
+TEST(CudaLaunchConfigTest, AttentionOnTensorCores) {
+  // bf16 with a head dimension the mma's k (16) divides runs on tensor
+  // cores; f32 and the other head dimensions on CUDA cores.
+  for (int64_t headDim : {16, 32, 64, 80, 128})
+    EXPECT_TRUE(attentionUsesTensorCores(TITANRT_BF16, headDim)) << headDim;
+  for (int64_t headDim : {0, 4, 36, 72, 144})
+    EXPECT_FALSE(attentionUsesTensorCores(TITANRT_BF16, headDim)) << headDim;
+  EXPECT_FALSE(attentionUsesTensorCores(TITANRT_F32, 64));
+
+  // Hand-computed for head_dim 128 (rows padded to 136 bf16): the forward
+  // holds Q, K, V tiles, the backward's kernels Q, dO, K, V and the
+  // key-tile kernel two row statistics of 64 floats besides.
+  AttentionShape shape{3, 32, 8, 1000, 128, true, 0.088};
+  LaunchConfig forward = attentionForwardMmaLaunch(shape);
+  LaunchConfig kv = attentionBackwardKvMmaLaunch(shape);
+  LaunchConfig q = attentionBackwardQMmaLaunch(shape);
+  EXPECT_EQ(forward.sharedBytes, 3 * 64 * 136 * 2);
+  EXPECT_EQ(kv.sharedBytes, 4 * 64 * 136 * 2 + 2 * 64 * 4);
+  EXPECT_EQ(q.sharedBytes, 4 * 64 * 136 * 2);
+  for (const LaunchConfig *config : {&forward, &kv, &q}) {
+    EXPECT_EQ(config->block.x, 128); // 4 warps of 16 tile rows
+    EXPECT_EQ(config->grid.x, 16);   // ceil(1000 / 64) tiles
+    EXPECT_EQ(config->grid.z, 3);
+  }
+  EXPECT_EQ(forward.grid.y, 32);
+  EXPECT_EQ(q.grid.y, 32);
+  EXPECT_EQ(kv.grid.y, 8);
+  EXPECT_EQ(kAttentionMmaWarps * 16, kAttentionTile);
+
+  for (int64_t headDim = 16; headDim <= kAttentionMaxHeadDim; headDim += 16) {
+    shape.headDim = headDim;
+    // 16-byte chunks of a row stay aligned in shared memory.
+    EXPECT_EQ(attentionMmaRowStride(headDim) * 2 % 16, 0);
+    for (const LaunchConfig &config :
+         {attentionForwardMmaLaunch(shape), attentionBackwardKvMmaLaunch(shape),
+          attentionBackwardQMmaLaunch(shape)}) {
+      expectValid(config);
+      EXPECT_EQ(config.sharedBytes % 16, 0);
+    }
+  }
+}
+
 TEST(CudaLaunchConfigTest, AttentionShapeChecks) {
   auto code = [](AttentionShape shape) {
     return checkAttentionShape("attention (CUDA)", shape).getCode();

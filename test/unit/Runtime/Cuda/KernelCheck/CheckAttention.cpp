@@ -5,7 +5,8 @@
 // log-sum-exp (what the backward reads), twice to check that it is bitwise
 // reproducible; then titanrt_attention_grad as CudaBackend runs it
 // (recomputing the forward), bit for bit the same. Sequences that end inside a
-// tile, GQA, MHA, head dims from 4 to 128, causal or not.
+// tile, GQA, MHA, head dims from 4 to 128 (bf16 at 16, 64 and 128 on tensor
+// cores, at 4 and 36 on CUDA cores), causal or not.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,182 @@
+//===- AttentionMma.cuh - warp tiles of tensor-core attention --*- CUDA -*-===//
+//
+// What the tensor-core attention kernels (bf16 only) share. A block of 4
+// warps works on 64-row tiles of bf16 in shared memory, rows padded to
+// headDim + 8 elements (attentionMmaRowStride); warp w owns rows
+// [16 w, 16 w + 16) of the block's own tile. Two products cover every
+// GEMM of the forward and the backward:
+//   - warpScores: the warp's [16 x 64] scores R C^T of its 16 rows of a
+//     tile R and all 64 rows of a tile C (Q K^T, dO V^T, and transposed
+//     K Q^T, V dO^T), as 8 accumulator fragments of 16 x 8;
+//   - warpAccumulate: acc += W T, the warp's [16 x 64] weights (scores
+//     turned into probabilities or their gradients, rounded to bf16: the A
+//     operand is built from the accumulator fragments in registers) times
+//     a [64 x headDim] tile T (P V, dS K, P^T dO, dS^T Q).
+// Fragment layouts are Mma.cuh's. With the padded stride, the 8 rows of a
+// fragment load fall into distinct banks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_RUNTIME_CUDA_ATTENTIONMMA_CUH
+#define TITAN_RUNTIME_CUDA_ATTENTIONMMA_CUH
+
+#include "cuda/AttentionTile.cuh"
+#include "cuda/Mma.cuh"
+
+namespace titan::rt::cuda::attention::mma {
+
+constexpr int kThreads = int(kAttentionMmaThreads);
+/// Rows of a block's tile one warp owns (the mma's m).
+constexpr int kWarpRows = 16;
+/// Accumulator fragments of a [16 x 64] score tile (the mma's n is 8).
+constexpr int kScoreFragments = kTileRows / 8;
+/// Accumulator fragments of a [16 x headDim] row block, headDim <= 128.
+constexpr int kHeadFragments = int(kAttentionMaxHeadDim) / 8;
+
+using ScoreFragments = float[kScoreFragments][4];
+using HeadFragments = float[kHeadFragments][4];
+
+/// This thread's g = lane / 4 and t = lane % 4 (Mma.cuh).
+struct LanePosition {
+  int group, thread;
+};
+__device__ __forceinline__ LanePosition lanePosition() {
+  const int lane = threadIdx.x % 32;
+  return {lane / 4, lane % 4};
+}
+
+/// Copies rows [start, start + 64) of a [seq, headDim] bf16 matrix into
+/// `tile` in 16-byte chunks, zeros for rows >= seq. `matrix` is 16-byte
+/// aligned and headDim a multiple of 16.
+__device__ __forceinline__ void loadTile(bf16 *tile, const bf16 *matrix,
+                                         int64_t start, int64_t seq,
+                                         int headDim) {
+  const int stride = headDim + 8, chunks = headDim / 8;
+  for (int index = threadIdx.x; index < kTileRows * chunks; index += kThreads) {
+    const int r = index / chunks, column = (index - r * chunks) * 8;
+    const int64_t row = start + r;
+    uint4 value = make_uint4(0u, 0u, 0u, 0u);
+    if (row < seq)
+      value = *reinterpret_cast<const uint4 *>(matrix + row * headDim + column);
+    *reinterpret_cast<uint4 *>(tile + r * stride + column) = value;
+  }
+}
+
+/// The two consecutive bf16 at `pair` (4-byte aligned) as one register.
+__device__ __forceinline__ uint32_t loadPair(const bf16 *pair) {
+  return *reinterpret_cast<const uint32_t *>(pair);
+}
+
+/// Zeroes every entry of `fragments`.
+template <int N>
+__device__ __forceinline__ void clear(float (&fragments)[N][4]) {
+#pragma unroll
+  for (int n = 0; n < N; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      fragments[n][i] = 0.0f;
+}
+
+/// scores += rows [row0, row0 + 16) of `rowTile` times rows [0, 64) of
+/// `columnTile`, transposed: scores[n] holds columns [8 n, 8 n + 8).
+__device__ __forceinline__ void warpScores(ScoreFragments &scores,
+                                           const bf16 *rowTile, int row0,
+                                           const bf16 *columnTile,
+                                           int headDim) {
+  const int stride = headDim + 8;
+  const LanePosition lane = lanePosition();
+  const bf16 *rowPair =
+      rowTile + (row0 + lane.group) * stride + 2 * lane.thread;
+  const bf16 *columnPair = columnTile + lane.group * stride + 2 * lane.thread;
+  for (int k = 0; k < headDim; k += 16) {
+    const uint32_t a[4] = {
+        loadPair(rowPair + k), loadPair(rowPair + 8 * stride + k),
+        loadPair(rowPair + k + 8), loadPair(rowPair + 8 * stride + k + 8)};
+#pragma unroll
+    for (int n = 0; n < kScoreFragments; ++n) {
+      const bf16 *column = columnPair + 8 * n * stride + k;
+      const uint32_t b[2] = {loadPair(column), loadPair(column + 8)};
+      mmaBf16(scores[n], a, b);
+    }
+  }
+}
+
+/// accumulator += weights (the warp's [16 x 64], rounded to bf16) times
+/// `tile` ([64 x headDim]): accumulator[n] holds columns [8 n, 8 n + 8).
+__device__ __forceinline__ void warpAccumulate(HeadFragments &accumulator,
+                                               const ScoreFragments &weights,
+                                               const bf16 *tile, int headDim) {
+  const int stride = headDim + 8;
+  const LanePosition lane = lanePosition();
+#pragma unroll
+  for (int j = 0; j < kScoreFragments / 2; ++j) {
+    // Columns [16 j, 16 j + 16) of the weights: fragments 2 j and 2 j + 1
+    // hold exactly the A operand's pairs.
+    const uint32_t a[4] = {
+        packBf16(weights[2 * j][0], weights[2 * j][1]),
+        packBf16(weights[2 * j][2], weights[2 * j][3]),
+        packBf16(weights[2 * j + 1][0], weights[2 * j + 1][1]),
+        packBf16(weights[2 * j + 1][2], weights[2 * j + 1][3])};
+    const bf16 *rows = tile + (16 * j + 2 * lane.thread) * stride + lane.group;
+#pragma unroll
+    for (int n = 0; n < kHeadFragments; ++n) {
+      if (8 * n >= headDim)
+        break;
+      const bf16 *column = rows + 8 * n;
+      const uint32_t b[2] = {packBf16(column[0], column[stride]),
+                             packBf16(column[8 * stride], column[9 * stride])};
+      mmaBf16(accumulator[n], a, b);
+    }
+  }
+}
+
+/// Multiplies the row-g entries (i < 2) of every fragment by factors[0] and
+/// the row-(g + 8) entries by factors[1].
+template <int N>
+__device__ __forceinline__ void scaleRows(float (&fragments)[N][4],
+                                          const float (&factors)[2]) {
+#pragma unroll
+  for (int n = 0; n < N; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      fragments[n][i] *= factors[i / 2];
+}
+
+/// Writes the warp's rows of `accumulator` (rows firstRow + g and
+/// firstRow + g + 8 of a [seq, headDim] matrix, those below seq), row h
+/// multiplied by scales[h].
+__device__ __forceinline__ void storeRows(bf16 *matrix, int64_t firstRow,
+                                          int64_t seq,
+                                          const HeadFragments &accumulator,
+                                          const float (&scales)[2],
+                                          int headDim) {
+  const LanePosition lane = lanePosition();
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t row = firstRow + lane.group + 8 * h;
+    if (row >= seq)
+      continue;
+    bf16 *out = matrix + row * headDim + 2 * lane.thread;
+#pragma unroll
+    for (int n = 0; n < kHeadFragments; ++n) {
+      if (8 * n >= headDim)
+        break;
+      *reinterpret_cast<uint32_t *>(out + 8 * n) =
+          packBf16(accumulator[n][2 * h] * scales[h],
+                   accumulator[n][2 * h + 1] * scales[h]);
+    }
+  }
+}
+
+/// The tile row (0 or 8 added to g) and column of entry i of score
+/// fragment n.
+__device__ __forceinline__ int fragmentRow(LanePosition lane, int i) {
+  return lane.group + 8 * (i / 2);
+}
+__device__ __forceinline__ int fragmentColumn(LanePosition lane, int n, int i) {
+  return 8 * n + 2 * lane.thread + i % 2;
+}
+
+} // namespace titan::rt::cuda::attention::mma
+
+#endif // TITAN_RUNTIME_CUDA_ATTENTIONMMA_CUH

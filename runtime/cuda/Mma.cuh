@@ -1,0 +1,59 @@
+//===- Mma.cuh - warp-level bf16 tensor-core products ----------*- CUDA -*-===//
+//
+// One tensor-core instruction, mma.sync.m16n8k16 with bf16 operands and f32
+// accumulators (sm_80 and newer): a warp computes D = A B + C for a 16 x 16
+// A, a 16 x 8 B and a 16 x 8 C. Each thread holds a fixed part of every
+// matrix; with g = lane / 4 and t = lane % 4 (PTX ISA, "Matrix Fragments for
+// mma.m16n8k16 with floating point type"):
+//   A, 4 registers of 2 bf16: a[0] = A[g][2t, 2t+1], a[1] = A[g+8][2t, 2t+1],
+//      a[2] = A[g][2t+8, 2t+9], a[3] = A[g+8][2t+8, 2t+9];
+//   B, 2 registers of 2 bf16: b[0] = B[2t, 2t+1][g], b[1] = B[2t+8, 2t+9][g];
+//   C and D, 4 floats: c[0], c[1] = C[g][2t, 2t+1], c[2], c[3] =
+//      C[g+8][2t, 2t+1].
+// The first element of a pair is the register's low half.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_RUNTIME_CUDA_MMA_CUH
+#define TITAN_RUNTIME_CUDA_MMA_CUH
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace titan::rt::cuda {
+
+/// d += A B for the warp's fragments of A (16 x 16), B (16 x 8) and D
+/// (16 x 8), in the layout of the file comment. Every lane of the warp must
+/// call it together.
+__device__ __forceinline__ void mmaBf16(float (&d)[4], const uint32_t (&a)[4],
+                                        const uint32_t (&b)[2]) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
+                 "r"(b[1]));
+}
+
+/// The register of two bf16 values, `low` in the low half.
+__device__ __forceinline__ uint32_t packBf16(__nv_bfloat16 low,
+                                             __nv_bfloat16 high) {
+  const __nv_bfloat162 pair = __halves2bfloat162(low, high);
+  uint32_t bits;
+  memcpy(&bits, &pair, sizeof(bits));
+  return bits;
+}
+
+/// The register of two floats rounded to bf16 (nearest even).
+__device__ __forceinline__ uint32_t packBf16(float low, float high) {
+  const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
+  uint32_t bits;
+  memcpy(&bits, &pair, sizeof(bits));
+  return bits;
+}
+
+} // namespace titan::rt::cuda
+
+#endif // TITAN_RUNTIME_CUDA_MMA_CUH
