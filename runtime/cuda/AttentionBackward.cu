@@ -77,14 +77,11 @@ __global__ void __launch_bounds__(kThreads)
   float *lseRows = dsTile + kScoreStride * kTileRows;   // log2 domain
   float *deltaRows = lseRows + kTileRows;
 
-  const int64_t numTiles = gridDim.x, seq = args.seq;
-  const int64_t kvTileIndex = blockIdx.x; // tile 0 has the most work
-  const int64_t kvHead = blockIdx.y, batch = blockIdx.z;
-  const int64_t group = args.qHeads / args.kvHeads;
-  const int64_t kvOffset =
-      headOffset(batch, kvHead, args.kvHeads, seq, headDim);
+  const int64_t seq = args.seq;
+  const KeyTileBlock block = keyTileBlock(args.kvHeads, seq, headDim);
+  const int64_t kvOffset = block.kvOffset;
   const int row = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
-  const int64_t kvStart = kvTileIndex * kTileRows, key = kvStart + row;
+  const int64_t kvStart = block.start, key = kvStart + row;
   float *pRow = pTile + row * kScoreStride;
   float *dsRow = dsTile + row * kScoreStride;
 
@@ -93,36 +90,32 @@ __global__ void __launch_bounds__(kThreads)
   RowAccumulator dkAccumulator, dvAccumulator;
   clear(dkAccumulator);
   clear(dvAccumulator);
-  for (int64_t head = kvHead * group; head < (kvHead + 1) * group; ++head) {
-    const int64_t qOffset = headOffset(batch, head, args.qHeads, seq, headDim);
-    const int64_t statsOffset = (batch * args.qHeads + head) * seq;
-    for (int64_t qTileIndex = args.causal ? kvTileIndex : 0;
-         qTileIndex < numTiles; ++qTileIndex) {
-      const int64_t qStart = qTileIndex * kTileRows;
-      __syncthreads(); // the previous tiles' readers are done
-      loadTile(queryTile, args.q + qOffset, qStart, seq, headDim, 1.0f);
-      loadTile(doTile, args.dout + qOffset, qStart, seq, headDim, 1.0f);
-      loadRowStats(lseRows, args.lse + statsOffset, qStart, seq, kLog2e);
-      loadRowStats(deltaRows, args.delta + statsOffset, qStart, seq, 1.0f);
-      __syncthreads();
+  forEachQueryTile(
+      block, args.qHeads, args.kvHeads, seq, headDim, args.causal,
+      [&](int64_t qOffset, int64_t statsOffset, int64_t qStart) {
+        __syncthreads(); // the previous tiles' readers are done
+        loadTile(queryTile, args.q + qOffset, qStart, seq, headDim, 1.0f);
+        loadTile(doTile, args.dout + qOffset, qStart, seq, headDim, 1.0f);
+        loadRowStats(lseRows, args.lse + statsOffset, qStart, seq, kLog2e);
+        loadRowStats(deltaRows, args.delta + statsOffset, qStart, seq, 1.0f);
+        __syncthreads();
 
-      float scores[kColumnsPerLane], dp[kColumnsPerLane];
-      tileDots(keyTile, row, queryTile, lane, headDim, scores);
-      tileDots(valueTile, row, doTile, lane, headDim, dp);
+        float scores[kColumnsPerLane], dp[kColumnsPerLane];
+        tileDots(keyTile, row, queryTile, lane, headDim, scores);
+        tileDots(valueTile, row, doTile, lane, headDim, dp);
 #pragma unroll
-      for (int j = 0; j < kColumnsPerLane; ++j) {
-        const int i = columnOf(lane, j);
-        const float p = visible(qStart + i, key, seq, args.causal)
-                            ? exp2f(scores[j] * args.scoreScale - lseRows[i])
-                            : 0.0f;
-        pRow[i] = p;
-        dsRow[i] = p * (dp[j] - deltaRows[i]);
-      }
-      __syncwarp(); // a key row's P and dS are written and read by its lanes
-      accumulateRows(dvAccumulator, pRow, doTile, lane, headDim);
-      accumulateRows(dkAccumulator, dsRow, queryTile, lane, headDim);
-    }
-  }
+        for (int j = 0; j < kColumnsPerLane; ++j) {
+          const int i = columnOf(lane, j);
+          const float p = visible(qStart + i, key, seq, args.causal)
+                              ? exp2f(scores[j] * args.scoreScale - lseRows[i])
+                              : 0.0f;
+          pRow[i] = p;
+          dsRow[i] = p * (dp[j] - deltaRows[i]);
+        }
+        __syncwarp(); // a key row's P and dS are written and read by its lanes
+        accumulateRows(dvAccumulator, pRow, doTile, lane, headDim);
+        accumulateRows(dkAccumulator, dsRow, queryTile, lane, headDim);
+      });
   if (key < seq) {
     storeRow(dk + kvOffset + key * headDim, dkAccumulator, args.scale, lane,
              headDim);
@@ -144,17 +137,13 @@ __global__ void __launch_bounds__(kThreads)
   float *lseRows = dsTile + kScoreStride * kTileRows; // log2 domain
   float *deltaRows = lseRows + kTileRows;
 
-  const int64_t numTiles = gridDim.x, seq = args.seq;
-  const int64_t qTileIndex =
-      args.causal ? numTiles - 1 - blockIdx.x : blockIdx.x;
-  const int64_t head = blockIdx.y, batch = blockIdx.z;
-  const int64_t kvHead = head / (args.qHeads / args.kvHeads);
-  const int64_t qOffset = headOffset(batch, head, args.qHeads, seq, headDim);
-  const int64_t kvOffset =
-      headOffset(batch, kvHead, args.kvHeads, seq, headDim);
-  const int64_t statsOffset = (batch * args.qHeads + head) * seq;
+  const int64_t seq = args.seq;
+  const QueryTileBlock block =
+      queryTileBlock(args.qHeads, args.kvHeads, seq, headDim, args.causal);
+  const int64_t qOffset = block.qOffset, kvOffset = block.kvOffset;
+  const int64_t statsOffset = block.statsOffset;
   const int row = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
-  const int64_t qStart = qTileIndex * kTileRows, query = qStart + row;
+  const int64_t qStart = block.start, query = qStart + row;
   float *dsRow = dsTile + row * kScoreStride;
 
   loadTile(queryTile, args.q + qOffset, qStart, seq, headDim, 1.0f);
@@ -163,8 +152,7 @@ __global__ void __launch_bounds__(kThreads)
   loadRowStats(deltaRows, args.delta + statsOffset, qStart, seq, 1.0f);
   RowAccumulator dqAccumulator;
   clear(dqAccumulator);
-  const int64_t kvTiles = args.causal ? qTileIndex + 1 : numTiles;
-  for (int64_t kvTile = 0; kvTile < kvTiles; ++kvTile) {
+  for (int64_t kvTile = 0; kvTile < block.kvTiles; ++kvTile) {
     const int64_t kvStart = kvTile * kTileRows;
     __syncthreads(); // the previous tiles' readers are done
     loadTile(keyTile, args.k + kvOffset, kvStart, seq, headDim, 1.0f);
@@ -206,57 +194,42 @@ __global__ void __launch_bounds__(mma::kThreads)
   float *lseRows = reinterpret_cast<float *>(doTile + tileElements); // log2
   float *deltaRows = lseRows + kTileRows;
 
-  const int64_t numTiles = gridDim.x, seq = args.seq;
-  const int64_t kvTileIndex = blockIdx.x; // tile 0 has the most work
-  const int64_t kvHead = blockIdx.y, batch = blockIdx.z;
-  const int64_t group = args.qHeads / args.kvHeads;
-  const int64_t kvOffset =
-      headOffset(batch, kvHead, args.kvHeads, seq, headDim);
+  const int64_t seq = args.seq;
+  const KeyTileBlock block = keyTileBlock(args.kvHeads, seq, headDim);
+  const int64_t kvOffset = block.kvOffset;
   const int row0 = int(threadIdx.x / 32) * mma::kWarpRows;
-  const mma::LanePosition lane = mma::lanePosition();
-  const int64_t kvStart = kvTileIndex * kTileRows;
+  const int64_t kvStart = block.start;
 
   mma::loadTile(keyTile, args.k + kvOffset, kvStart, seq, headDim);
   mma::loadTile(valueTile, args.v + kvOffset, kvStart, seq, headDim);
   mma::HeadFragments dkAccumulator, dvAccumulator;
   mma::clear(dkAccumulator);
   mma::clear(dvAccumulator);
-  for (int64_t head = kvHead * group; head < (kvHead + 1) * group; ++head) {
-    const int64_t qOffset = headOffset(batch, head, args.qHeads, seq, headDim);
-    const int64_t statsOffset = (batch * args.qHeads + head) * seq;
-    for (int64_t qTileIndex = args.causal ? kvTileIndex : 0;
-         qTileIndex < numTiles; ++qTileIndex) {
-      const int64_t qStart = qTileIndex * kTileRows;
-      __syncthreads(); // the previous tiles' readers are done
-      mma::loadTile(queryTile, args.q + qOffset, qStart, seq, headDim);
-      mma::loadTile(doTile, args.dout + qOffset, qStart, seq, headDim);
-      loadRowStats(lseRows, args.lse + statsOffset, qStart, seq, kLog2e);
-      loadRowStats(deltaRows, args.delta + statsOffset, qStart, seq, 1.0f);
-      __syncthreads();
+  forEachQueryTile(
+      block, args.qHeads, args.kvHeads, seq, headDim, args.causal,
+      [&](int64_t qOffset, int64_t statsOffset, int64_t qStart) {
+        __syncthreads(); // the previous tiles' readers are done
+        mma::loadTile(queryTile, args.q + qOffset, qStart, seq, headDim);
+        mma::loadTile(doTile, args.dout + qOffset, qStart, seq, headDim);
+        loadRowStats(lseRows, args.lse + statsOffset, qStart, seq, kLog2e);
+        loadRowStats(deltaRows, args.delta + statsOffset, qStart, seq, 1.0f);
+        __syncthreads();
 
-      // Rows are keys, columns queries: P^T and dP^T, then dS^T in dp.
-      mma::ScoreFragments p, dp;
-      mma::clear(p);
-      mma::clear(dp);
-      mma::warpScores(p, keyTile, row0, queryTile, headDim);
-      mma::warpScores(dp, valueTile, row0, doTile, headDim);
-#pragma unroll
-      for (int n = 0; n < mma::kScoreFragments; ++n)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int column = mma::fragmentColumn(lane, n, i);
-          const bool shown = visible(qStart + column,
-                                     kvStart + row0 + mma::fragmentRow(lane, i),
-                                     seq, args.causal);
+        // Rows are keys, columns queries: P^T and dP^T, then dS^T in dp.
+        mma::ScoreFragments p, dp;
+        mma::warpScoresAndGradients(p, dp, keyTile, valueTile, row0, queryTile,
+                                    doTile, headDim);
+        mma::forEachScore([&](int n, int i, int row, int column) {
+          const bool shown =
+              visible(qStart + column, kvStart + row0 + row, seq, args.causal);
           const float probability =
               shown ? exp2f(p[n][i] * args.scoreScale - lseRows[column]) : 0.0f;
           p[n][i] = probability;
           dp[n][i] = probability * (dp[n][i] - deltaRows[column]);
-        }
-      mma::warpAccumulate(dvAccumulator, p, doTile, headDim);
-      mma::warpAccumulate(dkAccumulator, dp, queryTile, headDim);
-    }
-  }
+        });
+        mma::warpAccumulate(dvAccumulator, p, doTile, headDim);
+        mma::warpAccumulate(dkAccumulator, dp, queryTile, headDim);
+      });
   const float dkScales[2] = {args.scale, args.scale}, dvScales[2] = {1, 1};
   mma::storeRows(dk + kvOffset, kvStart + row0, seq, dkAccumulator, dkScales,
                  headDim);
@@ -277,18 +250,14 @@ __global__ void __launch_bounds__(mma::kThreads)
   bf16 *keyTile = doTile + tileElements;
   bf16 *valueTile = keyTile + tileElements;
 
-  const int64_t numTiles = gridDim.x, seq = args.seq;
-  const int64_t qTileIndex =
-      args.causal ? numTiles - 1 - blockIdx.x : blockIdx.x;
-  const int64_t head = blockIdx.y, batch = blockIdx.z;
-  const int64_t kvHead = head / (args.qHeads / args.kvHeads);
-  const int64_t qOffset = headOffset(batch, head, args.qHeads, seq, headDim);
-  const int64_t kvOffset =
-      headOffset(batch, kvHead, args.kvHeads, seq, headDim);
-  const int64_t statsOffset = (batch * args.qHeads + head) * seq;
+  const int64_t seq = args.seq;
+  const QueryTileBlock block =
+      queryTileBlock(args.qHeads, args.kvHeads, seq, headDim, args.causal);
+  const int64_t qOffset = block.qOffset, kvOffset = block.kvOffset;
+  const int64_t statsOffset = block.statsOffset;
   const int row0 = int(threadIdx.x / 32) * mma::kWarpRows;
   const mma::LanePosition lane = mma::lanePosition();
-  const int64_t qStart = qTileIndex * kTileRows;
+  const int64_t qStart = block.start;
 
   mma::loadTile(queryTile, args.q + qOffset, qStart, seq, headDim);
   mma::loadTile(doTile, args.dout + qOffset, qStart, seq, headDim);
@@ -302,8 +271,7 @@ __global__ void __launch_bounds__(mma::kThreads)
   }
   mma::HeadFragments dqAccumulator;
   mma::clear(dqAccumulator);
-  const int64_t kvTiles = args.causal ? qTileIndex + 1 : numTiles;
-  for (int64_t kvTile = 0; kvTile < kvTiles; ++kvTile) {
+  for (int64_t kvTile = 0; kvTile < block.kvTiles; ++kvTile) {
     const int64_t kvStart = kvTile * kTileRows;
     __syncthreads(); // the previous tiles' readers are done
     mma::loadTile(keyTile, args.k + kvOffset, kvStart, seq, headDim);
@@ -312,22 +280,15 @@ __global__ void __launch_bounds__(mma::kThreads)
 
     // Scores, then dS in dp.
     mma::ScoreFragments scores, dp;
-    mma::clear(scores);
-    mma::clear(dp);
-    mma::warpScores(scores, queryTile, row0, keyTile, headDim);
-    mma::warpScores(dp, doTile, row0, valueTile, headDim);
-#pragma unroll
-    for (int n = 0; n < mma::kScoreFragments; ++n)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int h = i / 2;
-        const bool shown = visible(qStart + row0 + mma::fragmentRow(lane, i),
-                                   kvStart + mma::fragmentColumn(lane, n, i),
-                                   seq, args.causal);
-        const float probability =
-            shown ? exp2f(scores[n][i] * args.scoreScale - rowLse[h]) : 0.0f;
-        dp[n][i] = probability * (dp[n][i] - rowDelta[h]);
-      }
+    mma::warpScoresAndGradients(scores, dp, queryTile, doTile, row0, keyTile,
+                                valueTile, headDim);
+    mma::forEachScore([&](int n, int i, int row, int column) {
+      const bool shown =
+          visible(qStart + row0 + row, kvStart + column, seq, args.causal);
+      const float probability =
+          shown ? exp2f(scores[n][i] * args.scoreScale - rowLse[i / 2]) : 0.0f;
+      dp[n][i] = probability * (dp[n][i] - rowDelta[i / 2]);
+    });
     mma::warpAccumulate(dqAccumulator, dp, keyTile, headDim);
   }
   const float scales[2] = {args.scale, args.scale};

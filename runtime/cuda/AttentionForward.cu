@@ -45,22 +45,18 @@ __global__ void __launch_bounds__(kThreads)
   float *valueTile = keyTile + attentionTileFloats(headDim);
   float *pTile = valueTile + attentionTileFloats(headDim);
 
-  const int64_t numTiles = gridDim.x;
-  const int64_t qTileIndex = causal ? numTiles - 1 - blockIdx.x : blockIdx.x;
-  const int64_t head = blockIdx.y, batch = blockIdx.z;
-  const int64_t kvHead = head / (qHeads / kvHeads);
-  const int64_t qOffset = headOffset(batch, head, qHeads, seq, headDim);
-  const int64_t kvOffset = headOffset(batch, kvHead, kvHeads, seq, headDim);
+  const QueryTileBlock block =
+      queryTileBlock(qHeads, kvHeads, seq, headDim, causal);
+  const int64_t qOffset = block.qOffset, kvOffset = block.kvOffset;
   const int row = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
-  const int64_t qStart = qTileIndex * kTileRows, query = qStart + row;
+  const int64_t qStart = block.start, query = qStart + row;
   float *pRow = pTile + row * kScoreStride;
 
   loadTile(queryTile, q + qOffset, qStart, seq, headDim, scoreScale);
   RowAccumulator accumulator;
   clear(accumulator);
   float rowMax = -INFINITY, rowSum = 0.0f;
-  const int64_t kvTiles = causal ? qTileIndex + 1 : numTiles;
-  for (int64_t kvTile = 0; kvTile < kvTiles; ++kvTile) {
+  for (int64_t kvTile = 0; kvTile < block.kvTiles; ++kvTile) {
     const int64_t kvStart = kvTile * kTileRows;
     __syncthreads(); // the previous tiles' readers are done
     loadTile(keyTile, k + kvOffset, kvStart, seq, headDim, 1.0f);
@@ -105,8 +101,7 @@ __global__ void __launch_bounds__(kThreads)
     storeRow(out + qOffset + query * headDim, accumulator, 1.0f / rowSum, lane,
              headDim);
     if (lane == 0)
-      lse[(batch * qHeads + head) * seq + query] =
-          (rowMax + log2f(rowSum)) * kLn2;
+      lse[block.statsOffset + query] = (rowMax + log2f(rowSum)) * kLn2;
   }
 }
 
@@ -123,15 +118,12 @@ __global__ void __launch_bounds__(mma::kThreads)
   bf16 *keyTile = queryTile + tileElements;
   bf16 *valueTile = keyTile + tileElements;
 
-  const int64_t numTiles = gridDim.x;
-  const int64_t qTileIndex = causal ? numTiles - 1 - blockIdx.x : blockIdx.x;
-  const int64_t head = blockIdx.y, batch = blockIdx.z;
-  const int64_t kvHead = head / (qHeads / kvHeads);
-  const int64_t qOffset = headOffset(batch, head, qHeads, seq, headDim);
-  const int64_t kvOffset = headOffset(batch, kvHead, kvHeads, seq, headDim);
+  const QueryTileBlock block =
+      queryTileBlock(qHeads, kvHeads, seq, headDim, causal);
+  const int64_t qOffset = block.qOffset, kvOffset = block.kvOffset;
   const int row0 = int(threadIdx.x / 32) * mma::kWarpRows;
   const mma::LanePosition lane = mma::lanePosition();
-  const int64_t qStart = qTileIndex * kTileRows;
+  const int64_t qStart = block.start;
 
   mma::loadTile(queryTile, q + qOffset, qStart, seq, headDim);
   mma::HeadFragments output;
@@ -139,8 +131,7 @@ __global__ void __launch_bounds__(mma::kThreads)
   // This thread's rows g and g + 8: running maxima, and its partial sums
   // (its columns only; the 4 lanes of a row add theirs at the end).
   float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.0f, 0.0f};
-  const int64_t kvTiles = causal ? qTileIndex + 1 : numTiles;
-  for (int64_t kvTile = 0; kvTile < kvTiles; ++kvTile) {
+  for (int64_t kvTile = 0; kvTile < block.kvTiles; ++kvTile) {
     const int64_t kvStart = kvTile * kTileRows;
     __syncthreads(); // the previous tiles' readers are done
     mma::loadTile(keyTile, k + kvOffset, kvStart, seq, headDim);
@@ -154,18 +145,14 @@ __global__ void __launch_bounds__(mma::kThreads)
     const bool masked =
         (causal && kvStart + kTileRows > qStart) || kvStart + kTileRows > seq;
     float tileMax[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int n = 0; n < mma::kScoreFragments; ++n)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        float score = scores[n][i] * scoreScale;
-        if (masked &&
-            !visible(qStart + row0 + mma::fragmentRow(lane, i),
-                     kvStart + mma::fragmentColumn(lane, n, i), seq, causal))
-          score = -INFINITY;
-        scores[n][i] = score;
-        tileMax[i / 2] = fmaxf(tileMax[i / 2], score);
-      }
+    mma::forEachScore([&](int n, int i, int row, int column) {
+      float score = scores[n][i] * scoreScale;
+      if (masked &&
+          !visible(qStart + row0 + row, kvStart + column, seq, causal))
+        score = -INFINITY;
+      scores[n][i] = score;
+      tileMax[i / 2] = fmaxf(tileMax[i / 2], score);
+    });
     float base[2], correction[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -176,14 +163,11 @@ __global__ void __launch_bounds__(mma::kThreads)
       rowMax[h] = newMax;
       rowSum[h] *= correction[h];
     }
-#pragma unroll
-    for (int n = 0; n < mma::kScoreFragments; ++n)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float p = exp2f(scores[n][i] - base[i / 2]);
-        scores[n][i] = p;
-        rowSum[i / 2] += p;
-      }
+    mma::forEachScore([&](int n, int i, int, int) {
+      const float p = exp2f(scores[n][i] - base[i / 2]);
+      scores[n][i] = p;
+      rowSum[i / 2] += p;
+    });
     mma::scaleRows(output, correction);
     mma::warpAccumulate(output, scores, valueTile, headDim);
   }
@@ -195,8 +179,7 @@ __global__ void __launch_bounds__(mma::kThreads)
     reciprocal[h] = 1.0f / sum;
     const int64_t query = qStart + row0 + lane.group + 8 * h;
     if (lane.thread == 0 && query < seq)
-      lse[(batch * qHeads + head) * seq + query] =
-          (rowMax[h] + log2f(sum)) * kLn2;
+      lse[block.statsOffset + query] = (rowMax[h] + log2f(sum)) * kLn2;
   }
   mma::storeRows(out + qOffset, qStart + row0, seq, output, reciprocal,
                  headDim);

@@ -101,6 +101,20 @@ __device__ __forceinline__ void warpScores(ScoreFragments &scores,
   }
 }
 
+/// The backward's pair of products, from zero: scores = the warp's rows of
+/// `rows` times `columns` transposed, dp = its rows of `gradientRows` times
+/// `gradientColumns` transposed (Q K^T and dO V^T, or K Q^T and V dO^T).
+__device__ __forceinline__ void
+warpScoresAndGradients(ScoreFragments &scores, ScoreFragments &dp,
+                       const bf16 *rows, const bf16 *gradientRows, int row0,
+                       const bf16 *columns, const bf16 *gradientColumns,
+                       int headDim) {
+  clear(scores);
+  clear(dp);
+  warpScores(scores, rows, row0, columns, headDim);
+  warpScores(dp, gradientRows, row0, gradientColumns, headDim);
+}
+
 /// accumulator += weights (the warp's [16 x 64], rounded to bf16) times
 /// `tile` ([64 x headDim]): accumulator[n] holds columns [8 n, 8 n + 8).
 __device__ __forceinline__ void warpAccumulate(HeadFragments &accumulator,
@@ -168,13 +182,17 @@ __device__ __forceinline__ void storeRows(bf16 *matrix, int64_t firstRow,
   }
 }
 
-/// The tile row (0 or 8 added to g) and column of entry i of score
-/// fragment n.
-__device__ __forceinline__ int fragmentRow(LanePosition lane, int i) {
-  return lane.group + 8 * (i / 2);
-}
-__device__ __forceinline__ int fragmentColumn(LanePosition lane, int n, int i) {
-  return 8 * n + 2 * lane.thread + i % 2;
+/// Calls visit(n, i, row, column) for entry i of every score fragment n
+/// this thread holds, unrolled: `row` is the entry's row among the warp's
+/// 16 (g or g + 8), `column` its column among the 64.
+template <typename Visit>
+__device__ __forceinline__ void forEachScore(Visit &&visit) {
+  const LanePosition lane = lanePosition();
+#pragma unroll
+  for (int n = 0; n < kScoreFragments; ++n)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      visit(n, i, lane.group + 8 * (i / 2), 8 * n + 2 * lane.thread + i % 2);
 }
 
 } // namespace titan::rt::cuda::attention::mma

@@ -170,6 +170,68 @@ __device__ __forceinline__ int64_t headOffset(int64_t batch, int64_t head,
   return ((batch * heads + head) * seq) * headDim;
 }
 
+/// What a block of a query-tile grid (the forward, dQ: grid (query tiles,
+/// query heads, batch)) works on.
+struct QueryTileBlock {
+  /// The query tile and its first row; causal grids start with the last
+  /// (longest) tile.
+  int64_t tile, start;
+  /// Key tiles it reads: those at or below the diagonal when causal.
+  int64_t kvTiles;
+  /// Its query head in [batch, q_heads, seq, headDim], its KV head in
+  /// [batch, kv_heads, seq, headDim], its rows' statistics in [batch,
+  /// q_heads, seq].
+  int64_t qOffset, kvOffset, statsOffset;
+};
+__device__ __forceinline__ QueryTileBlock queryTileBlock(
+    int64_t qHeads, int64_t kvHeads, int64_t seq, int headDim, bool causal) {
+  const int64_t numTiles = gridDim.x;
+  const int64_t tile = causal ? numTiles - 1 - blockIdx.x : blockIdx.x;
+  const int64_t head = blockIdx.y, batch = blockIdx.z;
+  const int64_t kvHead = head / (qHeads / kvHeads);
+  return {tile,
+          tile * kTileRows,
+          causal ? tile + 1 : numTiles,
+          headOffset(batch, head, qHeads, seq, headDim),
+          headOffset(batch, kvHead, kvHeads, seq, headDim),
+          (batch * qHeads + head) * seq};
+}
+
+/// What a block of a key-tile grid (dK and dV: grid (key tiles, KV heads,
+/// batch)) works on.
+struct KeyTileBlock {
+  /// The key tile (tile 0 has the most work) and its first row.
+  int64_t tile, start;
+  int64_t kvHead, batch;
+  /// Its KV head in [batch, kv_heads, seq, headDim].
+  int64_t kvOffset;
+};
+__device__ __forceinline__ KeyTileBlock keyTileBlock(int64_t kvHeads,
+                                                     int64_t seq, int headDim) {
+  const int64_t tile = blockIdx.x, kvHead = blockIdx.y, batch = blockIdx.z;
+  return {tile, tile * kTileRows, kvHead, batch,
+          headOffset(batch, kvHead, kvHeads, seq, headDim)};
+}
+
+/// Calls visit(qOffset, statsOffset, qStart) for every query tile a
+/// key-tile block reads, in order: for each query head of its KV head's
+/// group, the tiles at or after the diagonal when causal, all otherwise.
+/// The offsets are those of the query head in [batch, q_heads, seq,
+/// headDim] and of its statistics in [batch, q_heads, seq].
+template <typename Visit>
+__device__ __forceinline__ void
+forEachQueryTile(const KeyTileBlock &block, int64_t qHeads, int64_t kvHeads,
+                 int64_t seq, int headDim, bool causal, Visit &&visit) {
+  const int64_t group = qHeads / kvHeads, numTiles = gridDim.x;
+  for (int64_t head = block.kvHead * group; head < (block.kvHead + 1) * group;
+       ++head) {
+    const int64_t qOffset = headOffset(block.batch, head, qHeads, seq, headDim);
+    const int64_t statsOffset = (block.batch * qHeads + head) * seq;
+    for (int64_t tile = causal ? block.tile : 0; tile < numTiles; ++tile)
+      visit(qOffset, statsOffset, tile * kTileRows);
+  }
+}
+
 } // namespace titan::rt::cuda::attention
 
 #endif // TITAN_RUNTIME_CUDA_ATTENTIONTILE_CUH

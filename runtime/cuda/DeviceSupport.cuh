@@ -1,6 +1,7 @@
 //===- DeviceSupport.cuh - device helpers of the CUDA kernels --*- CUDA -*-===//
 //
-// Element conversions (bf16 and f32 I/O, f32 math), warp and block
+// Element conversions (bf16 and f32 I/O, f32 math, bf16 pairs in one
+// register), the element type of a dtype code, warp and block
 // reductions with a fixed order (so that results are bitwise reproducible),
 // the (max, sum of exp) pairs of online softmaxes, and ids of either
 // integer type.
@@ -10,9 +11,12 @@
 #ifndef TITAN_RUNTIME_CUDA_DEVICESUPPORT_CUH
 #define TITAN_RUNTIME_CUDA_DEVICESUPPORT_CUH
 
+#include "titan/Runtime/titanrt.h"
+
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace titan::rt::cuda {
 
@@ -32,6 +36,31 @@ template <> __device__ __forceinline__ float fromFloat<float>(float value) {
 }
 template <> __device__ __forceinline__ bf16 fromFloat<bf16>(float value) {
   return __float2bfloat16_rn(value);
+}
+
+/// The register of two bf16 values, `low` in the low half (the layout of a
+/// tensor-core operand's pair, Mma.cuh).
+__device__ __forceinline__ uint32_t packBf16(bf16 low, bf16 high) {
+  const __nv_bfloat162 pair = __halves2bfloat162(low, high);
+  uint32_t bits;
+  memcpy(&bits, &pair, sizeof(bits));
+  return bits;
+}
+
+/// The register of two floats rounded to bf16 (nearest even).
+__device__ __forceinline__ uint32_t packBf16(float low, float high) {
+  const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
+  uint32_t bits;
+  memcpy(&bits, &pair, sizeof(bits));
+  return bits;
+}
+
+/// body(bf16()) for TITANRT_BF16, body(float()) for any other dtype (the
+/// launchers check theirs first): a launcher's element type.
+template <typename Body> auto withFloatType(int32_t dtype, Body &&body) {
+  if (dtype == TITANRT_BF16)
+    return body(bf16());
+  return body(float());
 }
 
 /// Element `index` of an id buffer of i64 (`ids64`) or i32.

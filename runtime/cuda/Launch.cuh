@@ -1,9 +1,9 @@
 //===- Launch.cuh - launching the CUDA kernels -----------------*- CUDA -*-===//
 //
-// What every launcher does after checking its arguments: pick the kernel
-// instance for the element types, validate the launch shape, opt in to
-// more than 48 KiB of shared memory where needed, launch on the stream and
-// turn a launch error into a Status.
+// What every launcher does after checking its arguments and picking the
+// kernel instance for its element type (withFloatType, DeviceSupport.cuh):
+// validate the launch shape, opt in to more than 48 KiB of shared memory
+// where needed, launch on the stream and turn a launch error into a Status.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,14 +15,6 @@
 #include "cuda/LaunchConfig.h"
 
 namespace titan::rt::cuda {
-
-/// Calls `body` with a value of the C++ type of `dtype` (float for
-/// TITANRT_F32, bf16 for TITANRT_BF16; checked before).
-template <typename Body> Status withFloatType(int32_t dtype, Body &&body) {
-  if (dtype == TITANRT_BF16)
-    return body(bf16());
-  return body(float());
-}
 
 inline dim3 toDim3(const Dim3 &dim) {
   return dim3(unsigned(dim.x), unsigned(dim.y), unsigned(dim.z));

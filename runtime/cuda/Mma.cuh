@@ -10,17 +10,15 @@
 //   B, 2 registers of 2 bf16: b[0] = B[2t, 2t+1][g], b[1] = B[2t+8, 2t+9][g];
 //   C and D, 4 floats: c[0], c[1] = C[g][2t, 2t+1], c[2], c[3] =
 //      C[g+8][2t, 2t+1].
-// The first element of a pair is the register's low half.
+// The first element of a pair is the register's low half (packBf16,
+// DeviceSupport.cuh).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TITAN_RUNTIME_CUDA_MMA_CUH
 #define TITAN_RUNTIME_CUDA_MMA_CUH
 
-#include <cuda_bf16.h>
-
 #include <cstdint>
-#include <cstring>
 
 namespace titan::rt::cuda {
 
@@ -35,23 +33,6 @@ __device__ __forceinline__ void mmaBf16(float (&d)[4], const uint32_t (&a)[4],
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
                  "r"(b[1]));
-}
-
-/// The register of two bf16 values, `low` in the low half.
-__device__ __forceinline__ uint32_t packBf16(__nv_bfloat16 low,
-                                             __nv_bfloat16 high) {
-  const __nv_bfloat162 pair = __halves2bfloat162(low, high);
-  uint32_t bits;
-  memcpy(&bits, &pair, sizeof(bits));
-  return bits;
-}
-
-/// The register of two floats rounded to bf16 (nearest even).
-__device__ __forceinline__ uint32_t packBf16(float low, float high) {
-  const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
-  uint32_t bits;
-  memcpy(&bits, &pair, sizeof(bits));
-  return bits;
 }
 
 } // namespace titan::rt::cuda

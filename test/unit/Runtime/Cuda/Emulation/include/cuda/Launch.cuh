@@ -22,12 +22,6 @@
 
 namespace titan::rt::cuda {
 
-template <typename Body> Status withFloatType(int32_t dtype, Body &&body) {
-  if (dtype == TITANRT_BF16)
-    return body(bf16());
-  return body(float());
-}
-
 namespace emulated {
 /// The kernels launched so far, in order.
 inline std::vector<void *> launchedKernels;

@@ -1,10 +1,10 @@
 //===- Mma.cuh - emulated warp-level bf16 tensor-core products --*- C++ -*-===//
 //
-// runtime/cuda/Mma.cuh for EmulatedCuda.h: the same functions, with
-// mma.sync.m16n8k16 computed by each lane from all 32 lanes' fragments,
-// which it reads in the layout runtime/cuda/Mma.cuh documents (PTX ISA,
-// "Matrix Fragments for mma.m16n8k16 with floating point type"). The
-// products are exact in f32, summed in k order.
+// runtime/cuda/Mma.cuh for EmulatedCuda.h: mmaBf16, with mma.sync.m16n8k16
+// computed by each lane from all 32 lanes' fragments, which it reads in the
+// layout runtime/cuda/Mma.cuh documents (PTX ISA, "Matrix Fragments for
+// mma.m16n8k16 with floating point type"). The products are exact in f32,
+// summed in k order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,20 +55,6 @@ inline void mmaBf16(float (&d)[4], const uint32_t (&a)[4],
     d[i] = sum;
   }
   __syncwarp(); // the slots' readers are done
-}
-
-inline uint32_t packBf16(__nv_bfloat16 low, __nv_bfloat16 high) {
-  const __nv_bfloat162 pair = __halves2bfloat162(low, high);
-  uint32_t bits;
-  memcpy(&bits, &pair, sizeof(bits));
-  return bits;
-}
-
-inline uint32_t packBf16(float low, float high) {
-  const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
-  uint32_t bits;
-  memcpy(&bits, &pair, sizeof(bits));
-  return bits;
 }
 
 } // namespace titan::rt::cuda
