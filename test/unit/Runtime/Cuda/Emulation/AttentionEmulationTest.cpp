@@ -3,11 +3,11 @@
 // The CUDA source of the attention kernels (runtime/cuda/Attention*.cu),
 // compiled by the host compiler under EmulatedCuda.h and run on CPU
 // threads, against the double-precision reference (runtime/cuda/
-// Reference.h) with the tolerances of titan-cuda-kernel-check: the
-// tensor-core kernels (bf16, head dims 16 to 128) and, as a check of the
-// emulation itself, the CUDA-core ones (f32, a head dim of 36). Ragged
-// last tiles, GQA, causal and full masks. On a GPU, kernels.test runs the
-// same comparisons on the hardware.
+// Reference.h) on titan-cuda-kernel-check's shapes and tolerances: the
+// tensor-core kernels (bf16, head dims 16, 64, 128) and the CUDA-core ones
+// (f32; bf16 with head dims 4 and 36), and which kernels each call
+// launched. On a GPU, kernels.test runs the same comparisons on the
+// hardware, and the backend's ABI calls besides.
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,38 +119,53 @@ template <typename T> void checkAttention(AttentionShape shape, uint32_t seed) {
   EXPECT_LE(relativeError(dv.values(), expectedDv), tolerance);
 }
 
-/// The kernels each call launched, as the launchers chose them.
-std::vector<void *> launched() { return emulated::launchedKernels; }
+/// titan-cuda-kernel-check's attention shapes (the scale is set from
+/// head_dim): ragged last tiles, GQA and MHA, head dims 4 to 128, causal or
+/// not.
+const AttentionShape kShapes[] = {
+    {2, 4, 2, 200, 64, true, 0},  {1, 2, 1, 100, 128, true, 0},
+    {1, 3, 3, 129, 16, false, 0}, {1, 1, 1, 1, 4, true, 0},
+    {1, 2, 2, 64, 36, false, 0},  {1, 4, 1, 512, 128, true, 0},
+};
+
 template <typename F> void *kernel(F *function) {
   return reinterpret_cast<void *>(function);
 }
 
-TEST(CudaAttentionEmulationTest, TensorCoresCausalGqa) {
-  // 4 query heads on 2 KV heads, 130 rows: the last tile is ragged.
-  checkAttention<bf16>({1, 4, 2, 130, 64, true, 0}, 7001);
-  EXPECT_EQ(launched(),
-            (std::vector<void *>{kernel(attentionForwardMmaKernel),
-                                 kernel(attentionDeltaKernel<bf16>),
-                                 kernel(attentionBackwardKvMmaKernel),
-                                 kernel(attentionBackwardQMmaKernel)}));
-}
-
-TEST(CudaAttentionEmulationTest, TensorCoresFullMask) {
-  checkAttention<bf16>({1, 3, 3, 129, 16, false, 0}, 7011);
-}
-
-TEST(CudaAttentionEmulationTest, TensorCoresLargestHeadDim) {
-  checkAttention<bf16>({1, 2, 1, 70, 128, true, 0}, 7021);
+TEST(CudaAttentionEmulationTest, TensorCores) {
+  uint32_t seed = 7000;
+  for (const AttentionShape &shape : kShapes) {
+    if (!attentionUsesTensorCores(TITANRT_BF16, shape.headDim))
+      continue;
+    SCOPED_TRACE(shape.headDim);
+    checkAttention<bf16>(shape, seed += 4);
+    EXPECT_EQ(emulated::launchedKernels,
+              (std::vector<void *>{kernel(attentionForwardMmaKernel),
+                                   kernel(attentionDeltaKernel<bf16>),
+                                   kernel(attentionBackwardKvMmaKernel),
+                                   kernel(attentionBackwardQMmaKernel)}));
+  }
 }
 
 TEST(CudaAttentionEmulationTest, CudaCores) {
-  checkAttention<float>({1, 2, 1, 70, 32, true, 0}, 7031);
-  checkAttention<bf16>({1, 2, 2, 64, 36, false, 0}, 7041);
-  EXPECT_EQ(launched(),
-            (std::vector<void *>{kernel(attentionForwardKernel<bf16>),
-                                 kernel(attentionDeltaKernel<bf16>),
-                                 kernel(attentionBackwardKvKernel<bf16>),
-                                 kernel(attentionBackwardQKernel<bf16>)}));
+  uint32_t seed = 8000;
+  for (const AttentionShape &shape : kShapes) {
+    SCOPED_TRACE(shape.headDim);
+    checkAttention<float>(shape, seed += 4);
+    EXPECT_EQ(emulated::launchedKernels,
+              (std::vector<void *>{kernel(attentionForwardKernel<float>),
+                                   kernel(attentionDeltaKernel<float>),
+                                   kernel(attentionBackwardKvKernel<float>),
+                                   kernel(attentionBackwardQKernel<float>)}));
+    if (attentionUsesTensorCores(TITANRT_BF16, shape.headDim))
+      continue;
+    checkAttention<bf16>(shape, seed += 4);
+    EXPECT_EQ(emulated::launchedKernels,
+              (std::vector<void *>{kernel(attentionForwardKernel<bf16>),
+                                   kernel(attentionDeltaKernel<bf16>),
+                                   kernel(attentionBackwardKvKernel<bf16>),
+                                   kernel(attentionBackwardQKernel<bf16>)}));
+  }
 }
 
 } // namespace

@@ -1,14 +1,22 @@
 //===- EmulatedCuda.h - CUDA's execution model on CPU threads ---*- C++ -*-===//
 //
 // Lets the host compiler run kernel sources of runtime/cuda on a machine
-// without a GPU: force-included before a .cu file compiled as C++, with
-// include/ (emulated cuda/Launch.cuh and cuda/Mma.cuh) ahead of runtime/ on
-// the include path. Every CUDA thread of a block is a std::thread (blocks
-// run one after another); __syncthreads is a block barrier, __syncwarp a
-// barrier of the thread's warp, and the warp collectives (shuffles, mma)
-// exchange values through the block's slots between two warp barriers.
-// The CUDA toolkit's headers supply the vector types and bf16 (with host
-// conversions, the same rounding as the device's).
+// without a GPU: included before a .cu file compiled as C++, with include/
+// (emulated cuda/Launch.cuh and cuda/Mma.cuh) ahead of runtime/ on the
+// include path. A launch runs its blocks one after another on the calling
+// thread; each CUDA thread of a block is a fiber (EmulatedCuda.cpp), which
+// runs until it reaches a barrier: __syncthreads parks it until every
+// thread of the block that has not finished the block is parked there too,
+// __syncwarp until its warp's are. The warp collectives (shuffles, mma)
+// exchange values through per-warp slots between two warp barriers, and
+// atomics are plain read-modify-writes (one fiber runs at a time). A
+// barrier no fiber can pass (threads of one block parked at different
+// barriers) aborts with the fibers' states. A kernel's static __shared__
+// arrays become function statics where the including file defines
+// __shared__ as static (EmulatedKernels.cpp; one block runs at a time, so
+// its threads share them); the dynamic `extern __shared__` array is the
+// including file's. The CUDA toolkit's headers supply the vector types and
+// bf16 (with host conversions, the same rounding as the device's).
 //
 // This checks a kernel's indexing, tiling, masking and synchronization
 // against its CPU reference; it does not check what only hardware can
@@ -23,45 +31,69 @@
 
 #include <cuda_runtime.h>
 
-#include <barrier>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 
 #define __launch_bounds__(...)
 
 namespace titan::emulation {
 
-/// What the threads of one block share besides shared memory.
-struct Block {
-  std::barrier<> *block;
-  std::barrier<> *warps[32];
-  /// One slot per lane of each warp for shuffles and mma operands.
+/// Where a CUDA thread (a fiber) is parked.
+enum class FiberState {
+  Runnable,
+  AtBlockBarrier,
+  AtWarpBarrier,
+  AtBlockEnd,
+  Done
+};
+
+/// Parks the running fiber in `state` until the scheduler releases it.
+void park(FiberState state);
+
+/// Runs `kernel` (the kernel called with its arguments) for every block of
+/// `grid`, `block` threads each, and returns when all are done.
+void runGrid(dim3 grid, dim3 block, const std::function<void()> &kernel);
+
+/// One slot per lane of each warp for shuffles and mma operands.
+struct WarpSlots {
   float shuffle[32][32];
   uint32_t mmaA[32][32][4];
   uint32_t mmaB[32][32][2];
 };
-
-/// The block of the calling thread.
-inline thread_local Block *currentBlock;
+inline WarpSlots warpSlots;
 
 } // namespace titan::emulation
 
-inline thread_local uint3 threadIdx, blockIdx;
-inline thread_local dim3 blockDim, gridDim;
+// The running fiber's coordinates (the scheduler sets threadIdx when it
+// switches fibers, blockIdx when the block changes).
+inline uint3 threadIdx, blockIdx;
+inline dim3 blockDim, gridDim;
 
 inline void __syncthreads() {
-  titan::emulation::currentBlock->block->arrive_and_wait();
+  titan::emulation::park(titan::emulation::FiberState::AtBlockBarrier);
 }
 inline void __syncwarp(unsigned = 0xffffffffu) {
-  titan::emulation::currentBlock->warps[threadIdx.x / 32]->arrive_and_wait();
+  titan::emulation::park(titan::emulation::FiberState::AtWarpBarrier);
 }
 inline float __shfl_xor_sync(unsigned, float value, int laneMask) {
-  float *slots = titan::emulation::currentBlock->shuffle[threadIdx.x / 32];
+  float *slots = titan::emulation::warpSlots.shuffle[threadIdx.x / 32];
   slots[threadIdx.x % 32] = value;
   __syncwarp();
   const float result = slots[(threadIdx.x % 32) ^ unsigned(laneMask)];
   __syncwarp();
   return result;
+}
+
+// CUDA's device functions that the toolkit's headers declare for device
+// code only (__expf is defined in EmulatedCudart.cpp).
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int atomicAdd(int *address, int value) {
+  const int old = *address;
+  *address = old + value;
+  return old;
 }
 
 #endif // TITAN_TEST_CUDA_EMULATION_EMULATEDCUDA_H

@@ -30,10 +30,10 @@ inline float unpackBf16(uint32_t reg, int half) {
 
 inline void mmaBf16(float (&d)[4], const uint32_t (&a)[4],
                     const uint32_t (&b)[2]) {
-  titan::emulation::Block &block = *titan::emulation::currentBlock;
+  titan::emulation::WarpSlots &slots = titan::emulation::warpSlots;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  memcpy(block.mmaA[warp][lane], a, sizeof(a));
-  memcpy(block.mmaB[warp][lane], b, sizeof(b));
+  memcpy(slots.mmaA[warp][lane], a, sizeof(a));
+  memcpy(slots.mmaB[warp][lane], b, sizeof(b));
   __syncwarp();
   // A[r][c] is in lane (r % 8) * 4 + (c % 8) / 2, register (r >= 8) +
   // 2 (c >= 8), half c % 2; B[k][n] in lane n * 4 + (k % 8) / 2, register
@@ -45,11 +45,11 @@ inline void mmaBf16(float (&d)[4], const uint32_t (&a)[4],
     float sum = d[i];
     for (int k = 0; k < 16; ++k) {
       const float x =
-          emulated::unpackBf16(block.mmaA[warp][(row % 8) * 4 + (k % 8) / 2]
+          emulated::unpackBf16(slots.mmaA[warp][(row % 8) * 4 + (k % 8) / 2]
                                          [(row >= 8) + 2 * (k >= 8)],
                                k % 2);
       const float y = emulated::unpackBf16(
-          block.mmaB[warp][column * 4 + (k % 8) / 2][k >= 8], k % 2);
+          slots.mmaB[warp][column * 4 + (k % 8) / 2][k >= 8], k % 2);
       sum += x * y;
     }
     d[i] = sum;

@@ -1,0 +1,89 @@
+//===- EmulatorTest.cpp - the CUDA emulation itself -----------------------===//
+//
+// What CudaEmulationTest's kernels rely on: every thread of every block
+// runs with its coordinates, __syncthreads orders the block's threads,
+// shuffles exchange between lanes, and barriers that can never complete
+// are reported as a deadlock instead of hanging.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EmulatedCuda.h"
+
+#include "cuda/Launch.cuh"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace {
+
+using namespace titan::rt;
+using namespace titan::rt::cuda;
+
+/// out[global thread] = its block and thread coordinates, and what the
+/// previous thread of its block wrote before the barrier.
+__global__ void coordinatesKernel(int *out, int *previous) {
+  static int written[256];
+  const int global = int(blockIdx.x * blockDim.x + threadIdx.x);
+  written[threadIdx.x] = global;
+  __syncthreads();
+  out[global] = int(blockIdx.x) * 1000 + int(threadIdx.x);
+  previous[global] = written[(threadIdx.x + blockDim.x - 1) % blockDim.x];
+}
+
+/// out[thread] = the value of lane (lane ^ 5) of its warp.
+__global__ void shuffleKernel(float *out) {
+  out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, float(threadIdx.x), 5);
+}
+
+/// Half of each warp waits for its warp, the other half for the block:
+/// neither barrier is ever complete. (Threads that finished the block
+/// count as arrived, as exited threads do on the GPU.)
+__global__ void divergentBarrierKernel() {
+  if (threadIdx.x % 2)
+    __syncwarp();
+  else
+    __syncthreads();
+}
+
+LaunchConfig config(int64_t blocks, int64_t threads) {
+  LaunchConfig launch;
+  launch.grid.x = blocks;
+  launch.block.x = threads;
+  return launch;
+}
+
+TEST(CudaEmulatorTest, EveryThreadOfEveryBlockAfterTheBarrier) {
+  std::vector<int> out(3 * 64), previous(3 * 64);
+  ASSERT_TRUE(launchKernel("t", config(3, 64), nullptr, coordinatesKernel,
+                           out.data(), previous.data())
+                  .ok());
+  for (int block = 0; block < 3; ++block)
+    for (int thread = 0; thread < 64; ++thread) {
+      EXPECT_EQ(out[block * 64 + thread], block * 1000 + thread);
+      EXPECT_EQ(previous[block * 64 + thread], block * 64 + (thread + 63) % 64);
+    }
+}
+
+TEST(CudaEmulatorTest, ShufflesExchangeWithinAWarp) {
+  std::vector<float> out(64);
+  ASSERT_TRUE(
+      launchKernel("t", config(1, 64), nullptr, shuffleKernel, out.data())
+          .ok());
+  for (int thread = 0; thread < 64; ++thread)
+    EXPECT_EQ(out[thread], float((thread & ~31) | ((thread % 32) ^ 5)));
+}
+
+TEST(CudaEmulatorDeathTest, BarriersThatNeverCompleteAreADeadlock) {
+  EXPECT_DEATH(
+      (void)launchKernel("t", config(2, 64), nullptr, divergentBarrierKernel),
+      "emulated CUDA: deadlock in block 0,0,0");
+}
+
+TEST(CudaEmulatorTest, RefusesWhatTheGpuRefuses) {
+  // validateLaunch, as the real launcher: 48 threads are not whole warps.
+  EXPECT_FALSE(
+      launchKernel("t", config(1, 48), nullptr, divergentBarrierKernel).ok());
+}
+
+} // namespace

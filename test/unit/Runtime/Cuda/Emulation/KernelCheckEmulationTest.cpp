@@ -1,0 +1,35 @@
+//===- KernelCheckEmulationTest.cpp - the GPU check on CPU threads --------===//
+//
+// titan-cuda-kernel-check's element-wise and loss families (RMSNorm, RoPE,
+// SwiGLU, softmax, cross-entropy, embedding, the fused AdamW: the same
+// shapes, references and tolerances, the bitwise reproducibility checks
+// included) with the kernels emulated (EmulatedKernels.cpp) and the CUDA
+// runtime on host memory (EmulatedCudart.cpp). The GEMMs (cuBLASLt) and
+// the backend's ABI calls need a GPU; attention is AttentionEmulationTest.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../KernelCheck/KernelCheck.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using namespace titan::rt::cuda;
+using namespace titan::rt::cuda::check;
+
+/// Runs one family; every comparison it prints must pass.
+void runFamily(void (*family)(Checker &, Context &)) {
+  Checker checker;
+  Context context;
+  ASSERT_TRUE(Stream::create(context.stream).ok());
+  family(checker, context);
+  EXPECT_GT(checker.getChecks(), 0);
+  EXPECT_EQ(checker.getFailures(), 0);
+}
+
+TEST(CudaKernelCheckEmulationTest, Elementwise) { runFamily(checkElementwise); }
+
+TEST(CudaKernelCheckEmulationTest, Loss) { runFamily(checkLoss); }
+
+} // namespace
