@@ -302,7 +302,8 @@ Status cuda::attentionBackward(cudaStream_t stream, int32_t dtype,
                                const AttentionShape &shape, const void *q,
                                const void *k, const void *v, const void *out,
                                const void *dout, const float *lse, void *dq,
-                               void *dk, void *dv, void *workspace) {
+                               void *dk, void *dv, void *workspace,
+                               AttentionKernels kernels) {
   const char *op = "attention_grad (CUDA)";
   int64_t rows;
   TITANRT_RETURN_IF_ERROR(checkAttentionCall(op, dtype, shape, rows));
@@ -320,7 +321,8 @@ Status cuda::attentionBackward(cudaStream_t stream, int32_t dtype,
   if (rows == 0)
     return Status::success();
   float *delta = static_cast<float *>(workspace);
-  const bool tensorCores = attentionUsesTensorCores(dtype, shape.headDim) &&
+  const bool tensorCores = kernels == AttentionKernels::Auto &&
+                           attentionUsesTensorCores(dtype, shape.headDim) &&
                            areAligned(16, {q, k, v, dout, dq, dk, dv});
   return withFloatType(dtype, [&](auto t) {
     using T = decltype(t);

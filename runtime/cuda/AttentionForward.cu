@@ -190,7 +190,7 @@ __global__ void __launch_bounds__(mma::kThreads)
 Status cuda::attentionForward(cudaStream_t stream, int32_t dtype,
                               const AttentionShape &shape, const void *q,
                               const void *k, const void *v, void *out,
-                              float *lse) {
+                              float *lse, AttentionKernels kernels) {
   const char *op = "attention (CUDA)";
   int64_t rows;
   TITANRT_RETURN_IF_ERROR(checkAttentionCall(op, dtype, shape, rows));
@@ -199,7 +199,8 @@ Status cuda::attentionForward(cudaStream_t stream, int32_t dtype,
   if (rows == 0)
     return Status::success();
   const float scoreScale = scaleLog2(shape.scale);
-  if (attentionUsesTensorCores(dtype, shape.headDim) &&
+  if (kernels == AttentionKernels::Auto &&
+      attentionUsesTensorCores(dtype, shape.headDim) &&
       areAligned(16, {q, k, v, out}))
     return launchKernel(op, attentionForwardMmaLaunch(shape), stream,
                         attentionForwardMmaKernel, static_cast<const bf16 *>(q),

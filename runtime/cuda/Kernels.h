@@ -96,6 +96,16 @@ Status softmaxBackward(cudaStream_t stream, int32_t dtype, const void *y,
 // Attention (titan.attention, titan.attention_grad)
 //===----------------------------------------------------------------------===//
 
+/// Which attention kernels a call runs.
+enum class AttentionKernels {
+  /// Tensor cores where attentionUsesTensorCores(dtype, headDim) holds and
+  /// the operands are 16-byte aligned, CUDA cores otherwise.
+  Auto,
+  /// CUDA cores for every dtype: the baseline titan-cuda-bench times the
+  /// tensor-core kernels against, and titan-cuda-kernel-check checks too.
+  CudaCores,
+};
+
 /// out = softmax(q k^T * scale (+ causal mask)) v per batch and query head
 /// (query head h reads KV head h / (qHeads / kvHeads)), flash-style: key
 /// tiles stream through shared memory with an online softmax, no [seq,
@@ -104,7 +114,8 @@ Status softmaxBackward(cudaStream_t stream, int32_t dtype, const void *y,
 /// reads.
 Status attentionForward(cudaStream_t stream, int32_t dtype,
                         const AttentionShape &shape, const void *q,
-                        const void *k, const void *v, void *out, float *lse);
+                        const void *k, const void *v, void *out, float *lse,
+                        AttentionKernels kernels = AttentionKernels::Auto);
 
 /// dq, dk, dv of attentionForward given dout, recomputing the
 /// probabilities from q, k and `lse`: dv = p^T dout, ds = p * (dout v^T -
@@ -116,7 +127,8 @@ Status attentionBackward(cudaStream_t stream, int32_t dtype,
                          const AttentionShape &shape, const void *q,
                          const void *k, const void *v, const void *out,
                          const void *dout, const float *lse, void *dq, void *dk,
-                         void *dv, void *workspace);
+                         void *dv, void *workspace,
+                         AttentionKernels kernels = AttentionKernels::Auto);
 
 //===----------------------------------------------------------------------===//
 // Cross-entropy (titan.cross_entropy, titan.cross_entropy_grad)

@@ -342,22 +342,30 @@ void bench::benchAttention(Harness &harness, const ModelShape &model,
                               model.heads, shape.seq, model.headDim) +
                        format("%lld kv heads, causal", model.kvHeads);
   const cudaStream_t stream = harness.getStream();
-  // The forward runs first: the backward reads its out and lse.
-  (void)harness.time(makeMeasurement("attention.fwd", shape, detail,
-                                     computeWork(forwardFlops)),
-                     [&] {
-                       return attentionForward(stream, TITANRT_BF16, attention,
-                                               q.get(), k.get(), v.get(),
-                                               out.get(), lse.as<float>());
-                     });
-  (void)harness.time(makeMeasurement("attention.bwd", shape, detail,
-                                     computeWork(2.5 * forwardFlops)),
-                     [&] {
-                       return attentionBackward(
-                           stream, TITANRT_BF16, attention, q.get(), k.get(),
-                           v.get(), out.get(), dout.get(), lse.as<float>(),
-                           dq.get(), dk.get(), dv.get(), workspace.get());
-                     });
+  // The kernels titan runs (tensor cores), then the CUDA-core ones on the
+  // same inputs: their baseline in the same run.
+  for (auto [name, kernels] :
+       {std::pair<std::string, AttentionKernels>{"attention",
+                                                 AttentionKernels::Auto},
+        {"attention_cuda_cores", AttentionKernels::CudaCores}}) {
+    // The forward runs first: the backward reads its out and lse.
+    (void)harness.time(makeMeasurement(name + ".fwd", shape, detail,
+                                       computeWork(forwardFlops)),
+                       [&, kernels = kernels] {
+                         return attentionForward(
+                             stream, TITANRT_BF16, attention, q.get(), k.get(),
+                             v.get(), out.get(), lse.as<float>(), kernels);
+                       });
+    (void)harness.time(makeMeasurement(name + ".bwd", shape, detail,
+                                       computeWork(2.5 * forwardFlops)),
+                       [&, kernels = kernels] {
+                         return attentionBackward(
+                             stream, TITANRT_BF16, attention, q.get(), k.get(),
+                             v.get(), out.get(), dout.get(), lse.as<float>(),
+                             dq.get(), dk.get(), dv.get(), workspace.get(),
+                             kernels);
+                       });
+  }
 }
 
 void bench::benchLossAndEmbedding(Harness &harness, const ModelShape &model,

@@ -5,9 +5,9 @@
 // threads, against the double-precision reference (runtime/cuda/
 // Reference.h) on titan-cuda-kernel-check's shapes and tolerances: the
 // tensor-core kernels (bf16, head dims 16, 64, 128) and the CUDA-core ones
-// (f32; bf16 with head dims 4 and 36), and which kernels each call
-// launched. On a GPU, kernels.test runs the same comparisons on the
-// hardware, and the backend's ABI calls besides.
+// (f32; bf16 with head dims 4 and 36, and forced for the others), and which
+// kernels each call launched. On a GPU, kernels.test runs the same comparisons
+// on the hardware, and the backend's ABI calls besides.
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,7 +73,9 @@ template <typename T> constexpr int32_t dtypeOf() {
   return std::is_same_v<T, bf16> ? TITANRT_BF16 : TITANRT_F32;
 }
 
-template <typename T> void checkAttention(AttentionShape shape, uint32_t seed) {
+template <typename T>
+void checkAttention(AttentionShape shape, uint32_t seed,
+                    AttentionKernels kernels = AttentionKernels::Auto) {
   shape.scale = 1.0 / std::sqrt(double(shape.headDim));
   const int32_t dtype = dtypeOf<T>();
   const double tolerance = dtype == TITANRT_BF16 ? 1.6e-2 : 1e-4;
@@ -92,7 +94,7 @@ template <typename T> void checkAttention(AttentionShape shape, uint32_t seed) {
   emulated::launchedKernels.clear();
   ASSERT_TRUE(attentionForward(nullptr, dtype, shape, qTensor.data.data(),
                                kTensor.data.data(), vTensor.data.data(),
-                               out.data.data(), lse.data())
+                               out.data.data(), lse.data(), kernels)
                   .ok());
   std::vector<double> expectedOut(qCount), expectedLse(rows);
   reference::attentionForward(shape, q.data(), k.data(), v.data(),
@@ -106,7 +108,7 @@ template <typename T> void checkAttention(AttentionShape shape, uint32_t seed) {
                                 kTensor.data.data(), vTensor.data.data(),
                                 out.data.data(), doutTensor.data.data(),
                                 lse.data(), dq.data.data(), dk.data.data(),
-                                dv.data.data(), workspace.data())
+                                dv.data.data(), workspace.data(), kernels)
                   .ok());
   std::vector<double> expectedDq(qCount), expectedDk(kvCount),
       expectedDv(kvCount);
@@ -157,9 +159,12 @@ TEST(CudaAttentionEmulationTest, CudaCores) {
                                    kernel(attentionDeltaKernel<float>),
                                    kernel(attentionBackwardKvKernel<float>),
                                    kernel(attentionBackwardQKernel<float>)}));
-    if (attentionUsesTensorCores(TITANRT_BF16, shape.headDim))
-      continue;
-    checkAttention<bf16>(shape, seed += 4);
+    // bf16 on CUDA cores: where tensor cores would run, forced.
+    const AttentionKernels kernels =
+        attentionUsesTensorCores(TITANRT_BF16, shape.headDim)
+            ? AttentionKernels::CudaCores
+            : AttentionKernels::Auto;
+    checkAttention<bf16>(shape, seed += 4, kernels);
     EXPECT_EQ(emulated::launchedKernels,
               (std::vector<void *>{kernel(attentionForwardKernel<bf16>),
                                    kernel(attentionDeltaKernel<bf16>),

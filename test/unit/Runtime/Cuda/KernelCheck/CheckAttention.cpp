@@ -6,7 +6,8 @@
 // reproducible; then titanrt_attention_grad as CudaBackend runs it
 // (recomputing the forward), bit for bit the same. Sequences that end inside a
 // tile, GQA, MHA, head dims from 4 to 128 (bf16 at 16, 64 and 128 on tensor
-// cores, at 4 and 36 on CUDA cores), causal or not.
+// cores, and forced onto CUDA cores too; at 4 and 36 on CUDA cores), causal
+// or not.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,13 +31,14 @@ namespace ref = titan::rt::cuda::reference;
 namespace {
 
 void checkCase(Checker &checker, Context &context, int32_t dtype,
-               AttentionShape shape, uint32_t seed) {
+               AttentionShape shape, uint32_t seed, AttentionKernels kernels) {
   shape.scale = 1.0 / std::sqrt(double(shape.headDim));
+  const bool cudaCores = kernels == AttentionKernels::CudaCores;
   const std::string suffix =
-      "." + nameOf(dtype) + (shape.causal ? ".causal." : ".full.") +
-      std::to_string(shape.batch) + "x" + std::to_string(shape.qHeads) + "/" +
-      std::to_string(shape.kvHeads) + "x" + std::to_string(shape.seq) + "x" +
-      std::to_string(shape.headDim);
+      "." + nameOf(dtype) + (cudaCores ? ".cuda_cores" : "") +
+      (shape.causal ? ".causal." : ".full.") + std::to_string(shape.batch) +
+      "x" + std::to_string(shape.qHeads) + "/" + std::to_string(shape.kvHeads) +
+      "x" + std::to_string(shape.seq) + "x" + std::to_string(shape.headDim);
   const std::string forward = "attention_forward" + suffix;
   const std::string backward = "attention_backward" + suffix;
   const int64_t qCount = shape.batch * shape.qHeads * shape.seq * shape.headDim;
@@ -64,9 +66,10 @@ void checkCase(Checker &checker, Context &context, int32_t dtype,
     return;
   cudaStream_t stream = context.stream.get();
   std::vector<double> out, lse;
-  if (!checker.expectOk(
-          forward, attentionForward(stream, dtype, shape, dQ.get(), dK.get(),
-                                    dV.get(), dOut.get(), dLse.as<float>())) ||
+  if (!checker.expectOk(forward,
+                        attentionForward(stream, dtype, shape, dQ.get(),
+                                         dK.get(), dV.get(), dOut.get(),
+                                         dLse.as<float>(), kernels)) ||
       !checker.expectOk(forward, dOut.download(out)) ||
       !checker.expectOk(forward, dLse.download(lse)))
     return;
@@ -80,7 +83,8 @@ void checkCase(Checker &checker, Context &context, int32_t dtype,
   auto run = [&] {
     return attentionBackward(stream, dtype, shape, dQ.get(), dK.get(), dV.get(),
                              dOut.get(), dDout.get(), dLse.as<float>(),
-                             dDq.get(), dDk.get(), dDv.get(), workspace.get());
+                             dDq.get(), dDk.get(), dDv.get(), workspace.get(),
+                             kernels);
   };
   std::vector<double> dq, dk, dv, dqAgain, dkAgain, dvAgain;
   if (!checker.expectOk(backward, run()) ||
@@ -107,6 +111,8 @@ void checkCase(Checker &checker, Context &context, int32_t dtype,
   allAgain.insert(allAgain.end(), dkAgain.begin(), dkAgain.end());
   allAgain.insert(allAgain.end(), dvAgain.begin(), dvAgain.end());
   checker.expectIdentical(backward + ".deterministic", all, allAgain);
+  if (cudaCores)
+    return; // the backend runs the kernels of AttentionKernels::Auto
 
   // titanrt_attention and titanrt_attention_grad as the CUDA backend runs
   // them: the forward's output and log-sum-exp, then the backward from
@@ -159,6 +165,13 @@ void check::checkAttention(Checker &checker, Context &context) {
   };
   uint32_t seed = 5000;
   for (int32_t dtype : {TITANRT_F32, TITANRT_BF16})
-    for (const AttentionShape &shape : shapes)
-      checkCase(checker, context, dtype, shape, seed += 4);
+    for (const AttentionShape &shape : shapes) {
+      checkCase(checker, context, dtype, shape, seed += 4,
+                AttentionKernels::Auto);
+      // What tensor cores run, on CUDA cores too (their baseline in
+      // titan-cuda-bench).
+      if (attentionUsesTensorCores(dtype, shape.headDim))
+        checkCase(checker, context, dtype, shape, seed,
+                  AttentionKernels::CudaCores);
+    }
 }
