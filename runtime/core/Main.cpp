@@ -277,6 +277,8 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
         options.deviceHardwareThreadsPerRank;
   if (const char *stepMemory = std::getenv("TITAN_STEP_MEMORY"))
     backendOptions.stepMemory = stepMemory;
+  if (const char *attention = std::getenv("TITAN_CUDA_ATTENTION"))
+    backendOptions.cudaAttention = attention;
   RankBackend backend;
   TITANRT_RETURN_IF_ERROR(createRankBackend(program, backendOptions, backend));
 

@@ -46,6 +46,9 @@ struct RankBackendOptions {
   /// TITAN_STEP_MEMORY (createStepMemory's kinds; "" for the backend's
   /// own).
   std::string stepMemory;
+  /// TITAN_CUDA_ATTENTION: the CUDA backend's attention kernels ("" or
+  /// "auto", "cuda_cores"); the CPU backend has one kind.
+  std::string cudaAttention;
 };
 
 /// The hardware threads a CPU rank of `threads` threads gets when

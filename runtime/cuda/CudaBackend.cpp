@@ -26,8 +26,10 @@ CrossEntropyWorkspace cuda::splitCrossEntropyWorkspace(void *workspace,
 static_assert(kRmsNormGradBlocks == TITANRT_RMS_NORM_GRAD_PARTIALS,
               "titanrt.h's RMSNorm workspace differs from the kernel's");
 
-Status CudaBackend::create(std::unique_ptr<CudaBackend> &backend) {
+Status CudaBackend::create(std::unique_ptr<CudaBackend> &backend,
+                           AttentionKernels attentionKernels) {
   std::unique_ptr<CudaBackend> created(new CudaBackend);
+  created->attentionKernels = attentionKernels;
   TITANRT_RETURN_IF_ERROR(Stream::create(created->stream));
   TITANRT_RETURN_IF_ERROR(GemmEngine::create(created->gemm));
   backend = std::move(created);
@@ -44,7 +46,8 @@ Status CudaBackend::matmul(int32_t dtype, const void *a, const void *b, void *c,
 Status CudaBackend::attention(int32_t dtype, const AttentionShape &shape,
                               const void *q, const void *k, const void *v,
                               void *out, float *lse) {
-  return attentionForward(stream.get(), dtype, shape, q, k, v, out, lse);
+  return attentionForward(stream.get(), dtype, shape, q, k, v, out, lse,
+                          attentionKernels);
 }
 
 Status CudaBackend::attentionGrad(int32_t dtype, const AttentionShape &shape,
@@ -53,7 +56,7 @@ Status CudaBackend::attentionGrad(int32_t dtype, const AttentionShape &shape,
                                   const void *grad, void *dq, void *dk,
                                   void *dv, void *workspace) {
   return attentionBackward(stream.get(), dtype, shape, q, k, v, out, grad, lse,
-                           dq, dk, dv, workspace);
+                           dq, dk, dv, workspace, attentionKernels);
 }
 
 Status CudaBackend::embeddingGrad(int32_t dtype, int32_t idsDtype,

@@ -46,8 +46,11 @@ CrossEntropyWorkspace splitCrossEntropyWorkspace(void *workspace, int64_t rows);
 class CudaBackend final : public ComputeBackend {
 public:
   /// Creates the backend on the current device (selectDevice first): its
-  /// compute stream and cuBLASLt engine.
-  static Status create(std::unique_ptr<CudaBackend> &backend);
+  /// compute stream and cuBLASLt engine; its attention calls run
+  /// `attentionKernels`.
+  static Status
+  create(std::unique_ptr<CudaBackend> &backend,
+         AttentionKernels attentionKernels = AttentionKernels::Auto);
 
   /// The stream every call is queued on.
   cudaStream_t getStream() const { return stream.get(); }
@@ -93,6 +96,7 @@ private:
   Stream stream;
   std::unique_ptr<GemmEngine> gemm;
   DeviceBuffer embeddingWorkspace;
+  AttentionKernels attentionKernels = AttentionKernels::Auto;
 };
 
 } // namespace titan::rt::cuda

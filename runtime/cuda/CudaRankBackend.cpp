@@ -29,10 +29,13 @@ Status titan::rt::createRankBackend(const ProgramDescription &program,
     return Status::invalidArgument(
         "TITAN_STEP_MEMORY=" + options.stepMemory +
         " is a test aid of the CPU backend; unset it for a CUDA program");
+  cuda::AttentionKernels attention;
+  TITANRT_RETURN_IF_ERROR(
+      cuda::parseAttentionKernels(options.cudaAttention, attention));
   int device = int(options.localRank);
   TITANRT_RETURN_IF_ERROR(cuda::selectDevice(device));
   std::unique_ptr<cuda::CudaBackend> compute;
-  TITANRT_RETURN_IF_ERROR(cuda::CudaBackend::create(compute));
+  TITANRT_RETURN_IF_ERROR(cuda::CudaBackend::create(compute, attention));
   cudaStream_t computeStream = compute->getStream();
   titanrt_cuda_set_stream(computeStream);
   backend.memory = std::make_unique<cuda::CudaStepMemory>(computeStream);

@@ -41,3 +41,19 @@ Status cuda::checkAdamWHyperparameters(const AdamWHyperparameters &hyper) {
     return fail("step = " + std::to_string(hyper.step) + " is negative");
   return Status::success();
 }
+
+Status cuda::parseAttentionKernels(const std::string &name,
+                                   AttentionKernels &kernels) {
+  if (name.empty() || name == "auto") {
+    kernels = AttentionKernels::Auto;
+    return Status::success();
+  }
+  if (name == "cuda_cores") {
+    kernels = AttentionKernels::CudaCores;
+    return Status::success();
+  }
+  return Status::invalidArgument(
+      "TITAN_CUDA_ATTENTION=" + name +
+      " is not a choice of attention kernels: auto (tensor cores where they "
+      "apply, the default) or cuda_cores");
+}

@@ -13,6 +13,7 @@
 #include "core/Status.h"
 
 #include <cstdint>
+#include <string>
 
 namespace titan::rt::cuda {
 
@@ -37,6 +38,22 @@ struct CrossEntropyShape {
   int64_t ignoreIndex = -100;
   int32_t labelsDtype = TITANRT_I64;
 };
+
+/// Which attention kernels a call runs.
+enum class AttentionKernels {
+  /// Tensor cores where attentionUsesTensorCores(dtype, headDim) holds and
+  /// the operands are 16-byte aligned, CUDA cores otherwise.
+  Auto,
+  /// CUDA cores for every dtype: the baseline titan-cuda-bench times the
+  /// tensor-core kernels against, which titan-cuda-kernel-check checks too
+  /// and a rank runs under TITAN_CUDA_ATTENTION=cuda_cores.
+  CudaCores,
+};
+
+/// The kernels TITAN_CUDA_ATTENTION names: "" or "auto", or "cuda_cores";
+/// anything else fails with the choices.
+Status parseAttentionKernels(const std::string &name,
+                             AttentionKernels &kernels);
 
 /// torch.optim.AdamW's hyperparameters (torchtitan's defaults) and the
 /// step.

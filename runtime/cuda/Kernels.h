@@ -96,16 +96,6 @@ Status softmaxBackward(cudaStream_t stream, int32_t dtype, const void *y,
 // Attention (titan.attention, titan.attention_grad)
 //===----------------------------------------------------------------------===//
 
-/// Which attention kernels a call runs.
-enum class AttentionKernels {
-  /// Tensor cores where attentionUsesTensorCores(dtype, headDim) holds and
-  /// the operands are 16-byte aligned, CUDA cores otherwise.
-  Auto,
-  /// CUDA cores for every dtype: the baseline titan-cuda-bench times the
-  /// tensor-core kernels against, and titan-cuda-kernel-check checks too.
-  CudaCores,
-};
-
 /// out = softmax(q k^T * scale (+ causal mask)) v per batch and query head
 /// (query head h reads KV head h / (qHeads / kvHeads)), flash-style: key
 /// tiles stream through shared memory with an online softmax, no [seq,

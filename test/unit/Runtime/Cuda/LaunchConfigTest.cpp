@@ -224,6 +224,21 @@ TEST(CudaLaunchConfigTest, AttentionOnTensorCores) {
   }
 }
 
+TEST(CudaLaunchConfigTest, AttentionKernelsFromTheEnvironment) {
+  AttentionKernels kernels = AttentionKernels::CudaCores;
+  ASSERT_TRUE(parseAttentionKernels("", kernels).ok());
+  EXPECT_EQ(kernels, AttentionKernels::Auto);
+  ASSERT_TRUE(parseAttentionKernels("cuda_cores", kernels).ok());
+  EXPECT_EQ(kernels, AttentionKernels::CudaCores);
+  ASSERT_TRUE(parseAttentionKernels("auto", kernels).ok());
+  EXPECT_EQ(kernels, AttentionKernels::Auto);
+  Status status = parseAttentionKernels("simt", kernels);
+  EXPECT_EQ(status.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(status.getMessage(),
+            "TITAN_CUDA_ATTENTION=simt is not a choice of attention kernels: "
+            "auto (tensor cores where they apply, the default) or cuda_cores");
+}
+
 TEST(CudaLaunchConfigTest, AttentionShapeChecks) {
   auto code = [](AttentionShape shape) {
     return checkAttentionShape("attention (CUDA)", shape).getCode();
