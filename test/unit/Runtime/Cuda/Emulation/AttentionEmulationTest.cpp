@@ -22,6 +22,7 @@ alignas(16) float4 sharedMemory[227 * 1024 / sizeof(float4)];
 #include "AttentionBackward.cu"
 #include "AttentionForward.cu"
 
+#include "../KernelCheck/KernelCheck.h"
 #include "cuda/Reference.h"
 
 #include <gtest/gtest.h>
@@ -121,22 +122,13 @@ void checkAttention(AttentionShape shape, uint32_t seed,
   EXPECT_LE(relativeError(dv.values(), expectedDv), tolerance);
 }
 
-/// titan-cuda-kernel-check's attention shapes (the scale is set from
-/// head_dim): ragged last tiles, GQA and MHA, head dims 4 to 128, causal or
-/// not.
-const AttentionShape kShapes[] = {
-    {2, 4, 2, 200, 64, true, 0},  {1, 2, 1, 100, 128, true, 0},
-    {1, 3, 3, 129, 16, false, 0}, {1, 1, 1, 1, 4, true, 0},
-    {1, 2, 2, 64, 36, false, 0},  {1, 4, 1, 512, 128, true, 0},
-};
-
 template <typename F> void *kernel(F *function) {
   return reinterpret_cast<void *>(function);
 }
 
 TEST(CudaAttentionEmulationTest, TensorCores) {
   uint32_t seed = 7000;
-  for (const AttentionShape &shape : kShapes) {
+  for (const AttentionShape &shape : check::attentionCheckShapes()) {
     if (!attentionUsesTensorCores(TITANRT_BF16, shape.headDim))
       continue;
     SCOPED_TRACE(shape.headDim);
@@ -151,7 +143,7 @@ TEST(CudaAttentionEmulationTest, TensorCores) {
 
 TEST(CudaAttentionEmulationTest, CudaCores) {
   uint32_t seed = 8000;
-  for (const AttentionShape &shape : kShapes) {
+  for (const AttentionShape &shape : check::attentionCheckShapes()) {
     SCOPED_TRACE(shape.headDim);
     checkAttention<float>(shape, seed += 4);
     EXPECT_EQ(emulated::launchedKernels,

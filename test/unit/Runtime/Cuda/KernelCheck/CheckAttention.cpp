@@ -5,9 +5,9 @@
 // log-sum-exp (what the backward reads), twice to check that it is bitwise
 // reproducible; then titanrt_attention_grad as CudaBackend runs it
 // (recomputing the forward), bit for bit the same. Sequences that end inside a
-// tile, GQA, MHA, head dims from 4 to 128 (bf16 at 16, 64 and 128 on tensor
-// cores, and forced onto CUDA cores too; at 4 and 36 on CUDA cores), causal
-// or not.
+// tile, a sequence of one row, GQA, MHA, head dims from 4 to 128 (bf16 at
+// 16, 32, 64 and 128 on tensor cores, and forced onto CUDA cores too; at 4
+// and 36 on CUDA cores), causal or not.
 //
 //===----------------------------------------------------------------------===//
 
@@ -158,14 +158,9 @@ void checkCase(Checker &checker, Context &context, int32_t dtype,
 } // namespace
 
 void check::checkAttention(Checker &checker, Context &context) {
-  const AttentionShape shapes[] = {
-      {2, 4, 2, 200, 64, true, 0},  {1, 2, 1, 100, 128, true, 0},
-      {1, 3, 3, 129, 16, false, 0}, {1, 1, 1, 1, 4, true, 0},
-      {1, 2, 2, 64, 36, false, 0},  {1, 4, 1, 512, 128, true, 0},
-  };
   uint32_t seed = 5000;
   for (int32_t dtype : {TITANRT_F32, TITANRT_BF16})
-    for (const AttentionShape &shape : shapes) {
+    for (const AttentionShape &shape : attentionCheckShapes()) {
       checkCase(checker, context, dtype, shape, seed += 4,
                 AttentionKernels::Auto);
       // What tensor cores run, on CUDA cores too (their baseline in

@@ -156,3 +156,12 @@ double check::toleranceFor(int32_t dtype, double f32, double bf16) {
 std::string check::nameOf(int32_t dtype) {
   return dtype == TITANRT_BF16 ? "bf16" : "f32";
 }
+
+std::vector<AttentionShape> check::attentionCheckShapes() {
+  return {
+      {2, 4, 2, 200, 64, true, 0},  {1, 2, 1, 100, 128, true, 0},
+      {1, 3, 3, 129, 16, false, 0}, {1, 1, 1, 1, 4, true, 0},
+      {1, 2, 2, 64, 36, false, 0},  {1, 4, 1, 512, 128, true, 0},
+      {1, 2, 2, 1, 64, true, 0},    {3, 8, 2, 65, 32, false, 0},
+  };
+}

@@ -85,6 +85,10 @@ double toleranceFor(int32_t dtype, double f32 = 1e-4, double bf16 = 1.6e-2);
 /// "f32" or "bf16".
 std::string nameOf(int32_t dtype);
 
+/// The attention family's shapes (the scale is set from head_dim): ragged
+/// last tiles, one row, GQA and MHA, head dims 4 to 128, causal or not.
+std::vector<AttentionShape> attentionCheckShapes();
+
 /// The check families (one per file).
 void checkGemm(Checker &checker, Context &context);
 void checkElementwise(Checker &checker, Context &context);
