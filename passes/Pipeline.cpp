@@ -78,6 +78,10 @@ void mlir::titan::buildSchedulingPipeline(OpPassManager &pm,
   if (options.asyncTensorParallel)
     pm.addPass(
         createDecomposeCollectiveMatmulPass(*options.asyncTensorParallel));
+  // On the collectives in their final form (async TP's chunks stay as
+  // they are), before the schedule moves the buckets behind computation.
+  if (options.buckets)
+    pm.addPass(createBucketCollectivesPass(*options.buckets));
   if (options.overlap)
     pm.addPass(createScheduleOverlapPass(*options.overlap));
 }
@@ -145,6 +149,8 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   options.reshard.policy = parallelism.fsdpReshardAfterForward;
   if (parallelism.overlapCommunication)
     options.overlap = ScheduleOverlapPassOptions{};
+  if (parallelism.bucketCollectives)
+    options.buckets = BucketCollectivesPassOptions{};
   if (parallelism.enableAsyncTensorParallel && mesh.getSize(TpAxis) > 1) {
     DecomposeCollectiveMatmulPassOptions asyncTp;
     asyncTp.axis = getMeshAxisName(TpAxis).str();

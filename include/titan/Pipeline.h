@@ -57,6 +57,9 @@ struct TitanPipelineOptions {
   /// Set when collectives run behind computation
   /// (parallelism.overlap_communication).
   std::optional<ScheduleOverlapPassOptions> overlap;
+  /// Set when a block's collectives run as buckets
+  /// (parallelism.bucket_collectives).
+  std::optional<BucketCollectivesPassOptions> buckets;
   /// Set under async tensor parallelism
   /// (parallelism.enable_async_tensor_parallel with a tp axis).
   std::optional<DecomposeCollectiveMatmulPassOptions> asyncTensorParallel;
@@ -93,8 +96,8 @@ void buildPlanningPipeline(OpPassManager &pm,
 /// the rank's program: only @train_step is kept, collectives are
 /// normalized and sunk to their first readers, then (with
 /// `options.asyncTensorParallel`) collective matmuls are decomposed into
-/// chunks and (with `options.overlap`) collectives scheduled behind
-/// computation.
+/// chunks, (with `options.buckets`) a block's collectives bucketed and
+/// (with `options.overlap`) collectives scheduled behind computation.
 void buildSchedulingPipeline(OpPassManager &pm,
                              const TitanPipelineOptions &options);
 

@@ -86,6 +86,7 @@ std::vector<TomlSection> schema(TrainConfig &c) {
         {"tensor_parallel_degree", &c.parallelism.tensorParallelDegree},
         {"enable_sequence_parallel", &c.parallelism.enableSequenceParallel},
         {"overlap_communication", &c.parallelism.overlapCommunication},
+        {"bucket_collectives", &c.parallelism.bucketCollectives},
         {"enable_async_tensor_parallel",
          &c.parallelism.enableAsyncTensorParallel},
         {"async_tensor_parallel_chunks",

@@ -82,6 +82,10 @@ struct ParallelismConfig {
   /// FSDP's prefetch of the next block's parameters, gradient reductions
   /// completing during the next block's backward).
   bool overlapCommunication = true;
+  /// titan's: the parameter gathers of each block and phase run as one
+  /// all-gather, its gradient reductions as one reduce-scatter or
+  /// all-reduce (titan-bucket-collectives: FSDP2's and DDP's buckets).
+  bool bucketCollectives = false;
   /// Async tensor parallelism: tensor-parallel all-gather -> matmul and
   /// matmul -> reduce-scatter run as chunks whose communication overlaps
   /// the other chunks' matmuls (titan-decompose-collective-matmul).
