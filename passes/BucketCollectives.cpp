@@ -8,6 +8,8 @@
 #include "NormalizeCollectives.h"
 #include "Segments.h"
 
+#include "titan/Config/DeviceFile.h"
+#include "titan/CostModel/CollectiveTime.h"
 #include "titan/Dialect/PipelineMesh.h"
 #include "titan/Dialect/TensorBuilder.h"
 #include "titan/Dialect/TitanDialect.h"
@@ -126,6 +128,18 @@ public:
       return;
     Segments segments(function.getBody().front());
     SmallVector<Bucket> buckets = formBuckets(segments);
+    if (!deviceName.empty()) {
+      llvm::Expected<DeviceDescription> device = loadDevice(deviceName);
+      if (!device) {
+        emitError(function.getLoc())
+            << "titan-bucket-collectives: device '" << deviceName
+            << "': " << llvm::toString(device.takeError());
+        return signalPassFailure();
+      }
+      llvm::erase_if(buckets, [&](const Bucket &bucket) {
+        return !paysOff(bucket, *device);
+      });
+    }
     // Where each bucket stands: the op at its position, or the first after
     // it that no bucket moves (moved producers stand elsewhere then).
     llvm::SmallPtrSet<Operation *, 16> moving;
@@ -146,6 +160,11 @@ public:
   }
 
 private:
+  /// Whether the cost model of `device` predicts `bucket` faster than its
+  /// members: the seconds of the members' collectives less those of one
+  /// collective of all their bytes, against copying its operands in and
+  /// its results out.
+  bool paysOff(const Bucket &bucket, const DeviceDescription &device);
   /// The buckets of two or more collectives, in program order of their
   /// first member.
   SmallVector<Bucket> formBuckets(const Segments &segments);
@@ -220,6 +239,34 @@ BucketCollectivesPass::formBuckets(const Segments &segments) {
            segments.getPosition(b.members.front());
   });
   return buckets;
+}
+
+bool BucketCollectivesPass::paysOff(const Bucket &bucket,
+                                    const DeviceDescription &device) {
+  Operation *front = bucket.members.front();
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
+      front, cast<FlatSymbolRefAttr>(front->getAttr("mesh")));
+  const int64_t perNode =
+      ranksPerNode ? int64_t(ranksPerNode) : device.ranksPerNode;
+  double separate = 0, bytesSent = 0, copied = 0;
+  const LinkDescription *link = nullptr;
+  for (Operation *member : bucket.members) {
+    auto collective = cast<CollectiveOpInterface>(member);
+    CollectiveTime time =
+        predictCollectiveTime(collective, mesh, device, perNode);
+    separate += time.seconds;
+    link = time.link;
+    bytesSent += collective.getBytesSentPerRank();
+    copied += double(getStaticByteSize(member->getOperand(0).getType()) +
+                     getStaticByteSize(member->getResult(0).getType()));
+  }
+  if (!link)
+    return false;
+  auto collective = cast<CollectiveOpInterface>(front);
+  const double together =
+      predictCollectiveSeconds(*link, collective.getCollectiveKind(),
+                               collective.getGroupSize(), bytesSent);
+  return separate - together > predictCopySeconds(device, copied);
 }
 
 void BucketCollectivesPass::grow(ArrayRef<Candidate> group,

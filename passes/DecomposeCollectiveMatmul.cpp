@@ -135,12 +135,6 @@ bool isReadRowwise(Value value, int64_t dim) {
   });
 }
 
-/// The predicted seconds of copying `bytes` bytes once (read and write).
-double copySeconds(const DeviceDescription &device, int64_t bytes) {
-  return predictComputeSeconds(device, ComputeClass::Vector, ElementType::F32,
-                               0, 2.0 * double(bytes));
-}
-
 /// A decomposition of one collective, before it is applied.
 struct Candidate {
   LogicalCollective collective;
@@ -333,7 +327,7 @@ int64_t DecomposeCollectiveMatmulPass::chooseChunks(
         collective.getBytesSentPerRank() / k);
     double seconds = chunkCollective + chunkCompute +
                      (k - 1) * std::max(chunkCollective, chunkCompute) +
-                     copySeconds(*device, copiedBytes(k));
+                     predictCopySeconds(*device, double(copiedBytes(k)));
     if (seconds < best) {
       best = seconds;
       bestChunks = k;

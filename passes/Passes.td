@@ -333,11 +333,23 @@ def BucketCollectivesPass : Pass<"titan-bucket-collectives",
     others'). Buckets grow in program order up to `max-bytes` of operands
     (0: no limit). Every rank runs the same program, so the ranks of a group
     issue the same buckets; the values computed are the same bit for bit.
+
+    With `device`, a bucket is kept only where the cost model predicts it
+    faster than its members: the latency of the collectives it saves (the
+    members' predicted times against one collective of all their bytes)
+    must exceed the copies that fill it and cut its results (its operand
+    and result bytes, each read and written once).
   }];
   let options = [
     Option<"maxBytes", "max-bytes", "int64_t", "0",
            "The most operand bytes one bucket holds (0: a segment's "
            "collectives of one kind form one bucket)">,
+    Option<"deviceName", "device", "std::string", "\"\"",
+           "The device whose cost model decides each bucket (a bundled "
+           "name or a device file; empty: every bucket is kept)">,
+    Option<"ranksPerNode", "ranks-per-node", "int64_t", "0",
+           "Ranks per node, for which link a group spans (0: the "
+           "device's)">,
   ];
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }

@@ -149,8 +149,12 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   options.reshard.policy = parallelism.fsdpReshardAfterForward;
   if (parallelism.overlapCommunication)
     options.overlap = ScheduleOverlapPassOptions{};
-  if (parallelism.bucketCollectives)
-    options.buckets = BucketCollectivesPassOptions{};
+  if (parallelism.bucketCollectives) {
+    BucketCollectivesPassOptions buckets;
+    buckets.deviceName = config.hardware.device;
+    buckets.ranksPerNode = config.hardware.ranksPerNode;
+    options.buckets = buckets;
+  }
   if (parallelism.enableAsyncTensorParallel && mesh.getSize(TpAxis) > 1) {
     DecomposeCollectiveMatmulPassOptions asyncTp;
     asyncTp.axis = getMeshAxisName(TpAxis).str();

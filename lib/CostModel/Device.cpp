@@ -115,6 +115,12 @@ double mlir::titan::predictComputeSeconds(const DeviceDescription &device,
   return std::max(computeSeconds, memorySeconds) + device.opOverheadSeconds;
 }
 
+double mlir::titan::predictCopySeconds(const DeviceDescription &device,
+                                       double bytes) {
+  return predictComputeSeconds(device, ComputeClass::Vector, ElementType::F32,
+                               0, 2.0 * bytes);
+}
+
 int64_t mlir::titan::getRingSteps(CollectiveKind kind, int64_t groupSize) {
   if (groupSize <= 1)
     return 0;

@@ -1,6 +1,16 @@
 // RUN: titan-opt %s --titan-bucket-collectives | FileCheck %s
 // RUN: titan-opt %s --titan-bucket-collectives=max-bytes=100 | FileCheck %s --check-prefix=SMALL
 // RUN: titan-opt %s --titan-bucket-collectives | titan-opt --titan-bucket-collectives | FileCheck %s
+// With a device, a bucket stays where the cost model predicts it faster.
+// The round test device: each bucket saves one ring step of 2 us (groups
+// of 2) and its copies (a few hundred bytes) cost 1 us of op
+// overhead, so every bucket stays. A device of 50 us per op: no bucket pays,
+// the program is left as it is. A device that is not one: its name.
+// RUN: titan-opt %s --titan-bucket-collectives=device=%S/../Spmd/Inputs/round-device.toml | FileCheck %s
+// RUN: titan-opt %s --titan-bucket-collectives=device=%S/Inputs/costly-copy-device.toml > %t.costly.mlir
+// RUN: titan-opt %s | diff - %t.costly.mlir
+// RUN: not titan-opt %s --titan-bucket-collectives=device=nosuch 2>&1 | FileCheck %s --check-prefix=NODEVICE
+// NODEVICE: error: titan-bucket-collectives: device 'nosuch': device 'nosuch' is neither a bundled device
 
 // One block under HSDP (fsdp 2 x dp_replicate 2). The forward's two
 // parameter gathers become one, issued where the first stood; the second

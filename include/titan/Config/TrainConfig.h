@@ -84,7 +84,8 @@ struct ParallelismConfig {
   bool overlapCommunication = true;
   /// titan's: the parameter gathers of each block and phase run as one
   /// all-gather, its gradient reductions as one reduce-scatter or
-  /// all-reduce (titan-bucket-collectives: FSDP2's and DDP's buckets).
+  /// all-reduce (titan-bucket-collectives: FSDP2's and DDP's buckets),
+  /// where the cost model of [hardware] device predicts it faster.
   bool bucketCollectives = false;
   /// Async tensor parallelism: tensor-parallel all-gather -> matmul and
   /// matmul -> reduce-scatter run as chunks whose communication overlaps

@@ -123,6 +123,10 @@ enum class ComputeClass : uint8_t {
 double predictComputeSeconds(const DeviceDescription &device, ComputeClass kind,
                              ElementType type, double flops, double bytes);
 
+/// Seconds of copying `bytes` bytes once (each read and written) on
+/// `device`: a vector op of no FLOPs.
+double predictCopySeconds(const DeviceDescription &device, double bytes);
+
 /// The ring steps of a collective of `kind` over `groupSize` ranks (each
 /// costs the link's latency): n-1 for all_gather, reduce_scatter and
 /// all_to_all, 2(n-1) for all_reduce, 1 for broadcast, send and recv; 0
