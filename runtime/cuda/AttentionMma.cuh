@@ -51,7 +51,7 @@ __device__ __forceinline__ LanePosition lanePosition() {
 __device__ __forceinline__ void loadTile(bf16 *tile, const bf16 *matrix,
                                          int64_t start, int64_t seq,
                                          int headDim) {
-  const int stride = headDim + 8, chunks = headDim / 8;
+  const int stride = int(attentionMmaRowStride(headDim)), chunks = headDim / 8;
   for (int index = threadIdx.x; index < kTileRows * chunks; index += kThreads) {
     const int r = index / chunks, column = (index - r * chunks) * 8;
     const int64_t row = start + r;
@@ -83,7 +83,7 @@ __device__ __forceinline__ void warpScores(ScoreFragments &scores,
                                            const bf16 *rowTile, int row0,
                                            const bf16 *columnTile,
                                            int headDim) {
-  const int stride = headDim + 8;
+  const int stride = int(attentionMmaRowStride(headDim));
   const LanePosition lane = lanePosition();
   const bf16 *rowPair =
       rowTile + (row0 + lane.group) * stride + 2 * lane.thread;
@@ -120,7 +120,7 @@ warpScoresAndGradients(ScoreFragments &scores, ScoreFragments &dp,
 __device__ __forceinline__ void warpAccumulate(HeadFragments &accumulator,
                                                const ScoreFragments &weights,
                                                const bf16 *tile, int headDim) {
-  const int stride = headDim + 8;
+  const int stride = int(attentionMmaRowStride(headDim));
   const LanePosition lane = lanePosition();
 #pragma unroll
   for (int j = 0; j < kScoreFragments / 2; ++j) {

@@ -134,27 +134,41 @@ Status cuda::checkAttentionShape(const char *op, const AttentionShape &shape) {
 
 namespace {
 
+/// One block of `threads` threads per (64-row tile, head, batch entry).
 LaunchConfig attentionLaunch(const AttentionShape &shape, int64_t heads,
-                             const AttentionSharedLayout &layout) {
+                             int64_t threads, int64_t sharedBytes) {
   LaunchConfig config;
   config.grid = {ceilDiv(shape.seq, kAttentionTile), heads, shape.batch};
-  config.block.x = kAttentionThreads;
-  config.sharedBytes = attentionSharedBytes(layout, shape.headDim);
+  config.block.x = threads;
+  config.sharedBytes = sharedBytes;
   return config;
+}
+
+LaunchConfig attentionSimtLaunch(const AttentionShape &shape, int64_t heads,
+                                 const AttentionSharedLayout &layout) {
+  return attentionLaunch(shape, heads, kAttentionThreads,
+                         attentionSharedBytes(layout, shape.headDim));
+}
+
+LaunchConfig attentionMmaLaunch(const AttentionShape &shape, int64_t heads,
+                                int64_t tiles, int64_t rowStats) {
+  return attentionLaunch(
+      shape, heads, kAttentionMmaThreads,
+      attentionMmaSharedBytes(tiles, rowStats, shape.headDim));
 }
 
 } // namespace
 
 LaunchConfig cuda::attentionForwardLaunch(const AttentionShape &shape) {
-  return attentionLaunch(shape, shape.qHeads, kAttentionForwardShared);
+  return attentionSimtLaunch(shape, shape.qHeads, kAttentionForwardShared);
 }
 
 LaunchConfig cuda::attentionBackwardKvLaunch(const AttentionShape &shape) {
-  return attentionLaunch(shape, shape.kvHeads, kAttentionBackwardKvShared);
+  return attentionSimtLaunch(shape, shape.kvHeads, kAttentionBackwardKvShared);
 }
 
 LaunchConfig cuda::attentionBackwardQLaunch(const AttentionShape &shape) {
-  return attentionLaunch(shape, shape.qHeads, kAttentionBackwardQShared);
+  return attentionSimtLaunch(shape, shape.qHeads, kAttentionBackwardQShared);
 }
 
 int64_t cuda::attentionBackwardWorkspaceBytes(const AttentionShape &shape) {
@@ -171,19 +185,6 @@ int64_t cuda::attentionMmaSharedBytes(int64_t tiles, int64_t rowStats,
   return tiles * attentionMmaTileElements(headDim) * 2 +
          rowStats * kAttentionTile * int64_t(sizeof(float));
 }
-
-namespace {
-
-LaunchConfig attentionMmaLaunch(const AttentionShape &shape, int64_t heads,
-                                int64_t tiles, int64_t rowStats) {
-  LaunchConfig config;
-  config.grid = {ceilDiv(shape.seq, kAttentionTile), heads, shape.batch};
-  config.block.x = kAttentionMmaThreads;
-  config.sharedBytes = attentionMmaSharedBytes(tiles, rowStats, shape.headDim);
-  return config;
-}
-
-} // namespace
 
 LaunchConfig cuda::attentionForwardMmaLaunch(const AttentionShape &shape) {
   return attentionMmaLaunch(shape, shape.qHeads, 3, 0);

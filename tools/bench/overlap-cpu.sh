@@ -10,7 +10,10 @@
 #     (titan-schedule-overlap);
 #   - tp: TP 2 with sequence parallelism, batch 1, overlap on;
 #     parallelism.enable_async_tensor_parallel = true vs false
-#     (titan-decompose-collective-matmul, chunks from the cost model).
+#     (titan-decompose-collective-matmul, chunks from the cost model);
+#   - buckets: FSDP 4 on 4 ranks, seq 256, global batch 4, overlap on;
+#     parallelism.bucket_collectives = true vs false
+#     (titan-bucket-collectives, buckets the cpu device's model keeps).
 #
 # Per variant: the median step time over the steps after the first, and the
 # exposed communication of a profiled step on rank 0 (the time its main
@@ -32,6 +35,7 @@ python=/usr/bin/python3
 work=$(mktemp -d /tmp/titan-bench-overlap.XXXXXX)
 config=$root/models/llama3/train_configs/debugmodel.toml
 seq=2048
+ranks=2
 
 case "$layout" in
 fsdp)
@@ -44,8 +48,15 @@ tp)
   batch=1
   switch=parallelism.enable_async_tensor_parallel
   ;;
+buckets)
+  mesh="--set parallelism.data_parallel_shard_degree=4"
+  ranks=4
+  seq=256
+  batch=4
+  switch=parallelism.bucket_collectives
+  ;;
 *)
-  echo "overlap-cpu.sh: LAYOUT must be fsdp or tp, got '$layout'" >&2
+  echo "overlap-cpu.sh: LAYOUT must be fsdp, tp or buckets, got '$layout'" >&2
   exit 2
   ;;
 esac
@@ -88,7 +99,7 @@ print(f'{(sync + wait) * 1e-6:.6f}')" "$1"
 for round in $(seq "$rounds"); do
   for variant in on off; do
     rm -rf "$work/dump-$variant"
-    "$bin/titan-run" "$work/$variant" --nproc-per-node 2 -- \
+    "$bin/titan-run" "$work/$variant" --nproc-per-node "$ranks" -- \
       --data "$work/data" --steps "$steps" --threads 1 \
       --metrics "$work/$variant-$round.jsonl" \
       --job.dump_folder "$work/dump-$variant" \

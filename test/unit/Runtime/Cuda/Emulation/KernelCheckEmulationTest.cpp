@@ -1,11 +1,12 @@
 //===- KernelCheckEmulationTest.cpp - the GPU check on CPU threads --------===//
 //
-// titan-cuda-kernel-check's element-wise and loss families (RMSNorm, RoPE,
-// SwiGLU, softmax, cross-entropy, embedding, the fused AdamW: the same
-// shapes, references and tolerances, the bitwise reproducibility checks
-// included) with the kernels emulated (EmulatedKernels.cpp) and the CUDA
-// runtime on host memory (EmulatedCudart.cpp). The GEMMs (cuBLASLt) and
-// the backend's ABI calls need a GPU; attention is AttentionEmulationTest.
+// titan-cuda-kernel-check's element-wise, loss and attention families
+// (RMSNorm, RoPE, SwiGLU, softmax, cross-entropy, embedding, the fused
+// AdamW; attention on tensor cores and CUDA cores: the same shapes,
+// references and tolerances, the bitwise reproducibility checks included)
+// with the kernels emulated (EmulatedKernels.cpp, AttentionEmulationTest.cpp)
+// and the CUDA runtime on host memory (EmulatedCudart.cpp). The GEMMs
+// (cuBLASLt) and the backend's ABI calls need a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,5 +32,7 @@ void runFamily(void (*family)(Checker &, Context &)) {
 TEST(CudaKernelCheckEmulationTest, Elementwise) { runFamily(checkElementwise); }
 
 TEST(CudaKernelCheckEmulationTest, Loss) { runFamily(checkLoss); }
+
+TEST(CudaKernelCheckEmulationTest, Attention) { runFamily(checkAttention); }
 
 } // namespace

@@ -74,7 +74,9 @@ private:
 struct Context {
   Stream stream;
   std::unique_ptr<GemmEngine> gemm;
-  /// The runtime's compute backend (its own stream), for the ABI's calls.
+  /// The runtime's compute backend (its own stream), for the ABI's calls;
+  /// null where there is no GPU (CudaEmulationTest: the ABI's calls are
+  /// not checked).
   std::unique_ptr<CudaBackend> backend;
 };
 
