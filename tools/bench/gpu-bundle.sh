@@ -26,6 +26,9 @@
 #                f32, 4x64, 5 steps) for CUDA, its batch, and the losses
 #                the CPU backend computes for the same job here
 #   shape        batch x sequence
+#   bin/         titan-cuda-kernel-check, titan-cuda-bench and
+#                CudaBackendTest as built here (they need only the CUDA
+#                runtime and cuBLASLt): gpu.sh runs them instead of a build
 #
 # A device run then carries it: run(command="bash tools/bench/gpu.sh",
 # carry=[".gpu-bundle"]).
@@ -101,6 +104,13 @@ mv "$work/check-cuda" "$check/debug"
   echo "gpu-bundle.sh: the CPU run of the check printed no 5 losses" >&2
   exit 1
 }
+
+# The CUDA checks and benchmark, built here for sm_90, so that gpu.sh need
+# not build them on the GPU machine (it does when they do not load there).
+mkdir -p "$bundle/bin"
+for tool in bin/titan-cuda-kernel-check bin/titan-cuda-bench unittests/CudaBackendTest; do
+  [[ -x $build/$tool ]] && cp "$build/$tool" "$bundle/bin/"
+done
 
 # The runtime and what it links that a CUDA image does not have.
 cp "$build/lib/libtitanrt_cuda.so" "$bundle/lib/"

@@ -25,7 +25,12 @@
 #   torch-baseline.json  PyTorch's
 #   comparison.txt, comparison.md  the table (Markdown for docs/benchmarks.md)
 #
-# The build: when the whole project can be configured (MLIR 22 and the other
+# The build: the CUDA checks that tools/bench/gpu-bundle.sh built on the
+# build machine and carried in .gpu-bundle/bin (titan-cuda-kernel-check,
+# titan-cuda-bench, CudaBackendTest) run as they are when their libraries
+# load here, which saves the GPU machine a build. Otherwise, or with
+# TITAN_GPU_BUILD_MODE other than auto or bundle: when the whole project can
+# be configured (MLIR 22 and the other
 # dependencies installed) it is, in $TITAN_GPU_BUILD_DIR/full; otherwise
 # runtime/cuda/standalone, which needs only the CUDA toolkit, builds the
 # CUDA targets in $TITAN_GPU_BUILD_DIR/standalone (NcclTest and
@@ -36,7 +41,7 @@
 #
 # Settings (environment): TITAN_GPU_BUDGET_S (420), TITAN_GPU_JOBS (16),
 # TITAN_GPU_BUILD_DIR (<checkout>/build-gpu), TITAN_GPU_BUILD_MODE
-# (auto|full|standalone), TITAN_GPU_SHAPES (1x2048,1x4096,4x2048,4x4096:
+# (auto|bundle|full|standalone), TITAN_GPU_SHAPES (1x2048,1x4096,4x2048,4x4096:
 # batch x sequence), TITAN_GPU_COMPILE_SHAPES (the shapes torch.compile
 # runs, in order, while the budget lasts: 4x4096,1x4096,4x2048,1x2048),
 # TITAN_GPU_ITERS (20 timed calls per operation), PYTHON (python3).
@@ -143,6 +148,7 @@ gpu_info() {
     --format=csv || true
   # The header of nvidia-smi's table names the CUDA version the driver supports.
   nvidia-smi | sed -n '1,4p' || true
+  echo "CUDA libraries: $(ls /usr/local/cuda/lib64/libcudart.so.* /usr/local/cuda/lib64/libcublasLt.so.* 2>/dev/null | tr '\n' ' ')"
   if command -v nvcc >/dev/null; then
     nvcc --version | tail -n 2
   else
@@ -243,16 +249,24 @@ main() {
       --batch "${step_shape%x*}" --seq "${step_shape#*x}"
   fi
 
-  if run_step "configure ($build_mode)" 180 bash "$self" configure; then
-    build=$(cat "$build_root/.configured")
-    run_step "build" 300 bash "$self" build
+  # The carried checks, or a build here. Without either nothing below is
+  # found (and each step says so).
+  local bin tests carried=()
+  if [[ $build_mode == auto || $build_mode == bundle ]] && carried_checks_load; then
+    record "ok      the carried CUDA checks load here ($bundle/bin, built by gpu-bundle.sh): no build"
+    bin=$bundle/bin tests=$bundle/bin build=$bundle
+    carried=(env "LD_LIBRARY_PATH=$(bundle_library_path)")
+  else
+    if run_step "configure ($build_mode)" 180 bash "$self" configure; then
+      build=$(cat "$build_root/.configured")
+      run_step "build" 300 bash "$self" build
+    fi
+    bin=${build:-$build_root/none}/bin tests=${build:-$build_root/none}/unittests
   fi
-  # Without a build nothing below is found (and each step says so).
-  local bin=${build:-$build_root/none}/bin tests=${build:-$build_root/none}/unittests
 
   if [[ -x $bin/titan-cuda-kernel-check ]]; then
     run_step "titan-cuda-kernel-check: every kernel against its CPU reference" 180 \
-      --log "$out/kernel-check.txt" "$bin/titan-cuda-kernel-check"
+      --log "$out/kernel-check.txt" "${carried[@]}" "$bin/titan-cuda-kernel-check"
   else
     record "FAILED  titan-cuda-kernel-check (not built)"
   fi
@@ -260,9 +274,9 @@ main() {
   local test
   for test in CudaBackendTest NcclTest CudaCollectivesTest; do
     if [[ -x $tests/$test ]]; then
-      run_step "$test" 120 "$tests/$test" --gtest_color=no
-    elif [[ $test != CudaBackendTest && $build == */standalone ]]; then
-      record "SKIPPED $test (needs the whole project's build: Gloo, MLIR; it runs in the CPU suite, it needs no GPU)"
+      run_step "$test" 120 "${carried[@]}" "$tests/$test" --gtest_color=no
+    elif [[ $test != CudaBackendTest && ($build == */standalone || $build == "$bundle") ]]; then
+      record "SKIPPED $test (not carried, not built here: it needs the whole project's build (Gloo, MLIR) and runs in the CPU suite, it needs no GPU)"
     else
       record "FAILED  $test (not built)"
     fi
@@ -270,7 +284,7 @@ main() {
 
   if [[ -x $bin/titan-cuda-bench ]]; then
     run_step "titan-cuda-bench: titan's GEMMs and kernels" 240 \
-      "$bin/titan-cuda-bench" --shapes "$shapes" --iters "$iters" \
+      "${carried[@]}" "$bin/titan-cuda-bench" --shapes "$shapes" --iters "$iters" \
       --json "$out/titan-bench.json"
   else
     record "FAILED  titan-cuda-bench (not built)"
@@ -327,6 +341,21 @@ main() {
 # The carried executables' libraries: the bundle's, then the toolkit's.
 bundle_library_path() {
   echo "$root/.gpu-bundle/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+}
+
+# carried_checks_load: whether .gpu-bundle/bin holds the CUDA checks and
+# every library they link is found here.
+carried_checks_load() {
+  local tool missing
+  for tool in titan-cuda-kernel-check titan-cuda-bench CudaBackendTest; do
+    [[ -x $root/.gpu-bundle/bin/$tool ]] || return 1
+    missing=$(LD_LIBRARY_PATH=$(bundle_library_path) ldd "$root/.gpu-bundle/bin/$tool" 2>&1 |
+      grep 'not found')
+    if [[ -n $missing ]]; then
+      echo "$tool: $missing: building the checks here instead"
+      return 1
+    fi
+  done
 }
 
 # titan-check: the debugmodel's 5 steps on the GPU, each loss within 1e-3
