@@ -70,16 +70,37 @@ static int64_t bytesOf(Type type) {
   return tensor.getNumElements() * getElementByteWidth(tensor.getElementType());
 }
 
+/// Fails naming the op when the step function of a GPU program accesses
+/// memory itself: its regions are the device's, which the host cannot read.
+static LogicalResult verifyNoHostAccess(LLVM::LLVMFuncOp function) {
+  WalkResult result = function.walk([&](Operation *op) {
+    if (!isa<LLVM::LoadOp, LLVM::StoreOp, LLVM::MemcpyOp, LLVM::MemmoveOp,
+             LLVM::MemsetOp, LLVM::AtomicRMWOp, LLVM::AtomicCmpXchgOp>(op))
+      return WalkResult::advance();
+    op->emitError("titan-lower-to-runtime: the step function accesses the "
+                  "step's memory on the host ('")
+        << op->getName()
+        << "'), but a GPU program's memory is the device's: the access must "
+           "be a runtime call or a kernel";
+    return WalkResult::interrupt();
+  });
+  return failure(result.wasInterrupted());
+}
+
 namespace {
 
 /// Builds `llvm.func @titan_program_step` from the planned step function.
 class StepLowering {
 public:
   /// `communicators`: the communicators numbered first (the pass's option).
+  /// `hostMemory`: whether the step's regions are host memory the step
+  /// function may access (the CPU target), or the GPU's (then every access
+  /// is a runtime call or a kernel launch).
   StepLowering(ModuleOp module, func::FuncOp step,
-               ArrayRef<std::vector<std::string>> communicators)
+               ArrayRef<std::vector<std::string>> communicators,
+               bool hostMemory)
       : module(module), step(step), context(module.getContext()),
-        builder(context), symbols(module) {
+        builder(context), hostMemory(hostMemory), symbols(module) {
     for (ArrayRef<std::string> axes : communicators)
       this->communicators.getIndex(axes);
   }
@@ -122,6 +143,7 @@ private:
   func::FuncOp step;
   MLIRContext *context;
   OpBuilder builder;
+  bool hostMemory;
   CommunicatorTable communicators;
   LLVM::LLVMFuncOp function;
   /// The handle of each asynchronous collective (titanrt_start).
@@ -242,9 +264,13 @@ LogicalResult StepLowering::lowerCopies(func::ReturnOp op) {
     if (source.getRegion() == target.getRegion() &&
         source.getOffset() == target.getOffset())
       continue;
-    LLVM::MemcpyOp::create(builder, op.getLoc(), pointer(target),
-                           pointer(source), i64(bytesOf(value.getType())),
-                           false);
+    int64_t bytes = bytesOf(value.getType());
+    if (hostMemory)
+      LLVM::MemcpyOp::create(builder, op.getLoc(), pointer(target),
+                             pointer(source), i64(bytes), false);
+    else
+      callRuntime("titanrt_copy",
+                  {contextArg, pointer(source), pointer(target), i64(bytes)});
   }
   LLVM::ReturnOp::create(builder, op.getLoc(), ValueRange{i32(TITANRT_OK)});
   return success();
@@ -564,8 +590,10 @@ void LowerToRuntimePass::runOnOperation() {
     axes.split(names, '+');
     sharedCommunicators.emplace_back(names.begin(), names.end());
   }
-  StepLowering lowering(module, step, sharedCommunicators);
-  if (failed(lowering.run()))
+  StepLowering lowering(module, step, sharedCommunicators,
+                        /*hostMemory=*/target == "cpu");
+  if (failed(lowering.run()) ||
+      (target != "cpu" && failed(verifyNoHostAccess(lowering.getFunction()))))
     return signalPassFailure();
   RunDefaults defaults{learningRate, steps, seed,
                        LrSchedule::fromConfig(steps, warmupSteps, decayRatio,

@@ -169,6 +169,15 @@ titanrt_status titanrt_cross_entropy_grad(
       static_cast<const float *>(grad), dlogits, workspace));
 }
 
+titanrt_status titanrt_copy(titanrt_context *ctx, const void *in, void *out,
+                            int64_t bytes) {
+  if (failsPendingStart(ctx, "titanrt_copy"))
+    return TITANRT_ERROR_INVALID_ARGUMENT;
+  TraceScope trace(ctx->tracer, "copy", "copy");
+  trace.arg("bytes", bytes);
+  return ctx->finish(ctx->compute->copy(in, out, bytes));
+}
+
 titanrt_status titanrt_all_gather(titanrt_context *ctx, int32_t comm,
                                   const void *in, void *out, int64_t bytes) {
   return communicate(

@@ -105,6 +105,9 @@ public:
                                   const float *grad, void *dlogits,
                                   void *workspace) = 0;
 
+  /// titanrt_copy: `bytes` bytes from `in` to `out` (not overlapping).
+  virtual Status copy(const void *in, void *out, int64_t bytes) = 0;
+
   /// Writes `value` as `dtype` (TITANRT_I64 or TITANRT_I32, checked by the
   /// caller) to `out` (titanrt_axis_index).
   virtual Status writeInteger(int32_t dtype, int64_t value, void *out) = 0;

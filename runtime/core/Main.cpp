@@ -18,6 +18,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Signals.h"
 
 #include <csignal>
 #include <cstdio>
@@ -260,13 +261,15 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
   // The compute backend and step memory of the program's backend, before
   // connecting: a missing GPU or a bad TITAN_STEP_MEMORY (a test aid,
   // docs/runtime.md "The step's memory") fails at once.
+  // A rank's threads (its CPU compute, the parameters' initialization): by
+  // default the machine's hardware threads shared by its local ranks.
+  if (options.threads <= 0)
+    options.threads =
+        std::max<int>(1, std::thread::hardware_concurrency() /
+                             std::max<int64_t>(1, environment.localWorldSize));
   RankBackendOptions backendOptions;
   backendOptions.localRank = environment.localRank;
   backendOptions.threads = options.threads;
-  if (backendOptions.threads <= 0)
-    backendOptions.threads =
-        std::max<int>(1, std::thread::hardware_concurrency() /
-                             std::max<int64_t>(1, environment.localWorldSize));
   // A CPU device's peak is that of the hardware threads a rank had when it
   // was measured; this rank's compute is that of its own threads, as many
   // as the machine's hardware threads shared by its ranks allow.
@@ -347,6 +350,8 @@ extern "C" int32_t titanrt_main(int32_t argc, char **argv,
   // Launchers read ranks' output through pipes: a line as soon as it is
   // written.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  // A rank that crashes prints where (then dies of its signal, as before).
+  llvm::sys::PrintStackTraceOnErrorSignal(argc > 0 ? argv[0] : "train");
   int64_t rank = 0;
   int exitCode = 0;
   std::shared_ptr<Watchdog> watchdog;

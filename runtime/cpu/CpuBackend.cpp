@@ -73,6 +73,11 @@ Status CpuBackend::crossEntropyGrad(int32_t dtype, const LossShape &shape,
                                dlogits, workspace);
 }
 
+Status CpuBackend::copy(const void *in, void *out, int64_t bytes) {
+  std::memcpy(out, in, bytes);
+  return Status::success();
+}
+
 Status CpuBackend::writeInteger(int32_t dtype, int64_t value, void *out) {
   if (dtype == TITANRT_I64) {
     std::memcpy(out, &value, sizeof(value));

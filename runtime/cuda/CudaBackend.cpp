@@ -127,6 +127,12 @@ Status CudaBackend::crossEntropyGrad(int32_t dtype, const LossShape &shape,
                               dlogits);
 }
 
+Status CudaBackend::copy(const void *in, void *out, int64_t bytes) {
+  return checkCuda(cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice,
+                                   stream.get()),
+                   "cudaMemcpyAsync", "titanrt_copy");
+}
+
 Status CudaBackend::writeInteger(int32_t dtype, int64_t value, void *out) {
   int32_t narrow = static_cast<int32_t>(value);
   const void *source = dtype == TITANRT_I64

@@ -44,7 +44,11 @@
 # (auto|bundle|full|standalone), TITAN_GPU_SHAPES (1x2048,1x4096,4x2048,4x4096:
 # batch x sequence), TITAN_GPU_COMPILE_SHAPES (the shapes torch.compile
 # runs, in order, while the budget lasts: 4x4096,1x4096,4x2048,1x2048),
-# TITAN_GPU_ITERS (20 timed calls per operation), PYTHON (python3).
+# TITAN_GPU_ITERS (20 timed calls per operation), TITAN_GPU_PARTS (what to
+# run, comma-separated: step (titan's executables and PyTorch's step),
+# kernels (the kernel check and unit tests), bench (the operations against
+# PyTorch's); default all three: a rerun after a fix can take one part),
+# PYTHON (python3).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -56,6 +60,7 @@ build_mode=${TITAN_GPU_BUILD_MODE:-auto}
 shapes=${TITAN_GPU_SHAPES:-1x2048,1x4096,4x2048,4x4096}
 compile_shapes=${TITAN_GPU_COMPILE_SHAPES:-4x4096,1x4096,4x2048,1x2048}
 iters=${TITAN_GPU_ITERS:-20}
+parts=${TITAN_GPU_PARTS:-step,kernels,bench}
 python=${PYTHON:-python3}
 baseline=$root/tools/bench/gpu_torch_baseline.py
 self=$root/tools/bench/gpu.sh
@@ -73,6 +78,11 @@ section() {
 record() {
   results+=("$1")
   printf '%s\n' "$1"
+}
+
+# wants PART: whether TITAN_GPU_PARTS names PART.
+wants() {
+  [[ ,$parts, == *,$1,* ]]
 }
 
 remaining() {
@@ -210,48 +220,13 @@ build_targets() {
   ninja -C "$build" -k 0 -j "$jobs" "${targets[@]}"
 }
 
-main() {
-  echo "tools/bench/gpu.sh: results in $out; budget ${budget} s"
-  if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
-    export PATH=/usr/local/cuda/bin:$PATH
-  fi
-  export PYTHONUNBUFFERED=1
-
-  mkdir -p "$build_root"
-  run_step "GPU and toolkit" 60 bash "$self" gpu-info
-
-  # First what needs no build here: titan's CUDA executables, compiled on
-  # the build machine (tools/bench/gpu-bundle.sh) and carried here (the
-  # numerics check, then the ~1B proxy's training step), and PyTorch's step
-  # of the same model on the same batch.
-  local bundle=$root/.gpu-bundle
-  if [[ -x $bundle/check/debug/bin/train ]]; then
-    run_step "titan's CUDA executable against the CPU backend's losses" 90 \
-      bash "$self" titan-check
-  fi
-  if [[ -x $bundle/proxy/bin/train ]]; then
-    run_step "titan's training step (the ~1B proxy, $(cat "$bundle/shape"), bf16)" 180 \
-      bash "$self" titan-step proxy
-    # RMSNorm and the loss as compiled kernels (--runtime-ops=none): which
-    # of the two the CUDA backend should default to.
-    if [[ -x $bundle/proxy-compiled/bin/train ]]; then
-      run_step "titan's training step, RMSNorm and the loss compiled" 120 \
-        bash "$self" titan-step proxy-compiled
-    fi
-  else
-    record "SKIPPED titan's training step (no .gpu-bundle: run tools/bench/gpu-bundle.sh on the build machine and carry .gpu-bundle)"
-  fi
-  if [[ -f $bundle/shape ]] && has_torch_cuda; then
-    local step_shape
-    step_shape=$(cat "$bundle/shape")
-    run_step "PyTorch's training step (eager and torch.compile)" 240 \
-      "$python" "$baseline" step --json "$build_root/torch-step.json" \
-      --batch "${step_shape%x*}" --seq "${step_shape#*x}"
-  fi
-
+# build_and_check: the CUDA checks (carried or built here), then what
+# TITAN_GPU_PARTS asks for: the kernel check and unit tests (kernels), and
+# titan's operations timed against PyTorch's (bench).
+build_and_check() {
   # The carried checks, or a build here. Without either nothing below is
   # found (and each step says so).
-  local bin tests carried=()
+  local bin tests carried=() test
   if [[ $build_mode == auto || $build_mode == bundle ]] && carried_checks_load; then
     record "ok      the carried CUDA checks load here ($bundle/bin, built by gpu-bundle.sh): no build"
     bin=$bundle/bin tests=$bundle/bin build=$bundle
@@ -264,24 +239,26 @@ main() {
     bin=${build:-$build_root/none}/bin tests=${build:-$build_root/none}/unittests
   fi
 
-  if [[ -x $bin/titan-cuda-kernel-check ]]; then
-    run_step "titan-cuda-kernel-check: every kernel against its CPU reference" 180 \
-      --log "$out/kernel-check.txt" "${carried[@]}" "$bin/titan-cuda-kernel-check"
-  else
-    record "FAILED  titan-cuda-kernel-check (not built)"
+  if wants kernels; then
+    if [[ -x $bin/titan-cuda-kernel-check ]]; then
+      run_step "titan-cuda-kernel-check: every kernel against its CPU reference" 180 \
+        --log "$out/kernel-check.txt" "${carried[@]}" "$bin/titan-cuda-kernel-check"
+    else
+      record "FAILED  titan-cuda-kernel-check (not built)"
+    fi
+
+    for test in CudaBackendTest NcclTest CudaCollectivesTest; do
+      if [[ -x $tests/$test ]]; then
+        run_step "$test" 120 "${carried[@]}" "$tests/$test" --gtest_color=no
+      elif [[ $test != CudaBackendTest && ($build == */standalone || $build == "$bundle") ]]; then
+        record "SKIPPED $test (not carried, not built here: it needs the whole project's build (Gloo, MLIR) and runs in the CPU suite, it needs no GPU)"
+      else
+        record "FAILED  $test (not built)"
+      fi
+    done
   fi
 
-  local test
-  for test in CudaBackendTest NcclTest CudaCollectivesTest; do
-    if [[ -x $tests/$test ]]; then
-      run_step "$test" 120 "${carried[@]}" "$tests/$test" --gtest_color=no
-    elif [[ $test != CudaBackendTest && ($build == */standalone || $build == "$bundle") ]]; then
-      record "SKIPPED $test (not carried, not built here: it needs the whole project's build (Gloo, MLIR) and runs in the CPU suite, it needs no GPU)"
-    else
-      record "FAILED  $test (not built)"
-    fi
-  done
-
+  wants bench || return 0
   if [[ -x $bin/titan-cuda-bench ]]; then
     run_step "titan-cuda-bench: titan's GEMMs and kernels" 240 \
       "${carried[@]}" "$bin/titan-cuda-bench" --shapes "$shapes" --iters "$iters" \
@@ -308,6 +285,54 @@ main() {
       --iters "$iters" --budget-s "$budget_s"
   else
     record "SKIPPED PyTorch baseline (no $python with torch and a CUDA device)"
+  fi
+}
+
+main() {
+  echo "tools/bench/gpu.sh: results in $out; budget ${budget} s"
+  if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+    export PATH=/usr/local/cuda/bin:$PATH
+  fi
+  export PYTHONUNBUFFERED=1
+
+  mkdir -p "$build_root"
+  run_step "GPU and toolkit" 60 bash "$self" gpu-info
+
+  # First what needs no build here: titan's CUDA executables, compiled on
+  # the build machine (tools/bench/gpu-bundle.sh) and carried here (the
+  # numerics check, then the ~1B proxy's training step), and PyTorch's step
+  # of the same model on the same batch.
+  local bundle=$root/.gpu-bundle
+  if ! wants step; then
+    record "SKIPPED titan's and PyTorch's training steps (TITAN_GPU_PARTS=$parts)"
+  elif [[ -x $bundle/proxy/bin/train ]]; then
+    if [[ -x $bundle/check/debug/bin/train ]]; then
+      run_step "titan's CUDA executable against the CPU backend's losses" 90 \
+        bash "$self" titan-check
+    fi
+    run_step "titan's training step (the ~1B proxy, $(cat "$bundle/shape"), bf16)" 180 \
+      bash "$self" titan-step proxy
+    # RMSNorm and the loss as compiled kernels (--runtime-ops=none): which
+    # of the two the CUDA backend should default to.
+    if [[ -x $bundle/proxy-compiled/bin/train ]]; then
+      run_step "titan's training step, RMSNorm and the loss compiled" 120 \
+        bash "$self" titan-step proxy-compiled
+    fi
+  else
+    record "SKIPPED titan's training step (no .gpu-bundle: run tools/bench/gpu-bundle.sh on the build machine and carry .gpu-bundle)"
+  fi
+  if wants step && [[ -f $bundle/shape ]] && has_torch_cuda; then
+    local step_shape
+    step_shape=$(cat "$bundle/shape")
+    run_step "PyTorch's training step (eager and torch.compile)" 240 \
+      "$python" "$baseline" step --json "$build_root/torch-step.json" \
+      --batch "${step_shape%x*}" --seq "${step_shape#*x}"
+  fi
+
+  if wants kernels || wants bench; then
+    build_and_check
+  else
+    record "SKIPPED the CUDA checks and benchmark (TITAN_GPU_PARTS=$parts)"
   fi
 
   if [[ -f $out/titan-bench.json || -f $build_root/titan-step-proxy.json ]]; then

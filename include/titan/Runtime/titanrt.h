@@ -203,6 +203,14 @@ titanrt_status titanrt_cross_entropy_grad(
     const void *logits, const void *labels, const void *grad, void *dlogits,
     void *workspace, int64_t rows, int64_t vocab, int64_t ignore_index);
 
+/// Copies `bytes` bytes from `in` to `out` in the step's memory (buffers that
+/// do not overlap): a step result that ends where it was not computed, such
+/// as a state update that could not be computed in place. Code compiled for
+/// the CPU copies by itself; on a GPU the memory is the device's, so the
+/// copy is the backend's (queued on its stream).
+titanrt_status titanrt_copy(titanrt_context *ctx, const void *in, void *out,
+                            int64_t bytes);
+
 /*===----------------------------------------------------------------------===*
  * Communication (called by compiled code; listed in titanrt.def)
  *
