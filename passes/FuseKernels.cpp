@@ -80,6 +80,44 @@ static bool isDuplicable(Operation *op) {
   return isa<IotaOp, BroadcastInDimOp, SliceOp>(op);
 }
 
+/// Whether elementwise `op` of a tensor, used by `numGroups` kernels and
+/// nothing else, is cheaper recomputed in each of them than materialized by a kernel of
+/// its own: it reads at most one operand of its shape (the others are
+/// scalars or copied into the kernels), so each kernel reads that operand
+/// instead of the op's result, and the op's own pass over memory (its
+/// operand read and its result written once) is saved. That must outweigh
+/// what the users read more when the operand is wider than the result (a
+/// narrowing cast): numGroups * (operand - result) <= operand + result
+/// bytes per element.
+static bool isCheaperRecomputed(Operation *op, unsigned numGroups) {
+  if (!op->hasTrait<OpTrait::Elementwise>() || op->getNumResults() != 1)
+    return false;
+  // A scalar (AdamW's step sizes) costs nothing to materialize, and would
+  // be recomputed for every element of its users.
+  auto result = cast<RankedTensorType>(op->getResult(0).getType());
+  if (result.getNumElements() <= 1)
+    return false;
+  Value read;
+  for (Value operand : op->getOperands()) {
+    auto type = cast<RankedTensorType>(operand.getType());
+    // Broadcasts (of a scalar: the clipping coefficient), iotas and splats
+    // read little or nothing.
+    Operation *def = operand.getDefiningOp();
+    if (type.getNumElements() <= 1 ||
+        (def && isDuplicable(def) && !isa<SliceOp>(def)))
+      continue;
+    if (read)
+      return false; // Two operands of its shape: more to read in each user.
+    read = operand;
+  }
+  if (!read)
+    return true;
+  int64_t in = getElementByteWidth(
+      cast<RankedTensorType>(read.getType()).getElementType());
+  int64_t out = getElementByteWidth(result.getElementType());
+  return int64_t(numGroups) * (in - out) <= in + out;
+}
+
 namespace {
 
 /// The fusion groups of one function.
@@ -119,6 +157,14 @@ Grouping formGroups(Block &block, const RuntimeOps &runtimeOps) {
       grouping.copiedInto[&op] = userGroups;
       if (!usedOutside)
         continue;
+    }
+    // So is an elementwise op of several groups that is cheaper recomputed
+    // in each (a gradient scaled by the clipping coefficient, which both
+    // of AdamW's moments read).
+    if (!usedOutside && userGroups.size() > 1 &&
+        isCheaperRecomputed(&op, userGroups.size())) {
+      grouping.copiedInto[&op] = userGroups;
+      continue;
     }
     // A reduction roots a kernel of its own: its result is small, so
     // materializing it costs nothing, while fusing chains of independent

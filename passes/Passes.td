@@ -983,8 +983,16 @@ def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
     one huge kernel instead of a few shared ones. Ops that only
     create or move data (splat constants, iotas, broadcasts, slices) are
     instead copied into every group that uses them (and materialized by a
-    kernel of their own only for host ops and results). Groups with
-    identical bodies share one kernel.
+    kernel of their own only for host ops and results). So is an
+    elementwise op of a tensor that only kernels use, several of them, when
+    recomputing it in each is cheaper: it reads at most one operand of its
+    shape (others are scalars, broadcasts, iotas or splats), so each user
+    reads that operand instead of its result and the op's own pass over
+    memory is saved, which must outweigh what the users read more of a
+    wider operand (N users of a cast from `in` to `out` bytes per element:
+    N * (in - out) <= in + out). A gradient scaled by the clipping
+    coefficient is recomputed in both of AdamW's moment updates. Groups
+    with identical bodies share one kernel.
 
     `runtime-ops` names ops that the runtime executes with its own kernels
     instead (host ops like `titan.matmul`): `rms_norm` (`titan.rms_norm`

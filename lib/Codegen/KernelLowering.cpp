@@ -58,23 +58,27 @@ static SmallVector<OpOperand *> getTransitiveUses(Value buffer) {
   return uses;
 }
 
-/// The input parameter whose buffer output parameter `output` of `kernel`
-/// (bufferized, `numInputs` inputs first) may share, or -1. Legal when one
-/// loop nest, without reductions, is the only op that touches the output,
-/// and it reads the input at the element it writes; every other op that
-/// reads the input runs before it (a norm's reduction). Bufferization may
+/// The input parameters whose buffer output parameter `output` of `kernel`
+/// (bufferized, `numInputs` inputs first) may share. Legal for an input
+/// when one loop nest, without reductions, is the only op that touches the
+/// output, and it reads the input at the element it writes; every other op
+/// that reads the input runs before it (a norm's reduction). Any one of
+/// them may be the output's buffer (AdamW's moment `beta * m + (1 - beta) *
+/// g` over m's, as the state update needs, or over g's). Bufferization may
 /// use an output as scratch for a temporary: then the output has other
 /// writers and nothing may share it.
-static int64_t findInPlaceInput(func::FuncOp kernel, unsigned numInputs,
-                                unsigned output) {
+static SmallVector<int64_t> findInPlaceInputs(func::FuncOp kernel,
+                                              unsigned numInputs,
+                                              unsigned output) {
+  SmallVector<int64_t> inputs;
   Value out = kernel.getArgument(output);
   SmallVector<OpOperand *> outUses = getTransitiveUses(out);
   if (outUses.size() != 1 || outUses.front()->get() != out)
-    return -1;
+    return inputs;
   auto generic = dyn_cast<linalg::GenericOp>(outUses.front()->getOwner());
   if (!generic || !generic.isDpsInit(outUses.front()) ||
       generic.getNumReductionLoops() != 0)
-    return -1;
+    return inputs;
   AffineMap outputMap = generic.getMatchingIndexingMap(outUses.front());
   for (unsigned input = 0; input < numInputs; ++input) {
     BlockArgument arg = kernel.getArgument(input);
@@ -91,19 +95,20 @@ static int64_t findInPlaceInput(func::FuncOp kernel, unsigned numInputs,
              generic.getMatchingIndexingMap(use) == outputMap;
     });
     if (legal && readHere)
-      return input;
+      inputs.push_back(input);
   }
-  return -1;
+  return inputs;
 }
 
 /// Records titan.in_place on a bufferized kernel with `numInputs` inputs
 /// and `numResults` output parameters after them: pairs of (input
-/// parameter, output parameter) that may share a buffer.
+/// parameter, output parameter) that may share a buffer, an output's
+/// candidates in input order.
 static void recordInPlaceOperands(func::FuncOp kernel, unsigned numInputs,
                                   unsigned numResults) {
   SmallVector<int64_t> pairs;
   for (unsigned output = numInputs; output < numInputs + numResults; ++output)
-    if (int64_t input = findInPlaceInput(kernel, numInputs, output); input >= 0)
+    for (int64_t input : findInPlaceInputs(kernel, numInputs, output))
       pairs.append({input, output});
   kernel->setAttr(TitanDialect::kInPlaceAttrName,
                   DenseI64ArrayAttr::get(kernel.getContext(), pairs));

@@ -3,16 +3,17 @@
 // Host ops (matmul, collectives, reshape) stay; everything else goes into
 // kernels. An op joins the group of its users when they are all in one
 // group (silu into the reduction); a value used by two groups is a kernel
-// of its own (%y); broadcasts are copied into every kernel that reads them;
-// identical groups share one kernel (the two bias adds).
+// of its own when it reads two tensors of its shape (%y: recomputing it
+// would read both in each user); broadcasts are copied into every kernel
+// that reads them; identical groups share one kernel (the two bias adds).
 
 // CHECK-LABEL: func.func @train_step
 // CHECK: %[[H:.*]] = titan.matmul %arg0, %arg1
-// CHECK: %[[Y:.*]] = titan.launch @[[ADD:kernel_add]](%[[H]], %arg2) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+// CHECK: %[[Y:.*]] = titan.launch @[[ADD2:kernel_add_0]](%[[H]], %arg0) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
 // CHECK: %[[S:.*]] = titan.launch @[[SUM:kernel_reduce_sum]](%[[Y]]) : (tensor<4x8xf32>) -> tensor<4xf32>
 // CHECK: %[[G:.*]] = titan.all_reduce %[[S]]
 // CHECK: %[[Z:.*]] = titan.launch @[[MUL:kernel_mul]](%[[Y]], %arg2)
-// CHECK: %[[Z2:.*]] = titan.launch @[[ADD]](%[[H]], %arg2)
+// CHECK: %[[Z2:.*]] = titan.launch @[[ADD:kernel_add]](%[[H]], %arg2)
 // CHECK: %[[R:.*]] = titan.reshape %[[Z2]]
 // CHECK: %[[U:.*]] = titan.launch @[[NEG:kernel_neg]](%[[R]])
 // CHECK: return %[[U]], %[[G]], %[[Z]]
@@ -24,11 +25,12 @@
 // CHECK-NEXT: titan.silu
 // CHECK-NEXT: titan.reduce_sum
 // CHECK-NEXT: return
+// CHECK: func.func private @[[ADD2]](%{{.*}}: tensor<4x8xf32>, %{{.*}}: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {titan.kernel}
 titan.mesh @mesh ["tp"=2]
 func.func @train_step(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>, tensor<4x8xf32>) {
   %h = titan.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
   %bb = titan.broadcast_in_dim %b dims [1] : tensor<8xf32> -> tensor<4x8xf32>
-  %y = titan.add %h, %bb : tensor<4x8xf32>
+  %y = titan.add %h, %x : tensor<4x8xf32>
   %a = titan.silu %y : tensor<4x8xf32>
   %s = titan.reduce_sum %a dims [1] : tensor<4x8xf32> -> tensor<4xf32>
   %g = titan.all_reduce %s on @mesh ["tp"] sum : tensor<4xf32>
@@ -37,6 +39,65 @@ func.func @train_step(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32
   %r = titan.reshape %z2 : tensor<4x8xf32> -> tensor<4x8xf32>
   %u = titan.neg %r : tensor<4x8xf32>
   return %u, %g, %z : tensor<4x8xf32>, tensor<4xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// An elementwise op that reads one tensor of its shape and is used by
+// several kernels only is recomputed in each: each reads %g instead of %s,
+// and %s's own kernel is saved (a gradient scaled by the clipping
+// coefficient, which both AdamW moments read). A scalar (%c) is
+// materialized once, not recomputed for every element. A narrowing cast
+// read by two kernels is recomputed (2 * (4 - 2) <= 4 + 2 bytes), by four
+// it is materialized (4 * (4 - 2) > 4 + 2): its users would read more f32
+// than the cast's own pass saves.
+
+// CHECK-LABEL: func.func @recompute
+// CHECK: %[[C:.*]] = titan.launch @{{kernel_sqrt.*}}(%arg1) : (tensor<f32>) -> tensor<f32>
+// CHECK: titan.launch @[[MOMENT:kernel_add.*]](%arg2, %arg0, %[[C]])
+// CHECK: titan.launch @[[SECOND:kernel_add.*]](%arg3, %arg0, %[[C]])
+// CHECK: %[[B:.*]] = titan.launch @kernel_cast(%arg0) : (tensor<64xf32>) -> tensor<64xbf16>
+// CHECK-COUNT-4: titan.launch @{{.*}}(%[[B]]) : (tensor<64xbf16>) -> tensor<64xbf16>
+// CHECK: titan.launch @[[NEGCAST:kernel_neg.*]](%arg0) : (tensor<64xf32>) -> tensor<64xbf16>
+// CHECK: titan.launch @[[EXPCAST:kernel_exp.*]](%arg0) : (tensor<64xf32>) -> tensor<64xbf16>
+// CHECK: func.func private @[[EXPCAST]](
+// CHECK-NEXT: titan.cast
+// CHECK-NEXT: titan.exp
+// CHECK: func.func private @[[NEGCAST]](
+// CHECK-NEXT: titan.cast
+// CHECK-NEXT: titan.neg
+// CHECK: func.func private @[[SECOND]](
+// CHECK-NEXT: titan.scale %{{.*}} by 0.98
+// CHECK-NEXT: titan.broadcast_in_dim
+// CHECK-NEXT: %[[S:.*]] = titan.mul
+// CHECK-NEXT: titan.mul %[[S]], %[[S]]
+// CHECK-NEXT: titan.add
+// CHECK: func.func private @[[MOMENT]](
+// CHECK-NEXT: titan.scale %{{.*}} by 9.0
+// CHECK-NEXT: titan.broadcast_in_dim
+// CHECK-NEXT: titan.mul
+// CHECK-NEXT: titan.scale %{{.*}} by 1.0
+// CHECK-NEXT: titan.add
+func.func @recompute(%g: tensor<64xf32>, %norm: tensor<f32>, %m: tensor<64xf32>, %v: tensor<64xf32>)
+    -> (tensor<64xf32>, tensor<64xf32>, tensor<64xbf16>, tensor<64xbf16>, tensor<64xbf16>, tensor<64xbf16>, tensor<64xbf16>, tensor<64xbf16>) {
+  %c = titan.sqrt %norm : tensor<f32>
+  %cb = titan.broadcast_in_dim %c dims [] : tensor<f32> -> tensor<64xf32>
+  %s = titan.mul %g, %cb : tensor<64xf32>
+  %m0 = titan.scale %m by 0.9 : tensor<64xf32>
+  %m1 = titan.scale %s by 0.1 : tensor<64xf32>
+  %m2 = titan.add %m0, %m1 : tensor<64xf32>
+  %v0 = titan.scale %v by 0.99 : tensor<64xf32>
+  %v1 = titan.mul %s, %s : tensor<64xf32>
+  %v2 = titan.add %v0, %v1 : tensor<64xf32>
+  %b = titan.cast %g : tensor<64xf32> to tensor<64xbf16>
+  %b1 = titan.neg %b : tensor<64xbf16>
+  %b2 = titan.exp %b : tensor<64xbf16>
+  %b3 = titan.sqrt %b : tensor<64xbf16>
+  %b4 = titan.tanh %b : tensor<64xbf16>
+  %n = titan.cast %g : tensor<64xf32> to tensor<64xbf16>
+  %n1 = titan.neg %n : tensor<64xbf16>
+  %n2 = titan.exp %n : tensor<64xbf16>
+  return %m2, %v2, %b1, %b2, %b3, %b4, %n1, %n2 : tensor<64xf32>, tensor<64xf32>, tensor<64xbf16>, tensor<64xbf16>, tensor<64xbf16>, tensor<64xbf16>, tensor<64xbf16>, tensor<64xbf16>
 }
 
 // -----

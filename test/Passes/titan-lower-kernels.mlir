@@ -12,6 +12,11 @@
 // CHECK-LABEL: func.func @train_step
 // CHECK: titan.launch @kernel_scale(%arg0) : (tensor<4x8xf32>) -> tensor<4x8xf32>
 
+// Every input read at the element written may be the output's buffer: both
+// of AdamW's moment update (beta * m + (1 - beta) * g), in input order.
+// CHECK-LABEL: func.func private @kernel_moment
+// CHECK-SAME: titan.in_place = array<i64: 0, 2, 1, 2>
+
 // CHECK-LABEL: func.func private @kernel_scale
 // CHECK-SAME: (%[[X:.*]]: memref<4x8xf32>, %[[OUT:.*]]: memref<4x8xf32>)
 // CHECK-SAME: titan.in_place = array<i64: 0, 1>
@@ -47,7 +52,14 @@ func.func @train_step(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> (tensor<4x8xf32
   %n = titan.launch @kernel_norm(%a, %w) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   %s = titan.constant dense<1.0> : tensor<8x8xf32>
   %t = titan.launch @kernel_transpose(%s) : (tensor<8x8xf32>) -> tensor<8x8xf32>
-  return %a, %n, %t : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>
+  %m = titan.launch @kernel_moment(%a, %n) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %m, %n, %t : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>
+}
+func.func private @kernel_moment(%g: tensor<4x8xf32>, %m: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {titan.kernel} {
+  %0 = titan.scale %m by 0.9 : tensor<4x8xf32>
+  %1 = titan.scale %g by 0.1 : tensor<4x8xf32>
+  %2 = titan.add %0, %1 : tensor<4x8xf32>
+  return %2 : tensor<4x8xf32>
 }
 func.func private @kernel_scale(%x: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {titan.kernel} {
   %0 = titan.exp %x : tensor<4x8xf32>

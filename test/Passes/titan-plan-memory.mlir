@@ -68,6 +68,24 @@ func.func @train_step(%w: tensor<64xf32> {titan.name = "w", titan.role = "param"
 
 // -----
 
+// A moment update whose kernel takes the gradient first may still write
+// over the moment, its other in-place input, which it reads last: the
+// optimizer updates the state directly instead of copying it there.
+
+// CHECK-LABEL: func.func @moment
+// CHECK-SAME: -> (tensor<64xf32> {titan.buffer = #titan.buffer<state[0, 256]>, titan.name = "exp_avg.w"})
+// CHECK-SAME: arena_bytes = 0
+// CHECK: titan.launch @update(%arg1, %arg0) {titan.buffers = [#titan.buffer<state[0, 256]>]}
+func.func private @update(memref<64xf32>, memref<64xf32>, memref<64xf32>) attributes {titan.kernel, titan.in_place = array<i64: 0, 2, 1, 2>}
+func.func @moment(%m: tensor<64xf32> {titan.name = "exp_avg.w", titan.role = "state"},
+                  %g: tensor<64xf32> {titan.name = "g", titan.role = "input"})
+    -> (tensor<64xf32> {titan.name = "exp_avg.w"}) {
+  %m2 = titan.launch @update(%g, %m) : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+  return %m2 : tensor<64xf32>
+}
+
+// -----
+
 // The backward of attention needs a workspace of one f32 row statistic per
 // query row (rowsum(grad * out)): 2 * 4 * 8 * 4 = 256 bytes of scratch.
 
