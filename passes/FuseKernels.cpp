@@ -130,6 +130,9 @@ struct Grouping {
   /// For each duplicable op copied into kernels: the groups it is copied
   /// into.
   llvm::MapVector<Operation *, llvm::SmallSetVector<unsigned, 2>> copiedInto;
+  /// Members other than the root that the function also returns: results of
+  /// their group's kernel after the root's.
+  llvm::SmallPtrSet<Operation *, 8> returned;
 };
 
 /// Forms the groups of `block` (see the pass description).
@@ -141,13 +144,15 @@ Grouping formGroups(Block &block, const RuntimeOps &runtimeOps) {
     // The groups that use the op's results, and whether anything outside a
     // group does.
     llvm::SmallSetVector<unsigned, 2> userGroups;
-    bool usedOutside = false;
+    bool usedOutside = false, returned = false;
     for (Operation *user : op.getUsers()) {
       if (auto it = grouping.groupOf.find(user); it != grouping.groupOf.end())
         userGroups.insert(it->second);
       else if (auto copy = grouping.copiedInto.find(user);
                copy != grouping.copiedInto.end())
         userGroups.insert(copy->second.begin(), copy->second.end());
+      else if (isa<func::ReturnOp>(user))
+        returned = true;
       else
         usedOutside = true;
     }
@@ -155,13 +160,13 @@ Grouping formGroups(Block &block, const RuntimeOps &runtimeOps) {
     // materialized (a group of its own) only for users outside groups.
     if (isDuplicable(&op) && !userGroups.empty()) {
       grouping.copiedInto[&op] = userGroups;
-      if (!usedOutside)
+      if (!usedOutside && !returned)
         continue;
     }
     // So is an elementwise op of several groups that is cheaper recomputed
     // in each (a gradient scaled by the clipping coefficient, which both
     // of AdamW's moments read).
-    if (!usedOutside && userGroups.size() > 1 &&
+    if (!usedOutside && !returned && userGroups.size() > 1 &&
         isCheaperRecomputed(&op, userGroups.size())) {
       grouping.copiedInto[&op] = userGroups;
       continue;
@@ -170,12 +175,16 @@ Grouping formGroups(Block &block, const RuntimeOps &runtimeOps) {
     // materializing it costs nothing, while fusing chains of independent
     // reductions (a gradient norm over every parameter) would make one huge
     // kernel instead of a few shared ones.
-    if (!usedOutside && !userGroups.empty() && !isReduction(&op)) {
-      if (userGroups.size() == 1) {
-        grouping.groupOf[&op] = userGroups.front();
-        grouping.members[userGroups.front()].push_back(&op);
-        continue;
-      }
+    // An op that one group uses joins it, also when the function returns
+    // it (the kernel returns it too: AdamW's moments, which the parameter's
+    // update reads, are computed in the update's kernel).
+    if (!usedOutside && userGroups.size() == 1 && !isReduction(&op) &&
+        (!returned || !isDuplicable(&op))) {
+      grouping.groupOf[&op] = userGroups.front();
+      grouping.members[userGroups.front()].push_back(&op);
+      if (returned)
+        grouping.returned.insert(&op);
+      continue;
     }
     grouping.groupOf[&op] = grouping.members.size();
     grouping.members.push_back({&op});
@@ -280,25 +289,42 @@ void Outliner::outline(unsigned group) {
       lookupOrAdd(operand, group);
     builder.clone(*member, mapping);
   }
+  // The root's results, then those of the members the function returns.
+  SmallVector<Value> values(root->getResults());
+  for (Operation *member : llvm::reverse(members))
+    if (grouping.returned.contains(member))
+      llvm::append_range(values, member->getResults());
   SmallVector<Value> results;
-  for (Value result : root->getResults())
-    results.push_back(mapping.lookup(result));
+  for (Value value : values)
+    results.push_back(mapping.lookup(value));
   func::ReturnOp::create(builder, root->getLoc(), results);
   kernel.setFunctionType(FunctionType::get(context, entry->getArgumentTypes(),
-                                           root->getResultTypes()));
+                                           ValueRange(values).getTypes()));
   kernel.setPrivate();
   kernel->setAttr(TitanDialect::kKernelAttrName, UnitAttr::get(context));
 
   func::FuncOp shared = kernels.addOrShare(kernel);
 
   OpBuilder launchBuilder(root);
-  auto launch =
-      LaunchOp::create(launchBuilder, root->getLoc(), root->getResultTypes(),
-                       FlatSymbolRefAttr::get(shared.getSymNameAttr()), inputs);
-  // Placements (if any) stay with the values.
-  if (Attribute placements = root->getAttr(TitanDialect::kPlacementsAttrName))
+  auto launch = LaunchOp::create(
+      launchBuilder, root->getLoc(), ValueRange(values).getTypes(),
+      FlatSymbolRefAttr::get(shared.getSymNameAttr()), inputs);
+  // Placements (if any) stay with the values: the root's, when every
+  // result of the launch has them.
+  Attribute placements = root->getAttr(TitanDialect::kPlacementsAttrName);
+  for (Value value : ValueRange(values).drop_front(root->getNumResults()))
+    if (value.getDefiningOp()->getAttr(TitanDialect::kPlacementsAttrName) !=
+        placements)
+      placements = nullptr;
+  if (placements)
     launch->setAttr(TitanDialect::kPlacementsAttrName, placements);
-  root->replaceAllUsesWith(launch->getResults());
+  // The function's return reads the returned members from the launch; the
+  // group's other members read them in the kernel.
+  for (auto [value, result] : llvm::zip(values, launch->getResults()))
+    value.replaceUsesWithIf(result, [&](OpOperand &use) {
+      return value.getDefiningOp() == root ||
+             isa<func::ReturnOp>(use.getOwner());
+    });
 }
 
 namespace {

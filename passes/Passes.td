@@ -974,9 +974,12 @@ def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
     `titan.launch`.
 
     Groups are formed from the last op backwards: an op joins the group of
-    its users when all of its users are in that group, so only a group's
-    last op (its root) has results used outside it and a group can be
-    launched where its root was, with no cycle between groups. A reduction
+    its users when all of its users are in that group, or are that group and
+    the function's return (the kernel then returns it after its root's
+    results: AdamW's moments, which the parameter's update reads, come out
+    of the update's kernel), so only a group's last op (its root) has
+    results used by other ops and a group can be launched where its root
+    was, with no cycle between groups. A reduction
     (reduce_sum, reduce_max, reduce_mean) always roots a group of its own
     (its producers join it): its result is small, and chains of independent
     reductions (a gradient norm over every parameter) would otherwise make
@@ -1045,9 +1048,13 @@ def LowerKernelsPass : Pass<"titan-lower-kernels", "::mlir::ModuleOp"> {
     into a function on memrefs in destination-passing style: one memref
     argument per input, then one per result, then one per buffer the kernel
     needs internally (its scratch, planned by titan-plan-memory instead of
-    allocated). Each kernel records in `titan.in_place` which input each
-    result may overwrite: an input that the kernel reads only at the element
-    it writes, in the loop nest that writes the result.
+    allocated). Elementwise fusion also takes a producer that the kernel
+    returns besides feeding one consumer, or that one consumer reads through
+    several operands: the fused loop nest yields its value too, so a kernel
+    of several results (AdamW's update and moments) is one loop nest. Each
+    kernel records in `titan.in_place` which inputs each result may
+    overwrite: every input that the kernel reads only at the element it
+    writes, in the loop nest that writes the result.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect",
                            "::mlir::bufferization::BufferizationDialect",

@@ -24,6 +24,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -171,6 +172,48 @@ static void unshareFills(ModuleOp kernels) {
 // bufferizeKernels
 //===----------------------------------------------------------------------===//
 
+/// Fuses an elementwise producer into its one consumer also where the
+/// kernel returns the producer's result too, or the consumer reads it
+/// through several operands (linalg's elementwise fusion pass takes
+/// single-use producers only): the fused op yields the producer's result
+/// for the return, so nothing is computed twice and the kernel is one loop
+/// nest (AdamW's update of a parameter and both its moments, reading the
+/// gradient, parameter and moments once).
+static void fuseProducersIntoTheirConsumer(func::FuncOp kernel) {
+  IRRewriter rewriter(kernel.getContext());
+  for (bool fused = true; fused;) {
+    fused = false;
+    kernel.walk([&](linalg::GenericOp producer) {
+      OpOperand *operand = nullptr;
+      for (OpResult result : producer->getResults())
+        for (OpOperand &use : result.getUses()) {
+          if (isa<func::ReturnOp>(use.getOwner()))
+            continue;
+          if (operand && operand->getOwner() != use.getOwner())
+            return WalkResult::advance(); // A second consumer.
+          operand = &use;
+        }
+      if (!operand || !linalg::areElementwiseOpsFusable(operand))
+        return WalkResult::advance();
+      Operation *consumer = operand->getOwner();
+      rewriter.setInsertionPoint(consumer);
+      FailureOr<linalg::ElementwiseOpFusionResult> result =
+          linalg::fuseElementwiseOps(rewriter, operand);
+      if (failed(result))
+        return WalkResult::advance();
+      for (auto [value, replacement] : result->replacements)
+        rewriter.replaceUsesWithIf(value, replacement, [&](OpOperand &use) {
+          return use.getOwner() != result->fusedOp;
+        });
+      rewriter.eraseOp(consumer);
+      if (producer->use_empty())
+        rewriter.eraseOp(producer);
+      fused = true;
+      return WalkResult::interrupt();
+    });
+  }
+}
+
 LogicalResult mlir::titan::bufferizeKernels(ModuleOp kernels) {
   MLIRContext *context = kernels.getContext();
   for (auto kernel : kernels.getOps<func::FuncOp>())
@@ -180,6 +223,13 @@ LogicalResult mlir::titan::bufferizeKernels(ModuleOp kernels) {
     PassManager pm(context);
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createLinalgElementwiseOpFusionPass());
+    if (failed(pm.run(kernels)))
+      return failure();
+  }
+  for (auto kernel : kernels.getOps<func::FuncOp>())
+    fuseProducersIntoTheirConsumer(kernel);
+  {
+    PassManager pm(context);
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     if (failed(pm.run(kernels)))

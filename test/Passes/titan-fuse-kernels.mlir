@@ -102,6 +102,40 @@ func.func @recompute(%g: tensor<64xf32>, %norm: tensor<f32>, %m: tensor<64xf32>,
 
 // -----
 
+// An op that one group uses and the function returns joins the group: the
+// kernel returns it after the root (AdamW's moments, which the parameter's
+// update reads, in the update's kernel: one pass over the parameter, its
+// gradient and moments). Used by a host op too, it stays a kernel of its
+// own (%h2).
+
+// CHECK-LABEL: func.func @returned
+// CHECK: %[[U:.*]]:3 = titan.launch @[[UPDATE:kernel_sub]](%arg1, %arg0, %arg2, %arg3) : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+// CHECK: %[[H:.*]] = titan.launch @{{.*}}(%arg0)
+// CHECK: titan.matmul
+// CHECK: return %[[U]]#0, %[[U]]#1, %[[U]]#2, %[[H]]
+// CHECK: func.func private @[[UPDATE]]({{.*}}) -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) attributes {titan.kernel}
+// CHECK: %[[M:.*]] = titan.add
+// CHECK: %[[V:.*]] = titan.add
+// CHECK: %[[P:.*]] = titan.sub
+// CHECK-NEXT: return %[[P]], %[[M]], %[[V]]
+func.func @returned(%g: tensor<64xf32>, %m: tensor<64xf32>, %v: tensor<64xf32>, %p: tensor<64xf32>)
+    -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) {
+  %m0 = titan.scale %m by 0.9 : tensor<64xf32>
+  %g1 = titan.scale %g by 0.1 : tensor<64xf32>
+  %m1 = titan.add %m0, %g1 : tensor<64xf32>
+  %v0 = titan.scale %v by 0.99 : tensor<64xf32>
+  %g2 = titan.mul %g, %g : tensor<64xf32>
+  %v1 = titan.add %v0, %g2 : tensor<64xf32>
+  %d = titan.div %m1, %v1 : tensor<64xf32>
+  %p1 = titan.sub %p, %d : tensor<64xf32>
+  %h = titan.exp %g : tensor<64xf32>
+  %h2 = titan.reshape %h : tensor<64xf32> -> tensor<8x8xf32>
+  %mm = titan.matmul %h2, %h2 : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32>
+  return %p1, %m1, %v1, %h : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
+}
+
+// -----
+
 // A splat constant is copied into the kernels that read it, and
 // materialized by a kernel of its own for a host op; a dense constant is
 // never copied.

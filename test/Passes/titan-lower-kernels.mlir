@@ -12,6 +12,17 @@
 // CHECK-LABEL: func.func @train_step
 // CHECK: titan.launch @kernel_scale(%arg0) : (tensor<4x8xf32>) -> tensor<4x8xf32>
 
+// A kernel that returns values its root reads too (an AdamW update and its
+// moments) is one loop nest writing every result (linalg's fusion keeps the
+// producers' results for the return): each input is read once, and any of
+// them may be any result's buffer.
+// CHECK-LABEL: func.func private @kernel_adam
+// CHECK-SAME: (%[[G:.*]]: memref<4x8xf32>, %[[M:.*]]: memref<4x8xf32>, %[[P:.*]]: memref<4x8xf32>, %[[P1:.*]]: memref<4x8xf32>, %[[M1:.*]]: memref<4x8xf32>)
+// CHECK-SAME: titan.in_place = array<i64: 0, 3, 1, 3, 2, 3, 0, 4, 1, 4, 2, 4>
+// CHECK: linalg.generic {{.*}} ins(%[[P]], %[[M]], %[[G]] : {{.*}}) outs(%[[M1]], %[[P1]] : {{.*}})
+// CHECK-NOT: linalg.generic
+// CHECK: return
+
 // Every input read at the element written may be the output's buffer: both
 // of AdamW's moment update (beta * m + (1 - beta) * g), in input order.
 // CHECK-LABEL: func.func private @kernel_moment
@@ -53,7 +64,16 @@ func.func @train_step(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> (tensor<4x8xf32
   %s = titan.constant dense<1.0> : tensor<8x8xf32>
   %t = titan.launch @kernel_transpose(%s) : (tensor<8x8xf32>) -> tensor<8x8xf32>
   %m = titan.launch @kernel_moment(%a, %n) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-  return %m, %n, %t : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>
+  %p:2 = titan.launch @kernel_adam(%a, %m, %n) : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  return %p#0, %p#1, %t : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>
+}
+func.func private @kernel_adam(%g: tensor<4x8xf32>, %m: tensor<4x8xf32>, %p: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) attributes {titan.kernel} {
+  %0 = titan.scale %m by 0.9 : tensor<4x8xf32>
+  %1 = titan.mul %g, %g : tensor<4x8xf32>
+  %2 = titan.add %0, %1 : tensor<4x8xf32>
+  %3 = titan.mul %2, %2 : tensor<4x8xf32>
+  %4 = titan.sub %p, %3 : tensor<4x8xf32>
+  return %4, %2 : tensor<4x8xf32>, tensor<4x8xf32>
 }
 func.func private @kernel_moment(%g: tensor<4x8xf32>, %m: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {titan.kernel} {
   %0 = titan.scale %m by 0.9 : tensor<4x8xf32>
