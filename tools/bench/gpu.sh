@@ -24,6 +24,7 @@
 #   titan-bench.json   titan-cuda-bench's measurements
 #   torch-baseline.json  PyTorch's
 #   comparison.txt, comparison.md  the table (Markdown for docs/benchmarks.md)
+#   step-profile.txt   where titan's step goes (tools/bench/step_profile.py)
 #
 # The build: the CUDA checks that tools/bench/gpu-bundle.sh built on the
 # build machine and carried in .gpu-bundle/bin (titan-cuda-kernel-check,
@@ -318,6 +319,8 @@ main() {
       run_step "titan's training step, RMSNorm and the loss compiled" 120 \
         bash "$self" titan-step proxy-compiled
     fi
+    run_step "where titan's step goes (launches blocking, the runtime's trace)" 90 \
+      --log "$out/step-profile.txt" bash "$self" titan-profile
   else
     record "SKIPPED titan's training step (no .gpu-bundle: run tools/bench/gpu-bundle.sh on the build machine and carry .gpu-bundle)"
   fi
@@ -406,6 +409,20 @@ sys.exit(0 if ok else 1)
 PY
 }
 
+# titan-profile: 6 steps of the carried proxy with every launch blocking
+# (CUDA_LAUNCH_BLOCKING=1, so a call's span in the runtime's trace is its
+# device time), the 5th traced; step_profile.py sums the trace by kind of
+# work (GEMMs, attention, the compiler's kernels, ...).
+titan_profile() {
+  local bundle=$root/.gpu-bundle work=$build_root/titan-profile
+  rm -rf "$work" && mkdir -p "$work"
+  CUDA_LAUNCH_BLOCKING=1 LD_LIBRARY_PATH=$(bundle_library_path) \
+    "$bundle/proxy/bin/train" --data "$bundle/data" --steps 6 \
+    --job.dump_folder "$work" --profiling.enable_profiling true \
+    --profiling.profile_freq 5 --profiling.save_traces_folder traces | tail -n 1 || return
+  "$python" "$root/tools/bench/step_profile.py" "$work/traces/iteration_5/rank0_trace.json"
+}
+
 # titan-step: runs the carried executable (warm-up steps, then timed ones)
 # and writes $build_root/titan-step-VARIANT.json (what gpu_torch_baseline.py compare
 # --titan-step reads) from its metrics: the median over the steps after the
@@ -459,6 +476,10 @@ build)
   ;;
 titan-step)
   titan_step "${2:-proxy}"
+  exit
+  ;;
+titan-profile)
+  titan_profile
   exit
   ;;
 titan-check)
