@@ -81,8 +81,8 @@ static bool isDuplicable(Operation *op) {
 }
 
 /// Whether elementwise `op` of a tensor, used by `numGroups` kernels and
-/// nothing else, is cheaper recomputed in each of them than materialized by a kernel of
-/// its own: it reads at most one operand of its shape (the others are
+/// nothing else, is cheaper recomputed in each of them than materialized by a
+/// kernel of its own: it reads at most one operand of its shape (the others are
 /// scalars or copied into the kernels), so each kernel reads that operand
 /// instead of the op's result, and the op's own pass over memory (its
 /// operand read and its result written once) is saved. That must outweigh
@@ -171,13 +171,13 @@ Grouping formGroups(Block &block, const RuntimeOps &runtimeOps) {
       grouping.copiedInto[&op] = userGroups;
       continue;
     }
-    // A reduction roots a kernel of its own: its result is small, so
-    // materializing it costs nothing, while fusing chains of independent
-    // reductions (a gradient norm over every parameter) would make one huge
-    // kernel instead of a few shared ones.
     // An op that one group uses joins it, also when the function returns
     // it (the kernel returns it too: AdamW's moments, which the parameter's
-    // update reads, are computed in the update's kernel).
+    // update reads, are computed in the update's kernel). A reduction roots
+    // a kernel of its own instead: its result is small, so materializing it
+    // costs nothing, while fusing chains of independent reductions (a
+    // gradient norm over every parameter) would make one huge kernel
+    // instead of a few shared ones.
     if (!usedOutside && userGroups.size() == 1 && !isReduction(&op) &&
         (!returned || !isDuplicable(&op))) {
       grouping.groupOf[&op] = userGroups.front();

@@ -68,9 +68,8 @@ static SmallVector<OpOperand *> getTransitiveUses(Value buffer) {
 /// g` over m's, as the state update needs, or over g's). Bufferization may
 /// use an output as scratch for a temporary: then the output has other
 /// writers and nothing may share it.
-static SmallVector<int64_t> findInPlaceInputs(func::FuncOp kernel,
-                                              unsigned numInputs,
-                                              unsigned output) {
+static SmallVector<int64_t>
+findInPlaceInputs(func::FuncOp kernel, unsigned numInputs, unsigned output) {
   SmallVector<int64_t> inputs;
   Value out = kernel.getArgument(output);
   SmallVector<OpOperand *> outUses = getTransitiveUses(out);

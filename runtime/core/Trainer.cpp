@@ -206,9 +206,8 @@ void forEachChunk(int64_t count, int threads,
       std::clamp<int64_t>(count / kMinChunk, 1, std::max(1, threads));
   std::vector<std::thread> workers;
   for (int64_t chunk = 1; chunk < chunks; ++chunk)
-    workers.emplace_back([=] {
-      body(count * chunk / chunks, count * (chunk + 1) / chunks);
-    });
+    workers.emplace_back(
+        [=] { body(count * chunk / chunks, count * (chunk + 1) / chunks); });
   body(0, count / chunks);
   for (std::thread &worker : workers)
     worker.join();
@@ -550,30 +549,30 @@ void Trainer::initialize(uint64_t seed, int threads) {
     double std = isEmbedding ? 1.0 : 0.02;
     uint64_t key = mix(seed ^ llvm::xxh3_64bits(name));
     const IndexBox &box = tensor->boxes[rank].box;
-    forEachChunk(argument.numElements(), threads, [&](int64_t begin,
-                                                      int64_t end) {
-      for (int64_t local = begin; local < end; ++local) {
-        // The element's global row-major index; the padding of an uneven
-        // shard (past the box) holds zero.
-        int64_t rest = local, global = 0, stride = 1;
-        bool padding = false;
-        for (int64_t d = int64_t(box.sizes.size()) - 1; d >= 0; --d) {
-          int64_t index = rest % argument.shape[d];
-          rest /= argument.shape[d];
-          padding |= index >= box.sizes[d];
-          global += (index + box.offsets[d]) * stride;
-          stride *= tensor->shape[d];
-        }
-        if (padding) {
-          data[local] = 0.0f;
-          continue;
-        }
-        data[local] = isBias ? 0.0f
-                      : argument.shape.size() == 1
-                          ? 1.0f
-                          : float(std * normal(key, global));
-      }
-    });
+    forEachChunk(
+        argument.numElements(), threads, [&](int64_t begin, int64_t end) {
+          for (int64_t local = begin; local < end; ++local) {
+            // The element's global row-major index; the padding of an uneven
+            // shard (past the box) holds zero.
+            int64_t rest = local, global = 0, stride = 1;
+            bool padding = false;
+            for (int64_t d = int64_t(box.sizes.size()) - 1; d >= 0; --d) {
+              int64_t index = rest % argument.shape[d];
+              rest /= argument.shape[d];
+              padding |= index >= box.sizes[d];
+              global += (index + box.offsets[d]) * stride;
+              stride *= tensor->shape[d];
+            }
+            if (padding) {
+              data[local] = 0.0f;
+              continue;
+            }
+            data[local] = isBias ? 0.0f
+                          : argument.shape.size() == 1
+                              ? 1.0f
+                              : float(std * normal(key, global));
+          }
+        });
   }
 }
 

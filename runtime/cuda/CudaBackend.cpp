@@ -128,9 +128,9 @@ Status CudaBackend::crossEntropyGrad(int32_t dtype, const LossShape &shape,
 }
 
 Status CudaBackend::copy(const void *in, void *out, int64_t bytes) {
-  return checkCuda(cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice,
-                                   stream.get()),
-                   "cudaMemcpyAsync", "titanrt_copy");
+  return checkCuda(
+      cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, stream.get()),
+      "cudaMemcpyAsync", "titanrt_copy");
 }
 
 Status CudaBackend::writeInteger(int32_t dtype, int64_t value, void *out) {
