@@ -17,6 +17,9 @@
 #                regions (arena, state, inputs) in bytes
 #   proxy-compiled/  the same with --runtime-ops=none (RMSNorm and the
 #                loss as compiled kernels, not titan's hand-written ones)
+#   proxy-large/ the proxy at a larger batch, $TITAN_GPU_LARGE_STEP_SHAPE
+#                (4x2048; empty: none), with its own data/ and shape (the
+#                optimizer's fixed cost per step weighs less there)
 #   data/        tokens.npy and labels.npy of that shape (seeded)
 #   lib/         libtitanrt_cuda.so (LLVM's Support linked in) and the
 #                libraries it needs that the GPU machine lacks (Gloo and
@@ -37,6 +40,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${1:-$root/build}
 shape=${TITAN_GPU_STEP_SHAPE:-1x2048}
+large=${TITAN_GPU_LARGE_STEP_SHAPE-4x2048}
 python=/usr/bin/python3
 bundle=$root/.gpu-bundle
 batch=${shape%x*}
@@ -65,12 +69,19 @@ mkdir -p "$bundle/lib" "$bundle/data"
 # Twice: as titan-compile --backend=cuda builds it (RMSNorm and the loss as
 # titan's hand-written kernels), and with them compiled (--runtime-ops=none),
 # so that gpu.sh measures which is faster.
-for variant in proxy proxy-compiled; do
+# A third time at the larger batch.
+variants=(proxy proxy-compiled)
+[[ -n $large ]] && variants+=(proxy-large)
+for variant in "${variants[@]}"; do
   runtime_ops=()
   [[ $variant == proxy-compiled ]] && runtime_ops=(--runtime-ops=none)
+  variant_batch=$batch variant_seq=$seq
+  if [[ $variant == proxy-large ]]; then
+    variant_batch=${large%x*} variant_seq=${large#*x}
+  fi
   "$build/bin/titan-compile" "$work/model/model.pt" \
     --config "$root/models/llama3/train_configs/debugmodel.toml" \
-    --set training.seq_len="$seq" --set training.local_batch_size="$batch" \
+    --set training.seq_len="$variant_seq" --set training.local_batch_size="$variant_batch" \
     --set training.steps=13 --set parallelism.data_parallel_shard_degree=1 \
     --set 'training.mixed_precision_param="bfloat16"' \
     --set hardware.device=h200 --backend=cuda "${runtime_ops[@]}" \
@@ -80,6 +91,12 @@ for variant in proxy proxy-compiled; do
 done
 "$python" "$root/test/Spmd/Inputs/make_batch.py" "$bundle/data" "$batch" "$seq" 128256
 echo "$shape" >"$bundle/shape"
+if [[ -n $large ]]; then
+  mkdir -p "$bundle/proxy-large/data"
+  "$python" "$root/test/Spmd/Inputs/make_batch.py" "$bundle/proxy-large/data" \
+    "${large%x*}" "${large#*x}" 128256
+  echo "$large" >"$bundle/proxy-large/shape"
+fi
 
 # The numerics check: the debugmodel (one block, f32) for CUDA, and the
 # losses of the same job on this machine's CPU backend, which the GPU's

@@ -331,6 +331,19 @@ main() {
       "$python" "$baseline" step --json "$build_root/torch-step.json" \
       --batch "${step_shape%x*}" --seq "${step_shape#*x}"
   fi
+  # Both again at the larger batch, where the optimizer's fixed cost per
+  # step weighs less.
+  if wants step && [[ -x $bundle/proxy-large/bin/train ]]; then
+    local large_shape
+    large_shape=$(cat "$bundle/proxy-large/shape")
+    run_step "titan's training step at $large_shape" 120 \
+      bash "$self" titan-step proxy-large
+    if has_torch_cuda; then
+      run_step "PyTorch's training step at $large_shape" 180 \
+        "$python" "$baseline" step --json "$build_root/torch-step-large.json" \
+        --batch "${large_shape%x*}" --seq "${large_shape#*x}"
+    fi
+  fi
 
   if wants kernels || wants bench; then
     build_and_check
@@ -341,11 +354,18 @@ main() {
   if [[ -f $out/titan-bench.json || -f $build_root/titan-step-proxy.json ]]; then
     # The table needs only python3's standard library, and a few seconds:
     # it runs whatever is left of the budget.
-    local steps=()
-    [[ -f $build_root/titan-step-proxy.json ]] && steps+=(--titan-step "$build_root/titan-step-proxy.json")
-    [[ -f $build_root/titan-step-proxy-compiled.json ]] &&
+    # A training-step table per shape: titan's step and PyTorch's in pairs
+    # ("" where PyTorch's did not run), the compiled variant's row in the
+    # first shape's.
+    local steps=() variant torch_json
+    for variant in proxy proxy-large; do
+      [[ -f $build_root/titan-step-$variant.json ]] || continue
+      torch_json=$build_root/torch-step${variant#proxy}.json
+      [[ -f $torch_json ]] || torch_json=""
+      steps+=(--titan-step "$build_root/titan-step-$variant.json" --torch-step "$torch_json")
+    done
+    [[ -f $build_root/titan-step-proxy.json && -f $build_root/titan-step-proxy-compiled.json ]] &&
       steps+=(--titan-step-compiled "$build_root/titan-step-proxy-compiled.json")
-    [[ -f $build_root/torch-step.json ]] && steps+=(--torch-step "$build_root/torch-step.json")
     run_step "titan against PyTorch" 60 --log "$out/comparison.txt" --always \
       "$python" "$baseline" compare --titan-json "$out/titan-bench.json" \
       --torch-json "$out/torch-baseline.json" --markdown "$out/comparison.md" \
@@ -431,10 +451,13 @@ titan_profile() {
 titan_step() {
   local variant=${1:-proxy}
   local bundle=$root/.gpu-bundle work=$build_root/titan-step-$variant
+  # A variant of its own shape carries its batch (proxy-large).
+  local data=$bundle/data shape=$bundle/shape
+  [[ -f $bundle/$variant/shape ]] && data=$bundle/$variant/data shape=$bundle/$variant/shape
   rm -rf "$work" && mkdir -p "$work"
-  LD_LIBRARY_PATH=$(bundle_library_path) "$bundle/$variant/bin/train" --data "$bundle/data" --steps 13 \
+  LD_LIBRARY_PATH=$(bundle_library_path) "$bundle/$variant/bin/train" --data "$data" --steps 13 \
     --job.dump_folder "$work" --metrics "$work/metrics.jsonl" || return
-  "$python" - "$work/metrics.jsonl" "$bundle/shape" "$bundle/$variant/memory" \
+  "$python" - "$work/metrics.jsonl" "$shape" "$bundle/$variant/memory" \
     "$build_root/titan-step-$variant.json" <<'PY'
 import json, re, statistics, sys
 metrics, shape, memory, out = sys.argv[1:]

@@ -13,7 +13,7 @@ usage:
       [--compile-scope block|model] [--count-only]
       [--dim D --layers L --heads H --kv-heads K --ffn F --vocab V]
   gpu_torch_baseline.py compare --titan-json T [--torch-json P]
-      [--titan-step S] [--titan-step-compiled S2] [--torch-step P2]
+      [--titan-step S --torch-step P2]... [--titan-step-compiled S2]
       [--markdown OUT]
 
 `measure` times, per batch x sequence of --shapes, the Llama 3 ~1B-proxy
@@ -74,7 +74,8 @@ it adds a table "training step: titan vs PyTorch eager / compile" (ms per
 step, tokens/s, MFU, memory, titan/eager and titan/compile; with
 --titan-step-compiled, of the same form, a row for the step with RMSNorm
 and the loss as compiled kernels) to both outputs, from the `step` JSON's "steps": --torch-step's, or
---torch-json's if it has them (a missing value prints as -).
+--torch-json's if it has them (a missing value prints as -). --titan-step
+and --torch-step repeat in pairs: one table per batch shape.
 
 --device cpu --tiny runs the whole flow on small shapes on the CPU (a
 smoke test of this script where no GPU is).
@@ -1139,13 +1140,18 @@ def compare(args):
     summary = (f"geometric mean of titan/eager over {len(ratios['eager'])} ops: "
                f"{fmt(geomean(ratios['eager']), '{:.2f}')}; of titan/compile over "
                f"{len(ratios['compile'])} ops: {fmt(geomean(ratios['compile']), '{:.2f}')}")
-    step = None
-    titan_step = load(args.titan_step) if args.titan_step else None
-    if titan_step is not None:
-        torch_step = load(args.torch_step) if args.torch_step else torch_data
+    # One training-step table per --titan-step (with the --torch-step of the
+    # same position; the first also gets --titan-step-compiled's row).
+    steps = []
+    for index, path in enumerate(args.titan_step):
+        titan_step = load(path)
+        if titan_step is None:
+            continue
+        torch_path = args.torch_step[index] if index < len(args.torch_step) else ""
+        torch_step = load(torch_path) if torch_path else torch_data
         compiled = (load(args.titan_step_compiled)
-                    if args.titan_step_compiled else None)
-        step = step_table(titan_step, torch_step, compiled)
+                    if args.titan_step_compiled and index == 0 else None)
+        steps.append(step_table(titan_step, torch_step, compiled))
     header = (f"titan-cuda-bench on {titan.get('device_description', titan.get('device'))}; "
               f"PyTorch {torch_data.get('torch') or '(not run)'} on the same GPU. "
               "Times are medians in ms; ratios are titan's time over PyTorch's "
@@ -1164,8 +1170,7 @@ def compare(args):
               f"{failure['message']}")
     for skipped in torch_data.get("skipped", []):
         print(f"torch skipped {skipped['what']}: {skipped['why']}")
-    if step:
-        title, step_columns, step_rows, step_line = step
+    for title, step_columns, step_rows, step_line in steps:
         step_widths = [max(len(str(row[i])) for row in step_rows + [step_columns])
                        for i in range(len(step_columns))]
         print()
@@ -1182,8 +1187,7 @@ def compare(args):
             for row in rows:
                 file.write("| " + " | ".join(str(c) for c in row) + " |\n")
             file.write("\n" + summary + "\n")
-            if step:
-                title, step_columns, step_rows, step_line = step
+            for title, step_columns, step_rows, step_line in steps:
                 file.write("\n" + title + "\n\n")
                 file.write("| " + " | ".join(step_columns) + " |\n")
                 file.write("|" + "---|" * len(step_columns) + "\n")
@@ -1216,13 +1220,15 @@ def main():
     join.add_argument("--titan-json", required=True)
     join.add_argument("--torch-json", default="")
     join.add_argument("--markdown", default="")
-    join.add_argument("--titan-step", default="",
-                      help="titan's training-step JSON: adds the training-step table")
+    join.add_argument("--titan-step", action="append", default=[],
+                      help="titan's training-step JSON: adds a training-step "
+                           "table (repeatable: one table per batch shape)")
     join.add_argument("--titan-step-compiled", default="",
                       help="the same training step with --runtime-ops=none: "
                            "a row of the training-step table")
-    join.add_argument("--torch-step", default="",
-                      help="the `step` JSON (default: --torch-json, if it has \"steps\")")
+    join.add_argument("--torch-step", action="append", default=[],
+                      help="the `step` JSON of the --titan-step at the same "
+                           "position (default: --torch-json, if it has \"steps\")")
     train = commands.add_parser("step", help="time a whole training step of the proxy")
     train.add_argument("--json", default="")
     train.add_argument("--batch", type=int, default=1)
