@@ -184,7 +184,9 @@ Value StepLowering::pointer(BufferAttr place) {
       ValueRange{offset});
 }
 
-BufferAttr StepLowering::placeOf(Value value) {
+/// Where titan-plan-memory put `value`, an argument or op result of the
+/// planned `step`.
+static BufferAttr getPlace(func::FuncOp step, Value value) {
   if (auto arg = dyn_cast<BlockArgument>(value))
     return step.getArgAttrOfType<BufferAttr>(arg.getArgNumber(),
                                              TitanDialect::kBufferAttrName);
@@ -192,6 +194,44 @@ BufferAttr StepLowering::placeOf(Value value) {
   auto places = result.getOwner()->getAttrOfType<ArrayAttr>(
       TitanDialect::kBuffersAttrName);
   return cast<BufferAttr>(places[result.getResultNumber()]);
+}
+
+BufferAttr StepLowering::placeOf(Value value) { return getPlace(step, value); }
+
+/// Keeps in each kernel's titan.in_place only the pairs whose input and
+/// result the memory plan put in one place in some launch of `step`, so
+/// that the kernels' lowering (markNoAlias) keeps `noalias` on every other
+/// parameter: a candidate pair that no launch uses shares no memory.
+static void keepPlannedInPlacePairs(func::FuncOp step, ModuleOp kernels) {
+  SymbolTable symbols(kernels);
+  llvm::StringMap<llvm::SmallSetVector<std::pair<int64_t, int64_t>, 4>> used;
+  step.walk([&](LaunchOp launch) {
+    auto kernel = symbols.lookup<func::FuncOp>(launch.getKernel());
+    auto pairs = kernel ? kernel->getAttrOfType<DenseI64ArrayAttr>(
+                              TitanDialect::kInPlaceAttrName)
+                        : DenseI64ArrayAttr();
+    if (!pairs)
+      return;
+    auto &kept = used[kernel.getSymName()];
+    int64_t numInputs = launch.getInputs().size();
+    for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+      BufferAttr input = getPlace(step, launch.getInputs()[pairs[i]]);
+      BufferAttr output =
+          getPlace(step, launch.getResult(pairs[i + 1] - numInputs));
+      if (input.getRegion() == output.getRegion() &&
+          input.getOffset() == output.getOffset())
+        kept.insert({pairs[i], pairs[i + 1]});
+    }
+  });
+  for (auto kernel : kernels.getOps<func::FuncOp>()) {
+    if (!kernel->hasAttr(TitanDialect::kInPlaceAttrName))
+      continue;
+    SmallVector<int64_t> kept;
+    for (auto [input, output] : used.lookup(kernel.getSymName()))
+      kept.append({input, output});
+    kernel->setAttr(TitanDialect::kInPlaceAttrName,
+                    DenseI64ArrayAttr::get(kernel.getContext(), kept));
+  }
 }
 
 Value StepLowering::pointer(Value value) { return pointer(placeOf(value)); }
@@ -573,6 +613,7 @@ void LowerToRuntimePass::runOnOperation() {
       op.remove();
       kernels->push_back(&op);
     }
+  keepPlannedInPlacePairs(step, *kernels);
   if (failed(lowerKernels(*kernels)))
     return signalPassFailure();
   for (Operation &op : llvm::make_early_inc_range(*kernels->getBody())) {
