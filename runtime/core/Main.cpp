@@ -17,6 +17,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Parallel.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Signals.h"
 
@@ -261,15 +262,16 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
   // The compute backend and step memory of the program's backend, before
   // connecting: a missing GPU or a bad TITAN_STEP_MEMORY (a test aid,
   // docs/runtime.md "The step's memory") fails at once.
-  // A rank's threads (its CPU compute, the parameters' initialization): by
-  // default the machine's hardware threads shared by its local ranks.
-  if (options.threads <= 0)
-    options.threads =
-        std::max<int>(1, std::thread::hardware_concurrency() /
-                             std::max<int64_t>(1, environment.localWorldSize));
   RankBackendOptions backendOptions;
   backendOptions.localRank = environment.localRank;
   backendOptions.threads = options.threads;
+  if (backendOptions.threads <= 0)
+    backendOptions.threads =
+        std::max<int>(1, std::thread::hardware_concurrency() /
+                             std::max<int64_t>(1, environment.localWorldSize));
+  // The rank's threads also run its own parallel work (the parameters'
+  // initialization) on LLVM's executor.
+  llvm::parallel::strategy = llvm::hardware_concurrency(backendOptions.threads);
   // A CPU device's peak is that of the hardware threads a rank had when it
   // was measured; this rank's compute is that of its own threads, as many
   // as the machine's hardware threads shared by its ranks allow.

@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Parallel.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/xxhash.h"
 
@@ -197,20 +198,16 @@ double normal(uint64_t key, int64_t index) {
   }
 }
 
-/// Calls `body(begin, end)` on up to `threads` threads over contiguous
-/// chunks of [0, count) (on this thread alone for a small count).
-void forEachChunk(int64_t count, int threads,
+/// Calls `body(begin, end)` over contiguous chunks of [0, count) of at
+/// least 64 Ki elements, in parallel on LLVM's executor (the rank's
+/// threads: titanrt_main sets llvm::parallel::strategy).
+void forEachChunk(int64_t count,
                   llvm::function_ref<void(int64_t, int64_t)> body) {
   constexpr int64_t kMinChunk = 1 << 16;
-  int64_t chunks =
-      std::clamp<int64_t>(count / kMinChunk, 1, std::max(1, threads));
-  std::vector<std::thread> workers;
-  for (int64_t chunk = 1; chunk < chunks; ++chunk)
-    workers.emplace_back(
-        [=] { body(count * chunk / chunks, count * (chunk + 1) / chunks); });
-  body(0, count / chunks);
-  for (std::thread &worker : workers)
-    worker.join();
+  int64_t chunks = std::max<int64_t>(1, count / kMinChunk);
+  llvm::parallelFor(0, chunks, [&](size_t chunk) {
+    body(count * chunk / chunks, count * (chunk + 1) / chunks);
+  });
 }
 
 } // namespace
@@ -526,7 +523,7 @@ Status Trainer::loadBuffers(const std::string &folder) {
   return Status::success();
 }
 
-void Trainer::initialize(uint64_t seed, int threads) {
+void Trainer::initialize(uint64_t seed) {
   // torchtitan-like defaults, from the name and rank of each parameter:
   // biases 0, norm scales (rank 1) 1, embeddings N(0, 1), other weights
   // N(0, 0.02), truncated at 2 standard deviations. Each global element's
@@ -549,30 +546,29 @@ void Trainer::initialize(uint64_t seed, int threads) {
     double std = isEmbedding ? 1.0 : 0.02;
     uint64_t key = mix(seed ^ llvm::xxh3_64bits(name));
     const IndexBox &box = tensor->boxes[rank].box;
-    forEachChunk(
-        argument.numElements(), threads, [&](int64_t begin, int64_t end) {
-          for (int64_t local = begin; local < end; ++local) {
-            // The element's global row-major index; the padding of an uneven
-            // shard (past the box) holds zero.
-            int64_t rest = local, global = 0, stride = 1;
-            bool padding = false;
-            for (int64_t d = int64_t(box.sizes.size()) - 1; d >= 0; --d) {
-              int64_t index = rest % argument.shape[d];
-              rest /= argument.shape[d];
-              padding |= index >= box.sizes[d];
-              global += (index + box.offsets[d]) * stride;
-              stride *= tensor->shape[d];
-            }
-            if (padding) {
-              data[local] = 0.0f;
-              continue;
-            }
-            data[local] = isBias ? 0.0f
-                          : argument.shape.size() == 1
-                              ? 1.0f
-                              : float(std * normal(key, global));
-          }
-        });
+    forEachChunk(argument.numElements(), [&](int64_t begin, int64_t end) {
+      for (int64_t local = begin; local < end; ++local) {
+        // The element's global row-major index; the padding of an uneven
+        // shard (past the box) holds zero.
+        int64_t rest = local, global = 0, stride = 1;
+        bool padding = false;
+        for (int64_t d = int64_t(box.sizes.size()) - 1; d >= 0; --d) {
+          int64_t index = rest % argument.shape[d];
+          rest /= argument.shape[d];
+          padding |= index >= box.sizes[d];
+          global += (index + box.offsets[d]) * stride;
+          stride *= tensor->shape[d];
+        }
+        if (padding) {
+          data[local] = 0.0f;
+          continue;
+        }
+        data[local] = isBias ? 0.0f
+                      : argument.shape.size() == 1
+                          ? 1.0f
+                          : float(std * normal(key, global));
+      }
+    });
   }
 }
 
@@ -731,7 +727,7 @@ Status Trainer::fillState(const RunOptions &options) {
     return loadCheckpoint(checkpoint.initialLoadPath,
                           checkpoint.initialLoadModelOnly);
   }
-  initialize(options.seed, options.threads);
+  initialize(options.seed);
   return Status::success();
 }
 

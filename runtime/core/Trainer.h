@@ -92,8 +92,8 @@ struct RunOptions {
   /// holds): titan-compile's OUT/checkpoint-plan.txt.
   std::string checkpointPlanFile;
   uint64_t seed = 0;
-  /// The rank's threads (--threads; titanrt_main resolves 0 to the
-  /// machine's hardware threads shared by the node's ranks).
+  /// The rank's threads (--threads; 0: the machine's hardware threads
+  /// shared by the node's ranks).
   int threads = 0;
   /// A file rank 0 appends one JSON line per step to (besides
   /// dumpFolder/metrics.jsonl).
@@ -187,8 +187,8 @@ private:
   Status openData(const RunOptions &options);
   /// Fills the inputs of the next step (the batch, lr, step).
   Status readInputs(const RunOptions &options);
-  /// Fills the parameters from `seed` on up to `threads` threads.
-  void initialize(uint64_t seed, int threads);
+  /// Fills the parameters from `seed` (on the rank's threads).
+  void initialize(uint64_t seed);
   /// Saves step `stepsDone`'s checkpoint of the job folder (async when the
   /// config says so), then drops the oldest beyond keep_latest_k.
   Status saveJobCheckpoint(const RunOptions &options, SaveKind kind);

@@ -290,6 +290,13 @@ build_and_check() {
 }
 
 main() {
+  local part
+  for part in ${parts//,/ }; do
+    if [[ $part != step && $part != kernels && $part != bench ]]; then
+      echo "gpu.sh: TITAN_GPU_PARTS names '$part': the parts are step, kernels and bench" >&2
+      return 2
+    fi
+  done
   echo "tools/bench/gpu.sh: results in $out; budget ${budget} s"
   if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
     export PATH=/usr/local/cuda/bin:$PATH
