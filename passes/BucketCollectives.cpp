@@ -6,9 +6,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "NormalizeCollectives.h"
+#include "PassDevice.h"
 #include "Segments.h"
 
-#include "titan/Config/DeviceFile.h"
 #include "titan/CostModel/CollectiveTime.h"
 #include "titan/Dialect/PipelineMesh.h"
 #include "titan/Dialect/TensorBuilder.h"
@@ -129,13 +129,10 @@ public:
     Segments segments(function.getBody().front());
     SmallVector<Bucket> buckets = formBuckets(segments);
     if (!deviceName.empty()) {
-      llvm::Expected<DeviceDescription> device = loadDevice(deviceName);
-      if (!device) {
-        emitError(function.getLoc())
-            << "titan-bucket-collectives: device '" << deviceName
-            << "': " << llvm::toString(device.takeError());
+      FailureOr<DeviceDescription> device = loadPassDevice(
+          function.getLoc(), "titan-bucket-collectives", deviceName);
+      if (failed(device))
         return signalPassFailure();
-      }
       llvm::erase_if(buckets, [&](const Bucket &bucket) {
         return !paysOff(bucket, *device);
       });

@@ -15,7 +15,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "titan/Config/DeviceFile.h"
 #include "titan/CostModel/CollectiveTime.h"
 #include "titan/CostModel/OpTime.h"
 #include "titan/Dialect/TensorBuilder.h"
@@ -24,6 +23,7 @@
 
 #include "Computation.h"
 #include "NormalizeCollectives.h"
+#include "PassDevice.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Dominance.h"
@@ -492,13 +492,10 @@ void DecomposeCollectiveMatmulPass::runOnOperation() {
   }
   std::optional<DeviceDescription> device;
   if (chunks <= 0) {
-    llvm::Expected<DeviceDescription> loaded = loadDevice(deviceName);
-    if (!loaded) {
-      emitError(step.getLoc())
-          << "titan-decompose-collective-matmul: device '" << deviceName
-          << "': " << llvm::toString(loaded.takeError());
+    FailureOr<DeviceDescription> loaded = loadPassDevice(
+        step.getLoc(), "titan-decompose-collective-matmul", deviceName);
+    if (failed(loaded))
       return signalPassFailure();
-    }
     device = std::move(*loaded);
   }
   // Each decomposition replaces its collective and the ops it computes

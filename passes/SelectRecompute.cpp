@@ -10,10 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PassDevice.h"
 #include "RankSizes.h"
 #include "RecomputeSolver.h"
 
-#include "titan/Config/DeviceFile.h"
 #include "titan/CostModel/CostModel.h"
 #include "titan/CostModel/OpTime.h"
 #include "titan/Dialect/ArgRole.h"
@@ -236,12 +236,10 @@ LogicalResult
 SelectRecomputePass::solve(func::FuncOp step, ArrayRef<BlockOps> blocks,
                            std::optional<double> budget, double budgetFraction,
                            SmallVectorImpl<DenseSet<Value>> &kept) {
-  llvm::Expected<DeviceDescription> loaded = loadDevice(device);
-  if (!loaded) {
-    emitError(step.getLoc()) << "titan-select-recompute: device '" << device
-                             << "': " << llvm::toString(loaded.takeError());
+  FailureOr<DeviceDescription> loaded =
+      loadPassDevice(step.getLoc(), "titan-select-recompute", device);
+  if (failed(loaded))
     return failure();
-  }
   RankSizes sizes(step, *loaded,
                   ranksPerNode ? int64_t(ranksPerNode) : loaded->ranksPerNode);
   std::vector<RecomputeBlock> problems;
