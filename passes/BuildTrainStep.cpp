@@ -13,8 +13,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
 
-#include <cmath>
-
 namespace mlir::titan {
 #define GEN_PASS_DEF_BUILDTRAINSTEPPASS
 #include "passes/Passes.h.inc"
@@ -216,7 +214,7 @@ LogicalResult BuildTrainStepPass::build() {
   };
   // The gradients' global norm before clipping: clipping needs it, and the
   // runtime logs it (torchtitan's grad_norm).
-  Value gradNorm;
+  Value gradNorm, gradScale;
   if (maxNorm > 0 && numParams > 0) {
     Value sumSquares;
     for (auto [g, ptb] : llvm::zip(paramGrads, paramBuilders)) {
@@ -229,47 +227,27 @@ LogicalResult BuildTrainStepPass::build() {
     Value coef =
         tb.binary<DivOp>(tb.splat(scalarF32, maxNorm),
                          tb.binary<AddOp>(norm, tb.splat(scalarF32, 1e-6)));
-    Value clamped = tb.min(coef, tb.splat(scalarF32, 1.0));
-    for (auto [g, ptb] : llvm::zip(paramGrads, paramBuilders))
-      g = ptb.binary<MulOp>(g, broadcastScalar(ptb, clamped, g));
+    gradScale = tb.min(coef, tb.splat(scalarF32, 1.0));
   }
 
-  // AdamW. Scalars that depend on lr and step are computed in f64, as
-  // PyTorch computes them in Python floats.
-  auto scalarF64 = RankedTensorType::get({}, builder.getF64Type());
-  Value lr64 = tb.cast(lr, builder.getF64Type());
-  Value t = tb.binary<AddOp>(tb.cast(step, builder.getF64Type()),
-                             tb.splat(scalarF64, 1.0));
-  auto oneMinusPow = [&](double beta) { // 1 - beta^t
-    Value power = tb.unary<ExpOp>(tb.scale(t, std::log(beta)));
-    return tb.binary<SubOp>(tb.splat(scalarF64, 1.0), power);
-  };
-  Value decay =
-      tb.binary<SubOp>(tb.splat(scalarF64, 1.0), tb.scale(lr64, weightDecay));
-  Value stepSize = tb.binary<DivOp>(lr64, oneMinusPow(beta1));
-  Value correction2Sqrt = tb.unary<SqrtOp>(oneMinusPow(beta2));
-
+  // AdamW, one op per parameter, the clipping coefficient applied inside.
   SmallVector<Value> newParams, newExpAvg, newExpAvgSq;
   for (size_t k = 0; k < numParams; ++k) {
-    Value p = body->getArgument(k);
-    Value m = body->getArgument(numParams + k);
-    Value v = body->getArgument(2 * numParams + k);
-    Value g = paramGrads[k];
     TensorBuilder &ptb = paramBuilders[k];
-    Value decayed = ptb.binary<MulOp>(p, broadcastScalar(ptb, decay, p));
-    Value m1 = ptb.binary<AddOp>(ptb.scale(m, beta1), ptb.scale(g, 1 - beta1));
-    Value v1 = ptb.binary<AddOp>(ptb.scale(v, beta2),
-                                 ptb.scale(ptb.binary<MulOp>(g, g), 1 - beta2));
-    Value denom = ptb.binary<AddOp>(
-        ptb.binary<DivOp>(ptb.unary<SqrtOp>(v1),
-                          broadcastScalar(ptb, correction2Sqrt, v1)),
-        ptb.splatLike(v1, eps));
-    Value update = ptb.binary<MulOp>(ptb.binary<DivOp>(m1, denom),
-                                     broadcastScalar(ptb, stepSize, m1));
-    newParams.push_back(ptb.binary<SubOp>(decayed, update));
-    newExpAvg.push_back(m1);
-    newExpAvgSq.push_back(v1);
+    auto adamw = AdamWOp::create(
+        builder, ptb.getLoc(), body->getArgument(k), paramGrads[k],
+        body->getArgument(numParams + k), body->getArgument(2 * numParams + k),
+        lr, step, gradScale, builder.getF64FloatAttr(beta1),
+        builder.getF64FloatAttr(beta2), builder.getF64FloatAttr(eps),
+        builder.getF64FloatAttr(weightDecay));
+    newParams.push_back(adamw.getNewParam());
+    newExpAvg.push_back(adamw.getNewExpAvg());
+    newExpAvgSq.push_back(adamw.getNewExpAvgSq());
   }
+  // The gradients the step returns are the clipped ones.
+  if (emitGrads && gradScale)
+    for (auto [g, ptb] : llvm::zip(paramGrads, paramBuilders))
+      g = ptb.binary<MulOp>(g, broadcastScalar(ptb, gradScale, g));
 
   // Results.
   SmallVector<Value> returned{loss};

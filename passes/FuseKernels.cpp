@@ -6,6 +6,8 @@
 
 #include "titan/Passes.h"
 
+#include "ExpandAdamW.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/SymbolTable.h"
@@ -29,6 +31,7 @@ namespace {
 struct RuntimeOps {
   bool rmsNorm = false;
   bool crossEntropy = false;
+  bool adamW = false;
 
   /// Whether `op` is one of them, of types the runtime functions take.
   bool contains(Operation *op) const;
@@ -37,6 +40,12 @@ struct RuntimeOps {
 } // namespace
 
 bool RuntimeOps::contains(Operation *op) const {
+  // The runtime's AdamW updates f32 parameters and moments from f32 or
+  // bf16 gradients.
+  if (auto adamw = dyn_cast<AdamWOp>(op))
+    return adamW && adamw.getParam().getType().getElementType().isF32() &&
+           (adamw.getGrad().getType().getElementType().isF32() ||
+            adamw.getGrad().getType().getElementType().isBF16());
   // The data's element type decides: the verifiers give RMSNorm's weight the
   // input's, labels are i64 or i32, and the loss of f32 or bf16 logits is
   // f32.
@@ -341,6 +350,8 @@ struct FuseKernelsPass
         runtimeOps.rmsNorm = true;
       } else if (name == "cross_entropy") {
         runtimeOps.crossEntropy = true;
+      } else if (name == "adamw") {
+        runtimeOps.adamW = true;
       } else {
         module.emitError("titan-fuse-kernels: unknown runtime op '")
             << name << "' (runtime-ops takes "
@@ -356,6 +367,12 @@ struct FuseKernelsPass
     KernelTable kernels(module);
     for (func::FuncOp function : functions) {
       Block &block = function.getBody().front();
+      // The optimizer steps the runtime does not execute, as the
+      // elementwise ops they stand for.
+      AdamWExpander expander;
+      for (auto adamw : llvm::make_early_inc_range(block.getOps<AdamWOp>()))
+        if (!runtimeOps.contains(adamw))
+          expander.expand(adamw);
       for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
         if (isFusible(&op, runtimeOps) && isOpTriviallyDead(&op))
           op.erase();

@@ -413,6 +413,27 @@ LogicalResult StepLowering::lower(Operation *op) {
                  f64(grad.getEps().convertToDouble())});
     return success();
   }
+  if (auto adamw = dyn_cast<AdamWOp>(op)) {
+    Value gradScale =
+        adamw.getGradScale()
+            ? pointer(adamw.getGradScale())
+            : LLVM::ZeroOp::create(builder, op->getLoc(),
+                                   LLVM::LLVMPointerType::get(context))
+                  .getResult();
+    callRuntime(
+        "titanrt_adamw",
+        {contextArg, dtypeOf(adamw.getGrad()), pointer(adamw.getParam()),
+         pointer(adamw.getGrad()), pointer(adamw.getExpAvg()),
+         pointer(adamw.getExpAvgSq()), pointer(adamw.getLr()),
+         pointer(adamw.getStep()), gradScale, pointer(adamw.getNewParam()),
+         pointer(adamw.getNewExpAvg()), pointer(adamw.getNewExpAvgSq()),
+         i64(adamw.getParam().getType().getNumElements()),
+         f64(adamw.getBeta1().convertToDouble()),
+         f64(adamw.getBeta2().convertToDouble()),
+         f64(adamw.getEps().convertToDouble()),
+         f64(adamw.getWeightDecay().convertToDouble())});
+    return success();
+  }
   if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
     auto [rows, vocab] = getRowsAndColumns(loss.getLogits());
     callRuntime("titanrt_cross_entropy",

@@ -40,7 +40,9 @@ def BuildTrainStepPass : Pass<"titan-build-train-step", "::mlir::ModuleOp"> {
       `p *= 1 - lr * weight_decay`, moments `m = beta1 m + (1 - beta1) g`,
       `v = beta2 v + (1 - beta2) g^2`, bias corrections with
       `t = step + 1`, `p -= lr / (1 - beta1^t) * m / (sqrt(v) /
-      sqrt(1 - beta2^t) + eps)`.
+      sqrt(1 - beta2^t) + eps)`: one `titan.adamw` per parameter, the
+      clipping coefficient its `grad_scale` (titan-fuse-kernels expands
+      it, or keeps it for the runtime's kernel).
 
     `lr` and `step` are 0-d f32 arguments (`step` counts the updates done
     before this one, so the first call passes 0). Results are named `loss`,
@@ -995,26 +997,35 @@ def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
     wider operand (N users of a cast from `in` to `out` bytes per element:
     N * (in - out) <= in + out). A gradient scaled by the clipping
     coefficient is recomputed in both of AdamW's moment updates. Groups
-    with identical bodies share one kernel.
+    with identical bodies share one kernel. First, each `titan.adamw` the
+    runtime does not execute is expanded into the elementwise ops its
+    description spells out (the step's f64 scalars built once, before the
+    first of them), which then fuse like any others: one kernel per
+    parameter reads the gradient, parameter and moments once and writes
+    the three updates in place.
 
     `runtime-ops` names ops that the runtime executes with its own kernels
     instead (host ops like `titan.matmul`): `rms_norm` (`titan.rms_norm`
     and `titan.rms_norm_grad`, as `titanrt_rms_norm(_grad)`) and
     `cross_entropy` (`titan.cross_entropy` and `titan.cross_entropy_grad`,
-    as `titanrt_cross_entropy(_grad)`). On a GPU the runtime's kernels
+    as `titanrt_cross_entropy(_grad)`) and `adamw` (`titan.adamw`, as
+    `titanrt_adamw`: one launch per parameter at the GPU's bandwidth,
+    where the compiled kernels of the expanded update reach less). On a
+    GPU the runtime's kernels
     take fewer passes over the rows (the loss's maximum, sum of
     exponentials and label logit in one online pass; RMSNorm's statistic
     and output in one launch) and sum RMSNorm's weight gradient in
     coalesced partials instead of one block per column, so titan-compile
-    names both for `--backend=cuda`. Only ops of the types
+    names all three for `--backend=cuda`. Only ops of the types
     the runtime functions take are taken out: f32 or bf16 data and
-    weights, i64 or i32 labels, an f32 loss; the others stay fusible. An
+    weights, i64 or i32 labels, an f32 loss, f32 parameters with f32 or
+    bf16 gradients; the others stay fusible (or are expanded). An
     unknown name is an error that lists the known ones.
   }];
   let options = [
     ListOption<"runtimeOps", "runtime-ops", "std::string",
                "Ops the runtime executes instead of kernels: rms_norm, "
-               "cross_entropy">,
+               "cross_entropy, adamw">,
   ];
   let dependentDialects = ["::mlir::titan::TitanDialect",
                            "::mlir::func::FuncDialect"];

@@ -813,3 +813,33 @@ int64_t CrossEntropyGradOp::getFlops() {
   return 7 * getStaticNumElements(getLogits().getType());
 }
 int64_t PadOp::getFlops() { return 0; }
+
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+LogicalResult AdamWOp::verify() {
+  RankedTensorType param = getParam().getType();
+  RankedTensorType grad = getGrad().getType();
+  if (failed(verifyType(*this, "grad", param.getShape(), grad.getElementType(),
+                        grad)))
+    return failure();
+  for (auto [name, beta] : {std::pair{"beta1", getBeta1().convertToDouble()},
+                            std::pair{"beta2", getBeta2().convertToDouble()}})
+    if (!(beta >= 0 && beta < 1))
+      return emitOpError() << name << " must be in [0, 1), got " << beta;
+  if (failed(verifyPositive(*this, "eps", getEps().convertToDouble())))
+    return failure();
+  double weightDecay = getWeightDecay().convertToDouble();
+  if (!(weightDecay >= 0 && std::isfinite(weightDecay)))
+    return emitOpError() << "weight_decay must be non-negative and finite, got "
+                         << weightDecay;
+  return success();
+}
+
+// The expanded update's 13 operations per element (decay, both moments,
+// the denominator, the step), and the clipping coefficient's product.
+int64_t AdamWOp::getFlops() {
+  int64_t perElement = getGradScale() ? 14 : 13;
+  return perElement * getStaticNumElements(getParam().getType());
+}

@@ -526,6 +526,16 @@ OpShardingRule LayerNormGradOp::getShardingRule() {
   return normRule(*this, /*isGrad=*/true);
 }
 
+/// Elementwise over the parameter, its gradient and moments and the
+/// updated three; the scalars (lr, step, the clipping coefficient) have no
+/// dims. Not linear in anything: a Partial gradient is reduced first.
+OpShardingRule AdamWOp::getShardingRule() {
+  OpShardingRule rule = elementwiseRule(*this, {});
+  for (unsigned scalar = 4; scalar < getNumOperands(); ++scalar)
+    rule.operandDims[scalar].clear();
+  return rule;
+}
+
 //===----------------------------------------------------------------------===//
 // Contractions and model-level ops
 //===----------------------------------------------------------------------===//

@@ -1050,4 +1050,64 @@ def Titan_PadOp : Titan_ComputeOp<"pad"> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+/// A 0-d f32 tensor, whose type the assembly format need not spell.
+def Titan_ScalarF32 : 0DTensorOf<[F32]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
+
+def Titan_AdamWOp : Titan_ComputeOp<"adamw", [AllTypesMatch<["param",
+    "exp_avg", "exp_avg_sq", "new_param", "new_exp_avg", "new_exp_avg_sq"]>]> {
+  let summary = "One AdamW step of one parameter";
+  let description = [{
+    torch.optim.AdamW's update of `param` and its moments `exp_avg`,
+    `exp_avg_sq` from `grad` (of the parameter's shape; any float type,
+    widened or narrowed to the parameter's first), multiplied first by
+    `grad_scale` when given (the global-norm clipping coefficient). With
+    t = step + 1 and the step-dependent scalars computed in f64 (as PyTorch
+    computes them in Python floats), then rounded to the parameter's type:
+
+    ```
+    decay = 1 - lr * weight_decay
+    step_size = lr / (1 - beta1^t)
+    correction2_sqrt = sqrt(1 - beta2^t)
+    new_exp_avg = exp_avg * beta1 + g * (1 - beta1)
+    new_exp_avg_sq = exp_avg_sq * beta2 + (g * g) * (1 - beta2)
+    new_param = param * decay - (new_exp_avg / (sqrt(new_exp_avg_sq) /
+                correction2_sqrt + eps)) * step_size
+    ```
+
+    each elementwise operation in the parameter's type, in this order
+    (beta^t is computed as exp(t * log(beta))). titan-build-train-step emits
+    one per parameter; titan-fuse-kernels keeps it for the runtime's kernel
+    (`runtime-ops` "adamw", the CUDA backend's default) or expands it into
+    these elementwise ops, which it fuses.
+
+    Example:
+
+    ```mlir
+    %p1, %m1, %v1 = titan.adamw %p, %g, %m, %v lr %lr step %step
+        grad_scale %clip betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08
+        weight_decay 1.000000e-01 : tensor<256x64xf32>, tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$param, Titan_FloatTensor:$grad,
+                       Titan_FloatTensor:$exp_avg,
+                       Titan_FloatTensor:$exp_avg_sq, Titan_ScalarF32:$lr,
+                       Titan_ScalarF32:$step,
+                       Optional<Titan_ScalarF32>:$grad_scale, F64Attr:$beta1,
+                       F64Attr:$beta2, F64Attr:$eps, F64Attr:$weight_decay);
+  let results = (outs Titan_FloatTensor:$new_param,
+                      Titan_FloatTensor:$new_exp_avg,
+                      Titan_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `lr` $lr `step` $step
+    (`grad_scale` $grad_scale^)? `betas` $beta1 `,` $beta2 `eps` $eps
+    `weight_decay` $weight_decay attr-dict `:` type($param) `,` type($grad)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TITAN_COMPUTE_OPS

@@ -384,6 +384,17 @@ evaluateResults(Operation *op, ArrayRef<const TensorValue *> in) {
         return attention(*in[0], *in[1], *in[2], a.getCausal(),
                          a.getScaleOrDefault());
       })
+      .Case([&](AdamWOp a) {
+        std::optional<double> gradScale;
+        if (a.getGradScale())
+          gradScale = toDoubles(*in[6]).front();
+        return adamW(*in[0], *in[1], *in[2], *in[3], toDoubles(*in[4]).front(),
+                     toDoubles(*in[5]).front(), gradScale,
+                     {a.getBeta1().convertToDouble(),
+                      a.getBeta2().convertToDouble(),
+                      a.getEps().convertToDouble(),
+                      a.getWeightDecay().convertToDouble()});
+      })
       .Case([&](AttentionGradOp g) {
         return attentionGrad(*in[0], *in[1], *in[2], *in[3], *in[4], *in[5],
                              g.getCausal(), g.getScaleOrDefault());

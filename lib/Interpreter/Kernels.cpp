@@ -297,6 +297,49 @@ TensorValue kernels::rmsNorm(const TensorValue &input,
   return fromDoubles(input.getKind(), input.getShape(), x);
 }
 
+std::vector<TensorValue>
+kernels::adamW(const TensorValue &param, const TensorValue &grad,
+               const TensorValue &expAvg, const TensorValue &expAvgSq,
+               double lr, double step, std::optional<double> gradScale,
+               const AdamWHyperparameters &hyper) {
+  ElementType kind = param.getKind();
+  // One operation's result in the parameter's type.
+  auto r = [kind](double value) {
+    return kind == ElementType::F64 ? value : roundToFloatType(value, kind);
+  };
+  // The step's scalars in f64, as titan-build-train-step's expansion
+  // computes them: beta^t as exp(t * log(beta)).
+  double t = step + 1.0;
+  auto oneMinusPower = [&](double beta) {
+    return 1.0 - std::exp(t * std::log(beta));
+  };
+  double decay = r(1.0 - lr * hyper.weightDecay);
+  double stepSize = r(lr / oneMinusPower(hyper.beta1));
+  double correction2Sqrt = r(std::sqrt(oneMinusPower(hyper.beta2)));
+  double scale = gradScale ? r(*gradScale) : 1.0;
+  double beta1 = r(hyper.beta1), oneMinusBeta1 = r(1 - hyper.beta1);
+  double beta2 = r(hyper.beta2), oneMinusBeta2 = r(1 - hyper.beta2);
+  double eps = r(hyper.eps);
+
+  std::vector<double> p = toDoubles(param), g = toDoubles(grad),
+                      m = toDoubles(expAvg), v = toDoubles(expAvgSq);
+  for (size_t i = 0, e = p.size(); i < e; ++i) {
+    double gi = r(g[i]);
+    if (gradScale)
+      gi = r(gi * scale);
+    double decayed = r(p[i] * decay);
+    m[i] = r(r(m[i] * beta1) + r(gi * oneMinusBeta1));
+    v[i] = r(r(v[i] * beta2) + r(r(gi * gi) * oneMinusBeta2));
+    double denom = r(r(r(std::sqrt(v[i])) / correction2Sqrt) + eps);
+    p[i] = r(decayed - r(r(m[i] / denom) * stepSize));
+  }
+  ArrayRef<int64_t> shape = param.getShape();
+  std::vector<TensorValue> results;
+  for (const std::vector<double> *values : {&p, &m, &v})
+    results.push_back(fromDoubles(kind, shape, *values));
+  return results;
+}
+
 TensorValue kernels::layerNorm(const TensorValue &input,
                                const TensorValue &weight,
                                const TensorValue &bias, double eps) {

@@ -17,6 +17,8 @@
 
 #include "llvm/Support/Error.h"
 
+#include <optional>
+
 namespace mlir::titan::kernels {
 
 /// Row-major strides of `shape`.
@@ -189,6 +191,22 @@ std::vector<TensorValue>
 attentionGrad(const TensorValue &q, const TensorValue &k, const TensorValue &v,
               const TensorValue &out, const TensorValue &lse,
               const TensorValue &grad, bool causal, double scale);
+
+/// The hyperparameters of `titan.adamw`.
+struct AdamWHyperparameters {
+  double beta1, beta2, eps, weightDecay;
+};
+
+/// `titan.adamw`: the updated parameter and moments, each elementwise
+/// operation rounded to the parameter's kind as the expanded ops are; `lr`
+/// and `step` are the scalar inputs' values, `gradScale` the clipping
+/// coefficient (nullopt when none).
+std::vector<TensorValue> adamW(const TensorValue &param,
+                               const TensorValue &grad,
+                               const TensorValue &expAvg,
+                               const TensorValue &expAvgSq, double lr,
+                               double step, std::optional<double> gradScale,
+                               const AdamWHyperparameters &hyper);
 
 /// `titan.cross_entropy_grad`: the cotangent of the logits of
 /// `crossEntropy` given the cotangent `grad` (0-d) of the loss; fails like

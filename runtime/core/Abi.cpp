@@ -169,6 +169,38 @@ titanrt_status titanrt_cross_entropy_grad(
       static_cast<const float *>(grad), dlogits, workspace));
 }
 
+titanrt_status titanrt_adamw(titanrt_context *ctx, int32_t grad_dtype,
+                             const void *param, const void *grad,
+                             const void *exp_avg, const void *exp_avg_sq,
+                             const void *lr, const void *step,
+                             const void *grad_scale, void *param_out,
+                             void *exp_avg_out, void *exp_avg_sq_out,
+                             int64_t numel, double beta1, double beta2,
+                             double eps, double weight_decay) {
+  if (failsPendingStart(ctx, "titanrt_adamw"))
+    return TITANRT_ERROR_INVALID_ARGUMENT;
+  TraceScope trace(ctx->tracer, "adamw", "optimizer");
+  trace.arg("elements", numel);
+  AdamWOperands operands;
+  operands.gradDtype = grad_dtype;
+  operands.param = static_cast<const float *>(param);
+  operands.grad = grad;
+  operands.expAvg = static_cast<const float *>(exp_avg);
+  operands.expAvgSq = static_cast<const float *>(exp_avg_sq);
+  operands.lr = static_cast<const float *>(lr);
+  operands.step = static_cast<const float *>(step);
+  operands.gradScale = static_cast<const float *>(grad_scale);
+  operands.paramOut = static_cast<float *>(param_out);
+  operands.expAvgOut = static_cast<float *>(exp_avg_out);
+  operands.expAvgSqOut = static_cast<float *>(exp_avg_sq_out);
+  operands.numel = numel;
+  operands.beta1 = beta1;
+  operands.beta2 = beta2;
+  operands.eps = eps;
+  operands.weightDecay = weight_decay;
+  return ctx->finish(ctx->compute->adamW(operands));
+}
+
 titanrt_status titanrt_copy(titanrt_context *ctx, const void *in, void *out,
                             int64_t bytes) {
   if (failsPendingStart(ctx, "titanrt_copy"))

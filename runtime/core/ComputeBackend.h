@@ -2,7 +2,7 @@
 //
 // The compute entries of titanrt.def (titanrt_matmul, titanrt_attention,
 // titanrt_attention_grad, titanrt_embedding_grad, titanrt_rms_norm(_grad),
-// titanrt_cross_entropy(_grad)) and the one value a
+// titanrt_cross_entropy(_grad), titanrt_adamw) and the one value a
 // runtime call writes into the step's memory itself (titanrt_axis_index),
 // behind one interface: the CPU backend runs them on the rank's threads
 // (cpu/CpuBackend.h), the CUDA backend queues them on the rank's compute
@@ -43,6 +43,30 @@ struct LossShape {
   int64_t vocab = 0;
   int64_t ignoreIndex = -100;
   int32_t labelsDtype = 0;
+};
+
+/// The operands of titanrt_adamw (titan.adamw): the float32 parameter and
+/// moments, read from the inputs and written to the outputs (each the same
+/// buffer as its input or not overlapping it), a gradient of `gradDtype`
+/// (TITANRT_F32 or TITANRT_BF16), and the float32 scalars lr, step and,
+/// unless null, gradScale, all in the backend's memory.
+struct AdamWOperands {
+  int32_t gradDtype = 0;
+  const float *param = nullptr;
+  const void *grad = nullptr;
+  const float *expAvg = nullptr;
+  const float *expAvgSq = nullptr;
+  const float *lr = nullptr;
+  const float *step = nullptr;
+  const float *gradScale = nullptr;
+  float *paramOut = nullptr;
+  float *expAvgOut = nullptr;
+  float *expAvgSqOut = nullptr;
+  int64_t numel = 0;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weightDecay = 0.1;
 };
 
 /// The compute of one rank. Calls may be asynchronous (queued on a device
@@ -104,6 +128,9 @@ public:
                                   const void *logits, const void *labels,
                                   const float *grad, void *dlogits,
                                   void *workspace) = 0;
+
+  /// titanrt_adamw.
+  virtual Status adamW(const AdamWOperands &operands) = 0;
 
   /// titanrt_copy: `bytes` bytes from `in` to `out` (not overlapping).
   virtual Status copy(const void *in, void *out, int64_t bytes) = 0;

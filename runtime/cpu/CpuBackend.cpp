@@ -73,6 +73,10 @@ Status CpuBackend::crossEntropyGrad(int32_t dtype, const LossShape &shape,
                                dlogits, workspace);
 }
 
+Status CpuBackend::adamW(const AdamWOperands &operands) {
+  return cpu::adamW(pool, operands);
+}
+
 Status CpuBackend::copy(const void *in, void *out, int64_t bytes) {
   std::memcpy(out, in, bytes);
   return Status::success();

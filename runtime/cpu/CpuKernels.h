@@ -2,7 +2,7 @@
 //
 // The operations compiled code calls into the CPU backend for (titanrt.h
 // documents each): GEMMs through OpenBLAS, blocked causal attention and its
-// backward, the embedding scatter-add, RMSNorm and cross-entropy. Arguments are
+// backward, the embedding scatter-add, RMSNorm, cross-entropy and AdamW. Arguments are
 // checked (a Status names what is wrong); the work is spread over `pool`.
 //
 //===----------------------------------------------------------------------===//
@@ -16,7 +16,8 @@
 #include <cstdint>
 
 namespace titan::rt {
-struct LossShape; // core/ComputeBackend.h
+struct AdamWOperands; // core/ComputeBackend.h
+struct LossShape;     // core/ComputeBackend.h
 } // namespace titan::rt
 
 namespace titan::rt::cpu {
@@ -77,6 +78,11 @@ Status crossEntropy(ThreadPool &pool, int32_t dtype, const LossShape &shape,
 Status crossEntropyGrad(ThreadPool &pool, int32_t dtype, const LossShape &shape,
                         const void *logits, const void *labels,
                         const float *grad, void *dlogits, void *workspace);
+
+/// titanrt_adamw: f32 or bf16 gradients, the arguments and the step's lr
+/// and step checked before anything is written (Optimizer.cpp); bitwise
+/// equal results for any number of threads.
+Status adamW(ThreadPool &pool, const AdamWOperands &operands);
 
 } // namespace titan::rt::cpu
 

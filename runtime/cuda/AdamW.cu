@@ -1,9 +1,10 @@
-//===- AdamW.cu - fused multi-tensor AdamW --------------------------------===//
+//===- AdamW.cu - AdamW of one tensor or of all of them -------------------===//
 //
-// One block per chunk of kAdamWChunkElements elements of one tensor (the
-// chunk table is on the device, written once by FusedAdamW::create), its
-// 256 threads striding over the chunk: coalesced f32 reads and writes of
-// the parameter and both moments, and of the gradient (f32 or bf16).
+// One block per chunk of kAdamWChunkElements elements of one tensor (for
+// FusedAdamW the chunk table is on the device, written once by
+// FusedAdamW::create; for titanrt_adamw the chunks are the block indices),
+// its 256 threads striding over the chunk: coalesced f32 reads and writes
+// of the parameter and both moments, and of the gradient (f32 or bf16).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,25 @@ using namespace titan::rt::cuda;
 
 namespace {
 
+/// The AdamW update of element i: reads param, grad (multiplied by
+/// `scale`), m and v at i and writes the updates to the outputs at i
+/// (which may be the inputs).
+template <typename G>
+__device__ __forceinline__ void
+updateElement(const AdamWScalars &s, float scale, const float *param,
+              const G *grad, const float *expAvg, const float *expAvgSq,
+              float *paramOut, float *expAvgOut, float *expAvgSqOut,
+              int64_t i) {
+  const float g = toFloat(grad[i]) * scale;
+  const float decayed = param[i] * s.decay;
+  const float m = expAvg[i] * s.beta1 + g * s.oneMinusBeta1;
+  const float v = expAvgSq[i] * s.beta2 + (g * g) * s.oneMinusBeta2;
+  const float denom = sqrtf(v) / s.correction2Sqrt + s.eps;
+  paramOut[i] = decayed - (m / denom) * s.stepSize;
+  expAvgOut[i] = m;
+  expAvgSqOut[i] = v;
+}
+
 /// One chunk of one tensor per block: the AdamW update of its elements
 /// (gradients of type G).
 template <typename G>
@@ -29,16 +49,37 @@ __global__ void __launch_bounds__(256)
   const int64_t end = min(tensor.numel, chunk.start + kAdamWChunkElements);
   const float scale = gradScale ? *gradScale : 1.0f;
   const G *grad = static_cast<const G *>(tensor.grad);
-  for (int64_t i = chunk.start + threadIdx.x; i < end; i += blockDim.x) {
-    const float g = toFloat(grad[i]) * scale;
-    const float decayed = tensor.param[i] * s.decay;
-    const float m = tensor.expAvg[i] * s.beta1 + g * s.oneMinusBeta1;
-    const float v = tensor.expAvgSq[i] * s.beta2 + (g * g) * s.oneMinusBeta2;
-    const float denom = sqrtf(v) / s.correction2Sqrt + s.eps;
-    tensor.param[i] = decayed - (m / denom) * s.stepSize;
-    tensor.expAvg[i] = m;
-    tensor.expAvgSq[i] = v;
+  for (int64_t i = chunk.start + threadIdx.x; i < end; i += blockDim.x)
+    updateElement(s, scale, tensor.param, grad, tensor.expAvg,
+                  tensor.expAvgSq, tensor.param, tensor.expAvg,
+                  tensor.expAvgSq, i);
+}
+
+/// titanrt_adamw of one tensor: chunk blockIdx.x of `o`'s elements, the
+/// step's scalars computed by the block's first thread from the lr and
+/// step in device memory (as adamWScalars does on the host).
+template <typename G>
+__global__ void __launch_bounds__(256) adamWTensorKernel(AdamWOperands o) {
+  __shared__ AdamWScalars scalars;
+  if (threadIdx.x == 0) {
+    AdamWHyperparameters hyper;
+    hyper.lr = *o.lr;
+    hyper.beta1 = o.beta1;
+    hyper.beta2 = o.beta2;
+    hyper.eps = o.eps;
+    hyper.weightDecay = o.weightDecay;
+    hyper.step = int64_t(*o.step);
+    scalars = adamWScalars(hyper);
   }
+  __syncthreads();
+  const AdamWScalars s = scalars;
+  const int64_t start = int64_t(blockIdx.x) * kAdamWChunkElements;
+  const int64_t end = min(o.numel, start + kAdamWChunkElements);
+  const float scale = o.gradScale ? *o.gradScale : 1.0f;
+  const G *grad = static_cast<const G *>(o.grad);
+  for (int64_t i = start + threadIdx.x; i < end; i += blockDim.x)
+    updateElement(s, scale, o.param, grad, o.expAvg, o.expAvgSq, o.paramOut,
+                  o.expAvgOut, o.expAvgSqOut, i);
 }
 
 } // namespace
@@ -102,5 +143,37 @@ Status FusedAdamW::step(cudaStream_t stream, const AdamWHyperparameters &hyper,
     using G = decltype(g);
     return launchKernel("adamw (CUDA)", adamWLaunch(numChunks), stream,
                         adamWKernel<G>, tensors, chunks, scalars, gradScale);
+  });
+}
+
+Status cuda::adamWStep(cudaStream_t stream, const AdamWOperands &o) {
+  const char *op = "titanrt_adamw (CUDA)";
+  TITANRT_RETURN_IF_ERROR(checkFloatDtype(op, "grad_dtype", o.gradDtype));
+  TITANRT_RETURN_IF_ERROR(checkExtents(op, {{"numel", o.numel}}));
+  TITANRT_RETURN_IF_ERROR(checkPointers(op, o.numel,
+                                        {{"param", o.param},
+                                         {"grad", o.grad},
+                                         {"exp_avg", o.expAvg},
+                                         {"exp_avg_sq", o.expAvgSq},
+                                         {"lr", o.lr},
+                                         {"step", o.step},
+                                         {"param_out", o.paramOut},
+                                         {"exp_avg_out", o.expAvgOut},
+                                         {"exp_avg_sq_out", o.expAvgSqOut}}));
+  // lr and step are on the device: the host checks the rest.
+  AdamWHyperparameters hyper;
+  hyper.lr = 0;
+  hyper.beta1 = o.beta1;
+  hyper.beta2 = o.beta2;
+  hyper.eps = o.eps;
+  hyper.weightDecay = o.weightDecay;
+  TITANRT_RETURN_IF_ERROR(checkAdamWHyperparameters(hyper));
+  if (o.numel == 0)
+    return Status::success();
+  return withFloatType(o.gradDtype, [&](auto g) {
+    using G = decltype(g);
+    return launchKernel(op,
+                        adamWLaunch(ceilDiv(o.numel, kAdamWChunkElements)),
+                        stream, adamWTensorKernel<G>, o);
   });
 }

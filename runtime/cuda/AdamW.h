@@ -1,11 +1,14 @@
-//===- AdamW.h - fused multi-tensor AdamW on the GPU ------------*- C++ -*-===//
+//===- AdamW.h - AdamW on the GPU -------------------------------*- C++ -*-===//
 //
-// One kernel launch updates every parameter of a rank: the tensors' list is
-// cut once into chunks of kAdamWChunkElements (planAdamWChunks) and copied
-// to the GPU with the tensors' pointers; each step launches one block per
-// chunk. The arithmetic is the compiler's (titan-build-train-step,
-// passes/BuildTrainStep.cpp), which is torch.optim.AdamW's: with t = step +
-// 1, the step-dependent scalars in double, then per element in f32
+// Two launchers of one update. titanrt_adamw (adamWStep), what the
+// executables call: one parameter per launch, its lr and step read on the
+// device. FusedAdamW: one launch updates every parameter of a rank: the
+// tensors' list is cut once into chunks of kAdamWChunkElements
+// (planAdamWChunks) and copied to the GPU with the tensors' pointers; each
+// step launches one block per chunk. The arithmetic is titan.adamw's
+// (dialects/titan/TitanComputeOps.td), which is torch.optim.AdamW's: with
+// t = step + 1, the step-dependent scalars in double, then per element in
+// f32
 //   p = p * (1 - lr * weight_decay)
 //   m = beta1 * m + (1 - beta1) * g
 //   v = beta2 * v + (1 - beta2) * g^2
@@ -67,6 +70,12 @@ private:
   DeviceBuffer tables;
   int64_t chunksOffset = 0;
 };
+
+/// titanrt_adamw of one tensor on `stream`: one block per
+/// kAdamWChunkElements elements, the step's scalars computed on the device
+/// from the lr and step in device memory (titan.adamw; the executables'
+/// optimizer, one call per parameter).
+Status adamWStep(cudaStream_t stream, const AdamWOperands &operands);
 
 } // namespace titan::rt::cuda
 

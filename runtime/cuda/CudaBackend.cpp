@@ -2,6 +2,8 @@
 
 #include "cuda/CudaBackend.h"
 
+#include "cuda/AdamW.h"
+
 #include "cuda/CudaStatus.h"
 #include "cuda/Kernels.h"
 #include "cuda/LaunchConfig.h"
@@ -125,6 +127,10 @@ Status CudaBackend::crossEntropyGrad(int32_t dtype, const LossShape &shape,
   return crossEntropyBackward(stream.get(), dtype, kernelShape(shape), logits,
                               labels, parts.lse, grad, parts.validCount,
                               dlogits);
+}
+
+Status CudaBackend::adamW(const AdamWOperands &operands) {
+  return adamWStep(stream.get(), operands);
 }
 
 Status CudaBackend::copy(const void *in, void *out, int64_t bytes) {

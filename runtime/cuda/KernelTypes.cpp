@@ -8,20 +8,6 @@
 using namespace titan::rt;
 using namespace titan::rt::cuda;
 
-AdamWScalars cuda::adamWScalars(const AdamWHyperparameters &hyper) {
-  const double t = double(hyper.step) + 1.0;
-  AdamWScalars s;
-  s.decay = float(1.0 - hyper.lr * hyper.weightDecay);
-  s.beta1 = float(hyper.beta1);
-  s.oneMinusBeta1 = float(1.0 - hyper.beta1);
-  s.beta2 = float(hyper.beta2);
-  s.oneMinusBeta2 = float(1.0 - hyper.beta2);
-  s.stepSize = float(hyper.lr / (1.0 - std::pow(hyper.beta1, t)));
-  s.correction2Sqrt = float(std::sqrt(1.0 - std::pow(hyper.beta2, t)));
-  s.eps = float(hyper.eps);
-  return s;
-}
-
 Status cuda::checkAdamWHyperparameters(const AdamWHyperparameters &hyper) {
   auto fail = [](const std::string &what) {
     return Status::invalidArgument("adamw (CUDA): " + what);

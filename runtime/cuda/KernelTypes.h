@@ -12,8 +12,15 @@
 #include "core/ComputeBackend.h"
 #include "core/Status.h"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
+
+#ifdef __CUDACC__
+#define TITAN_HOST_DEVICE __host__ __device__
+#else
+#define TITAN_HOST_DEVICE
+#endif
 
 namespace titan::rt::cuda {
 
@@ -85,8 +92,23 @@ struct AdamWScalars {
   float eps;
 };
 
-/// The scalars of one step (pure; unit-tested on the CPU).
-AdamWScalars adamWScalars(const AdamWHyperparameters &hyper);
+/// The scalars of one step (pure; unit-tested on the CPU), computed as
+/// titan.adamw's expansion computes them: beta^t as exp(t * log(beta)).
+/// The host's for FusedAdamW, a block's first thread's for titanrt_adamw.
+TITAN_HOST_DEVICE inline AdamWScalars
+adamWScalars(const AdamWHyperparameters &hyper) {
+  const double t = double(hyper.step) + 1.0;
+  AdamWScalars s;
+  s.decay = float(1.0 - hyper.lr * hyper.weightDecay);
+  s.beta1 = float(hyper.beta1);
+  s.oneMinusBeta1 = float(1.0 - hyper.beta1);
+  s.beta2 = float(hyper.beta2);
+  s.oneMinusBeta2 = float(1.0 - hyper.beta2);
+  s.stepSize = float(hyper.lr / (1.0 - ::exp(t * ::log(hyper.beta1))));
+  s.correction2Sqrt = float(::sqrt(1.0 - ::exp(t * ::log(hyper.beta2))));
+  s.eps = float(hyper.eps);
+  return s;
+}
 
 /// Fails unless the hyperparameters are usable: lr >= 0, betas in [0, 1),
 /// eps > 0, weight decay >= 0, step >= 0.

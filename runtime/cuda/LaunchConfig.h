@@ -18,12 +18,6 @@
 #include <cstdint>
 #include <vector>
 
-#ifdef __CUDACC__
-#define TITAN_HOST_DEVICE __host__ __device__
-#else
-#define TITAN_HOST_DEVICE
-#endif
-
 namespace titan::rt::cuda {
 
 //===----------------------------------------------------------------------===//

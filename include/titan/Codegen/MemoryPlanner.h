@@ -125,8 +125,10 @@ private:
     auto it = bufferIndex.find(value);
     return it == bufferIndex.end() ? nullptr : &buffers[it->second];
   }
-  /// The pairs (input, output) of `launch`'s kernel that may share memory.
-  SmallVector<std::pair<unsigned, unsigned>> inPlacePairs(LaunchOp launch);
+  /// The pairs (operand, result) of `op` that may share memory: those of
+  /// a launch's kernel (titan.in_place), a parameter and its moments and
+  /// their updates for titan.adamw.
+  SmallVector<std::pair<unsigned, unsigned>> inPlacePairs(Operation *op);
   /// Adds a new arena buffer for `value` defined at `index`.
   void addBuffer(Value value, int64_t index);
   /// Makes `value`, defined at `at`, share buffer `index`.

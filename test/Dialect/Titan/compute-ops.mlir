@@ -202,3 +202,12 @@ func.func @f64_loss(%logits: tensor<4x8xf64>, %labels: tensor<4xi64>) -> tensor<
   %0 = titan.cross_entropy %logits, %labels : tensor<4x8xf64>, tensor<4xi64> -> tensor<f64>
   return %0 : tensor<f64>
 }
+
+// CHECK-LABEL: func.func @adamw
+func.func @adamw(%p: tensor<16x8xf32>, %g: tensor<16x8xbf16>, %m: tensor<16x8xf32>, %v: tensor<16x8xf32>, %lr: tensor<f32>, %step: tensor<f32>, %clip: tensor<f32>) -> (tensor<16x8xf32>, tensor<16x8xf32>) {
+  // CHECK: titan.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lr %{{.*}} step %{{.*}} grad_scale %{{.*}} betas 9.000000e-01, 0.94999999999999996 eps 1.000000e-08 weight_decay 1.000000e-01 : tensor<16x8xf32>, tensor<16x8xbf16>
+  %0:3 = titan.adamw %p, %g, %m, %v lr %lr step %step grad_scale %clip betas 0.9, 0.95 eps 1.0e-8 weight_decay 0.1 : tensor<16x8xf32>, tensor<16x8xbf16>
+  // CHECK: titan.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lr %{{.*}} step %{{.*}} betas 0.000000e+00, 0.000000e+00 eps 1.000000e+00 weight_decay 0.000000e+00 : tensor<16x8xf32>, tensor<16x8xf32>
+  %1:3 = titan.adamw %p, %m, %m, %v lr %lr step %step betas 0.0, 0.0 eps 1.0 weight_decay 0.0 : tensor<16x8xf32>, tensor<16x8xf32>
+  return %0#0, %1#0 : tensor<16x8xf32>, tensor<16x8xf32>
+}

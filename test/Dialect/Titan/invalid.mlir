@@ -1102,3 +1102,44 @@ func.func @wait_for_compute(%x: tensor<4xf32>) -> tensor<4xf32> {
   %1 = titan.wait %0 : tensor<4xf32>
   return %1 : tensor<4xf32>
 }
+
+// -----
+
+func.func @adamw_grad_shape(%p: tensor<4x8xf32>, %g: tensor<8x4xf32>, %lr: tensor<f32>, %step: tensor<f32>) {
+  // expected-error @+1 {{expected grad type 'tensor<4x8xf32>', got 'tensor<8x4xf32>'}}
+  %0:3 = titan.adamw %p, %g, %p, %p lr %lr step %step betas 0.9, 0.95 eps 1.0e-8 weight_decay 0.1 : tensor<4x8xf32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @adamw_beta(%p: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<f32>) {
+  // expected-error @+1 {{beta2 must be in [0, 1), got 1.000000e+00}}
+  %0:3 = titan.adamw %p, %p, %p, %p lr %lr step %step betas 0.9, 1.0 eps 1.0e-8 weight_decay 0.1 : tensor<4x8xf32>, tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @adamw_eps(%p: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<f32>) {
+  // expected-error @+1 {{eps must be positive and finite, got 0.000000e+00}}
+  %0:3 = titan.adamw %p, %p, %p, %p lr %lr step %step betas 0.9, 0.95 eps 0.0 weight_decay 0.1 : tensor<4x8xf32>, tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @adamw_weight_decay(%p: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<f32>) {
+  // expected-error @+1 {{weight_decay must be non-negative and finite, got -1.000000e-01}}
+  %0:3 = titan.adamw %p, %p, %p, %p lr %lr step %step betas 0.9, 0.95 eps 1.0e-8 weight_decay -0.1 : tensor<4x8xf32>, tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @adamw_lr_type(%p: tensor<4x8xf32>, %lr: tensor<f64>, %step: tensor<f32>) {
+  // expected-note @-1 {{prior use here}}
+  // expected-error @+1 {{use of value '%lr' expects different type than prior uses: 'tensor<f32>' vs 'tensor<f64>'}}
+  %0:3 = titan.adamw %p, %p, %p, %p lr %lr step %step betas 0.9, 0.95 eps 1.0e-8 weight_decay 0.1 : tensor<4x8xf32>, tensor<4x8xf32>
+  return
+}

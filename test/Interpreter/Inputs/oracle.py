@@ -297,6 +297,39 @@ def npy_to_bf16(a):
     return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
 
 
+def adamw_step(p, g, m, v, lr, step, weight_decay, clip=1.0):
+    """torch.optim.AdamW's step (betas 0.9, 0.95, eps 1e-8) of a parameter
+    whose state holds m, v and `step` updates; returns p, m, v after it."""
+    p = p.clone().requires_grad_(True)
+    opt = torch.optim.AdamW([p], lr=lr, betas=(0.9, 0.95), eps=1e-8,
+                            weight_decay=weight_decay)
+    opt.state[p] = {"step": torch.tensor(float(step)), "exp_avg": m.clone(),
+                    "exp_avg_sq": v.clone()}
+    p.grad = g * clip
+    opt.step()
+    state = opt.state[p]
+    return p.detach(), state["exp_avg"], state["exp_avg_sq"]
+
+
+@case
+def adamw(rng):
+    inputs = {"p": randn(rng, 4, 8), "g": randn(rng, 4, 8) * 0.1,
+              "m": randn(rng, 4, 8) * 0.01,
+              "v": np.abs(randn(rng, 4, 8)) * 1e-4,
+              "lr": np.array(3e-3, dtype=np.float32),
+              "step": np.array(5.0, dtype=np.float32),
+              "clip": np.array(0.7, dtype=np.float32)}
+
+    def expected(i):
+        p, g, m, v = t(i["p"]), t(i["g"]), t(i["m"]), t(i["v"])
+        lr, clip = float(i["lr"]), float(i["clip"])
+        p1, m1, v1 = adamw_step(p, g, m, v, lr, 5, 0.1, clip)
+        p2, m2, v2 = adamw_step(p, g, m, v, lr, 5, 0.0)
+        return {"p_clipped": p1, "m_clipped": m1, "v_clipped": v1,
+                "p": p2, "m": m2, "v": v2}
+    return inputs, expected
+
+
 @case
 def low_precision(rng):
     inputs = {"x": randn(rng, 4, 8),

@@ -113,6 +113,13 @@ const RuleCase kReductions[] = {
      "tensor<2x4x8xf32>, tensor<8xf32>",
      "([a, b, c], [c], [a, b, c]) -> ([a, b, c], [c]) {a=2 reduction, "
      "b=4 reduction, c=8 need_replication} linear={2}"},
+    // AdamW: elementwise over the tensors, the scalars without dims.
+    {"%0: tensor<4x8xf32>, %1: tensor<4x8xbf16>, %2: tensor<f32>",
+     "%r:3 = titan.adamw %0, %1, %0, %0 lr %2 step %2 grad_scale %2 betas "
+     "0.9, 0.95 eps 1.0e-8 weight_decay 0.1 : tensor<4x8xf32>, "
+     "tensor<4x8xbf16>",
+     "([a, b], [a, b], [a, b], [a, b], [], [], []) -> ([a, b], [a, b], "
+     "[a, b]) {a=4, b=8}"},
     {"%0: tensor<4x8xf32>, %1: tensor<8xf32>, %2: tensor<4x8xf32>",
      "%r:3 = titan.layer_norm_grad %0, %1, %2 eps 1.0e-05 : "
      "tensor<4x8xf32>, tensor<8xf32>",

@@ -294,6 +294,79 @@ void checkAdamW(Checker &checker, Context &context, int32_t gradDtype,
   checker.compare(prefix + ".exp_avg_sq", actual[2], expected[2], 1e-5);
 }
 
+/// titanrt_adamw's kernel (adamWStep): one tensor per launch, lr and step
+/// read on the device, the updates in place or into other buffers, with and
+/// without a clipping coefficient.
+void checkAdamWStep(Checker &checker, Context &context, int32_t gradDtype,
+                    uint32_t seed) {
+  AdamWHyperparameters hyper;
+  hyper.lr = 3e-3;
+  hyper.step = 5;
+  for (int64_t n : {int64_t(1), int64_t(8191), int64_t(8193), int64_t(100000),
+                    int64_t(0)}) {
+    for (bool inPlace : {true, false}) {
+      const bool scaled = n % 2 == 1;
+      const double gradScale = scaled ? 0.7 : 1.0;
+      const std::string name = "adamw_step." + nameOf(gradDtype) + ".n" +
+                               std::to_string(n) +
+                               (inPlace ? ".in_place" : ".out_of_place") +
+                               (scaled ? ".scaled" : "");
+      std::vector<double> param = randomValues(n, seed++, TITANRT_F32);
+      std::vector<double> grad = randomValues(n, seed++, gradDtype, 0.1);
+      std::vector<double> m = randomValues(n, seed++, TITANRT_F32, 0.01);
+      std::vector<double> v = randomValues(n, seed++, TITANRT_F32, 1e-4);
+      for (double &value : v)
+        value = std::abs(value);
+      DeviceTensor dParam, dGrad, dM, dV, dLr, dStep, dScale;
+      DeviceTensor outParam, outM, outV;
+      if (!checker.expectOk(name, dParam.upload(TITANRT_F32, param)) ||
+          !checker.expectOk(name, dGrad.upload(gradDtype, grad)) ||
+          !checker.expectOk(name, dM.upload(TITANRT_F32, m)) ||
+          !checker.expectOk(name, dV.upload(TITANRT_F32, v)) ||
+          !checker.expectOk(name, dLr.upload(TITANRT_F32, {hyper.lr})) ||
+          !checker.expectOk(name,
+                            dStep.upload(TITANRT_F32, {double(hyper.step)})) ||
+          !checker.expectOk(name, dScale.upload(TITANRT_F32, {gradScale})) ||
+          !checker.expectOk(name, outParam.allocate(TITANRT_F32, n)) ||
+          !checker.expectOk(name, outM.allocate(TITANRT_F32, n)) ||
+          !checker.expectOk(name, outV.allocate(TITANRT_F32, n)))
+        return;
+      AdamWOperands o;
+      o.gradDtype = gradDtype;
+      o.param = dParam.as<float>();
+      o.grad = dGrad.get();
+      o.expAvg = dM.as<float>();
+      o.expAvgSq = dV.as<float>();
+      o.lr = dLr.as<float>();
+      o.step = dStep.as<float>();
+      o.gradScale = scaled ? dScale.as<float>() : nullptr;
+      const DeviceTensor &targetParam = inPlace ? dParam : outParam;
+      const DeviceTensor &targetM = inPlace ? dM : outM;
+      const DeviceTensor &targetV = inPlace ? dV : outV;
+      o.paramOut = targetParam.as<float>();
+      o.expAvgOut = targetM.as<float>();
+      o.expAvgSqOut = targetV.as<float>();
+      o.numel = n;
+      o.beta1 = hyper.beta1;
+      o.beta2 = hyper.beta2;
+      o.eps = hyper.eps;
+      o.weightDecay = hyper.weightDecay;
+      if (!checker.expectOk(name, adamWStep(context.stream.get(), o)))
+        return;
+      std::vector<double> actual[3];
+      if (!checker.expectOk(name, targetParam.download(actual[0])) ||
+          !checker.expectOk(name, targetM.download(actual[1])) ||
+          !checker.expectOk(name, targetV.download(actual[2])))
+        return;
+      ref::adamW(hyper, double(float(gradScale)), param.data(), grad.data(),
+                 m.data(), v.data(), n);
+      checker.compare(name + ".param", actual[0], param, 1e-5);
+      checker.compare(name + ".exp_avg", actual[1], m, 1e-5);
+      checker.compare(name + ".exp_avg_sq", actual[2], v, 1e-5);
+    }
+  }
+}
+
 } // namespace
 
 void check::checkLoss(Checker &checker, Context &context) {
@@ -312,5 +385,6 @@ void check::checkLoss(Checker &checker, Context &context) {
     checkEmbedding(checker, context, dtype, TITANRT_I64, 2500, 50257, 128,
                    seed += 3);
     checkAdamW(checker, context, dtype, seed += 40);
+    checkAdamWStep(checker, context, dtype, seed += 40);
   }
 }

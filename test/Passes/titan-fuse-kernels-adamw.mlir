@@ -1,0 +1,60 @@
+// RUN: titan-opt %s --titan-fuse-kernels="runtime-ops=adamw" | FileCheck %s --check-prefix=HOST
+// RUN: titan-opt %s --titan-fuse-kernels | FileCheck %s --check-prefix=FUSED
+// RUN: titan-opt %s --titan-fuse-kernels="runtime-ops=adamw" --titan-lower-kernels --titan-plan-memory | FileCheck %s --check-prefix=PLAN
+// RUN: titan-opt %s --titan-fuse-kernels="runtime-ops=adamw" --titan-lower-kernels --titan-plan-memory --titan-lower-to-runtime | FileCheck %s --check-prefix=CALLS
+
+// With runtime-ops=adamw, an AdamW of an f32 parameter (its gradient f32 or
+// bf16) stays a host op for titanrt_adamw; one of a bf16 parameter is not
+// the runtime's and is expanded: its update, the step's scalars included,
+// one kernel of three results. Without the option both are expanded.
+// HOST-LABEL: func.func @train_step
+// HOST: %[[CLIP:.*]] = titan.launch @kernel_scale(%arg8)
+// HOST-NEXT: titan.adamw %arg0, %arg6, %arg2, %arg4 lr %arg8 step %arg9 grad_scale %[[CLIP]] betas 9.000000e-01, 0.94999999999999996 eps 1.000000e-08 weight_decay 1.000000e-01 : tensor<16x8xf32>, tensor<16x8xbf16>
+// HOST-NEXT: titan.launch @[[BF16:.*]](%arg8, %arg9, %arg1, %arg7, %arg3, %arg5) : {{.*}} -> (tensor<8xbf16>, tensor<8xbf16>, tensor<8xbf16>)
+// HOST: func.func private @[[BF16]]
+// HOST: titan.exp {{.*}} : tensor<f64>
+// HOST: titan.sqrt {{.*}} : tensor<8xbf16>
+
+// FUSED-LABEL: func.func @train_step
+// FUSED-NOT: titan.adamw
+// FUSED: titan.launch {{.*}} -> (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>)
+// FUSED: titan.launch {{.*}} -> (tensor<8xbf16>, tensor<8xbf16>, tensor<8xbf16>)
+// FUSED-NOT: titan.adamw
+
+// The runtime's AdamW writes the parameter and both moments in place: its
+// buffers are the state arguments' places, and the arena holds only the
+// clipping coefficient.
+// PLAN: func.func @train_step(%arg0: {{.*}}titan.buffer<state[0, 512]>{{.*}}%arg2: {{.*}}titan.buffer<state[576, 512]>{{.*}}%arg4: {{.*}}titan.buffer<state[1152, 512]>
+// PLAN-SAME: titan.memory_plan = {arena_bytes = 64 : i64
+// PLAN: titan.adamw {{.*}} {titan.buffers = [#titan.buffer<state[0, 512]>, #titan.buffer<state[576, 512]>, #titan.buffer<state[1152, 512]>]}
+
+// The call: the gradient's dtype (bf16 = 2), ten pointers (param, grad,
+// moments, lr, step, the coefficient, the three outputs), the elements and
+// the hyperparameters.
+// CALLS: %[[GRADTYPE:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CALLS: %[[NUMEL:.*]] = llvm.mlir.constant(128 : i64) : i64
+// CALLS-NEXT: %[[BETA1:.*]] = llvm.mlir.constant(9.000000e-01 : f64) : f64
+// CALLS-NEXT: %[[BETA2:.*]] = llvm.mlir.constant(0.94999999999999996 : f64) : f64
+// CALLS-NEXT: %[[EPS:.*]] = llvm.mlir.constant(1.000000e-08 : f64) : f64
+// CALLS-NEXT: %[[WD:.*]] = llvm.mlir.constant(1.000000e-01 : f64) : f64
+// CALLS-NEXT: llvm.call @titanrt_adamw(%arg0, %[[GRADTYPE]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[NUMEL]], %[[BETA1]], %[[BETA2]], %[[EPS]], %[[WD]]) : (!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, f64, f64, f64, f64) -> i32
+
+titan.mesh @mesh ["dp"=1]
+func.func @train_step(%w: tensor<16x8xf32> {titan.name = "w", titan.role = "param", titan.placements = #titan.placements<@mesh, [R]>},
+                      %b: tensor<8xbf16> {titan.name = "b", titan.role = "param", titan.placements = #titan.placements<@mesh, [R]>},
+                      %mw: tensor<16x8xf32> {titan.name = "exp_avg.w", titan.role = "state", titan.placements = #titan.placements<@mesh, [R]>},
+                      %mb: tensor<8xbf16> {titan.name = "exp_avg.b", titan.role = "state", titan.placements = #titan.placements<@mesh, [R]>},
+                      %vw: tensor<16x8xf32> {titan.name = "exp_avg_sq.w", titan.role = "state", titan.placements = #titan.placements<@mesh, [R]>},
+                      %vb: tensor<8xbf16> {titan.name = "exp_avg_sq.b", titan.role = "state", titan.placements = #titan.placements<@mesh, [R]>},
+                      %gw: tensor<16x8xbf16> {titan.name = "gw", titan.role = "input", titan.placements = #titan.placements<@mesh, [R]>},
+                      %gb: tensor<8xbf16> {titan.name = "gb", titan.role = "input", titan.placements = #titan.placements<@mesh, [R]>},
+                      %lr: tensor<f32> {titan.name = "lr", titan.role = "input", titan.placements = #titan.placements<@mesh, [R]>},
+                      %step: tensor<f32> {titan.name = "step", titan.role = "input", titan.placements = #titan.placements<@mesh, [R]>})
+    -> (tensor<16x8xf32> {titan.name = "param.w"}, tensor<8xbf16> {titan.name = "param.b"},
+        tensor<16x8xf32> {titan.name = "exp_avg.w"}, tensor<8xbf16> {titan.name = "exp_avg.b"},
+        tensor<16x8xf32> {titan.name = "exp_avg_sq.w"}, tensor<8xbf16> {titan.name = "exp_avg_sq.b"}) {
+  %clip = titan.scale %lr by 2.000000e+00 : tensor<f32>
+  %w1:3 = titan.adamw %w, %gw, %mw, %vw lr %lr step %step grad_scale %clip betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08 weight_decay 1.000000e-01 : tensor<16x8xf32>, tensor<16x8xbf16>
+  %b1:3 = titan.adamw %b, %gb, %mb, %vb lr %lr step %step betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08 weight_decay 0.000000e+00 : tensor<8xbf16>, tensor<8xbf16>
+  return %w1#0, %b1#0, %w1#1, %b1#1, %w1#2, %b1#2 : tensor<16x8xf32>, tensor<8xbf16>, tensor<16x8xf32>, tensor<8xbf16>, tensor<16x8xf32>, tensor<8xbf16>
+}

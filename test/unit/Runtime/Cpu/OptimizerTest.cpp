@@ -1,0 +1,129 @@
+//===- OptimizerTest.cpp - Tests of the CPU's AdamW -----------------------===//
+
+#include "core/ComputeBackend.h"
+#include "core/LowPrecision.h"
+#include "cpu/CpuKernels.h"
+
+#include "titan/Runtime/titanrt.h"
+
+#include "TestUtil.h"
+
+#include <cmath>
+
+using namespace titan::rt;
+using namespace titan::rt::cpu;
+using namespace titan::rt::cpu::test;
+
+namespace {
+
+/// More elements than one parallel range holds.
+constexpr int64_t kNumel = 40000;
+
+/// One parameter's tensors and step.
+struct AdamWCase {
+  std::vector<float> param = randomValues<float>(kNumel, 1);
+  std::vector<float> grad = randomValues<float>(kNumel, 2, 0.1);
+  std::vector<float> expAvg = randomValues<float>(kNumel, 3, 0.01);
+  std::vector<float> expAvgSq = randomValues<float>(kNumel, 4, 1e-4);
+  float lr = 3e-3f, step = 5, gradScale = 0.7f;
+
+  AdamWCase() {
+    for (float &value : expAvgSq)
+      value = std::abs(value);
+  }
+
+  /// Operands updating the tensors in place (clipping with `scaled`).
+  AdamWOperands operands(bool scaled) {
+    AdamWOperands o;
+    o.gradDtype = TITANRT_F32;
+    o.param = o.paramOut = param.data();
+    o.grad = grad.data();
+    o.expAvg = o.expAvgOut = expAvg.data();
+    o.expAvgSq = o.expAvgSqOut = expAvgSq.data();
+    o.lr = &lr;
+    o.step = &step;
+    o.gradScale = scaled ? &gradScale : nullptr;
+    o.numel = kNumel;
+    return o;
+  }
+};
+
+TEST(OptimizerTest, AdamWMatchesTorchFormulaInPlaceAndOnAnyThreads) {
+  AdamWCase reference;
+  // torch.optim.AdamW in double, from the same state, t = step + 1.
+  const double t = 6, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, wd = 0.1;
+  std::vector<double> param, m, v;
+  for (int64_t i = 0; i < kNumel; ++i) {
+    double g = double(reference.grad[i]) * double(reference.gradScale);
+    double mi = beta1 * reference.expAvg[i] + (1 - beta1) * g;
+    double vi = beta2 * reference.expAvgSq[i] + (1 - beta2) * g * g;
+    double p = reference.param[i] * (1 - reference.lr * wd);
+    p -= reference.lr / (1 - std::pow(beta1, t)) * mi /
+         (std::sqrt(vi) / std::sqrt(1 - std::pow(beta2, t)) + eps);
+    param.push_back(p);
+    m.push_back(mi);
+    v.push_back(vi);
+  }
+  std::vector<float> first;
+  for (int threads : threadCounts()) {
+    AdamWCase updated;
+    ASSERT_TRUE(adamW(pool(threads), updated.operands(true)).ok());
+    EXPECT_LT(relativeError(updated.param, param), 1e-6);
+    EXPECT_LT(relativeError(updated.expAvg, m), 1e-6);
+    EXPECT_LT(relativeError(updated.expAvgSq, v), 1e-6);
+    if (first.empty())
+      first = updated.param;
+    EXPECT_EQ(updated.param, first) << threads << " threads";
+  }
+  // Into other buffers: the same values, the inputs untouched.
+  AdamWCase in, out;
+  AdamWOperands o = in.operands(true);
+  o.paramOut = out.param.data();
+  o.expAvgOut = out.expAvg.data();
+  o.expAvgSqOut = out.expAvgSq.data();
+  ASSERT_TRUE(adamW(pool(2), o).ok());
+  EXPECT_EQ(out.param, first);
+  EXPECT_EQ(in.param, AdamWCase().param);
+}
+
+TEST(OptimizerTest, AdamWBf16GradientsAreTheirValues) {
+  AdamWCase widened, narrow;
+  std::vector<uint16_t> stored(kNumel);
+  for (int64_t i = 0; i < kNumel; ++i) {
+    stored[i] = floatToBf16(widened.grad[i]);
+    widened.grad[i] = bf16ToFloat(stored[i]);
+  }
+  ASSERT_TRUE(adamW(pool(2), widened.operands(false)).ok());
+  AdamWOperands o = narrow.operands(false);
+  o.gradDtype = TITANRT_BF16;
+  o.grad = stored.data();
+  ASSERT_TRUE(adamW(pool(2), o).ok());
+  EXPECT_EQ(narrow.param, widened.param);
+  EXPECT_EQ(narrow.expAvgSq, widened.expAvgSq);
+}
+
+TEST(OptimizerTest, AdamWNamesWhatIsWrongBeforeWriting) {
+  AdamWCase bad;
+  const std::vector<float> before = bad.param;
+  AdamWOperands o = bad.operands(false);
+  o.gradDtype = TITANRT_F64;
+  Status status = adamW(pool(1), o);
+  EXPECT_EQ(status.getCode(), TITANRT_ERROR_UNSUPPORTED);
+  EXPECT_EQ(status.getMessage(),
+            "titanrt_adamw: grad_dtype 1 (the gradient must be f32 or bf16)");
+  o = bad.operands(false);
+  bad.lr = -1;
+  status = adamW(pool(1), o);
+  EXPECT_EQ(status.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(status.getMessage(), "titanrt_adamw: lr = -1.000000 must be >= 0");
+  bad.lr = 1e-3f;
+  o.beta2 = 1.0;
+  EXPECT_EQ(adamW(pool(1), o).getMessage(),
+            "titanrt_adamw: betas (0.900000, 1.000000) must be in [0, 1)");
+  o = bad.operands(false);
+  o.expAvg = nullptr;
+  EXPECT_EQ(adamW(pool(1), o).getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad.param, before);
+}
+
+} // namespace
