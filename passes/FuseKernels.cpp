@@ -370,9 +370,18 @@ struct FuseKernelsPass
       // The optimizer steps the runtime does not execute, as the
       // elementwise ops they stand for.
       AdamWExpander expander;
-      for (auto adamw : llvm::make_early_inc_range(block.getOps<AdamWOp>()))
-        if (!runtimeOps.contains(adamw))
+      for (auto adamw : llvm::make_early_inc_range(block.getOps<AdamWOp>())) {
+        if (!runtimeOps.contains(adamw)) {
           expander.expand(adamw);
+          continue;
+        }
+        // The runtime's AdamW widens a bf16 gradient itself: it reads one
+        // that was widened for it before the cast (half the bytes; the cast
+        // fuses into its other users, the gradient norm's, or goes).
+        auto widened = adamw.getGrad().getDefiningOp<CastOp>();
+        if (widened && widened.getInput().getType().getElementType().isBF16())
+          adamw.getGradMutable().assign(widened.getInput());
+      }
       for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
         if (isFusible(&op, runtimeOps) && isOpTriviallyDead(&op))
           op.erase();

@@ -11,6 +11,10 @@
 // HOST: %[[CLIP:.*]] = titan.launch @kernel_scale(%arg8)
 // HOST-NEXT: titan.adamw %arg0, %arg6, %arg2, %arg4 lr %arg8 step %arg9 grad_scale %[[CLIP]] betas 9.000000e-01, 0.94999999999999996 eps 1.000000e-08 weight_decay 1.000000e-01 : tensor<16x8xf32>, tensor<16x8xbf16>
 // HOST-NEXT: titan.launch @[[BF16:.*]](%arg8, %arg9, %arg1, %arg7, %arg3, %arg5) : {{.*}} -> (tensor<8xbf16>, tensor<8xbf16>, tensor<8xbf16>)
+// A gradient widened from bf16 only for it is read before the cast: the
+// runtime widens it.
+// HOST-NOT: titan.cast
+// HOST: titan.adamw %arg10, %arg13, %arg11, %arg12 lr %arg8 step %arg9 betas {{.*}} : tensor<8xf32>, tensor<8xbf16>
 // HOST: func.func private @[[BF16]]
 // HOST: titan.exp {{.*}} : tensor<f64>
 // HOST: titan.sqrt {{.*}} : tensor<8xbf16>
@@ -49,12 +53,19 @@ func.func @train_step(%w: tensor<16x8xf32> {titan.name = "w", titan.role = "para
                       %gw: tensor<16x8xbf16> {titan.name = "gw", titan.role = "input", titan.placements = #titan.placements<@mesh, [R]>},
                       %gb: tensor<8xbf16> {titan.name = "gb", titan.role = "input", titan.placements = #titan.placements<@mesh, [R]>},
                       %lr: tensor<f32> {titan.name = "lr", titan.role = "input", titan.placements = #titan.placements<@mesh, [R]>},
-                      %step: tensor<f32> {titan.name = "step", titan.role = "input", titan.placements = #titan.placements<@mesh, [R]>})
+                      %step: tensor<f32> {titan.name = "step", titan.role = "input", titan.placements = #titan.placements<@mesh, [R]>},
+                      %c: tensor<8xf32> {titan.name = "c", titan.role = "param", titan.placements = #titan.placements<@mesh, [R]>},
+                      %mc: tensor<8xf32> {titan.name = "exp_avg.c", titan.role = "state", titan.placements = #titan.placements<@mesh, [R]>},
+                      %vc: tensor<8xf32> {titan.name = "exp_avg_sq.c", titan.role = "state", titan.placements = #titan.placements<@mesh, [R]>},
+                      %gc: tensor<8xbf16> {titan.name = "gc", titan.role = "input", titan.placements = #titan.placements<@mesh, [R]>})
     -> (tensor<16x8xf32> {titan.name = "param.w"}, tensor<8xbf16> {titan.name = "param.b"},
         tensor<16x8xf32> {titan.name = "exp_avg.w"}, tensor<8xbf16> {titan.name = "exp_avg.b"},
-        tensor<16x8xf32> {titan.name = "exp_avg_sq.w"}, tensor<8xbf16> {titan.name = "exp_avg_sq.b"}) {
+        tensor<16x8xf32> {titan.name = "exp_avg_sq.w"}, tensor<8xbf16> {titan.name = "exp_avg_sq.b"},
+        tensor<8xf32> {titan.name = "param.c"}, tensor<8xf32> {titan.name = "exp_avg.c"}, tensor<8xf32> {titan.name = "exp_avg_sq.c"}) {
   %clip = titan.scale %lr by 2.000000e+00 : tensor<f32>
   %w1:3 = titan.adamw %w, %gw, %mw, %vw lr %lr step %step grad_scale %clip betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08 weight_decay 1.000000e-01 : tensor<16x8xf32>, tensor<16x8xbf16>
   %b1:3 = titan.adamw %b, %gb, %mb, %vb lr %lr step %step betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08 weight_decay 0.000000e+00 : tensor<8xbf16>, tensor<8xbf16>
-  return %w1#0, %b1#0, %w1#1, %b1#1, %w1#2, %b1#2 : tensor<16x8xf32>, tensor<8xbf16>, tensor<16x8xf32>, tensor<8xbf16>, tensor<16x8xf32>, tensor<8xbf16>
+  %gc32 = titan.cast %gc : tensor<8xbf16> to tensor<8xf32>
+  %c1:3 = titan.adamw %c, %gc32, %mc, %vc lr %lr step %step betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08 weight_decay 1.000000e-01 : tensor<8xf32>, tensor<8xf32>
+  return %w1#0, %b1#0, %w1#1, %b1#1, %w1#2, %b1#2, %c1#0, %c1#1, %c1#2 : tensor<16x8xf32>, tensor<8xbf16>, tensor<16x8xf32>, tensor<8xbf16>, tensor<16x8xf32>, tensor<8xbf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 }
