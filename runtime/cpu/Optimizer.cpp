@@ -3,8 +3,9 @@
 // titanrt_adamw: the step's scalars in double, then every element in
 // float32 in titan.adamw's order, over ranges of elements on the pool. The
 // file is compiled for the baseline instruction set: no FMA contracts two
-// of the operations into one, so the results equal the expanded ops' and
-// the reference interpreter's bitwise.
+// of the operations into one, so each is rounded as the op's definition
+// (and the reference interpreter) rounds it. (The compiled kernels of the
+// expanded update may contract, so they can differ in the last bit.)
 //
 //===----------------------------------------------------------------------===//
 
