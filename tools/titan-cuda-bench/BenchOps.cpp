@@ -468,13 +468,15 @@ void bench::benchAdamW(Harness &harness, const ModelShape &model) {
     total += (numel + 63) / 64 * 64;
     parameters += numel;
   }
-  DeviceBuffer params, expAvg, expAvgSq, gradF32, gradBf16;
+  DeviceBuffer params, expAvg, expAvgSq, gradF32, gradBf16, lr, step;
   Allocations allocations(harness, "adamw", "model");
   allocations.random(params, TITANRT_F32, total, -0.05, 0.05)
       .zeros(expAvg, TITANRT_F32, total)
       .zeros(expAvgSq, TITANRT_F32, total)
       .random(gradF32, TITANRT_F32, total, -1e-3, 1e-3)
-      .random(gradBf16, TITANRT_BF16, total, -1e-3, 1e-3);
+      .random(gradBf16, TITANRT_BF16, total, -1e-3, 1e-3)
+      .random(lr, TITANRT_F32, 1, 1e-4, 1e-3)
+      .zeros(step, TITANRT_F32, 1);
   if (!allocations.ok())
     return;
   AdamWHyperparameters hyper;
@@ -512,6 +514,24 @@ void bench::benchAdamW(Harness &harness, const ModelShape &model) {
     }
     (void)harness.time(measurement, [&] {
       return optimizer->step(harness.getStream(), hyper);
+    });
+    // What executables run: one titanrt_adamw launch per tensor, lr and
+    // step read on the device.
+    measurement.op = f32 ? "adamw_step.grad_f32" : "adamw_step.grad_bf16";
+    (void)harness.time(measurement, [&] {
+      for (const AdamWTensor &tensor : tensors) {
+        AdamWOperands operands;
+        operands.gradDtype = gradDtype;
+        operands.param = operands.paramOut = tensor.param;
+        operands.grad = tensor.grad;
+        operands.expAvg = operands.expAvgOut = tensor.expAvg;
+        operands.expAvgSq = operands.expAvgSqOut = tensor.expAvgSq;
+        operands.lr = lr.as<float>();
+        operands.step = step.as<float>();
+        operands.numel = tensor.numel;
+        TITANRT_RETURN_IF_ERROR(adamWStep(harness.getStream(), operands));
+      }
+      return Status::success();
     });
   }
 }
