@@ -15,8 +15,8 @@
 #                weights and AdamW), batch x sequence $TITAN_GPU_STEP_SHAPE
 #                (1x2048), one rank on an H200; proxy/memory: its planned
 #                regions (arena, state, inputs) in bytes
-#   proxy-compiled/  the same with --runtime-ops=none (RMSNorm and the
-#                loss as compiled kernels, not titan's hand-written ones)
+#   proxy-compiled/  the same with --runtime-ops=none (RMSNorm, the loss
+#                and AdamW as compiled kernels, not titan's hand-written ones)
 #   proxy-large/ the proxy at a larger batch, $TITAN_GPU_LARGE_STEP_SHAPE
 #                (4x2048; empty: none), with its own data/ and shape (the
 #                optimizer's fixed cost per step weighs less there)
@@ -66,8 +66,9 @@ mkdir -p "$bundle/lib" "$bundle/data"
 "$python" "$root/models/export.py" --model llama3 --flavor 8B --shape-only \
   --set dim=2048 --set n_layers=16 --set n_heads=16 --set n_kv_heads=8 \
   --set multiple_of=8192 --out "$work/model"
-# Twice: as titan-compile --backend=cuda builds it (RMSNorm and the loss as
-# titan's hand-written kernels), and with them compiled (--runtime-ops=none),
+# Twice: as titan-compile --backend=cuda builds it (RMSNorm, the loss and
+# AdamW as titan's hand-written kernels), and with them compiled
+# (--runtime-ops=none),
 # so that gpu.sh measures which is faster.
 # A third time at the larger batch.
 variants=(proxy proxy-compiled)

@@ -320,10 +320,10 @@ main() {
     fi
     run_step "titan's training step (the ~1B proxy, $(cat "$bundle/shape"), bf16)" 180 \
       bash "$self" titan-step proxy
-    # RMSNorm and the loss as compiled kernels (--runtime-ops=none): which
-    # of the two the CUDA backend should default to.
+    # RMSNorm, the loss and AdamW as compiled kernels (--runtime-ops=none):
+    # which of the two the CUDA backend should default to.
     if [[ -x $bundle/proxy-compiled/bin/train ]]; then
-      run_step "titan's training step, RMSNorm and the loss compiled" 120 \
+      run_step "titan's training step, RMSNorm, the loss and AdamW compiled" 120 \
         bash "$self" titan-step proxy-compiled
     fi
     run_step "where titan's step goes (launches blocking, the runtime's trace)" 90 \
