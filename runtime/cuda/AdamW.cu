@@ -28,14 +28,8 @@ updateElement(const AdamWScalars &s, float scale, const float *param,
               const G *grad, const float *expAvg, const float *expAvgSq,
               float *paramOut, float *expAvgOut, float *expAvgSqOut,
               int64_t i) {
-  const float g = toFloat(grad[i]) * scale;
-  const float decayed = param[i] * s.decay;
-  const float m = expAvg[i] * s.beta1 + g * s.oneMinusBeta1;
-  const float v = expAvgSq[i] * s.beta2 + (g * g) * s.oneMinusBeta2;
-  const float denom = sqrtf(v) / s.correction2Sqrt + s.eps;
-  paramOut[i] = decayed - (m / denom) * s.stepSize;
-  expAvgOut[i] = m;
-  expAvgSqOut[i] = v;
+  updateAdamWElement(s, toFloat(grad[i]) * scale, param[i], expAvg[i],
+                     expAvgSq[i], paramOut[i], expAvgOut[i], expAvgSqOut[i]);
 }
 
 /// One chunk of one tensor per block: the AdamW update of its elements
@@ -50,9 +44,8 @@ __global__ void __launch_bounds__(256)
   const float scale = gradScale ? *gradScale : 1.0f;
   const G *grad = static_cast<const G *>(tensor.grad);
   for (int64_t i = chunk.start + threadIdx.x; i < end; i += blockDim.x)
-    updateElement(s, scale, tensor.param, grad, tensor.expAvg,
-                  tensor.expAvgSq, tensor.param, tensor.expAvg,
-                  tensor.expAvgSq, i);
+    updateElement(s, scale, tensor.param, grad, tensor.expAvg, tensor.expAvgSq,
+                  tensor.param, tensor.expAvg, tensor.expAvgSq, i);
 }
 
 /// titanrt_adamw of one tensor: chunk blockIdx.x of `o`'s elements, the
@@ -61,16 +54,8 @@ __global__ void __launch_bounds__(256)
 template <typename G>
 __global__ void __launch_bounds__(256) adamWTensorKernel(AdamWOperands o) {
   __shared__ AdamWScalars scalars;
-  if (threadIdx.x == 0) {
-    AdamWHyperparameters hyper;
-    hyper.lr = *o.lr;
-    hyper.beta1 = o.beta1;
-    hyper.beta2 = o.beta2;
-    hyper.eps = o.eps;
-    hyper.weightDecay = o.weightDecay;
-    hyper.step = int64_t(*o.step);
-    scalars = adamWScalars(hyper);
-  }
+  if (threadIdx.x == 0)
+    scalars = adamWScalars(adamWHyperparameters(o, *o.lr, *o.step));
   __syncthreads();
   const AdamWScalars s = scalars;
   const int64_t start = int64_t(blockIdx.x) * kAdamWChunkElements;
@@ -132,7 +117,7 @@ Status FusedAdamW::create(std::unique_ptr<FusedAdamW> &optimizer,
 
 Status FusedAdamW::step(cudaStream_t stream, const AdamWHyperparameters &hyper,
                         const float *gradScale) const {
-  TITANRT_RETURN_IF_ERROR(checkAdamWHyperparameters(hyper));
+  TITANRT_RETURN_IF_ERROR(checkAdamWHyperparameters(hyper, "adamw (CUDA)"));
   if (numChunks == 0)
     return Status::success();
   const auto *tensors = tables.as<const AdamWTensor>();
@@ -161,19 +146,13 @@ Status cuda::adamWStep(cudaStream_t stream, const AdamWOperands &o) {
                                          {"exp_avg_out", o.expAvgOut},
                                          {"exp_avg_sq_out", o.expAvgSqOut}}));
   // lr and step are on the device: the host checks the rest.
-  AdamWHyperparameters hyper;
-  hyper.lr = 0;
-  hyper.beta1 = o.beta1;
-  hyper.beta2 = o.beta2;
-  hyper.eps = o.eps;
-  hyper.weightDecay = o.weightDecay;
-  TITANRT_RETURN_IF_ERROR(checkAdamWHyperparameters(hyper));
+  TITANRT_RETURN_IF_ERROR(checkAdamWHyperparameters(
+      adamWHyperparameters(o, /*lr=*/0, /*step=*/0), op));
   if (o.numel == 0)
     return Status::success();
   return withFloatType(o.gradDtype, [&](auto g) {
     using G = decltype(g);
-    return launchKernel(op,
-                        adamWLaunch(ceilDiv(o.numel, kAdamWChunkElements)),
+    return launchKernel(op, adamWLaunch(ceilDiv(o.numel, kAdamWChunkElements)),
                         stream, adamWTensorKernel<G>, o);
   });
 }

@@ -9,18 +9,12 @@
 #ifndef TITAN_RUNTIME_CUDA_KERNELTYPES_H
 #define TITAN_RUNTIME_CUDA_KERNELTYPES_H
 
+#include "core/AdamW.h"
 #include "core/ComputeBackend.h"
 #include "core/Status.h"
 
-#include <cmath>
 #include <cstdint>
 #include <string>
-
-#ifdef __CUDACC__
-#define TITAN_HOST_DEVICE __host__ __device__
-#else
-#define TITAN_HOST_DEVICE
-#endif
 
 namespace titan::rt::cuda {
 
@@ -62,57 +56,11 @@ enum class AttentionKernels {
 Status parseAttentionKernels(const std::string &name,
                              AttentionKernels &kernels);
 
-/// torch.optim.AdamW's hyperparameters (torchtitan's defaults) and the
-/// step.
-struct AdamWHyperparameters {
-  double lr = 8e-4;
-  double beta1 = 0.9;
-  double beta2 = 0.95;
-  double eps = 1e-8;
-  double weightDecay = 0.1;
-  /// The steps done before this one (titan's `step` input): the bias
-  /// corrections use t = step + 1.
-  int64_t step = 0;
-};
-
-/// What the kernel multiplies and adds, computed on the host in double and
-/// rounded to f32 once (as the compiled program computes them in f64 and
-/// broadcasts them in f32).
-struct AdamWScalars {
-  /// 1 - lr * weight_decay.
-  float decay;
-  float beta1;
-  float oneMinusBeta1;
-  float beta2;
-  float oneMinusBeta2;
-  /// lr / (1 - beta1^t).
-  float stepSize;
-  /// sqrt(1 - beta2^t).
-  float correction2Sqrt;
-  float eps;
-};
-
-/// The scalars of one step (pure; unit-tested on the CPU), computed as
-/// titan.adamw's expansion computes them: beta^t as exp(t * log(beta)).
-/// The host's for FusedAdamW, a block's first thread's for titanrt_adamw.
-TITAN_HOST_DEVICE inline AdamWScalars
-adamWScalars(const AdamWHyperparameters &hyper) {
-  const double t = double(hyper.step) + 1.0;
-  AdamWScalars s;
-  s.decay = float(1.0 - hyper.lr * hyper.weightDecay);
-  s.beta1 = float(hyper.beta1);
-  s.oneMinusBeta1 = float(1.0 - hyper.beta1);
-  s.beta2 = float(hyper.beta2);
-  s.oneMinusBeta2 = float(1.0 - hyper.beta2);
-  s.stepSize = float(hyper.lr / (1.0 - ::exp(t * ::log(hyper.beta1))));
-  s.correction2Sqrt = float(::sqrt(1.0 - ::exp(t * ::log(hyper.beta2))));
-  s.eps = float(hyper.eps);
-  return s;
-}
-
-/// Fails unless the hyperparameters are usable: lr >= 0, betas in [0, 1),
-/// eps > 0, weight decay >= 0, step >= 0.
-Status checkAdamWHyperparameters(const AdamWHyperparameters &hyper);
+// AdamW's plain data is the runtime's (core/AdamW.h), shared with the CPU.
+using rt::AdamWHyperparameters;
+using rt::adamWScalars;
+using rt::AdamWScalars;
+using rt::checkAdamWHyperparameters;
 
 } // namespace titan::rt::cuda
 
