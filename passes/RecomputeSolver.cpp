@@ -13,7 +13,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
+#include <mutex>
+
+#include <dlfcn.h>
 
 using namespace mlir::titan;
 
@@ -80,6 +84,37 @@ struct Choice {
   double bytes = 0, seconds = 0;
 };
 
+/// Makes the system BLAS single-threaded while alive, when it is OpenBLAS
+/// (found at run time: the BLAS behind CBC's LAPACK is whatever the system
+/// chose). CBC factorizes small dense matrices through LAPACK in every
+/// solve; a threaded OpenBLAS wakes its pool for each and leaves the
+/// threads spinning (sched_yield) between them, which doubled the CPU time
+/// of a compile that solves, for no gain in wall time.
+class SingleThreadedBlas {
+public:
+  SingleThreadedBlas()
+      : getThreads(reinterpret_cast<int (*)()>(
+            dlsym(RTLD_DEFAULT, "openblas_get_num_threads"))),
+        setThreads(reinterpret_cast<void (*)(int)>(
+            dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    if (!getThreads || !setThreads)
+      return;
+    previousThreads = getThreads();
+    setThreads(1);
+  }
+  ~SingleThreadedBlas() {
+    if (getThreads && setThreads)
+      setThreads(previousThreads);
+  }
+  SingleThreadedBlas(const SingleThreadedBlas &) = delete;
+  SingleThreadedBlas &operator=(const SingleThreadedBlas &) = delete;
+
+private:
+  int (*getThreads)();
+  void (*setThreads)(int);
+  int previousThreads = 1;
+};
+
 /// The bytes and recompute seconds of keeping `kept` in `block`.
 Choice evaluate(const RecomputeBlock &block, llvm::SmallVector<bool> kept) {
   Choice choice;
@@ -144,8 +179,12 @@ std::optional<Choice> solveBlock(const RecomputeBlock &block, double bound,
   Cbc_setMIPStartI(model.get(), startColumns.size(), startColumns.data(),
                    startValues.data());
   Cbc_setMaximumSeconds(model.get(), timeLimitSeconds);
+  // Small programs closed in tens of nodes: the standalone solver's
+  // presolve, cuts and primal heuristics cost more than they save (the
+  // heuristics ~40% of a llama3 block's 46 solves).
   Cbc_setParameter(model.get(), "preprocess", "off");
   Cbc_setParameter(model.get(), "cuts", "off");
+  Cbc_setParameter(model.get(), "heuristicsOnOff", "off");
   Cbc_solve(model.get());
   if (Cbc_numberSavedSolutions(model.get()) == 0)
     return std::nullopt;
@@ -198,6 +237,59 @@ std::vector<Choice> getEfficientChoices(const RecomputeBlock &block,
   return choices;
 }
 
+/// A block class's efficient choices and whether a solve stopped at the
+/// time limit.
+struct EfficientChoices {
+  std::vector<Choice> choices;
+  bool timedOut = false;
+};
+
+/// The program of `block` (its bytes in units) and the time limit, as a
+/// key: every field in a fixed order, the lists after their sizes.
+std::string getBlockKey(const RecomputeBlock &block, double timeLimitSeconds) {
+  std::string key;
+  auto append = [&](const auto &field) {
+    key.append(reinterpret_cast<const char *>(&field), sizeof(field));
+  };
+  append(timeLimitSeconds);
+  append(block.values.size());
+  for (const RecomputeBlock::Value &value : block.values) {
+    append(value.bytes);
+    append(value.readByBackward);
+    append(value.def);
+  }
+  append(block.ops.size());
+  for (const RecomputeBlock::Op &op : block.ops) {
+    append(op.seconds);
+    append(op.operands.size());
+    for (unsigned operand : op.operands)
+      append(operand);
+  }
+  return key;
+}
+
+/// getEfficientChoices, remembered for the process by the block's program:
+/// only the knapsack over blocks depends on the budget, and titan-compile's
+/// fit of `auto` to a memory budget (tools/titan-compile/FitRecompute.cpp)
+/// solves the same step with up to seven budgets.
+EfficientChoices getEfficientChoicesOnce(const RecomputeBlock &block,
+                                         double timeLimitSeconds) {
+  static std::mutex mutex;
+  static std::map<std::string, EfficientChoices> solved;
+  std::string key = getBlockKey(block, timeLimitSeconds);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto found = solved.find(key);
+    if (found != solved.end())
+      return found->second;
+  }
+  EfficientChoices result;
+  result.choices =
+      getEfficientChoices(block, timeLimitSeconds, result.timedOut);
+  std::lock_guard<std::mutex> lock(mutex);
+  return solved.emplace(std::move(key), std::move(result)).first->second;
+}
+
 /// Whether `a` and `b` are the same program (a class of blocks).
 bool isSameBlock(const RecomputeBlock &a, const RecomputeBlock &b) {
   return a.values.size() == b.values.size() && a.ops.size() == b.ops.size() &&
@@ -219,6 +311,7 @@ RecomputeSolution
 mlir::titan::solveRecompute(llvm::ArrayRef<RecomputeBlock> blocks,
                             double keptBytesBudget, double timeLimitSeconds) {
   auto start = std::chrono::steady_clock::now();
+  SingleThreadedBlas singleThreadedBlas;
   RecomputeSolution solution;
   solution.status = RecomputeSolveStatus::Optimal;
   double largest = 0;
@@ -246,7 +339,10 @@ mlir::titan::solveRecompute(llvm::ArrayRef<RecomputeBlock> blocks,
     }
     classOf.push_back(representative.size());
     representative.push_back(index);
-    choices.push_back(getEfficientChoices(block, timeLimitSeconds, timedOut));
+    EfficientChoices efficient =
+        getEfficientChoicesOnce(block, timeLimitSeconds);
+    choices.push_back(std::move(efficient.choices));
+    timedOut |= efficient.timedOut;
   }
   solution.blockClasses = representative.size();
   llvm::SmallVector<int64_t> classSize(representative.size(), 0);
