@@ -18,6 +18,13 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%titan_src", config.titan_src_root))
 config.substitutions.append(("%titan_obj", config.titan_obj_root))
 config.substitutions.append(("%python", config.python_executable))
+# models/export.py with each distinct export made once per build folder
+# (test/Inputs/export_cached.py); test/models/ runs export.py itself.
+config.substitutions.append(
+    ("%export_model", " ".join([
+        config.python_executable,
+        os.path.join(config.titan_src_root, "test", "Inputs", "export_cached.py"),
+        os.path.join(config.titan_obj_root, "test", "model-exports")])))
 # The LD_PRELOAD library that kills saves and fills the disk under them.
 config.substitutions.append(
     ("%fault_injection",
