@@ -12,8 +12,9 @@
 //     turned into probabilities or their gradients, rounded to bf16: the A
 //     operand is built from the accumulator fragments in registers) times
 //     a [64 x headDim] tile T (P V, dS K, P^T dO, dS^T Q).
-// Fragment layouts are Mma.cuh's. With the padded stride, the 8 rows of a
-// fragment load fall into distinct banks.
+// Fragment layouts are Mma.cuh's; the operands in shared memory are loaded
+// with ldmatrix (loadMatrices), four 8 x 8 matrices at once. With the
+// padded stride, the 8 rows of each matrix fall into distinct banks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,11 +63,6 @@ __device__ __forceinline__ void loadTile(bf16 *tile, const bf16 *matrix,
   }
 }
 
-/// The two consecutive bf16 at `pair` (4-byte aligned) as one register.
-__device__ __forceinline__ uint32_t loadPair(const bf16 *pair) {
-  return *reinterpret_cast<const uint32_t *>(pair);
-}
-
 /// Zeroes every entry of `fragments`.
 template <int N>
 __device__ __forceinline__ void clear(float (&fragments)[N][4]) {
@@ -77,6 +73,20 @@ __device__ __forceinline__ void clear(float (&fragments)[N][4]) {
       fragments[n][i] = 0.0f;
 }
 
+/// The address this lane passes to loadMatrices for the four 8 x 8
+/// matrices at rows [row, row + 16) and columns [column, column + 16) of a
+/// tile with `stride`: matrix j at rows + 8 (j % 2) and columns
+/// + 8 (j / 2) when `rowsFirst`, else rows + 8 (j / 2) and columns
+/// + 8 (j % 2).
+template <bool rowsFirst>
+__device__ __forceinline__ const bf16 *
+matrixRow(const bf16 *tile, int row, int column, int stride) {
+  const int lane = threadIdx.x % 32, matrix = lane / 8;
+  const int down = rowsFirst ? matrix % 2 : matrix / 2;
+  const int right = rowsFirst ? matrix / 2 : matrix % 2;
+  return tile + (row + 8 * down + lane % 8) * stride + column + 8 * right;
+}
+
 /// scores += rows [row0, row0 + 16) of `rowTile` times rows [0, 64) of
 /// `columnTile`, transposed: scores[n] holds columns [8 n, 8 n + 8).
 __device__ __forceinline__ void warpScores(ScoreFragments &scores,
@@ -84,19 +94,22 @@ __device__ __forceinline__ void warpScores(ScoreFragments &scores,
                                            const bf16 *columnTile,
                                            int headDim) {
   const int stride = int(attentionMmaRowStride(headDim));
-  const LanePosition lane = lanePosition();
-  const bf16 *rowPair =
-      rowTile + (row0 + lane.group) * stride + 2 * lane.thread;
-  const bf16 *columnPair = columnTile + lane.group * stride + 2 * lane.thread;
+  // A's registers are its rows 0-7 and 8-15 of columns 0-7, then of 8-15;
+  // B = columnTile^T, so fragment n's registers are rows 8 n .. 8 n + 7 of
+  // columnTile, columns 0-7 then 8-15: one load gives fragments 2 p and
+  // 2 p + 1.
+  const bf16 *aRow = matrixRow</*rowsFirst=*/true>(rowTile, row0, 0, stride);
+  const bf16 *bRow = matrixRow</*rowsFirst=*/false>(columnTile, 0, 0, stride);
   for (int k = 0; k < headDim; k += 16) {
-    const uint32_t a[4] = {
-        loadPair(rowPair + k), loadPair(rowPair + 8 * stride + k),
-        loadPair(rowPair + k + 8), loadPair(rowPair + 8 * stride + k + 8)};
+    uint32_t a[4];
+    loadMatrices(a, aRow + k);
 #pragma unroll
-    for (int n = 0; n < kScoreFragments; ++n) {
-      const bf16 *column = columnPair + 8 * n * stride + k;
-      const uint32_t b[2] = {loadPair(column), loadPair(column + 8)};
-      mmaBf16(scores[n], a, b);
+    for (int p = 0; p < kScoreFragments / 2; ++p) {
+      uint32_t b[4];
+      loadMatrices(b, bRow + 16 * p * stride + k);
+      const uint32_t even[2] = {b[0], b[1]}, odd[2] = {b[2], b[3]};
+      mmaBf16(scores[2 * p], a, even);
+      mmaBf16(scores[2 * p + 1], a, odd);
     }
   }
 }
@@ -121,7 +134,10 @@ __device__ __forceinline__ void warpAccumulate(HeadFragments &accumulator,
                                                const ScoreFragments &weights,
                                                const bf16 *tile, int headDim) {
   const int stride = int(attentionMmaRowStride(headDim));
-  const LanePosition lane = lanePosition();
+  // B = tile: fragment n's registers are its columns 8 n .. 8 n + 7 of
+  // rows 0-7, then 8-15, loaded transposed; one load gives fragments 2 p
+  // and 2 p + 1.
+  const bf16 *bRow = matrixRow</*rowsFirst=*/true>(tile, 0, 0, stride);
 #pragma unroll
   for (int j = 0; j < kScoreFragments / 2; ++j) {
     // Columns [16 j, 16 j + 16) of the weights: fragments 2 j and 2 j + 1
@@ -131,15 +147,15 @@ __device__ __forceinline__ void warpAccumulate(HeadFragments &accumulator,
         packBf16(weights[2 * j][2], weights[2 * j][3]),
         packBf16(weights[2 * j + 1][0], weights[2 * j + 1][1]),
         packBf16(weights[2 * j + 1][2], weights[2 * j + 1][3])};
-    const bf16 *rows = tile + (16 * j + 2 * lane.thread) * stride + lane.group;
 #pragma unroll
-    for (int n = 0; n < kHeadFragments; ++n) {
-      if (8 * n >= headDim)
+    for (int p = 0; p < kHeadFragments / 2; ++p) {
+      if (16 * p >= headDim)
         break;
-      const bf16 *column = rows + 8 * n;
-      const uint32_t b[2] = {packBf16(column[0], column[stride]),
-                             packBf16(column[8 * stride], column[9 * stride])};
-      mmaBf16(accumulator[n], a, b);
+      uint32_t b[4];
+      loadMatrices</*transposed=*/true>(b, bRow + 16 * j * stride + 16 * p);
+      const uint32_t even[2] = {b[0], b[1]}, odd[2] = {b[2], b[3]};
+      mmaBf16(accumulator[2 * p], a, even);
+      mmaBf16(accumulator[2 * p + 1], a, odd);
     }
   }
 }

@@ -2,27 +2,26 @@
 //
 // Lets the host compiler run kernel sources of runtime/cuda on a machine
 // without a GPU: included before a .cu file compiled as C++, with include/
-// (emulated cuda/Launch.cuh and cuda/Mma.cuh) ahead of runtime/ on the
-// include path. A launch runs its blocks one after another on the calling
-// thread; each CUDA thread of a block is a fiber (EmulatedCuda.cpp), which
-// runs until it reaches a barrier: __syncthreads parks it until every
-// thread of the block that has not finished the block is parked there too,
-// __syncwarp until its warp's are. The warp collectives (shuffles, mma)
-// exchange values through per-warp slots between two warp barriers, and
-// atomics are plain read-modify-writes (one fiber runs at a time). A
-// barrier no fiber can pass (threads of one block parked at different
-// barriers) aborts with the fibers' states. A kernel's static __shared__
-// arrays become function statics where the including file defines
-// __shared__ as static (EmulatedKernels.cpp; one block runs at a time, so
-// its threads share them); the dynamic `extern __shared__` array is the
-// including file's. The CUDA toolkit's headers supply the vector types and
-// bf16 (with host conversions, the same rounding as the device's).
+// (emulated cuda/Launch.cuh and cuda/Mma.cuh) ahead of runtime/ on the include
+// path. A launch runs its blocks one after another on the calling thread; each
+// CUDA thread of a block is a fiber (EmulatedCuda.cpp), which runs until it
+// reaches a barrier: __syncthreads parks it until every thread of the block
+// that has not finished the block is parked there too, __syncwarp until its
+// warp's are. The warp collectives (shuffles, mma, ldmatrix) exchange values
+// through per-warp slots between two warp barriers, and atomics are plain
+// read-modify-writes (one fiber runs at a time). A barrier no fiber can pass
+// (threads of one block parked at different barriers) aborts with the fibers'
+// states. A kernel's static __shared__ arrays become function statics where the
+// including file defines __shared__ as static (EmulatedKernels.cpp; one block
+// runs at a time, so its threads share them); the dynamic `extern __shared__`
+// array is the including file's. The CUDA toolkit's headers supply the vector
+// types and bf16 (with host conversions, the same rounding as the device's).
 //
 // This checks a kernel's indexing, tiling, masking and synchronization
 // against its CPU reference; it does not check what only hardware can
-// (timing, memory model subtleties, the real mma's fragment layout, which
-// include/cuda/Mma.cuh encodes from the PTX ISA): test/Runtime/Cuda's
-// kernels.test does that on a GPU.
+// (timing, memory model subtleties, the real mma's and ldmatrix's fragment
+// layouts, which include/cuda/Mma.cuh encodes from the PTX ISA):
+// test/Runtime/Cuda's kernels.test does that on a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,11 +54,13 @@ void park(FiberState state);
 /// `grid`, `block` threads each, and returns when all are done.
 void runGrid(dim3 grid, dim3 block, const std::function<void()> &kernel);
 
-/// One slot per lane of each warp for shuffles and mma operands.
+/// One slot per lane of each warp for shuffles, mma operands and ldmatrix
+/// row addresses.
 struct WarpSlots {
   float shuffle[32][32];
   uint32_t mmaA[32][32][4];
   uint32_t mmaB[32][32][2];
+  const void *matrixRows[32][32];
 };
 inline WarpSlots warpSlots;
 

@@ -4,7 +4,9 @@
 // computed by each lane from all 32 lanes' fragments, which it reads in the
 // layout runtime/cuda/Mma.cuh documents (PTX ISA, "Matrix Fragments for
 // mma.m16n8k16 with floating point type"). The products are exact in f32,
-// summed in k order.
+// summed in k order. loadMatrices (ldmatrix.x4) collects the 32 lanes' row
+// addresses and gives each lane its elements of the four matrices, in the
+// layout of the PTX ISA's "Warp-level matrix load instruction: ldmatrix".
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +55,33 @@ inline void mmaBf16(float (&d)[4], const uint32_t (&a)[4],
       sum += x * y;
     }
     d[i] = sum;
+  }
+  __syncwarp(); // the slots' readers are done
+}
+
+template <bool transposed = false>
+inline void loadMatrices(uint32_t (&r)[4], const void *row) {
+  titan::emulation::WarpSlots &slots = titan::emulation::warpSlots;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  slots.matrixRows[warp][lane] = row;
+  __syncwarp();
+  // Matrix j's row i is at the address lane 8 j + i passed; lane
+  // g * 4 + t receives elements (g, 2 t + h), transposed (2 t + h, g).
+  const int g = lane / 4, t = lane % 4;
+  for (int j = 0; j < 4; ++j) {
+    uint32_t value = 0;
+    for (int h = 0; h < 2; ++h) {
+      const int rowIndex = transposed ? 2 * t + h : g;
+      const int column = transposed ? g : 2 * t + h;
+      uint16_t bits;
+      memcpy(&bits,
+             static_cast<const uint16_t *>(
+                 slots.matrixRows[warp][8 * j + rowIndex]) +
+                 column,
+             sizeof(bits));
+      value |= uint32_t(bits) << (16 * h);
+    }
+    r[j] = value;
   }
   __syncwarp(); // the slots' readers are done
 }
