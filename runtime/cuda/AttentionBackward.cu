@@ -98,6 +98,7 @@ __global__ void __launch_bounds__(kThreads)
         loadTile(doTile, args.dout + qOffset, qStart, seq, headDim, 1.0f);
         loadRowStats(lseRows, args.lse + statsOffset, qStart, seq, kLog2e);
         loadRowStats(deltaRows, args.delta + statsOffset, qStart, seq, 1.0f);
+        waitCopies();
         __syncthreads();
 
         float scores[kColumnsPerLane], dp[kColumnsPerLane];
@@ -213,6 +214,7 @@ __global__ void __launch_bounds__(mma::kThreads)
         mma::loadTile(doTile, args.dout + qOffset, qStart, seq, headDim);
         loadRowStats(lseRows, args.lse + statsOffset, qStart, seq, kLog2e);
         loadRowStats(deltaRows, args.delta + statsOffset, qStart, seq, 1.0f);
+        waitCopies();
         __syncthreads();
 
         // Rows are keys, columns queries: P^T and dP^T, then dS^T in dp.
@@ -276,6 +278,7 @@ __global__ void __launch_bounds__(mma::kThreads)
     __syncthreads(); // the previous tiles' readers are done
     mma::loadTile(keyTile, args.k + kvOffset, kvStart, seq, headDim);
     mma::loadTile(valueTile, args.v + kvOffset, kvStart, seq, headDim);
+    waitCopies();
     __syncthreads();
 
     // Scores, then dS in dp.

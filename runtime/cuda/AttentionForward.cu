@@ -14,9 +14,11 @@
 // Two kernels do this: bf16 with a head dimension that is a multiple of 16
 // runs on tensor cores (attentionForwardMmaKernel: bf16 tiles, 4 warps of
 // 16 query rows, scores and output in f32 mma accumulators, probabilities
-// rounded to bf16 for P V, as FlashAttention 2 does); f32 and other head
-// dimensions run on CUDA cores (attentionForwardKernel: f32 tiles, 4
-// threads per query row).
+// rounded to bf16 for P V, as FlashAttention 2 does; the tiles come in
+// with cp.async, each value tile while the scores are computed and the next
+// key tile while P V is, so no extra shared memory is needed); f32 and
+// other head dimensions run on CUDA cores (attentionForwardKernel: f32
+// tiles, 4 threads per query row).
 //
 //===----------------------------------------------------------------------===//
 
@@ -126,6 +128,7 @@ __global__ void __launch_bounds__(mma::kThreads)
   const int64_t qStart = block.start;
 
   mma::loadTile(queryTile, q + qOffset, qStart, seq, headDim);
+  mma::loadTile(keyTile, k + kvOffset, 0, seq, headDim);
   mma::HeadFragments output;
   mma::clear(output);
   // This thread's rows g and g + 8: running maxima, and its partial sums
@@ -133,10 +136,10 @@ __global__ void __launch_bounds__(mma::kThreads)
   float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.0f, 0.0f};
   for (int64_t kvTile = 0; kvTile < block.kvTiles; ++kvTile) {
     const int64_t kvStart = kvTile * kTileRows;
-    __syncthreads(); // the previous tiles' readers are done
-    mma::loadTile(keyTile, k + kvOffset, kvStart, seq, headDim);
+    waitCopies();
+    __syncthreads(); // the key tile is there; the value tile's readers are done
+    // The value tile lands while the scores are computed.
     mma::loadTile(valueTile, v + kvOffset, kvStart, seq, headDim);
-    __syncthreads();
 
     mma::ScoreFragments scores;
     mma::clear(scores);
@@ -168,6 +171,11 @@ __global__ void __launch_bounds__(mma::kThreads)
       scores[n][i] = p;
       rowSum[i / 2] += p;
     });
+    waitCopies();
+    __syncthreads(); // the value tile is there; the key tile's readers are done
+    // The next key tile lands while P V is computed.
+    if (kvTile + 1 < block.kvTiles)
+      mma::loadTile(keyTile, k + kvOffset, kvStart + kTileRows, seq, headDim);
     mma::scaleRows(output, correction);
     mma::warpAccumulate(output, scores, valueTile, headDim);
   }

@@ -21,6 +21,7 @@
 #ifndef TITAN_RUNTIME_CUDA_ATTENTIONMMA_CUH
 #define TITAN_RUNTIME_CUDA_ATTENTIONMMA_CUH
 
+#include "cuda/AsyncCopy.cuh"
 #include "cuda/AttentionTile.cuh"
 #include "cuda/Mma.cuh"
 
@@ -46,8 +47,9 @@ __device__ __forceinline__ LanePosition lanePosition() {
   return {lane / 4, lane % 4};
 }
 
-/// Copies rows [start, start + 64) of a [seq, headDim] bf16 matrix into
-/// `tile` in 16-byte chunks, zeros for rows >= seq. `matrix` is 16-byte
+/// Starts copying rows [start, start + 64) of a [seq, headDim] bf16 matrix
+/// into `tile` in 16-byte chunks (cp.async), zeros for rows >= seq: the
+/// tile is there after waitCopies and a __syncthreads. `matrix` is 16-byte
 /// aligned and headDim a multiple of 16.
 __device__ __forceinline__ void loadTile(bf16 *tile, const bf16 *matrix,
                                          int64_t start, int64_t seq,
@@ -56,10 +58,9 @@ __device__ __forceinline__ void loadTile(bf16 *tile, const bf16 *matrix,
   for (int index = threadIdx.x; index < kTileRows * chunks; index += kThreads) {
     const int r = index / chunks, column = (index - r * chunks) * 8;
     const int64_t row = start + r;
-    uint4 value = make_uint4(0u, 0u, 0u, 0u);
-    if (row < seq)
-      value = *reinterpret_cast<const uint4 *>(matrix + row * headDim + column);
-    *reinterpret_cast<uint4 *>(tile + r * stride + column) = value;
+    const bool inside = row < seq;
+    copyAsync16(tile + r * stride + column,
+                matrix + (inside ? row * headDim + column : 0), inside);
   }
 }
 
