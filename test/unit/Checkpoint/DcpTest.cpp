@@ -1,5 +1,6 @@
 //===- DcpTest.cpp - DCP metadata, tiling, boxes, directories -------------===//
 
+#include "CheckpointTestUtil.h"
 #include "titan/Checkpoint/Dcp.h"
 #include "titan/Checkpoint/Pickle.h"
 
@@ -15,18 +16,9 @@
 #include <numeric>
 
 using namespace mlir::titan;
+using namespace mlir::titan::test;
 
 namespace {
-
-std::string errorOf(llvm::Error err) {
-  EXPECT_TRUE(bool(err));
-  return llvm::toString(std::move(err));
-}
-
-IndexBox box(llvm::ArrayRef<int64_t> offsets, llvm::ArrayRef<int64_t> sizes) {
-  return IndexBox{llvm::SmallVector<int64_t>(offsets),
-                  llvm::SmallVector<int64_t>(sizes)};
-}
 
 TEST(DcpTest, IntersectsBoxes) {
   std::optional<IndexBox> both =

@@ -1,5 +1,6 @@
 //===- PlanTest.cpp - Checkpoint plan files, rank data, plan loads --------===//
 
+#include "CheckpointTestUtil.h"
 #include "titan/Checkpoint/Plan.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -13,13 +14,9 @@
 #include <numeric>
 
 using namespace mlir::titan;
+using namespace mlir::titan::test;
 
 namespace {
-
-std::string errorOf(llvm::Error err) {
-  EXPECT_TRUE(bool(err));
-  return llvm::toString(std::move(err));
-}
 
 /// w [4, 2] split in rows over 2 ranks, a 0-d step both ranks hold, and the
 /// same step as an int value.

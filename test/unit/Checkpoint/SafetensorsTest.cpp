@@ -1,5 +1,6 @@
 //===- SafetensorsTest.cpp - safetensors files and Hugging Face mappings --===//
 
+#include "CheckpointTestUtil.h"
 #include "titan/Checkpoint/Safetensors.h"
 #include "titan/Checkpoint/HfMapping.h"
 
@@ -18,23 +19,9 @@
 #include <numeric>
 
 using namespace mlir::titan;
+using namespace mlir::titan::test;
 
 namespace {
-
-std::string errorOf(llvm::Error err) {
-  EXPECT_TRUE(bool(err));
-  return llvm::toString(std::move(err));
-}
-
-template <typename T> std::string errorOf(llvm::Expected<T> value) {
-  EXPECT_FALSE(bool(value));
-  return value ? std::string() : llvm::toString(value.takeError());
-}
-
-IndexBox box(llvm::ArrayRef<int64_t> offsets, llvm::ArrayRef<int64_t> sizes) {
-  return IndexBox{llvm::SmallVector<int64_t>(offsets),
-                  llvm::SmallVector<int64_t>(sizes)};
-}
 
 /// A safetensors file: the 8-byte length, `json` and `dataBytes` bytes of
 /// data (0, 1, 2, ...).

@@ -18,7 +18,7 @@ using namespace mlir::titan;
 
 namespace {
 
-const char *kProgram = R"mlir(
+const char *kInPlaceProgram = R"mlir(
 titan.mesh @mesh ["fsdp"=2]
 func.func private @ew(memref<64xf32>, memref<64xf32>, memref<64xf32>)
     attributes {titan.kernel, titan.in_place = array<i64>}
@@ -43,7 +43,7 @@ TEST(MemoryPlanner, TimelineSaysWhatEachBufferHolds) {
   MLIRContext context;
   context.loadDialect<TitanDialect, func::FuncDialect>();
   OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(kProgram, &context);
+      parseSourceString<ModuleOp>(kInPlaceProgram, &context);
   ASSERT_TRUE(module);
   SymbolTable symbols(*module);
   MemoryPlanner planner(module->lookupSymbol<func::FuncOp>("train_step"),

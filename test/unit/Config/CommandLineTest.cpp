@@ -21,7 +21,7 @@ ConfigCommandLine parse(std::vector<const char *> args) {
 }
 
 /// The error of parseConfigCommandLine of "tool ARGS...", or "".
-std::string errorOf(std::vector<const char *> args) {
+std::string commandLineError(std::vector<const char *> args) {
   args.insert(args.begin(), "tool");
   llvm::Expected<ConfigCommandLine> parsed = parseConfigCommandLine(args);
   if (parsed)
@@ -164,32 +164,32 @@ TEST(ConfigCommandLine, EverythingAfterDoubleDashStays) {
 }
 
 TEST(ConfigCommandLine, ErrorsNameTheArgument) {
-  EXPECT_EQ(errorOf({"--training.stepz", "3"}),
+  EXPECT_EQ(commandLineError({"--training.stepz", "3"}),
             "unknown config key --training.stepz (did you mean "
             "'--training.steps'?)");
-  EXPECT_EQ(errorOf({"--trainin.steps", "3"}),
+  EXPECT_EQ(commandLineError({"--trainin.steps", "3"}),
             "unknown config key --trainin.steps (did you mean "
             "'--training.steps'?)");
-  EXPECT_EQ(errorOf({"--compile.enabel"}),
+  EXPECT_EQ(commandLineError({"--compile.enabel"}),
             "unknown config key --compile.enabel (did you mean "
             "'--compile.enable'?)");
-  EXPECT_EQ(errorOf({"--training.steps"}), "--training.steps needs a value");
-  EXPECT_EQ(errorOf({"--training.steps", "--checkpoint.enable"}),
+  EXPECT_EQ(commandLineError({"--training.steps"}), "--training.steps needs a value");
+  EXPECT_EQ(commandLineError({"--training.steps", "--checkpoint.enable"}),
             "--training.steps needs a value");
-  EXPECT_EQ(errorOf({"--training.no-steps"}),
+  EXPECT_EQ(commandLineError({"--training.no-steps"}),
             "--training.no-steps: 'training.steps' is not a boolean; give it "
             "a value (--training.steps VALUE)");
-  EXPECT_EQ(errorOf({"--no-checkpoint.enable"}),
+  EXPECT_EQ(commandLineError({"--no-checkpoint.enable"}),
             "--no-checkpoint.enable: torchtitan negates a flag after its last "
             "dot: --checkpoint.no-enable");
-  EXPECT_EQ(errorOf({"--checkpoint.no-enable=true"}),
+  EXPECT_EQ(commandLineError({"--checkpoint.no-enable=true"}),
             "--checkpoint.no-enable=true: a negated flag takes no value");
-  EXPECT_EQ(errorOf({"--checkpoint.enable=maybe"}),
+  EXPECT_EQ(commandLineError({"--checkpoint.enable=maybe"}),
             "--checkpoint.enable=maybe: expected true or false");
-  EXPECT_EQ(errorOf({"--config", "a.toml", "--job.config_file", "b.toml"}),
+  EXPECT_EQ(commandLineError({"--config", "a.toml", "--job.config_file", "b.toml"}),
             "--job.config_file b.toml: the config file is already 'a.toml' "
             "(give one --config or --job.config_file)");
-  EXPECT_EQ(errorOf({"--set"}), "--set needs a value");
+  EXPECT_EQ(commandLineError({"--set"}), "--set needs a value");
 }
 
 TEST(ConfigCommandLine, OverridesLoadAsTheConfigSays) {

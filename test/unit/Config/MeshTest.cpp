@@ -25,7 +25,7 @@ ParallelismConfig degrees(int64_t tp, int64_t dpShard = -1, int64_t cp = 1,
 }
 
 /// The message of a failed resolution.
-std::string errorOf(const ParallelismConfig &parallelism, int64_t worldSize) {
+std::string meshError(const ParallelismConfig &parallelism, int64_t worldSize) {
   llvm::Expected<ResolvedMesh> mesh = resolveMesh(parallelism, worldSize);
   if (mesh)
     return "";
@@ -54,26 +54,26 @@ TEST(Mesh, ShardDegreeMinusOneTakesTheRest) {
 }
 
 TEST(Mesh, DegreesMustMultiplyToTheWorldSize) {
-  EXPECT_EQ(errorOf(degrees(4), 6),
+  EXPECT_EQ(meshError(degrees(4), 6),
             "the world size 6 is not divisible by "
             "data_parallel_replicate_degree=1 x context_parallel_degree=1 x "
             "tensor_parallel_degree=4 = 4, so data_parallel_shard_degree=-1 "
             "has no value");
-  EXPECT_EQ(errorOf(degrees(2, 2), 8),
+  EXPECT_EQ(meshError(degrees(2, 2), 8),
             "data_parallel_replicate_degree=1 x data_parallel_shard_degree=2 "
             "x context_parallel_degree=1 x tensor_parallel_degree=2 = 4, but "
             "the world size is 8; the degrees must multiply to the world "
             "size");
-  EXPECT_EQ(errorOf(degrees(1), 0), "the world size must be positive");
-  EXPECT_EQ(errorOf(degrees(0), 4),
+  EXPECT_EQ(meshError(degrees(1), 0), "the world size must be positive");
+  EXPECT_EQ(meshError(degrees(0), 4),
             "tensor_parallel_degree must be at least 1, got 0");
-  EXPECT_EQ(errorOf(degrees(1, -2), 4),
+  EXPECT_EQ(meshError(degrees(1, -2), 4),
             "data_parallel_shard_degree must be -1 or at least 1, got -2");
-  EXPECT_EQ(errorOf(degrees(1, 1, 1, 1, /*pp=*/0), 2),
+  EXPECT_EQ(meshError(degrees(1, 1, 1, 1, /*pp=*/0), 2),
             "pipeline_parallel_degree must be at least 1, got 0");
   // Degrees whose product does not fit in 64 bits cannot wrap into a match.
   int64_t huge = int64_t(1) << 32;
-  EXPECT_EQ(errorOf(degrees(huge, huge), 1),
+  EXPECT_EQ(meshError(degrees(huge, huge), 1),
             "data_parallel_replicate_degree=1 x data_parallel_shard_degree="
             "4294967296 x context_parallel_degree=1 x tensor_parallel_degree="
             "4294967296 (more than 2^63), but the world size is 1; the "
@@ -113,12 +113,12 @@ TEST(Mesh, PipelineStagesAreOutermost) {
 }
 
 TEST(Mesh, PipelineDegreeIsNamedAmongTheDegrees) {
-  EXPECT_EQ(errorOf(degrees(2, -1, 1, 1, /*pp=*/4), 12),
+  EXPECT_EQ(meshError(degrees(2, -1, 1, 1, /*pp=*/4), 12),
             "the world size 12 is not divisible by pipeline_parallel_degree=4 "
             "x data_parallel_replicate_degree=1 x context_parallel_degree=1 x "
             "tensor_parallel_degree=2 = 8, so data_parallel_shard_degree=-1 "
             "has no value");
-  EXPECT_EQ(errorOf(degrees(2, 2, 1, 1, /*pp=*/2), 16),
+  EXPECT_EQ(meshError(degrees(2, 2, 1, 1, /*pp=*/2), 16),
             "pipeline_parallel_degree=2 x data_parallel_replicate_degree=1 x "
             "data_parallel_shard_degree=2 x context_parallel_degree=1 x "
             "tensor_parallel_degree=2 = 8, but the world size is 16; the "

@@ -54,7 +54,7 @@ Counts countsOf(const PipelineSplit &split) {
 }
 
 /// The message of a failed split, or "".
-std::string errorOf(const ParallelismConfig &parallelism, int numBlocks,
+std::string splitError(const ParallelismConfig &parallelism, int numBlocks,
                     P placement) {
   llvm::Expected<PipelineSplit> result = splitPipelineStages(
       parallelism, blocks(numBlocks), placement, kLeading, kTrailing);
@@ -109,7 +109,7 @@ TEST(PipelineSplit, WithoutASplitKeyTheCostModelBalancesTheStages) {
   EXPECT_TRUE(v.blocksPerStage.empty());
   // The split torchtitan would compute must exist: 8 stages need 8
   // effective layers (5 blocks + 1 + 1 is 7).
-  EXPECT_EQ(errorOf(pipeline(4), 5, P::Loop),
+  EXPECT_EQ(splitError(pipeline(4), 5, P::Loop),
             "pipeline_parallel_degree=4 with a multi-stage schedule gives 8 "
             "stages, more than the 7 effective layers torchtitan splits (5 "
             "blocks + pipeline_parallel_first_stage_less_layers 1 + "
@@ -150,14 +150,14 @@ TEST(PipelineSplit, WrittenLessLayersAskForTorchtitansSplit) {
   // More than a stage's effective layers is refused, as torchtitan does.
   parallelism.pipelineParallelFirstStageLessLayers = 6;
   parallelism.pipelineParallelLastStageLessLayers = 1;
-  EXPECT_EQ(errorOf(parallelism, 16, P::Single),
+  EXPECT_EQ(splitError(parallelism, 16, P::Single),
             "'parallelism.pipeline_parallel_first_stage_less_layers' = 6 is "
             "more than the 5 effective layers of a stage (23 = 16 blocks + 6 "
             "+ 1, over 4 stages), which torchtitan refuses; set it to at most "
             "5");
   parallelism.pipelineParallelFirstStageLessLayers = 1;
   parallelism.pipelineParallelLastStageLessLayers = 7;
-  EXPECT_EQ(errorOf(parallelism, 16, P::Single),
+  EXPECT_EQ(splitError(parallelism, 16, P::Single),
             "'parallelism.pipeline_parallel_last_stage_less_layers' = 7 is "
             "more than the 6 effective layers of a stage (24 = 16 blocks + 1 "
             "+ 7, over 4 stages), which torchtitan refuses; set it to at most "
@@ -199,16 +199,16 @@ TEST(PipelineSplit, LayersPerStageErrorsAreTorchtitans) {
   parallelism.pipelineParallelLayersPerStage = 4;
   // 32 blocks + the embeddings' and the output's weight are 34 effective
   // layers: 9 stages of 4, which 4 ranks cannot share.
-  EXPECT_EQ(errorOf(parallelism, 32, P::Loop),
+  EXPECT_EQ(splitError(parallelism, 32, P::Loop),
             "'parallelism.pipeline_parallel_layers_per_stage' = 4 gives "
             "ceil((32 blocks + 1 + 1) / 4) = 9 stages, not a multiple of "
             "pipeline_parallel_degree=4; set it to 3 (12 stages)");
-  EXPECT_EQ(errorOf(parallelism, 16, P::Single),
+  EXPECT_EQ(splitError(parallelism, 16, P::Single),
             "'parallelism.pipeline_parallel_layers_per_stage' = 4 gives "
             "ceil((16 blocks + 1 + 1) / 4) = 5 stages, not a multiple of "
             "pipeline_parallel_degree=4; set it to 5 (4 stages)");
   parallelism.pipelineParallelLayersPerStage = 5;
-  EXPECT_EQ(errorOf(parallelism, 16, P::Loop),
+  EXPECT_EQ(splitError(parallelism, 16, P::Loop),
             "'parallelism.pipeline_parallel_layers_per_stage' = 5 gives "
             "ceil((16 blocks + 1 + 1) / 5) = 4 stages, 1 per rank, but a "
             "multi-stage schedule runs at least 2 stages per rank; no value "
@@ -216,7 +216,7 @@ TEST(PipelineSplit, LayersPerStageErrorsAreTorchtitans) {
             "the schedule");
   ParallelismConfig two = pipeline(2);
   two.pipelineParallelLayersPerStage = 1;
-  EXPECT_EQ(errorOf(two, 2, P::Single),
+  EXPECT_EQ(splitError(two, 2, P::Single),
             "'parallelism.pipeline_parallel_layers_per_stage' = 1 gives "
             "ceil((2 blocks + 1 + 1) / 1) = 4 stages, 2 per rank, but a "
             "single-stage schedule (GPipe, 1F1B) runs exactly 1 stage per "
@@ -224,13 +224,13 @@ TEST(PipelineSplit, LayersPerStageErrorsAreTorchtitans) {
   // torchtitan's V schedules take exactly two stages per rank
   // (pipeline_module_split).
   two.pipelineParallelLayersPerStage = 3;
-  EXPECT_EQ(errorOf(two, 16, P::V),
+  EXPECT_EQ(splitError(two, 16, P::V),
             "'parallelism.pipeline_parallel_layers_per_stage' = 3 gives "
             "ceil((16 blocks + 1 + 1) / 3) = 6 stages, 3 per rank, but a V "
             "schedule (ZBVZeroBubble) runs exactly 2 stages per rank; set it "
             "to 5 (4 stages)");
   two.pipelineParallelLayersPerStage = 0;
-  EXPECT_EQ(errorOf(two, 16, P::Single),
+  EXPECT_EQ(splitError(two, 16, P::Single),
             "'parallelism.pipeline_parallel_layers_per_stage' must be at "
             "least 1, got 0");
 }
@@ -273,7 +273,7 @@ TEST(PipelineSplit, ModuleFqnsPerModelPartErrors) {
                       int64_t degree = 2) {
     ParallelismConfig parallelism = pipeline(degree);
     parallelism.moduleFqnsPerModelPart = std::move(parts);
-    return errorOf(parallelism, 4, placement);
+    return splitError(parallelism, 4, placement);
   };
   EXPECT_EQ(errorWith({{"tok_embeddings", "layer.0", "layers.1"},
                        {"layers.2", "layers.3", "norm", "output"}}),
@@ -357,32 +357,32 @@ TEST(PipelineSplit, SplitPointsBeginStages) {
   EXPECT_EQ(countsOf(looped), (Counts{1, 3, 2, 2}));
 
   two.pipelineParallelSplitPoints = {"layers.9"};
-  EXPECT_EQ(errorOf(two, 8, P::Single),
+  EXPECT_EQ(splitError(two, 8, P::Single),
             "'parallelism.pipeline_parallel_split_points' names 'layers.9', "
             "which is not a block of the model (did you mean 'layers.0'?); "
             "split points name the blocks where stages begin ('layers.0' to "
             "'layers.7')");
   two.pipelineParallelSplitPoints = {"norm"};
-  EXPECT_EQ(errorOf(two, 8, P::Single),
+  EXPECT_EQ(splitError(two, 8, P::Single),
             "'parallelism.pipeline_parallel_split_points' names 'norm', which "
             "is not a block of the model; split points name the blocks where "
             "stages begin ('layers.0' to 'layers.7')");
   two.pipelineParallelSplitPoints = {"layers.4", "layers.2", "layers.6"};
-  EXPECT_EQ(errorOf(two, 8, P::Loop),
+  EXPECT_EQ(splitError(two, 8, P::Loop),
             "'parallelism.pipeline_parallel_split_points' names 'layers.2' "
             "after 'layers.4': split points must be in the model's order, "
             "each once");
   two.pipelineParallelSplitPoints = {"layers.2", "layers.2", "layers.6"};
-  EXPECT_EQ(errorOf(two, 8, P::Loop),
+  EXPECT_EQ(splitError(two, 8, P::Loop),
             "'parallelism.pipeline_parallel_split_points' names 'layers.2' "
             "twice: split points must be in the model's order, each once");
   two.pipelineParallelSplitPoints = {"layers.2", "layers.4"};
-  EXPECT_EQ(errorOf(two, 8, P::Loop),
+  EXPECT_EQ(splitError(two, 8, P::Loop),
             "'parallelism.pipeline_parallel_split_points' has 2 split points, "
             "so 3 stages, not a multiple of pipeline_parallel_degree=2: every "
             "rank runs the same number of stages");
   two.pipelineParallelSplitPoints = {"layers.2", "layers.4", "layers.6"};
-  EXPECT_EQ(errorOf(two, 8, P::Single),
+  EXPECT_EQ(splitError(two, 8, P::Single),
             "'parallelism.pipeline_parallel_split_points' has 3 split points, "
             "so 4 stages, 2 per rank, but a single-stage schedule (GPipe, "
             "1F1B) runs exactly 1 stage per rank; give 2 stages");
@@ -394,13 +394,13 @@ TEST(PipelineSplit, ExplicitSplitsExcludeTheComputedOnes) {
       {"tok_embeddings", "layers.0", "layers.1"},
       {"layers.2", "layers.3", "norm", "output"}};
   parallelism.pipelineParallelSplitPoints = {"layers.2"};
-  EXPECT_EQ(errorOf(parallelism, 4, P::Single),
+  EXPECT_EQ(splitError(parallelism, 4, P::Single),
             "'parallelism.module_fqns_per_model_part' (torchtitan v0.2) and "
             "'parallelism.pipeline_parallel_split_points' (v0.1) both split "
             "the model into stages; give one of them");
   parallelism.pipelineParallelSplitPoints.clear();
   parallelism.pipelineParallelLayersPerStage = 2;
-  EXPECT_EQ(errorOf(parallelism, 4, P::Single),
+  EXPECT_EQ(splitError(parallelism, 4, P::Single),
             "'parallelism.pipeline_parallel_layers_per_stage' = 2 computes "
             "the split that 'parallelism.module_fqns_per_model_part' gives "
             "explicitly (torchtitan takes the explicit one); give one of "
@@ -409,9 +409,9 @@ TEST(PipelineSplit, ExplicitSplitsExcludeTheComputedOnes) {
   // The less-layers keys only weigh a computed split: their default says
   // nothing, another value is refused.
   parallelism.pipelineParallelFirstStageLessLayers = 1;
-  EXPECT_EQ(errorOf(parallelism, 4, P::Single), "");
+  EXPECT_EQ(splitError(parallelism, 4, P::Single), "");
   parallelism.pipelineParallelLastStageLessLayers = 2;
-  EXPECT_EQ(errorOf(parallelism, 4, P::Single),
+  EXPECT_EQ(splitError(parallelism, 4, P::Single),
             "'parallelism.pipeline_parallel_last_stage_less_layers' = 2 does "
             "nothing with 'parallelism.module_fqns_per_model_part', which "
             "names the modules of every stage (torchtitan ignores it); remove "
@@ -419,7 +419,7 @@ TEST(PipelineSplit, ExplicitSplitsExcludeTheComputedOnes) {
   ParallelismConfig points = pipeline(2);
   points.pipelineParallelSplitPoints = {"layers.2"};
   points.pipelineParallelLayersPerStage = 2;
-  EXPECT_EQ(errorOf(points, 4, P::Single),
+  EXPECT_EQ(splitError(points, 4, P::Single),
             "'parallelism.pipeline_parallel_layers_per_stage' = 2 computes "
             "the split that 'parallelism.pipeline_parallel_split_points' "
             "gives explicitly (torchtitan takes the explicit one); give one "
@@ -428,7 +428,7 @@ TEST(PipelineSplit, ExplicitSplitsExcludeTheComputedOnes) {
   points.pipelineParallelDegree = 1;
   EXPECT_FALSE(llvm::errorToBool(checkPipelineSplitKeys(points)));
   points.pipelineParallelDegree = 0;
-  EXPECT_EQ(errorOf(points, 4, P::Single),
+  EXPECT_EQ(splitError(points, 4, P::Single),
             "'parallelism.pipeline_parallel_degree' must be at least 1, got "
             "0");
 }

@@ -22,11 +22,6 @@ constexpr seconds kFailureBound(30);
 
 MeshShape makeLine(int64_t ranks) { return MeshShape{{"a0"}, {ranks}}; }
 
-/// Seconds since `start`.
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 /// Connects a two-rank line with collectives that time out after
 /// `collectiveTimeout`, runs `first` on rank 0 and `second` on rank 1, and
 /// returns their Statuses.

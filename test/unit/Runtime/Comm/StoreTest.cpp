@@ -29,10 +29,6 @@ std::string text(const std::vector<uint8_t> &bytes) {
   return std::string(bytes.begin(), bytes.end());
 }
 
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 /// A server on a free port and a client of it with `prefix`.
 class StoreTest : public testing::Test {
 protected:

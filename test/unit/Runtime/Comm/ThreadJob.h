@@ -11,12 +11,20 @@
 #include "comm/Connect.h"
 #include "comm/StoreServer.h"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace titan::rt::test {
+
+/// Seconds of the steady clock since `start`.
+inline double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       start)
+      .count();
+}
 
 /// A port nothing listens on right now.
 int findFreePort();
