@@ -193,6 +193,11 @@ llvm::Error mlir::titan::linkExecutable(llvm::ArrayRef<std::string> objects,
         ", or set TITAN_RUNTIME_DIR)");
   std::string rpath = "-Wl,-rpath," + runtimeDir;
   llvm::SmallVector<llvm::StringRef> arguments = {*linker, "-o", output};
+  // The default driver links with lld where it is installed (~0.15 s
+  // instead of GNU ld's ~0.7 s for a rank's executable).
+  bool defaultDriver = !linkerEnv || !*linkerEnv;
+  if (defaultDriver && llvm::sys::findProgramByName("ld.lld"))
+    arguments.push_back("-fuse-ld=lld");
   arguments.append(objects.begin(), objects.end());
   arguments.append({runtime, rpath});
   std::string message;

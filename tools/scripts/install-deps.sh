@@ -4,8 +4,9 @@
 set -euo pipefail
 
 PACKAGES=(
-  # Build tools.
-  cmake ninja-build g++ pkg-config
+  # Build tools; lld links titan's binaries and titan-compile's per-rank
+  # executables ~8x faster than GNU ld.
+  cmake ninja-build g++ pkg-config lld
   # MLIR/LLVM 22.1: the compiler infrastructure titan is built on.
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   # LibTorch 1.13 (TorchScript import) and the PyTorch numerics oracle.

@@ -42,7 +42,8 @@ llvm::Error emitObjectFiles(ModuleOp module, llvm::StringRef kernelsPath,
 
 /// Links the object files `objects` with the runtime of `backend` into the
 /// executable `output` with the system's C++ compiler driver
-/// (`$TITAN_LINKER`, else `c++`): libtitanrt.so for "cpu",
+/// (`$TITAN_LINKER`, else `c++`, with lld where ld.lld is installed):
+/// libtitanrt.so for "cpu",
 /// libtitanrt_cuda.so for "cuda" (built where CMake found the CUDA
 /// toolkit), found in `$TITAN_RUNTIME_DIR`, else where this build of titan
 /// put it.
