@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -80,9 +81,14 @@ public:
 
 private:
   ElementType kind;
-  llvm::SmallVector<int64_t> shape;
+  /// A std::vector, whose move cannot throw (SmallVector's is not declared
+  /// so): containers of tensors then move them when they grow instead of
+  /// copying every element.
+  std::vector<int64_t> shape;
   ElementStorage storage;
 };
+static_assert(std::is_nothrow_move_constructible_v<TensorValue>,
+              "std::vector<TensorValue> must move, not copy, when it grows");
 
 /// The MLIR spelling of a tensor type of `kind` and `shape`.
 std::string formatTensorType(ElementType kind, llvm::ArrayRef<int64_t> shape);
