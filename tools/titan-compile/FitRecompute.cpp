@@ -108,13 +108,15 @@ mlir::titan::fitRecomputeToMemory(ModuleOp trainStep,
     return llvm::createStringError(llvm::formatv(
         "[activation_checkpoint] memory_budget_gib = {0:F3}: the step needs "
         "{1:F3} GiB per rank{2} even recomputing every block; raise the "
-        "budget, set parallelism.fsdp_reshard_after_forward = \"always\", or "
-        "shard over more ranks (data_parallel_shard_degree, "
-        "tensor_parallel_degree{3})",
+        "budget, {3}or shard over more ranks (data_parallel_shard_degree, "
+        "tensor_parallel_degree{4})",
         budgetBytes / kGiB, least->peakBytes / kGiB,
         options.pipeline
             ? llvm::formatv(" (on pipeline rank {0})", least->peakRank).str()
             : "",
+        options.reshard.policy == "always"
+            ? ""
+            : "set parallelism.fsdp_reshard_after_forward = \"always\", ",
         options.pipeline ? ", pipeline_parallel_degree" : ""));
   fit.peakBytes = least->peakBytes;
   // The peak grows about byte for byte with what is kept (the saved
