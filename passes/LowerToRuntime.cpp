@@ -214,7 +214,7 @@ static void keepPlannedInPlacePairs(func::FuncOp step, ModuleOp kernels) {
       return;
     auto &kept = used[kernel.getSymName()];
     int64_t numInputs = launch.getInputs().size();
-    for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+    for (int64_t i = 0; i + 1 < pairs.size(); i += 2) {
       BufferAttr input = getPlace(step, launch.getInputs()[pairs[i]]);
       BufferAttr output =
           getPlace(step, launch.getResult(pairs[i + 1] - numInputs));
