@@ -110,6 +110,8 @@ bool release(int64_t &block, dim3 grid) {
     return false;
   // The next block (or, after the last, the fibers' exit).
   ++block;
+  for (std::vector<PendingCopy> &copies : pendingCopies)
+    copies.clear();
   blockIdx = {unsigned(block % grid.x), unsigned(block / grid.x % grid.y),
               unsigned(block / grid.x / grid.y)};
   for (Fiber &fiber : fibers)
@@ -149,6 +151,8 @@ void titan::emulation::runGrid(dim3 grid, dim3 block,
   blockDim = block;
   gridDim = grid;
   blockIdx = {0, 0, 0};
+  for (std::vector<PendingCopy> &copies : pendingCopies)
+    copies.clear();
   for (Fiber &fiber : launch.fibers) {
     fiber.stack.reset(
         new char[kStackBytes]); // not zeroed: only touched pages cost

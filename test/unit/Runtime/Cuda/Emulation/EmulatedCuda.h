@@ -33,6 +33,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #define __launch_bounds__(...)
 
@@ -63,6 +64,18 @@ struct WarpSlots {
   const void *matrixRows[32][32];
 };
 inline WarpSlots warpSlots;
+
+/// A cp.async copy a thread started and has not waited for.
+struct PendingCopy {
+  void *destination;
+  const void *source;
+  bool valid;
+};
+/// Each thread's copies in flight (by its linear index in the block): they
+/// land when it waits, the latest the hardware may land them, so a kernel
+/// that reads a tile before waiting for it reads stale data here too. A
+/// block starts with none.
+inline std::vector<PendingCopy> pendingCopies[1024];
 
 } // namespace titan::emulation
 

@@ -2,13 +2,15 @@
 //
 // What CudaEmulationTest's kernels rely on: every thread of every block
 // runs with its coordinates, __syncthreads orders the block's threads,
-// shuffles exchange between lanes, and barriers that can never complete
-// are reported as a deadlock instead of hanging.
+// shuffles exchange between lanes, asynchronous copies land when their
+// thread waits, and barriers that can never complete are reported as a
+// deadlock instead of hanging.
 //
 //===----------------------------------------------------------------------===//
 
 #include "EmulatedCuda.h"
 
+#include "cuda/AsyncCopy.cuh"
 #include "cuda/Launch.cuh"
 
 #include <gtest/gtest.h>
@@ -34,6 +36,27 @@ __global__ void coordinatesKernel(int *out, int *previous) {
 /// out[thread] = the value of lane (lane ^ 5) of its warp.
 __global__ void shuffleKernel(float *out) {
   out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, float(threadIdx.x), 5);
+}
+
+/// Each thread copies its 4 ints of `in` into shared memory asynchronously
+/// and reads them back before waiting (into before[]), after waiting
+/// (after[]), and zero-fills another 16 bytes (zeroed[]); in and the outputs
+/// hold 4 ints per thread.
+__global__ void asyncCopyKernel(const int *in, int *before, int *after,
+                                int *zeroed) {
+  alignas(16) static int tile[2][64][4];
+  const int t = int(threadIdx.x);
+  for (int i = 0; i < 4; ++i)
+    tile[0][t][i] = tile[1][t][i] = -1;
+  copyAsync16(tile[0][t], in + 4 * t, true);
+  copyAsync16(tile[1][t], in, false);
+  for (int i = 0; i < 4; ++i)
+    before[4 * t + i] = tile[0][t][i];
+  waitCopies();
+  for (int i = 0; i < 4; ++i) {
+    after[4 * t + i] = tile[0][t][i];
+    zeroed[4 * t + i] = tile[1][t][i];
+  }
 }
 
 /// Half of each warp waits for its warp, the other half for the block:
@@ -72,6 +95,22 @@ TEST(CudaEmulatorTest, ShufflesExchangeWithinAWarp) {
           .ok());
   for (int thread = 0; thread < 64; ++thread)
     EXPECT_EQ(out[thread], float((thread & ~31) | ((thread % 32) ^ 5)));
+}
+
+TEST(CudaEmulatorTest, AsyncCopiesLandWhenTheThreadWaits) {
+  std::vector<int> in(64 * 4), before(in.size()), after(in.size()),
+      zeroed(in.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = int(i) + 7;
+  ASSERT_TRUE(launchKernel("t", config(1, 64), nullptr, asyncCopyKernel,
+                           in.data(), before.data(), after.data(),
+                           zeroed.data())
+                  .ok());
+  for (size_t i = 0; i < in.size(); ++i) {
+    EXPECT_EQ(before[i], -1) << i;
+    EXPECT_EQ(after[i], in[i]) << i;
+    EXPECT_EQ(zeroed[i], 0) << i;
+  }
 }
 
 TEST(CudaEmulatorDeathTest, BarriersThatNeverCompleteAreADeadlock) {

@@ -1,9 +1,9 @@
 //===- AsyncCopy.cuh - emulated global to shared memory copies --*- C++ -*-===//
 //
-// runtime/cuda/AsyncCopy.cuh for EmulatedCuda.h: a copy completes when it
-// is started, so waiting has nothing to wait for. The emulation thus checks
-// what is copied where, not that a kernel waits before it reads (the GPU's
-// kernel check does, with the real copies).
+// runtime/cuda/AsyncCopy.cuh for EmulatedCuda.h: a thread's copies land
+// when it waits for them (titan::emulation::pendingCopies), the latest the
+// hardware may land them, so reading a tile before waiting reads what was
+// there before, as it may on a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,17 +11,35 @@
 #define TITAN_RUNTIME_CUDA_ASYNCCOPY_CUH
 
 #include <cstring>
+#include <vector>
 
 namespace titan::rt::cuda {
 
+namespace emulated {
+/// The running thread's copies in flight.
+inline std::vector<titan::emulation::PendingCopy> &threadCopies() {
+  return titan::emulation::pendingCopies[threadIdx.x +
+                                         blockDim.x *
+                                             (threadIdx.y +
+                                              blockDim.y * threadIdx.z)];
+}
+} // namespace emulated
+
 inline void copyAsync16(void *destination, const void *source, bool valid) {
-  if (valid)
-    memcpy(destination, source, 16);
-  else
-    memset(destination, 0, 16);
+  emulated::threadCopies().push_back({destination, source, valid});
 }
 
-inline void waitCopies() {}
+inline void waitCopies() {
+  std::vector<titan::emulation::PendingCopy> &copies =
+      emulated::threadCopies();
+  for (const titan::emulation::PendingCopy &copy : copies) {
+    if (copy.valid)
+      memcpy(copy.destination, copy.source, 16);
+    else
+      memset(copy.destination, 0, 16);
+  }
+  copies.clear();
+}
 
 } // namespace titan::rt::cuda
 
