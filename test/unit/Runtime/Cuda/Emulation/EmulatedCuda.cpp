@@ -72,25 +72,32 @@ bool finishedBlock(FiberState state) {
   return state == FiberState::AtBlockEnd || state == FiberState::Done;
 }
 
+/// Releases warp `warp` from its warp barrier if every lane is there (or
+/// done with the block); whether it did.
+bool releaseWarp(int warp) {
+  std::vector<Fiber> &fibers = launch.fibers;
+  const int end = std::min(int(fibers.size()), warp * 32 + 32);
+  bool waiting = false, all = true;
+  for (int lane = warp * 32; lane < end; ++lane) {
+    waiting |= fibers[lane].state == FiberState::AtWarpBarrier;
+    all &= fibers[lane].state == FiberState::AtWarpBarrier ||
+           finishedBlock(fibers[lane].state);
+  }
+  if (!waiting || !all)
+    return false;
+  for (int lane = warp * 32; lane < end; ++lane)
+    if (fibers[lane].state == FiberState::AtWarpBarrier)
+      fibers[lane].state = FiberState::Runnable;
+  return true;
+}
+
 /// Releases what can be released; false if nothing can (a deadlock).
 bool release(int64_t &block, dim3 grid) {
   std::vector<Fiber> &fibers = launch.fibers;
   const int count = int(fibers.size());
   bool released = false;
-  for (int warp = 0; warp * 32 < count; ++warp) {
-    bool waiting = false, all = true;
-    for (int lane = warp * 32; lane < std::min(count, warp * 32 + 32); ++lane) {
-      waiting |= fibers[lane].state == FiberState::AtWarpBarrier;
-      all &= fibers[lane].state == FiberState::AtWarpBarrier ||
-             finishedBlock(fibers[lane].state);
-    }
-    if (waiting && all) {
-      for (int lane = warp * 32; lane < std::min(count, warp * 32 + 32); ++lane)
-        if (fibers[lane].state == FiberState::AtWarpBarrier)
-          fibers[lane].state = FiberState::Runnable;
-      released = true;
-    }
-  }
+  for (int warp = 0; warp * 32 < count; ++warp)
+    released |= releaseWarp(warp);
   if (released)
     return true;
   bool waiting = false, all = true, ended = true;
@@ -162,14 +169,30 @@ void titan::emulation::runGrid(dim3 grid, dim3 block,
     fiber.context.uc_link = nullptr; // fiberMain never returns
     makecontext(&fiber.context, fiberMain, 0);
   }
-  int64_t current = 0;
-  for (;;) {
-    for (int i = 0; i < count; ++i)
+  // Runs the runnable fibers of threads [first, end); whether any ran.
+  auto runFibers = [&](int first, int end) {
+    bool ran = false;
+    for (int i = first; i < end; ++i)
       if (launch.fibers[i].state == FiberState::Runnable) {
         threadIdx = {unsigned(i % block.x), unsigned(i / block.x % block.y),
                      unsigned(i / block.x / block.y)};
         resume(i);
+        ran = true;
       }
+    return ran;
+  };
+  int64_t current = 0;
+  for (;;) {
+    if (warpsRunAhead) {
+      // Each warp, through its warp barriers, to its next block barrier
+      // before the next warp starts.
+      for (int warp = 0; warp * 32 < count; ++warp)
+        while (runFibers(warp * 32, std::min(count, warp * 32 + 32)) &&
+               releaseWarp(warp)) {
+        }
+    } else {
+      runFibers(0, count);
+    }
     bool done = true;
     for (const Fiber &fiber : launch.fibers)
       done &= fiber.state == FiberState::Done;

@@ -76,6 +76,17 @@ struct PendingCopy {
 /// that reads a tile before waiting for it reads stale data here too. A
 /// block starts with none.
 inline std::vector<PendingCopy> pendingCopies[1024];
+/// Whether copies land when they start instead, the earliest the hardware
+/// may land them: then a copy into a tile other threads still read (a
+/// missing barrier) overwrites it under them.
+inline bool copiesLandWhenStarted = false;
+
+/// How a block's fibers take turns: by default each runnable fiber runs to
+/// its next barrier in turn, so the warps advance together; with
+/// warpsRunAhead each warp runs through its warp barriers to its next block
+/// barrier before the next warp starts, as far apart as the hardware may
+/// let warps drift (what a missing __syncthreads between warps exposes).
+inline bool warpsRunAhead = false;
 
 } // namespace titan::emulation
 

@@ -97,7 +97,7 @@ TEST(CudaEmulatorTest, ShufflesExchangeWithinAWarp) {
     EXPECT_EQ(out[thread], float((thread & ~31) | ((thread % 32) ^ 5)));
 }
 
-TEST(CudaEmulatorTest, AsyncCopiesLandWhenTheThreadWaits) {
+TEST(CudaEmulatorTest, AsyncCopiesLandByTheWaitOrWhenStarted) {
   std::vector<int> in(64 * 4), before(in.size()), after(in.size()),
       zeroed(in.size());
   for (size_t i = 0; i < in.size(); ++i)
@@ -111,6 +111,15 @@ TEST(CudaEmulatorTest, AsyncCopiesLandWhenTheThreadWaits) {
     EXPECT_EQ(after[i], in[i]) << i;
     EXPECT_EQ(zeroed[i], 0) << i;
   }
+  // As early as the hardware may: when they start.
+  titan::emulation::copiesLandWhenStarted = true;
+  ASSERT_TRUE(launchKernel("t", config(1, 64), nullptr, asyncCopyKernel,
+                           in.data(), before.data(), after.data(),
+                           zeroed.data())
+                  .ok());
+  titan::emulation::copiesLandWhenStarted = false;
+  EXPECT_EQ(before, in);
+  EXPECT_EQ(after, in);
 }
 
 TEST(CudaEmulatorDeathTest, BarriersThatNeverCompleteAreADeadlock) {

@@ -6,9 +6,16 @@
 // references and tolerances, the bitwise reproducibility checks included)
 // with the kernels emulated (EmulatedKernels.cpp, AttentionEmulationTest.cpp)
 // and the CUDA runtime on host memory (EmulatedCudart.cpp). The GEMMs
-// (cuBLASLt) and the backend's ABI calls need a GPU.
+// (cuBLASLt) and the backend's ABI calls need a GPU. Each family runs
+// twice: asynchronous copies landing as late as the hardware may (a
+// missing wait reads stale tiles) with the warps advancing together, and
+// copies landing as early with each warp running ahead to its next block
+// barrier (a missing barrier lets one warp overwrite what another still
+// reads).
 //
 //===----------------------------------------------------------------------===//
+
+#include "EmulatedCuda.h"
 
 #include "../KernelCheck/KernelCheck.h"
 
@@ -34,5 +41,26 @@ TEST(CudaKernelCheckEmulationTest, Elementwise) { runFamily(checkElementwise); }
 TEST(CudaKernelCheckEmulationTest, Loss) { runFamily(checkLoss); }
 
 TEST(CudaKernelCheckEmulationTest, Attention) { runFamily(checkAttention); }
+
+/// Runs `family` with copies landing when started and warps apart.
+void runFamilyWithWarpsApart(void (*family)(Checker &, Context &)) {
+  titan::emulation::copiesLandWhenStarted = true;
+  titan::emulation::warpsRunAhead = true;
+  runFamily(family);
+  titan::emulation::copiesLandWhenStarted = false;
+  titan::emulation::warpsRunAhead = false;
+}
+
+TEST(CudaKernelCheckEmulationTest, ElementwiseWithWarpsApart) {
+  runFamilyWithWarpsApart(checkElementwise);
+}
+
+TEST(CudaKernelCheckEmulationTest, LossWithWarpsApart) {
+  runFamilyWithWarpsApart(checkLoss);
+}
+
+TEST(CudaKernelCheckEmulationTest, AttentionWithEarlyCopiesAndWarpsApart) {
+  runFamilyWithWarpsApart(checkAttention);
+}
 
 } // namespace

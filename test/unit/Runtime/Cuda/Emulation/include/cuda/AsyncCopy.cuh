@@ -3,7 +3,8 @@
 // runtime/cuda/AsyncCopy.cuh for EmulatedCuda.h: a thread's copies land
 // when it waits for them (titan::emulation::pendingCopies), the latest the
 // hardware may land them, so reading a tile before waiting reads what was
-// there before, as it may on a GPU.
+// there before, as it may on a GPU; or, with
+// titan::emulation::copiesLandWhenStarted, when they start, the earliest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,14 @@
 namespace titan::rt::cuda {
 
 namespace emulated {
+/// Copies 16 bytes from `source`, or zeros when !valid.
+inline void landCopy(void *destination, const void *source, bool valid) {
+  if (valid)
+    memcpy(destination, source, 16);
+  else
+    memset(destination, 0, 16);
+}
+
 /// The running thread's copies in flight.
 inline std::vector<titan::emulation::PendingCopy> &threadCopies() {
   return titan::emulation::pendingCopies[threadIdx.x +
@@ -26,18 +35,17 @@ inline std::vector<titan::emulation::PendingCopy> &threadCopies() {
 } // namespace emulated
 
 inline void copyAsync16(void *destination, const void *source, bool valid) {
-  emulated::threadCopies().push_back({destination, source, valid});
+  if (titan::emulation::copiesLandWhenStarted)
+    emulated::landCopy(destination, source, valid);
+  else
+    emulated::threadCopies().push_back({destination, source, valid});
 }
 
 inline void waitCopies() {
   std::vector<titan::emulation::PendingCopy> &copies =
       emulated::threadCopies();
-  for (const titan::emulation::PendingCopy &copy : copies) {
-    if (copy.valid)
-      memcpy(copy.destination, copy.source, 16);
-    else
-      memset(copy.destination, 0, 16);
-  }
+  for (const titan::emulation::PendingCopy &copy : copies)
+    emulated::landCopy(copy.destination, copy.source, copy.valid);
   copies.clear();
 }
 
