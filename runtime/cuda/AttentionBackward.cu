@@ -263,8 +263,6 @@ __global__ void __launch_bounds__(mma::kThreads)
 
   mma::loadTile(queryTile, args.q + qOffset, qStart, seq, headDim);
   mma::loadTile(doTile, args.dout + qOffset, qStart, seq, headDim);
-  mma::loadTile(keyTile, args.k + kvOffset, 0, seq, headDim);
-  mma::loadTile(valueTile, args.v + kvOffset, 0, seq, headDim);
   // The statistics of this thread's rows g and g + 8.
   float rowLse[2], rowDelta[2];
 #pragma unroll
@@ -277,9 +275,11 @@ __global__ void __launch_bounds__(mma::kThreads)
   mma::clear(dqAccumulator);
   for (int64_t kvTile = 0; kvTile < block.kvTiles; ++kvTile) {
     const int64_t kvStart = kvTile * kTileRows;
-    const bool more = kvTile + 1 < block.kvTiles;
+    __syncthreads(); // the previous tiles' readers are done
+    mma::loadTile(keyTile, args.k + kvOffset, kvStart, seq, headDim);
+    mma::loadTile(valueTile, args.v + kvOffset, kvStart, seq, headDim);
     waitCopies();
-    __syncthreads(); // the key and value tiles are there
+    __syncthreads();
 
     // Scores, then dS in dp.
     mma::ScoreFragments scores, dp;
@@ -292,16 +292,7 @@ __global__ void __launch_bounds__(mma::kThreads)
           shown ? exp2f(scores[n][i] * args.scoreScale - rowLse[i / 2]) : 0.0f;
       dp[n][i] = probability * (dp[n][i] - rowDelta[i / 2]);
     });
-    __syncthreads(); // the value tile's readers are done
-    // The next value tile lands while dS K is computed.
-    if (more)
-      mma::loadTile(valueTile, args.v + kvOffset, kvStart + kTileRows, seq,
-                    headDim);
     mma::warpAccumulate(dqAccumulator, dp, keyTile, headDim);
-    __syncthreads(); // the key tile's readers are done
-    if (more)
-      mma::loadTile(keyTile, args.k + kvOffset, kvStart + kTileRows, seq,
-                    headDim);
   }
   const float scales[2] = {args.scale, args.scale};
   mma::storeRows(dq + qOffset, qStart + row0, seq, dqAccumulator, scales,
