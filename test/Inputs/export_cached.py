@@ -10,6 +10,8 @@ a test sees what export.py printed. About a hundred tests export one of
 tracing, saving).
 
 The cache folder is the first argument: export_cached.py CACHE ARGS...
+An entry is named by the digest of models/ and of the rest; making one
+removes those of other models/ sources, which no test asks for again.
 """
 
 import hashlib
@@ -70,11 +72,12 @@ def split_out(args: list[str]) -> tuple[list[str], str]:
 def main() -> None:
     cache, args = sys.argv[1], sys.argv[2:]
     rest, out = split_out(args)
-    key = hashlib.sha256("\0".join([sources_digest(), torch_digest(), sys.version] + rest).encode()).hexdigest()[:32]
-    entry = os.path.join(cache, key)
+    sources = sources_digest()[:16]
+    export = hashlib.sha256("\0".join([torch_digest(), sys.version] + rest).encode()).hexdigest()[:16]
+    entry = os.path.join(cache, sources + "-" + export)
     if not os.path.isdir(entry):
         os.makedirs(cache, exist_ok=True)
-        staging = tempfile.mkdtemp(prefix=key + ".", dir=cache)
+        staging = tempfile.mkdtemp(prefix=os.path.basename(entry) + ".", dir=cache)
         model = os.path.join(staging, "model")
         done = subprocess.run([sys.executable, os.path.join(MODELS, "export.py"), *rest, "--out", model],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -91,6 +94,11 @@ def main() -> None:
         except OSError:
             # Another test made the same export at the same time.
             shutil.rmtree(staging, ignore_errors=True)
+        # Exports (and unfinished ones) of models/ sources that changed
+        # since are never used again.
+        for name in os.listdir(cache):
+            if not name.startswith(sources + "-"):
+                shutil.rmtree(os.path.join(cache, name), ignore_errors=True)
     shutil.copytree(os.path.join(entry, "model"), out, dirs_exist_ok=True)
     with open(os.path.join(entry, "stdout")) as f:
         sys.stdout.write(f.read().replace("{out}", out))
