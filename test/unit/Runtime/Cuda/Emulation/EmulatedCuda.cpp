@@ -72,6 +72,12 @@ bool finishedBlock(FiberState state) {
   return state == FiberState::AtBlockEnd || state == FiberState::Done;
 }
 
+/// Forgets every thread's copies in flight (a block starts with none).
+void dropPendingCopies() {
+  for (std::vector<PendingCopy> &copies : pendingCopies)
+    copies.clear();
+}
+
 /// Releases warp `warp` from its warp barrier if every lane is there (or
 /// done with the block); whether it did.
 bool releaseWarp(int warp) {
@@ -117,8 +123,7 @@ bool release(int64_t &block, dim3 grid) {
     return false;
   // The next block (or, after the last, the fibers' exit).
   ++block;
-  for (std::vector<PendingCopy> &copies : pendingCopies)
-    copies.clear();
+  dropPendingCopies();
   blockIdx = {unsigned(block % grid.x), unsigned(block / grid.x % grid.y),
               unsigned(block / grid.x / grid.y)};
   for (Fiber &fiber : fibers)
@@ -158,8 +163,7 @@ void titan::emulation::runGrid(dim3 grid, dim3 block,
   blockDim = block;
   gridDim = grid;
   blockIdx = {0, 0, 0};
-  for (std::vector<PendingCopy> &copies : pendingCopies)
-    copies.clear();
+  dropPendingCopies();
   for (Fiber &fiber : launch.fibers) {
     fiber.stack.reset(
         new char[kStackBytes]); // not zeroed: only touched pages cost
@@ -183,7 +187,7 @@ void titan::emulation::runGrid(dim3 grid, dim3 block,
   };
   int64_t current = 0;
   for (;;) {
-    if (warpsRunAhead) {
+    if (schedule.warpsRunAhead) {
       // Each warp, through its warp barriers, to its next block barrier
       // before the next warp starts.
       for (int warp = 0; warp * 32 < count; ++warp)

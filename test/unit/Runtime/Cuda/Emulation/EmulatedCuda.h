@@ -2,8 +2,8 @@
 //
 // Lets the host compiler run kernel sources of runtime/cuda on a machine
 // without a GPU: included before a .cu file compiled as C++, with include/
-// (emulated cuda/Launch.cuh and cuda/Mma.cuh) ahead of runtime/ on the include
-// path. A launch runs its blocks one after another on the calling thread; each
+// (emulated cuda/Launch.cuh, cuda/Mma.cuh and cuda/AsyncCopy.cuh) ahead of
+// runtime/ on the include path. A launch runs its blocks one after another on the calling thread; each
 // CUDA thread of a block is a fiber (EmulatedCuda.cpp), which runs until it
 // reaches a barrier: __syncthreads parks it until every thread of the block
 // that has not finished the block is parked there too, __syncwarp until its
@@ -76,17 +76,40 @@ struct PendingCopy {
 /// that reads a tile before waiting for it reads stale data here too. A
 /// block starts with none.
 inline std::vector<PendingCopy> pendingCopies[1024];
-/// Whether copies land when they start instead, the earliest the hardware
-/// may land them: then a copy into a tile other threads still read (a
-/// missing barrier) overwrites it under them.
-inline bool copiesLandWhenStarted = false;
+/// Which of the orders the hardware allows a launch runs in.
+struct Schedule {
+  /// Copies land when they start, the earliest the hardware may land them
+  /// (by default when their thread waits, the latest): then a copy into a
+  /// tile other threads still read (a missing barrier) overwrites it under
+  /// them.
+  bool copiesLandWhenStarted = false;
+  /// Each warp runs through its warp barriers to its next block barrier
+  /// before the next warp starts, as far apart as the hardware may let
+  /// warps drift (what a missing __syncthreads between warps exposes); by
+  /// default each runnable fiber runs to its next barrier in turn, so the
+  /// warps advance together.
+  bool warpsRunAhead = false;
+};
+/// The schedule launches run in.
+inline Schedule schedule;
+/// Copies landing early and warps drifting apart: the order that exposes
+/// a missing barrier.
+constexpr Schedule kWarpsApart = {true, true};
 
-/// How a block's fibers take turns: by default each runnable fiber runs to
-/// its next barrier in turn, so the warps advance together; with
-/// warpsRunAhead each warp runs through its warp barriers to its next block
-/// barrier before the next warp starts, as far apart as the hardware may
-/// let warps drift (what a missing __syncthreads between warps exposes).
-inline bool warpsRunAhead = false;
+/// Runs the launches of its lifetime in `scoped`, then restores the
+/// schedule it found (also when a test returns early).
+class ScheduleScope {
+public:
+  explicit ScheduleScope(Schedule scoped) : saved(schedule) {
+    schedule = scoped;
+  }
+  ~ScheduleScope() { schedule = saved; }
+  ScheduleScope(const ScheduleScope &) = delete;
+  ScheduleScope &operator=(const ScheduleScope &) = delete;
+
+private:
+  Schedule saved;
+};
 
 } // namespace titan::emulation
 

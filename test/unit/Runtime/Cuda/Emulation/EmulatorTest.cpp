@@ -112,12 +112,15 @@ TEST(CudaEmulatorTest, AsyncCopiesLandByTheWaitOrWhenStarted) {
     EXPECT_EQ(zeroed[i], 0) << i;
   }
   // As early as the hardware may: when they start.
-  titan::emulation::copiesLandWhenStarted = true;
-  ASSERT_TRUE(launchKernel("t", config(1, 64), nullptr, asyncCopyKernel,
-                           in.data(), before.data(), after.data(),
-                           zeroed.data())
-                  .ok());
-  titan::emulation::copiesLandWhenStarted = false;
+  {
+    titan::emulation::ScheduleScope early({/*copiesLandWhenStarted=*/true,
+                                           /*warpsRunAhead=*/false});
+    ASSERT_TRUE(launchKernel("t", config(1, 64), nullptr, asyncCopyKernel,
+                             in.data(), before.data(), after.data(),
+                             zeroed.data())
+                    .ok());
+  }
+  EXPECT_FALSE(titan::emulation::schedule.copiesLandWhenStarted);
   EXPECT_EQ(before, in);
   EXPECT_EQ(after, in);
 }

@@ -44,11 +44,8 @@ TEST(CudaKernelCheckEmulationTest, Attention) { runFamily(checkAttention); }
 
 /// Runs `family` with copies landing when started and warps apart.
 void runFamilyWithWarpsApart(void (*family)(Checker &, Context &)) {
-  titan::emulation::copiesLandWhenStarted = true;
-  titan::emulation::warpsRunAhead = true;
+  titan::emulation::ScheduleScope scope(titan::emulation::kWarpsApart);
   runFamily(family);
-  titan::emulation::copiesLandWhenStarted = false;
-  titan::emulation::warpsRunAhead = false;
 }
 
 TEST(CudaKernelCheckEmulationTest, ElementwiseWithWarpsApart) {
@@ -59,7 +56,7 @@ TEST(CudaKernelCheckEmulationTest, LossWithWarpsApart) {
   runFamilyWithWarpsApart(checkLoss);
 }
 
-TEST(CudaKernelCheckEmulationTest, AttentionWithEarlyCopiesAndWarpsApart) {
+TEST(CudaKernelCheckEmulationTest, AttentionWithWarpsApart) {
   runFamilyWithWarpsApart(checkAttention);
 }
 

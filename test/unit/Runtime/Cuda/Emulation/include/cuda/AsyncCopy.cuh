@@ -3,8 +3,8 @@
 // runtime/cuda/AsyncCopy.cuh for EmulatedCuda.h: a thread's copies land
 // when it waits for them (titan::emulation::pendingCopies), the latest the
 // hardware may land them, so reading a tile before waiting reads what was
-// there before, as it may on a GPU; or, with
-// titan::emulation::copiesLandWhenStarted, when they start, the earliest.
+// there before, as it may on a GPU; or, under a titan::emulation::Schedule
+// with copiesLandWhenStarted, when they start, the earliest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,7 +35,7 @@ inline std::vector<titan::emulation::PendingCopy> &threadCopies() {
 } // namespace emulated
 
 inline void copyAsync16(void *destination, const void *source, bool valid) {
-  if (titan::emulation::copiesLandWhenStarted)
+  if (titan::emulation::schedule.copiesLandWhenStarted)
     emulated::landCopy(destination, source, valid);
   else
     emulated::threadCopies().push_back({destination, source, valid});
