@@ -234,6 +234,52 @@ static void keepPlannedInPlacePairs(func::FuncOp step, ModuleOp kernels) {
   }
 }
 
+/// The alignment the runtime gives the base of every memory region: the
+/// CPU runtime's regions are page-aligned, cudaMalloc's 256-byte aligned.
+static constexpr int64_t kRegionBaseAlignment = 256;
+
+/// Marks each parameter of each kernel `llvm.align` with what every launch
+/// of `step` guarantees its pointer: the largest power of two, at most
+/// kRegionBaseAlignment, dividing the parameter's offset in its region in
+/// all of them (a view inside a buffer may start anywhere). The GPU
+/// lowering reads several values with one vector load only from pointers
+/// known to be aligned for it.
+static void markPlannedAlignment(func::FuncOp step, ModuleOp kernels) {
+  SymbolTable symbols(kernels);
+  llvm::StringMap<SmallVector<int64_t>> alignments;
+  step.walk([&](LaunchOp launch) {
+    auto kernel = symbols.lookup<func::FuncOp>(launch.getKernel());
+    if (!kernel)
+      return;
+    SmallVector<BufferAttr> places;
+    for (Value input : launch.getInputs())
+      places.push_back(getPlace(step, input));
+    for (Value result : launch.getResults())
+      places.push_back(getPlace(step, result));
+    if (auto scratch =
+            launch->getAttrOfType<ArrayAttr>(TitanDialect::kScratchAttrName))
+      for (Attribute place : scratch)
+        places.push_back(cast<BufferAttr>(place));
+    auto [entry, first] = alignments.try_emplace(
+        kernel.getSymName(), places.size(), kRegionBaseAlignment);
+    for (auto [alignment, place] : llvm::zip(entry->second, places))
+      alignment = std::min<int64_t>(
+          alignment, place.getOffset() == 0 ? kRegionBaseAlignment
+                                            : int64_t(1) << llvm::countr_zero(
+                                                  uint64_t(place.getOffset())));
+  });
+  for (auto kernel : kernels.getOps<func::FuncOp>()) {
+    auto known = alignments.find(kernel.getSymName());
+    if (known == alignments.end() ||
+        known->second.size() != kernel.getNumArguments())
+      continue;
+    for (auto [index, alignment] : llvm::enumerate(known->second))
+      kernel.setArgAttr(
+          index, LLVM::LLVMDialect::getAlignAttrName(),
+          Builder(kernels.getContext()).getI64IntegerAttr(alignment));
+  }
+}
+
 Value StepLowering::pointer(Value value) { return pointer(placeOf(value)); }
 
 Value StepLowering::scratchPointer(Operation *op, unsigned index) {
@@ -601,6 +647,7 @@ LogicalResult LowerToRuntimePass::lowerKernels(ModuleOp kernels) {
   GpuKernelOptions options;
   options.chip = cudaChip;
   options.toolkitPath = cudaToolkit;
+  options.ptxOnly = cudaBinary == "ptx";
   return lowerKernelsToNvvm(kernels, options);
 }
 
@@ -609,6 +656,11 @@ void LowerToRuntimePass::runOnOperation() {
   if (target != "cpu" && target != "cuda") {
     module.emitError() << "titan-lower-to-runtime: unknown target '" << target
                        << "' (cpu or cuda)";
+    return signalPassFailure();
+  }
+  if (cudaBinary != "fatbin" && cudaBinary != "ptx") {
+    module.emitError() << "titan-lower-to-runtime: unknown cuda-binary '"
+                       << cudaBinary << "' (fatbin or ptx)";
     return signalPassFailure();
   }
   std::optional<LrDecayType> type = symbolizeLrDecayType(decayType);
@@ -635,6 +687,7 @@ void LowerToRuntimePass::runOnOperation() {
       kernels->push_back(&op);
     }
   keepPlannedInPlacePairs(step, *kernels);
+  markPlannedAlignment(step, *kernels);
   if (failed(lowerKernels(*kernels)))
     return signalPassFailure();
   for (Operation &op : llvm::make_early_inc_range(*kernels->getBody())) {

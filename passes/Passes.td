@@ -1170,6 +1170,10 @@ def LowerToRuntimePass : Pass<"titan-lower-to-runtime", "::mlir::ModuleOp"> {
            "/usr/local/cuda)">,
     Option<"cudaChip", "cuda-chip", "std::string", "\"sm_90\"",
            "GPU architecture of the kernels' fatbin for target=cuda">,
+    Option<"cudaBinary", "cuda-binary", "std::string", "\"fatbin\"",
+           "What the gpu.binary holds for target=cuda: fatbin (what an "
+           "executable loads) or ptx (the device code's PTX assembly, to "
+           "read; no executable can load it)">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

@@ -569,14 +569,99 @@ static std::optional<int64_t> getIterationCount(scf::ParallelOp loop) {
   return count;
 }
 
+/// Bytes a thread of an elementwise loop nest reads of each of its operands
+/// at once: one 16-byte access, the widest global load and store.
+static constexpr int64_t kVectorBytes = 16;
+/// The most iterations of a loop nest one thread runs (8 bf16 values).
+static constexpr int64_t kMaxValuesPerThread = 8;
+
+/// How many consecutive iterations of the innermost dimension of `loop` one
+/// thread should run: those of kVectorBytes of its narrowest memory
+/// operand (8 of bf16, 4 of f32), halved until they divide the dimension.
+/// 1 when the body is not straight-line (a nested loop: a reduction) or
+/// the innermost dimension is not a static range from 0 by 1.
+static int64_t getValuesPerThread(scf::ParallelOp loop) {
+  unsigned last = loop.getNumLoops() - 1;
+  std::optional<int64_t> lower =
+      getConstantIntValue(loop.getLowerBound()[last]);
+  std::optional<int64_t> upper =
+      getConstantIntValue(loop.getUpperBound()[last]);
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep()[last]);
+  if (lower != 0 || step != 1 || !upper || *upper <= 0)
+    return 1;
+  int64_t narrowest = kVectorBytes;
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (op.getNumRegions() != 0)
+      return 1;
+    MemRefType type;
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      type = load.getMemRefType();
+    else if (auto store = dyn_cast<memref::StoreOp>(op))
+      type = store.getMemRefType();
+    else
+      continue;
+    int64_t bits = type.getElementType().getIntOrFloatBitWidth();
+    narrowest = std::min<int64_t>(narrowest, llvm::divideCeil(bits, 8));
+  }
+  int64_t values = std::min(kMaxValuesPerThread, kVectorBytes / narrowest);
+  while (values > 1 && *upper % values != 0)
+    values /= 2;
+  return values;
+}
+
+/// Makes each iteration of `loop` run `values` consecutive iterations of
+/// its innermost dimension (which `values` divides): the dimension's range
+/// shrinks by that factor, and each operation of the straight-line body is
+/// repeated for the iterations in turn, so that loads (and stores) of
+/// neighbouring elements are adjacent and NVPTX's load-store vectorizer
+/// can merge them into one vector access. Iterations are independent (a
+/// parallel loop), so interleaving theirs keeps each one's own order.
+static void unrollInnermost(IRRewriter &rewriter, scf::ParallelOp loop,
+                            int64_t values) {
+  unsigned last = loop.getNumLoops() - 1;
+  Location loc = loop.getLoc();
+  rewriter.setInsertionPoint(loop);
+  SmallVector<Value> upper(loop.getUpperBound());
+  upper[last] = arith::ConstantIndexOp::create(
+      rewriter, loc, *getConstantIntValue(upper[last]) / values);
+  loop.getUpperBoundMutable().assign(upper);
+
+  Block *body = loop.getBody();
+  SmallVector<Operation *> original =
+      llvm::to_vector(llvm::make_pointer_range(body->without_terminator()));
+  rewriter.setInsertionPointToStart(body);
+  Value iv = loop.getInductionVars()[last];
+  Value first = arith::MulIOp::create(
+      rewriter, loc, iv, arith::ConstantIndexOp::create(rewriter, loc, values));
+  SmallVector<IRMapping> copies(values);
+  for (int64_t j = 0; j < values; ++j)
+    copies[j].map(iv,
+                  j == 0 ? first
+                         : arith::AddIOp::create(
+                               rewriter, loc, first,
+                               arith::ConstantIndexOp::create(rewriter, loc, j))
+                               .getResult());
+  for (Operation *op : original) {
+    rewriter.setInsertionPoint(op);
+    for (IRMapping &copy : copies)
+      rewriter.clone(*op, copy);
+  }
+  for (Operation *op : llvm::reverse(original))
+    rewriter.eraseOp(op);
+}
+
 /// Maps the loop nest `loop` (a top-level scf.parallel of a kernel) onto
-/// the GPU: its dimensions are collapsed into one of N iterations, which
+/// the GPU: a straight-line body runs V consecutive iterations of the
+/// innermost dimension per thread (getValuesPerThread, unrollInnermost);
+/// then the dimensions are collapsed into one of N iterations, which
 /// becomes ceil(N / T) blocks of T = min(threadsPerBlock, N) threads, one
 /// iteration per thread, with a bounds guard when T does not divide N.
 static LogicalResult mapLoopNest(IRRewriter &rewriter, scf::ParallelOp loop,
                                  int64_t threadsPerBlock) {
   if (loop.getNumReductions() != 0)
     return loop.emitOpError("with reductions has no GPU mapping");
+  if (int64_t values = getValuesPerThread(loop); values > 1)
+    unrollInnermost(rewriter, loop, values);
   std::optional<int64_t> iterations = getIterationCount(loop);
   if (!iterations)
     return loop.emitOpError("needs static bounds on the GPU");
@@ -644,6 +729,21 @@ static LogicalResult mapKernels(ModuleOp kernels, int64_t threadsPerBlock) {
         return failure();
   }
   return success();
+}
+
+LogicalResult mlir::titan::mapKernelsToGpuLoops(ModuleOp kernels,
+                                                int64_t threadsPerBlock,
+                                                bool blockReductions) {
+  if (failed(convertCopiesToLinalg(kernels)) ||
+      failed(moveReductionsInward(kernels)))
+    return failure();
+  if (blockReductions)
+    lowerRowReductions(kernels, threadsPerBlock);
+  PassManager pm(kernels.getContext());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  if (failed(pm.run(kernels)))
+    return failure();
+  return mapKernels(kernels, threadsPerBlock);
 }
 
 //===----------------------------------------------------------------------===//
@@ -723,22 +823,25 @@ static void mergeGpuModules(ModuleOp kernels) {
   });
 }
 
-/// Marks each device function's buffer parameter `llvm.noalias` where the
-/// host function passes it a parameter of its own that markNoAlias marked
-/// (NVPTX may then read it through the non-coherent cache).
-static void propagateNoAlias(ModuleOp kernels) {
-  SymbolTable symbols(kernels);
+/// Gives each device function's buffer parameter the `llvm.noalias` and
+/// `llvm.align` attributes of the host function's parameter that its
+/// launches pass it (markNoAlias, and the alignment the memory plan
+/// guarantees): NVPTX may then read it through the non-coherent cache, and
+/// load and store neighbouring values with one vector access.
+static void propagateParameterAttributes(ModuleOp kernels) {
+  const StringRef names[] = {LLVM::LLVMDialect::getNoAliasAttrName(),
+                             LLVM::LLVMDialect::getAlignAttrName()};
   kernels.walk([&](gpu::LaunchFuncOp launch) {
     auto host = launch->getParentOfType<func::FuncOp>();
     auto device = SymbolTable::lookupNearestSymbolFrom<gpu::GPUFuncOp>(
         kernels, launch.getKernel());
     for (auto [index, operand] : llvm::enumerate(launch.getKernelOperands())) {
       auto argument = dyn_cast<BlockArgument>(operand);
-      if (argument && argument.getOwner()->getParentOp() == host &&
-          host.getArgAttr(argument.getArgNumber(),
-                          LLVM::LLVMDialect::getNoAliasAttrName()))
-        device.setArgAttr(index, LLVM::LLVMDialect::getNoAliasAttrName(),
-                          UnitAttr::get(kernels.getContext()));
+      if (!argument || argument.getOwner()->getParentOp() != host)
+        continue;
+      for (StringRef name : names)
+        if (Attribute value = host.getArgAttr(argument.getArgNumber(), name))
+          device.setArgAttr(index, name, value);
     }
   });
 }
@@ -801,17 +904,8 @@ LogicalResult mlir::titan::lowerKernelsToNvvm(ModuleOp kernels,
   std::string toolkit = getCudaToolkitPath(options);
   if (failed(checkToolkit(kernels, toolkit)))
     return failure();
-  if (failed(convertCopiesToLinalg(kernels)) ||
-      failed(moveReductionsInward(kernels)))
-    return failure();
-  lowerRowReductions(kernels, options.threadsPerBlock);
-  {
-    PassManager pm(context);
-    pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
-    if (failed(pm.run(kernels)))
-      return failure();
-  }
-  if (failed(mapKernels(kernels, options.threadsPerBlock)))
+  if (failed(mapKernelsToGpuLoops(kernels, options.threadsPerBlock,
+                                  /*blockReductions=*/true)))
     return failure();
   allowReassociation(kernels);
   markNoAlias(kernels);
@@ -837,7 +931,7 @@ LogicalResult mlir::titan::lowerKernelsToNvvm(ModuleOp kernels,
       return failure();
   }
   mergeGpuModules(kernels);
-  propagateNoAlias(kernels);
+  propagateParameterAttributes(kernels);
   {
     PassManager pm(context);
     pm.addPass(memref::createExpandStridedMetadataPass());
@@ -853,7 +947,7 @@ LogicalResult mlir::titan::lowerKernelsToNvvm(ModuleOp kernels,
     pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
     GpuModuleToBinaryPassOptions binary;
     binary.toolkitPath = toolkit;
-    binary.compilationTarget = "fatbin";
+    binary.compilationTarget = options.ptxOnly ? "isa" : "fatbin";
     pm.addPass(createGpuModuleToBinaryPass(binary));
     pm.addPass(createFinalizeMemRefToLLVMConversionPass());
     pm.addPass(createArithToLLVMConversionPass());

@@ -9,10 +9,10 @@
 // input (the inputs region, which no result overwrites) shares nothing;
 // the exponential of a matmul's result is computed over it, in place.
 
-// CHECK: llvm.func @kernel_exp(%arg0: !llvm.ptr, %arg1: !llvm.ptr) attributes {{{.*}}titan.in_place = array<i64: 0, 1>
-// CHECK: llvm.func @kernel_neg(%arg0: !llvm.ptr {llvm.noalias}, %arg1: !llvm.ptr {llvm.noalias}) attributes {{{.*}}titan.in_place = array<i64>
-// CUDA-DAG: llvm.func @kernel_exp(%arg0: !llvm.ptr, %arg1: !llvm.ptr)
-// CUDA-DAG: llvm.func @kernel_neg(%arg0: !llvm.ptr {llvm.noalias}, %arg1: !llvm.ptr {llvm.noalias})
+// CHECK: llvm.func @kernel_exp(%arg0: !llvm.ptr {llvm.align = 256 : i64}, %arg1: !llvm.ptr {llvm.align = 256 : i64}) attributes {{{.*}}titan.in_place = array<i64: 0, 1>
+// CHECK: llvm.func @kernel_neg(%arg0: !llvm.ptr {llvm.align = 256 : i64, llvm.noalias}, %arg1: !llvm.ptr {llvm.align = 256 : i64, llvm.noalias}) attributes {{{.*}}titan.in_place = array<i64>
+// CUDA-DAG: llvm.func @kernel_exp(%arg0: !llvm.ptr {llvm.align = 256 : i64}, %arg1: !llvm.ptr {llvm.align = 256 : i64})
+// CUDA-DAG: llvm.func @kernel_neg(%arg0: !llvm.ptr {llvm.align = 256 : i64, llvm.noalias}, %arg1: !llvm.ptr {llvm.align = 256 : i64, llvm.noalias})
 
 titan.mesh @mesh ["dp"=1]
 func.func @train_step(%x: tensor<64xf32> {titan.name = "x", titan.role = "input", titan.placements = #titan.placements<@mesh, [R]>},

@@ -6,7 +6,11 @@
 // compiled with bufferizeKernels and lowerKernelsToLLVM, JIT-run with MLIR's
 // ExecutionEngine at -O3 (as kernels are compiled) and compared with
 // titan's reference interpreter running the same function on the same
-// inputs.
+// inputs. Each kernel also runs as the CUDA lowering maps it onto blocks
+// and threads (mapKernelsToGpuLoops: collapsed nests, bounds guards,
+// several iterations per thread), its mapped loops run on the CPU one
+// iteration after another: the mapping's index arithmetic is checked
+// without a GPU.
 //
 // A native element passes when |native - reference| <= atol + rtol |ref|;
 // a NaN must be NaN and an infinity the same infinity. Tolerances:
@@ -32,6 +36,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Codegen/GpuKernelLowering.h"
 #include "titan/Codegen/KernelLowering.h"
 #include "titan/Dialect/TitanDialect.h"
 #include "titan/InitAll.h"
@@ -62,6 +67,9 @@ using namespace mlir::titan;
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+/// Threads per block of the GPU mapping the kernels also run under: small,
+/// so that the random shapes leave partial blocks (bounds guards).
+constexpr int64_t kThreadsPerBlock = 32;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 //===----------------------------------------------------------------------===//
@@ -350,6 +358,7 @@ protected:
   KernelNumericsTest() {
     DialectRegistry registry;
     registerAllDialects(registry);
+    registerGpuKernelLoweringDialects(registry);
     context.appendDialectRegistry(registry);
     context.loadAllAvailableDialects();
   }
@@ -379,10 +388,19 @@ protected:
     return results;
   }
 
+  /// How runNative compiles a kernel.
+  enum class Mapping {
+    /// lowerKernelsToLLVM's loop nests.
+    Cpu,
+    /// mapKernelsToGpuLoops' blocks and threads, then lowerKernelsToLLVM.
+    GpuLoops
+  };
+
   /// Compiles `module`, whose `@kernel` it changes, and runs `@kernel`
   /// natively.
   FailureOr<std::vector<TensorValue>>
-  runNative(ModuleOp module, ArrayRef<TensorValue> inputs, std::string &error) {
+  runNative(ModuleOp module, ArrayRef<TensorValue> inputs, std::string &error,
+            Mapping mapping = Mapping::Cpu) {
     DiagnosticCollector diagnostics(context);
     auto kernel = module.lookupSymbol<func::FuncOp>("kernel");
     SmallVector<RankedTensorType> resultTypes;
@@ -401,6 +419,12 @@ protected:
       auto memref = cast<MemRefType>(type);
       buffers.emplace_back(memref.getNumElements() *
                            getElementByteWidth(memref.getElementType()));
+    }
+    if (mapping == Mapping::GpuLoops &&
+        failed(mapKernelsToGpuLoops(module, kThreadsPerBlock,
+                                    /*blockReductions=*/false))) {
+      error = "mapKernelsToGpuLoops: " + diagnostics.text;
+      return failure();
     }
     if (failed(lowerKernelsToLLVM(module))) {
       error = "lowerKernelsToLLVM: " + diagnostics.text;
@@ -438,17 +462,22 @@ protected:
     SCOPED_TRACE(source.str());
     std::string error;
     OwningOpRef<ModuleOp> program = parse(source, error);
-    OwningOpRef<ModuleOp> kernels = parse(source, error);
-    ASSERT_TRUE(program && kernels) << error;
+    ASSERT_TRUE(program) << error;
     FailureOr<std::vector<TensorValue>> reference =
         runReference(*program, inputs, error);
     ASSERT_TRUE(succeeded(reference)) << error;
-    FailureOr<std::vector<TensorValue>> native =
-        runNative(*kernels, inputs, error);
-    ASSERT_TRUE(succeeded(native)) << error;
-    ASSERT_EQ(native->size(), reference->size());
-    for (auto [i, got, want] : llvm::enumerate(*native, *reference))
-      expectClose(got, want, tolerance, i);
+    for (Mapping mapping : {Mapping::Cpu, Mapping::GpuLoops}) {
+      SCOPED_TRACE(mapping == Mapping::Cpu ? "CPU loop nests"
+                                           : "mapped as for the GPU");
+      OwningOpRef<ModuleOp> kernels = parse(source, error);
+      ASSERT_TRUE(kernels) << error;
+      FailureOr<std::vector<TensorValue>> native =
+          runNative(*kernels, inputs, error, mapping);
+      ASSERT_TRUE(succeeded(native)) << error;
+      ASSERT_EQ(native->size(), reference->size());
+      for (auto [i, got, want] : llvm::enumerate(*native, *reference))
+        expectClose(got, want, tolerance, i);
+    }
   }
 
   /// Expects `got` to equal `want` within `tolerance`.
