@@ -220,6 +220,82 @@ static void fuseProducersIntoTheirConsumer(func::FuncOp kernel) {
   }
 }
 
+/// Whether `op` only widens the type of its one input, element by element
+/// (bf16 -> f32, i32 -> i64, ...): its body is one cast whose result has
+/// at least as many bits as its operand.
+static bool isWideningCast(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 0)
+    return false;
+  Block &body = op.getRegion().front();
+  if (!llvm::hasSingleElement(body.without_terminator()))
+    return false;
+  auto cast = dyn_cast<CastOpInterface>(body.front());
+  if (!cast || cast->getNumOperands() != 1 ||
+      cast->getOperand(0) != body.getArgument(0) ||
+      body.getTerminator()->getOperand(0) != cast->getResult(0))
+    return false;
+  Type from = cast->getOperand(0).getType(), to = cast->getResult(0).getType();
+  return from.isIntOrFloat() && to.isIntOrFloat() &&
+         from.getIntOrFloatBitWidth() <= to.getIntOrFloatBitWidth();
+}
+
+/// Gives each consumer that elementwise fusion can fuse a widening cast
+/// into its own copy of the cast, so that the fusion (which fuses only
+/// single-use producers) computes the cast inside every consumer instead
+/// of filling a buffer of the wider type that several consumers read: a
+/// bf16 loss's max, sum and gradient each read the bf16 logits, and the
+/// kernel needs no f32 copy of them (4.2 GB for Llama 3's 8192 x 128256).
+/// Reading the narrower input again moves fewer bytes than writing and
+/// reading the wider buffer. A `tensor.extract` of one element of a cast
+/// over identical index spaces (the loss's target logit) becomes the cast
+/// of the input's element. One cast stays for the consumers that can do
+/// neither, if any.
+static void copyWideningCastsPerConsumer(func::FuncOp kernel) {
+  OpBuilder builder(kernel.getContext());
+  SmallVector<linalg::GenericOp> casts;
+  kernel.walk([&](linalg::GenericOp op) {
+    if (isWideningCast(op))
+      casts.push_back(op);
+  });
+  for (linalg::GenericOp cast : casts) {
+    if (llvm::all_of(cast.getIndexingMapsArray(),
+                     [](AffineMap map) { return map.isIdentity(); })) {
+      Operation &scalarCast = cast.getRegion().front().front();
+      for (OpOperand &use :
+           llvm::make_early_inc_range(cast->getResult(0).getUses())) {
+        auto extract = dyn_cast<tensor::ExtractOp>(use.getOwner());
+        if (!extract)
+          continue;
+        builder.setInsertionPoint(extract);
+        IRMapping mapping;
+        mapping.map(scalarCast.getOperand(0),
+                    tensor::ExtractOp::create(builder, extract.getLoc(),
+                                              cast.getDpsInputs()[0],
+                                              extract.getIndices()));
+        extract.replaceAllUsesWith(
+            builder.clone(scalarCast, mapping)->getResult(0));
+        extract.erase();
+      }
+      if (cast->use_empty()) {
+        cast.erase();
+        continue;
+      }
+    }
+    SmallVector<OpOperand *> fusable;
+    int64_t uses = 0;
+    for (OpOperand &use : cast->getResult(0).getUses()) {
+      ++uses;
+      if (linalg::areElementwiseOpsFusable(&use))
+        fusable.push_back(&use);
+    }
+    bool othersRemain = int64_t(fusable.size()) < uses;
+    builder.setInsertionPoint(cast);
+    for (OpOperand *use : llvm::drop_begin(fusable, othersRemain ? 0 : 1))
+      use->set(builder.clone(*cast)->getResult(0));
+  }
+}
+
 LogicalResult mlir::titan::bufferizeKernels(ModuleOp kernels) {
   MLIRContext *context = kernels.getContext();
   for (auto kernel : kernels.getOps<func::FuncOp>())
@@ -228,6 +304,13 @@ LogicalResult mlir::titan::bufferizeKernels(ModuleOp kernels) {
   {
     PassManager pm(context);
     pm.addPass(createCanonicalizerPass());
+    if (failed(pm.run(kernels)))
+      return failure();
+  }
+  for (auto kernel : kernels.getOps<func::FuncOp>())
+    copyWideningCastsPerConsumer(kernel);
+  {
+    PassManager pm(context);
     pm.addPass(createLinalgElementwiseOpFusionPass());
     if (failed(pm.run(kernels)))
       return failure();

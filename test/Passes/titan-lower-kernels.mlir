@@ -58,6 +58,26 @@
 // A result that reads its input through a transpose cannot overwrite it.
 // CHECK-LABEL: func.func private @kernel_transpose
 // CHECK-SAME: titan.in_place = array<i64>
+
+// A widening cast that several consumers read is computed again inside each
+// of them instead of filling an f32 buffer: the bf16 loss reads its logits
+// for the row maxima, the sums of exponentials and the target's logit, and
+// needs no f32 copy of them (the only scratch is the per-row statistics).
+// CHECK-LABEL: func.func private @kernel_loss
+// CHECK-SAME: (%[[LOGITS:.*]]: memref<2x4x16xbf16>, %[[LABELS:.*]]: memref<2x4xi64>, %[[LOSS:.*]]: memref<f32>, %{{.*}}: memref<2x4xf32>, %{{.*}}: memref<2x4xf64>, %{{.*}}: memref<i64>, %{{.*}}: memref<f64>)
+// CHECK-NOT: memref<2x4x16xf32>
+// CHECK: return
+
+// A reduction over dims of extent 1 only (a batch of one) is one
+// elementwise copy (+0 for a sum: torch's sum of -0 is +0), with no f64
+// accumulator as large as its input.
+// CHECK-LABEL: func.func private @kernel_unit_sum
+// CHECK-SAME: (%[[X:.*]]: memref<1x4x8xbf16>, %[[OUT:.*]]: memref<4x8xbf16>)
+// CHECK-NOT: f64
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel"]} ins(%[[X]] : memref<1x4x8xbf16>) outs(%[[OUT]] : memref<4x8xbf16>)
+// CHECK: arith.addf
+// CHECK-NOT: linalg.generic
+// CHECK: return
 func.func @train_step(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>) {
   %a = titan.launch @kernel_scale(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
   %n = titan.launch @kernel_norm(%a, %w) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
@@ -106,4 +126,12 @@ func.func private @kernel_transpose(%x: tensor<8x8xf32>) -> tensor<8x8xf32> attr
   %0 = titan.transpose %x [1, 0] : tensor<8x8xf32> -> tensor<8x8xf32>
   %1 = titan.neg %0 : tensor<8x8xf32>
   return %1 : tensor<8x8xf32>
+}
+func.func private @kernel_loss(%logits: tensor<2x4x16xbf16>, %labels: tensor<2x4xi64>) -> tensor<f32> attributes {titan.kernel} {
+  %0 = titan.cross_entropy %logits, %labels : tensor<2x4x16xbf16>, tensor<2x4xi64> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+func.func private @kernel_unit_sum(%x: tensor<1x4x8xbf16>) -> tensor<4x8xbf16> attributes {titan.kernel} {
+  %0 = titan.reduce_sum %x dims [0] : tensor<1x4x8xbf16> -> tensor<4x8xbf16>
+  return %0 : tensor<4x8xbf16>
 }

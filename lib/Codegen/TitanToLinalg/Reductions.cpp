@@ -4,10 +4,11 @@
 // iterators, accumulating into a `linalg.fill`ed tensor: 0 for sums, -inf
 // for maxima (`arith.maximumf`, so a NaN propagates as in torch.amax).
 // Sums accumulate in f64 (as the interpreter does); a mean, and the
-// rounding of a sum to its element type, are an elementwise generic. With `keepdim`, each
-// reduced dim also gets a parallel loop of size 1 that the result is
-// indexed by, so the result needs no reshape (every indexing map stays a
-// projection).
+// rounding of a sum to its element type, are an elementwise generic; a
+// reduction over dims of extent 1 only is one elementwise copy. With
+// `keepdim`, each reduced dim also gets a parallel loop of size 1 that the
+// result is indexed by, so the result needs no reshape (every indexing map
+// stays a projection).
 //
 // softmax and log_softmax along any dim are the numerically stable form of
 // the interpreter: a max reduction, a reduction of exp(x - max), and one
@@ -31,6 +32,46 @@ namespace {
 
 /// What a titan reduction computes.
 enum class Reduction { Sum, Max, Mean };
+
+/// Replaces the reduction `op` of `input` over `dims` whose extents are
+/// all 1: each result element is the one element it reduces (plus +0 for a
+/// sum or mean, as torch's sum of -0 is +0), an elementwise copy with no
+/// accumulator (a reduction over a batch of one would otherwise fill a
+/// wide accumulator as large as its input).
+LogicalResult rewriteUnitReduction(Operation *op, PatternRewriter &rewriter,
+                                   Value input, ArrayRef<int64_t> dims,
+                                   bool keepdim, Reduction kind) {
+  Location loc = op->getLoc();
+  MLIRContext *context = op->getContext();
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  // Input dim d is result dim d with keepdim; otherwise the next result
+  // dim, or index 0 where d is reduced.
+  SmallVector<AffineExpr> indices;
+  unsigned next = 0;
+  for (int64_t d = 0; d < inputType.getRank(); ++d) {
+    bool reduced = llvm::is_contained(dims, d);
+    if (keepdim)
+      indices.push_back(getAffineDimExpr(next++, context));
+    else if (reduced)
+      indices.push_back(getAffineConstantExpr(0, context));
+    else
+      indices.push_back(getAffineDimExpr(next++, context));
+  }
+  AffineMap map = AffineMap::get(resultType.getRank(), 0, indices, context);
+  Type computeType = getComputeType(inputType.getElementType());
+  rewriter.replaceOp(
+      op, buildFloatMap(
+              rewriter, loc, resultType, computeType, {input}, {map},
+              [&](OpBuilder &b, Location nestedLoc, ValueRange args) -> Value {
+                if (kind == Reduction::Max)
+                  return args[0];
+                return arith::AddFOp::create(
+                    b, nestedLoc, args[0],
+                    createFloat(b, nestedLoc, computeType, 0.0));
+              }));
+  return success();
+}
 
 /// Replaces the reduction `op` of `input` over `dims`.
 LogicalResult rewriteReduction(Operation *op, PatternRewriter &rewriter,
@@ -59,6 +100,8 @@ LogicalResult rewriteReduction(Operation *op, PatternRewriter &rewriter,
     loops.push_back(size);
   }
   AffineMap inputMap = getProjection(context, loops.size(), inputLoops);
+  if (count == 1)
+    return rewriteUnitReduction(op, rewriter, input, dims, keepdim, kind);
 
   // Maxima are exact in the element type; sums accumulate wider.
   Type accumulatorType = kind == Reduction::Max

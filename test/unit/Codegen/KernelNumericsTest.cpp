@@ -874,6 +874,30 @@ TEST_F(KernelNumericsTest, Reductions) {
   }
 }
 
+TEST_F(KernelNumericsTest, ReductionsOverUnitDims) {
+  // Over dims of extent 1 only, each result is the one element it reduces,
+  // NaN and infinities included: exact (the kernel copies, without an
+  // accumulator).
+  Random random(15);
+  for (ElementType kind : kFloatKinds) {
+    TensorValue x = random.floats(kind, {1, 6, 1}, -3, 3);
+    setFloat(x, 1, kNaN);
+    setFloat(x, 2, kInf);
+    setFloat(x, 3, -kInf);
+    setFloat(x, 4, -0.0);
+    for (StringRef op : {"reduce_sum", "reduce_mean", "reduce_max"}) {
+      checkOp(("titan." + op + " %a0 dims [0, 2] : " + type(x) + " -> " +
+               type(kind, {6}))
+                  .str(),
+              {x}, type(kind, {6}), kExact);
+      checkOp(("titan." + op + " %a0 dims [2] keepdim : " + type(x) + " -> " +
+               type(kind, {1, 6, 1}))
+                  .str(),
+              {x}, type(kind, {1, 6, 1}), kExact);
+    }
+  }
+}
+
 TEST_F(KernelNumericsTest, ReduceMaxOfNaNAndMinusInfinity) {
   // A NaN anywhere in a row gives NaN; a row of -inf gives -inf.
   for (ElementType kind : kFloatKinds) {
