@@ -170,8 +170,8 @@ __device__ __forceinline__ int64_t headOffset(int64_t batch, int64_t head,
   return ((batch * heads + head) * seq) * headDim;
 }
 
-/// What a block of a query-tile grid (the forward, dQ: grid (query tiles,
-/// query heads, batch)) works on.
+/// What a block of a query-tile grid (the forward, dQ: grid (query heads x
+/// batch, query tiles), attentionLaunch) works on.
 struct QueryTileBlock {
   /// The query tile and its first row; causal grids start with the last
   /// (longest) tile.
@@ -185,9 +185,9 @@ struct QueryTileBlock {
 };
 __device__ __forceinline__ QueryTileBlock queryTileBlock(
     int64_t qHeads, int64_t kvHeads, int64_t seq, int headDim, bool causal) {
-  const int64_t numTiles = gridDim.x;
-  const int64_t tile = causal ? numTiles - 1 - blockIdx.x : blockIdx.x;
-  const int64_t head = blockIdx.y, batch = blockIdx.z;
+  const int64_t numTiles = gridDim.y;
+  const int64_t tile = causal ? numTiles - 1 - blockIdx.y : blockIdx.y;
+  const int64_t head = blockIdx.x % qHeads, batch = blockIdx.x / qHeads;
   const int64_t kvHead = head / (qHeads / kvHeads);
   return {tile,
           tile * kTileRows,
@@ -197,8 +197,8 @@ __device__ __forceinline__ QueryTileBlock queryTileBlock(
           (batch * qHeads + head) * seq};
 }
 
-/// What a block of a key-tile grid (dK and dV: grid (key tiles, KV heads,
-/// batch)) works on.
+/// What a block of a key-tile grid (dK and dV: grid (KV heads x batch, key
+/// tiles), attentionLaunch) works on.
 struct KeyTileBlock {
   /// The key tile (tile 0 has the most work) and its first row.
   int64_t tile, start;
@@ -208,7 +208,8 @@ struct KeyTileBlock {
 };
 __device__ __forceinline__ KeyTileBlock keyTileBlock(int64_t kvHeads,
                                                      int64_t seq, int headDim) {
-  const int64_t tile = blockIdx.x, kvHead = blockIdx.y, batch = blockIdx.z;
+  const int64_t tile = blockIdx.y, kvHead = blockIdx.x % kvHeads,
+                batch = blockIdx.x / kvHeads;
   return {tile, tile * kTileRows, kvHead, batch,
           headOffset(batch, kvHead, kvHeads, seq, headDim)};
 }
@@ -222,7 +223,7 @@ template <typename Visit>
 __device__ __forceinline__ void
 forEachQueryTile(const KeyTileBlock &block, int64_t qHeads, int64_t kvHeads,
                  int64_t seq, int headDim, bool causal, Visit &&visit) {
-  const int64_t group = qHeads / kvHeads, numTiles = gridDim.x;
+  const int64_t group = qHeads / kvHeads, numTiles = gridDim.y;
   for (int64_t head = block.kvHead * group; head < (block.kvHead + 1) * group;
        ++head) {
     const int64_t qOffset = headOffset(block.batch, head, qHeads, seq, headDim);

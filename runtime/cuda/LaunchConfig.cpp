@@ -124,9 +124,11 @@ Status cuda::checkAttentionShape(const char *op, const AttentionShape &shape) {
         " is not supported by the CUDA attention kernels (a multiple of 4 "
         "from 4 to " +
         std::to_string(kAttentionMaxHeadDim) + ")");
-  if (shape.batch > kMaxGridYZ || shape.qHeads > kMaxGridYZ)
-    return fail("batch and q_heads must be at most 65535 (grid limits); "
-                "split the call");
+  if (shape.batch * shape.qHeads > kMaxGridX ||
+      ceilDiv(shape.seq, kAttentionTile) > kMaxGridYZ)
+    return fail("batch x q_heads must be below 2^31 and seq at most " +
+                std::to_string(kMaxGridYZ * kAttentionTile) +
+                " (grid limits); split the call");
   if (!(shape.scale > 0))
     return fail("scale = " + std::to_string(shape.scale) + " must be positive");
   return Status::success();
@@ -134,11 +136,15 @@ Status cuda::checkAttentionShape(const char *op, const AttentionShape &shape) {
 
 namespace {
 
-/// One block of `threads` threads per (64-row tile, head, batch entry).
+/// One block of `threads` threads per (head, batch entry) in x and 64-row
+/// tile in y: blocks start in order of their linear index (x first), so
+/// every head's tile of one y starts before any head's next tile, and the
+/// kernels give the blocks of the first y the longest tiles (longest work
+/// first: the short ones fill in the tail).
 LaunchConfig attentionLaunch(const AttentionShape &shape, int64_t heads,
                              int64_t threads, int64_t sharedBytes) {
   LaunchConfig config;
-  config.grid = {ceilDiv(shape.seq, kAttentionTile), heads, shape.batch};
+  config.grid = {heads * shape.batch, ceilDiv(shape.seq, kAttentionTile), 1};
   config.block.x = threads;
   config.sharedBytes = sharedBytes;
   return config;

@@ -169,15 +169,18 @@ TEST(CudaLaunchConfigTest, AttentionGridsCoverEveryTile) {
     LaunchConfig forward = attentionForwardLaunch(shape);
     LaunchConfig kv = attentionBackwardKvLaunch(shape);
     LaunchConfig q = attentionBackwardQLaunch(shape);
+    // Heads x batch entries in x, tiles in y: every head's first tiles
+    // start before any head's next ones.
     for (const LaunchConfig *config : {&forward, &kv, &q}) {
-      EXPECT_GE(config->grid.x * kAttentionTile, seq);
-      EXPECT_LT((config->grid.x - 1) * kAttentionTile, seq);
-      EXPECT_EQ(config->grid.z, 3);
+      EXPECT_GE(config->grid.y * kAttentionTile, seq);
+      EXPECT_LT((config->grid.y - 1) * kAttentionTile, seq);
+      EXPECT_EQ(config->grid.z, 1);
     }
-    EXPECT_EQ(forward.grid.y, 32);
-    EXPECT_EQ(q.grid.y, 32);
-    EXPECT_EQ(kv.grid.y, 8);
+    EXPECT_EQ(forward.grid.x, 32 * 3);
+    EXPECT_EQ(q.grid.x, 32 * 3);
+    EXPECT_EQ(kv.grid.x, 8 * 3);
   }
+
   EXPECT_EQ(attentionBackwardWorkspaceBytes({2, 4, 2, 100, 64, true, 1}),
             2 * 4 * 100 * 4);
 }
@@ -203,12 +206,12 @@ TEST(CudaLaunchConfigTest, AttentionOnTensorCores) {
   EXPECT_EQ(q.sharedBytes, 4 * 64 * 136 * 2);
   for (const LaunchConfig *config : {&forward, &kv, &q}) {
     EXPECT_EQ(config->block.x, 128); // 4 warps of 16 tile rows
-    EXPECT_EQ(config->grid.x, 16);   // ceil(1000 / 64) tiles
-    EXPECT_EQ(config->grid.z, 3);
+    EXPECT_EQ(config->grid.y, 16);   // ceil(1000 / 64) tiles
+    EXPECT_EQ(config->grid.z, 1);
   }
-  EXPECT_EQ(forward.grid.y, 32);
-  EXPECT_EQ(q.grid.y, 32);
-  EXPECT_EQ(kv.grid.y, 8);
+  EXPECT_EQ(forward.grid.x, 32 * 3);
+  EXPECT_EQ(q.grid.x, 32 * 3);
+  EXPECT_EQ(kv.grid.x, 8 * 3);
   EXPECT_EQ(kAttentionMmaWarps * 16, kAttentionTile);
 
   for (int64_t headDim = 16; headDim <= kAttentionMaxHeadDim; headDim += 16) {
@@ -256,9 +259,21 @@ TEST(CudaLaunchConfigTest, AttentionShapeChecks) {
   shape = llama;
   shape.scale = 0;
   EXPECT_EQ(code(shape), TITANRT_ERROR_INVALID_ARGUMENT);
+  // The grid's limits: heads x batch entries in x (below 2^31), 64-row
+  // tiles in y (at most 65535).
   shape = llama;
   shape.batch = 70000;
+  EXPECT_EQ(code(shape), TITANRT_OK);
+  shape.batch = int64_t(1) << 26; // x 32 heads = 2^31
   EXPECT_EQ(code(shape), TITANRT_ERROR_INVALID_ARGUMENT);
+  shape = llama;
+  shape.seq = 65535 * 64;
+  EXPECT_EQ(code(shape), TITANRT_OK);
+  shape.seq += 1;
+  Status tooLong = checkAttentionShape("attention (CUDA)", shape);
+  EXPECT_EQ(tooLong.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(tooLong.getMessage().find("seq at most 4194240"), std::string::npos)
+      << tooLong.getMessage();
   shape = llama;
   shape.seq = -1;
   Status status = checkAttentionShape("attention (CUDA)", shape);
