@@ -3,8 +3,9 @@
 // cp.async (sm_80 and newer): a thread starts 16-byte copies from global to
 // shared memory that complete while it goes on computing, without passing
 // through its registers; waitCopies blocks until the thread's copies have
-// landed, and a __syncthreads after it makes every thread's copies visible
-// to the block.
+// landed (waitCopiesExceptNewest until those of its older commitCopies
+// groups have), and a __syncthreads after it makes every thread's copies
+// visible to the block.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +33,20 @@ __device__ __forceinline__ void copyAsync16(void *destination,
 /// Waits until every copy this thread started has landed in shared memory.
 __device__ __forceinline__ void waitCopies() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+/// Closes the group of the copies this thread started since the last
+/// commit (cp.async.commit_group), which waitCopiesExceptNewest counts.
+__device__ __forceinline__ void commitCopies() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/// Waits until every committed group of this thread's copies but the
+/// `newest` most recent ones has landed (cp.async.wait_group): a kernel
+/// that starts the next tile's copies before computing on this one waits
+/// for this one only.
+template <int newest> __device__ __forceinline__ void waitCopiesExceptNewest() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(newest) : "memory");
 }
 
 } // namespace titan::rt::cuda

@@ -7,7 +7,9 @@
 //   dK dV  one block per (key tile, KV head, batch entry): K and V stay in
 //          shared memory while the query tiles (at or after the diagonal
 //          under the causal mask) of every query head of the group stream
-//          through; the block computes P^T and dP^T = V dO^T for its 64
+//          through (on tensor cores double-buffered: the next query and dO
+//          tiles land while the block computes on these); the block
+//          computes P^T and dP^T = V dO^T for its 64
 //          keys, dS = P * (dP - delta), and accumulates dV += P^T dO and
 //          dK += dS^T Q in registers;
 //   dQ     one block per (query tile, query head, batch entry): Q and dO
@@ -180,9 +182,29 @@ __global__ void __launch_bounds__(kThreads)
              headDim);
 }
 
+/// Starts copying the query and dO tiles of `visit` into `queryTile` and
+/// `doTile` (cp.async, one commit group) and stores its rows' statistics
+/// into `lseRows` (log2 domain) and `deltaRows`.
+__device__ __forceinline__ void
+loadQueryTilePair(const BackwardArgs<bf16> &args, const QueryTileVisit &visit,
+                  bf16 *queryTile, bf16 *doTile, float *lseRows,
+                  float *deltaRows) {
+  mma::loadTile(queryTile, args.q + visit.qOffset, visit.qStart, args.seq,
+                args.headDim);
+  mma::loadTile(doTile, args.dout + visit.qOffset, visit.qStart, args.seq,
+                args.headDim);
+  commitCopies();
+  loadRowStats(lseRows, args.lse + visit.statsOffset, visit.qStart, args.seq,
+               kLog2e);
+  loadRowStats(deltaRows, args.delta + visit.statsOffset, visit.qStart,
+               args.seq, 1.0f);
+}
+
 /// dK and dV of one key tile of one KV head, on tensor cores: warp w
 /// computes the transposed scores and dP of its 16 keys against each query
-/// tile, and accumulates dV += P^T dO and dK += dS^T Q.
+/// tile, and accumulates dV += P^T dO and dK += dS^T Q. The query and dO
+/// tiles are double-buffered: the next pair's copies start before the
+/// block computes on this one, so they land while it does.
 __global__ void __launch_bounds__(mma::kThreads)
     attentionBackwardKvMmaKernel(BackwardArgs<bf16> args, bf16 *dk, bf16 *dv) {
   extern __shared__ float4 sharedMemory[];
@@ -190,48 +212,68 @@ __global__ void __launch_bounds__(mma::kThreads)
   const int64_t tileElements = attentionMmaTileElements(headDim);
   bf16 *keyTile = reinterpret_cast<bf16 *>(sharedMemory);
   bf16 *valueTile = keyTile + tileElements;
-  bf16 *queryTile = valueTile + tileElements;
-  bf16 *doTile = queryTile + tileElements;
-  float *lseRows = reinterpret_cast<float *>(doTile + tileElements); // log2
-  float *deltaRows = lseRows + kTileRows;
+  // Buffer b of the query and dO tiles and of the rows' statistics (log2
+  // domain lse, then delta), as offsets: an array of pointers indexed by b
+  // would live in local memory.
+  bf16 *queryTiles = valueTile + tileElements;
+  bf16 *doTiles = queryTiles + 2 * tileElements;
+  float *lseRows = reinterpret_cast<float *>(doTiles + 2 * tileElements);
+  float *deltaRows = lseRows + 2 * kTileRows;
 
   const int64_t seq = args.seq;
   const KeyTileBlock block = keyTileBlock(args.kvHeads, seq, headDim);
   const int64_t kvOffset = block.kvOffset;
   const int row0 = int(threadIdx.x / 32) * mma::kWarpRows;
   const int64_t kvStart = block.start;
+  const QueryTiles tiles(block, args.qHeads, args.kvHeads, seq, headDim,
+                         args.causal);
 
   mma::loadTile(keyTile, args.k + kvOffset, kvStart, seq, headDim);
   mma::loadTile(valueTile, args.v + kvOffset, kvStart, seq, headDim);
+  if (tiles.count > 0)
+    loadQueryTilePair(args, tiles.visit(0), queryTiles, doTiles, lseRows,
+                      deltaRows);
   mma::HeadFragments dkAccumulator, dvAccumulator;
   mma::clear(dkAccumulator);
   mma::clear(dvAccumulator);
-  forEachQueryTile(
-      block, args.qHeads, args.kvHeads, seq, headDim, args.causal,
-      [&](int64_t qOffset, int64_t statsOffset, int64_t qStart) {
-        __syncthreads(); // the previous tiles' readers are done
-        mma::loadTile(queryTile, args.q + qOffset, qStart, seq, headDim);
-        mma::loadTile(doTile, args.dout + qOffset, qStart, seq, headDim);
-        loadRowStats(lseRows, args.lse + statsOffset, qStart, seq, kLog2e);
-        loadRowStats(deltaRows, args.delta + statsOffset, qStart, seq, 1.0f);
-        waitCopies();
-        __syncthreads();
+  for (int64_t pair = 0; pair < tiles.count; ++pair) {
+    const int b = int(pair % 2), next = 1 - b;
+    const QueryTileVisit visit = tiles.visit(pair);
+    const bf16 *queryTile = queryTiles + b * tileElements;
+    const bf16 *doTile = doTiles + b * tileElements;
+    const float *lse = lseRows + b * kTileRows;
+    const float *delta = deltaRows + b * kTileRows;
+    // The other buffers' readers finished with the last iteration's
+    // closing barrier: the next pair's copies may start, and this pair's
+    // (the older group) are waited for.
+    if (pair + 1 < tiles.count) {
+      loadQueryTilePair(
+          args, tiles.visit(pair + 1), queryTiles + next * tileElements,
+          doTiles + next * tileElements, lseRows + next * kTileRows,
+          deltaRows + next * kTileRows);
+      waitCopiesExceptNewest<1>();
+    } else {
+      waitCopies();
+    }
+    __syncthreads(); // this pair's tiles and statistics are there
 
-        // Rows are keys, columns queries: P^T and dP^T, then dS^T in dp.
-        mma::ScoreFragments p, dp;
-        mma::warpScoresAndGradients(p, dp, keyTile, valueTile, row0, queryTile,
-                                    doTile, headDim);
-        mma::forEachScore([&](int n, int i, int row, int column) {
-          const bool shown =
-              visible(qStart + column, kvStart + row0 + row, seq, args.causal);
-          const float probability =
-              shown ? exp2f(p[n][i] * args.scoreScale - lseRows[column]) : 0.0f;
-          p[n][i] = probability;
-          dp[n][i] = probability * (dp[n][i] - deltaRows[column]);
-        });
-        mma::warpAccumulate(dvAccumulator, p, doTile, headDim);
-        mma::warpAccumulate(dkAccumulator, dp, queryTile, headDim);
-      });
+    // Rows are keys, columns queries: P^T and dP^T, then dS^T in dp.
+    mma::ScoreFragments p, dp;
+    mma::warpScoresAndGradients(p, dp, keyTile, valueTile, row0, queryTile,
+                                doTile, headDim);
+    mma::forEachScore([&](int n, int i, int row, int column) {
+      const bool shown = visible(visit.qStart + column, kvStart + row0 + row,
+                                 seq, args.causal);
+      const float probability =
+          shown ? exp2f(p[n][i] * args.scoreScale - lse[column]) : 0.0f;
+      p[n][i] = probability;
+      dp[n][i] = probability * (dp[n][i] - delta[column]);
+    });
+    mma::warpAccumulate(dvAccumulator, p, doTile, headDim);
+    mma::warpAccumulate(dkAccumulator, dp, queryTile, headDim);
+    __syncthreads(); // this pair's readers are done: the next copies may
+                     // overwrite its buffers
+  }
   const float dkScales[2] = {args.scale, args.scale}, dvScales[2] = {1, 1};
   mma::storeRows(dk + kvOffset, kvStart + row0, seq, dkAccumulator, dkScales,
                  headDim);

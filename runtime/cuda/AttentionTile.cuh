@@ -214,22 +214,50 @@ __device__ __forceinline__ KeyTileBlock keyTileBlock(int64_t kvHeads,
           headOffset(batch, kvHead, kvHeads, seq, headDim)};
 }
 
+/// A query tile a key-tile block reads: the offsets of its query head in
+/// [batch, q_heads, seq, headDim] and of its statistics in [batch,
+/// q_heads, seq], and its first row.
+struct QueryTileVisit {
+  int64_t qOffset, statsOffset, qStart;
+};
+
+/// The query tiles a key-tile block reads, in order: for each query head
+/// of its KV head's group, the tiles at or after the diagonal when causal,
+/// all otherwise. `count` of them; visit(i) is the i-th.
+struct QueryTiles {
+  int64_t count;
+  __device__ __forceinline__ QueryTiles(const KeyTileBlock &block,
+                                        int64_t qHeads, int64_t kvHeads,
+                                        int64_t seq, int headDim, bool causal)
+      : block(block), qHeads(qHeads), seq(seq), headDim(headDim),
+        group(qHeads / kvHeads), first(causal ? block.tile : 0),
+        perHead(int64_t(gridDim.y) - first) {
+    count = group * perHead;
+  }
+  __device__ __forceinline__ QueryTileVisit visit(int64_t i) const {
+    const int64_t head = block.kvHead * group + i / perHead;
+    const int64_t tile = first + i % perHead;
+    return {headOffset(block.batch, head, qHeads, seq, headDim),
+            (block.batch * qHeads + head) * seq, tile * kTileRows};
+  }
+
+private:
+  KeyTileBlock block;
+  int64_t qHeads, seq;
+  int headDim;
+  int64_t group, first, perHead;
+};
+
 /// Calls visit(qOffset, statsOffset, qStart) for every query tile a
-/// key-tile block reads, in order: for each query head of its KV head's
-/// group, the tiles at or after the diagonal when causal, all otherwise.
-/// The offsets are those of the query head in [batch, q_heads, seq,
-/// headDim] and of its statistics in [batch, q_heads, seq].
+/// key-tile block reads (QueryTiles), in order.
 template <typename Visit>
 __device__ __forceinline__ void
 forEachQueryTile(const KeyTileBlock &block, int64_t qHeads, int64_t kvHeads,
                  int64_t seq, int headDim, bool causal, Visit &&visit) {
-  const int64_t group = qHeads / kvHeads, numTiles = gridDim.y;
-  for (int64_t head = block.kvHead * group; head < (block.kvHead + 1) * group;
-       ++head) {
-    const int64_t qOffset = headOffset(block.batch, head, qHeads, seq, headDim);
-    const int64_t statsOffset = (block.batch * qHeads + head) * seq;
-    for (int64_t tile = causal ? block.tile : 0; tile < numTiles; ++tile)
-      visit(qOffset, statsOffset, tile * kTileRows);
+  const QueryTiles tiles(block, qHeads, kvHeads, seq, headDim, causal);
+  for (int64_t i = 0; i < tiles.count; ++i) {
+    const QueryTileVisit at = tiles.visit(i);
+    visit(at.qOffset, at.statsOffset, at.qStart);
   }
 }
 

@@ -197,7 +197,7 @@ LaunchConfig cuda::attentionForwardMmaLaunch(const AttentionShape &shape) {
 }
 
 LaunchConfig cuda::attentionBackwardKvMmaLaunch(const AttentionShape &shape) {
-  return attentionMmaLaunch(shape, shape.kvHeads, 4, 2);
+  return attentionMmaLaunch(shape, shape.kvHeads, 6, 4);
 }
 
 LaunchConfig cuda::attentionBackwardQMmaLaunch(const AttentionShape &shape) {

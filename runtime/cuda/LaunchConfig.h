@@ -212,7 +212,8 @@ int64_t attentionMmaSharedBytes(int64_t tiles, int64_t rowStats,
 /// head, batch); Q, K, V tiles in shared memory.
 LaunchConfig attentionForwardMmaLaunch(const AttentionShape &shape);
 /// Backward on tensor cores, dK and dV: one block per (key tile, KV head,
-/// batch); K, V, Q, dO tiles and the query rows' statistics.
+/// batch); K and V tiles, and two buffers each of the Q and dO tiles and
+/// the query rows' statistics (the next pair lands while one is used).
 LaunchConfig attentionBackwardKvMmaLaunch(const AttentionShape &shape);
 /// Backward on tensor cores, dQ: one block per (query tile, query head,
 /// batch); Q, dO, K, V tiles.

@@ -72,10 +72,13 @@ bool finishedBlock(FiberState state) {
   return state == FiberState::AtBlockEnd || state == FiberState::Done;
 }
 
-/// Forgets every thread's copies in flight (a block starts with none).
+/// Forgets every thread's copies in flight and groups (a block starts with
+/// none).
 void dropPendingCopies() {
   for (std::vector<PendingCopy> &copies : pendingCopies)
     copies.clear();
+  for (int64_t &groups : committedGroups)
+    groups = 0;
 }
 
 /// Releases warp `warp` from its warp barrier if every lane is there (or

@@ -70,12 +70,17 @@ struct PendingCopy {
   void *destination;
   const void *source;
   bool valid;
+  /// The thread's commit group it belongs to (0, 1, ... in commit order),
+  /// or -1 before its thread commits it.
+  int64_t group = -1;
 };
 /// Each thread's copies in flight (by its linear index in the block): they
 /// land when it waits, the latest the hardware may land them, so a kernel
 /// that reads a tile before waiting for it reads stale data here too. A
 /// block starts with none.
 inline std::vector<PendingCopy> pendingCopies[1024];
+/// How many groups of copies each thread has committed in its block.
+inline int64_t committedGroups[1024];
 /// Which of the orders the hardware allows a launch runs in.
 struct Schedule {
   /// Copies land when they start, the earliest the hardware may land them

@@ -59,6 +59,31 @@ __global__ void asyncCopyKernel(const int *in, int *before, int *after,
   }
 }
 
+/// Each thread copies its 4 ints of `in` into two tiles in two commit
+/// groups, then a third copy it does not commit, and waits for all groups
+/// but the newest: `older` gets the first tile, `newer` the second,
+/// `uncommitted` the third.
+__global__ void copyGroupsKernel(const int *in, int *older, int *newer,
+                                 int *uncommitted) {
+  alignas(16) static int tile[3][64][4];
+  const int t = int(threadIdx.x);
+  for (int k = 0; k < 3; ++k)
+    for (int i = 0; i < 4; ++i)
+      tile[k][t][i] = -1;
+  copyAsync16(tile[0][t], in + 4 * t, true);
+  commitCopies();
+  copyAsync16(tile[1][t], in + 4 * t, true);
+  commitCopies();
+  copyAsync16(tile[2][t], in + 4 * t, true);
+  waitCopiesExceptNewest<1>();
+  for (int i = 0; i < 4; ++i) {
+    older[4 * t + i] = tile[0][t][i];
+    newer[4 * t + i] = tile[1][t][i];
+    uncommitted[4 * t + i] = tile[2][t][i];
+  }
+  waitCopies(); // nothing in flight at the block's end
+}
+
 /// Half of each warp waits for its warp, the other half for the block:
 /// neither barrier is ever complete. (Threads that finished the block
 /// count as arrived, as exited threads do on the GPU.)
@@ -123,6 +148,23 @@ TEST(CudaEmulatorTest, AsyncCopiesLandByTheWaitOrWhenStarted) {
   EXPECT_FALSE(titan::emulation::schedule.copiesLandWhenStarted);
   EXPECT_EQ(before, in);
   EXPECT_EQ(after, in);
+}
+
+TEST(CudaEmulatorTest, WaitingForAllGroupsButTheNewest) {
+  // wait_group 1 lands the older committed group only: the newest group
+  // and the copy no commit closed are still in flight (the latest the
+  // hardware may land them).
+  std::vector<int> in(64 * 4), older(in.size()), newer(in.size()),
+      uncommitted(in.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = int(i) + 3;
+  ASSERT_TRUE(launchKernel("t", config(1, 64), nullptr, copyGroupsKernel,
+                           in.data(), older.data(), newer.data(),
+                           uncommitted.data())
+                  .ok());
+  EXPECT_EQ(older, in);
+  EXPECT_EQ(newer, std::vector<int>(in.size(), -1));
+  EXPECT_EQ(uncommitted, std::vector<int>(in.size(), -1));
 }
 
 TEST(CudaEmulatorDeathTest, BarriersThatNeverCompleteAreADeadlock) {
