@@ -33,44 +33,37 @@ namespace {
 /// What a titan reduction computes.
 enum class Reduction { Sum, Max, Mean };
 
-/// Replaces the reduction `op` of `input` over `dims` whose extents are
-/// all 1: each result element is the one element it reduces (plus +0 for a
-/// sum or mean, as torch's sum of -0 is +0), an elementwise copy with no
-/// accumulator (a reduction over a batch of one would otherwise fill a
-/// wide accumulator as large as its input).
-LogicalResult rewriteUnitReduction(Operation *op, PatternRewriter &rewriter,
-                                   Value input, ArrayRef<int64_t> dims,
-                                   bool keepdim, Reduction kind) {
-  Location loc = op->getLoc();
-  MLIRContext *context = op->getContext();
+/// The reduction of `input` over `dims` whose extents are all 1, of
+/// `resultType`: each result element is the one element it reduces (plus
+/// +0 for a sum or mean, as torch's sum of -0 is +0), an elementwise copy
+/// with no accumulator (a reduction over a batch of one would otherwise
+/// fill a wide accumulator as large as its input).
+Value buildUnitReduction(OpBuilder &b, Location loc, Value input,
+                         RankedTensorType resultType, ArrayRef<int64_t> dims,
+                         bool keepdim, Reduction kind) {
+  MLIRContext *context = b.getContext();
   auto inputType = cast<RankedTensorType>(input.getType());
-  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   // Input dim d is result dim d with keepdim; otherwise the next result
   // dim, or index 0 where d is reduced.
   SmallVector<AffineExpr> indices;
   unsigned next = 0;
   for (int64_t d = 0; d < inputType.getRank(); ++d) {
-    bool reduced = llvm::is_contained(dims, d);
-    if (keepdim)
-      indices.push_back(getAffineDimExpr(next++, context));
-    else if (reduced)
+    if (!keepdim && llvm::is_contained(dims, d))
       indices.push_back(getAffineConstantExpr(0, context));
     else
       indices.push_back(getAffineDimExpr(next++, context));
   }
   AffineMap map = AffineMap::get(resultType.getRank(), 0, indices, context);
   Type computeType = getComputeType(inputType.getElementType());
-  rewriter.replaceOp(
-      op, buildFloatMap(
-              rewriter, loc, resultType, computeType, {input}, {map},
-              [&](OpBuilder &b, Location nestedLoc, ValueRange args) -> Value {
-                if (kind == Reduction::Max)
-                  return args[0];
-                return arith::AddFOp::create(
-                    b, nestedLoc, args[0],
-                    createFloat(b, nestedLoc, computeType, 0.0));
-              }));
-  return success();
+  return buildFloatMap(
+      b, loc, resultType, computeType, {input}, {map},
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange args) -> Value {
+        if (kind == Reduction::Max)
+          return args[0];
+        return arith::AddFOp::create(
+            nested, nestedLoc, args[0],
+            createFloat(nested, nestedLoc, computeType, 0.0));
+      });
 }
 
 /// Replaces the reduction `op` of `input` over `dims`.
@@ -100,8 +93,11 @@ LogicalResult rewriteReduction(Operation *op, PatternRewriter &rewriter,
     loops.push_back(size);
   }
   AffineMap inputMap = getProjection(context, loops.size(), inputLoops);
-  if (count == 1)
-    return rewriteUnitReduction(op, rewriter, input, dims, keepdim, kind);
+  if (count == 1) {
+    rewriter.replaceOp(op, buildUnitReduction(rewriter, loc, input, resultType,
+                                              dims, keepdim, kind));
+    return success();
+  }
 
   // Maxima are exact in the element type; sums accumulate wider.
   Type accumulatorType = kind == Reduction::Max
