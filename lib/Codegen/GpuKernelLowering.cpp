@@ -165,6 +165,30 @@ static LogicalResult moveReductionsInward(ModuleOp kernels) {
 // Row reductions: one block per output element
 //===----------------------------------------------------------------------===//
 
+/// Bytes a thread reads of each operand at once: one 16-byte access, the
+/// widest global load and store.
+static constexpr int64_t kVectorBytes = 16;
+/// The most consecutive values one thread handles at once (8 bf16 values).
+static constexpr int64_t kMaxValuesPerThread = 8;
+
+/// How many consecutive values a thread handles at once when the narrowest
+/// memory operand has `narrowestBytes` bytes: those of kVectorBytes (8 of
+/// bf16, 4 of f32), halved until they divide `extent`, the innermost
+/// loop's.
+static int64_t getValuesPerThread(int64_t narrowestBytes, int64_t extent) {
+  int64_t values = std::min(
+      kMaxValuesPerThread, kVectorBytes / std::max<int64_t>(narrowestBytes, 1));
+  while (values > 1 && extent % values != 0)
+    values /= 2;
+  return values;
+}
+
+/// The bytes of an element of `type`'s (a memref's) element type.
+static int64_t getElementBytes(Type type) {
+  return llvm::divideCeil(
+      cast<MemRefType>(type).getElementType().getIntOrFloatBitWidth(), 8);
+}
+
 namespace {
 
 /// A reduction of the trailing loops of a linalg.generic into an output
@@ -183,6 +207,10 @@ struct RowReduction {
   /// (reduction) ones, and how many values a row has.
   SmallVector<int64_t> parallelSizes, reductionSizes;
   int64_t reductionSize = 0;
+  /// How many consecutive values of a row each thread reads per step: 16
+  /// bytes of its narrowest input (getValuesPerThread's rule), dividing
+  /// the innermost reduction loop.
+  int64_t valuesPerThread = 1;
 };
 
 } // namespace
@@ -258,6 +286,10 @@ static std::optional<RowReduction> matchRowReduction(linalg::GenericOp op,
       getReductionKind(combiner);
   if (!kind)
     return std::nullopt;
+  int64_t narrowest = kVectorBytes;
+  for (OpOperand *input : op.getDpsInputOperands())
+    if (isa<MemRefType>(input->get().getType()))
+      narrowest = std::min(narrowest, getElementBytes(input->get().getType()));
   return RowReduction{
       op,
       combiner,
@@ -265,7 +297,8 @@ static std::optional<RowReduction> matchRowReduction(linalg::GenericOp op,
       kind->second,
       SmallVector<int64_t>(sizes.begin(), sizes.begin() + parallelLoops),
       SmallVector<int64_t>(sizes.begin() + parallelLoops, sizes.end()),
-      rowSize};
+      rowSize,
+      getValuesPerThread(narrowest, sizes.back())};
 }
 
 namespace {
@@ -278,8 +311,9 @@ public:
         indices(op.getNumLoops()) {}
 
   /// One block of `threads` threads per output element (its index the
-  /// block's): the threads fold the row's values j, j + threads, ..., and
-  /// thread 0 folds the block's total into the output.
+  /// block's): thread t folds the row's steps t, t + threads, ... (V =
+  /// valuesPerThread consecutive values each, foldRow), and thread 0 folds
+  /// the block's total into the output.
   void lowerPerRow(int64_t rows, int64_t threads) {
     launch(rows, threads, [&](Value block, Value thread) {
       delinearize(block, reduction.parallelSizes, 0);
@@ -291,8 +325,9 @@ public:
   }
 
   /// A reduction to one element in two launches: `blocks` blocks of
-  /// `threads` threads fold the values j, j + blocks x threads, ... from
-  /// their first (block x threads + thread), each block's total into
+  /// `threads` threads fold the steps j, j + blocks x threads, ... from
+  /// their first (block x threads + thread; V = valuesPerThread
+  /// consecutive values each, foldRow), each block's total into
   /// `partials` (a device global of at least `blocks` elements); then one
   /// block of `blocks` threads combines the partials in a fixed order, so
   /// the result does not depend on the blocks' timing, and folds the total
@@ -349,42 +384,61 @@ private:
     }
   }
 
-  /// The block's total of the region folded over the row's values first,
-  /// first + stride, ... (linear indices of the reduction loops, from the
-  /// combiner's neutral element), combined over the block's threads.
+  /// The block's total of the region folded over the row's steps `first`,
+  /// `first` + `stride`, ...: step s is the V = valuesPerThread consecutive
+  /// values from V s (linear indices of the reduction loops; V divides the
+  /// innermost), folded from the combiner's neutral element; combined over
+  /// the block's threads.
   Value foldRow(Value first, Value stride) {
+    const int64_t values = reduction.valuesPerThread;
     Value identity =
         arith::ConstantOp::create(builder, loc, reduction.identity);
-    auto loop =
-        scf::ForOp::create(builder, loc, first, index(reduction.reductionSize),
-                           stride, ValueRange{identity});
+    auto loop = scf::ForOp::create(builder, loc, first,
+                                   index(reduction.reductionSize / values),
+                                   stride, ValueRange{identity});
     builder.setInsertionPointToStart(loop.getBody());
-    delinearize(loop.getInductionVar(), reduction.reductionSizes,
-                getNumParallelLoops());
-    auto at = [&](AffineMap map) {
-      return llvm::map_to_vector(map.getResults(), [&](AffineExpr expr) {
-        return indices[cast<AffineDimExpr>(expr).getPosition()];
-      });
-    };
+    // The step's coordinates, its innermost one in units of V; value j is
+    // at V times that plus j (so the V addresses differ by constants).
+    SmallVector<int64_t> stepSizes = reduction.reductionSizes;
+    stepSizes.back() /= values;
+    delinearize(loop.getInductionVar(), stepSizes, getNumParallelLoops());
+    Value innermost =
+        arith::MulIOp::create(builder, loc, indices.back(), index(values));
+    SmallVector<SmallVector<Value>> valueIndices(values, indices);
+    for (int64_t j = 0; j < values; ++j)
+      valueIndices[j].back() =
+          j == 0 ? innermost
+                 : arith::AddIOp::create(builder, loc, innermost, index(j))
+                       .getResult();
     Block &body = op.getRegion().front();
-    IRMapping mapping;
-    for (auto [position, input] : llvm::enumerate(op.getDpsInputOperands())) {
-      Value value = input->get();
-      if (isa<MemRefType>(value.getType()))
-        value = memref::LoadOp::create(builder, loc, value,
-                                       at(op.getMatchingIndexingMap(input)));
-      mapping.map(body.getArgument(position), value);
+    // Every value's loads first, next to each other (one vector load where
+    // the addresses allow), then the folds in order.
+    SmallVector<IRMapping> mappings(values);
+    for (auto [at, mapping] : llvm::zip(valueIndices, mappings))
+      for (auto [position, input] : llvm::enumerate(op.getDpsInputOperands())) {
+        Value value = input->get();
+        if (isa<MemRefType>(value.getType())) {
+          AffineMap map = op.getMatchingIndexingMap(input);
+          value = memref::LoadOp::create(
+              builder, loc, value,
+              llvm::map_to_vector(map.getResults(), [&](AffineExpr expr) {
+                return at[cast<AffineDimExpr>(expr).getPosition()];
+              }));
+        }
+        mapping.map(body.getArgument(position), value);
+      }
+    Value accumulated = loop.getRegionIterArg(0);
+    for (auto [at, mapping] : llvm::zip(valueIndices, mappings)) {
+      mapping.map(body.getArgument(op.getNumDpsInputs()), accumulated);
+      for (Operation &inner : body.without_terminator()) {
+        if (auto dim = dyn_cast<linalg::IndexOp>(inner))
+          mapping.map(dim.getResult(), at[dim.getDim()]);
+        else
+          builder.clone(inner, mapping);
+      }
+      accumulated = mapping.lookup(body.getTerminator()->getOperand(0));
     }
-    mapping.map(body.getArgument(op.getNumDpsInputs()),
-                loop.getRegionIterArg(0));
-    for (Operation &inner : body.without_terminator()) {
-      if (auto dim = dyn_cast<linalg::IndexOp>(inner))
-        mapping.map(dim.getResult(), indices[dim.getDim()]);
-      else
-        builder.clone(inner, mapping);
-    }
-    scf::YieldOp::create(builder, loc,
-                         mapping.lookup(body.getTerminator()->getOperand(0)));
+    scf::YieldOp::create(builder, loc, accumulated);
     builder.setInsertionPointAfter(loop);
     return allReduce(loop.getResult(0));
   }
@@ -483,7 +537,11 @@ static void lowerRowReductions(ModuleOp kernels, int64_t threadsPerBlock) {
           getPartialsGlobal(kernels, reduction.identity.getType()));
     } else {
       lowering.lowerPerRow(
-          rows, std::min<int64_t>(threadsPerBlock, llvm::alignTo(values, 32)));
+          rows,
+          std::min<int64_t>(
+              threadsPerBlock,
+              llvm::alignTo(llvm::divideCeil(values, reduction.valuesPerThread),
+                            32)));
     }
     linalg::GenericOp(reduction.op).erase();
   }
@@ -569,12 +627,6 @@ static std::optional<int64_t> getIterationCount(scf::ParallelOp loop) {
   return count;
 }
 
-/// Bytes a thread of an elementwise loop nest reads of each of its operands
-/// at once: one 16-byte access, the widest global load and store.
-static constexpr int64_t kVectorBytes = 16;
-/// The most iterations of a loop nest one thread runs (8 bf16 values).
-static constexpr int64_t kMaxValuesPerThread = 8;
-
 /// How many consecutive iterations of the innermost dimension of `loop` one
 /// thread should run: those of kVectorBytes of its narrowest memory
 /// operand (8 of bf16, 4 of f32), halved until they divide the dimension.
@@ -593,20 +645,12 @@ static int64_t getValuesPerThread(scf::ParallelOp loop) {
   for (Operation &op : loop.getBody()->without_terminator()) {
     if (op.getNumRegions() != 0)
       return 1;
-    MemRefType type;
     if (auto load = dyn_cast<memref::LoadOp>(op))
-      type = load.getMemRefType();
+      narrowest = std::min(narrowest, getElementBytes(load.getMemRefType()));
     else if (auto store = dyn_cast<memref::StoreOp>(op))
-      type = store.getMemRefType();
-    else
-      continue;
-    int64_t bits = type.getElementType().getIntOrFloatBitWidth();
-    narrowest = std::min<int64_t>(narrowest, llvm::divideCeil(bits, 8));
+      narrowest = std::min(narrowest, getElementBytes(store.getMemRefType()));
   }
-  int64_t values = std::min(kMaxValuesPerThread, kVectorBytes / narrowest);
-  while (values > 1 && *upper % values != 0)
-    values /= 2;
-  return values;
+  return getValuesPerThread(narrowest, *upper);
 }
 
 /// Makes each iteration of `loop` run `values` consecutive iterations of

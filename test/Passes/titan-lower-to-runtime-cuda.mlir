@@ -11,7 +11,8 @@
 // be one 16-byte store, but 8 does not divide a row of 100); a reduction is one
 // block per output element whose threads fold strided values of its row
 // and combine them with gpu.all_reduce: the 10 row sums of 100 are 10
-// blocks of 128 threads (between the fill and the rounding to f32, each
+// blocks of 32 threads that read 4 consecutive values at a time (one
+// 16-byte load; a row is 25 such steps) (between the fill and the rounding to f32, each
 // 1 block of 5 threads of 2 values), the sum of all 1000 values one block of 256
 // (between a fill and a rounding outside any loop nest: one thread each).
 // The device code of all kernels is one gpu.binary holding a fatbin for
@@ -38,7 +39,7 @@
 
 // CHECK-LABEL: llvm.func @kernel_reduce_sum_0(%arg0: !llvm.ptr {llvm.align = {{[0-9]+}} : i64, llvm.noalias}, %arg1: !llvm.ptr {llvm.align = {{[0-9]+}} : i64, llvm.noalias}, %arg2: !llvm.ptr {llvm.align = {{[0-9]+}} : i64, llvm.noalias})
 // CHECK-NEXT: %[[STREAM:.*]] = llvm.call @titanrt_cuda_stream()
-// CHECK-DAG: %[[ROWTHREADS:.*]] = llvm.mlir.constant(128 : index) : i64
+// CHECK-DAG: %[[ROWTHREADS:.*]] = llvm.mlir.constant(32 : index) : i64
 // CHECK-DAG: %[[ONE:.*]] = llvm.mlir.constant(1 : index) : i64
 // CHECK-DAG: %[[TEN:.*]] = llvm.mlir.constant(10 : index) : i64
 // CHECK-DAG: %[[FIVE:.*]] = llvm.mlir.constant(5 : index) : i64

@@ -99,29 +99,38 @@ if [[ -n $large ]]; then
   echo "$large" >"$bundle/proxy-large/shape"
 fi
 
-# The numerics check: the debugmodel (one block, f32) for CUDA, and the
-# losses of the same job on this machine's CPU backend, which the GPU's
+# The numerics checks: the debugmodel (one block) for CUDA, in f32 and in
+# bf16 (mixed precision: the compiler's bf16 kernels, vectorized), and the
+# losses of the same jobs on this machine's CPU backend, which the GPU's
 # must match (gpu.sh, "titan's CUDA executable against the CPU's").
 check=$bundle/check
 mkdir -p "$check/data"
-"$python" "$root/models/export.py" --model llama3 --flavor debugmodel \
-  --n-layers 1 --out "$work/debug" >/dev/null
 "$python" "$root/test/Spmd/Inputs/make_batch.py" "$check/data" 4 64 2048
-for backend in cpu cuda; do
-  "$build/bin/titan-compile" "$work/debug/model.pt" \
-    --config "$root/models/llama3/train_configs/debugmodel.toml" \
-    --set training.seq_len=64 --set training.local_batch_size=4 \
-    --set training.steps=5 --set parallelism.data_parallel_shard_degree=1 \
-    --backend=$backend -o "$work/check-$backend"
+for precision in f32 bf16; do
+  mixed=() suffix= trace=float32
+  if [[ $precision == bf16 ]]; then
+    mixed=(--set 'training.mixed_precision_param="bfloat16"')
+    suffix=-bf16 trace=bfloat16
+  fi
+  "$python" "$root/models/export.py" --model llama3 --flavor debugmodel \
+    --n-layers 1 --trace-dtype "$trace" \
+    --out "$work/debug$suffix" >/dev/null
+  for backend in cpu cuda; do
+    "$build/bin/titan-compile" "$work/debug$suffix/model.pt" \
+      --config "$root/models/llama3/train_configs/debugmodel.toml" \
+      --set training.seq_len=64 --set training.local_batch_size=4 \
+      --set training.steps=5 --set parallelism.data_parallel_shard_degree=1 \
+      "${mixed[@]}" --backend=$backend -o "$work/check-$backend$suffix"
+  done
+  mv "$work/check-cuda$suffix" "$check/debug$suffix"
+  "$work/check-cpu$suffix/bin/train" --data "$check/data" \
+    --job.dump_folder "$work/check-run$suffix" |
+    grep -o 'step [0-9]* | loss [0-9.]*' >"$check/cpu-losses$suffix.txt"
+  [[ $(wc -l <"$check/cpu-losses$suffix.txt") == 5 ]] || {
+    echo "gpu-bundle.sh: the CPU run of the $precision check printed no 5 losses" >&2
+    exit 1
+  }
 done
-mv "$work/check-cuda" "$check/debug"
-"$work/check-cpu/bin/train" --data "$check/data" \
-  --job.dump_folder "$work/check-run" | grep -o 'step [0-9]* | loss [0-9.]*' \
-  >"$check/cpu-losses.txt"
-[[ $(wc -l <"$check/cpu-losses.txt") == 5 ]] || {
-  echo "gpu-bundle.sh: the CPU run of the check printed no 5 losses" >&2
-  exit 1
-}
 
 # The CUDA checks and benchmark, built here for sm_90, so that gpu.sh need
 # not build them on the GPU machine (it does when they do not load there).
