@@ -25,9 +25,10 @@
 #                libraries it needs that the GPU machine lacks (Gloo and
 #                Gloo's own); the CUDA runtime and cuBLASLt are the
 #                machine's
-#   check/       the numerics check: the llama3 debugmodel (one block,
-#                f32, 4x64, 5 steps) for CUDA, its batch, and the losses
-#                the CPU backend computes for the same job here
+#   check/       the numerics checks: the llama3 debugmodel (one block,
+#                4x64, 5 steps) for CUDA in f32 (debug/) and in bf16
+#                (debug-bf16/), its batch, and the losses the CPU backend
+#                computes for the same jobs here (cpu-losses*.txt)
 #   shape        batch x sequence
 #   bin/         titan-cuda-kernel-check, titan-cuda-bench and
 #                CudaBackendTest as built here (they need only the CUDA
