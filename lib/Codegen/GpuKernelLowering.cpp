@@ -183,10 +183,13 @@ static int64_t getValuesPerThread(int64_t narrowestBytes, int64_t extent) {
   return values;
 }
 
-/// The bytes of an element of `type`'s (a memref's) element type.
+/// The bytes of an element of `type`'s (a memref's) element type (8 for
+/// `index`, which the device code keeps in 64 bits).
 static int64_t getElementBytes(Type type) {
-  return llvm::divideCeil(
-      cast<MemRefType>(type).getElementType().getIntOrFloatBitWidth(), 8);
+  Type element = cast<MemRefType>(type).getElementType();
+  return element.isIntOrFloat()
+             ? llvm::divideCeil(element.getIntOrFloatBitWidth(), 8)
+             : 8;
 }
 
 namespace {
