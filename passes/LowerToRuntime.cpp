@@ -15,6 +15,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace mlir::titan {
 #define GEN_PASS_DEF_LOWERTORUNTIMEPASS
@@ -236,7 +237,23 @@ static void keepPlannedInPlacePairs(func::FuncOp step, ModuleOp kernels) {
 
 /// The alignment the runtime gives the base of every memory region: the
 /// CPU runtime's regions are page-aligned, cudaMalloc's 256-byte aligned.
-static constexpr int64_t kRegionBaseAlignment = 256;
+static constexpr uint64_t kRegionBaseAlignment = 256;
+
+/// Where the arguments of `launch` (in `step`) are, in the order of its
+/// kernel's parameters: its inputs, one buffer per result, its scratch.
+static SmallVector<BufferAttr> getArgumentPlaces(func::FuncOp step,
+                                                 LaunchOp launch) {
+  SmallVector<BufferAttr> places;
+  for (Value input : launch.getInputs())
+    places.push_back(getPlace(step, input));
+  for (Value result : launch.getResults())
+    places.push_back(getPlace(step, result));
+  if (auto scratch =
+          launch->getAttrOfType<ArrayAttr>(TitanDialect::kScratchAttrName))
+    for (Attribute place : scratch)
+      places.push_back(cast<BufferAttr>(place));
+  return places;
+}
 
 /// Marks each parameter of each kernel `llvm.align` with what every launch
 /// of `step` guarantees its pointer: the largest power of two, at most
@@ -246,37 +263,26 @@ static constexpr int64_t kRegionBaseAlignment = 256;
 /// known to be aligned for it.
 static void markPlannedAlignment(func::FuncOp step, ModuleOp kernels) {
   SymbolTable symbols(kernels);
-  llvm::StringMap<SmallVector<int64_t>> alignments;
+  llvm::StringMap<SmallVector<uint64_t>> alignments;
   step.walk([&](LaunchOp launch) {
     auto kernel = symbols.lookup<func::FuncOp>(launch.getKernel());
     if (!kernel)
       return;
-    SmallVector<BufferAttr> places;
-    for (Value input : launch.getInputs())
-      places.push_back(getPlace(step, input));
-    for (Value result : launch.getResults())
-      places.push_back(getPlace(step, result));
-    if (auto scratch =
-            launch->getAttrOfType<ArrayAttr>(TitanDialect::kScratchAttrName))
-      for (Attribute place : scratch)
-        places.push_back(cast<BufferAttr>(place));
+    SmallVector<BufferAttr> places = getArgumentPlaces(step, launch);
     auto [entry, first] = alignments.try_emplace(
         kernel.getSymName(), places.size(), kRegionBaseAlignment);
     for (auto [alignment, place] : llvm::zip(entry->second, places))
-      alignment = std::min<int64_t>(
-          alignment, place.getOffset() == 0 ? kRegionBaseAlignment
-                                            : int64_t(1) << llvm::countr_zero(
-                                                  uint64_t(place.getOffset())));
+      alignment = llvm::MinAlign(alignment, place.getOffset());
   });
+  Builder builder(kernels.getContext());
   for (auto kernel : kernels.getOps<func::FuncOp>()) {
     auto known = alignments.find(kernel.getSymName());
     if (known == alignments.end() ||
         known->second.size() != kernel.getNumArguments())
       continue;
     for (auto [index, alignment] : llvm::enumerate(known->second))
-      kernel.setArgAttr(
-          index, LLVM::LLVMDialect::getAlignAttrName(),
-          Builder(kernels.getContext()).getI64IntegerAttr(alignment));
+      kernel.setArgAttr(index, LLVM::LLVMDialect::getAlignAttrName(),
+                        builder.getI64IntegerAttr(alignment));
   }
 }
 
@@ -386,14 +392,8 @@ LogicalResult StepLowering::lower(Operation *op) {
   }
   if (auto launch = dyn_cast<LaunchOp>(op)) {
     SmallVector<Value> arguments;
-    for (Value input : launch.getInputs())
-      arguments.push_back(pointer(input));
-    for (Value result : launch.getResults())
-      arguments.push_back(pointer(result));
-    if (auto scratch =
-            op->getAttrOfType<ArrayAttr>(TitanDialect::kScratchAttrName))
-      for (unsigned i = 0; i < scratch.size(); ++i)
-        arguments.push_back(scratchPointer(op, i));
+    for (BufferAttr place : getArgumentPlaces(step, launch))
+      arguments.push_back(pointer(place));
     auto kernel = symbols.lookup<LLVM::LLVMFuncOp>(launch.getKernel());
     if (!kernel)
       return op->emitError("kernel ")

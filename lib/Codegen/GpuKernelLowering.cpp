@@ -192,6 +192,22 @@ static int64_t getElementBytes(Type type) {
              : 8;
 }
 
+/// The indices V step, V step + 1, ..., V step + V - 1 of the V = `values`
+/// consecutive values a thread handles at `step` (index-typed): their
+/// addresses differ by constants, which is what lets NVPTX's load-store
+/// vectorizer merge their accesses.
+static SmallVector<Value> buildConsecutiveIndices(OpBuilder &builder,
+                                                  Location loc, Value step,
+                                                  int64_t values) {
+  Value first = arith::MulIOp::create(
+      builder, loc, step, arith::ConstantIndexOp::create(builder, loc, values));
+  SmallVector<Value> indices = {first};
+  for (int64_t j = 1; j < values; ++j)
+    indices.push_back(arith::AddIOp::create(
+        builder, loc, first, arith::ConstantIndexOp::create(builder, loc, j)));
+  return indices;
+}
+
 namespace {
 
 /// A reduction of the trailing loops of a linalg.generic into an output
@@ -401,18 +417,15 @@ private:
                                    stride, ValueRange{identity});
     builder.setInsertionPointToStart(loop.getBody());
     // The step's coordinates, its innermost one in units of V; value j is
-    // at V times that plus j (so the V addresses differ by constants).
+    // at V times that plus j.
     SmallVector<int64_t> stepSizes = reduction.reductionSizes;
     stepSizes.back() /= values;
     delinearize(loop.getInductionVar(), stepSizes, getNumParallelLoops());
-    Value innermost =
-        arith::MulIOp::create(builder, loc, indices.back(), index(values));
     SmallVector<SmallVector<Value>> valueIndices(values, indices);
-    for (int64_t j = 0; j < values; ++j)
-      valueIndices[j].back() =
-          j == 0 ? innermost
-                 : arith::AddIOp::create(builder, loc, innermost, index(j))
-                       .getResult();
+    for (auto [at, innermost] : llvm::zip(
+             valueIndices,
+             buildConsecutiveIndices(builder, loc, indices.back(), values)))
+      at.back() = innermost;
     Block &body = op.getRegion().front();
     // Every value's loads first, next to each other (one vector load where
     // the addresses allow), then the folds in order.
@@ -678,16 +691,10 @@ static void unrollInnermost(IRRewriter &rewriter, scf::ParallelOp loop,
       llvm::to_vector(llvm::make_pointer_range(body->without_terminator()));
   rewriter.setInsertionPointToStart(body);
   Value iv = loop.getInductionVars()[last];
-  Value first = arith::MulIOp::create(
-      rewriter, loc, iv, arith::ConstantIndexOp::create(rewriter, loc, values));
   SmallVector<IRMapping> copies(values);
-  for (int64_t j = 0; j < values; ++j)
-    copies[j].map(iv,
-                  j == 0 ? first
-                         : arith::AddIOp::create(
-                               rewriter, loc, first,
-                               arith::ConstantIndexOp::create(rewriter, loc, j))
-                               .getResult());
+  for (auto [copy, index] :
+       llvm::zip(copies, buildConsecutiveIndices(rewriter, loc, iv, values)))
+    copy.map(iv, index);
   for (Operation *op : original) {
     rewriter.setInsertionPoint(op);
     for (IRMapping &copy : copies)

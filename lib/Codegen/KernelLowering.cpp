@@ -240,6 +240,32 @@ static bool isWideningCast(linalg::GenericOp op) {
          from.getIntOrFloatBitWidth() <= to.getIntOrFloatBitWidth();
 }
 
+/// Replaces each `tensor.extract` of one element of `cast` (a widening
+/// cast over identical index spaces) with the cast of its input's element
+/// (the loss's target logit): no consumer needs the wide tensor for it.
+static void castExtractedElements(linalg::GenericOp cast) {
+  if (!llvm::all_of(cast.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return;
+  OpBuilder builder(cast.getContext());
+  Operation &scalarCast = cast.getRegion().front().front();
+  for (OpOperand &use :
+       llvm::make_early_inc_range(cast->getResult(0).getUses())) {
+    auto extract = dyn_cast<tensor::ExtractOp>(use.getOwner());
+    if (!extract)
+      continue;
+    builder.setInsertionPoint(extract);
+    IRMapping mapping;
+    mapping.map(scalarCast.getOperand(0),
+                tensor::ExtractOp::create(builder, extract.getLoc(),
+                                          cast.getDpsInputs()[0],
+                                          extract.getIndices()));
+    extract.replaceAllUsesWith(
+        builder.clone(scalarCast, mapping)->getResult(0));
+    extract.erase();
+  }
+}
+
 /// Gives each consumer that elementwise fusion can fuse a widening cast
 /// into its own copy of the cast, so that the fusion (which fuses only
 /// single-use producers) computes the cast inside every consumer instead
@@ -247,50 +273,27 @@ static bool isWideningCast(linalg::GenericOp op) {
 /// bf16 loss's max, sum and gradient each read the bf16 logits, and the
 /// kernel needs no f32 copy of them (4.2 GB for Llama 3's 8192 x 128256).
 /// Reading the narrower input again moves fewer bytes than writing and
-/// reading the wider buffer. A `tensor.extract` of one element of a cast
-/// over identical index spaces (the loss's target logit) becomes the cast
-/// of the input's element. One cast stays for the consumers that can do
-/// neither, if any.
+/// reading the wider buffer. Single elements are cast where they are
+/// extracted (castExtractedElements). One cast stays for the consumers
+/// that can do neither, if any.
 static void copyWideningCastsPerConsumer(func::FuncOp kernel) {
-  OpBuilder builder(kernel.getContext());
   SmallVector<linalg::GenericOp> casts;
   kernel.walk([&](linalg::GenericOp op) {
     if (isWideningCast(op))
       casts.push_back(op);
   });
   for (linalg::GenericOp cast : casts) {
-    if (llvm::all_of(cast.getIndexingMapsArray(),
-                     [](AffineMap map) { return map.isIdentity(); })) {
-      Operation &scalarCast = cast.getRegion().front().front();
-      for (OpOperand &use :
-           llvm::make_early_inc_range(cast->getResult(0).getUses())) {
-        auto extract = dyn_cast<tensor::ExtractOp>(use.getOwner());
-        if (!extract)
-          continue;
-        builder.setInsertionPoint(extract);
-        IRMapping mapping;
-        mapping.map(scalarCast.getOperand(0),
-                    tensor::ExtractOp::create(builder, extract.getLoc(),
-                                              cast.getDpsInputs()[0],
-                                              extract.getIndices()));
-        extract.replaceAllUsesWith(
-            builder.clone(scalarCast, mapping)->getResult(0));
-        extract.erase();
-      }
-      if (cast->use_empty()) {
-        cast.erase();
-        continue;
-      }
+    castExtractedElements(cast);
+    if (cast->use_empty()) {
+      cast.erase();
+      continue;
     }
     SmallVector<OpOperand *> fusable;
-    int64_t uses = 0;
-    for (OpOperand &use : cast->getResult(0).getUses()) {
-      ++uses;
+    for (OpOperand &use : cast->getResult(0).getUses())
       if (linalg::areElementwiseOpsFusable(&use))
         fusable.push_back(&use);
-    }
-    bool othersRemain = int64_t(fusable.size()) < uses;
-    builder.setInsertionPoint(cast);
+    bool othersRemain = !cast->getResult(0).hasNUses(fusable.size());
+    OpBuilder builder(cast);
     for (OpOperand *use : llvm::drop_begin(fusable, othersRemain ? 0 : 1))
       use->set(builder.clone(*cast)->getResult(0));
   }

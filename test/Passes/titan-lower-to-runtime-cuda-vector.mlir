@@ -1,7 +1,6 @@
 // REQUIRES: cuda
 // RUN: titan-opt %s --titan-fuse-kernels --titan-lower-kernels --titan-plan-memory --titan-lower-to-runtime="target=cuda cuda-binary=ptx" | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s
 // RUN: titan-opt %s --titan-fuse-kernels --titan-lower-kernels --titan-plan-memory="alignment=2" --titan-lower-to-runtime="target=cuda cuda-binary=ptx" | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PACKED
-// RUN: not titan-opt %s --titan-fuse-kernels --titan-lower-kernels --titan-plan-memory --titan-lower-to-runtime="target=cuda cuda-binary=cubin" 2>&1 | FileCheck %s --check-prefix=BINARY
 
 // Each thread of an elementwise loop nest computes the consecutive values
 // of 16 bytes of its narrowest operand (8 bf16, 4 f32), and the device
@@ -48,8 +47,6 @@
 // PACKED-NOT: ld.global.nc.v4
 // PACKED-COUNT-8: ld.global.nc.b16
 // PACKED: st.global.v4.b32
-
-// BINARY: error: titan-lower-to-runtime: unknown cuda-binary 'cubin' (fatbin or ptx)
 
 titan.mesh @mesh ["dp"=1]
 func.func @train_step(%odd: tensor<3xbf16> {titan.name = "odd", titan.role = "input", titan.placements = #titan.placements<@mesh, [R]>},

@@ -4,6 +4,8 @@
 // DECAY: error: titan-lower-to-runtime: unknown learning-rate decay type 'exponential' (linear, sqrt or cosine)
 // RUN: not titan-opt %s --titan-lower-to-runtime="target=rocm" 2>&1 | FileCheck %s --check-prefix=TARGET
 // TARGET: error: titan-lower-to-runtime: unknown target 'rocm' (cpu or cuda)
+// RUN: not titan-opt %s --titan-lower-to-runtime="target=cuda cuda-binary=cubin" 2>&1 | FileCheck %s --check-prefix=BINARY
+// BINARY: error: titan-lower-to-runtime: unknown cuda-binary 'cubin' (fatbin or ptx)
 
 // `communicators` numbers the listed axis sets first (the pipeline ranks'
 // programs share a numbering): an unused one keeps its number, one over an
