@@ -891,6 +891,44 @@ def FuseRmsNormPass : Pass<"titan-fuse-rms-norm"> {
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
 
+def FuseRopePass : Pass<"titan-fuse-rope"> {
+  let summary = "Recognizes rotary position embedding written as a complex "
+                "multiply";
+  let description = [{
+    torchtitan's Llama rotates queries and keys with complex numbers
+    (`view_as_real(view_as_complex(x.float().reshape(..., -1, 2)) *
+    freqs_cis).flatten(3).type_as(x)`), which the importer turns into a
+    reshape of x into pairs, slices of their real and imaginary parts, four
+    multiplies by the broadcast real and imaginary tables, a subtract, an
+    add and a concat of the parts back. This pass replaces
+
+    ```
+    reshape(concat(reshape(a c - b s), reshape(a s + b c), last dim))
+    ```
+
+    (products and the sum in any operand order), where `a` and `b` are the
+    parts of the pairs of one x [batch, seq, heads, head_dim] and `c` and
+    `s` are [seq, head_dim / 2] tables broadcast over batch and heads, with
+    one `titan.rope x, c, s interleaved`. Its VJP is a rope by `-s` (the
+    explicit form's keeps the f32 parts of x for the backward's multiplies:
+    two f32 copies of q and k per layer) and it is one loop nest in a
+    kernel instead of six.
+
+    Mixed precision: a bf16 or f16 x widened before the rotation and the
+    result narrowed back to x's type right after (`.float()` ...
+    `.type_as(x)`) fuse into one rope of the narrow x, which computes in the
+    tables' f32 and rounds once, as the explicit form does.
+
+    Left alone: tables that depend on a parameter (the fused op has no
+    gradient for them), tables that vary along batch or heads, and the
+    rotate-half form (`x cos + rotate_half(x) sin` with [seq, head_dim]
+    tables: the fused op needs both halves of each table row equal, which
+    the compiler cannot see of a buffer). Ops of the old form that no longer
+    have users are erased.
+  }];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
 def FuseAttentionPass : Pass<"titan-fuse-attention"> {
   let summary = "Recognizes scaled dot-product attention written with "
                 "matmuls and softmax";

@@ -27,6 +27,7 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
   // permutes (titan-balance-sequence): there the mask stays explicit.
   if (runs(PipelineStage::Forward)) {
     pm.addPass(createFuseRmsNormPass());
+    pm.addPass(createFuseRopePass());
     if (options.balanceSequence.ways <= 1)
       pm.addPass(createFuseAttentionPass());
   }
