@@ -1001,6 +1001,32 @@ def NormalizeCollectivesPass : Pass<"titan-normalize-collectives",
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
 
+def FoldMatmulBatchPass : Pass<"titan-fold-matmul-batch"> {
+  let summary = "Computes a batch-summed matmul as one product over the "
+                "batch's rows";
+  let description = [{
+    The gradient of a weight shared by every batch entry (`x @ W^T` with x
+    [batch, seq, K]) is built as a batched product per entry, summed over
+    the batch: `reduce_sum(matmul(dy, x, transpose_lhs), batch dims)`, since
+    on the global program merging batch and seq would lose a sequence
+    sharding (context parallelism). On a rank's program every tensor is
+    local, so this pass replaces the sum with one product over the rows of
+    all entries, `matmul(reshape(dy), reshape(x), transpose_lhs)` with
+    reshape [batch..., rows, N] -> [batch x rows, N] (a view), as PyTorch's
+    linear backward computes it: no [batch, N, K] intermediate, no
+    reduction kernel (a weight-sized copy for a batch of one), and the sum
+    over the batch accumulates in the GEMM's f32 instead of rounding each
+    entry's product.
+
+    It applies when the product has no other user, its operands have the
+    same batch dims and only the lhs is transposed (its rows are the
+    contracted dim, so that the rows of consecutive entries are adjacent),
+    and the sum is over exactly the batch dims with the product's element
+    type.
+  }];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
 def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
   let summary = "Groups elementwise, reduction and shape ops into kernels";
   let description = [{

@@ -90,6 +90,9 @@ void mlir::titan::buildSchedulingPipeline(OpPassManager &pm,
 void mlir::titan::buildPlanningPipeline(OpPassManager &pm,
                                         const TitanPipelineOptions &options) {
   buildSchedulingPipeline(pm, options);
+  // On the rank's local tensors, where merging a batch with a sharded
+  // sequence dim is a view.
+  pm.addPass(createFoldMatmulBatchPass());
   pm.addPass(createFuseKernelsPass(options.fuseKernels));
   pm.addPass(createLowerKernelsPass());
   pm.addPass(createPlanMemoryPass());
