@@ -929,6 +929,33 @@ def FuseRopePass : Pass<"titan-fuse-rope"> {
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
 
+def FuseLossCastPass : Pass<"titan-fuse-loss-cast"> {
+  let summary = "Lets the loss and its gradient read and write narrow logits";
+  let description = [{
+    Under mixed precision the logits are bf16 and the loss is computed on
+    their float32 widening (torchtitan's `cross_entropy(pred.float(), ...)`,
+    or a model that returns `logits.float()`), so the training step
+    materializes an f32 copy of the logits for the loss and an f32
+    gradient that the cast's VJP narrows back: two [tokens, vocab] tensors
+    of 4 bytes per entry (8 GiB each for Llama 3 at 16k tokens). This pass
+    replaces
+
+    ```
+    cross_entropy(cast(x) to f32, labels)
+    cast(cross_entropy_grad(cast(x) to f32, labels, g)) to x's type
+    ```
+
+    (x bf16 or f16) with `cross_entropy(x, labels)` and
+    `cross_entropy_grad(x, labels, g)`: both compute in float32 (the loss's
+    cotangent's type; the runtime's and the compiled kernels widen each
+    element as they read it) and the gradient rounds once to x's type, as
+    the explicit form does. A gradient with another user than the narrowing
+    cast keeps the f32 form. It runs on the training step, after
+    titan-build-train-step.
+  }];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
 def FuseAttentionPass : Pass<"titan-fuse-attention"> {
   let summary = "Recognizes scaled dot-product attention written with "
                 "matmuls and softmax";

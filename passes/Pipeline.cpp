@@ -35,6 +35,7 @@ void mlir::titan::buildTitanPipeline(OpPassManager &pm,
     pm.addPass(createBuildTrainStepPass(options.trainStep));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    pm.addPass(createFuseLossCastPass());
   }
   if (runs(PipelineStage::Placed)) {
     // Before sharding hides which table an id indexes.

@@ -329,46 +329,42 @@ CrossEntropyGradOp::partition(OpBuilder &builder, ValueRange localOperands,
     return partitionByCloning(*this, builder, localOperands, context);
   Location loc = getLoc();
   TensorBuilder b(builder, loc);
-  auto countType = cast<FloatType>(getGrad().getType().getElementType());
+  // The loss's cotangent is f32 (f64 for f64 logits): the precision the
+  // rows are computed in, rounded once to the logits' type.
+  auto computeType = cast<FloatType>(getGrad().getType().getElementType());
   Value localLabels = fillIdPadding(builder, loc, context, localOperands[1],
                                     context.getOperandLayout(1),
                                     double(int64_t(getIgnoreIndex())));
   Value localGrad = localOperands[2];
-  SmallVector<Value> operands = {localOperands[0], localLabels, localGrad};
-  // The cotangent of the rank's rows, divided by their count.
-  Value local;
-  if (vocabAxes.empty()) {
-    local = (*partitionByCloning(*this, builder, operands, context))[0];
-  } else {
-    auto type = cast<FloatType>(getType().getElementType());
-    VocabRows rows = buildVocabRows(builder, loc, context, localOperands[0],
-                                    localLabels, getIgnoreIndex(), type);
-    RankedTensorType localType = tensorTypeOf(rows.exp);
-    Value softmax = b.binary<DivOp>(
-        rows.exp, b.broadcastTo(rows.sumExp, localType.getShape()));
-    Value ones = b.splatLike(softmax, 1.0);
-    Value zeros = b.splatLike(softmax, 0.0);
-    Value oneHot = b.select(rows.target, ones, zeros);
-    Value diff = b.binary<SubOp>(softmax, oneHot);
-    Value count = b.sumAll(b.cast(rows.counted, countType));
-    Value perRow = b.binary<DivOp>(localGrad, count);
-    Value factor = b.broadcastTo(b.cast(perRow, type), localType.getShape());
-    Value scaled = b.binary<MulOp>(diff, factor);
-    local =
-        b.select(expandRows(builder, rows.counted, localType), scaled, zeros);
+  if (shardedLabels) {
+    // A row's cotangent divides by the global count of labels, the op by
+    // the rank's: scale the loss's cotangent by local / global count (zero
+    // on a rank without counted labels, whose rows are all zero anyway).
+    LabelCounts counts = countLabels(builder, loc, context, localLabels,
+                                     getIgnoreIndex(), computeType);
+    Value zero = b.splatLike(counts.local, 0.0);
+    Value hasLabels = b.compare("gt", counts.local, zero);
+    Value ratio = b.binary<DivOp>(counts.local, counts.total);
+    localGrad = b.binary<MulOp>(localGrad, b.select(hasLabels, ratio, zero));
   }
-  if (!shardedLabels)
-    return SmallVector<Value>{local};
-  // Rescale from the local count to the global count (a rank without
-  // counted labels has a zero cotangent).
-  LabelCounts counts = countLabels(builder, loc, context, localLabels,
-                                   getIgnoreIndex(), countType);
-  Value zero = b.splatLike(counts.local, 0.0);
-  Value hasLabels = b.compare("gt", counts.local, zero);
-  Value ratio = b.binary<DivOp>(counts.local, counts.total);
-  Value share = b.select(hasLabels, ratio, zero);
-  RankedTensorType localType = tensorTypeOf(local);
-  Value factor = b.broadcastTo(b.cast(share, localType.getElementType()),
-                               localType.getShape());
-  return SmallVector<Value>{b.binary<MulOp>(local, factor)};
+  SmallVector<Value> operands = {localOperands[0], localLabels, localGrad};
+  if (vocabAxes.empty())
+    return partitionByCloning(*this, builder, operands, context);
+  // The cotangent of the rank's rows, divided by their count.
+  VocabRows rows = buildVocabRows(builder, loc, context, localOperands[0],
+                                  localLabels, getIgnoreIndex(), computeType);
+  RankedTensorType localType = tensorTypeOf(rows.exp);
+  Value softmax = b.binary<DivOp>(
+      rows.exp, b.broadcastTo(rows.sumExp, localType.getShape()));
+  Value ones = b.splatLike(softmax, 1.0);
+  Value zeros = b.splatLike(softmax, 0.0);
+  Value oneHot = b.select(rows.target, ones, zeros);
+  Value diff = b.binary<SubOp>(softmax, oneHot);
+  Value count = b.sumAll(b.cast(rows.counted, computeType));
+  Value perRow = b.binary<DivOp>(localGrad, count);
+  Value factor = b.broadcastTo(perRow, localType.getShape());
+  Value scaled = b.binary<MulOp>(diff, factor);
+  Value local =
+      b.select(expandRows(builder, rows.counted, localType), scaled, zeros);
+  return SmallVector<Value>{b.cast(local, getType().getElementType())};
 }
