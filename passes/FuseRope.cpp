@@ -91,7 +91,10 @@ Value matchTable(Value value, const RopeShape &shape) {
     if ((index > 0 && dim <= dims[index - 1]) ||
         sourceShape[index] != sizes[dim])
       return Value();
-  if (!isa<FloatType>(getElementTypeOrSelf(source.getType())) ||
+  // Dims of extent 1 may be left out of a broadcast, the others not (a
+  // scalar angle broadcast everywhere stays explicit).
+  if (ShapedType::getNumElements(sourceShape) != shape.seq * shape.pairs ||
+      !isa<FloatType>(getElementTypeOrSelf(source.getType())) ||
       dependsOnParameter(source))
     return Value();
   return source;

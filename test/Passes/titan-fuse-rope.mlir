@@ -104,8 +104,8 @@ func.func @widened_result_kept(%xb: tensor<1x4x2x8xbf16>, %c0: tensor<4x4xf32>, 
 // -----
 
 // Left alone: a table computed from a parameter (titan.rope has no
-// gradient for its tables), a table that varies along the heads, and the
-// conjugate rotation (a c + b s, a s - b c).
+// gradient for its tables), a table that varies along the heads, one angle
+// broadcast everywhere, and the conjugate rotation (a c + b s, a s - b c).
 // CHECK-LABEL: func.func @trainable_table
 // CHECK-NOT: titan.rope
 // CHECK: titan.concat
@@ -173,6 +173,30 @@ func.func @conjugate(%x: tensor<1x4x2x8xf32>, %c0: tensor<4x4xf32>, %s0: tensor<
   %as = titan.mul %a, %s : tensor<1x4x2x4xf32>
   %bc = titan.mul %b, %c : tensor<1x4x2x4xf32>
   %imag = titan.sub %as, %bc : tensor<1x4x2x4xf32>
+  %real1 = titan.reshape %real : tensor<1x4x2x4xf32> -> tensor<1x4x2x4x1xf32>
+  %imag1 = titan.reshape %imag : tensor<1x4x2x4xf32> -> tensor<1x4x2x4x1xf32>
+  %rotated = titan.concat %real1, %imag1 dim 4 : (tensor<1x4x2x4x1xf32>, tensor<1x4x2x4x1xf32>) -> tensor<1x4x2x4x2xf32>
+  %y = titan.reshape %rotated : tensor<1x4x2x4x2xf32> -> tensor<1x4x2x8xf32>
+  return %y : tensor<1x4x2x8xf32>
+}
+
+// CHECK-LABEL: func.func @scalar_angle
+// CHECK-NOT: titan.rope
+// CHECK: titan.concat
+func.func @scalar_angle(%x: tensor<1x4x2x8xf32>, %c0: tensor<f32>, %s0: tensor<f32>) -> tensor<1x4x2x8xf32> {
+  %pairs = titan.reshape %x : tensor<1x4x2x8xf32> -> tensor<1x4x2x4x2xf32>
+  %a1 = titan.slice %pairs [0, 0, 0, 0, 0] to [1, 4, 2, 4, 1] step [1, 1, 1, 1, 1] : tensor<1x4x2x4x2xf32> -> tensor<1x4x2x4x1xf32>
+  %a = titan.reshape %a1 : tensor<1x4x2x4x1xf32> -> tensor<1x4x2x4xf32>
+  %b1 = titan.slice %pairs [0, 0, 0, 0, 1] to [1, 4, 2, 4, 2] step [1, 1, 1, 1, 1] : tensor<1x4x2x4x2xf32> -> tensor<1x4x2x4x1xf32>
+  %b = titan.reshape %b1 : tensor<1x4x2x4x1xf32> -> tensor<1x4x2x4xf32>
+  %c = titan.broadcast_in_dim %c0 dims [] : tensor<f32> -> tensor<1x4x2x4xf32>
+  %s = titan.broadcast_in_dim %s0 dims [] : tensor<f32> -> tensor<1x4x2x4xf32>
+  %ac = titan.mul %a, %c : tensor<1x4x2x4xf32>
+  %bs = titan.mul %b, %s : tensor<1x4x2x4xf32>
+  %real = titan.sub %ac, %bs : tensor<1x4x2x4xf32>
+  %as = titan.mul %a, %s : tensor<1x4x2x4xf32>
+  %bc = titan.mul %b, %c : tensor<1x4x2x4xf32>
+  %imag = titan.add %as, %bc : tensor<1x4x2x4xf32>
   %real1 = titan.reshape %real : tensor<1x4x2x4xf32> -> tensor<1x4x2x4x1xf32>
   %imag1 = titan.reshape %imag : tensor<1x4x2x4xf32> -> tensor<1x4x2x4x1xf32>
   %rotated = titan.concat %real1, %imag1 dim 4 : (tensor<1x4x2x4x1xf32>, tensor<1x4x2x4x1xf32>) -> tensor<1x4x2x4x2xf32>
