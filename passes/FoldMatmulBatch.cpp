@@ -55,6 +55,10 @@ struct FoldMatmulBatch : OpRewritePattern<ReduceSumOp> {
       return ReshapeOp::create(rewriter, op.getLoc(),
                                type.clone({rows, shape.back()}), operand);
     };
+    // Where the batched product was computed: the sum may have moved down
+    // to its reader (titan-sink-to-first-use), and the product there would
+    // keep both operands alive until then.
+    rewriter.setInsertionPoint(matmul);
     Location loc = op.getLoc();
     Value lhs = foldRows(matmul.getLhs(), lhsType);
     Value rhs = foldRows(matmul.getRhs(), rhsType);
