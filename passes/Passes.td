@@ -371,12 +371,20 @@ def ScheduleOverlapPass : Pass<"titan-schedule-overlap", "::mlir::ModuleOp"> {
       operands and feed nothing else (a parameter's cast) move with it. With
       depth 1 this is FSDP2's prefetch: block i+1's parameters are gathered
       while block i computes, in the forward and (after
-      `fsdp_reshard_after_forward`) in the backward;
+      `fsdp_reshard_after_forward`) in the backward. An all-reduce that the
+      optimizer reads first (a DDP gradient's) is issued, with those pure
+      ops, as soon as the values they read are computed, unless one of
+      them reads another collective's result (a gradient norm's), as DDP
+      reduces a bucket once its gradients are ready:
+      titan-sink-to-first-use moves it (it holds as much as it frees) and
+      the batch sum before it down to the optimizer, where nothing would
+      compute behind it (a reduce-scatter, which frees more than it holds,
+      stays right after its operand);
     - waits for it (`titan.wait`) right before its first reader, but no
       later than the start of the segment `prefetch-depth` + 1 after the one
-      it stands in: a gradient's reduce-scatter completes while the next
-      block's backward computes, and the unsharded gradient it reads is
-      freed then rather than at the optimizer.
+      it stands in (an all-reduce: is issued in): a gradient's reduce-scatter
+      or all-reduce completes while the next block's backward computes, and
+      the gradient it reads is freed then rather than at the optimizer.
 
     A collective that reads another one's result (HSDP's all-reduce over the
     replicas of the gradient an fsdp reduce-scatter produced; through

@@ -9,6 +9,7 @@
 #include "Segments.h"
 
 #include "titan/Dialect/PipelineMesh.h"
+#include "titan/Dialect/Provenance.h"
 #include "titan/Dialect/TitanDialect.h"
 #include "titan/Passes.h"
 
@@ -164,9 +165,19 @@ std::optional<Decision> ScheduleOverlapPass::decide(Operation *op,
   decision.collective = op;
   // Issued `prefetchDepth` segments before the one that first reads it
   // (FSDP's prefetch of the next block's parameters), once its operands
-  // are there.
+  // are there. An all-reduce the optimizer reads first (a gradient's under
+  // DDP, which titan-sink-to-first-use moved down to the optimizer with
+  // the ops that compute its operand, as it holds what it frees) is
+  // issued, with those ops, as soon as the values they read are there, as
+  // DDP reduces a bucket when its gradients are ready. (A reduce-scatter
+  // frees more than it holds: it stays right after its operand.)
+  bool reduction =
+      isa<AllReduceOp>(op) &&
+      getPhase(segments.getOp(firstUse)) == Phase::Optimizer;
   int64_t target =
-      segments.getStart(segments.getSegment(firstUse) - prefetchDepth);
+      reduction
+          ? 0
+          : segments.getStart(segments.getSegment(firstUse) - prefetchDepth);
   decision.issue = at;
   // Issued where it stands when it reads another collective's result
   // (deferChainedCollectives put it where that one completes).
@@ -182,18 +193,29 @@ std::optional<Decision> ScheduleOverlapPass::decide(Operation *op,
             llvm::is_contained(decision.producers,
                                segments.getOp(decision.issue))))
       ++decision.issue;
-    if (decision.issue >= at) {
+    // An all-reduce whose operand is computed from another collective's
+    // result (a gradient norm's, from the reduce-scatters) stays: moved up,
+    // its producers would wait for those collectives right away.
+    bool readsCollective =
+        reduction && llvm::any_of(decision.producers, [](Operation *producer) {
+          return llvm::any_of(producer->getOperands(), [](Value operand) {
+            return isa_and_nonnull<CollectiveOpInterface>(
+                operand.getDefiningOp());
+          });
+        });
+    if (decision.issue >= at || readsCollective) {
       decision.issue = at;
       decision.producers.clear();
     }
   }
   // Waited for where it is first read, but no later than the start of the
-  // segment `prefetchDepth` after the one it is issued in: a gradient's
-  // reduction completes behind the next block's backward, and its operand
-  // is freed then, not at the optimizer.
-  int64_t latest =
-      segments.getStart(segments.getSegment(at) + prefetchDepth + 1);
-  decision.wait = std::max(at + 1, std::min(firstUse, latest));
+  // segment `prefetchDepth` after the one it is issued in (a reduction) or
+  // stands in: a gradient's reduction completes behind the next block's
+  // backward, and its operand is freed then, not at the optimizer.
+  int64_t latest = segments.getStart(
+      segments.getSegment(reduction ? decision.issue : at) + prefetchDepth +
+      1);
+  decision.wait = std::max(decision.issue + 1, std::min(firstUse, latest));
   bool overlaps = false;
   for (int64_t p = decision.issue; p < decision.wait && !overlaps; ++p)
     overlaps = computes(segments.getOp(p)) &&
