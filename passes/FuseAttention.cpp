@@ -84,13 +84,6 @@ struct ScoresChain {
   bool widened = false;
 };
 
-/// Whether `from` -> `to` converts floats to a wider float type.
-bool isWideningFloatCast(Type from, Type to) {
-  auto source = dyn_cast<FloatType>(getElementTypeOrSelf(from));
-  auto target = dyn_cast<FloatType>(getElementTypeOrSelf(to));
-  return source && target && source.getWidth() < target.getWidth();
-}
-
 /// Walks from the softmax input back to the scores matmul. Every value on
 /// the way must have no other user.
 std::optional<ScoresChain> matchScoresChain(IndexFunctionEvaluator &evaluator,
@@ -126,8 +119,8 @@ std::optional<ScoresChain> matchScoresChain(IndexFunctionEvaluator &evaluator,
       if (cast.getInput().getType() == cast.getType()) {
         next = cast.getInput();
       } else if (!chain.widened &&
-                 isWideningFloatCast(cast.getInput().getType(),
-                                     cast.getType())) {
+                 isExactFloatWidening(cast.getInput().getType(),
+                                      cast.getType())) {
         chain.widened = true;
         next = cast.getInput();
       }
@@ -253,7 +246,7 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     while (auto cast = probs.getDefiningOp<CastOp>()) {
       bool narrowing =
           !narrowed &&
-          isWideningFloatCast(cast.getType(), cast.getInput().getType());
+          isExactFloatWidening(cast.getType(), cast.getInput().getType());
       if ((cast.getInput().getType() != cast.getType() && !narrowing) ||
           !probs.hasOneUse())
         return rewriter.notifyMatchFailure(output, "not attention");

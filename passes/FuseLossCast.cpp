@@ -23,10 +23,8 @@ namespace {
 /// precision the loss computes in anyway, returns the narrow logits.
 Value getNarrowLogits(Value logits) {
   auto widen = logits.getDefiningOp<CastOp>();
-  if (!widen || !widen.getType().getElementType().isF32())
-    return Value();
-  Type narrow = widen.getInput().getType().getElementType();
-  if (!narrow.isBF16() && !narrow.isF16())
+  if (!widen || !widen.getType().getElementType().isF32() ||
+      !isExactFloatWidening(widen.getInput().getType(), widen.getType()))
     return Value();
   return widen.getInput();
 }
@@ -40,8 +38,7 @@ struct ReadNarrowLogits : OpRewritePattern<CrossEntropyOp> {
     Value narrow = getNarrowLogits(op.getLogits());
     if (!narrow)
       return failure();
-    rewriter.modifyOpInPlace(op,
-                             [&] { op.getLogitsMutable().assign(narrow); });
+    rewriter.modifyOpInPlace(op, [&] { op.getLogitsMutable().assign(narrow); });
     return success();
   }
 };

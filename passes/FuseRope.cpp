@@ -33,7 +33,8 @@ struct RopeShape {
 /// `pairsValue`.
 Value matchPart(Value value, int64_t part) {
   auto reshape = value.getDefiningOp<ReshapeOp>();
-  auto slice = reshape ? reshape.getInput().getDefiningOp<SliceOp>() : SliceOp();
+  auto slice =
+      reshape ? reshape.getInput().getDefiningOp<SliceOp>() : SliceOp();
   if (!slice)
     return Value();
   ArrayRef<int64_t> shape =
@@ -64,9 +65,9 @@ bool dependsOnParameter(Value value) {
     llvm::append_range(values, producer->getOperands());
   return llvm::any_of(values, [](Value value) {
     auto arg = dyn_cast<BlockArgument>(value);
-    auto function = arg ? dyn_cast<FunctionOpInterface>(
-                              arg.getOwner()->getParentOp())
-                        : FunctionOpInterface();
+    auto function =
+        arg ? dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp())
+            : FunctionOpInterface();
     return function && arg.getOwner()->isEntryBlock() &&
            getArgRole(function, arg.getArgNumber()) == ArgRole::Param;
   });
@@ -137,9 +138,11 @@ std::optional<Rotation> matchRotation(Value real, Value imaginary,
       if (matchPart(b, 1) != pairs)
         continue;
       bool imaginaryMatches =
-          (isProduct(sum.getLhs(), a, sin) && isProduct(sum.getRhs(), b, cos)) ||
+          (isProduct(sum.getLhs(), a, sin) &&
+           isProduct(sum.getRhs(), b, cos)) ||
           (isProduct(sum.getRhs(), a, sin) && isProduct(sum.getLhs(), b, cos));
-      Value cosTable = matchTable(cos, shape), sinTable = matchTable(sin, shape);
+      Value cosTable = matchTable(cos, shape),
+            sinTable = matchTable(sin, shape);
       if (imaginaryMatches && cosTable && sinTable &&
           cosTable.getType() == sinTable.getType())
         return Rotation{pairs, cosTable, sinTable};
@@ -154,8 +157,7 @@ Value dropUnitDim(Value value) {
   auto reshape = value.getDefiningOp<ReshapeOp>();
   if (!reshape)
     return Value();
-  ArrayRef<int64_t> shape =
-      cast<RankedTensorType>(value.getType()).getShape();
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
   if (cast<RankedTensorType>(reshape.getInput().getType()).getShape() !=
       shape.drop_back())
     return Value();
@@ -195,9 +197,9 @@ struct FuseComplexRope : OpRewritePattern<ReshapeOp> {
     Value input = split.getInput();
 
     Location loc = op.getLoc();
-    auto tableType = RankedTensorType::get(
-        {shape.seq, shape.pairs},
-        getElementTypeOrSelf(rotation->cos.getType()));
+    auto tableType =
+        RankedTensorType::get({shape.seq, shape.pairs},
+                              getElementTypeOrSelf(rotation->cos.getType()));
     auto asTable = [&](Value source) -> Value {
       if (source.getType() == tableType)
         return source;
@@ -209,9 +211,7 @@ struct FuseComplexRope : OpRewritePattern<ReshapeOp> {
     // the tables' types and rounds once, as the widened form does.
     auto widen = input.getDefiningOp<CastOp>();
     if (widen && op->hasOneUse() &&
-        getElementTypeOrSelf(widen.getInput().getType())
-                .getIntOrFloatBitWidth() <
-            type.getElementType().getIntOrFloatBitWidth()) {
+        isExactFloatWidening(widen.getInput().getType(), widen.getType())) {
       auto narrow = dyn_cast<CastOp>(*op->getUsers().begin());
       if (narrow && narrow.getType() == widen.getInput().getType()) {
         rewriter.replaceOpWithNewOp<RopeOp>(narrow, narrow.getType(),

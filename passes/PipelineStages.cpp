@@ -34,11 +34,8 @@ bool isWideningOrView(Operation *op) {
   if (isa<ReshapeOp, TransposeOp>(op))
     return true;
   auto cast = dyn_cast<CastOp>(op);
-  if (!cast)
-    return false;
-  auto from = dyn_cast<FloatType>(getElementTypeOrSelf(cast.getInput()));
-  auto to = dyn_cast<FloatType>(getElementTypeOrSelf(cast.getType()));
-  return from && to && from.getWidth() < to.getWidth();
+  return cast &&
+         isExactFloatWidening(cast.getInput().getType(), cast.getType());
 }
 
 } // namespace

@@ -171,11 +171,10 @@ std::optional<Decision> ScheduleOverlapPass::decide(Operation *op,
   // issued, with those ops, as soon as the values they read are there, as
   // DDP reduces a bucket when its gradients are ready. (A reduce-scatter
   // frees more than it holds: it stays right after its operand.)
-  bool reduction =
-      isa<AllReduceOp>(op) &&
-      getPhase(segments.getOp(firstUse)) == Phase::Optimizer;
+  bool issuedWhenReady = isa<AllReduceOp>(op) &&
+                         getPhase(segments.getOp(firstUse)) == Phase::Optimizer;
   int64_t target =
-      reduction
+      issuedWhenReady
           ? 0
           : segments.getStart(segments.getSegment(firstUse) - prefetchDepth);
   decision.issue = at;
@@ -197,7 +196,8 @@ std::optional<Decision> ScheduleOverlapPass::decide(Operation *op,
     // result (a gradient norm's, from the reduce-scatters) stays: moved up,
     // its producers would wait for those collectives right away.
     bool readsCollective =
-        reduction && llvm::any_of(decision.producers, [](Operation *producer) {
+        issuedWhenReady &&
+        llvm::any_of(decision.producers, [](Operation *producer) {
           return llvm::any_of(producer->getOperands(), [](Value operand) {
             return isa_and_nonnull<CollectiveOpInterface>(
                 operand.getDefiningOp());
@@ -209,12 +209,12 @@ std::optional<Decision> ScheduleOverlapPass::decide(Operation *op,
     }
   }
   // Waited for where it is first read, but no later than the start of the
-  // segment `prefetchDepth` after the one it is issued in (a reduction) or
-  // stands in: a gradient's reduction completes behind the next block's
-  // backward, and its operand is freed then, not at the optimizer.
+  // segment `prefetchDepth` after the one it is issued in (such an
+  // all-reduce) or stands in: a gradient's reduction completes behind the next
+  // block's backward, and its operand is freed then, not at the optimizer.
   int64_t latest = segments.getStart(
-      segments.getSegment(reduction ? decision.issue : at) + prefetchDepth +
-      1);
+      segments.getSegment(issuedWhenReady ? decision.issue : at) +
+      prefetchDepth + 1);
   decision.wait = std::max(decision.issue + 1, std::min(firstUse, latest));
   bool overlaps = false;
   for (int64_t p = decision.issue; p < decision.wait && !overlaps; ++p)

@@ -450,14 +450,6 @@ OpShardingRule GeluOp::getShardingRule() { return elementwiseRule(*this, {}); }
 OpShardingRule ScaleOp::getShardingRule() {
   return elementwiseRule(*this, {{0}});
 }
-/// Whether every value of float type `from` is exactly a value of float
-/// type `to` (bf16 and f16 in f32 and f64, f32 in f64).
-static bool isExactFloatWidening(Type from, Type to) {
-  auto source = dyn_cast<FloatType>(from), target = dyn_cast<FloatType>(to);
-  return source && target && source != target &&
-         source.getFPMantissaWidth() <= target.getFPMantissaWidth() &&
-         source.getWidth() < target.getWidth();
-}
 OpShardingRule CastOp::getShardingRule() {
   // An exact widening is linear: a sum of partial values may be widened
   // before it is reduced (gradients reduced in float32 under mixed

@@ -31,6 +31,14 @@ int64_t mlir::titan::getElementByteWidth(Type type) {
   return std::max<int64_t>(1, (type.getIntOrFloatBitWidth() + 7) / 8);
 }
 
+bool mlir::titan::isExactFloatWidening(Type from, Type to) {
+  auto source = dyn_cast<FloatType>(getElementTypeOrSelf(from));
+  auto target = dyn_cast<FloatType>(getElementTypeOrSelf(to));
+  return source && target && source != target &&
+         source.getFPMantissaWidth() <= target.getFPMantissaWidth() &&
+         source.getWidth() < target.getWidth();
+}
+
 int64_t mlir::titan::getStaticNumElements(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   return tensor && tensor.hasStaticShape() ? tensor.getNumElements() : 0;

@@ -61,3 +61,19 @@ func.func @not_the_batch(%dy: tensor<2x8x6xf32>, %x: tensor<2x8x4xf32>) -> tenso
   %s = titan.reduce_sum %p dims [0, 1] : tensor<2x6x4xf32> -> tensor<4xf32>
   return %s : tensor<4xf32>
 }
+
+// -----
+
+// The product is built where the batched one was, not where the sum stands
+// (titan-sink-to-first-use moves the sum down to its reader): the
+// operands are not held until there.
+// CHECK-LABEL: func.func @sum_moved_down
+// CHECK: %[[P:.*]] = titan.matmul %{{.*}}, %{{.*}} transpose_lhs : tensor<16x6xf32>, tensor<16x4xf32> -> tensor<6x4xf32>
+// CHECK-NEXT: %[[E:.*]] = titan.exp
+// CHECK-NEXT: return %[[P]], %[[E]]
+func.func @sum_moved_down(%dy: tensor<2x8x6xf32>, %x: tensor<2x8x4xf32>) -> (tensor<6x4xf32>, tensor<2x8x4xf32>) {
+  %p = titan.matmul %dy, %x transpose_lhs : tensor<2x8x6xf32>, tensor<2x8x4xf32> -> tensor<2x6x4xf32>
+  %e = titan.exp %x : tensor<2x8x4xf32>
+  %s = titan.reduce_sum %p dims [0] : tensor<2x6x4xf32> -> tensor<6x4xf32>
+  return %s, %e : tensor<6x4xf32>, tensor<2x8x4xf32>
+}

@@ -44,6 +44,11 @@ int64_t getStaticNumElements(Type type);
 /// Bytes of one element of `type` (bf16: 2, i1: 1, ...).
 int64_t getElementByteWidth(Type type);
 
+/// Whether every value of the float (element) type of `from` is exactly a
+/// value of the wider float (element) type of `to`: bf16 and f16 in f32
+/// and f64, f32 in f64. Tensor types are compared by their element types.
+bool isExactFloatWidening(Type from, Type to);
+
 /// Bytes of a value of static ranked tensor type `type`; 0 for anything
 /// else.
 int64_t getStaticByteSize(Type type);
