@@ -234,8 +234,10 @@ LogicalResult BuildTrainStepPass::build() {
   SmallVector<Value> newParams, newExpAvg, newExpAvgSq;
   for (size_t k = 0; k < numParams; ++k) {
     TensorBuilder &ptb = paramBuilders[k];
+    Type paramType = body->getArgument(k).getType();
     auto adamw = AdamWOp::create(
-        builder, ptb.getLoc(), body->getArgument(k), paramGrads[k],
+        builder, ptb.getLoc(), paramType, paramType, paramType,
+        /*new_param_copy=*/Type(), body->getArgument(k), paramGrads[k],
         body->getArgument(numParams + k), body->getArgument(2 * numParams + k),
         lr, step, gradScale, builder.getF64FloatAttr(beta1),
         builder.getF64FloatAttr(beta2), builder.getF64FloatAttr(eps),

@@ -65,6 +65,10 @@ void AdamWExpander::expand(AdamWOp op) {
   Value update =
       tb.binary<MulOp>(tb.binary<DivOp>(m, denom), broadcast(scalars.stepSize));
   Value p = tb.binary<SubOp>(decayed, update);
-  op.replaceAllUsesWith(ValueRange{p, m, v});
+  SmallVector<Value> results{p, m, v};
+  if (Value copy = op.getNewParamCopy())
+    results.push_back(
+        tb.cast(p, cast<RankedTensorType>(copy.getType()).getElementType()));
+  op.replaceAllUsesWith(results);
   op.erase();
 }

@@ -17,6 +17,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <functional>
+#include <numeric>
+
 namespace mlir::titan {
 #define GEN_PASS_DEF_FUSEKERNELSPASS
 #include "passes/Passes.h.inc"
@@ -41,11 +44,15 @@ struct RuntimeOps {
 
 bool RuntimeOps::contains(Operation *op) const {
   // The runtime's AdamW updates f32 parameters and moments from f32 or
-  // bf16 gradients.
-  if (auto adamw = dyn_cast<AdamWOp>(op))
+  // bf16 gradients, and writes a bf16 copy of the parameter if asked to.
+  if (auto adamw = dyn_cast<AdamWOp>(op)) {
+    Value copy = adamw.getNewParamCopy();
     return adamW && adamw.getParam().getType().getElementType().isF32() &&
            (adamw.getGrad().getType().getElementType().isF32() ||
-            adamw.getGrad().getType().getElementType().isBF16());
+            adamw.getGrad().getType().getElementType().isBF16()) &&
+           (!copy ||
+            cast<RankedTensorType>(copy.getType()).getElementType().isBF16());
+  }
   // The data's element type decides: the verifiers give RMSNorm's weight the
   // input's, labels are i64 or i32, and the loss of f32 or bf16 logits is
   // f32.
@@ -142,6 +149,9 @@ struct Grouping {
   /// Members other than the root that the function also returns: results of
   /// their group's kernel after the root's.
   llvm::SmallPtrSet<Operation *, 8> returned;
+  /// The roots of sibling groups merged into another (mergeSiblingGroups):
+  /// results of the kernel after the root's, read outside it.
+  llvm::SmallSetVector<Operation *, 8> siblingRoots;
 };
 
 /// Forms the groups of `block` (see the pass description).
@@ -199,6 +209,105 @@ Grouping formGroups(Block &block, const RuntimeOps &runtimeOps) {
     grouping.members.push_back({&op});
   }
   return grouping;
+}
+
+/// The values that `group`'s members read from outside it (through the ops
+/// copied into it).
+static llvm::SetVector<Value> getGroupInputs(const Grouping &grouping,
+                                             unsigned group) {
+  llvm::SetVector<Value> inputs;
+  std::function<void(Value)> add = [&](Value value) {
+    Operation *def = value.getDefiningOp();
+    auto member = def ? grouping.groupOf.find(def) : grouping.groupOf.end();
+    if (member != grouping.groupOf.end() && member->second == group)
+      return;
+    if (def && grouping.copiedInto.count(def) &&
+        grouping.copiedInto.lookup(def).contains(group)) {
+      for (Value operand : def->getOperands())
+        add(operand);
+      return;
+    }
+    inputs.insert(value);
+  };
+  for (Operation *member : grouping.members[group])
+    for (Value operand : member->getOperands())
+      add(operand);
+  return inputs;
+}
+
+/// Whether every member of `group` is elementwise, of one result shaped
+/// like its root's: its kernel is one loop nest over the root's elements.
+static bool isElementwiseGroup(const Grouping &grouping, unsigned group) {
+  ArrayRef<Operation *> members = grouping.members[group];
+  Type shape = members.front()->getResult(0).getType();
+  return llvm::all_of(members, [&](Operation *member) {
+    return member->hasTrait<OpTrait::Elementwise>() &&
+           member->getNumResults() == 1 &&
+           cast<ShapedType>(member->getResult(0).getType()).getShape() ==
+               cast<ShapedType>(shape).getShape();
+  });
+}
+
+/// Merges elementwise groups over one shape that read a common input of
+/// that shape into the earliest of them, when the later ones read nothing
+/// computed after its root (where their kernel will be launched): one
+/// kernel reads the input once (the two gradients of SwiGLU's product,
+/// which both read the product's gradient and recompute the gate; 2 of 7
+/// passes over [tokens, ffn] tensors). titan-lower-kernels makes their
+/// loop nests one.
+static void mergeSiblingGroups(Grouping &grouping) {
+  unsigned numGroups = grouping.members.size();
+  // The latest group so far that reads each input of its shape.
+  DenseMap<Value, unsigned> lastReader;
+  // Groups in program order of their roots.
+  SmallVector<unsigned> order(numGroups);
+  std::iota(order.begin(), order.end(), 0);
+  llvm::sort(order, [&](unsigned a, unsigned b) {
+    return grouping.members[a].front()->isBeforeInBlock(
+        grouping.members[b].front());
+  });
+  for (unsigned group : order) {
+    ArrayRef<Operation *> members = grouping.members[group];
+    if (members.empty() || !isElementwiseGroup(grouping, group))
+      continue;
+    auto shape = cast<ShapedType>(members.front()->getResult(0).getType());
+    llvm::SetVector<Value> inputs = getGroupInputs(grouping, group);
+    auto ofShape = [&](Value input) {
+      return cast<ShapedType>(input.getType()).getShape() == shape.getShape();
+    };
+    // The latest group that reads an input in common, if every input is
+    // computed before its root.
+    std::optional<unsigned> target;
+    for (Value input : inputs) {
+      auto reader = lastReader.find(input);
+      if (reader == lastReader.end() || !ofShape(input))
+        continue;
+      Operation *root = grouping.members[reader->second].front();
+      bool movable = llvm::all_of(inputs, [&](Value input) {
+        Operation *def = input.getDefiningOp();
+        return !def || def->isBeforeInBlock(root);
+      });
+      if (movable &&
+          (!target || grouping.members[*target].front()->isBeforeInBlock(root)))
+        target = reader->second;
+    }
+    if (!target) {
+      for (Value input : inputs)
+        if (ofShape(input))
+          lastReader[input] = group;
+      continue;
+    }
+    // Into the target: the root becomes a sibling root, the ops copied
+    // into the group are copied into the target.
+    for (Operation *member : members)
+      grouping.groupOf[member] = *target;
+    llvm::append_range(grouping.members[*target], members);
+    grouping.siblingRoots.insert(members.front());
+    for (auto &[op, groups] : grouping.copiedInto)
+      if (groups.remove(group))
+        groups.insert(*target);
+    grouping.members[group].clear();
+  }
 }
 
 /// The kernels of a module, by the printed form of their function (with a
@@ -279,6 +388,8 @@ Value Outliner::lookupOrAdd(Value value, unsigned group) {
 
 void Outliner::outline(unsigned group) {
   ArrayRef<Operation *> members = grouping.members[group];
+  if (members.empty())
+    return; // Merged into a sibling.
   Operation *root = members.front();
   MLIRContext *context = root->getContext();
 
@@ -293,13 +404,19 @@ void Outliner::outline(unsigned group) {
   body = &builder;
   mapping.clear();
   inputs.clear();
+  // Each merged sibling's members follow the group's, each in reverse
+  // program order.
   for (Operation *member : llvm::reverse(members)) {
     for (Value operand : member->getOperands())
       lookupOrAdd(operand, group);
     builder.clone(*member, mapping);
   }
-  // The root's results, then those of the members the function returns.
+  // The root's results, its siblings', then those of the members the
+  // function returns.
   SmallVector<Value> values(root->getResults());
+  for (Operation *member : members)
+    if (grouping.siblingRoots.contains(member))
+      llvm::append_range(values, member->getResults());
   for (Operation *member : llvm::reverse(members))
     if (grouping.returned.contains(member))
       llvm::append_range(values, member->getResults());
@@ -332,6 +449,7 @@ void Outliner::outline(unsigned group) {
   for (auto [value, result] : llvm::zip(values, launch->getResults()))
     value.replaceUsesWithIf(result, [&](OpOperand &use) {
       return value.getDefiningOp() == root ||
+             grouping.siblingRoots.contains(value.getDefiningOp()) ||
              isa<func::ReturnOp>(use.getOwner());
     });
 }
@@ -386,6 +504,8 @@ struct FuseKernelsPass
         if (isFusible(&op, runtimeOps) && isOpTriviallyDead(&op))
           op.erase();
       Grouping grouping = formGroups(block, runtimeOps);
+      if (mergeSiblings)
+        mergeSiblingGroups(grouping);
       Outliner outliner(kernels, grouping);
       for (unsigned group = 0; group < grouping.members.size(); ++group)
         outliner.outline(group);

@@ -460,24 +460,27 @@ LogicalResult StepLowering::lower(Operation *op) {
     return success();
   }
   if (auto adamw = dyn_cast<AdamWOp>(op)) {
-    Value gradScale =
-        adamw.getGradScale()
-            ? pointer(adamw.getGradScale())
-            : LLVM::ZeroOp::create(builder, op->getLoc(),
-                                   LLVM::LLVMPointerType::get(context))
-                  .getResult();
-    callRuntime(
-        "titanrt_adamw",
-        {contextArg, dtypeOf(adamw.getGrad()), pointer(adamw.getParam()),
-         pointer(adamw.getGrad()), pointer(adamw.getExpAvg()),
-         pointer(adamw.getExpAvgSq()), pointer(adamw.getLr()),
-         pointer(adamw.getStep()), gradScale, pointer(adamw.getNewParam()),
-         pointer(adamw.getNewExpAvg()), pointer(adamw.getNewExpAvgSq()),
-         i64(adamw.getParam().getType().getNumElements()),
-         f64(adamw.getBeta1().convertToDouble()),
-         f64(adamw.getBeta2().convertToDouble()),
-         f64(adamw.getEps().convertToDouble()),
-         f64(adamw.getWeightDecay().convertToDouble())});
+    // An absent optional operand or result is a null pointer.
+    auto pointerOrNull = [&](Value value) {
+      return value ? pointer(value)
+                   : LLVM::ZeroOp::create(builder, op->getLoc(),
+                                          LLVM::LLVMPointerType::get(context))
+                         .getResult();
+    };
+    callRuntime("titanrt_adamw",
+                {contextArg, dtypeOf(adamw.getGrad()),
+                 pointer(adamw.getParam()), pointer(adamw.getGrad()),
+                 pointer(adamw.getExpAvg()), pointer(adamw.getExpAvgSq()),
+                 pointer(adamw.getLr()), pointer(adamw.getStep()),
+                 pointerOrNull(adamw.getGradScale()),
+                 pointer(adamw.getNewParam()), pointer(adamw.getNewExpAvg()),
+                 pointer(adamw.getNewExpAvgSq()),
+                 pointerOrNull(adamw.getNewParamCopy()),
+                 i64(adamw.getParam().getType().getNumElements()),
+                 f64(adamw.getBeta1().convertToDouble()),
+                 f64(adamw.getBeta2().convertToDouble()),
+                 f64(adamw.getEps().convertToDouble()),
+                 f64(adamw.getWeightDecay().convertToDouble())});
     return success();
   }
   if (auto loss = dyn_cast<CrossEntropyOp>(op)) {

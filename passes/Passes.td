@@ -1062,6 +1062,57 @@ def FoldMatmulBatchPass : Pass<"titan-fold-matmul-batch"> {
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
 
+def KeepParamCopiesPass
+    : Pass<"titan-keep-param-copies", "::mlir::ModuleOp"> {
+  let summary = "Keeps the forward's narrow copies of the parameters as "
+                "state that AdamW writes";
+  let description = [{
+    Under mixed precision every step casts each float32 parameter to the
+    type the forward computes in (bf16) before its first use: a kernel
+    that reads 4 and writes 2 bytes per parameter, again under activation
+    checkpointing, while AdamW has just read and written the same parameter
+    at the end of the previous step. On a rank's program this pass gives
+    each parameter `<fqn>` whose casts to one narrower float type T are
+    read, and whose AdamW update the function returns (`param.<fqn>`), an
+    argument `copy.<fqn>` of type T (role `param_copy`): the casts read it
+    instead, and the AdamW also returns its update rounded to T (its
+    `copy` result, returned as `copy.<fqn>` after `param.<fqn>`), which
+    the memory plan puts in the argument's place, like a moment. Not kept:
+    the copy of a table only embedding lookups read (they cast the rows
+    they gather), and of a shard FSDP gathers (its cast moves 1/N of the
+    gather's bytes, and the copy would be held all step, where memory is
+    what sharding is for).
+
+    The values are the same: every cast of the argument is the rounding of
+    the parameter the step starts from, which the previous step's AdamW
+    wrote. The runtime fills the copies from the parameters whenever it
+    loads them (initialization, a checkpoint, Hugging Face weights); the
+    copies are not checkpointed. A rank holds 2 more bytes per bf16
+    parameter in its state and moves 4 fewer per use per step (2 written by
+    AdamW for 6 read and written by each cast); the casts' transient
+    buffers are gone from the arena.
+
+    Example:
+
+    ```mlir
+    func.func @train_step(%w: tensor<4x4xf32> {titan.name = "w", titan.role = "param"}, ...) {
+      %c = titan.cast %w : tensor<4x4xf32> -> tensor<4x4xbf16>
+      ...
+      %p, %m, %v = titan.adamw %w, ...
+      return %loss, %p, %m, %v
+    }
+    // becomes
+    func.func @train_step(%w: tensor<4x4xf32> {titan.name = "w", titan.role = "param"}, ...,
+                          %wc: tensor<4x4xbf16> {titan.name = "copy.w", titan.role = "param_copy"}) {
+      ... (%wc where %c was read)
+      %p, %m, %v, %pc = titan.adamw %w, ... copy tensor<4x4xbf16>
+      return %loss, %p, %pc, %m, %v
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
 def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
   let summary = "Groups elementwise, reduction and shape ops into kernels";
   let description = [{
@@ -1120,11 +1171,22 @@ def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
     weights, i64 or i32 labels, an f32 loss, f32 parameters with f32 or
     bf16 gradients; the others stay fusible (or are expanded). An
     unknown name is an error that lists the known ones.
+
+    Then sibling groups become one kernel (`merge-siblings`, on by
+    default): elementwise groups over one shape that read a common input of
+    that shape, when the later ones read nothing computed after the
+    earliest one's root, are launched there as one kernel whose loop nests
+    titan-lower-kernels makes one, reading the common input once (SwiGLU's
+    two gradients both read the product's gradient and the gate: 5 passes
+    over [tokens, ffn] tensors instead of 7).
   }];
   let options = [
     ListOption<"runtimeOps", "runtime-ops", "std::string",
                "Ops the runtime executes instead of kernels: rms_norm, "
                "cross_entropy, adamw">,
+    Option<"mergeSiblings", "merge-siblings", "bool", /*default=*/"true",
+           "Launch elementwise groups that read a common input as one "
+           "kernel">,
   ];
   let dependentDialects = ["::mlir::titan::TitanDialect",
                            "::mlir::func::FuncDialect"];

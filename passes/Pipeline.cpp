@@ -73,6 +73,7 @@ void mlir::titan::buildSchedulingPipeline(OpPassManager &pm,
   pm.addPass(createSymbolPrivatizePass({"train_step"}));
   pm.addPass(createSymbolDCEPass());
   pm.addPass(createNormalizeCollectivesPass());
+  pm.addPass(createKeepParamCopiesPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createSinkToFirstUsePass());
   // Before the overlap schedule, which leaves the chunks' collectives (they

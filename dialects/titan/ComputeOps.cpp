@@ -824,6 +824,18 @@ LogicalResult AdamWOp::verify() {
   if (failed(verifyType(*this, "grad", param.getShape(), grad.getElementType(),
                         grad)))
     return failure();
+  if (Value copy = getNewParamCopy()) {
+    auto type = cast<RankedTensorType>(copy.getType());
+    if (failed(verifyType(*this, "new_param_copy", param.getShape(),
+                          type.getElementType(), type)))
+      return failure();
+    if (!isExactFloatWidening(type.getElementType(), param.getElementType()) ||
+        type.getElementType() == param.getElementType())
+      return emitOpError() << "new_param_copy must have a narrower float type "
+                              "than the parameter's "
+                           << param.getElementType() << ", got "
+                           << type.getElementType();
+  }
   for (auto [name, beta] : {std::pair{"beta1", getBeta1().convertToDouble()},
                             std::pair{"beta2", getBeta2().convertToDouble()}})
     if (!(beta >= 0 && beta < 1))

@@ -1085,12 +1085,21 @@ def Titan_AdamWOp : Titan_ComputeOp<"adamw", [AllTypesMatch<["param",
     (`runtime-ops` "adamw", the CUDA backend's default) or expands it into
     these elementwise ops, which it fuses.
 
+    With a `copy` type, the op also returns `new_param_copy`: `new_param`
+    rounded (to nearest even) to that narrower float type, the copy the next
+    step's forward reads under mixed precision (titan-keep-param-copies),
+    written in the same pass over the parameter.
+
     Example:
 
     ```mlir
     %p1, %m1, %v1 = titan.adamw %p, %g, %m, %v lr %lr step %step
         grad_scale %clip betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08
         weight_decay 1.000000e-01 : tensor<256x64xf32>, tensor<256x64xf32>
+    %p2, %m2, %v2, %c2 = titan.adamw %p, %g, %m, %v lr %lr step %step
+        betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08
+        weight_decay 1.000000e-01 : tensor<256x64xf32>, tensor<256x64xbf16>
+        copy tensor<256x64xbf16>
     ```
   }];
   let arguments = (ins Titan_FloatTensor:$param, Titan_FloatTensor:$grad,
@@ -1101,11 +1110,13 @@ def Titan_AdamWOp : Titan_ComputeOp<"adamw", [AllTypesMatch<["param",
                        F64Attr:$beta2, F64Attr:$eps, F64Attr:$weight_decay);
   let results = (outs Titan_FloatTensor:$new_param,
                       Titan_FloatTensor:$new_exp_avg,
-                      Titan_FloatTensor:$new_exp_avg_sq);
+                      Titan_FloatTensor:$new_exp_avg_sq,
+                      Optional<Titan_FloatTensor>:$new_param_copy);
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `lr` $lr `step` $step
     (`grad_scale` $grad_scale^)? `betas` $beta1 `,` $beta2 `eps` $eps
     `weight_decay` $weight_decay attr-dict `:` type($param) `,` type($grad)
+    (`copy` type($new_param_copy)^)?
   }];
   let hasVerifier = 1;
 }

@@ -94,8 +94,9 @@ void buildPlanningPipeline(OpPassManager &pm,
 
 /// Appends the planning pipeline's first passes, which fix the order of
 /// the rank's program: only @train_step is kept, collectives are
-/// normalized and sunk to their first readers, then (with
-/// `options.asyncTensorParallel`) collective matmuls are decomposed into
+/// normalized, the parameters' narrow copies kept as state
+/// (titan-keep-param-copies), collectives sunk to their first readers, then
+/// (with `options.asyncTensorParallel`) collective matmuls are decomposed into
 /// chunks, (with `options.buckets`) a block's collectives bucketed and
 /// (with `options.overlap`) collectives scheduled behind computation.
 void buildSchedulingPipeline(OpPassManager &pm,

@@ -220,6 +220,128 @@ static void fuseProducersIntoTheirConsumer(func::FuncOp kernel) {
   }
 }
 
+/// Whether loop nests `first` and `second` (later in the same block) can
+/// be one: both elementwise over the same iteration space (parallel loops,
+/// identity output maps), reading a common input, and `second` reads
+/// nothing `first` or the ops between them compute (tensor.empty inits
+/// aside, which move up).
+static bool areFusibleSiblings(linalg::GenericOp first,
+                               linalg::GenericOp second) {
+  auto isElementwise = [](linalg::GenericOp op) {
+    return op.getNumLoops() == op.getNumParallelLoops() &&
+           llvm::all_of(op.getDpsInitsMutable(), [&](OpOperand &init) {
+             return op.getMatchingIndexingMap(&init).isIdentity();
+           });
+  };
+  if (first->getBlock() != second->getBlock() || !isElementwise(first) ||
+      !isElementwise(second) ||
+      first.getStaticLoopRanges() != second.getStaticLoopRanges())
+    return false;
+  for (Value operand : second->getOperands()) {
+    Operation *def = operand.getDefiningOp();
+    if (def && !def->isBeforeInBlock(first) &&
+        !(isa<tensor::EmptyOp>(def) && def->getNumOperands() == 0))
+      return false;
+  }
+  return llvm::any_of(second.getDpsInputOperands(), [&](OpOperand *input) {
+    return llvm::any_of(first.getDpsInputOperands(), [&](OpOperand *other) {
+      return other->get() == input->get() &&
+             first.getMatchingIndexingMap(other) ==
+                 second.getMatchingIndexingMap(input);
+    });
+  });
+}
+
+/// Merges `first` and `second` (areFusibleSiblings) into one loop nest at
+/// `first`'s place that reads their inputs once and yields both results.
+static void fuseSiblings(IRRewriter &rewriter, linalg::GenericOp first,
+                         linalg::GenericOp second) {
+  for (Value init : second.getDpsInits())
+    if (Operation *def = init.getDefiningOp(); !def->isBeforeInBlock(first))
+      def->moveBefore(first);
+  // The inputs, each (value, map) once, then both nests' inits.
+  SmallVector<Value> inputs, inits;
+  SmallVector<AffineMap> maps, initMaps;
+  SmallVector<Type> argTypes, initTypes;
+  auto addInput = [&](OpOperand *operand, linalg::GenericOp op) {
+    AffineMap map = op.getMatchingIndexingMap(operand);
+    for (auto [index, value] : llvm::enumerate(inputs))
+      if (value == operand->get() && maps[index] == map)
+        return index;
+    inputs.push_back(operand->get());
+    maps.push_back(map);
+    argTypes.push_back(getElementTypeOrSelf(operand->get().getType()));
+    return inputs.size() - 1;
+  };
+  SmallVector<size_t> firstInputs, secondInputs;
+  for (OpOperand *input : first.getDpsInputOperands())
+    firstInputs.push_back(addInput(input, first));
+  for (OpOperand *input : second.getDpsInputOperands())
+    secondInputs.push_back(addInput(input, second));
+  for (linalg::GenericOp op : {first, second})
+    for (OpOperand &init : op.getDpsInitsMutable()) {
+      inits.push_back(init.get());
+      initMaps.push_back(op.getMatchingIndexingMap(&init));
+      initTypes.push_back(getElementTypeOrSelf(init.get().getType()));
+    }
+  llvm::append_range(maps, initMaps);
+  llvm::append_range(argTypes, initTypes);
+  SmallVector<Type> resultTypes(first->getResultTypes());
+  llvm::append_range(resultTypes, second->getResultTypes());
+
+  rewriter.setInsertionPoint(first);
+  auto fused =
+      linalg::GenericOp::create(rewriter, first.getLoc(), resultTypes, inputs,
+                                inits, maps, first.getIteratorTypesArray());
+  SmallVector<Location> argLocs(argTypes.size(), first.getLoc());
+  Block *body = rewriter.createBlock(&fused.getRegion(), {}, argTypes, argLocs);
+  SmallVector<Value> yielded;
+  unsigned initBase = inputs.size();
+  for (auto [op, inputIndices] : {std::pair{first, ArrayRef(firstInputs)},
+                                  {second, ArrayRef(secondInputs)}}) {
+    IRMapping mapping;
+    Block &old = op.getRegion().front();
+    for (auto [arg, index] : llvm::zip(
+             old.getArguments().take_front(inputIndices.size()), inputIndices))
+      mapping.map(arg, body->getArgument(index));
+    for (BlockArgument arg : old.getArguments().drop_front(inputIndices.size()))
+      mapping.map(arg, body->getArgument(initBase++));
+    for (Operation &inner : old.without_terminator())
+      rewriter.clone(inner, mapping);
+    for (Value value : old.getTerminator()->getOperands())
+      yielded.push_back(mapping.lookupOrDefault(value));
+  }
+  linalg::YieldOp::create(rewriter, first.getLoc(), yielded);
+  unsigned numFirst = first->getNumResults();
+  rewriter.replaceOp(first, fused->getResults().take_front(numFirst));
+  rewriter.replaceOp(second, fused->getResults().drop_front(numFirst));
+}
+
+/// Makes sibling loop nests of `kernel` one (areFusibleSiblings): titan-
+/// fuse-kernels puts independent elementwise groups that read a common
+/// input in one kernel (the two gradients of SwiGLU's product), and one
+/// nest reads that input once. Returns whether it fused any.
+static bool fuseSiblingLoopNests(func::FuncOp kernel) {
+  IRRewriter rewriter(kernel.getContext());
+  bool any = false;
+  for (bool fused = true; fused; any |= fused) {
+    fused = false;
+    SmallVector<linalg::GenericOp> nests;
+    kernel.walk([&](linalg::GenericOp op) { nests.push_back(op); });
+    for (auto [index, first] : llvm::enumerate(nests)) {
+      for (linalg::GenericOp second : ArrayRef(nests).drop_front(index + 1))
+        if (areFusibleSiblings(first, second)) {
+          fuseSiblings(rewriter, first, second);
+          fused = true;
+          break;
+        }
+      if (fused)
+        break;
+    }
+  }
+  return any;
+}
+
 /// Whether `op` only widens the type of its one input, element by element
 /// (bf16 -> f32, i32 -> i64, ...): its body is one cast whose result has
 /// at least as many bits as its operand.
@@ -318,8 +440,22 @@ LogicalResult mlir::titan::bufferizeKernels(ModuleOp kernels) {
     if (failed(pm.run(kernels)))
       return failure();
   }
-  for (auto kernel : kernels.getOps<func::FuncOp>())
+  // A producer both siblings read (SwiGLU's gate) has one consumer once
+  // they are one: fused in turn.
+  for (auto kernel : kernels.getOps<func::FuncOp>()) {
     fuseProducersIntoTheirConsumer(kernel);
+    bool siblings = false;
+    while (fuseSiblingLoopNests(kernel)) {
+      fuseProducersIntoTheirConsumer(kernel);
+      siblings = true;
+    }
+    // The merged nest reads an input the fused producer read too once.
+    if (siblings) {
+      RewritePatternSet patterns(context);
+      linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
+      (void)applyPatternsGreedily(kernel, std::move(patterns));
+    }
+  }
   {
     PassManager pm(context);
     pm.addPass(createCanonicalizerPass());

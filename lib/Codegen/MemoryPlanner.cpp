@@ -236,7 +236,7 @@ void MemoryPlanner::findStateUpdates() {
       continue;
     if (role == ArgRole::Param)
       updated[getParamSlotName(ParamSlot::Updated, name.getValue())] = arg;
-    else if (role == ArgRole::State)
+    else if (role == ArgRole::State || role == ArgRole::ParamCopy)
       updated[name.getValue()] = arg;
   }
   for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
@@ -297,11 +297,13 @@ static bool isReadIn(Value value, Phase phase) {
   return false;
 }
 
-/// Whether `value` is a parameter argument, followed back through ops of
-/// one operand (collectives, casts, reshapes).
+/// Whether `value` is a parameter argument or a parameter's copy, followed
+/// back through ops of one operand (collectives, casts, reshapes).
 static bool isParameter(Value value, func::FuncOp function) {
   BlockArgument arg = traceToArgument(value);
-  return arg && getArgRole(function, arg.getArgNumber()) == ArgRole::Param;
+  std::optional<ArgRole> role =
+      arg ? getArgRole(function, arg.getArgNumber()) : std::nullopt;
+  return role == ArgRole::Param || role == ArgRole::ParamCopy;
 }
 
 void MemoryPlanner::classifyBuffers() {

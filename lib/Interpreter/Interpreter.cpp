@@ -388,12 +388,16 @@ evaluateResults(Operation *op, ArrayRef<const TensorValue *> in) {
         std::optional<double> gradScale;
         if (a.getGradScale())
           gradScale = toDoubles(*in[6]).front();
-        return adamW(*in[0], *in[1], *in[2], *in[3], toDoubles(*in[4]).front(),
-                     toDoubles(*in[5]).front(), gradScale,
-                     {a.getBeta1().convertToDouble(),
-                      a.getBeta2().convertToDouble(),
-                      a.getEps().convertToDouble(),
-                      a.getWeightDecay().convertToDouble()});
+        std::vector<TensorValue> results =
+            adamW(*in[0], *in[1], *in[2], *in[3], toDoubles(*in[4]).front(),
+                  toDoubles(*in[5]).front(), gradScale,
+                  {a.getBeta1().convertToDouble(),
+                   a.getBeta2().convertToDouble(), a.getEps().convertToDouble(),
+                   a.getWeightDecay().convertToDouble()});
+        if (Value copy = a.getNewParamCopy())
+          results.push_back(
+              cast(results.front(), getKindAndShape(copy.getType())->first));
+        return results;
       })
       .Case([&](AttentionGradOp g) {
         return attentionGrad(*in[0], *in[1], *in[2], *in[3], *in[4], *in[5],

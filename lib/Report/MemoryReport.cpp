@@ -36,7 +36,7 @@ struct PlannedStep {
   MemoryTimeline timeline;
   /// Bytes of the state region by argument role (parameters, optimizer
   /// state, buffers) and of the inputs.
-  int64_t roleBytes[4] = {0, 0, 0, 0};
+  int64_t roleBytes[kNumArgRoles] = {};
 
   int64_t get(StringRef key) const {
     auto value = plan.getAs<IntegerAttr>(key);
@@ -96,6 +96,8 @@ mlir::titan::computeMemoryBreakdown(ModuleOp module) {
   add("parameters", step->roleBytes[static_cast<int>(ArgRole::Param)], "state");
   add("optimizer state", step->roleBytes[static_cast<int>(ArgRole::State)],
       "state");
+  if (int64_t copies = step->roleBytes[static_cast<int>(ArgRole::ParamCopy)])
+    add("parameter copies", copies, "state");
   if (int64_t buffers = step->roleBytes[static_cast<int>(ArgRole::Buffer)])
     add("buffers", buffers, "state");
   for (unsigned kind = 0; kind < kNumBufferKinds; ++kind)
@@ -135,7 +137,8 @@ LogicalResult mlir::titan::writeMemoryReport(ModuleOp module,
      << " are collective buffers\n";
   os << llvm::format("  %-8s %14lld B  %s\n", "state", (long long)state,
                      formatBytes(state).c_str());
-  os << "      parameters, optimizer moments and buffers, updated in place\n";
+  os << "      parameters, optimizer moments, buffers and the forward's "
+        "copies of the parameters, updated in place\n";
   os << llvm::format("  %-8s %14lld B  %s\n", "inputs", (long long)inputs,
                      formatBytes(inputs).c_str());
   os << "      this rank's part of the batch, the learning rate, the step\n";

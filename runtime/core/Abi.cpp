@@ -175,8 +175,8 @@ titanrt_status titanrt_adamw(titanrt_context *ctx, int32_t grad_dtype,
                              const void *lr, const void *step,
                              const void *grad_scale, void *param_out,
                              void *exp_avg_out, void *exp_avg_sq_out,
-                             int64_t numel, double beta1, double beta2,
-                             double eps, double weight_decay) {
+                             void *param_copy_out, int64_t numel, double beta1,
+                             double beta2, double eps, double weight_decay) {
   if (failsPendingStart(ctx, "titanrt_adamw"))
     return TITANRT_ERROR_INVALID_ARGUMENT;
   TraceScope trace(ctx->tracer, "adamw", "optimizer");
@@ -193,6 +193,7 @@ titanrt_status titanrt_adamw(titanrt_context *ctx, int32_t grad_dtype,
   operands.paramOut = static_cast<float *>(param_out);
   operands.expAvgOut = static_cast<float *>(exp_avg_out);
   operands.expAvgSqOut = static_cast<float *>(exp_avg_sq_out);
+  operands.paramCopyOut = static_cast<uint16_t *>(param_copy_out);
   operands.numel = numel;
   operands.beta1 = beta1;
   operands.beta2 = beta2;

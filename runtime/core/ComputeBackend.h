@@ -48,8 +48,9 @@ struct LossShape {
 /// The operands of titanrt_adamw (titan.adamw): the float32 parameter and
 /// moments, read from the inputs and written to the outputs (each the same
 /// buffer as its input or not overlapping it), a gradient of `gradDtype`
-/// (TITANRT_F32 or TITANRT_BF16), and the float32 scalars lr, step and,
-/// unless null, gradScale, all in the backend's memory.
+/// (TITANRT_F32 or TITANRT_BF16), the float32 scalars lr, step and,
+/// unless null, gradScale, and unless null the bfloat16 copy of the updated
+/// parameter to write, all in the backend's memory.
 struct AdamWOperands {
   int32_t gradDtype = 0;
   const float *param = nullptr;
@@ -62,6 +63,8 @@ struct AdamWOperands {
   float *paramOut = nullptr;
   float *expAvgOut = nullptr;
   float *expAvgSqOut = nullptr;
+  /// bfloat16 bits.
+  uint16_t *paramCopyOut = nullptr;
   int64_t numel = 0;
   double beta1 = 0.9;
   double beta2 = 0.95;

@@ -654,6 +654,7 @@ Status Trainer::prepare(const RunOptions &options) {
   if (options.checkpoint.enable && options.checkpoint.lastSaveInHf)
     TITANRT_RETURN_IF_ERROR(checkHfSaveSettings(options));
   TITANRT_RETURN_IF_ERROR(fillState(options));
+  TITANRT_RETURN_IF_ERROR(fillParameterCopies());
   // The buffers and the state, filled in the host mirror, go to the step.
   return memory->upload(Region::State, 0, regions.getBytes(Region::State));
 }
@@ -728,6 +729,41 @@ Status Trainer::fillState(const RunOptions &options) {
                           checkpoint.initialLoadModelOnly);
   }
   initialize(options.seed);
+  return Status::success();
+}
+
+Status Trainer::fillParameterCopies() {
+  for (const TensorPlace &copy : program.arguments) {
+    if (copy.role != "param_copy")
+      continue;
+    // ParamSlot::Copy's name (include/titan/Dialect/ArgRole.h).
+    llvm::StringRef name = copy.name;
+    const TensorPlace *param = name.consume_front("copy.")
+                                   ? program.findArgument(name.str())
+                                   : nullptr;
+    if (!param || param->role != "param" || param->dtype != TITANRT_F32 ||
+        param->shape != copy.shape ||
+        (copy.dtype != TITANRT_BF16 && copy.dtype != TITANRT_F16))
+      return Status::invalidArgument(
+          "the program's parameter copy '" + copy.name + "' (" +
+          dtypeName(copy.dtype) +
+          ") is not the bf16 or f16 copy of a float32 parameter '" +
+          name.str() + "' of its shape: recompile the program");
+    const float *source =
+        reinterpret_cast<const float *>(regions.address(*param));
+    uint8_t *target = regions.address(copy);
+    forEachChunk(copy.numElements(), [&](int64_t begin, int64_t end) {
+      if (copy.dtype == TITANRT_BF16) {
+        auto *bits = reinterpret_cast<uint16_t *>(target);
+        for (int64_t i = begin; i < end; ++i)
+          bits[i] = floatToBf16(source[i]);
+      } else {
+        auto *halves = reinterpret_cast<_Float16 *>(target);
+        for (int64_t i = begin; i < end; ++i)
+          halves[i] = static_cast<_Float16>(source[i]);
+      }
+    });
+  }
   return Status::success();
 }
 

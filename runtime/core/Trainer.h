@@ -168,6 +168,10 @@ private:
   /// checkpoint of the job's folder (or `load_step`'s), else
   /// `initial_load_path`, else a seeded initialization.
   Status fillState(const RunOptions &options);
+  /// Fills each parameter copy `copy.<fqn>` (role param_copy: the forward's
+  /// bf16 or f16 copy, which AdamW keeps; titan-keep-param-copies) with
+  /// parameter `<fqn>` rounded to nearest even.
+  Status fillParameterCopies();
   /// Copies `places` (null ones skipped) from the step's memory into the
   /// host mirror and waits for them.
   Status downloadPlaces(llvm::ArrayRef<const TensorPlace *> places);

@@ -41,6 +41,8 @@ void update(const AdamWOperands &o, const AdamWScalars &s, float gradScale,
       g = g * gradScale;
     updateAdamWElement(s, g, o.param[i], o.expAvg[i], o.expAvgSq[i],
                        o.paramOut[i], o.expAvgOut[i], o.expAvgSqOut[i]);
+    if (o.paramCopyOut)
+      o.paramCopyOut[i] = floatToBf16(o.paramOut[i]);
   }
 }
 
@@ -62,6 +64,9 @@ Status cpu::adamW(ThreadPool &pool, const AdamWOperands &o) {
         {"exp_avg_out", o.expAvgOut},
         {"exp_avg_sq_out", o.expAvgSqOut}})
     TITANRT_RETURN_IF_ERROR(checkBuffer(op, name, pointer, {o.numel}));
+  if (o.paramCopyOut)
+    TITANRT_RETURN_IF_ERROR(
+        checkBuffer(op, "param_copy_out", o.paramCopyOut, {o.numel}));
   TITANRT_RETURN_IF_ERROR(checkBuffer(op, "lr", o.lr, {1}));
   TITANRT_RETURN_IF_ERROR(checkBuffer(op, "step", o.step, {1}));
   const AdamWHyperparameters hyper = adamWHyperparameters(o, *o.lr, *o.step);

@@ -50,7 +50,8 @@ __global__ void __launch_bounds__(256)
 
 /// titanrt_adamw of one tensor: chunk blockIdx.x of `o`'s elements, the
 /// step's scalars computed by the block's first thread from the lr and
-/// step in device memory (as adamWScalars does on the host).
+/// step in device memory (as adamWScalars does on the host); the updated
+/// parameter's bf16 copy too when `o` asks for one.
 template <typename G>
 __global__ void __launch_bounds__(256) adamWTensorKernel(AdamWOperands o) {
   __shared__ AdamWScalars scalars;
@@ -62,9 +63,13 @@ __global__ void __launch_bounds__(256) adamWTensorKernel(AdamWOperands o) {
   const int64_t end = min(o.numel, start + kAdamWChunkElements);
   const float scale = o.gradScale ? *o.gradScale : 1.0f;
   const G *grad = static_cast<const G *>(o.grad);
-  for (int64_t i = start + threadIdx.x; i < end; i += blockDim.x)
+  bf16 *copy = reinterpret_cast<bf16 *>(o.paramCopyOut);
+  for (int64_t i = start + threadIdx.x; i < end; i += blockDim.x) {
     updateElement(s, scale, o.param, grad, o.expAvg, o.expAvgSq, o.paramOut,
                   o.expAvgOut, o.expAvgSqOut, i);
+    if (copy)
+      copy[i] = fromFloat<bf16>(o.paramOut[i]);
+  }
 }
 
 } // namespace
@@ -145,6 +150,9 @@ Status cuda::adamWStep(cudaStream_t stream, const AdamWOperands &o) {
                                          {"param_out", o.paramOut},
                                          {"exp_avg_out", o.expAvgOut},
                                          {"exp_avg_sq_out", o.expAvgSqOut}}));
+  if (o.paramCopyOut)
+    TITANRT_RETURN_IF_ERROR(
+        checkPointers(op, o.numel, {{"param_copy_out", o.paramCopyOut}}));
   // lr and step are on the device: the host checks the rest.
   TITANRT_RETURN_IF_ERROR(checkAdamWHyperparameters(
       adamWHyperparameters(o, /*lr=*/0, /*step=*/0), op));

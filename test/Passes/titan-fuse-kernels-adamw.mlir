@@ -41,7 +41,7 @@
 // CALLS-NEXT: %[[BETA2:.*]] = llvm.mlir.constant(0.94999999999999996 : f64) : f64
 // CALLS-NEXT: %[[EPS:.*]] = llvm.mlir.constant(1.000000e-08 : f64) : f64
 // CALLS-NEXT: %[[WD:.*]] = llvm.mlir.constant(1.000000e-01 : f64) : f64
-// CALLS-NEXT: llvm.call @titanrt_adamw(%arg0, %[[GRADTYPE]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[NUMEL]], %[[BETA1]], %[[BETA2]], %[[EPS]], %[[WD]]) : (!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, f64, f64, f64, f64) -> i32
+// CALLS-NEXT: llvm.call @titanrt_adamw(%arg0, %[[GRADTYPE]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[NUMEL]], %[[BETA1]], %[[BETA2]], %[[EPS]], %[[WD]]) : (!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, f64, f64, f64, f64) -> i32
 
 titan.mesh @mesh ["dp"=1]
 func.func @train_step(%w: tensor<16x8xf32> {titan.name = "w", titan.role = "param", titan.placements = #titan.placements<@mesh, [R]>},

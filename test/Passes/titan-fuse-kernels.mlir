@@ -1,4 +1,5 @@
-// RUN: titan-opt %s --titan-fuse-kernels --split-input-file | FileCheck %s
+// RUN: titan-opt %s --titan-fuse-kernels=merge-siblings=false --split-input-file | FileCheck %s
+// (Siblings launched as one kernel: titan-fuse-kernels-siblings.mlir.)
 
 // Host ops (matmul, collectives, reshape) stay; everything else goes into
 // kernels. An op joins the group of its users when they are all in one

@@ -29,10 +29,18 @@ enum class ArgRole {
   Buffer,
   /// Data: tokens, labels, the learning rate, the step.
   Input,
+  /// A parameter rounded to the narrower float type the forward computes
+  /// in, which the optimizer writes with the parameter
+  /// (titan-keep-param-copies); not checkpointed: the runtime fills it from
+  /// the parameter whenever it loads one.
+  ParamCopy,
 };
 
-/// The spelling of `role` in `titan.role`: "param", "state", "buffer" or
-/// "input".
+/// The number of argument roles.
+inline constexpr unsigned kNumArgRoles = 5;
+
+/// The spelling of `role` in `titan.role`: "param", "state", "buffer",
+/// "input" or "param_copy".
 inline StringRef stringifyArgRole(ArgRole role) {
   switch (role) {
   case ArgRole::Param:
@@ -43,6 +51,8 @@ inline StringRef stringifyArgRole(ArgRole role) {
     return "buffer";
   case ArgRole::Input:
     return "input";
+  case ArgRole::ParamCopy:
+    return "param_copy";
   }
   llvm_unreachable("unknown argument role");
 }
@@ -54,6 +64,7 @@ inline std::optional<ArgRole> symbolizeArgRole(StringRef name) {
       .Case("state", ArgRole::State)
       .Case("buffer", ArgRole::Buffer)
       .Case("input", ArgRole::Input)
+      .Case("param_copy", ArgRole::ParamCopy)
       .Default(std::nullopt);
 }
 
@@ -82,8 +93,8 @@ inline void setEachArgRole(FunctionOpInterface function,
 }
 
 /// The values @train_step names after a parameter `<fqn>`: its arguments
-/// (the parameter, its AdamW moments) and its results (the updated
-/// parameter and moments, the gradient with --emit-grads).
+/// (the parameter, its AdamW moments, its narrow copy) and its results (the
+/// updated parameter, moments and copy, the gradient with --emit-grads).
 enum class ParamSlot {
   /// The parameter, `<fqn>` (an argument).
   Param,
@@ -95,10 +106,13 @@ enum class ParamSlot {
   Updated,
   /// The gradient, `grad.<fqn>` (a result).
   Grad,
+  /// The parameter in the forward's narrower float type, `copy.<fqn>` (an
+  /// argument and a result of a rank's program; titan-keep-param-copies).
+  Copy,
 };
 
-/// The prefix of `slot`'s names: "", "exp_avg.", "exp_avg_sq.", "param."
-/// or "grad.".
+/// The prefix of `slot`'s names: "", "exp_avg.", "exp_avg_sq.", "param.",
+/// "grad." or "copy.".
 inline StringRef getParamSlotPrefix(ParamSlot slot) {
   switch (slot) {
   case ParamSlot::Param:
@@ -111,6 +125,8 @@ inline StringRef getParamSlotPrefix(ParamSlot slot) {
     return "param.";
   case ParamSlot::Grad:
     return "grad.";
+  case ParamSlot::Copy:
+    return "copy.";
   }
   llvm_unreachable("unknown parameter slot");
 }
@@ -122,8 +138,8 @@ inline std::string getParamSlotName(ParamSlot slot, StringRef fqn) {
 
 /// The slots whose names have a prefix, in the order they are tried.
 inline constexpr ParamSlot kPrefixedParamSlots[] = {
-    ParamSlot::ExpAvgSq, ParamSlot::ExpAvg, ParamSlot::Updated,
-    ParamSlot::Grad};
+    ParamSlot::ExpAvgSq, ParamSlot::ExpAvg, ParamSlot::Updated, ParamSlot::Grad,
+    ParamSlot::Copy};
 
 /// The slot and parameter FQN that `name` names, if it has a slot's prefix
 /// ("exp_avg_sq.w" is (ExpAvgSq, "w")); a name without one is the

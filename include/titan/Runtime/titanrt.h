@@ -208,7 +208,10 @@ titanrt_status titanrt_cross_entropy_grad(
 /// TITANRT_F32 or TITANRT_BF16), multiplied first by *grad_scale unless it
 /// is null, and writes the updates to param_out, exp_avg_out and
 /// exp_avg_sq_out (each the same buffer as its input or not overlapping
-/// it). lr and step are float32 scalars in the step's memory; with
+/// it), and unless param_copy_out is null, param_out rounded to bfloat16
+/// (nearest even) to param_copy_out: the copy the next step's forward
+/// reads (titan.adamw's new_param_copy). lr and step are float32 scalars in
+/// the step's memory; with
 /// t = step + 1, decay = 1 - lr * weight_decay, step_size =
 /// lr / (1 - beta1^t) and c = sqrt(1 - beta2^t) computed in double and
 /// rounded to float32, every element computes in float32:
@@ -222,8 +225,8 @@ titanrt_status titanrt_adamw(titanrt_context *ctx, int32_t grad_dtype,
                              const void *lr, const void *step,
                              const void *grad_scale, void *param_out,
                              void *exp_avg_out, void *exp_avg_sq_out,
-                             int64_t numel, double beta1, double beta2,
-                             double eps, double weight_decay);
+                             void *param_copy_out, int64_t numel, double beta1,
+                             double beta2, double eps, double weight_decay);
 
 /// Copies `bytes` bytes from `in` to `out` in the step's memory (buffers that
 /// do not overlap): a step result that ends where it was not computed, such

@@ -209,5 +209,7 @@ func.func @adamw(%p: tensor<16x8xf32>, %g: tensor<16x8xbf16>, %m: tensor<16x8xf3
   %0:3 = titan.adamw %p, %g, %m, %v lr %lr step %step grad_scale %clip betas 0.9, 0.95 eps 1.0e-8 weight_decay 0.1 : tensor<16x8xf32>, tensor<16x8xbf16>
   // CHECK: titan.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lr %{{.*}} step %{{.*}} betas 0.000000e+00, 0.000000e+00 eps 1.000000e+00 weight_decay 0.000000e+00 : tensor<16x8xf32>, tensor<16x8xf32>
   %1:3 = titan.adamw %p, %m, %m, %v lr %lr step %step betas 0.0, 0.0 eps 1.0 weight_decay 0.0 : tensor<16x8xf32>, tensor<16x8xf32>
+  // CHECK: titan.adamw {{.*}} : tensor<16x8xf32>, tensor<16x8xbf16> copy tensor<16x8xbf16>
+  %2:4 = titan.adamw %p, %g, %m, %v lr %lr step %step betas 0.9, 0.95 eps 1.0e-8 weight_decay 0.1 : tensor<16x8xf32>, tensor<16x8xbf16> copy tensor<16x8xbf16>
   return %0#0, %1#0 : tensor<16x8xf32>, tensor<16x8xf32>
 }

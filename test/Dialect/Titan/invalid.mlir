@@ -1137,6 +1137,22 @@ func.func @adamw_weight_decay(%p: tensor<4x8xf32>, %lr: tensor<f32>, %step: tens
 
 // -----
 
+func.func @adamw_copy_type(%p: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<f32>) {
+  // expected-error @+1 {{new_param_copy must have a narrower float type than the parameter's 'f32', got 'f64'}}
+  %0:4 = titan.adamw %p, %p, %p, %p lr %lr step %step betas 0.9, 0.95 eps 1.0e-8 weight_decay 0.1 : tensor<4x8xf32>, tensor<4x8xf32> copy tensor<4x8xf64>
+  return
+}
+
+// -----
+
+func.func @adamw_copy_shape(%p: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<f32>) {
+  // expected-error @+1 {{expected new_param_copy type 'tensor<4x8xbf16>', got 'tensor<8x4xbf16>'}}
+  %0:4 = titan.adamw %p, %p, %p, %p lr %lr step %step betas 0.9, 0.95 eps 1.0e-8 weight_decay 0.1 : tensor<4x8xf32>, tensor<4x8xf32> copy tensor<8x4xbf16>
+  return
+}
+
+// -----
+
 func.func @adamw_lr_type(%p: tensor<4x8xf32>, %lr: tensor<f64>, %step: tensor<f32>) {
   // expected-note @-1 {{prior use here}}
   // expected-error @+1 {{use of value '%lr' expects different type than prior uses: 'tensor<f32>' vs 'tensor<f64>'}}

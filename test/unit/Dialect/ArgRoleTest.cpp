@@ -13,10 +13,11 @@ using namespace mlir::titan;
 namespace {
 
 TEST(ArgRoleTest, SpellingsRoundTrip) {
-  for (ArgRole role :
-       {ArgRole::Param, ArgRole::State, ArgRole::Buffer, ArgRole::Input})
+  for (ArgRole role : {ArgRole::Param, ArgRole::State, ArgRole::Buffer,
+                       ArgRole::Input, ArgRole::ParamCopy})
     EXPECT_EQ(symbolizeArgRole(stringifyArgRole(role)), role);
   EXPECT_EQ(stringifyArgRole(ArgRole::State), "state");
+  EXPECT_EQ(stringifyArgRole(ArgRole::ParamCopy), "param_copy");
   EXPECT_EQ(symbolizeArgRole("grad"), std::nullopt);
 }
 

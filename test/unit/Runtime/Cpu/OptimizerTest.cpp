@@ -75,15 +75,20 @@ TEST(OptimizerTest, AdamWMatchesTorchFormulaInPlaceAndOnAnyThreads) {
       first = updated.param;
     EXPECT_EQ(updated.param, first) << threads << " threads";
   }
-  // Into other buffers: the same values, the inputs untouched.
+  // Into other buffers: the same values, the inputs untouched; with a
+  // bf16 copy of the parameter, exactly its rounding.
   AdamWCase in, out;
+  std::vector<uint16_t> copy(kNumel);
   AdamWOperands o = in.operands(true);
   o.paramOut = out.param.data();
   o.expAvgOut = out.expAvg.data();
   o.expAvgSqOut = out.expAvgSq.data();
+  o.paramCopyOut = copy.data();
   ASSERT_TRUE(adamW(pool(2), o).ok());
   EXPECT_EQ(out.param, first);
   EXPECT_EQ(in.param, AdamWCase().param);
+  for (int64_t i = 0; i < kNumel; ++i)
+    ASSERT_EQ(copy[i], floatToBf16(first[i])) << i;
 }
 
 TEST(OptimizerTest, AdamWBf16GradientsAreTheirValues) {

@@ -2,6 +2,7 @@
 
 #include "KernelCheck.h"
 
+#include "core/LowPrecision.h"
 #include "cuda/AdamW.h"
 #include "cuda/Kernels.h"
 #include "cuda/LaunchConfig.h"
@@ -318,7 +319,7 @@ void checkAdamWStep(Checker &checker, Context &context, int32_t gradDtype,
       for (double &value : v)
         value = std::abs(value);
       DeviceTensor dParam, dGrad, dM, dV, dLr, dStep, dScale;
-      DeviceTensor outParam, outM, outV;
+      DeviceTensor outParam, outM, outV, outCopy;
       if (!checker.expectOk(name, dParam.upload(TITANRT_F32, param)) ||
           !checker.expectOk(name, dGrad.upload(gradDtype, grad)) ||
           !checker.expectOk(name, dM.upload(TITANRT_F32, m)) ||
@@ -329,7 +330,8 @@ void checkAdamWStep(Checker &checker, Context &context, int32_t gradDtype,
           !checker.expectOk(name, dScale.upload(TITANRT_F32, {gradScale})) ||
           !checker.expectOk(name, outParam.allocate(TITANRT_F32, n)) ||
           !checker.expectOk(name, outM.allocate(TITANRT_F32, n)) ||
-          !checker.expectOk(name, outV.allocate(TITANRT_F32, n)))
+          !checker.expectOk(name, outV.allocate(TITANRT_F32, n)) ||
+          !checker.expectOk(name, outCopy.allocate(TITANRT_BF16, n)))
         return;
       AdamWOperands o;
       o.gradDtype = gradDtype;
@@ -346,6 +348,9 @@ void checkAdamWStep(Checker &checker, Context &context, int32_t gradDtype,
       o.paramOut = targetParam.as<float>();
       o.expAvgOut = targetM.as<float>();
       o.expAvgSqOut = targetV.as<float>();
+      // Out of place, the parameter's bf16 copy too (titan.adamw's
+      // new_param_copy).
+      o.paramCopyOut = inPlace ? nullptr : outCopy.as<uint16_t>();
       o.numel = n;
       o.beta1 = hyper.beta1;
       o.beta2 = hyper.beta2;
@@ -363,6 +368,15 @@ void checkAdamWStep(Checker &checker, Context &context, int32_t gradDtype,
       checker.compare(name + ".param", actual[0], param, 1e-5);
       checker.compare(name + ".exp_avg", actual[1], m, 1e-5);
       checker.compare(name + ".exp_avg_sq", actual[2], v, 1e-5);
+      if (o.paramCopyOut) {
+        // Exactly the updated parameter rounded to bf16.
+        std::vector<double> copy, rounded;
+        if (!checker.expectOk(name, outCopy.download(copy)))
+          return;
+        for (double value : actual[0])
+          rounded.push_back(bf16ToFloat(floatToBf16(float(value))));
+        checker.expectIdentical(name + ".param_copy", copy, rounded);
+      }
     }
   }
 }
