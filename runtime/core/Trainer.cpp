@@ -753,15 +753,7 @@ Status Trainer::fillParameterCopies() {
         reinterpret_cast<const float *>(regions.address(*param));
     uint8_t *target = regions.address(copy);
     forEachChunk(copy.numElements(), [&](int64_t begin, int64_t end) {
-      if (copy.dtype == TITANRT_BF16) {
-        auto *bits = reinterpret_cast<uint16_t *>(target);
-        for (int64_t i = begin; i < end; ++i)
-          bits[i] = floatToBf16(source[i]);
-      } else {
-        auto *halves = reinterpret_cast<_Float16 *>(target);
-        for (int64_t i = begin; i < end; ++i)
-          halves[i] = static_cast<_Float16>(source[i]);
-      }
+      narrowFloats(copy.dtype, source, target, begin, end);
     });
   }
   return Status::success();

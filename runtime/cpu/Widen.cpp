@@ -40,14 +40,6 @@ void cpu::narrow(ThreadPool &pool, int32_t dtype,
                  const std::vector<float> &values, void *target) {
   int64_t count = int64_t(values.size());
   pool.parallelFor(count, kConvertGrain, [&](int64_t begin, int64_t end) {
-    if (dtype == TITANRT_BF16) {
-      auto *bits = static_cast<uint16_t *>(target);
-      for (int64_t i = begin; i < end; ++i)
-        bits[i] = floatToBf16(values[i]);
-    } else {
-      auto *halves = static_cast<_Float16 *>(target);
-      for (int64_t i = begin; i < end; ++i)
-        halves[i] = static_cast<_Float16>(values[i]);
-    }
+    narrowFloats(dtype, values.data(), target, begin, end);
   });
 }
