@@ -323,21 +323,21 @@ static void fuseSiblings(IRRewriter &rewriter, linalg::GenericOp first,
 /// nest reads that input once. Returns whether it fused any.
 static bool fuseSiblingLoopNests(func::FuncOp kernel) {
   IRRewriter rewriter(kernel.getContext());
-  bool any = false;
-  for (bool fused = true; fused; any |= fused) {
-    fused = false;
+  // The first fusible pair of nests in program order, if any.
+  auto findSiblings =
+      [&]() -> std::optional<std::pair<linalg::GenericOp, linalg::GenericOp>> {
     SmallVector<linalg::GenericOp> nests;
     kernel.walk([&](linalg::GenericOp op) { nests.push_back(op); });
-    for (auto [index, first] : llvm::enumerate(nests)) {
+    for (auto [index, first] : llvm::enumerate(nests))
       for (linalg::GenericOp second : ArrayRef(nests).drop_front(index + 1))
-        if (areFusibleSiblings(first, second)) {
-          fuseSiblings(rewriter, first, second);
-          fused = true;
-          break;
-        }
-      if (fused)
-        break;
-    }
+        if (areFusibleSiblings(first, second))
+          return std::pair(first, second);
+    return std::nullopt;
+  };
+  bool any = false;
+  while (auto siblings = findSiblings()) {
+    fuseSiblings(rewriter, siblings->first, siblings->second);
+    any = true;
   }
   return any;
 }
