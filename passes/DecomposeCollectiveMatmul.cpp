@@ -102,7 +102,8 @@ bool isRowwiseMatmul(MatmulOp matmul, int64_t dim) {
   auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
   auto rhs = cast<RankedTensorType>(matmul.getRhs().getType());
   int64_t rank = lhs.getRank();
-  if (matmul.getTransposeLhs() || rank < 2 || dim >= rank - 1)
+  if (matmul.getTransposeLhs() || matmul.getAddend() || rank < 2 ||
+      dim >= rank - 1)
     return false;
   // A batch dim of a batched right operand would have to be cut too.
   return dim == rank - 2 || rhs.getRank() == 2;

@@ -30,7 +30,7 @@ struct FoldMatmulBatch : OpRewritePattern<ReduceSumOp> {
                                 PatternRewriter &rewriter) const override {
     auto matmul = op.getInput().getDefiningOp<MatmulOp>();
     if (!matmul || !matmul->hasOneUse() || !matmul.getTransposeLhs() ||
-        matmul.getTransposeRhs())
+        matmul.getTransposeRhs() || matmul.getAddend())
       return failure();
     RankedTensorType lhsType = matmul.getLhs().getType();
     RankedTensorType rhsType = matmul.getRhs().getType();
@@ -64,7 +64,7 @@ struct FoldMatmulBatch : OpRewritePattern<ReduceSumOp> {
     Value rhs = foldRows(matmul.getRhs(), rhsType);
     auto foldedType = productType.clone(productType.getShape().take_back(2));
     auto folded = MatmulOp::create(rewriter, loc, foldedType, lhs, rhs,
-                                   /*transposeLhs=*/true,
+                                   /*addend=*/Value(), /*transposeLhs=*/true,
                                    /*transposeRhs=*/false);
     folded->setDiscardableAttrs(matmul->getDiscardableAttrDictionary());
     Value product = folded;

@@ -108,6 +108,8 @@ std::optional<ScoresChain> matchScoresChain(IndexFunctionEvaluator &evaluator,
     if (!op)
       return std::nullopt;
     if (auto scores = dyn_cast<MatmulOp>(op)) {
+      if (scores.getAddend())
+        return std::nullopt;
       chain.scores = scores;
       return chain;
     }
@@ -239,6 +241,8 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
                                 PatternRewriter &rewriter) const override {
     if (output.getTransposeLhs())
       return rewriter.notifyMatchFailure(output, "transposed probabilities");
+    if (output.getAddend())
+      return rewriter.notifyMatchFailure(output, "a product with an addend");
     // The probabilities, through casts that change nothing and at most one
     // narrowing of a wider softmax (mixed precision).
     Value probs = output.getLhs();

@@ -125,6 +125,9 @@ private:
   BufferAttr placeOf(Value value);
   /// A pointer to where `value` lives.
   Value pointer(Value value);
+  /// pointer(value), or a null pointer for an absent optional operand or
+  /// result.
+  Value pointerOrNull(Value value);
   /// A pointer to scratch buffer `index` of `op`.
   Value scratchPointer(Operation *op, unsigned index);
   Value i32(int64_t value);
@@ -288,6 +291,13 @@ static void markPlannedAlignment(func::FuncOp step, ModuleOp kernels) {
 
 Value StepLowering::pointer(Value value) { return pointer(placeOf(value)); }
 
+Value StepLowering::pointerOrNull(Value value) {
+  if (value)
+    return pointer(value);
+  return LLVM::ZeroOp::create(builder, step.getLoc(),
+                              LLVM::LLVMPointerType::get(context));
+}
+
 Value StepLowering::scratchPointer(Operation *op, unsigned index) {
   auto places = op->getAttrOfType<ArrayAttr>(TitanDialect::kScratchAttrName);
   return pointer(cast<BufferAttr>(places[index]));
@@ -340,9 +350,9 @@ LogicalResult StepLowering::lowerMatmul(MatmulOp op) {
   callRuntime("titanrt_matmul",
               {contextArg, i32(getRuntimeDType(lhs.getElementType())),
                pointer(op.getLhs()), pointer(op.getRhs()),
-               pointer(op.getResult()), i64(batch), i64(m), i64(n), i64(k),
-               i32(op.getTransposeLhs()), i32(op.getTransposeRhs()),
-               i32(shared)});
+               pointerOrNull(op.getAddend()), pointer(op.getResult()),
+               i64(batch), i64(m), i64(n), i64(k), i32(op.getTransposeLhs()),
+               i32(op.getTransposeRhs()), i32(shared)});
   return success();
 }
 
@@ -454,19 +464,12 @@ LogicalResult StepLowering::lower(Operation *op) {
                 {contextArg, dtypeOf(grad.getInput()),
                  dtypeOf(grad.getWeight()), pointer(grad.getInput()),
                  pointer(grad.getWeight()), pointer(grad.getGrad()),
-                 pointer(grad.getInputGrad()), pointer(grad.getWeightGrad()),
-                 scratchPointer(op, 0), i64(rows), i64(cols),
-                 f64(grad.getEps().convertToDouble())});
+                 pointerOrNull(grad.getAddend()), pointer(grad.getInputGrad()),
+                 pointer(grad.getWeightGrad()), scratchPointer(op, 0),
+                 i64(rows), i64(cols), f64(grad.getEps().convertToDouble())});
     return success();
   }
   if (auto adamw = dyn_cast<AdamWOp>(op)) {
-    // An absent optional operand or result is a null pointer.
-    auto pointerOrNull = [&](Value value) {
-      return value ? pointer(value)
-                   : LLVM::ZeroOp::create(builder, op->getLoc(),
-                                          LLVM::LLVMPointerType::get(context))
-                         .getResult();
-    };
     callRuntime("titanrt_adamw",
                 {contextArg, dtypeOf(adamw.getGrad()),
                  pointer(adamw.getParam()), pointer(adamw.getGrad()),

@@ -1036,6 +1036,42 @@ def NormalizeCollectivesPass : Pass<"titan-normalize-collectives",
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
 
+def FuseAddendsPass : Pass<"titan-fuse-addends"> {
+  let summary = "Adds a sum's other term in the op that computes one term";
+  let description = [{
+    `add(x, matmul(a, b))` reads the product once more than it must: the
+    GEMM writes it, an elementwise kernel reads it and x and writes the sum.
+    This pass gives the matmul x as its addend (`titan.matmul ... plus x`),
+    which both runtimes add in the GEMM (cuBLASLt's C with beta = 1,
+    OpenBLAS's beta = 1; rounded once), and drops the add: a transformer
+    block's two residual adds, and the backward's sums of products (the
+    input cotangent of q, k and v, of the SwiGLU's two input projections).
+    RMSNorm's input cotangent takes an addend the same way
+    (`titan.rms_norm_grad ... plus x`): the residual stream's gradient,
+    which the backward adds to each norm's input cotangent.
+    titan-plan-memory computes the sum in x's buffer when x is read last
+    there.
+
+    It applies when the term (or its one reshape) is read only by the add,
+    in the add's block, and x is defined before the op that computes the
+    term (so that the op reads it where it stands: nothing moves). When
+    both terms qualify the later op adds the earlier term, and adds are
+    visited in program order, so that a sum of three products is two fused
+    GEMMs. On a rank's program (after titan-spmdize): an addend and a
+    sharded contraction dim do not mix.
+
+    Example:
+
+    ```mlir
+    %p = titan.matmul %a, %w transpose_rhs : tensor<8x64xf32>, tensor<32x64xf32> -> tensor<8x32xf32>
+    %s = titan.add %x, %p : tensor<8x32xf32>
+    // becomes
+    %s = titan.matmul %a, %w transpose_rhs plus %x : tensor<8x64xf32>, tensor<32x64xf32> -> tensor<8x32xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
 def FoldMatmulBatchPass : Pass<"titan-fold-matmul-batch"> {
   let summary = "Computes a batch-summed matmul as one product over the "
                 "batch's rows";

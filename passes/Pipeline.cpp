@@ -95,6 +95,7 @@ void mlir::titan::buildPlanningPipeline(OpPassManager &pm,
   // On the rank's local tensors, where merging a batch with a sharded
   // sequence dim is a view.
   pm.addPass(createFoldMatmulBatchPass());
+  pm.addPass(createFuseAddendsPass());
   pm.addPass(createFuseKernelsPass(options.fuseKernels));
   pm.addPass(createLowerKernelsPass());
   pm.addPass(createPlanMemoryPass());

@@ -100,7 +100,8 @@ struct Emitter {
   }
   Value matmul(Type type, Value lhs, Value rhs, bool transposeLhs,
                bool transposeRhs) {
-    return MatmulOp::create(b, loc, type, lhs, rhs, transposeLhs, transposeRhs);
+    return MatmulOp::create(b, loc, type, lhs, rhs, /*addend=*/Value(),
+                            transposeLhs, transposeRhs);
   }
 };
 } // namespace
@@ -448,9 +449,9 @@ Grads LogSoftmaxOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
 Grads RmsNormOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
   return buildRule(
       *this, builder, resultGrads, [&](Emitter &e, Value dy) -> Grads {
-        auto grad = RmsNormGradOp::create(e.b, e.loc, getInput().getType(),
-                                          getWeight().getType(), getInput(),
-                                          getWeight(), dy, getEpsAttr());
+        auto grad = RmsNormGradOp::create(
+            e.b, e.loc, getInput().getType(), getWeight().getType(), getInput(),
+            getWeight(), dy, /*addend=*/Value(), getEpsAttr());
         return SmallVector<Value>{grad.getInputGrad(), grad.getWeightGrad()};
       });
 }
@@ -515,7 +516,10 @@ Grads MatmulOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
                          : e.matmul(batchedType, lhs, dy, !transposeLhs, false);
         if (sharedRhs)
           rhsGrad = sumToOperand(e, rhsGrad, rhsType, {rank - 2, rank - 1});
-        return SmallVector<Value>{lhsGrad, rhsGrad};
+        SmallVector<Value> grads = {lhsGrad, rhsGrad};
+        if (getAddend())
+          grads.push_back(dy); // Added as it is.
+        return grads;
       });
 }
 

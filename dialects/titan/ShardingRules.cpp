@@ -512,7 +512,10 @@ OpShardingRule LayerNormOp::getShardingRule() {
   return normRule(*this, /*isGrad=*/false);
 }
 OpShardingRule RmsNormGradOp::getShardingRule() {
-  return normRule(*this, /*isGrad=*/true);
+  OpShardingRule rule = normRule(*this, /*isGrad=*/true);
+  if (getAddend())
+    rule.linearOperandGroups = {{2, 3}};
+  return rule;
 }
 OpShardingRule LayerNormGradOp::getShardingRule() {
   return normRule(*this, /*isGrad=*/true);
@@ -541,8 +544,10 @@ OpShardingRule MatmulOp::getShardingRule() {
       addFactorPerDim(rule, result.drop_back(2), FactorKind::Parallel);
   int64_t m = rule.addFactor(result[rank - 2], FactorKind::Parallel);
   int64_t n = rule.addFactor(result[rank - 1], FactorKind::Parallel);
+  // Each shard of a sharded contraction dim would add the addend.
   int64_t k = rule.addFactor(lhs[getTransposeLhs() ? rank - 2 : rank - 1],
-                             FactorKind::Reduction);
+                             getAddend() ? FactorKind::NeedReplication
+                                         : FactorKind::Reduction);
   auto matrix = [](ValueDims dims, int64_t rows, int64_t cols,
                    bool transposed) {
     dims.push_back({transposed ? cols : rows});
@@ -555,6 +560,11 @@ OpShardingRule MatmulOp::getShardingRule() {
       matrix(sharedRhs ? ValueDims() : batch, k, n, getTransposeRhs())};
   rule.resultDims = {matrix(batch, m, n, /*transposed=*/false)};
   rule.linearOperandGroups = {{0}, {1}};
+  if (getAddend()) {
+    // Jointly linear in either factor and the addend.
+    rule.operandDims.push_back(rule.resultDims.front());
+    rule.linearOperandGroups = {{0, 2}, {1, 2}};
+  }
   return rule;
 }
 

@@ -570,7 +570,9 @@ def Titan_LayerNormOp : Titan_DifferentiableOp<"layer_norm",
 // Contractions and model-level ops
 //===----------------------------------------------------------------------===//
 
-def Titan_MatmulOp : Titan_DifferentiableOp<"matmul"> {
+def Titan_MatmulOp : Titan_DifferentiableOp<"matmul", [
+    OptionalTypesMatchWith<"addend has the result's type", "result", "addend",
+                           "$_self">]> {
   let summary = "Batched matrix multiplication";
   let description = [{
     `result[b..., m, n] = sum_k lhs'[b..., m, k] * rhs'[b..., k, n]`, where
@@ -579,19 +581,28 @@ def Titan_MatmulOp : Titan_DifferentiableOp<"matmul"> {
     (same batch dims) or rank 2 (one matrix shared by every batch, e.g. a
     weight). All element types agree; accumulation is in f32 at least.
 
-    Example (`x @ W.T` of `nn.Linear`):
+    With an `addend` (the result's type), `addend[b..., m, n]` is added to
+    the sum before it is rounded to the result type, once (cuBLASLt's
+    `beta = 1`): `titan-fuse-addends` makes the residual adds and
+    gradient sums that read a product so. A sharded contraction dim would
+    add the addend once per shard, so it stays whole on every rank then.
+
+    Example (`x @ W.T` of `nn.Linear`, and `h + x @ W.T`):
 
     ```mlir
     %y = titan.matmul %x, %w transpose_rhs
         : tensor<2x64x256xbf16>, tensor<1024x256xbf16> -> tensor<2x64x1024xbf16>
+    %z = titan.matmul %x, %w transpose_rhs plus %h
+        : tensor<2x64x256xbf16>, tensor<1024x256xbf16> -> tensor<2x64x1024xbf16>
     ```
   }];
   let arguments = (ins Titan_FloatTensor:$lhs, Titan_FloatTensor:$rhs,
+                       Optional<Titan_FloatTensor>:$addend,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
   let results = (outs Titan_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
-    (`transpose_rhs` $transpose_rhs^)? attr-dict
+    (`transpose_rhs` $transpose_rhs^)? (`plus` $addend^)? attr-dict
     `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -876,27 +887,34 @@ def Titan_GeluGradOp : Titan_ComputeOp<"gelu_grad",
 
 def Titan_RmsNormGradOp : Titan_ComputeOp<"rms_norm_grad",
     [AllTypesMatch<["input", "grad", "input_grad"]>,
-     AllTypesMatch<["weight", "weight_grad"]>]> {
+     AllTypesMatch<["weight", "weight_grad"]>,
+     OptionalTypesMatchWith<"addend has the input's type", "input", "addend",
+                            "$_self">]> {
   let summary = "Cotangents of RMSNorm's input and weight";
   let description = [{
     For `y = x * r * w` with `r = rsqrt(mean(x^2, -1) + eps)` per row and the
     cotangent `grad` of `y`: `input_grad = r * (g - x * r^2 * mean(g * x, -1))`
     with `g = grad * w`, and `weight_grad = sum over rows of grad * x * r`.
-    The statistics are recomputed from `input`.
+    The statistics are recomputed from `input`. With an `addend` (the
+    input's type), it is added to `input_grad` before the one rounding: the
+    residual stream's cotangent, which `titan-fuse-addends` folds in.
 
     Example:
 
     ```mlir
     %dx, %dw = titan.rms_norm_grad %x, %w, %dy eps 1.000000e-05
         : tensor<2x64x256xf32>, tensor<256xf32>
+    %dh, %dw2 = titan.rms_norm_grad %x, %w, %dy plus %g eps 1.000000e-05
+        : tensor<2x64x256xf32>, tensor<256xf32>
     ```
   }];
   let arguments = (ins Titan_FloatTensor:$input, Titan_FloatTensor:$weight,
-                       Titan_FloatTensor:$grad, F64Attr:$eps);
+                       Titan_FloatTensor:$grad,
+                       Optional<Titan_FloatTensor>:$addend, F64Attr:$eps);
   let results = (outs Titan_FloatTensor:$input_grad,
                       Titan_FloatTensor:$weight_grad);
   let assemblyFormat = [{
-    $input `,` $weight `,` $grad `eps` $eps attr-dict
+    $input `,` $weight `,` $grad (`plus` $addend^)? `eps` $eps attr-dict
     `:` type($input) `,` type($weight)
   }];
   let hasVerifier = 1;

@@ -83,6 +83,12 @@ MemoryPlanner::inPlacePairs(Operation *op) {
   SmallVector<std::pair<unsigned, unsigned>> pairs;
   if (isa<AdamWOp>(op))
     return {{0, 0}, {2, 1}, {3, 2}};
+  // The GEMM reads its addend as C and writes D over it (cuBLASLt's and
+  // BLAS's in-place C).
+  if (auto matmul = dyn_cast<MatmulOp>(op); matmul && matmul.getAddend())
+    return {{2, 0}};
+  if (auto grad = dyn_cast<RmsNormGradOp>(op); grad && grad.getAddend())
+    return {{3, 0}};
   auto launch = dyn_cast<LaunchOp>(op);
   if (!launch)
     return pairs;
@@ -201,8 +207,18 @@ void MemoryPlanner::assignBuffers() {
           stateUpdates.count(op->getResult(result)) ||
           inPlaceOf.count(result) || reused.contains(it->second))
         continue;
+      // A GEMM, or RMSNorm's backward, reads its other operands across
+      // rows while it writes: never over them.
+      unsigned overwritten = input;
+      bool sharedByAnother =
+          isa<MatmulOp, RmsNormGradOp>(op) &&
+          llvm::any_of(op->getOpOperands(), [&](OpOperand &other) {
+            auto found = bufferIndex.find(other.get());
+            return other.getOperandNumber() != overwritten &&
+                   found != bufferIndex.end() && found->second == it->second;
+          });
       const ArenaBuffer &buffer = buffers[it->second];
-      if (buffer.end == at && !buffer.fixed) {
+      if (buffer.end == at && !buffer.fixed && !sharedByAnother) {
         reused.insert(it->second);
         inPlaceOf[result] = it->second;
       }

@@ -1452,7 +1452,8 @@ llvm::Expected<Value> matmul(Emitter &emit, Value a, Value b, bool transposeB) {
   resultShape.append({tensorType(a).getShape().drop_back().back(), n});
   Value result = MatmulOp::create(emit.builder, emit.loc,
                                   RankedTensorType::get(resultShape, element),
-                                  a, b, /*transpose_lhs=*/false, transposeB);
+                                  a, b, /*addend=*/Value(),
+                                  /*transpose_lhs=*/false, transposeB);
   SmallVector<int64_t> finalShape(batch);
   if (!vectorA)
     finalShape.push_back(resultShape[resultShape.size() - 2]);

@@ -293,8 +293,8 @@ static FailureOr<TensorValue> evaluate(Operation *op,
       })
       // Contractions and model-level ops.
       .Case([&](MatmulOp mm) {
-        return matmul(*in[0], *in[1], mm.getTransposeLhs(),
-                      mm.getTransposeRhs());
+        return matmul(*in[0], *in[1], mm.getAddend() ? in[2] : nullptr,
+                      mm.getTransposeLhs(), mm.getTransposeRhs());
       })
       .Case([&](EmbeddingOp) { return check(embedding(*in[0], *in[1])); })
       .Case([&](RopeOp r) {
@@ -374,6 +374,7 @@ evaluateResults(Operation *op, ArrayRef<const TensorValue *> in) {
   return llvm::TypeSwitch<Operation *, Result>(op)
       .Case([&](RmsNormGradOp g) {
         return rmsNormGrad(*in[0], *in[1], *in[2],
+                           g.getAddend() ? in[3] : nullptr,
                            g.getEps().convertToDouble());
       })
       .Case([&](LayerNormGradOp g) {

@@ -366,22 +366,24 @@ TensorValue kernels::layerNorm(const TensorValue &input,
 // Contractions and model-level ops
 //===----------------------------------------------------------------------===//
 
-/// Row-major C[m, n] = alpha * op(A) op(B) in double with BLAS, where A is
-/// stored as [m, k] ([k, m] when `transA`) and B as [k, n] ([n, k] when
-/// `transB`).
+/// Row-major C[m, n] = alpha * op(A) op(B) + beta * C in double with BLAS,
+/// where A is stored as [m, k] ([k, m] when `transA`) and B as [k, n] ([n,
+/// k] when `transB`).
 static void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                 double alpha, const double *a, const double *b, double *c) {
+                 double alpha, const double *a, const double *b, double *c,
+                 double beta = 0.0) {
   if (m == 0 || n == 0)
     return;
   int64_t lda = std::max<int64_t>(1, transA ? m : k);
   int64_t ldb = std::max<int64_t>(1, transB ? k : n);
   cblas_dgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
               transB ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
-              ldb, 0.0, c, n);
+              ldb, beta, c, n);
 }
 
 TensorValue kernels::matmul(const TensorValue &lhs, const TensorValue &rhs,
-                            bool transposeLhs, bool transposeRhs) {
+                            const TensorValue *addend, bool transposeLhs,
+                            bool transposeRhs) {
   ArrayRef<int64_t> lhsShape = lhs.getShape(), rhsShape = rhs.getShape();
   int64_t rank = lhsShape.size();
   int64_t m = lhsShape[rank - (transposeLhs ? 1 : 2)];
@@ -390,10 +392,12 @@ TensorValue kernels::matmul(const TensorValue &lhs, const TensorValue &rhs,
   int64_t batch = product(lhsShape.drop_back(2));
   bool sharedRhs = rhsShape.size() == 2;
   std::vector<double> a = toDoubles(lhs), b = toDoubles(rhs);
-  std::vector<double> c(batch * m * n);
+  std::vector<double> c =
+      addend ? toDoubles(*addend) : std::vector<double>(batch * m * n);
   for (int64_t i = 0; i < batch; ++i)
     gemm(transposeLhs, transposeRhs, m, n, k, 1.0, a.data() + i * m * k,
-         b.data() + (sharedRhs ? 0 : i * k * n), c.data() + i * m * n);
+         b.data() + (sharedRhs ? 0 : i * k * n), c.data() + i * m * n,
+         addend ? 1.0 : 0.0);
   SmallVector<int64_t> shape(lhsShape.drop_back(2));
   shape.append({m, n});
   return fromDoubles(lhs.getKind(), shape, c);
@@ -556,11 +560,14 @@ llvm::Expected<TensorValue> kernels::crossEntropy(const TensorValue &logits,
 std::vector<TensorValue> kernels::rmsNormGrad(const TensorValue &input,
                                               const TensorValue &weight,
                                               const TensorValue &grad,
+                                              const TensorValue *addend,
                                               double eps) {
   std::vector<double> x = toDoubles(input), w = toDoubles(weight),
                       dy = toDoubles(grad);
   int64_t cols = w.size(), rows = cols ? x.size() / cols : 0;
-  std::vector<double> dx(x.size()), dw(cols, 0.0);
+  std::vector<double> dx =
+      addend ? toDoubles(*addend) : std::vector<double>(x.size());
+  std::vector<double> dw(cols, 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     const double *row = x.data() + r * cols, *dRow = dy.data() + r * cols;
     double squares = 0, dot = 0;
@@ -571,7 +578,7 @@ std::vector<TensorValue> kernels::rmsNormGrad(const TensorValue &input,
     double scale = 1.0 / std::sqrt(squares / double(cols) + eps);
     double correction = scale * scale * dot / double(cols);
     for (int64_t c = 0; c < cols; ++c) {
-      dx[r * cols + c] = scale * (dRow[c] * w[c] - row[c] * correction);
+      dx[r * cols + c] += scale * (dRow[c] * w[c] - row[c] * correction);
       dw[c] += dRow[c] * row[c] * scale;
     }
   }

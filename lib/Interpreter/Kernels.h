@@ -139,9 +139,11 @@ TensorValue layerNorm(const TensorValue &input, const TensorValue &weight,
                       const TensorValue &bias, double eps);
 
 /// `titan.matmul` with BLAS dgemm: batched, optional transposes of the last
-/// two dims, a rank-2 `rhs` shared by every batch.
+/// two dims, a rank-2 `rhs` shared by every batch, and an optional `addend`
+/// of the result's shape added before the one rounding.
 TensorValue matmul(const TensorValue &lhs, const TensorValue &rhs,
-                   bool transposeLhs, bool transposeRhs);
+                   const TensorValue *addend, bool transposeLhs,
+                   bool transposeRhs);
 
 /// `titan.embedding`: rows of `table` [vocab, dim] picked by `ids`; fails on
 /// an id outside [0, vocab).
@@ -171,7 +173,8 @@ llvm::Expected<TensorValue> crossEntropy(const TensorValue &logits,
 /// `rmsNorm(input, weight, eps)` given the cotangent `grad` of its result.
 std::vector<TensorValue> rmsNormGrad(const TensorValue &input,
                                      const TensorValue &weight,
-                                     const TensorValue &grad, double eps);
+                                     const TensorValue &grad,
+                                     const TensorValue *addend, double eps);
 
 /// `titan.layer_norm_grad`: the cotangents of the input, weight and bias of
 /// `layerNorm` given the cotangent `grad` of its result.

@@ -56,18 +56,19 @@ const char *titanrt_last_error(const titanrt_context *ctx) {
 }
 
 titanrt_status titanrt_matmul(titanrt_context *ctx, int32_t dtype,
-                              const void *a, const void *b, void *c,
-                              int64_t batch, int64_t m, int64_t n, int64_t k,
-                              int32_t transpose_a, int32_t transpose_b,
-                              int32_t b_shared) {
+                              const void *a, const void *b, const void *addend,
+                              void *c, int64_t batch, int64_t m, int64_t n,
+                              int64_t k, int32_t transpose_a,
+                              int32_t transpose_b, int32_t b_shared) {
   if (failsPendingStart(ctx, "titanrt_matmul"))
     return TITANRT_ERROR_INVALID_ARGUMENT;
   TraceScope trace(ctx->tracer, "matmul", "gemm");
   trace.arg("m", batch * m);
   trace.arg("n", n);
   trace.arg("k", k);
-  return ctx->finish(ctx->compute->matmul(dtype, a, b, c, batch, m, n, k,
-                                          transpose_a, transpose_b, b_shared));
+  return ctx->finish(ctx->compute->matmul(dtype, a, b, addend, c, batch, m, n,
+                                          k, transpose_a, transpose_b,
+                                          b_shared));
 }
 
 titanrt_status titanrt_attention(titanrt_context *ctx, int32_t dtype,
@@ -131,15 +132,16 @@ titanrt_status titanrt_rms_norm(titanrt_context *ctx, int32_t dtype,
 titanrt_status titanrt_rms_norm_grad(titanrt_context *ctx, int32_t dtype,
                                      int32_t weight_dtype, const void *x,
                                      const void *weight, const void *grad,
-                                     void *dx, void *dweight, void *workspace,
+                                     const void *addend, void *dx,
+                                     void *dweight, void *workspace,
                                      int64_t rows, int64_t cols, double eps) {
   if (failsPendingStart(ctx, "titanrt_rms_norm_grad"))
     return TITANRT_ERROR_INVALID_ARGUMENT;
   TraceScope trace(ctx->tracer, "rms_norm backward", "norm");
   trace.arg("rows", rows);
   return ctx->finish(ctx->compute->rmsNormGrad(dtype, weight_dtype, x, weight,
-                                               grad, dx, dweight, workspace,
-                                               rows, cols, eps));
+                                               grad, addend, dx, dweight,
+                                               workspace, rows, cols, eps));
 }
 
 titanrt_status titanrt_cross_entropy(titanrt_context *ctx, int32_t dtype,

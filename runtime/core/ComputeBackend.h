@@ -84,9 +84,10 @@ public:
   virtual const char *getName() const = 0;
 
   /// titanrt_matmul.
-  virtual Status matmul(int32_t dtype, const void *a, const void *b, void *c,
-                        int64_t batch, int64_t m, int64_t n, int64_t k,
-                        bool transposeA, bool transposeB, bool bShared) = 0;
+  virtual Status matmul(int32_t dtype, const void *a, const void *b,
+                        const void *addend, void *c, int64_t batch, int64_t m,
+                        int64_t n, int64_t k, bool transposeA, bool transposeB,
+                        bool bShared) = 0;
 
   /// titanrt_attention of element type `dtype`: `out`, and each query
   /// row's log-sum-exp in `lse` (f32 [batch, qHeads, seq]).
@@ -116,9 +117,10 @@ public:
   /// titanrt_rms_norm_grad; `workspace` holds
   /// titanrt_rms_norm_grad_workspace_bytes bytes.
   virtual Status rmsNormGrad(int32_t dtype, int32_t weightDtype, const void *x,
-                             const void *weight, const void *grad, void *dx,
-                             void *dweight, void *workspace, int64_t rows,
-                             int64_t cols, double eps) = 0;
+                             const void *weight, const void *grad,
+                             const void *addend, void *dx, void *dweight,
+                             void *workspace, int64_t rows, int64_t cols,
+                             double eps) = 0;
 
   /// titanrt_cross_entropy; `workspace` holds
   /// titanrt_cross_entropy_workspace_bytes bytes.

@@ -43,4 +43,16 @@ std::string dtypeName(int32_t dtype) {
   }
 }
 
+Status checkAddend(const char *op, const void *addend, const void *out,
+                   int64_t bytes) {
+  auto first = reinterpret_cast<uintptr_t>(addend);
+  auto second = reinterpret_cast<uintptr_t>(out);
+  if (!addend || addend == out || first >= second + uintptr_t(bytes) ||
+      second >= first + uintptr_t(bytes))
+    return Status::success();
+  return Status::invalidArgument(std::string(op) +
+                                 ": the addend overlaps the output without "
+                                 "being it");
+}
+
 } // namespace titan::rt

@@ -65,6 +65,11 @@ size_t dtypeSize(int32_t dtype);
 /// The name of `dtype` ("f32", "bf16", ...), or "dtype <code>".
 std::string dtypeName(int32_t dtype);
 
+/// Fails (naming `op`) if `addend`, an optional input added to the `bytes`
+/// at `out`, overlaps them without being `out` (computed in place).
+Status checkAddend(const char *op, const void *addend, const void *out,
+                   int64_t bytes);
+
 } // namespace titan::rt
 
 #endif // TITAN_RUNTIME_CORE_STATUS_H

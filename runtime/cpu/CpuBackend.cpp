@@ -11,10 +11,11 @@
 using namespace titan::rt;
 using namespace titan::rt::cpu;
 
-Status CpuBackend::matmul(int32_t dtype, const void *a, const void *b, void *c,
-                          int64_t batch, int64_t m, int64_t n, int64_t k,
-                          bool transposeA, bool transposeB, bool bShared) {
-  return cpu::matmul(pool, dtype, a, b, c, batch, m, n, k, transposeA,
+Status CpuBackend::matmul(int32_t dtype, const void *a, const void *b,
+                          const void *addend, void *c, int64_t batch, int64_t m,
+                          int64_t n, int64_t k, bool transposeA,
+                          bool transposeB, bool bShared) {
+  return cpu::matmul(pool, dtype, a, b, addend, c, batch, m, n, k, transposeA,
                      transposeB, bShared);
 }
 
@@ -52,10 +53,10 @@ Status CpuBackend::rmsNorm(int32_t dtype, int32_t weightDtype, const void *x,
 
 Status CpuBackend::rmsNormGrad(int32_t dtype, int32_t weightDtype,
                                const void *x, const void *weight,
-                               const void *grad, void *dx, void *dweight,
-                               void *workspace, int64_t rows, int64_t cols,
-                               double eps) {
-  return cpu::rmsNormGrad(pool, dtype, weightDtype, x, weight, grad, dx,
+                               const void *grad, const void *addend, void *dx,
+                               void *dweight, void *workspace, int64_t rows,
+                               int64_t cols, double eps) {
+  return cpu::rmsNormGrad(pool, dtype, weightDtype, x, weight, grad, addend, dx,
                           dweight, workspace, rows, cols, eps);
 }
 

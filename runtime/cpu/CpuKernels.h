@@ -24,10 +24,10 @@ namespace titan::rt::cpu {
 
 /// titanrt_matmul: F32 and F64 through OpenBLAS (BF16 and F16 on float32
 /// copies), cut into single-threaded GEMMs (a batch entry times a panel of
-/// C) that the pool runs (Gemm.cpp).
+/// C) that the pool runs (Gemm.cpp); an addend is BLAS's C with beta = 1.
 Status matmul(ThreadPool &pool, int32_t dtype, const void *a, const void *b,
-              void *c, int64_t batch, int64_t m, int64_t n, int64_t k,
-              bool transposeA, bool transposeB, bool bShared);
+              const void *addend, void *c, int64_t batch, int64_t m, int64_t n,
+              int64_t k, bool transposeA, bool transposeB, bool bShared);
 
 /// titanrt_attention: F32 (BF16 and F16 on float32 copies), flash-attention
 /// style, with each query row's log-sum-exp in `lse` (Attention.cpp);
@@ -61,12 +61,12 @@ Status rmsNorm(ThreadPool &pool, int32_t dtype, int32_t weightDtype,
                int64_t cols, double eps);
 
 /// titanrt_rms_norm_grad: F32 and BF16, the weight gradient summed through
-/// the workspace's partials; bitwise equal results for any number of
-/// threads.
+/// the workspace's partials, an optional addend added to dx's rows before
+/// they are stored; bitwise equal results for any number of threads.
 Status rmsNormGrad(ThreadPool &pool, int32_t dtype, int32_t weightDtype,
                    const void *x, const void *weight, const void *grad,
-                   void *dx, void *dweight, void *workspace, int64_t rows,
-                   int64_t cols, double eps);
+                   const void *addend, void *dx, void *dweight, void *workspace,
+                   int64_t rows, int64_t cols, double eps);
 
 /// titanrt_cross_entropy: F32 and BF16 logits; labels are checked before
 /// anything is written. Bitwise equal results for any number of threads.

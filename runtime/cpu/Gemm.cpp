@@ -24,6 +24,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <numeric>
 #include <string_view>
@@ -41,6 +42,9 @@ constexpr int64_t kPanelAlign = 16;
 /// us): a smaller GEMM is not split, smaller batch entries are grouped, since
 /// waking a thread costs about as much.
 constexpr int64_t kMinTaskFlops = int64_t(1) << 22;
+
+/// The least bytes of an addend a thread copies into C.
+constexpr int64_t kMinCopyBytes = int64_t(1) << 20;
 
 } // namespace
 
@@ -81,29 +85,31 @@ void useSingleThreadedBlas() {
   });
 }
 
-/// One row-major GEMM C = op(A) op(B), C m x n.
+/// One row-major GEMM C = op(A) op(B) + beta C, C m x n.
 void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
-          const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-          int64_t ldc) {
+          const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+          float *c, int64_t ldc) {
   cblas_sgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
               transposeB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b,
-              ldb, 0.0f, c, ldc);
+              ldb, beta, c, ldc);
 }
 
-/// One row-major GEMM C = op(A) op(B), C m x n.
+/// One row-major GEMM C = op(A) op(B) + beta C, C m x n.
 void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
-          const double *a, int64_t lda, const double *b, int64_t ldb, double *c,
-          int64_t ldc) {
+          const double *a, int64_t lda, const double *b, int64_t ldb,
+          double beta, double *c, int64_t ldc) {
   cblas_dgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
               transposeB ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, lda, b,
-              ldb, 0.0, c, ldc);
+              ldb, beta, c, ldc);
 }
 
-/// The batched GEMM of titanrt_matmul on checked arguments, k > 0.
+/// The batched GEMM of titanrt_matmul on checked arguments, k > 0: C =
+/// op(A) op(B), plus C's values when `accumulate`.
 template <typename T>
 void runMatmul(ThreadPool &pool, const T *a, const T *b, T *c, int64_t batch,
                int64_t m, int64_t n, int64_t k, bool transposeA,
-               bool transposeB, bool bShared) {
+               bool transposeB, bool bShared, bool accumulate) {
+  const T beta = accumulate ? T(1) : T(0);
   int64_t strideA = m * k, strideB = bShared ? 0 : k * n, strideC = m * n;
   if (bShared && !transposeA && batch * m <= INT_MAX) {
     m *= batch;
@@ -139,11 +145,12 @@ void runMatmul(ThreadPool &pool, const T *a, const T *b, T *c, int64_t batch,
       T *entryC = c + entry * strideC;
       if (splitRows)
         gemm(transposeA, transposeB, size, n, k,
-             entryA + (transposeA ? start : start * k), lda, entryB, ldb,
+             entryA + (transposeA ? start : start * k), lda, entryB, ldb, beta,
              entryC + start * n, n);
       else
         gemm(transposeA, transposeB, m, size, k, entryA, lda,
-             entryB + (transposeB ? start * k : start), ldb, entryC + start, n);
+             entryB + (transposeB ? start * k : start), ldb, beta,
+             entryC + start, n);
     }
   });
 }
@@ -151,8 +158,9 @@ void runMatmul(ThreadPool &pool, const T *a, const T *b, T *c, int64_t batch,
 } // namespace
 
 Status cpu::matmul(ThreadPool &pool, int32_t dtype, const void *a,
-                   const void *b, void *c, int64_t batch, int64_t m, int64_t n,
-                   int64_t k, bool transposeA, bool transposeB, bool bShared) {
+                   const void *b, const void *addend, void *c, int64_t batch,
+                   int64_t m, int64_t n, int64_t k, bool transposeA,
+                   bool transposeB, bool bShared) {
   const char *op = "matmul";
   TITANRT_RETURN_IF_ERROR(checkFloatDtype(op, dtype, /*allowF64=*/true));
   TITANRT_RETURN_IF_ERROR(checkNonNegative(op, "batch", batch));
@@ -168,29 +176,44 @@ Status cpu::matmul(ThreadPool &pool, int32_t dtype, const void *a,
       return Status::unsupported(std::string(op) + ": " + name + " = " +
                                  std::to_string(value) +
                                  " exceeds OpenBLAS's 32-bit dimensions");
-  if (batch == 0 || m == 0 || n == 0)
+  size_t bytes = dtypeSize(dtype);
+  const int64_t count = batch * m * n;
+  TITANRT_RETURN_IF_ERROR(checkAddend(op, addend, c, count * int64_t(bytes)));
+  const char *addendBytes = static_cast<const char *>(addend);
+  if (count == 0)
     return Status::success();
 
-  size_t bytes = dtypeSize(dtype);
-  if (k == 0) {
-    std::fill_n(static_cast<char *>(c), batch * m * n * bytes, 0);
+  if (isNarrowFloat(dtype)) {
+    std::vector<float> wideC =
+        addend ? widen(pool, dtype, addend, count) : std::vector<float>(count);
+    if (k > 0) {
+      std::vector<float> wideA = widen(pool, dtype, a, batch * m * k);
+      std::vector<float> wideB =
+          widen(pool, dtype, b, (bShared ? 1 : batch) * k * n);
+      runMatmul(pool, wideA.data(), wideB.data(), wideC.data(), batch, m, n, k,
+                transposeA, transposeB, bShared, addend != nullptr);
+    }
+    narrow(pool, dtype, wideC, c);
     return Status::success();
   }
-  if (isNarrowFloat(dtype)) {
-    std::vector<float> wideA = widen(pool, dtype, a, batch * m * k);
-    std::vector<float> wideB =
-        widen(pool, dtype, b, (bShared ? 1 : batch) * k * n);
-    std::vector<float> wideC(batch * m * n);
-    runMatmul(pool, wideA.data(), wideB.data(), wideC.data(), batch, m, n, k,
-              transposeA, transposeB, bShared);
-    narrow(pool, dtype, wideC, c);
-  } else if (dtype == TITANRT_F32)
+  // C starts as the addend (or, for k = 0, zeros) and the GEMM adds to it.
+  if (addend && addend != c)
+    pool.parallelFor(count * bytes, kMinCopyBytes,
+                     [&](int64_t begin, int64_t end) {
+                       std::memcpy(static_cast<char *>(c) + begin,
+                                   addendBytes + begin, end - begin);
+                     });
+  else if (!addend && k == 0)
+    std::fill_n(static_cast<char *>(c), count * bytes, 0);
+  if (k == 0)
+    return Status::success();
+  if (dtype == TITANRT_F32)
     runMatmul(pool, static_cast<const float *>(a),
               static_cast<const float *>(b), static_cast<float *>(c), batch, m,
-              n, k, transposeA, transposeB, bShared);
+              n, k, transposeA, transposeB, bShared, addend != nullptr);
   else
     runMatmul(pool, static_cast<const double *>(a),
               static_cast<const double *>(b), static_cast<double *>(c), batch,
-              m, n, k, transposeA, transposeB, bShared);
+              m, n, k, transposeA, transposeB, bShared, addend != nullptr);
   return Status::success();
 }

@@ -193,14 +193,17 @@ Status cpu::rmsNorm(ThreadPool &pool, int32_t dtype, int32_t weightDtype,
 
 Status cpu::rmsNormGrad(ThreadPool &pool, int32_t dtype, int32_t weightDtype,
                         const void *x, const void *weight, const void *grad,
-                        void *dx, void *dweight, void *workspace, int64_t rows,
-                        int64_t cols, double eps) {
+                        const void *addend, void *dx, void *dweight,
+                        void *workspace, int64_t rows, int64_t cols,
+                        double eps) {
   const char *op = "rms_norm_grad";
   TITANRT_RETURN_IF_ERROR(
       checkRmsNorm(op, dtype, weightDtype, x, weight, rows, cols));
   TITANRT_RETURN_IF_ERROR(checkBuffer(op, "grad", grad, {rows, cols}));
   TITANRT_RETURN_IF_ERROR(checkBuffer(op, "dx", dx, {rows, cols}));
   TITANRT_RETURN_IF_ERROR(checkBuffer(op, "dweight", dweight, {cols}));
+  TITANRT_RETURN_IF_ERROR(
+      checkAddend(op, addend, dx, rows * cols * int64_t(dtypeSize(dtype))));
   int64_t partials =
       titanrt_rms_norm_grad_workspace_bytes(rows, 1) / int64_t(sizeof(float));
   TITANRT_RETURN_IF_ERROR(
@@ -210,7 +213,7 @@ Status cpu::rmsNormGrad(ThreadPool &pool, int32_t dtype, int32_t weightDtype,
   float *partial = static_cast<float *>(workspace);
   // Partial p sums rows p, p + partials, ... in order: one range owns it.
   pool.parallelFor(partials, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> xs(cols), gs(cols);
+    std::vector<float> xs(cols), gs(cols), addends(addend ? cols : 0);
     for (int64_t p = begin; p < end; ++p) {
       float *sums = partial + p * cols;
       std::fill(sums, sums + cols, 0.0f);
@@ -225,6 +228,11 @@ Status cpu::rmsNormGrad(ThreadPool &pool, int32_t dtype, int32_t weightDtype,
         for (int64_t c = 0; c < cols; ++c) {
           sums[c] += gs[c] * xs[c] * scale;
           gs[c] = scale * (gs[c] * w[c] - xs[c] * scale * scale * mean);
+        }
+        if (addend) {
+          loadRow(dtype, addend, r, cols, addends.data());
+          for (int64_t c = 0; c < cols; ++c)
+            gs[c] += addends[c];
         }
         storeRow(dtype, gs.data(), dx, r, cols);
       }

@@ -38,11 +38,12 @@ Status CudaBackend::create(std::unique_ptr<CudaBackend> &backend,
   return Status::success();
 }
 
-Status CudaBackend::matmul(int32_t dtype, const void *a, const void *b, void *c,
-                           int64_t batch, int64_t m, int64_t n, int64_t k,
-                           bool transposeA, bool transposeB, bool bShared) {
-  return gemm->matmul(stream.get(), dtype, a, b, c, batch, m, n, k, transposeA,
-                      transposeB, bShared);
+Status CudaBackend::matmul(int32_t dtype, const void *a, const void *b,
+                           const void *addend, void *c, int64_t batch,
+                           int64_t m, int64_t n, int64_t k, bool transposeA,
+                           bool transposeB, bool bShared) {
+  return gemm->matmul(stream.get(), dtype, a, b, addend, c, batch, m, n, k,
+                      transposeA, transposeB, bShared);
 }
 
 Status CudaBackend::attention(int32_t dtype, const AttentionShape &shape,
@@ -81,11 +82,11 @@ Status CudaBackend::rmsNorm(int32_t dtype, int32_t weightDtype, const void *x,
 
 Status CudaBackend::rmsNormGrad(int32_t dtype, int32_t weightDtype,
                                 const void *x, const void *weight,
-                                const void *grad, void *dx, void *dweight,
-                                void *workspace, int64_t rows, int64_t cols,
-                                double eps) {
-  return rmsNormBackward(stream.get(), dtype, weightDtype, x, weight, grad, dx,
-                         dweight, workspace, rows, cols, eps);
+                                const void *grad, const void *addend, void *dx,
+                                void *dweight, void *workspace, int64_t rows,
+                                int64_t cols, double eps) {
+  return rmsNormBackward(stream.get(), dtype, weightDtype, x, weight, grad,
+                         addend, dx, dweight, workspace, rows, cols, eps);
 }
 
 /// The kernels' shape of a whole-vocabulary loss.

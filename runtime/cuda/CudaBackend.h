@@ -56,9 +56,9 @@ public:
   cudaStream_t getStream() const { return stream.get(); }
 
   const char *getName() const override { return "cuda"; }
-  Status matmul(int32_t dtype, const void *a, const void *b, void *c,
-                int64_t batch, int64_t m, int64_t n, int64_t k, bool transposeA,
-                bool transposeB, bool bShared) override;
+  Status matmul(int32_t dtype, const void *a, const void *b, const void *addend,
+                void *c, int64_t batch, int64_t m, int64_t n, int64_t k,
+                bool transposeA, bool transposeB, bool bShared) override;
   Status attention(int32_t dtype, const AttentionShape &shape, const void *q,
                    const void *k, const void *v, void *out,
                    float *lse) override;
@@ -76,9 +76,9 @@ public:
                  const void *weight, void *y, int64_t rows, int64_t cols,
                  double eps) override;
   Status rmsNormGrad(int32_t dtype, int32_t weightDtype, const void *x,
-                     const void *weight, const void *grad, void *dx,
-                     void *dweight, void *workspace, int64_t rows, int64_t cols,
-                     double eps) override;
+                     const void *weight, const void *grad, const void *addend,
+                     void *dx, void *dweight, void *workspace, int64_t rows,
+                     int64_t cols, double eps) override;
   Status crossEntropy(int32_t dtype, const LossShape &shape, const void *logits,
                       const void *labels, float *loss,
                       void *workspace) override;

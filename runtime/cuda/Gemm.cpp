@@ -123,7 +123,8 @@ Status checkArgs(const char *op, const GemmArgs &args, int32_t outputDtype) {
   if (!empty && hasBias(args.epilogue) && !args.bias)
     return Status::invalidArgument(std::string(op) +
                                    ": the bias epilogue needs a bias");
-  return Status::success();
+  return checkAddend(op, args.addend, args.c,
+                     p.batch * p.m * p.n * int64_t(dtypeSize(outputDtype)));
 }
 
 } // namespace
@@ -146,7 +147,8 @@ Status GemmEngine::create(std::unique_ptr<GemmEngine> &engine,
 
 Status GemmEngine::runPlan(cudaStream_t stream, const GemmArgs &args,
                            const GemmPlan &plan, const void *first,
-                           const void *second, void *output) {
+                           const void *second, const void *input,
+                           void *output) {
   const int32_t outputDtype =
       args.outputDtype < 0 ? args.dtype : args.outputDtype;
   const int64_t inBytes = int64_t(dtypeSize(args.dtype));
@@ -185,6 +187,7 @@ Status GemmEngine::runPlan(cudaStream_t stream, const GemmArgs &args,
 
   uint32_t alignA = alignmentOf(first, plan.a.batchStride, inBytes);
   uint32_t alignB = alignmentOf(second, plan.b.batchStride, inBytes);
+  uint32_t alignC = alignmentOf(input, plan.d.batchStride, outBytes);
   uint32_t alignD = alignmentOf(output, plan.d.batchStride, outBytes);
   std::vector<int64_t> key = {plan.m,     plan.n,          plan.k,
                               plan.batch, plan.transposeA, plan.transposeB};
@@ -192,7 +195,7 @@ Status GemmEngine::runPlan(cudaStream_t stream, const GemmArgs &args,
     key.insert(key.end(),
                {layout->rows, layout->cols, layout->ld, layout->batchStride});
   key.insert(key.end(), {args.dtype, outputDtype, int64_t(epilogue),
-                         int64_t(compute), alignA, alignB, alignD});
+                         int64_t(compute), alignA, alignB, alignC, alignD});
   auto found = algorithms.find(key);
   if (found == algorithms.end()) {
     TITANRT_RETURN_IF_ERROR(
@@ -207,7 +210,7 @@ Status GemmEngine::runPlan(cudaStream_t stream, const GemmArgs &args,
     TITANRT_RETURN_IF_ERROR(setPreference(
         preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignB));
     TITANRT_RETURN_IF_ERROR(setPreference(
-        preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignD));
+        preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignC));
     TITANRT_RETURN_IF_ERROR(setPreference(
         preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignD));
     cublasLtMatmulHeuristicResult_t result = {};
@@ -227,7 +230,7 @@ Status GemmEngine::runPlan(cudaStream_t stream, const GemmArgs &args,
   }
   return checkCublas(
       cublasLtMatmul(handle, operation, &args.alpha, first, descriptors.a,
-                     second, descriptors.b, &args.beta, output, descriptors.d,
+                     second, descriptors.b, &args.beta, input, descriptors.d,
                      output, descriptors.d, &found->second, workspace.get(),
                      size_t(workspace.getBytes()), stream),
       "cublasLtMatmul");
@@ -241,19 +244,26 @@ Status GemmEngine::run(cudaStream_t stream, const GemmArgs &args) {
   const GemmProblem &p = args.problem;
   if (p.batch == 0 || p.m == 0 || p.n == 0)
     return Status::success();
+  const void *input = args.addend ? args.addend : args.c;
   if (p.k == 0) {
-    if (args.beta != 0.0f || args.epilogue != GemmEpilogue::None)
+    if ((args.beta != 0.0f && args.beta != 1.0f) ||
+        args.epilogue != GemmEpilogue::None)
       return Status::unsupported(std::string(op) +
-                                 ": k = 0 with beta or an epilogue");
+                                 ": k = 0 with beta other than 0 or 1, or "
+                                 "with an epilogue");
+    size_t bytes = size_t(p.batch * p.m * p.n) * dtypeSize(outputDtype);
+    if (args.beta == 0.0f)
+      return checkCuda(cudaMemsetAsync(args.c, 0, bytes, stream),
+                       "cudaMemsetAsync", "matmul with k = 0");
+    if (input == args.c)
+      return Status::success();
     return checkCuda(
-        cudaMemsetAsync(args.c, 0,
-                        size_t(p.batch * p.m * p.n) * dtypeSize(outputDtype),
-                        stream),
-        "cudaMemsetAsync", "matmul with k = 0");
+        cudaMemcpyAsync(args.c, input, bytes, cudaMemcpyDeviceToDevice, stream),
+        "cudaMemcpyAsync", "matmul's addend with k = 0");
   }
   // cuBLASLt's A' is titan's B and its B' titan's A (GemmPlan.h).
   GemmPlan plan = planGemm(p);
-  Status status = runPlan(stream, args, plan, args.b, args.a, args.c);
+  Status status = runPlan(stream, args, plan, args.b, args.a, input, args.c);
   if (status.getCode() != TITANRT_ERROR_UNSUPPORTED || plan.batch == 1 ||
       plan.a.batchStride != 0)
     return status;
@@ -263,24 +273,29 @@ Status GemmEngine::run(cudaStream_t stream, const GemmArgs &args) {
   single.batch = 1;
   const int64_t inBytes = int64_t(dtypeSize(args.dtype));
   const int64_t outBytes = int64_t(dtypeSize(outputDtype));
-  for (int64_t entry = 0; entry < plan.batch; ++entry)
-    TITANRT_RETURN_IF_ERROR(runPlan(stream, args, single, args.b,
-                                    static_cast<const char *>(args.a) +
-                                        entry * plan.b.batchStride * inBytes,
-                                    static_cast<char *>(args.c) +
-                                        entry * plan.d.batchStride * outBytes));
+  for (int64_t entry = 0; entry < plan.batch; ++entry) {
+    int64_t outOffset = entry * plan.d.batchStride * outBytes;
+    TITANRT_RETURN_IF_ERROR(
+        runPlan(stream, args, single, args.b,
+                static_cast<const char *>(args.a) +
+                    entry * plan.b.batchStride * inBytes,
+                static_cast<const char *>(input) + outOffset,
+                static_cast<char *>(args.c) + outOffset));
+  }
   return Status::success();
 }
 
 Status GemmEngine::matmul(cudaStream_t stream, int32_t dtype, const void *a,
-                          const void *b, void *c, int64_t batch, int64_t m,
-                          int64_t n, int64_t k, bool transposeA,
-                          bool transposeB, bool bShared) {
+                          const void *b, const void *addend, void *c,
+                          int64_t batch, int64_t m, int64_t n, int64_t k,
+                          bool transposeA, bool transposeB, bool bShared) {
   GemmArgs args;
   args.dtype = dtype;
   args.a = a;
   args.b = b;
   args.c = c;
+  args.addend = addend;
+  args.beta = addend ? 1.0f : 0.0f;
   args.problem = {batch, m, n, k, transposeA, transposeB, bShared};
   return run(stream, args);
 }

@@ -26,8 +26,8 @@
 
 namespace titan::rt::cuda {
 
-/// One GEMM: D = epilogue(alpha * op(A) op(B) + beta * C + bias), where C
-/// and D are the same buffer `c`.
+/// One GEMM: D = epilogue(alpha * op(A) op(B) + beta * C + bias), where D
+/// is `c` and C is `addend` when set (D's layout; it may be `c`), else `c`.
 struct GemmArgs {
   /// The type of A and B: TITANRT_F32 or TITANRT_BF16.
   int32_t dtype = TITANRT_F32;
@@ -37,6 +37,7 @@ struct GemmArgs {
   const void *a = nullptr;
   const void *b = nullptr;
   void *c = nullptr;
+  const void *addend = nullptr;
   GemmProblem problem;
   GemmEpilogue epilogue = GemmEpilogue::None;
   /// n elements of the output type, for the Bias epilogues.
@@ -65,14 +66,17 @@ public:
                        int64_t workspaceBytes = kDefaultWorkspaceBytes);
 
   /// Queues `args` on `stream`. Arguments are checked first (a Status
-  /// names the bad one); an empty problem does nothing; k = 0 zeroes C
-  /// (other k = 0 GEMMs, with beta or an epilogue, are unsupported).
+  /// names the bad one); an empty problem does nothing; k = 0 writes zeros
+  /// (beta = 0) or C (beta = 1) to D (other k = 0 GEMMs, with another beta
+  /// or an epilogue, are unsupported).
   Status run(cudaStream_t stream, const GemmArgs &args);
 
-  /// titanrt_matmul (titanrt.h) on `stream`: F32 or BF16.
+  /// titanrt_matmul (titanrt.h) on `stream`: F32 or BF16; an addend is C
+  /// with beta = 1.
   Status matmul(cudaStream_t stream, int32_t dtype, const void *a,
-                const void *b, void *c, int64_t batch, int64_t m, int64_t n,
-                int64_t k, bool transposeA, bool transposeB, bool bShared);
+                const void *b, const void *addend, void *c, int64_t batch,
+                int64_t m, int64_t n, int64_t k, bool transposeA,
+                bool transposeB, bool bShared);
 
   /// The number of distinct GEMMs whose algorithm has been chosen.
   size_t getNumCachedAlgorithms() const { return algorithms.size(); }
@@ -80,10 +84,11 @@ public:
 private:
   GemmEngine() = default;
 
-  /// Runs `plan` with pointers A' = `first`, B' = `second`.
+  /// Runs `plan` with pointers A' = `first`, B' = `second`, C = `input`
+  /// and D = `output`.
   Status runPlan(cudaStream_t stream, const GemmArgs &args,
                  const GemmPlan &plan, const void *first, const void *second,
-                 void *output);
+                 const void *input, void *output);
 
   cublasLtHandle_t handle = nullptr;
   DeviceBuffer workspace;

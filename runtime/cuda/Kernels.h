@@ -34,12 +34,13 @@ Status rmsNormForward(cudaStream_t stream, int32_t dtype, int32_t weightDtype,
 
 /// dx = r * (g - x * r^2 * mean(g * x, -1)) with g = dy * weight and
 /// r = rsqrt(mean(x^2) + eps), recomputed; dweight = sum over rows of
-/// dy * x * r, in `weightDtype`, bitwise reproducible. `workspace` holds
-/// rmsNormBackwardWorkspaceBytes(rows, cols) bytes.
+/// dy * x * r, in `weightDtype`, bitwise reproducible. An optional
+/// `addend` (like x; it may be dx) is added to dx before it is rounded.
+/// `workspace` holds rmsNormBackwardWorkspaceBytes(rows, cols) bytes.
 Status rmsNormBackward(cudaStream_t stream, int32_t dtype, int32_t weightDtype,
                        const void *x, const void *weight, const void *dy,
-                       void *dx, void *dweight, void *workspace, int64_t rows,
-                       int64_t cols, double eps);
+                       const void *addend, void *dx, void *dweight,
+                       void *workspace, int64_t rows, int64_t cols, double eps);
 
 //===----------------------------------------------------------------------===//
 // RoPE (titan.rope)

@@ -42,13 +42,14 @@ __global__ void __launch_bounds__(1024)
 /// row b of `partial`.
 template <typename T, typename W>
 __global__ void __launch_bounds__(1024)
-    rmsNormBackwardRowsKernel(const T *x, const W *weight, const T *dy, T *dx,
-                              float *partial, int64_t rows, int64_t cols,
-                              float eps) {
+    rmsNormBackwardRowsKernel(const T *x, const W *weight, const T *dy,
+                              const T *addend, T *dx, float *partial,
+                              int64_t rows, int64_t cols, float eps) {
   __shared__ float scratch[32];
   float *blockPartial = partial + int64_t(blockIdx.x) * cols;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T *xRow = x + row * cols, *dyRow = dy + row * cols;
+    const T *addendRow = addend ? addend + row * cols : nullptr;
     T *dxRow = dx + row * cols;
     float sumSquares = 0.0f, sumGradX = 0.0f;
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
@@ -64,7 +65,10 @@ __global__ void __launch_bounds__(1024)
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
       float value = toFloat(xRow[c]), grad = toFloat(dyRow[c]);
       float g = grad * toFloat(weight[c]);
-      dxRow[c] = fromFloat<T>(r * (g - value * xCoefficient));
+      float sum = r * (g - value * xCoefficient);
+      if (addendRow) // read before the write: dx may be the addend
+        sum += toFloat(addendRow[c]);
+      dxRow[c] = fromFloat<T>(sum);
       float contribution = grad * value * r;
       blockPartial[c] = first ? contribution : blockPartial[c] + contribution;
     }
@@ -127,9 +131,10 @@ Status cuda::rmsNormForward(cudaStream_t stream, int32_t dtype,
 
 Status cuda::rmsNormBackward(cudaStream_t stream, int32_t dtype,
                              int32_t weightDtype, const void *x,
-                             const void *weight, const void *dy, void *dx,
-                             void *dweight, void *workspace, int64_t rows,
-                             int64_t cols, double eps) {
+                             const void *weight, const void *dy,
+                             const void *addend, void *dx, void *dweight,
+                             void *workspace, int64_t rows, int64_t cols,
+                             double eps) {
   const char *op = "rms_norm_grad (CUDA)";
   int64_t elements;
   TITANRT_RETURN_IF_ERROR(
@@ -141,6 +146,8 @@ Status cuda::rmsNormBackward(cudaStream_t stream, int32_t dtype,
                                          {"dx", dx},
                                          {"dweight", dweight},
                                          {"workspace", workspace}}));
+  TITANRT_RETURN_IF_ERROR(
+      checkAddend(op, addend, dx, elements * int64_t(dtypeSize(dtype))));
   if (cols == 0)
     return Status::success();
   if (rows == 0) // no rows: the weight's gradient is 0
@@ -157,8 +164,8 @@ Status cuda::rmsNormBackward(cudaStream_t stream, int32_t dtype,
       TITANRT_RETURN_IF_ERROR(launchKernel(
           op, launch.rows, stream, rmsNormBackwardRowsKernel<T, W>,
           static_cast<const T *>(x), static_cast<const W *>(weight),
-          static_cast<const T *>(dy), static_cast<T *>(dx), partial, rows, cols,
-          float(eps)));
+          static_cast<const T *>(dy), static_cast<const T *>(addend),
+          static_cast<T *>(dx), partial, rows, cols, float(eps)));
       return launchKernel(op, launch.columns, stream,
                           rmsNormBackwardColumnsKernel<W>,
                           static_cast<const float *>(partial),

@@ -1,5 +1,5 @@
 // The backward-only ops against torch autograd of the forward ops: GELU
-// (both forms), RMSNorm, LayerNorm, embedding (repeated ids), causal GQA and
+// (both forms), RMSNorm (also with an addend, here dy itself), LayerNorm, embedding (repeated ids), causal GQA and
 // scaled attention (from the forward's output and log-sum-exp),
 // cross-entropy with ignored labels, and strided padding (the VJP of a
 // strided slice).
@@ -35,7 +35,8 @@ func.func @main(%x: tensor<2x3x8xf32> {titan.name = "x"},
         tensor<2x2x5x8xf32> {titan.name = "dk_s"},
         tensor<2x2x5x8xf32> {titan.name = "dv_s"},
         tensor<6x7xf32> {titan.name = "dlogits"},
-        tensor<5x6xf32> {titan.name = "padded"}) {
+        tensor<5x6xf32> {titan.name = "padded"},
+        tensor<2x3x8xf32> {titan.name = "rms_dx_plus"}) {
   %g0 = titan.gelu_grad %x, %dy approximate none : tensor<2x3x8xf32>
   %g1 = titan.gelu_grad %x, %dy approximate tanh : tensor<2x3x8xf32>
   %rx, %rw = titan.rms_norm_grad %x, %w, %dy eps 1.0e-5 : tensor<2x3x8xf32>, tensor<8xf32>
@@ -47,6 +48,7 @@ func.func @main(%x: tensor<2x3x8xf32> {titan.name = "x"},
   %dq1, %dk1, %dv1 = titan.attention_grad %q, %k, %v, %o1, %lse1, %do scale 0.5 : tensor<2x4x5x8xf32>, tensor<2x2x5x8xf32>
   %dl = titan.cross_entropy_grad %logits, %labels, %dloss : tensor<6x7xf32>, tensor<6xi64>, tensor<f32>
   %p = titan.pad %s [1, 0] step [2, 2] : tensor<2x3xf32> -> tensor<5x6xf32>
-  return %g0, %g1, %rx, %rw, %lx, %lw, %lb, %dt, %dq, %dk, %dv, %dq1, %dk1, %dv1, %dl, %p
-      : tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<7x4xf32>, tensor<2x4x5x8xf32>, tensor<2x2x5x8xf32>, tensor<2x2x5x8xf32>, tensor<2x4x5x8xf32>, tensor<2x2x5x8xf32>, tensor<2x2x5x8xf32>, tensor<6x7xf32>, tensor<5x6xf32>
+  %rxp, %rwp = titan.rms_norm_grad %x, %w, %dy plus %dy eps 1.0e-5 : tensor<2x3x8xf32>, tensor<8xf32>
+  return %g0, %g1, %rx, %rw, %lx, %lw, %lb, %dt, %dq, %dk, %dv, %dq1, %dk1, %dv1, %dl, %p, %rxp
+      : tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<7x4xf32>, tensor<2x4x5x8xf32>, tensor<2x2x5x8xf32>, tensor<2x2x5x8xf32>, tensor<2x4x5x8xf32>, tensor<2x2x5x8xf32>, tensor<2x2x5x8xf32>, tensor<6x7xf32>, tensor<5x6xf32>, tensor<2x3x8xf32>
 }

@@ -43,7 +43,9 @@
 // CALLS-NEXT: %[[COLS:.*]] = llvm.mlir.constant(8 : i64)
 // CALLS-NEXT: %[[EPS:.*]] = llvm.mlir.constant(1.000000e-05 : f64)
 // CALLS-NEXT: llvm.call @titanrt_rms_norm(%{{.*}}, %[[BF16]], %[[WBF16]], %{{.*}}, %{{.*}}, %{{.*}}, %[[ROWS]], %[[COLS]], %[[EPS]]) : (!llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, f64) -> i32
-// CALLS: llvm.call @titanrt_rms_norm_grad({{.*}}) : (!llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, f64) -> i32
+// No addend: the fourth pointer is null.
+// CALLS: %[[NOADDEND:.*]] = llvm.mlir.zero : !llvm.ptr
+// CALLS: llvm.call @titanrt_rms_norm_grad(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[NOADDEND]], %{{.*}}) : (!llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, f64) -> i32
 // CALLS: ^bb{{[0-9]+}}:
 // CALLS-NEXT: %[[LF32:.*]] = llvm.mlir.constant(0 : i32)
 // CALLS-NEXT: %[[I64:.*]] = llvm.mlir.constant(4 : i32)

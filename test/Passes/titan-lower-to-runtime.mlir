@@ -41,9 +41,11 @@
 // CHECK-NEXT: %[[X:.*]] = llvm.getelementptr %[[INPUTS]][%{{.*}}]
 // CHECK-NEXT: llvm.mlir.constant(0 : i64)
 // CHECK-NEXT: %[[FULL2:.*]] = llvm.getelementptr %[[ARENA]][%{{.*}}]
+// No addend: a null pointer.
+// CHECK-NEXT: %[[NONE:.*]] = llvm.mlir.zero : !llvm.ptr
 // CHECK-NEXT: llvm.mlir.constant(256 : i64)
 // CHECK-NEXT: %[[Y:.*]] = llvm.getelementptr %[[ARENA]][%{{.*}}]
-// CHECK: llvm.call @titanrt_matmul(%[[CTX]], %{{.*}}, %[[X]], %[[FULL2]], %[[Y]], %{{.*}}) : (!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i32, i32, i32) -> i32
+// CHECK: llvm.call @titanrt_matmul(%[[CTX]], %{{.*}}, %[[X]], %[[FULL2]], %[[NONE]], %[[Y]], %{{.*}}) : (!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i32, i32, i32) -> i32
 // CHECK: llvm.mlir.constant(256 : i64)
 // CHECK-NEXT: %[[Y1:.*]] = llvm.getelementptr %[[ARENA]][%{{.*}}]
 // CHECK-NEXT: llvm.mlir.constant(256 : i64)

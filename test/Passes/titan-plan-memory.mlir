@@ -96,4 +96,25 @@ func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x8x16xf32>, %v: ten
   return %dq, %dk, %dv : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>
 }
 
+// -----
+
+// A GEMM with an addend writes its sum over the addend when the addend is
+// last read there (%s over %a's buffer; %t over %s's), but never over a
+// buffer it also reads as a factor (%u reads %t as its lhs too, so it gets
+// a buffer of its own).
+
+// CHECK-LABEL: func.func @matmul_addend
+// CHECK: %[[A:.*]] = titan.launch @copy(%arg0) {titan.buffers = [#titan.buffer<arena[0, 64]>]}
+// CHECK: %[[S:.*]] = titan.matmul %arg0, %arg1 plus %[[A]] {titan.buffers = [#titan.buffer<arena[0, 64]>]}
+// CHECK: %[[T:.*]] = titan.matmul %arg0, %arg1 plus %[[S]] {titan.buffers = [#titan.buffer<arena[0, 64]>]}
+// CHECK: titan.matmul %[[T]], %arg1 plus %[[T]] {titan.buffers = [#titan.buffer<arena[64, 64]>]}
+func.func private @copy(memref<4x4xf32>, memref<4x4xf32>) attributes {titan.kernel, titan.in_place = array<i64>}
+func.func @matmul_addend(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %a = titan.launch @copy(%x) : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %s = titan.matmul %x, %w plus %a : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %t = titan.matmul %x, %w plus %s : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %u = titan.matmul %t, %w plus %t : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  return %u : tensor<4x4xf32>
+}
+
 // ALIGN: error: titan-plan-memory: alignment must be a power of two, got 48

@@ -133,8 +133,8 @@ void benchGemms(ThreadPool &pool) {
     double flops = 2.0 * s.m * s.n * s.k;
     std::vector<double> seconds = bestSeconds(
         {[&] {
-           check(matmul(pool, TITANRT_F32, a.data(), b.data(), c.data(), 1, s.m,
-                        s.n, s.k, false, true, true));
+           check(matmul(pool, TITANRT_F32, a.data(), b.data(), nullptr,
+                        c.data(), 1, s.m, s.n, s.k, false, true, true));
          },
          [&] {
            openblas_set_num_threads(pool.getNumThreads());
@@ -219,31 +219,31 @@ void benchAttention(ThreadPool &pool, const AttentionKernels &kernels,
                          dv.data(), workspace.data());
       },
       [&] {
-        check(matmul(pool, TITANRT_F32, q.data(), k.data(), p.data(), heads,
-                     seq, seq, headDim, false, true, false));
+        check(matmul(pool, TITANRT_F32, q.data(), k.data(), nullptr, p.data(),
+                     heads, seq, seq, headDim, false, true, false));
         pool.parallelFor(heads * seq, 16, [&](int64_t begin, int64_t end) {
           for (int64_t row = begin; row < end; ++row)
             eagerSoftmaxRow(p.data() + row * seq, seq,
                             causal ? row % seq + 1 : seq, scale);
         });
-        check(matmul(pool, TITANRT_F32, p.data(), v.data(), out.data(), heads,
-                     seq, headDim, seq, false, false, false));
+        check(matmul(pool, TITANRT_F32, p.data(), v.data(), nullptr, out.data(),
+                     heads, seq, headDim, seq, false, false, false));
       },
       [&] {
         // dV = P^T dO, dP = dO V^T, dS, dQ = dS K, dK = dS^T Q.
-        check(matmul(pool, TITANRT_F32, p.data(), dOut.data(), dv.data(), heads,
-                     seq, headDim, seq, true, false, false));
-        check(matmul(pool, TITANRT_F32, dOut.data(), v.data(), dp.data(), heads,
-                     seq, seq, headDim, false, true, false));
+        check(matmul(pool, TITANRT_F32, p.data(), dOut.data(), nullptr,
+                     dv.data(), heads, seq, headDim, seq, true, false, false));
+        check(matmul(pool, TITANRT_F32, dOut.data(), v.data(), nullptr,
+                     dp.data(), heads, seq, seq, headDim, false, true, false));
         pool.parallelFor(heads * seq, 16, [&](int64_t begin, int64_t end) {
           for (int64_t row = begin; row < end; ++row)
             eagerSoftmaxGradRow(p.data() + row * seq, dp.data() + row * seq,
                                 seq, scale);
         });
-        check(matmul(pool, TITANRT_F32, dp.data(), k.data(), dq.data(), heads,
-                     seq, headDim, seq, false, false, false));
-        check(matmul(pool, TITANRT_F32, dp.data(), q.data(), dk.data(), heads,
-                     seq, headDim, seq, true, false, false));
+        check(matmul(pool, TITANRT_F32, dp.data(), k.data(), nullptr, dq.data(),
+                     heads, seq, headDim, seq, false, false, false));
+        check(matmul(pool, TITANRT_F32, dp.data(), q.data(), nullptr, dk.data(),
+                     heads, seq, headDim, seq, true, false, false));
       },
   });
 

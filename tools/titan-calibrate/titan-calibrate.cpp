@@ -159,7 +159,8 @@ void measureGemms(Job &job, ThreadPool &pool, std::vector<GemmPoint> &points) {
         c(point.m * point.n);
     int64_t calls = callsFor(quick ? 2e9 : 2e10, point.flops());
     double seconds = timeTogether(job, calls, [&] {
-      check(cpu::matmul(pool, TITANRT_F32, a.data(), b.data(), c.data(),
+      check(cpu::matmul(pool, TITANRT_F32, a.data(), b.data(), nullptr,
+                        c.data(),
                         /*batch=*/1, point.m, point.n, point.k, false, false,
                         /*bShared=*/true),
             "matmul");

@@ -208,8 +208,9 @@ void bench::benchElementwise(Harness &harness, const ModelShape &model,
                           bf16Traffic(3.0 * t * d + 2.0 * d)),
           [&] {
             return rmsNormBackward(stream, TITANRT_BF16, TITANRT_BF16, x.get(),
-                                   w.get(), dy.get(), dx.get(), dw.get(),
-                                   workspace.get(), t, d, model.normEps);
+                                   w.get(), dy.get(), /*addend=*/nullptr,
+                                   dx.get(), dw.get(), workspace.get(), t, d,
+                                   model.normEps);
           });
     }
   }

@@ -81,15 +81,18 @@ const char *titanrt_last_error(const titanrt_context *ctx);
  * float32 copies, rounded once), and TITANRT_F64 where noted.
  *===----------------------------------------------------------------------===*/
 
-/// C[i] = op(A[i]) * op(B[i]) for i < batch, where op transposes its
-/// matrix when the flag is set. A[i] is m x k (k x m when transposed),
-/// B[i] is k x n (n x k when transposed), C[i] is m x n. With `b_shared`,
-/// B is one matrix used by every batch (a weight). Also F64.
+/// C[i] = op(A[i]) * op(B[i]) (+ addend[i]) for i < batch, where op
+/// transposes its matrix when the flag is set. A[i] is m x k (k x m when
+/// transposed), B[i] is k x n (n x k when transposed), C[i] and the
+/// optional `addend` (null: none) are m x n; the sum is rounded to `dtype`
+/// once. `addend` may be `c` (computed in place) but must not otherwise
+/// overlap it. With `b_shared`, B is one matrix used by every batch (a
+/// weight). Also F64.
 titanrt_status titanrt_matmul(titanrt_context *ctx, int32_t dtype,
-                              const void *a, const void *b, void *c,
-                              int64_t batch, int64_t m, int64_t n, int64_t k,
-                              int32_t transpose_a, int32_t transpose_b,
-                              int32_t b_shared);
+                              const void *a, const void *b, const void *addend,
+                              void *c, int64_t batch, int64_t m, int64_t n,
+                              int64_t k, int32_t transpose_a,
+                              int32_t transpose_b, int32_t b_shared);
 
 /// Scaled dot-product attention with grouped KV heads (titan.attention):
 /// q and out are [batch, q_heads, seq, head_dim], k and v [batch, kv_heads,
@@ -163,11 +166,14 @@ static inline int64_t titanrt_rms_norm_grad_workspace_bytes(int64_t rows,
 /// dx = r * (g - x * r^2 * mean(g * x, -1)) with g = grad * weight and
 /// r = rsqrt(mean(x^2, -1) + eps), recomputed; dweight (of `weight_dtype`)
 /// = the sum over rows of grad * x * r, in float32, bitwise reproducible.
-/// `workspace` holds titanrt_rms_norm_grad_workspace_bytes bytes.
+/// An optional `addend` (null: none; like x) is added to dx before it is
+/// rounded; it may be dx (computed in place) but must not otherwise overlap
+/// it. `workspace` holds titanrt_rms_norm_grad_workspace_bytes bytes.
 titanrt_status titanrt_rms_norm_grad(titanrt_context *ctx, int32_t dtype,
                                      int32_t weight_dtype, const void *x,
                                      const void *weight, const void *grad,
-                                     void *dx, void *dweight, void *workspace,
+                                     const void *addend, void *dx,
+                                     void *dweight, void *workspace,
                                      int64_t rows, int64_t cols, double eps);
 
 /// The bytes of workspace titanrt_cross_entropy and

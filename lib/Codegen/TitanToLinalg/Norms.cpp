@@ -127,6 +127,10 @@ Value sub(OpBuilder &b, Location loc, Value lhs, Value rhs) {
   return arith::SubFOp::create(b, loc, lhs, rhs);
 }
 
+Value add(OpBuilder &b, Location loc, Value lhs, Value rhs) {
+  return arith::AddFOp::create(b, loc, lhs, rhs);
+}
+
 LogicalResult convertRmsNorm(RmsNormOp op, PatternRewriter &rewriter) {
   Location loc = op.getLoc();
   NormLoops loops(rewriter, op.getInput(), op.getEps().convertToDouble());
@@ -157,17 +161,24 @@ LogicalResult convertRmsNormGrad(RmsNormGradOp op, PatternRewriter &rewriter) {
       2, [](OpBuilder &b, Location l, ValueRange v) -> SmallVector<Value> {
         return {mul(b, l, v[0], v[0]), mul(b, l, mul(b, l, v[2], v[1]), v[0])};
       });
-  // dx = r * (dy * w - x * r^2 * dot / D).
+  // dx = r * (dy * w - x * r^2 * dot / D) (+ the addend).
+  SmallVector<Value> inputs = {x, w, dy, sums[0], sums[1]};
+  SmallVector<AffineMap> maps = {loops.identity, loops.column, loops.identity,
+                                 loops.row, loops.row};
+  if (Value addend = op.getAddend()) {
+    inputs.push_back(addend);
+    maps.push_back(loops.identity);
+  }
   Value inputGrad = loops.map(
-      rewriter, loc, {x, w, dy, sums[0], sums[1]},
-      {loops.identity, loops.column, loops.identity, loops.row, loops.row},
+      rewriter, loc, inputs, maps,
       [&](OpBuilder &b, Location l, ValueRange v) -> Value {
         Value scale = loops.inverseRms(b, l, v[3]);
         Value correction =
             loops.mean(b, l, mul(b, l, mul(b, l, scale, scale), v[4]));
-        return mul(
-            b, l, scale,
-            sub(b, l, mul(b, l, v[2], v[1]), mul(b, l, v[0], correction)));
+        Value grad =
+            mul(b, l, scale,
+                sub(b, l, mul(b, l, v[2], v[1]), mul(b, l, v[0], correction)));
+        return v.size() > 5 ? add(b, l, grad, v[5]) : grad;
       });
   // dw = sum over rows of dy * x * r.
   Value weightGrad =

@@ -108,6 +108,15 @@ func.func @matmuls(%x: tensor<2x16x32xbf16>, %w: tensor<64x32xbf16>, %y: tensor<
   return %0, %1, %2, %3 : tensor<2x16x64xbf16>, tensor<2x16x16xbf16>, tensor<2x32x32xbf16>, tensor<2x16x16xbf16>
 }
 
+// The addend's type is the result's (not printed).
+// CHECK-LABEL: func.func @matmul_addend
+// CHECK-SAME: (%[[X:.*]]: tensor<2x16x32xbf16>, %[[W:.*]]: tensor<64x32xbf16>, %[[H:.*]]: tensor<2x16x64xbf16>)
+// CHECK: titan.matmul %[[X]], %[[W]] transpose_rhs plus %[[H]] : tensor<2x16x32xbf16>, tensor<64x32xbf16> -> tensor<2x16x64xbf16>
+func.func @matmul_addend(%x: tensor<2x16x32xbf16>, %w: tensor<64x32xbf16>, %h: tensor<2x16x64xbf16>) -> tensor<2x16x64xbf16> {
+  %0 = titan.matmul %x, %w transpose_rhs plus %h : tensor<2x16x32xbf16>, tensor<64x32xbf16> -> tensor<2x16x64xbf16>
+  return %0 : tensor<2x16x64xbf16>
+}
+
 // CHECK-LABEL: func.func @llama_block_parts
 func.func @llama_block_parts(%table: tensor<128x64xf32>, %tokens: tensor<2x16xi64>, %xq: tensor<2x16x4x16xbf16>, %cos: tensor<16x8xf32>, %sin: tensor<16x8xf32>, %q: tensor<2x4x16x16xbf16>, %kv: tensor<2x2x16x16xbf16>, %logits: tensor<32x128xf32>, %labels: tensor<32xi64>) -> (tensor<2x16x64xf32>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x4x16x16xbf16>, tensor<2x4x16xf32>, tensor<f32>, tensor<f32>) {
   // CHECK: titan.embedding %{{.*}}, %{{.*}} : tensor<128x64xf32>, tensor<2x16xi64> -> tensor<2x16x64xf32>
@@ -178,6 +187,8 @@ func.func @backward(%x: tensor<2x16x64xf32>, %w: tensor<64xf32>, %dy: tensor<2x1
   %g = titan.gelu_grad %x, %dy approximate tanh : tensor<2x16x64xf32>
   // CHECK: titan.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}} eps 1.000000e-05 : tensor<2x16x64xf32>, tensor<64xf32>
   %rx, %rw = titan.rms_norm_grad %x, %w, %dy eps 1.0e-5 : tensor<2x16x64xf32>, tensor<64xf32>
+  // CHECK: titan.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}} plus %{{.*}} eps 1.000000e-05 : tensor<2x16x64xf32>, tensor<64xf32>
+  %px, %pw = titan.rms_norm_grad %x, %w, %dy plus %x eps 1.0e-5 : tensor<2x16x64xf32>, tensor<64xf32>
   // CHECK: titan.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} eps 1.000000e-05 : tensor<2x16x64xf32>, tensor<64xf32>
   %lx, %lw, %lb = titan.layer_norm_grad %x, %w, %dy eps 1.0e-5 : tensor<2x16x64xf32>, tensor<64xf32>
   // CHECK: titan.embedding_grad %{{.*}}, %{{.*}} : tensor<2x16xi64>, tensor<2x16x64xf32> -> tensor<128x64xf32>

@@ -233,6 +233,14 @@ func.func @matmul_result(%a: tensor<2x4x8xf32>, %b: tensor<16x8xf32>) {
 
 // -----
 
+func.func @matmul_addend_type(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>, %h: tensor<4x2xbf16>) {
+  // expected-error @+1 {{failed to verify that addend has the result's type}}
+  %0 = "titan.matmul"(%a, %b, %h) : (tensor<4x8xf32>, tensor<8x2xf32>, tensor<4x2xbf16>) -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
 func.func @embedding_table(%t: tensor<16xf32>, %ids: tensor<4xi64>) {
   // expected-error @+1 {{expects table of rank 2, got 'tensor<16xf32>'}}
   %0 = titan.embedding %t, %ids : tensor<16xf32>, tensor<4xi64> -> tensor<4x16xf32>
@@ -866,6 +874,14 @@ func.func @f(%x: tensor<8xf32>, %dy: tensor<8xf32>) -> tensor<8xf32> {
 func.func @f(%x: tensor<2x8xf32>, %w: tensor<8xf32>, %dy: tensor<2x8xf32>) {
   // expected-error @+1 {{'titan.rms_norm_grad' op eps must be positive and finite, got 0.000000e+00}}
   %0, %1 = titan.rms_norm_grad %x, %w, %dy eps 0.0 : tensor<2x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_grad_addend_type(%x: tensor<2x8xf32>, %w: tensor<8xf32>, %dy: tensor<2x8xf32>, %g: tensor<2x8xbf16>) {
+  // expected-error @+1 {{failed to verify that addend has the input's type}}
+  %0, %1 = "titan.rms_norm_grad"(%x, %w, %dy, %g) <{eps = 1.0e-5 : f64}> : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>, tensor<2x8xbf16>) -> (tensor<2x8xf32>, tensor<8xf32>)
   return
 }
 

@@ -66,14 +66,15 @@ def matmul(rng):
     inputs = {"x": x, "y": y, "xt": np.ascontiguousarray(x.transpose(0, 2, 1)),
               "yt": np.ascontiguousarray(y.transpose(0, 2, 1)),
               "layers.0.w": w, "d": rng.standard_normal((4, 7)),
-              "e": rng.standard_normal((7, 2))}
+              "e": rng.standard_normal((7, 2)), "h": randn(rng, 2, 5, 6)}
 
     def expected(i):
         x, y = t(i["x"]), t(i["y"])
         return {"plain": x @ y, "both": t(i["xt"]).transpose(1, 2) @
                 t(i["yt"]).transpose(1, 2),
                 "linear": F.linear(x, t(i["layers.0.w"])),
-                "f64": t(i["d"]) @ t(i["e"])}
+                "f64": t(i["d"]) @ t(i["e"]),
+                "linear_plus": t(i["h"]) + F.linear(x, t(i["layers.0.w"]))}
     return inputs, expected
 
 

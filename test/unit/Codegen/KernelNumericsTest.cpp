@@ -976,6 +976,13 @@ TEST_F(KernelNumericsTest, Norms) {
                          "%r:2 = titan.rms_norm_grad %a0, %a1, %a2" + attrs,
                          {type(x), type(w)}),
               {x, w, dy}, tolerance);
+        // With the residual stream's cotangent as the addend.
+        TensorValue residual = random.floats(kind, shape);
+        check(makeKernel({x, w, dy, residual},
+                         "%r:2 = titan.rms_norm_grad %a0, %a1, %a2 plus %a3" +
+                             attrs,
+                         {type(x), type(w)}),
+              {x, w, dy, residual}, tolerance);
         check(makeKernel({x, w, dy},
                          "%r:3 = titan.layer_norm_grad %a0, %a1, %a2" + attrs,
                          {type(x), type(w), type(w)}),

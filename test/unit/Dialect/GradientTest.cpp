@@ -341,6 +341,13 @@ TEST(GradientTest, Matmul) {
                                 lhs + ", " + rhs + " -> " + result,
                             result)});
   }
+  // With an addend, whose cotangent is the result's.
+  checkGradient({function("%a: tensor<2x3x4xf64>, %b: tensor<2x4xf64>, "
+                          "%c: tensor<2x3x2xf64>",
+                          "matmul %a, %b transpose_rhs plus %c : "
+                          "tensor<2x3x4xf64>, tensor<2x4xf64> -> "
+                          "tensor<2x3x2xf64>",
+                          "tensor<2x3x2xf64>")});
 }
 
 TEST(GradientTest, Embedding) {

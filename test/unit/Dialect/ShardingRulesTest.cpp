@@ -113,6 +113,13 @@ const RuleCase kReductions[] = {
      "tensor<2x4x8xf32>, tensor<8xf32>",
      "([a, b, c], [c], [a, b, c]) -> ([a, b, c], [c]) {a=2 reduction, "
      "b=4 reduction, c=8 need_replication} linear={2}"},
+    // The addend is laid out like the input cotangent, and linear with the
+    // result's cotangent.
+    {"%0: tensor<2x4x8xf32>, %1: tensor<8xf32>, %2: tensor<2x4x8xf32>",
+     "%r:2 = titan.rms_norm_grad %0, %1, %2 plus %0 eps 1.0e-05 : "
+     "tensor<2x4x8xf32>, tensor<8xf32>",
+     "([a, b, c], [c], [a, b, c], [a, b, c]) -> ([a, b, c], [c]) {a=2 "
+     "reduction, b=4 reduction, c=8 need_replication} linear={2, 3}"},
     // AdamW: elementwise over the tensors, the scalars without dims.
     {"%0: tensor<4x8xf32>, %1: tensor<4x8xbf16>, %2: tensor<f32>",
      "%r:3 = titan.adamw %0, %1, %0, %0 lr %2 step %2 grad_scale %2 betas "
@@ -140,6 +147,13 @@ const RuleCase kModelOps[] = {
      "tensor<2x16x8xf32> -> tensor<2x4x8xf32>",
      "([a, d, b], [a, d, c]) -> ([a, b, c]) {a=2, b=4, c=8, d=16 reduction} "
      "linear={0}, {1}"},
+    // With an addend: the contraction stays whole (each shard would add
+    // it), and the sum is linear in either factor together with it.
+    {"%0: tensor<2x4x16xf32>, %1: tensor<32x16xf32>, %2: tensor<2x4x32xf32>",
+     "%r = titan.matmul %0, %1 transpose_rhs plus %2 : tensor<2x4x16xf32>, "
+     "tensor<32x16xf32> -> tensor<2x4x32xf32>",
+     "([a, b, d], [c, d], [a, b, c]) -> ([a, b, c]) {a=2, b=4, c=32, "
+     "d=16 need_replication} linear={0, 2}, {1, 2}"},
     {"%0: tensor<32x16xf32>, %1: tensor<2x4xi64>",
      "%r = titan.embedding %0, %1 : tensor<32x16xf32>, tensor<2x4xi64> -> "
      "tensor<2x4x16xf32>",

@@ -184,8 +184,9 @@ TEST(AsyncCollectives, TheCallerComputesWhileTheCollectiveIsInFlight) {
     EXPECT_TRUE(ctx.async.isBusy());
     // The main thread keeps running kernels meanwhile.
     std::vector<float> a(16 * 16, 1.0f), b(16 * 16, 2.0f), c(16 * 16);
-    RETURN_IF_FAILS(ctx, titanrt_matmul(&ctx, TITANRT_F32, a.data(), b.data(),
-                                        c.data(), 1, 16, 16, 16, 0, 0, 0));
+    RETURN_IF_FAILS(ctx,
+                    titanrt_matmul(&ctx, TITANRT_F32, a.data(), b.data(),
+                                   nullptr, c.data(), 1, 16, 16, 16, 0, 0, 0));
     EXPECT_EQ(c[0], 32.0f);
     EXPECT_LT(millisecondsSince(start), kAtOnce.count());
     Clock::time_point waiting = Clock::now();
@@ -358,11 +359,11 @@ TEST(AsyncCollectives, StartAndWaitErrorsNameTheHandle) {
   std::vector<float> a(4, 1.0f), c(4);
   ASSERT_EQ(titanrt_start(&ctx, 4), TITANRT_OK);
   expectInvalid(ctx,
-                titanrt_matmul(&ctx, TITANRT_F32, a.data(), a.data(), c.data(),
-                               1, 2, 2, 2, 0, 0, 0),
+                titanrt_matmul(&ctx, TITANRT_F32, a.data(), a.data(), nullptr,
+                               c.data(), 1, 2, 2, 2, 0, 0, 0),
                 "titanrt_matmul: titanrt_start(handle 4" + notFollowed);
-  EXPECT_EQ(titanrt_matmul(&ctx, TITANRT_F32, a.data(), a.data(), c.data(), 1,
-                           2, 2, 2, 0, 0, 0),
+  EXPECT_EQ(titanrt_matmul(&ctx, TITANRT_F32, a.data(), a.data(), nullptr,
+                           c.data(), 1, 2, 2, 2, 0, 0, 0),
             TITANRT_OK);
   ASSERT_EQ(titanrt_start(&ctx, 5), TITANRT_OK);
   expectInvalid(ctx, titanrt_start(&ctx, 6),
@@ -596,8 +597,9 @@ TEST(AsyncCollectives, TracesRecordTheCommunicationThreadAndTheWait) {
     RETURN_IF_FAILS(ctx, titanrt_start(&ctx, 5));
     RETURN_IF_FAILS(ctx, titanrt_all_reduce(&ctx, 0, TITANRT_F32, TITANRT_SUM,
                                             data.data(), data.data(), 1000));
-    RETURN_IF_FAILS(ctx, titanrt_matmul(&ctx, TITANRT_F32, a.data(), a.data(),
-                                        c.data(), 1, 2, 2, 2, 0, 0, 0));
+    RETURN_IF_FAILS(ctx,
+                    titanrt_matmul(&ctx, TITANRT_F32, a.data(), a.data(),
+                                   nullptr, c.data(), 1, 2, 2, 2, 0, 0, 0));
     RETURN_IF_FAILS(ctx, titanrt_wait(&ctx, 5));
     TITANRT_RETURN_IF_ERROR(ctx.async.drain());
     ctx.tracer = nullptr;

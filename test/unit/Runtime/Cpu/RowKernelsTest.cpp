@@ -90,9 +90,10 @@ TEST(RowKernelsTest, RmsNormF32MatchesDoubleAndThreads) {
         rmsNorm(pool(numThreads), TITANRT_F32, TITANRT_F32, x.data(),
                 weight.data(), y.data(), kRows, kCols, kEps);
     ASSERT_TRUE(status.ok()) << status.getMessage();
-    status = rmsNormGrad(pool(numThreads), TITANRT_F32, TITANRT_F32, x.data(),
-                         weight.data(), dy.data(), dx.data(), dw.data(),
-                         workspace.data(), kRows, kCols, kEps);
+    status =
+        rmsNormGrad(pool(numThreads), TITANRT_F32, TITANRT_F32, x.data(),
+                    weight.data(), dy.data(), /*addend=*/nullptr, dx.data(),
+                    dw.data(), workspace.data(), kRows, kCols, kEps);
     ASSERT_TRUE(status.ok()) << status.getMessage();
     EXPECT_LE(relativeError(y, expected.y), 1e-6);
     EXPECT_LE(relativeError(dx, expected.dx), 1e-6);
@@ -121,13 +122,46 @@ TEST(RowKernelsTest, RmsNormBf16DataF32Weight) {
                       weight.data(), y.data(), kRows, kCols, kEps)
                   .ok());
   ASSERT_TRUE(rmsNormGrad(pool(2), TITANRT_BF16, TITANRT_F32, xStored.data(),
-                          weight.data(), dyStored.data(), dx.data(), dw.data(),
-                          workspace.data(), kRows, kCols, kEps)
+                          weight.data(), dyStored.data(), /*addend=*/nullptr,
+                          dx.data(), dw.data(), workspace.data(), kRows, kCols,
+                          kEps)
                   .ok());
   // Computed in float32 from the bf16 inputs, rounded once to bf16.
   EXPECT_LE(relativeError(fromBf16(y), expected.y), 1.0 / 256);
   EXPECT_LE(relativeError(fromBf16(dx), expected.dx), 1.0 / 256);
   EXPECT_LE(relativeError(dw, expected.dweight), 1e-5);
+}
+
+TEST(RowKernelsTest, RmsNormGradAddsTheAddend) {
+  // The residual stream's cotangent added to dx: from a buffer of its own,
+  // and in place (dx holds it on entry); the weight gradient is unchanged.
+  std::vector<float> x = randomValues<float>(kRows * kCols, 7, 2.0);
+  std::vector<float> weight = randomValues<float>(kCols, 8);
+  std::vector<float> dy = randomValues<float>(kRows * kCols, 9);
+  std::vector<float> addend = randomValues<float>(kRows * kCols, 10);
+  RmsNormReference expected = referenceRmsNorm(
+      toDouble(x), toDouble(weight), toDouble(dy), kRows, kCols, kEps);
+  for (size_t i = 0; i < expected.dx.size(); ++i)
+    expected.dx[i] += addend[i];
+  std::vector<float> workspace(256 * kCols), dw(kCols);
+  for (bool inPlace : {false, true}) {
+    SCOPED_TRACE(inPlace ? "in place" : "separate");
+    std::vector<float> dx = inPlace ? addend : std::vector<float>(x.size());
+    Status status =
+        rmsNormGrad(pool(2), TITANRT_F32, TITANRT_F32, x.data(), weight.data(),
+                    dy.data(), inPlace ? dx.data() : addend.data(), dx.data(),
+                    dw.data(), workspace.data(), kRows, kCols, kEps);
+    ASSERT_TRUE(status.ok()) << status.getMessage();
+    EXPECT_LE(relativeError(dx, expected.dx), 1e-6);
+    EXPECT_LE(relativeError(dw, expected.dweight), 1e-6);
+  }
+  // An addend that shares some but not all of dx's bytes.
+  Status overlap = rmsNormGrad(pool(1), TITANRT_F32, TITANRT_F32, x.data(),
+                               weight.data(), dy.data(), x.data() + 1, x.data(),
+                               dw.data(), workspace.data(), kRows, kCols, kEps);
+  EXPECT_EQ(overlap.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(overlap.getMessage(),
+            "rms_norm_grad: the addend overlaps the output without being it");
 }
 
 TEST(RowKernelsTest, RmsNormRefusesOtherDtypes) {

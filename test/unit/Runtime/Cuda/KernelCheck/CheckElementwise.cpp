@@ -60,8 +60,8 @@ void checkRmsNorm(Checker &checker, Context &context, int32_t dtype,
   std::vector<double> dx, dweight, dweightAgain;
   auto run = [&] {
     return rmsNormBackward(stream, dtype, weightDtype, dX.get(), dWeight.get(),
-                           dDy.get(), dDx.get(), dDweight.get(),
-                           workspace.get(), rows, cols, eps);
+                           dDy.get(), /*addend=*/nullptr, dDx.get(),
+                           dDweight.get(), workspace.get(), rows, cols, eps);
   };
   if (!checker.expectOk(backward, run()) ||
       !checker.expectOk(backward, dDx.download(dx)) ||
@@ -78,6 +78,29 @@ void checkRmsNorm(Checker &checker, Context &context, int32_t dtype,
                   toleranceFor(weightDtype));
   checker.expectIdentical(backward + ".dweight.deterministic", dweight,
                           dweightAgain);
+
+  // With an addend (the residual stream's cotangent), of its own and in dx
+  // (computed in place): dx + addend, rounded once.
+  std::vector<double> addend = randomValues(rows * cols, seed + 3, dtype);
+  std::vector<double> expectedSum = expectedDx;
+  for (size_t i = 0; i < expectedSum.size(); ++i)
+    expectedSum[i] += addend[i];
+  DeviceTensor dAddend;
+  for (bool inPlace : {false, true}) {
+    const std::string name =
+        backward + (inPlace ? ".addend_in_place" : ".addend");
+    std::vector<double> sum;
+    if (!checker.expectOk(name, dAddend.upload(dtype, addend)) ||
+        (inPlace && !checker.expectOk(name, dDx.upload(dtype, addend))) ||
+        !checker.expectOk(
+            name, rmsNormBackward(
+                      stream, dtype, weightDtype, dX.get(), dWeight.get(),
+                      dDy.get(), inPlace ? dDx.get() : dAddend.get(), dDx.get(),
+                      dDweight.get(), workspace.get(), rows, cols, eps)) ||
+        !checker.expectOk(name, dDx.download(sum)))
+      continue;
+    checker.compare(name, sum, expectedSum, toleranceFor(dtype));
+  }
 }
 
 void checkRope(Checker &checker, Context &context, int32_t dtype,

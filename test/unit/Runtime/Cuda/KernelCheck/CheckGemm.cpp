@@ -95,23 +95,40 @@ void check::checkGemm(Checker &checker, Context &context) {
     for (auto [dtype, outputDtype] : types)
       runCase(checker, context, gemmCase, dtype, outputDtype, seed += 4);
 
-  // titanrt_matmul's entry point.
+  // titanrt_matmul's entry point: without an addend, with one of its own
+  // and with one in C (computed in place), each rounded once.
   std::vector<double> a = randomValues(2 * 5 * 7, 7, TITANRT_BF16);
   std::vector<double> b = randomValues(2 * 9 * 7, 8, TITANRT_BF16);
-  DeviceTensor deviceA, deviceB, deviceC;
-  const char *name = "gemm.titanrt_matmul.bf16";
-  if (!checker.expectOk(name, deviceA.upload(TITANRT_BF16, a)) ||
-      !checker.expectOk(name, deviceB.upload(TITANRT_BF16, b)) ||
-      !checker.expectOk(name, deviceC.allocate(TITANRT_BF16, 2 * 5 * 9)) ||
-      !checker.expectOk(name, context.gemm->matmul(
-                                  context.stream.get(), TITANRT_BF16,
-                                  deviceA.get(), deviceB.get(), deviceC.get(),
-                                  2, 5, 9, 7, false, true, false)))
-    return;
-  std::vector<double> actual, expected(2 * 5 * 9);
-  if (!checker.expectOk(name, deviceC.download(actual)))
-    return;
-  reference::gemm({2, 5, 9, 7, false, true, false}, GemmEpilogue::None,
-                  a.data(), b.data(), nullptr, expected.data(), 1.0, 0.0);
-  checker.compare(name, actual, expected, toleranceFor(TITANRT_BF16));
+  std::vector<double> addend = randomValues(2 * 5 * 9, 9, TITANRT_BF16);
+  for (const char *mode : {"plain", "addend", "addend_in_place"}) {
+    std::string name = std::string("gemm.titanrt_matmul.bf16.") + mode;
+    bool hasAddend = mode != std::string("plain");
+    bool inPlace = mode == std::string("addend_in_place");
+    DeviceTensor deviceA, deviceB, deviceC, deviceAddend;
+    if (!checker.expectOk(name, deviceA.upload(TITANRT_BF16, a)) ||
+        !checker.expectOk(name, deviceB.upload(TITANRT_BF16, b)) ||
+        !checker.expectOk(name, deviceAddend.upload(TITANRT_BF16, addend)) ||
+        !checker.expectOk(name,
+                          inPlace ? deviceC.upload(TITANRT_BF16, addend)
+                                  : deviceC.allocate(TITANRT_BF16, 2 * 5 * 9)))
+      continue;
+    const void *addendPointer = !hasAddend ? nullptr
+                                : inPlace  ? deviceC.get()
+                                           : deviceAddend.get();
+    if (!checker.expectOk(
+            name, context.gemm->matmul(context.stream.get(), TITANRT_BF16,
+                                       deviceA.get(), deviceB.get(),
+                                       addendPointer, deviceC.get(), 2, 5, 9, 7,
+                                       false, true, false)))
+      continue;
+    std::vector<double> actual;
+    std::vector<double> expected =
+        hasAddend ? addend : std::vector<double>(2 * 5 * 9);
+    if (!checker.expectOk(name, deviceC.download(actual)))
+      continue;
+    reference::gemm({2, 5, 9, 7, false, true, false}, GemmEpilogue::None,
+                    a.data(), b.data(), nullptr, expected.data(), 1.0,
+                    hasAddend ? 1.0 : 0.0);
+    checker.compare(name, actual, expected, toleranceFor(TITANRT_BF16));
+  }
 }
