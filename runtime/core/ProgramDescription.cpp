@@ -36,6 +36,14 @@ ProgramDescription::findArgument(const std::string &name) const {
 }
 
 const TensorPlace *
+ProgramDescription::findCopiedArgument(const TensorPlace &copy) const {
+  const std::string prefix = "copy.";
+  if (copy.name.compare(0, prefix.size(), prefix) != 0)
+    return nullptr;
+  return findArgument(copy.name.substr(prefix.size()));
+}
+
+const TensorPlace *
 ProgramDescription::findResult(const std::string &name) const {
   for (const TensorPlace &place : results)
     if (place.name == name)
@@ -359,6 +367,21 @@ Status Parser::run() {
     if (place.offset + place.bytes > limit)
       return Status::invalidArgument("program description: '" + place.name +
                                      "' lies outside its region");
+  }
+  // A parameter's copy is the bf16 or f16 rounding of a float32 parameter
+  // of its shape, which the runtime fills after every load.
+  for (const TensorPlace &copy : description.arguments) {
+    if (copy.role != "param_copy")
+      continue;
+    const TensorPlace *param = description.findCopiedArgument(copy);
+    if (!param || param->role != "param" || param->dtype != TITANRT_F32 ||
+        param->shape != copy.shape ||
+        (copy.dtype != TITANRT_BF16 && copy.dtype != TITANRT_F16))
+      return Status::invalidArgument(
+          "program description: the parameter copy '" + copy.name + "' (" +
+          dtypeName(copy.dtype) +
+          ") is not the bf16 or f16 copy of a float32 argument 'copy.<name>' "
+          "names with the role param and its shape: recompile the program");
   }
   return Status::success();
 }

@@ -137,6 +137,9 @@ struct ProgramDescription {
   /// The argument or result called `name`, or null.
   const TensorPlace *findArgument(const std::string &name) const;
   const TensorPlace *findResult(const std::string &name) const;
+  /// The argument whose copy `copy` (role param_copy, `copy.<name>`:
+  /// ParamSlot::Copy, include/titan/Dialect/ArgRole.h) is, or null.
+  const TensorPlace *findCopiedArgument(const TensorPlace &copy) const;
 };
 
 /// Parses `text`; errors name the line and what is wrong with it.

@@ -736,19 +736,8 @@ Status Trainer::fillParameterCopies() {
   for (const TensorPlace &copy : program.arguments) {
     if (copy.role != "param_copy")
       continue;
-    // ParamSlot::Copy's name (include/titan/Dialect/ArgRole.h).
-    llvm::StringRef name = copy.name;
-    const TensorPlace *param = name.consume_front("copy.")
-                                   ? program.findArgument(name.str())
-                                   : nullptr;
-    if (!param || param->role != "param" || param->dtype != TITANRT_F32 ||
-        param->shape != copy.shape ||
-        (copy.dtype != TITANRT_BF16 && copy.dtype != TITANRT_F16))
-      return Status::invalidArgument(
-          "the program's parameter copy '" + copy.name + "' (" +
-          dtypeName(copy.dtype) +
-          ") is not the bf16 or f16 copy of a float32 parameter '" +
-          name.str() + "' of its shape: recompile the program");
+    // parseProgramDescription checked the pair.
+    const TensorPlace *param = program.findCopiedArgument(copy);
     const float *source =
         reinterpret_cast<const float *>(regions.address(*param));
     uint8_t *target = regions.address(copy);

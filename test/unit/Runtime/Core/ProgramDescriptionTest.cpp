@@ -77,6 +77,39 @@ std::string parseError(const std::string &mesh, const std::string &record) {
   return status.ok() ? "" : status.getMessage();
 }
 
+/// The error parsing kPipelineRank with `copy` as argument 2.
+std::string copyError(const std::string &copy) {
+  std::string text = kPipelineRank;
+  text.replace(text.find("global tokens"), 0, copy + "\n");
+  ProgramDescription description;
+  Status status = parseProgramDescription(text, description);
+  return status.ok() ? "" : status.getMessage();
+}
+
+TEST(ProgramDescriptionTest, ChecksParameterCopies) {
+  // The bf16 copy of parameter w (state bytes 16 to 32 would overlap w's
+  // place; the parser checks regions, not overlaps).
+  EXPECT_EQ(copyError("arg 2 copy.w param_copy bf16 [2,4] state 16 16"), "");
+  const std::string refused =
+      "is not the bf16 or f16 copy of a float32 argument 'copy.<name>' names "
+      "with the role param and its shape: recompile the program";
+  for (const char *copy : {
+           // No parameter called v; no 'copy.' prefix; f32 is no copy.
+           "arg 2 copy.v param_copy bf16 [2,4] state 16 16",
+           "arg 2 w2 param_copy bf16 [2,4] state 16 16",
+           "arg 2 copy.w param_copy f32 [2,4] state 0 32",
+           // Another shape; a copy of the tokens.
+           "arg 2 copy.w param_copy bf16 [4,2] state 16 16",
+           "arg 2 copy.tokens param_copy bf16 [2,4] state 16 16",
+       }) {
+    std::string error = copyError(copy);
+    EXPECT_NE(error.find(refused), std::string::npos) << copy << ": " << error;
+  }
+  EXPECT_EQ(copyError("arg 2 copy.v param_copy bf16 [2,4] state 16 16"),
+            "program description: the parameter copy 'copy.v' (bf16) " +
+                refused);
+}
+
 TEST(ProgramDescriptionTest, RejectsMalformedPipelineRecords) {
   const std::string mesh = "mesh pp=2 dp_replicate=1 fsdp=2 cp=1 tp=1";
   EXPECT_EQ(parseError(mesh, "pipeline rank=1"), "");
