@@ -45,10 +45,19 @@ std::optional<MutableOperandRange> getFreeAddend(Value value) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
+/// Whether `addend` is an expansion (a broadcast bias, a splat constant)
+/// that an add kernel computes from a few values as it reads: as the op's
+/// addend it would be written out whole first.
+bool isExpansion(Value addend) {
+  return isa_and_nonnull<BroadcastInDimOp, ConstantOp>(addend.getDefiningOp());
+}
+
 /// The term `value` is (directly or through one reshape), when the add that
 /// reads `value` is its only reader and `addend` exists before the op in
 /// the add's block, so that the op can read it where it stands.
 std::optional<Term> matchTerm(Value value, Value addend, Block *block) {
+  if (isExpansion(addend))
+    return std::nullopt;
   Term term;
   term.view = value.getDefiningOp<ReshapeOp>();
   if (term.view) {

@@ -1054,7 +1054,10 @@ def FuseAddendsPass : Pass<"titan-fuse-addends"> {
 
     It applies when the term (or its one reshape) is read only by the add,
     in the add's block, and x is defined before the op that computes the
-    term (so that the op reads it where it stands: nothing moves). When
+    term (so that the op reads it where it stands: nothing moves), unless x
+    is a `titan.broadcast_in_dim` or a constant: a linear layer's bias
+    broadcast over the rows stays in the add's kernel, which reads the
+    vector, rather than being written out whole for the GEMM to read. When
     both terms qualify the later op adds the earlier term, and adds are
     visited in program order, so that a sum of three products is two fused
     GEMMs. On a rank's program (after titan-spmdize): an addend and a

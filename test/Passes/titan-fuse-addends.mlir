@@ -75,11 +75,13 @@ func.func @residual_gradient(%x: tensor<2x8x16xbf16>, %w: tensor<16xbf16>, %dy: 
 
 // Left alone: the product has another reader; the other term is computed
 // after the matmul (the matmul would have to move); the product's reshape
-// has another reader; neither term is a product.
+// has another reader; neither term is a product; the other term is a bias
+// broadcast over the rows, or a constant (the add's kernel expands them as
+// it reads).
 // CHECK-LABEL: func.func @not_fused
-// CHECK-COUNT-4: titan.add
+// CHECK-COUNT-6: titan.add
 // CHECK-NOT: plus
-func.func @not_fused(%a: tensor<8x4xf32>, %w: tensor<4x16xf32>, %x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<128xf32>, tensor<128xf32>, tensor<8x16xf32>) {
+func.func @not_fused(%a: tensor<8x4xf32>, %w: tensor<4x16xf32>, %x: tensor<8x16xf32>, %b: tensor<16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<128xf32>, tensor<128xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) {
   %p = titan.matmul %a, %w : tensor<8x4xf32>, tensor<4x16xf32> -> tensor<8x16xf32>
   %s = titan.add %x, %p : tensor<8x16xf32>
   %q = titan.matmul %a, %w : tensor<8x4xf32>, tensor<4x16xf32> -> tensor<8x16xf32>
@@ -90,5 +92,11 @@ func.func @not_fused(%a: tensor<8x4xf32>, %w: tensor<4x16xf32>, %x: tensor<8x16x
   %flat = titan.reshape %x : tensor<8x16xf32> -> tensor<128xf32>
   %u = titan.add %flat, %v : tensor<128xf32>
   %e = titan.add %x, %later : tensor<8x16xf32>
-  return %s, %p, %t, %u, %v, %e : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<128xf32>, tensor<128xf32>, tensor<8x16xf32>
+  %bias = titan.broadcast_in_dim %b dims [1] : tensor<16xf32> -> tensor<8x16xf32>
+  %m2 = titan.matmul %a, %w : tensor<8x4xf32>, tensor<4x16xf32> -> tensor<8x16xf32>
+  %biased = titan.add %m2, %bias : tensor<8x16xf32>
+  %one = titan.constant dense<1.0> : tensor<8x16xf32>
+  %m3 = titan.matmul %a, %w : tensor<8x4xf32>, tensor<4x16xf32> -> tensor<8x16xf32>
+  %shifted = titan.add %one, %m3 : tensor<8x16xf32>
+  return %s, %p, %t, %u, %v, %e, %biased, %shifted : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<128xf32>, tensor<128xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>
 }
