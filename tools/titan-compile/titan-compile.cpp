@@ -516,7 +516,8 @@ planJobMemory(ArrayRef<ModuleOp> programs, const TitanPipelineOptions &pipeline,
       if (degree > 1)
         *report << "\n== Pipeline rank " << rank << ": bin/"
                 << getProgramName(degree, rank) << " ==\n";
-      if (failed(writeMemoryReport(program, device, *report)))
+      if (failed(writeMemoryReport(program, device, *report)) ||
+          failed(writeLaunchReport(program, *report)))
         return llvm::createStringError("cannot write the memory report");
     }
     if (!memoryPlot.empty()) {

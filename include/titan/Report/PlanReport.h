@@ -57,6 +57,12 @@ LogicalResult writeMemoryReport(ModuleOp module,
                                 const DeviceDescription *device,
                                 llvm::raw_ostream &os);
 
+/// Writes the launches section of the report: how many compiled kernels
+/// `@train_step` launches (after titan-fuse-kernels), the bytes their
+/// operands and results hold in all and for the five families (kernels of
+/// one root op) that move the most, and the runtime's calls by op.
+LogicalResult writeLaunchReport(ModuleOp module, llvm::raw_ostream &os);
+
 /// Writes the memory of one rank over `@train_step` (after
 /// titan-plan-memory) as an SVG picture: the state and inputs, and the
 /// arena's live bytes by kind at every op, with the peak, the phases and
