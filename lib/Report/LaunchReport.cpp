@@ -30,8 +30,7 @@ int64_t bytesOfTensor(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || !tensor.hasStaticShape())
     return 0;
-  return tensor.getNumElements() *
-         int64_t(llvm::divideCeil(tensor.getElementTypeBitWidth(), 8));
+  return tensor.getNumElements() * getElementByteWidth(tensor.getElementType());
 }
 
 /// A kernel's family: its symbol without the uniquing suffix
