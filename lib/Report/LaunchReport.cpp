@@ -25,14 +25,6 @@ using namespace mlir::titan;
 
 namespace {
 
-/// The bytes of a ranked tensor of static shape (0 otherwise).
-int64_t bytesOfTensor(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape())
-    return 0;
-  return tensor.getNumElements() * getElementByteWidth(tensor.getElementType());
-}
-
 /// A kernel's family: its symbol without the uniquing suffix
 /// (kernel_mul_8 -> kernel_mul).
 StringRef getFamily(StringRef kernel) {
@@ -58,19 +50,14 @@ LogicalResult mlir::titan::writeLaunchReport(ModuleOp module,
   llvm::MapVector<StringRef, FamilyUse> families;
   llvm::SmallDenseSet<StringRef> kernels;
   llvm::MapVector<StringRef, int64_t> calls;
-  int64_t launches = 0, bytes = 0, addends = 0;
+  int64_t addends = 0;
   step.walk([&](Operation *op) {
     if (auto launch = dyn_cast<LaunchOp>(op)) {
-      int64_t launchBytes = 0;
-      for (Type type : llvm::concat<const Type>(op->getOperandTypes(),
-                                                op->getResultTypes()))
-        launchBytes += bytesOfTensor(type);
+      // Its operands and results, as the cost model counts an op's bytes.
       FamilyUse &use = families[getFamily(launch.getKernel())];
       ++use.launches;
-      use.bytes += launchBytes;
+      use.bytes += defaultBytesAccessed(op);
       kernels.insert(launch.getKernel());
-      ++launches;
-      bytes += launchBytes;
       return;
     }
     if (!isa<TitanDialect>(op->getDialect()) || isa<ReshapeOp>(op))
@@ -82,6 +69,11 @@ LogicalResult mlir::titan::writeLaunchReport(ModuleOp module,
       ++addends;
   });
 
+  int64_t launches = 0, bytes = 0;
+  for (const FamilyUse &use : llvm::make_second_range(families)) {
+    launches += use.launches;
+    bytes += use.bytes;
+  }
   os << "\n== Launches per rank (titan-fuse-kernels: compiled kernels and "
         "the runtime's calls) ==\n";
   os << "  compiled kernels  " << launches << " launches of " << kernels.size()

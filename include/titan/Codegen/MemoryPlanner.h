@@ -127,7 +127,8 @@ private:
   }
   /// The pairs (operand, result) of `op` that may share memory: those of
   /// a launch's kernel (titan.in_place), a parameter and its moments and
-  /// their updates for titan.adamw, a matmul's addend and its result.
+  /// their updates for titan.adamw, the addend of titan.matmul or
+  /// titan.rms_norm_grad and its (first) result.
   SmallVector<std::pair<unsigned, unsigned>> inPlacePairs(Operation *op);
   /// Adds a new arena buffer for `value` defined at `index`.
   void addBuffer(Value value, int64_t index);
