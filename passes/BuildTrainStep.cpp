@@ -116,7 +116,7 @@ LogicalResult BuildTrainStepPass::build() {
     ArgRole role = nameAndRole(forward, i).second;
     if (role == ArgRole::Param)
       paramIndices.push_back(i);
-    else if (role == ArgRole::Buffer)
+    else if (role == ArgRole::Buffer && !forward.getArgument(i).use_empty())
       bufferIndices.push_back(i);
   }
   auto nameOf = [&](unsigned i) {

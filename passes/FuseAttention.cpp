@@ -69,6 +69,14 @@ isCausal(IndexFunctionEvaluator &evaluator, Value mask,
   return std::nullopt;
 }
 
+/// Whether mask value `v` hides a score as -inf does: -inf, or a finite
+/// value at most torch.finfo(float32).min's neighbourhood (Hugging Face's
+/// masks use finfo(dtype).min of f32 or bf16). Added to or put in place of
+/// any score of magnitude below 1e38, it leaves the score below -1e38 under
+/// the row's largest visible score, whose exponential is exactly 0 in f32:
+/// the probability -inf gives.
+bool hidesLikeMinusInfinity(double v) { return v <= -3.0e38; }
+
 //===----------------------------------------------------------------------===//
 // The attention pattern
 //===----------------------------------------------------------------------===//
@@ -89,11 +97,11 @@ struct ScoresChain {
 std::optional<ScoresChain> matchScoresChain(IndexFunctionEvaluator &evaluator,
                                             Value value) {
   ScoresChain chain;
-  // An additive mask hides with -inf and lets through with 0.
+  // An additive mask hides with -inf (or finfo.min) and lets through with 0.
   auto additive = [](double v) -> std::optional<bool> {
     if (v == 0)
       return false;
-    if (v == -INFINITY)
+    if (hidesLikeMinusInfinity(v))
       return true;
     return std::nullopt;
   };
@@ -101,7 +109,7 @@ std::optional<ScoresChain> matchScoresChain(IndexFunctionEvaluator &evaluator,
   auto isFalse = [](double v) -> std::optional<bool> { return v == 0; };
   auto minusInfinity = [&](Value v) {
     std::optional<double> c = evaluator.evaluateScalar(v);
-    return c && *c == -INFINITY;
+    return c && hidesLikeMinusInfinity(*c);
   };
   while (value.hasOneUse()) {
     Operation *op = value.getDefiningOp();
@@ -148,6 +156,15 @@ std::optional<ScoresChain> matchScoresChain(IndexFunctionEvaluator &evaluator,
                                  std::pair{add.getRhs(), add.getLhs()}})
         if (std::optional<bool> causal = isCausal(evaluator, mask, additive)) {
           chain.causal |= *causal;
+          next = input;
+          break;
+        }
+    } else if (auto max = dyn_cast<MaxOp>(op)) {
+      // torch.max(scores, finfo.min): no finite score is that low, and a
+      // hidden one stays hidden.
+      for (auto [input, floor] : {std::pair{max.getLhs(), max.getRhs()},
+                                  std::pair{max.getRhs(), max.getLhs()}})
+        if (minusInfinity(floor)) {
           next = input;
           break;
         }

@@ -15,7 +15,9 @@ def BuildTrainStepPass : Pass<"titan-build-train-step", "::mlir::ModuleOp"> {
   let description = [{
     From the model's `@forward(params..., buffers..., tokens) -> logits`
     (as the importer writes it: arguments carry `titan.name` and
-    `titan.role`), builds
+    `titan.role`), builds the step below; its buffers are those the forward
+    reads (a causal mask buffer that titan-fuse-attention proved and
+    replaced is not read any more).
 
     ```
     @train_step(params..., exp_avg..., exp_avg_sq..., buffers..., tokens,
@@ -984,14 +986,21 @@ def FuseAttentionPass : Pass<"titan-fuse-attention"> {
 
     - `chain` is any sequence of: `titan.scale`, a multiplication by or a
       division by a compile-time scalar (their product is `s`, which must be
-      positive), a mask, and casts that change no type (`.float()` and
-      `.type_as` on f32). A mask is `add(x, m)` with `m` 0 or -inf at every
-      element, `select(c, -inf, x)` or `select(c, x, -inf)`, where `m` and
-      `c` are computed at compile time from iotas and constants (elementwise,
-      compare, select, broadcast, reshape and transpose ops, evaluated with
-      the rounding of their element types); it must hide exactly the keys
-      after each query (`causal`) or nothing. Any other mask (another offset,
-      a sliding window, padding, a runtime or buffer mask) is left alone.
+      positive), a mask, `max(x, -inf)`, and casts that change no type
+      (`.float()` and `.type_as` on f32). A mask is `add(x, m)` with `m` 0
+      or -inf at every element, `select(c, -inf, x)` or `select(c, x,
+      -inf)`; here -inf stands also for any finite value <= -3e38 (Hugging
+      Face's `torch.finfo(dtype).min` of f32 or bf16, which hides a score
+      of magnitude below 1e38 exactly as -inf does: its probability is 0 in
+      f32), where `m` and
+      `c` are computed at compile time from iotas, constants and buffers
+      whose value the importer recorded by diagonals (`titan.diagonals`:
+      nanoGPT's `tril` buffer, sliced to the sequence) with elementwise,
+      compare, select, broadcast, reshape, transpose and slice ops,
+      evaluated with the rounding of their element types; it must hide
+      exactly the keys after each query (`causal`) or nothing. Any other
+      mask (another offset, a sliding window, padding, a runtime mask) is
+      left alone.
     - q, k^T and v may come through transposes (the matmuls' transpose flags
       included); q, k and v become [batch, heads, seq, head_dim], with a
       transpose where they are not, and must have one shape and one element

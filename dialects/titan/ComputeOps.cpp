@@ -548,7 +548,25 @@ OpFoldResult SliceOp::fold(FoldAdaptor) {
   if (fromZero && unitStep && getInput().getType() == getType() &&
       getType().hasStaticShape())
     return getInput();
-  return {};
+  // A slice of a slice reads the inner slice's input directly: result
+  // index k is inner index start + k * step, which is input index
+  // innerStart + (start + k * step) * innerStep.
+  auto inner = getInput().getDefiningOp<SliceOp>();
+  if (!inner || !getType().hasStaticShape() ||
+      llvm::is_contained(getType().getShape(), 0))
+    return {};
+  SmallVector<int64_t> start, limit, step;
+  for (auto [dim, size] : llvm::enumerate(getType().getShape())) {
+    start.push_back(inner.getStart()[dim] +
+                    getStart()[dim] * inner.getStep()[dim]);
+    step.push_back(inner.getStep()[dim] * getStep()[dim]);
+    limit.push_back(start.back() + (size - 1) * step.back() + 1);
+  }
+  getInputMutable().assign(inner.getInput());
+  setStart(start);
+  setLimit(limit);
+  setStep(step);
+  return getResult();
 }
 
 LogicalResult ConcatOp::verify() {

@@ -7,6 +7,7 @@
 #include "titan/Dialect/IndexFunction.h"
 #include "titan/Dialect/TitanDialect.h"
 
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -85,6 +86,24 @@ mlir::titan::tabulateDifference(const IndexFunction &f, int64_t a, int64_t b,
   return table;
 }
 
+/// The diagonals of the row-major `n` x `n` matrix `values` (element [i, j]
+/// at `j - i + n - 1`), or nullopt when a diagonal holds two values.
+static std::optional<std::vector<double>>
+diagonalsOfSquare(ArrayRef<double> values, int64_t n) {
+  std::vector<double> diagonals(2 * n - 1);
+  for (int64_t row = 0; row < n; ++row)
+    for (int64_t col = 0; col < n; ++col) {
+      double value = values[row * n + col];
+      double &entry = diagonals[col - row + n - 1];
+      // The first element of each diagonal defines it (NaN never matches).
+      if (row == 0 || col == 0)
+        entry = value;
+      else if (!(entry == value))
+        return std::nullopt;
+    }
+  return diagonals;
+}
+
 /// `f` with the values the elements of `type` hold: affine values must be
 /// integers the element type holds exactly (iotas and their sums), anything
 /// else is tabulated and rounded. Nullopt when neither is possible.
@@ -133,15 +152,60 @@ static std::optional<IndexFunction> roundToType(IndexFunction f,
   return roundToType(std::move(tabulated), type);
 }
 
+/// The elements of `dense` (integer or float) as doubles, in row-major
+/// order; i1 elements are 0 or 1.
+static std::optional<SmallVector<double>>
+elementValues(DenseElementsAttr dense) {
+  SmallVector<double> values;
+  if (isa<FloatType>(dense.getElementType())) {
+    for (APFloat element : dense.getValues<APFloat>())
+      values.push_back(element.convertToDouble());
+    return values;
+  }
+  if (!isa<IntegerType>(dense.getElementType()))
+    return std::nullopt;
+  for (APInt element : dense.getValues<APInt>())
+    values.push_back(element.getBitWidth() == 1
+                         ? (element.isZero() ? 0.0 : 1.0)
+                         : static_cast<double>(element.getSExtValue()));
+  return values;
+}
+
+/// The function of an entry-block argument whose value the importer recorded
+/// by diagonals (titan.diagonals), or nullopt.
+static std::optional<IndexFunction> fromDiagonals(BlockArgument argument,
+                                                  RankedTensorType type) {
+  auto function =
+      dyn_cast_or_null<FunctionOpInterface>(argument.getOwner()->getParentOp());
+  if (!function || argument.getOwner() != &function.getFunctionBody().front())
+    return std::nullopt;
+  auto diagonals = function.getArgAttrOfType<DenseElementsAttr>(
+      argument.getArgNumber(), TitanDialect::kDiagonalsAttrName);
+  if (!diagonals)
+    return std::nullopt;
+  std::optional<SmallVector<double>> values = elementValues(diagonals);
+  int64_t rank = type.getRank();
+  if (!values || rank < 2 ||
+      static_cast<int64_t>(values->size()) != 2 * type.getShape().back() - 1)
+    return std::nullopt;
+  IndexFunction f;
+  f.a = rank - 1;
+  f.b = rank - 2;
+  f.table.assign(values->begin(), values->end());
+  return f;
+}
+
 std::optional<IndexFunction> IndexFunctionEvaluator::evaluate(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
-  Operation *op = value.getDefiningOp();
-  if (!type || !type.hasStaticShape() || !op)
+  if (!type || !type.hasStaticShape())
     return std::nullopt;
   auto it = known.find(value);
   if (it != known.end())
     return it->second;
-  std::optional<IndexFunction> f = compute(op, type);
+  auto argument = dyn_cast<BlockArgument>(value);
+  std::optional<IndexFunction> f = argument
+                                       ? fromDiagonals(argument, type)
+                                       : compute(value.getDefiningOp(), type);
   if (f)
     f = roundToType(std::move(*f), type);
   known[value] = f;
@@ -189,21 +253,15 @@ std::optional<IndexFunction> IndexFunctionEvaluator::pointwise(
 std::optional<IndexFunction>
 IndexFunctionEvaluator::fromConstant(DenseElementsAttr dense,
                                      RankedTensorType type) {
-  auto toDouble = [&](auto element) -> double {
-    if constexpr (std::is_same_v<decltype(element), APFloat>)
-      return element.convertToDouble();
-    else if (element.getBitWidth() == 1)
-      return element.isZero() ? 0.0 : 1.0;
-    else
-      return static_cast<double>(element.getSExtValue());
-  };
-  bool isFloat = isa<FloatType>(dense.getElementType());
-  if (!isFloat && !isa<IntegerType>(dense.getElementType()))
-    return std::nullopt;
-  if (dense.isSplat())
-    return IndexFunction::constant(
-        type.getRank(), isFloat ? toDouble(dense.getSplatValue<APFloat>())
-                                : toDouble(dense.getSplatValue<APInt>()));
+  if (dense.isSplat()) {
+    std::optional<SmallVector<double>> value =
+        elementValues(DenseElementsAttr::get(
+            RankedTensorType::get({}, dense.getElementType()),
+            dense.getSplatValue<Attribute>()));
+    if (!value)
+      return std::nullopt;
+    return IndexFunction::constant(type.getRank(), value->front());
+  }
   // A literal mask: a function of the difference of the last two indices,
   // every other dim of size 1.
   ArrayRef<int64_t> shape = type.getShape();
@@ -211,28 +269,17 @@ IndexFunctionEvaluator::fromConstant(DenseElementsAttr dense,
   if (rank < 2 || shape[rank - 1] != shape[rank - 2] ||
       llvm::any_of(shape.drop_back(2), [](int64_t d) { return d != 1; }))
     return std::nullopt;
-  int64_t n = shape.back();
-  SmallVector<double> values;
-  if (isFloat)
-    for (APFloat element : dense.getValues<APFloat>())
-      values.push_back(toDouble(element));
-  else
-    for (APInt element : dense.getValues<APInt>())
-      values.push_back(toDouble(element));
+  std::optional<SmallVector<double>> values = elementValues(dense);
+  if (!values)
+    return std::nullopt;
+  std::optional<std::vector<double>> diagonals =
+      diagonalsOfSquare(*values, shape.back());
+  if (!diagonals)
+    return std::nullopt;
   IndexFunction f;
   f.a = rank - 1;
   f.b = rank - 2;
-  f.table.resize(2 * n - 1);
-  for (int64_t row = 0; row < n; ++row)
-    for (int64_t col = 0; col < n; ++col) {
-      double value = values[row * n + col];
-      double &entry = f.table[col - row + n - 1];
-      // The first element of each diagonal defines it (NaN never matches).
-      if (row == 0 || col == 0)
-        entry = value;
-      else if (!(entry == value))
-        return std::nullopt;
-    }
+  f.table = std::move(*diagonals);
   return f;
 }
 
@@ -322,6 +369,35 @@ IndexFunctionEvaluator::compute(Operation *op, RankedTensorType type) {
           map[from] = dim;
         return remap(std::move(*input), map,
                      transpose.getInput().getType().getShape());
+      })
+      .Case([&](SliceOp slice) -> std::optional<IndexFunction> {
+        std::optional<IndexFunction> input = evaluate(slice.getInput());
+        if (!input)
+          return std::nullopt;
+        ArrayRef<int64_t> start = slice.getStart(), step = slice.getStep();
+        if (!input->isTable()) {
+          // Result index j reads input index start + j * step.
+          for (auto [dim, c] : llvm::enumerate(input->coef)) {
+            input->offset += c * static_cast<double>(start[dim]);
+            c *= static_cast<double>(step[dim]);
+          }
+          return input;
+        }
+        // i_a - i_b of the input is (start_a - start_b) + s * (j_a - j_b)
+        // of the result when both dims step by s and keep one size m.
+        int64_t a = input->a, b = input->b;
+        int64_t n = slice.getInput().getType().getDimSize(a);
+        int64_t m = type.getDimSize(a);
+        if (step[a] != step[b] || type.getDimSize(b) != m)
+          return std::nullopt;
+        IndexFunction f;
+        f.a = a;
+        f.b = b;
+        f.table.resize(2 * m - 1);
+        for (int64_t d = 1 - m; d < m; ++d)
+          f.table[d + m - 1] =
+              input->table[step[a] * d + start[a] - start[b] + n - 1];
+        return f;
       })
       .Case([&](ReshapeOp reshape) -> std::optional<IndexFunction> {
         // Only reshapes that insert or drop dims of size 1.

@@ -193,7 +193,8 @@ LogicalResult TitanDialect::verifyOperationAttribute(Operation *op,
 /// Shared check of the titan attributes of function arguments and results:
 /// `titan.placements`, `titan.name` (a non-empty string) and, on arguments,
 /// `titan.role` (param, state, buffer or input), `titan.id_range` (lo < hi,
-/// on integers); `titan.sequence_order` (a dim and a permutation of its
+/// on integers), `titan.diagonals` (one value per diagonal of a square
+/// tensor); `titan.sequence_order` (a dim and a permutation of its
 /// equal chunks); `titan.global_shape` (one size per dim).
 static LogicalResult verifyFunctionValueAttr(Operation *op, unsigned index,
                                              Type type, NamedAttribute attr,
@@ -233,6 +234,23 @@ static LogicalResult verifyFunctionValueAttr(Operation *op, unsigned index,
     if (!tensor || !tensor.getElementType().isSignlessInteger())
       return emitError() << "'" << name << "' is on " << type
                          << ", not a tensor of integers";
+    return success();
+  }
+  if (name == TitanDialect::kDiagonalsAttrName && what == "argument") {
+    auto diagonals = dyn_cast<DenseElementsAttr>(attr.getValue());
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || tensor.getRank() < 2 || !tensor.hasStaticShape() ||
+        tensor.getDimSize(tensor.getRank() - 1) !=
+            tensor.getDimSize(tensor.getRank() - 2) ||
+        llvm::any_of(tensor.getShape().drop_back(2),
+                     [](int64_t size) { return size != 1; }))
+      return emitError() << "'" << name << "' is on " << type
+                         << ", not a tensor [1, ..., 1, n, n]";
+    int64_t n = tensor.getShape().back();
+    auto expected = RankedTensorType::get({2 * n - 1}, tensor.getElementType());
+    if (!diagonals || diagonals.getType() != expected)
+      return emitError() << "'" << name << "' must be a dense " << expected
+                         << " (one value per diagonal of " << type << ")";
     return success();
   }
   if (name == TitanDialect::kGlobalShapeAttrName) {

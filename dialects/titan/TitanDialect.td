@@ -91,6 +91,15 @@ def Titan_Dialect : Dialect {
     /// is in [lo, hi) (or equals `ignore`); the runtime and the interpreter
     /// check inputs against it (titan-mark-id-ranges).
     static constexpr ::llvm::StringLiteral kIdRangeAttrName = "titan.id_range";
+    /// On a buffer argument whose value the model file fixes and which is
+    /// constant along each diagonal of its last two dims (a dense tensor of
+    /// 2n - 1 elements of the argument's element type, the dims of size n,
+    /// every other dim of size 1): element [..., i, j] is
+    /// `diagonals[j - i + n - 1]`. The importer sets it (a causal mask
+    /// stored as a buffer, nanoGPT's `attn.bias`), so that passes can prove
+    /// what the buffer is (titan-fuse-attention).
+    static constexpr ::llvm::StringLiteral kDiagonalsAttrName =
+        "titan.diagonals";
     /// On a kernel function made by titan-fuse-kernels (a unit attribute):
     /// it is called by `titan.launch` only.
     static constexpr ::llvm::StringLiteral kKernelAttrName = "titan.kernel";

@@ -1936,17 +1936,8 @@ Outputs convertTensorConstant(GraphImporter &importer, Node *node) {
   std::vector<int64_t> shape(tensor.sizes().begin(), tensor.sizes().end());
   auto type = RankedTensorType::get(shape, element);
   Emitter emit(importer);
-  if (element.isInteger(1)) {
-    // A traced boolean mask; MLIR packs i1 elements differently than torch.
-    const bool *data = tensor.data_ptr<bool>();
-    SmallVector<bool> bits(data, data + tensor.numel());
-    return single(ConstantOp::create(emit.builder, emit.loc,
-                                     DenseElementsAttr::get(type, bits)));
-  }
-  ArrayRef<char> raw(static_cast<const char *>(tensor.data_ptr()),
-                     tensor.numel() * tensor.element_size());
-  auto attr = DenseElementsAttr::getFromRawBuffer(type, raw);
-  return single(ConstantOp::create(emit.builder, emit.loc, attr));
+  return single(ConstantOp::create(emit.builder, emit.loc,
+                                   denseElementsOf(tensor, type)));
 }
 
 /// Flattens nested lists of numbers (row-major) and records their shape;

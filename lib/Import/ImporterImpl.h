@@ -135,6 +135,15 @@ public:
   /// Creates an argument of the entry block for a parameter, buffer or
   /// input.
   Value addArgument(Type type, llvm::StringRef name, ArgRole role);
+  /// Records attribute `name` = `value` for `argument` (an entry block
+  /// argument), set on the function with the names and roles.
+  void addArgumentAttr(Value argument, StringRef name, Attribute value) {
+    argumentAttrs[argument].set(name, value);
+  }
+  /// The attributes recorded by addArgumentAttr for `argument`.
+  NamedAttrList getArgumentAttrs(Value argument) const {
+    return argumentAttrs.lookup(argument);
+  }
   /// Names and roles of the entry block arguments, in order.
   const std::vector<std::pair<std::string, ArgRole>> &getArgumentNames() const {
     return argumentNames;
@@ -176,6 +185,7 @@ private:
   Location loc = UnknownLoc::get(&context);
   std::unordered_map<const torch::jit::Value *, ImportedValue> values;
   std::vector<std::pair<std::string, ArgRole>> argumentNames;
+  DenseMap<Value, NamedAttrList> argumentAttrs;
   std::vector<FoldedOp> foldedOps;
   llvm::StringMap<size_t> foldedIndex;
   std::vector<std::string> errorHints;
@@ -189,6 +199,10 @@ private:
 Type toElementType(MLIRContext &context, c10::ScalarType type);
 /// The ranked tensor type of `value`.
 RankedTensorType tensorType(Value value);
+/// The elements of `tensor` (contiguous, of a dtype toElementType converts)
+/// as a dense attribute of `type`.
+DenseElementsAttr denseElementsOf(const at::Tensor &tensor,
+                                  RankedTensorType type);
 
 } // namespace mlir::titan::import
 

@@ -121,6 +121,47 @@ Type mlir::titan::import::toElementType(MLIRContext &context,
   }
 }
 
+DenseElementsAttr mlir::titan::import::denseElementsOf(const at::Tensor &tensor,
+                                                       RankedTensorType type) {
+  if (type.getElementType().isInteger(1)) {
+    // MLIR packs i1 elements differently than torch.
+    const bool *data = tensor.data_ptr<bool>();
+    SmallVector<bool> bits(data, data + tensor.numel());
+    return DenseElementsAttr::get(type, bits);
+  }
+  ArrayRef<char> raw(static_cast<const char *>(tensor.data_ptr()),
+                     tensor.numel() * tensor.element_size());
+  return DenseElementsAttr::getFromRawBuffer(type, raw);
+}
+
+/// The diagonals of a buffer [1, ..., 1, n, n] that is constant along each
+/// diagonal of its last two dims (titan.diagonals: element [..., i, j] is
+/// diagonal j - i + n - 1), or null: for any other tensor, and for one
+/// without its data (a shape-only export).
+static DenseElementsAttr diagonalsOf(const at::Tensor &tensor, Type element) {
+  int64_t rank = tensor.dim();
+  if (rank < 2 || tensor.size(-1) != tensor.size(-2) || tensor.size(-1) < 2 ||
+      tensor.numel() != tensor.size(-1) * tensor.size(-2) ||
+      tensor.is_complex() || !tensor.has_storage() ||
+      tensor.storage().nbytes() <
+          size_t(tensor.numel()) * tensor.element_size())
+    return {};
+  int64_t n = tensor.size(-1);
+  at::Tensor square = tensor.reshape({n, n});
+  // Constant along diagonals: each element equals its upper-left neighbour
+  // (at::equal never matches a NaN).
+  if (!at::equal(square.narrow(0, 1, n - 1).narrow(1, 1, n - 1),
+                 square.narrow(0, 0, n - 1).narrow(1, 0, n - 1)))
+    return {};
+  // Diagonal d = j - i + n - 1: the first column bottom up, then the first
+  // row after its first element.
+  at::Tensor diagonals = at::cat({square.select(1, 0).flip({0}),
+                                  square.select(0, 0).narrow(0, 1, n - 1)})
+                             .contiguous();
+  return denseElementsOf(diagonals,
+                         RankedTensorType::get({2 * n - 1}, element));
+}
+
 /// Converts a compile-time IValue (a constant or a module attribute).
 static llvm::Expected<ImportedValue> fromIValue(const c10::IValue &value) {
   if (value.isNone())
@@ -664,6 +705,10 @@ static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
   });
   setEachArgRole(function,
                  [&](unsigned index) { return argumentNames[index].second; });
+  for (BlockArgument argument : function.getArguments())
+    for (NamedAttribute attr : importer.getArgumentAttrs(argument))
+      function.setArgAttr(argument.getArgNumber(), attr.getName(),
+                          attr.getValue());
   setEachResultAttr(function, TitanDialect::kNameAttrName, [&](unsigned index) {
     return builder.getStringAttr(returned.size() == 1
                                      ? std::string("logits")
@@ -787,6 +832,11 @@ private:
       return addMasterParameter(importer, fqn, tensor, shape);
     Value argument =
         importer.addArgument(RankedTensorType::get(shape, element), fqn, role);
+    // A buffer is never trained: what its value is may be proven from it.
+    if (role == ArgRole::Buffer)
+      if (DenseElementsAttr diagonals = diagonalsOf(tensor, element))
+        importer.addArgumentAttr(argument, TitanDialect::kDiagonalsAttrName,
+                                 diagonals);
     arguments[tensor.unsafeGetTensorImpl()] = ImportedValue::ofTensor(argument);
     return emit(fqn, shape, element, tensor, role);
   }

@@ -3,12 +3,12 @@
 
 // The fused program computes what the explicit one computes.
 // RUN: rm -rf %t.d && %python %S/Inputs/attention_inputs.py %t.d/in
-// RUN: for f in llama gpt2 where_times_scale literal_mask tiled_heads; do \
+// RUN: for f in llama gpt2 where_times_scale literal_mask tiled_heads buffer_mask hf_finfo_min; do \
 // RUN:   titan-eval %s --entry=$f --inputs=%t.d/in --outputs=%t.d/explicit/$f && \
 // RUN:   titan-eval %t.mlir --entry=$f --inputs=%t.d/in --outputs=%t.d/fused/$f && \
 // RUN:   %python %S/../Import/Inputs/compare_npy.py %t.d/fused/$f %t.d/explicit/$f --rtol 1e-6 || exit 1; \
 // RUN: done | FileCheck %s --check-prefix=SAME
-// SAME-COUNT-5: match out: [2, 8, 16]
+// SAME-COUNT-7: match out: [2, 8, 16]
 
 // Llama: GQA heads repeated by repeat_kv, scores divided by sqrt(head_dim),
 // triu(full(-inf), 1) added, softmax between .float() and .type_as() on f32.
@@ -175,6 +175,116 @@ func.func @tiled_heads(%q: tensor<2x8x4x4xf32> {titan.name = "q"},
   %ot = titan.transpose %o [0, 2, 1, 3] : tensor<2x4x8x4xf32> -> tensor<2x8x4x4xf32>
   %out = titan.reshape %ot : tensor<2x8x4x4xf32> -> tensor<2x8x16xf32>
   return %out : tensor<2x8x16xf32>
+}
+
+// nanoGPT: the causal mask is a registered buffer, tril(ones(block_size,
+// block_size)) [1, 1, 16, 16], whose diagonals the importer recorded;
+// sliced to the sequence and applied with masked_fill(bias == 0, -inf).
+// The buffer is not read any more.
+// CHECK-LABEL: func.func @buffer_mask
+// CHECK-NOT: titan.slice
+// CHECK: titan.attention %{{.*}}, %{{.*}}, %{{.*}} causal scale 5.000000e-01 : tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>
+// CHECK-NOT: titan.softmax
+// CHECK: return
+func.func @buffer_mask(%q: tensor<2x8x4x4xf32> {titan.name = "q"},
+                       %k: tensor<2x8x4x4xf32> {titan.name = "k4"},
+                       %v: tensor<2x8x4x4xf32> {titan.name = "v4"},
+                       %bias: tensor<1x1x16x16xf32> {titan.name = "bias", titan.role = "buffer",
+                                                     titan.diagonals = dense<[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]> : tensor<31xf32>})
+    -> (tensor<2x8x16xf32> {titan.name = "out"}) {
+  %ninf = titan.constant dense<0xFF800000> : tensor<2x4x8x8xf32>
+  %zero = titan.constant dense<0.000000e+00> : tensor<1x1x8x8xf32>
+  %qt = titan.transpose %q [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %vt = titan.transpose %v [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %kt = titan.transpose %k [0, 2, 3, 1] : tensor<2x8x4x4xf32> -> tensor<2x4x4x8xf32>
+  %s = titan.matmul %qt, %kt : tensor<2x4x8x4xf32>, tensor<2x4x4x8xf32> -> tensor<2x4x8x8xf32>
+  %ss = titan.scale %s by 5.000000e-01 : tensor<2x4x8x8xf32>
+  %sliced = titan.slice %bias [0, 0, 0, 0] to [1, 1, 8, 8] step [1, 1, 1, 1] : tensor<1x1x16x16xf32> -> tensor<1x1x8x8xf32>
+  %hidden = titan.compare eq, %sliced, %zero : tensor<1x1x8x8xf32> -> tensor<1x1x8x8xi1>
+  %hb = titan.broadcast_in_dim %hidden dims [0, 1, 2, 3] : tensor<1x1x8x8xi1> -> tensor<2x4x8x8xi1>
+  %masked = titan.select %hb, %ninf, %ss : tensor<2x4x8x8xi1>, tensor<2x4x8x8xf32>
+  %p = titan.softmax %masked dim 3 : tensor<2x4x8x8xf32>
+  %o = titan.matmul %p, %vt : tensor<2x4x8x8xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>
+  %ot = titan.transpose %o [0, 2, 1, 3] : tensor<2x4x8x4xf32> -> tensor<2x8x4x4xf32>
+  %out = titan.reshape %ot : tensor<2x8x4x4xf32> -> tensor<2x8x16xf32>
+  return %out : tensor<2x8x16xf32>
+}
+
+// Hugging Face's eager attention: an additive mask of finfo(f32).min
+// above the diagonal and 0 elsewhere, then torch.max(scores,
+// finfo(f32).min).
+// CHECK-LABEL: func.func @hf_finfo_min
+// CHECK: titan.attention %{{.*}}, %{{.*}}, %{{.*}} causal scale 5.000000e-01 : tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>
+// CHECK-NOT: titan.softmax
+// CHECK-NOT: titan.max
+// CHECK: return
+func.func @hf_finfo_min(%q: tensor<2x8x4x4xf32> {titan.name = "q"},
+                        %k: tensor<2x8x4x4xf32> {titan.name = "k4"},
+                        %v: tensor<2x8x4x4xf32> {titan.name = "v4"})
+    -> (tensor<2x8x16xf32> {titan.name = "out"}) {
+  %min = titan.constant dense<0xFF7FFFFF> : tensor<8x8xf32>
+  %min4 = titan.constant dense<0xFF7FFFFF> : tensor<2x4x8x8xf32>
+  %zero = titan.constant dense<0.000000e+00> : tensor<8x8xf32>
+  %one = titan.constant dense<1.000000e+00> : tensor<8x8xf64>
+  %qt = titan.transpose %q [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %vt = titan.transpose %v [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %kt = titan.transpose %k [0, 2, 3, 1] : tensor<2x8x4x4xf32> -> tensor<2x4x4x8xf32>
+  %s = titan.matmul %qt, %kt : tensor<2x4x8x4xf32>, tensor<2x4x4x8xf32> -> tensor<2x4x8x8xf32>
+  %ss = titan.scale %s by 5.000000e-01 : tensor<2x4x8x8xf32>
+  // mask.masked_fill_(cond < (cond + 1).view(n, 1), 0) on full(min).
+  %cols = titan.iota dim 1 : tensor<8x8xf64>
+  %rows = titan.iota dim 0 : tensor<8x8xf64>
+  %next = titan.add %rows, %one : tensor<8x8xf64>
+  %visible = titan.compare lt, %cols, %next : tensor<8x8xf64> -> tensor<8x8xi1>
+  %mask = titan.select %visible, %zero, %min : tensor<8x8xi1>, tensor<8x8xf32>
+  %mb = titan.broadcast_in_dim %mask dims [2, 3] : tensor<8x8xf32> -> tensor<2x4x8x8xf32>
+  %masked = titan.add %ss, %mb : tensor<2x4x8x8xf32>
+  %floored = titan.max %masked, %min4 : tensor<2x4x8x8xf32>
+  %p = titan.softmax %floored dim 3 : tensor<2x4x8x8xf32>
+  %o = titan.matmul %p, %vt : tensor<2x4x8x8xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>
+  %ot = titan.transpose %o [0, 2, 1, 3] : tensor<2x4x8x4xf32> -> tensor<2x8x4x4xf32>
+  %out = titan.reshape %ot : tensor<2x8x4x4xf32> -> tensor<2x8x16xf32>
+  return %out : tensor<2x8x16xf32>
+}
+
+// Buffer masks that are not causal stay explicit: the tril buffer sliced
+// one row down (each query sees one key ahead) or with a stride, and a
+// sliding-window buffer (keys more than 3 back hidden too).
+// CHECK-LABEL: func.func @buffer_not_causal
+// CHECK-NOT: titan.attention
+// CHECK: return
+func.func @buffer_not_causal(%qt: tensor<1x2x8x4xf32>, %kt: tensor<1x2x4x8xf32>,
+                             %vt: tensor<1x2x8x4xf32>,
+                             %tril: tensor<1x1x16x16xf32> {titan.role = "buffer", titan.diagonals = dense<[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]> : tensor<31xf32>},
+                             %window: tensor<1x1x16x16xf32> {titan.role = "buffer", titan.diagonals = dense<[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]> : tensor<31xf32>})
+    -> (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) {
+  %ninf = titan.constant dense<0xFF800000> : tensor<1x2x8x8xf32>
+  %zero = titan.constant dense<0.000000e+00> : tensor<1x1x8x8xf32>
+  // One row down.
+  %m1 = titan.slice %tril [0, 0, 1, 0] to [1, 1, 9, 8] step [1, 1, 1, 1] : tensor<1x1x16x16xf32> -> tensor<1x1x8x8xf32>
+  %h1 = titan.compare eq, %m1, %zero : tensor<1x1x8x8xf32> -> tensor<1x1x8x8xi1>
+  %b1 = titan.broadcast_in_dim %h1 dims [0, 1, 2, 3] : tensor<1x1x8x8xi1> -> tensor<1x2x8x8xi1>
+  %s1 = titan.matmul %qt, %kt : tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x8x8xf32>
+  %a1 = titan.select %b1, %ninf, %s1 : tensor<1x2x8x8xi1>, tensor<1x2x8x8xf32>
+  %p1 = titan.softmax %a1 dim 3 : tensor<1x2x8x8xf32>
+  %o1 = titan.matmul %p1, %vt : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
+  // Every other key: key j of the slice is key 2j of the buffer.
+  %m2 = titan.slice %tril [0, 0, 0, 0] to [1, 1, 8, 16] step [1, 1, 1, 2] : tensor<1x1x16x16xf32> -> tensor<1x1x8x8xf32>
+  %h2 = titan.compare eq, %m2, %zero : tensor<1x1x8x8xf32> -> tensor<1x1x8x8xi1>
+  %b2 = titan.broadcast_in_dim %h2 dims [0, 1, 2, 3] : tensor<1x1x8x8xi1> -> tensor<1x2x8x8xi1>
+  %s2 = titan.matmul %qt, %kt : tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x8x8xf32>
+  %a2 = titan.select %b2, %ninf, %s2 : tensor<1x2x8x8xi1>, tensor<1x2x8x8xf32>
+  %p2 = titan.softmax %a2 dim 3 : tensor<1x2x8x8xf32>
+  %o2 = titan.matmul %p2, %vt : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
+  // Sliding window.
+  %m3 = titan.slice %window [0, 0, 0, 0] to [1, 1, 8, 8] step [1, 1, 1, 1] : tensor<1x1x16x16xf32> -> tensor<1x1x8x8xf32>
+  %h3 = titan.compare eq, %m3, %zero : tensor<1x1x8x8xf32> -> tensor<1x1x8x8xi1>
+  %b3 = titan.broadcast_in_dim %h3 dims [0, 1, 2, 3] : tensor<1x1x8x8xi1> -> tensor<1x2x8x8xi1>
+  %s3 = titan.matmul %qt, %kt : tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x8x8xf32>
+  %a3 = titan.select %b3, %ninf, %s3 : tensor<1x2x8x8xi1>, tensor<1x2x8x8xf32>
+  %p3 = titan.softmax %a3 dim 3 : tensor<1x2x8x8xf32>
+  %o3 = titan.matmul %p3, %vt : tensor<1x2x8x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>
+  return %o1, %o2, %o3 : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>
 }
 
 // Masks that are not the causal mask stay explicit: a sliding window (keys

@@ -2,7 +2,8 @@
 //-*-===//
 //
 // Symbolic evaluation of the tensors a program computes at compile time
-// (constants, iotas, and elementwise and shape ops on them) as functions of
+// (constants, iotas, buffers recorded by diagonals (titan.diagonals), and
+// elementwise and shape ops on them) as functions of
 // their element indices, with the rounding of each op's element type. Passes
 // use it to prove what a mask or a scale is (titan-fuse-attention proves a
 // mask causal) instead of guessing from how it was written.

@@ -73,6 +73,18 @@ func.func @slice_whole(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x4xf32>
   return %0, %1 : tensor<4x8xf32>, tensor<4x4xf32>
 }
 
+// A slice of a slice reads the input once: rows 2 + 3 + 2k (k < 4: rows
+// 5, 7, 9, 11) and columns 1 + 3 (1 + 2k) (k < 2: columns 4, 10).
+// CHECK-LABEL: func.func @slice_of_slice
+// CHECK-SAME: (%[[X:.*]]: tensor<16x20xf32>)
+// CHECK-NEXT: %[[S:.*]] = titan.slice %[[X]] [5, 4] to [12, 11] step [2, 6] : tensor<16x20xf32> -> tensor<4x2xf32>
+// CHECK-NEXT: return %[[S]]
+func.func @slice_of_slice(%x: tensor<16x20xf32>) -> tensor<4x2xf32> {
+  %0 = titan.slice %x [2, 1] to [14, 19] step [1, 3] : tensor<16x20xf32> -> tensor<12x6xf32>
+  %1 = titan.slice %0 [3, 1] to [11, 5] step [2, 2] : tensor<12x6xf32> -> tensor<4x2xf32>
+  return %1 : tensor<4x2xf32>
+}
+
 // CHECK-LABEL: func.func @concat_single
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
 // CHECK-NEXT: return %[[X]]

@@ -1175,3 +1175,24 @@ func.func @adamw_lr_type(%p: tensor<4x8xf32>, %lr: tensor<f64>, %step: tensor<f3
   %0:3 = titan.adamw %p, %p, %p, %p lr %lr step %step betas 0.9, 0.95 eps 1.0e-8 weight_decay 0.1 : tensor<4x8xf32>, tensor<4x8xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{argument #0: 'titan.diagonals' is on 'tensor<2x4x4xf32>', not a tensor [1, ..., 1, n, n]}}
+func.func @diagonals_not_square(%x: tensor<2x4x4xf32> {titan.diagonals = dense<1.0> : tensor<7xf32>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument #0: 'titan.diagonals' must be a dense 'tensor<7xf32>' (one value per diagonal of 'tensor<1x4x4xf32>')}}
+func.func @diagonals_count(%x: tensor<1x4x4xf32> {titan.diagonals = dense<1.0> : tensor<6xf32>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument #0: 'titan.diagonals' must be a dense 'tensor<7xi1>' (one value per diagonal of 'tensor<4x4xi1>')}}
+func.func @diagonals_element_type(%x: tensor<4x4xi1> {titan.diagonals = dense<1.0> : tensor<7xf32>}) {
+  return
+}
