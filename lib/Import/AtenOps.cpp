@@ -15,6 +15,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::titan;
@@ -829,7 +830,9 @@ Outputs convertSlice(GraphImporter &importer, Node *node) {
   // means the input is longer than the model was built for, which the shape
   // error that follows would not say.
   auto table = dyn_cast<BlockArgument>(x.tensor);
-  if (table && !endBound.isNone() && endBound.intValue > size) {
+  // (`x[a:]` is traced with the end INT64_MAX: to the end, not past it.)
+  if (table && !endBound.isNone() && endBound.intValue > size &&
+      endBound.intValue != std::numeric_limits<int64_t>::max()) {
     StringRef name = importer.getArgumentNames()[table.getArgNumber()].first;
     if (x.isComplex())
       name.consume_back(".real");
@@ -2017,6 +2020,20 @@ Conversion binary(BinaryKind kind) {
   };
 }
 
+/// torch.max / torch.min of two tensors (`aten::max.other`), which is
+/// torch.maximum / torch.minimum; the reductions are amax / amin.
+Conversion extremum(BinaryKind kind, StringRef reduction) {
+  return [kind, reduction](GraphImporter &importer, Node *node) -> Outputs {
+    const c10::FunctionSchema *schema = node->maybeSchema();
+    if (schema && schema->overload_name() == "other")
+      return convertBinary(importer, node, kind);
+    return makeError(llvm::formatv(
+        "only the elementwise form torch.{0}(a, b) is supported; for a "
+        "reduction use torch.{1} (and torch.arg{0} for the indices)",
+        node->kind().toUnqualString(), reduction));
+  };
+}
+
 template <typename OpTy>
 Conversion unary(double (*scalarFn)(double) = nullptr) {
   return [scalarFn](GraphImporter &importer, Node *node) {
@@ -2055,6 +2072,8 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::rsub"}, binary(BinaryKind::Rsub));
   add({"aten::maximum", "prim::max"}, binary(BinaryKind::Max));
   add({"aten::minimum", "prim::min"}, binary(BinaryKind::Min));
+  add({"aten::max"}, extremum(BinaryKind::Max, "amax"));
+  add({"aten::min"}, extremum(BinaryKind::Min, "amin"));
   add({"aten::pow"}, binary(BinaryKind::Pow));
   add({"aten::neg"}, unary<NegOp>(negate));
   add({"aten::exp"}, unary<ExpOp>(expOf));

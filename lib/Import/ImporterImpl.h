@@ -165,6 +165,12 @@ public:
 
 private:
   llvm::Expected<std::vector<ImportedValue>> importNode(torch::jit::Node *node);
+  /// Imports in-place `node` (`aten::mul_`) as its out-of-place form
+  /// `functional` in the written tensor's type, and makes every name of the
+  /// written tensor mean the result; an error when the tensor may be seen
+  /// through another name.
+  llvm::Expected<std::vector<ImportedValue>>
+  importInPlace(torch::jit::Node *node, const Conversion &functional);
   llvm::Expected<std::vector<ImportedValue>> importIf(torch::jit::Node *node);
   llvm::Expected<std::vector<ImportedValue>> importLoop(torch::jit::Node *node);
   llvm::Expected<std::vector<ImportedValue>> importPrim(torch::jit::Node *node,

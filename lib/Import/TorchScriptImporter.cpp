@@ -406,6 +406,47 @@ GraphImporter::importBlock(torch::jit::Block *block,
   return results;
 }
 
+/// Whether `node` is an in-place op: its schema writes its first operand
+/// and returns it (`Tensor(a!) self -> Tensor(a!)`).
+static bool writesInPlace(torch::jit::Node *node) {
+  const c10::FunctionSchema *schema = node->maybeSchema();
+  if (!schema || schema->arguments().empty() || schema->returns().size() != 1)
+    return false;
+  const c10::AliasInfo *self = schema->arguments()[0].alias_info();
+  return self && self->isWrite() && schema->returns()[0].alias_info() &&
+         StringRef(node->kind().toUnqualString()).ends_with("_");
+}
+
+/// Whether an output of `node` may be another name of an input's tensor (a
+/// view: `aten::view`, `aten::transpose`, `aten::to`, ...), or `node` is an
+/// op without a schema that could say.
+static bool mayReturnAnAlias(torch::jit::Node *node) {
+  const c10::FunctionSchema *schema = node->maybeSchema();
+  if (!schema)
+    return true;
+  return llvm::any_of(schema->returns(), [](const c10::Argument &result) {
+    return result.alias_info() != nullptr;
+  });
+}
+
+/// Every name of the tensor `value` holds: the value of the op that created
+/// it and the results of the in-place ops that write it (each returns the
+/// tensor it wrote); empty when the tensor may have other names: it is an
+/// input, a parameter or buffer, a constant, or a view of another tensor.
+static SmallVector<torch::jit::Value *>
+namesOfTensor(torch::jit::Value *value) {
+  while (writesInPlace(value->node()))
+    value = value->node()->input(0);
+  if (mayReturnAnAlias(value->node()))
+    return {};
+  SmallVector<torch::jit::Value *> names{value};
+  for (size_t i = 0; i < names.size(); ++i)
+    for (const torch::jit::Use &use : names[i]->uses())
+      if (use.offset == 0 && writesInPlace(use.user))
+        names.push_back(use.user->output());
+  return names;
+}
+
 llvm::Expected<std::vector<ImportedValue>>
 GraphImporter::importNode(torch::jit::Node *node) {
   loc = locationOf(node);
@@ -418,12 +459,68 @@ GraphImporter::importNode(torch::jit::Node *node) {
   }
   const llvm::StringMap<Conversion> &conversions = getAtenConversions();
   auto it = conversions.find(node->kind().toQualString());
-  if (it == conversions.end())
+  llvm::Expected<std::vector<ImportedValue>> outputs =
+      std::vector<ImportedValue>();
+  if (it != conversions.end()) {
+    outputs = it->second(*this, node);
+  } else if (writesInPlace(node)) {
+    // `aten::mul_` is `aten::mul` written into its first operand.
+    auto functional =
+        conversions.find(StringRef(node->kind().toQualString()).drop_back());
+    if (functional == conversions.end())
+      return makeError("unsupported TorchScript op " + describe(node) +
+                       "; see docs/importer.md for the supported ops");
+    outputs = importInPlace(node, functional->second);
+  } else {
     return makeError("unsupported TorchScript op " + describe(node) +
                      "; see docs/importer.md for the supported ops");
-  llvm::Expected<std::vector<ImportedValue>> outputs = it->second(*this, node);
+  }
   if (!outputs)
     return makeError(describe(node) + ": " + toString(outputs.takeError()));
+  return outputs;
+}
+
+llvm::Expected<std::vector<ImportedValue>>
+GraphImporter::importInPlace(torch::jit::Node *node,
+                             const Conversion &functional) {
+  SmallVector<torch::jit::Value *> names = namesOfTensor(node->input(0));
+  // Every other reader of the tensor must be in this block; one before the
+  // op reads the old value, unless it is a view that could be read after.
+  bool aliased = names.empty();
+  for (torch::jit::Value *name : names)
+    for (const torch::jit::Use &use : name->uses())
+      if (use.user != node &&
+          (use.user->owningBlock() != node->owningBlock() ||
+           (use.user->isBefore(node) && !writesInPlace(use.user) &&
+            mayReturnAnAlias(use.user))))
+        aliased = true;
+  if (aliased)
+    return makeError(
+        "an in-place op is imported only on a tensor that the model created "
+        "and that no view, input, parameter or buffer shares; write it out "
+        "of place (`x = x.mul(y)` for `x.mul_(y)`)");
+  llvm::Expected<std::vector<ImportedValue>> outputs = functional(*this, node);
+  if (!outputs)
+    return outputs.takeError();
+  ImportedValue &result = outputs->front();
+  const ImportedValue &self = lookup(node->input(0));
+  if (self.isTensor() && result.isTensor()) {
+    // The tensor keeps its shape and type: torch computes in the promoted
+    // type and rounds into the written tensor.
+    RankedTensorType selfType = tensorType(self.tensor);
+    RankedTensorType type = tensorType(result.tensor);
+    if (type.getShape() != selfType.getShape())
+      return makeError(llvm::formatv(
+          "an in-place op cannot change the shape of the tensor it writes "
+          "('{0}' to '{1}')",
+          selfType, type));
+    if (type.getElementType() != selfType.getElementType())
+      result = ImportedValue::ofTensor(
+          TensorBuilder(builder, loc)
+              .cast(result.tensor, selfType.getElementType()));
+  }
+  for (torch::jit::Value *name : names)
+    values[name] = result;
   return outputs;
 }
 
