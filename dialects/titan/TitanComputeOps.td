@@ -49,24 +49,30 @@ class Titan_DifferentiableOp<string mnemonic, list<Trait> traits = [],
 // Elementwise arithmetic
 //===----------------------------------------------------------------------===//
 
-/// Elementwise binary arithmetic on operands of one type.
-class Titan_BinaryOp<string mnemonic, list<Trait> traits = []>
+/// Elementwise binary arithmetic on operands of one type (`tensor`: the
+/// types the op takes; integer arithmetic wraps in two's complement, as
+/// torch's does, and has no gradient).
+class Titan_BinaryOp<string mnemonic, list<Trait> traits = [],
+                     Type tensor = Titan_FloatTensor>
     : Titan_DifferentiableOp<mnemonic, traits # [SameOperandsAndResultType,
         Elementwise]> {
-  let arguments = (ins Titan_FloatTensor:$lhs, Titan_FloatTensor:$rhs);
-  let results = (outs Titan_FloatTensor:$result);
+  let arguments = (ins tensor:$lhs, tensor:$rhs);
+  let results = (outs tensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
-def Titan_AddOp : Titan_BinaryOp<"add", [Commutative]> {
+def Titan_AddOp : Titan_BinaryOp<"add", [Commutative],
+                                 Titan_NumericTensor> {
   let summary = "Elementwise addition";
   let description = [{
-    `result[i] = lhs[i] + rhs[i]`.
+    `result[i] = lhs[i] + rhs[i]`, of floats or integers (i64, i32:
+    positions and masks, e.g. Hugging Face's `mask_cond + 1`).
 
     Example:
 
     ```mlir
     %2 = titan.add %0, %1 : tensor<2x64x256xf32>
+    %3 = titan.add %ids, %one : tensor<64xi64>
     ```
 
     Canonicalization: the sum of two all-reduces (sum or avg, same mesh,
@@ -77,10 +83,10 @@ def Titan_AddOp : Titan_BinaryOp<"add", [Commutative]> {
   let hasCanonicalizer = 1;
 }
 
-def Titan_SubOp : Titan_BinaryOp<"sub"> {
+def Titan_SubOp : Titan_BinaryOp<"sub", [], Titan_NumericTensor> {
   let summary = "Elementwise subtraction";
   let description = [{
-    `result[i] = lhs[i] - rhs[i]`.
+    `result[i] = lhs[i] - rhs[i]`, of floats or integers.
 
     Example:
 
@@ -90,10 +96,12 @@ def Titan_SubOp : Titan_BinaryOp<"sub"> {
   }];
 }
 
-def Titan_MulOp : Titan_BinaryOp<"mul", [Commutative]> {
+def Titan_MulOp : Titan_BinaryOp<"mul", [Commutative],
+                                 Titan_NumericTensor> {
   let summary = "Elementwise multiplication";
   let description = [{
-    `result[i] = lhs[i] * rhs[i]` (e.g. the SwiGLU gate `silu(x W1) * x W3`).
+    `result[i] = lhs[i] * rhs[i]` (e.g. the SwiGLU gate `silu(x W1) * x W3`),
+    of floats or integers.
 
     Example:
 
@@ -116,11 +124,12 @@ def Titan_DivOp : Titan_BinaryOp<"div"> {
   }];
 }
 
-def Titan_MaxOp : Titan_BinaryOp<"max", [Commutative]> {
+def Titan_MaxOp : Titan_BinaryOp<"max", [Commutative],
+                                 Titan_NumericTensor> {
   let summary = "Elementwise maximum";
   let description = [{
     `result[i] = max(lhs[i], rhs[i])`; NaN if either is NaN
-    (`torch.maximum`).
+    (`torch.maximum`); of floats or integers (signed).
 
     Example:
 
@@ -130,19 +139,21 @@ def Titan_MaxOp : Titan_BinaryOp<"max", [Commutative]> {
   }];
 }
 
-/// Elementwise unary math on a floating-point tensor.
-class Titan_UnaryOp<string mnemonic, list<Trait> traits = []>
+/// Elementwise unary math on a tensor of `tensor` (floating-point but for
+/// neg).
+class Titan_UnaryOp<string mnemonic, list<Trait> traits = [],
+                    Type tensor = Titan_FloatTensor>
     : Titan_DifferentiableOp<mnemonic, traits # [SameOperandsAndResultType,
         Elementwise]> {
-  let arguments = (ins Titan_FloatTensor:$input);
-  let results = (outs Titan_FloatTensor:$result);
+  let arguments = (ins tensor:$input);
+  let results = (outs tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def Titan_NegOp : Titan_UnaryOp<"neg"> {
+def Titan_NegOp : Titan_UnaryOp<"neg", [], Titan_NumericTensor> {
   let summary = "Elementwise negation";
   let description = [{
-    `result[i] = -input[i]`.
+    `result[i] = -input[i]`, of floats or integers (wrapping).
 
     Example:
 

@@ -25,6 +25,9 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 def Titan_Float : AnyTypeOf<[F32, F16, BF16, F64]>;
 /// Ranked tensors of titan's floating-point types.
 def Titan_FloatTensor : RankedTensorOf<[F32, F16, BF16, F64]>;
+/// Ranked tensors of titan's floating-point and (two's complement) integer
+/// types: what elementwise integer arithmetic takes (positions, masks).
+def Titan_NumericTensor : RankedTensorOf<[F32, F16, BF16, F64, I64, I32]>;
 /// Ranked tensors of integer indices (token ids, labels).
 def Titan_IndexTensor : RankedTensorOf<[I64, I32]>;
 /// Any ranked tensor titan handles.

@@ -65,10 +65,13 @@ int floatRank(Type type) {
   return 1;
 }
 
-/// PyTorch's promotion of two tensor element types (floats only).
+/// PyTorch's promotion of two tensor element types: a float wins over an
+/// integer, the wider integer (bool < i32 < i64) over a narrower one.
 Type promote(Type a, Type b, MLIRContext &context) {
   if (a == b)
     return a;
+  if (!isa<FloatType>(a) && !isa<FloatType>(b))
+    return a.getIntOrFloatBitWidth() >= b.getIntOrFloatBitWidth() ? a : b;
   if (!isa<FloatType>(a))
     return b;
   if (!isa<FloatType>(b))
@@ -490,11 +493,11 @@ Outputs complexBinary(Emitter &emit, BinaryKind kind, ImportedValue a,
   return makeError("this operation on complex tensors is not supported");
 }
 
-/// The error for arithmetic on a tensor of integers.
+/// The error for arithmetic on integer tensors that titan does not compute
+/// in integers.
 constexpr const char *integerTensorArithmetic =
-    "arithmetic on integer tensors is not supported (integers are computed "
-    "only at import time, on sizes and numbers; cast the tensor to a float "
-    "type first)";
+    "on integer tensors titan computes add, sub, mul, maximum, minimum and "
+    "true division (in float32); cast the tensor to a float type first";
 
 /// aten::add / sub / mul / div / rsub / maximum / minimum / pow on any mix
 /// of tensors, complex tensors and scalars.
@@ -547,17 +550,36 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
     if (alpha != 1.0) {
       if (a.isNumber())
         a = ImportedValue::ofFloat(a.asDouble() * alpha);
-      else
+      else if (isa<FloatType>(tensorType(a.tensor).getElementType()))
         a = ImportedValue::ofTensor(emit.scale(a.tensor, alpha));
+      else
+        return makeError(integerTensorArithmetic);
       alpha = 1.0;
     }
   }
-  // A tensor combined with a scalar keeps the tensor's element type.
+  // As in torch, an integer or boolean tensor with a float scalar, or
+  // divided, computes in the default float type (float32).
+  if (a.kind == ImportedValue::Kind::Float ||
+      b.kind == ImportedValue::Kind::Float || kind == BinaryKind::Div)
+    for (ImportedValue *v : {&a, &b})
+      if (v->isTensor() &&
+          !isa<FloatType>(tensorType(v->tensor).getElementType()))
+        *v = ImportedValue::ofTensor(
+            emit.cast(v->tensor, Float32Type::get(&importer.getContext())));
+  // A tensor combined with a scalar keeps the tensor's element type (a
+  // boolean tensor with an integer becomes int64).
+  if (b.isNumber() && a.isTensor() &&
+      !isa<FloatType>(tensorType(a.tensor).getElementType())) {
+    if (tensorType(a.tensor).getElementType().isInteger(1))
+      a = ImportedValue::ofTensor(
+          emit.cast(a.tensor, IntegerType::get(&importer.getContext(), 64)));
+    b = ImportedValue::ofTensor(
+        emit.splat(tensorType(a.tensor), b.asDouble() * alpha));
+    alpha = 1.0;
+  }
   if (b.isNumber() && a.isTensor()) {
     double y = b.asDouble() * alpha;
     Value x = a.tensor;
-    if (!isa<FloatType>(tensorType(x).getElementType()))
-      return makeError(integerTensorArithmetic);
     switch (kind) {
     case BinaryKind::Mul:
       return single(emit.scale(x, y));
@@ -574,18 +596,33 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
       alpha = 1.0;
     }
   }
-  if (a.isNumber() && b.isTensor())
+  if (a.isNumber() && b.isTensor()) {
+    if (tensorType(b.tensor).getElementType().isInteger(1))
+      b = ImportedValue::ofTensor(
+          emit.cast(b.tensor, IntegerType::get(&importer.getContext(), 64)));
     a = ImportedValue::ofTensor(emit.splat(tensorType(b.tensor), a.asDouble()));
+  }
   if (!a.isTensor() || !b.isTensor())
     return makeError("unsupported operand kinds");
   Value x = a.tensor, y = b.tensor;
-  if (!isa<FloatType>(tensorType(x).getElementType()) ||
-      !isa<FloatType>(tensorType(y).getElementType()))
-    return makeError(integerTensorArithmetic);
-  if (alpha != 1.0)
-    y = emit.scale(y, alpha);
   if (llvm::Error error = unify(emit, x, y))
     return std::move(error);
+  Type element = tensorType(x).getElementType();
+  if (!isa<FloatType>(element)) {
+    if (element.isInteger(1))
+      return makeError("arithmetic on two boolean tensors is not supported; "
+                       "use logical_and / logical_or, or cast to a number "
+                       "type first");
+    bool integral = kind == BinaryKind::Add || kind == BinaryKind::Sub ||
+                    kind == BinaryKind::Rsub || kind == BinaryKind::Mul ||
+                    kind == BinaryKind::Max || kind == BinaryKind::Min;
+    if (!integral || alpha != std::trunc(alpha))
+      return makeError(integerTensorArithmetic);
+    if (alpha != 1.0)
+      y = emit.binary<MulOp>(y, emit.splat(tensorType(y), alpha));
+  } else if (alpha != 1.0) {
+    y = emit.scale(y, alpha);
+  }
   switch (kind) {
   case BinaryKind::Add:
     return single(emit.binary<AddOp>(x, y));
@@ -599,6 +636,9 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
   case BinaryKind::Max:
     return single(emit.binary<MaxOp>(x, y));
   case BinaryKind::Min:
+    // Integers by comparison (negating the most negative one wraps).
+    if (!isa<FloatType>(element))
+      return single(emit.select(emit.compare("le", x, y), x, y));
     return single(emit.unary<NegOp>(
         emit.binary<MaxOp>(emit.unary<NegOp>(x), emit.unary<NegOp>(y))));
   default:
@@ -616,7 +656,10 @@ Outputs convertUnary(GraphImporter &importer, Node *node,
   llvm::Expected<Value> input = importer.tensorInput(node, 0);
   if (!input)
     return input.takeError();
-  if (!isa<FloatType>(tensorType(*input).getElementType()))
+  Type element = tensorType(*input).getElementType();
+  bool integerNeg = std::is_same_v<OpTy, NegOp> && isa<IntegerType>(element) &&
+                    !element.isInteger(1);
+  if (!isa<FloatType>(element) && !integerNeg)
     return makeError("expected a floating-point tensor");
   Emitter emit(importer);
   return single(emit.unary<OpTy>(*input));

@@ -217,22 +217,42 @@ static FailureOr<TensorValue> evaluate(Operation *op,
   };
   auto unary = [&](auto fn) { return mapFloat(*in[0], fn); };
   auto binary = [&](auto fn) { return zipFloat(*in[0], *in[1], fn); };
+  // Arithmetic of floats or of integers (two's complement, wrapping).
+  auto arithmetic = [&](auto floatFn, auto integerFn) {
+    if (in[0]->getKind() == ElementType::I64 ||
+        in[0]->getKind() == ElementType::I32)
+      return zipInteger(*in[0], *in[1], integerFn);
+    return zipFloat(*in[0], *in[1], floatFn);
+  };
   return llvm::TypeSwitch<Operation *, Result>(op)
       // Elementwise arithmetic.
       .Case([&](AddOp) {
-        return binary([](double a, double b) { return a + b; });
+        return arithmetic([](double a, double b) { return a + b; },
+                          [](uint64_t a, uint64_t b) { return a + b; });
       })
       .Case([&](SubOp) {
-        return binary([](double a, double b) { return a - b; });
+        return arithmetic([](double a, double b) { return a - b; },
+                          [](uint64_t a, uint64_t b) { return a - b; });
       })
       .Case([&](MulOp) {
-        return binary([](double a, double b) { return a * b; });
+        return arithmetic([](double a, double b) { return a * b; },
+                          [](uint64_t a, uint64_t b) { return a * b; });
       })
       .Case([&](DivOp) {
         return binary([](double a, double b) { return a / b; });
       })
-      .Case([&](MaxOp) { return binary(maximumOf); })
-      .Case([&](NegOp) { return unary([](double x) { return -x; }); })
+      .Case([&](MaxOp) {
+        return arithmetic(maximumOf, [](uint64_t a, uint64_t b) {
+          return static_cast<int64_t>(a) >= static_cast<int64_t>(b) ? a : b;
+        });
+      })
+      .Case([&](NegOp) {
+        if (in[0]->getKind() == ElementType::I64 ||
+            in[0]->getKind() == ElementType::I32)
+          return zipInteger(*in[0], *in[0],
+                            [](uint64_t a, uint64_t) { return 0 - a; });
+        return unary([](double x) { return -x; });
+      })
       .Case([&](ExpOp) { return unary([](double x) { return std::exp(x); }); })
       .Case([&](LogOp) { return unary([](double x) { return std::log(x); }); })
       .Case(

@@ -94,6 +94,24 @@ TensorValue zipFloat(const TensorValue &lhs, const TensorValue &rhs, Fn fn) {
   return result;
 }
 
+/// Applies `fn(uint64_t, uint64_t) -> uint64_t` to the elements of two
+/// integer tensors (i64 or i32) of one type: two's complement arithmetic,
+/// which wraps as torch's integer tensors do (i32 results to 32 bits).
+template <typename Fn>
+TensorValue zipInteger(const TensorValue &lhs, const TensorValue &rhs, Fn fn) {
+  TensorValue result(lhs.getKind(), lhs.getShape());
+  llvm::ArrayRef<int64_t> a = lhs.get<int64_t>(), b = rhs.get<int64_t>();
+  llvm::MutableArrayRef<int64_t> out = result.getMutable<int64_t>();
+  bool narrow = lhs.getKind() == ElementType::I32;
+  for (size_t i = 0, e = a.size(); i < e; ++i) {
+    uint64_t value =
+        fn(static_cast<uint64_t>(a[i]), static_cast<uint64_t>(b[i]));
+    out[i] = narrow ? static_cast<int32_t>(static_cast<uint32_t>(value))
+                    : static_cast<int64_t>(value);
+  }
+  return result;
+}
+
 /// The elements of any tensor as doubles.
 std::vector<double> toDoubles(const TensorValue &input);
 

@@ -40,6 +40,29 @@ func.func @max(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
   return %0 : tensor<4xf32>
 }
 
+// Integer arithmetic: two's complement arith ops on the elements as they
+// are; neg is 0 - x, max is signed.
+// CHECK-LABEL: func.func @integers
+// CHECK: %[[Z:.*]] = arith.constant 0 : i64
+// CHECK: ^bb0(%[[X:.*]]: i64, %[[Y:.*]]: i64, %{{.*}}: i64):
+// CHECK-NEXT: %[[S:.*]] = arith.addi %[[X]], %[[Y]] : i64
+// CHECK-NEXT: linalg.yield %[[S]] : i64
+// CHECK: arith.subi %{{.*}}, %{{.*}} : i64
+// CHECK: arith.muli %{{.*}}, %{{.*}} : i32
+// CHECK: arith.maxsi %{{.*}}, %{{.*}} : i32
+// CHECK: ^bb0(%[[N:.*]]: i64, %{{.*}}: i64):
+// CHECK-NEXT: %[[M:.*]] = arith.subi %[[Z]], %[[N]] : i64
+// CHECK-NEXT: linalg.yield %[[M]] : i64
+func.func @integers(%a: tensor<4xi64>, %b: tensor<4xi64>, %c: tensor<4xi32>, %d: tensor<4xi32>)
+    -> (tensor<4xi64>, tensor<4xi64>, tensor<4xi32>, tensor<4xi32>, tensor<4xi64>) {
+  %0 = titan.add %a, %b : tensor<4xi64>
+  %1 = titan.sub %a, %b : tensor<4xi64>
+  %2 = titan.mul %c, %d : tensor<4xi32>
+  %3 = titan.max %c, %d : tensor<4xi32>
+  %4 = titan.neg %a : tensor<4xi64>
+  return %0, %1, %2, %3, %4 : tensor<4xi64>, tensor<4xi64>, tensor<4xi32>, tensor<4xi32>, tensor<4xi64>
+}
+
 // CHECK-LABEL: func.func @silu
 // CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK: ^bb0(%[[X:.*]]: f32, %{{.*}}: f32):

@@ -79,6 +79,29 @@ LogicalResult convertDirect(OpTy op, PatternRewriter &rewriter) {
       });
 }
 
+/// A titan op of floats or integers: one arith op for each.
+template <typename OpTy, typename FloatOp, typename IntegerOp>
+LogicalResult convertArithmetic(OpTy op, PatternRewriter &rewriter) {
+  if (!isa<IntegerType>(getElementTypeOrSelf(op.getType())))
+    return convertDirect<OpTy, FloatOp>(op, rewriter);
+  return rewriteElementwise(
+      op, rewriter, [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+        return IntegerOp::create(b, loc, args[0].getType(), args);
+      });
+}
+
+/// titan.neg of floats, or of integers as 0 - x.
+LogicalResult convertNeg(NegOp op, PatternRewriter &rewriter) {
+  if (!isa<IntegerType>(getElementTypeOrSelf(op.getType())))
+    return convertDirect<NegOp, arith::NegFOp>(op, rewriter);
+  return rewriteElementwise(
+      op, rewriter, [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+        Value zero = arith::ConstantOp::create(
+            b, loc, b.getIntegerAttr(args[0].getType(), 0));
+        return arith::SubIOp::create(b, loc, zero, args[0]);
+      });
+}
+
 /// 1 + e^-x.
 Value buildOnePlusExpNeg(OpBuilder &b, Location loc, Value x) {
   Value exp = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
@@ -462,13 +485,17 @@ LogicalResult convertIota(IotaOp op, PatternRewriter &rewriter) {
 
 void mlir::titan::populateElementwiseToLinalgPatterns(
     RewritePatternSet &patterns) {
-  addConversion(patterns, convertDirect<AddOp, arith::AddFOp>);
-  addConversion(patterns, convertDirect<SubOp, arith::SubFOp>);
-  addConversion(patterns, convertDirect<MulOp, arith::MulFOp>);
+  addConversion(patterns,
+                convertArithmetic<AddOp, arith::AddFOp, arith::AddIOp>);
+  addConversion(patterns,
+                convertArithmetic<SubOp, arith::SubFOp, arith::SubIOp>);
+  addConversion(patterns,
+                convertArithmetic<MulOp, arith::MulFOp, arith::MulIOp>);
   addConversion(patterns, convertDirect<DivOp, arith::DivFOp>);
   // NaN-propagating, as torch.maximum.
-  addConversion(patterns, convertDirect<MaxOp, arith::MaximumFOp>);
-  addConversion(patterns, convertDirect<NegOp, arith::NegFOp>);
+  addConversion(patterns,
+                convertArithmetic<MaxOp, arith::MaximumFOp, arith::MaxSIOp>);
+  addConversion(patterns, convertNeg);
   addConversion(patterns, convertDirect<ExpOp, math::ExpOp>);
   addConversion(patterns, convertDirect<LogOp, math::LogOp>);
   addConversion(patterns, convertDirect<SqrtOp, math::SqrtOp>);

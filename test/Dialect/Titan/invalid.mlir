@@ -9,8 +9,9 @@ func.func @binary_types(%a: tensor<4xf32>, %b: tensor<4xbf16>) {
 // -----
 
 func.func @binary_int(%a: tensor<4xi32>) {
+  // Division is of floats only (integer tensors divide in float32).
   // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values}}
-  %0 = titan.mul %a, %a : tensor<4xi32>
+  %0 = titan.div %a, %a : tensor<4xi32>
   return
 }
 
@@ -1195,4 +1196,12 @@ func.func @diagonals_count(%x: tensor<1x4x4xf32> {titan.diagonals = dense<1.0> :
 // expected-error @+1 {{argument #0: 'titan.diagonals' must be a dense 'tensor<7xi1>' (one value per diagonal of 'tensor<4x4xi1>')}}
 func.func @diagonals_element_type(%x: tensor<4x4xi1> {titan.diagonals = dense<1.0> : tensor<7xf32>}) {
   return
+}
+
+// -----
+
+func.func @add_booleans(%a: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 64-bit signless integer or 32-bit signless integer values, but got 'tensor<4xi1>'}}
+  %0 = titan.add %a, %a : tensor<4xi1>
+  return %0 : tensor<4xi1>
 }

@@ -566,6 +566,30 @@ TEST_F(KernelNumericsTest, BinaryArithmetic) {
   }
 }
 
+TEST_F(KernelNumericsTest, IntegerArithmetic) {
+  // Two's complement over the whole range: sums, differences and products
+  // wrap (i32 to 32 bits), max is signed, neg of the most negative value
+  // is itself.
+  Random random(21);
+  for (auto [kind, lo, hi] :
+       {std::tuple{ElementType::I64, INT64_MIN, INT64_MAX},
+        std::tuple{ElementType::I32, int64_t(INT32_MIN), int64_t(INT32_MAX)}}) {
+    for (StringRef op : {"add", "sub", "mul", "max"}) {
+      SmallVector<int64_t> shape = random.shape(2);
+      TensorValue lhs = random.integers(kind, shape, lo, hi);
+      TensorValue rhs = random.integers(kind, shape, lo, hi);
+      lhs.getMutable<int64_t>()[0] = hi;
+      rhs.getMutable<int64_t>()[0] = 1;
+      checkOp(("titan." + op + " %a0, %a1 : " + type(lhs)).str(), {lhs, rhs},
+              type(lhs), kExact);
+    }
+    SmallVector<int64_t> shape = random.shape(2);
+    TensorValue x = random.integers(kind, shape, lo, hi);
+    x.getMutable<int64_t>()[0] = lo;
+    checkOp("titan.neg %a0 : " + type(x), {x}, type(x), kExact);
+  }
+}
+
 TEST_F(KernelNumericsTest, MaxPropagatesNaN) {
   Random random(3);
   for (ElementType kind : kFloatKinds) {
