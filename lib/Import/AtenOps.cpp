@@ -1962,6 +1962,12 @@ Outputs convertDtype(GraphImporter &importer, Node *node) {
 
 Outputs convertTensorConstant(GraphImporter &importer, Node *node) {
   at::Tensor tensor = node->t(torch::jit::attr::value).contiguous();
+  // uint8, int8 and int16 constants (a traced uint8 mask) are held as
+  // int32, which holds each of their values.
+  c10::ScalarType dtype = tensor.scalar_type();
+  if (dtype == c10::ScalarType::Byte || dtype == c10::ScalarType::Char ||
+      dtype == c10::ScalarType::Short)
+    tensor = tensor.to(at::kInt);
   Type element = toElementType(importer.getContext(), tensor.scalar_type());
   // A 0-d constant is a Python number that tracing recorded as a tensor
   // (`x + 1`, `C // n_head`): a number known at import time, which

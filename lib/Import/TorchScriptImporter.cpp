@@ -134,6 +134,14 @@ DenseElementsAttr mlir::titan::import::denseElementsOf(const at::Tensor &tensor,
   return DenseElementsAttr::getFromRawBuffer(type, raw);
 }
 
+/// Whether `tensor` holds the data of all its elements (a shape-only
+/// export's expanded views do not, and must never be materialized).
+static bool hasAllData(const at::Tensor &tensor) {
+  return tensor.has_storage() &&
+         tensor.storage().nbytes() >=
+             size_t(tensor.numel()) * tensor.element_size();
+}
+
 /// The diagonals of a buffer [1, ..., 1, n, n] that is constant along each
 /// diagonal of its last two dims (titan.diagonals: element [..., i, j] is
 /// diagonal j - i + n - 1), or null: for any other tensor, and for one
@@ -142,9 +150,7 @@ static DenseElementsAttr diagonalsOf(const at::Tensor &tensor, Type element) {
   int64_t rank = tensor.dim();
   if (rank < 2 || tensor.size(-1) != tensor.size(-2) || tensor.size(-1) < 2 ||
       tensor.numel() != tensor.size(-1) * tensor.size(-2) ||
-      tensor.is_complex() || !tensor.has_storage() ||
-      tensor.storage().nbytes() <
-          size_t(tensor.numel()) * tensor.element_size())
+      tensor.is_complex() || !hasAllData(tensor))
     return {};
   int64_t n = tensor.size(-1);
   at::Tensor square = tensor.reshape({n, n});
@@ -828,9 +834,9 @@ static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
 /// tensor holds less storage than its shape needs (a shape-only export's
 /// expanded view, which must never be materialized).
 static std::vector<char> tensorBytes(const at::Tensor &tensor) {
-  size_t bytes = tensor.numel() * tensor.element_size();
-  if (!tensor.has_storage() || tensor.storage().nbytes() < bytes)
+  if (!hasAllData(tensor))
     return {};
+  size_t bytes = tensor.numel() * tensor.element_size();
   at::Tensor dense = tensor.contiguous();
   const char *data = static_cast<const char *>(dense.data_ptr());
   return std::vector<char>(data, data + bytes);
@@ -921,9 +927,24 @@ private:
       return llvm::Error::success();
     }
     Type element = toElementType(context, tensor.scalar_type());
+    at::Tensor data = tensor;
+    // A uint8, int8 or int16 buffer (older Hugging Face GPT-2's uint8
+    // causal mask) is held as int32, which holds each of its values.
+    c10::ScalarType dtype = tensor.scalar_type();
+    if (!element && role == ArgRole::Buffer &&
+        (dtype == c10::ScalarType::Byte || dtype == c10::ScalarType::Char ||
+         dtype == c10::ScalarType::Short)) {
+      element = IntegerType::get(&context, 32);
+      if (hasAllData(tensor))
+        data = tensor.to(at::kInt);
+    }
     if (!element)
-      return makeError("parameter '" + fqn + "' has unsupported dtype " +
-                       std::string(c10::toString(tensor.scalar_type())));
+      return makeError(llvm::formatv(
+          "{0} '{1}' has unsupported dtype {2}; titan holds parameters in "
+          "float32, float64, float16 or bfloat16 and buffers also in int64, "
+          "int32, int16, int8, uint8 or bool",
+          role == ArgRole::Param ? "parameter" : "buffer", fqn,
+          c10::toString(dtype)));
     if (role == ArgRole::Param && options.parameterComputeType &&
         isa<FloatType>(element))
       return addMasterParameter(importer, fqn, tensor, shape);
@@ -931,11 +952,11 @@ private:
         importer.addArgument(RankedTensorType::get(shape, element), fqn, role);
     // A buffer is never trained: what its value is may be proven from it.
     if (role == ArgRole::Buffer)
-      if (DenseElementsAttr diagonals = diagonalsOf(tensor, element))
+      if (DenseElementsAttr diagonals = diagonalsOf(data, element))
         importer.addArgumentAttr(argument, TitanDialect::kDiagonalsAttrName,
                                  diagonals);
     arguments[tensor.unsafeGetTensorImpl()] = ImportedValue::ofTensor(argument);
-    return emit(fqn, shape, element, tensor, role);
+    return emit(fqn, shape, element, data, role);
   }
 
   /// Under mixed precision: a float32 argument holding the master weight
@@ -956,10 +977,8 @@ private:
         TensorBuilder(importer.getBuilder(), loc).cast(master, compute);
     arguments[tensor.unsafeGetTensorImpl()] = ImportedValue::ofTensor(cast);
     // A shape-only tensor has no data to widen (tensorBytes gives none).
-    bool complete = tensor.has_storage() &&
-                    tensor.storage().nbytes() >=
-                        size_t(tensor.numel()) * tensor.element_size();
-    return emit(fqn, shape, f32, complete ? tensor.to(at::kFloat) : tensor,
+    return emit(fqn, shape, f32,
+                hasAllData(tensor) ? tensor.to(at::kFloat) : tensor,
                 ArgRole::Param);
   }
 
