@@ -85,6 +85,9 @@ bool hidesLikeMinusInfinity(double v) { return v <= -3.0e38; }
 /// compile-time factors and causal masks (or masks that hide nothing).
 struct ScoresChain {
   MatmulOp scores;
+  /// The scores' operands before any scale of their own (nn.MultiheadAttention
+  /// scales q before q @ k^T): the factor is part of `scale`.
+  Value lhs, rhs;
   double scale = 1;
   bool causal = false;
   /// Whether the chain widens the scores (`.float()` on bf16 scores under
@@ -119,6 +122,18 @@ std::optional<ScoresChain> matchScoresChain(IndexFunctionEvaluator &evaluator,
       if (scores.getAddend())
         return std::nullopt;
       chain.scores = scores;
+      // A factor applied to q or k before the product is the scores'.
+      auto unscaled = [&](Value operand) -> Value {
+        auto scale = operand.getDefiningOp<ScaleOp>();
+        if (!scale)
+          return operand;
+        chain.scale *=
+            *roundToElementType(getElementTypeOrSelf(operand.getType()),
+                                scale.getFactor().convertToDouble());
+        return scale.getInput();
+      };
+      chain.lhs = unscaled(scores.getLhs());
+      chain.rhs = unscaled(scores.getRhs());
       return chain;
     }
     Type element = getElementTypeOrSelf(value.getType());
@@ -277,10 +292,14 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     auto softmax = probs.getDefiningOp<SoftmaxOp>();
     if (!softmax || !probs.hasOneUse())
       return rewriter.notifyMatchFailure(output, "not softmax @ v");
+    // [batch, heads, seq, seq], or [batch * heads, seq, seq] as
+    // nn.MultiheadAttention computes it (one head per batch entry there).
     RankedTensorType type = output.getType();
-    if (type.getRank() != 4 || !type.hasStaticShape() || softmax.getDim() != 3)
-      return rewriter.notifyMatchFailure(output, "not a last-dim softmax of "
-                                                 "[batch, heads, seq, seq]");
+    int64_t rank = type.getRank();
+    if ((rank != 4 && rank != 3) || !type.hasStaticShape() ||
+        softmax.getDim() != rank - 1)
+      return rewriter.notifyMatchFailure(
+          output, "not a last-dim softmax of [batch, (heads,) seq, seq]");
     IndexFunctionEvaluator evaluator;
     std::optional<ScoresChain> chain =
         matchScoresChain(evaluator, softmax.getInput());
@@ -290,10 +309,10 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     MatmulOp scores = chain->scores;
     auto sameElements = [&](Value value) {
       RankedTensorType other = tensorTypeOf(value);
-      return other.getRank() == 4 &&
+      return other.getRank() == rank &&
              other.getElementType() == type.getElementType();
     };
-    if (!sameElements(scores.getLhs()) || !sameElements(scores.getRhs()) ||
+    if (!sameElements(chain->lhs) || !sameElements(chain->rhs) ||
         !sameElements(output.getRhs()) ||
         (!narrowed && !sameElements(softmax.getResult())))
       return rewriter.notifyMatchFailure(output, "element types differ");
@@ -301,9 +320,12 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     if (narrowed != chain->widened)
       return rewriter.notifyMatchFailure(output, "unbalanced conversions");
 
-    // q, k and v as [batch, heads, seq, head_dim]: the matmul operands,
+    // q, k and v as [batch, (heads,) seq, head_dim]: the matmul operands,
     // transposed where the matmul reads them transposed.
-    SmallVector<int64_t> identity = {0, 1, 2, 3}, swapped = {0, 1, 3, 2};
+    SmallVector<int64_t> identity =
+        llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    SmallVector<int64_t> swapped(identity);
+    std::swap(swapped[rank - 1], swapped[rank - 2]);
     struct Operand {
       Value value;
       TransposedView view;
@@ -314,8 +336,8 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
           value, viewThroughTransposes(value, transposed ? swapped : identity),
           transposed};
     };
-    Operand q = operand(scores.getLhs(), scores.getTransposeLhs());
-    Operand k = operand(scores.getRhs(), !scores.getTransposeRhs());
+    Operand q = operand(chain->lhs, scores.getTransposeLhs());
+    Operand k = operand(chain->rhs, !scores.getTransposeRhs());
     Operand v = operand(output.getRhs(), output.getTransposeRhs());
     auto shapeOf = [](const Operand &operand) {
       SmallVector<int64_t> shape;
@@ -329,31 +351,43 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
           output, "q, k, v and the output differ in shape");
 
     // Grouped KV heads: attention reads the KV heads before their repeat.
-    auto kRepeat = matchRepeat(k.view.source, k.view.permutation[1]);
-    auto vRepeat = matchRepeat(v.view.source, v.view.permutation[1]);
+    std::optional<Unrepeated> kRepeat, vRepeat;
+    if (rank == 4) {
+      kRepeat = matchRepeat(k.view.source, k.view.permutation[1]);
+      vRepeat = matchRepeat(v.view.source, v.view.permutation[1]);
+    }
     bool grouped = kRepeat && vRepeat && kRepeat->second == vRepeat->second;
 
     Location loc = rewriter.getFusedLoc(
         {scores.getLoc(), softmax.getLoc(), output.getLoc()});
     TensorBuilder b(rewriter, loc);
+    // Rank 3 is [batch * heads, 1 head, seq, head_dim] to titan.attention.
+    auto withHeads = [&](Value value) {
+      if (rank == 4)
+        return value;
+      SmallVector<int64_t> shape(tensorTypeOf(value).getShape());
+      shape.insert(shape.begin() + 1, 1);
+      return b.reshape(value, shape);
+    };
     auto materialize = [&](const Operand &operand,
                            const std::optional<Unrepeated> &repeat) {
       bool unrepeat = grouped && repeat;
       if (!operand.transposed && !unrepeat)
-        return operand.value;
+        return withHeads(operand.value);
       Value source = unrepeat ? b.reshape(repeat->first, repeat->second)
                               : operand.view.source;
-      return operand.view.permutation == identity
-                 ? source
-                 : b.transpose(source, operand.view.permutation);
+      return withHeads(operand.view.permutation == identity
+                           ? source
+                           : b.transpose(source, operand.view.permutation));
     };
     Value query = materialize(q, std::nullopt);
     auto attention = AttentionOp::create(
-        rewriter, loc, type, getAttentionLseType(query.getType()), query,
-        materialize(k, kRepeat), materialize(v, vRepeat),
+        rewriter, loc, query.getType(), getAttentionLseType(query.getType()),
+        query, materialize(k, kRepeat), materialize(v, vRepeat),
         chain->causal ? rewriter.getUnitAttr() : UnitAttr(),
         rewriter.getF64FloatAttr(chain->scale));
-    rewriter.replaceOp(output, attention.getResult());
+    Value result = attention.getResult();
+    rewriter.replaceOp(output, rank == 4 ? result : b.reshape(result, shape));
     return success();
   }
 };

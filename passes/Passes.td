@@ -1004,7 +1004,12 @@ def FuseAttentionPass : Pass<"titan-fuse-attention"> {
     - q, k^T and v may come through transposes (the matmuls' transpose flags
       included); q, k and v become [batch, heads, seq, head_dim], with a
       transpose where they are not, and must have one shape and one element
-      type. No real cast may lie on the way (the explicit form's roundings
+      type. Rank-3 attention, [batch * heads, seq, head_dim] as
+      nn.MultiheadAttention computes it, is fused with one head per batch
+      entry (reshapes to and from [batch * heads, 1, seq, head_dim]). A
+      `titan.scale` of q or k before the product (nn.MultiheadAttention
+      scales q) is part of `s`: the fused op applies it to the float32
+      scores instead of rounding the scaled q. No real cast may lie on the way (the explicit form's roundings
       would be lost), but for mixed precision's: bf16 or f16 scores widened
       once before the softmax and the probabilities narrowed once after it
       (`softmax((scores + mask).float()).type_as(q)`); the fused op computes

@@ -1522,18 +1522,22 @@ Outputs convertMatmul(GraphImporter &importer, Node *node) {
 
 /// aten::addmm(bias, a, b, beta, alpha): beta * bias + alpha * (a @ b) of
 /// matrices (Hugging Face's Conv1D).
-Outputs convertAddmm(GraphImporter &importer, Node *node) {
+/// aten::addmm (`rank` 2) and aten::baddbmm (`rank` 3, nn.MultiheadAttention's
+/// scores plus mask): beta * self + alpha * (a @ b).
+Outputs convertAddProduct(GraphImporter &importer, Node *node, int64_t rank) {
+  StringRef name = node->kind().toUnqualString();
   llvm::Expected<Value> bias = importer.tensorInput(node, 0);
   llvm::Expected<Value> a = importer.tensorInput(node, 1);
   llvm::Expected<Value> b = importer.tensorInput(node, 2);
   if (!bias || !a || !b)
-    return makeError("addmm needs three real tensors");
-  if (tensorType(*a).getRank() != 2 || tensorType(*b).getRank() != 2)
-    return makeError("addmm multiplies matrices (rank 2)");
+    return makeError(name + " needs three real tensors");
+  if (tensorType(*a).getRank() != rank || tensorType(*b).getRank() != rank)
+    return makeError(
+        llvm::formatv("{0} multiplies tensors of rank {1}", name, rank));
   llvm::Expected<double> beta = importer.numberInput(node, 3);
   llvm::Expected<double> alpha = importer.numberInput(node, 4);
   if (!beta || !alpha)
-    return makeError("addmm needs beta and alpha known at import time");
+    return makeError(name + " needs beta and alpha known at import time");
   Emitter emit(importer);
   llvm::Expected<Value> product = matmul(emit, *a, *b, /*transposeB=*/false);
   if (!product)
@@ -2215,7 +2219,12 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::layer_norm"}, convertLayerNorm);
   add({"aten::matmul", "aten::mm", "aten::bmm"}, convertMatmul);
   add({"aten::linear"}, convertLinear);
-  add({"aten::addmm"}, convertAddmm);
+  add({"aten::addmm"}, [](GraphImporter &importer, Node *node) {
+    return convertAddProduct(importer, node, 2);
+  });
+  add({"aten::baddbmm"}, [](GraphImporter &importer, Node *node) {
+    return convertAddProduct(importer, node, 3);
+  });
   add({"aten::outer", "aten::ger"}, convertOuter);
   add({"aten::embedding"}, convertEmbedding);
   add({"aten::view_as_complex"}, convertViewAsComplex);

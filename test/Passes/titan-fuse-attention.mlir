@@ -3,12 +3,12 @@
 
 // The fused program computes what the explicit one computes.
 // RUN: rm -rf %t.d && %python %S/Inputs/attention_inputs.py %t.d/in
-// RUN: for f in llama gpt2 where_times_scale literal_mask tiled_heads buffer_mask hf_finfo_min; do \
+// RUN: for f in llama gpt2 where_times_scale literal_mask tiled_heads buffer_mask hf_finfo_min multihead; do \
 // RUN:   titan-eval %s --entry=$f --inputs=%t.d/in --outputs=%t.d/explicit/$f && \
 // RUN:   titan-eval %t.mlir --entry=$f --inputs=%t.d/in --outputs=%t.d/fused/$f && \
 // RUN:   %python %S/../Import/Inputs/compare_npy.py %t.d/fused/$f %t.d/explicit/$f --rtol 1e-6 || exit 1; \
 // RUN: done | FileCheck %s --check-prefix=SAME
-// SAME-COUNT-7: match out: [2, 8, 16]
+// SAME-COUNT-8: match out: [2, 8, 16]
 
 // Llama: GQA heads repeated by repeat_kv, scores divided by sqrt(head_dim),
 // triu(full(-inf), 1) added, softmax between .float() and .type_as() on f32.
@@ -243,6 +243,48 @@ func.func @hf_finfo_min(%q: tensor<2x8x4x4xf32> {titan.name = "q"},
   %p = titan.softmax %floored dim 3 : tensor<2x4x8x8xf32>
   %o = titan.matmul %p, %vt : tensor<2x4x8x8xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>
   %ot = titan.transpose %o [0, 2, 1, 3] : tensor<2x4x8x4xf32> -> tensor<2x8x4x4xf32>
+  %out = titan.reshape %ot : tensor<2x8x4x4xf32> -> tensor<2x8x16xf32>
+  return %out : tensor<2x8x16xf32>
+}
+
+// nn.MultiheadAttention: heads folded into the batch ([batch * heads, seq,
+// head_dim]), q scaled before the product, the mask
+// (nn.Transformer.generate_square_subsequent_mask) added by baddbmm. The
+// attention sees one head per batch entry.
+// CHECK-LABEL: func.func @multihead
+// (The reshapes to and from [8, 8, 4] fold into the new ones.)
+// CHECK: %[[Q:.*]] = titan.reshape %{{.*}} : tensor<2x4x8x4xf32> -> tensor<8x1x8x4xf32>
+// CHECK: %[[O:.*]], %{{.*}} = titan.attention %[[Q]], %{{.*}}, %{{.*}} causal scale 5.000000e-01 : tensor<8x1x8x4xf32>, tensor<8x1x8x4xf32>
+// CHECK-NEXT: titan.reshape %[[O]] : tensor<8x1x8x4xf32> -> tensor<2x4x8x4xf32>
+// CHECK-NOT: titan.softmax
+// CHECK: return
+func.func @multihead(%q: tensor<2x8x4x4xf32> {titan.name = "q"},
+                     %k: tensor<2x8x4x4xf32> {titan.name = "k4"},
+                     %v: tensor<2x8x4x4xf32> {titan.name = "v4"})
+    -> (tensor<2x8x16xf32> {titan.name = "out"}) {
+  %zero = titan.constant dense<0.000000e+00> : tensor<8x8xf32>
+  %ninf = titan.constant dense<0xFF800000> : tensor<8x8xf32>
+  %one = titan.constant dense<1.000000e+00> : tensor<8x8xf64>
+  %qt = titan.transpose %q [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %kt = titan.transpose %k [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %vt = titan.transpose %v [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %q3 = titan.reshape %qt : tensor<2x4x8x4xf32> -> tensor<8x8x4xf32>
+  %k3 = titan.reshape %kt : tensor<2x4x8x4xf32> -> tensor<8x8x4xf32>
+  %v3 = titan.reshape %vt : tensor<2x4x8x4xf32> -> tensor<8x8x4xf32>
+  %qs = titan.scale %q3 by 5.000000e-01 : tensor<8x8x4xf32>
+  %kT = titan.transpose %k3 [0, 2, 1] : tensor<8x8x4xf32> -> tensor<8x4x8xf32>
+  %s = titan.matmul %qs, %kT : tensor<8x8x4xf32>, tensor<8x4x8xf32> -> tensor<8x8x8xf32>
+  %rows = titan.iota dim 0 : tensor<8x8xf64>
+  %cols = titan.iota dim 1 : tensor<8x8xf64>
+  %diff = titan.sub %cols, %rows : tensor<8x8xf64>
+  %above = titan.compare ge, %diff, %one : tensor<8x8xf64> -> tensor<8x8xi1>
+  %mask = titan.select %above, %ninf, %zero : tensor<8x8xi1>, tensor<8x8xf32>
+  %mb = titan.broadcast_in_dim %mask dims [1, 2] : tensor<8x8xf32> -> tensor<8x8x8xf32>
+  %masked = titan.add %s, %mb : tensor<8x8x8xf32>
+  %p = titan.softmax %masked dim 2 : tensor<8x8x8xf32>
+  %o = titan.matmul %p, %v3 : tensor<8x8x8xf32>, tensor<8x8x4xf32> -> tensor<8x8x4xf32>
+  %o4 = titan.reshape %o : tensor<8x8x4xf32> -> tensor<2x4x8x4xf32>
+  %ot = titan.transpose %o4 [0, 2, 1, 3] : tensor<2x4x8x4xf32> -> tensor<2x8x4x4xf32>
   %out = titan.reshape %ot : tensor<2x8x4x4xf32> -> tensor<2x8x16xf32>
   return %out : tensor<2x8x16xf32>
 }
