@@ -12,6 +12,7 @@
 
 #include "titan/Dialect/TensorBuilder.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -1150,6 +1151,66 @@ Outputs convertNarrow(GraphImporter &importer, Node *node) {
                   });
 }
 
+/// aten::pad (mode "constant") and aten::constant_pad_nd: `pad` holds
+/// (before, after) pairs from the last dim backwards; a positive count adds
+/// that many elements of `value` (0 when None), a negative one removes
+/// elements, as F.pad does.
+Outputs convertConstantPad(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  llvm::Expected<std::vector<int64_t>> pad = importer.intListInput(node, 1);
+  if (!x || !pad)
+    return makeError("pad needs a real tensor and pads known at import time");
+  double value = 0;
+  size_t valueIndex = 2;
+  if (StringRef(node->kind().toUnqualString()) == "pad") {
+    const ImportedValue &mode = importer.input(node, 2);
+    if (mode.kind == ImportedValue::Kind::String && mode.text != "constant")
+      return makeError("pad mode '" + mode.text +
+                       "' is not supported (only 'constant')");
+    valueIndex = 3;
+  }
+  const ImportedValue &fill = importer.input(node, valueIndex);
+  if (fill.isNumber())
+    value = fill.asDouble();
+  else if (!fill.isNone())
+    return makeError("the pad value must be a number known at import time");
+  RankedTensorType type = tensorType(*x);
+  int64_t rank = type.getRank();
+  if (pad->size() % 2 != 0 || static_cast<int64_t>(pad->size()) > 2 * rank)
+    return makeError(llvm::formatv(
+        "pad needs (before, after) pairs for at most {0} dims, not {1} "
+        "values",
+        rank, pad->size()));
+  Emitter emit(importer);
+  Value result = *x;
+  for (size_t pair = 0; 2 * pair < pad->size(); ++pair) {
+    int64_t dim = rank - 1 - pair;
+    int64_t before = (*pad)[2 * pair], after = (*pad)[2 * pair + 1];
+    int64_t size = tensorType(result).getDimSize(dim);
+    if (size + std::min<int64_t>(before, 0) + std::min<int64_t>(after, 0) < 0)
+      return makeError(llvm::formatv(
+          "pad ({0}, {1}) removes more than the {2} elements of dim {3}",
+          before, after, size, dim));
+    // Removals first, then additions.
+    result = emit.slice(result, dim, std::max<int64_t>(-before, 0),
+                        size - std::max<int64_t>(-after, 0), 1);
+    auto filler = [&](int64_t count) {
+      SmallVector<int64_t> shape(tensorType(result).getShape());
+      shape[dim] = count;
+      return emit.splat(RankedTensorType::get(shape, type.getElementType()),
+                        value);
+    };
+    SmallVector<Value> parts;
+    if (before > 0)
+      parts.push_back(filler(before));
+    parts.push_back(result);
+    if (after > 0)
+      parts.push_back(filler(after));
+    result = emit.concat(parts, dim);
+  }
+  return single(result);
+}
+
 /// aten::view_as / reshape_as: x viewed with other's shape.
 Outputs convertViewAs(GraphImporter &importer, Node *node) {
   llvm::Expected<ArrayRef<int64_t>> other = shapeOf(importer.input(node, 1));
@@ -1549,6 +1610,210 @@ Outputs convertAddProduct(GraphImporter &importer, Node *node, int64_t rank) {
   if (llvm::Error error = unify(emit, out, addend))
     return std::move(error);
   return single(emit.binary<AddOp>(out, addend));
+}
+
+/// The subscripts of one einsum operand or of its result: a label per dim,
+/// letters as themselves and the dims of "..." as -1, -2, ... counted from
+/// the right of the ellipsis.
+using EinsumLabels = SmallVector<int64_t>;
+
+/// Parses `term` for a tensor of `rank` dims (the result has rank -1: its
+/// ellipsis is `ellipsisRank` wide).
+llvm::Expected<EinsumLabels> parseEinsumTerm(StringRef term, int64_t rank,
+                                             int64_t ellipsisRank) {
+  EinsumLabels labels;
+  size_t dots = term.find("...");
+  StringRef before = term.substr(0, dots);
+  StringRef after = dots == StringRef::npos ? "" : term.substr(dots + 3);
+  auto letters = [&](StringRef text) -> llvm::Error {
+    for (char c : text)
+      if (!llvm::isAlpha(c))
+        return makeError(llvm::formatv(
+            "einsum subscript '{0}' is not a letter (in '{1}')", c, term));
+      else
+        labels.push_back(c);
+    return llvm::Error::success();
+  };
+  if (llvm::Error error = letters(before))
+    return std::move(error);
+  if (dots != StringRef::npos) {
+    int64_t width =
+        rank < 0 ? ellipsisRank
+                 : rank - static_cast<int64_t>(before.size() + after.size());
+    if (width < 0)
+      return makeError(
+          llvm::formatv("einsum term '{0}' has more subscripts than its "
+                        "operand has dims ({1})",
+                        term, rank));
+    for (int64_t i = width; i > 0; --i)
+      labels.push_back(-i);
+  }
+  if (llvm::Error error = letters(after))
+    return std::move(error);
+  if (rank >= 0 && static_cast<int64_t>(labels.size()) != rank)
+    return makeError(llvm::formatv(
+        "einsum term '{0}' has {1} subscripts for an operand of {2} dims", term,
+        labels.size(), rank));
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (llvm::is_contained(ArrayRef<int64_t>(labels).take_front(i), labels[i]))
+      return makeError(llvm::formatv(
+          "einsum term '{0}' repeats a subscript (a diagonal), which is not "
+          "supported",
+          term));
+  return labels;
+}
+
+/// aten::einsum of one or two operands: sums over the labels only one
+/// operand has, then one matmul whose batch dims are the labels both
+/// operands and the result have, contracting the labels both operands have
+/// and the result lacks, and a transpose into the result's order.
+Outputs convertEinsum(GraphImporter &importer, Node *node) {
+  const ImportedValue &equation = importer.input(node, 0);
+  const ImportedValue &list = importer.input(node, 1);
+  if (equation.kind != ImportedValue::Kind::String ||
+      list.kind != ImportedValue::Kind::List || list.items.empty() ||
+      list.items.size() > 2 ||
+      !llvm::all_of(list.items,
+                    [](const ImportedValue &v) { return v.isTensor(); }))
+    return makeError("einsum is supported on one or two real tensors with a "
+                     "constant equation");
+  std::string text = equation.text;
+  llvm::erase_if(text, [](char c) { return c == ' '; });
+  auto [inputsText, outputText] = StringRef(text).split("->");
+  bool explicitOutput = StringRef(text).contains("->");
+  SmallVector<StringRef> terms;
+  inputsText.split(terms, ',');
+  if (terms.size() != list.items.size())
+    return makeError(llvm::formatv("einsum '{0}' names {1} operands, {2} given",
+                                   equation.text, terms.size(),
+                                   list.items.size()));
+  Emitter emit(importer);
+  SmallVector<Value> operands;
+  SmallVector<EinsumLabels> labels;
+  DenseMap<int64_t, int64_t> sizes;
+  int64_t ellipsisRank = 0;
+  for (auto [term, item] : llvm::zip(terms, list.items)) {
+    RankedTensorType type = tensorType(item.tensor);
+    llvm::Expected<EinsumLabels> parsed =
+        parseEinsumTerm(term, type.getRank(), 0);
+    if (!parsed)
+      return parsed.takeError();
+    for (auto [label, size] : llvm::zip(*parsed, type.getShape())) {
+      auto [it, inserted] = sizes.try_emplace(label, size);
+      if (!inserted && it->second != size)
+        return makeError(llvm::formatv(
+            "einsum '{0}': a subscript has sizes {1} and {2} (broadcasting "
+            "is not supported)",
+            equation.text, it->second, size));
+      ellipsisRank = std::max(ellipsisRank, label < 0 ? -label : 0);
+    }
+    operands.push_back(item.tensor);
+    labels.push_back(std::move(*parsed));
+  }
+  // The result: as written, or (implicit) the ellipsis and then the letters
+  // that appear once, in alphabetical order.
+  EinsumLabels result;
+  if (explicitOutput) {
+    llvm::Expected<EinsumLabels> parsed =
+        parseEinsumTerm(outputText, -1, ellipsisRank);
+    if (!parsed)
+      return parsed.takeError();
+    result = std::move(*parsed);
+    for (int64_t label : result)
+      if (!sizes.count(label))
+        return makeError(llvm::formatv(
+            "einsum '{0}': the result has a subscript no operand has",
+            equation.text));
+  } else {
+    for (int64_t i = ellipsisRank; i > 0; --i)
+      result.push_back(-i);
+    SmallVector<int64_t> once;
+    for (auto [label, size] : sizes) {
+      int64_t count = 0;
+      for (const EinsumLabels &operand : labels)
+        count += llvm::count(operand, label);
+      if (label >= 0 && count == 1)
+        once.push_back(label);
+    }
+    llvm::sort(once);
+    result.append(once);
+  }
+  auto shapeOf = [&](ArrayRef<int64_t> ls) {
+    SmallVector<int64_t> shape;
+    for (int64_t label : ls)
+      shape.push_back(sizes.lookup(label));
+    return shape;
+  };
+  auto product = [&](ArrayRef<int64_t> ls) {
+    int64_t n = 1;
+    for (int64_t label : ls)
+      n *= sizes.lookup(label);
+    return n;
+  };
+  auto permutationTo = [](ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
+    SmallVector<int64_t> permutation;
+    for (int64_t label : to)
+      permutation.push_back(llvm::find(from, label) - from.begin());
+    return permutation;
+  };
+  // Sum over the labels neither the other operand nor the result has.
+  for (size_t i = 0; i < operands.size(); ++i) {
+    SmallVector<int64_t> summed;
+    EinsumLabels kept;
+    for (auto [dim, label] : llvm::enumerate(labels[i])) {
+      bool elsewhere =
+          llvm::is_contained(result, label) ||
+          (operands.size() == 2 && llvm::is_contained(labels[1 - i], label));
+      if (elsewhere)
+        kept.push_back(label);
+      else
+        summed.push_back(dim);
+    }
+    if (!summed.empty()) {
+      if (!isa<FloatType>(tensorType(operands[i]).getElementType()))
+        return makeError(integerTensorArithmetic);
+      operands[i] = emit.reduceSum(operands[i], summed, /*keepdim=*/false);
+    }
+    labels[i] = std::move(kept);
+  }
+  if (operands.size() == 1)
+    return single(
+        emit.transpose(operands[0], permutationTo(labels[0], result)));
+
+  // Batch labels in the result's order, then each side's own labels in the
+  // result's order, and the contracted labels in the first operand's.
+  EinsumLabels batch, left, right, contracted;
+  for (int64_t label : result) {
+    bool inA = llvm::is_contained(labels[0], label);
+    bool inB = llvm::is_contained(labels[1], label);
+    (inA && inB ? batch : inA ? left : right).push_back(label);
+  }
+  for (int64_t label : labels[0])
+    if (!llvm::is_contained(result, label))
+      contracted.push_back(label);
+  if (!isa<FloatType>(tensorType(operands[0]).getElementType()) ||
+      !isa<FloatType>(tensorType(operands[1]).getElementType()))
+    return makeError(integerTensorArithmetic);
+  EinsumLabels aOrder(batch), bOrder(batch);
+  aOrder.append(left);
+  aOrder.append(contracted);
+  bOrder.append(contracted);
+  bOrder.append(right);
+  SmallVector<int64_t> aShape = shapeOf(batch), bShape = shapeOf(batch);
+  aShape.append({product(left), product(contracted)});
+  bShape.append({product(contracted), product(right)});
+  Value a = emit.reshape(
+      emit.transpose(operands[0], permutationTo(labels[0], aOrder)), aShape);
+  Value b = emit.reshape(
+      emit.transpose(operands[1], permutationTo(labels[1], bOrder)), bShape);
+  llvm::Expected<Value> matrix = matmul(emit, a, b, /*transposeB=*/false);
+  if (!matrix)
+    return matrix.takeError();
+  EinsumLabels order(batch);
+  order.append(left);
+  order.append(right);
+  return single(emit.transpose(emit.reshape(*matrix, shapeOf(order)),
+                               permutationTo(order, result)));
 }
 
 /// aten::outer(a, b): the outer product of two vectors.
@@ -2188,6 +2453,7 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::repeat"}, convertRepeat);
   add({"aten::repeat_interleave"}, convertRepeatInterleave);
   add({"aten::narrow"}, convertNarrow);
+  add({"aten::pad", "aten::constant_pad_nd"}, convertConstantPad);
   add({"aten::view_as", "aten::reshape_as"}, convertViewAs);
   add({"aten::index"}, convertIndex);
   add({"aten::index_select"}, convertIndexSelect);
@@ -2222,6 +2488,7 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::addmm"}, [](GraphImporter &importer, Node *node) {
     return convertAddProduct(importer, node, 2);
   });
+  add({"aten::einsum"}, convertEinsum);
   add({"aten::baddbmm"}, [](GraphImporter &importer, Node *node) {
     return convertAddProduct(importer, node, 3);
   });

@@ -13,12 +13,11 @@ input_ids.npy and logits.npy.
 """
 
 import math
-import os
 import sys
 
-import numpy as np
 import torch
 from torch import nn
+from traced_lm import save_traced_lm
 
 
 class Conv1D(nn.Module):
@@ -128,18 +127,10 @@ class GPT2LMHeadModel(nn.Module):
 
 
 def main() -> None:
-    out, dtype = sys.argv[1], {"bool": torch.bool, "uint8": torch.uint8}[sys.argv[2]]
-    os.makedirs(out, exist_ok=True)
+    dtype = {"bool": torch.bool, "uint8": torch.uint8}[sys.argv[2]]
     torch.manual_seed(0)
-    model = GPT2LMHeadModel(dtype).eval()
-    input_ids = torch.randint(0, 256, (2, 32), generator=torch.Generator().manual_seed(1))
-    torch.jit.trace(model, input_ids, check_trace=False).save(os.path.join(out, "model.pt"))
-    np.save(os.path.join(out, "input_ids.npy"), input_ids.numpy())
-    with torch.no_grad():
-        np.save(os.path.join(out, "logits.npy"), model(input_ids).numpy())
+    save_traced_lm(GPT2LMHeadModel(dtype), sys.argv[1], "input_ids")
 
 
 if __name__ == "__main__":
-    import warnings
-    warnings.filterwarnings("ignore")
     main()

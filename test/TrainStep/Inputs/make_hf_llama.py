@@ -18,10 +18,13 @@ import math
 import os
 import sys
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+# The shared tracing of the importer's tests (test/Import/Inputs).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Import", "Inputs"))
+from traced_lm import save_traced_lm  # noqa: E402
 
 
 class LlamaRMSNorm(nn.Module):
@@ -153,19 +156,9 @@ class LlamaForCausalLM(nn.Module):
 
 
 def main() -> None:
-    out = sys.argv[1]
-    os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
-    model = LlamaForCausalLM().eval()
-    tokens = torch.randint(0, 256, (2, 32), generator=torch.Generator().manual_seed(1))
-    traced = torch.jit.trace(model, tokens, check_trace=False)
-    traced.save(os.path.join(out, "model.pt"))
-    np.save(os.path.join(out, "tokens.npy"), tokens.numpy())
-    with torch.no_grad():
-        np.save(os.path.join(out, "logits.npy"), model(tokens).numpy())
+    save_traced_lm(LlamaForCausalLM(), sys.argv[1])
 
 
 if __name__ == "__main__":
-    import warnings
-    warnings.filterwarnings("ignore")
     main()
