@@ -1411,6 +1411,42 @@ Outputs convertMaskedFill(GraphImporter &importer, Node *node, bool where) {
 // Reductions, normalization, contractions
 //===----------------------------------------------------------------------===//
 
+/// The dims a reduction reduces (sorted, each once) and whether it keeps
+/// them as size 1.
+struct ReductionDims {
+  SmallVector<int64_t> dims;
+  bool keepdim = false;
+};
+
+/// The `dim` (an int, a list, or None: every dim) and `keepdim` inputs of a
+/// reduction of a rank-`rank` tensor.
+llvm::Expected<ReductionDims> reductionDims(GraphImporter &importer, Node *node,
+                                            int64_t rank) {
+  ReductionDims reduced;
+  const ImportedValue *dimArg = importer.namedInput(node, "dim");
+  if (dimArg && !dimArg->isNone()) {
+    std::vector<int64_t> raw;
+    if (dimArg->kind == ImportedValue::Kind::Int)
+      raw.push_back(dimArg->intValue);
+    for (const ImportedValue &item : dimArg->items)
+      raw.push_back(item.intValue);
+    for (int64_t dim : raw) {
+      llvm::Expected<int64_t> d = normalizeDim(dim, rank);
+      if (!d)
+        return d.takeError();
+      reduced.dims.push_back(*d);
+    }
+    if (const ImportedValue *keep = importer.namedInput(node, "keepdim"))
+      reduced.keepdim = keep->intValue != 0;
+  } else {
+    reduced.dims = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  }
+  llvm::sort(reduced.dims);
+  reduced.dims.erase(std::unique(reduced.dims.begin(), reduced.dims.end()),
+                     reduced.dims.end());
+  return reduced;
+}
+
 template <typename OpTy>
 Outputs convertReduce(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
@@ -1425,38 +1461,48 @@ Outputs convertReduce(GraphImporter &importer, Node *node) {
   RankedTensorType type = tensorType(input);
   if (!isa<FloatType>(type.getElementType()))
     return makeError("reductions of integer tensors are not supported");
-  int64_t rank = type.getRank();
-  SmallVector<int64_t> dims;
-  bool keepdim = false;
-  const ImportedValue *dimArg = importer.namedInput(node, "dim");
-  if (dimArg && !dimArg->isNone()) {
-    std::vector<int64_t> raw;
-    if (dimArg->kind == ImportedValue::Kind::Int)
-      raw.push_back(dimArg->intValue);
-    for (const ImportedValue &item : dimArg->items)
-      raw.push_back(item.intValue);
-    for (int64_t dim : raw) {
-      llvm::Expected<int64_t> d = normalizeDim(dim, rank);
-      if (!d)
-        return d.takeError();
-      dims.push_back(*d);
-    }
-    if (const ImportedValue *keep = importer.namedInput(node, "keepdim"))
-      keepdim = keep->intValue != 0;
-  } else {
-    dims = llvm::to_vector(llvm::seq<int64_t>(0, rank));
-  }
-  llvm::sort(dims);
-  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  llvm::Expected<ReductionDims> reduced =
+      reductionDims(importer, node, type.getRank());
+  if (!reduced)
+    return reduced.takeError();
   SmallVector<int64_t> shape;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (!llvm::is_contained(dims, d))
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (!llvm::is_contained(reduced->dims, d))
       shape.push_back(type.getDimSize(d));
-    else if (keepdim)
+    else if (reduced->keepdim)
       shape.push_back(1);
   }
   return single(OpTy::create(emit.builder, emit.loc, type.clone(shape), input,
-                             emit.builder.getDenseI64ArrayAttr(dims), keepdim));
+                             emit.builder.getDenseI64ArrayAttr(reduced->dims),
+                             reduced->keepdim));
+}
+
+/// The Euclidean norm over dims (`x.norm(dim=...)`: aten::frobenius_norm,
+/// aten::norm with p 2 or None, aten::linalg_vector_norm with ord 2):
+/// sqrt(sum(x * x)).
+Outputs convertL2Norm(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  for (StringRef name : {"p", "ord"})
+    if (const ImportedValue *order = importer.namedInput(node, name))
+      if (!order->isNone() && (!order->isNumber() || order->asDouble() != 2))
+        return makeError("only the 2-norm is supported");
+  Emitter emit(importer);
+  llvm::Expected<Type> element =
+      optionalDtype(importer, node, tensorType(*x).getElementType());
+  if (!element)
+    return element.takeError();
+  Value input = emit.cast(*x, *element);
+  if (!isa<FloatType>(tensorType(input).getElementType()))
+    return makeError("the norm of an integer tensor is not supported");
+  llvm::Expected<ReductionDims> reduced =
+      reductionDims(importer, node, tensorType(input).getRank());
+  if (!reduced)
+    return reduced.takeError();
+  Value sum = emit.reduceSum(emit.binary<MulOp>(input, input), reduced->dims,
+                             reduced->keepdim);
+  return single(emit.unary<SqrtOp>(sum));
 }
 
 template <typename OpTy>
@@ -2479,6 +2525,8 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::sum"}, convertReduce<ReduceSumOp>);
   add({"aten::mean"}, convertReduce<ReduceMeanOp>);
   add({"aten::amax"}, convertReduce<ReduceMaxOp>);
+  add({"aten::frobenius_norm", "aten::norm", "aten::linalg_vector_norm"},
+      convertL2Norm);
   add({"aten::softmax", "aten::_softmax"}, convertSoftmax<SoftmaxOp>);
   add({"aten::log_softmax", "aten::_log_softmax"},
       convertSoftmax<LogSoftmaxOp>);
