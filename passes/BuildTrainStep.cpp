@@ -49,6 +49,11 @@ public:
   void runOnOperation() override {
     if (failed(build()))
       signalPassFailure();
+    // With the gradients built, a stop_gradient is its input.
+    getOperation().walk([](StopGradientOp op) {
+      op.replaceAllUsesWith(op.getInput());
+      op.erase();
+    });
   }
 
 private:

@@ -17,7 +17,9 @@ def BuildTrainStepPass : Pass<"titan-build-train-step", "::mlir::ModuleOp"> {
     (as the importer writes it: arguments carry `titan.name` and
     `titan.role`), builds the step below; its buffers are those the forward
     reads (a causal mask buffer that titan-fuse-attention proved and
-    replaced is not read any more).
+    replaced is not read any more). No cotangent flows through a
+    `titan.stop_gradient` (`detach`, the padding row of an embedding);
+    once the gradients are built, each is replaced by its input.
 
     ```
     @train_step(params..., exp_avg..., exp_avg_sq..., buffers..., tokens,

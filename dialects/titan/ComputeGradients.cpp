@@ -370,6 +370,11 @@ Grads CastOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
                    });
 }
 
+Grads StopGradientOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
+  // `Tensor.detach()`: the input gets no cotangent.
+  return SmallVector<Value>(1);
+}
+
 Grads SelectOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
   return buildRule(
       *this, builder, resultGrads, [&](Emitter &e, Value dy) -> Grads {

@@ -746,6 +746,7 @@ int64_t GeluOp::getFlops() { return 9 * getStaticNumElements(getType()); }
 int64_t ScaleOp::getFlops() { return getStaticNumElements(getType()); }
 int64_t ConstantOp::getFlops() { return 0; }
 int64_t CastOp::getFlops() { return 0; }
+int64_t StopGradientOp::getFlops() { return 0; }
 int64_t IotaOp::getFlops() { return 0; }
 int64_t CompareOp::getFlops() { return getStaticNumElements(getType()); }
 int64_t SelectOp::getFlops() { return 0; }

@@ -432,6 +432,9 @@ OpShardingRule DivOp::getShardingRule() {
   return elementwiseRule(*this, {{0}});
 }
 OpShardingRule MaxOp::getShardingRule() { return elementwiseRule(*this, {}); }
+OpShardingRule StopGradientOp::getShardingRule() {
+  return elementwiseRule(*this, {{0}});
+}
 OpShardingRule NegOp::getShardingRule() {
   return elementwiseRule(*this, {{0}});
 }

@@ -387,6 +387,26 @@ def Titan_IotaOp : Titan_DifferentiableOp<"iota", [],
   let hasVerifier = 1;
 }
 
+def Titan_StopGradientOp : Titan_DifferentiableOp<"stop_gradient",
+    [SameOperandsAndResultType, Elementwise]> {
+  let summary = "The input, as a constant to differentiation";
+  let description = [{
+    `result = input`, through which no gradient flows (`Tensor.detach()`;
+    the padding row of `nn.Embedding(padding_idx=...)`): its VJP gives the
+    input no cotangent. titan-build-train-step replaces it by its input
+    once the gradients are built, so later passes never see it.
+
+    Example:
+
+    ```mlir
+    %1 = titan.stop_gradient %0 : tensor<4x64xf32>
+    ```
+  }];
+  let arguments = (ins Titan_Tensor:$input);
+  let results = (outs Titan_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
 def Titan_CompareOp : Titan_DifferentiableOp<"compare",
     [AllTypesMatch<["lhs", "rhs"]>, SameOperandsAndResultShape,
      Elementwise]> {

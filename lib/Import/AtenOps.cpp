@@ -1909,8 +1909,35 @@ Outputs convertEmbedding(GraphImporter &importer, Node *node) {
   SmallVector<int64_t> shape(tensorType(*ids).getShape());
   shape.push_back(tableType.getDimSize(1));
   Emitter emit(importer);
-  return single(EmbeddingOp::create(emit.builder, emit.loc,
-                                    tableType.clone(shape), *table, *ids));
+  Value rows = EmbeddingOp::create(emit.builder, emit.loc,
+                                   tableType.clone(shape), *table, *ids);
+  // nn.Embedding(padding_idx=p): the padding row reads the same but gets no
+  // gradient; aten::embedding's -1 is "none". Positions whose id is p read
+  // the row through a stop_gradient.
+  llvm::Expected<int64_t> padding =
+      node->inputs().size() > 2 ? importer.intInput(node, 2) : int64_t(-1);
+  if (!padding)
+    return padding.takeError();
+  if (node->inputs().size() > 3) {
+    llvm::Expected<int64_t> byFrequency = importer.intInput(node, 3);
+    if (!byFrequency || *byFrequency)
+      return makeError("embedding with scale_grad_by_freq is not supported");
+  }
+  int64_t rowCount = tableType.getDimSize(0);
+  if (*padding == -1)
+    return single(rows);
+  if (*padding < 0 || *padding >= rowCount)
+    return makeError(llvm::formatv(
+        "padding_idx {0} is outside the table's {1} rows", *padding, rowCount));
+  Value row = emit.reshape(emit.slice(emit.unary<StopGradientOp>(*table), 0,
+                                      *padding, *padding + 1, 1),
+                           {tableType.getDimSize(1)});
+  Value isPadding = emit.compare(
+      "eq", *ids, emit.splat(tensorType(*ids), static_cast<double>(*padding)));
+  SmallVector<int64_t> perId(tensorType(*ids).getShape());
+  perId.push_back(1);
+  Value mask = emit.broadcastTo(emit.reshape(isPadding, perId), shape);
+  return single(emit.select(mask, emit.broadcastTo(row, shape), rows));
 }
 
 /// The rows `ids` of `table` along its first dim, for a floating-point

@@ -676,7 +676,12 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
         return makeError("dropout with p > 0 in training mode is not "
                          "supported; set p = 0 or export in eval mode");
     }
-    return std::vector<ImportedValue>{input(node, 0)};
+    // detach: the same values, through which no gradient flows.
+    const ImportedValue &value = input(node, 0);
+    if (kind == c10::Symbol::fromQualString("aten::detach") && value.isTensor())
+      return std::vector<ImportedValue>{ImportedValue::ofTensor(
+          TensorBuilder(builder, loc).unary<StopGradientOp>(value.tensor))};
+    return std::vector<ImportedValue>{value};
   }
   if (kind == torch::jit::prim::RaiseException)
     return makeError("the model raises an exception on this path");

@@ -282,6 +282,7 @@ static FailureOr<TensorValue> evaluate(Operation *op,
       // Constants, conversions, masks.
       .Case([&](ConstantOp constant) { return evaluateConstant(constant); })
       .Case([&](CastOp) { return cast(*in[0], resultKind()); })
+      .Case([&](StopGradientOp) { return *in[0]; })
       .Case([&](IotaOp iotaOp) -> Result {
         if (ShapedType::isDynamicShape(resultShape()))
           return op->emitOpError("needs a static result shape");

@@ -68,7 +68,9 @@ func.func @masks(%scores: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xbf16>
   %masked = titan.select %future, %ninf, %scores : tensor<8x8xi1>, tensor<8x8xf32>
   // CHECK: titan.cast %{{.*}} : tensor<8x8xf32> to tensor<8x8xbf16>
   %low = titan.cast %masked : tensor<8x8xf32> to tensor<8x8xbf16>
-  return %masked, %low : tensor<8x8xf32>, tensor<8x8xbf16>
+  // CHECK: titan.stop_gradient %{{.*}} : tensor<8x8xbf16>
+  %fixed = titan.stop_gradient %low : tensor<8x8xbf16>
+  return %masked, %fixed : tensor<8x8xf32>, tensor<8x8xbf16>
 }
 
 // CHECK-LABEL: func.func @reductions

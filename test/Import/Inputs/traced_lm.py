@@ -1,8 +1,9 @@
 """Traces a causal language model for the importer's tests.
 
 save_traced_lm(model, out, input_name) writes OUT/model.pt (the model
-traced on a seeded int64 batch [2, 32]), that batch as OUT/<input_name>.npy
-and PyTorch's logits for it as OUT/logits.npy (the oracle).
+traced on the seeded int64 batch [2, 32] of batch_of), that batch as
+OUT/<input_name>.npy and PyTorch's logits for it as OUT/logits.npy (the
+oracle).
 """
 
 import os
@@ -12,13 +13,18 @@ import numpy as np
 import torch
 
 
+def batch_of(vocab_size: int = 256) -> torch.Tensor:
+    """The seeded batch the model is traced on: int64 [2, 32]."""
+    return torch.randint(0, vocab_size, (2, 32), generator=torch.Generator().manual_seed(1))
+
+
 def save_traced_lm(model: torch.nn.Module, out: str, input_name: str = "tokens",
                    vocab_size: int = 256) -> None:
     # The tracer warns about the size arithmetic it records as constants.
     warnings.filterwarnings("ignore")
     os.makedirs(out, exist_ok=True)
     model = model.eval()
-    batch = torch.randint(0, vocab_size, (2, 32), generator=torch.Generator().manual_seed(1))
+    batch = batch_of(vocab_size)
     torch.jit.trace(model, batch, check_trace=False).save(os.path.join(out, "model.pt"))
     np.save(os.path.join(out, input_name + ".npy"), batch.numpy())
     with torch.no_grad():

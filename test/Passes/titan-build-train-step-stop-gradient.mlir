@@ -1,0 +1,25 @@
+// RUN: titan-opt %s --titan-build-train-step="emit-grads=true" | FileCheck %s
+
+// A stop_gradient passes its input's values but no cotangent: the output
+// projection reads the embedding through one, so the embedding table's
+// gradient is zeros (no embedding_grad) while output.weight's is a product;
+// once the gradients are built no stop_gradient is left, in the step or in
+// the forward.
+func.func @forward(%emb: tensor<16x8xf32> {titan.name = "tok_embeddings.weight", titan.role = "param"},
+                   %out: tensor<16x8xf32> {titan.name = "output.weight", titan.role = "param"},
+                   %tokens: tensor<2x4xi64> {titan.name = "tokens", titan.role = "input"})
+    -> (tensor<2x4x16xf32> {titan.name = "logits"}) {
+  %h = titan.embedding %emb, %tokens : tensor<16x8xf32>, tensor<2x4xi64> -> tensor<2x4x8xf32>
+  %fixed = titan.stop_gradient %h : tensor<2x4x8xf32>
+  %logits = titan.matmul %fixed, %out transpose_rhs : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+  return %logits : tensor<2x4x16xf32>
+}
+
+// CHECK-NOT: titan.stop_gradient
+// CHECK-LABEL: func.func @train_step(
+// CHECK-NOT: titan.stop_gradient
+// CHECK-NOT: titan.embedding_grad
+// CHECK: %[[ZERO:.*]] = titan.constant dense<0.000000e+00> : tensor<16x8xf32>
+// CHECK-NOT: titan.stop_gradient
+// CHECK-NOT: titan.embedding_grad
+// CHECK: return {{.*}}, %[[ZERO]], %{{[a-z0-9_]+}} :
