@@ -1447,20 +1447,32 @@ llvm::Expected<ReductionDims> reductionDims(GraphImporter &importer, Node *node,
   return reduced;
 }
 
-template <typename OpTy>
-Outputs convertReduce(GraphImporter &importer, Node *node) {
+/// The reduced operand of `node` (input 0), in its `dtype` input if it has
+/// one; an error unless it is a floating-point tensor.
+llvm::Expected<Value> floatReductionInput(GraphImporter &importer, Node *node,
+                                          Emitter &emit) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   if (!x)
     return x.takeError();
-  Emitter emit(importer);
   llvm::Expected<Type> element =
       optionalDtype(importer, node, tensorType(*x).getElementType());
   if (!element)
     return element.takeError();
   Value input = emit.cast(*x, *element);
-  RankedTensorType type = tensorType(input);
-  if (!isa<FloatType>(type.getElementType()))
+  if (!isa<FloatType>(tensorType(input).getElementType()))
     return makeError("reductions of integer tensors are not supported");
+  return input;
+}
+
+template <typename OpTy>
+Outputs convertReduce(GraphImporter &importer, Node *node) {
+  Emitter emit(importer);
+  llvm::Expected<Value> reducedInput =
+      floatReductionInput(importer, node, emit);
+  if (!reducedInput)
+    return reducedInput.takeError();
+  Value input = *reducedInput;
+  RankedTensorType type = tensorType(input);
   llvm::Expected<ReductionDims> reduced =
       reductionDims(importer, node, type.getRank());
   if (!reduced)
@@ -1481,21 +1493,16 @@ Outputs convertReduce(GraphImporter &importer, Node *node) {
 /// aten::norm with p 2 or None, aten::linalg_vector_norm with ord 2):
 /// sqrt(sum(x * x)).
 Outputs convertL2Norm(GraphImporter &importer, Node *node) {
-  llvm::Expected<Value> x = importer.tensorInput(node, 0);
-  if (!x)
-    return x.takeError();
   for (StringRef name : {"p", "ord"})
     if (const ImportedValue *order = importer.namedInput(node, name))
       if (!order->isNone() && (!order->isNumber() || order->asDouble() != 2))
         return makeError("only the 2-norm is supported");
   Emitter emit(importer);
-  llvm::Expected<Type> element =
-      optionalDtype(importer, node, tensorType(*x).getElementType());
-  if (!element)
-    return element.takeError();
-  Value input = emit.cast(*x, *element);
-  if (!isa<FloatType>(tensorType(input).getElementType()))
-    return makeError("the norm of an integer tensor is not supported");
+  llvm::Expected<Value> reducedInput =
+      floatReductionInput(importer, node, emit);
+  if (!reducedInput)
+    return reducedInput.takeError();
+  Value input = *reducedInput;
   llvm::Expected<ReductionDims> reduced =
       reductionDims(importer, node, tensorType(input).getRank());
   if (!reduced)
