@@ -70,11 +70,11 @@ isCausal(IndexFunctionEvaluator &evaluator, Value mask,
 }
 
 /// Whether mask value `v` hides a score as -inf does: -inf, or a finite
-/// value at most torch.finfo(float32).min's neighbourhood (Hugging Face's
-/// masks use finfo(dtype).min of f32 or bf16). Added to or put in place of
-/// any score of magnitude below 1e38, it leaves the score below -1e38 under
-/// the row's largest visible score, whose exponential is exactly 0 in f32:
-/// the probability -inf gives.
+/// value <= -3e38 (Hugging Face's masks use torch.finfo(dtype).min, about
+/// -3.4e38 for f32 and bf16). Added to or put in place of any score of
+/// magnitude below 1e38, it leaves the score more than 1e38 under the row's
+/// largest visible score, whose exponential is exactly 0 in f32: the
+/// probability -inf gives.
 bool hidesLikeMinusInfinity(double v) { return v <= -3.0e38; }
 
 //===----------------------------------------------------------------------===//
@@ -110,7 +110,7 @@ std::optional<ScoresChain> matchScoresChain(IndexFunctionEvaluator &evaluator,
   };
   auto isTrue = [](double v) -> std::optional<bool> { return v != 0; };
   auto isFalse = [](double v) -> std::optional<bool> { return v == 0; };
-  auto minusInfinity = [&](Value v) {
+  auto hides = [&](Value v) {
     std::optional<double> c = evaluator.evaluateScalar(v);
     return c && hidesLikeMinusInfinity(*c);
   };
@@ -179,17 +179,17 @@ std::optional<ScoresChain> matchScoresChain(IndexFunctionEvaluator &evaluator,
       // hidden one stays hidden.
       for (auto [input, floor] : {std::pair{max.getLhs(), max.getRhs()},
                                   std::pair{max.getRhs(), max.getLhs()}})
-        if (minusInfinity(floor)) {
+        if (hides(floor)) {
           next = input;
           break;
         }
     } else if (auto select = dyn_cast<SelectOp>(op)) {
       // masked_fill(mask, -inf) and where(mask, scores, -inf).
       std::optional<bool> causal;
-      if (minusInfinity(select.getOnTrue()) &&
+      if (hides(select.getOnTrue()) &&
           (causal = isCausal(evaluator, select.getCond(), isTrue)))
         next = select.getOnFalse();
-      else if (minusInfinity(select.getOnFalse()) &&
+      else if (hides(select.getOnFalse()) &&
                (causal = isCausal(evaluator, select.getCond(), isFalse)))
         next = select.getOnTrue();
       if (causal)

@@ -152,22 +152,30 @@ static std::optional<IndexFunction> roundToType(IndexFunction f,
   return roundToType(std::move(tabulated), type);
 }
 
+/// A float element as a double.
+static double toDouble(const APFloat &element) {
+  return element.convertToDouble();
+}
+/// An integer element as a double (signed; i1 is 0 or 1).
+static double toDouble(const APInt &element) {
+  return element.getBitWidth() == 1
+             ? (element.isZero() ? 0.0 : 1.0)
+             : static_cast<double>(element.getSExtValue());
+}
+
 /// The elements of `dense` (integer or float) as doubles, in row-major
-/// order; i1 elements are 0 or 1.
+/// order.
 static std::optional<SmallVector<double>>
 elementValues(DenseElementsAttr dense) {
   SmallVector<double> values;
-  if (isa<FloatType>(dense.getElementType())) {
+  if (isa<FloatType>(dense.getElementType()))
     for (APFloat element : dense.getValues<APFloat>())
-      values.push_back(element.convertToDouble());
-    return values;
-  }
-  if (!isa<IntegerType>(dense.getElementType()))
+      values.push_back(toDouble(element));
+  else if (isa<IntegerType>(dense.getElementType()))
+    for (APInt element : dense.getValues<APInt>())
+      values.push_back(toDouble(element));
+  else
     return std::nullopt;
-  for (APInt element : dense.getValues<APInt>())
-    values.push_back(element.getBitWidth() == 1
-                         ? (element.isZero() ? 0.0 : 1.0)
-                         : static_cast<double>(element.getSExtValue()));
   return values;
 }
 
@@ -254,13 +262,13 @@ std::optional<IndexFunction>
 IndexFunctionEvaluator::fromConstant(DenseElementsAttr dense,
                                      RankedTensorType type) {
   if (dense.isSplat()) {
-    std::optional<SmallVector<double>> value =
-        elementValues(DenseElementsAttr::get(
-            RankedTensorType::get({}, dense.getElementType()),
-            dense.getSplatValue<Attribute>()));
-    if (!value)
-      return std::nullopt;
-    return IndexFunction::constant(type.getRank(), value->front());
+    if (isa<FloatType>(dense.getElementType()))
+      return IndexFunction::constant(type.getRank(),
+                                     toDouble(dense.getSplatValue<APFloat>()));
+    if (isa<IntegerType>(dense.getElementType()))
+      return IndexFunction::constant(type.getRank(),
+                                     toDouble(dense.getSplatValue<APInt>()));
+    return std::nullopt;
   }
   // A literal mask: a function of the difference of the last two indices,
   // every other dim of size 1.

@@ -218,9 +218,10 @@ static FailureOr<TensorValue> evaluate(Operation *op,
   auto unary = [&](auto fn) { return mapFloat(*in[0], fn); };
   auto binary = [&](auto fn) { return zipFloat(*in[0], *in[1], fn); };
   // Arithmetic of floats or of integers (two's complement, wrapping).
+  bool integers = !in.empty() && (in[0]->getKind() == ElementType::I64 ||
+                                  in[0]->getKind() == ElementType::I32);
   auto arithmetic = [&](auto floatFn, auto integerFn) {
-    if (in[0]->getKind() == ElementType::I64 ||
-        in[0]->getKind() == ElementType::I32)
+    if (integers)
       return zipInteger(*in[0], *in[1], integerFn);
     return zipFloat(*in[0], *in[1], floatFn);
   };
@@ -247,8 +248,7 @@ static FailureOr<TensorValue> evaluate(Operation *op,
         });
       })
       .Case([&](NegOp) {
-        if (in[0]->getKind() == ElementType::I64 ||
-            in[0]->getKind() == ElementType::I32)
+        if (integers)
           return zipInteger(*in[0], *in[0],
                             [](uint64_t a, uint64_t) { return 0 - a; });
         return unary([](double x) { return -x; });
