@@ -201,14 +201,17 @@ LogicalResult BuildTrainStepPass::build() {
     paramBuilders.emplace_back(
         builder, module == args[k].name ? loc : addModulePath(loc, module));
   }
+  // A parameter no cotangent reaches (never read, or read only through
+  // titan.stop_gradient) has no gradient: as torch.optim.AdamW skips a
+  // parameter whose `.grad` is None, its step returns it and its moments
+  // as they are, and its gradient, where returned, is zero.
   SmallVector<Value> paramGrads;
   for (size_t k = 0; k < numParams; ++k) {
     Value param = body->getArgument(k);
     Value grad = grads.lookup(param);
-    TensorBuilder &ptb = paramBuilders[k];
     paramGrads.push_back(
-        grad ? ptb.cast(grad, tensorTypeOf(param).getElementType())
-             : ptb.splatLike(param, 0.0));
+        grad ? paramBuilders[k].cast(grad, tensorTypeOf(param).getElementType())
+             : Value());
   }
 
   // Global-norm clipping (torch.nn.utils.clip_grad_norm_, 2-norm).
@@ -220,9 +223,11 @@ LogicalResult BuildTrainStepPass::build() {
   // The gradients' global norm before clipping: clipping needs it, and the
   // runtime logs it (torchtitan's grad_norm).
   Value gradNorm, gradScale;
-  if (maxNorm > 0 && numParams > 0) {
+  if (maxNorm > 0 && llvm::any_of(paramGrads, [](Value g) { return g; })) {
     Value sumSquares;
     for (auto [g, ptb] : llvm::zip(paramGrads, paramBuilders)) {
+      if (!g)
+        continue;
       Value g32 = ptb.cast(g, builder.getF32Type());
       Value s = ptb.sumAll(ptb.binary<MulOp>(g32, g32));
       sumSquares = sumSquares ? tb.binary<AddOp>(sumSquares, s) : s;
@@ -238,6 +243,12 @@ LogicalResult BuildTrainStepPass::build() {
   // AdamW, one op per parameter, the clipping coefficient applied inside.
   SmallVector<Value> newParams, newExpAvg, newExpAvgSq;
   for (size_t k = 0; k < numParams; ++k) {
+    if (!paramGrads[k]) {
+      newParams.push_back(body->getArgument(k));
+      newExpAvg.push_back(body->getArgument(numParams + k));
+      newExpAvgSq.push_back(body->getArgument(2 * numParams + k));
+      continue;
+    }
     TensorBuilder &ptb = paramBuilders[k];
     Type paramType = body->getArgument(k).getType();
     auto adamw = AdamWOp::create(
@@ -251,10 +262,16 @@ LogicalResult BuildTrainStepPass::build() {
     newExpAvg.push_back(adamw.getNewExpAvg());
     newExpAvgSq.push_back(adamw.getNewExpAvgSq());
   }
-  // The gradients the step returns are the clipped ones.
-  if (emitGrads && gradScale)
-    for (auto [g, ptb] : llvm::zip(paramGrads, paramBuilders))
-      g = ptb.binary<MulOp>(g, broadcastScalar(ptb, gradScale, g));
+  // The gradients the step returns are the clipped ones (zero where none
+  // reaches the parameter).
+  if (emitGrads)
+    for (auto [k, g] : llvm::enumerate(paramGrads)) {
+      TensorBuilder &ptb = paramBuilders[k];
+      if (!g)
+        g = ptb.splatLike(body->getArgument(k), 0.0);
+      else if (gradScale)
+        g = ptb.binary<MulOp>(g, broadcastScalar(ptb, gradScale, g));
+    }
 
   // Results.
   SmallVector<Value> returned{loss};

@@ -297,7 +297,7 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     RankedTensorType type = output.getType();
     int64_t rank = type.getRank();
     if ((rank != 4 && rank != 3) || !type.hasStaticShape() ||
-        softmax.getDim() != rank - 1)
+        static_cast<int64_t>(softmax.getDim()) != rank - 1)
       return rewriter.notifyMatchFailure(
           output, "not a last-dim softmax of [batch, (heads,) seq, seq]");
     IndexFunctionEvaluator evaluator;

@@ -46,7 +46,10 @@ def BuildTrainStepPass : Pass<"titan-build-train-step", "::mlir::ModuleOp"> {
       `t = step + 1`, `p -= lr / (1 - beta1^t) * m / (sqrt(v) /
       sqrt(1 - beta2^t) + eps)`: one `titan.adamw` per parameter, the
       clipping coefficient its `grad_scale` (titan-fuse-kernels expands
-      it, or keeps it for the runtime's kernel).
+      it, or keeps it for the runtime's kernel). A parameter no cotangent
+      reaches has no gradient and, as torch.optim.AdamW skips a parameter
+      whose `.grad` is None, no `titan.adamw`: the step returns it and its
+      moments unchanged, and it adds nothing to the clipping norm.
 
     `lr` and `step` are 0-d f32 arguments (`step` counts the updates done
     before this one, so the first call passes 0). Results are named `loss`,

@@ -1,7 +1,9 @@
-"""Saves a small language model whose gradients depend on two things that
-stop them, traced, with PyTorch's logits: nn.Embedding(padding_idx=p) (the
+"""Saves a small language model whose gradients depend on things that stop
+them, traced, with PyTorch's logits: nn.Embedding(padding_idx=p) (the
 padding row gets no gradient; p is the first token of the batch, so the
-batch uses it) and a normalization by a detached norm.
+batch uses it), a normalization by a detached norm, a gain the model reads
+only detached and a module it never calls (those two parameters get no
+gradient at all, so torch.optim.AdamW leaves them as they are).
 
 usage: make_padding_detach_lm.py OUT
 
@@ -26,11 +28,14 @@ class PaddingDetachLM(nn.Module):
         self.embed = nn.Embedding(vocab_size, dim, padding_idx=padding_idx)
         self.proj = nn.Linear(dim, dim)
         self.head = nn.Linear(dim, vocab_size)
+        self.gain = nn.Parameter(torch.rand(dim) + 0.5)
+        self.unused = nn.Linear(dim, dim)
 
     def forward(self, tokens):
         hidden = self.embed(tokens)
         hidden = hidden + torch.tanh(self.proj(hidden))
         hidden = hidden / hidden.norm(dim=-1, keepdim=True).detach().clamp(min=1e-6)
+        hidden = hidden * self.gain.detach()
         return self.head(hidden)
 
 

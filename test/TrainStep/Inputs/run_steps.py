@@ -6,7 +6,9 @@ usage: run_steps.py STEP.mlir STATE_DIR ORACLE_DIR --steps N [--rtol R]
        [--grad-rtol G] --lr L --beta1 B1 --beta2 B2 --eps E --weight-decay W
 
 --grad-rtol bounds the gradients' error (default: --rtol, which bounds the
-losses and the AdamW update).
+losses and the AdamW update). Parameters the oracle found no gradient
+reaches (expected/no_grad.txt) must come out of every step unchanged, bit
+for bit, as torch.optim.AdamW leaves them.
 
 STATE_DIR holds the initial training state (titan-compile --export-weights);
 tokens.npy and labels.npy are copied in from ORACLE_DIR's model and oracle.
@@ -29,6 +31,15 @@ def rel_err(actual: np.ndarray, expected: np.ndarray) -> float:
     return float(np.abs(actual.astype(np.float64) - expected).max() / scale)
 
 
+def no_gradient(oracle: str) -> List[str]:
+    """The parameters no gradient reaches, by the oracle."""
+    path = os.path.join(oracle, "expected", "no_grad.txt")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return f.read().split()
+
+
 def adamw_reference(args, out: str, name: str) -> np.ndarray:
     """torch.optim.AdamW's first step from the initial parameter and titan's
     (clipped) gradient: checks titan's optimizer arithmetic in isolation.
@@ -41,6 +52,8 @@ def adamw_reference(args, out: str, name: str) -> np.ndarray:
     import torch
 
     param = torch.tensor(np.load(os.path.join(args.state, name + ".npy")), requires_grad=True)
+    if name in no_gradient(args.oracle):
+        return param.detach().numpy()  # AdamW skips a parameter whose .grad is None.
     param.grad = torch.tensor(np.load(os.path.join(out, f"grad.{name}.npy")))
     optimizer = torch.optim.AdamW([param], lr=args.lr, betas=(args.beta1, args.beta2),
                                   eps=args.eps, weight_decay=args.weight_decay)
@@ -84,6 +97,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         args.grad_rtol = args.rtol
 
     expected = os.path.join(args.oracle, "expected")
+    frozen = {name: np.load(os.path.join(args.state, name + ".npy"))
+              for name in no_gradient(args.oracle)}
     losses, grad_norms = [], []
     ok = True
     for step in range(args.steps):
@@ -104,6 +119,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                 shutil.copy(path, os.path.join(args.state, name))
         step_file = os.path.join(args.state, "step.npy")
         np.save(step_file, np.load(step_file) + np.float32(1))
+    if frozen:
+        kept = all(np.array_equal(np.load(os.path.join(args.state, name + ".npy")), value)
+                   for name, value in frozen.items())
+        ok &= kept
+        print(f"{'match' if kept else 'MISMATCH'}: {len(frozen)} parameters without "
+              f"gradient unchanged over {args.steps} steps")
     reference = np.load(os.path.join(expected, "losses.npy"))
     norms_file = os.path.join(expected, "grad_norms.npy")
     if grad_norms and os.path.exists(norms_file):

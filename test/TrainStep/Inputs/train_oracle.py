@@ -9,7 +9,10 @@ same batch for --steps steps. Writes into OUT:
     expected/losses.npy        the loss before each step
     expected/lrs.npy           the learning rate of each step
     expected/grad_norms.npy    the gradient norm of each step (with --max-norm)
-    expected/grad.<fqn>.npy    gradients of the first step (after clipping)
+    expected/grad.<fqn>.npy    gradients of the first step (after clipping;
+                               zeros where no gradient reaches the parameter)
+    expected/no_grad.txt       the parameters no gradient reaches (AdamW
+                               skips them), one per line
     expected/param.<fqn>.npy   parameters after the first step
 
 usage: train_oracle.py MODEL_DIR OUT --lr L --beta1 B1 --beta2 B2 --eps E
@@ -208,15 +211,22 @@ def main(argv: Optional[List[str]] = None) -> None:
         loss.backward()
         if params is not compute:
             for name, p in compute.items():
-                params[name].grad = p.grad.float()
+                params[name].grad = None if p.grad is None else p.grad.float()
         if args.max_norm > 0:
             grad_norms.append(
                 torch.nn.utils.clip_grad_norm_(list(params.values()), args.max_norm).item())
         losses.append(loss.item())
         if step == 0:
+            # A parameter no gradient reaches keeps .grad None, and AdamW
+            # skips it: its gradient is written as zeros and its name to
+            # no_grad.txt.
+            no_grad = [name for name, p in params.items() if p.grad is None]
+            with open(os.path.join(args.out, "expected", "no_grad.txt"), "w") as f:
+                f.writelines(name + "\n" for name in no_grad)
             for name, p in params.items():
+                grad = torch.zeros_like(p) if p.grad is None else p.grad
                 np.save(os.path.join(args.out, "expected", f"grad.{name}.npy"),
-                        p.grad.detach().numpy())
+                        grad.detach().numpy())
         lrs.append(optimizer.param_groups[0]["lr"])
         optimizer.step()
         if scheduler is not None:
