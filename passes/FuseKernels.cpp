@@ -165,12 +165,21 @@ Grouping formGroups(Block &block, const RuntimeOps &runtimeOps) {
     llvm::SmallSetVector<unsigned, 2> userGroups;
     bool usedOutside = false, returned = false;
     for (Operation *user : op.getUsers()) {
-      if (auto it = grouping.groupOf.find(user); it != grouping.groupOf.end())
+      // A user both materialized (a group of its own) and copied into other
+      // groups reads the op in all of them.
+      bool grouped = false;
+      if (auto it = grouping.groupOf.find(user); it != grouping.groupOf.end()) {
         userGroups.insert(it->second);
-      else if (auto copy = grouping.copiedInto.find(user);
-               copy != grouping.copiedInto.end())
+        grouped = true;
+      }
+      if (auto copy = grouping.copiedInto.find(user);
+          copy != grouping.copiedInto.end()) {
         userGroups.insert(copy->second.begin(), copy->second.end());
-      else if (isa<func::ReturnOp>(user))
+        grouped = true;
+      }
+      if (grouped)
+        continue;
+      if (isa<func::ReturnOp>(user))
         returned = true;
       else
         usedOutside = true;

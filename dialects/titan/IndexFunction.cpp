@@ -447,6 +447,20 @@ IndexFunctionEvaluator::compute(Operation *op, RankedTensorType type) {
         std::optional<SmallVector<IndexFunction>> in = operands();
         if (!in)
           return std::nullopt;
+        // An affine function times a finite constant stays affine (positions
+        // times an all-ones mask).
+        const IndexFunction &lhs = (*in)[0], &rhs = (*in)[1];
+        if (isa<MulOp>(op) && !lhs.isTable() && !rhs.isTable() &&
+            (lhs.isConstant() || rhs.isConstant())) {
+          IndexFunction f = rhs.isConstant() ? lhs : rhs;
+          double factor = rhs.isConstant() ? rhs.offset : lhs.offset;
+          if (std::isfinite(factor)) {
+            for (double &c : f.coef)
+              c *= factor;
+            f.offset *= factor;
+            return f;
+          }
+        }
         return pointwise(*in, type, [&](ArrayRef<double> v) {
           if (isa<MulOp>(op))
             return v[0] * v[1];

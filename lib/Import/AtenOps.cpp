@@ -10,6 +10,7 @@
 
 #include "ImporterImpl.h"
 
+#include "titan/Dialect/IndexFunction.h"
 #include "titan/Dialect/TensorBuilder.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -439,6 +440,116 @@ llvm::Expected<Value> powByConstant(Emitter &emit, Value x, double p) {
       p));
 }
 
+/// The elements of `value` in row-major order when the program computes it
+/// at compile time (constants, iotas, buffers recorded by diagonals, and the
+/// elementwise and shape ops on them that IndexFunctionEvaluator follows);
+/// nullopt otherwise, or past 2^24 elements.
+std::optional<std::vector<double>> compileTimeElements(Value value) {
+  RankedTensorType type = tensorType(value);
+  if (!type.hasStaticShape() || type.getNumElements() > (int64_t(1) << 24))
+    return std::nullopt;
+  std::optional<IndexFunction> f = IndexFunctionEvaluator().evaluate(value);
+  if (!f)
+    return std::nullopt;
+  std::vector<double> values;
+  values.reserve(type.getNumElements());
+  SmallVector<int64_t> index(type.getRank(), 0);
+  for (int64_t n = 0; n < type.getNumElements(); ++n) {
+    values.push_back(f->at(index));
+    for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+      if (++index[d] < type.getDimSize(d))
+        break;
+      index[d] = 0;
+    }
+  }
+  return values;
+}
+
+/// A constant of `type` holding `values` (row-major) rounded into its
+/// element type as titan.cast rounds.
+Value denseConstant(Emitter &emit, RankedTensorType type,
+                    ArrayRef<double> values) {
+  Type element = type.getElementType();
+  SmallVector<Attribute> attrs;
+  for (double value : values) {
+    double stored = roundToElementType(element, value).value_or(value);
+    attrs.push_back(isa<FloatType>(element)
+                        ? Attribute(FloatAttr::get(element, stored))
+                        : Attribute(IntegerAttr::get(
+                              element, static_cast<int64_t>(stored))));
+  }
+  return ConstantOp::create(emit.builder, emit.loc,
+                            DenseElementsAttr::get(type, attrs));
+}
+
+/// `values` (row-major, of `type`) as titan ops: `offset + sum_d coef_d *
+/// iota_d` when they are an affine function of the indices with integral
+/// coefficients (positions, which passes then see as positions), else a
+/// dense constant.
+Value compileTimeTensor(Emitter &emit, RankedTensorType type,
+                        ArrayRef<double> values) {
+  int64_t rank = type.getRank();
+  SmallVector<double> coef(rank, 0);
+  SmallVector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * type.getDimSize(d + 1);
+  bool affine = !values.empty();
+  for (int64_t d = 0; affine && d < rank; ++d) {
+    if (type.getDimSize(d) > 1)
+      coef[d] = values[strides[d]] - values[0];
+    affine =
+        std::trunc(coef[d]) == coef[d] && std::trunc(values[0]) == values[0];
+  }
+  SmallVector<int64_t> index(rank, 0);
+  for (size_t n = 0; affine && n < values.size(); ++n) {
+    double expected = values[0];
+    for (int64_t d = 0; d < rank; ++d)
+      expected += coef[d] * static_cast<double>(index[d]);
+    affine = expected == values[n];
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++index[d] < type.getDimSize(d))
+        break;
+      index[d] = 0;
+    }
+  }
+  if (!affine)
+    return denseConstant(emit, type, values);
+  Value result = emit.splat(type, values[0]);
+  for (int64_t d = 0; d < rank; ++d) {
+    if (coef[d] == 0)
+      continue;
+    Value term = emit.iota(type, d);
+    if (coef[d] != 1)
+      term = emit.binary<MulOp>(term, emit.splat(type, coef[d]));
+    result = emit.binary<AddOp>(result, term);
+  }
+  return result;
+}
+
+/// `x ** y` of two float tensors of one shape: by powByConstant when the
+/// exponent is a compile-time scalar, computed at compile time when both
+/// are compile-time tensors (BLOOM's ALiBi slopes, `torch.pow(base,
+/// torch.arange(...))`), `exp(y * ln s)` when the base is a positive
+/// compile-time scalar s.
+llvm::Expected<Value> powOfTensors(Emitter &emit, Value x, Value y) {
+  IndexFunctionEvaluator evaluator;
+  if (std::optional<double> p = evaluator.evaluateScalar(y))
+    return powByConstant(emit, x, *p);
+  std::optional<std::vector<double>> bases = compileTimeElements(x);
+  std::optional<std::vector<double>> exponents = compileTimeElements(y);
+  if (bases && exponents) {
+    for (auto [base, exponent] : llvm::zip(*bases, *exponents))
+      base = std::pow(base, exponent);
+    return denseConstant(emit, tensorType(x), *bases);
+  }
+  if (std::optional<double> s = evaluator.evaluateScalar(x); s && *s > 0)
+    return emit.unary<ExpOp>(emit.scale(y, std::log(*s)));
+  return makeError("pow of two tensors is supported where the exponent is a "
+                   "compile-time scalar, the base a positive compile-time "
+                   "scalar, or both are computed at compile time (from "
+                   "constants, aranges and buffers)");
+}
+
 /// Complex arithmetic on (real, imag) pairs; `b` may be real.
 Outputs complexBinary(Emitter &emit, BinaryKind kind, ImportedValue a,
                       ImportedValue b) {
@@ -610,10 +721,18 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
     return std::move(error);
   Type element = tensorType(x).getElementType();
   if (!isa<FloatType>(element)) {
-    if (element.isInteger(1))
-      return makeError("arithmetic on two boolean tensors is not supported; "
-                       "use logical_and / logical_or, or cast to a number "
-                       "type first");
+    if (element.isInteger(1)) {
+      // As torch: a product or minimum of masks is their `and`, a sum or
+      // maximum their `or`.
+      RankedTensorType type = tensorType(x);
+      if (alpha == 1.0 && (kind == BinaryKind::Mul || kind == BinaryKind::Min))
+        return single(emit.select(x, y, emit.splat(type, 0.0)));
+      if (alpha == 1.0 && (kind == BinaryKind::Add || kind == BinaryKind::Max))
+        return single(emit.select(x, emit.splat(type, 1.0), y));
+      return makeError("this arithmetic on two boolean tensors is not "
+                       "supported; use logical_and / logical_or, or cast to "
+                       "a number type first");
+    }
     bool integral = kind == BinaryKind::Add || kind == BinaryKind::Sub ||
                     kind == BinaryKind::Rsub || kind == BinaryKind::Mul ||
                     kind == BinaryKind::Max || kind == BinaryKind::Min;
@@ -642,6 +761,12 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
       return single(emit.select(emit.compare("le", x, y), x, y));
     return single(emit.unary<NegOp>(
         emit.binary<MaxOp>(emit.unary<NegOp>(x), emit.unary<NegOp>(y))));
+  case BinaryKind::Pow: {
+    llvm::Expected<Value> result = powOfTensors(emit, x, y);
+    if (!result)
+      return result.takeError();
+    return single(*result);
+  }
   default:
     return makeError("this operation on two tensors is not supported");
   }
@@ -658,11 +783,24 @@ Outputs convertUnary(GraphImporter &importer, Node *node,
   if (!input)
     return input.takeError();
   Type element = tensorType(*input).getElementType();
-  bool integerNeg = std::is_same_v<OpTy, NegOp> && isa<IntegerType>(element) &&
-                    !element.isInteger(1);
-  if (!isa<FloatType>(element) && !integerNeg)
-    return makeError("expected a floating-point tensor");
   Emitter emit(importer);
+  if (isa<IntegerType>(element)) {
+    // neg keeps an integer tensor integer; exp, log, sqrt, rsqrt, tanh,
+    // sigmoid, cos and sin compute an integer or boolean one in float32, as
+    // torch does (Mistral's `torch.log(mask)` of an int64 0/1 mask).
+    if constexpr (std::is_same_v<OpTy, NegOp>) {
+      if (element.isInteger(1))
+        return makeError("negation of a boolean tensor; use ~ or "
+                         "torch.logical_not");
+      return single(emit.unary<OpTy>(*input));
+    }
+    if constexpr (std::is_same_v<OpTy, SiluOp>)
+      return makeError("expected a floating-point tensor");
+    return single(emit.unary<OpTy>(
+        emit.cast(*input, Float32Type::get(&importer.getContext()))));
+  }
+  if (!isa<FloatType>(element))
+    return makeError("expected a floating-point tensor");
   return single(emit.unary<OpTy>(*input));
 }
 
@@ -1267,9 +1405,11 @@ Outputs convertTo(GraphImporter &importer, Node *node, bool typeAs) {
 // Creation
 //===----------------------------------------------------------------------===//
 
-/// aten::full / ones / zeros, their *_like forms (a tensor's shape and
-/// dtype) and their new_* forms (a tensor's dtype, a given shape): splat
-/// constants.
+/// aten::full / ones / zeros / empty, their *_like forms (a tensor's shape
+/// and dtype) and their new_* forms (a tensor's dtype, a given shape): splat
+/// constants. torch.empty's values are unspecified; titan's are zeros, so a
+/// model that reads them before writing them (`torch.empty(...).zero_()`,
+/// a baddbmm with beta=0) computes what torch does.
 Outputs convertFull(GraphImporter &importer, Node *node, StringRef form) {
   bool like = form.ends_with("_like");
   bool method = form.starts_with("new_");
@@ -1311,6 +1451,38 @@ Outputs convertFull(GraphImporter &importer, Node *node, StringRef form) {
     return element.takeError();
   return single(
       Emitter(importer).splat(RankedTensorType::get(shape, *element), value));
+}
+
+/// aten::copy(self, src) (`x.copy_(src)`, and `x[a:b] = src`, which is a
+/// copy_ into a slice of x): src broadcast to self's shape, in self's dtype.
+Outputs convertCopy(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> self = importer.tensorInput(node, 0);
+  if (!self)
+    return self.takeError();
+  RankedTensorType type = tensorType(*self);
+  Emitter emit(importer);
+  const ImportedValue &src = importer.input(node, 1);
+  if (src.isNumber())
+    return single(
+        emit.splat(type, numberOfType(src, type.getElementType()).asDouble()));
+  llvm::Expected<Value> source = importer.tensorInput(node, 1);
+  if (!source)
+    return source.takeError();
+  // Broadcast one way: each of src's dims, aligned from the last, is 1 or
+  // the destination's.
+  RankedTensorType sourceType = tensorType(*source);
+  int64_t extra = type.getRank() - sourceType.getRank();
+  bool broadcastable =
+      extra >= 0 &&
+      llvm::all_of(llvm::seq<int64_t>(0, sourceType.getRank()), [&](int64_t d) {
+        int64_t size = sourceType.getDimSize(d);
+        return size == 1 || size == type.getDimSize(d + extra);
+      });
+  if (!broadcastable)
+    return makeError(
+        llvm::formatv("cannot copy a '{0}' into a '{1}'", sourceType, type));
+  return single(emit.broadcastTo(emit.cast(*source, type.getElementType()),
+                                 type.getShape()));
 }
 
 /// aten::arange(end | start, end | start, end, step, dtype, ...).
@@ -1510,6 +1682,56 @@ Outputs convertL2Norm(GraphImporter &importer, Node *node) {
   Value sum = emit.reduceSum(emit.binary<MulOp>(input, input), reduced->dims,
                              reduced->keepdim);
   return single(emit.unary<SqrtOp>(sum));
+}
+
+/// aten::cumsum(x, dim, dtype): computed at compile time, of a tensor the
+/// program computes at compile time (the positions of an all-ones attention
+/// mask, `mask.cumsum(-1) - 1`, as OPT and BLOOM write them), as torch's
+/// CPU kernel sums: accumulated in double, each sum rounded into the result
+/// type (an integer or boolean input sums into int64).
+Outputs convertCumsum(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  RankedTensorType type = tensorType(*x);
+  llvm::Expected<int64_t> dim = importer.intInput(node, 1);
+  if (!dim)
+    return dim.takeError();
+  llvm::Expected<int64_t> axis = normalizeDim(*dim, type.getRank());
+  if (!axis)
+    return axis.takeError();
+  Type input = type.getElementType();
+  llvm::Expected<Type> element = optionalDtype(
+      importer, node,
+      isa<FloatType>(input) ? input
+                            : IntegerType::get(&importer.getContext(), 64));
+  if (!element)
+    return element.takeError();
+  std::optional<std::vector<double>> values = compileTimeElements(*x);
+  if (!values)
+    return makeError(
+        "cumsum of a tensor computed at run time is not supported: titan "
+        "computes cumsum at compile time, of constants, aranges, buffers and "
+        "what the model computes from them (the positions of an all-ones "
+        "attention mask)");
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t size = shape.empty() ? 1 : shape[*axis];
+  int64_t inner = 1;
+  for (int64_t d = *axis + 1; d < type.getRank(); ++d)
+    inner *= shape[d];
+  RankedTensorType resultType = type.clone(*element);
+  for (int64_t outer = 0; outer < type.getNumElements() / (size * inner);
+       ++outer)
+    for (int64_t i = 0; i < inner; ++i) {
+      double sum = 0;
+      for (int64_t k = 0; k < size; ++k) {
+        double &value = (*values)[(outer * size + k) * inner + i];
+        sum += value;
+        value = sum;
+      }
+    }
+  Emitter emit(importer);
+  return single(compileTimeTensor(emit, resultType, *values));
 }
 
 template <typename OpTy>
@@ -1998,6 +2220,73 @@ llvm::Expected<Value> gatherAlong(Emitter &emit, Value x, int64_t dim,
   for (int64_t d = idsRank + dim; d < idsRank + rank - 1; ++d)
     order.push_back(d);
   return emit.transpose(*gathered, order);
+}
+
+/// aten::gather(x, dim, index) (`torch.gather`, `take_along_dim`):
+/// `out[..., i_dim, ...] = x[..., index[..., i_dim, ...], ...]`, of index's
+/// shape. An index that is the position along `dim` at compile time
+/// (GPT-NeoX gathers its RoPE tables by position ids) reads a slice of x;
+/// any other is a lookup of one element per index in x viewed as a column
+/// (titan.embedding, so the gradient is a scatter-add), at the linear
+/// position that index gives the element.
+Outputs convertGather(GraphImporter &importer, Node *node) {
+  llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
+  if (!td)
+    return td.takeError();
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  llvm::Expected<Value> index = importer.tensorInput(node, 2);
+  if (!x || !index)
+    return makeError("gather needs a tensor and an index tensor");
+  RankedTensorType indexType = tensorType(*index);
+  int64_t rank = td->shape.size();
+  if (indexType.getRank() != rank)
+    return makeError(llvm::formatv(
+        "the index of gather has rank {0}, the tensor rank {1}; they must be "
+        "equal",
+        indexType.getRank(), rank));
+  Emitter emit(importer);
+  // x restricted to the index's extent along every other dim.
+  Value table = *x;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = indexType.getDimSize(d);
+    if (d == td->dim || size == td->shape[d])
+      continue;
+    if (size > td->shape[d])
+      return makeError(llvm::formatv(
+          "the index of gather has size {0} along dim {1}, the tensor {2}",
+          size, d, td->shape[d]));
+    table = emit.slice(table, d, 0, size, 1);
+  }
+  RankedTensorType tableType = tensorType(table);
+  if (std::optional<IndexFunction> f =
+          IndexFunctionEvaluator().evaluate(*index);
+      f && !f->isTable() && f->offset == 0 &&
+      llvm::all_of(llvm::seq<int64_t>(0, rank), [&](int64_t d) {
+        return f->coef[d] == (d == td->dim ? 1.0 : 0.0);
+      }))
+    return single(
+        emit.slice(table, td->dim, 0, indexType.getDimSize(td->dim), 1));
+  // Linear positions in the table: index * stride(dim) + the other dims'
+  // positions * their strides.
+  auto i64 = RankedTensorType::get(
+      indexType.getShape(), IntegerType::get(&importer.getContext(), 64));
+  Value ids;
+  int64_t stride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    Value position = d == td->dim ? emit.cast(*index, i64.getElementType())
+                                  : emit.iota(i64, d);
+    Value term =
+        stride == 1
+            ? position
+            : emit.binary<MulOp>(position, emit.splat(i64, double(stride)));
+    ids = ids ? emit.binary<AddOp>(ids, term) : term;
+    stride *= tableType.getDimSize(d);
+  }
+  llvm::Expected<Value> column =
+      gatherRows(emit, emit.reshape(table, {stride, 1}), ids);
+  if (!column)
+    return column.takeError();
+  return single(emit.reshape(*column, indexType.getShape()));
 }
 
 /// aten::index(x, indices): advanced indexing by one integer tensor, after
@@ -2537,15 +2826,25 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::view_as", "aten::reshape_as"}, convertViewAs);
   add({"aten::index"}, convertIndex);
   add({"aten::index_select"}, convertIndexSelect);
+  add({"aten::gather"}, convertGather);
   add({"aten::to"},
       [](GraphImporter &i, Node *n) { return convertTo(i, n, false); });
   add({"aten::type_as"},
       [](GraphImporter &i, Node *n) { return convertTo(i, n, true); });
-  for (StringRef form : {"full", "ones", "zeros", "full_like", "ones_like",
-                         "zeros_like", "new_full", "new_ones", "new_zeros"})
+  for (StringRef form : {"full", "ones", "zeros", "empty", "full_like",
+                         "ones_like", "zeros_like", "empty_like", "new_full",
+                         "new_ones", "new_zeros", "new_empty"})
     table[("aten::" + form).str()] = [form](GraphImporter &i, Node *n) {
       return convertFull(i, n, form);
     };
+  // `x.zero_()` and `x.fill_(v)` (imported as aten::zero / aten::fill,
+  // written into x): x's shape and dtype, one value.
+  add({"aten::zero"}, [](GraphImporter &i, Node *n) {
+    return convertFull(i, n, "zeros_like");
+  });
+  add({"aten::fill"},
+      [](GraphImporter &i, Node *n) { return convertFull(i, n, "full_like"); });
+  add({"aten::copy"}, convertCopy);
   add({"aten::arange"}, convertArange);
   add({"aten::tensor"}, convertTensorOfData);
   add({"aten::triu"},
@@ -2557,6 +2856,7 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::where"},
       [](GraphImporter &i, Node *n) { return convertMaskedFill(i, n, true); });
   add({"aten::sum"}, convertReduce<ReduceSumOp>);
+  add({"aten::cumsum"}, convertCumsum);
   add({"aten::mean"}, convertReduce<ReduceMeanOp>);
   add({"aten::amax"}, convertReduce<ReduceMaxOp>);
   add({"aten::frobenius_norm", "aten::norm", "aten::linalg_vector_norm"},

@@ -486,25 +486,115 @@ GraphImporter::importNode(torch::jit::Node *node) {
   return outputs;
 }
 
+/// Whether everything that reads `view`'s outputs (a view or an in-place
+/// op) does so before `write`, through views too: what it read is the old
+/// value, and nothing names it after the write (`x[:, 1:] = x[:, 1:] * 2`,
+/// or an earlier write through another slice).
+static bool isDoneBefore(torch::jit::Node *view, torch::jit::Node *write) {
+  for (torch::jit::Value *output : view->outputs())
+    for (const torch::jit::Use &use : output->uses())
+      if (use.user->owningBlock() != write->owningBlock() ||
+          !use.user->isBefore(write) ||
+          (mayReturnAnAlias(use.user) && !isDoneBefore(use.user, write)))
+        return false;
+  return true;
+}
+
+/// Whether `node` is a view that an in-place op may write through: a slice
+/// or a select (`x[:, a:b] = y`, `x[..., 0].fill_(v)`).
+static bool isWritableView(torch::jit::Node *node) {
+  return node->kind() == c10::Symbol::fromQualString("aten::slice") ||
+         node->kind() == c10::Symbol::fromQualString("aten::select");
+}
+
+/// `source` with the block that `start` and `limit` (one bound per dim)
+/// select replaced by `updated`, built of slices and concatenations (which
+/// titan differentiates), one dim at a time from `dim`.
+static Value insertBlock(TensorBuilder &tb, Value source,
+                         ArrayRef<int64_t> start, ArrayRef<int64_t> limit,
+                         Value updated, int64_t dim = 0) {
+  auto type = cast<RankedTensorType>(source.getType());
+  while (dim < type.getRank() && start[dim] == 0 &&
+         limit[dim] == type.getDimSize(dim))
+    ++dim;
+  if (dim == type.getRank())
+    return updated;
+  int64_t size = type.getDimSize(dim);
+  Value inner =
+      insertBlock(tb, tb.slice(source, dim, start[dim], limit[dim], 1), start,
+                  limit, updated, dim + 1);
+  SmallVector<Value> parts;
+  if (start[dim] > 0)
+    parts.push_back(tb.slice(source, dim, 0, start[dim], 1));
+  parts.push_back(inner);
+  if (limit[dim] < size)
+    parts.push_back(tb.slice(source, dim, limit[dim], size, 1));
+  return tb.concat(parts, dim);
+}
+
+/// `source` with the elements that `view` (the value the importer made of
+/// a slice or select of `source`) reads replaced by `updated` (of view's
+/// shape), or failure for a strided slice.
+static FailureOr<Value> writeThroughView(TensorBuilder &tb, Value source,
+                                         Value view, Value updated) {
+  if (view == source)
+    return updated; // A slice of everything (`x[:, 0:]`).
+  // A select is a reshape (dropping the dim) of a one-element slice.
+  Operation *op = view.getDefiningOp();
+  if (auto reshape = dyn_cast_or_null<ReshapeOp>(op)) {
+    op = reshape.getInput().getDefiningOp();
+    updated = tb.reshape(
+        updated,
+        cast<RankedTensorType>(reshape.getInput().getType()).getShape());
+  }
+  auto slice = dyn_cast_or_null<SliceOp>(op);
+  if (!slice || slice.getInput() != source ||
+      llvm::any_of(slice.getStep(), [](int64_t step) { return step != 1; }))
+    return failure();
+  return insertBlock(tb, source, slice.getStart(), slice.getLimit(), updated);
+}
+
 llvm::Expected<std::vector<ImportedValue>>
 GraphImporter::importInPlace(torch::jit::Node *node,
                              const Conversion &functional) {
-  SmallVector<torch::jit::Value *> names = namesOfTensor(node->input(0));
+  // A write through views of the tensor (`mask[:, a:b] = y`): the chain of
+  // slices and selects from the written view back to the tensor, each read
+  // by nothing but the next (or the write) but for its dtype or sizes.
+  // (A scripted `x[i] = 7.0` also asks the view its dtype and device.)
+  auto onlyWrittenBy = [](torch::jit::Value *view, torch::jit::Node *writer) {
+    return llvm::all_of(view->uses(), [&](const torch::jit::Use &use) {
+      return use.user == writer ||
+             llvm::none_of(use.user->outputs(), [](torch::jit::Value *out) {
+               return out->type()->kind() == c10::TypeKind::TensorType;
+             });
+    });
+  };
+  SmallVector<torch::jit::Node *> views;
+  torch::jit::Value *written = node->input(0);
+  torch::jit::Node *next = node;
+  while (isWritableView(written->node()) && onlyWrittenBy(written, next)) {
+    views.push_back(written->node());
+    next = written->node();
+    written = next->input(0);
+  }
+  SmallVector<torch::jit::Value *> names = namesOfTensor(written);
   // Every other reader of the tensor must be in this block; one before the
-  // op reads the old value, unless it is a view that could be read after.
+  // op reads the old value, unless it is a view that is read after.
+  torch::jit::Node *writer = views.empty() ? node : views.back();
   bool aliased = names.empty();
   for (torch::jit::Value *name : names)
     for (const torch::jit::Use &use : name->uses())
-      if (use.user != node &&
+      if (use.user != writer &&
           (use.user->owningBlock() != node->owningBlock() ||
            (use.user->isBefore(node) && !writesInPlace(use.user) &&
-            mayReturnAnAlias(use.user))))
+            mayReturnAnAlias(use.user) && !isDoneBefore(use.user, node))))
         aliased = true;
   if (aliased)
     return makeError(
         "an in-place op is imported only on a tensor that the model created "
-        "and that no view, input, parameter or buffer shares; write it out "
-        "of place (`x = x.mul(y)` for `x.mul_(y)`)");
+        "and that no view, input, parameter or buffer shares, or on a slice "
+        "or select of one that nothing else reads; write it out of place "
+        "(`x = x.mul(y)` for `x.mul_(y)`)");
   llvm::Expected<std::vector<ImportedValue>> outputs = functional(*this, node);
   if (!outputs)
     return outputs.takeError();
@@ -525,8 +615,23 @@ GraphImporter::importInPlace(torch::jit::Node *node,
           TensorBuilder(builder, loc)
               .cast(result.tensor, selfType.getElementType()));
   }
+  // Through views: each view's source gets the written elements.
+  ImportedValue whole = result;
+  for (torch::jit::Node *view : views) {
+    const ImportedValue &source = lookup(view->input(0));
+    TensorBuilder tb(builder, loc);
+    FailureOr<Value> updated =
+        source.isTensor() && whole.isTensor()
+            ? writeThroughView(tb, source.tensor, lookup(view->output()).tensor,
+                               whole.tensor)
+            : FailureOr<Value>(failure());
+    if (failed(updated))
+      return makeError("an in-place op writes through a strided slice or a "
+                       "view of a complex tensor; write it out of place");
+    whole = ImportedValue::ofTensor(*updated);
+  }
   for (torch::jit::Value *name : names)
-    values[name] = result;
+    values[name] = whole;
   return outputs;
 }
 

@@ -159,3 +159,28 @@ func.func @constants(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<4x8xf3
   %d = titan.constant dense<[1.0, 2.0]> : tensor<2xf32>
   return %e, %d : tensor<4x8xf32>, tensor<2xf32>
 }
+
+// -----
+
+// A slice both materialized (read by a collective) and copied into the
+// add's kernel (through the pad): the sub it reads has users in two groups,
+// so it is materialized by a kernel of its own, which both read. (The sub
+// once joined only the slice's group, and the add's kernel read a value
+// that no longer existed.)
+// CHECK-LABEL: func.func @copied_and_materialized
+// CHECK: %[[SUB:.*]] = titan.launch @kernel_sub(%arg0, %arg1)
+// CHECK: %[[SLICE:.*]] = titan.launch @kernel_slice(%[[SUB]])
+// CHECK: titan.all_to_all %[[SLICE]]
+// CHECK: titan.launch @kernel_add(%[[SUB]], %{{.*}})
+titan.mesh @mesh ["fsdp"=2]
+func.func @copied_and_materialized(%g: tensor<2x32x16xf32>, %h: tensor<2x32x16xf32>) -> tensor<2x32x16xf32> {
+  %prod = titan.mul %g, %h : tensor<2x32x16xf32>
+  %diff = titan.sub %g, %prod : tensor<2x32x16xf32>
+  %tail = titan.slice %diff [0, 1, 0] to [2, 32, 16] step [1, 1, 1] : tensor<2x32x16xf32> -> tensor<2x31x16xf32>
+  %moved = titan.all_to_all %tail on @mesh ["fsdp"] split 2 concat 0 : tensor<2x31x16xf32> -> tensor<4x31x8xf32>
+  %placed = titan.pad %tail [0, 0, 0] step [1, 1, 1] : tensor<2x31x16xf32> -> tensor<2x32x16xf32>
+  %padded = titan.pad %moved [0, 1, 0] step [1, 1, 1] : tensor<4x31x8xf32> -> tensor<4x32x8xf32>
+  %back = titan.all_to_all %padded on @mesh ["fsdp"] split 0 concat 2 : tensor<4x32x8xf32> -> tensor<2x32x16xf32>
+  %sum = titan.add %placed, %back : tensor<2x32x16xf32>
+  return %sum : tensor<2x32x16xf32>
+}

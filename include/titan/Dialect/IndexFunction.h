@@ -41,6 +41,15 @@ struct IndexFunction {
   bool isConstant() const {
     return !isTable() && llvm::all_of(coef, [](double c) { return c == 0; });
   }
+  /// The value at element `index` (one index per dim).
+  double at(ArrayRef<int64_t> index) const {
+    if (isTable())
+      return table[index[a] - index[b] + (table.size() + 1) / 2 - 1];
+    double value = offset;
+    for (auto [c, i] : llvm::zip(coef, index))
+      value += c * static_cast<double>(i);
+    return value;
+  }
   static IndexFunction constant(int64_t rank, double value) {
     IndexFunction f;
     f.coef.assign(rank, 0);
