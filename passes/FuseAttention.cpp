@@ -174,6 +174,14 @@ std::optional<ScoresChain> matchScoresChain(IndexFunctionEvaluator &evaluator,
           next = input;
           break;
         }
+    } else if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      // Heads folded into or out of the batch (`scores.view(b, h, t, s)`,
+      // `view(b * h, t, s)`): the queries and keys stay the last two dims.
+      RankedTensorType in = reshape.getInput().getType();
+      RankedTensorType out = reshape.getType();
+      if (in.getRank() >= 2 && out.getRank() >= 2 &&
+          in.getShape().take_back(2) == out.getShape().take_back(2))
+        next = reshape.getInput();
     } else if (auto max = dyn_cast<MaxOp>(op)) {
       // torch.max(scores, finfo.min): no finite score is that low, and a
       // hidden one stays hidden.
@@ -264,6 +272,35 @@ std::optional<Unrepeated> matchRepeat(Value value, int64_t dim) {
   return std::pair{broadcast.getInput(), once};
 }
 
+/// `value` ([..., rows, columns]) seen with the batch dims `batch`: itself,
+/// or the input of a reshape that folded those dims into its own (GPT-NeoX
+/// computes the scores of q.view(b * h, t, d)), also under a transpose of
+/// the last two dims (then `flipped`); nullopt otherwise.
+std::optional<std::pair<Value, bool>> withBatchDims(Value value,
+                                                    ArrayRef<int64_t> batch) {
+  auto hasBatch = [&](Value v) {
+    return tensorTypeOf(v).getShape().drop_back(2) == batch;
+  };
+  if (hasBatch(value))
+    return std::pair{value, false};
+  bool flipped = false;
+  if (auto transpose = value.getDefiningOp<TransposeOp>()) {
+    int64_t rank = tensorTypeOf(value).getRank();
+    SmallVector<int64_t> swapped = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    std::swap(swapped[rank - 1], swapped[rank - 2]);
+    if (transpose.getPermutation() != ArrayRef<int64_t>(swapped))
+      return std::nullopt;
+    value = transpose.getInput();
+    flipped = true;
+  }
+  auto reshape = value.getDefiningOp<ReshapeOp>();
+  if (!reshape || !hasBatch(reshape.getInput()) ||
+      tensorTypeOf(reshape.getInput()).getShape().take_back(2) !=
+          tensorTypeOf(value).getShape().take_back(2))
+    return std::nullopt;
+  return std::pair{reshape.getInput(), flipped};
+}
+
 /// `probs @ v` with `probs = softmax(scale * q @ k^T + causal mask)` ->
 /// `titan.attention q, k, v`.
 struct FuseAttention : OpRewritePattern<MatmulOp> {
@@ -307,12 +344,22 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
       return rewriter.notifyMatchFailure(
           output, "no q @ k^T under positive scales and causal masks");
     MatmulOp scores = chain->scores;
+    // Scores of q and k with the heads folded into the batch, unfolded
+    // after: q and k with the output's batch dims.
+    ArrayRef<int64_t> batch = type.getShape().drop_back(2);
+    std::optional<std::pair<Value, bool>> lhs =
+        withBatchDims(chain->lhs, batch);
+    std::optional<std::pair<Value, bool>> rhs =
+        withBatchDims(chain->rhs, batch);
+    if (!lhs || !rhs)
+      return rewriter.notifyMatchFailure(
+          output, "q @ k^T and the output differ in batch dims");
     auto sameElements = [&](Value value) {
       RankedTensorType other = tensorTypeOf(value);
       return other.getRank() == rank &&
              other.getElementType() == type.getElementType();
     };
-    if (!sameElements(chain->lhs) || !sameElements(chain->rhs) ||
+    if (!sameElements(lhs->first) || !sameElements(rhs->first) ||
         !sameElements(output.getRhs()) ||
         (!narrowed && !sameElements(softmax.getResult())))
       return rewriter.notifyMatchFailure(output, "element types differ");
@@ -336,8 +383,8 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
           value, viewThroughTransposes(value, transposed ? swapped : identity),
           transposed};
     };
-    Operand q = operand(chain->lhs, scores.getTransposeLhs());
-    Operand k = operand(chain->rhs, !scores.getTransposeRhs());
+    Operand q = operand(lhs->first, scores.getTransposeLhs() != lhs->second);
+    Operand k = operand(rhs->first, scores.getTransposeRhs() == rhs->second);
     Operand v = operand(output.getRhs(), output.getTransposeRhs());
     auto shapeOf = [](const Operand &operand) {
       SmallVector<int64_t> shape;

@@ -991,8 +991,10 @@ def FuseAttentionPass : Pass<"titan-fuse-attention"> {
 
     - `chain` is any sequence of: `titan.scale`, a multiplication by or a
       division by a compile-time scalar (their product is `s`, which must be
-      positive), a mask, `max(x, -inf)`, and casts that change no type
-      (`.float()` and `.type_as` on f32). A mask is `add(x, m)` with `m` 0
+      positive), a mask, `max(x, -inf)`, casts that change no type
+      (`.float()` and `.type_as` on f32), and reshapes that keep the last
+      two dims (the heads folded into or out of the batch: OPT's
+      `view(b, h, t, s)` for the mask and back). A mask is `add(x, m)` with `m` 0
       or -inf at every element, `select(c, -inf, x)` or `select(c, x,
       -inf)`; here -inf stands also for any finite value <= -3e38 (Hugging
       Face's `torch.finfo(dtype).min` of f32 or bf16, which hides a score
@@ -1011,7 +1013,10 @@ def FuseAttentionPass : Pass<"titan-fuse-attention"> {
       transpose where they are not, and must have one shape and one element
       type. Rank-3 attention, [batch * heads, seq, head_dim] as
       nn.MultiheadAttention computes it, is fused with one head per batch
-      entry (reshapes to and from [batch * heads, 1, seq, head_dim]). A
+      entry (reshapes to and from [batch * heads, 1, seq, head_dim]).
+      Scores of q and k with the heads folded into the batch, whose
+      probabilities multiply a v of [batch, heads, seq, head_dim] (GPT-NeoX's
+      baddbmm of `q.view(b * h, t, d)`), read q and k before the fold. A
       `titan.scale` of q or k before the product (nn.MultiheadAttention
       scales q) is part of `s`: the fused op applies it to the float32
       scores instead of rounding the scaled q. No real cast may lie on the way (the explicit form's roundings

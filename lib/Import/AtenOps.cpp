@@ -1684,11 +1684,49 @@ Outputs convertL2Norm(GraphImporter &importer, Node *node) {
   return single(emit.unary<SqrtOp>(sum));
 }
 
-/// aten::cumsum(x, dim, dtype): computed at compile time, of a tensor the
-/// program computes at compile time (the positions of an all-ones attention
-/// mask, `mask.cumsum(-1) - 1`, as OPT and BLOOM write them), as torch's
-/// CPU kernel sums: accumulated in double, each sum rounded into the result
-/// type (an integer or boolean input sums into int64).
+/// cumsum of `x` along `axis` at run time (fairseq's and XGLM's positions,
+/// `cumsum(tokens.ne(pad))`): one product of x, viewed as [rows, n], with
+/// the [n, n] upper-triangular ones, `out[.., i] = sum_{j <= i} x[.., j]`,
+/// in float32 for integers (exact below 2^24) or in x's float type; the
+/// result in `element`.
+Outputs cumsumAtRunTime(Emitter &emit, Value x, int64_t axis, Type element) {
+  RankedTensorType type = tensorType(x);
+  int64_t rank = type.getRank();
+  Type inputElement = type.getElementType();
+  Type compute = isa<FloatType>(inputElement)
+                     ? inputElement
+                     : Type(Float32Type::get(&emit.context));
+  Value input = emit.cast(x, compute);
+  SmallVector<int64_t> toLast = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  if (rank > 0)
+    std::swap(toLast[axis], toLast[rank - 1]);
+  bool moved = rank > 0 && axis != rank - 1;
+  if (moved)
+    input = emit.transpose(input, toLast);
+  SmallVector<int64_t> shape(tensorType(input).getShape());
+  int64_t n = shape.empty() ? 1 : shape.back();
+  int64_t rows = ShapedType::getNumElements(shape) / n;
+  auto square = RankedTensorType::get({n, n}, compute);
+  auto indices =
+      RankedTensorType::get({n, n}, IntegerType::get(&emit.context, 64));
+  Value upper = emit.select(
+      emit.compare("le", emit.iota(indices, 0), emit.iota(indices, 1)),
+      emit.splat(square, 1.0), emit.splat(square, 0.0));
+  Value sums = MatmulOp::create(
+      emit.builder, emit.loc, RankedTensorType::get({rows, n}, compute),
+      emit.reshape(input, {rows, n}), upper, /*addend=*/Value(),
+      /*transpose_lhs=*/false, /*transpose_rhs=*/false);
+  Value result = emit.reshape(sums, shape);
+  if (moved)
+    result = emit.transpose(result, toLast);
+  return single(emit.cast(result, element));
+}
+
+/// aten::cumsum(x, dim, dtype), into int64 for an integer or boolean x:
+/// computed at compile time where x is (the positions of an all-ones
+/// attention mask, `mask.cumsum(-1) - 1`, as OPT and BLOOM write them), as
+/// torch's CPU kernel sums (accumulated in double, each sum rounded into the
+/// result type); else at run time (cumsumAtRunTime).
 Outputs convertCumsum(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   if (!x)
@@ -1707,13 +1745,10 @@ Outputs convertCumsum(GraphImporter &importer, Node *node) {
                             : IntegerType::get(&importer.getContext(), 64));
   if (!element)
     return element.takeError();
+  Emitter emit(importer);
   std::optional<std::vector<double>> values = compileTimeElements(*x);
   if (!values)
-    return makeError(
-        "cumsum of a tensor computed at run time is not supported: titan "
-        "computes cumsum at compile time, of constants, aranges, buffers and "
-        "what the model computes from them (the positions of an all-ones "
-        "attention mask)");
+    return cumsumAtRunTime(emit, *x, *axis, *element);
   ArrayRef<int64_t> shape = type.getShape();
   int64_t size = shape.empty() ? 1 : shape[*axis];
   int64_t inner = 1;
@@ -1730,7 +1765,6 @@ Outputs convertCumsum(GraphImporter &importer, Node *node) {
         value = sum;
       }
     }
-  Emitter emit(importer);
   return single(compileTimeTensor(emit, resultType, *values));
 }
 

@@ -3,12 +3,12 @@
 
 // The fused program computes what the explicit one computes.
 // RUN: rm -rf %t.d && %python %S/Inputs/attention_inputs.py %t.d/in
-// RUN: for f in llama gpt2 where_times_scale literal_mask tiled_heads buffer_mask hf_finfo_min multihead; do \
+// RUN: for f in llama gpt2 where_times_scale literal_mask tiled_heads buffer_mask hf_finfo_min multihead neox opt; do \
 // RUN:   titan-eval %s --entry=$f --inputs=%t.d/in --outputs=%t.d/explicit/$f && \
 // RUN:   titan-eval %t.mlir --entry=$f --inputs=%t.d/in --outputs=%t.d/fused/$f && \
 // RUN:   %python %S/../Import/Inputs/compare_npy.py %t.d/fused/$f %t.d/explicit/$f --rtol 1e-6 || exit 1; \
 // RUN: done | FileCheck %s --check-prefix=SAME
-// SAME-COUNT-8: match out: [2, 8, 16]
+// SAME-COUNT-10: match out: [2, 8, 16]
 
 // Llama: GQA heads repeated by repeat_kv, scores divided by sqrt(head_dim),
 // triu(full(-inf), 1) added, softmax between .float() and .type_as() on f32.
@@ -282,6 +282,85 @@ func.func @multihead(%q: tensor<2x8x4x4xf32> {titan.name = "q"},
   %mb = titan.broadcast_in_dim %mask dims [1, 2] : tensor<8x8xf32> -> tensor<8x8x8xf32>
   %masked = titan.add %s, %mb : tensor<8x8x8xf32>
   %p = titan.softmax %masked dim 2 : tensor<8x8x8xf32>
+  %o = titan.matmul %p, %v3 : tensor<8x8x8xf32>, tensor<8x8x4xf32> -> tensor<8x8x4xf32>
+  %o4 = titan.reshape %o : tensor<8x8x4xf32> -> tensor<2x4x8x4xf32>
+  %ot = titan.transpose %o4 [0, 2, 1, 3] : tensor<2x4x8x4xf32> -> tensor<2x8x4x4xf32>
+  %out = titan.reshape %ot : tensor<2x8x4x4xf32> -> tensor<2x8x16xf32>
+  return %out : tensor<2x8x16xf32>
+}
+
+// GPT-NeoX: the scores of q and k with the heads folded into the batch
+// (baddbmm of zeros with alpha), unfolded to [batch, heads, seq, seq] for
+// `torch.where(causal, scores, finfo.min)`; the output product is
+// [batch, heads, ...]. Attention reads q and k with their batch dims.
+// CHECK-LABEL: func.func @neox
+// CHECK-SAME: (%[[Q:[^:]*]]: tensor<2x8x4x4xf32>
+// CHECK: %[[QT:.*]] = titan.transpose %[[Q]] [0, 2, 1, 3]
+// CHECK: %[[O:.*]], %{{.*}} = titan.attention %[[QT]], %{{.*}}, %{{.*}} causal scale 5.000000e-01 : tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>
+// CHECK-NOT: titan.softmax
+// CHECK: return
+func.func @neox(%q: tensor<2x8x4x4xf32> {titan.name = "q"},
+                %k: tensor<2x8x4x4xf32> {titan.name = "k4"},
+                %v: tensor<2x8x4x4xf32> {titan.name = "v4"})
+    -> (tensor<2x8x16xf32> {titan.name = "out"}) {
+  %zeros = titan.constant dense<0.000000e+00> : tensor<8x8x8xf32>
+  %min = titan.constant dense<0xFF7FFFFF> : tensor<2x4x8x8xf32>
+  %qt = titan.transpose %q [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %kt = titan.transpose %k [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %vt = titan.transpose %v [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %q3 = titan.reshape %qt : tensor<2x4x8x4xf32> -> tensor<8x8x4xf32>
+  %k3 = titan.reshape %kt : tensor<2x4x8x4xf32> -> tensor<8x8x4xf32>
+  %kT = titan.transpose %k3 [0, 2, 1] : tensor<8x8x4xf32> -> tensor<8x4x8xf32>
+  %s = titan.matmul %q3, %kT : tensor<8x8x4xf32>, tensor<8x4x8xf32> -> tensor<8x8x8xf32>
+  %ss = titan.scale %s by 5.000000e-01 : tensor<8x8x8xf32>
+  %sz = titan.add %ss, %zeros : tensor<8x8x8xf32>
+  %s4 = titan.reshape %sz : tensor<8x8x8xf32> -> tensor<2x4x8x8xf32>
+  %rows = titan.iota dim 0 : tensor<8x8xi64>
+  %cols = titan.iota dim 1 : tensor<8x8xi64>
+  %causal = titan.compare le, %cols, %rows : tensor<8x8xi64> -> tensor<8x8xi1>
+  %cb = titan.broadcast_in_dim %causal dims [2, 3] : tensor<8x8xi1> -> tensor<2x4x8x8xi1>
+  %masked = titan.select %cb, %s4, %min : tensor<2x4x8x8xi1>, tensor<2x4x8x8xf32>
+  %p = titan.softmax %masked dim 3 : tensor<2x4x8x8xf32>
+  %o = titan.matmul %p, %vt : tensor<2x4x8x8xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>
+  %ot = titan.transpose %o [0, 2, 1, 3] : tensor<2x4x8x4xf32> -> tensor<2x8x4x4xf32>
+  %out = titan.reshape %ot : tensor<2x8x4x4xf32> -> tensor<2x8x16xf32>
+  return %out : tensor<2x8x16xf32>
+}
+
+// OPT: heads folded into the batch, q scaled, the scores unfolded to
+// [batch, heads, seq, seq] to add the finfo.min mask and take
+// torch.max(scores, finfo.min), folded again for the softmax and the
+// product with v. The attention sees one head per batch entry.
+// CHECK-LABEL: func.func @opt
+// CHECK: %[[O:.*]], %{{.*}} = titan.attention %{{.*}}, %{{.*}}, %{{.*}} causal scale 5.000000e-01 : tensor<8x1x8x4xf32>, tensor<8x1x8x4xf32>
+// CHECK-NOT: titan.softmax
+// CHECK: return
+func.func @opt(%q: tensor<2x8x4x4xf32> {titan.name = "q"},
+               %k: tensor<2x8x4x4xf32> {titan.name = "k4"},
+               %v: tensor<2x8x4x4xf32> {titan.name = "v4"})
+    -> (tensor<2x8x16xf32> {titan.name = "out"}) {
+  %zero = titan.constant dense<0.000000e+00> : tensor<8x8xf32>
+  %min = titan.constant dense<0xFF7FFFFF> : tensor<8x8xf32>
+  %min4 = titan.constant dense<0xFF7FFFFF> : tensor<2x4x8x8xf32>
+  %qt = titan.transpose %q [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %kt = titan.transpose %k [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %vt = titan.transpose %v [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %q3 = titan.reshape %qt : tensor<2x4x8x4xf32> -> tensor<8x8x4xf32>
+  %k3 = titan.reshape %kt : tensor<2x4x8x4xf32> -> tensor<8x8x4xf32>
+  %v3 = titan.reshape %vt : tensor<2x4x8x4xf32> -> tensor<8x8x4xf32>
+  %qs = titan.scale %q3 by 5.000000e-01 : tensor<8x8x4xf32>
+  %kT = titan.transpose %k3 [0, 2, 1] : tensor<8x8x4xf32> -> tensor<8x4x8xf32>
+  %s = titan.matmul %qs, %kT : tensor<8x8x4xf32>, tensor<8x4x8xf32> -> tensor<8x8x8xf32>
+  %s4 = titan.reshape %s : tensor<8x8x8xf32> -> tensor<2x4x8x8xf32>
+  %rows = titan.iota dim 0 : tensor<8x8xi64>
+  %cols = titan.iota dim 1 : tensor<8x8xi64>
+  %visible = titan.compare le, %cols, %rows : tensor<8x8xi64> -> tensor<8x8xi1>
+  %mask = titan.select %visible, %zero, %min : tensor<8x8xi1>, tensor<8x8xf32>
+  %mb = titan.broadcast_in_dim %mask dims [2, 3] : tensor<8x8xf32> -> tensor<2x4x8x8xf32>
+  %masked = titan.add %s4, %mb : tensor<2x4x8x8xf32>
+  %floored = titan.max %masked, %min4 : tensor<2x4x8x8xf32>
+  %s3 = titan.reshape %floored : tensor<2x4x8x8xf32> -> tensor<8x8x8xf32>
+  %p = titan.softmax %s3 dim 2 : tensor<8x8x8xf32>
   %o = titan.matmul %p, %v3 : tensor<8x8x8xf32>, tensor<8x8x4xf32> -> tensor<8x8x4xf32>
   %o4 = titan.reshape %o : tensor<8x8x4xf32> -> tensor<2x4x8x4xf32>
   %ot = titan.transpose %o4 [0, 2, 1, 3] : tensor<2x4x8x4xf32> -> tensor<2x8x4x4xf32>

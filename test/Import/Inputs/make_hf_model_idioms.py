@@ -31,6 +31,11 @@ class HfModelIdioms(nn.Module):
         float_mask = torch.ones(batch, seq)
         arange = ((float_mask.cumsum(dim=-1) - 1) * float_mask)[:, None, :]
         scaled_sum = torch.cumsum(torch.arange(3).view(1, 3).expand(2, 3) * 2.0 + 1, dim=1)
+        # fairseq's and XGLM's positions, a cumsum of the tokens at run time
+        # (padding id 1), and cumsums of data along two dims.
+        not_pad = ids.ne(1).int()
+        fairseq_positions = (torch.cumsum(not_pad, dim=1).type_as(not_pad) * not_pad).long() + 1
+        running = torch.cumsum(x, dim=1) + x.cumsum(-1)
         # BLOOM's ALiBi slopes: a float scalar tensor to the powers of an
         # int32 arange; pow by a scalar tensor and of a positive scalar.
         base = torch.tensor(2 ** (-(2 ** -(2.0 - 3))), dtype=torch.float32)  # 4 heads
@@ -65,7 +70,7 @@ class HfModelIdioms(nn.Module):
         cos = torch.gather(self.cos_cached.repeat(batch, 1, 1, 1), 2, gather_indices)
         picked = torch.gather(self.table.expand(2, 5, 4), 1, ids[:, :, None].expand(2, 3, 4))
         along_last = torch.gather(x, -1, ids[:, :2, None])
-        return (positions, alibi, scaled_sum, slopes, squared, powers, window, exps, either, scores, filled,
+        return (positions, alibi, scaled_sum, fairseq_positions, running, slopes, squared, powers, window, exps, either, scores, filled,
                 causal, written, cos, picked, along_last)
 
 
