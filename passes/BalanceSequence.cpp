@@ -106,6 +106,16 @@ LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
     rules.emplace_back(&op, ruled.getShardingRule());
   }
   DimClasses classes = DimClasses::build(body);
+  // The model's [batch, seq] inputs (the tokens and the labels) are one
+  // sequence, also where the program loses track of it between them (a
+  // reshape that merges the sequence with the batch, `x.view(-1, dim)`,
+  // and splits it again).
+  for (BlockArgument arg : body.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (getArgRole(function, arg.getArgNumber()) == ArgRole::Input && type &&
+        type.getRank() == 2 && type.getDimSize(1) == length)
+      classes.join(ValueDim(arg, 1), *sequence);
+  }
   auto isSequence = [&](Value value, int64_t dim) {
     return classes.same(ValueDim(value, dim), *sequence);
   };

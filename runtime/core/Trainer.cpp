@@ -74,6 +74,8 @@ int32_t runtimeDType(ElementType dtype) {
     return TITANRT_I64;
   case ElementType::I32:
     return TITANRT_I32;
+  case ElementType::I1:
+    return TITANRT_BOOL;
   case ElementType::U16:
     return TITANRT_BF16; // titan writes bf16 as raw uint16 bits.
   default:
@@ -516,7 +518,8 @@ Status Trainer::loadBuffers(const std::string &folder) {
             llvm::ArrayRef<int64_t>(argument.shape) ||
         runtimeDType(file->dtype) != argument.dtype)
       return Status::invalidArgument(
-          path + " is " + formatShape(file->shape) + ", the program reads " +
+          path + " is " + stringifyElementType(file->dtype).str() + " " +
+          formatShape(file->shape) + ", the program reads " +
           dtypeName(argument.dtype) + " " + formatShape(argument.shape));
     std::memcpy(regions.address(argument), file->data.data(), argument.bytes);
   }

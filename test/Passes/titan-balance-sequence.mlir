@@ -71,3 +71,23 @@ func.func @causal_sum(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.rol
   %h = titan.add %y, %xr : tensor<2x8x4xf32>
   return %h : tensor<2x8x4xf32>
 }
+
+// The sequence merged with the batch (`x.view(-1, dim)`, as OPT's MLP
+// reads it) and split again: the labels, which meet the sequence only after
+// the split, are the sequence too (the model's [batch, seq] inputs are one
+// sequence), and are stored permuted like the tokens.
+// CHECK-LABEL: func.func @merged
+// CHECK-SAME: titan.name = "tokens", titan.role = "input", titan.sequence_order = array<i64: 1, 0, 3, 1, 2>
+// CHECK-SAME: titan.name = "labels", titan.role = "input", titan.sequence_order = array<i64: 1, 0, 3, 1, 2>
+func.func @merged(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.role = "input"},
+                  %labels: tensor<2x8xi64> {titan.name = "labels", titan.role = "input"},
+                  %emb: tensor<32x4xf32> {titan.name = "emb", titan.role = "param"})
+    -> (tensor<f32> {titan.name = "loss"}) {
+  %x = titan.embedding %emb, %tokens : tensor<32x4xf32>, tensor<2x8xi64> -> tensor<2x8x4xf32>
+  %rows = titan.reshape %x : tensor<2x8x4xf32> -> tensor<16x4xf32>
+  %t = titan.tanh %rows : tensor<16x4xf32>
+  %back = titan.reshape %t : tensor<16x4xf32> -> tensor<2x8x4xf32>
+  %logits = titan.matmul %back, %emb transpose_rhs : tensor<2x8x4xf32>, tensor<32x4xf32> -> tensor<2x8x32xf32>
+  %loss = titan.cross_entropy %logits, %labels : tensor<2x8x32xf32>, tensor<2x8xi64> -> tensor<f32>
+  return %loss : tensor<f32>
+}
