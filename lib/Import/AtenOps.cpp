@@ -804,6 +804,22 @@ Outputs convertUnary(GraphImporter &importer, Node *node,
   return single(emit.unary<OpTy>(*input));
 }
 
+/// aten::reciprocal (`1.0 / x` traces as reciprocal times 1.0): 1 / x, of an
+/// integer or boolean tensor in float32, as torch's.
+Outputs convertReciprocal(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  if (x.isNumber())
+    return single(ImportedValue::ofFloat(1.0 / x.asDouble()));
+  llvm::Expected<Value> input = importer.tensorInput(node, 0);
+  if (!input)
+    return input.takeError();
+  Emitter emit(importer);
+  Value value = *input;
+  if (!isa<FloatType>(tensorType(value).getElementType()))
+    value = emit.cast(value, Float32Type::get(&importer.getContext()));
+  return single(emit.binary<DivOp>(emit.splat(tensorType(value), 1.0), value));
+}
+
 /// aten::eq / ne / lt / le / gt / ge.
 Outputs convertCompare(GraphImporter &importer, Node *node,
                        StringRef predicate) {
@@ -2820,6 +2836,7 @@ llvm::StringMap<Conversion> buildConversions() {
     };
   add({"aten::abs"}, convertAbs);
   add({"aten::square"}, convertSquare);
+  add({"aten::reciprocal"}, convertReciprocal);
   add({"aten::Bool"}, convertBool);
   add({"aten::eq"}, compare("eq"));
   add({"aten::ne"}, compare("ne"));
