@@ -134,6 +134,21 @@ std::optional<ScoresChain> matchScoresChain(IndexFunctionEvaluator &evaluator,
       };
       chain.lhs = unscaled(scores.getLhs());
       chain.rhs = unscaled(scores.getRhs());
+      // q and k widened before the product (GPT-J's and CodeGen's
+      // `query.to(torch.float32)`): the scores of the narrower q and k,
+      // which the fused op computes in float32 alike (their products are
+      // exact in float32), widened.
+      auto lhsCast = chain.lhs.getDefiningOp<CastOp>();
+      auto rhsCast = chain.rhs.getDefiningOp<CastOp>();
+      if (!chain.widened && lhsCast && rhsCast &&
+          lhsCast.getInput().getType().getElementType() ==
+              rhsCast.getInput().getType().getElementType() &&
+          isExactFloatWidening(lhsCast.getInput().getType(),
+                               lhsCast.getType())) {
+        chain.widened = true;
+        chain.lhs = lhsCast.getInput();
+        chain.rhs = rhsCast.getInput();
+      }
       return chain;
     }
     Type element = getElementTypeOrSelf(value.getType());
@@ -439,12 +454,33 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
   }
 };
 
+/// `transpose(widen(x))` -> `widen(transpose(x))` (the same values): a k
+/// widened before its transpose (Phi's `key.to(torch.float32).transpose(2,
+/// 3)`) then reaches the scores product as a widening of the narrower k,
+/// which FuseAttention reads.
+struct WidenAfterTranspose : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(TransposeOp transpose,
+                                PatternRewriter &rewriter) const override {
+    auto cast = transpose.getInput().getDefiningOp<CastOp>();
+    if (!cast || !cast->hasOneUse() ||
+        !isExactFloatWidening(cast.getInput().getType(), cast.getType()))
+      return rewriter.notifyMatchFailure(transpose, "not of a widening");
+    TensorBuilder b(rewriter, transpose.getLoc());
+    Value narrow = b.transpose(cast.getInput(), transpose.getPermutation());
+    rewriter.replaceOp(transpose,
+                       b.cast(narrow, transpose.getType().getElementType()));
+    return success();
+  }
+};
+
 class FuseAttentionPass
     : public titan::impl::FuseAttentionPassBase<FuseAttentionPass> {
 public:
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseAttention>(&getContext());
+    patterns.add<FuseAttention, WidenAfterTranspose>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -1022,7 +1022,11 @@ def FuseAttentionPass : Pass<"titan-fuse-attention"> {
       scores instead of rounding the scaled q. No real cast may lie on the way (the explicit form's roundings
       would be lost), but for mixed precision's: bf16 or f16 scores widened
       once before the softmax and the probabilities narrowed once after it
-      (`softmax((scores + mask).float()).type_as(q)`); the fused op computes
+      (`softmax((scores + mask).float()).type_as(q)`), or bf16 or f16 q and
+      k widened before the product (Phi's `q.to(torch.float32) @
+      k.to(torch.float32).transpose(2, 3)`; the pass moves a widening after
+      a transpose of it so the product reads it directly) and the
+      probabilities narrowed once after the softmax; the fused op computes
       in float32 and rounds its output once, as PyTorch's
       `scaled_dot_product_attention` (torchtitan's attention) does, where
       the explicit form also rounds the scores and the probabilities. When k

@@ -368,6 +368,39 @@ func.func @opt(%q: tensor<2x8x4x4xf32> {titan.name = "q"},
   return %out : tensor<2x8x16xf32>
 }
 
+// Phi under mixed precision: bf16 q and k widened before the product (k
+// widened, then transposed), the float32 scores masked and softmaxed, the
+// probabilities narrowed to bf16 for the product with v. The widening moves
+// after k's transpose, and the attention reads the bf16 q and k (the fused
+// op computes their scores in float32 alike).
+// CHECK-LABEL: func.func @phi_widened
+// CHECK-SAME: (%[[Q:[^:]*]]: tensor<2x4x8x4xbf16> {{.*}}, %[[K:[^:]*]]: tensor<2x4x8x4xbf16> {{.*}}, %[[V:[^:]*]]: tensor<2x4x8x4xbf16>
+// CHECK: %[[O:.*]], %{{.*}} = titan.attention %[[Q]], %[[K]], %[[V]] causal scale 5.000000e-01 : tensor<2x4x8x4xbf16>, tensor<2x4x8x4xbf16>
+// CHECK-NOT: titan.softmax
+// CHECK: return %[[O]]
+func.func @phi_widened(%q: tensor<2x4x8x4xbf16> {titan.name = "qb"},
+                       %k: tensor<2x4x8x4xbf16> {titan.name = "kb"},
+                       %v: tensor<2x4x8x4xbf16> {titan.name = "vb"})
+    -> (tensor<2x4x8x4xbf16> {titan.name = "out"}) {
+  %zero = titan.constant dense<0.000000e+00> : tensor<8x8xf32>
+  %ninf = titan.constant dense<0xFF800000> : tensor<8x8xf32>
+  %qf = titan.cast %q : tensor<2x4x8x4xbf16> to tensor<2x4x8x4xf32>
+  %kf = titan.cast %k : tensor<2x4x8x4xbf16> to tensor<2x4x8x4xf32>
+  %kT = titan.transpose %kf [0, 1, 3, 2] : tensor<2x4x8x4xf32> -> tensor<2x4x4x8xf32>
+  %s = titan.matmul %qf, %kT : tensor<2x4x8x4xf32>, tensor<2x4x4x8xf32> -> tensor<2x4x8x8xf32>
+  %ss = titan.scale %s by 5.000000e-01 : tensor<2x4x8x8xf32>
+  %rows = titan.iota dim 0 : tensor<8x8xi64>
+  %cols = titan.iota dim 1 : tensor<8x8xi64>
+  %above = titan.compare gt, %cols, %rows : tensor<8x8xi64> -> tensor<8x8xi1>
+  %mask = titan.select %above, %ninf, %zero : tensor<8x8xi1>, tensor<8x8xf32>
+  %mb = titan.broadcast_in_dim %mask dims [2, 3] : tensor<8x8xf32> -> tensor<2x4x8x8xf32>
+  %masked = titan.add %ss, %mb : tensor<2x4x8x8xf32>
+  %p = titan.softmax %masked dim 3 : tensor<2x4x8x8xf32>
+  %pb = titan.cast %p : tensor<2x4x8x8xf32> to tensor<2x4x8x8xbf16>
+  %o = titan.matmul %pb, %v : tensor<2x4x8x8xbf16>, tensor<2x4x8x4xbf16> -> tensor<2x4x8x4xbf16>
+  return %o : tensor<2x4x8x4xbf16>
+}
+
 // Buffer masks that are not causal stay explicit: the tril buffer sliced
 // one row down (each query sees one key ahead) or with a stride, and a
 // sliding-window buffer (keys more than 3 back hidden too).
