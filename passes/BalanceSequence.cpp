@@ -141,10 +141,24 @@ LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
     }
     if (auto pad = dyn_cast<PadOp>(op)) {
       RankedTensorType type = pad.getInput().getType();
-      for (int64_t dim : llvm::seq<int64_t>(0, type.getRank()))
-        if (isSequence(pad.getInput(), dim) &&
-            type.getDimSize(dim) != pad.getType().getDimSize(dim))
+      for (int64_t dim : llvm::seq<int64_t>(0, type.getRank())) {
+        if (!isSequence(pad.getInput(), dim) ||
+            type.getDimSize(dim) == pad.getType().getDimSize(dim))
+          continue;
+        // The gradient of a table sliced by position (`positions[:, :T]`,
+        // whose slice is stored permuted below): the whole sequence placed
+        // at the table's start goes back to its natural order first.
+        if (pad.getStart()[dim] != 0 || pad.getStep()[dim] != 1 ||
+            type.getDimSize(dim) != length)
           return refuse(dim);
+        OpBuilder builder(pad);
+        TensorBuilder tb(builder, pad.getLoc());
+        SmallVector<Value> chunks(numChunks);
+        for (auto [stored, natural] : llvm::enumerate(order))
+          chunks[natural] = tb.slice(pad.getInput(), dim, stored * chunk,
+                                     (stored + 1) * chunk, /*step=*/1);
+        pad.getInputMutable().assign(tb.concat(chunks, dim));
+      }
     }
     if (auto concat = dyn_cast<ConcatOp>(op))
       if (llvm::any_of(concat.getInputs(), [&](Value input) {

@@ -89,15 +89,20 @@ def BalanceSequencePass : Pass<"titan-balance-sequence", "::mlir::ModuleOp"> {
     cheap one and a late, expensive one), as PyTorch's load-balanced context
     parallelism does.
 
-    The sequence is dim 1 of the function's [batch, seq] model input (an
-    argument with `titan.role = "input"` of rank 2). Every value dim that
-    shares a factor alone with it through the ops' sharding rules indexes
-    sequence positions. Where positions enter the program (a result dim of
+    The sequence is dim 1 of the function's [batch, seq] model inputs
+    (arguments with `titan.role = "input"` of rank 2: the tokens and the
+    labels, one sequence even where the program merges it with the batch,
+    `x.view(-1, dim)`, and splits it again). Every value dim that shares a
+    factor alone with it through the ops' sharding rules indexes sequence
+    positions. Where positions enter the program (a result dim of
     the sequence that no operand carries: an iota, the slice of a RoPE or
     position table, a non-splat constant such as a causal mask) the value is
     permuted the same way (slices and a concat, computed locally); so every
     position-dependent quantity follows its token and the program computes
-    the same loss and gradients as before. Arguments and results with a
+    the same loss and gradients as before. The gradient of a table sliced
+    by position (a pad of the whole sequence at the table's start, the VJP
+    of `positions[:, :T]`) takes the sequence back to its natural order
+    first. Arguments and results with a
     sequence dim get `titan.sequence_order = array<i64: dim, chunks...>`: the
     caller (the runtime's data loader, `titan-eval`) stores them permuted.
 
@@ -106,8 +111,8 @@ def BalanceSequencePass : Pass<"titan-balance-sequence", "::mlir::ModuleOp"> {
     unevenly (torch.chunk), correct but with the causal work unbalanced.
 
     Errors: a dynamic sequence length; an op that
-    depends on positions along the sequence (a partial slice, a pad or a
-    concat along it, a reshape that splits it, a causal `titan.attention`
+    depends on positions along the sequence (a partial slice, a pad other
+    than that gradient's, or a concat along it, a reshape that splits it, a causal `titan.attention`
     or `titan.attention_grad` over it, whose mask follows the stored order;
     the pipeline leaves attention explicit under context parallelism); an
     op without a sharding rule. `ways` <= 1 leaves the module alone; a function whose input is

@@ -91,3 +91,23 @@ func.func @merged(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.role = 
   %loss = titan.cross_entropy %logits, %labels : tensor<2x8x32xf32>, tensor<2x8xi64> -> tensor<f32>
   return %loss : tensor<f32>
 }
+
+// The gradient of a position table sliced to the sequence: the pad that
+// places it at the table's start reads the sequence back in its natural
+// order (stored chunks 0, 3, 1, 2 of 2 positions: natural chunk n is stored
+// chunk 0, 2, 3, 1).
+// CHECK-LABEL: func.func @table_gradient
+// CHECK-DAG: %[[C0:.*]] = titan.slice %[[G:[^ ]*]] [0, 0, 0] to [1, 2, 4]
+// CHECK-DAG: %[[C3:.*]] = titan.slice %[[G]] [0, 2, 0] to [1, 4, 4]
+// CHECK-DAG: %[[C1:.*]] = titan.slice %[[G]] [0, 4, 0] to [1, 6, 4]
+// CHECK-DAG: %[[C2:.*]] = titan.slice %[[G]] [0, 6, 0] to [1, 8, 4]
+// CHECK: %[[NATURAL:.*]] = titan.concat %[[C0]], %[[C1]], %[[C2]], %[[C3]] dim 1
+// CHECK: titan.pad %[[NATURAL]] [0, 0, 0] step [1, 1, 1] : tensor<1x8x4xf32> -> tensor<1x16x4xf32>
+func.func @table_gradient(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.role = "input"},
+                          %emb: tensor<32x4xf32> {titan.name = "emb", titan.role = "param"})
+    -> (tensor<1x16x4xf32> {titan.name = "grad.positions"}) {
+  %x = titan.embedding %emb, %tokens : tensor<32x4xf32>, tensor<2x8xi64> -> tensor<2x8x4xf32>
+  %g = titan.reduce_sum %x dims [0] keepdim : tensor<2x8x4xf32> -> tensor<1x8x4xf32>
+  %table = titan.pad %g [0, 0, 0] step [1, 1, 1] : tensor<1x8x4xf32> -> tensor<1x16x4xf32>
+  return %table : tensor<1x16x4xf32>
+}
