@@ -134,8 +134,10 @@ std::optional<ScoresChain> matchScoresChain(IndexFunctionEvaluator &evaluator,
       };
       chain.lhs = unscaled(scores.getLhs());
       chain.rhs = unscaled(scores.getRhs());
-      // q and k widened before the product (GPT-J's and CodeGen's
-      // `query.to(torch.float32)`): the scores of the narrower q and k,
+      // q and k widened before the product (Phi's `query.to(torch.float32)
+      // @ key.to(torch.float32).transpose(2, 3)` under mixed precision;
+      // WidenAfterTranspose moves k's widening after its transpose): the
+      // scores of the narrower q and k,
       // which the fused op computes in float32 alike (their products are
       // exact in float32), widened.
       auto lhsCast = chain.lhs.getDefiningOp<CastOp>();

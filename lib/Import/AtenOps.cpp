@@ -1771,8 +1771,9 @@ Outputs convertCumsum(GraphImporter &importer, Node *node) {
   for (int64_t d = *axis + 1; d < type.getRank(); ++d)
     inner *= shape[d];
   RankedTensorType resultType = type.clone(*element);
-  for (int64_t outer = 0; outer < type.getNumElements() / (size * inner);
-       ++outer)
+  int64_t outers =
+      size * inner > 0 ? type.getNumElements() / (size * inner) : 0;
+  for (int64_t outer = 0; outer < outers; ++outer)
     for (int64_t i = 0; i < inner; ++i) {
       double sum = 0;
       for (int64_t k = 0; k < size; ++k) {
@@ -2284,9 +2285,11 @@ Outputs convertGather(GraphImporter &importer, Node *node) {
   if (!td)
     return td.takeError();
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
   llvm::Expected<Value> index = importer.tensorInput(node, 2);
-  if (!x || !index)
-    return makeError("gather needs a tensor and an index tensor");
+  if (!index)
+    return index.takeError();
   RankedTensorType indexType = tensorType(*index);
   int64_t rank = td->shape.size();
   if (indexType.getRank() != rank)

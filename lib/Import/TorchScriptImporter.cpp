@@ -542,10 +542,12 @@ static FailureOr<Value> writeThroughView(TensorBuilder &tb, Value source,
   // A select is a reshape (dropping the dim) of a one-element slice.
   Operation *op = view.getDefiningOp();
   if (auto reshape = dyn_cast_or_null<ReshapeOp>(op)) {
-    op = reshape.getInput().getDefiningOp();
     updated = tb.reshape(
         updated,
         cast<RankedTensorType>(reshape.getInput().getType()).getShape());
+    if (reshape.getInput() == source)
+      return updated; // The select of a dim of size 1.
+    op = reshape.getInput().getDefiningOp();
   }
   auto slice = dyn_cast_or_null<SliceOp>(op);
   if (!slice || slice.getInput() != source ||

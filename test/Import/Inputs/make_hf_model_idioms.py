@@ -15,6 +15,9 @@ import numpy as np
 import torch
 from torch import nn
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from idioms_io import save_idioms  # noqa: E402
+
 
 class HfModelIdioms(nn.Module):
     def __init__(self) -> None:
@@ -69,6 +72,8 @@ class HfModelIdioms(nn.Module):
         written[0, :, 3] = -x[1, :, 0]
         written[..., :2].fill_(0.25)
         written[1, 2] = 7.0
+        unit = x[:, :1] * 1.0
+        unit[:, 0] = torch.tanh(x[:, 2])  # a select of a dim of size 1
         # GPT-NeoX's RoPE tables gathered by position ids (the identity
         # along the gathered dim), and a gather by data.
         gather_indices = positions[:, None, :, None].repeat(1, 1, 1, 4)
@@ -76,25 +81,11 @@ class HfModelIdioms(nn.Module):
         picked = torch.gather(self.table.expand(2, 5, 4), 1, ids[:, :, None].expand(2, 3, 4))
         along_last = torch.gather(x, -1, ids[:, :2, None])
         return (positions, alibi, scaled_sum, fairseq_positions, running, slopes, mpt_bias, inverse, squared, powers, window, exps, either, scores, filled,
-                causal, written, cos, picked, along_last)
+                causal, written, unit, cos, picked, along_last)
 
 
 def main() -> None:
-    out = sys.argv[1]
-    os.makedirs(os.path.join(out, "expected"), exist_ok=True)
-    module = HfModelIdioms().eval()
-    rng = np.random.RandomState(1)
-    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
-    ids = np.array([[1, 0, 3], [2, 3, 0]], dtype=np.int64)
-    np.save(os.path.join(out, "x.npy"), x)
-    np.save(os.path.join(out, "ids.npy"), ids)
-    inputs = (torch.from_numpy(x), torch.from_numpy(ids))
-    with torch.no_grad():
-        outputs = module(*inputs)
-    for i, output in enumerate(outputs):
-        np.save(os.path.join(out, "expected", f"output{i}.npy"), output.numpy())
-    torch.jit.save(torch.jit.trace(module, inputs), os.path.join(out, "trace.pt"))
-    torch.jit.save(torch.jit.script(module), os.path.join(out, "script.pt"))
+    save_idioms(HfModelIdioms(), sys.argv[1], np.array([[1, 0, 3], [2, 3, 0]], dtype=np.int64))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,9 @@ import numpy as np
 import torch
 from torch import nn
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from idioms_io import save_idioms  # noqa: E402
+
 
 class Idioms(nn.Module):
     def __init__(self) -> None:
@@ -60,21 +63,7 @@ class Idioms(nn.Module):
 
 
 def main() -> None:
-    out = sys.argv[1]
-    os.makedirs(os.path.join(out, "expected"), exist_ok=True)
-    module = Idioms().eval()
-    rng = np.random.RandomState(1)
-    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
-    ids = np.array([[1, 0, 3], [2, 9, 2]], dtype=np.int64)
-    np.save(os.path.join(out, "x.npy"), x)
-    np.save(os.path.join(out, "ids.npy"), ids)
-    inputs = (torch.from_numpy(x), torch.from_numpy(ids))
-    with torch.no_grad():
-        outputs = module(*inputs)
-    for i, output in enumerate(outputs):
-        np.save(os.path.join(out, "expected", f"output{i}.npy"), output.numpy())
-    torch.jit.save(torch.jit.trace(module, inputs), os.path.join(out, "trace.pt"))
-    torch.jit.save(torch.jit.script(module), os.path.join(out, "script.pt"))
+    save_idioms(Idioms(), sys.argv[1], np.array([[1, 0, 3], [2, 9, 2]], dtype=np.int64))
 
 
 if __name__ == "__main__":
