@@ -35,18 +35,22 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 /// Whether a mask hides each key position from each query position of
-/// scores [..., queries, keys]: `hidden(value at i_keys - i_queries)`.
+/// scores [..., queries, keys], or [..., queries, heads, keys] when
+/// `queriesFromEnd` is 3: `hidden(value at i_keys - i_queries)`.
 /// Returns true for the causal mask (keys after the query hidden), false for
 /// no mask (nothing hidden), nullopt for any other mask or one that is not a
 /// compile-time function of the two positions.
 std::optional<bool>
 isCausal(IndexFunctionEvaluator &evaluator, Value mask,
-         llvm::function_ref<std::optional<bool>(double)> hidden) {
+         llvm::function_ref<std::optional<bool>(double)> hidden,
+         int64_t queriesFromEnd) {
   std::optional<IndexFunction> f = evaluator.evaluate(mask);
   if (!f)
     return std::nullopt;
   RankedTensorType type = tensorTypeOf(mask);
-  int64_t keys = type.getRank() - 1, queries = keys - 1;
+  int64_t keys = type.getRank() - 1, queries = type.getRank() - queriesFromEnd;
+  if (queriesFromEnd < 2 || queries < 0)
+    return std::nullopt;
   int64_t n = type.getDimSize(keys);
   if (type.getDimSize(queries) != n)
     return std::nullopt;
@@ -96,9 +100,13 @@ struct ScoresChain {
 };
 
 /// Walks from the softmax input back to the scores matmul. Every value on
-/// the way must have no other user.
+/// the way must have no other user. With `queriesFromEnd` 3, the softmax
+/// input is [batch, queries, heads, keys], GPTBigCode's multi-query scores,
+/// and the chain passes one reshape from [batch, queries * heads, keys]
+/// (the product's layout), above which no mask may lie.
 std::optional<ScoresChain> matchScoresChain(IndexFunctionEvaluator &evaluator,
-                                            Value value) {
+                                            Value value,
+                                            int64_t queriesFromEnd = 2) {
   ScoresChain chain;
   // An additive mask hides with -inf (or finfo.min) and lets through with 0.
   auto additive = [](double v) -> std::optional<bool> {
@@ -186,7 +194,8 @@ std::optional<ScoresChain> matchScoresChain(IndexFunctionEvaluator &evaluator,
     } else if (auto add = dyn_cast<AddOp>(op)) {
       for (auto [input, mask] : {std::pair{add.getLhs(), add.getRhs()},
                                  std::pair{add.getRhs(), add.getLhs()}})
-        if (std::optional<bool> causal = isCausal(evaluator, mask, additive)) {
+        if (std::optional<bool> causal =
+                isCausal(evaluator, mask, additive, queriesFromEnd)) {
           chain.causal |= *causal;
           next = input;
           break;
@@ -196,9 +205,17 @@ std::optional<ScoresChain> matchScoresChain(IndexFunctionEvaluator &evaluator,
       // `view(b * h, t, s)`): the queries and keys stay the last two dims.
       RankedTensorType in = reshape.getInput().getType();
       RankedTensorType out = reshape.getType();
-      if (in.getRank() >= 2 && out.getRank() >= 2 &&
+      if (queriesFromEnd == 2 && in.getRank() >= 2 && out.getRank() >= 2 &&
           in.getShape().take_back(2) == out.getShape().take_back(2))
         next = reshape.getInput();
+      // [batch, queries * heads, keys] viewed [batch, queries, heads, keys].
+      if (queriesFromEnd == 3 && in.getRank() == 3 && out.getRank() == 4 &&
+          in.getDimSize(0) == out.getDimSize(0) &&
+          in.getDimSize(1) == out.getDimSize(1) * out.getDimSize(2) &&
+          in.getDimSize(2) == out.getDimSize(3)) {
+        next = reshape.getInput();
+        queriesFromEnd = 0; // No mask above: its rows mix queries and heads.
+      }
     } else if (auto max = dyn_cast<MaxOp>(op)) {
       // torch.max(scores, finfo.min): no finite score is that low, and a
       // hidden one stays hidden.
@@ -212,10 +229,12 @@ std::optional<ScoresChain> matchScoresChain(IndexFunctionEvaluator &evaluator,
       // masked_fill(mask, -inf) and where(mask, scores, -inf).
       std::optional<bool> causal;
       if (hides(select.getOnTrue()) &&
-          (causal = isCausal(evaluator, select.getCond(), isTrue)))
+          (causal =
+               isCausal(evaluator, select.getCond(), isTrue, queriesFromEnd)))
         next = select.getOnFalse();
       else if (hides(select.getOnFalse()) &&
-               (causal = isCausal(evaluator, select.getCond(), isFalse)))
+               (causal = isCausal(evaluator, select.getCond(), isFalse,
+                                  queriesFromEnd)))
         next = select.getOnTrue();
       if (causal)
         chain.causal |= *causal;
@@ -323,6 +342,79 @@ std::optional<std::pair<Value, bool>> withBatchDims(Value value,
 struct FuseAttention : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
 
+  /// GPTBigCode's multi-query attention, the heads folded into the queries:
+  /// `fold(softmax(chain(unfold(q @ k^T)))) @ v` with q [batch, queries *
+  /// heads, head_dim] (rows by query, then head), k and v [batch, keys,
+  /// head_dim] (one KV head), the scores viewed [batch, queries, heads,
+  /// keys] for the mask and the softmax -> titan.attention of q as [batch,
+  /// heads, queries, head_dim] and k, v as [batch, 1, keys, head_dim],
+  /// whose output goes back to [batch, queries * heads, head_dim].
+  LogicalResult fuseQueryFolded(MatmulOp output, ReshapeOp fold, bool narrowed,
+                                PatternRewriter &rewriter) const {
+    auto softmax = fold.getInput().getDefiningOp<SoftmaxOp>();
+    RankedTensorType type = output.getType();
+    if (!softmax || !fold->hasOneUse() || !softmax->hasOneUse() ||
+        output.getTransposeLhs() || type.getRank() != 3 ||
+        !type.hasStaticShape())
+      return rewriter.notifyMatchFailure(output, "not folded softmax @ v");
+    RankedTensorType probs = softmax.getType();
+    if (probs.getRank() != 4 || softmax.getDim() != 3)
+      return rewriter.notifyMatchFailure(
+          output, "not a last-dim softmax of [batch, seq, heads, seq]");
+    int64_t batch = probs.getDimSize(0), queries = probs.getDimSize(1),
+            heads = probs.getDimSize(2), keys = probs.getDimSize(3);
+    int64_t headDim = type.getDimSize(2);
+    IndexFunctionEvaluator evaluator;
+    std::optional<ScoresChain> chain =
+        matchScoresChain(evaluator, softmax.getInput(), /*queriesFromEnd=*/3);
+    if (!chain || !(chain->scale > 0) || std::isinf(chain->scale) ||
+        narrowed != chain->widened || queries != keys)
+      return rewriter.notifyMatchFailure(
+          output, "no q @ k^T under positive scales and causal masks");
+    MatmulOp scores = chain->scores;
+    // The [batch, keys, head_dim] form of the product's k and of v.
+    auto keysFirst = [&](Value value, bool keysLast) -> std::optional<Value> {
+      RankedTensorType t = tensorTypeOf(value);
+      SmallVector<int64_t> expected{batch, keys, headDim};
+      if (keysLast)
+        std::swap(expected[1], expected[2]);
+      if (t.getShape() != ArrayRef<int64_t>(expected) ||
+          t.getElementType() != type.getElementType())
+        return std::nullopt;
+      return value;
+    };
+    std::optional<Value> k = keysFirst(chain->rhs, !scores.getTransposeRhs());
+    std::optional<Value> v =
+        keysFirst(output.getRhs(), output.getTransposeRhs());
+    RankedTensorType qType = tensorTypeOf(chain->lhs);
+    if (scores.getTransposeLhs() || !k || !v ||
+        qType.getShape() !=
+            ArrayRef<int64_t>{batch, queries * heads, headDim} ||
+        qType.getElementType() != type.getElementType())
+      return rewriter.notifyMatchFailure(
+          output, "q, k, v and the output differ in shape");
+
+    Location loc = rewriter.getFusedLoc(
+        {scores.getLoc(), softmax.getLoc(), output.getLoc()});
+    TensorBuilder b(rewriter, loc);
+    Value query = b.transpose(
+        b.reshape(chain->lhs, {batch, queries, heads, headDim}), {0, 2, 1, 3});
+    auto oneHead = [&](Value value, bool keysLast) {
+      if (keysLast)
+        value = b.transpose(value, {0, 2, 1});
+      return b.reshape(value, {batch, 1, keys, headDim});
+    };
+    auto attention = AttentionOp::create(
+        rewriter, loc, query.getType(), getAttentionLseType(query.getType()),
+        query, oneHead(*k, !scores.getTransposeRhs()),
+        oneHead(*v, output.getTransposeRhs()),
+        chain->causal ? rewriter.getUnitAttr() : UnitAttr(),
+        rewriter.getF64FloatAttr(chain->scale));
+    Value result = b.transpose(attention.getResult(), {0, 2, 1, 3});
+    rewriter.replaceOp(output, b.reshape(result, type.getShape()));
+    return success();
+  }
+
   LogicalResult matchAndRewrite(MatmulOp output,
                                 PatternRewriter &rewriter) const override {
     if (output.getTransposeLhs())
@@ -343,6 +435,8 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
       narrowed |= narrowing;
       probs = cast.getInput();
     }
+    if (auto fold = probs.getDefiningOp<ReshapeOp>())
+      return fuseQueryFolded(output, fold, narrowed, rewriter);
     auto softmax = probs.getDefiningOp<SoftmaxOp>();
     if (!softmax || !probs.hasOneUse())
       return rewriter.notifyMatchFailure(output, "not softmax @ v");

@@ -1021,7 +1021,11 @@ def FuseAttentionPass : Pass<"titan-fuse-attention"> {
       entry (reshapes to and from [batch * heads, 1, seq, head_dim]).
       Scores of q and k with the heads folded into the batch, whose
       probabilities multiply a v of [batch, heads, seq, head_dim] (GPT-NeoX's
-      baddbmm of `q.view(b * h, t, d)`), read q and k before the fold. A
+      baddbmm of `q.view(b * h, t, d)`), read q and k before the fold.
+      GPTBigCode's multi-query attention, q [batch, seq * heads, head_dim]
+      (the heads folded into the queries) against one K and V head, the
+      scores viewed [batch, seq, heads, seq] for the mask and the softmax,
+      is fused with q as [batch, heads, seq, head_dim] and one KV head. A
       `titan.scale` of q or k before the product (nn.MultiheadAttention
       scales q) is part of `s`: the fused op applies it to the float32
       scores instead of rounding the scaled q. No real cast may lie on the way (the explicit form's roundings

@@ -3,12 +3,12 @@
 
 // The fused program computes what the explicit one computes.
 // RUN: rm -rf %t.d && %python %S/Inputs/attention_inputs.py %t.d/in
-// RUN: for f in llama gpt2 where_times_scale literal_mask tiled_heads buffer_mask hf_finfo_min multihead neox opt; do \
+// RUN: for f in llama gpt2 where_times_scale literal_mask tiled_heads buffer_mask hf_finfo_min multihead neox opt bigcode; do \
 // RUN:   titan-eval %s --entry=$f --inputs=%t.d/in --outputs=%t.d/explicit/$f && \
 // RUN:   titan-eval %t.mlir --entry=$f --inputs=%t.d/in --outputs=%t.d/fused/$f && \
 // RUN:   %python %S/../Import/Inputs/compare_npy.py %t.d/fused/$f %t.d/explicit/$f --rtol 1e-6 || exit 1; \
 // RUN: done | FileCheck %s --check-prefix=SAME
-// SAME-COUNT-10: match out: [2, 8, 16]
+// SAME-COUNT-11: match out: [2, 8, 16]
 
 // Llama: GQA heads repeated by repeat_kv, scores divided by sqrt(head_dim),
 // triu(full(-inf), 1) added, softmax between .float() and .type_as() on f32.
@@ -399,6 +399,43 @@ func.func @phi_widened(%q: tensor<2x4x8x4xbf16> {titan.name = "qb"},
   %pb = titan.cast %p : tensor<2x4x8x8xf32> to tensor<2x4x8x8xbf16>
   %o = titan.matmul %pb, %v : tensor<2x4x8x8xbf16>, tensor<2x4x8x4xbf16> -> tensor<2x4x8x4xbf16>
   return %o : tensor<2x4x8x4xbf16>
+}
+
+// GPTBigCode's multi-query attention: q [batch, seq, heads * head_dim]
+// viewed [batch, seq * heads, head_dim] (the heads folded into the
+// queries), one K and V head, the scores viewed [batch, seq, heads, seq]
+// for the causal mask (a [1, seq, 1, seq] where) and the softmax, folded
+// again for the product with v. Attention reads q as [batch, heads, seq,
+// head_dim] and k, v as one KV head.
+// CHECK-LABEL: func.func @bigcode
+// CHECK: %[[O:.*]], %{{.*}} = titan.attention %{{.*}}, %{{.*}}, %{{.*}} causal scale 5.000000e-01 : tensor<2x4x8x4xf32>, tensor<2x1x8x4xf32>
+// CHECK-NOT: titan.softmax
+// CHECK: return
+func.func @bigcode(%q: tensor<2x8x4x4xf32> {titan.name = "q"},
+                   %k: tensor<2x8x4x4xf32> {titan.name = "k4"},
+                   %v: tensor<2x8x4x4xf32> {titan.name = "v4"})
+    -> (tensor<2x8x16xf32> {titan.name = "out"}) {
+  %min = titan.constant dense<0xFF7FFFFF> : tensor<2x8x4x8xf32>
+  %q3 = titan.reshape %q : tensor<2x8x4x4xf32> -> tensor<2x32x4xf32>
+  %k1 = titan.slice %k [0, 0, 0, 0] to [2, 8, 1, 4] step [1, 1, 1, 1] : tensor<2x8x4x4xf32> -> tensor<2x8x1x4xf32>
+  %v1 = titan.slice %v [0, 0, 0, 0] to [2, 8, 1, 4] step [1, 1, 1, 1] : tensor<2x8x4x4xf32> -> tensor<2x8x1x4xf32>
+  %k3 = titan.reshape %k1 : tensor<2x8x1x4xf32> -> tensor<2x8x4xf32>
+  %v3 = titan.reshape %v1 : tensor<2x8x1x4xf32> -> tensor<2x8x4xf32>
+  %kT = titan.transpose %k3 [0, 2, 1] : tensor<2x8x4xf32> -> tensor<2x4x8xf32>
+  %s = titan.matmul %q3, %kT : tensor<2x32x4xf32>, tensor<2x4x8xf32> -> tensor<2x32x8xf32>
+  %ss = titan.scale %s by 5.000000e-01 : tensor<2x32x8xf32>
+  %s4 = titan.reshape %ss : tensor<2x32x8xf32> -> tensor<2x8x4x8xf32>
+  %rows = titan.iota dim 0 : tensor<8x8xi64>
+  %cols = titan.iota dim 1 : tensor<8x8xi64>
+  %causal = titan.compare le, %cols, %rows : tensor<8x8xi64> -> tensor<8x8xi1>
+  %c4 = titan.reshape %causal : tensor<8x8xi1> -> tensor<1x8x1x8xi1>
+  %cb = titan.broadcast_in_dim %c4 dims [0, 1, 2, 3] : tensor<1x8x1x8xi1> -> tensor<2x8x4x8xi1>
+  %masked = titan.select %cb, %s4, %min : tensor<2x8x4x8xi1>, tensor<2x8x4x8xf32>
+  %p = titan.softmax %masked dim 3 : tensor<2x8x4x8xf32>
+  %p3 = titan.reshape %p : tensor<2x8x4x8xf32> -> tensor<2x32x8xf32>
+  %o = titan.matmul %p3, %v3 : tensor<2x32x8xf32>, tensor<2x8x4xf32> -> tensor<2x32x4xf32>
+  %out = titan.reshape %o : tensor<2x32x4xf32> -> tensor<2x8x16xf32>
+  return %out : tensor<2x8x16xf32>
 }
 
 // Buffer masks that are not causal stay explicit: the tril buffer sliced
