@@ -94,7 +94,9 @@ def BalanceSequencePass : Pass<"titan-balance-sequence", "::mlir::ModuleOp"> {
     labels, one sequence even where the program merges it with the batch,
     `x.view(-1, dim)`, and splits it again). Every value dim that shares a
     factor alone with it through the ops' sharding rules indexes sequence
-    positions. Where positions enter the program (a result dim of
+    positions, and so does the dim a reshape splits out of a dim that holds
+    the sequence merged with others the same way (GPTBigCode's scores
+    [b, t * h, t] viewed [b, t, h, t], of q viewed [b, t * h, d]). Where positions enter the program (a result dim of
     the sequence that no operand carries: an iota, the slice of a RoPE or
     position table, a non-splat constant such as a causal mask) the value is
     permuted the same way (slices and a concat, computed locally); so every
