@@ -870,6 +870,28 @@ Outputs convertView(GraphImporter &importer, Node *node) {
   });
 }
 
+/// aten::unflatten(x, dim, sizes) (`x.unflatten(-1, (3, dim))`, Baichuan's
+/// W_pack split): dim viewed as `sizes` (one of them may be -1).
+Outputs convertUnflatten(GraphImporter &importer, Node *node) {
+  llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
+  if (!td)
+    return td.takeError();
+  llvm::Expected<std::vector<int64_t>> sizes = importer.intListInput(node, 2);
+  if (!sizes)
+    return sizes.takeError();
+  llvm::Expected<SmallVector<int64_t>> split =
+      resolveShape({td->shape[td->dim]}, *sizes);
+  if (!split)
+    return split.takeError();
+  SmallVector<int64_t> shape(td->shape.begin(), td->shape.begin() + td->dim);
+  shape.append(split->begin(), split->end());
+  shape.append(td->shape.begin() + td->dim + 1, td->shape.end());
+  Emitter emit(importer);
+  return mapParts(
+      importer.input(node, 0),
+      [&](Value v) -> llvm::Expected<Value> { return emit.reshape(v, shape); });
+}
+
 Outputs convertFlatten(GraphImporter &importer, Node *node) {
   const ImportedValue &x = importer.input(node, 0);
   llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
@@ -2851,6 +2873,7 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::__isnot__"}, compare("ne"));
   add({"aten::view", "aten::reshape"}, convertView);
   add({"aten::flatten"}, convertFlatten);
+  add({"aten::unflatten"}, convertUnflatten);
   add({"aten::unsqueeze"}, convertUnsqueeze);
   add({"aten::squeeze"}, convertSqueeze);
   add({"aten::transpose", "aten::t"},

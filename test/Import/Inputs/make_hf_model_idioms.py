@@ -49,6 +49,10 @@ class HfModelIdioms(nn.Module):
         mpt_bias = torch.arange(-2, 1, dtype=torch.int32).view(1, 1, 1, 3) * (
             1.0 / torch.pow(2, torch.arange(1, 5, dtype=torch.float32).mul(2.0))).view(1, 4, 1, 1)
         inverse = x.reciprocal() + 1.0 / (ids[:, :, None] + 1)
+        # Baichuan's W_pack split (unflatten) and NormHead (F.normalize).
+        packed = x.unflatten(-1, (2, 2)).unsqueeze(0).transpose(0, -2).squeeze(-2)
+        unflattened = x.unflatten(1, (-1, 1)).sum(2)
+        normalized = torch.nn.functional.normalize(x, dim=-1)
         squared = torch.pow(x, torch.tensor(2.0))
         powers = torch.pow(torch.tensor(1.5), x)
         # Mistral's sliding-window mask: log of an int64 0/1 mask is -inf/0.
@@ -80,7 +84,7 @@ class HfModelIdioms(nn.Module):
         cos = torch.gather(self.cos_cached.repeat(batch, 1, 1, 1), 2, gather_indices)
         picked = torch.gather(self.table.expand(2, 5, 4), 1, ids[:, :, None].expand(2, 3, 4))
         along_last = torch.gather(x, -1, ids[:, :2, None])
-        return (positions, alibi, scaled_sum, fairseq_positions, running, slopes, mpt_bias, inverse, squared, powers, window, exps, either, scores, filled,
+        return (packed, unflattened, normalized, positions, alibi, scaled_sum, fairseq_positions, running, slopes, mpt_bias, inverse, squared, powers, window, exps, either, scores, filled,
                 causal, written, unit, cos, picked, along_last)
 
 
