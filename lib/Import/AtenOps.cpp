@@ -1719,7 +1719,14 @@ Outputs convertL2Norm(GraphImporter &importer, Node *node) {
     return reduced.takeError();
   Value sum = emit.reduceSum(emit.binary<MulOp>(input, input), reduced->dims,
                              reduced->keepdim);
-  return single(emit.unary<SqrtOp>(sum));
+  // The norm of a zero vector is 0 with gradient 0, as torch's norm
+  // backward gives (sqrt's would be 0 * inf): its sqrt reads 1 instead and
+  // the select that puts the 0 back passes no cotangent to it.
+  Value zero = emit.splatLike(sum, 0.0);
+  Value isZero = emit.compare("eq", sum, zero);
+  Value root =
+      emit.unary<SqrtOp>(emit.select(isZero, emit.splatLike(sum, 1.0), sum));
+  return single(emit.select(isZero, zero, root));
 }
 
 /// cumsum of `x` along `axis` at run time (fairseq's and XGLM's positions,

@@ -3,7 +3,9 @@ them, traced, with PyTorch's logits: nn.Embedding(padding_idx=p) (the
 padding row gets no gradient; p is the first token of the batch, so the
 batch uses it), a normalization by a detached norm, a gain the model reads
 only detached and a module it never calls (those two parameters get no
-gradient at all, so torch.optim.AdamW leaves them as they are).
+gradient at all, so torch.optim.AdamW leaves them as they are), and
+F.normalize of hidden states zeroed at the padding positions (the norm of
+a zero vector has gradient 0 in torch).
 
 usage: make_padding_detach_lm.py OUT
 
@@ -15,6 +17,7 @@ import os
 import sys
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 # The shared tracing of the importer's tests (test/Import/Inputs).
@@ -36,6 +39,9 @@ class PaddingDetachLM(nn.Module):
         hidden = hidden + torch.tanh(self.proj(hidden))
         hidden = hidden / hidden.norm(dim=-1, keepdim=True).detach().clamp(min=1e-6)
         hidden = hidden * self.gain.detach()
+        # Zero vectors at the padding positions: their norm's gradient is 0.
+        kept = hidden * (tokens != self.embed.padding_idx)[..., None]
+        hidden = hidden + F.normalize(kept, dim=-1)
         return self.head(hidden)
 
 
