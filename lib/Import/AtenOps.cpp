@@ -2302,13 +2302,82 @@ llvm::Expected<Value> gatherAlong(Emitter &emit, Value x, int64_t dim,
   return emit.transpose(*gathered, order);
 }
 
+/// Whether broadcast `op` repeats its input along result dim `dim` (the
+/// dim has no input dim, or one of size 1).
+bool isBroadcastAlong(BroadcastInDimOp op, int64_t dim) {
+  ArrayRef<int64_t> dims = op.getDims();
+  const auto *it = llvm::find(dims, dim);
+  return it == dims.end() ||
+         op.getInput().getType().getDimSize(it - dims.begin()) == 1;
+}
+
+/// torch.gather of `table` along `dim` by an `index` that is the same along
+/// every dim after `dim` (`ids[..., None].expand(..., d)`: a gather of whole
+/// rows, as GPT-J's sincos by position ids): titan.embedding of the table
+/// viewed as [rows, row width] (rows of every entry of the dims before
+/// `dim`, or of one when the table is a broadcast along them,
+/// `p[None].expand(b, ...)`), or nullopt for another index.
+std::optional<Value> gatherRowsAlong(Emitter &emit, Value table, int64_t dim,
+                                     Value index) {
+  RankedTensorType type = tensorType(table);
+  RankedTensorType indexType = tensorType(index);
+  int64_t rank = type.getRank();
+  auto broadcast = index.getDefiningOp<BroadcastInDimOp>();
+  if (!broadcast || dim == rank - 1 ||
+      !llvm::all_of(llvm::seq<int64_t>(dim + 1, rank),
+                    [&](int64_t d) { return isBroadcastAlong(broadcast, d); }))
+    return std::nullopt;
+  // One id per row: the index at position 0 of the trailing dims.
+  Value ids = index;
+  for (int64_t d = dim + 1; d < rank; ++d)
+    ids = emit.slice(ids, d, 0, 1, 1);
+  ids = emit.reshape(ids, indexType.getShape().take_front(dim + 1));
+  ids = emit.cast(ids, IntegerType::get(&emit.context, 64));
+  int64_t width =
+      ShapedType::getNumElements(type.getShape().drop_front(dim + 1));
+  int64_t size = type.getDimSize(dim);
+  // A table repeated along the dims before `dim`: its one copy.
+  auto repeated = table.getDefiningOp<BroadcastInDimOp>();
+  if (repeated &&
+      llvm::all_of(llvm::seq<int64_t>(0, dim),
+                   [&](int64_t d) { return isBroadcastAlong(repeated, d); }) &&
+      llvm::none_of(llvm::seq<int64_t>(dim, rank),
+                    [&](int64_t d) { return isBroadcastAlong(repeated, d); }) &&
+      llvm::is_sorted(repeated.getDims())) {
+    llvm::Expected<Value> rows =
+        gatherRows(emit, emit.reshape(repeated.getInput(), {size, width}), ids);
+    if (!rows) {
+      llvm::consumeError(rows.takeError());
+      return std::nullopt;
+    }
+    return emit.reshape(*rows, indexType.getShape());
+  }
+  // Rows of every entry of the leading dims: ids offset by the entry.
+  auto i64 = RankedTensorType::get(indexType.getShape().take_front(dim + 1),
+                                   IntegerType::get(&emit.context, 64));
+  int64_t stride = size;
+  for (int64_t d = dim - 1; d >= 0; --d) {
+    ids = emit.binary<AddOp>(
+        ids, emit.binary<MulOp>(emit.iota(i64, d), emit.splat(i64, stride)));
+    stride *= type.getDimSize(d);
+  }
+  llvm::Expected<Value> rows =
+      gatherRows(emit, emit.reshape(table, {stride, width}), ids);
+  if (!rows) {
+    llvm::consumeError(rows.takeError());
+    return std::nullopt;
+  }
+  return emit.reshape(*rows, indexType.getShape());
+}
+
 /// aten::gather(x, dim, index) (`torch.gather`, `take_along_dim`):
 /// `out[..., i_dim, ...] = x[..., index[..., i_dim, ...], ...]`, of index's
 /// shape. An index that is the position along `dim` at compile time
 /// (GPT-NeoX gathers its RoPE tables by position ids) reads a slice of x;
-/// any other is a lookup of one element per index in x viewed as a column
-/// (titan.embedding, so the gradient is a scatter-add), at the linear
-/// position that index gives the element.
+/// one that picks whole rows is a row lookup (gatherRowsAlong); any other is
+/// a lookup of one element per index in x viewed as a column (titan.embedding,
+/// so the gradient is a scatter-add), at the linear position that index
+/// gives the element.
 Outputs convertGather(GraphImporter &importer, Node *node) {
   llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
   if (!td)
@@ -2348,6 +2417,8 @@ Outputs convertGather(GraphImporter &importer, Node *node) {
       }))
     return single(
         emit.slice(table, td->dim, 0, indexType.getDimSize(td->dim), 1));
+  if (std::optional<Value> rows = gatherRowsAlong(emit, table, td->dim, *index))
+    return single(*rows);
   // Linear positions in the table: index * stride(dim) + the other dims'
   // positions * their strides.
   auto i64 = RankedTensorType::get(

@@ -84,8 +84,9 @@ class HfModelIdioms(nn.Module):
         cos = torch.gather(self.cos_cached.repeat(batch, 1, 1, 1), 2, gather_indices)
         picked = torch.gather(self.table.expand(2, 5, 4), 1, ids[:, :, None].expand(2, 3, 4))
         along_last = torch.gather(x, -1, ids[:, :2, None])
+        rowwise = torch.gather(x, 1, (ids[:, :2] > 1).long()[:, :, None].expand(2, 2, 4))
         return (packed, unflattened, normalized, positions, alibi, scaled_sum, fairseq_positions, running, slopes, mpt_bias, inverse, squared, powers, window, exps, either, scores, filled,
-                causal, written, unit, cos, picked, along_last)
+                causal, written, unit, cos, picked, along_last, rowwise)
 
 
 def main() -> None:
