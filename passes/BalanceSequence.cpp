@@ -37,6 +37,58 @@ SmallVector<int64_t> balancedOrder(int64_t ways) {
   return order;
 }
 
+/// A reshape that merges the sequence into a dim with others (GPTBigCode's
+/// q.view(b, t * h, d), OPT's x.view(-1, dim)) hides it from `classes`; one
+/// that splits a dim of the same class the same way (the scores [b, t * h,
+/// t] viewed [b, t, h, t]) gives it back: joins such split dims with
+/// `sequence`. A merged class is remembered with the factor sizes of the
+/// merge and the sequence's place among them.
+void joinSplitsOfMergedSequence(
+    ArrayRef<std::pair<Operation *, OpShardingRule>> rules, DimClasses &classes,
+    ValueDim sequence) {
+  DenseMap<unsigned, std::pair<SmallVector<int64_t>, size_t>> merged;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto &[op, rule] : rules) {
+      auto reshape = dyn_cast<ReshapeOp>(op);
+      if (!reshape)
+        continue;
+      auto sizesOf = [&, &rule = rule](ArrayRef<int64_t> factors) {
+        return llvm::map_to_vector(
+            factors, [&](int64_t f) { return rule.factorSizes[f]; });
+      };
+      auto isSequence = [&](Value value, int64_t dim) {
+        return classes.same(ValueDim(value, dim), sequence);
+      };
+      for (auto [inDim, inFactors] : llvm::enumerate(rule.operandDims[0])) {
+        for (auto [outDim, outFactors] : llvm::enumerate(rule.resultDims[0])) {
+          if (inFactors.size() == 1 && outFactors.size() > 1 &&
+              isSequence(reshape.getInput(), inDim)) {
+            const auto *at = llvm::find(outFactors, inFactors.front());
+            unsigned id = classes.find(ValueDim(reshape.getResult(), outDim));
+            if (at != outFactors.end() && !merged.count(id)) {
+              merged[id] = {sizesOf(outFactors),
+                            static_cast<size_t>(at - outFactors.begin())};
+              changed = true;
+            }
+            continue;
+          }
+          if (inFactors.size() <= 1 || outFactors.size() != 1 ||
+              isSequence(reshape.getResult(), outDim))
+            continue;
+          auto it =
+              merged.find(classes.find(ValueDim(reshape.getInput(), inDim)));
+          if (it != merged.end() && it->second.first == sizesOf(inFactors) &&
+              inFactors[it->second.second] == outFactors.front()) {
+            classes.join(ValueDim(reshape.getResult(), outDim), sequence);
+            changed = true;
+          }
+        }
+      }
+    }
+  }
+}
+
 class BalanceSequencePass
     : public titan::impl::BalanceSequencePassBase<BalanceSequencePass> {
 public:
@@ -119,50 +171,7 @@ LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
   auto isSequence = [&](Value value, int64_t dim) {
     return classes.same(ValueDim(value, dim), *sequence);
   };
-  // A reshape that merges the sequence into a dim with others (GPTBigCode's
-  // q.view(b, t * h, d), OPT's x.view(-1, dim)) hides it from the classes;
-  // one that splits a dim of the same class the same way (the scores
-  // [b, t * h, t] viewed [b, t, h, t]) gives it back. Merged classes hold
-  // the factor sizes of the merge and the sequence's place among them.
-  DenseMap<unsigned, std::pair<SmallVector<int64_t>, size_t>> merged;
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (auto &[op, rule] : rules) {
-      auto reshape = dyn_cast<ReshapeOp>(op);
-      if (!reshape)
-        continue;
-      auto sizesOf = [&, &rule = rule](ArrayRef<int64_t> factors) {
-        return llvm::map_to_vector(
-            factors, [&](int64_t f) { return rule.factorSizes[f]; });
-      };
-      const auto &in = rule.operandDims[0];
-      const auto &out = rule.resultDims[0];
-      for (auto [inDim, inFactors] : llvm::enumerate(in)) {
-        for (auto [outDim, outFactors] : llvm::enumerate(out)) {
-          if (inFactors.size() == 1 && outFactors.size() > 1 &&
-              isSequence(reshape.getInput(), inDim)) {
-            const auto *at = llvm::find(outFactors, inFactors.front());
-            unsigned id = classes.find(ValueDim(reshape.getResult(), outDim));
-            if (at != outFactors.end() && !merged.count(id)) {
-              merged[id] = {sizesOf(outFactors),
-                            static_cast<size_t>(at - outFactors.begin())};
-              changed = true;
-            }
-          }
-          if (inFactors.size() > 1 && outFactors.size() == 1 &&
-              !isSequence(reshape.getResult(), outDim)) {
-            auto it =
-                merged.find(classes.find(ValueDim(reshape.getInput(), inDim)));
-            if (it != merged.end() && it->second.first == sizesOf(inFactors) &&
-                inFactors[it->second.second] == outFactors.front()) {
-              classes.join(ValueDim(reshape.getResult(), outDim), *sequence);
-              changed = true;
-            }
-          }
-        }
-      }
-    }
-  }
+  joinSplitsOfMergedSequence(rules, classes, *sequence);
 
   SmallVector<int64_t> order = balancedOrder(ways);
   int64_t chunk = length / numChunks;

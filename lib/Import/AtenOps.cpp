@@ -2316,9 +2316,9 @@ bool isBroadcastAlong(BroadcastInDimOp op, int64_t dim) {
 /// rows, as GPT-J's sincos by position ids): titan.embedding of the table
 /// viewed as [rows, row width] (rows of every entry of the dims before
 /// `dim`, or of one when the table is a broadcast along them,
-/// `p[None].expand(b, ...)`), or nullopt for another index.
-std::optional<Value> gatherRowsAlong(Emitter &emit, Value table, int64_t dim,
-                                     Value index) {
+/// `p[None].expand(b, ...)`); nullopt for another index.
+std::optional<llvm::Expected<Value>> gatherRowsAlong(Emitter &emit, Value table,
+                                                     int64_t dim, Value index) {
   RankedTensorType type = tensorType(table);
   RankedTensorType indexType = tensorType(index);
   int64_t rank = type.getRank();
@@ -2336,38 +2336,32 @@ std::optional<Value> gatherRowsAlong(Emitter &emit, Value table, int64_t dim,
   int64_t width =
       ShapedType::getNumElements(type.getShape().drop_front(dim + 1));
   int64_t size = type.getDimSize(dim);
-  // A table repeated along the dims before `dim`: its one copy.
+  // A table repeated along the dims before `dim`: its one copy; else the
+  // rows of every entry of the leading dims, ids offset by the entry.
   auto repeated = table.getDefiningOp<BroadcastInDimOp>();
+  Value rowsTable;
   if (repeated &&
       llvm::all_of(llvm::seq<int64_t>(0, dim),
                    [&](int64_t d) { return isBroadcastAlong(repeated, d); }) &&
       llvm::none_of(llvm::seq<int64_t>(dim, rank),
                     [&](int64_t d) { return isBroadcastAlong(repeated, d); }) &&
       llvm::is_sorted(repeated.getDims())) {
-    llvm::Expected<Value> rows =
-        gatherRows(emit, emit.reshape(repeated.getInput(), {size, width}), ids);
-    if (!rows) {
-      llvm::consumeError(rows.takeError());
-      return std::nullopt;
+    rowsTable = emit.reshape(repeated.getInput(), {size, width});
+  } else {
+    auto i64 = RankedTensorType::get(indexType.getShape().take_front(dim + 1),
+                                     IntegerType::get(&emit.context, 64));
+    int64_t stride = size;
+    for (int64_t d = dim - 1; d >= 0; --d) {
+      ids = emit.binary<AddOp>(
+          ids, emit.binary<MulOp>(emit.iota(i64, d), emit.splat(i64, stride)));
+      stride *= type.getDimSize(d);
     }
-    return emit.reshape(*rows, indexType.getShape());
+    rowsTable = emit.reshape(table, {stride, width});
   }
-  // Rows of every entry of the leading dims: ids offset by the entry.
-  auto i64 = RankedTensorType::get(indexType.getShape().take_front(dim + 1),
-                                   IntegerType::get(&emit.context, 64));
-  int64_t stride = size;
-  for (int64_t d = dim - 1; d >= 0; --d) {
-    ids = emit.binary<AddOp>(
-        ids, emit.binary<MulOp>(emit.iota(i64, d), emit.splat(i64, stride)));
-    stride *= type.getDimSize(d);
-  }
-  llvm::Expected<Value> rows =
-      gatherRows(emit, emit.reshape(table, {stride, width}), ids);
-  if (!rows) {
-    llvm::consumeError(rows.takeError());
-    return std::nullopt;
-  }
-  return emit.reshape(*rows, indexType.getShape());
+  llvm::Expected<Value> rows = gatherRows(emit, rowsTable, ids);
+  if (!rows)
+    return llvm::Expected<Value>(rows.takeError());
+  return llvm::Expected<Value>(emit.reshape(*rows, indexType.getShape()));
 }
 
 /// aten::gather(x, dim, index) (`torch.gather`, `take_along_dim`):
@@ -2417,8 +2411,12 @@ Outputs convertGather(GraphImporter &importer, Node *node) {
       }))
     return single(
         emit.slice(table, td->dim, 0, indexType.getDimSize(td->dim), 1));
-  if (std::optional<Value> rows = gatherRowsAlong(emit, table, td->dim, *index))
-    return single(*rows);
+  if (std::optional<llvm::Expected<Value>> rows =
+          gatherRowsAlong(emit, table, td->dim, *index)) {
+    if (!*rows)
+      return rows->takeError();
+    return single(**rows);
+  }
   // Linear positions in the table: index * stride(dim) + the other dims'
   // positions * their strides.
   auto i64 = RankedTensorType::get(

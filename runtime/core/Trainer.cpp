@@ -83,6 +83,14 @@ int32_t runtimeDType(ElementType dtype) {
   }
 }
 
+/// The name of an .npy file's element type in the runtime's terms (bf16
+/// for the raw uint16 bits titan writes bf16 as), or its own.
+std::string fileDTypeName(ElementType dtype) {
+  int32_t runtime = runtimeDType(dtype);
+  return runtime >= 0 ? dtypeName(runtime)
+                      : mlir::titan::stringifyElementType(dtype).str();
+}
+
 std::string formatShape(llvm::ArrayRef<int64_t> shape) {
   return "[" +
          llvm::join(llvm::map_range(
@@ -237,7 +245,7 @@ Status BatchSource::open(const std::string &folder,
     if (shape != llvm::ArrayRef<int64_t>(global) ||
         runtimeDType(file->dtype) != argument.dtype)
       return Status::invalidArgument(
-          path + " is " + dtypeName(runtimeDType(file->dtype)) + " " +
+          path + " is " + fileDTypeName(file->dtype) + " " +
           formatShape(file->shape) + "; the program reads " +
           dtypeName(argument.dtype) + " " + formatShape(global) +
           " per step (or [steps, ...] of it): compile for this batch "
@@ -518,7 +526,7 @@ Status Trainer::loadBuffers(const std::string &folder) {
             llvm::ArrayRef<int64_t>(argument.shape) ||
         runtimeDType(file->dtype) != argument.dtype)
       return Status::invalidArgument(
-          path + " is " + stringifyElementType(file->dtype).str() + " " +
+          path + " is " + fileDTypeName(file->dtype) + " " +
           formatShape(file->shape) + ", the program reads " +
           dtypeName(argument.dtype) + " " + formatShape(argument.shape));
     std::memcpy(regions.address(argument), file->data.data(), argument.bytes);
