@@ -1213,7 +1213,12 @@ def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
     (reduce_sum, reduce_max, reduce_mean) always roots a group of its own
     (its producers join it): its result is small, and chains of independent
     reductions (a gradient norm over every parameter) would otherwise make
-    one huge kernel instead of a few shared ones. Ops that only
+    one huge kernel instead of a few shared ones. A `titan.reshape` that
+    one group alone reads joins it too, so that the kernel computes its
+    producer in the layout its consumer reads (GPT-2's q plus c_attn's
+    bias, viewed [b, t, h, d] and transposed to [b, h, t, d], in one pass
+    instead of two); read by a host op, several groups or the return, it
+    stays a view. Ops that only
     create or move data (splat constants, iotas, broadcasts, slices) are
     instead copied into every group that uses them (and materialized by a
     kernel of their own only for host ops and results). So is an
@@ -1230,7 +1235,11 @@ def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
     description spells out (the step's f64 scalars built once, before the
     first of them), which then fuse like any others: one kernel per
     parameter reads the gradient, parameter and moments once and writes
-    the three updates in place.
+    the three updates in place. And an embedding of a cast table that
+    reads at most half of its rows gathers them from the table and casts
+    them (exact: the cast is elementwise), so that its kernel does not
+    cast the whole table (a bf16 copy of the embedding under mixed
+    precision) to read a batch's rows.
 
     `runtime-ops` names ops that the runtime executes with its own kernels
     instead (host ops like `titan.matmul`): `rms_norm` (`titan.rms_norm`

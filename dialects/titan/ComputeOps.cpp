@@ -209,11 +209,107 @@ private:
                                a.getAxesAttr(), a.getReduceAttr());
   }
 };
+
+/// Sums two pads whose windows lie side by side along one dim (and match
+/// along the others) as one pad of their inputs' concatenation, or as the
+/// concatenation alone when it fills the result: the cotangent of a tensor
+/// split into slices (GPT-2's q, k and v of one projection) is assembled
+/// in place instead of as one zero-filled tensor per slice and their sum.
+/// Each element is one input's element plus zeros, so the value is exact.
+/// The pads may also meet through a sum they are the last terms of:
+/// add(add(x, pad(a)), pad(b)) -> add(x, pad(concat(a, b))).
+struct MergeAdjacentPads : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    for (auto [first, second] : {std::pair(add.getLhs(), add.getRhs()),
+                                 std::pair(add.getRhs(), add.getLhs())}) {
+      auto outer = second.getDefiningOp<PadOp>();
+      if (!outer || !outer->hasOneUse())
+        continue;
+      if (auto inner = first.getDefiningOp<PadOp>();
+          inner && inner->hasOneUse()) {
+        if (Value merged = merge(rewriter, add.getLoc(), inner, outer)) {
+          rewriter.replaceOp(add, merged);
+          return success();
+        }
+      }
+      auto partial = first.getDefiningOp<AddOp>();
+      if (!partial || !partial->hasOneUse())
+        continue;
+      for (auto [rest, padded] :
+           {std::pair(partial.getLhs(), partial.getRhs()),
+            std::pair(partial.getRhs(), partial.getLhs())}) {
+        auto inner = padded.getDefiningOp<PadOp>();
+        if (!inner || !inner->hasOneUse())
+          continue;
+        if (Value merged = merge(rewriter, add.getLoc(), inner, outer)) {
+          rewriter.replaceOpWithNewOp<AddOp>(add, rest, merged);
+          return success();
+        }
+      }
+    }
+    return failure();
+  }
+
+private:
+  /// The pad of `a`'s and `b`'s inputs concatenated, if their windows
+  /// (step 1, static shapes) differ along exactly one dim, where they
+  /// touch; null otherwise.
+  static Value merge(PatternRewriter &rewriter, Location loc, PadOp a,
+                     PadOp b) {
+    RankedTensorType aType = a.getInput().getType();
+    RankedTensorType bType = b.getInput().getType();
+    if (a.getType() != b.getType() || !aType.hasStaticShape() ||
+        !bType.hasStaticShape() ||
+        !llvm::all_of(a.getStep(), [](int64_t s) { return s == 1; }) ||
+        !llvm::all_of(b.getStep(), [](int64_t s) { return s == 1; }))
+      return {};
+    std::optional<int64_t> along;
+    for (int64_t dim = 0; dim < aType.getRank(); ++dim) {
+      if (a.getStart()[dim] == b.getStart()[dim] &&
+          aType.getDimSize(dim) == bType.getDimSize(dim))
+        continue;
+      if (along)
+        return {};
+      along = dim;
+    }
+    if (!along)
+      return {}; // The same window.
+    int64_t dim = *along;
+    if (b.getStart()[dim] + bType.getDimSize(dim) == a.getStart()[dim])
+      std::swap(a, b);
+    else if (a.getStart()[dim] + aType.getDimSize(dim) != b.getStart()[dim])
+      return {};
+    // Concatenations of earlier merges along the same dim are flattened.
+    SmallVector<Value> inputs;
+    for (PadOp pad : {a, b}) {
+      auto concat = pad.getInput().getDefiningOp<ConcatOp>();
+      if (concat && static_cast<int64_t>(concat.getDim()) == dim &&
+          concat->hasOneUse())
+        llvm::append_range(inputs, concat.getInputs());
+      else
+        inputs.push_back(pad.getInput());
+    }
+    SmallVector<int64_t> shape(aType.getShape());
+    shape[dim] += bType.getDimSize(dim);
+    auto type = RankedTensorType::get(shape, aType.getElementType());
+    Value concat = ConcatOp::create(rewriter, loc, type, inputs,
+                                    rewriter.getI64IntegerAttr(dim));
+    ArrayRef<int64_t> start = a.getStart();
+    if (type == a.getType() &&
+        llvm::all_of(start, [](int64_t s) { return s == 0; }))
+      return concat;
+    return PadOp::create(rewriter, loc, a.getType(), concat,
+                         rewriter.getDenseI64ArrayAttr(start), a.getStepAttr());
+  }
+};
 } // namespace
 
 void AddOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                         MLIRContext *context) {
-  patterns.add<MergeAllReducesOfSum>(context);
+  patterns.add<MergeAllReducesOfSum, MergeAdjacentPads>(context);
 }
 
 OpFoldResult ScaleOp::fold(FoldAdaptor) {

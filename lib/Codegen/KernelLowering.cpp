@@ -421,6 +421,68 @@ static void copyWideningCastsPerConsumer(func::FuncOp kernel) {
   }
 }
 
+/// Computes only the part of a loop nest that a slice of its one use reads:
+/// the slice moves to the nest's operands (linalg's bubble-up patterns), so
+/// a kernel that returns one third of a biased projection (GPT-2's q, k or v
+/// of c_attn + bias) adds the bias over that third instead of over the whole
+/// projection into a scratch buffer it then copies from.
+static void computeOnlySlicesRead(ModuleOp kernels) {
+  RewritePatternSet patterns(kernels.getContext());
+  linalg::populateBubbleUpExtractSliceOpPatterns(patterns);
+  (void)applyPatternsGreedily(kernels, std::move(patterns));
+}
+
+/// Lets a loop nest whose result is collapsed (a reshape in the kernel)
+/// write the collapsed buffer through an expanded view of it: where a pad
+/// or concat places the collapsed result (GPT-2's q, k and v cotangents,
+/// transposed to [b, t, h, d], collapsed to [b, t, h * d] and concatenated
+/// into c_attn's [b, t, 3 * h * d] cotangent), the nest writes into its
+/// slot of the destination, as empty-tensor elimination does for results
+/// placed directly; where the kernel returns it, into the result. Neither
+/// needs a scratch buffer and a copy. For a slot the nest and the collapse
+/// move down to the insert, after the destination's earlier slots.
+static void writeCollapsedResultsInPlace(ModuleOp kernels) {
+  SmallVector<tensor::CollapseShapeOp> collapses;
+  kernels.walk(
+      [&](tensor::CollapseShapeOp collapse) { collapses.push_back(collapse); });
+  for (tensor::CollapseShapeOp collapse : collapses) {
+    auto producer = collapse.getSrc().getDefiningOp<linalg::GenericOp>();
+    if (!collapse->hasOneUse() || !producer || !producer->hasOneUse() ||
+        producer.getNumDpsInits() != 1 ||
+        !collapse.getSrcType().hasStaticShape())
+      continue;
+    OpOperand *init = producer.getDpsInitOperand(0);
+    if (!init->get().getDefiningOp<tensor::EmptyOp>() ||
+        producer.payloadUsesValueFromOperand(init))
+      continue;
+    Operation *user = *collapse->getUsers().begin();
+    Location loc = collapse.getLoc();
+    Value target;
+    if (auto insert = dyn_cast<tensor::InsertSliceOp>(user);
+        insert && insert.getSource() == collapse.getResult() &&
+        insert->getBlock() == producer->getBlock()) {
+      producer->moveBefore(insert);
+      collapse->moveBefore(insert);
+      OpBuilder builder(producer);
+      target = tensor::ExtractSliceOp::create(
+          builder, loc, collapse.getResultType(), insert.getDest(),
+          insert.getMixedOffsets(), insert.getMixedSizes(),
+          insert.getMixedStrides());
+    } else if (isa<func::ReturnOp>(user)) {
+      OpBuilder builder(producer);
+      target = tensor::EmptyOp::create(
+          builder, loc, collapse.getResultType().getShape(),
+          collapse.getResultType().getElementType());
+    } else {
+      continue;
+    }
+    OpBuilder builder(producer);
+    init->set(tensor::ExpandShapeOp::create(
+        builder, loc, collapse.getSrcType(), target,
+        collapse.getReassociationIndices()));
+  }
+}
+
 LogicalResult mlir::titan::bufferizeKernels(ModuleOp kernels) {
   MLIRContext *context = kernels.getContext();
   for (auto kernel : kernels.getOps<func::FuncOp>())
@@ -434,6 +496,7 @@ LogicalResult mlir::titan::bufferizeKernels(ModuleOp kernels) {
   }
   for (auto kernel : kernels.getOps<func::FuncOp>())
     copyWideningCastsPerConsumer(kernel);
+  computeOnlySlicesRead(kernels);
   {
     PassManager pm(context);
     pm.addPass(createLinalgElementwiseOpFusionPass());
@@ -470,6 +533,7 @@ LogicalResult mlir::titan::bufferizeKernels(ModuleOp kernels) {
     arity[kernel.getSymName()] = {kernel.getNumArguments(),
                                   kernel.getNumResults()};
   unshareFills(kernels);
+  writeCollapsedResultsInPlace(kernels);
   {
     PassManager pm(context);
     // Producers of pad/concat slices write into the slice directly.
@@ -480,10 +544,17 @@ LogicalResult mlir::titan::bufferizeKernels(ModuleOp kernels) {
     bufferize.functionBoundaryTypeConversion =
         bufferization::LayoutMapOption::IdentityLayoutMap;
     pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+    // A returned view of an allocation (collapse_shape of expand_shape) is
+    // the allocation, which then becomes the result parameter.
+    pm.addPass(createCanonicalizerPass());
     bufferization::BufferResultsToOutParamsPassOptions outParams;
     outParams.hoistStaticAllocs = true;
     outParams.modifyPublicFunctions = true;
     pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+    pm.addPass(createCanonicalizerPass());
+    // A slot written in place (writeCollapsedResultsInPlace) is copied onto
+    // itself: the two subviews become one, and the copy goes.
+    pm.addPass(createCSEPass());
     pm.addPass(createCanonicalizerPass());
     if (failed(pm.run(kernels)))
       return failure();

@@ -1,12 +1,15 @@
 // RUN: titan-opt %s --titan-fuse-kernels=merge-siblings=false --split-input-file | FileCheck %s
 // (Siblings launched as one kernel: titan-fuse-kernels-siblings.mlir.)
 
-// Host ops (matmul, collectives, reshape) stay; everything else goes into
+// Host ops (matmul, collectives) stay; everything else goes into
 // kernels. An op joins the group of its users when they are all in one
 // group (silu into the reduction); a value used by two groups is a kernel
 // of its own when it reads two tensors of its shape (%y: recomputing it
 // would read both in each user); broadcasts are copied into every kernel
 // that reads them; identical groups share one kernel (the two bias adds).
+// A reshape read by a host op stays a view of its operand (%r, which the
+// matmul reads); one that one group alone reads joins it (%v, in the
+// neg's kernel), so that the kernel reads its input in the layout it has.
 
 // CHECK-LABEL: func.func @train_step
 // CHECK: %[[H:.*]] = titan.matmul %arg0, %arg1
@@ -15,20 +18,25 @@
 // CHECK: %[[G:.*]] = titan.all_reduce %[[S]]
 // CHECK: %[[Z:.*]] = titan.launch @[[MUL:kernel_mul]](%[[Y]], %arg2)
 // CHECK: %[[Z2:.*]] = titan.launch @[[ADD:kernel_add]](%[[H]], %arg2)
-// CHECK: %[[R:.*]] = titan.reshape %[[Z2]]
-// CHECK: %[[U:.*]] = titan.launch @[[NEG:kernel_neg]](%[[R]])
-// CHECK: return %[[U]], %[[G]], %[[Z]]
+// CHECK: %[[R:.*]] = titan.reshape %[[Z2]] : tensor<4x8xf32> -> tensor<8x4xf32>
+// CHECK: %[[M:.*]] = titan.matmul %[[R]], %arg0
+// CHECK: %[[U:.*]] = titan.launch @[[NEG:kernel_neg]](%[[M]]) : (tensor<8x8xf32>) -> tensor<4x16xf32>
+// CHECK: %[[Z3:.*]] = titan.launch @[[ADD]](%arg0, %arg2)
+// CHECK: return %[[U]], %[[G]], %[[Z]], %[[Z3]]
 // CHECK-NOT: titan.add
-// CHECK-DAG: func.func private @[[NEG]](%{{.*}}: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {titan.kernel}
-// CHECK-DAG: func.func private @[[ADD]](%[[A0:.*]]: tensor<4x8xf32>, %[[A1:.*]]: tensor<8xf32>) -> tensor<4x8xf32> attributes {titan.kernel}
-// CHECK-DAG: func.func private @[[MUL]](%{{.*}}: tensor<4x8xf32>, %{{.*}}: tensor<8xf32>) -> tensor<4x8xf32> attributes {titan.kernel}
+// CHECK: func.func private @[[ADD]](%{{.*}}: tensor<4x8xf32>, %{{.*}}: tensor<8xf32>) -> tensor<4x8xf32> attributes {titan.kernel}
+// CHECK: func.func private @[[NEG]](%{{.*}}: tensor<8x8xf32>) -> tensor<4x16xf32> attributes {titan.kernel}
+// CHECK-NEXT: titan.reshape %{{.*}} : tensor<8x8xf32> -> tensor<4x16xf32>
+// CHECK-NEXT: titan.neg
+// CHECK-NEXT: return
+// CHECK: func.func private @[[MUL]](%{{.*}}: tensor<4x8xf32>, %{{.*}}: tensor<8xf32>) -> tensor<4x8xf32> attributes {titan.kernel}
 // CHECK-LABEL: func.func private @kernel_reduce_sum
 // CHECK-NEXT: titan.silu
 // CHECK-NEXT: titan.reduce_sum
 // CHECK-NEXT: return
 // CHECK: func.func private @[[ADD2]](%{{.*}}: tensor<4x8xf32>, %{{.*}}: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {titan.kernel}
 titan.mesh @mesh ["tp"=2]
-func.func @train_step(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>, tensor<4x8xf32>) {
+func.func @train_step(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> (tensor<4x16xf32>, tensor<4xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
   %h = titan.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
   %bb = titan.broadcast_in_dim %b dims [1] : tensor<8xf32> -> tensor<4x8xf32>
   %y = titan.add %h, %x : tensor<4x8xf32>
@@ -37,9 +45,12 @@ func.func @train_step(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32
   %g = titan.all_reduce %s on @mesh ["tp"] sum : tensor<4xf32>
   %z = titan.mul %y, %bb : tensor<4x8xf32>
   %z2 = titan.add %h, %bb : tensor<4x8xf32>
-  %r = titan.reshape %z2 : tensor<4x8xf32> -> tensor<4x8xf32>
-  %u = titan.neg %r : tensor<4x8xf32>
-  return %u, %g, %z : tensor<4x8xf32>, tensor<4xf32>, tensor<4x8xf32>
+  %r = titan.reshape %z2 : tensor<4x8xf32> -> tensor<8x4xf32>
+  %m = titan.matmul %r, %x : tensor<8x4xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
+  %v = titan.reshape %m : tensor<8x8xf32> -> tensor<4x16xf32>
+  %u = titan.neg %v : tensor<4x16xf32>
+  %z3 = titan.add %x, %bb : tensor<4x8xf32>
+  return %u, %g, %z, %z3 : tensor<4x16xf32>, tensor<4xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
 
 // -----
@@ -183,4 +194,31 @@ func.func @copied_and_materialized(%g: tensor<2x32x16xf32>, %h: tensor<2x32x16xf
   %back = titan.all_to_all %padded on @mesh ["fsdp"] split 0 concat 2 : tensor<4x32x8xf32> -> tensor<2x32x16xf32>
   %sum = titan.add %placed, %back : tensor<2x32x16xf32>
   return %sum : tensor<2x32x16xf32>
+}
+
+// -----
+
+// An embedding of a cast table (a parameter cast to bf16 under mixed
+// precision) that reads at most half of its rows gathers them from the
+// f32 table and casts them: its kernel does not cast the whole table. The
+// cast stays for its other reader (a tied output projection). A lookup of
+// more than half the rows (%wide) reads the cast table as it is.
+// CHECK-LABEL: func.func @gathered_rows
+// CHECK: %[[CAST:.*]] = titan.launch @kernel_cast_0(%arg0) : (tensor<64x8xf32>) -> tensor<64x8xbf16>
+// CHECK: %[[ROWS:.*]] = titan.launch @kernel_cast(%arg0, %arg1) : (tensor<64x8xf32>, tensor<2x4xi64>) -> tensor<2x4x8xbf16>
+// CHECK: titan.matmul %[[ROWS]], %[[CAST]] transpose_rhs
+// CHECK: titan.launch @kernel_embedding(%arg3, %arg2) : (tensor<4x8xf32>, tensor<3xi64>) -> tensor<3x8xbf16>
+// CHECK: func.func private @kernel_embedding
+// CHECK-NEXT: titan.cast %{{.*}} : tensor<4x8xf32> to tensor<4x8xbf16>
+// CHECK-NEXT: titan.embedding %{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<3xi64> -> tensor<3x8xbf16>
+// CHECK: func.func private @kernel_cast(%{{.*}}: tensor<64x8xf32>, %{{.*}}: tensor<2x4xi64>) -> tensor<2x4x8xbf16>
+// CHECK-NEXT: titan.embedding %{{.*}}, %{{.*}} : tensor<64x8xf32>, tensor<2x4xi64> -> tensor<2x4x8xf32>
+// CHECK-NEXT: titan.cast %{{.*}} : tensor<2x4x8xf32> to tensor<2x4x8xbf16>
+func.func @gathered_rows(%table: tensor<64x8xf32>, %ids: tensor<2x4xi64>, %few: tensor<3xi64>, %small: tensor<4x8xf32>) -> (tensor<2x4x64xbf16>, tensor<3x8xbf16>) {
+  %t = titan.cast %table : tensor<64x8xf32> to tensor<64x8xbf16>
+  %h = titan.embedding %t, %ids : tensor<64x8xbf16>, tensor<2x4xi64> -> tensor<2x4x8xbf16>
+  %logits = titan.matmul %h, %t transpose_rhs : tensor<2x4x8xbf16>, tensor<64x8xbf16> -> tensor<2x4x64xbf16>
+  %s = titan.cast %small : tensor<4x8xf32> to tensor<4x8xbf16>
+  %wide = titan.embedding %s, %few : tensor<4x8xbf16>, tensor<3xi64> -> tensor<3x8xbf16>
+  return %logits, %wide : tensor<2x4x64xbf16>, tensor<3x8xbf16>
 }

@@ -78,6 +78,64 @@
 // CHECK: arith.addf
 // CHECK-NOT: linalg.generic
 // CHECK: return
+// A kernel that returns a slice of a loop nest's result computes only the
+// slice (linalg's bubble-up of extract_slice): one third of a biased fused
+// projection adds the bias to that third, read through subviews, with no
+// scratch buffer for the whole sum.
+// CHECK-LABEL: func.func private @kernel_bias_slice
+// CHECK-SAME: (%[[X:.*]]: memref<2x4x24xf32>, %[[B:.*]]: memref<24xf32>, %[[OUT:.*]]: memref<2x4x8xf32>)
+// CHECK-NEXT: %[[XS:.*]] = memref.subview %[[X]][0, 0, 8] [2, 4, 8] [1, 1, 1]
+// CHECK-NEXT: %[[BS:.*]] = memref.subview %[[B]][8] [8] [1]
+// CHECK-NEXT: linalg.generic {{.*}} ins(%[[XS]], %[[BS]] : {{.*}}) outs(%[[OUT]] : memref<2x4x8xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: return
+
+// A reshape fused into its consumer's kernel (titan-fuse-kernels) folds
+// into the loop nest: the last third of the biased projection, viewed as
+// [b, t, heads, head_dim] and transposed to [b, heads, t, head_dim], is
+// one pass.
+// CHECK-LABEL: func.func private @kernel_head_split
+// CHECK-SAME: (%[[X:.*]]: memref<2x4x24xf32>, %[[B:.*]]: memref<24xf32>, %[[OUT:.*]]: memref<2x2x4x4xf32>)
+// CHECK-NOT: memref.alloc
+// CHECK: %[[XS:.*]] = memref.subview %[[X]][0, 0, 16] [2, 4, 8] [1, 1, 1]
+// CHECK: %[[XE:.*]] = memref.expand_shape %[[XS]] {{\[}}[0], [1], [2, 3]]
+// CHECK: linalg.generic {{.*}} ins(%[[XE]], %{{.*}} : {{.*}}) outs(%[[OUT]] : memref<2x2x4x4xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: return
+
+// The inverse, in the backward: the heads' cotangents transposed back and
+// collapsed to [b, t, dim] are written straight into their slots of the
+// concatenation (expanded views of subviews of the result), with no
+// scratch buffer and no copy.
+// CHECK-LABEL: func.func private @kernel_merge_heads
+// CHECK-SAME: (%[[Q:.*]]: memref<2x2x4x4xf32>, %[[K:.*]]: memref<2x2x4x4xf32>, %[[V:.*]]: memref<2x2x4x4xf32>, %[[OUT:.*]]: memref<2x4x24xf32>)
+// CHECK-NOT: memref.copy
+// CHECK: %[[S0:.*]] = memref.subview %[[OUT]][0, 0, 0] [2, 4, 8] [1, 1, 1]
+// CHECK-NEXT: %[[E0:.*]] = memref.expand_shape %[[S0]]
+// CHECK-NEXT: linalg.generic {{.*}} ins(%[[Q]] : memref<2x2x4x4xf32>) outs(%[[E0]] :
+// CHECK-NOT: memref.copy
+// CHECK: %[[S1:.*]] = memref.subview %[[OUT]][0, 0, 8] [2, 4, 8] [1, 1, 1]
+// CHECK-NEXT: %[[E1:.*]] = memref.expand_shape %[[S1]]
+// CHECK-NEXT: linalg.generic {{.*}} ins(%[[K]] : memref<2x2x4x4xf32>) outs(%[[E1]] :
+// CHECK-NOT: memref.copy
+// CHECK: %[[S2:.*]] = memref.subview %[[OUT]][0, 0, 16] [2, 4, 8] [1, 1, 1]
+// CHECK-NEXT: %[[E2:.*]] = memref.expand_shape %[[S2]]
+// CHECK-NEXT: linalg.generic {{.*}} ins(%[[V]] : memref<2x2x4x4xf32>) outs(%[[E2]] :
+// CHECK-NOT: memref.copy
+// CHECK: return
+
+// A returned collapse is written through an expanded view of the result.
+// CHECK-LABEL: func.func private @kernel_flat
+// CHECK-SAME: (%[[X:.*]]: memref<2x4x24xf32>, %[[OUT:.*]]: memref<64xf32>)
+// CHECK: %[[E:.*]] = memref.expand_shape %[[OUT]] {{\[}}[0, 1, 2]] output_shape [2, 4, 8]
+// CHECK: linalg.generic {{.*}} outs(%[[E]] : memref<2x4x8xf32>)
+// CHECK-NOT: memref.copy
+// CHECK: return
+
+// A reshape that no shape refines ([6, 4] -> [4, 6]) goes through one dim.
+// CHECK-LABEL: func.func private @kernel_odd
+// CHECK: memref.collapse_shape %{{.*}} {{\[}}[0, 1]] : memref<6x4xf32> into memref<24xf32>
+// CHECK: memref.expand_shape %{{.*}} {{\[}}[0, 1]] output_shape [4, 6] : memref<24xf32> into memref<4x6xf32>
 func.func @train_step(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>) {
   %a = titan.launch @kernel_scale(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
   %n = titan.launch @kernel_norm(%a, %w) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
@@ -134,4 +192,51 @@ func.func private @kernel_loss(%logits: tensor<2x4x16xbf16>, %labels: tensor<2x4
 func.func private @kernel_unit_sum(%x: tensor<1x4x8xbf16>) -> tensor<4x8xbf16> attributes {titan.kernel} {
   %0 = titan.reduce_sum %x dims [0] : tensor<1x4x8xbf16> -> tensor<4x8xbf16>
   return %0 : tensor<4x8xbf16>
+}
+func.func @heads(%x: tensor<2x4x24xf32>, %b: tensor<24xf32>, %q: tensor<2x2x4x4xf32>, %k: tensor<2x2x4x4xf32>, %v: tensor<2x2x4x4xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4x4xf32>, tensor<2x4x24xf32>) {
+  %s = titan.launch @kernel_bias_slice(%x, %b) : (tensor<2x4x24xf32>, tensor<24xf32>) -> tensor<2x4x8xf32>
+  %h = titan.launch @kernel_head_split(%x, %b) : (tensor<2x4x24xf32>, tensor<24xf32>) -> tensor<2x2x4x4xf32>
+  %c = titan.launch @kernel_merge_heads(%q, %k, %v) : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x4x24xf32>
+  return %s, %h, %c : tensor<2x4x8xf32>, tensor<2x2x4x4xf32>, tensor<2x4x24xf32>
+}
+func.func private @kernel_bias_slice(%x: tensor<2x4x24xf32>, %b: tensor<24xf32>) -> tensor<2x4x8xf32> attributes {titan.kernel} {
+  %bb = titan.broadcast_in_dim %b dims [2] : tensor<24xf32> -> tensor<2x4x24xf32>
+  %y = titan.add %x, %bb : tensor<2x4x24xf32>
+  %s = titan.slice %y [0, 0, 8] to [2, 4, 16] step [1, 1, 1] : tensor<2x4x24xf32> -> tensor<2x4x8xf32>
+  return %s : tensor<2x4x8xf32>
+}
+func.func private @kernel_head_split(%x: tensor<2x4x24xf32>, %b: tensor<24xf32>) -> tensor<2x2x4x4xf32> attributes {titan.kernel} {
+  %bb = titan.broadcast_in_dim %b dims [2] : tensor<24xf32> -> tensor<2x4x24xf32>
+  %y = titan.add %x, %bb : tensor<2x4x24xf32>
+  %s = titan.slice %y [0, 0, 16] to [2, 4, 24] step [1, 1, 1] : tensor<2x4x24xf32> -> tensor<2x4x8xf32>
+  %r = titan.reshape %s : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>
+  %t = titan.transpose %r [0, 2, 1, 3] : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
+  return %t : tensor<2x2x4x4xf32>
+}
+func.func private @kernel_merge_heads(%q: tensor<2x2x4x4xf32>, %k: tensor<2x2x4x4xf32>, %v: tensor<2x2x4x4xf32>) -> tensor<2x4x24xf32> attributes {titan.kernel} {
+  %tq = titan.transpose %q [0, 2, 1, 3] : tensor<2x2x4x4xf32> -> tensor<2x4x2x4xf32>
+  %rq = titan.reshape %tq : tensor<2x4x2x4xf32> -> tensor<2x4x8xf32>
+  %tk = titan.transpose %k [0, 2, 1, 3] : tensor<2x2x4x4xf32> -> tensor<2x4x2x4xf32>
+  %rk = titan.reshape %tk : tensor<2x4x2x4xf32> -> tensor<2x4x8xf32>
+  %tv = titan.transpose %v [0, 2, 1, 3] : tensor<2x2x4x4xf32> -> tensor<2x4x2x4xf32>
+  %rv = titan.reshape %tv : tensor<2x4x2x4xf32> -> tensor<2x4x8xf32>
+  %c = titan.concat %rq, %rk, %rv dim 2 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x24xf32>
+  return %c : tensor<2x4x24xf32>
+}
+func.func @reshapes(%x: tensor<2x4x24xf32>, %y: tensor<6x4xf32>) -> (tensor<64xf32>, tensor<6x4xf32>) {
+  %a = titan.launch @kernel_flat(%x) : (tensor<2x4x24xf32>) -> tensor<64xf32>
+  %b = titan.launch @kernel_odd(%y) : (tensor<6x4xf32>) -> tensor<6x4xf32>
+  return %a, %b : tensor<64xf32>, tensor<6x4xf32>
+}
+func.func private @kernel_flat(%x: tensor<2x4x24xf32>) -> tensor<64xf32> attributes {titan.kernel} {
+  %s = titan.slice %x [0, 0, 8] to [2, 4, 16] step [1, 1, 1] : tensor<2x4x24xf32> -> tensor<2x4x8xf32>
+  %r = titan.reshape %s : tensor<2x4x8xf32> -> tensor<64xf32>
+  %n = titan.neg %r : tensor<64xf32>
+  return %n : tensor<64xf32>
+}
+func.func private @kernel_odd(%y: tensor<6x4xf32>) -> tensor<6x4xf32> attributes {titan.kernel} {
+  %e = titan.exp %y : tensor<6x4xf32>
+  %r = titan.reshape %e : tensor<6x4xf32> -> tensor<4x6xf32>
+  %t = titan.transpose %r [1, 0] : tensor<4x6xf32> -> tensor<6x4xf32>
+  return %t : tensor<6x4xf32>
 }

@@ -517,7 +517,7 @@ planJobMemory(ArrayRef<ModuleOp> programs, const TitanPipelineOptions &pipeline,
         *report << "\n== Pipeline rank " << rank << ": bin/"
                 << getProgramName(degree, rank) << " ==\n";
       if (failed(writeMemoryReport(program, device, *report)) ||
-          failed(writeLaunchReport(program, *report)))
+          failed(writeLaunchReport(program, device, *report)))
         return llvm::createStringError("cannot write the memory report");
     }
     if (!memoryPlot.empty()) {

@@ -58,10 +58,15 @@ LogicalResult writeMemoryReport(ModuleOp module,
                                 llvm::raw_ostream &os);
 
 /// Writes the launches section of the report: how many compiled kernels
-/// `@train_step` launches (after titan-fuse-kernels), the bytes their
-/// operands and results hold in all and for the five families (kernels of
-/// one root op) that move the most, and the runtime's calls by op.
-LogicalResult writeLaunchReport(ModuleOp module, llvm::raw_ostream &os);
+/// `@train_step` launches (after titan-fuse-kernels), the bytes they move
+/// (their results, the parts of their operands their kernels read, their
+/// scratch written and read back) in all and for the five families
+/// (kernels of one root op) that move the most, and the runtime's calls by
+/// op; with `device`, the compute of the step as compiled (each launch
+/// timed by its bytes, each runtime call by the cost model).
+LogicalResult writeLaunchReport(ModuleOp module,
+                                const DeviceDescription *device,
+                                llvm::raw_ostream &os);
 
 /// Writes the memory of one rank over `@train_step` (after
 /// titan-plan-memory) as an SVG picture: the state and inputs, and the

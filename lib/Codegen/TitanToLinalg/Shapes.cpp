@@ -10,7 +10,12 @@
 //   - pad is a strided `tensor.insert_slice` into a zero-filled tensor (the
 //     inverse of slice);
 //   - concat is one `tensor.insert_slice` per operand into a
-//     `tensor.empty` that they cover.
+//     `tensor.empty` that they cover;
+//   - reshape (in a kernel only where titan-fuse-kernels fused it: one
+//     group reads it) is a `tensor.expand_shape` or `tensor.collapse_shape`
+//     where one shape refines the other (elementwise fusion then folds it
+//     into its producer or consumer), else a collapse to one dim and an
+//     expand.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +25,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 
 using namespace mlir;
 using namespace mlir::titan;
@@ -104,6 +110,43 @@ LogicalResult convertConcat(ConcatOp op, PatternRewriter &rewriter) {
   return success();
 }
 
+LogicalResult convertReshape(ReshapeOp op, PatternRewriter &rewriter) {
+  Location loc = op.getLoc();
+  RankedTensorType source = op.getInput().getType();
+  RankedTensorType result = op.getType();
+  if (!source.hasStaticShape() || !result.hasStaticShape())
+    return rewriter.notifyMatchFailure(op, "needs static shapes");
+  if (source.getRank() > result.getRank()) {
+    if (std::optional<SmallVector<ReassociationIndices>> groups =
+            getReassociationIndicesForReshape(source, result)) {
+      rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
+          op, result, op.getInput(), *groups);
+      return success();
+    }
+  } else if (source.getRank() < result.getRank()) {
+    if (std::optional<SmallVector<ReassociationIndices>> groups =
+            getReassociationIndicesForReshape(source, result)) {
+      rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
+          op, result, op.getInput(), *groups);
+      return success();
+    }
+  }
+  // Neither refines the other ([6, 4] -> [4, 6]): through one dim.
+  auto all = [](int64_t rank) {
+    ReassociationIndices dims;
+    for (int64_t dim = 0; dim < rank; ++dim)
+      dims.push_back(dim);
+    return SmallVector<ReassociationIndices>{dims};
+  };
+  auto flat =
+      RankedTensorType::get({source.getNumElements()}, source.getElementType());
+  Value collapsed = tensor::CollapseShapeOp::create(
+      rewriter, loc, flat, op.getInput(), all(source.getRank()));
+  rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(op, result, collapsed,
+                                                     all(result.getRank()));
+  return success();
+}
+
 } // namespace
 
 void mlir::titan::populateShapesToLinalgPatterns(RewritePatternSet &patterns) {
@@ -112,4 +155,5 @@ void mlir::titan::populateShapesToLinalgPatterns(RewritePatternSet &patterns) {
   addConversion(patterns, convertSlice);
   addConversion(patterns, convertPad);
   addConversion(patterns, convertConcat);
+  addConversion(patterns, convertReshape);
 }
