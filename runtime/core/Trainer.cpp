@@ -535,11 +535,15 @@ Status Trainer::loadBuffers(const std::string &folder) {
 }
 
 void Trainer::initialize(uint64_t seed) {
-  // torchtitan-like defaults, from the name and rank of each parameter:
-  // biases 0, norm scales (rank 1) 1, embeddings N(0, 1), other weights
-  // N(0, 0.02), truncated at 2 standard deviations. Each global element's
-  // value depends only on the seed, the parameter's name and the element's
-  // global index, so every parallel layout starts from the same model.
+  // The defaults of the projects models come from, by the name and rank of
+  // each parameter: biases 0, norm scales (rank 1) 1, torchtitan's token
+  // embeddings (`tok_embeddings`, untied from its output projection)
+  // N(0, 1), other weights N(0, 0.02) (Hugging Face's initializer_range
+  // and nanoGPT's, embeddings included: GPT-2's wte is also its output
+  // projection, whose logits N(0, 1) would blow up), truncated at 2
+  // standard deviations. Each global element's value depends only on the
+  // seed, the parameter's name and the element's global index, so every
+  // parallel layout starts from the same model.
   for (const TensorPlace &argument : program.arguments) {
     if (argument.role != "param" || argument.dtype != TITANRT_F32)
       continue;
@@ -552,9 +556,7 @@ void Trainer::initialize(uint64_t seed) {
     float *data = reinterpret_cast<float *>(regions.address(argument));
     llvm::StringRef name = argument.name;
     bool isBias = name.ends_with("bias");
-    bool isEmbedding =
-        name.contains("embed") || name.contains("wte") || name.contains("wpe");
-    double std = isEmbedding ? 1.0 : 0.02;
+    double std = name.contains("tok_embeddings") ? 1.0 : 0.02;
     uint64_t key = mix(seed ^ llvm::xxh3_64bits(name));
     const IndexBox &box = tensor->boxes[rank].box;
     forEachChunk(argument.numElements(), [&](int64_t begin, int64_t end) {
