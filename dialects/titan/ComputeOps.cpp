@@ -164,6 +164,32 @@ bool sameGroup(AllReduceOp a, AllReduceOp b) {
          a.getInput().getType() == b.getInput().getType();
 }
 
+/// Replaces `add` by `combine(x, y)` of its two terms, or, where one term
+/// is an add used only here, by `rest + combine(x, y)` of a term of that
+/// add and the outer add's other term: `add(add(rest, x), y)`. `combine`
+/// returns null where the terms do not combine.
+LogicalResult combineTerms(AddOp add, PatternRewriter &rewriter,
+                           llvm::function_ref<Value(Value, Value)> combine) {
+  for (auto [first, second] : {std::pair(add.getLhs(), add.getRhs()),
+                               std::pair(add.getRhs(), add.getLhs())}) {
+    if (Value combined = combine(first, second)) {
+      rewriter.replaceOp(add, combined);
+      return success();
+    }
+    auto partial = first.getDefiningOp<AddOp>();
+    if (!partial || !partial->hasOneUse())
+      continue;
+    for (auto [rest, term] : {std::pair(partial.getLhs(), partial.getRhs()),
+                              std::pair(partial.getRhs(), partial.getLhs())}) {
+      if (Value combined = combine(term, second)) {
+        rewriter.replaceOpWithNewOp<AddOp>(add, rest, combined);
+        return success();
+      }
+    }
+  }
+  return failure();
+}
+
 /// `add(all_reduce(a), all_reduce(b))` -> `all_reduce(add(a, b))`, and
 /// `add(add(x, all_reduce(a)), all_reduce(b))` ->
 /// `add(x, all_reduce(add(a, b)))`, for linear reductions of one group,
@@ -173,40 +199,16 @@ struct MergeAllReducesOfSum : OpRewritePattern<AddOp> {
 
   LogicalResult matchAndRewrite(AddOp add,
                                 PatternRewriter &rewriter) const override {
-    for (auto [first, second] : {std::pair(add.getLhs(), add.getRhs()),
-                                 std::pair(add.getRhs(), add.getLhs())}) {
-      AllReduceOp outer = linearAllReduce(second);
-      if (!outer)
-        continue;
-      if (AllReduceOp inner = linearAllReduce(first);
-          inner && sameGroup(inner, outer)) {
-        rewriter.replaceOp(add, merge(rewriter, add.getLoc(), inner, outer));
-        return success();
-      }
-      auto partial = first.getDefiningOp<AddOp>();
-      if (!partial || !partial->hasOneUse())
-        continue;
-      for (auto [rest, reduced] :
-           {std::pair(partial.getLhs(), partial.getRhs()),
-            std::pair(partial.getRhs(), partial.getLhs())}) {
-        AllReduceOp inner = linearAllReduce(reduced);
-        if (!inner || !sameGroup(inner, outer))
-          continue;
-        Value merged = merge(rewriter, add.getLoc(), inner, outer);
-        rewriter.replaceOpWithNewOp<AddOp>(add, rest, merged);
-        return success();
-      }
-    }
-    return failure();
-  }
-
-private:
-  /// One all-reduce of the sum of the inputs of `a` and `b`.
-  static Value merge(PatternRewriter &rewriter, Location loc, AllReduceOp a,
-                     AllReduceOp b) {
-    Value sum = AddOp::create(rewriter, loc, a.getInput(), b.getInput());
-    return AllReduceOp::create(rewriter, loc, sum, a.getMeshAttr(),
-                               a.getAxesAttr(), a.getReduceAttr());
+    return combineTerms(add, rewriter, [&](Value x, Value y) -> Value {
+      AllReduceOp inner = linearAllReduce(x), outer = linearAllReduce(y);
+      if (!inner || !outer || !sameGroup(inner, outer))
+        return {};
+      Value sum = AddOp::create(rewriter, add.getLoc(), inner.getInput(),
+                                outer.getInput());
+      return AllReduceOp::create(rewriter, add.getLoc(), sum,
+                                 inner.getMeshAttr(), inner.getAxesAttr(),
+                                 inner.getReduceAttr());
+    });
   }
 };
 
@@ -223,34 +225,12 @@ struct MergeAdjacentPads : OpRewritePattern<AddOp> {
 
   LogicalResult matchAndRewrite(AddOp add,
                                 PatternRewriter &rewriter) const override {
-    for (auto [first, second] : {std::pair(add.getLhs(), add.getRhs()),
-                                 std::pair(add.getRhs(), add.getLhs())}) {
-      auto outer = second.getDefiningOp<PadOp>();
-      if (!outer || !outer->hasOneUse())
-        continue;
-      if (auto inner = first.getDefiningOp<PadOp>();
-          inner && inner->hasOneUse()) {
-        if (Value merged = merge(rewriter, add.getLoc(), inner, outer)) {
-          rewriter.replaceOp(add, merged);
-          return success();
-        }
-      }
-      auto partial = first.getDefiningOp<AddOp>();
-      if (!partial || !partial->hasOneUse())
-        continue;
-      for (auto [rest, padded] :
-           {std::pair(partial.getLhs(), partial.getRhs()),
-            std::pair(partial.getRhs(), partial.getLhs())}) {
-        auto inner = padded.getDefiningOp<PadOp>();
-        if (!inner || !inner->hasOneUse())
-          continue;
-        if (Value merged = merge(rewriter, add.getLoc(), inner, outer)) {
-          rewriter.replaceOpWithNewOp<AddOp>(add, rest, merged);
-          return success();
-        }
-      }
-    }
-    return failure();
+    return combineTerms(add, rewriter, [&](Value x, Value y) -> Value {
+      auto a = x.getDefiningOp<PadOp>(), b = y.getDefiningOp<PadOp>();
+      if (!a || !b || !a->hasOneUse() || !b->hasOneUse())
+        return {};
+      return merge(rewriter, add.getLoc(), a, b);
+    });
   }
 
 private:
