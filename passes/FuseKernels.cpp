@@ -185,6 +185,9 @@ struct Grouping {
   /// The roots of sibling groups merged into another (mergeSiblingGroups):
   /// results of the kernel after the root's, read outside it.
   llvm::SmallSetVector<Operation *, 8> siblingRoots;
+  /// The groups that took in a consumer (mergeEpilogues): their members
+  /// are cloned in program order, the consumer's after the root.
+  llvm::SmallDenseSet<unsigned, 8> withEpilogue;
 };
 
 /// Forms the groups of `block` (see the pass description).
@@ -365,6 +368,61 @@ static void mergeSiblingGroups(Grouping &grouping) {
   }
 }
 
+/// Merges an elementwise group into the group whose root computes one of
+/// its inputs, when the root has other results read elsewhere (so it could
+/// not join the elementwise group), that input is read by the group alone,
+/// and the group's other inputs are computed before the root: the root's
+/// kernel computes the group too, as an epilogue, and no longer writes
+/// that input (LayerNorm's backward and the residual cotangent it is added
+/// to: one pass instead of the input gradient written, then read again
+/// with the residual's by an add kernel). A value another kernel computes
+/// is ready where that kernel is launched.
+static void mergeEpilogues(Grouping &grouping) {
+  for (unsigned group = 0; group < grouping.members.size(); ++group) {
+    ArrayRef<Operation *> members = grouping.members[group];
+    if (members.empty() || !isElementwiseGroup(grouping, group))
+      continue;
+    llvm::SetVector<Value> inputs = getGroupInputs(grouping, group);
+    for (Value input : inputs) {
+      Operation *producer = input.getDefiningOp();
+      auto target =
+          producer ? grouping.groupOf.find(producer) : grouping.groupOf.end();
+      if (target == grouping.groupOf.end() || target->second == group ||
+          grouping.members[target->second].front() != producer ||
+          producer->getNumResults() < 2 ||
+          !llvm::all_of(input.getUsers(), [&](Operation *user) {
+            auto it = grouping.groupOf.find(user);
+            return it != grouping.groupOf.end() && it->second == group;
+          }))
+        continue;
+      // A grouped value is computed where its group's kernel is launched.
+      bool ready = llvm::all_of(inputs, [&](Value other) {
+        Operation *def = other.getDefiningOp();
+        if (other == input || !def)
+          return true;
+        auto grouped = grouping.groupOf.find(def);
+        Operation *at = grouped == grouping.groupOf.end()
+                            ? def
+                            : grouping.members[grouped->second].front();
+        return at->isBeforeInBlock(producer);
+      });
+      if (!ready)
+        continue;
+      unsigned into = target->second;
+      for (Operation *member : members)
+        grouping.groupOf[member] = into;
+      llvm::append_range(grouping.members[into], members);
+      grouping.siblingRoots.insert(members.front());
+      grouping.withEpilogue.insert(into);
+      for (auto &[op, groups] : grouping.copiedInto)
+        if (groups.remove(group))
+          groups.insert(into);
+      grouping.members[group].clear();
+      break;
+    }
+  }
+}
+
 /// The kernels of a module, by the printed form of their function (with a
 /// neutral name), so that identical groups share one kernel.
 class KernelTable {
@@ -460,15 +518,30 @@ void Outliner::outline(unsigned group) {
   mapping.clear();
   inputs.clear();
   // Each merged sibling's members follow the group's, each in reverse
-  // program order.
-  for (Operation *member : llvm::reverse(members)) {
+  // program order; an epilogue's (read from the root) follow the root, in
+  // program order with the others.
+  SmallVector<Operation *> order(llvm::reverse(members));
+  if (grouping.withEpilogue.contains(group))
+    llvm::stable_sort(order, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+  for (Operation *member : order) {
     for (Value operand : member->getOperands())
       lookupOrAdd(operand, group);
     builder.clone(*member, mapping);
   }
-  // The root's results, its siblings', then those of the members the
+  // The root's results read outside the kernel (under an epilogue, one
+  // may be read in it only), its siblings', then those of the members the
   // function returns.
-  SmallVector<Value> values(root->getResults());
+  SmallVector<Value> values;
+  for (Value result : root->getResults())
+    if (!grouping.withEpilogue.contains(group) ||
+        llvm::any_of(result.getUsers(), [&](Operation *user) {
+          auto it = grouping.groupOf.find(user);
+          return it == grouping.groupOf.end() || it->second != group;
+        }))
+      values.push_back(result);
+  size_t rootValues = values.size();
   for (Operation *member : members)
     if (grouping.siblingRoots.contains(member))
       llvm::append_range(values, member->getResults());
@@ -492,8 +565,10 @@ void Outliner::outline(unsigned group) {
       FlatSymbolRefAttr::get(shared.getSymNameAttr()), inputs);
   // Placements (if any) stay with the values: the root's, when every
   // result of the launch has them.
-  Attribute placements = root->getAttr(TitanDialect::kPlacementsAttrName);
-  for (Value value : ValueRange(values).drop_front(root->getNumResults()))
+  Attribute placements = rootValues == root->getNumResults()
+                             ? root->getAttr(TitanDialect::kPlacementsAttrName)
+                             : Attribute();
+  for (Value value : ValueRange(values).drop_front(rootValues))
     if (value.getDefiningOp()->getAttr(TitanDialect::kPlacementsAttrName) !=
         placements)
       placements = nullptr;
@@ -562,6 +637,7 @@ struct FuseKernelsPass
       Grouping grouping = formGroups(block, runtimeOps);
       if (mergeSiblings)
         mergeSiblingGroups(grouping);
+      mergeEpilogues(grouping);
       Outliner outliner(kernels, grouping);
       for (unsigned group = 0; group < grouping.members.size(); ++group)
         outliner.outline(group);

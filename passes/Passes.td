@@ -1241,6 +1241,15 @@ def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
     cast the whole table (a bf16 copy of the embedding under mixed
     precision) to read a batch's rows.
 
+    After the siblings, an elementwise group joins the group whose root
+    computes one of its inputs when that root has other results read
+    elsewhere (so it could not join the elementwise group), the input is
+    read by the group alone and the group's other inputs are computed
+    before the root: the root's kernel computes the group as an epilogue
+    and returns only the root's results read outside it (LayerNorm's
+    backward adds its input gradient to the residual cotangent and writes
+    the sum, not the gradient, where an add kernel read both again).
+
     `runtime-ops` names ops that the runtime executes with its own kernels
     instead (host ops like `titan.matmul`): `rms_norm` (`titan.rms_norm`
     and `titan.rms_norm_grad`, as `titanrt_rms_norm(_grad)`) and

@@ -6,7 +6,8 @@
 // memory-bound; the bytes they move are what kernel fusion shrinks: each
 // launch's results, the part of each operand its kernel reads (a kernel
 // that reads an operand only through subviews, a third of a fused qkv
-// projection, reads those), and its scratch buffers, written and read
+// projection, reads those; one that gathers from it, an embedding's table,
+// one element per iteration), and its scratch buffers, written and read
 // back once. With a device, the compute of the compiled step is timed as
 // it runs: each launch by the bytes it moves, each runtime call as the cost
 // model times its op (the per-op prediction of the step-time section times

@@ -222,3 +222,40 @@ func.func @gathered_rows(%table: tensor<64x8xf32>, %ids: tensor<2x4xi64>, %few: 
   %wide = titan.embedding %s, %few : tensor<4x8xbf16>, tensor<3xi64> -> tensor<3x8xbf16>
   return %logits, %wide : tensor<2x4x64xbf16>, tensor<3x8xbf16>
 }
+
+// -----
+
+// An elementwise consumer of a root with other results read elsewhere
+// joins the root's kernel as an epilogue when its other inputs are
+// computed before the root: LayerNorm's input gradient is added to the
+// residual cotangent exp(%res) in the norm's kernel, which returns the sum
+// (read by an all-reduce and the next norm's kernel) and the weight
+// gradient (an all-reduce reads it) but neither the input gradient (the
+// add alone reads it) nor the unused bias gradient. The
+// second norm's input gradient is added to %late, an all-reduce issued
+// after that norm: the add stays a kernel of its own.
+// CHECK-LABEL: func.func @epilogue
+// CHECK: %[[N:.*]]:2 = titan.launch @[[NORM:kernel_layer_norm_grad_0]](%arg3, %arg0, %arg1, %arg2) : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<8xf32>, tensor<4x8xf32>)
+// CHECK: titan.all_reduce %[[N]]#0
+// CHECK: titan.all_reduce %[[N]]#1
+// CHECK: %[[M:.*]]:3 = titan.launch @kernel_layer_norm_grad(%arg0, %arg1, %[[N]]#1) : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK: %[[LATE:.*]] = titan.all_reduce %arg3
+// CHECK: titan.launch @kernel_add(%[[M]]#0, %[[LATE]])
+// CHECK: func.func private @[[NORM]]
+// CHECK-NEXT: %[[E:.*]] = titan.exp
+// CHECK-NEXT: %[[DX:.*]], %[[DW:.*]], %{{.*}} = titan.layer_norm_grad
+// CHECK-NEXT: %[[SUM:.*]] = titan.add %[[DX]], %[[E]]
+// CHECK-NEXT: return %[[DW]], %[[SUM]]
+titan.mesh @mesh ["dp"=2]
+func.func @epilogue(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %dy: tensor<4x8xf32>, %res: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xf32>) {
+  %r = titan.exp %res : tensor<4x8xf32>
+  %dx, %dw, %db = titan.layer_norm_grad %x, %w, %dy eps 1.0e-5 : tensor<4x8xf32>, tensor<8xf32>
+  %gw = titan.all_reduce %dw on @mesh ["dp"] sum : tensor<8xf32>
+  %sum = titan.add %dx, %r : tensor<4x8xf32>
+  %gs = titan.all_reduce %sum on @mesh ["dp"] sum : tensor<4x8xf32>
+  %dx2, %dw2, %db2 = titan.layer_norm_grad %x, %w, %sum eps 1.0e-5 : tensor<4x8xf32>, tensor<8xf32>
+  %gw2 = titan.all_reduce %dw2 on @mesh ["dp"] sum : tensor<8xf32>
+  %late = titan.all_reduce %res on @mesh ["dp"] sum : tensor<4x8xf32>
+  %sum2 = titan.add %dx2, %late : tensor<4x8xf32>
+  return %sum2, %gw, %gw2, %gs : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xf32>
+}
