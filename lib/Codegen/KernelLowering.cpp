@@ -456,27 +456,26 @@ static void writeCollapsedResultsInPlace(ModuleOp kernels) {
         producer.payloadUsesValueFromOperand(init))
       continue;
     Operation *user = *collapse->getUsers().begin();
-    Location loc = collapse.getLoc();
-    Value target;
-    if (auto insert = dyn_cast<tensor::InsertSliceOp>(user);
-        insert && insert.getSource() == collapse.getResult() &&
-        insert->getBlock() == producer->getBlock()) {
+    auto insert = dyn_cast<tensor::InsertSliceOp>(user);
+    bool intoSlot = insert && insert.getSource() == collapse.getResult() &&
+                    insert->getBlock() == producer->getBlock();
+    if (!intoSlot && !isa<func::ReturnOp>(user))
+      continue;
+    if (intoSlot) {
       producer->moveBefore(insert);
       collapse->moveBefore(insert);
-      OpBuilder builder(producer);
-      target = tensor::ExtractSliceOp::create(
-          builder, loc, collapse.getResultType(), insert.getDest(),
-          insert.getMixedOffsets(), insert.getMixedSizes(),
-          insert.getMixedStrides());
-    } else if (isa<func::ReturnOp>(user)) {
-      OpBuilder builder(producer);
-      target = tensor::EmptyOp::create(
-          builder, loc, collapse.getResultType().getShape(),
-          collapse.getResultType().getElementType());
-    } else {
-      continue;
     }
     OpBuilder builder(producer);
+    Location loc = collapse.getLoc();
+    RankedTensorType collapsed = collapse.getResultType();
+    Value target =
+        intoSlot
+            ? Value(tensor::ExtractSliceOp::create(
+                  builder, loc, collapsed, insert.getDest(),
+                  insert.getMixedOffsets(), insert.getMixedSizes(),
+                  insert.getMixedStrides()))
+            : Value(tensor::EmptyOp::create(builder, loc, collapsed.getShape(),
+                                            collapsed.getElementType()));
     init->set(tensor::ExpandShapeOp::create(
         builder, loc, collapse.getSrcType(), target,
         collapse.getReassociationIndices()));

@@ -440,6 +440,15 @@ llvm::Expected<Value> powByConstant(Emitter &emit, Value x, double p) {
       p));
 }
 
+/// Advances `index` to the next element of `shape` in row-major order.
+void nextIndex(MutableArrayRef<int64_t> index, ArrayRef<int64_t> shape) {
+  for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+    if (++index[d] < shape[d])
+      return;
+    index[d] = 0;
+  }
+}
+
 /// The elements of `value` in row-major order when the program computes it
 /// at compile time (constants, iotas, buffers recorded by diagonals, and the
 /// elementwise and shape ops on them that IndexFunctionEvaluator follows);
@@ -456,11 +465,7 @@ std::optional<std::vector<double>> compileTimeElements(Value value) {
   SmallVector<int64_t> index(type.getRank(), 0);
   for (int64_t n = 0; n < type.getNumElements(); ++n) {
     values.push_back(f->at(index));
-    for (int64_t d = type.getRank() - 1; d >= 0; --d) {
-      if (++index[d] < type.getDimSize(d))
-        break;
-      index[d] = 0;
-    }
+    nextIndex(index, type.getShape());
   }
   return values;
 }
@@ -506,11 +511,7 @@ Value compileTimeTensor(Emitter &emit, RankedTensorType type,
     for (int64_t d = 0; d < rank; ++d)
       expected += coef[d] * static_cast<double>(index[d]);
     affine = expected == values[n];
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (++index[d] < type.getDimSize(d))
-        break;
-      index[d] = 0;
-    }
+    nextIndex(index, type.getShape());
   }
   if (!affine)
     return denseConstant(emit, type, values);
@@ -1506,19 +1507,16 @@ Outputs convertCopy(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> source = importer.tensorInput(node, 1);
   if (!source)
     return source.takeError();
-  // Broadcast one way: each of src's dims, aligned from the last, is 1 or
-  // the destination's.
+  // Broadcast one way: src and self broadcast to self's shape.
   RankedTensorType sourceType = tensorType(*source);
-  int64_t extra = type.getRank() - sourceType.getRank();
-  bool broadcastable =
-      extra >= 0 &&
-      llvm::all_of(llvm::seq<int64_t>(0, sourceType.getRank()), [&](int64_t d) {
-        int64_t size = sourceType.getDimSize(d);
-        return size == 1 || size == type.getDimSize(d + extra);
-      });
-  if (!broadcastable)
+  llvm::Expected<SmallVector<int64_t>> shape =
+      broadcastShape(sourceType.getShape(), type.getShape());
+  if (!shape || ArrayRef<int64_t>(*shape) != type.getShape()) {
+    if (!shape)
+      llvm::consumeError(shape.takeError());
     return makeError(
         llvm::formatv("cannot copy a '{0}' into a '{1}'", sourceType, type));
+  }
   return single(emit.broadcastTo(emit.cast(*source, type.getElementType()),
                                  type.getShape()));
 }

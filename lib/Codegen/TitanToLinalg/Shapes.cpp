@@ -116,20 +116,17 @@ LogicalResult convertReshape(ReshapeOp op, PatternRewriter &rewriter) {
   RankedTensorType result = op.getType();
   if (!source.hasStaticShape() || !result.hasStaticShape())
     return rewriter.notifyMatchFailure(op, "needs static shapes");
-  if (source.getRank() > result.getRank()) {
-    if (std::optional<SmallVector<ReassociationIndices>> groups =
-            getReassociationIndicesForReshape(source, result)) {
-      rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
-          op, result, op.getInput(), *groups);
-      return success();
-    }
-  } else if (source.getRank() < result.getRank()) {
-    if (std::optional<SmallVector<ReassociationIndices>> groups =
-            getReassociationIndicesForReshape(source, result)) {
-      rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
-          op, result, op.getInput(), *groups);
-      return success();
-    }
+  std::optional<SmallVector<ReassociationIndices>> groups =
+      getReassociationIndicesForReshape(source, result);
+  if (groups && source.getRank() > result.getRank()) {
+    rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
+        op, result, op.getInput(), *groups);
+    return success();
+  }
+  if (groups && source.getRank() < result.getRank()) {
+    rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(op, result,
+                                                       op.getInput(), *groups);
+    return success();
   }
   // Neither refines the other ([6, 4] -> [4, 6]): through one dim.
   auto all = [](int64_t rank) {
