@@ -71,12 +71,25 @@ static int64_t bytesOf(Type type) {
   return tensor.getNumElements() * getElementByteWidth(tensor.getElementType());
 }
 
+/// Whether `op` stores into the step's own frame (the host table of a
+/// runtime call, lowerFusedAdamW), not into the step's memory.
+static bool storesIntoFrame(Operation *op) {
+  auto store = dyn_cast<LLVM::StoreOp>(op);
+  if (!store)
+    return false;
+  Value address = store.getAddr();
+  while (auto gep = address.getDefiningOp<LLVM::GEPOp>())
+    address = gep.getBase();
+  return address.getDefiningOp<LLVM::AllocaOp>() != nullptr;
+}
+
 /// Fails naming the op when the step function of a GPU program accesses
 /// memory itself: its regions are the device's, which the host cannot read.
 static LogicalResult verifyNoHostAccess(LLVM::LLVMFuncOp function) {
   WalkResult result = function.walk([&](Operation *op) {
     if (!isa<LLVM::LoadOp, LLVM::StoreOp, LLVM::MemcpyOp, LLVM::MemmoveOp,
-             LLVM::MemsetOp, LLVM::AtomicRMWOp, LLVM::AtomicCmpXchgOp>(op))
+             LLVM::MemsetOp, LLVM::AtomicRMWOp, LLVM::AtomicCmpXchgOp>(op) ||
+        storesIntoFrame(op))
       return WalkResult::advance();
     op->emitError("titan-lower-to-runtime: the step function accesses the "
                   "step's memory on the host ('")
@@ -118,6 +131,7 @@ private:
   LogicalResult lower(Operation *op);
   LogicalResult lowerMatmul(MatmulOp op);
   LogicalResult lowerCopies(func::ReturnOp op);
+  LogicalResult lowerFusedAdamW(FusedAdamWOp op);
 
   /// A pointer to `place`, computed at the insertion point.
   Value pointer(BufferAttr place);
@@ -378,6 +392,60 @@ LogicalResult StepLowering::lowerCopies(func::ReturnOp op) {
   return success();
 }
 
+LogicalResult StepLowering::lowerFusedAdamW(FusedAdamWOp op) {
+  Location loc = op.getLoc();
+  auto ptrType = LLVM::LLVMPointerType::get(context);
+  // titanrt_adamw_tensor: eight pointers, numel, grad_dtype.
+  SmallVector<Type> fields(8, ptrType);
+  fields.append({builder.getI64Type(), builder.getI32Type()});
+  auto tensorType = LLVM::LLVMStructType::getLiteral(context, fields);
+  int64_t count = op.getParams().size();
+  // The table lives in the step's frame, allocated once in its entry block
+  // and filled where the call is.
+  Value table;
+  {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(&function.getBody().front());
+    table = LLVM::AllocaOp::create(builder, loc, ptrType, tensorType,
+                                   i64(std::max<int64_t>(count, 1)),
+                                   /*alignment=*/8);
+  }
+  ArrayRef<int64_t> copied =
+      op.getCopied() ? *op.getCopied() : ArrayRef<int64_t>();
+  unsigned copies = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    Value copy;
+    if (copies < copied.size() && copied[copies] == i)
+      copy = op.getNewParamCopies()[copies++];
+    Value grad = op.getGrads()[i];
+    Value values[] = {
+        pointer(op.getParams()[i]),
+        pointer(grad),
+        pointer(op.getExpAvgs()[i]),
+        pointer(op.getExpAvgSqs()[i]),
+        pointer(op.getNewParams()[i]),
+        pointer(op.getNewExpAvgs()[i]),
+        pointer(op.getNewExpAvgSqs()[i]),
+        pointerOrNull(copy),
+        i64(getStaticNumElements(op.getParams()[i].getType())),
+        i32(getRuntimeDType(getElementTypeOrSelf(grad.getType())))};
+    for (auto [field, value] : llvm::enumerate(values)) {
+      Value address = LLVM::GEPOp::create(
+          builder, loc, ptrType, tensorType, table,
+          ArrayRef<LLVM::GEPArg>{int32_t(i), int32_t(field)});
+      LLVM::StoreOp::create(builder, loc, value, address);
+    }
+  }
+  callRuntime("titanrt_fused_adamw",
+              {contextArg, table, i64(count), pointer(op.getLr()),
+               pointer(op.getStep()), pointerOrNull(op.getGradScale()),
+               f64(op.getBeta1().convertToDouble()),
+               f64(op.getBeta2().convertToDouble()),
+               f64(op.getEps().convertToDouble()),
+               f64(op.getWeightDecay().convertToDouble())});
+  return success();
+}
+
 LogicalResult StepLowering::lower(Operation *op) {
   auto dtypeOf = [&](Value value) {
     return i32(getRuntimeDType(
@@ -469,23 +537,8 @@ LogicalResult StepLowering::lower(Operation *op) {
                  i64(rows), i64(cols), f64(grad.getEps().convertToDouble())});
     return success();
   }
-  if (auto adamw = dyn_cast<AdamWOp>(op)) {
-    callRuntime("titanrt_adamw",
-                {contextArg, dtypeOf(adamw.getGrad()),
-                 pointer(adamw.getParam()), pointer(adamw.getGrad()),
-                 pointer(adamw.getExpAvg()), pointer(adamw.getExpAvgSq()),
-                 pointer(adamw.getLr()), pointer(adamw.getStep()),
-                 pointerOrNull(adamw.getGradScale()),
-                 pointer(adamw.getNewParam()), pointer(adamw.getNewExpAvg()),
-                 pointer(adamw.getNewExpAvgSq()),
-                 pointerOrNull(adamw.getNewParamCopy()),
-                 i64(adamw.getParam().getType().getNumElements()),
-                 f64(adamw.getBeta1().convertToDouble()),
-                 f64(adamw.getBeta2().convertToDouble()),
-                 f64(adamw.getEps().convertToDouble()),
-                 f64(adamw.getWeightDecay().convertToDouble())});
-    return success();
-  }
+  if (auto adamw = dyn_cast<FusedAdamWOp>(op))
+    return lowerFusedAdamW(adamw);
   if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
     auto [rows, vocab] = getRowsAndColumns(loss.getLogits());
     callRuntime("titanrt_cross_entropy",

@@ -1255,8 +1255,9 @@ def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
     and `titan.rms_norm_grad`, as `titanrt_rms_norm(_grad)`) and
     `cross_entropy` (`titan.cross_entropy` and `titan.cross_entropy_grad`,
     as `titanrt_cross_entropy(_grad)`) and `adamw` (`titan.adamw`, as
-    `titanrt_adamw`: one launch per parameter at the GPU's bandwidth,
-    where the compiled kernels of the expanded update reach less). On a
+    one runtime call for all of a rank's parameters once titan-fuse-adamw
+    has run: on a GPU one launch at the GPU's bandwidth, where the compiled
+    kernels of the expanded update reach less). On a
     GPU the runtime's kernels
     take fewer passes over the rows (the loss's maximum, sum of
     exponentials and label logit in one online pass; RMSNorm's statistic
@@ -1305,6 +1306,39 @@ def ConvertTitanToLinalgPass : Pass<"titan-convert-to-linalg",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect"];
+}
+
+def FuseAdamWPass : Pass<"titan-fuse-adamw"> {
+  let summary = "Makes the runtime's AdamW steps of a rank one call";
+  let description = [{
+    After titan-fuse-kernels, each `titan.adamw` left to the runtime
+    (`runtime-ops` adamw, the CUDA backend's default) would be a runtime
+    call of its own: on a GPU one launch per parameter, each reading the
+    step's scalars again (147 for a 16-layer Llama). This pass replaces the
+    `titan.adamw` ops of a block that share `lr`, `step`, `grad_scale` and
+    the hyperparameters with one `titan.fused_adamw` where the last of them
+    stands: one `titanrt_fused_adamw` call, which the CUDA backend runs as
+    one launch over every parameter's chunks (as
+    `torch.optim.AdamW(fused=True)`) and the CPU backend as one parallel
+    loop per parameter. The arithmetic of each element is unchanged.
+
+    A step moves to the last one only when nothing before that reads its
+    results (the updated parameter, moments or copy); a step whose results
+    are read earlier ends the group, and the steps after it form the next
+    one. titan-plan-memory then sees every gradient of a group live until
+    the group's call (they are, already, when a clipping norm reads them
+    all first).
+
+    Example:
+
+    ```mlir
+    %p0n, %m0n, %v0n = titan.adamw %p0, %g0, %m0, %v0 lr %lr step %s betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08 weight_decay 1.000000e-01 : tensor<64xf32>, tensor<64xf32>
+    %p1n, %m1n, %v1n = titan.adamw %p1, %g1, %m1, %v1 lr %lr step %s betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08 weight_decay 1.000000e-01 : tensor<8x64xf32>, tensor<8x64xbf16>
+    // becomes
+    %p:2, %m:2, %v:2 = titan.fused_adamw params(%p0, %p1) grads(%g0, %g1) exp_avgs(%m0, %m1) exp_avg_sqs(%v0, %v1) lr %lr step %s betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08 weight_decay 1.000000e-01 : tensor<64xf32>, tensor<8x64xf32> grads tensor<64xf32>, tensor<8x64xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
 
 def LowerKernelsPass : Pass<"titan-lower-kernels", "::mlir::ModuleOp"> {

@@ -97,6 +97,7 @@ void mlir::titan::buildPlanningPipeline(OpPassManager &pm,
   pm.addPass(createFoldMatmulBatchPass());
   pm.addPass(createFuseAddendsPass());
   pm.addPass(createFuseKernelsPass(options.fuseKernels));
+  pm.addPass(createFuseAdamWPass());
   pm.addPass(createLowerKernelsPass());
   pm.addPass(createPlanMemoryPass());
 }

@@ -24,6 +24,18 @@ void printReduceKind(OpAsmPrinter &printer, Operation *op,
 ParseResult parseBareKeyword(OpAsmParser &parser, StringAttr &keyword);
 void printBareKeyword(OpAsmPrinter &printer, Operation *op, StringAttr keyword);
 
+/// `custom<UpdatedTypes>(type($params), type($new_params), ...)`: the
+/// parameters' types, which the updated values (the other lists) have too
+/// (titan.fused_adamw).
+ParseResult parseUpdatedTypes(OpAsmParser &parser,
+                              SmallVectorImpl<Type> &params,
+                              SmallVectorImpl<Type> &newParams,
+                              SmallVectorImpl<Type> &newExpAvgs,
+                              SmallVectorImpl<Type> &newExpAvgSqs);
+void printUpdatedTypes(OpAsmPrinter &printer, Operation *op, TypeRange params,
+                       TypeRange newParams, TypeRange newExpAvgs,
+                       TypeRange newExpAvgSqs);
+
 } // namespace mlir::titan
 
 #endif // TITAN_DIALECTS_TITAN_ASMDIRECTIVES_H

@@ -913,35 +913,51 @@ int64_t PadOp::getFlops() { return 0; }
 // Optimizer
 //===----------------------------------------------------------------------===//
 
-LogicalResult AdamWOp::verify() {
-  RankedTensorType param = getParam().getType();
-  RankedTensorType grad = getGrad().getType();
-  if (failed(verifyType(*this, "grad", param.getShape(), grad.getElementType(),
+LogicalResult mlir::titan::verifyAdamWTypes(Operation *op,
+                                            RankedTensorType param,
+                                            RankedTensorType grad, Type copy) {
+  if (failed(verifyType(op, "grad", param.getShape(), grad.getElementType(),
                         grad)))
     return failure();
-  if (Value copy = getNewParamCopy()) {
-    auto type = cast<RankedTensorType>(copy.getType());
-    if (failed(verifyType(*this, "new_param_copy", param.getShape(),
-                          type.getElementType(), type)))
-      return failure();
-    if (!isExactFloatWidening(type.getElementType(), param.getElementType()) ||
-        type.getElementType() == param.getElementType())
-      return emitOpError() << "new_param_copy must have a narrower float type "
-                              "than the parameter's "
-                           << param.getElementType() << ", got "
-                           << type.getElementType();
-  }
-  for (auto [name, beta] : {std::pair{"beta1", getBeta1().convertToDouble()},
-                            std::pair{"beta2", getBeta2().convertToDouble()}})
-    if (!(beta >= 0 && beta < 1))
-      return emitOpError() << name << " must be in [0, 1), got " << beta;
-  if (failed(verifyPositive(*this, "eps", getEps().convertToDouble())))
+  if (!copy)
+    return success();
+  auto type = cast<RankedTensorType>(copy);
+  if (failed(verifyType(op, "new_param_copy", param.getShape(),
+                        type.getElementType(), type)))
     return failure();
-  double weightDecay = getWeightDecay().convertToDouble();
-  if (!(weightDecay >= 0 && std::isfinite(weightDecay)))
-    return emitOpError() << "weight_decay must be non-negative and finite, got "
-                         << weightDecay;
+  if (!isExactFloatWidening(type.getElementType(), param.getElementType()) ||
+      type.getElementType() == param.getElementType())
+    return op->emitOpError()
+           << "new_param_copy must have a narrower float type than the "
+              "parameter's "
+           << param.getElementType() << ", got " << type.getElementType();
   return success();
+}
+
+LogicalResult mlir::titan::verifyAdamWHyperparameters(Operation *op,
+                                                      double beta1,
+                                                      double beta2, double eps,
+                                                      double weightDecay) {
+  for (auto [name, beta] : {std::pair{"beta1", beta1}, {"beta2", beta2}})
+    if (!(beta >= 0 && beta < 1))
+      return op->emitOpError() << name << " must be in [0, 1), got " << beta;
+  if (failed(verifyPositive(op, "eps", eps)))
+    return failure();
+  if (!(weightDecay >= 0 && std::isfinite(weightDecay)))
+    return op->emitOpError()
+           << "weight_decay must be non-negative and finite, got "
+           << weightDecay;
+  return success();
+}
+
+LogicalResult AdamWOp::verify() {
+  Value copy = getNewParamCopy();
+  if (failed(verifyAdamWTypes(*this, getParam().getType(), getGrad().getType(),
+                              copy ? copy.getType() : Type())))
+    return failure();
+  return verifyAdamWHyperparameters(
+      *this, getBeta1().convertToDouble(), getBeta2().convertToDouble(),
+      getEps().convertToDouble(), getWeightDecay().convertToDouble());
 }
 
 // The expanded update's 13 operations per element (decay, both moments,

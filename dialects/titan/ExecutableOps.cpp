@@ -1,9 +1,13 @@
 //===- ExecutableOps.cpp - ops of the executable program ------------------===//
 
+#include "AsmDirectives.h"
+#include "OpVerification.h"
+
 #include "titan/Dialect/TitanDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpImplementation.h"
 
 using namespace mlir;
 using namespace mlir::titan;
@@ -66,4 +70,62 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                            << type.getInput(numInputs + index) << " of "
                            << getKernelAttr();
   return success();
+}
+
+ParseResult mlir::titan::parseUpdatedTypes(
+    OpAsmParser &parser, SmallVectorImpl<Type> &params,
+    SmallVectorImpl<Type> &newParams, SmallVectorImpl<Type> &newExpAvgs,
+    SmallVectorImpl<Type> &newExpAvgSqs) {
+  if (parser.parseTypeList(params))
+    return failure();
+  for (SmallVectorImpl<Type> *updated :
+       {&newParams, &newExpAvgs, &newExpAvgSqs})
+    updated->assign(params.begin(), params.end());
+  return success();
+}
+
+void mlir::titan::printUpdatedTypes(OpAsmPrinter &printer, Operation *,
+                                    TypeRange params, TypeRange, TypeRange,
+                                    TypeRange) {
+  llvm::interleaveComma(params, printer);
+}
+
+LogicalResult FusedAdamWOp::verify() {
+  size_t count = getParams().size();
+  if (getGrads().size() != count)
+    return emitOpError() << "expects one gradient per parameter, got "
+                         << getGrads().size() << " for " << count
+                         << " parameters";
+  ArrayRef<int64_t> copied = getCopied() ? *getCopied() : ArrayRef<int64_t>();
+  if (copied.size() != getNewParamCopies().size())
+    return emitOpError() << "copies " << copied.size()
+                         << " parameters but returns "
+                         << getNewParamCopies().size() << " copies";
+  for (auto [index, parameter] : llvm::enumerate(copied))
+    if (parameter < 0 || parameter >= int64_t(count) ||
+        (index > 0 && parameter <= copied[index - 1]))
+      return emitOpError() << "copied must list parameter indices in "
+                              "increasing order, below "
+                           << count << ", got " << parameter;
+  for (size_t i = 0, j = 0; i < count; ++i) {
+    Type copy;
+    if (j < copied.size() && copied[j] == int64_t(i))
+      copy = getNewParamCopies()[j++].getType();
+    if (failed(verifyAdamWTypes(
+            *this, cast<RankedTensorType>(getParams()[i].getType()),
+            cast<RankedTensorType>(getGrads()[i].getType()), copy)))
+      return failure();
+  }
+  return verifyAdamWHyperparameters(
+      *this, getBeta1().convertToDouble(), getBeta2().convertToDouble(),
+      getEps().convertToDouble(), getWeightDecay().convertToDouble());
+}
+
+// titan.adamw's operations per element of every parameter.
+int64_t FusedAdamWOp::getFlops() {
+  int64_t perElement = getGradScale() ? 14 : 13;
+  int64_t elements = 0;
+  for (Value param : getParams())
+    elements += getStaticNumElements(param.getType());
+  return perElement * elements;
 }

@@ -18,6 +18,18 @@ namespace mlir::titan {
 LogicalResult verifyDimInRange(Operation *op, StringRef what, int64_t dim,
                                int64_t rank);
 
+/// Checks the types of one parameter's AdamW update (titan.adamw,
+/// titan.fused_adamw): `grad` has `param`'s shape, and `copy`, unless
+/// null, `param`'s shape and a strictly narrower float type.
+LogicalResult verifyAdamWTypes(Operation *op, RankedTensorType param,
+                               RankedTensorType grad, Type copy);
+
+/// Checks AdamW's hyperparameters: betas in [0, 1), eps positive and
+/// finite, weight_decay non-negative and finite.
+LogicalResult verifyAdamWHyperparameters(Operation *op, double beta1,
+                                         double beta2, double eps,
+                                         double weightDecay);
+
 } // namespace mlir::titan
 
 #endif // TITAN_DIALECTS_TITAN_OPVERIFICATION_H

@@ -40,4 +40,69 @@ def Titan_LaunchOp : Titan_Op<"launch", [Pure,
   }];
 }
 
+def Titan_FusedAdamWOp : Titan_Op<"fused_adamw", [Pure,
+    AttrSizedOperandSegments, AttrSizedResultSegments,
+    DeclareOpInterfaceMethods<Titan_CostOpInterface>,
+    RangedTypesMatchWith<"exp_avgs have the parameters' types", "params",
+                         "exp_avgs", "$_self">,
+    RangedTypesMatchWith<"exp_avg_sqs have the parameters' types", "params",
+                         "exp_avg_sqs", "$_self">,
+    RangedTypesMatchWith<"new_params have the parameters' types", "params",
+                         "new_params", "$_self">,
+    RangedTypesMatchWith<"new_exp_avgs have the parameters' types", "params",
+                         "new_exp_avgs", "$_self">,
+    RangedTypesMatchWith<"new_exp_avg_sqs have the parameters' types",
+                         "params", "new_exp_avg_sqs", "$_self">]> {
+  let summary = "The AdamW step of many parameters in one runtime call";
+  let description = [{
+    `titan.adamw` of each parameter `params[i]` with `grads[i]`,
+    `exp_avgs[i]` and `exp_avg_sqs[i]`, all sharing `lr`, `step`,
+    `grad_scale` and the hyperparameters: the updates are each
+    `titan.adamw`'s, element for element. titan-fuse-adamw builds it from
+    the `titan.adamw` ops titan-fuse-kernels left to the runtime, so that a
+    rank's optimizer is one `titanrt_fused_adamw` call (on a GPU one launch
+    for all its parameters, as `torch.optim.AdamW(fused=True)`) instead of
+    one per parameter.
+
+    Gradients may differ in float type from one parameter to the next.
+    `copied` lists, in increasing order, the parameters whose updated value
+    is also returned rounded to a narrower float type (`titan.adamw`'s
+    `new_param_copy`): `new_param_copies[j]` is that of `params[copied[j]]`.
+
+    Example:
+
+    ```mlir
+    %p:2, %m:2, %v:2, %c = titan.fused_adamw params(%p0, %p1)
+        grads(%g0, %g1) exp_avgs(%m0, %m1) exp_avg_sqs(%v0, %v1)
+        lr %lr step %step betas 9.000000e-01, 9.500000e-01
+        eps 1.000000e-08 weight_decay 1.000000e-01 copies [1]
+        : tensor<64xf32>, tensor<64x64xf32>
+          grads tensor<64xf32>, tensor<64x64xbf16>
+          copies tensor<64x64xbf16>
+    ```
+  }];
+  let arguments = (ins Variadic<Titan_FloatTensor>:$params,
+                       Variadic<Titan_FloatTensor>:$grads,
+                       Variadic<Titan_FloatTensor>:$exp_avgs,
+                       Variadic<Titan_FloatTensor>:$exp_avg_sqs,
+                       Titan_ScalarF32:$lr, Titan_ScalarF32:$step,
+                       Optional<Titan_ScalarF32>:$grad_scale, F64Attr:$beta1,
+                       F64Attr:$beta2, F64Attr:$eps, F64Attr:$weight_decay,
+                       OptionalAttr<DenseI64ArrayAttr>:$copied);
+  let results = (outs Variadic<Titan_FloatTensor>:$new_params,
+                      Variadic<Titan_FloatTensor>:$new_exp_avgs,
+                      Variadic<Titan_FloatTensor>:$new_exp_avg_sqs,
+                      Variadic<Titan_FloatTensor>:$new_param_copies);
+  let assemblyFormat = [{
+    `params` `(` $params `)` `grads` `(` $grads `)`
+    `exp_avgs` `(` $exp_avgs `)` `exp_avg_sqs` `(` $exp_avg_sqs `)`
+    `lr` $lr `step` $step (`grad_scale` $grad_scale^)? `betas` $beta1 `,`
+    $beta2 `eps` $eps `weight_decay` $weight_decay (`copies` $copied^)?
+    attr-dict `:` custom<UpdatedTypes>(type($params), type($new_params),
+        type($new_exp_avgs), type($new_exp_avg_sqs))
+    `grads` type($grads) (`copies` type($new_param_copies)^)?
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TITAN_EXECUTABLE_OPS

@@ -83,6 +83,15 @@ MemoryPlanner::inPlacePairs(Operation *op) {
   SmallVector<std::pair<unsigned, unsigned>> pairs;
   if (isa<AdamWOp>(op))
     return {{0, 0}, {2, 1}, {3, 2}};
+  // Each parameter and its moments are updated in place, element by
+  // element.
+  if (auto fused = dyn_cast<FusedAdamWOp>(op)) {
+    unsigned count = fused.getParams().size();
+    for (unsigned i = 0; i < count; ++i)
+      pairs.append(
+          {{i, i}, {2 * count + i, count + i}, {3 * count + i, 2 * count + i}});
+    return pairs;
+  }
   // The GEMM reads its addend as C and writes D over it (cuBLASLt's and
   // BLAS's in-place C).
   if (auto matmul = dyn_cast<MatmulOp>(op); matmul && matmul.getAddend())

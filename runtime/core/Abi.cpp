@@ -10,6 +10,9 @@
 
 #include "core/Context.h"
 
+#include <cstddef>
+#include <vector>
+
 using namespace titan::rt;
 
 namespace {
@@ -171,36 +174,50 @@ titanrt_status titanrt_cross_entropy_grad(
       static_cast<const float *>(grad), dlogits, workspace));
 }
 
-titanrt_status titanrt_adamw(titanrt_context *ctx, int32_t grad_dtype,
-                             const void *param, const void *grad,
-                             const void *exp_avg, const void *exp_avg_sq,
-                             const void *lr, const void *step,
-                             const void *grad_scale, void *param_out,
-                             void *exp_avg_out, void *exp_avg_sq_out,
-                             void *param_copy_out, int64_t numel, double beta1,
-                             double beta2, double eps, double weight_decay) {
-  if (failsPendingStart(ctx, "titanrt_adamw"))
+// The layout the code generator builds the table in (lowerFusedAdamW:
+// eight pointers, an int64_t, an int32_t).
+static_assert(offsetof(titanrt_adamw_tensor, numel) == 64 &&
+                  offsetof(titanrt_adamw_tensor, grad_dtype) == 72 &&
+                  sizeof(titanrt_adamw_tensor) == 80,
+              "titanrt_adamw_tensor's layout changed: update lowerFusedAdamW");
+
+titanrt_status titanrt_fused_adamw(titanrt_context *ctx,
+                                   const titanrt_adamw_tensor *tensors,
+                                   int64_t count, const void *lr,
+                                   const void *step, const void *grad_scale,
+                                   double beta1, double beta2, double eps,
+                                   double weight_decay) {
+  if (failsPendingStart(ctx, "titanrt_fused_adamw"))
     return TITANRT_ERROR_INVALID_ARGUMENT;
+  if (count < 0 || (count > 0 && !tensors))
+    return ctx->finish(Status::invalidArgument(
+        "titanrt_fused_adamw: " +
+        (count < 0 ? "count " + std::to_string(count) + " is negative"
+                   : std::string("the tensor table is null"))));
   TraceScope trace(ctx->tracer, "adamw", "optimizer");
-  trace.arg("elements", numel);
-  AdamWOperands operands;
-  operands.gradDtype = grad_dtype;
-  operands.param = static_cast<const float *>(param);
-  operands.grad = grad;
-  operands.expAvg = static_cast<const float *>(exp_avg);
-  operands.expAvgSq = static_cast<const float *>(exp_avg_sq);
-  operands.lr = static_cast<const float *>(lr);
-  operands.step = static_cast<const float *>(step);
-  operands.gradScale = static_cast<const float *>(grad_scale);
-  operands.paramOut = static_cast<float *>(param_out);
-  operands.expAvgOut = static_cast<float *>(exp_avg_out);
-  operands.expAvgSqOut = static_cast<float *>(exp_avg_sq_out);
-  operands.paramCopyOut = static_cast<uint16_t *>(param_copy_out);
-  operands.numel = numel;
-  operands.beta1 = beta1;
-  operands.beta2 = beta2;
-  operands.eps = eps;
-  operands.weightDecay = weight_decay;
+  trace.arg("tensors", count);
+  std::vector<AdamWOperands> operands(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    const titanrt_adamw_tensor &tensor = tensors[i];
+    AdamWOperands &o = operands[size_t(i)];
+    o.gradDtype = tensor.grad_dtype;
+    o.param = static_cast<const float *>(tensor.param);
+    o.grad = tensor.grad;
+    o.expAvg = static_cast<const float *>(tensor.exp_avg);
+    o.expAvgSq = static_cast<const float *>(tensor.exp_avg_sq);
+    o.lr = static_cast<const float *>(lr);
+    o.step = static_cast<const float *>(step);
+    o.gradScale = static_cast<const float *>(grad_scale);
+    o.paramOut = static_cast<float *>(tensor.param_out);
+    o.expAvgOut = static_cast<float *>(tensor.exp_avg_out);
+    o.expAvgSqOut = static_cast<float *>(tensor.exp_avg_sq_out);
+    o.paramCopyOut = static_cast<uint16_t *>(tensor.param_copy_out);
+    o.numel = tensor.numel;
+    o.beta1 = beta1;
+    o.beta2 = beta2;
+    o.eps = eps;
+    o.weightDecay = weight_decay;
+  }
   return ctx->finish(ctx->compute->adamW(operands));
 }
 

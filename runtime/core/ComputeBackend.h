@@ -2,7 +2,7 @@
 //
 // The compute entries of titanrt.def (titanrt_matmul, titanrt_attention,
 // titanrt_attention_grad, titanrt_embedding_grad, titanrt_rms_norm(_grad),
-// titanrt_cross_entropy(_grad), titanrt_adamw) and the one value a
+// titanrt_cross_entropy(_grad), titanrt_fused_adamw) and the one value a
 // runtime call writes into the step's memory itself (titanrt_axis_index),
 // behind one interface: the CPU backend runs them on the rank's threads
 // (cpu/CpuBackend.h), the CUDA backend queues them on the rank's compute
@@ -17,6 +17,7 @@
 #include "core/Status.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace titan::rt {
 
@@ -45,7 +46,8 @@ struct LossShape {
   int32_t labelsDtype = 0;
 };
 
-/// The operands of titanrt_adamw (titan.adamw): the float32 parameter and
+/// The operands of one parameter's AdamW step (titanrt_fused_adamw's
+/// table entry with the step's shared scalars): the float32 parameter and
 /// moments, read from the inputs and written to the outputs (each the same
 /// buffer as its input or not overlapping it), a gradient of `gradDtype`
 /// (TITANRT_F32 or TITANRT_BF16), the float32 scalars lr, step and,
@@ -134,8 +136,9 @@ public:
                                   const float *grad, void *dlogits,
                                   void *workspace) = 0;
 
-  /// titanrt_adamw.
-  virtual Status adamW(const AdamWOperands &operands) = 0;
+  /// titanrt_fused_adamw: the step of every tensor of `tensors`, which
+  /// share lr, step, gradScale and the hyperparameters.
+  virtual Status adamW(const std::vector<AdamWOperands> &tensors) = 0;
 
   /// titanrt_copy: `bytes` bytes from `in` to `out` (not overlapping).
   virtual Status copy(const void *in, void *out, int64_t bytes) = 0;

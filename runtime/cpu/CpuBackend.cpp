@@ -74,8 +74,8 @@ Status CpuBackend::crossEntropyGrad(int32_t dtype, const LossShape &shape,
                                dlogits, workspace);
 }
 
-Status CpuBackend::adamW(const AdamWOperands &operands) {
-  return cpu::adamW(pool, operands);
+Status CpuBackend::adamW(const std::vector<AdamWOperands> &tensors) {
+  return cpu::adamW(pool, tensors);
 }
 
 Status CpuBackend::copy(const void *in, void *out, int64_t bytes) {

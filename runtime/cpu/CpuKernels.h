@@ -14,6 +14,7 @@
 #include "cpu/ThreadPool.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace titan::rt {
 struct AdamWOperands; // core/ComputeBackend.h
@@ -79,10 +80,10 @@ Status crossEntropyGrad(ThreadPool &pool, int32_t dtype, const LossShape &shape,
                         const void *logits, const void *labels,
                         const float *grad, void *dlogits, void *workspace);
 
-/// titanrt_adamw: f32 or bf16 gradients, the arguments and the step's lr
-/// and step checked before anything is written (Optimizer.cpp); bitwise
-/// equal results for any number of threads.
-Status adamW(ThreadPool &pool, const AdamWOperands &operands);
+/// titanrt_fused_adamw: f32 or bf16 gradients, every tensor's arguments
+/// and the step's lr and step checked before anything is written
+/// (Optimizer.cpp); bitwise equal results for any number of threads.
+Status adamW(ThreadPool &pool, const std::vector<AdamWOperands> &tensors);
 
 } // namespace titan::rt::cpu
 

@@ -1,11 +1,12 @@
 //===- Optimizer.cpp - AdamW on the CPU -----------------------------------===//
 //
-// titanrt_adamw: the step's scalars in double (core/AdamW.h), then every
-// element in float32 in titan.adamw's order, over ranges of elements on the
-// pool. The file is compiled for the baseline instruction set: no FMA contracts
-// two of the operations into one, so each is rounded as the op's definition
-// (and the reference interpreter) rounds it. (The compiled kernels of the
-// expanded update may contract, so they can differ in the last bit.)
+// titanrt_fused_adamw: the step's scalars in double (core/AdamW.h), then
+// every element of each tensor in float32 in titan.adamw's order, over
+// ranges of elements on the pool. The file is compiled for the baseline
+// instruction set: no FMA contracts two of the operations into one, so each is
+// rounded as the op's definition (and the reference interpreter) rounds it.
+// (The compiled kernels of the expanded update may contract, so they can differ
+// in the last bit.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,11 +49,13 @@ void update(const AdamWOperands &o, const AdamWScalars &s, float gradScale,
 
 } // namespace
 
-Status cpu::adamW(ThreadPool &pool, const AdamWOperands &o) {
-  const char *op = "titanrt_adamw";
-  TITANRT_RETURN_IF_ERROR(checkNonNegative(op, "numel", o.numel));
+/// Checks tensor `index` of a fused step (`o`): its dtype and buffers.
+static Status checkTensor(const AdamWOperands &o, size_t index) {
+  const std::string op =
+      "titanrt_fused_adamw (tensor " + std::to_string(index) + ")";
+  TITANRT_RETURN_IF_ERROR(checkNonNegative(op.c_str(), "numel", o.numel));
   if (o.gradDtype != TITANRT_F32 && o.gradDtype != TITANRT_BF16)
-    return Status::unsupported("titanrt_adamw: grad_dtype " +
+    return Status::unsupported(op + ": grad_dtype " +
                                std::to_string(o.gradDtype) +
                                " (the gradient must be f32 or bf16)");
   for (auto [name, pointer] :
@@ -63,21 +66,34 @@ Status cpu::adamW(ThreadPool &pool, const AdamWOperands &o) {
         {"param_out", o.paramOut},
         {"exp_avg_out", o.expAvgOut},
         {"exp_avg_sq_out", o.expAvgSqOut}})
-    TITANRT_RETURN_IF_ERROR(checkBuffer(op, name, pointer, {o.numel}));
+    TITANRT_RETURN_IF_ERROR(checkBuffer(op.c_str(), name, pointer, {o.numel}));
   if (o.paramCopyOut)
     TITANRT_RETURN_IF_ERROR(
-        checkBuffer(op, "param_copy_out", o.paramCopyOut, {o.numel}));
-  TITANRT_RETURN_IF_ERROR(checkBuffer(op, "lr", o.lr, {1}));
-  TITANRT_RETURN_IF_ERROR(checkBuffer(op, "step", o.step, {1}));
-  const AdamWHyperparameters hyper = adamWHyperparameters(o, *o.lr, *o.step);
+        checkBuffer(op.c_str(), "param_copy_out", o.paramCopyOut, {o.numel}));
+  return Status::success();
+}
+
+Status cpu::adamW(ThreadPool &pool, const std::vector<AdamWOperands> &tensors) {
+  if (tensors.empty())
+    return Status::success();
+  for (size_t i = 0; i < tensors.size(); ++i)
+    TITANRT_RETURN_IF_ERROR(checkTensor(tensors[i], i));
+  // lr, step, gradScale and the hyperparameters are the call's, shared.
+  const AdamWOperands &shared = tensors.front();
+  const char *op = "titanrt_fused_adamw";
+  TITANRT_RETURN_IF_ERROR(checkBuffer(op, "lr", shared.lr, {1}));
+  TITANRT_RETURN_IF_ERROR(checkBuffer(op, "step", shared.step, {1}));
+  const AdamWHyperparameters hyper =
+      adamWHyperparameters(shared, *shared.lr, *shared.step);
   TITANRT_RETURN_IF_ERROR(checkAdamWHyperparameters(hyper, op));
   const AdamWScalars s = adamWScalars(hyper);
-  const float gradScale = o.gradScale ? *o.gradScale : 1.0f;
-  pool.parallelFor(o.numel, kAdamWGrain, [&](int64_t begin, int64_t end) {
-    if (o.gradDtype == TITANRT_F32)
-      update<float>(o, s, gradScale, begin, end);
-    else
-      update<uint16_t>(o, s, gradScale, begin, end);
-  });
+  const float gradScale = shared.gradScale ? *shared.gradScale : 1.0f;
+  for (const AdamWOperands &o : tensors)
+    pool.parallelFor(o.numel, kAdamWGrain, [&](int64_t begin, int64_t end) {
+      if (o.gradDtype == TITANRT_F32)
+        update<float>(o, s, gradScale, begin, end);
+      else
+        update<uint16_t>(o, s, gradScale, begin, end);
+    });
   return Status::success();
 }

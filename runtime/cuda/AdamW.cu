@@ -1,10 +1,9 @@
-//===- AdamW.cu - AdamW of one tensor or of all of them -------------------===//
+//===- AdamW.cu - AdamW of all of a rank's tensors in one launch ----------===//
 //
-// One block per chunk of kAdamWChunkElements elements of one tensor (for
-// FusedAdamW the chunk table is on the device, written once by
-// FusedAdamW::create; for titanrt_adamw the chunks are the block indices),
-// its 256 threads striding over the chunk: coalesced f32 reads and writes
-// of the parameter and both moments, and of the gradient (f32 or bf16).
+// One block per chunk of kAdamWChunkElements elements of one tensor (the
+// chunk table on the device, written once by FusedAdamW::create), its 256
+// threads striding over the chunk: coalesced f32 reads and writes of the
+// parameter and both moments, and of the gradient (f32 or bf16).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,83 +11,94 @@
 #include "cuda/Arguments.h"
 #include "cuda/Launch.cuh"
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <tuple>
 
 using namespace titan::rt;
 using namespace titan::rt::cuda;
 
 namespace {
 
-/// The AdamW update of element i: reads param, grad (multiplied by
-/// `scale`), m and v at i and writes the updates to the outputs at i
-/// (which may be the inputs).
+/// The AdamW update of elements [start, end) of `tensor` (gradients of
+/// type G, multiplied by `scale`), its bf16 copy too when it has one.
 template <typename G>
-__device__ __forceinline__ void
-updateElement(const AdamWScalars &s, float scale, const float *param,
-              const G *grad, const float *expAvg, const float *expAvgSq,
-              float *paramOut, float *expAvgOut, float *expAvgSqOut,
-              int64_t i) {
-  updateAdamWElement(s, toFloat(grad[i]) * scale, param[i], expAvg[i],
-                     expAvgSq[i], paramOut[i], expAvgOut[i], expAvgSqOut[i]);
+__device__ __forceinline__ void updateChunk(const AdamWTensor &tensor,
+                                            const AdamWScalars &s, float scale,
+                                            int64_t start, int64_t end) {
+  const G *grad = static_cast<const G *>(tensor.grad);
+  bf16 *copy = reinterpret_cast<bf16 *>(tensor.paramCopyOut);
+  for (int64_t i = start + threadIdx.x; i < end; i += blockDim.x) {
+    updateAdamWElement(s, toFloat(grad[i]) * scale, tensor.param[i],
+                       tensor.expAvg[i], tensor.expAvgSq[i], tensor.paramOut[i],
+                       tensor.expAvgOut[i], tensor.expAvgSqOut[i]);
+    if (copy)
+      copy[i] = fromFloat<bf16>(tensor.paramOut[i]);
+  }
 }
 
-/// One chunk of one tensor per block: the AdamW update of its elements
-/// (gradients of type G).
-template <typename G>
+/// One chunk of one tensor per block, the step's scalars computed by the
+/// block's first thread from the lr and step in device memory (as
+/// adamWScalars does on the host).
 __global__ void __launch_bounds__(256)
     adamWKernel(const AdamWTensor *tensors, const AdamWChunk *chunks,
-                AdamWScalars s, const float *gradScale) {
+                AdamWOperands shared) {
+  __shared__ AdamWScalars scalars;
+  if (threadIdx.x == 0)
+    scalars =
+        adamWScalars(adamWHyperparameters(shared, *shared.lr, *shared.step));
+  __syncthreads();
   const AdamWChunk chunk = chunks[blockIdx.x];
   const AdamWTensor tensor = tensors[chunk.tensor];
   const int64_t end = min(tensor.numel, chunk.start + kAdamWChunkElements);
-  const float scale = gradScale ? *gradScale : 1.0f;
-  const G *grad = static_cast<const G *>(tensor.grad);
-  for (int64_t i = chunk.start + threadIdx.x; i < end; i += blockDim.x)
-    updateElement(s, scale, tensor.param, grad, tensor.expAvg, tensor.expAvgSq,
-                  tensor.param, tensor.expAvg, tensor.expAvgSq, i);
-}
-
-/// titanrt_adamw of one tensor: chunk blockIdx.x of `o`'s elements, the
-/// step's scalars computed by the block's first thread from the lr and
-/// step in device memory (as adamWScalars does on the host); the updated
-/// parameter's bf16 copy too when `o` asks for one.
-template <typename G>
-__global__ void __launch_bounds__(256) adamWTensorKernel(AdamWOperands o) {
-  __shared__ AdamWScalars scalars;
-  if (threadIdx.x == 0)
-    scalars = adamWScalars(adamWHyperparameters(o, *o.lr, *o.step));
-  __syncthreads();
-  const AdamWScalars s = scalars;
-  const int64_t start = int64_t(blockIdx.x) * kAdamWChunkElements;
-  const int64_t end = min(o.numel, start + kAdamWChunkElements);
-  const float scale = o.gradScale ? *o.gradScale : 1.0f;
-  const G *grad = static_cast<const G *>(o.grad);
-  bf16 *copy = reinterpret_cast<bf16 *>(o.paramCopyOut);
-  for (int64_t i = start + threadIdx.x; i < end; i += blockDim.x) {
-    updateElement(s, scale, o.param, grad, o.expAvg, o.expAvgSq, o.paramOut,
-                  o.expAvgOut, o.expAvgSqOut, i);
-    if (copy)
-      copy[i] = fromFloat<bf16>(o.paramOut[i]);
-  }
+  const float scale = shared.gradScale ? *shared.gradScale : 1.0f;
+  if (tensor.gradDtype == TITANRT_BF16)
+    updateChunk<bf16>(tensor, scalars, scale, chunk.start, end);
+  else
+    updateChunk<float>(tensor, scalars, scale, chunk.start, end);
 }
 
 } // namespace
 
+AdamWTensor cuda::getAdamWTensor(const AdamWOperands &o) {
+  AdamWTensor tensor;
+  tensor.param = o.param;
+  tensor.grad = o.grad;
+  tensor.expAvg = o.expAvg;
+  tensor.expAvgSq = o.expAvgSq;
+  tensor.paramOut = o.paramOut;
+  tensor.expAvgOut = o.expAvgOut;
+  tensor.expAvgSqOut = o.expAvgSqOut;
+  tensor.paramCopyOut = o.paramCopyOut;
+  tensor.numel = o.numel;
+  tensor.gradDtype = o.gradDtype;
+  return tensor;
+}
+
 Status FusedAdamW::create(std::unique_ptr<FusedAdamW> &optimizer,
-                          int32_t gradDtype, std::vector<AdamWTensor> tensors,
+                          std::vector<AdamWTensor> tensors,
                           cudaStream_t stream) {
-  const char *op = "adamw (CUDA)";
-  TITANRT_RETURN_IF_ERROR(checkFloatDtype(op, "gradient dtype", gradDtype));
+  const char *op = "titanrt_fused_adamw (CUDA)";
   std::vector<int64_t> numels;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const AdamWTensor &tensor = tensors[i];
     std::string name = "tensor " + std::to_string(i);
+    TITANRT_RETURN_IF_ERROR(checkFloatDtype(
+        op, (name + " gradient dtype").c_str(), tensor.gradDtype));
     TITANRT_RETURN_IF_ERROR(checkExtents(op, {{name.c_str(), tensor.numel}}));
-    TITANRT_RETURN_IF_ERROR(checkPointers(op, tensor.numel,
-                                          {{"param", tensor.param},
-                                           {"grad", tensor.grad},
-                                           {"exp_avg", tensor.expAvg},
-                                           {"exp_avg_sq", tensor.expAvgSq}}));
+    TITANRT_RETURN_IF_ERROR(
+        checkPointers(op, tensor.numel,
+                      {{"param", tensor.param},
+                       {"grad", tensor.grad},
+                       {"exp_avg", tensor.expAvg},
+                       {"exp_avg_sq", tensor.expAvgSq},
+                       {"param_out", tensor.paramOut},
+                       {"exp_avg_out", tensor.expAvgOut},
+                       {"exp_avg_sq_out", tensor.expAvgSqOut}}));
+    if (tensor.paramCopyOut)
+      TITANRT_RETURN_IF_ERROR(checkPointers(
+          op, tensor.numel, {{"param_copy_out", tensor.paramCopyOut}}));
     numels.push_back(tensor.numel);
   }
   if (tensors.size() > size_t(INT32_MAX))
@@ -96,7 +106,6 @@ Status FusedAdamW::create(std::unique_ptr<FusedAdamW> &optimizer,
   std::vector<AdamWChunk> chunks = planAdamWChunks(numels);
 
   std::unique_ptr<FusedAdamW> created(new FusedAdamW());
-  created->gradDtype = gradDtype;
   created->numChunks = int64_t(chunks.size());
   const int64_t tensorBytes = int64_t(tensors.size() * sizeof(AdamWTensor));
   created->chunksOffset = ceilDiv(tensorBytes, 256) * 256;
@@ -116,51 +125,58 @@ Status FusedAdamW::create(std::unique_ptr<FusedAdamW> &optimizer,
                         cudaMemcpyHostToDevice, stream),
         "cudaMemcpyAsync", "the AdamW tensor table"));
   // The pageable copy has left `host` when cudaMemcpyAsync returns.
+  created->tensors = std::move(tensors);
   optimizer = std::move(created);
   return Status::success();
 }
 
-Status FusedAdamW::step(cudaStream_t stream, const AdamWHyperparameters &hyper,
-                        const float *gradScale) const {
-  TITANRT_RETURN_IF_ERROR(checkAdamWHyperparameters(hyper, "adamw (CUDA)"));
-  if (numChunks == 0)
-    return Status::success();
-  const auto *tensors = tables.as<const AdamWTensor>();
-  const auto *chunks = reinterpret_cast<const AdamWChunk *>(
-      tables.as<const char>() + chunksOffset);
-  const AdamWScalars scalars = adamWScalars(hyper);
-  return withFloatType(gradDtype, [&](auto g) {
-    using G = decltype(g);
-    return launchKernel("adamw (CUDA)", adamWLaunch(numChunks), stream,
-                        adamWKernel<G>, tensors, chunks, scalars, gradScale);
-  });
+bool FusedAdamW::updates(const std::vector<AdamWTensor> &other) const {
+  auto fields = [](const AdamWTensor &t) {
+    return std::tie(t.param, t.grad, t.expAvg, t.expAvgSq, t.paramOut,
+                    t.expAvgOut, t.expAvgSqOut, t.paramCopyOut, t.numel,
+                    t.gradDtype);
+  };
+  return std::equal(other.begin(), other.end(), tensors.begin(), tensors.end(),
+                    [&](const AdamWTensor &a, const AdamWTensor &b) {
+                      return fields(a) == fields(b);
+                    });
 }
 
-Status cuda::adamWStep(cudaStream_t stream, const AdamWOperands &o) {
-  const char *op = "titanrt_adamw (CUDA)";
-  TITANRT_RETURN_IF_ERROR(checkFloatDtype(op, "grad_dtype", o.gradDtype));
-  TITANRT_RETURN_IF_ERROR(checkExtents(op, {{"numel", o.numel}}));
-  TITANRT_RETURN_IF_ERROR(checkPointers(op, o.numel,
-                                        {{"param", o.param},
-                                         {"grad", o.grad},
-                                         {"exp_avg", o.expAvg},
-                                         {"exp_avg_sq", o.expAvgSq},
-                                         {"lr", o.lr},
-                                         {"step", o.step},
-                                         {"param_out", o.paramOut},
-                                         {"exp_avg_out", o.expAvgOut},
-                                         {"exp_avg_sq_out", o.expAvgSqOut}}));
-  if (o.paramCopyOut)
-    TITANRT_RETURN_IF_ERROR(
-        checkPointers(op, o.numel, {{"param_copy_out", o.paramCopyOut}}));
+Status FusedAdamW::step(cudaStream_t stream,
+                        const AdamWOperands &shared) const {
+  const char *op = "titanrt_fused_adamw (CUDA)";
+  TITANRT_RETURN_IF_ERROR(
+      checkPointers(op, 1, {{"lr", shared.lr}, {"step", shared.step}}));
   // lr and step are on the device: the host checks the rest.
   TITANRT_RETURN_IF_ERROR(checkAdamWHyperparameters(
-      adamWHyperparameters(o, /*lr=*/0, /*step=*/0), op));
-  if (o.numel == 0)
+      adamWHyperparameters(shared, /*lr=*/0, /*step=*/0), op));
+  if (numChunks == 0)
     return Status::success();
-  return withFloatType(o.gradDtype, [&](auto g) {
-    using G = decltype(g);
-    return launchKernel(op, adamWLaunch(ceilDiv(o.numel, kAdamWChunkElements)),
-                        stream, adamWTensorKernel<G>, o);
-  });
+  const auto *deviceTensors = tables.as<const AdamWTensor>();
+  const auto *chunks = reinterpret_cast<const AdamWChunk *>(
+      tables.as<const char>() + chunksOffset);
+  return launchKernel(op, adamWLaunch(numChunks), stream, adamWKernel,
+                      deviceTensors, chunks, shared);
+}
+
+Status AdamWOptimizers::step(cudaStream_t stream,
+                             const std::vector<AdamWOperands> &tensors) {
+  if (tensors.empty())
+    return Status::success();
+  std::vector<AdamWTensor> list;
+  for (const AdamWOperands &operands : tensors)
+    list.push_back(getAdamWTensor(operands));
+  auto known = std::find_if(
+      optimizers.begin(), optimizers.end(),
+      [&](const std::unique_ptr<FusedAdamW> &o) { return o->updates(list); });
+  if (known == optimizers.end()) {
+    std::unique_ptr<FusedAdamW> created;
+    TITANRT_RETURN_IF_ERROR(
+        FusedAdamW::create(created, std::move(list), stream));
+    if (optimizers.size() == kMaxLists)
+      optimizers.erase(optimizers.begin());
+    optimizers.push_back(std::move(created));
+    known = std::prev(optimizers.end());
+  }
+  return (*known)->step(stream, tensors.front());
 }

@@ -1,20 +1,21 @@
 //===- AdamW.h - AdamW on the GPU -------------------------------*- C++ -*-===//
 //
-// Two launchers of one update. titanrt_adamw (adamWStep), what the
-// executables call: one parameter per launch, its lr and step read on the
-// device. FusedAdamW: one launch updates every parameter of a rank: the
-// tensors' list is cut once into chunks of kAdamWChunkElements
-// (planAdamWChunks) and copied to the GPU with the tensors' pointers; each
-// step launches one block per chunk. The arithmetic is titan.adamw's
-// (dialects/titan/TitanComputeOps.td), which is torch.optim.AdamW's: with
-// t = step + 1, the step-dependent scalars in double, then per element in
-// f32
+// titanrt_fused_adamw on the device: FusedAdamW updates every parameter of a
+// rank in one launch. The tensors' list is cut once into chunks of
+// kAdamWChunkElements (planAdamWChunks) and copied to the GPU with the
+// tensors' pointers; each step launches one block per chunk, whose first
+// thread computes the step's scalars from the lr and step in device memory.
+// The arithmetic is titan.adamw's (dialects/titan/TitanComputeOps.td), which
+// is torch.optim.AdamW's: with t = step + 1, the step-dependent scalars in
+// double, then per element in f32
 //   p = p * (1 - lr * weight_decay)
 //   m = beta1 * m + (1 - beta1) * g
 //   v = beta2 * v + (1 - beta2) * g^2
 //   p = p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-// Parameters and moments are f32 (the master copy), gradients f32 or bf16,
-// optionally scaled by a clipping coefficient on the device.
+// Parameters and moments are f32 (the master copy), gradients f32 or bf16
+// (per tensor), optionally scaled by a clipping coefficient on the device;
+// the updates go to the inputs or to other buffers, and optionally the
+// updated parameter's bf16 copy too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,49 +34,78 @@
 
 namespace titan::rt::cuda {
 
-/// One parameter and its optimizer state (device pointers, `numel`
-/// elements each).
+/// One parameter's step (device pointers, `numel` elements each): a
+/// titanrt_adamw_tensor.
 struct AdamWTensor {
-  float *param = nullptr;
+  const float *param = nullptr;
   const void *grad = nullptr;
-  float *expAvg = nullptr;
-  float *expAvgSq = nullptr;
+  const float *expAvg = nullptr;
+  const float *expAvgSq = nullptr;
+  float *paramOut = nullptr;
+  float *expAvgOut = nullptr;
+  float *expAvgSqOut = nullptr;
+  /// bfloat16 bits; null for no copy.
+  uint16_t *paramCopyOut = nullptr;
   int64_t numel = 0;
+  /// TITANRT_F32 or TITANRT_BF16.
+  int32_t gradDtype = TITANRT_F32;
 };
+
+/// The tensor of one parameter's `operands`.
+AdamWTensor getAdamWTensor(const AdamWOperands &operands);
 
 /// The fused AdamW of a fixed list of tensors (a rank's parameters, whose
 /// places the memory plan fixed).
 class FusedAdamW {
 public:
-  /// Plans the chunks of `tensors` (gradients of `gradDtype`, TITANRT_F32 or
-  /// TITANRT_BF16) and copies the tables to the device on `stream`.
+  /// Checks `tensors`, plans their chunks and copies the tables to the
+  /// device on `stream`.
   static Status create(std::unique_ptr<FusedAdamW> &optimizer,
-                       int32_t gradDtype, std::vector<AdamWTensor> tensors,
-                       cudaStream_t stream);
+                       std::vector<AdamWTensor> tensors, cudaStream_t stream);
 
-  /// Updates every tensor in one launch on `stream`. `gradScale`, if not
-  /// null, is an f32 on the device every gradient is multiplied by first
-  /// (the global-norm clipping coefficient).
-  Status step(cudaStream_t stream, const AdamWHyperparameters &hyper,
-              const float *gradScale = nullptr) const;
+  /// Whether this updates exactly `tensors`, in this order.
+  bool updates(const std::vector<AdamWTensor> &tensors) const;
+
+  /// Updates every tensor in one launch on `stream`, with the lr, step
+  /// (f32 scalars on the device), gradScale (an f32 on the device every
+  /// gradient is multiplied by first, or null) and hyperparameters of
+  /// `shared` (whose tensor fields are not read).
+  Status step(cudaStream_t stream, const AdamWOperands &shared) const;
 
   int64_t getNumChunks() const { return numChunks; }
 
 private:
   FusedAdamW() = default;
 
-  int32_t gradDtype = TITANRT_F32;
+  /// The tensors, as the tables on the device hold them.
+  std::vector<AdamWTensor> tensors;
   int64_t numChunks = 0;
   /// AdamWTensor[tensors] then AdamWChunk[numChunks].
   DeviceBuffer tables;
   int64_t chunksOffset = 0;
 };
 
-/// titanrt_adamw of one tensor on `stream`: one block per
-/// kAdamWChunkElements elements, the step's scalars computed on the device
-/// from the lr and step in device memory (titan.adamw; the executables'
-/// optimizer, one call per parameter).
-Status adamWStep(cudaStream_t stream, const AdamWOperands &operands);
+/// The FusedAdamW of each list of tensors a backend has been asked to
+/// update: a compiled program passes one list per titan.fused_adamw, the
+/// same every step (the memory plan fixes the places), so its tables are
+/// uploaded once, on the first step.
+class AdamWOptimizers {
+public:
+  /// titanrt_fused_adamw of `tensors` (sharing the lr, step, gradScale and
+  /// hyperparameters of the first) on `stream`.
+  Status step(cudaStream_t stream, const std::vector<AdamWOperands> &tensors);
+
+  /// The lists known.
+  size_t size() const { return optimizers.size(); }
+
+  /// The most lists kept: a caller that changes its buffers every step (not
+  /// a compiled program) keeps the latest ones.
+  static constexpr size_t kMaxLists = 8;
+
+private:
+  /// Most recently created last.
+  std::vector<std::unique_ptr<FusedAdamW>> optimizers;
+};
 
 } // namespace titan::rt::cuda
 

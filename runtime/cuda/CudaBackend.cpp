@@ -2,8 +2,6 @@
 
 #include "cuda/CudaBackend.h"
 
-#include "cuda/AdamW.h"
-
 #include "cuda/CudaStatus.h"
 #include "cuda/Kernels.h"
 #include "cuda/LaunchConfig.h"
@@ -130,8 +128,8 @@ Status CudaBackend::crossEntropyGrad(int32_t dtype, const LossShape &shape,
                               dlogits);
 }
 
-Status CudaBackend::adamW(const AdamWOperands &operands) {
-  return adamWStep(stream.get(), operands);
+Status CudaBackend::adamW(const std::vector<AdamWOperands> &tensors) {
+  return optimizers.step(stream.get(), tensors);
 }
 
 Status CudaBackend::copy(const void *in, void *out, int64_t bytes) {

@@ -17,11 +17,13 @@
 #define TITAN_RUNTIME_CUDA_CUDABACKEND_H
 
 #include "core/ComputeBackend.h"
+#include "cuda/AdamW.h"
 #include "cuda/Device.h"
 #include "cuda/Gemm.h"
 #include "cuda/KernelTypes.h"
 
 #include <memory>
+#include <vector>
 
 namespace titan::rt::cuda {
 
@@ -88,7 +90,10 @@ public:
                           const void *logits, const void *labels,
                           const float *grad, void *dlogits,
                           void *workspace) override;
-  Status adamW(const AdamWOperands &operands) override;
+  /// One launch over every tensor (FusedAdamW), whose tables are uploaded
+  /// the first time a list of tensors is seen and reused after
+  /// (AdamWOptimizers).
+  Status adamW(const std::vector<AdamWOperands> &tensors) override;
   Status copy(const void *in, void *out, int64_t bytes) override;
   Status writeInteger(int32_t dtype, int64_t value, void *out) override;
 
@@ -98,6 +103,7 @@ private:
   Stream stream;
   std::unique_ptr<GemmEngine> gemm;
   DeviceBuffer embeddingWorkspace;
+  AdamWOptimizers optimizers;
   AttentionKernels attentionKernels = AttentionKernels::Auto;
 };
 

@@ -480,19 +480,23 @@ void bench::benchAdamW(Harness &harness, const ModelShape &model) {
       .zeros(step, TITANRT_F32, 1);
   if (!allocations.ok())
     return;
-  AdamWHyperparameters hyper;
+  // lr and step on the device, as executables keep them.
+  AdamWOperands shared;
+  shared.lr = lr.as<float>();
+  shared.step = step.as<float>();
   for (int32_t gradDtype : {TITANRT_F32, TITANRT_BF16}) {
     const bool f32 = gradDtype == TITANRT_F32;
     std::vector<AdamWTensor> tensors;
     for (size_t i = 0; i < numels.size(); ++i) {
       AdamWTensor tensor;
-      tensor.param = params.as<float>() + offsets[i];
+      tensor.param = tensor.paramOut = params.as<float>() + offsets[i];
       tensor.grad =
           f32 ? static_cast<const void *>(gradF32.as<float>() + offsets[i])
               : static_cast<const void *>(gradBf16.as<uint16_t>() + offsets[i]);
-      tensor.expAvg = expAvg.as<float>() + offsets[i];
-      tensor.expAvgSq = expAvgSq.as<float>() + offsets[i];
+      tensor.expAvg = tensor.expAvgOut = expAvg.as<float>() + offsets[i];
+      tensor.expAvgSq = tensor.expAvgSqOut = expAvgSq.as<float>() + offsets[i];
       tensor.numel = numels[i];
+      tensor.gradDtype = gradDtype;
       tensors.push_back(tensor);
     }
     Measurement measurement;
@@ -507,32 +511,13 @@ void bench::benchAdamW(Harness &harness, const ModelShape &model) {
     measurement.work = {Bound::Memory, 0,
                         double(parameters) * (6 * 4 + (f32 ? 4 : 2))};
     std::unique_ptr<FusedAdamW> optimizer;
-    Status status =
-        FusedAdamW::create(optimizer, gradDtype, tensors, harness.getStream());
+    Status status = FusedAdamW::create(optimizer, tensors, harness.getStream());
     if (!status.ok()) {
       harness.fail(measurement.op, measurement.shape, status);
       continue;
     }
     (void)harness.time(measurement, [&] {
-      return optimizer->step(harness.getStream(), hyper);
-    });
-    // What executables run: one titanrt_adamw launch per tensor, lr and
-    // step read on the device.
-    measurement.op = f32 ? "adamw_step.grad_f32" : "adamw_step.grad_bf16";
-    (void)harness.time(measurement, [&] {
-      for (const AdamWTensor &tensor : tensors) {
-        AdamWOperands operands;
-        operands.gradDtype = gradDtype;
-        operands.param = operands.paramOut = tensor.param;
-        operands.grad = tensor.grad;
-        operands.expAvg = operands.expAvgOut = tensor.expAvg;
-        operands.expAvgSq = operands.expAvgSqOut = tensor.expAvgSq;
-        operands.lr = lr.as<float>();
-        operands.step = step.as<float>();
-        operands.numel = tensor.numel;
-        TITANRT_RETURN_IF_ERROR(adamWStep(harness.getStream(), operands));
-      }
-      return Status::success();
+      return optimizer->step(harness.getStream(), shared);
     });
   }
 }

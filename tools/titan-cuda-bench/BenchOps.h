@@ -70,10 +70,9 @@ void benchLossAndEmbedding(Harness &harness, const ModelShape &model,
                            const BatchShape &shape);
 
 /// One fused AdamW step over all the model's parameters (f32 parameters and
-/// moments), with f32 and with bf16 gradients: "adamw.grad_f32",
-/// "adamw.grad_bf16" (shape "model"); and the same as executables run it,
-/// one titanrt_adamw launch per tensor: "adamw_step.grad_f32",
-/// "adamw_step.grad_bf16".
+/// moments, lr and step on the device), as executables run it
+/// (titanrt_fused_adamw), with f32 and with bf16 gradients:
+/// "adamw.grad_f32", "adamw.grad_bf16" (shape "model").
 void benchAdamW(Harness &harness, const ModelShape &model);
 
 } // namespace titan::rt::cuda::bench

@@ -209,30 +209,45 @@ titanrt_status titanrt_cross_entropy_grad(
     const void *logits, const void *labels, const void *grad, void *dlogits,
     void *workspace, int64_t rows, int64_t vocab, int64_t ignore_index);
 
-/// One AdamW step of one parameter (titan.adamw): reads param, exp_avg and
-/// exp_avg_sq (float32, `numel` elements) and grad (`grad_dtype`,
-/// TITANRT_F32 or TITANRT_BF16), multiplied first by *grad_scale unless it
-/// is null, and writes the updates to param_out, exp_avg_out and
-/// exp_avg_sq_out (each the same buffer as its input or not overlapping
-/// it), and unless param_copy_out is null, param_out rounded to bfloat16
-/// (nearest even) to param_copy_out: the copy the next step's forward
-/// reads (titan.adamw's new_param_copy). lr and step are float32 scalars in
-/// the step's memory; with
-/// t = step + 1, decay = 1 - lr * weight_decay, step_size =
-/// lr / (1 - beta1^t) and c = sqrt(1 - beta2^t) computed in double and
-/// rounded to float32, every element computes in float32:
+/// One parameter's operands of titanrt_fused_adamw (titan.fused_adamw):
+/// param, exp_avg and exp_avg_sq are float32, `numel` elements; grad is of
+/// `grad_dtype` (TITANRT_F32 or TITANRT_BF16); the updates go to
+/// param_out, exp_avg_out and exp_avg_sq_out (each the same buffer as its
+/// input or not overlapping it) and, unless param_copy_out is null,
+/// param_out rounded to bfloat16 (nearest even) to param_copy_out: the copy
+/// the next step's forward reads (titan.adamw's new_param_copy).
+typedef struct titanrt_adamw_tensor {
+  const void *param;
+  const void *grad;
+  const void *exp_avg;
+  const void *exp_avg_sq;
+  void *param_out;
+  void *exp_avg_out;
+  void *exp_avg_sq_out;
+  void *param_copy_out;
+  int64_t numel;
+  int32_t grad_dtype;
+} titanrt_adamw_tensor;
+
+/// One AdamW step of each of the `count` parameters of `tensors` (a table
+/// in host memory, read during the call), all sharing lr, step (float32
+/// scalars in the step's memory), grad_scale (unless null, a float32 every
+/// gradient is multiplied by first: the clipping coefficient) and the
+/// hyperparameters. With t = step + 1, decay = 1 - lr * weight_decay,
+/// step_size = lr / (1 - beta1^t) and c = sqrt(1 - beta2^t) computed in
+/// double and rounded to float32, every element computes in float32:
 ///   m = exp_avg * beta1 + g * (1 - beta1)
 ///   v = exp_avg_sq * beta2 + (g * g) * (1 - beta2)
 ///   param_out = param * decay - (m / (sqrt(v) / c + eps)) * step_size
-/// (torch.optim.AdamW; the order of titan.adamw's expansion).
-titanrt_status titanrt_adamw(titanrt_context *ctx, int32_t grad_dtype,
-                             const void *param, const void *grad,
-                             const void *exp_avg, const void *exp_avg_sq,
-                             const void *lr, const void *step,
-                             const void *grad_scale, void *param_out,
-                             void *exp_avg_out, void *exp_avg_sq_out,
-                             void *param_copy_out, int64_t numel, double beta1,
-                             double beta2, double eps, double weight_decay);
+/// (torch.optim.AdamW; the order of titan.adamw's expansion). No tensor's
+/// outputs may overlap another tensor's operands. A GPU backend runs every
+/// parameter in one launch.
+titanrt_status titanrt_fused_adamw(titanrt_context *ctx,
+                                   const titanrt_adamw_tensor *tensors,
+                                   int64_t count, const void *lr,
+                                   const void *step, const void *grad_scale,
+                                   double beta1, double beta2, double eps,
+                                   double weight_decay);
 
 /// Copies `bytes` bytes from `in` to `out` in the step's memory (buffers that
 /// do not overlap): a step result that ends where it was not computed, such

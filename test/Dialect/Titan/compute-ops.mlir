@@ -226,3 +226,12 @@ func.func @adamw(%p: tensor<16x8xf32>, %g: tensor<16x8xbf16>, %m: tensor<16x8xf3
   %2:4 = titan.adamw %p, %g, %m, %v lr %lr step %step betas 0.9, 0.95 eps 1.0e-8 weight_decay 0.1 : tensor<16x8xf32>, tensor<16x8xbf16> copy tensor<16x8xbf16>
   return %0#0, %1#0 : tensor<16x8xf32>, tensor<16x8xf32>
 }
+
+// CHECK-LABEL: func.func @fused_adamw
+func.func @fused_adamw(%p: tensor<16x8xf32>, %g: tensor<16x8xbf16>, %q: tensor<8xf32>, %lr: tensor<f32>, %step: tensor<f32>, %clip: tensor<f32>) -> (tensor<16x8xf32>, tensor<8xf32>, tensor<16x8xbf16>) {
+  // CHECK: titan.fused_adamw params(%{{.*}}, %{{.*}}) grads(%{{.*}}, %{{.*}}) exp_avgs(%{{.*}}, %{{.*}}) exp_avg_sqs(%{{.*}}, %{{.*}}) lr %{{.*}} step %{{.*}} grad_scale %{{.*}} betas 9.000000e-01, 0.94999999999999996 eps 1.000000e-08 weight_decay 1.000000e-01 copies [0] : tensor<16x8xf32>, tensor<8xf32> grads tensor<16x8xbf16>, tensor<8xf32> copies tensor<16x8xbf16>
+  %0:2, %1:2, %2:2, %3 = titan.fused_adamw params(%p, %q) grads(%g, %q) exp_avgs(%p, %q) exp_avg_sqs(%p, %q) lr %lr step %step grad_scale %clip betas 0.9, 0.95 eps 1.0e-8 weight_decay 0.1 copies [0] : tensor<16x8xf32>, tensor<8xf32> grads tensor<16x8xbf16>, tensor<8xf32> copies tensor<16x8xbf16>
+  // CHECK: titan.fused_adamw params(%{{.*}}) grads(%{{.*}}) exp_avgs(%{{.*}}) exp_avg_sqs(%{{.*}}) lr %{{.*}} step %{{.*}} betas 0.000000e+00, 0.000000e+00 eps 1.000000e+00 weight_decay 0.000000e+00 : tensor<8xf32> grads tensor<8xf32>{{$}}
+  %4, %5, %6 = titan.fused_adamw params(%q) grads(%q) exp_avgs(%q) exp_avg_sqs(%q) lr %lr step %step betas 0.0, 0.0 eps 1.0 weight_decay 0.0 : tensor<8xf32> grads tensor<8xf32>
+  return %0#0, %4, %3 : tensor<16x8xf32>, tensor<8xf32>, tensor<16x8xbf16>
+}

@@ -1179,6 +1179,54 @@ func.func @adamw_lr_type(%p: tensor<4x8xf32>, %lr: tensor<f64>, %step: tensor<f3
 
 // -----
 
+func.func @fused_adamw_grads(%p: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<f32>) {
+  // expected-error @+1 {{expects one gradient per parameter, got 1 for 2 parameters}}
+  %0:2, %1:2, %2:2 = titan.fused_adamw params(%p, %p) grads(%p) exp_avgs(%p, %p) exp_avg_sqs(%p, %p) lr %lr step %step betas 0.9, 0.95 eps 1.0e-8 weight_decay 0.1 : tensor<4x8xf32>, tensor<4x8xf32> grads tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_adamw_grad_shape(%p: tensor<4x8xf32>, %g: tensor<8x4xf32>, %lr: tensor<f32>, %step: tensor<f32>) {
+  // expected-error @+1 {{expected grad type 'tensor<4x8xf32>', got 'tensor<8x4xf32>'}}
+  %0:2, %1:2, %2:2 = titan.fused_adamw params(%p, %p) grads(%p, %g) exp_avgs(%p, %p) exp_avg_sqs(%p, %p) lr %lr step %step betas 0.9, 0.95 eps 1.0e-8 weight_decay 0.1 : tensor<4x8xf32>, tensor<4x8xf32> grads tensor<4x8xf32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_adamw_copies(%p: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<f32>) {
+  // expected-error @+1 {{copies 1 parameters but returns 2 copies}}
+  %0:2, %1:2, %2:2, %3:2 = titan.fused_adamw params(%p, %p) grads(%p, %p) exp_avgs(%p, %p) exp_avg_sqs(%p, %p) lr %lr step %step betas 0.9, 0.95 eps 1.0e-8 weight_decay 0.1 copies [0] : tensor<4x8xf32>, tensor<4x8xf32> grads tensor<4x8xf32>, tensor<4x8xf32> copies tensor<4x8xbf16>, tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fused_adamw_copied_order(%p: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<f32>) {
+  // expected-error @+1 {{copied must list parameter indices in increasing order, below 2, got 0}}
+  %0:2, %1:2, %2:2, %3:2 = titan.fused_adamw params(%p, %p) grads(%p, %p) exp_avgs(%p, %p) exp_avg_sqs(%p, %p) lr %lr step %step betas 0.9, 0.95 eps 1.0e-8 weight_decay 0.1 copies [1, 0] : tensor<4x8xf32>, tensor<4x8xf32> grads tensor<4x8xf32>, tensor<4x8xf32> copies tensor<4x8xbf16>, tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fused_adamw_copy_type(%p: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<f32>) {
+  // expected-error @+1 {{new_param_copy must have a narrower float type than the parameter's 'f32', got 'f64'}}
+  %0:2, %1:2, %2:2, %3 = titan.fused_adamw params(%p, %p) grads(%p, %p) exp_avgs(%p, %p) exp_avg_sqs(%p, %p) lr %lr step %step betas 0.9, 0.95 eps 1.0e-8 weight_decay 0.1 copies [1] : tensor<4x8xf32>, tensor<4x8xf32> grads tensor<4x8xf32>, tensor<4x8xf32> copies tensor<4x8xf64>
+  return
+}
+
+// -----
+
+func.func @fused_adamw_beta(%p: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<f32>) {
+  // expected-error @+1 {{beta1 must be in [0, 1), got -1.000000e-01}}
+  %0, %1, %2 = titan.fused_adamw params(%p) grads(%p) exp_avgs(%p) exp_avg_sqs(%p) lr %lr step %step betas -0.1, 0.95 eps 1.0e-8 weight_decay 0.1 : tensor<4x8xf32> grads tensor<4x8xf32>
+  return
+}
+
+// -----
+
 // expected-error @+1 {{argument #0: 'titan.diagonals' is on 'tensor<2x4x4xf32>', not a tensor [1, ..., 1, n, n]}}
 func.func @diagonals_not_square(%x: tensor<2x4x4xf32> {titan.diagonals = dense<1.0> : tensor<7xf32>}) {
   return

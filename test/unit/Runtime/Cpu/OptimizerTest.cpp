@@ -67,7 +67,7 @@ TEST(OptimizerTest, AdamWMatchesTorchFormulaInPlaceAndOnAnyThreads) {
   std::vector<float> first;
   for (int threads : threadCounts()) {
     AdamWCase updated;
-    ASSERT_TRUE(adamW(pool(threads), updated.operands(true)).ok());
+    ASSERT_TRUE(adamW(pool(threads), {updated.operands(true)}).ok());
     EXPECT_LT(relativeError(updated.param, param), 1e-6);
     EXPECT_LT(relativeError(updated.expAvg, m), 1e-6);
     EXPECT_LT(relativeError(updated.expAvgSq, v), 1e-6);
@@ -84,7 +84,7 @@ TEST(OptimizerTest, AdamWMatchesTorchFormulaInPlaceAndOnAnyThreads) {
   o.expAvgOut = out.expAvg.data();
   o.expAvgSqOut = out.expAvgSq.data();
   o.paramCopyOut = copy.data();
-  ASSERT_TRUE(adamW(pool(2), o).ok());
+  ASSERT_TRUE(adamW(pool(2), {o}).ok());
   EXPECT_EQ(out.param, first);
   EXPECT_EQ(in.param, AdamWCase().param);
   for (int64_t i = 0; i < kNumel; ++i)
@@ -98,11 +98,11 @@ TEST(OptimizerTest, AdamWBf16GradientsAreTheirValues) {
     stored[i] = floatToBf16(widened.grad[i]);
     widened.grad[i] = bf16ToFloat(stored[i]);
   }
-  ASSERT_TRUE(adamW(pool(2), widened.operands(false)).ok());
+  ASSERT_TRUE(adamW(pool(2), {widened.operands(false)}).ok());
   AdamWOperands o = narrow.operands(false);
   o.gradDtype = TITANRT_BF16;
   o.grad = stored.data();
-  ASSERT_TRUE(adamW(pool(2), o).ok());
+  ASSERT_TRUE(adamW(pool(2), {o}).ok());
   EXPECT_EQ(narrow.param, widened.param);
   EXPECT_EQ(narrow.expAvgSq, widened.expAvgSq);
 }
@@ -112,23 +112,69 @@ TEST(OptimizerTest, AdamWNamesWhatIsWrongBeforeWriting) {
   const std::vector<float> before = bad.param;
   AdamWOperands o = bad.operands(false);
   o.gradDtype = TITANRT_F64;
-  Status status = adamW(pool(1), o);
+  Status status = adamW(pool(1), {o});
   EXPECT_EQ(status.getCode(), TITANRT_ERROR_UNSUPPORTED);
-  EXPECT_EQ(status.getMessage(),
-            "titanrt_adamw: grad_dtype 1 (the gradient must be f32 or bf16)");
+  EXPECT_EQ(
+      status.getMessage(),
+      "titanrt_fused_adamw (tensor 0): grad_dtype 1 (the gradient must be f32 "
+      "or bf16)");
   o = bad.operands(false);
   bad.lr = -1;
-  status = adamW(pool(1), o);
+  status = adamW(pool(1), {o});
   EXPECT_EQ(status.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(status.getMessage(), "titanrt_adamw: lr = -1.000000 must be >= 0");
+  EXPECT_EQ(status.getMessage(),
+            "titanrt_fused_adamw: lr = -1.000000 must be >= 0");
   bad.lr = 1e-3f;
   o.beta2 = 1.0;
-  EXPECT_EQ(adamW(pool(1), o).getMessage(),
-            "titanrt_adamw: betas (0.900000, 1.000000) must be in [0, 1)");
+  EXPECT_EQ(adamW(pool(1), {o}).getMessage(),
+            "titanrt_fused_adamw: betas (0.900000, 1.000000) must be in [0, "
+            "1)");
   o = bad.operands(false);
   o.expAvg = nullptr;
-  EXPECT_EQ(adamW(pool(1), o).getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(adamW(pool(1), {o}).getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(bad.param, before);
+}
+
+TEST(OptimizerTest, FusedAdamWUpdatesEachTensorAsAlone) {
+  // Two tensors in one call (f32 and bf16 gradients, the second with a
+  // copy) give what each gives alone.
+  AdamWCase first, second, firstAlone, secondAlone;
+  std::vector<uint16_t> stored(kNumel), copy(kNumel), copyAlone(kNumel);
+  for (int64_t i = 0; i < kNumel; ++i)
+    stored[i] = floatToBf16(second.grad[i]);
+  auto bf16Operands = [&](AdamWCase &tensor, std::vector<uint16_t> &out) {
+    AdamWOperands o = tensor.operands(true);
+    o.gradDtype = TITANRT_BF16;
+    o.grad = stored.data();
+    o.paramCopyOut = out.data();
+    // The call's scalars are the first tensor's.
+    o.lr = &first.lr;
+    o.step = &first.step;
+    o.gradScale = &first.gradScale;
+    return o;
+  };
+  ASSERT_TRUE(
+      adamW(pool(2), {first.operands(true), bf16Operands(second, copy)}).ok());
+  ASSERT_TRUE(adamW(pool(2), {firstAlone.operands(true)}).ok());
+  ASSERT_TRUE(adamW(pool(2), {bf16Operands(secondAlone, copyAlone)}).ok());
+  EXPECT_EQ(first.param, firstAlone.param);
+  EXPECT_EQ(first.expAvgSq, firstAlone.expAvgSq);
+  EXPECT_EQ(second.param, secondAlone.param);
+  EXPECT_EQ(second.expAvg, secondAlone.expAvg);
+  EXPECT_EQ(copy, copyAlone);
+  EXPECT_NE(second.param, AdamWCase().param);
+
+  // A bad second tensor: named, and nothing written, the first included.
+  AdamWCase good, bad;
+  AdamWOperands broken = bad.operands(true);
+  broken.numel = -1;
+  Status status = adamW(pool(1), {good.operands(true), broken});
+  EXPECT_EQ(status.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(status.getMessage().rfind("titanrt_fused_adamw (tensor 1): ", 0),
+            0u)
+      << status.getMessage();
+  EXPECT_EQ(good.param, AdamWCase().param);
+  EXPECT_TRUE(adamW(pool(1), {}).ok());
 }
 
 } // namespace

@@ -231,153 +231,187 @@ void checkEmbedding(Checker &checker, Context &context, int32_t dtype,
                           tableGradAgain);
 }
 
+/// FusedAdamW (titanrt_fused_adamw on the GPU): seven tensors of sizes
+/// around the chunk size (one empty) in one launch, lr and step read on
+/// the device, gradients of `gradDtype` and f32 alternating; in place with
+/// a clipping coefficient, and into other buffers with each parameter's
+/// bf16 copy.
 void checkAdamW(Checker &checker, Context &context, int32_t gradDtype,
                 uint32_t seed) {
-  const std::string name = "adamw." + nameOf(gradDtype);
   const std::vector<int64_t> numels = {1, 8191, 8192, 8193, 100000, 0, 37};
   AdamWHyperparameters hyper;
   hyper.lr = 3e-3;
   hyper.step = 5;
-  const double gradScale = 0.7;
-  struct Tensor {
-    std::vector<double> param, grad, m, v;
-    DeviceTensor dParam, dGrad, dM, dV;
-  };
-  std::vector<Tensor> tensors(numels.size());
-  std::vector<AdamWTensor> list;
-  for (size_t i = 0; i < numels.size(); ++i) {
-    Tensor &t = tensors[i];
-    const int64_t n = numels[i];
-    t.param = randomValues(n, seed + uint32_t(4 * i), TITANRT_F32);
-    t.grad = randomValues(n, seed + uint32_t(4 * i + 1), gradDtype, 0.1);
-    t.m = randomValues(n, seed + uint32_t(4 * i + 2), TITANRT_F32, 0.01);
-    t.v = randomValues(n, seed + uint32_t(4 * i + 3), TITANRT_F32, 1e-4);
-    for (double &value : t.v)
-      value = std::abs(value);
-    if (!checker.expectOk(name, t.dParam.upload(TITANRT_F32, t.param)) ||
-        !checker.expectOk(name, t.dGrad.upload(gradDtype, t.grad)) ||
-        !checker.expectOk(name, t.dM.upload(TITANRT_F32, t.m)) ||
-        !checker.expectOk(name, t.dV.upload(TITANRT_F32, t.v)))
-      return;
-    list.push_back({t.dParam.as<float>(), t.dGrad.get(), t.dM.as<float>(),
-                    t.dV.as<float>(), n});
-  }
-  std::unique_ptr<FusedAdamW> optimizer;
-  DeviceTensor dScale;
-  if (!checker.expectOk(name, dScale.upload(TITANRT_F32, {gradScale})) ||
-      !checker.expectOk(name, FusedAdamW::create(optimizer, gradDtype, list,
-                                                 context.stream.get())) ||
-      !checker.expectOk(name, optimizer->step(context.stream.get(), hyper,
-                                              dScale.as<float>())))
-    return;
-  // Each of the parameters and the two moments, over all tensors.
-  std::vector<double> actual[3], expected[3];
-  for (Tensor &t : tensors) {
-    std::vector<double> downloaded[3];
-    if (!checker.expectOk(name, t.dParam.download(downloaded[0])) ||
-        !checker.expectOk(name, t.dM.download(downloaded[1])) ||
-        !checker.expectOk(name, t.dV.download(downloaded[2])))
-      return;
-    ref::adamW(hyper, double(float(gradScale)), t.param.data(), t.grad.data(),
-               t.m.data(), t.v.data(), int64_t(t.param.size()));
-    const std::vector<double> *references[3] = {&t.param, &t.m, &t.v};
-    for (int kind = 0; kind < 3; ++kind) {
-      actual[kind].insert(actual[kind].end(), downloaded[kind].begin(),
-                          downloaded[kind].end());
-      expected[kind].insert(expected[kind].end(), references[kind]->begin(),
-                            references[kind]->end());
-    }
-  }
-  const std::string prefix =
-      name + ".tensors7.chunks" + std::to_string(optimizer->getNumChunks());
-  checker.compare(prefix + ".param", actual[0], expected[0], 1e-5);
-  checker.compare(prefix + ".exp_avg", actual[1], expected[1], 1e-5);
-  checker.compare(prefix + ".exp_avg_sq", actual[2], expected[2], 1e-5);
-}
-
-/// titanrt_adamw's kernel (adamWStep): one tensor per launch, lr and step
-/// read on the device, the updates in place or into other buffers, with and
-/// without a clipping coefficient.
-void checkAdamWStep(Checker &checker, Context &context, int32_t gradDtype,
-                    uint32_t seed) {
-  AdamWHyperparameters hyper;
-  hyper.lr = 3e-3;
-  hyper.step = 5;
-  for (int64_t n : {int64_t(1), int64_t(8191), int64_t(8193), int64_t(100000),
-                    int64_t(0)}) {
-    for (bool inPlace : {true, false}) {
-      const bool scaled = n % 2 == 1;
-      const double gradScale = scaled ? 0.7 : 1.0;
-      const std::string name = "adamw_step." + nameOf(gradDtype) + ".n" +
-                               std::to_string(n) +
-                               (inPlace ? ".in_place" : ".out_of_place") +
-                               (scaled ? ".scaled" : "");
-      std::vector<double> param = randomValues(n, seed++, TITANRT_F32);
-      std::vector<double> grad = randomValues(n, seed++, gradDtype, 0.1);
-      std::vector<double> m = randomValues(n, seed++, TITANRT_F32, 0.01);
-      std::vector<double> v = randomValues(n, seed++, TITANRT_F32, 1e-4);
-      for (double &value : v)
+  for (bool inPlace : {true, false}) {
+    const double gradScale = inPlace ? 0.7 : 1.0;
+    const std::string name = "adamw." + nameOf(gradDtype) +
+                             (inPlace ? ".in_place.scaled" : ".out_of_place");
+    struct Tensor {
+      std::vector<double> param, grad, m, v;
+      DeviceTensor dParam, dGrad, dM, dV, outParam, outM, outV, outCopy;
+    };
+    std::vector<Tensor> tensors(numels.size());
+    std::vector<AdamWTensor> list;
+    for (size_t i = 0; i < numels.size(); ++i) {
+      Tensor &t = tensors[i];
+      const int64_t n = numels[i];
+      const int32_t dtype = i % 2 == 0 ? gradDtype : TITANRT_F32;
+      t.param = randomValues(n, seed++, TITANRT_F32);
+      t.grad = randomValues(n, seed++, dtype, 0.1);
+      t.m = randomValues(n, seed++, TITANRT_F32, 0.01);
+      t.v = randomValues(n, seed++, TITANRT_F32, 1e-4);
+      for (double &value : t.v)
         value = std::abs(value);
-      DeviceTensor dParam, dGrad, dM, dV, dLr, dStep, dScale;
-      DeviceTensor outParam, outM, outV, outCopy;
-      if (!checker.expectOk(name, dParam.upload(TITANRT_F32, param)) ||
-          !checker.expectOk(name, dGrad.upload(gradDtype, grad)) ||
-          !checker.expectOk(name, dM.upload(TITANRT_F32, m)) ||
-          !checker.expectOk(name, dV.upload(TITANRT_F32, v)) ||
-          !checker.expectOk(name, dLr.upload(TITANRT_F32, {hyper.lr})) ||
+      if (!checker.expectOk(name, t.dParam.upload(TITANRT_F32, t.param)) ||
+          !checker.expectOk(name, t.dGrad.upload(dtype, t.grad)) ||
+          !checker.expectOk(name, t.dM.upload(TITANRT_F32, t.m)) ||
+          !checker.expectOk(name, t.dV.upload(TITANRT_F32, t.v)) ||
+          !checker.expectOk(name, t.outParam.allocate(TITANRT_F32, n)) ||
+          !checker.expectOk(name, t.outM.allocate(TITANRT_F32, n)) ||
+          !checker.expectOk(name, t.outV.allocate(TITANRT_F32, n)) ||
+          !checker.expectOk(name, t.outCopy.allocate(TITANRT_BF16, n)))
+        return;
+      AdamWTensor tensor;
+      tensor.param = t.dParam.as<float>();
+      tensor.grad = t.dGrad.get();
+      tensor.expAvg = t.dM.as<float>();
+      tensor.expAvgSq = t.dV.as<float>();
+      tensor.paramOut = (inPlace ? t.dParam : t.outParam).as<float>();
+      tensor.expAvgOut = (inPlace ? t.dM : t.outM).as<float>();
+      tensor.expAvgSqOut = (inPlace ? t.dV : t.outV).as<float>();
+      tensor.paramCopyOut = inPlace ? nullptr : t.outCopy.as<uint16_t>();
+      tensor.numel = n;
+      tensor.gradDtype = dtype;
+      list.push_back(tensor);
+    }
+    DeviceTensor dLr, dStep, dScale;
+    if (!checker.expectOk(name, dLr.upload(TITANRT_F32, {hyper.lr})) ||
+        !checker.expectOk(name,
+                          dStep.upload(TITANRT_F32, {double(hyper.step)})) ||
+        !checker.expectOk(name, dScale.upload(TITANRT_F32, {gradScale})))
+      return;
+    AdamWOperands shared;
+    shared.lr = dLr.as<float>();
+    shared.step = dStep.as<float>();
+    shared.gradScale = inPlace ? dScale.as<float>() : nullptr;
+    shared.beta1 = hyper.beta1;
+    shared.beta2 = hyper.beta2;
+    shared.eps = hyper.eps;
+    shared.weightDecay = hyper.weightDecay;
+    std::unique_ptr<FusedAdamW> optimizer;
+    if (!checker.expectOk(
+            name, FusedAdamW::create(optimizer, list, context.stream.get())) ||
+        !checker.expectOk(name, optimizer->step(context.stream.get(), shared)))
+      return;
+    if (!optimizer->updates(list))
+      checker.expectOk(
+          name + ".updates",
+          Status::internal("the optimizer does not know its list"));
+    // Each of the parameters and the two moments, over all tensors.
+    std::vector<double> actual[3], expected[3], copies, rounded;
+    for (Tensor &t : tensors) {
+      std::vector<double> downloaded[3], copy;
+      if (!checker.expectOk(
+              name,
+              (inPlace ? t.dParam : t.outParam).download(downloaded[0])) ||
+          !checker.expectOk(
+              name, (inPlace ? t.dM : t.outM).download(downloaded[1])) ||
           !checker.expectOk(name,
-                            dStep.upload(TITANRT_F32, {double(hyper.step)})) ||
-          !checker.expectOk(name, dScale.upload(TITANRT_F32, {gradScale})) ||
-          !checker.expectOk(name, outParam.allocate(TITANRT_F32, n)) ||
-          !checker.expectOk(name, outM.allocate(TITANRT_F32, n)) ||
-          !checker.expectOk(name, outV.allocate(TITANRT_F32, n)) ||
-          !checker.expectOk(name, outCopy.allocate(TITANRT_BF16, n)))
+                            (inPlace ? t.dV : t.outV).download(downloaded[2])))
         return;
-      AdamWOperands o;
-      o.gradDtype = gradDtype;
-      o.param = dParam.as<float>();
-      o.grad = dGrad.get();
-      o.expAvg = dM.as<float>();
-      o.expAvgSq = dV.as<float>();
-      o.lr = dLr.as<float>();
-      o.step = dStep.as<float>();
-      o.gradScale = scaled ? dScale.as<float>() : nullptr;
-      const DeviceTensor &targetParam = inPlace ? dParam : outParam;
-      const DeviceTensor &targetM = inPlace ? dM : outM;
-      const DeviceTensor &targetV = inPlace ? dV : outV;
-      o.paramOut = targetParam.as<float>();
-      o.expAvgOut = targetM.as<float>();
-      o.expAvgSqOut = targetV.as<float>();
-      // Out of place, the parameter's bf16 copy too (titan.adamw's
-      // new_param_copy).
-      o.paramCopyOut = inPlace ? nullptr : outCopy.as<uint16_t>();
-      o.numel = n;
-      o.beta1 = hyper.beta1;
-      o.beta2 = hyper.beta2;
-      o.eps = hyper.eps;
-      o.weightDecay = hyper.weightDecay;
-      if (!checker.expectOk(name, adamWStep(context.stream.get(), o)))
-        return;
-      std::vector<double> actual[3];
-      if (!checker.expectOk(name, targetParam.download(actual[0])) ||
-          !checker.expectOk(name, targetM.download(actual[1])) ||
-          !checker.expectOk(name, targetV.download(actual[2])))
-        return;
-      ref::adamW(hyper, double(float(gradScale)), param.data(), grad.data(),
-                 m.data(), v.data(), n);
-      checker.compare(name + ".param", actual[0], param, 1e-5);
-      checker.compare(name + ".exp_avg", actual[1], m, 1e-5);
-      checker.compare(name + ".exp_avg_sq", actual[2], v, 1e-5);
-      if (o.paramCopyOut) {
+      if (!inPlace) {
         // Exactly the updated parameter rounded to bf16.
-        std::vector<double> copy, rounded;
-        if (!checker.expectOk(name, outCopy.download(copy)))
+        if (!checker.expectOk(name, t.outCopy.download(copy)))
           return;
-        for (double value : actual[0])
+        copies.insert(copies.end(), copy.begin(), copy.end());
+        for (double value : downloaded[0])
           rounded.push_back(bf16ToFloat(floatToBf16(float(value))));
-        checker.expectIdentical(name + ".param_copy", copy, rounded);
+      }
+      ref::adamW(hyper, double(float(gradScale)), t.param.data(), t.grad.data(),
+                 t.m.data(), t.v.data(), int64_t(t.param.size()));
+      const std::vector<double> *references[3] = {&t.param, &t.m, &t.v};
+      for (int kind = 0; kind < 3; ++kind) {
+        actual[kind].insert(actual[kind].end(), downloaded[kind].begin(),
+                            downloaded[kind].end());
+        expected[kind].insert(expected[kind].end(), references[kind]->begin(),
+                              references[kind]->end());
       }
     }
+    const std::string prefix =
+        name + ".tensors7.chunks" + std::to_string(optimizer->getNumChunks());
+    checker.compare(prefix + ".param", actual[0], expected[0], 1e-5);
+    checker.compare(prefix + ".exp_avg", actual[1], expected[1], 1e-5);
+    checker.compare(prefix + ".exp_avg_sq", actual[2], expected[2], 1e-5);
+    if (!inPlace)
+      checker.expectIdentical(prefix + ".param_copy", copies, rounded);
+  }
+}
+
+/// AdamWOptimizers (CudaBackend's titanrt_fused_adamw): a list seen again
+/// reuses its tables (two steps of two tensors, one FusedAdamW), another
+/// list gets its own (a third step of the first tensor alone).
+void checkAdamWOptimizers(Checker &checker, Context &context, uint32_t seed) {
+  const std::string name = "adamw.optimizers";
+  AdamWHyperparameters hyper;
+  hyper.lr = 3e-3;
+  hyper.step = 2;
+  const std::vector<int64_t> numels = {100, 9000};
+  std::vector<std::vector<double>> param(2), grad(2), m(2), v(2);
+  DeviceTensor dParam[2], dGrad[2], dM[2], dV[2], dLr, dStep;
+  if (!checker.expectOk(name, dLr.upload(TITANRT_F32, {hyper.lr})) ||
+      !checker.expectOk(name, dStep.upload(TITANRT_F32, {double(hyper.step)})))
+    return;
+  std::vector<AdamWOperands> tensors;
+  for (size_t i = 0; i < 2; ++i) {
+    const int64_t n = numels[i];
+    param[i] = randomValues(n, seed++, TITANRT_F32);
+    grad[i] = randomValues(n, seed++, TITANRT_F32, 0.1);
+    m[i] = randomValues(n, seed++, TITANRT_F32, 0.01);
+    v[i] = randomValues(n, seed++, TITANRT_F32, 1e-4);
+    for (double &value : v[i])
+      value = std::abs(value);
+    if (!checker.expectOk(name, dParam[i].upload(TITANRT_F32, param[i])) ||
+        !checker.expectOk(name, dGrad[i].upload(TITANRT_F32, grad[i])) ||
+        !checker.expectOk(name, dM[i].upload(TITANRT_F32, m[i])) ||
+        !checker.expectOk(name, dV[i].upload(TITANRT_F32, v[i])))
+      return;
+    AdamWOperands o;
+    o.gradDtype = TITANRT_F32;
+    o.param = o.paramOut = dParam[i].as<float>();
+    o.grad = dGrad[i].get();
+    o.expAvg = o.expAvgOut = dM[i].as<float>();
+    o.expAvgSq = o.expAvgSqOut = dV[i].as<float>();
+    o.lr = dLr.as<float>();
+    o.step = dStep.as<float>();
+    o.numel = n;
+    o.beta1 = hyper.beta1;
+    o.beta2 = hyper.beta2;
+    o.eps = hyper.eps;
+    o.weightDecay = hyper.weightDecay;
+    tensors.push_back(o);
+  }
+  AdamWOptimizers optimizers;
+  for (int step = 0; step < 2; ++step)
+    if (!checker.expectOk(name, optimizers.step(context.stream.get(), tensors)))
+      return;
+  const size_t afterTwoSteps = optimizers.size();
+  if (!checker.expectOk(
+          name, optimizers.step(context.stream.get(), {tensors.front()})))
+    return;
+  if (afterTwoSteps != 1 || optimizers.size() != 2)
+    checker.expectOk(name + ".lists",
+                     Status::internal("expected 1 then 2 lists, got " +
+                                      std::to_string(afterTwoSteps) + " then " +
+                                      std::to_string(optimizers.size())));
+  for (size_t i = 0; i < 2; ++i) {
+    for (int step = 0; step < (i == 0 ? 3 : 2); ++step)
+      ref::adamW(hyper, 1.0, param[i].data(), grad[i].data(), m[i].data(),
+                 v[i].data(), numels[i]);
+    std::vector<double> actual;
+    if (!checker.expectOk(name, dParam[i].download(actual)))
+      return;
+    checker.compare(name + ".tensor" + std::to_string(i) + ".param", actual,
+                    param[i], 1e-5);
   }
 }
 
@@ -399,6 +433,6 @@ void check::checkLoss(Checker &checker, Context &context) {
     checkEmbedding(checker, context, dtype, TITANRT_I64, 2500, 50257, 128,
                    seed += 3);
     checkAdamW(checker, context, dtype, seed += 40);
-    checkAdamWStep(checker, context, dtype, seed += 40);
   }
+  checkAdamWOptimizers(checker, context, seed += 40);
 }
