@@ -8,6 +8,8 @@
 
 #include "ExpandAdamW.h"
 
+#include "titan/Dialect/Provenance.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/SymbolTable.h"
@@ -35,6 +37,7 @@ struct RuntimeOps {
   bool rmsNorm = false;
   bool crossEntropy = false;
   bool adamW = false;
+  bool squaredNorm = false;
 
   /// Whether `op` is one of them, of types the runtime functions take.
   bool contains(Operation *op) const;
@@ -71,7 +74,8 @@ bool RuntimeOps::contains(Operation *op) const {
 /// one group alone reads).
 static bool isHostOp(Operation *op, const RuntimeOps &runtimeOps) {
   return isa<CollectiveOpInterface, MatmulOp, AttentionOp, AttentionGradOp,
-             EmbeddingGradOp, ReshapeOp, AxisIndexOp, LaunchOp, WaitOp>(op) ||
+             EmbeddingGradOp, ReshapeOp, AxisIndexOp, LaunchOp, WaitOp,
+             SquaredNormOp>(op) ||
          runtimeOps.contains(op);
 }
 
@@ -584,6 +588,95 @@ void Outliner::outline(unsigned group) {
     });
 }
 
+/// The tensor whose squares `value` sums, when `value` is a
+/// `titan.reduce_sum` over every dim of `titan.mul(x, x)`, read by nothing
+/// else, of an f32 x: x, or the bf16 tensor x widens (which the runtime
+/// reads instead, widening it itself).
+static Value getSquaredTensor(Value value) {
+  auto sum = value.getDefiningOp<ReduceSumOp>();
+  auto mul = sum ? sum.getInput().getDefiningOp<MulOp>() : MulOp();
+  if (!mul || !sum->hasOneUse() || !mul->hasOneUse() ||
+      sum.getType().getRank() != 0 || mul.getLhs() != mul.getRhs() ||
+      !getElementTypeOrSelf(mul.getType()).isF32())
+    return Value();
+  Value x = mul.getLhs();
+  if (auto widen = x.getDefiningOp<CastOp>();
+      widen && getElementTypeOrSelf(widen.getInput()).isBF16())
+    return widen.getInput();
+  return x;
+}
+
+/// The f32 scalar add that reads `value`, when it is its only reader.
+static AddOp getSumReading(Value value) {
+  if (!value.hasOneUse())
+    return AddOp();
+  auto add = dyn_cast<AddOp>(*value.getUsers().begin());
+  if (!add || add.getType().getRank() != 0 ||
+      !add.getType().getElementType().isF32())
+    return AddOp();
+  return add;
+}
+
+/// Replaces the squared sums that one tree of scalar adds adds up (the
+/// terms of the gradients' squared global norm, per rank before any
+/// all-reduce of them) with one titan.squared_norm of their tensors, added
+/// where the tree's root stood.
+static void fuseSquaredNorms(Block &block) {
+  llvm::MapVector<Operation *, SmallVector<Value>> termsByRoot;
+  for (auto sum : block.getOps<ReduceSumOp>()) {
+    AddOp add = getSquaredTensor(sum.getResult())
+                    ? getSumReading(sum.getResult())
+                    : AddOp();
+    if (!add)
+      continue;
+    while (AddOp outer = getSumReading(add.getResult()))
+      add = outer;
+    termsByRoot[add.getOperation()].push_back(sum.getResult());
+  }
+  for (auto &[root, terms] : termsByRoot) {
+    if (terms.size() < 2)
+      continue;
+    SmallVector<Value> tensors;
+    SmallVector<Location> locations;
+    for (Value term : terms) {
+      tensors.push_back(getSquaredTensor(term));
+      locations.push_back(term.getLoc());
+    }
+    // After the last term's sum (every tensor is defined before it), so
+    // before the root.
+    OpBuilder builder(block.getParentOp()->getContext());
+    builder.setInsertionPointAfter(terms.back().getDefiningOp());
+    auto norm = SquaredNormOp::create(
+        builder, FusedLoc::get(builder.getContext(), locations), tensors);
+    copyPhase(root, norm);
+    // The tree without the fused terms: the other terms' sum, if any.
+    DenseSet<Value> fused(terms.begin(), terms.end());
+    std::function<Value(Value)> rest = [&](Value value) -> Value {
+      if (fused.contains(value))
+        return Value();
+      auto add = value.getDefiningOp<AddOp>();
+      if (!add || (add.getOperation() != root && !getSumReading(value)))
+        return value;
+      Value lhs = rest(add.getLhs()), rhs = rest(add.getRhs());
+      if (!lhs || !rhs)
+        return lhs ? lhs : rhs;
+      if (lhs == add.getLhs() && rhs == add.getRhs())
+        return value;
+      builder.setInsertionPoint(add);
+      return AddOp::create(builder, add.getLoc(), lhs.getType(), lhs, rhs)
+          .getResult();
+    };
+    Value others = rest(root->getResult(0));
+    builder.setInsertionPoint(root);
+    Value total = others
+                      ? AddOp::create(builder, root->getLoc(), others.getType(),
+                                      others, norm.getResult())
+                            .getResult()
+                      : norm.getResult();
+    root->getResult(0).replaceAllUsesWith(total);
+  }
+}
+
 namespace {
 
 struct FuseKernelsPass
@@ -600,6 +693,8 @@ struct FuseKernelsPass
         runtimeOps.crossEntropy = true;
       } else if (name == "adamw") {
         runtimeOps.adamW = true;
+      } else if (name == "squared_norm") {
+        runtimeOps.squaredNorm = true;
       } else {
         module.emitError("titan-fuse-kernels: unknown runtime op '")
             << name << "' (runtime-ops takes "
@@ -630,6 +725,8 @@ struct FuseKernelsPass
         if (widened && widened.getInput().getType().getElementType().isBF16())
           adamw.getGradMutable().assign(widened.getInput());
       }
+      if (runtimeOps.squaredNorm)
+        fuseSquaredNorms(block);
       castGatheredRows(block);
       for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
         if (isFusible(&op, runtimeOps) && isOpTriviallyDead(&op))

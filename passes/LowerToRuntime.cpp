@@ -72,7 +72,7 @@ static int64_t bytesOf(Type type) {
 }
 
 /// Whether `op` stores into the step's own frame (the host table of a
-/// runtime call, lowerFusedAdamW), not into the step's memory.
+/// runtime call, buildTable), not into the step's memory.
 static bool storesIntoFrame(Operation *op) {
   auto store = dyn_cast<LLVM::StoreOp>(op);
   if (!store)
@@ -132,6 +132,11 @@ private:
   LogicalResult lowerMatmul(MatmulOp op);
   LogicalResult lowerCopies(func::ReturnOp op);
   LogicalResult lowerFusedAdamW(FusedAdamWOp op);
+  LogicalResult lowerSquaredNorm(SquaredNormOp op);
+  /// A table of `count` rows of `fields` (a C struct) in the step's frame,
+  /// row i filled at the insertion point with `getRow(i)`.
+  Value buildTable(Location loc, ArrayRef<Type> fields, int64_t count,
+                   function_ref<SmallVector<Value>(int64_t)> getRow);
 
   /// A pointer to `place`, computed at the insertion point.
   Value pointer(BufferAttr place);
@@ -392,33 +397,46 @@ LogicalResult StepLowering::lowerCopies(func::ReturnOp op) {
   return success();
 }
 
-LogicalResult StepLowering::lowerFusedAdamW(FusedAdamWOp op) {
-  Location loc = op.getLoc();
+Value StepLowering::buildTable(
+    Location loc, ArrayRef<Type> fields, int64_t count,
+    function_ref<SmallVector<Value>(int64_t)> getRow) {
   auto ptrType = LLVM::LLVMPointerType::get(context);
-  // titanrt_adamw_tensor: eight pointers, numel, grad_dtype.
-  SmallVector<Type> fields(8, ptrType);
-  fields.append({builder.getI64Type(), builder.getI32Type()});
-  auto tensorType = LLVM::LLVMStructType::getLiteral(context, fields);
-  int64_t count = op.getParams().size();
+  auto rowType = LLVM::LLVMStructType::getLiteral(context, fields);
   // The table lives in the step's frame, allocated once in its entry block
   // and filled where the call is.
   Value table;
   {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointToStart(&function.getBody().front());
-    table = LLVM::AllocaOp::create(builder, loc, ptrType, tensorType,
+    table = LLVM::AllocaOp::create(builder, loc, ptrType, rowType,
                                    i64(std::max<int64_t>(count, 1)),
                                    /*alignment=*/8);
   }
+  for (int64_t i = 0; i < count; ++i) {
+    for (auto [field, value] : llvm::enumerate(getRow(i))) {
+      Value address = LLVM::GEPOp::create(
+          builder, loc, ptrType, rowType, table,
+          ArrayRef<LLVM::GEPArg>{int32_t(i), int32_t(field)});
+      LLVM::StoreOp::create(builder, loc, value, address);
+    }
+  }
+  return table;
+}
+
+LogicalResult StepLowering::lowerFusedAdamW(FusedAdamWOp op) {
+  // titanrt_adamw_tensor: eight pointers, numel, grad_dtype.
+  SmallVector<Type> fields(8, LLVM::LLVMPointerType::get(context));
+  fields.append({builder.getI64Type(), builder.getI32Type()});
   ArrayRef<int64_t> copied =
       op.getCopied() ? *op.getCopied() : ArrayRef<int64_t>();
   unsigned copies = 0;
-  for (int64_t i = 0; i < count; ++i) {
+  int64_t count = op.getParams().size();
+  Value table = buildTable(op.getLoc(), fields, count, [&](int64_t i) {
     Value copy;
     if (copies < copied.size() && copied[copies] == i)
       copy = op.getNewParamCopies()[copies++];
     Value grad = op.getGrads()[i];
-    Value values[] = {
+    return SmallVector<Value>{
         pointer(op.getParams()[i]),
         pointer(grad),
         pointer(op.getExpAvgs()[i]),
@@ -429,13 +447,7 @@ LogicalResult StepLowering::lowerFusedAdamW(FusedAdamWOp op) {
         pointerOrNull(copy),
         i64(getStaticNumElements(op.getParams()[i].getType())),
         i32(getRuntimeDType(getElementTypeOrSelf(grad.getType())))};
-    for (auto [field, value] : llvm::enumerate(values)) {
-      Value address = LLVM::GEPOp::create(
-          builder, loc, ptrType, tensorType, table,
-          ArrayRef<LLVM::GEPArg>{int32_t(i), int32_t(field)});
-      LLVM::StoreOp::create(builder, loc, value, address);
-    }
-  }
+  });
   callRuntime("titanrt_fused_adamw",
               {contextArg, table, i64(count), pointer(op.getLr()),
                pointer(op.getStep()), pointerOrNull(op.getGradScale()),
@@ -443,6 +455,22 @@ LogicalResult StepLowering::lowerFusedAdamW(FusedAdamWOp op) {
                f64(op.getBeta2().convertToDouble()),
                f64(op.getEps().convertToDouble()),
                f64(op.getWeightDecay().convertToDouble())});
+  return success();
+}
+
+LogicalResult StepLowering::lowerSquaredNorm(SquaredNormOp op) {
+  // titanrt_norm_tensor: data, numel, dtype.
+  Type fields[] = {LLVM::LLVMPointerType::get(context), builder.getI64Type(),
+                   builder.getI32Type()};
+  int64_t count = op.getInputs().size();
+  Value table = buildTable(op.getLoc(), fields, count, [&](int64_t i) {
+    Value input = op.getInputs()[i];
+    return SmallVector<Value>{
+        pointer(input), i64(getStaticNumElements(input.getType())),
+        i32(getRuntimeDType(getElementTypeOrSelf(input.getType())))};
+  });
+  callRuntime("titanrt_squared_norm",
+              {contextArg, table, i64(count), pointer(op.getResult())});
   return success();
 }
 
@@ -539,6 +567,8 @@ LogicalResult StepLowering::lower(Operation *op) {
   }
   if (auto adamw = dyn_cast<FusedAdamWOp>(op))
     return lowerFusedAdamW(adamw);
+  if (auto norm = dyn_cast<SquaredNormOp>(op))
+    return lowerSquaredNorm(norm);
   if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
     auto [rows, vocab] = getRowsAndColumns(loss.getLogits());
     callRuntime("titanrt_cross_entropy",

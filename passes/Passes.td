@@ -1257,13 +1257,19 @@ def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
     as `titanrt_cross_entropy(_grad)`) and `adamw` (`titan.adamw`, as
     one runtime call for all of a rank's parameters once titan-fuse-adamw
     has run: on a GPU one launch at the GPU's bandwidth, where the compiled
-    kernels of the expanded update reach less). On a
+    kernels of the expanded update reach less), and `squared_norm`: the
+    per-tensor `titan.reduce_sum` of `titan.mul(x, x)` (x f32, or a bf16
+    tensor widened) that one tree of scalar adds sums, the gradients'
+    squared global norm of clipping (on each rank, before the all-reduce of
+    a sharded gradient's part), become one `titan.squared_norm` of their
+    tensors (`titanrt_squared_norm`: two launches on a GPU where each
+    gradient took a reduction kernel of its own). On a
     GPU the runtime's kernels
     take fewer passes over the rows (the loss's maximum, sum of
     exponentials and label logit in one online pass; RMSNorm's statistic
     and output in one launch) and sum RMSNorm's weight gradient in
     coalesced partials instead of one block per column, so titan-compile
-    names all three for `--backend=cuda`. Only ops of the types
+    names all four for `--backend=cuda`. Only ops of the types
     the runtime functions take are taken out: f32 or bf16 data and
     weights, i64 or i32 labels, an f32 loss, f32 parameters with f32 or
     bf16 gradients; the others stay fusible (or are expanded). An
@@ -1280,7 +1286,7 @@ def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
   let options = [
     ListOption<"runtimeOps", "runtime-ops", "std::string",
                "Ops the runtime executes instead of kernels: rms_norm, "
-               "cross_entropy, adamw">,
+               "cross_entropy, adamw, squared_norm">,
     Option<"mergeSiblings", "merge-siblings", "bool", /*default=*/"true",
            "Launch elementwise groups that read a common input as one "
            "kernel">,

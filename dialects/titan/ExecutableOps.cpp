@@ -129,3 +129,17 @@ int64_t FusedAdamWOp::getFlops() {
     elements += getStaticNumElements(param.getType());
   return perElement * elements;
 }
+
+LogicalResult SquaredNormOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "expects at least one input";
+  return success();
+}
+
+// A product and a sum per element.
+int64_t SquaredNormOp::getFlops() {
+  int64_t elements = 0;
+  for (Value input : getInputs())
+    elements += getStaticNumElements(input.getType());
+  return 2 * elements;
+}

@@ -105,4 +105,33 @@ def Titan_FusedAdamWOp : Titan_Op<"fused_adamw", [Pure,
   let hasVerifier = 1;
 }
 
+def Titan_SquaredNormOp : Titan_Op<"squared_norm", [Pure,
+    DeclareOpInterfaceMethods<Titan_CostOpInterface>]> {
+  let summary = "The sum of the squares of every element of many tensors";
+  let description = [{
+    Sums `x * x` over every element `x` of every tensor of `inputs`: each
+    element widened to f32 and squared in f32, the squares summed in f64 (in
+    an order the op leaves open), the total rounded to f32 once. It is the
+    squared global norm of the gradients that gradient clipping computes
+    (torch.nn.utils.clip_grad_norm_, whose `torch._foreach_norm` reads all
+    of them in one launch): titan-fuse-kernels builds it with `runtime-ops`
+    squared_norm (the CUDA backend's default) from the per-tensor
+    `titan.reduce_sum` of `titan.mul(x, x)` that a sum adds, so that the
+    runtime reads every gradient in one call (`titanrt_squared_norm`)
+    instead of one reduction kernel per parameter.
+
+    Example:
+
+    ```mlir
+    %s = titan.squared_norm %g0, %g1 : tensor<64xf32>, tensor<64x64xbf16>
+    ```
+  }];
+  let arguments = (ins Variadic<Titan_FloatTensor>:$inputs);
+  let results = (outs Titan_ScalarF32:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` type($inputs)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TITAN_EXECUTABLE_OPS

@@ -32,7 +32,7 @@ namespace mlir::titan {
 /// The names titan-fuse-kernels' `runtime-ops` takes: the ops the runtime
 /// can execute with its own kernels.
 inline constexpr StringLiteral kRuntimeOpNames[] = {"rms_norm", "cross_entropy",
-                                                    "adamw"};
+                                                    "adamw", "squared_norm"};
 
 /// The runtime ops a backend executes unless told otherwise: every one for
 /// "cuda" (titan's hand-written kernels pass over the rows fewer times than

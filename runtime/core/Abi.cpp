@@ -174,12 +174,29 @@ titanrt_status titanrt_cross_entropy_grad(
       static_cast<const float *>(grad), dlogits, workspace));
 }
 
-// The layout the code generator builds the table in (lowerFusedAdamW:
-// eight pointers, an int64_t, an int32_t).
+/// Fails unless a call's table of `count` tensors is one: count >= 0, and
+/// the table not null when it has any.
+static Status checkTable(const char *op, const void *table, int64_t count) {
+  if (count < 0)
+    return Status::invalidArgument(std::string(op) + ": count " +
+                                   std::to_string(count) + " is negative");
+  if (count > 0 && !table)
+    return Status::invalidArgument(std::string(op) +
+                                   ": the tensor table is null");
+  return Status::success();
+}
+
+// The layouts the code generator builds the tables in (lowerFusedAdamW:
+// eight pointers, an int64_t, an int32_t; lowerSquaredNorm: a pointer, an
+// int64_t, an int32_t).
 static_assert(offsetof(titanrt_adamw_tensor, numel) == 64 &&
                   offsetof(titanrt_adamw_tensor, grad_dtype) == 72 &&
                   sizeof(titanrt_adamw_tensor) == 80,
               "titanrt_adamw_tensor's layout changed: update lowerFusedAdamW");
+static_assert(offsetof(titanrt_norm_tensor, numel) == 8 &&
+                  offsetof(titanrt_norm_tensor, dtype) == 16 &&
+                  sizeof(titanrt_norm_tensor) == 24,
+              "titanrt_norm_tensor's layout changed: update lowerSquaredNorm");
 
 titanrt_status titanrt_fused_adamw(titanrt_context *ctx,
                                    const titanrt_adamw_tensor *tensors,
@@ -189,11 +206,8 @@ titanrt_status titanrt_fused_adamw(titanrt_context *ctx,
                                    double weight_decay) {
   if (failsPendingStart(ctx, "titanrt_fused_adamw"))
     return TITANRT_ERROR_INVALID_ARGUMENT;
-  if (count < 0 || (count > 0 && !tensors))
-    return ctx->finish(Status::invalidArgument(
-        "titanrt_fused_adamw: " +
-        (count < 0 ? "count " + std::to_string(count) + " is negative"
-                   : std::string("the tensor table is null"))));
+  if (Status bad = checkTable("titanrt_fused_adamw", tensors, count); !bad.ok())
+    return ctx->finish(bad);
   TraceScope trace(ctx->tracer, "adamw", "optimizer");
   trace.arg("tensors", count);
   std::vector<AdamWOperands> operands(static_cast<size_t>(count));
@@ -219,6 +233,23 @@ titanrt_status titanrt_fused_adamw(titanrt_context *ctx,
     o.weightDecay = weight_decay;
   }
   return ctx->finish(ctx->compute->adamW(operands));
+}
+
+titanrt_status titanrt_squared_norm(titanrt_context *ctx,
+                                    const titanrt_norm_tensor *tensors,
+                                    int64_t count, void *out) {
+  if (failsPendingStart(ctx, "titanrt_squared_norm"))
+    return TITANRT_ERROR_INVALID_ARGUMENT;
+  if (Status bad = checkTable("titanrt_squared_norm", tensors, count);
+      !bad.ok())
+    return ctx->finish(bad);
+  TraceScope trace(ctx->tracer, "squared_norm", "optimizer");
+  trace.arg("tensors", count);
+  std::vector<NormTensor> list(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    list[size_t(i)] = {tensors[i].data, tensors[i].numel, tensors[i].dtype};
+  return ctx->finish(
+      ctx->compute->squaredNorm(list, static_cast<float *>(out)));
 }
 
 titanrt_status titanrt_copy(titanrt_context *ctx, const void *in, void *out,

@@ -2,7 +2,8 @@
 //
 // The compute entries of titanrt.def (titanrt_matmul, titanrt_attention,
 // titanrt_attention_grad, titanrt_embedding_grad, titanrt_rms_norm(_grad),
-// titanrt_cross_entropy(_grad), titanrt_fused_adamw) and the one value a
+// titanrt_cross_entropy(_grad), titanrt_squared_norm,
+// titanrt_fused_adamw) and the one value a
 // runtime call writes into the step's memory itself (titanrt_axis_index),
 // behind one interface: the CPU backend runs them on the rank's threads
 // (cpu/CpuBackend.h), the CUDA backend queues them on the rank's compute
@@ -44,6 +45,14 @@ struct LossShape {
   int64_t vocab = 0;
   int64_t ignoreIndex = -100;
   int32_t labelsDtype = 0;
+};
+
+/// One tensor of titanrt_squared_norm: `numel` elements of `dtype`
+/// (TITANRT_F32 or TITANRT_BF16).
+struct NormTensor {
+  const void *data = nullptr;
+  int64_t numel = 0;
+  int32_t dtype = 0;
 };
 
 /// The operands of one parameter's AdamW step (titanrt_fused_adamw's
@@ -135,6 +144,11 @@ public:
                                   const void *logits, const void *labels,
                                   const float *grad, void *dlogits,
                                   void *workspace) = 0;
+
+  /// titanrt_squared_norm: the sum of the squares of every element of
+  /// `tensors` into `out`.
+  virtual Status squaredNorm(const std::vector<NormTensor> &tensors,
+                             float *out) = 0;
 
   /// titanrt_fused_adamw: the step of every tensor of `tensors`, which
   /// share lr, step, gradScale and the hyperparameters.

@@ -74,6 +74,11 @@ Status CpuBackend::crossEntropyGrad(int32_t dtype, const LossShape &shape,
                                dlogits, workspace);
 }
 
+Status CpuBackend::squaredNorm(const std::vector<NormTensor> &tensors,
+                               float *out) {
+  return cpu::squaredNorm(pool, tensors, out);
+}
+
 Status CpuBackend::adamW(const std::vector<AdamWOperands> &tensors) {
   return cpu::adamW(pool, tensors);
 }

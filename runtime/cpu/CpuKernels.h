@@ -18,6 +18,7 @@
 
 namespace titan::rt {
 struct AdamWOperands; // core/ComputeBackend.h
+struct NormTensor;    // core/ComputeBackend.h
 struct LossShape;     // core/ComputeBackend.h
 } // namespace titan::rt
 
@@ -79,6 +80,11 @@ Status crossEntropy(ThreadPool &pool, int32_t dtype, const LossShape &shape,
 Status crossEntropyGrad(ThreadPool &pool, int32_t dtype, const LossShape &shape,
                         const void *logits, const void *labels,
                         const float *grad, void *dlogits, void *workspace);
+
+/// titanrt_squared_norm: f32 or bf16 tensors, checked first; the same
+/// bits for any number of threads (Optimizer.cpp).
+Status squaredNorm(ThreadPool &pool, const std::vector<NormTensor> &tensors,
+                   float *out);
 
 /// titanrt_fused_adamw: f32 or bf16 gradients, every tensor's arguments
 /// and the step's lr and step checked before anything is written

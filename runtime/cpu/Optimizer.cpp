@@ -1,8 +1,10 @@
 //===- Optimizer.cpp - AdamW on the CPU -----------------------------------===//
 //
-// titanrt_fused_adamw: the step's scalars in double (core/AdamW.h), then
-// every element of each tensor in float32 in titan.adamw's order, over
-// ranges of elements on the pool. The file is compiled for the baseline
+// titanrt_squared_norm: the gradients' squared global norm, per chunk of
+// a tensor on the pool, the chunks' sums added in order. titanrt_fused_adamw:
+// the step's scalars in double (core/AdamW.h), then every element of each
+// tensor in float32 in titan.adamw's order, over ranges of elements on the
+// pool. The file is compiled for the baseline
 // instruction set: no FMA contracts two of the operations into one, so each is
 // rounded as the op's definition (and the reference interpreter) rounds it.
 // (The compiled kernels of the expanded update may contract, so they can differ
@@ -17,7 +19,9 @@
 #include "core/ComputeBackend.h"
 #include "core/LowPrecision.h"
 
+#include <algorithm>
 #include <string>
+#include <utility>
 
 using namespace titan::rt;
 using namespace titan::rt::cpu;
@@ -95,5 +99,67 @@ Status cpu::adamW(ThreadPool &pool, const std::vector<AdamWOperands> &tensors) {
       else
         update<uint16_t>(o, s, gradScale, begin, end);
     });
+  return Status::success();
+}
+
+namespace {
+
+/// Elements per chunk of titanrt_squared_norm: the sums the order of
+/// additions is fixed by.
+constexpr int64_t kNormChunk = 1 << 14;
+
+/// The sum of the squares of elements [begin, end) of `data` (of type T),
+/// each squared in float32 and added in double.
+template <typename T>
+double sumSquares(const void *data, int64_t begin, int64_t end) {
+  const T *values = static_cast<const T *>(data);
+  double sum = 0;
+  for (int64_t i = begin; i < end; ++i) {
+    float x;
+    if constexpr (std::is_same_v<T, float>)
+      x = values[i];
+    else
+      x = bf16ToFloat(values[i]);
+    sum += double(x * x);
+  }
+  return sum;
+}
+
+} // namespace
+
+Status cpu::squaredNorm(ThreadPool &pool,
+                        const std::vector<NormTensor> &tensors, float *out) {
+  const char *op = "titanrt_squared_norm";
+  TITANRT_RETURN_IF_ERROR(checkBuffer(op, "out", out, {1}));
+  // Each tensor's chunks: (tensor, first element).
+  std::vector<std::pair<size_t, int64_t>> chunks;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const NormTensor &tensor = tensors[i];
+    const std::string name = "tensor " + std::to_string(i);
+    TITANRT_RETURN_IF_ERROR(checkNonNegative(op, name.c_str(), tensor.numel));
+    if (tensor.dtype != TITANRT_F32 && tensor.dtype != TITANRT_BF16)
+      return Status::unsupported(std::string(op) + ": " + name + " dtype " +
+                                 std::to_string(tensor.dtype) +
+                                 " (f32 or bf16)");
+    TITANRT_RETURN_IF_ERROR(
+        checkBuffer(op, name.c_str(), tensor.data, {tensor.numel}));
+    for (int64_t start = 0; start < tensor.numel; start += kNormChunk)
+      chunks.push_back({i, start});
+  }
+  std::vector<double> sums(chunks.size());
+  pool.parallelFor(int64_t(chunks.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      const auto [index, start] = chunks[size_t(c)];
+      const NormTensor &tensor = tensors[index];
+      const int64_t stop = std::min(tensor.numel, start + kNormChunk);
+      sums[size_t(c)] = tensor.dtype == TITANRT_F32
+                            ? sumSquares<float>(tensor.data, start, stop)
+                            : sumSquares<uint16_t>(tensor.data, start, stop);
+    }
+  });
+  double total = 0;
+  for (double sum : sums)
+    total += sum;
+  *out = float(total);
   return Status::success();
 }

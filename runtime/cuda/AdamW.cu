@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <iterator>
 #include <tuple>
 
 using namespace titan::rt;
@@ -61,6 +60,28 @@ __global__ void __launch_bounds__(256)
 
 } // namespace
 
+Status cuda::uploadChunkTables(const void *tensors, int64_t tensorBytes,
+                               const std::vector<AdamWChunk> &chunks,
+                               cudaStream_t stream, DeviceBuffer &tables,
+                               int64_t &chunksOffset) {
+  chunksOffset = ceilDiv(tensorBytes, 256) * 256;
+  const int64_t bytes =
+      chunksOffset + int64_t(chunks.size() * sizeof(AdamWChunk));
+  std::vector<char> host(size_t(bytes), 0);
+  if (tensorBytes > 0)
+    std::memcpy(host.data(), tensors, size_t(tensorBytes));
+  if (!chunks.empty())
+    std::memcpy(host.data() + chunksOffset, chunks.data(),
+                chunks.size() * sizeof(AdamWChunk));
+  TITANRT_RETURN_IF_ERROR(tables.allocate(bytes, "a tensor table"));
+  if (bytes == 0)
+    return Status::success();
+  // The pageable copy has left `host` when cudaMemcpyAsync returns.
+  return checkCuda(cudaMemcpyAsync(tables.get(), host.data(), size_t(bytes),
+                                   cudaMemcpyHostToDevice, stream),
+                   "cudaMemcpyAsync", "a tensor table");
+}
+
 AdamWTensor cuda::getAdamWTensor(const AdamWOperands &o) {
   AdamWTensor tensor;
   tensor.param = o.param;
@@ -107,24 +128,9 @@ Status FusedAdamW::create(std::unique_ptr<FusedAdamW> &optimizer,
 
   std::unique_ptr<FusedAdamW> created(new FusedAdamW());
   created->numChunks = int64_t(chunks.size());
-  const int64_t tensorBytes = int64_t(tensors.size() * sizeof(AdamWTensor));
-  created->chunksOffset = ceilDiv(tensorBytes, 256) * 256;
-  const int64_t bytes =
-      created->chunksOffset + int64_t(chunks.size() * sizeof(AdamWChunk));
-  std::vector<char> host(size_t(bytes), 0);
-  if (!tensors.empty())
-    std::memcpy(host.data(), tensors.data(), size_t(tensorBytes));
-  if (!chunks.empty())
-    std::memcpy(host.data() + created->chunksOffset, chunks.data(),
-                chunks.size() * sizeof(AdamWChunk));
-  TITANRT_RETURN_IF_ERROR(
-      created->tables.allocate(bytes, "the AdamW tensor table"));
-  if (bytes > 0)
-    TITANRT_RETURN_IF_ERROR(checkCuda(
-        cudaMemcpyAsync(created->tables.get(), host.data(), size_t(bytes),
-                        cudaMemcpyHostToDevice, stream),
-        "cudaMemcpyAsync", "the AdamW tensor table"));
-  // The pageable copy has left `host` when cudaMemcpyAsync returns.
+  TITANRT_RETURN_IF_ERROR(uploadChunkTables(
+      tensors.data(), int64_t(tensors.size() * sizeof(AdamWTensor)), chunks,
+      stream, created->tables, created->chunksOffset));
   created->tensors = std::move(tensors);
   optimizer = std::move(created);
   return Status::success();
@@ -166,17 +172,12 @@ Status AdamWOptimizers::step(cudaStream_t stream,
   std::vector<AdamWTensor> list;
   for (const AdamWOperands &operands : tensors)
     list.push_back(getAdamWTensor(operands));
-  auto known = std::find_if(
-      optimizers.begin(), optimizers.end(),
-      [&](const std::unique_ptr<FusedAdamW> &o) { return o->updates(list); });
-  if (known == optimizers.end()) {
-    std::unique_ptr<FusedAdamW> created;
-    TITANRT_RETURN_IF_ERROR(
-        FusedAdamW::create(created, std::move(list), stream));
-    if (optimizers.size() == kMaxLists)
-      optimizers.erase(optimizers.begin());
-    optimizers.push_back(std::move(created));
-    known = std::prev(optimizers.end());
-  }
-  return (*known)->step(stream, tensors.front());
+  const FusedAdamW *optimizer = nullptr;
+  TITANRT_RETURN_IF_ERROR(optimizers.get(
+      [&](const FusedAdamW &known) { return known.updates(list); },
+      [&](std::unique_ptr<FusedAdamW> &created) {
+        return FusedAdamW::create(created, list, stream);
+      },
+      optimizer));
+  return optimizer->step(stream, tensors.front());
 }

@@ -25,6 +25,7 @@
 #include "core/Status.h"
 #include "cuda/Device.h"
 #include "cuda/LaunchConfig.h"
+#include "cuda/PlanCache.h"
 
 #include <cuda_runtime_api.h>
 
@@ -50,6 +51,14 @@ struct AdamWTensor {
   /// TITANRT_F32 or TITANRT_BF16.
   int32_t gradDtype = TITANRT_F32;
 };
+
+/// Copies a table of tensors (`tensorBytes` bytes at `tensors`) and then,
+/// from the next multiple of 256 bytes (`chunksOffset`), `chunks` to
+/// `tables` on the device, on `stream`.
+Status uploadChunkTables(const void *tensors, int64_t tensorBytes,
+                         const std::vector<AdamWChunk> &chunks,
+                         cudaStream_t stream, DeviceBuffer &tables,
+                         int64_t &chunksOffset);
 
 /// The tensor of one parameter's `operands`.
 AdamWTensor getAdamWTensor(const AdamWOperands &operands);
@@ -87,8 +96,7 @@ private:
 
 /// The FusedAdamW of each list of tensors a backend has been asked to
 /// update: a compiled program passes one list per titan.fused_adamw, the
-/// same every step (the memory plan fixes the places), so its tables are
-/// uploaded once, on the first step.
+/// same every step, so its tables are uploaded once, on the first step.
 class AdamWOptimizers {
 public:
   /// titanrt_fused_adamw of `tensors` (sharing the lr, step, gradScale and
@@ -98,13 +106,8 @@ public:
   /// The lists known.
   size_t size() const { return optimizers.size(); }
 
-  /// The most lists kept: a caller that changes its buffers every step (not
-  /// a compiled program) keeps the latest ones.
-  static constexpr size_t kMaxLists = 8;
-
 private:
-  /// Most recently created last.
-  std::vector<std::unique_ptr<FusedAdamW>> optimizers;
+  PlanCache<FusedAdamW> optimizers;
 };
 
 } // namespace titan::rt::cuda

@@ -128,6 +128,11 @@ Status CudaBackend::crossEntropyGrad(int32_t dtype, const LossShape &shape,
                               dlogits);
 }
 
+Status CudaBackend::squaredNorm(const std::vector<NormTensor> &tensors,
+                                float *out) {
+  return squaredNorms.compute(stream.get(), tensors, out);
+}
+
 Status CudaBackend::adamW(const std::vector<AdamWOperands> &tensors) {
   return optimizers.step(stream.get(), tensors);
 }

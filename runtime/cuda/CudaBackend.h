@@ -21,6 +21,7 @@
 #include "cuda/Device.h"
 #include "cuda/Gemm.h"
 #include "cuda/KernelTypes.h"
+#include "cuda/SquaredNorm.h"
 
 #include <memory>
 #include <vector>
@@ -90,6 +91,9 @@ public:
                           const void *logits, const void *labels,
                           const float *grad, void *dlogits,
                           void *workspace) override;
+  /// Two launches whatever the number of tensors (SquaredNorms).
+  Status squaredNorm(const std::vector<NormTensor> &tensors,
+                     float *out) override;
   /// One launch over every tensor (FusedAdamW), whose tables are uploaded
   /// the first time a list of tensors is seen and reused after
   /// (AdamWOptimizers).
@@ -104,6 +108,7 @@ private:
   std::unique_ptr<GemmEngine> gemm;
   DeviceBuffer embeddingWorkspace;
   AdamWOptimizers optimizers;
+  SquaredNorms squaredNorms;
   AttentionKernels attentionKernels = AttentionKernels::Auto;
 };
 

@@ -55,7 +55,7 @@
 // CALLS-NEXT: llvm.call @titanrt_cross_entropy(%{{.*}}, %[[LF32]], %[[I64]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LROWS]], %[[VOCAB]], %[[IGNORE]]) : (!llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64) -> i32
 // CALLS: llvm.call @titanrt_cross_entropy_grad({{.*}}) : (!llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64) -> i32
 
-// UNKNOWN: error: titan-fuse-kernels: unknown runtime op 'layer_norm' (runtime-ops takes rms_norm, cross_entropy, adamw)
+// UNKNOWN: error: titan-fuse-kernels: unknown runtime op 'layer_norm' (runtime-ops takes rms_norm, cross_entropy, adamw, squared_norm)
 
 titan.mesh @mesh ["dp"=1]
 func.func @train_step(%x: tensor<2x4x8xbf16> {titan.name = "x", titan.role = "input", titan.placements = #titan.placements<@mesh, [R]>},

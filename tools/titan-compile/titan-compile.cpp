@@ -105,8 +105,8 @@ static cl::opt<std::string> backend(
 static cl::list<std::string> runtimeOps(
     "runtime-ops", cl::CommaSeparated,
     cl::desc("Ops the runtime executes with its own kernels instead of "
-             "compiled ones: rms_norm, cross_entropy, adamw, or none "
-             "(default: all three for --backend=cuda, none for cpu)"),
+             "compiled ones: rms_norm, cross_entropy, adamw, squared_norm, "
+             "or none (default: all four for --backend=cuda, none for cpu)"),
     cl::value_desc("op,..."), cl::cat(compileOptions));
 static cl::opt<std::string>
     configFile("config",

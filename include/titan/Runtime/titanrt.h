@@ -249,6 +249,25 @@ titanrt_status titanrt_fused_adamw(titanrt_context *ctx,
                                    double beta1, double beta2, double eps,
                                    double weight_decay);
 
+/// One tensor of titanrt_squared_norm: `numel` elements of `dtype`
+/// (TITANRT_F32 or TITANRT_BF16) at `data`.
+typedef struct titanrt_norm_tensor {
+  const void *data;
+  int64_t numel;
+  int32_t dtype;
+} titanrt_norm_tensor;
+
+/// *out (float32, in the step's memory) = the sum of x * x over every
+/// element x of the `count` tensors of `tensors` (a table in host memory,
+/// read during the call), each element widened to float32 and squared in
+/// float32, the squares summed in double in an order fixed by the sizes
+/// alone (the same bits for any number of threads or blocks), the total
+/// rounded to float32 (titan.squared_norm: the gradients' squared global
+/// norm of clipping). A GPU backend reads every tensor in one launch.
+titanrt_status titanrt_squared_norm(titanrt_context *ctx,
+                                    const titanrt_norm_tensor *tensors,
+                                    int64_t count, void *out);
+
 /// Copies `bytes` bytes from `in` to `out` in the step's memory (buffers that
 /// do not overlap): a step result that ends where it was not computed, such
 /// as a state update that could not be computed in place. Code compiled for

@@ -227,6 +227,13 @@ func.func @adamw(%p: tensor<16x8xf32>, %g: tensor<16x8xbf16>, %m: tensor<16x8xf3
   return %0#0, %1#0 : tensor<16x8xf32>, tensor<16x8xf32>
 }
 
+// CHECK-LABEL: func.func @squared_norm
+func.func @squared_norm(%a: tensor<16x8xbf16>, %b: tensor<8xf32>) -> tensor<f32> {
+  // CHECK: titan.squared_norm %{{.*}}, %{{.*}} : tensor<16x8xbf16>, tensor<8xf32>
+  %0 = titan.squared_norm %a, %b : tensor<16x8xbf16>, tensor<8xf32>
+  return %0 : tensor<f32>
+}
+
 // CHECK-LABEL: func.func @fused_adamw
 func.func @fused_adamw(%p: tensor<16x8xf32>, %g: tensor<16x8xbf16>, %q: tensor<8xf32>, %lr: tensor<f32>, %step: tensor<f32>, %clip: tensor<f32>) -> (tensor<16x8xf32>, tensor<8xf32>, tensor<16x8xbf16>) {
   // CHECK: titan.fused_adamw params(%{{.*}}, %{{.*}}) grads(%{{.*}}, %{{.*}}) exp_avgs(%{{.*}}, %{{.*}}) exp_avg_sqs(%{{.*}}, %{{.*}}) lr %{{.*}} step %{{.*}} grad_scale %{{.*}} betas 9.000000e-01, 0.94999999999999996 eps 1.000000e-08 weight_decay 1.000000e-01 copies [0] : tensor<16x8xf32>, tensor<8xf32> grads tensor<16x8xbf16>, tensor<8xf32> copies tensor<16x8xbf16>

@@ -1179,6 +1179,14 @@ func.func @adamw_lr_type(%p: tensor<4x8xf32>, %lr: tensor<f64>, %step: tensor<f3
 
 // -----
 
+func.func @squared_norm_empty() {
+  // expected-error @+1 {{expects at least one input}}
+  %0 = "titan.squared_norm"() : () -> tensor<f32>
+  return
+}
+
+// -----
+
 func.func @fused_adamw_grads(%p: tensor<4x8xf32>, %lr: tensor<f32>, %step: tensor<f32>) {
   // expected-error @+1 {{expects one gradient per parameter, got 1 for 2 parameters}}
   %0:2, %1:2, %2:2 = titan.fused_adamw params(%p, %p) grads(%p) exp_avgs(%p, %p) exp_avg_sqs(%p, %p) lr %lr step %step betas 0.9, 0.95 eps 1.0e-8 weight_decay 0.1 : tensor<4x8xf32>, tensor<4x8xf32> grads tensor<4x8xf32>

@@ -177,4 +177,38 @@ TEST(OptimizerTest, FusedAdamWUpdatesEachTensorAsAlone) {
   EXPECT_TRUE(adamW(pool(1), {}).ok());
 }
 
+TEST(OptimizerTest, SquaredNormSumsEveryTensorOnAnyThreads) {
+  // An f32 and a bf16 tensor of more than one chunk, an empty one.
+  std::vector<float> a = randomValues<float>(kNumel, 7);
+  std::vector<float> widened = randomValues<float>(3 * kNumel, 8);
+  std::vector<uint16_t> b(widened.size());
+  double expected = 0;
+  for (float value : a)
+    expected += double(value) * double(value);
+  for (size_t i = 0; i < b.size(); ++i) {
+    b[i] = floatToBf16(widened[i]);
+    expected += double(bf16ToFloat(b[i])) * double(bf16ToFloat(b[i]));
+  }
+  const std::vector<NormTensor> tensors = {
+      {a.data(), kNumel, TITANRT_F32},
+      {nullptr, 0, TITANRT_F32},
+      {b.data(), int64_t(b.size()), TITANRT_BF16}};
+  std::vector<float> results;
+  for (int threads : threadCounts()) {
+    float out = -1;
+    ASSERT_TRUE(squaredNorm(pool(threads), tensors, &out).ok());
+    results.push_back(out);
+  }
+  EXPECT_NEAR(results.front(), expected, 1e-6 * expected);
+  for (float result : results)
+    EXPECT_EQ(result, results.front());
+
+  float out = -1;
+  Status status = squaredNorm(pool(1), {{a.data(), kNumel, TITANRT_F64}}, &out);
+  EXPECT_EQ(status.getCode(), TITANRT_ERROR_UNSUPPORTED);
+  EXPECT_EQ(status.getMessage(),
+            "titanrt_squared_norm: tensor 0 dtype 1 (f32 or bf16)");
+  EXPECT_EQ(out, -1);
+}
+
 } // namespace

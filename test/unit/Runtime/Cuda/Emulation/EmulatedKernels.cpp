@@ -3,7 +3,7 @@
 // runtime/cuda's kernels other than attention (AttentionEmulationTest.cpp
 // includes those), compiled by the host compiler under EmulatedCuda.h for
 // CudaEmulationTest: RMSNorm, RoPE, SwiGLU, softmax, cross-entropy,
-// embedding and the fused AdamW, with their launchers.
+// embedding, the fused AdamW and the squared norm, with their launchers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,4 +20,5 @@
 #include "RmsNorm.cu"
 #include "Rope.cu"
 #include "Softmax.cu"
+#include "SquaredNorm.cu"
 #include "SwiGlu.cu"

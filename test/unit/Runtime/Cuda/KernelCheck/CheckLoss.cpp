@@ -7,6 +7,7 @@
 #include "cuda/Kernels.h"
 #include "cuda/LaunchConfig.h"
 #include "cuda/Reference.h"
+#include "cuda/SquaredNorm.h"
 
 #include <cmath>
 #include <random>
@@ -415,6 +416,43 @@ void checkAdamWOptimizers(Checker &checker, Context &context, uint32_t seed) {
   }
 }
 
+/// SquaredNorms (titanrt_squared_norm on the GPU): seven tensors of sizes
+/// around the chunk size (one empty), f32 and bf16 alternating, in two
+/// launches; the same bits again from the list's kept plan.
+void checkSquaredNorm(Checker &checker, Context &context, uint32_t seed) {
+  const std::string name = "squared_norm.tensors7";
+  const std::vector<int64_t> numels = {1, 8191, 8192, 8193, 100000, 0, 37};
+  std::vector<DeviceTensor> data(numels.size());
+  std::vector<NormTensor> tensors;
+  double expected = 0;
+  for (size_t i = 0; i < numels.size(); ++i) {
+    const int32_t dtype = i % 2 == 0 ? TITANRT_BF16 : TITANRT_F32;
+    std::vector<double> values = randomValues(numels[i], seed++, dtype);
+    if (!checker.expectOk(name, data[i].upload(dtype, values)))
+      return;
+    for (double value : values)
+      expected += value * value;
+    tensors.push_back({data[i].get(), numels[i], dtype});
+  }
+  SquaredNorms norms;
+  DeviceTensor out;
+  std::vector<double> first, second;
+  if (!checker.expectOk(name, out.allocate(TITANRT_F32, 1)) ||
+      !checker.expectOk(name, norms.compute(context.stream.get(), tensors,
+                                            out.as<float>())) ||
+      !checker.expectOk(name, out.download(first)) ||
+      !checker.expectOk(name, norms.compute(context.stream.get(), tensors,
+                                            out.as<float>())) ||
+      !checker.expectOk(name, out.download(second)))
+    return;
+  checker.compare(name, first, {expected}, 1e-6);
+  checker.expectIdentical(name + ".again", first, second);
+  if (norms.size() != 1)
+    checker.expectOk(name + ".plans",
+                     Status::internal("expected 1 plan, got " +
+                                      std::to_string(norms.size())));
+}
+
 } // namespace
 
 void check::checkLoss(Checker &checker, Context &context) {
@@ -435,4 +473,5 @@ void check::checkLoss(Checker &checker, Context &context) {
     checkAdamW(checker, context, dtype, seed += 40);
   }
   checkAdamWOptimizers(checker, context, seed += 40);
+  checkSquaredNorm(checker, context, seed += 40);
 }
