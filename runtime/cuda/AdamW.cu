@@ -60,10 +60,13 @@ __global__ void __launch_bounds__(256)
 
 } // namespace
 
-Status cuda::uploadChunkTables(const void *tensors, int64_t tensorBytes,
-                               const std::vector<AdamWChunk> &chunks,
-                               cudaStream_t stream, DeviceBuffer &tables,
-                               int64_t &chunksOffset) {
+Status ChunkTables::upload(const void *tensors, int64_t tensorBytes,
+                           const std::vector<int64_t> &numels,
+                           cudaStream_t stream) {
+  if (numels.size() > size_t(INT32_MAX))
+    return Status::unsupported("a tensor table of more than 2^31 tensors");
+  const std::vector<AdamWChunk> chunks = planAdamWChunks(numels);
+  numChunks = int64_t(chunks.size());
   chunksOffset = ceilDiv(tensorBytes, 256) * 256;
   const int64_t bytes =
       chunksOffset + int64_t(chunks.size() * sizeof(AdamWChunk));
@@ -122,15 +125,10 @@ Status FusedAdamW::create(std::unique_ptr<FusedAdamW> &optimizer,
           op, tensor.numel, {{"param_copy_out", tensor.paramCopyOut}}));
     numels.push_back(tensor.numel);
   }
-  if (tensors.size() > size_t(INT32_MAX))
-    return Status::unsupported(std::string(op) + ": more than 2^31 tensors");
-  std::vector<AdamWChunk> chunks = planAdamWChunks(numels);
-
   std::unique_ptr<FusedAdamW> created(new FusedAdamW());
-  created->numChunks = int64_t(chunks.size());
-  TITANRT_RETURN_IF_ERROR(uploadChunkTables(
-      tensors.data(), int64_t(tensors.size() * sizeof(AdamWTensor)), chunks,
-      stream, created->tables, created->chunksOffset));
+  TITANRT_RETURN_IF_ERROR(created->tables.upload(
+      tensors.data(), int64_t(tensors.size() * sizeof(AdamWTensor)), numels,
+      stream));
   created->tensors = std::move(tensors);
   optimizer = std::move(created);
   return Status::success();
@@ -156,13 +154,11 @@ Status FusedAdamW::step(cudaStream_t stream,
   // lr and step are on the device: the host checks the rest.
   TITANRT_RETURN_IF_ERROR(checkAdamWHyperparameters(
       adamWHyperparameters(shared, /*lr=*/0, /*step=*/0), op));
-  if (numChunks == 0)
+  if (tables.getNumChunks() == 0)
     return Status::success();
-  const auto *deviceTensors = tables.as<const AdamWTensor>();
-  const auto *chunks = reinterpret_cast<const AdamWChunk *>(
-      tables.as<const char>() + chunksOffset);
-  return launchKernel(op, adamWLaunch(numChunks), stream, adamWKernel,
-                      deviceTensors, chunks, shared);
+  return launchKernel(op, adamWLaunch(tables.getNumChunks()), stream,
+                      adamWKernel, tables.getTensors<AdamWTensor>(),
+                      tables.getChunks(), shared);
 }
 
 Status AdamWOptimizers::step(cudaStream_t stream,

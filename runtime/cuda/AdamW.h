@@ -52,13 +52,32 @@ struct AdamWTensor {
   int32_t gradDtype = TITANRT_F32;
 };
 
-/// Copies a table of tensors (`tensorBytes` bytes at `tensors`) and then,
-/// from the next multiple of 256 bytes (`chunksOffset`), `chunks` to
-/// `tables` on the device, on `stream`.
-Status uploadChunkTables(const void *tensors, int64_t tensorBytes,
-                         const std::vector<AdamWChunk> &chunks,
-                         cudaStream_t stream, DeviceBuffer &tables,
-                         int64_t &chunksOffset);
+/// A list of tensors on the device, cut into chunks of
+/// kAdamWChunkElements (planAdamWChunks) for one block each: the tensors'
+/// table, then from the next multiple of 256 bytes the chunks' table.
+class ChunkTables {
+public:
+  /// Plans the chunks of `count` tensors of `numels` elements and copies
+  /// the tables (`tensorBytes` bytes of tensors at `tensors`, then the
+  /// chunks) to the device on `stream`.
+  Status upload(const void *tensors, int64_t tensorBytes,
+                const std::vector<int64_t> &numels, cudaStream_t stream);
+
+  /// The tensors' table on the device.
+  template <typename T> const T *getTensors() const {
+    return tables.as<const T>();
+  }
+  const AdamWChunk *getChunks() const {
+    return reinterpret_cast<const AdamWChunk *>(tables.as<const char>() +
+                                                chunksOffset);
+  }
+  int64_t getNumChunks() const { return numChunks; }
+
+private:
+  DeviceBuffer tables;
+  int64_t chunksOffset = 0;
+  int64_t numChunks = 0;
+};
 
 /// The tensor of one parameter's `operands`.
 AdamWTensor getAdamWTensor(const AdamWOperands &operands);
@@ -81,17 +100,14 @@ public:
   /// `shared` (whose tensor fields are not read).
   Status step(cudaStream_t stream, const AdamWOperands &shared) const;
 
-  int64_t getNumChunks() const { return numChunks; }
+  int64_t getNumChunks() const { return tables.getNumChunks(); }
 
 private:
   FusedAdamW() = default;
 
   /// The tensors, as the tables on the device hold them.
   std::vector<AdamWTensor> tensors;
-  int64_t numChunks = 0;
-  /// AdamWTensor[tensors] then AdamWChunk[numChunks].
-  DeviceBuffer tables;
-  int64_t chunksOffset = 0;
+  ChunkTables tables;
 };
 
 /// The FusedAdamW of each list of tensors a backend has been asked to

@@ -94,16 +94,12 @@ Status SquaredNormPlan::create(std::unique_ptr<SquaredNormPlan> &plan,
         checkPointers(op, tensor.numel, {{name.c_str(), tensor.data}}));
     numels.push_back(tensor.numel);
   }
-  if (tensors.size() > size_t(INT32_MAX))
-    return Status::unsupported(std::string(op) + ": more than 2^31 tensors");
-  std::vector<AdamWChunk> chunks = planAdamWChunks(numels);
   std::unique_ptr<SquaredNormPlan> created(new SquaredNormPlan());
-  created->numChunks = int64_t(chunks.size());
-  TITANRT_RETURN_IF_ERROR(uploadChunkTables(
-      tensors.data(), int64_t(tensors.size() * sizeof(NormTensor)), chunks,
-      stream, created->tables, created->chunksOffset));
+  TITANRT_RETURN_IF_ERROR(created->tables.upload(
+      tensors.data(), int64_t(tensors.size() * sizeof(NormTensor)), numels,
+      stream));
   TITANRT_RETURN_IF_ERROR(created->partials.allocate(
-      std::max<int64_t>(created->numChunks, 1) * int64_t(sizeof(double)),
+      std::max<int64_t>(created->getNumChunks(), 1) * int64_t(sizeof(double)),
       "the squared norm's partial sums"));
   created->tensors = std::move(tensors);
   plan = std::move(created);
@@ -120,14 +116,12 @@ bool SquaredNormPlan::sums(const std::vector<NormTensor> &other) const {
 Status SquaredNormPlan::compute(cudaStream_t stream, float *out) const {
   const char *op = "titanrt_squared_norm (CUDA)";
   TITANRT_RETURN_IF_ERROR(checkPointers(op, 1, {{"out", out}}));
-  if (numChunks > 0) {
-    const auto *deviceTensors = tables.as<const NormTensor>();
-    const auto *chunks = reinterpret_cast<const AdamWChunk *>(
-        tables.as<const char>() + chunksOffset);
-    TITANRT_RETURN_IF_ERROR(launchKernel(op, adamWLaunch(numChunks), stream,
-                                         squaredNormPartials, deviceTensors,
-                                         chunks, partials.as<double>()));
-  }
+  const int64_t numChunks = tables.getNumChunks();
+  if (numChunks > 0)
+    TITANRT_RETURN_IF_ERROR(
+        launchKernel(op, adamWLaunch(numChunks), stream, squaredNormPartials,
+                     tables.getTensors<NormTensor>(), tables.getChunks(),
+                     partials.as<double>()));
   return launchKernel(op, adamWLaunch(1), stream, squaredNormTotal,
                       partials.as<const double>(), numChunks, out);
 }

@@ -16,6 +16,7 @@
 
 #include "core/ComputeBackend.h"
 #include "core/Status.h"
+#include "cuda/AdamW.h"
 #include "cuda/Device.h"
 #include "cuda/PlanCache.h"
 
@@ -43,16 +44,13 @@ public:
   /// launches on `stream`.
   Status compute(cudaStream_t stream, float *out) const;
 
-  int64_t getNumChunks() const { return numChunks; }
+  int64_t getNumChunks() const { return tables.getNumChunks(); }
 
 private:
   SquaredNormPlan() = default;
 
   std::vector<NormTensor> tensors;
-  int64_t numChunks = 0;
-  /// NormTensor[tensors] then AdamWChunk[numChunks].
-  DeviceBuffer tables;
-  int64_t chunksOffset = 0;
+  ChunkTables tables;
   /// One double per chunk.
   DeviceBuffer partials;
 };

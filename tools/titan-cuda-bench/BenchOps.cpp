@@ -5,6 +5,7 @@
 #include "cuda/AdamW.h"
 #include "cuda/CudaStatus.h"
 #include "cuda/Kernels.h"
+#include "cuda/SquaredNorm.h"
 
 #include <cmath>
 #include <cstdio>
@@ -469,7 +470,7 @@ void bench::benchAdamW(Harness &harness, const ModelShape &model) {
     total += (numel + 63) / 64 * 64;
     parameters += numel;
   }
-  DeviceBuffer params, expAvg, expAvgSq, gradF32, gradBf16, lr, step;
+  DeviceBuffer params, expAvg, expAvgSq, gradF32, gradBf16, lr, step, normOut;
   Allocations allocations(harness, "adamw", "model");
   allocations.random(params, TITANRT_F32, total, -0.05, 0.05)
       .zeros(expAvg, TITANRT_F32, total)
@@ -477,7 +478,8 @@ void bench::benchAdamW(Harness &harness, const ModelShape &model) {
       .random(gradF32, TITANRT_F32, total, -1e-3, 1e-3)
       .random(gradBf16, TITANRT_BF16, total, -1e-3, 1e-3)
       .random(lr, TITANRT_F32, 1, 1e-4, 1e-3)
-      .zeros(step, TITANRT_F32, 1);
+      .zeros(step, TITANRT_F32, 1)
+      .zeros(normOut, TITANRT_F32, 1);
   if (!allocations.ok())
     return;
   // lr and step on the device, as executables keep them.
@@ -518,6 +520,20 @@ void bench::benchAdamW(Harness &harness, const ModelShape &model) {
     }
     (void)harness.time(measurement, [&] {
       return optimizer->step(harness.getStream(), shared);
+    });
+    // Clipping's squared norm of the same gradients, as executables compute
+    // it (titanrt_squared_norm): reads each gradient once.
+    std::vector<NormTensor> gradients;
+    for (const AdamWTensor &tensor : tensors)
+      gradients.push_back({tensor.grad, tensor.numel, gradDtype});
+    Measurement norm;
+    norm.op = f32 ? "squared_norm.grad_f32" : "squared_norm.grad_bf16";
+    norm.shape = "model";
+    norm.detail = measurement.detail;
+    norm.work = {Bound::Memory, 0, double(parameters) * (f32 ? 4 : 2)};
+    SquaredNorms norms;
+    (void)harness.time(norm, [&] {
+      return norms.compute(harness.getStream(), gradients, normOut.as<float>());
     });
   }
 }

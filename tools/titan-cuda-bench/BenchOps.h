@@ -72,7 +72,9 @@ void benchLossAndEmbedding(Harness &harness, const ModelShape &model,
 /// One fused AdamW step over all the model's parameters (f32 parameters and
 /// moments, lr and step on the device), as executables run it
 /// (titanrt_fused_adamw), with f32 and with bf16 gradients:
-/// "adamw.grad_f32", "adamw.grad_bf16" (shape "model").
+/// "adamw.grad_f32", "adamw.grad_bf16" (shape "model"); and clipping's
+/// squared norm of the same gradients (titanrt_squared_norm):
+/// "squared_norm.grad_f32", "squared_norm.grad_bf16".
 void benchAdamW(Harness &harness, const ModelShape &model);
 
 } // namespace titan::rt::cuda::bench
