@@ -28,7 +28,9 @@
 #   check/       the numerics checks: the llama3 debugmodel (one block,
 #                4x64, 5 steps) for CUDA in f32 (debug/) and in bf16
 #                (debug-bf16/), its batch, and the losses the CPU backend
-#                computes for the same jobs here (cpu-losses*.txt)
+#                computes for the same jobs here (cpu-losses*.txt); and
+#                GPT-2 tiny (biases, LayerNorm, GELU, tied embeddings: the
+#                compiled kernels' column sums; debug-gpt2/, data-gpt2/)
 #   shape        batch x sequence
 #   bin/         titan-cuda-kernel-check, titan-cuda-bench and
 #                CudaBackendTest as built here (they need only the CUDA
@@ -132,6 +134,29 @@ for precision in f32 bf16; do
     exit 1
   }
 done
+
+# GPT-2 tiny in f32 the same way: what the Llama checks do not reach (bias
+# and LayerNorm gradients are the compiled kernels' column sums, GELU, the
+# tied embedding's two gradients).
+"$python" "$root/models/export.py" --model gpt2 --flavor tiny \
+  --out "$work/gpt2" >/dev/null
+mkdir -p "$check/data-gpt2"
+"$python" "$root/test/Spmd/Inputs/make_batch.py" "$check/data-gpt2" 4 64 512
+for backend in cpu cuda; do
+  "$build/bin/titan-compile" "$work/gpt2/model.pt" \
+    --config "$root/models/gpt2/train_configs/tiny.toml" \
+    --set training.seq_len=64 --set training.local_batch_size=4 \
+    --set training.steps=5 --set parallelism.data_parallel_shard_degree=1 \
+    --backend=$backend -o "$work/check-$backend-gpt2"
+done
+mv "$work/check-cuda-gpt2" "$check/debug-gpt2"
+"$work/check-cpu-gpt2/bin/train" --data "$check/data-gpt2" \
+  --job.dump_folder "$work/check-run-gpt2" |
+  grep -o 'step [0-9]* | loss [0-9.]*' >"$check/cpu-losses-gpt2.txt"
+[[ $(wc -l <"$check/cpu-losses-gpt2.txt") == 5 ]] || {
+  echo "gpu-bundle.sh: the CPU run of the GPT-2 check printed no 5 losses" >&2
+  exit 1
+}
 
 # The CUDA checks and benchmark, built here for sm_90, so that gpu.sh need
 # not build them on the GPU machine (it does when they do not load there).

@@ -322,6 +322,10 @@ main() {
       run_step "titan's CUDA executable against the CPU backend's losses, bf16" 90 \
         bash "$self" titan-check bf16
     fi
+    if [[ -x $bundle/check/debug-gpt2/bin/train ]]; then
+      run_step "titan's CUDA executable against the CPU backend's losses, GPT-2" 90 \
+        bash "$self" titan-check gpt2
+    fi
     run_step "titan's training step (the ~1B proxy, $(cat "$bundle/shape"), bf16)" 180 \
       bash "$self" titan-step proxy
     # RMSNorm, the loss and AdamW as compiled kernels (--runtime-ops=none):
@@ -417,19 +421,23 @@ carried_checks_load() {
   done
 }
 
-# titan-check [bf16]: the debugmodel's 5 steps on the GPU, each loss
-# within 1e-3 (relative; 2e-2 in bf16, where the GPU's and the CPU's
-# matmuls and exponentials round differently) of what the CPU backend
-# computed for the same job on the build machine (cpu-losses*.txt).
+# titan-check [bf16|gpt2]: the debugmodel's 5 steps on the GPU (or GPT-2
+# tiny's, f32), each loss within 1e-3 (relative; 2e-2 in bf16, where the
+# GPU's and the CPU's matmuls and exponentials round differently) of what
+# the CPU backend computed for the same job on the build machine
+# (cpu-losses*.txt).
 titan_check() {
   local suffix= tolerance=1e-3
-  if [[ ${1:-} == bf16 ]]; then
-    suffix=-bf16 tolerance=2e-2
-  fi
+  case ${1:-} in
+  bf16) suffix=-bf16 tolerance=2e-2 ;;
+  gpt2) suffix=-gpt2 ;;
+  esac
   local check=$root/.gpu-bundle/check work=$build_root/titan-check$suffix
+  local data=$check/data
+  [[ -d $check/data$suffix ]] && data=$check/data$suffix
   rm -rf "$work" && mkdir -p "$work"
   LD_LIBRARY_PATH=$(bundle_library_path) "$check/debug$suffix/bin/train" \
-    --data "$check/data" --job.dump_folder "$work" >"$work/run.txt" 2>&1
+    --data "$data" --job.dump_folder "$work" >"$work/run.txt" 2>&1
   local rc=$?
   cat "$work/run.txt"
   ((rc == 0)) || return "$rc"
