@@ -210,29 +210,16 @@ titanrt_status titanrt_fused_adamw(titanrt_context *ctx,
     return ctx->finish(bad);
   TraceScope trace(ctx->tracer, "adamw", "optimizer");
   trace.arg("tensors", count);
-  std::vector<AdamWOperands> operands(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
-    const titanrt_adamw_tensor &tensor = tensors[i];
-    AdamWOperands &o = operands[size_t(i)];
-    o.gradDtype = tensor.grad_dtype;
-    o.param = static_cast<const float *>(tensor.param);
-    o.grad = tensor.grad;
-    o.expAvg = static_cast<const float *>(tensor.exp_avg);
-    o.expAvgSq = static_cast<const float *>(tensor.exp_avg_sq);
-    o.lr = static_cast<const float *>(lr);
-    o.step = static_cast<const float *>(step);
-    o.gradScale = static_cast<const float *>(grad_scale);
-    o.paramOut = static_cast<float *>(tensor.param_out);
-    o.expAvgOut = static_cast<float *>(tensor.exp_avg_out);
-    o.expAvgSqOut = static_cast<float *>(tensor.exp_avg_sq_out);
-    o.paramCopyOut = static_cast<uint16_t *>(tensor.param_copy_out);
-    o.numel = tensor.numel;
-    o.beta1 = beta1;
-    o.beta2 = beta2;
-    o.eps = eps;
-    o.weightDecay = weight_decay;
-  }
-  return ctx->finish(ctx->compute->adamW(operands));
+  AdamWCall call;
+  call.lr = static_cast<const float *>(lr);
+  call.step = static_cast<const float *>(step);
+  call.gradScale = static_cast<const float *>(grad_scale);
+  call.beta1 = beta1;
+  call.beta2 = beta2;
+  call.eps = eps;
+  call.weightDecay = weight_decay;
+  return ctx->finish(ctx->compute->adamW(
+      std::vector<titanrt_adamw_tensor>(tensors, tensors + count), call));
 }
 
 titanrt_status titanrt_squared_norm(titanrt_context *ctx,
@@ -245,11 +232,9 @@ titanrt_status titanrt_squared_norm(titanrt_context *ctx,
     return ctx->finish(bad);
   TraceScope trace(ctx->tracer, "squared_norm", "optimizer");
   trace.arg("tensors", count);
-  std::vector<NormTensor> list(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i)
-    list[size_t(i)] = {tensors[i].data, tensors[i].numel, tensors[i].dtype};
-  return ctx->finish(
-      ctx->compute->squaredNorm(list, static_cast<float *>(out)));
+  return ctx->finish(ctx->compute->squaredNorm(
+      std::vector<titanrt_norm_tensor>(tensors, tensors + count),
+      static_cast<float *>(out)));
 }
 
 titanrt_status titanrt_copy(titanrt_context *ctx, const void *in, void *out,

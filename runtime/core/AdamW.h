@@ -39,16 +39,16 @@ struct AdamWHyperparameters {
   int64_t step = 0;
 };
 
-/// The hyperparameters of titanrt_adamw's `operands` with the values of
+/// The hyperparameters of a titanrt_fused_adamw `call` with the values of
 /// its lr and step (read by the caller: on the host or on the device).
 TITAN_HOST_DEVICE inline AdamWHyperparameters
-adamWHyperparameters(const AdamWOperands &operands, double lr, double step) {
+adamWHyperparameters(const AdamWCall &call, double lr, double step) {
   AdamWHyperparameters hyper;
   hyper.lr = lr;
-  hyper.beta1 = operands.beta1;
-  hyper.beta2 = operands.beta2;
-  hyper.eps = operands.eps;
-  hyper.weightDecay = operands.weightDecay;
+  hyper.beta1 = call.beta1;
+  hyper.beta2 = call.beta2;
+  hyper.eps = call.eps;
+  hyper.weightDecay = call.weightDecay;
   hyper.step = int64_t(step);
   return hyper;
 }

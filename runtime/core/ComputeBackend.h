@@ -47,36 +47,13 @@ struct LossShape {
   int32_t labelsDtype = 0;
 };
 
-/// One tensor of titanrt_squared_norm: `numel` elements of `dtype`
-/// (TITANRT_F32 or TITANRT_BF16).
-struct NormTensor {
-  const void *data = nullptr;
-  int64_t numel = 0;
-  int32_t dtype = 0;
-};
-
-/// The operands of one parameter's AdamW step (titanrt_fused_adamw's
-/// table entry with the step's shared scalars): the float32 parameter and
-/// moments, read from the inputs and written to the outputs (each the same
-/// buffer as its input or not overlapping it), a gradient of `gradDtype`
-/// (TITANRT_F32 or TITANRT_BF16), the float32 scalars lr, step and,
-/// unless null, gradScale, and unless null the bfloat16 copy of the updated
-/// parameter to write, all in the backend's memory.
-struct AdamWOperands {
-  int32_t gradDtype = 0;
-  const float *param = nullptr;
-  const void *grad = nullptr;
-  const float *expAvg = nullptr;
-  const float *expAvgSq = nullptr;
+/// What the tensors of one titanrt_fused_adamw call share (each tensor is a
+/// titanrt_adamw_tensor): the float32 scalars lr, step and, unless null,
+/// gradScale, in the backend's memory, and the hyperparameters.
+struct AdamWCall {
   const float *lr = nullptr;
   const float *step = nullptr;
   const float *gradScale = nullptr;
-  float *paramOut = nullptr;
-  float *expAvgOut = nullptr;
-  float *expAvgSqOut = nullptr;
-  /// bfloat16 bits.
-  uint16_t *paramCopyOut = nullptr;
-  int64_t numel = 0;
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;
@@ -147,12 +124,13 @@ public:
 
   /// titanrt_squared_norm: the sum of the squares of every element of
   /// `tensors` into `out`.
-  virtual Status squaredNorm(const std::vector<NormTensor> &tensors,
+  virtual Status squaredNorm(const std::vector<titanrt_norm_tensor> &tensors,
                              float *out) = 0;
 
-  /// titanrt_fused_adamw: the step of every tensor of `tensors`, which
-  /// share lr, step, gradScale and the hyperparameters.
-  virtual Status adamW(const std::vector<AdamWOperands> &tensors) = 0;
+  /// titanrt_fused_adamw: the step of every tensor of `tensors`, with the
+  /// lr, step, gradScale and hyperparameters of `call`.
+  virtual Status adamW(const std::vector<titanrt_adamw_tensor> &tensors,
+                       const AdamWCall &call) = 0;
 
   /// titanrt_copy: `bytes` bytes from `in` to `out` (not overlapping).
   virtual Status copy(const void *in, void *out, int64_t bytes) = 0;

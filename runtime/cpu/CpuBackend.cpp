@@ -74,13 +74,14 @@ Status CpuBackend::crossEntropyGrad(int32_t dtype, const LossShape &shape,
                                dlogits, workspace);
 }
 
-Status CpuBackend::squaredNorm(const std::vector<NormTensor> &tensors,
+Status CpuBackend::squaredNorm(const std::vector<titanrt_norm_tensor> &tensors,
                                float *out) {
   return cpu::squaredNorm(pool, tensors, out);
 }
 
-Status CpuBackend::adamW(const std::vector<AdamWOperands> &tensors) {
-  return cpu::adamW(pool, tensors);
+Status CpuBackend::adamW(const std::vector<titanrt_adamw_tensor> &tensors,
+                         const AdamWCall &call) {
+  return cpu::adamW(pool, tensors, call);
 }
 
 Status CpuBackend::copy(const void *in, void *out, int64_t bytes) {

@@ -47,9 +47,10 @@ public:
                           const void *logits, const void *labels,
                           const float *grad, void *dlogits,
                           void *workspace) override;
-  Status squaredNorm(const std::vector<NormTensor> &tensors,
+  Status squaredNorm(const std::vector<titanrt_norm_tensor> &tensors,
                      float *out) override;
-  Status adamW(const std::vector<AdamWOperands> &tensors) override;
+  Status adamW(const std::vector<titanrt_adamw_tensor> &tensors,
+               const AdamWCall &call) override;
   Status copy(const void *in, void *out, int64_t bytes) override;
   Status writeInteger(int32_t dtype, int64_t value, void *out) override;
 

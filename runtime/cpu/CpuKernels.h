@@ -17,8 +17,7 @@
 #include <vector>
 
 namespace titan::rt {
-struct AdamWOperands; // core/ComputeBackend.h
-struct NormTensor;    // core/ComputeBackend.h
+struct AdamWCall;     // core/ComputeBackend.h
 struct LossShape;     // core/ComputeBackend.h
 } // namespace titan::rt
 
@@ -83,13 +82,14 @@ Status crossEntropyGrad(ThreadPool &pool, int32_t dtype, const LossShape &shape,
 
 /// titanrt_squared_norm: f32 or bf16 tensors, checked first; the same
 /// bits for any number of threads (Optimizer.cpp).
-Status squaredNorm(ThreadPool &pool, const std::vector<NormTensor> &tensors,
-                   float *out);
+Status squaredNorm(ThreadPool &pool,
+                   const std::vector<titanrt_norm_tensor> &tensors, float *out);
 
 /// titanrt_fused_adamw: f32 or bf16 gradients, every tensor's arguments
 /// and the step's lr and step checked before anything is written
 /// (Optimizer.cpp); bitwise equal results for any number of threads.
-Status adamW(ThreadPool &pool, const std::vector<AdamWOperands> &tensors);
+Status adamW(ThreadPool &pool, const std::vector<titanrt_adamw_tensor> &tensors,
+             const AdamWCall &call);
 
 } // namespace titan::rt::cpu
 

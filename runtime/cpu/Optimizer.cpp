@@ -31,73 +31,82 @@ namespace {
 /// Elements per parallel range.
 constexpr int64_t kAdamWGrain = 1 << 14;
 
-/// Updates elements [begin, end) (gradients of type G).
+/// Updates elements [begin, end) of `t` (gradients of type G), multiplied
+/// by `gradScale` when `scaled`.
 template <typename G>
-void update(const AdamWOperands &o, const AdamWScalars &s, float gradScale,
-            int64_t begin, int64_t end) {
-  const G *grad = static_cast<const G *>(o.grad);
+void update(const titanrt_adamw_tensor &t, const AdamWScalars &s, bool scaled,
+            float gradScale, int64_t begin, int64_t end) {
+  const G *grad = static_cast<const G *>(t.grad);
+  const float *param = static_cast<const float *>(t.param);
+  const float *expAvg = static_cast<const float *>(t.exp_avg);
+  const float *expAvgSq = static_cast<const float *>(t.exp_avg_sq);
+  float *paramOut = static_cast<float *>(t.param_out);
+  float *expAvgOut = static_cast<float *>(t.exp_avg_out);
+  float *expAvgSqOut = static_cast<float *>(t.exp_avg_sq_out);
+  uint16_t *paramCopyOut = static_cast<uint16_t *>(t.param_copy_out);
   for (int64_t i = begin; i < end; ++i) {
     float g;
     if constexpr (std::is_same_v<G, float>)
       g = grad[i];
     else
       g = bf16ToFloat(grad[i]);
-    if (o.gradScale)
+    if (scaled)
       g = g * gradScale;
-    updateAdamWElement(s, g, o.param[i], o.expAvg[i], o.expAvgSq[i],
-                       o.paramOut[i], o.expAvgOut[i], o.expAvgSqOut[i]);
-    if (o.paramCopyOut)
-      o.paramCopyOut[i] = floatToBf16(o.paramOut[i]);
+    updateAdamWElement(s, g, param[i], expAvg[i], expAvgSq[i], paramOut[i],
+                       expAvgOut[i], expAvgSqOut[i]);
+    if (paramCopyOut)
+      paramCopyOut[i] = floatToBf16(paramOut[i]);
   }
 }
 
 } // namespace
 
-/// Checks tensor `index` of a fused step (`o`): its dtype and buffers.
-static Status checkTensor(const AdamWOperands &o, size_t index) {
+/// Checks tensor `index` of a fused step (`t`): its dtype and buffers.
+static Status checkTensor(const titanrt_adamw_tensor &t, size_t index) {
   const std::string op =
       "titanrt_fused_adamw (tensor " + std::to_string(index) + ")";
-  TITANRT_RETURN_IF_ERROR(checkNonNegative(op.c_str(), "numel", o.numel));
-  if (o.gradDtype != TITANRT_F32 && o.gradDtype != TITANRT_BF16)
+  TITANRT_RETURN_IF_ERROR(checkNonNegative(op.c_str(), "numel", t.numel));
+  if (t.grad_dtype != TITANRT_F32 && t.grad_dtype != TITANRT_BF16)
     return Status::unsupported(op + ": grad_dtype " +
-                               std::to_string(o.gradDtype) +
+                               std::to_string(t.grad_dtype) +
                                " (the gradient must be f32 or bf16)");
   for (auto [name, pointer] :
-       {std::pair{"param", static_cast<const void *>(o.param)},
-        {"grad", o.grad},
-        {"exp_avg", o.expAvg},
-        {"exp_avg_sq", o.expAvgSq},
-        {"param_out", o.paramOut},
-        {"exp_avg_out", o.expAvgOut},
-        {"exp_avg_sq_out", o.expAvgSqOut}})
-    TITANRT_RETURN_IF_ERROR(checkBuffer(op.c_str(), name, pointer, {o.numel}));
-  if (o.paramCopyOut)
+       {std::pair{"param", t.param},
+        {"grad", t.grad},
+        {"exp_avg", t.exp_avg},
+        {"exp_avg_sq", t.exp_avg_sq},
+        {"param_out", static_cast<const void *>(t.param_out)},
+        {"exp_avg_out", static_cast<const void *>(t.exp_avg_out)},
+        {"exp_avg_sq_out", static_cast<const void *>(t.exp_avg_sq_out)}})
+    TITANRT_RETURN_IF_ERROR(checkBuffer(op.c_str(), name, pointer, {t.numel}));
+  if (t.param_copy_out)
     TITANRT_RETURN_IF_ERROR(
-        checkBuffer(op.c_str(), "param_copy_out", o.paramCopyOut, {o.numel}));
+        checkBuffer(op.c_str(), "param_copy_out", t.param_copy_out, {t.numel}));
   return Status::success();
 }
 
-Status cpu::adamW(ThreadPool &pool, const std::vector<AdamWOperands> &tensors) {
-  if (tensors.empty())
-    return Status::success();
+Status cpu::adamW(ThreadPool &pool,
+                  const std::vector<titanrt_adamw_tensor> &tensors,
+                  const AdamWCall &call) {
   for (size_t i = 0; i < tensors.size(); ++i)
     TITANRT_RETURN_IF_ERROR(checkTensor(tensors[i], i));
-  // lr, step, gradScale and the hyperparameters are the call's, shared.
-  const AdamWOperands &shared = tensors.front();
+  if (tensors.empty())
+    return Status::success();
   const char *op = "titanrt_fused_adamw";
-  TITANRT_RETURN_IF_ERROR(checkBuffer(op, "lr", shared.lr, {1}));
-  TITANRT_RETURN_IF_ERROR(checkBuffer(op, "step", shared.step, {1}));
+  TITANRT_RETURN_IF_ERROR(checkBuffer(op, "lr", call.lr, {1}));
+  TITANRT_RETURN_IF_ERROR(checkBuffer(op, "step", call.step, {1}));
   const AdamWHyperparameters hyper =
-      adamWHyperparameters(shared, *shared.lr, *shared.step);
+      adamWHyperparameters(call, *call.lr, *call.step);
   TITANRT_RETURN_IF_ERROR(checkAdamWHyperparameters(hyper, op));
   const AdamWScalars s = adamWScalars(hyper);
-  const float gradScale = shared.gradScale ? *shared.gradScale : 1.0f;
-  for (const AdamWOperands &o : tensors)
-    pool.parallelFor(o.numel, kAdamWGrain, [&](int64_t begin, int64_t end) {
-      if (o.gradDtype == TITANRT_F32)
-        update<float>(o, s, gradScale, begin, end);
+  const bool scaled = call.gradScale != nullptr;
+  const float gradScale = scaled ? *call.gradScale : 1.0f;
+  for (const titanrt_adamw_tensor &t : tensors)
+    pool.parallelFor(t.numel, kAdamWGrain, [&](int64_t begin, int64_t end) {
+      if (t.grad_dtype == TITANRT_F32)
+        update<float>(t, s, scaled, gradScale, begin, end);
       else
-        update<uint16_t>(o, s, gradScale, begin, end);
+        update<uint16_t>(t, s, scaled, gradScale, begin, end);
     });
   return Status::success();
 }
@@ -128,13 +137,14 @@ double sumSquares(const void *data, int64_t begin, int64_t end) {
 } // namespace
 
 Status cpu::squaredNorm(ThreadPool &pool,
-                        const std::vector<NormTensor> &tensors, float *out) {
+                        const std::vector<titanrt_norm_tensor> &tensors,
+                        float *out) {
   const char *op = "titanrt_squared_norm";
   TITANRT_RETURN_IF_ERROR(checkBuffer(op, "out", out, {1}));
   // Each tensor's chunks: (tensor, first element).
   std::vector<std::pair<size_t, int64_t>> chunks;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const NormTensor &tensor = tensors[i];
+    const titanrt_norm_tensor &tensor = tensors[i];
     const std::string name = "tensor " + std::to_string(i);
     TITANRT_RETURN_IF_ERROR(checkNonNegative(op, name.c_str(), tensor.numel));
     if (tensor.dtype != TITANRT_F32 && tensor.dtype != TITANRT_BF16)
@@ -150,7 +160,7 @@ Status cpu::squaredNorm(ThreadPool &pool,
   pool.parallelFor(int64_t(chunks.size()), 1, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       const auto [index, start] = chunks[size_t(c)];
-      const NormTensor &tensor = tensors[index];
+      const titanrt_norm_tensor &tensor = tensors[index];
       const int64_t stop = std::min(tensor.numel, start + kNormChunk);
       sums[size_t(c)] = tensor.dtype == TITANRT_F32
                             ? sumSquares<float>(tensor.data, start, stop)

@@ -20,20 +20,25 @@ using namespace titan::rt::cuda;
 
 namespace {
 
-/// The AdamW update of elements [start, end) of `tensor` (gradients of
-/// type G, multiplied by `scale`), its bf16 copy too when it has one.
+/// The AdamW update of elements [start, end) of `t` (gradients of type G,
+/// multiplied by `scale`), its bf16 copy too when it has one.
 template <typename G>
-__device__ __forceinline__ void updateChunk(const AdamWTensor &tensor,
+__device__ __forceinline__ void updateChunk(const titanrt_adamw_tensor &t,
                                             const AdamWScalars &s, float scale,
                                             int64_t start, int64_t end) {
-  const G *grad = static_cast<const G *>(tensor.grad);
-  bf16 *copy = reinterpret_cast<bf16 *>(tensor.paramCopyOut);
+  const G *grad = static_cast<const G *>(t.grad);
+  const float *param = static_cast<const float *>(t.param);
+  const float *expAvg = static_cast<const float *>(t.exp_avg);
+  const float *expAvgSq = static_cast<const float *>(t.exp_avg_sq);
+  float *paramOut = static_cast<float *>(t.param_out);
+  float *expAvgOut = static_cast<float *>(t.exp_avg_out);
+  float *expAvgSqOut = static_cast<float *>(t.exp_avg_sq_out);
+  bf16 *copy = static_cast<bf16 *>(t.param_copy_out);
   for (int64_t i = start + threadIdx.x; i < end; i += blockDim.x) {
-    updateAdamWElement(s, toFloat(grad[i]) * scale, tensor.param[i],
-                       tensor.expAvg[i], tensor.expAvgSq[i], tensor.paramOut[i],
-                       tensor.expAvgOut[i], tensor.expAvgSqOut[i]);
+    updateAdamWElement(s, toFloat(grad[i]) * scale, param[i], expAvg[i],
+                       expAvgSq[i], paramOut[i], expAvgOut[i], expAvgSqOut[i]);
     if (copy)
-      copy[i] = fromFloat<bf16>(tensor.paramOut[i]);
+      copy[i] = fromFloat<bf16>(paramOut[i]);
   }
 }
 
@@ -41,18 +46,17 @@ __device__ __forceinline__ void updateChunk(const AdamWTensor &tensor,
 /// block's first thread from the lr and step in device memory (as
 /// adamWScalars does on the host).
 __global__ void __launch_bounds__(256)
-    adamWKernel(const AdamWTensor *tensors, const AdamWChunk *chunks,
-                AdamWOperands shared) {
+    adamWKernel(const titanrt_adamw_tensor *tensors, const AdamWChunk *chunks,
+                AdamWCall call) {
   __shared__ AdamWScalars scalars;
   if (threadIdx.x == 0)
-    scalars =
-        adamWScalars(adamWHyperparameters(shared, *shared.lr, *shared.step));
+    scalars = adamWScalars(adamWHyperparameters(call, *call.lr, *call.step));
   __syncthreads();
   const AdamWChunk chunk = chunks[blockIdx.x];
-  const AdamWTensor tensor = tensors[chunk.tensor];
+  const titanrt_adamw_tensor tensor = tensors[chunk.tensor];
   const int64_t end = min(tensor.numel, chunk.start + kAdamWChunkElements);
-  const float scale = shared.gradScale ? *shared.gradScale : 1.0f;
-  if (tensor.gradDtype == TITANRT_BF16)
+  const float scale = call.gradScale ? *call.gradScale : 1.0f;
+  if (tensor.grad_dtype == TITANRT_BF16)
     updateChunk<bf16>(tensor, scalars, scale, chunk.start, end);
   else
     updateChunk<float>(tensor, scalars, scale, chunk.start, end);
@@ -85,95 +89,78 @@ Status ChunkTables::upload(const void *tensors, int64_t tensorBytes,
                    "cudaMemcpyAsync", "a tensor table");
 }
 
-AdamWTensor cuda::getAdamWTensor(const AdamWOperands &o) {
-  AdamWTensor tensor;
-  tensor.param = o.param;
-  tensor.grad = o.grad;
-  tensor.expAvg = o.expAvg;
-  tensor.expAvgSq = o.expAvgSq;
-  tensor.paramOut = o.paramOut;
-  tensor.expAvgOut = o.expAvgOut;
-  tensor.expAvgSqOut = o.expAvgSqOut;
-  tensor.paramCopyOut = o.paramCopyOut;
-  tensor.numel = o.numel;
-  tensor.gradDtype = o.gradDtype;
-  return tensor;
-}
-
 Status FusedAdamW::create(std::unique_ptr<FusedAdamW> &optimizer,
-                          std::vector<AdamWTensor> tensors,
+                          std::vector<titanrt_adamw_tensor> tensors,
                           cudaStream_t stream) {
   const char *op = "titanrt_fused_adamw (CUDA)";
   std::vector<int64_t> numels;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const AdamWTensor &tensor = tensors[i];
+    const titanrt_adamw_tensor &tensor = tensors[i];
     std::string name = "tensor " + std::to_string(i);
     TITANRT_RETURN_IF_ERROR(checkFloatDtype(
-        op, (name + " gradient dtype").c_str(), tensor.gradDtype));
+        op, (name + " gradient dtype").c_str(), tensor.grad_dtype));
     TITANRT_RETURN_IF_ERROR(checkExtents(op, {{name.c_str(), tensor.numel}}));
     TITANRT_RETURN_IF_ERROR(
         checkPointers(op, tensor.numel,
                       {{"param", tensor.param},
                        {"grad", tensor.grad},
-                       {"exp_avg", tensor.expAvg},
-                       {"exp_avg_sq", tensor.expAvgSq},
-                       {"param_out", tensor.paramOut},
-                       {"exp_avg_out", tensor.expAvgOut},
-                       {"exp_avg_sq_out", tensor.expAvgSqOut}}));
-    if (tensor.paramCopyOut)
+                       {"exp_avg", tensor.exp_avg},
+                       {"exp_avg_sq", tensor.exp_avg_sq},
+                       {"param_out", tensor.param_out},
+                       {"exp_avg_out", tensor.exp_avg_out},
+                       {"exp_avg_sq_out", tensor.exp_avg_sq_out}}));
+    if (tensor.param_copy_out)
       TITANRT_RETURN_IF_ERROR(checkPointers(
-          op, tensor.numel, {{"param_copy_out", tensor.paramCopyOut}}));
+          op, tensor.numel, {{"param_copy_out", tensor.param_copy_out}}));
     numels.push_back(tensor.numel);
   }
   std::unique_ptr<FusedAdamW> created(new FusedAdamW());
   TITANRT_RETURN_IF_ERROR(created->tables.upload(
-      tensors.data(), int64_t(tensors.size() * sizeof(AdamWTensor)), numels,
-      stream));
+      tensors.data(), int64_t(tensors.size() * sizeof(titanrt_adamw_tensor)),
+      numels, stream));
   created->tensors = std::move(tensors);
   optimizer = std::move(created);
   return Status::success();
 }
 
-bool FusedAdamW::updates(const std::vector<AdamWTensor> &other) const {
-  auto fields = [](const AdamWTensor &t) {
-    return std::tie(t.param, t.grad, t.expAvg, t.expAvgSq, t.paramOut,
-                    t.expAvgOut, t.expAvgSqOut, t.paramCopyOut, t.numel,
-                    t.gradDtype);
+bool FusedAdamW::updates(const std::vector<titanrt_adamw_tensor> &other) const {
+  auto fields = [](const titanrt_adamw_tensor &t) {
+    return std::tie(t.param, t.grad, t.exp_avg, t.exp_avg_sq, t.param_out,
+                    t.exp_avg_out, t.exp_avg_sq_out, t.param_copy_out, t.numel,
+                    t.grad_dtype);
   };
-  return std::equal(other.begin(), other.end(), tensors.begin(), tensors.end(),
-                    [&](const AdamWTensor &a, const AdamWTensor &b) {
-                      return fields(a) == fields(b);
-                    });
+  return std::equal(
+      other.begin(), other.end(), tensors.begin(), tensors.end(),
+      [&](const titanrt_adamw_tensor &a, const titanrt_adamw_tensor &b) {
+        return fields(a) == fields(b);
+      });
 }
 
-Status FusedAdamW::step(cudaStream_t stream,
-                        const AdamWOperands &shared) const {
+Status FusedAdamW::step(cudaStream_t stream, const AdamWCall &call) const {
   const char *op = "titanrt_fused_adamw (CUDA)";
   TITANRT_RETURN_IF_ERROR(
-      checkPointers(op, 1, {{"lr", shared.lr}, {"step", shared.step}}));
+      checkPointers(op, 1, {{"lr", call.lr}, {"step", call.step}}));
   // lr and step are on the device: the host checks the rest.
   TITANRT_RETURN_IF_ERROR(checkAdamWHyperparameters(
-      adamWHyperparameters(shared, /*lr=*/0, /*step=*/0), op));
+      adamWHyperparameters(call, /*lr=*/0, /*step=*/0), op));
   if (tables.getNumChunks() == 0)
     return Status::success();
   return launchKernel(op, adamWLaunch(tables.getNumChunks()), stream,
-                      adamWKernel, tables.getTensors<AdamWTensor>(),
-                      tables.getChunks(), shared);
+                      adamWKernel, tables.getTensors<titanrt_adamw_tensor>(),
+                      tables.getChunks(), call);
 }
 
 Status AdamWOptimizers::step(cudaStream_t stream,
-                             const std::vector<AdamWOperands> &tensors) {
+                             const std::vector<titanrt_adamw_tensor> &tensors,
+                             const AdamWCall &call) {
   if (tensors.empty())
     return Status::success();
-  std::vector<AdamWTensor> list;
-  for (const AdamWOperands &operands : tensors)
-    list.push_back(getAdamWTensor(operands));
   const FusedAdamW *optimizer = nullptr;
   TITANRT_RETURN_IF_ERROR(optimizers.get(
-      [&](const FusedAdamW &known) { return known.updates(list); },
+      [&](const FusedAdamW &known) { return known.updates(tensors); },
       [&](std::unique_ptr<FusedAdamW> &created) {
-        return FusedAdamW::create(created, list, stream);
+        return FusedAdamW::create(created, tensors, stream);
       },
       optimizer));
-  return optimizer->step(stream, tensors.front());
+  return optimizer->step(stream, call);
 }

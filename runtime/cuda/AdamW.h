@@ -35,31 +35,14 @@
 
 namespace titan::rt::cuda {
 
-/// One parameter's step (device pointers, `numel` elements each): a
-/// titanrt_adamw_tensor.
-struct AdamWTensor {
-  const float *param = nullptr;
-  const void *grad = nullptr;
-  const float *expAvg = nullptr;
-  const float *expAvgSq = nullptr;
-  float *paramOut = nullptr;
-  float *expAvgOut = nullptr;
-  float *expAvgSqOut = nullptr;
-  /// bfloat16 bits; null for no copy.
-  uint16_t *paramCopyOut = nullptr;
-  int64_t numel = 0;
-  /// TITANRT_F32 or TITANRT_BF16.
-  int32_t gradDtype = TITANRT_F32;
-};
-
 /// A list of tensors on the device, cut into chunks of
 /// kAdamWChunkElements (planAdamWChunks) for one block each: the tensors'
 /// table, then from the next multiple of 256 bytes the chunks' table.
 class ChunkTables {
 public:
-  /// Plans the chunks of `count` tensors of `numels` elements and copies
-  /// the tables (`tensorBytes` bytes of tensors at `tensors`, then the
-  /// chunks) to the device on `stream`.
+  /// Plans the chunks of tensors of `numels` elements and copies the
+  /// tables (`tensorBytes` bytes of tensors at `tensors`, then the chunks)
+  /// to the device on `stream`.
   Status upload(const void *tensors, int64_t tensorBytes,
                 const std::vector<int64_t> &numels, cudaStream_t stream);
 
@@ -79,26 +62,24 @@ private:
   int64_t numChunks = 0;
 };
 
-/// The tensor of one parameter's `operands`.
-AdamWTensor getAdamWTensor(const AdamWOperands &operands);
-
 /// The fused AdamW of a fixed list of tensors (a rank's parameters, whose
 /// places the memory plan fixed).
 class FusedAdamW {
 public:
-  /// Checks `tensors`, plans their chunks and copies the tables to the
-  /// device on `stream`.
+  /// Checks `tensors` (device pointers), plans their chunks and copies the
+  /// tables to the device on `stream`.
   static Status create(std::unique_ptr<FusedAdamW> &optimizer,
-                       std::vector<AdamWTensor> tensors, cudaStream_t stream);
+                       std::vector<titanrt_adamw_tensor> tensors,
+                       cudaStream_t stream);
 
   /// Whether this updates exactly `tensors`, in this order.
-  bool updates(const std::vector<AdamWTensor> &tensors) const;
+  bool updates(const std::vector<titanrt_adamw_tensor> &tensors) const;
 
   /// Updates every tensor in one launch on `stream`, with the lr, step
   /// (f32 scalars on the device), gradScale (an f32 on the device every
   /// gradient is multiplied by first, or null) and hyperparameters of
-  /// `shared` (whose tensor fields are not read).
-  Status step(cudaStream_t stream, const AdamWOperands &shared) const;
+  /// `call`.
+  Status step(cudaStream_t stream, const AdamWCall &call) const;
 
   int64_t getNumChunks() const { return tables.getNumChunks(); }
 
@@ -106,7 +87,7 @@ private:
   FusedAdamW() = default;
 
   /// The tensors, as the tables on the device hold them.
-  std::vector<AdamWTensor> tensors;
+  std::vector<titanrt_adamw_tensor> tensors;
   ChunkTables tables;
 };
 
@@ -115,9 +96,11 @@ private:
 /// same every step, so its tables are uploaded once, on the first step.
 class AdamWOptimizers {
 public:
-  /// titanrt_fused_adamw of `tensors` (sharing the lr, step, gradScale and
-  /// hyperparameters of the first) on `stream`.
-  Status step(cudaStream_t stream, const std::vector<AdamWOperands> &tensors);
+  /// titanrt_fused_adamw of `tensors` with `call`'s lr, step, gradScale and
+  /// hyperparameters on `stream`.
+  Status step(cudaStream_t stream,
+              const std::vector<titanrt_adamw_tensor> &tensors,
+              const AdamWCall &call);
 
   /// The lists known.
   size_t size() const { return optimizers.size(); }

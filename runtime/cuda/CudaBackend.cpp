@@ -128,13 +128,14 @@ Status CudaBackend::crossEntropyGrad(int32_t dtype, const LossShape &shape,
                               dlogits);
 }
 
-Status CudaBackend::squaredNorm(const std::vector<NormTensor> &tensors,
+Status CudaBackend::squaredNorm(const std::vector<titanrt_norm_tensor> &tensors,
                                 float *out) {
   return squaredNorms.compute(stream.get(), tensors, out);
 }
 
-Status CudaBackend::adamW(const std::vector<AdamWOperands> &tensors) {
-  return optimizers.step(stream.get(), tensors);
+Status CudaBackend::adamW(const std::vector<titanrt_adamw_tensor> &tensors,
+                          const AdamWCall &call) {
+  return optimizers.step(stream.get(), tensors, call);
 }
 
 Status CudaBackend::copy(const void *in, void *out, int64_t bytes) {

@@ -92,12 +92,13 @@ public:
                           const float *grad, void *dlogits,
                           void *workspace) override;
   /// Two launches whatever the number of tensors (SquaredNorms).
-  Status squaredNorm(const std::vector<NormTensor> &tensors,
+  Status squaredNorm(const std::vector<titanrt_norm_tensor> &tensors,
                      float *out) override;
   /// One launch over every tensor (FusedAdamW), whose tables are uploaded
   /// the first time a list of tensors is seen and reused after
   /// (AdamWOptimizers).
-  Status adamW(const std::vector<AdamWOperands> &tensors) override;
+  Status adamW(const std::vector<titanrt_adamw_tensor> &tensors,
+               const AdamWCall &call) override;
   Status copy(const void *in, void *out, int64_t bytes) override;
   Status writeInteger(int32_t dtype, int64_t value, void *out) override;
 

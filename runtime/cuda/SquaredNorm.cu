@@ -49,10 +49,10 @@ __device__ double threadSquares(const void *data, int64_t start, int64_t end) {
 
 /// partials[chunk] = the sum of the squares of chunk blockIdx.x.
 __global__ void __launch_bounds__(256)
-    squaredNormPartials(const NormTensor *tensors, const AdamWChunk *chunks,
-                        double *partials) {
+    squaredNormPartials(const titanrt_norm_tensor *tensors,
+                        const AdamWChunk *chunks, double *partials) {
   const AdamWChunk chunk = chunks[blockIdx.x];
-  const NormTensor tensor = tensors[chunk.tensor];
+  const titanrt_norm_tensor tensor = tensors[chunk.tensor];
   const int64_t end = min(tensor.numel, chunk.start + kAdamWChunkElements);
   const double sum = tensor.dtype == TITANRT_BF16
                          ? threadSquares<bf16>(tensor.data, chunk.start, end)
@@ -73,20 +73,15 @@ __global__ void __launch_bounds__(256)
     *out = float(total);
 }
 
-/// The fields that say what a tensor is.
-auto fieldsOf(const NormTensor &tensor) {
-  return std::tie(tensor.data, tensor.numel, tensor.dtype);
-}
-
 } // namespace
 
 Status SquaredNormPlan::create(std::unique_ptr<SquaredNormPlan> &plan,
-                               std::vector<NormTensor> tensors,
+                               std::vector<titanrt_norm_tensor> tensors,
                                cudaStream_t stream) {
   const char *op = "titanrt_squared_norm (CUDA)";
   std::vector<int64_t> numels;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const NormTensor &tensor = tensors[i];
+    const titanrt_norm_tensor &tensor = tensors[i];
     const std::string name = "tensor " + std::to_string(i);
     TITANRT_RETURN_IF_ERROR(checkFloatDtype(op, name.c_str(), tensor.dtype));
     TITANRT_RETURN_IF_ERROR(checkExtents(op, {{name.c_str(), tensor.numel}}));
@@ -96,8 +91,8 @@ Status SquaredNormPlan::create(std::unique_ptr<SquaredNormPlan> &plan,
   }
   std::unique_ptr<SquaredNormPlan> created(new SquaredNormPlan());
   TITANRT_RETURN_IF_ERROR(created->tables.upload(
-      tensors.data(), int64_t(tensors.size() * sizeof(NormTensor)), numels,
-      stream));
+      tensors.data(), int64_t(tensors.size() * sizeof(titanrt_norm_tensor)),
+      numels, stream));
   TITANRT_RETURN_IF_ERROR(created->partials.allocate(
       std::max<int64_t>(created->getNumChunks(), 1) * int64_t(sizeof(double)),
       "the squared norm's partial sums"));
@@ -106,11 +101,16 @@ Status SquaredNormPlan::create(std::unique_ptr<SquaredNormPlan> &plan,
   return Status::success();
 }
 
-bool SquaredNormPlan::sums(const std::vector<NormTensor> &other) const {
-  return std::equal(other.begin(), other.end(), tensors.begin(), tensors.end(),
-                    [](const NormTensor &a, const NormTensor &b) {
-                      return fieldsOf(a) == fieldsOf(b);
-                    });
+bool SquaredNormPlan::sums(
+    const std::vector<titanrt_norm_tensor> &other) const {
+  auto fields = [](const titanrt_norm_tensor &t) {
+    return std::tie(t.data, t.numel, t.dtype);
+  };
+  return std::equal(
+      other.begin(), other.end(), tensors.begin(), tensors.end(),
+      [&](const titanrt_norm_tensor &a, const titanrt_norm_tensor &b) {
+        return fields(a) == fields(b);
+      });
 }
 
 Status SquaredNormPlan::compute(cudaStream_t stream, float *out) const {
@@ -120,14 +120,14 @@ Status SquaredNormPlan::compute(cudaStream_t stream, float *out) const {
   if (numChunks > 0)
     TITANRT_RETURN_IF_ERROR(
         launchKernel(op, adamWLaunch(numChunks), stream, squaredNormPartials,
-                     tables.getTensors<NormTensor>(), tables.getChunks(),
-                     partials.as<double>()));
+                     tables.getTensors<titanrt_norm_tensor>(),
+                     tables.getChunks(), partials.as<double>()));
   return launchKernel(op, adamWLaunch(1), stream, squaredNormTotal,
                       partials.as<const double>(), numChunks, out);
 }
 
 Status SquaredNorms::compute(cudaStream_t stream,
-                             const std::vector<NormTensor> &tensors,
+                             const std::vector<titanrt_norm_tensor> &tensors,
                              float *out) {
   const SquaredNormPlan *plan = nullptr;
   TITANRT_RETURN_IF_ERROR(plans.get(

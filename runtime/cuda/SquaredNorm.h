@@ -35,10 +35,11 @@ public:
   /// Checks `tensors`, plans their chunks and copies the tables to the
   /// device on `stream`.
   static Status create(std::unique_ptr<SquaredNormPlan> &plan,
-                       std::vector<NormTensor> tensors, cudaStream_t stream);
+                       std::vector<titanrt_norm_tensor> tensors,
+                       cudaStream_t stream);
 
   /// Whether this sums exactly `tensors`, in this order.
-  bool sums(const std::vector<NormTensor> &tensors) const;
+  bool sums(const std::vector<titanrt_norm_tensor> &tensors) const;
 
   /// Writes the sum of the squares to `out` (an f32 on the device), two
   /// launches on `stream`.
@@ -49,7 +50,7 @@ public:
 private:
   SquaredNormPlan() = default;
 
-  std::vector<NormTensor> tensors;
+  std::vector<titanrt_norm_tensor> tensors;
   ChunkTables tables;
   /// One double per chunk.
   DeviceBuffer partials;
@@ -59,8 +60,8 @@ private:
 class SquaredNorms {
 public:
   /// titanrt_squared_norm of `tensors` into `out` on `stream`.
-  Status compute(cudaStream_t stream, const std::vector<NormTensor> &tensors,
-                 float *out);
+  Status compute(cudaStream_t stream,
+                 const std::vector<titanrt_norm_tensor> &tensors, float *out);
 
   /// The lists known.
   size_t size() const { return plans.size(); }

@@ -483,22 +483,23 @@ void bench::benchAdamW(Harness &harness, const ModelShape &model) {
   if (!allocations.ok())
     return;
   // lr and step on the device, as executables keep them.
-  AdamWOperands shared;
-  shared.lr = lr.as<float>();
-  shared.step = step.as<float>();
+  AdamWCall call;
+  call.lr = lr.as<float>();
+  call.step = step.as<float>();
   for (int32_t gradDtype : {TITANRT_F32, TITANRT_BF16}) {
     const bool f32 = gradDtype == TITANRT_F32;
-    std::vector<AdamWTensor> tensors;
+    std::vector<titanrt_adamw_tensor> tensors;
     for (size_t i = 0; i < numels.size(); ++i) {
-      AdamWTensor tensor;
-      tensor.param = tensor.paramOut = params.as<float>() + offsets[i];
+      titanrt_adamw_tensor tensor = {};
+      tensor.param = tensor.param_out = params.as<float>() + offsets[i];
       tensor.grad =
           f32 ? static_cast<const void *>(gradF32.as<float>() + offsets[i])
               : static_cast<const void *>(gradBf16.as<uint16_t>() + offsets[i]);
-      tensor.expAvg = tensor.expAvgOut = expAvg.as<float>() + offsets[i];
-      tensor.expAvgSq = tensor.expAvgSqOut = expAvgSq.as<float>() + offsets[i];
+      tensor.exp_avg = tensor.exp_avg_out = expAvg.as<float>() + offsets[i];
+      tensor.exp_avg_sq = tensor.exp_avg_sq_out =
+          expAvgSq.as<float>() + offsets[i];
       tensor.numel = numels[i];
-      tensor.gradDtype = gradDtype;
+      tensor.grad_dtype = gradDtype;
       tensors.push_back(tensor);
     }
     Measurement measurement;
@@ -519,12 +520,12 @@ void bench::benchAdamW(Harness &harness, const ModelShape &model) {
       continue;
     }
     (void)harness.time(measurement, [&] {
-      return optimizer->step(harness.getStream(), shared);
+      return optimizer->step(harness.getStream(), call);
     });
     // Clipping's squared norm of the same gradients, as executables compute
     // it (titanrt_squared_norm): reads each gradient once.
-    std::vector<NormTensor> gradients;
-    for (const AdamWTensor &tensor : tensors)
+    std::vector<titanrt_norm_tensor> gradients;
+    for (const titanrt_adamw_tensor &tensor : tensors)
       gradients.push_back({tensor.grad, tensor.numel, gradDtype});
     Measurement norm;
     norm.op = f32 ? "squared_norm.grad_f32" : "squared_norm.grad_bf16";

@@ -32,19 +32,25 @@ struct AdamWCase {
       value = std::abs(value);
   }
 
-  /// Operands updating the tensors in place (clipping with `scaled`).
-  AdamWOperands operands(bool scaled) {
-    AdamWOperands o;
-    o.gradDtype = TITANRT_F32;
-    o.param = o.paramOut = param.data();
-    o.grad = grad.data();
-    o.expAvg = o.expAvgOut = expAvg.data();
-    o.expAvgSq = o.expAvgSqOut = expAvgSq.data();
-    o.lr = &lr;
-    o.step = &step;
-    o.gradScale = scaled ? &gradScale : nullptr;
-    o.numel = kNumel;
-    return o;
+  /// The tensors, updated in place.
+  titanrt_adamw_tensor tensor() {
+    titanrt_adamw_tensor t = {};
+    t.param = t.param_out = param.data();
+    t.grad = grad.data();
+    t.exp_avg = t.exp_avg_out = expAvg.data();
+    t.exp_avg_sq = t.exp_avg_sq_out = expAvgSq.data();
+    t.numel = kNumel;
+    t.grad_dtype = TITANRT_F32;
+    return t;
+  }
+
+  /// The step's scalars (clipping with `scaled`).
+  AdamWCall call(bool scaled) {
+    AdamWCall c;
+    c.lr = &lr;
+    c.step = &step;
+    c.gradScale = scaled ? &gradScale : nullptr;
+    return c;
   }
 };
 
@@ -67,7 +73,8 @@ TEST(OptimizerTest, AdamWMatchesTorchFormulaInPlaceAndOnAnyThreads) {
   std::vector<float> first;
   for (int threads : threadCounts()) {
     AdamWCase updated;
-    ASSERT_TRUE(adamW(pool(threads), {updated.operands(true)}).ok());
+    ASSERT_TRUE(
+        adamW(pool(threads), {updated.tensor()}, updated.call(true)).ok());
     EXPECT_LT(relativeError(updated.param, param), 1e-6);
     EXPECT_LT(relativeError(updated.expAvg, m), 1e-6);
     EXPECT_LT(relativeError(updated.expAvgSq, v), 1e-6);
@@ -79,12 +86,12 @@ TEST(OptimizerTest, AdamWMatchesTorchFormulaInPlaceAndOnAnyThreads) {
   // bf16 copy of the parameter, exactly its rounding.
   AdamWCase in, out;
   std::vector<uint16_t> copy(kNumel);
-  AdamWOperands o = in.operands(true);
-  o.paramOut = out.param.data();
-  o.expAvgOut = out.expAvg.data();
-  o.expAvgSqOut = out.expAvgSq.data();
-  o.paramCopyOut = copy.data();
-  ASSERT_TRUE(adamW(pool(2), {o}).ok());
+  titanrt_adamw_tensor into = in.tensor();
+  into.param_out = out.param.data();
+  into.exp_avg_out = out.expAvg.data();
+  into.exp_avg_sq_out = out.expAvgSq.data();
+  into.param_copy_out = copy.data();
+  ASSERT_TRUE(adamW(pool(2), {into}, in.call(true)).ok());
   EXPECT_EQ(out.param, first);
   EXPECT_EQ(in.param, AdamWCase().param);
   for (int64_t i = 0; i < kNumel; ++i)
@@ -98,11 +105,11 @@ TEST(OptimizerTest, AdamWBf16GradientsAreTheirValues) {
     stored[i] = floatToBf16(widened.grad[i]);
     widened.grad[i] = bf16ToFloat(stored[i]);
   }
-  ASSERT_TRUE(adamW(pool(2), {widened.operands(false)}).ok());
-  AdamWOperands o = narrow.operands(false);
-  o.gradDtype = TITANRT_BF16;
-  o.grad = stored.data();
-  ASSERT_TRUE(adamW(pool(2), {o}).ok());
+  ASSERT_TRUE(adamW(pool(2), {widened.tensor()}, widened.call(false)).ok());
+  titanrt_adamw_tensor t = narrow.tensor();
+  t.grad_dtype = TITANRT_BF16;
+  t.grad = stored.data();
+  ASSERT_TRUE(adamW(pool(2), {t}, narrow.call(false)).ok());
   EXPECT_EQ(narrow.param, widened.param);
   EXPECT_EQ(narrow.expAvgSq, widened.expAvgSq);
 }
@@ -110,28 +117,30 @@ TEST(OptimizerTest, AdamWBf16GradientsAreTheirValues) {
 TEST(OptimizerTest, AdamWNamesWhatIsWrongBeforeWriting) {
   AdamWCase bad;
   const std::vector<float> before = bad.param;
-  AdamWOperands o = bad.operands(false);
-  o.gradDtype = TITANRT_F64;
-  Status status = adamW(pool(1), {o});
+  titanrt_adamw_tensor t = bad.tensor();
+  t.grad_dtype = TITANRT_F64;
+  Status status = adamW(pool(1), {t}, bad.call(false));
   EXPECT_EQ(status.getCode(), TITANRT_ERROR_UNSUPPORTED);
   EXPECT_EQ(
       status.getMessage(),
       "titanrt_fused_adamw (tensor 0): grad_dtype 1 (the gradient must be f32 "
       "or bf16)");
-  o = bad.operands(false);
+  t = bad.tensor();
+  AdamWCall c = bad.call(false);
   bad.lr = -1;
-  status = adamW(pool(1), {o});
+  status = adamW(pool(1), {t}, c);
   EXPECT_EQ(status.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(status.getMessage(),
             "titanrt_fused_adamw: lr = -1.000000 must be >= 0");
   bad.lr = 1e-3f;
-  o.beta2 = 1.0;
-  EXPECT_EQ(adamW(pool(1), {o}).getMessage(),
+  c.beta2 = 1.0;
+  EXPECT_EQ(adamW(pool(1), {t}, c).getMessage(),
             "titanrt_fused_adamw: betas (0.900000, 1.000000) must be in [0, "
             "1)");
-  o = bad.operands(false);
-  o.expAvg = nullptr;
-  EXPECT_EQ(adamW(pool(1), {o}).getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
+  t = bad.tensor();
+  t.exp_avg = nullptr;
+  EXPECT_EQ(adamW(pool(1), {t}, bad.call(false)).getCode(),
+            TITANRT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(bad.param, before);
 }
 
@@ -142,21 +151,18 @@ TEST(OptimizerTest, FusedAdamWUpdatesEachTensorAsAlone) {
   std::vector<uint16_t> stored(kNumel), copy(kNumel), copyAlone(kNumel);
   for (int64_t i = 0; i < kNumel; ++i)
     stored[i] = floatToBf16(second.grad[i]);
-  auto bf16Operands = [&](AdamWCase &tensor, std::vector<uint16_t> &out) {
-    AdamWOperands o = tensor.operands(true);
-    o.gradDtype = TITANRT_BF16;
-    o.grad = stored.data();
-    o.paramCopyOut = out.data();
-    // The call's scalars are the first tensor's.
-    o.lr = &first.lr;
-    o.step = &first.step;
-    o.gradScale = &first.gradScale;
-    return o;
+  auto bf16Tensor = [&](AdamWCase &tensor, std::vector<uint16_t> &out) {
+    titanrt_adamw_tensor t = tensor.tensor();
+    t.grad_dtype = TITANRT_BF16;
+    t.grad = stored.data();
+    t.param_copy_out = out.data();
+    return t;
   };
+  const AdamWCall call = first.call(true);
   ASSERT_TRUE(
-      adamW(pool(2), {first.operands(true), bf16Operands(second, copy)}).ok());
-  ASSERT_TRUE(adamW(pool(2), {firstAlone.operands(true)}).ok());
-  ASSERT_TRUE(adamW(pool(2), {bf16Operands(secondAlone, copyAlone)}).ok());
+      adamW(pool(2), {first.tensor(), bf16Tensor(second, copy)}, call).ok());
+  ASSERT_TRUE(adamW(pool(2), {firstAlone.tensor()}, call).ok());
+  ASSERT_TRUE(adamW(pool(2), {bf16Tensor(secondAlone, copyAlone)}, call).ok());
   EXPECT_EQ(first.param, firstAlone.param);
   EXPECT_EQ(first.expAvgSq, firstAlone.expAvgSq);
   EXPECT_EQ(second.param, secondAlone.param);
@@ -166,15 +172,15 @@ TEST(OptimizerTest, FusedAdamWUpdatesEachTensorAsAlone) {
 
   // A bad second tensor: named, and nothing written, the first included.
   AdamWCase good, bad;
-  AdamWOperands broken = bad.operands(true);
+  titanrt_adamw_tensor broken = bad.tensor();
   broken.numel = -1;
-  Status status = adamW(pool(1), {good.operands(true), broken});
+  Status status = adamW(pool(1), {good.tensor(), broken}, good.call(true));
   EXPECT_EQ(status.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(status.getMessage().rfind("titanrt_fused_adamw (tensor 1): ", 0),
             0u)
       << status.getMessage();
   EXPECT_EQ(good.param, AdamWCase().param);
-  EXPECT_TRUE(adamW(pool(1), {}).ok());
+  EXPECT_TRUE(adamW(pool(1), {}, call).ok());
 }
 
 TEST(OptimizerTest, SquaredNormSumsEveryTensorOnAnyThreads) {
@@ -189,7 +195,7 @@ TEST(OptimizerTest, SquaredNormSumsEveryTensorOnAnyThreads) {
     b[i] = floatToBf16(widened[i]);
     expected += double(bf16ToFloat(b[i])) * double(bf16ToFloat(b[i]));
   }
-  const std::vector<NormTensor> tensors = {
+  const std::vector<titanrt_norm_tensor> tensors = {
       {a.data(), kNumel, TITANRT_F32},
       {nullptr, 0, TITANRT_F32},
       {b.data(), int64_t(b.size()), TITANRT_BF16}};

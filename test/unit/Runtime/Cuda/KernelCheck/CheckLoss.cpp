@@ -252,7 +252,7 @@ void checkAdamW(Checker &checker, Context &context, int32_t gradDtype,
       DeviceTensor dParam, dGrad, dM, dV, outParam, outM, outV, outCopy;
     };
     std::vector<Tensor> tensors(numels.size());
-    std::vector<AdamWTensor> list;
+    std::vector<titanrt_adamw_tensor> list;
     for (size_t i = 0; i < numels.size(); ++i) {
       Tensor &t = tensors[i];
       const int64_t n = numels[i];
@@ -272,17 +272,17 @@ void checkAdamW(Checker &checker, Context &context, int32_t gradDtype,
           !checker.expectOk(name, t.outV.allocate(TITANRT_F32, n)) ||
           !checker.expectOk(name, t.outCopy.allocate(TITANRT_BF16, n)))
         return;
-      AdamWTensor tensor;
-      tensor.param = t.dParam.as<float>();
+      titanrt_adamw_tensor tensor = {};
+      tensor.param = t.dParam.get();
       tensor.grad = t.dGrad.get();
-      tensor.expAvg = t.dM.as<float>();
-      tensor.expAvgSq = t.dV.as<float>();
-      tensor.paramOut = (inPlace ? t.dParam : t.outParam).as<float>();
-      tensor.expAvgOut = (inPlace ? t.dM : t.outM).as<float>();
-      tensor.expAvgSqOut = (inPlace ? t.dV : t.outV).as<float>();
-      tensor.paramCopyOut = inPlace ? nullptr : t.outCopy.as<uint16_t>();
+      tensor.exp_avg = t.dM.get();
+      tensor.exp_avg_sq = t.dV.get();
+      tensor.param_out = (inPlace ? t.dParam : t.outParam).get();
+      tensor.exp_avg_out = (inPlace ? t.dM : t.outM).get();
+      tensor.exp_avg_sq_out = (inPlace ? t.dV : t.outV).get();
+      tensor.param_copy_out = inPlace ? nullptr : t.outCopy.get();
       tensor.numel = n;
-      tensor.gradDtype = dtype;
+      tensor.grad_dtype = dtype;
       list.push_back(tensor);
     }
     DeviceTensor dLr, dStep, dScale;
@@ -291,18 +291,18 @@ void checkAdamW(Checker &checker, Context &context, int32_t gradDtype,
                           dStep.upload(TITANRT_F32, {double(hyper.step)})) ||
         !checker.expectOk(name, dScale.upload(TITANRT_F32, {gradScale})))
       return;
-    AdamWOperands shared;
-    shared.lr = dLr.as<float>();
-    shared.step = dStep.as<float>();
-    shared.gradScale = inPlace ? dScale.as<float>() : nullptr;
-    shared.beta1 = hyper.beta1;
-    shared.beta2 = hyper.beta2;
-    shared.eps = hyper.eps;
-    shared.weightDecay = hyper.weightDecay;
+    AdamWCall call;
+    call.lr = dLr.as<float>();
+    call.step = dStep.as<float>();
+    call.gradScale = inPlace ? dScale.as<float>() : nullptr;
+    call.beta1 = hyper.beta1;
+    call.beta2 = hyper.beta2;
+    call.eps = hyper.eps;
+    call.weightDecay = hyper.weightDecay;
     std::unique_ptr<FusedAdamW> optimizer;
     if (!checker.expectOk(
             name, FusedAdamW::create(optimizer, list, context.stream.get())) ||
-        !checker.expectOk(name, optimizer->step(context.stream.get(), shared)))
+        !checker.expectOk(name, optimizer->step(context.stream.get(), call)))
       return;
     if (!optimizer->updates(list))
       checker.expectOk(
@@ -362,7 +362,14 @@ void checkAdamWOptimizers(Checker &checker, Context &context, uint32_t seed) {
   if (!checker.expectOk(name, dLr.upload(TITANRT_F32, {hyper.lr})) ||
       !checker.expectOk(name, dStep.upload(TITANRT_F32, {double(hyper.step)})))
     return;
-  std::vector<AdamWOperands> tensors;
+  std::vector<titanrt_adamw_tensor> tensors;
+  AdamWCall call;
+  call.lr = dLr.as<float>();
+  call.step = dStep.as<float>();
+  call.beta1 = hyper.beta1;
+  call.beta2 = hyper.beta2;
+  call.eps = hyper.eps;
+  call.weightDecay = hyper.weightDecay;
   for (size_t i = 0; i < 2; ++i) {
     const int64_t n = numels[i];
     param[i] = randomValues(n, seed++, TITANRT_F32);
@@ -376,28 +383,23 @@ void checkAdamWOptimizers(Checker &checker, Context &context, uint32_t seed) {
         !checker.expectOk(name, dM[i].upload(TITANRT_F32, m[i])) ||
         !checker.expectOk(name, dV[i].upload(TITANRT_F32, v[i])))
       return;
-    AdamWOperands o;
-    o.gradDtype = TITANRT_F32;
-    o.param = o.paramOut = dParam[i].as<float>();
-    o.grad = dGrad[i].get();
-    o.expAvg = o.expAvgOut = dM[i].as<float>();
-    o.expAvgSq = o.expAvgSqOut = dV[i].as<float>();
-    o.lr = dLr.as<float>();
-    o.step = dStep.as<float>();
-    o.numel = n;
-    o.beta1 = hyper.beta1;
-    o.beta2 = hyper.beta2;
-    o.eps = hyper.eps;
-    o.weightDecay = hyper.weightDecay;
-    tensors.push_back(o);
+    titanrt_adamw_tensor t = {};
+    t.param = t.param_out = dParam[i].get();
+    t.grad = dGrad[i].get();
+    t.exp_avg = t.exp_avg_out = dM[i].get();
+    t.exp_avg_sq = t.exp_avg_sq_out = dV[i].get();
+    t.numel = n;
+    t.grad_dtype = TITANRT_F32;
+    tensors.push_back(t);
   }
   AdamWOptimizers optimizers;
   for (int step = 0; step < 2; ++step)
-    if (!checker.expectOk(name, optimizers.step(context.stream.get(), tensors)))
+    if (!checker.expectOk(name,
+                          optimizers.step(context.stream.get(), tensors, call)))
       return;
   const size_t afterTwoSteps = optimizers.size();
   if (!checker.expectOk(
-          name, optimizers.step(context.stream.get(), {tensors.front()})))
+          name, optimizers.step(context.stream.get(), {tensors.front()}, call)))
     return;
   if (afterTwoSteps != 1 || optimizers.size() != 2)
     checker.expectOk(name + ".lists",
@@ -423,7 +425,7 @@ void checkSquaredNorm(Checker &checker, Context &context, uint32_t seed) {
   const std::string name = "squared_norm.tensors7";
   const std::vector<int64_t> numels = {1, 8191, 8192, 8193, 100000, 0, 37};
   std::vector<DeviceTensor> data(numels.size());
-  std::vector<NormTensor> tensors;
+  std::vector<titanrt_norm_tensor> tensors;
   double expected = 0;
   for (size_t i = 0; i < numels.size(); ++i) {
     const int32_t dtype = i % 2 == 0 ? TITANRT_BF16 : TITANRT_F32;
