@@ -47,7 +47,7 @@ struct RankBackendOptions {
   /// own).
   std::string stepMemory;
   /// TITAN_CUDA_ATTENTION: the CUDA backend's attention kernels ("" or
-  /// "auto", "cuda_cores"); the CPU backend has one kind.
+  /// "auto", "cudnn", "titan", "cuda_cores"); the CPU backend has one kind.
   std::string cudaAttention;
 };
 

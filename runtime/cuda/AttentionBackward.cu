@@ -366,7 +366,7 @@ Status cuda::attentionBackward(cudaStream_t stream, int32_t dtype,
   if (rows == 0)
     return Status::success();
   float *delta = static_cast<float *>(workspace);
-  const bool tensorCores = kernels == AttentionKernels::Auto &&
+  const bool tensorCores = kernels != AttentionKernels::CudaCores &&
                            attentionUsesTensorCores(dtype, shape.headDim) &&
                            areAligned(16, {q, k, v, dout, dq, dk, dv});
   return withFloatType(dtype, [&](auto t) {

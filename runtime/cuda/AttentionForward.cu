@@ -207,7 +207,7 @@ Status cuda::attentionForward(cudaStream_t stream, int32_t dtype,
   if (rows == 0)
     return Status::success();
   const float scoreScale = scaleLog2(shape.scale);
-  if (kernels == AttentionKernels::Auto &&
+  if (kernels != AttentionKernels::CudaCores &&
       attentionUsesTensorCores(dtype, shape.headDim) &&
       areAligned(16, {q, k, v, out}))
     return launchKernel(op, attentionForwardMmaLaunch(shape), stream,

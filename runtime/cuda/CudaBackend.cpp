@@ -2,11 +2,14 @@
 
 #include "cuda/CudaBackend.h"
 
+#include "cuda/Arguments.h"
 #include "cuda/CudaStatus.h"
 #include "cuda/Kernels.h"
 #include "cuda/LaunchConfig.h"
 
 #include "titan/Runtime/titanrt.h"
+
+#include <cstdio>
 
 using namespace titan::rt;
 using namespace titan::rt::cuda;
@@ -32,7 +35,67 @@ Status CudaBackend::create(std::unique_ptr<CudaBackend> &backend,
   created->attentionKernels = attentionKernels;
   TITANRT_RETURN_IF_ERROR(Stream::create(created->stream));
   TITANRT_RETURN_IF_ERROR(GemmEngine::create(created->gemm));
+  if (attentionKernels == AttentionKernels::Cudnn) {
+#if TITAN_HAVE_CUDNN
+    TITANRT_RETURN_IF_ERROR(
+        CudnnAttention::create(created->cudnnAttention, created->stream.get()));
+#else
+    return Status::unsupported(
+        "TITAN_CUDA_ATTENTION=cudnn: this CUDA backend was built without "
+        "cuDNN (its CUDA toolkit had no cudnn_graph.h); rebuild it where the "
+        "toolkit has cuDNN 9, or choose auto or titan");
+#endif
+  }
   backend = std::move(created);
+  return Status::success();
+}
+
+Status CudaBackend::chooseCudnn(AttentionPass pass, int32_t dtype,
+                                const AttentionShape &shape,
+                                std::initializer_list<const void *> operands,
+                                bool &useCudnn) {
+  useCudnn = false;
+  int64_t rows = 0;
+  // A call titan's launchers reject (they say why) or that has nothing to
+  // do stays with them.
+  if ((attentionKernels != AttentionKernels::Auto &&
+       attentionKernels != AttentionKernels::Cudnn) ||
+      !checkAttentionCall("attention", dtype, shape, rows).ok() || rows == 0)
+    return Status::success();
+  Status status = Status::success();
+#if TITAN_HAVE_CUDNN
+  if (dtype != TITANRT_BF16) {
+    // f32 attention is titan's (cuDNN's fused attention is 16-bit): no note.
+    if (attentionKernels == AttentionKernels::Auto)
+      return Status::success();
+    status = Status::unsupported("cuDNN's fused attention takes bf16, not " +
+                                 dtypeName(dtype));
+  } else if (!areAligned(16, operands)) {
+    status = Status::unsupported(
+        "cuDNN's fused attention needs 16-byte aligned operands");
+  } else if (!cudnnAttention && cudnnFailure.ok()) {
+    cudnnFailure = CudnnAttention::create(cudnnAttention, stream.get());
+  }
+  if (status.ok())
+    status =
+        cudnnAttention ? cudnnAttention->prepare(pass, shape) : cudnnFailure;
+#else
+  (void)pass, (void)dtype, (void)shape, (void)operands;
+  status = Status::unsupported(
+      "this CUDA backend was built without cuDNN (its CUDA toolkit had no "
+      "cudnn_graph.h)");
+#endif
+  if (status.ok()) {
+    useCudnn = true;
+    return Status::success();
+  }
+  if (attentionKernels == AttentionKernels::Cudnn)
+    return status;
+  if (notedFallbacks.insert(status.getMessage()).second)
+    std::fprintf(stderr,
+                 "titan: note: %s; titan's attention kernels run it "
+                 "(TITAN_CUDA_ATTENTION=titan chooses them for every call)\n",
+                 status.getMessage().c_str());
   return Status::success();
 }
 
@@ -47,6 +110,13 @@ Status CudaBackend::matmul(int32_t dtype, const void *a, const void *b,
 Status CudaBackend::attention(int32_t dtype, const AttentionShape &shape,
                               const void *q, const void *k, const void *v,
                               void *out, float *lse) {
+  bool useCudnn = false;
+  TITANRT_RETURN_IF_ERROR(chooseCudnn(AttentionPass::Forward, dtype, shape,
+                                      {q, k, v, out, lse}, useCudnn));
+#if TITAN_HAVE_CUDNN
+  if (useCudnn)
+    return cudnnAttention->forward(shape, q, k, v, out, lse);
+#endif
   return attentionForward(stream.get(), dtype, shape, q, k, v, out, lse,
                           attentionKernels);
 }
@@ -56,6 +126,15 @@ Status CudaBackend::attentionGrad(int32_t dtype, const AttentionShape &shape,
                                   const void *out, const float *lse,
                                   const void *grad, void *dq, void *dk,
                                   void *dv, void *workspace) {
+  bool useCudnn = false;
+  TITANRT_RETURN_IF_ERROR(
+      chooseCudnn(AttentionPass::Backward, dtype, shape,
+                  {q, k, v, out, lse, grad, dq, dk, dv, workspace}, useCudnn));
+#if TITAN_HAVE_CUDNN
+  if (useCudnn)
+    return cudnnAttention->backward(shape, q, k, v, out, grad, lse, dq, dk, dv,
+                                    workspace);
+#endif
   return attentionBackward(stream.get(), dtype, shape, q, k, v, out, grad, lse,
                            dq, dk, dv, workspace, attentionKernels);
 }

@@ -3,8 +3,10 @@
 // ComputeBackend (core/ComputeBackend.h) on one GPU: every call is queued on
 // the rank's compute stream, in order, and returns without waiting (a
 // result is ready once the stream is synchronized). GEMMs go through
-// cuBLASLt (Gemm.h); attention, the embedding gradient, RMSNorm and
-// cross-entropy through titan's kernels (Kernels.h).
+// cuBLASLt (Gemm.h); attention through cuDNN's fused attention where it
+// applies (CudnnAttention.h; AttentionKernels says when) and titan's
+// kernels otherwise; the embedding gradient, RMSNorm and cross-entropy
+// through titan's kernels (Kernels.h).
 //
 // titanrt_attention_grad reads the forward's output and log-sum-exp (the
 // compiler keeps both for it), so the backward is three kernels and no
@@ -23,7 +25,14 @@
 #include "cuda/KernelTypes.h"
 #include "cuda/SquaredNorm.h"
 
+#if TITAN_HAVE_CUDNN
+#include "cuda/CudnnAttention.h"
+#endif
+
+#include <initializer_list>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 namespace titan::rt::cuda {
@@ -50,7 +59,8 @@ class CudaBackend final : public ComputeBackend {
 public:
   /// Creates the backend on the current device (selectDevice first): its
   /// compute stream and cuBLASLt engine; its attention calls run
-  /// `attentionKernels`.
+  /// `attentionKernels` (AttentionKernels::Cudnn loads cuDNN here, failing
+  /// if it cannot; Auto on the first bf16 call).
   static Status
   create(std::unique_ptr<CudaBackend> &backend,
          AttentionKernels attentionKernels = AttentionKernels::Auto);
@@ -105,12 +115,28 @@ public:
 private:
   CudaBackend() = default;
 
+  /// Whether cuDNN runs this attention call (`useCudnn`): under
+  /// AttentionKernels::Auto when it can (else a note on stderr, once per
+  /// reason, and titan's kernels run it), under Cudnn always (an error
+  /// when it cannot); never under Titan or CudaCores.
+  Status chooseCudnn(AttentionPass pass, int32_t dtype,
+                     const AttentionShape &shape,
+                     std::initializer_list<const void *> operands,
+                     bool &useCudnn);
+
   Stream stream;
   std::unique_ptr<GemmEngine> gemm;
   DeviceBuffer embeddingWorkspace;
   AdamWOptimizers optimizers;
   SquaredNorms squaredNorms;
   AttentionKernels attentionKernels = AttentionKernels::Auto;
+#if TITAN_HAVE_CUDNN
+  /// Created on first use; `cudnnFailure` is why it could not be.
+  std::unique_ptr<CudnnAttention> cudnnAttention;
+  Status cudnnFailure;
+#endif
+  /// The reasons cuDNN could not take a call, each noted once.
+  std::set<std::string> notedFallbacks;
 };
 
 } // namespace titan::rt::cuda

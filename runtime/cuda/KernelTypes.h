@@ -40,19 +40,32 @@ struct CrossEntropyShape {
   int32_t labelsDtype = TITANRT_I64;
 };
 
+/// titanrt_attention (Forward) or titanrt_attention_grad (Backward).
+enum class AttentionPass { Forward, Backward };
+
 /// Which attention kernels a call runs.
 enum class AttentionKernels {
-  /// Tensor cores where attentionUsesTensorCores(dtype, headDim) holds and
-  /// the operands are 16-byte aligned, CUDA cores otherwise.
+  /// cuDNN's fused attention where the build has it (TITAN_HAVE_CUDNN),
+  /// the library loads and it has a plan for the call (bf16, head
+  /// dimensions that are multiples of 8 up to 128, 16-byte aligned
+  /// operands); titan's kernels (Titan) otherwise, each shape cuDNN cannot
+  /// take noted once on stderr.
   Auto,
+  /// titan's kernels: tensor cores where attentionUsesTensorCores(dtype,
+  /// headDim) holds and the operands are 16-byte aligned, CUDA cores
+  /// otherwise (bitwise deterministic; cuDNN's backward is not).
+  Titan,
+  /// cuDNN's fused attention for every call, an error where it has no
+  /// plan for one (what the kernel check and the benchmark time).
+  Cudnn,
   /// CUDA cores for every dtype: the baseline titan-cuda-bench times the
   /// tensor-core kernels against, which titan-cuda-kernel-check checks too
   /// and a rank runs under TITAN_CUDA_ATTENTION=cuda_cores.
   CudaCores,
 };
 
-/// The kernels TITAN_CUDA_ATTENTION names: "" or "auto", or "cuda_cores";
-/// anything else fails with the choices.
+/// The kernels TITAN_CUDA_ATTENTION names: "" or "auto", "cudnn", "titan"
+/// or "cuda_cores"; anything else fails with the choices.
 Status parseAttentionKernels(const std::string &name,
                              AttentionKernels &kernels);
 

@@ -102,11 +102,12 @@ Status softmaxBackward(cudaStream_t stream, int32_t dtype, const void *y,
 /// tiles stream through shared memory with an online softmax, no [seq,
 /// seq] matrix. Also writes `lse` [batch, qHeads, seq] (f32): each query
 /// row's natural log-sum-exp of its scaled scores, which the backward
-/// reads.
+/// reads. titan's kernels: on tensor cores where they apply unless
+/// `kernels` is CudaCores (cuDNN's are CudaBackend's choice, not these).
 Status attentionForward(cudaStream_t stream, int32_t dtype,
                         const AttentionShape &shape, const void *q,
                         const void *k, const void *v, void *out, float *lse,
-                        AttentionKernels kernels = AttentionKernels::Auto);
+                        AttentionKernels kernels = AttentionKernels::Titan);
 
 /// dq, dk, dv of attentionForward given dout, recomputing the
 /// probabilities from q, k and `lse`: dv = p^T dout, ds = p * (dout v^T -
@@ -119,7 +120,7 @@ Status attentionBackward(cudaStream_t stream, int32_t dtype,
                          const void *k, const void *v, const void *out,
                          const void *dout, const float *lse, void *dq, void *dk,
                          void *dv, void *workspace,
-                         AttentionKernels kernels = AttentionKernels::Auto);
+                         AttentionKernels kernels = AttentionKernels::Titan);
 
 //===----------------------------------------------------------------------===//
 // Cross-entropy (titan.cross_entropy, titan.cross_entropy_grad)

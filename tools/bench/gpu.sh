@@ -49,6 +49,8 @@
 # run, comma-separated: step (titan's executables and PyTorch's step),
 # kernels (the kernel check and unit tests), bench (the operations against
 # PyTorch's); default all three: a rerun after a fix can take one part),
+# TITAN_CUDNN_DIR (the folder of libcudnn.so.9: found in the toolkit, else
+# in the Python environment's nvidia-cudnn; empty: titan's attention),
 # PYTHON (python3).
 set -uo pipefail
 
@@ -160,6 +162,7 @@ gpu_info() {
   # The header of nvidia-smi's table names the CUDA version the driver supports.
   nvidia-smi | sed -n '1,4p' || true
   echo "CUDA libraries: $(ls /usr/local/cuda/lib64/libcudart.so.* /usr/local/cuda/lib64/libcublasLt.so.* 2>/dev/null | tr '\n' ' ')"
+  echo "cuDNN: ${cudnn_dir:-not found}$([[ -n $cudnn_dir ]] && ls "$cudnn_dir" | grep -m1 -o 'libcudnn.so.9[.0-9]*' | sed 's/^/ (/; s/$/)/')"
   if command -v nvcc >/dev/null; then
     nvcc --version | tail -n 2
   else
@@ -328,6 +331,10 @@ main() {
     fi
     run_step "titan's training step (the ~1B proxy, $(cat "$bundle/shape"), bf16)" 180 \
       bash "$self" titan-step proxy
+    # The same with titan's attention kernels instead of cuDNN's (the
+    # default where cuDNN loads).
+    run_step "titan's training step, titan's attention kernels (TITAN_CUDA_ATTENTION=titan)" 120 \
+      env TITAN_CUDA_ATTENTION=titan bash "$self" titan-step proxy proxy-titan-attention
     # RMSNorm, the loss and AdamW as compiled kernels (--runtime-ops=none):
     # which of the two the CUDA backend should default to.
     if [[ -x $bundle/proxy-compiled/bin/train ]]; then
@@ -401,9 +408,21 @@ main() {
   echo "results in $out: $(cd "$out" && printf '%s ' *)"
 }
 
-# The carried executables' libraries: the bundle's, then the toolkit's.
+# The carried executables' libraries: the bundle's, then the toolkit's,
+# then cuDNN's (which the CUDA backend loads for attention, where it finds
+# it: the toolkit's, else the one of PyTorch's Python environment).
 bundle_library_path() {
-  echo "$root/.gpu-bundle/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+  echo "$root/.gpu-bundle/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib${cudnn_dir:+:$cudnn_dir}:${LD_LIBRARY_PATH:-}"
+}
+
+# cudnn_library_dir: the folder of a libcudnn.so.9, or nothing.
+cudnn_library_dir() {
+  local dir
+  for dir in /usr/local/cuda/lib64 /usr/local/cuda/lib; do
+    [[ -e $dir/libcudnn.so.9 ]] && { echo "$dir"; return; }
+  done
+  "$python" -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' \
+    2>/dev/null
 }
 
 # carried_checks_load: whether .gpu-bundle/bin holds the CUDA checks and
@@ -470,14 +489,16 @@ titan_profile() {
   "$python" "$root/tools/bench/step_profile.py" "$work/traces/iteration_5/rank0_trace.json"
 }
 
-# titan-step: runs the carried executable (warm-up steps, then timed ones)
-# and writes $build_root/titan-step-VARIANT.json (what gpu_torch_baseline.py compare
-# --titan-step reads) from its metrics: the median over the steps after the
+# titan-step VARIANT [NAME]: runs the carried executable (warm-up steps,
+# then timed ones) and writes $build_root/titan-step-NAME.json (NAME is
+# VARIANT by default; what gpu_torch_baseline.py compare --titan-step
+# reads) from its metrics: the median over the steps after the
 # third of the step time, tokens/s and MFU, the planned memory, and the
 # GPU's memory in use after the last step (cudaMemGetInfo).
 titan_step() {
   local variant=${1:-proxy}
-  local bundle=$root/.gpu-bundle work=$build_root/titan-step-$variant
+  local name=${2:-$variant}
+  local bundle=$root/.gpu-bundle work=$build_root/titan-step-$name
   # A variant of its own shape carries its batch (proxy-large).
   local data=$bundle/data shape=$bundle/shape
   [[ -f $bundle/$variant/shape ]] && data=$bundle/$variant/data shape=$bundle/$variant/shape
@@ -485,7 +506,7 @@ titan_step() {
   LD_LIBRARY_PATH=$(bundle_library_path) "$bundle/$variant/bin/train" --data "$data" --steps 13 \
     --job.dump_folder "$work" --metrics "$work/metrics.jsonl" || return
   "$python" - "$work/metrics.jsonl" "$shape" "$bundle/$variant/memory" \
-    "$build_root/titan-step-$variant.json" <<'PY'
+    "$build_root/titan-step-$name.json" <<'PY'
 import json, re, statistics, sys
 metrics, shape, memory, out = sys.argv[1:]
 steps = [json.loads(line) for line in open(metrics) if line.strip()][3:]
@@ -509,6 +530,11 @@ print(json.dumps(summary, indent=2))
 PY
 }
 
+# cuDNN's folder, found once and passed on to the steps (TITAN_CUDNN_DIR
+# names another).
+cudnn_dir=${TITAN_CUDNN_DIR-$(cudnn_library_dir)}
+export TITAN_CUDNN_DIR=$cudnn_dir
+
 # The steps that are shell functions run under `timeout` as this script
 # with the step's name.
 case "${1:-}" in
@@ -525,7 +551,7 @@ build)
   exit
   ;;
 titan-step)
-  titan_step "${2:-proxy}"
+  titan_step "${2:-proxy}" "${3:-}"
   exit
   ;;
 titan-profile)

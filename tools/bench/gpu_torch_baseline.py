@@ -1120,7 +1120,9 @@ def compare(args):
                "compile ms", "titan/eager", "titan/compile"]
     rows, ratios = [], {"eager": [], "compile": []}
     for result in titan.get("results", []):
-        key = (result["op"], result["shape"])
+        # cuDNN's attention rows against PyTorch's attention (titan's own
+        # kernels' rows are "attention.*").
+        key = (result["op"].replace("attention_cudnn.", "attention."), result["shape"])
         eager = torch_ms.get(key + ("eager",))
         compiled = torch_ms.get(key + ("compile",))
         over_eager = ratio(result["median_ms"], eager)

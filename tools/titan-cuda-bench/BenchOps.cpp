@@ -4,6 +4,9 @@
 
 #include "cuda/AdamW.h"
 #include "cuda/CudaStatus.h"
+#if TITAN_HAVE_CUDNN
+#include "cuda/CudnnAttention.h"
+#endif
 #include "cuda/Kernels.h"
 #include "cuda/SquaredNorm.h"
 
@@ -344,11 +347,11 @@ void bench::benchAttention(Harness &harness, const ModelShape &model,
                               model.heads, shape.seq, model.headDim) +
                        format("%lld kv heads, causal", model.kvHeads);
   const cudaStream_t stream = harness.getStream();
-  // The kernels titan runs (tensor cores), then the CUDA-core ones on the
-  // same inputs: their baseline in the same run.
+  // titan's kernels (tensor cores), then the CUDA-core ones on the same
+  // inputs: their baseline in the same run.
   for (auto [name, kernels] :
        {std::pair<std::string, AttentionKernels>{"attention",
-                                                 AttentionKernels::Auto},
+                                                 AttentionKernels::Titan},
         {"attention_cuda_cores", AttentionKernels::CudaCores}}) {
     // The forward runs first: the backward reads its out and lse.
     (void)harness.time(makeMeasurement(name + ".fwd", shape, detail,
@@ -368,6 +371,32 @@ void bench::benchAttention(Harness &harness, const ModelShape &model,
                              kernels);
                        });
   }
+#if TITAN_HAVE_CUDNN
+  // cuDNN's fused attention on the same inputs (what the CUDA backend runs
+  // where cuDNN loads); a failure to load or plan is each row's error.
+  std::unique_ptr<CudnnAttention> cudnn;
+  Status created = CudnnAttention::create(cudnn, stream);
+  (void)harness.time(makeMeasurement("attention_cudnn.fwd", shape, detail,
+                                     computeWork(forwardFlops)),
+                     [&] {
+                       return created.ok()
+                                  ? cudnn->forward(attention, q.get(), k.get(),
+                                                   v.get(), out.get(),
+                                                   lse.as<float>())
+                                  : created;
+                     });
+  (void)harness.time(makeMeasurement("attention_cudnn.bwd", shape, detail,
+                                     computeWork(2.5 * forwardFlops)),
+                     [&] {
+                       return created.ok()
+                                  ? cudnn->backward(attention, q.get(), k.get(),
+                                                    v.get(), out.get(),
+                                                    dout.get(), lse.as<float>(),
+                                                    dq.get(), dk.get(),
+                                                    dv.get(), workspace.get())
+                                  : created;
+                     });
+#endif
 }
 
 void bench::benchLossAndEmbedding(Harness &harness, const ModelShape &model,

@@ -236,13 +236,19 @@ TEST(CudaLaunchConfigTest, AttentionKernelsFromTheEnvironment) {
   EXPECT_EQ(kernels, AttentionKernels::Auto);
   ASSERT_TRUE(parseAttentionKernels("cuda_cores", kernels).ok());
   EXPECT_EQ(kernels, AttentionKernels::CudaCores);
+  ASSERT_TRUE(parseAttentionKernels("cudnn", kernels).ok());
+  EXPECT_EQ(kernels, AttentionKernels::Cudnn);
+  ASSERT_TRUE(parseAttentionKernels("titan", kernels).ok());
+  EXPECT_EQ(kernels, AttentionKernels::Titan);
   ASSERT_TRUE(parseAttentionKernels("auto", kernels).ok());
   EXPECT_EQ(kernels, AttentionKernels::Auto);
   Status status = parseAttentionKernels("simt", kernels);
   EXPECT_EQ(status.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(status.getMessage(),
             "TITAN_CUDA_ATTENTION=simt is not a choice of attention kernels: "
-            "auto (tensor cores where they apply, the default) or cuda_cores");
+            "auto (cuDNN's fused attention where it applies, else titan's; "
+            "the default), cudnn, titan (titan's kernels: tensor cores where "
+            "they apply) or cuda_cores");
 }
 
 TEST(CudaLaunchConfigTest, AttentionShapeChecks) {

@@ -78,6 +78,10 @@ struct Context {
   /// null where there is no GPU (CudaEmulationTest: the ABI's calls are
   /// not checked).
   std::unique_ptr<CudaBackend> backend;
+  /// The same with AttentionKernels::Cudnn (cuDNN's fused attention), or
+  /// null and why it could not be created (no cuDNN on the loader's path).
+  std::unique_ptr<CudaBackend> cudnnBackend;
+  Status cudnnFailure;
 };
 
 /// The tolerance of a comparison in `dtype`: f32 results against the

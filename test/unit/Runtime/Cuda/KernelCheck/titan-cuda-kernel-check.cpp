@@ -51,8 +51,13 @@ int main(int argc, char **argv) {
     status = Stream::create(context.stream);
   if (status.ok())
     status = GemmEngine::create(context.gemm);
+  // titan's kernels through the ABI (bit for bit what the launchers give),
+  // and cuDNN's attention through a second backend.
   if (status.ok())
-    status = CudaBackend::create(context.backend);
+    status = CudaBackend::create(context.backend, AttentionKernels::Titan);
+  if (status.ok())
+    context.cudnnFailure =
+        CudaBackend::create(context.cudnnBackend, AttentionKernels::Cudnn);
   if (!status.ok()) {
     std::fprintf(stderr, "titan-cuda-kernel-check: error: %s\n",
                  status.getMessage().c_str());
