@@ -36,93 +36,83 @@ enum Uid : int64_t {
   kFirstVirtual = 100,
 };
 
-/// The extents the graphs use, named.
+/// The shapes of the graphs' tensors.
 struct Layout {
   int64_t b, hq, hk, s, d;
   explicit Layout(const AttentionShape &shape)
       : b(shape.batch), hq(shape.qHeads), hk(shape.kvHeads), s(shape.seq),
         d(shape.headDim) {}
+  /// [b, heads, s, d] (q, k, v, their gradients, out).
+  CudnnShape perHead(int64_t heads) const {
+    return {{b, heads, s, d}, {heads * s * d, s * d, d, 1}};
+  }
+  /// The same seen transposed, [b, heads, d, s] (K^T, V^T).
+  CudnnShape perHeadTransposed(int64_t heads) const {
+    return {{b, heads, d, s}, {heads * s * d, s * d, 1, d}};
+  }
+  /// [b, hq, s, s]: a score per query and key.
+  CudnnShape scores() const {
+    return {{b, hq, s, s}, {hq * s * s, s * s, s, 1}};
+  }
+  /// The scores seen transposed (P^T, dS^T).
+  CudnnShape scoresTransposed() const {
+    return {{b, hq, s, s}, {hq * s * s, s * s, 1, s}};
+  }
+  /// [b, hq, s, 1]: a value per query row (lse, rowsum).
+  CudnnShape rows() const { return {{b, hq, s, 1}, {hq * s, s, 1, 1}}; }
 };
 
-/// The scores' masked values: -inf where the causal mask hides a key, on
-/// S (the forward's scaled scores) or on S - lse (the backward's).
+constexpr cudnnDataType_t kIo = CUDNN_DATA_BFLOAT16, kF32 = CUDNN_DATA_FLOAT;
+
+/// `scores` with -inf where the causal mask hides a key: S (the forward's
+/// scaled scores) or S - lse (the backward's).
 cudnnBackendDescriptor_t applyCausalMask(CudnnGraphBuilder &graph,
                                          const Layout &l,
-                                         cudnnBackendDescriptor_t scores,
-                                         cudnnBackendDescriptor_t negInf) {
-  const Extents dims = {l.b, l.hq, l.s, l.s};
-  const Extents strides = {l.hq * l.s * l.s, l.s * l.s, l.s, 1};
+                                         cudnnBackendDescriptor_t scores) {
   cudnnBackendDescriptor_t row =
-      graph.intermediate(CUDNN_DATA_INT32, dims, strides);
-  graph.pointwise(CUDNN_POINTWISE_GEN_INDEX, scores, nullptr, nullptr, row,
-                  CUDNN_DATA_FLOAT, /*axis=*/2);
+      graph.apply(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_INT32, l.scores(),
+                  scores, nullptr, kF32, /*axis=*/2);
   cudnnBackendDescriptor_t column =
-      graph.intermediate(CUDNN_DATA_INT32, dims, strides);
-  graph.pointwise(CUDNN_POINTWISE_GEN_INDEX, scores, nullptr, nullptr, column,
-                  CUDNN_DATA_FLOAT, /*axis=*/3);
+      graph.apply(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_INT32, l.scores(),
+                  scores, nullptr, kF32, /*axis=*/3);
   cudnnBackendDescriptor_t visible =
-      graph.intermediate(CUDNN_DATA_BOOLEAN, dims, strides);
-  graph.pointwise(CUDNN_POINTWISE_CMP_GE, row, column, nullptr, visible,
-                  CUDNN_DATA_BOOLEAN);
-  cudnnBackendDescriptor_t masked =
-      graph.intermediate(CUDNN_DATA_FLOAT, dims, strides);
-  graph.pointwise(CUDNN_POINTWISE_BINARY_SELECT, scores, negInf, visible,
-                  masked);
+      graph.apply(CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, l.scores(), row,
+                  column, CUDNN_DATA_BOOLEAN);
+  cudnnBackendDescriptor_t masked = graph.intermediate(kF32, l.scores());
+  graph.pointwise(CUDNN_POINTWISE_BINARY_SELECT, scores,
+                  graph.scalar(kNegativeInfinity), visible, masked);
   return masked;
 }
 
 /// The forward: O = softmax(scale Q K^T (+ mask)) V and Stats = each row's
 /// natural log-sum-exp.
 void buildForward(CudnnGraphBuilder &graph, const Layout &l, bool causal) {
-  const cudnnDataType_t io = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
-  const Extents scoreDims = {l.b, l.hq, l.s, l.s};
-  const Extents scoreStrides = {l.hq * l.s * l.s, l.s * l.s, l.s, 1};
-  const Extents rowDims = {l.b, l.hq, l.s, 1};
-  const Extents rowStrides = {l.hq * l.s, l.s, 1, 1};
+  cudnnBackendDescriptor_t q = graph.tensor(kQ, kIo, l.perHead(l.hq));
+  cudnnBackendDescriptor_t kT =
+      graph.tensor(kK, kIo, l.perHeadTransposed(l.hk));
+  cudnnBackendDescriptor_t v = graph.tensor(kV, kIo, l.perHead(l.hk));
+  cudnnBackendDescriptor_t out = graph.tensor(kOut, kIo, l.perHead(l.hq));
+  cudnnBackendDescriptor_t stats = graph.tensor(kStats, kF32, l.rows());
 
-  cudnnBackendDescriptor_t q = graph.tensor(
-      kQ, io, {l.b, l.hq, l.s, l.d}, {l.hq * l.s * l.d, l.s * l.d, l.d, 1});
-  // K seen as K^T: [b, hk, d, s].
-  cudnnBackendDescriptor_t kT = graph.tensor(
-      kK, io, {l.b, l.hk, l.d, l.s}, {l.hk * l.s * l.d, l.s * l.d, 1, l.d});
-  cudnnBackendDescriptor_t v = graph.tensor(
-      kV, io, {l.b, l.hk, l.s, l.d}, {l.hk * l.s * l.d, l.s * l.d, l.d, 1});
-  cudnnBackendDescriptor_t out = graph.tensor(
-      kOut, io, {l.b, l.hq, l.s, l.d}, {l.hq * l.s * l.d, l.s * l.d, l.d, 1});
-  cudnnBackendDescriptor_t stats =
-      graph.tensor(kStats, f32, rowDims, rowStrides);
-  cudnnBackendDescriptor_t scale = graph.scalar(kScale);
-
-  cudnnBackendDescriptor_t scores =
-      graph.intermediate(f32, scoreDims, scoreStrides);
-  graph.matmul(q, kT, scores);
-  cudnnBackendDescriptor_t scaled =
-      graph.intermediate(f32, scoreDims, scoreStrides);
-  graph.pointwise(CUDNN_POINTWISE_MUL, scores, scale, nullptr, scaled);
+  cudnnBackendDescriptor_t scores = graph.product(q, kT, kF32, l.scores());
+  cudnnBackendDescriptor_t scaled = graph.apply(
+      CUDNN_POINTWISE_MUL, kF32, l.scores(), scores, graph.scalar(kScale));
   if (causal)
-    scaled = applyCausalMask(graph, l, scaled, graph.scalar(kNegativeInfinity));
-
+    scaled = applyCausalMask(graph, l, scaled);
   cudnnBackendDescriptor_t rowMax =
-      graph.intermediate(f32, rowDims, rowStrides);
-  graph.reduction(CUDNN_REDUCE_TENSOR_MAX, scaled, rowMax);
+      graph.reduce(CUDNN_REDUCE_TENSOR_MAX, scaled, kF32, l.rows());
   cudnnBackendDescriptor_t shifted =
-      graph.intermediate(f32, scoreDims, scoreStrides);
-  graph.pointwise(CUDNN_POINTWISE_SUB, scaled, rowMax, nullptr, shifted);
+      graph.apply(CUDNN_POINTWISE_SUB, kF32, l.scores(), scaled, rowMax);
   cudnnBackendDescriptor_t exponentials =
-      graph.intermediate(f32, scoreDims, scoreStrides);
-  graph.pointwise(CUDNN_POINTWISE_EXP, shifted, nullptr, nullptr, exponentials);
+      graph.apply(CUDNN_POINTWISE_EXP, kF32, l.scores(), shifted);
   cudnnBackendDescriptor_t rowSum =
-      graph.intermediate(f32, rowDims, rowStrides);
-  graph.reduction(CUDNN_REDUCE_TENSOR_ADD, exponentials, rowSum);
+      graph.reduce(CUDNN_REDUCE_TENSOR_ADD, exponentials, kF32, l.rows());
   cudnnBackendDescriptor_t logSum =
-      graph.intermediate(f32, rowDims, rowStrides);
-  graph.pointwise(CUDNN_POINTWISE_LOG, rowSum, nullptr, nullptr, logSum);
+      graph.apply(CUDNN_POINTWISE_LOG, kF32, l.rows(), rowSum);
   graph.pointwise(CUDNN_POINTWISE_ADD, rowMax, logSum, nullptr, stats);
   // The probabilities in bf16, as P V's A operand.
   cudnnBackendDescriptor_t probabilities =
-      graph.intermediate(io, scoreDims, scoreStrides);
-  graph.pointwise(CUDNN_POINTWISE_DIV, exponentials, rowSum, nullptr,
-                  probabilities);
+      graph.apply(CUDNN_POINTWISE_DIV, kIo, l.scores(), exponentials, rowSum);
   graph.matmul(probabilities, v, out);
 }
 
@@ -136,105 +126,70 @@ void groupedProduct(CudnnGraphBuilder &graph, const Layout &l,
     graph.matmul(a, b, gradient);
     return;
   }
-  cudnnBackendDescriptor_t perQueryHead =
-      graph.intermediate(CUDNN_DATA_BFLOAT16, {l.b, l.hq, l.s, l.d},
-                         {l.hq * l.s * l.d, l.s * l.d, l.d, 1});
-  graph.matmul(a, b, perQueryHead);
-  graph.reduction(CUDNN_REDUCE_TENSOR_ADD, perQueryHead, gradient);
+  graph.reduction(CUDNN_REDUCE_TENSOR_ADD,
+                  graph.product(a, b, kIo, l.perHead(l.hq)), gradient);
 }
 
 /// The backward from the forward's output and log-sum-exp.
 void buildBackward(CudnnGraphBuilder &graph, const Layout &l, bool causal) {
-  const cudnnDataType_t io = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
-  const Extents qDims = {l.b, l.hq, l.s, l.d};
-  const Extents qStrides = {l.hq * l.s * l.d, l.s * l.d, l.d, 1};
-  const Extents kvDims = {l.b, l.hk, l.s, l.d};
-  const Extents kvStrides = {l.hk * l.s * l.d, l.s * l.d, l.d, 1};
-  const Extents transposedDims = {l.b, l.hk, l.d, l.s};
-  const Extents transposedStrides = {l.hk * l.s * l.d, l.s * l.d, 1, l.d};
-  const Extents scoreDims = {l.b, l.hq, l.s, l.s};
-  const Extents scoreStrides = {l.hq * l.s * l.s, l.s * l.s, l.s, 1};
-  const Extents scoreTransposedStrides = {l.hq * l.s * l.s, l.s * l.s, 1, l.s};
-  const Extents rowDims = {l.b, l.hq, l.s, 1};
-  const Extents rowStrides = {l.hq * l.s, l.s, 1, 1};
-
-  cudnnBackendDescriptor_t q = graph.tensor(kQ, io, qDims, qStrides);
+  cudnnBackendDescriptor_t q = graph.tensor(kQ, kIo, l.perHead(l.hq));
   cudnnBackendDescriptor_t kT =
-      graph.tensor(kK, io, transposedDims, transposedStrides);
+      graph.tensor(kK, kIo, l.perHeadTransposed(l.hk));
   cudnnBackendDescriptor_t vT =
-      graph.tensor(kV, io, transposedDims, transposedStrides);
-  cudnnBackendDescriptor_t out = graph.tensor(kOut, io, qDims, qStrides);
+      graph.tensor(kV, kIo, l.perHeadTransposed(l.hk));
+  cudnnBackendDescriptor_t out = graph.tensor(kOut, kIo, l.perHead(l.hq));
   cudnnBackendDescriptor_t gradOut =
-      graph.tensor(kGradOut, io, qDims, qStrides);
-  cudnnBackendDescriptor_t stats =
-      graph.tensor(kStats, f32, rowDims, rowStrides);
-  cudnnBackendDescriptor_t gradQ = graph.tensor(kGradQ, io, qDims, qStrides);
-  cudnnBackendDescriptor_t gradK = graph.tensor(kGradK, io, kvDims, kvStrides);
-  cudnnBackendDescriptor_t gradV = graph.tensor(kGradV, io, kvDims, kvStrides);
+      graph.tensor(kGradOut, kIo, l.perHead(l.hq));
+  cudnnBackendDescriptor_t stats = graph.tensor(kStats, kF32, l.rows());
+  cudnnBackendDescriptor_t gradQ = graph.tensor(kGradQ, kIo, l.perHead(l.hq));
+  cudnnBackendDescriptor_t gradK = graph.tensor(kGradK, kIo, l.perHead(l.hk));
+  cudnnBackendDescriptor_t gradV = graph.tensor(kGradV, kIo, l.perHead(l.hk));
   cudnnBackendDescriptor_t scale = graph.scalar(kScale);
 
-  // rowsum(dO * O): one f32 per query row, in titan's workspace.
-  cudnnBackendDescriptor_t gradTimesOut = graph.intermediate(
-      f32, qDims, {l.hq * l.s * l.d, l.s * l.d, l.hq * l.d, 1});
-  graph.pointwise(CUDNN_POINTWISE_MUL, gradOut, out, nullptr, gradTimesOut);
+  // rowsum(dO * O): one f32 per query row, in titan's workspace (the
+  // product's strides are cudnn-frontend's).
+  cudnnBackendDescriptor_t gradTimesOut = graph.apply(
+      CUDNN_POINTWISE_MUL, kF32,
+      {{l.b, l.hq, l.s, l.d}, {l.hq * l.s * l.d, l.s * l.d, l.hq * l.d, 1}},
+      gradOut, out);
   cudnnBackendDescriptor_t rowSumPartial =
-      graph.intermediate(f32, rowDims, rowStrides);
-  graph.reduction(CUDNN_REDUCE_TENSOR_ADD, gradTimesOut, rowSumPartial);
-  cudnnBackendDescriptor_t rowSum =
-      graph.tensor(kRowSum, f32, rowDims, rowStrides);
+      graph.reduce(CUDNN_REDUCE_TENSOR_ADD, gradTimesOut, kF32, l.rows());
+  cudnnBackendDescriptor_t rowSum = graph.tensor(kRowSum, kF32, l.rows());
   graph.pointwise(CUDNN_POINTWISE_MUL, rowSumPartial, graph.scalar(kOne),
                   nullptr, rowSum);
 
   // P = exp(scale Q K^T - lse), masked.
-  cudnnBackendDescriptor_t scores =
-      graph.intermediate(f32, scoreDims, scoreStrides);
-  graph.matmul(q, kT, scores);
+  cudnnBackendDescriptor_t scores = graph.product(q, kT, kF32, l.scores());
   cudnnBackendDescriptor_t scaled =
-      graph.intermediate(f32, scoreDims, scoreStrides);
-  graph.pointwise(CUDNN_POINTWISE_MUL, scores, scale, nullptr, scaled);
+      graph.apply(CUDNN_POINTWISE_MUL, kF32, l.scores(), scores, scale);
   cudnnBackendDescriptor_t shifted =
-      graph.intermediate(f32, scoreDims, scoreStrides);
-  graph.pointwise(CUDNN_POINTWISE_SUB, scaled, stats, nullptr, shifted);
+      graph.apply(CUDNN_POINTWISE_SUB, kF32, l.scores(), scaled, stats);
   if (causal)
-    shifted =
-        applyCausalMask(graph, l, shifted, graph.scalar(kNegativeInfinity));
+    shifted = applyCausalMask(graph, l, shifted);
   cudnnBackendDescriptor_t probabilities =
-      graph.intermediate(f32, scoreDims, scoreStrides);
-  graph.pointwise(CUDNN_POINTWISE_EXP, shifted, nullptr, nullptr,
-                  probabilities);
+      graph.apply(CUDNN_POINTWISE_EXP, kF32, l.scores(), shifted);
 
   // dV = P^T dO.
-  cudnnBackendDescriptor_t probabilitiesT =
-      graph.intermediate(io, scoreDims, scoreTransposedStrides);
-  graph.reshape(probabilities, probabilitiesT);
-  groupedProduct(graph, l, probabilitiesT, gradOut, gradV);
+  groupedProduct(graph, l, graph.view(probabilities, kIo, l.scoresTransposed()),
+                 gradOut, gradV);
 
   // dS = P (dO V^T - rowsum) scale.
-  cudnnBackendDescriptor_t gradP =
-      graph.intermediate(f32, scoreDims, scoreStrides);
-  graph.matmul(gradOut, vT, gradP);
+  cudnnBackendDescriptor_t gradP = graph.product(gradOut, vT, kF32, l.scores());
   cudnnBackendDescriptor_t centered =
-      graph.intermediate(f32, scoreDims, scoreStrides);
-  graph.pointwise(CUDNN_POINTWISE_SUB, gradP, rowSum, nullptr, centered);
-  cudnnBackendDescriptor_t weighted =
-      graph.intermediate(f32, scoreDims, scoreStrides);
-  graph.pointwise(CUDNN_POINTWISE_MUL, centered, probabilities, nullptr,
-                  weighted);
+      graph.apply(CUDNN_POINTWISE_SUB, kF32, l.scores(), gradP, rowSum);
+  cudnnBackendDescriptor_t weighted = graph.apply(
+      CUDNN_POINTWISE_MUL, kF32, l.scores(), centered, probabilities);
   cudnnBackendDescriptor_t gradScores =
-      graph.intermediate(f32, scoreDims, scoreStrides);
-  graph.pointwise(CUDNN_POINTWISE_MUL, weighted, scale, nullptr, gradScores);
+      graph.apply(CUDNN_POINTWISE_MUL, kF32, l.scores(), weighted, scale);
 
   // dK = dS^T Q.
-  cudnnBackendDescriptor_t gradScoresT =
-      graph.intermediate(io, scoreDims, scoreTransposedStrides);
-  graph.reshape(gradScores, gradScoresT);
-  groupedProduct(graph, l, gradScoresT, q, gradK);
+  groupedProduct(graph, l, graph.view(gradScores, kIo, l.scoresTransposed()), q,
+                 gradK);
 
   // dQ = dS K, accumulated in f32, then rounded.
-  cudnnBackendDescriptor_t k = graph.intermediate(io, kvDims, kvStrides);
-  graph.reshape(kT, k);
+  cudnnBackendDescriptor_t k = graph.view(kT, kIo, l.perHead(l.hk));
   cudnnBackendDescriptor_t gradQAccumulator =
-      graph.tensor(kGradQAccumulator, f32, qDims, qStrides);
+      graph.tensor(kGradQAccumulator, kF32, l.perHead(l.hq));
   graph.matmul(gradScores, k, gradQAccumulator);
   graph.pointwise(CUDNN_POINTWISE_IDENTITY, gradQAccumulator, nullptr, nullptr,
                   gradQ);

@@ -5,18 +5,19 @@
 using namespace titan::rt;
 using namespace titan::rt::cuda;
 
-cudnnBackendDescriptor_t
-CudnnGraphBuilder::tensor(int64_t uid, cudnnDataType_t type, Extents dims,
-                          Extents strides, bool isVirtual) {
+cudnnBackendDescriptor_t CudnnGraphBuilder::tensor(int64_t uid,
+                                                   cudnnDataType_t type,
+                                                   const CudnnShape &shape,
+                                                   bool isVirtual) {
   cudnnBackendDescriptor_t desc =
       make(CUDNN_BACKEND_TENSOR_DESCRIPTOR, tensors, "a tensor descriptor");
   bool virtualFlag = isVirtual;
   int64_t alignment = kCudnnAlignment;
   set(desc, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
   set(desc, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64,
-      int64_t(dims.size()), dims.begin());
+      int64_t(shape.dims.size()), shape.dims.data());
   set(desc, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64,
-      int64_t(strides.size()), strides.begin());
+      int64_t(shape.strides.size()), shape.strides.data());
   set(desc, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
   set(desc, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
   set(desc, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virtualFlag);
@@ -24,10 +25,45 @@ CudnnGraphBuilder::tensor(int64_t uid, cudnnDataType_t type, Extents dims,
   return desc;
 }
 
-cudnnBackendDescriptor_t CudnnGraphBuilder::intermediate(cudnnDataType_t type,
-                                                         Extents dims,
-                                                         Extents strides) {
-  return tensor(nextVirtual++, type, dims, strides, /*isVirtual=*/true);
+cudnnBackendDescriptor_t
+CudnnGraphBuilder::intermediate(cudnnDataType_t type, const CudnnShape &shape) {
+  return tensor(nextVirtual++, type, shape, /*isVirtual=*/true);
+}
+
+cudnnBackendDescriptor_t
+CudnnGraphBuilder::apply(cudnnPointwiseMode_t mode, cudnnDataType_t type,
+                         const CudnnShape &shape, cudnnBackendDescriptor_t x,
+                         cudnnBackendDescriptor_t b, cudnnDataType_t precision,
+                         int64_t axis) {
+  cudnnBackendDescriptor_t y = intermediate(type, shape);
+  pointwise(mode, x, b, nullptr, y, precision, axis);
+  return y;
+}
+
+cudnnBackendDescriptor_t CudnnGraphBuilder::product(cudnnBackendDescriptor_t a,
+                                                    cudnnBackendDescriptor_t b,
+                                                    cudnnDataType_t type,
+                                                    const CudnnShape &shape) {
+  cudnnBackendDescriptor_t c = intermediate(type, shape);
+  matmul(a, b, c);
+  return c;
+}
+
+cudnnBackendDescriptor_t CudnnGraphBuilder::reduce(cudnnReduceTensorOp_t reduce,
+                                                   cudnnBackendDescriptor_t x,
+                                                   cudnnDataType_t type,
+                                                   const CudnnShape &shape) {
+  cudnnBackendDescriptor_t y = intermediate(type, shape);
+  reduction(reduce, x, y);
+  return y;
+}
+
+cudnnBackendDescriptor_t CudnnGraphBuilder::view(cudnnBackendDescriptor_t x,
+                                                 cudnnDataType_t type,
+                                                 const CudnnShape &shape) {
+  cudnnBackendDescriptor_t y = intermediate(type, shape);
+  reshape(x, y);
+  return y;
 }
 
 cudnnBackendDescriptor_t CudnnGraphBuilder::scalar(int64_t uid) {

@@ -15,8 +15,8 @@
 
 #include "cuda/CudnnLibrary.h"
 
+#include <array>
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -27,8 +27,10 @@ namespace titan::rt::cuda {
 /// choosing cuDNN).
 constexpr int64_t kCudnnAlignment = 16;
 
-/// A tensor's extents or strides, outermost first.
-using Extents = std::initializer_list<int64_t>;
+/// The extents and strides of a tensor of a graph, outermost first.
+struct CudnnShape {
+  std::array<int64_t, 4> dims, strides;
+};
 
 /// Builds one operation graph from tensors and operations. The first
 /// failure sticks: the calls after it do nothing and finish() returns it,
@@ -40,15 +42,15 @@ public:
   CudnnGraphBuilder(const CudnnLibrary &library, int64_t firstVirtualUid)
       : library(library), nextVirtual(firstVirtualUid) {}
 
-  /// A tensor of `type` with `dims` and `strides` (virtual tensors live
-  /// only inside the fused kernel).
+  /// A tensor of `type` and `shape` that the variant pack binds to `uid`,
+  /// or (`isVirtual`) one that lives only inside the fused kernel.
   cudnnBackendDescriptor_t tensor(int64_t uid, cudnnDataType_t type,
-                                  Extents dims, Extents strides,
+                                  const CudnnShape &shape,
                                   bool isVirtual = false);
 
   /// A virtual tensor with the next free id.
-  cudnnBackendDescriptor_t intermediate(cudnnDataType_t type, Extents dims,
-                                        Extents strides);
+  cudnnBackendDescriptor_t intermediate(cudnnDataType_t type,
+                                        const CudnnShape &shape);
 
   /// An f32 scalar passed by value (a host pointer in the variant pack).
   cudnnBackendDescriptor_t scalar(int64_t uid);
@@ -72,6 +74,26 @@ public:
 
   /// y is x seen with other dimensions and strides (a transpose).
   void reshape(cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y);
+
+  /// The same operations into a new intermediate of `type` and `shape`,
+  /// which they return: apply (pointwise), product (matmul), reduce
+  /// (reduction) and view (reshape).
+  cudnnBackendDescriptor_t apply(cudnnPointwiseMode_t mode,
+                                 cudnnDataType_t type, const CudnnShape &shape,
+                                 cudnnBackendDescriptor_t x,
+                                 cudnnBackendDescriptor_t b = nullptr,
+                                 cudnnDataType_t precision = CUDNN_DATA_FLOAT,
+                                 int64_t axis = -1);
+  cudnnBackendDescriptor_t product(cudnnBackendDescriptor_t a,
+                                   cudnnBackendDescriptor_t b,
+                                   cudnnDataType_t type,
+                                   const CudnnShape &shape);
+  cudnnBackendDescriptor_t reduce(cudnnReduceTensorOp_t reduce,
+                                  cudnnBackendDescriptor_t x,
+                                  cudnnDataType_t type,
+                                  const CudnnShape &shape);
+  cudnnBackendDescriptor_t view(cudnnBackendDescriptor_t x,
+                                cudnnDataType_t type, const CudnnShape &shape);
 
   /// The operation graph of everything added (on `handle`, which may be
   /// null for planning without a GPU), or the first failure.

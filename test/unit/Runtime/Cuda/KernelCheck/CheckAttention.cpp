@@ -33,84 +33,163 @@ namespace ref = titan::rt::cuda::reference;
 
 namespace {
 
+/// A check's random inputs, on the host and on the GPU.
+struct AttentionInputs {
+  AttentionInputs(int32_t dtype, const AttentionShape &shape, uint32_t seed)
+      : dtype(dtype), shape(shape),
+        qCount(shape.batch * shape.qHeads * shape.seq * shape.headDim),
+        kvCount(shape.batch * shape.kvHeads * shape.seq * shape.headDim),
+        rows(shape.batch * shape.qHeads * shape.seq),
+        q(randomValues(qCount, seed, dtype, 2.0)),
+        k(randomValues(kvCount, seed + 1, dtype, 2.0)),
+        v(randomValues(kvCount, seed + 2, dtype)),
+        dout(randomValues(qCount, seed + 3, dtype)) {}
+
+  /// Uploads the inputs; `name` labels a failure.
+  bool upload(Checker &checker, const std::string &name) {
+    return checker.expectOk(name, dQ.upload(dtype, q)) &&
+           checker.expectOk(name, dK.upload(dtype, k)) &&
+           checker.expectOk(name, dV.upload(dtype, v)) &&
+           checker.expectOk(name, dDout.upload(dtype, dout));
+  }
+
+  int32_t dtype;
+  AttentionShape shape;
+  int64_t qCount, kvCount, rows;
+  std::vector<double> q, k, v, dout;
+  DeviceTensor dQ, dK, dV, dDout;
+};
+
+/// What a forward and a backward computed, downloaded.
+struct AttentionResults {
+  std::vector<double> out, lse, dq, dk, dv;
+};
+
+/// The forward against the reference, and the backward against the
+/// reference fed with the results' own output and log-sum-exp (what the
+/// backward read).
+void compareWithReference(Checker &checker, const std::string &forward,
+                          const std::string &backward,
+                          const AttentionInputs &in,
+                          const AttentionResults &results,
+                          double lseTolerance) {
+  const AttentionShape &shape = in.shape;
+  std::vector<double> expectedOut(static_cast<size_t>(in.qCount)),
+      expectedLse(static_cast<size_t>(in.rows));
+  ref::attentionForward(shape, in.q.data(), in.k.data(), in.v.data(),
+                        expectedOut.data(), expectedLse.data());
+  checker.compare(forward + ".out", results.out, expectedOut,
+                  toleranceFor(in.dtype));
+  checker.compare(forward + ".lse", results.lse, expectedLse, lseTolerance);
+  std::vector<double> expectedDq(static_cast<size_t>(in.qCount)),
+      expectedDk(static_cast<size_t>(in.kvCount)),
+      expectedDv(static_cast<size_t>(in.kvCount));
+  ref::attentionBackward(shape, in.q.data(), in.k.data(), in.v.data(),
+                         results.out.data(), in.dout.data(), results.lse.data(),
+                         expectedDq.data(), expectedDk.data(),
+                         expectedDv.data());
+  checker.compare(backward + ".dq", results.dq, expectedDq,
+                  toleranceFor(in.dtype));
+  checker.compare(backward + ".dk", results.dk, expectedDk,
+                  toleranceFor(in.dtype));
+  checker.compare(backward + ".dv", results.dv, expectedDv,
+                  toleranceFor(in.dtype));
+}
+
+/// titanrt_attention, then titanrt_attention_grad from its output and
+/// log-sum-exp with the planned workspace, as `backend` runs them.
+bool runBackend(Checker &checker, const std::string &name, CudaBackend &backend,
+                const AttentionInputs &in, AttentionResults &results) {
+  const AttentionShape &shape = in.shape;
+  DeviceTensor out, lse, dq, dk, dv, workspace;
+  return checker.expectOk(name, out.allocate(in.dtype, in.qCount)) &&
+         checker.expectOk(name, lse.allocate(TITANRT_F32, in.rows)) &&
+         checker.expectOk(name, dq.allocate(in.dtype, in.qCount)) &&
+         checker.expectOk(name, dk.allocate(in.dtype, in.kvCount)) &&
+         checker.expectOk(name, dv.allocate(in.dtype, in.kvCount)) &&
+         checker.expectOk(
+             name, workspace.allocate(
+                       TITANRT_F32, titanrt_attention_grad_workspace_bytes(
+                                        shape.batch, shape.qHeads, shape.seq) /
+                                        4)) &&
+         checker.expectOk(name, backend.attention(
+                                    in.dtype, shape, in.dQ.get(), in.dK.get(),
+                                    in.dV.get(), out.get(), lse.as<float>())) &&
+         checker.expectOk(name, backend.attentionGrad(
+                                    in.dtype, shape, in.dQ.get(), in.dK.get(),
+                                    in.dV.get(), out.get(), lse.as<float>(),
+                                    in.dDout.get(), dq.get(), dk.get(),
+                                    dv.get(), workspace.get())) &&
+         checker.expectOk(name,
+                          checkCuda(cudaStreamSynchronize(backend.getStream()),
+                                    "cudaStreamSynchronize")) &&
+         checker.expectOk(name, out.download(results.out)) &&
+         checker.expectOk(name, lse.download(results.lse)) &&
+         checker.expectOk(name, dq.download(results.dq)) &&
+         checker.expectOk(name, dk.download(results.dk)) &&
+         checker.expectOk(name, dv.download(results.dv));
+}
+
+/// "causal.2x4/2x200x64".
+std::string describe(const AttentionShape &shape) {
+  return std::string(shape.causal ? "causal." : "full.") +
+         std::to_string(shape.batch) + "x" + std::to_string(shape.qHeads) +
+         "/" + std::to_string(shape.kvHeads) + "x" + std::to_string(shape.seq) +
+         "x" + std::to_string(shape.headDim);
+}
+
 void checkCase(Checker &checker, Context &context, int32_t dtype,
                AttentionShape shape, uint32_t seed, AttentionKernels kernels) {
   shape.scale = 1.0 / std::sqrt(double(shape.headDim));
   const bool cudaCores = kernels == AttentionKernels::CudaCores;
-  const std::string suffix =
-      "." + nameOf(dtype) + (cudaCores ? ".cuda_cores" : "") +
-      (shape.causal ? ".causal." : ".full.") + std::to_string(shape.batch) +
-      "x" + std::to_string(shape.qHeads) + "/" + std::to_string(shape.kvHeads) +
-      "x" + std::to_string(shape.seq) + "x" + std::to_string(shape.headDim);
+  const std::string suffix = "." + nameOf(dtype) +
+                             (cudaCores ? ".cuda_cores." : ".") +
+                             describe(shape);
   const std::string forward = "attention_forward" + suffix;
   const std::string backward = "attention_backward" + suffix;
-  const int64_t qCount = shape.batch * shape.qHeads * shape.seq * shape.headDim;
-  const int64_t kvCount =
-      shape.batch * shape.kvHeads * shape.seq * shape.headDim;
-  const int64_t rows = shape.batch * shape.qHeads * shape.seq;
-  std::vector<double> q = randomValues(qCount, seed, dtype, 2.0);
-  std::vector<double> k = randomValues(kvCount, seed + 1, dtype, 2.0);
-  std::vector<double> v = randomValues(kvCount, seed + 2, dtype);
-  std::vector<double> dout = randomValues(qCount, seed + 3, dtype);
-  DeviceTensor dQ, dK, dV, dOut, dLse, dDout, dDq, dDk, dDv, workspace;
-  if (!checker.expectOk(forward, dQ.upload(dtype, q)) ||
-      !checker.expectOk(forward, dK.upload(dtype, k)) ||
-      !checker.expectOk(forward, dV.upload(dtype, v)) ||
-      !checker.expectOk(forward, dDout.upload(dtype, dout)) ||
-      !checker.expectOk(forward, dOut.allocate(dtype, qCount)) ||
-      !checker.expectOk(forward, dLse.allocate(TITANRT_F32, rows)) ||
-      !checker.expectOk(forward, dDq.allocate(dtype, qCount)) ||
-      !checker.expectOk(forward, dDk.allocate(dtype, kvCount)) ||
-      !checker.expectOk(forward, dDv.allocate(dtype, kvCount)) ||
+  AttentionInputs in(dtype, shape, seed);
+  DeviceTensor dOut, dLse, dDq, dDk, dDv, workspace;
+  if (!in.upload(checker, forward) ||
+      !checker.expectOk(forward, dOut.allocate(dtype, in.qCount)) ||
+      !checker.expectOk(forward, dLse.allocate(TITANRT_F32, in.rows)) ||
+      !checker.expectOk(forward, dDq.allocate(dtype, in.qCount)) ||
+      !checker.expectOk(forward, dDk.allocate(dtype, in.kvCount)) ||
+      !checker.expectOk(forward, dDv.allocate(dtype, in.kvCount)) ||
       !checker.expectOk(
           forward,
           workspace.allocate(TITANRT_F32,
                              attentionBackwardWorkspaceBytes(shape) / 4)))
     return;
   cudaStream_t stream = context.stream.get();
-  std::vector<double> out, lse;
+  AttentionResults results;
   if (!checker.expectOk(forward,
-                        attentionForward(stream, dtype, shape, dQ.get(),
-                                         dK.get(), dV.get(), dOut.get(),
+                        attentionForward(stream, dtype, shape, in.dQ.get(),
+                                         in.dK.get(), in.dV.get(), dOut.get(),
                                          dLse.as<float>(), kernels)) ||
-      !checker.expectOk(forward, dOut.download(out)) ||
-      !checker.expectOk(forward, dLse.download(lse)))
+      !checker.expectOk(forward, dOut.download(results.out)) ||
+      !checker.expectOk(forward, dLse.download(results.lse)))
     return;
-  std::vector<double> expectedOut(static_cast<size_t>(qCount)),
-      expectedLse(static_cast<size_t>(rows));
-  ref::attentionForward(shape, q.data(), k.data(), v.data(), expectedOut.data(),
-                        expectedLse.data());
-  checker.compare(forward + ".out", out, expectedOut, toleranceFor(dtype));
-  checker.compare(forward + ".lse", lse, expectedLse, 1e-4);
 
   auto run = [&] {
-    return attentionBackward(stream, dtype, shape, dQ.get(), dK.get(), dV.get(),
-                             dOut.get(), dDout.get(), dLse.as<float>(),
-                             dDq.get(), dDk.get(), dDv.get(), workspace.get(),
-                             kernels);
+    return attentionBackward(stream, dtype, shape, in.dQ.get(), in.dK.get(),
+                             in.dV.get(), dOut.get(), in.dDout.get(),
+                             dLse.as<float>(), dDq.get(), dDk.get(), dDv.get(),
+                             workspace.get(), kernels);
   };
-  std::vector<double> dq, dk, dv, dqAgain, dkAgain, dvAgain;
+  std::vector<double> dqAgain, dkAgain, dvAgain;
   if (!checker.expectOk(backward, run()) ||
-      !checker.expectOk(backward, dDq.download(dq)) ||
-      !checker.expectOk(backward, dDk.download(dk)) ||
-      !checker.expectOk(backward, dDv.download(dv)) ||
+      !checker.expectOk(backward, dDq.download(results.dq)) ||
+      !checker.expectOk(backward, dDk.download(results.dk)) ||
+      !checker.expectOk(backward, dDv.download(results.dv)) ||
       !checker.expectOk(backward, run()) ||
       !checker.expectOk(backward, dDq.download(dqAgain)) ||
       !checker.expectOk(backward, dDk.download(dkAgain)) ||
       !checker.expectOk(backward, dDv.download(dvAgain)))
     return;
-  std::vector<double> expectedDq(static_cast<size_t>(qCount)),
-      expectedDk(static_cast<size_t>(kvCount)),
-      expectedDv(static_cast<size_t>(kvCount));
-  ref::attentionBackward(shape, q.data(), k.data(), v.data(), out.data(),
-                         dout.data(), lse.data(), expectedDq.data(),
-                         expectedDk.data(), expectedDv.data());
-  checker.compare(backward + ".dq", dq, expectedDq, toleranceFor(dtype));
-  checker.compare(backward + ".dk", dk, expectedDk, toleranceFor(dtype));
-  checker.compare(backward + ".dv", dv, expectedDv, toleranceFor(dtype));
-  std::vector<double> all = dq, allAgain = dqAgain;
-  all.insert(all.end(), dk.begin(), dk.end());
-  all.insert(all.end(), dv.begin(), dv.end());
+  compareWithReference(checker, forward, backward, in, results, 1e-4);
+  std::vector<double> all = results.dq, allAgain = dqAgain;
+  all.insert(all.end(), results.dk.begin(), results.dk.end());
+  all.insert(all.end(), results.dv.begin(), results.dv.end());
   allAgain.insert(allAgain.end(), dkAgain.begin(), dkAgain.end());
   allAgain.insert(allAgain.end(), dvAgain.begin(), dvAgain.end());
   checker.expectIdentical(backward + ".deterministic", all, allAgain);
@@ -120,44 +199,16 @@ void checkCase(Checker &checker, Context &context, int32_t dtype,
     return;
 
   // titanrt_attention and titanrt_attention_grad as the CUDA backend runs
-  // them: the forward's output and log-sum-exp, then the backward from
-  // them with the planned workspace.
+  // them: the same kernels on the same inputs, the same bits.
   const std::string abi = "attention_abi" + suffix;
-  DeviceTensor abiOut, abiLse, abiDq, abiDk, abiDv, abiWorkspace;
-  std::vector<double> abiOutValues, abiLseValues, abiDqOut, abiDkOut, abiDvOut;
-  if (!checker.expectOk(abi, abiOut.allocate(dtype, qCount)) ||
-      !checker.expectOk(abi, abiLse.allocate(TITANRT_F32, rows)) ||
-      !checker.expectOk(abi, abiDq.allocate(dtype, qCount)) ||
-      !checker.expectOk(abi, abiDk.allocate(dtype, kvCount)) ||
-      !checker.expectOk(abi, abiDv.allocate(dtype, kvCount)) ||
-      !checker.expectOk(
-          abi, abiWorkspace.allocate(TITANRT_F32,
-                                     titanrt_attention_grad_workspace_bytes(
-                                         shape.batch, shape.qHeads, shape.seq) /
-                                         4)) ||
-      !checker.expectOk(abi, context.backend->attention(
-                                 dtype, shape, dQ.get(), dK.get(), dV.get(),
-                                 abiOut.get(), abiLse.as<float>())) ||
-      !checker.expectOk(abi, context.backend->attentionGrad(
-                                 dtype, shape, dQ.get(), dK.get(), dV.get(),
-                                 abiOut.get(), abiLse.as<float>(), dDout.get(),
-                                 abiDq.get(), abiDk.get(), abiDv.get(),
-                                 abiWorkspace.get())) ||
-      !checker.expectOk(
-          abi, checkCuda(cudaStreamSynchronize(context.backend->getStream()),
-                         "cudaStreamSynchronize")) ||
-      !checker.expectOk(abi, abiOut.download(abiOutValues)) ||
-      !checker.expectOk(abi, abiLse.download(abiLseValues)) ||
-      !checker.expectOk(abi, abiDq.download(abiDqOut)) ||
-      !checker.expectOk(abi, abiDk.download(abiDkOut)) ||
-      !checker.expectOk(abi, abiDv.download(abiDvOut)))
+  AttentionResults viaAbi;
+  if (!runBackend(checker, abi, *context.backend, in, viaAbi))
     return;
-  // The same kernels on the same inputs: the same bits.
-  checker.expectIdentical(abi + ".out", abiOutValues, out);
-  checker.expectIdentical(abi + ".lse", abiLseValues, lse);
-  checker.expectIdentical(abi + ".dq", abiDqOut, dq);
-  checker.expectIdentical(abi + ".dk", abiDkOut, dk);
-  checker.expectIdentical(abi + ".dv", abiDvOut, dv);
+  checker.expectIdentical(abi + ".out", viaAbi.out, results.out);
+  checker.expectIdentical(abi + ".lse", viaAbi.lse, results.lse);
+  checker.expectIdentical(abi + ".dq", viaAbi.dq, results.dq);
+  checker.expectIdentical(abi + ".dk", viaAbi.dk, results.dk);
+  checker.expectIdentical(abi + ".dv", viaAbi.dv, results.dv);
 }
 
 /// titanrt_attention and titanrt_attention_grad through cuDNN (the
@@ -165,71 +216,14 @@ void checkCase(Checker &checker, Context &context, int32_t dtype,
 void checkCudnnCase(Checker &checker, Context &context, AttentionShape shape,
                     uint32_t seed) {
   shape.scale = 1.0 / std::sqrt(double(shape.headDim));
-  const int32_t dtype = TITANRT_BF16;
-  const std::string name =
-      std::string("attention_cudnn") + (shape.causal ? ".causal." : ".full.") +
-      std::to_string(shape.batch) + "x" + std::to_string(shape.qHeads) + "/" +
-      std::to_string(shape.kvHeads) + "x" + std::to_string(shape.seq) + "x" +
-      std::to_string(shape.headDim);
+  const std::string name = "attention_cudnn." + describe(shape);
   if (!checker.expectOk(name, context.cudnnFailure))
     return;
-  const int64_t qCount = shape.batch * shape.qHeads * shape.seq * shape.headDim;
-  const int64_t kvCount =
-      shape.batch * shape.kvHeads * shape.seq * shape.headDim;
-  const int64_t rows = shape.batch * shape.qHeads * shape.seq;
-  std::vector<double> q = randomValues(qCount, seed, dtype, 2.0);
-  std::vector<double> k = randomValues(kvCount, seed + 1, dtype, 2.0);
-  std::vector<double> v = randomValues(kvCount, seed + 2, dtype);
-  std::vector<double> dout = randomValues(qCount, seed + 3, dtype);
-  DeviceTensor dQ, dK, dV, dDout, dOut, dLse, dDq, dDk, dDv, workspace;
-  std::vector<double> out, lse, dq, dk, dv;
-  CudaBackend &backend = *context.cudnnBackend;
-  if (!checker.expectOk(name, dQ.upload(dtype, q)) ||
-      !checker.expectOk(name, dK.upload(dtype, k)) ||
-      !checker.expectOk(name, dV.upload(dtype, v)) ||
-      !checker.expectOk(name, dDout.upload(dtype, dout)) ||
-      !checker.expectOk(name, dOut.allocate(dtype, qCount)) ||
-      !checker.expectOk(name, dLse.allocate(TITANRT_F32, rows)) ||
-      !checker.expectOk(name, dDq.allocate(dtype, qCount)) ||
-      !checker.expectOk(name, dDk.allocate(dtype, kvCount)) ||
-      !checker.expectOk(name, dDv.allocate(dtype, kvCount)) ||
-      !checker.expectOk(
-          name, workspace.allocate(TITANRT_F32,
-                                   titanrt_attention_grad_workspace_bytes(
-                                       shape.batch, shape.qHeads, shape.seq) /
-                                       4)) ||
-      !checker.expectOk(name, backend.attention(dtype, shape, dQ.get(),
-                                                dK.get(), dV.get(), dOut.get(),
-                                                dLse.as<float>())) ||
-      !checker.expectOk(
-          name, backend.attentionGrad(dtype, shape, dQ.get(), dK.get(),
-                                      dV.get(), dOut.get(), dLse.as<float>(),
-                                      dDout.get(), dDq.get(), dDk.get(),
-                                      dDv.get(), workspace.get())) ||
-      !checker.expectOk(name,
-                        checkCuda(cudaStreamSynchronize(backend.getStream()),
-                                  "cudaStreamSynchronize")) ||
-      !checker.expectOk(name, dOut.download(out)) ||
-      !checker.expectOk(name, dLse.download(lse)) ||
-      !checker.expectOk(name, dDq.download(dq)) ||
-      !checker.expectOk(name, dDk.download(dk)) ||
-      !checker.expectOk(name, dDv.download(dv)))
-    return;
-  std::vector<double> expectedOut(static_cast<size_t>(qCount)),
-      expectedLse(static_cast<size_t>(rows));
-  ref::attentionForward(shape, q.data(), k.data(), v.data(), expectedOut.data(),
-                        expectedLse.data());
-  checker.compare(name + ".out", out, expectedOut, toleranceFor(dtype));
-  checker.compare(name + ".lse", lse, expectedLse, 1e-3);
-  std::vector<double> expectedDq(static_cast<size_t>(qCount)),
-      expectedDk(static_cast<size_t>(kvCount)),
-      expectedDv(static_cast<size_t>(kvCount));
-  ref::attentionBackward(shape, q.data(), k.data(), v.data(), out.data(),
-                         dout.data(), lse.data(), expectedDq.data(),
-                         expectedDk.data(), expectedDv.data());
-  checker.compare(name + ".dq", dq, expectedDq, toleranceFor(dtype));
-  checker.compare(name + ".dk", dk, expectedDk, toleranceFor(dtype));
-  checker.compare(name + ".dv", dv, expectedDv, toleranceFor(dtype));
+  AttentionInputs in(TITANRT_BF16, shape, seed);
+  AttentionResults results;
+  if (in.upload(checker, name) &&
+      runBackend(checker, name, *context.cudnnBackend, in, results))
+    compareWithReference(checker, name, name, in, results, 1e-3);
 }
 
 } // namespace
