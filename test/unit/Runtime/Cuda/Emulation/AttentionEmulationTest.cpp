@@ -72,22 +72,22 @@ TEST(CudaAttentionEmulationTest, TensorCoresForBf16WithHeadDimsOf16) {
                                            kernel(attentionBackwardKvMmaKernel),
                                            kernel(attentionBackwardQMmaKernel)};
   for (int64_t headDim : {16, 32, 64, 128})
-    EXPECT_EQ(launchedKernels(TITANRT_BF16, headDim, AttentionKernels::Auto),
+    EXPECT_EQ(launchedKernels(TITANRT_BF16, headDim, AttentionKernels::Titan),
               tensorCores)
         << headDim;
 }
 
 TEST(CudaAttentionEmulationTest, CudaCoresOtherwise) {
   for (int64_t headDim : {4, 36, 64})
-    EXPECT_EQ(launchedKernels(TITANRT_F32, headDim, AttentionKernels::Auto),
+    EXPECT_EQ(launchedKernels(TITANRT_F32, headDim, AttentionKernels::Titan),
               cudaCoreKernels<float>())
         << headDim;
   for (int64_t headDim : {4, 36, 72})
-    EXPECT_EQ(launchedKernels(TITANRT_BF16, headDim, AttentionKernels::Auto),
+    EXPECT_EQ(launchedKernels(TITANRT_BF16, headDim, AttentionKernels::Titan),
               cudaCoreKernels<bf16>())
         << headDim;
   // Operands 2 bytes off 16-byte alignment: no vector loads.
-  EXPECT_EQ(launchedKernels(TITANRT_BF16, 64, AttentionKernels::Auto, 2),
+  EXPECT_EQ(launchedKernels(TITANRT_BF16, 64, AttentionKernels::Titan, 2),
             cudaCoreKernels<bf16>());
   EXPECT_EQ(launchedKernels(TITANRT_BF16, 64, AttentionKernels::CudaCores),
             cudaCoreKernels<bf16>());
