@@ -1,10 +1,10 @@
 //===- DeviceSupport.cuh - device helpers of the CUDA kernels --*- CUDA -*-===//
 //
 // Element conversions (bf16 and f32 I/O, f32 math, bf16 pairs in one
-// register), the element type of a dtype code, warp and block
-// reductions with a fixed order (so that results are bitwise reproducible),
-// the (max, sum of exp) pairs of online softmaxes, and ids of either
-// integer type.
+// register, 8 elements in 16-byte accesses), the element type of a dtype code,
+// warp and block reductions with a fixed order (so that results are bitwise
+// reproducible), the (max, sum of exp) pairs of online softmaxes, and ids of
+// either integer type.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,6 +57,60 @@ __device__ __forceinline__ uint32_t packBf16(float low, float high) {
 
 /// body(bf16()) for TITANRT_BF16, body(float()) for any other dtype (the
 /// launchers check theirs first): a launcher's element type.
+/// Loads the `V` consecutive elements at `p` as floats: one element, or
+/// (V = 8) with 16-byte accesses, one for bf16 and two for f32, where `p`
+/// must be 16-byte aligned. The vectorized row kernels read with V = 8.
+template <int V, typename T>
+__device__ __forceinline__ void loadFloats(const T *p, float (&out)[V]) {
+  if constexpr (V == 1) {
+    out[0] = toFloat(*p);
+  } else {
+    static_assert(V * sizeof(T) % 16 == 0, "whole 16-byte accesses");
+    const uint4 *source = reinterpret_cast<const uint4 *>(p);
+#pragma unroll
+    for (int i = 0; i < int(V * sizeof(T) / 16); ++i) {
+      const uint4 raw = source[i];
+      const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if constexpr (sizeof(T) == 4) {
+          memcpy(&out[4 * i + j], &words[j], sizeof(float));
+        } else {
+          // A bf16 is the high half of the f32 with its bits; the element
+          // at the lower address is the word's low half.
+          const uint32_t low = words[j] << 16, high = words[j] & 0xffff0000u;
+          memcpy(&out[8 * i + 2 * j], &low, sizeof(float));
+          memcpy(&out[8 * i + 2 * j + 1], &high, sizeof(float));
+        }
+      }
+    }
+  }
+}
+
+/// Stores `V` floats as consecutive elements of T at `p` (rounded to
+/// nearest even for bf16), with 16-byte accesses when V = 8.
+template <int V, typename T>
+__device__ __forceinline__ void storeFloats(T *p, const float (&in)[V]) {
+  if constexpr (V == 1) {
+    *p = fromFloat<T>(in[0]);
+  } else {
+    static_assert(V * sizeof(T) % 16 == 0, "whole 16-byte accesses");
+    uint4 *target = reinterpret_cast<uint4 *>(p);
+#pragma unroll
+    for (int i = 0; i < int(V * sizeof(T) / 16); ++i) {
+      uint32_t words[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if constexpr (sizeof(T) == 4)
+          memcpy(&words[j], &in[4 * i + j], sizeof(float));
+        else
+          words[j] = packBf16(in[8 * i + 2 * j], in[8 * i + 2 * j + 1]);
+      }
+      target[i] = make_uint4(words[0], words[1], words[2], words[3]);
+    }
+  }
+}
+
 template <typename Body> auto withFloatType(int32_t dtype, Body &&body) {
   if (dtype == TITANRT_BF16)
     return body(bf16());

@@ -7,7 +7,9 @@
 // reproducible without atomics, block b of G = min(rows, 256) handles rows
 // b, b + G, ... and accumulates their dy * x * r in its own row of the
 // workspace ([G, cols] f32), which a second kernel sums over the G blocks
-// in order.
+// in order. Rows whose columns are a multiple of 8, on 16-byte aligned
+// tensors, move 8 elements per thread and access (16 bytes of bf16); the
+// others one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,62 +17,94 @@
 #include "cuda/Kernels.h"
 #include "cuda/Launch.cuh"
 
+#include <initializer_list>
+#include <type_traits>
+
 using namespace titan::rt;
 using namespace titan::rt::cuda;
 
 namespace {
 
-/// One row per block.
-template <typename T, typename W>
+/// One row per block; each thread reads V consecutive columns at a time.
+template <int V, typename T, typename W>
 __global__ void __launch_bounds__(1024)
     rmsNormForwardKernel(const T *x, const W *weight, T *y, int64_t cols,
                          float eps) {
   __shared__ float scratch[32];
   const T *xRow = x + int64_t(blockIdx.x) * cols;
   T *yRow = y + int64_t(blockIdx.x) * cols;
+  const int64_t step = int64_t(blockDim.x) * V;
   float sumSquares = 0.0f;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    float value = toFloat(xRow[c]);
-    sumSquares += value * value;
+  for (int64_t c = int64_t(threadIdx.x) * V; c < cols; c += step) {
+    float value[V];
+    loadFloats<V>(xRow + c, value);
+#pragma unroll
+    for (int i = 0; i < V; ++i)
+      sumSquares += value[i] * value[i];
   }
   float r = rsqrtf(blockSum(sumSquares, scratch) / float(cols) + eps);
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-    yRow[c] = fromFloat<T>(toFloat(xRow[c]) * r * toFloat(weight[c]));
+  for (int64_t c = int64_t(threadIdx.x) * V; c < cols; c += step) {
+    float value[V], scale[V];
+    loadFloats<V>(xRow + c, value);
+    loadFloats<V>(weight + c, scale);
+#pragma unroll
+    for (int i = 0; i < V; ++i)
+      value[i] = value[i] * r * scale[i];
+    storeFloats<V>(yRow + c, value);
+  }
 }
 
 /// dx of rows b, b + G, ... in block b, and their weight-gradient sums in
-/// row b of `partial`.
-template <typename T, typename W>
+/// row b of `partial`; V consecutive columns per thread at a time.
+template <int V, typename T, typename W>
 __global__ void __launch_bounds__(1024)
     rmsNormBackwardRowsKernel(const T *x, const W *weight, const T *dy,
                               const T *addend, T *dx, float *partial,
                               int64_t rows, int64_t cols, float eps) {
   __shared__ float scratch[32];
   float *blockPartial = partial + int64_t(blockIdx.x) * cols;
+  const int64_t step = int64_t(blockDim.x) * V;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T *xRow = x + row * cols, *dyRow = dy + row * cols;
     const T *addendRow = addend ? addend + row * cols : nullptr;
     T *dxRow = dx + row * cols;
     float sumSquares = 0.0f, sumGradX = 0.0f;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      float value = toFloat(xRow[c]);
-      sumSquares += value * value;
-      sumGradX += toFloat(dyRow[c]) * toFloat(weight[c]) * value;
+    for (int64_t c = int64_t(threadIdx.x) * V; c < cols; c += step) {
+      float value[V], grad[V], scale[V];
+      loadFloats<V>(xRow + c, value);
+      loadFloats<V>(dyRow + c, grad);
+      loadFloats<V>(weight + c, scale);
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        sumSquares += value[i] * value[i];
+        sumGradX += grad[i] * scale[i] * value[i];
+      }
     }
     sumSquares = blockSum(sumSquares, scratch);
     sumGradX = blockSum(sumGradX, scratch);
     const float r = rsqrtf(sumSquares / float(cols) + eps);
     const float xCoefficient = r * r * (sumGradX / float(cols));
     const bool first = row == blockIdx.x;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      float value = toFloat(xRow[c]), grad = toFloat(dyRow[c]);
-      float g = grad * toFloat(weight[c]);
-      float sum = r * (g - value * xCoefficient);
+    for (int64_t c = int64_t(threadIdx.x) * V; c < cols; c += step) {
+      float value[V], grad[V], scale[V], sum[V], added[V] = {},
+                                                 accumulated[V] = {};
+      loadFloats<V>(xRow + c, value);
+      loadFloats<V>(dyRow + c, grad);
+      loadFloats<V>(weight + c, scale);
       if (addendRow) // read before the write: dx may be the addend
-        sum += toFloat(addendRow[c]);
-      dxRow[c] = fromFloat<T>(sum);
-      float contribution = grad * value * r;
-      blockPartial[c] = first ? contribution : blockPartial[c] + contribution;
+        loadFloats<V>(addendRow + c, added);
+      if (!first)
+        loadFloats<V>(blockPartial + c, accumulated);
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        sum[i] = r * (grad[i] * scale[i] - value[i] * xCoefficient);
+        if (addendRow)
+          sum[i] += added[i];
+        const float contribution = grad[i] * value[i] * r;
+        accumulated[i] = first ? contribution : accumulated[i] + contribution;
+      }
+      storeFloats<V>(dxRow + c, sum);
+      storeFloats<V>(blockPartial + c, accumulated);
     }
   }
 }
@@ -102,6 +136,17 @@ Status checkRmsNorm(const char *op, int32_t dtype, int32_t weightDtype,
   return Status::success();
 }
 
+/// Runs `launch(std::integral_constant<int, V>)` with V = 8 where the
+/// rows' columns are a multiple of 8 and every tensor is 16-byte aligned
+/// (so that each thread's 8 columns are one 16-byte access), else V = 1.
+template <typename Launch>
+Status withRowVector(int64_t cols, std::initializer_list<const void *> tensors,
+                     Launch &&launch) {
+  if (cols % 8 == 0 && areAligned(16, tensors))
+    return launch(std::integral_constant<int, 8>());
+  return launch(std::integral_constant<int, 1>());
+}
+
 } // namespace
 
 Status cuda::rmsNormForward(cudaStream_t stream, int32_t dtype,
@@ -117,14 +162,17 @@ Status cuda::rmsNormForward(cudaStream_t stream, int32_t dtype,
   if (elements == 0)
     return Status::success();
   LaunchConfig config = rowLaunch(rows, cols);
-  return withFloatType(dtype, [&](auto t) {
-    return withFloatType(weightDtype, [&](auto w) {
-      using T = decltype(t);
-      using W = decltype(w);
-      return launchKernel(op, config, stream, rmsNormForwardKernel<T, W>,
-                          static_cast<const T *>(x),
-                          static_cast<const W *>(weight), static_cast<T *>(y),
-                          cols, float(eps));
+  return withRowVector(cols, {x, weight, y}, [&](auto vector) {
+    return withFloatType(dtype, [&](auto t) {
+      return withFloatType(weightDtype, [&](auto w) {
+        using T = decltype(t);
+        using W = decltype(w);
+        return launchKernel(op, config, stream,
+                            rmsNormForwardKernel<decltype(vector)::value, T, W>,
+                            static_cast<const T *>(x),
+                            static_cast<const W *>(weight), static_cast<T *>(y),
+                            cols, float(eps));
+      });
     });
   });
 }
@@ -157,19 +205,23 @@ Status cuda::rmsNormBackward(cudaStream_t stream, int32_t dtype,
                      "cudaMemsetAsync", op);
   RmsNormBackwardLaunch launch = rmsNormBackwardLaunch(rows, cols);
   float *partial = static_cast<float *>(workspace);
-  return withFloatType(dtype, [&](auto t) {
-    return withFloatType(weightDtype, [&](auto w) {
-      using T = decltype(t);
-      using W = decltype(w);
-      TITANRT_RETURN_IF_ERROR(launchKernel(
-          op, launch.rows, stream, rmsNormBackwardRowsKernel<T, W>,
-          static_cast<const T *>(x), static_cast<const W *>(weight),
-          static_cast<const T *>(dy), static_cast<const T *>(addend),
-          static_cast<T *>(dx), partial, rows, cols, float(eps)));
-      return launchKernel(op, launch.columns, stream,
-                          rmsNormBackwardColumnsKernel<W>,
-                          static_cast<const float *>(partial),
-                          static_cast<W *>(dweight), launch.rows.grid.x, cols);
-    });
-  });
+  return withRowVector(
+      cols, {x, weight, dy, addend, dx, partial}, [&](auto vector) {
+        return withFloatType(dtype, [&](auto t) {
+          return withFloatType(weightDtype, [&](auto w) {
+            using T = decltype(t);
+            using W = decltype(w);
+            TITANRT_RETURN_IF_ERROR(launchKernel(
+                op, launch.rows, stream,
+                rmsNormBackwardRowsKernel<decltype(vector)::value, T, W>,
+                static_cast<const T *>(x), static_cast<const W *>(weight),
+                static_cast<const T *>(dy), static_cast<const T *>(addend),
+                static_cast<T *>(dx), partial, rows, cols, float(eps)));
+            return launchKernel(
+                op, launch.columns, stream, rmsNormBackwardColumnsKernel<W>,
+                static_cast<const float *>(partial), static_cast<W *>(dweight),
+                launch.rows.grid.x, cols);
+          });
+        });
+      });
 }
