@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <type_traits>
 #include <utility>
 
 namespace titan::rt::cuda {
@@ -34,6 +35,19 @@ Status checkIdsDtype(const char *op, const char *name, int32_t dtype);
 /// Whether every pointer is a multiple of `bytes` (a power of two): what
 /// vectorized loads and stores need.
 bool areAligned(uintptr_t bytes, std::initializer_list<const void *> pointers);
+
+/// Runs `launch(std::integral_constant<int, V>)` for a row kernel that
+/// reads V consecutive columns per thread and access (loadFloats): V = 8
+/// where the rows' columns are a multiple of 8 and every tensor is 16-byte
+/// aligned (so that each thread's 8 columns are one 16-byte access), else V
+/// = 1.
+template <typename Launch>
+Status withRowVector(int64_t cols, std::initializer_list<const void *> tensors,
+                     Launch &&launch) {
+  if (cols % 8 == 0 && areAligned(16, tensors))
+    return launch(std::integral_constant<int, 8>());
+  return launch(std::integral_constant<int, 1>());
+}
 
 /// Fails if any pointer is null while the kernel has work (`work` > 0).
 Status checkPointers(const char *op, int64_t work,

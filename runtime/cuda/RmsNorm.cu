@@ -17,9 +17,6 @@
 #include "cuda/Kernels.h"
 #include "cuda/Launch.cuh"
 
-#include <initializer_list>
-#include <type_traits>
-
 using namespace titan::rt;
 using namespace titan::rt::cuda;
 
@@ -134,17 +131,6 @@ Status checkRmsNorm(const char *op, int32_t dtype, int32_t weightDtype,
     return Status::invalidArgument(std::string(op) + ": eps = " +
                                    std::to_string(eps) + " must be positive");
   return Status::success();
-}
-
-/// Runs `launch(std::integral_constant<int, V>)` with V = 8 where the
-/// rows' columns are a multiple of 8 and every tensor is 16-byte aligned
-/// (so that each thread's 8 columns are one 16-byte access), else V = 1.
-template <typename Launch>
-Status withRowVector(int64_t cols, std::initializer_list<const void *> tensors,
-                     Launch &&launch) {
-  if (cols % 8 == 0 && areAligned(16, tensors))
-    return launch(std::integral_constant<int, 8>());
-  return launch(std::integral_constant<int, 1>());
 }
 
 } // namespace
