@@ -470,6 +470,9 @@ void check::checkLoss(Checker &checker, Context &context) {
                    seed += 3);
     checkEmbedding(checker, context, dtype, TITANRT_I32, 3000, 100, 64,
                    seed += 3);
+    // A dimension of scalar accesses (not a multiple of 8).
+    checkEmbedding(checker, context, dtype, TITANRT_I32, 700, 100, 36,
+                   seed += 3);
     checkEmbedding(checker, context, dtype, TITANRT_I64, 2500, 50257, 128,
                    seed += 3);
     checkAdamW(checker, context, dtype, seed += 40);
