@@ -4,6 +4,9 @@
 
 #include <dlfcn.h>
 
+#include <string>
+#include <vector>
+
 using namespace titan::rt;
 using namespace titan::rt::cuda;
 
@@ -45,17 +48,23 @@ bool lookUp(void *handle, const char *name, Function &function) {
 LoadedCudnn loadOnce() {
   LoadedCudnn loaded;
   void *handle = nullptr;
-  for (const char *name : {"libcudnn.so.9", "libcudnn.so"}) {
-    handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  // The loader's path first, then the folder the build found cuDNN in.
+  std::vector<std::string> names = {"libcudnn.so.9", "libcudnn.so"};
+#ifdef TITAN_CUDNN_LIBRARY_DIR
+  names.push_back(std::string(TITAN_CUDNN_LIBRARY_DIR) + "/libcudnn.so.9");
+#endif
+  std::string failures;
+  for (const std::string &name : names) {
+    handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle) {
       loaded.library.path = name;
       break;
     }
+    failures += std::string(failures.empty() ? "" : "; ") + dlerror();
   }
   if (!handle) {
     loaded.status = Status::unsupported(
-        std::string("cuDNN 9 (libcudnn.so.9) is not on the loader's path (") +
-        dlerror() +
+        "cuDNN 9 (libcudnn.so.9) is not on the loader's path (" + failures +
         "): install it (the CUDA toolkit's cuDNN, or a Python "
         "environment's nvidia-cudnn-cu13) and add its lib folder to "
         "LD_LIBRARY_PATH, or set TITAN_CUDA_ATTENTION=titan");
