@@ -62,12 +62,13 @@ Status CudaBackend::chooseCudnn(AttentionPass pass, int32_t dtype,
        attentionKernels != AttentionKernels::Cudnn) ||
       !checkAttentionCall("attention", dtype, shape, rows).ok() || rows == 0)
     return Status::success();
+  // f32 attention is titan's under auto (cuDNN's fused attention is
+  // 16-bit): no note.
+  if (dtype != TITANRT_BF16 && attentionKernels == AttentionKernels::Auto)
+    return Status::success();
   Status status = Status::success();
 #if TITAN_HAVE_CUDNN
   if (dtype != TITANRT_BF16) {
-    // f32 attention is titan's (cuDNN's fused attention is 16-bit): no note.
-    if (attentionKernels == AttentionKernels::Auto)
-      return Status::success();
     status = Status::unsupported("cuDNN's fused attention takes bf16, not " +
                                  dtypeName(dtype));
   } else if (!areAligned(16, operands)) {
