@@ -85,7 +85,8 @@ LaunchConfig cuda::singleBlockLaunch() {
 RmsNormBackwardLaunch cuda::rmsNormBackwardLaunch(int64_t rows, int64_t cols) {
   RmsNormBackwardLaunch launch;
   launch.rows = rowLaunch(std::min(rows, kRmsNormGradBlocks), cols);
-  launch.columns = elementwiseLaunch(cols);
+  launch.columns.grid.x = ceilDiv(cols, kRmsNormColumnsPerBlock);
+  launch.columns.block.x = kRmsNormColumnWarps * kWarpSize;
   return launch;
 }
 

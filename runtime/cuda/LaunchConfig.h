@@ -105,9 +105,16 @@ struct RmsNormBackwardLaunch {
   /// dx, and each block's partial weight gradient [G, cols] in the
   /// workspace.
   LaunchConfig rows;
-  /// The weight gradient: one thread per column sums the G partials.
+  /// The weight gradient: a block per kRmsNormColumnsPerBlock columns,
+  /// whose kRmsNormColumnWarps warps each sum every such warp count-th
+  /// partial row (a lane per column), then add their sums in warp order.
   LaunchConfig columns;
 };
+
+/// Columns of the weight gradient per block of its sum, and the warps
+/// that split the partial rows between them.
+constexpr int64_t kRmsNormColumnsPerBlock = 32;
+constexpr int64_t kRmsNormColumnWarps = 8;
 RmsNormBackwardLaunch rmsNormBackwardLaunch(int64_t rows, int64_t cols);
 
 /// Workspace bytes of the RMSNorm backward: G x cols f32 partial sums.

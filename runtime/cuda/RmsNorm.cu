@@ -7,9 +7,10 @@
 // reproducible without atomics, block b of G = min(rows, 256) handles rows
 // b, b + G, ... and accumulates their dy * x * r in its own row of the
 // workspace ([G, cols] f32), which a second kernel sums over the G blocks
-// in order. Rows whose columns are a multiple of 8, on 16-byte aligned
-// tensors, move 8 elements per thread and access (16 bytes of bf16); the
-// others one.
+// in a fixed order (8 warps per 32 columns, each over every 8th partial
+// row, then the warps in order). Rows whose columns are a multiple of 8, on
+// 16-byte aligned tensors, move 8 elements per thread and access (16 bytes of
+// bf16); the others one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -106,16 +107,29 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
-/// dweight[c] = the sum over the G blocks' partial sums, in block order.
+/// dweight[c] = the sum over the G blocks' partial sums, in a fixed order:
+/// warp w of the block adds partial rows w, w + 8, ... of its 32 columns
+/// (a lane per column: coalesced), then the warps' sums are added in warp
+/// order (kRmsNormColumnWarps warps, kRmsNormColumnsPerBlock columns).
 template <typename W>
-__global__ void rmsNormBackwardColumnsKernel(const float *partial, W *dweight,
-                                             int64_t blocks, int64_t cols) {
-  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols;
-       c += int64_t(gridDim.x) * blockDim.x) {
-    float sum = 0.0f;
-    for (int64_t b = 0; b < blocks; ++b)
+__global__ void __launch_bounds__(256)
+    rmsNormBackwardColumnsKernel(const float *partial, W *dweight,
+                                 int64_t blocks, int64_t cols) {
+  __shared__ float warpSums[kRmsNormColumnWarps][kRmsNormColumnsPerBlock];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t c = int64_t(blockIdx.x) * kRmsNormColumnsPerBlock + lane;
+  float sum = 0.0f;
+  if (c < cols)
+    for (int64_t b = warp; b < blocks; b += kRmsNormColumnWarps)
       sum += partial[b * cols + c];
-    dweight[c] = fromFloat<W>(sum);
+  warpSums[warp][lane] = sum;
+  __syncthreads();
+  if (warp == 0 && c < cols) {
+    float total = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kRmsNormColumnWarps; ++w)
+      total += warpSums[w][lane];
+    dweight[c] = fromFloat<W>(total);
   }
 }
 

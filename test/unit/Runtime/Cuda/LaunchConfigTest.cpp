@@ -130,7 +130,8 @@ TEST(CudaLaunchConfigTest, RmsNormBackwardSplitsRowsOverFixedBlocks) {
     EXPECT_EQ(launch.rows.grid.x, blocks);
     EXPECT_EQ(launch.rows.block.x, 512);
     EXPECT_EQ(rmsNormBackwardWorkspaceBytes(rows, 4096), blocks * 4096 * 4);
-    expectGridStrideCovers(launch.columns, 4096);
+    EXPECT_EQ(launch.columns.grid.x, 4096 / kRmsNormColumnsPerBlock);
+    EXPECT_EQ(launch.columns.block.x, kRmsNormColumnWarps * 32);
   }
 }
 
