@@ -35,6 +35,19 @@ ProgramDescription::findArgument(const std::string &name) const {
   return nullptr;
 }
 
+const TensorPlace *ProgramDescription::findTokenInput() const {
+  const TensorPlace *found = nullptr;
+  for (const TensorPlace &place : arguments) {
+    if (place.role != "input" || place.name == "labels" || place.name == "lr" ||
+        place.name == "step")
+      continue;
+    if (found)
+      return nullptr;
+    found = &place;
+  }
+  return found;
+}
+
 const TensorPlace *
 ProgramDescription::findCopiedArgument(const TensorPlace &copy) const {
   const std::string prefix = "copy.";

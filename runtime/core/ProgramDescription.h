@@ -136,6 +136,11 @@ struct ProgramDescription {
   int64_t getPipelineCoordinate(int64_t rank) const;
   /// The argument or result called `name`, or null.
   const TensorPlace *findArgument(const std::string &name) const;
+  /// The model's token ids: the one input that is not the training step's
+  /// own (`labels`, `lr`, `step`), whatever the model calls it (`tokens`,
+  /// nanoGPT's `idx`, Hugging Face's `input_ids`); null unless there is
+  /// exactly one.
+  const TensorPlace *findTokenInput() const;
   const TensorPlace *findResult(const std::string &name) const;
   /// The argument whose copy `copy` (role param_copy, `copy.<name>`:
   /// ParamSlot::Copy, include/titan/Dialect/ArgRole.h) is, or null.

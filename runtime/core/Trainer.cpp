@@ -232,7 +232,12 @@ Status BatchSource::open(const std::string &folder,
     if (argument.role != "input" || !argument.shape.size() ||
         !program.inputs.count(argument.name))
       continue;
+    // The token ids are `tokens.npy` whatever the model calls its input
+    // (docs/runtime.md), or the input's own name.
     std::string path = folder + "/" + argument.name + ".npy";
+    const TensorPlace *tokens = program.findTokenInput();
+    if (tokens && tokens->name == argument.name && !llvm::sys::fs::exists(path))
+      path = folder + "/tokens.npy";
     llvm::Expected<mlir::titan::MappedNpy> file = mlir::titan::mapNpy(path);
     if (!file)
       return Status::io("cannot read the batch: " +
@@ -516,7 +521,12 @@ Status Trainer::loadBuffers(const std::string &folder) {
   for (const TensorPlace &argument : program.arguments) {
     if (argument.role != "buffer")
       continue;
+    // The token ids are `tokens.npy` whatever the model calls its input
+    // (docs/runtime.md), or the input's own name.
     std::string path = folder + "/" + argument.name + ".npy";
+    const TensorPlace *tokens = program.findTokenInput();
+    if (tokens && tokens->name == argument.name && !llvm::sys::fs::exists(path))
+      path = folder + "/tokens.npy";
     llvm::Expected<mlir::titan::MappedNpy> file = mlir::titan::mapNpy(path);
     if (!file)
       return Status::io("cannot read buffer '" + argument.name +
@@ -594,24 +604,33 @@ Status Trainer::openData(const RunOptions &options) {
     return Status::invalidArgument(
         "no training data: set [training] dataset_path (text or token ids, "
         "docs/data.md), or pass --data DIR with tokens.npy and labels.npy");
-  // The loader feeds `tokens` and `labels` [batch, seq] of int64.
-  const TensorPlace *tokens = program.findArgument("tokens");
+  // The loader feeds the model's token ids and `labels`, [batch, seq] of
+  // int64 each.
+  std::vector<std::string> modelInputs;
+  for (const TensorPlace &argument : program.arguments)
+    if (argument.role == "input" && argument.name != "labels" &&
+        argument.name != "lr" && argument.name != "step")
+      modelInputs.push_back("'" + argument.name + "'");
+  if (modelInputs.size() > 1)
+    return Status::invalidArgument(
+        "the data loader feeds one input of token ids (and labels), but the "
+        "model reads " +
+        llvm::join(modelInputs, ", ") +
+        ": pass --data DIR with an .npy file per input");
+  const TensorPlace *tokens = program.findTokenInput();
   const TensorPlace *labels = program.findArgument("labels");
   if (!tokens || !labels || tokens->dtype != TITANRT_I64 ||
-      labels->dtype != TITANRT_I64 || !program.inputs.count("tokens") ||
-      program.inputs.at("tokens").globalShape.size() != 2)
+      labels->dtype != TITANRT_I64 || !program.inputs.count(tokens->name) ||
+      program.inputs.at(tokens->name).globalShape.size() != 2)
     return Status::invalidArgument(
-        "the data loader feeds int64 `tokens` and `labels` of [batch, seq]; "
-        "this program's inputs differ: pass --data DIR with its .npy inputs");
-  for (const TensorPlace &argument : program.arguments)
-    if (argument.role == "input" && argument.name != "tokens" &&
-        argument.name != "labels" && argument.name != "lr" &&
-        argument.name != "step")
-      return Status::invalidArgument(
-          "the data loader feeds tokens and labels, but the program also "
-          "reads input '" +
-          argument.name + "': pass --data DIR with its .npy inputs");
-  const InputLayout &layout = program.inputs.at("tokens");
+        "the data loader feeds int64 token ids and `labels` of [batch, "
+        "seq]; this program's inputs differ" +
+        (tokens ? " ('" + tokens->name + "' is " + dtypeName(tokens->dtype) +
+                      " " + formatShape(tokens->shape) + ")"
+                : std::string()) +
+        ": pass --data DIR with its .npy inputs");
+  tokenInput = tokens->name;
+  const InputLayout &layout = program.inputs.at(tokenInput);
   int64_t vocabSize =
       layout.idRange.size() >= 2 ? layout.idRange[1] : int64_t(1) << 31;
   std::unique_ptr<Tokenizer> tokenizer;
@@ -788,7 +807,7 @@ bool Trainer::isComplete(const RunOptions &options) const {
 
 Status Trainer::readInputs(const RunOptions &options) {
   if (windows) {
-    const InputLayout &tokenLayout = program.inputs.at("tokens");
+    const InputLayout &tokenLayout = program.inputs.at(tokenInput);
     int64_t seqLen = tokenLayout.globalShape[1];
     int64_t rowBegin = tokenLayout.boxes[rank].offsets[0];
     int64_t rows = int64_t(stagedTokens.size()) / seqLen;
@@ -814,9 +833,9 @@ Status Trainer::readInputs(const RunOptions &options) {
     // This rank's box of the staged rows.
     const InputLayout &layout = program.inputs.at(argument.name);
     const std::vector<int64_t> &staged =
-        argument.name == "tokens" ? stagedTokens : stagedLabels;
+        argument.name == tokenInput ? stagedTokens : stagedLabels;
     int64_t seqLen = layout.globalShape[1];
-    int64_t rowBegin = program.inputs.at("tokens").boxes[rank].offsets[0];
+    int64_t rowBegin = program.inputs.at(tokenInput).boxes[rank].offsets[0];
     llvm::StringRef bytes(reinterpret_cast<const char *>(staged.data()),
                           staged.size() * sizeof(int64_t));
     TITANRT_RETURN_IF_ERROR(
@@ -869,9 +888,10 @@ Status Trainer::train(const RunOptions &options, StopReason &stopped) {
   const TensorPlace *loss = program.findResult("loss");
   const TensorPlace *gradNorm = program.findResult("grad_norm");
   int64_t tokensPerStep = 0;
-  if (program.inputs.count("tokens")) {
+  if (const TensorPlace *tokens = program.findTokenInput();
+      tokens && program.inputs.count(tokens->name)) {
     tokensPerStep = 1;
-    for (int64_t d : program.inputs.at("tokens").globalShape)
+    for (int64_t d : program.inputs.at(tokens->name).globalShape)
       tokensPerStep *= d;
   }
   int64_t lastStep =

@@ -28,8 +28,9 @@
 
 namespace titan::rt {
 
-/// The global batches a run reads: `tokens.npy` and `labels.npy` of a
-/// folder, each [batch, seq] (the same batch every step) or [steps, batch,
+/// The global batches a run reads: an .npy file of a folder per input
+/// (`tokens.npy` or the model's own name for its token ids, `labels.npy`),
+/// each [batch, seq] (the same batch every step) or [steps, batch,
 /// seq] (step i reads batch i modulo steps).
 class BatchSource {
 public:
@@ -234,6 +235,9 @@ private:
   int64_t dataPosition = 0;
   /// This rank's rows of the global batch, staged (allocated once).
   std::vector<int64_t> stagedTokens, stagedLabels;
+  /// The name of the model's token-id input (ProgramDescription::
+  /// findTokenInput), which the dataset feeds.
+  std::string tokenInput;
   /// Records the profiled steps.
   std::unique_ptr<Tracer> tracer;
   /// The save running on a background thread, if any.
