@@ -2207,6 +2207,52 @@ Outputs convertLinear(GraphImporter &importer, Node *node) {
   return single(emit.binary<AddOp>(out, b));
 }
 
+/// The largest value of integer tensor `v` where the import proves both
+/// the value and that an element holds it: positions of torch.arange
+/// (titan.iota), integer constants, and what reshapes, broadcasts,
+/// transposes, widening integer casts and the addition of a constant make
+/// of them (learned position ids: `arange(T)`, OPT's `arange(T) + 2`).
+static std::optional<int64_t> provenMaximum(Value v, int depth = 0) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  Operation *op = v.getDefiningOp();
+  if (!op || depth > 16 || !type || !type.hasStaticShape() ||
+      type.getNumElements() == 0 || !isa<IntegerType>(type.getElementType()))
+    return std::nullopt;
+  if (auto iota = dyn_cast<IotaOp>(op))
+    return type.getDimSize(iota.getDim()) - 1;
+  if (auto constant = dyn_cast<ConstantOp>(op)) {
+    auto values = dyn_cast<DenseIntElementsAttr>(constant.getValue());
+    if (!values)
+      return std::nullopt;
+    int64_t largest = std::numeric_limits<int64_t>::min();
+    for (const APInt &value : values.getValues<APInt>())
+      largest = std::max(largest, value.getSExtValue());
+    return largest;
+  }
+  if (isa<ReshapeOp, BroadcastInDimOp, TransposeOp>(op))
+    return provenMaximum(op->getOperand(0), depth + 1);
+  if (auto cast = dyn_cast<CastOp>(op)) {
+    auto from =
+        dyn_cast<IntegerType>(cast.getInput().getType().getElementType());
+    if (from &&
+        from.getWidth() <= type.getElementType().getIntOrFloatBitWidth())
+      return provenMaximum(cast.getInput(), depth + 1);
+    return std::nullopt;
+  }
+  if (auto add = dyn_cast<AddOp>(op)) {
+    for (auto [x, c] : {std::pair(add.getLhs(), add.getRhs()),
+                        std::pair(add.getRhs(), add.getLhs())}) {
+      auto constant = c.getDefiningOp<ConstantOp>();
+      auto splat =
+          constant ? dyn_cast<SplatElementsAttr>(constant.getValue()) : nullptr;
+      std::optional<int64_t> largest = provenMaximum(x, depth + 1);
+      if (splat && largest && isa<IntegerType>(splat.getElementType()))
+        return *largest + splat.getSplatValue<APInt>().getSExtValue();
+    }
+  }
+  return std::nullopt;
+}
+
 Outputs convertEmbedding(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> table = importer.tensorInput(node, 0);
   llvm::Expected<Value> ids = importer.tensorInput(node, 1);
@@ -2231,6 +2277,23 @@ Outputs convertEmbedding(GraphImporter &importer, Node *node) {
       return makeError("embedding with scale_grad_by_freq is not supported");
   }
   int64_t rowCount = tableType.getDimSize(0);
+  // Ids the model computes (learned positions from torch.arange) that pass
+  // the table's end: the input is longer than the model was built for,
+  // which PyTorch finds at run time (an index error) and titan here.
+  if (std::optional<int64_t> largest = provenMaximum(*ids);
+      largest && *largest >= rowCount) {
+    std::string name = "the embedding table";
+    if (auto argument = dyn_cast<BlockArgument>(*table))
+      name = "'" + importer.getArgumentNames()[argument.getArgNumber()].first +
+             "'";
+    return makeError(llvm::formatv(
+        "{0} has {1} rows, but the model looks up row {2} (positions it "
+        "computes, e.g. torch.arange over the sequence): the input is "
+        "longer than this table of the model; use at most {1} positions "
+        "(e.g. a smaller training.seq_len), or a model built with a longer "
+        "table",
+        name, rowCount, *largest));
+  }
   if (*padding == -1)
     return single(rows);
   if (*padding < 0 || *padding >= rowCount)

@@ -319,6 +319,24 @@ std::string GraphImporter::describe(torch::jit::Node *node) const {
               .str();
       text += ": " + llvm::StringRef(source).trim().str();
     }
+    // A traced op of a torch.nn module or function is located inside
+    // PyTorch; its range holds the traced Python stack ("file(line):
+    // function" per frame, innermost first): name the model's own line too.
+    if (llvm::StringRef(file).contains("/torch/") && range.source()) {
+      std::string stack = range.text().str();
+      llvm::SmallVector<llvm::StringRef> frames;
+      llvm::StringRef(stack).split(frames, '\n', -1, /*KeepEmpty=*/false);
+      for (llvm::StringRef frame : frames) {
+        auto [where, function] = frame.trim().split("): ");
+        auto [path, lineText] = where.rsplit('(');
+        if (function.empty() || lineText.empty() || path.contains("/torch/"))
+          continue;
+        text += llvm::formatv(" (in the model: {0}:{1}, {2})", path, lineText,
+                              function)
+                    .str();
+        break;
+      }
+    }
   }
   return text;
 }
