@@ -2707,6 +2707,191 @@ Outputs convertRelu(GraphImporter &importer, Node *node) {
   return single(emit.binary<MaxOp>(*x, emit.splat(tensorType(*x), 0.0)));
 }
 
+/// The float tensor that the activations below take (input 0).
+static llvm::Expected<Value> floatTensorInput(GraphImporter &importer,
+                                              Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  if (!isa<FloatType>(tensorType(*x).getElementType()))
+    return makeError(integerTensorArithmetic);
+  return *x;
+}
+
+/// The number input `name` of `node`, or `fallback` when it is absent or
+/// None.
+static double numberInput(GraphImporter &importer, Node *node, StringRef name,
+                          double fallback) {
+  const ImportedValue *value = importer.namedInput(node, name);
+  return value && value->isNumber() ? value->asDouble() : fallback;
+}
+
+/// log(1 + exp(beta x)) / beta, and x itself where beta x > threshold
+/// (torch's softplus); the exponential reads min(beta x, threshold), so
+/// the branch not taken overflows neither forward nor backward.
+static Value softplus(Emitter &emit, Value x, double beta, double threshold) {
+  Value scaled = emit.scale(x, beta);
+  Value limit = emit.splatLike(scaled, threshold);
+  Value exponential = emit.unary<ExpOp>(emit.min(scaled, limit));
+  Value smooth = emit.scale(emit.unary<LogOp>(emit.binary<AddOp>(
+                                emit.splatLike(x, 1.0), exponential)),
+                            1.0 / beta);
+  return emit.select(emit.compare("gt", scaled, limit), x, smooth);
+}
+
+/// aten::softplus(x, beta, threshold).
+Outputs convertSoftplus(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
+  double beta = numberInput(importer, node, "beta", 1.0);
+  if (beta <= 0)
+    return makeError("softplus needs beta > 0");
+  Emitter emit(importer);
+  return single(
+      softplus(emit, *x, beta, numberInput(importer, node, "threshold", 20.0)));
+}
+
+/// aten::mish: x tanh(softplus(x)).
+Outputs convertMish(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
+  Emitter emit(importer);
+  return single(emit.binary<MulOp>(
+      *x, emit.unary<TanhOp>(softplus(emit, *x, 1.0, 20.0))));
+}
+
+/// aten::leaky_relu(x, negative_slope): x where x > 0, else slope x.
+Outputs convertLeakyRelu(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
+  Emitter emit(importer);
+  Value positive = emit.compare("gt", *x, emit.splatLike(*x, 0.0));
+  return single(emit.select(
+      positive, *x,
+      emit.scale(*x, numberInput(importer, node, "negative_slope", 0.01))));
+}
+
+/// scale x where x > 0, else scale alpha (exp(input_scale x) - 1), the
+/// exponential read at min(x, 0) (torch's elu).
+static Value elu(Emitter &emit, Value x, double alpha, double scale,
+                 double inputScale) {
+  Value zero = emit.splatLike(x, 0.0);
+  Value negative = emit.scale(
+      emit.binary<SubOp>(
+          emit.unary<ExpOp>(emit.scale(emit.min(x, zero), inputScale)),
+          emit.splatLike(x, 1.0)),
+      scale * alpha);
+  return emit.select(emit.compare("gt", x, zero), emit.scale(x, scale),
+                     negative);
+}
+
+/// aten::elu(x, alpha, scale, input_scale).
+Outputs convertElu(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
+  Emitter emit(importer);
+  return single(elu(emit, *x, numberInput(importer, node, "alpha", 1.0),
+                    numberInput(importer, node, "scale", 1.0),
+                    numberInput(importer, node, "input_scale", 1.0)));
+}
+
+/// aten::selu: elu with SELU's alpha and scale.
+Outputs convertSelu(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
+  Emitter emit(importer);
+  return single(elu(emit, *x, 1.6732632423543772848170429916717,
+                    1.0507009873554804934193349852946, 1.0));
+}
+
+/// aten::hardswish: x min(max(x + 3, 0), 6) / 6.
+Outputs convertHardswish(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
+  Emitter emit(importer);
+  Value gate = emit.min(
+      emit.binary<MaxOp>(emit.binary<AddOp>(*x, emit.splatLike(*x, 3.0)),
+                         emit.splatLike(*x, 0.0)),
+      emit.splatLike(*x, 6.0));
+  return single(emit.scale(emit.binary<MulOp>(*x, gate), 1.0 / 6.0));
+}
+
+/// aten::log1p: log(1 + x).
+Outputs convertLog1p(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
+  Emitter emit(importer);
+  return single(
+      emit.unary<LogOp>(emit.binary<AddOp>(emit.splatLike(*x, 1.0), *x)));
+}
+
+/// aten::glu(x, dim): the first half of x along dim times the sigmoid of
+/// the second.
+Outputs convertGlu(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
+  RankedTensorType type = tensorType(*x);
+  llvm::Expected<int64_t> dim = normalizeDim(
+      int64_t(numberInput(importer, node, "dim", -1)), type.getRank());
+  if (!dim)
+    return dim.takeError();
+  int64_t size = type.getDimSize(*dim);
+  if (size % 2 != 0)
+    return makeError(llvm::formatv(
+        "glu halves dimension {0}, whose size {1} is odd", *dim, size));
+  Emitter emit(importer);
+  Value first = emit.slice(*x, *dim, 0, size / 2, 1);
+  Value second = emit.slice(*x, *dim, size / 2, size, 1);
+  return single(emit.binary<MulOp>(first, emit.unary<SigmoidOp>(second)));
+}
+
+/// aten::var and aten::std (all dims, var.dim, var.correction): the mean of
+/// (x - mean(x))^2 over the dims times n / (n - correction) (unbiased, the
+/// default, is correction 1), and its square root for std.
+Outputs convertVariance(GraphImporter &importer, Node *node, bool root) {
+  Emitter emit(importer);
+  llvm::Expected<Value> input = floatReductionInput(importer, node, emit);
+  if (!input)
+    return input.takeError();
+  RankedTensorType type = tensorType(*input);
+  llvm::Expected<ReductionDims> reduced =
+      reductionDims(importer, node, type.getRank());
+  if (!reduced)
+    return reduced.takeError();
+  int64_t count = 1;
+  for (int64_t dim : reduced->dims)
+    count *= type.getDimSize(dim);
+  int64_t correction = 1;
+  if (const ImportedValue *unbiased = importer.namedInput(node, "unbiased"))
+    if (!unbiased->isNone())
+      correction = unbiased->intValue ? 1 : 0;
+  if (const ImportedValue *given = importer.namedInput(node, "correction"))
+    if (given->isNumber())
+      correction = int64_t(given->asDouble());
+  if (count - correction <= 0)
+    return makeError(llvm::formatv(
+        "{0} over {1} elements with correction {2} divides by zero or less "
+        "(PyTorch gives nan or inf)",
+        root ? "std" : "var", count, correction));
+  Value mean = emit.scale(emit.reduceSum(*input, reduced->dims, true),
+                          1.0 / double(count));
+  Value centered =
+      emit.binary<SubOp>(*input, emit.broadcastTo(mean, type.getShape()));
+  Value variance =
+      emit.scale(emit.reduceSum(emit.binary<MulOp>(centered, centered),
+                                reduced->dims, reduced->keepdim),
+                 1.0 / (double(count) - correction));
+  return single(root ? emit.unary<SqrtOp>(variance) : variance);
+}
+
 //===----------------------------------------------------------------------===//
 // Complex views
 //===----------------------------------------------------------------------===//
@@ -2986,6 +3171,18 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::sin"}, unary<SinOp>(sinOf));
   add({"aten::gelu"}, convertGelu);
   add({"aten::relu"}, convertRelu);
+  add({"aten::leaky_relu"}, convertLeakyRelu);
+  add({"aten::elu"}, convertElu);
+  add({"aten::selu"}, convertSelu);
+  add({"aten::softplus"}, convertSoftplus);
+  add({"aten::mish"}, convertMish);
+  add({"aten::hardswish"}, convertHardswish);
+  add({"aten::log1p"}, convertLog1p);
+  add({"aten::glu"}, convertGlu);
+  add({"aten::var"},
+      [](GraphImporter &i, Node *n) { return convertVariance(i, n, false); });
+  add({"aten::std"},
+      [](GraphImporter &i, Node *n) { return convertVariance(i, n, true); });
   add({"aten::logical_not"}, convertLogicalNot);
   add({"aten::bitwise_not"}, convertBitwiseNot);
   add({"aten::__and__", "aten::bitwise_and", "aten::logical_and"},

@@ -1,0 +1,57 @@
+"""Saves a module of the activations and statistics that models written by
+hand use and that titan decomposes into its own ops (leaky_relu, elu, selu,
+softplus, mish, hardswish, log1p, glu, var, std), traced and scripted, with
+PyTorch's outputs as the oracle.
+
+usage: make_activations.py OUT
+
+OUT receives trace.pt, script.pt, x.npy (f32 [2, 3, 4]), ids.npy and
+expected/output<i>.npy for each output of forward.
+"""
+
+import os
+import sys
+from typing import List
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from idioms_io import save_idioms  # noqa: E402
+
+
+class Activations(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.mish = nn.Mish()
+        self.softplus = nn.Softplus(beta=2.0, threshold=5.0)
+
+    def forward(self, x: torch.Tensor, ids: torch.Tensor) -> List[torch.Tensor]:
+        # Magnitudes up to ~30: softplus and mish past their thresholds,
+        # elu's exponential far below zero.
+        big = x * 12.0
+        return [
+            F.leaky_relu(big, 0.2),
+            F.leaky_relu(x),
+            F.elu(big, alpha=0.7),
+            F.selu(x),
+            F.softplus(big),
+            self.softplus(big),
+            self.mish(big),
+            F.hardswish(big),
+            torch.log1p(x.abs()),
+            F.glu(x, -1),
+            F.glu(x, dim=1 - 2),
+            x.var(-1, keepdim=True),
+            x.var(dim=(0, 2), unbiased=False),
+            x.std(1),
+            torch.var(x),
+            torch.std(x, dim=0, keepdim=True),
+        ]
+
+
+if __name__ == "__main__":
+    save_idioms(Activations(), sys.argv[1],
+                np.zeros((2, 3), dtype=np.int64))
