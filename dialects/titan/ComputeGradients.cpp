@@ -27,6 +27,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::titan;
@@ -327,6 +328,18 @@ Grads SinOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
       *this, builder, resultGrads, [&](Emitter &e, Value dy) -> Grads {
         Value cos = CosOp::create(e.b, e.loc, getType(), getInput());
         return SmallVector<Value>{e.mul(dy, cos)};
+      });
+}
+
+Grads ErfOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
+  // d erf(x) = 2 / sqrt(pi) exp(-x^2).
+  return buildRule(
+      *this, builder, resultGrads, [&](Emitter &e, Value dy) -> Grads {
+        Value x = getInput();
+        Value gaussian =
+            ExpOp::create(e.b, e.loc, getType(), e.neg(e.mul(x, x)));
+        return SmallVector<Value>{
+            e.scale(e.mul(dy, gaussian), 2.0 / std::sqrt(llvm::numbers::pi))};
       });
 }
 

@@ -813,6 +813,7 @@ int64_t RsqrtOp::getFlops() { return getStaticNumElements(getType()); }
 int64_t TanhOp::getFlops() { return getStaticNumElements(getType()); }
 int64_t CosOp::getFlops() { return getStaticNumElements(getType()); }
 int64_t SinOp::getFlops() { return getStaticNumElements(getType()); }
+int64_t ErfOp::getFlops() { return getStaticNumElements(getType()); }
 // neg, exp, add, divide.
 int64_t SigmoidOp::getFlops() { return 4 * getStaticNumElements(getType()); }
 // sigmoid, then multiply.

@@ -449,6 +449,7 @@ OpShardingRule SigmoidOp::getShardingRule() {
 OpShardingRule SiluOp::getShardingRule() { return elementwiseRule(*this, {}); }
 OpShardingRule CosOp::getShardingRule() { return elementwiseRule(*this, {}); }
 OpShardingRule SinOp::getShardingRule() { return elementwiseRule(*this, {}); }
+OpShardingRule ErfOp::getShardingRule() { return elementwiseRule(*this, {}); }
 OpShardingRule GeluOp::getShardingRule() { return elementwiseRule(*this, {}); }
 OpShardingRule ScaleOp::getShardingRule() {
   return elementwiseRule(*this, {{0}});

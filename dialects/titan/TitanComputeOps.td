@@ -281,6 +281,20 @@ def Titan_SinOp : Titan_UnaryOp<"sin"> {
   }];
 }
 
+def Titan_ErfOp : Titan_UnaryOp<"erf"> {
+  let summary = "Elementwise error function";
+  let description = [{
+    `result[i] = erf(input[i])` (`torch.erf`: GELU written by hand as
+    `x * (1 + erf(x / sqrt(2))) / 2`).
+
+    Example:
+
+    ```mlir
+    %1 = titan.erf %0 : tensor<2x64x1024xf32>
+    ```
+  }];
+}
+
 def Titan_GeluOp : Titan_DifferentiableOp<"gelu",
     [SameOperandsAndResultType, Elementwise]> {
   let summary = "Elementwise GELU";

@@ -3139,6 +3139,7 @@ double logOf(double x) { return std::log(x); }
 double cosOf(double x) { return std::cos(x); }
 double sinOf(double x) { return std::sin(x); }
 double tanhOf(double x) { return std::tanh(x); }
+double erfOf(double x) { return std::erf(x); }
 
 llvm::StringMap<Conversion> buildConversions() {
   llvm::StringMap<Conversion> table;
@@ -3169,6 +3170,7 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::silu"}, unary<SiluOp>());
   add({"aten::cos"}, unary<CosOp>(cosOf));
   add({"aten::sin"}, unary<SinOp>(sinOf));
+  add({"aten::erf"}, unary<ErfOp>(erfOf));
   add({"aten::gelu"}, convertGelu);
   add({"aten::relu"}, convertRelu);
   add({"aten::leaky_relu"}, convertLeakyRelu);

@@ -270,6 +270,7 @@ static FailureOr<TensorValue> evaluate(Operation *op,
       })
       .Case([&](CosOp) { return unary([](double x) { return std::cos(x); }); })
       .Case([&](SinOp) { return unary([](double x) { return std::sin(x); }); })
+      .Case([&](ErfOp) { return unary([](double x) { return std::erf(x); }); })
       .Case([&](GeluOp gelu) {
         bool approximate = gelu.getApproximate() == "tanh";
         return unary([=](double x) { return ::gelu(x, approximate); });

@@ -314,6 +314,13 @@ struct Gelu {
   }
 };
 
+LogicalResult convertErf(ErfOp op, PatternRewriter &rewriter) {
+  return rewriteFloatElementwise(
+      op, rewriter, [](OpBuilder &b, Location loc, ValueRange args) {
+        return buildErf(b, loc, args[0]);
+      });
+}
+
 LogicalResult convertGelu(GeluOp op, PatternRewriter &rewriter) {
   bool tanhForm = op.getApproximate() == "tanh";
   return rewriteFloatElementwise(
@@ -503,6 +510,7 @@ void mlir::titan::populateElementwiseToLinalgPatterns(
   addConversion(patterns, convertDirect<TanhOp, math::TanhOp>);
   addConversion(patterns, convertTrigonometric<CosOp, math::CosOp>);
   addConversion(patterns, convertTrigonometric<SinOp, math::SinOp>);
+  addConversion(patterns, convertErf);
   addConversion(patterns, convertSigmoid);
   addConversion(patterns, convertSilu);
   addConversion(patterns, convertScale);

@@ -39,7 +39,9 @@ func.func @elementwise(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf
   %16 = titan.gelu %15 approximate none : tensor<4x8xf32>
   // CHECK: titan.scale %{{.*}} by 1.250000e-01 : tensor<4x8xf32>
   %17 = titan.scale %16 by 0.125 : tensor<4x8xf32>
-  return %17 : tensor<4x8xf32>
+  // CHECK: titan.erf %{{.*}} : tensor<4x8xf32>
+  %18 = titan.erf %17 : tensor<4x8xf32>
+  return %18 : tensor<4x8xf32>
 }
 
 // CHECK-LABEL: func.func @elementwise_types

@@ -1,7 +1,7 @@
 """Saves a module of the activations and statistics that models written by
 hand use and that titan decomposes into its own ops (leaky_relu, elu, selu,
-softplus, mish, hardswish, log1p, glu, var, std), traced and scripted, with
-PyTorch's outputs as the oracle.
+softplus, mish, hardswish, log1p, glu, var, std) or imports as one (erf),
+traced and scripted, with PyTorch's outputs as the oracle.
 
 usage: make_activations.py OUT
 
@@ -9,6 +9,7 @@ OUT receives trace.pt, script.pt, x.npy (f32 [2, 3, 4]), ids.npy and
 expected/output<i>.npy for each output of forward.
 """
 
+import math
 import os
 import sys
 from typing import List
@@ -49,6 +50,9 @@ class Activations(nn.Module):
             x.std(1),
             torch.var(x),
             torch.std(x, dim=0, keepdim=True),
+            torch.erf(x * 2.0),
+            # GELU written out with erf, as older codebases (BERT's) do.
+            x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0))),
         ]
 
 

@@ -2,8 +2,8 @@
 and statistics titan decomposes into its own ops, traced, with PyTorch's
 logits: a LayerNorm written with Tensor.var (biased) and one with
 Tensor.std, GLU feed-forwards whose gates are leaky_relu, elu, selu,
-softplus (past its threshold), mish and hardswish of pre-activations scaled
-up to tens, and log1p of a magnitude.
+softplus (past its threshold), mish, hardswish and a GELU written with
+torch.erf of pre-activations scaled up to tens, and log1p of a magnitude.
 
 usage: make_activation_lm.py OUT
 
@@ -11,6 +11,7 @@ OUT receives model.pt (forward(tokens: int64 [2, 32]) -> logits),
 tokens.npy and logits.npy.
 """
 
+import math
 import os
 import sys
 
@@ -54,6 +55,8 @@ ACTIVATIONS = [
     lambda x: F.softplus(x, beta=2.0, threshold=5.0),
     F.mish,
     F.hardswish,
+    # GELU written out with erf (BERT's gelu).
+    lambda x: x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0))),
 ]
 
 

@@ -616,7 +616,8 @@ TEST_F(KernelNumericsTest, UnaryMath) {
                         {"exp", -20, 20, false},     {"log", 1e-3, 50, false},
                         {"rsqrt", 1e-3, 50, false},  {"tanh", -6, 6, false},
                         {"sigmoid", -20, 20, false}, {"silu", -20, 20, false},
-                        {"cos", -4, 4, false},       {"sin", -4, 4, false}};
+                        {"cos", -4, 4, false},       {"sin", -4, 4, false},
+                        {"erf", -5, 5, false}};
   Random random(4);
   for (ElementType kind : kFloatKinds) {
     for (const Case &c : cases) {

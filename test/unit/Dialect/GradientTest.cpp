@@ -240,7 +240,7 @@ TEST(GradientTest, ElementwiseBinary) {
 
 TEST(GradientTest, ElementwiseUnary) {
   for (StringRef name : {"neg", "exp", "tanh", "sigmoid", "silu", "cos", "sin",
-                         "log", "sqrt", "rsqrt"}) {
+                         "erf", "log", "sqrt", "rsqrt"}) {
     std::set<unsigned> positive;
     if (name == "log" || name == "sqrt" || name == "rsqrt")
       positive.insert(0);
