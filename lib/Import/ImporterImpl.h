@@ -195,6 +195,8 @@ private:
   std::vector<FoldedOp> foldedOps;
   llvm::StringMap<size_t> foldedIndex;
   std::vector<std::string> errorHints;
+  /// Whether the model's dropout, traced in eval mode, was warned about.
+  bool warnedEvalDropout = false;
 };
 
 //===----------------------------------------------------------------------===//

@@ -299,6 +299,26 @@ Value GraphImporter::addArgument(Type type, llvm::StringRef name,
   return entry.insertArgument(position, type, UnknownLoc::get(&context));
 }
 
+/// The first frame outside torch of a traced op's Python stack ("file(line):
+/// function" per frame, innermost first, which the range holds) as
+/// "file:line, function"; none for a scripted range.
+static std::optional<std::string>
+modelFrameOf(const torch::jit::SourceRange &range) {
+  if (!range.source())
+    return std::nullopt;
+  std::string stack = range.text().str();
+  llvm::SmallVector<llvm::StringRef> frames;
+  llvm::StringRef(stack).split(frames, '\n', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef frame : frames) {
+    auto [where, function] = frame.trim().split("): ");
+    auto [path, lineText] = where.rsplit('(');
+    if (function.empty() || lineText.empty() || path.contains("/torch/"))
+      continue;
+    return llvm::formatv("{0}:{1}, {2}", path, lineText, function).str();
+  }
+  return std::nullopt;
+}
+
 std::string GraphImporter::describe(torch::jit::Node *node) const {
   std::string text = "'" + std::string(node->kind().toQualString()) + "'";
   if (const c10::FunctionSchema *schema = node->maybeSchema()) {
@@ -320,23 +340,10 @@ std::string GraphImporter::describe(torch::jit::Node *node) const {
       text += ": " + llvm::StringRef(source).trim().str();
     }
     // A traced op of a torch.nn module or function is located inside
-    // PyTorch; its range holds the traced Python stack ("file(line):
-    // function" per frame, innermost first): name the model's own line too.
-    if (llvm::StringRef(file).contains("/torch/") && range.source()) {
-      std::string stack = range.text().str();
-      llvm::SmallVector<llvm::StringRef> frames;
-      llvm::StringRef(stack).split(frames, '\n', -1, /*KeepEmpty=*/false);
-      for (llvm::StringRef frame : frames) {
-        auto [where, function] = frame.trim().split("): ");
-        auto [path, lineText] = where.rsplit('(');
-        if (function.empty() || lineText.empty() || path.contains("/torch/"))
-          continue;
-        text += llvm::formatv(" (in the model: {0}:{1}, {2})", path, lineText,
-                              function)
-                    .str();
-        break;
-      }
-    }
+    // PyTorch: name the model's own line too.
+    if (llvm::StringRef(file).contains("/torch/"))
+      if (std::optional<std::string> frame = modelFrameOf(range))
+        text += " (in the model: " + *frame + ")";
   }
   return text;
 }
@@ -800,6 +807,21 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
       if (*train && *p != 0.0)
         return makeError("dropout with p > 0 in training mode is not "
                          "supported; set p = 0 or export in eval mode");
+      // A model exported in eval mode would train with dropout in
+      // PyTorch: say once that titan does not.
+      if (*p != 0.0 && !warnedEvalDropout) {
+        warnedEvalDropout = true;
+        torch::jit::SourceRange range = node->sourceRange();
+        if (auto original = range.findSourceRangeThatGenerated())
+          range = *original;
+        std::optional<std::string> frame = modelFrameOf(range);
+        std::string where = frame ? *frame : sourceOf(node);
+        emitWarning(loc) << "the model's dropout (p = "
+                         << llvm::formatv("{0}", *p).str()
+                         << (where.empty() ? "" : ", at " + where)
+                         << ") was exported in eval mode: titan trains "
+                            "without dropout (set p = 0 to say so)";
+      }
     }
     // detach: the same values, through which no gradient flows.
     const ImportedValue &value = input(node, 0);
