@@ -532,34 +532,72 @@ static bool isWritableView(torch::jit::Node *node) {
          node->kind() == c10::Symbol::fromQualString("aten::select");
 }
 
-/// `source` with the block that `start` and `limit` (one bound per dim)
-/// select replaced by `updated`, built of slices and concatenations (which
-/// titan differentiates), one dim at a time from `dim`.
+/// `source` with the elements that `start`, `limit` and `step` (one each
+/// per dim) select replaced by `updated` (of their shape), built of slices,
+/// reshapes, pads and concatenations (which titan differentiates), one dim
+/// at a time from `dim`. A strided dim (`pe[:, 1::2] = ...`) is split into
+/// [count, step]: lane 0 of the step axis is the selected elements.
 static Value insertBlock(TensorBuilder &tb, Value source,
                          ArrayRef<int64_t> start, ArrayRef<int64_t> limit,
-                         Value updated, int64_t dim = 0) {
+                         ArrayRef<int64_t> step, Value updated,
+                         int64_t dim = 0) {
   auto type = cast<RankedTensorType>(source.getType());
   while (dim < type.getRank() && start[dim] == 0 &&
-         limit[dim] == type.getDimSize(dim))
+         limit[dim] == type.getDimSize(dim) && step[dim] == 1)
     ++dim;
   if (dim == type.getRank())
     return updated;
   int64_t size = type.getDimSize(dim);
-  Value inner =
-      insertBlock(tb, tb.slice(source, dim, start[dim], limit[dim], 1), start,
-                  limit, updated, dim + 1);
+  if (step[dim] == 1) {
+    Value inner =
+        insertBlock(tb, tb.slice(source, dim, start[dim], limit[dim], 1), start,
+                    limit, step, updated, dim + 1);
+    SmallVector<Value> parts;
+    if (start[dim] > 0)
+      parts.push_back(tb.slice(source, dim, 0, start[dim], 1));
+    parts.push_back(inner);
+    if (limit[dim] < size)
+      parts.push_back(tb.slice(source, dim, limit[dim], size, 1));
+    return tb.concat(parts, dim);
+  }
+  // The selected elements start[dim] + i * k, i < count, and the k - 1
+  // after each: a region of count * k, padded past the end if it runs over.
+  int64_t k = step[dim];
+  int64_t count = cast<RankedTensorType>(updated.getType()).getDimSize(dim);
+  int64_t end = start[dim] + count * k;
+  Value padded = end > size ? tb.padTo(source, dim, end) : source;
+  Value region = tb.slice(padded, dim, start[dim], end, 1);
+  SmallVector<int64_t> shape(
+      cast<RankedTensorType>(region.getType()).getShape());
+  SmallVector<int64_t> split(shape.begin(), shape.begin() + dim);
+  split.append({count, k});
+  split.append(shape.begin() + dim + 1, shape.end());
+  Value grid = tb.reshape(region, split);
+  SmallVector<int64_t> laneShape(shape);
+  laneShape[dim] = count;
+  Value lane = tb.reshape(tb.slice(grid, dim + 1, 0, 1, 1), laneShape);
+  // The later dims may select part of the lane.
+  Value written = insertBlock(tb, lane, start, limit, step, updated, dim + 1);
+  SmallVector<int64_t> writtenSplit(split);
+  writtenSplit[dim + 1] = 1;
+  Value rebuilt = tb.reshape(tb.concat({tb.reshape(written, writtenSplit),
+                                        tb.slice(grid, dim + 1, 1, k, 1)},
+                                       dim + 1),
+                             shape);
   SmallVector<Value> parts;
   if (start[dim] > 0)
-    parts.push_back(tb.slice(source, dim, 0, start[dim], 1));
-  parts.push_back(inner);
-  if (limit[dim] < size)
-    parts.push_back(tb.slice(source, dim, limit[dim], size, 1));
-  return tb.concat(parts, dim);
+    parts.push_back(tb.slice(padded, dim, 0, start[dim], 1));
+  parts.push_back(rebuilt);
+  int64_t paddedSize = std::max(size, end);
+  if (end < paddedSize)
+    parts.push_back(tb.slice(padded, dim, end, paddedSize, 1));
+  Value whole = tb.concat(parts, dim);
+  return end > size ? tb.slice(whole, dim, 0, size, 1) : whole;
 }
 
 /// `source` with the elements that `view` (the value the importer made of
 /// a slice or select of `source`) reads replaced by `updated` (of view's
-/// shape), or failure for a strided slice.
+/// shape), or failure for another view.
 static FailureOr<Value> writeThroughView(TensorBuilder &tb, Value source,
                                          Value view, Value updated) {
   if (view == source)
@@ -575,10 +613,10 @@ static FailureOr<Value> writeThroughView(TensorBuilder &tb, Value source,
     op = reshape.getInput().getDefiningOp();
   }
   auto slice = dyn_cast_or_null<SliceOp>(op);
-  if (!slice || slice.getInput() != source ||
-      llvm::any_of(slice.getStep(), [](int64_t step) { return step != 1; }))
+  if (!slice || slice.getInput() != source)
     return failure();
-  return insertBlock(tb, source, slice.getStart(), slice.getLimit(), updated);
+  return insertBlock(tb, source, slice.getStart(), slice.getLimit(),
+                     slice.getStep(), updated);
 }
 
 llvm::Expected<std::vector<ImportedValue>>
@@ -653,8 +691,8 @@ GraphImporter::importInPlace(torch::jit::Node *node,
                                whole.tensor)
             : FailureOr<Value>(failure());
     if (failed(updated))
-      return makeError("an in-place op writes through a strided slice or a "
-                       "view of a complex tensor; write it out of place");
+      return makeError("an in-place op writes through a view of a complex "
+                       "tensor; write it out of place");
     whole = ImportedValue::ofTensor(*updated);
   }
   for (torch::jit::Value *name : names)
