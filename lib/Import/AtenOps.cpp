@@ -1845,18 +1845,33 @@ Outputs convertLayerNorm(GraphImporter &importer, Node *node) {
   if (!x || !normalized || !eps)
     return makeError("layer_norm needs a tensor, a constant shape and eps");
   RankedTensorType type = tensorType(*x);
-  if (normalized->size() != 1 || (*normalized)[0] != type.getShape().back())
-    return makeError("layer_norm is supported over the last dimension only");
+  ArrayRef<int64_t> shape = type.getShape();
+  size_t count = normalized->size();
+  if (count == 0 || count > shape.size() ||
+      ArrayRef<int64_t>(*normalized) != shape.take_back(count))
+    return makeError(llvm::formatv(
+        "layer_norm's normalized_shape [{0}] must be the input's last "
+        "dimensions ({1})",
+        llvm::make_range(normalized->begin(), normalized->end()), type));
   Emitter emit(importer);
-  auto paramType = RankedTensorType::get(*normalized, type.getElementType());
+  // Over several last dims (nn.LayerNorm([T, d])): over one of their
+  // product, the weight and bias flattened alike.
+  int64_t width = ShapedType::getNumElements(*normalized);
+  SmallVector<int64_t> flat(shape.drop_back(count));
+  flat.push_back(width);
+  auto paramType = RankedTensorType::get({width}, type.getElementType());
   auto param = [&](size_t index, double fallback) {
     const ImportedValue &v = importer.input(node, index);
-    return v.isTensor() ? emit.cast(v.tensor, type.getElementType())
-                        : emit.splat(paramType, fallback);
+    return v.isTensor()
+               ? emit.reshape(emit.cast(v.tensor, type.getElementType()),
+                              {width})
+               : emit.splat(paramType, fallback);
   };
-  return single(LayerNormOp::create(emit.builder, emit.loc, type, *x,
-                                    param(2, 1.0), param(3, 0.0),
-                                    emit.builder.getF64FloatAttr(*eps)));
+  Value input = emit.reshape(*x, flat);
+  Value normed = LayerNormOp::create(emit.builder, emit.loc, input.getType(),
+                                     input, param(2, 1.0), param(3, 0.0),
+                                     emit.builder.getF64FloatAttr(*eps));
+  return single(emit.reshape(normed, shape));
 }
 
 /// torch.matmul's rules on ranks, with batch broadcasting made explicit.

@@ -1,6 +1,7 @@
 """Saves a module of the activations and statistics that models written by
 hand use and that titan decomposes into its own ops (leaky_relu, elu, selu,
-softplus, mish, hardswish, log1p, glu, var, std) or imports as one (erf),
+softplus, mish, hardswish, log1p, glu, var, std, layer_norm over two
+dims) or imports as one (erf),
 traced and scripted, with PyTorch's outputs as the oracle.
 
 usage: make_activations.py OUT
@@ -30,6 +31,11 @@ class Activations(nn.Module):
         self.softplus = nn.Softplus(beta=2.0, threshold=5.0)
         # Identity in eval mode, which titan warns about.
         self.drop = nn.Dropout(0.2)
+        # Over the last two dims, with a weight and bias of their shape.
+        self.norm = nn.LayerNorm([3, 4])
+        with torch.no_grad():
+            self.norm.weight.copy_(torch.linspace(0.5, 1.5, 12).reshape(3, 4))
+            self.norm.bias.copy_(torch.linspace(-0.2, 0.3, 12).reshape(3, 4))
 
     def forward(self, x: torch.Tensor, ids: torch.Tensor) -> List[torch.Tensor]:
         # Magnitudes up to ~30: softplus and mish past their thresholds,
@@ -55,6 +61,7 @@ class Activations(nn.Module):
             torch.erf(x * 2.0),
             # GELU written out with erf, as older codebases (BERT's) do.
             x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0))),
+            self.norm(x),
         ]
 
 
