@@ -121,6 +121,7 @@ LogicalResult ApplyParallelPlanPass::apply() {
   // from a parameter's name (optimizer state, updates, gradients).
   Placement replicate = Placement::replicate();
   llvm::StringMap<SmallVector<Placement>> paramPlacements;
+  llvm::SmallDenseSet<size_t> matchedRules;
   SmallVector<Placement> replicated =
       onMesh({replicate, replicate, replicate, replicate});
   SmallVector<Placement> batch =
@@ -142,6 +143,29 @@ LogicalResult ApplyParallelPlanPass::apply() {
                           : 0;
     paramPlacements[name.getValue()] =
         onMesh({replicate, Placement::shard(fsdpDim), replicate, tpPlacement});
+    if (std::optional<size_t> rule = plan.ruleOf(name.getValue()))
+      matchedRules.insert(*rule);
+  }
+  // A plan that names none of the model's parameters (the built-in plan is
+  // torchtitan's Llama names) leaves tensor parallelism with nothing to
+  // split: every weight whole on each "tp" rank, and its collectives.
+  if (mesh.getSize(TpAxis) > 1) {
+    std::string which = planFile.empty()
+                            ? std::string("the built-in plan (torchtitan's "
+                                          "Llama names)")
+                            : "'" + planFile + "'";
+    if (matchedRules.empty())
+      emitWarning(module.getLoc())
+          << "tensor parallelism over " << mesh.getSize(TpAxis)
+          << " ranks, but no parameter of the model matches a rule of " << which
+          << ": every weight stays whole on each rank; name the model's "
+             "parameters in [parallelism] tp_plan (docs/config.md)";
+    else
+      for (auto [index, rule] : llvm::enumerate(plan.getRules()))
+        if (!matchedRules.contains(index))
+          emitWarning(module.getLoc())
+              << "rule '" << rule.pattern << "' of " << which
+              << " matches no parameter of the model";
   }
   /// The placements of a value named `name` (an argument of `role`, or a
   /// result).

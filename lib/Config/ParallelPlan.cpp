@@ -2,6 +2,8 @@
 
 #include "titan/Config/ParallelPlan.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include "Toml.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -98,15 +100,20 @@ ParallelPlan ParallelPlan::llamaDefault() {
   return std::move(*plan);
 }
 
-Placement ParallelPlan::placementOf(llvm::StringRef fqn) const {
+std::optional<size_t> ParallelPlan::ruleOf(llvm::StringRef fqn) const {
   // GlobPattern refers to its pattern's storage, so it is made per query
   // from the rule's own string (plans have a handful of rules).
-  for (const PlanRule &rule : rules) {
+  for (auto [index, rule] : llvm::enumerate(rules)) {
     llvm::Expected<llvm::GlobPattern> glob =
         llvm::GlobPattern::create(rule.pattern);
     if (glob && glob->match(fqn))
-      return rule.placement;
+      return index;
     llvm::consumeError(glob.takeError());
   }
-  return Placement::replicate();
+  return std::nullopt;
+}
+
+Placement ParallelPlan::placementOf(llvm::StringRef fqn) const {
+  std::optional<size_t> rule = ruleOf(fqn);
+  return rule ? rules[*rule].placement : Placement::replicate();
 }

@@ -50,6 +50,8 @@ public:
   /// The "tp" placement of parameter `fqn`: the first matching rule's, else
   /// replicated.
   Placement placementOf(llvm::StringRef fqn) const;
+  /// The index of the first rule matching `fqn`, if any.
+  std::optional<size_t> ruleOf(llvm::StringRef fqn) const;
   llvm::ArrayRef<PlanRule> getRules() const { return rules; }
 
 private:
