@@ -437,9 +437,27 @@ mlir::titan::parseTrainConfig(llvm::StringRef text, llvm::StringRef fileName,
       llvm::consumeError(one.takeError());
       return error("override '" + assignment + "': cannot parse the value");
     }
-    if (llvm::Error e = applyTomlSchema(
-            *one, sections, "override '" + assignment + "'", &torchtitan))
-      return std::move(e);
+    std::string where = "override '" + assignment + "'";
+    llvm::Error applied = applyTomlSchema(*one, sections, where, &torchtitan);
+    if (applied && !value.starts_with("\"")) {
+      // A number or boolean for a key that takes a string
+      // (selective_ac_option=2) means that string, as torchtitan's command
+      // line takes it; else the typed value's error stands.
+      std::string quoted =
+          ("[" + section + "]\n" + name + " = \"" + value + "\"").str();
+      llvm::Expected<toml::table> asString = parseToml(quoted, "override");
+      if (asString) {
+        if (llvm::Error retried =
+                applyTomlSchema(*asString, sections, where, &torchtitan))
+          llvm::consumeError(std::move(retried));
+        else
+          llvm::consumeError(std::move(applied));
+      } else {
+        llvm::consumeError(asString.takeError());
+      }
+    }
+    if (applied)
+      return std::move(applied);
   }
   if (llvm::Error e = torchtitan.finish(config))
     return std::move(e);

@@ -58,6 +58,20 @@ TEST(TrainConfig, OverridesApplyAfterTheFile) {
   EXPECT_FALSE(config->parallelism.enableSequenceParallel);
 }
 
+TEST(TrainConfig, AnOverrideOfANumberForAStringKeyIsThatString) {
+  // `--set activation_checkpoint.selective_ac_option=2`, as torchtitan's
+  // command line takes it; a number key keeps its type errors.
+  llvm::Expected<TrainConfig> config = parseTrainConfig(
+      "", "cfg.toml",
+      {"activation_checkpoint.selective_ac_option=2", "model.flavor=8"});
+  ASSERT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
+  EXPECT_EQ(config->activationCheckpoint.selectiveAcOption, "2");
+  EXPECT_EQ(config->modelFlavor, "8");
+  EXPECT_EQ(errorOf("", {"training.seq_len=long"}),
+            "override 'training.seq_len=long':2: 'training.seq_len' must be "
+            "an integer");
+}
+
 TEST(TrainConfig, TyposAreErrorsWithASuggestion) {
   EXPECT_EQ(errorOf("[training]\nseq_lenn = 8\n"),
             "cfg.toml:2: unknown key 'training.seq_lenn' (did you mean "
