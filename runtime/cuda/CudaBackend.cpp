@@ -88,6 +88,15 @@ Status CudaBackend::chooseCudnn(AttentionPass pass, int32_t dtype,
 #endif
   if (status.ok()) {
     useCudnn = true;
+#if TITAN_HAVE_CUDNN
+    // Which library runs attention, said once (a job's log shows it).
+    if (!notedCudnn) {
+      notedCudnn = true;
+      const CudnnLibrary &library = cudnnAttention->getLibrary();
+      std::fprintf(stderr, "titan: note: attention runs on cuDNN %zu (%s)\n",
+                   library.version, library.path.c_str());
+    }
+#endif
     return Status::success();
   }
   if (attentionKernels == AttentionKernels::Cudnn)

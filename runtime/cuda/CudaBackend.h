@@ -134,6 +134,8 @@ private:
   /// Created on first use; `cudnnFailure` is why it could not be.
   std::unique_ptr<CudnnAttention> cudnnAttention;
   Status cudnnFailure;
+  /// Whether the library that runs attention has been noted.
+  bool notedCudnn = false;
 #endif
   /// The reasons cuDNN could not take a call, each noted once.
   std::set<std::string> notedFallbacks;

@@ -81,8 +81,8 @@ public:
                   const float *lse, void *dq, void *dk, void *dv,
                   void *workspace);
 
-  /// The loaded library's version (91900 for cuDNN 9.19).
-  size_t getVersion() const { return library->version; }
+  /// The loaded library.
+  const CudnnLibrary &getLibrary() const { return *library; }
 
 private:
   CudnnAttention() = default;
