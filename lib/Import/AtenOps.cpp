@@ -2640,14 +2640,24 @@ Outputs convertBitwiseNot(GraphImporter &importer, Node *node) {
   return convertLogicalNot(importer, node);
 }
 
-/// aten::clamp(x, min, max), clamp_min, clamp_max: bounds that are numbers
-/// or tensors (None leaves a side open), as `max` and `min`.
-Outputs convertClamp(GraphImporter &importer, Node *node, StringRef form) {
+/// Input 0 of an elementwise op, a float tensor (integer tensor arithmetic
+/// is refused).
+static llvm::Expected<Value> floatTensorInput(GraphImporter &importer,
+                                              Node *node) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   if (!x)
     return x.takeError();
   if (!isa<FloatType>(tensorType(*x).getElementType()))
     return makeError(integerTensorArithmetic);
+  return *x;
+}
+
+/// aten::clamp(x, min, max), clamp_min, clamp_max: bounds that are numbers
+/// or tensors (None leaves a side open), as `max` and `min`.
+Outputs convertClamp(GraphImporter &importer, Node *node, StringRef form) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
   const ImportedValue none = ImportedValue::none();
   const ImportedValue &lower =
       form == "clamp_max" ? none : importer.input(node, 1);
@@ -2683,22 +2693,18 @@ Outputs convertAbs(GraphImporter &importer, Node *node) {
     return single(x.kind == ImportedValue::Kind::Float
                       ? ImportedValue::ofFloat(std::fabs(x.floatValue))
                       : ImportedValue::ofInt(std::llabs(x.intValue)));
-  llvm::Expected<Value> v = importer.tensorInput(node, 0);
+  llvm::Expected<Value> v = floatTensorInput(importer, node);
   if (!v)
     return v.takeError();
-  if (!isa<FloatType>(tensorType(*v).getElementType()))
-    return makeError(integerTensorArithmetic);
   Emitter emit(importer);
   return single(emit.binary<MaxOp>(*v, emit.unary<NegOp>(*v)));
 }
 
 /// aten::square: x * x.
 Outputs convertSquare(GraphImporter &importer, Node *node) {
-  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
   if (!x)
     return x.takeError();
-  if (!isa<FloatType>(tensorType(*x).getElementType()))
-    return makeError(integerTensorArithmetic);
   Emitter emit(importer);
   return single(emit.binary<MulOp>(*x, *x));
 }
@@ -2722,21 +2728,10 @@ Outputs convertRelu(GraphImporter &importer, Node *node) {
   return single(emit.binary<MaxOp>(*x, emit.splat(tensorType(*x), 0.0)));
 }
 
-/// The float tensor that the activations below take (input 0).
-static llvm::Expected<Value> floatTensorInput(GraphImporter &importer,
-                                              Node *node) {
-  llvm::Expected<Value> x = importer.tensorInput(node, 0);
-  if (!x)
-    return x.takeError();
-  if (!isa<FloatType>(tensorType(*x).getElementType()))
-    return makeError(integerTensorArithmetic);
-  return *x;
-}
-
 /// The number input `name` of `node`, or `fallback` when it is absent or
 /// None.
-static double numberInput(GraphImporter &importer, Node *node, StringRef name,
-                          double fallback) {
+static double numberOr(GraphImporter &importer, Node *node, StringRef name,
+                       double fallback) {
   const ImportedValue *value = importer.namedInput(node, name);
   return value && value->isNumber() ? value->asDouble() : fallback;
 }
@@ -2759,12 +2754,12 @@ Outputs convertSoftplus(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = floatTensorInput(importer, node);
   if (!x)
     return x.takeError();
-  double beta = numberInput(importer, node, "beta", 1.0);
+  double beta = numberOr(importer, node, "beta", 1.0);
   if (beta <= 0)
     return makeError("softplus needs beta > 0");
   Emitter emit(importer);
   return single(
-      softplus(emit, *x, beta, numberInput(importer, node, "threshold", 20.0)));
+      softplus(emit, *x, beta, numberOr(importer, node, "threshold", 20.0)));
 }
 
 /// aten::mish: x tanh(softplus(x)).
@@ -2786,7 +2781,7 @@ Outputs convertLeakyRelu(GraphImporter &importer, Node *node) {
   Value positive = emit.compare("gt", *x, emit.splatLike(*x, 0.0));
   return single(emit.select(
       positive, *x,
-      emit.scale(*x, numberInput(importer, node, "negative_slope", 0.01))));
+      emit.scale(*x, numberOr(importer, node, "negative_slope", 0.01))));
 }
 
 /// scale x where x > 0, else scale alpha (exp(input_scale x) - 1), the
@@ -2809,9 +2804,9 @@ Outputs convertElu(GraphImporter &importer, Node *node) {
   if (!x)
     return x.takeError();
   Emitter emit(importer);
-  return single(elu(emit, *x, numberInput(importer, node, "alpha", 1.0),
-                    numberInput(importer, node, "scale", 1.0),
-                    numberInput(importer, node, "input_scale", 1.0)));
+  return single(elu(emit, *x, numberOr(importer, node, "alpha", 1.0),
+                    numberOr(importer, node, "scale", 1.0),
+                    numberOr(importer, node, "input_scale", 1.0)));
 }
 
 /// aten::selu: elu with SELU's alpha and scale.
@@ -2855,7 +2850,7 @@ Outputs convertGlu(GraphImporter &importer, Node *node) {
     return x.takeError();
   RankedTensorType type = tensorType(*x);
   llvm::Expected<int64_t> dim = normalizeDim(
-      int64_t(numberInput(importer, node, "dim", -1)), type.getRank());
+      int64_t(numberOr(importer, node, "dim", -1)), type.getRank());
   if (!dim)
     return dim.takeError();
   int64_t size = type.getDimSize(*dim);

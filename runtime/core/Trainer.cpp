@@ -521,12 +521,7 @@ Status Trainer::loadBuffers(const std::string &folder) {
   for (const TensorPlace &argument : program.arguments) {
     if (argument.role != "buffer")
       continue;
-    // The token ids are `tokens.npy` whatever the model calls its input
-    // (docs/runtime.md), or the input's own name.
     std::string path = folder + "/" + argument.name + ".npy";
-    const TensorPlace *tokens = program.findTokenInput();
-    if (tokens && tokens->name == argument.name && !llvm::sys::fs::exists(path))
-      path = folder + "/tokens.npy";
     llvm::Expected<mlir::titan::MappedNpy> file = mlir::titan::mapNpy(path);
     if (!file)
       return Status::io("cannot read buffer '" + argument.name +
@@ -604,19 +599,9 @@ Status Trainer::openData(const RunOptions &options) {
     return Status::invalidArgument(
         "no training data: set [training] dataset_path (text or token ids, "
         "docs/data.md), or pass --data DIR with tokens.npy and labels.npy");
-  // The loader feeds the model's token ids and `labels`, [batch, seq] of
-  // int64 each.
-  std::vector<std::string> modelInputs;
-  for (const TensorPlace &argument : program.arguments)
-    if (argument.role == "input" && argument.name != "labels" &&
-        argument.name != "lr" && argument.name != "step")
-      modelInputs.push_back("'" + argument.name + "'");
-  if (modelInputs.size() > 1)
-    return Status::invalidArgument(
-        "the data loader feeds one input of token ids (and labels), but the "
-        "model reads " +
-        llvm::join(modelInputs, ", ") +
-        ": pass --data DIR with an .npy file per input");
+  // The loader feeds the model's token ids (its one input:
+  // titan-build-train-step refuses more) and `labels`, [batch, seq] of int64
+  // each.
   const TensorPlace *tokens = program.findTokenInput();
   const TensorPlace *labels = program.findArgument("labels");
   if (!tokens || !labels || tokens->dtype != TITANRT_I64 ||

@@ -6,8 +6,6 @@
 #include "cuda/CudaStatus.h"
 #include "cuda/CudnnGraph.h"
 
-#include <cmath>
-#include <initializer_list>
 #include <limits>
 #include <vector>
 

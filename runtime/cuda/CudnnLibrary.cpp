@@ -25,8 +25,7 @@ Status CudnnLibrary::check(cudnnStatus_t status, const char *call,
     message += ": " + std::string(last);
   // The NOT_SUPPORTED family (no engine for this graph on this GPU) is a
   // limit of the library, not a broken program.
-  bool unsupported = status == CUDNN_STATUS_NOT_SUPPORTED ||
-                     (status / 1000) == CUDNN_STATUS_NOT_SUPPORTED / 1000;
+  bool unsupported = status / 1000 == CUDNN_STATUS_NOT_SUPPORTED / 1000;
   return unsupported ? Status::unsupported(message) : Status::internal(message);
 }
 
