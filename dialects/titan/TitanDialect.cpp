@@ -149,6 +149,18 @@ static LogicalResult verifyExecutableAttribute(Operation *op,
              << "'" << name << "' must be an array of #titan.buffer";
     return success();
   }
+  if (name == TitanDialect::kStateDictAttrName) {
+    auto names = dyn_cast<DictionaryAttr>(value);
+    if (!names || !isa<ModuleOp>(op) ||
+        !llvm::all_of(names, [](NamedAttribute entry) {
+          auto text = dyn_cast<StringAttr>(entry.getValue());
+          return text && !text.getValue().empty();
+        }))
+      return op->emitError() << "'" << name
+                             << "' must be a dictionary of non-empty strings "
+                                "on the module";
+    return success();
+  }
   if (name == TitanDialect::kBuffersAttrName) {
     if (!isBufferArray(value) ||
         cast<ArrayAttr>(value).size() != op->getNumResults())

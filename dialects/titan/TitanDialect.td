@@ -100,6 +100,15 @@ def Titan_Dialect : Dialect {
     /// what the buffer is (titan-fuse-attention).
     static constexpr ::llvm::StringLiteral kDiagonalsAttrName =
         "titan.diagonals";
+    /// On the module (a dictionary of strings; the TorchScript importer):
+    /// the tensors of the model file's state_dict besides its parameters
+    /// under their own names, by key, to the name of the @forward argument
+    /// holding it: the other names of tied parameters (GPT-2's
+    /// `lm_head.weight` to `transformer.wte.weight`) and the buffers. The
+    /// checkpoint layout saves them under these keys too, so that a
+    /// checkpoint holds what the model's state_dict holds.
+    static constexpr ::llvm::StringLiteral kStateDictAttrName =
+        "titan.state_dict";
     /// On a kernel function made by titan-fuse-kernels (a unit attribute):
     /// it is called by `titan.launch` only.
     static constexpr ::llvm::StringLiteral kKernelAttrName = "titan.kernel";

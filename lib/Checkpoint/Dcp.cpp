@@ -1003,7 +1003,23 @@ mlir::titan::writeDcpRankData(StringRef directory, const DcpRankData &data) {
   auto record = [&](DcpStorageKey key, uint64_t start) {
     piece->storage[std::move(key)] = {name, start, out.tell() - start};
   };
+  // Chunks cut from the same memory (another name of a tied parameter)
+  // share one blob: by source address, the chunks written from it.
+  std::map<const char *, std::vector<const DcpTensorChunk *>> writtenFrom;
   for (const DcpTensorChunk &chunk : data.chunks) {
+    std::vector<const DcpTensorChunk *> &same =
+        writtenFrom[chunk.source.data.data()];
+    auto earlier = llvm::find_if(same, [&](const DcpTensorChunk *other) {
+      return other->source.dtype == chunk.source.dtype &&
+             other->source.data.size() == chunk.source.data.size() &&
+             other->sourceBox == chunk.sourceBox && other->box == chunk.box;
+    });
+    if (earlier != same.end()) {
+      piece->storage[storageKey(chunk.fqn, chunk.box.offsets)] =
+          piece->storage.at(storageKey((*earlier)->fqn, chunk.box.offsets));
+      continue;
+    }
+    same.push_back(&chunk);
     uint64_t start = out.tell();
     TorchSaveFraming framing = torchSaveTensorFraming(
         chunk.source.dtype, chunk.box.sizes,
@@ -1170,8 +1186,9 @@ static llvm::Error checkDataFiles(StringRef directory,
     }
   }
   // The chunk data each file must hold: at least the sum of its chunks'
-  // (blobs do not overlap).
+  // (blobs do not overlap; entries sharing a blob count once).
   std::map<std::string, uint64_t> chunkBytes;
+  std::set<std::pair<std::string, uint64_t>> counted;
   for (const auto &[fqn, tensor] : metadata.tensors) {
     for (const IndexBox &chunk : tensor.chunks) {
       const DcpStorageInfo &info =
@@ -1186,6 +1203,8 @@ static llvm::Error checkDataFiles(StringRef directory,
                     " data, but .metadata gives its blob in " +
                     info.relativePath + " only " + llvm::Twine(info.length) +
                     " bytes; the checkpoint is corrupted");
+      if (!counted.emplace(info.relativePath, info.offset).second)
+        continue;
       uint64_t &total = chunkBytes[info.relativePath];
       total = llvm::SaturatingAdd(total, uint64_t(*bytes));
     }

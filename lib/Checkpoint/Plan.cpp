@@ -61,6 +61,23 @@ llvm::Error mlir::titan::validateCheckpointPlan(const CheckpointPlan &plan) {
                     " sizes " + formatInts(box.box.sizes) + " of '" +
                     tensor.key + "', which no rank writes");
   }
+  // An alias is another name of a parameter a state key holds.
+  for (const PlanTensor &alias : plan.tensors) {
+    if (alias.kind != PlanTensorKind::Alias)
+      continue;
+    const PlanTensor *tied = nullptr;
+    for (const PlanTensor &tensor : plan.tensors)
+      if (tensor.kind == PlanTensorKind::State && tensor.source == alias.source)
+        tied = &tensor;
+    if (!tied)
+      return fail("checkpoint plan: alias '" + alias.key + "' of '" +
+                  alias.source + "', which no state key holds");
+    if (tied->dtype != alias.dtype || tied->shape != alias.shape)
+      return fail("checkpoint plan: alias '" + alias.key + "' is " +
+                  torchDTypeName(alias.dtype) + " " + formatInts(alias.shape) +
+                  ", the '" + tied->key + "' it aliases " +
+                  torchDTypeName(tied->dtype) + " " + formatInts(tied->shape));
+  }
   for (const PlanValue &value : plan.values) {
     if (!keys.insert(value.key).second)
       return fail("checkpoint plan: key '" + value.key + "' appears twice");
@@ -107,8 +124,13 @@ llvm::Expected<CheckpointPlan> mlir::titan::mergePipelineCheckpointPlans(
       auto [found, inserted] = tensorOf.try_emplace(
           tensor.key, merged.tensors.size(), unsigned(pipelineRank));
       if (inserted) {
-        PlanTensor &added = merged.tensors.emplace_back(PlanTensor{
-            tensor.key, tensor.source, tensor.dtype, tensor.shape, {}});
+        PlanTensor &added =
+            merged.tensors.emplace_back(PlanTensor{tensor.key,
+                                                   tensor.source,
+                                                   tensor.dtype,
+                                                   tensor.shape,
+                                                   {},
+                                                   tensor.kind});
         added.boxes.assign(numRanks, PlanBox{IndexBox{}, /*writes=*/false,
                                              /*held=*/false});
         llvm::copy(tensor.boxes, added.boxes.begin() + firstRank);
@@ -119,7 +141,7 @@ llvm::Expected<CheckpointPlan> mlir::titan::mergePipelineCheckpointPlans(
       auto [index, owner] = found->second;
       PlanTensor &first = merged.tensors[index];
       if (first.source != tensor.source || first.dtype != tensor.dtype ||
-          first.shape != tensor.shape)
+          first.shape != tensor.shape || first.kind != tensor.kind)
         return error("'" + tensor.key + "' differs between pipeline ranks " +
                      llvm::Twine(owner) + " and " + llvm::Twine(pipelineRank) +
                      ": " + torchDTypeName(first.dtype) + " " +
@@ -127,7 +149,8 @@ llvm::Expected<CheckpointPlan> mlir::titan::mergePipelineCheckpointPlans(
                      "' on pipeline rank " + llvm::Twine(owner) + ", " +
                      torchDTypeName(tensor.dtype) + " " +
                      formatInts(tensor.shape) + " from '" + tensor.source +
-                     "' on pipeline rank " + llvm::Twine(pipelineRank));
+                     "' on pipeline rank " + llvm::Twine(pipelineRank) +
+                     (first.kind != tensor.kind ? " (of another kind)" : ""));
       std::vector<IndexBox> written;
       for (unsigned rank = 0; rank < stageRanks; ++rank) {
         const PlanBox &box = first.boxes[owner * stageRanks + rank];
@@ -196,7 +219,12 @@ void mlir::titan::printCheckpointPlan(const CheckpointPlan &plan,
   os << "titan-checkpoint-plan 1\nranks " << plan.numRanks << "\n";
   for (const PlanTensor &tensor : plan.tensors) {
     os << "tensor " << tensor.key << " " << tensor.source << " "
-       << torchDTypeName(tensor.dtype) << " " << Field{tensor.shape} << "\n";
+       << torchDTypeName(tensor.dtype) << " " << Field{tensor.shape};
+    if (tensor.kind == PlanTensorKind::Alias)
+      os << " alias";
+    else if (tensor.kind == PlanTensorKind::Buffer)
+      os << " buffer";
+    os << "\n";
     for (auto [rank, box] : llvm::enumerate(tensor.boxes)) {
       os << "box " << rank;
       if (!box.held) {
@@ -259,16 +287,22 @@ mlir::titan::parseCheckpointPlan(StringRef text, StringRef name) {
         return error("expected one 'ranks <N>' record");
       sawRanks = true;
     } else if (kind == "tensor") {
-      if (fields.size() != 5)
-        return error("expected 'tensor <key> <source> <dtype> <shape>'");
+      PlanTensorKind tensorKind = PlanTensorKind::State;
+      if (fields.size() == 6 && fields[5] == "alias")
+        tensorKind = PlanTensorKind::Alias;
+      else if (fields.size() == 6 && fields[5] == "buffer")
+        tensorKind = PlanTensorKind::Buffer;
+      else if (fields.size() != 5)
+        return error(
+            "expected 'tensor <key> <source> <dtype> <shape> [alias|buffer]'");
       std::optional<ElementType> dtype = parseTorchDTypeName(fields[3]);
       if (!dtype)
         return error("unknown dtype '" + fields[3] + "'");
       std::optional<llvm::SmallVector<int64_t>> shape = parseField(fields[4]);
       if (!shape)
         return error("bad shape '" + fields[4] + "'");
-      plan.tensors.push_back(
-          PlanTensor{fields[1].str(), fields[2].str(), *dtype, *shape, {}});
+      plan.tensors.push_back(PlanTensor{
+          fields[1].str(), fields[2].str(), *dtype, *shape, {}, tensorKind});
     } else if (kind == "box") {
       if (plan.tensors.empty())
         return error("'box' before any 'tensor'");
@@ -493,11 +527,16 @@ static llvm::Error loadPlanBoxes(
     llvm::function_ref<std::optional<IndexBox>(const PlanTensor &)> boxOf,
     StateDestination destination) {
   const DcpMetadata &metadata = reader.getMetadata();
-  // The tensors loaded and their boxes, in plan order.
+  // The tensors loaded and their boxes, in plan order: an alias or buffer
+  // only where the checkpoint has it.
   std::vector<std::pair<const PlanTensor *, IndexBox>> boxes;
-  for (const PlanTensor &tensor : plan.tensors)
+  for (const PlanTensor &tensor : plan.tensors) {
+    if (tensor.kind != PlanTensorKind::State &&
+        !metadata.tensors.count(tensor.key))
+      continue;
     if (std::optional<IndexBox> box = boxOf(tensor))
       boxes.emplace_back(&tensor, std::move(*box));
+  }
   std::map<std::string, unsigned> keysOf;
   for (const auto &[tensor, box] : boxes)
     ++keysOf[tensor->source];
@@ -519,8 +558,10 @@ static llvm::Error loadPlanBoxes(
         return err;
       const auto &[firstKey, first] = previous->second;
       if (!llvm::equal(first, again.data))
-        return fail("'" + key + "' and '" + firstKey + "' both hold '" +
-                    source + "' but differ");
+        return fail("the checkpoint's '" + key + "' and '" + firstKey +
+                    "' differ, but the program holds both in '" + source +
+                    "' (names of one tied parameter, or steps of the one "
+                    "step titan keeps); this model cannot load them");
       return llvm::Error::success();
     }
     llvm::Expected<MutableDenseTensorRef> target =

@@ -39,6 +39,8 @@ static constexpr DTypeInfo kDTypes[] = {
     {ElementType::BF16, "bfloat16", "BFloat16Storage"},
     {ElementType::I64, "int64", "LongStorage"},
     {ElementType::I32, "int32", "IntStorage"},
+    // One byte per element, 0 or 1, as titan holds i1 (a boolean buffer).
+    {ElementType::I1, "bool", "BoolStorage"},
 };
 
 static const DTypeInfo &info(ElementType dtype) {

@@ -1085,6 +1085,27 @@ public:
     return fromIValue(value);
   }
 
+  /// The `titan.state_dict` of the program: the entries of the root
+  /// module's state_dict besides its parameters under their own names, that
+  /// is every other name of a tied parameter and every buffer that has an
+  /// argument, by key, to that argument's name. A complex buffer, held as
+  /// two arguments, has none.
+  DictionaryAttr stateDictNames() const {
+    llvm::SmallVector<NamedAttribute> entries;
+    auto add = [&](const std::string &key, const at::Tensor &tensor,
+                   bool isParameter) {
+      auto it = argumentNames.find(tensor.unsafeGetTensorImpl());
+      if (it != argumentNames.end() && (!isParameter || it->second != key))
+        entries.emplace_back(StringAttr::get(&context, key),
+                             StringAttr::get(&context, it->second));
+    };
+    for (const auto &parameter : root.named_parameters(/*recurse=*/true))
+      add(parameter.name, parameter.value, /*isParameter=*/true);
+    for (const auto &buffer : root.named_buffers(/*recurse=*/true))
+      add(buffer.name, buffer.value, /*isParameter=*/false);
+    return DictionaryAttr::get(&context, entries);
+  }
+
   /// The root module as a value (the graph's `self`).
   ImportedValue self() const {
     ImportedValue value =
@@ -1146,6 +1167,7 @@ private:
         importer.addArgumentAttr(argument, TitanDialect::kDiagonalsAttrName,
                                  diagonals);
     arguments[tensor.unsafeGetTensorImpl()] = ImportedValue::ofTensor(argument);
+    argumentNames[tensor.unsafeGetTensorImpl()] = fqn;
     return emit(fqn, shape, element, data, role);
   }
 
@@ -1166,6 +1188,7 @@ private:
     Value cast =
         TensorBuilder(importer.getBuilder(), loc).cast(master, compute);
     arguments[tensor.unsafeGetTensorImpl()] = ImportedValue::ofTensor(cast);
+    argumentNames[tensor.unsafeGetTensorImpl()] = fqn;
     // A shape-only tensor has no data to widen (tensorBytes gives none).
     return emit(fqn, shape, f32,
                 hasAllData(tensor) ? tensor.to(at::kFloat) : tensor,
@@ -1186,6 +1209,8 @@ private:
   torch::jit::Module root;
   const TorchScriptImportOptions &options;
   std::unordered_map<const c10::TensorImpl *, ImportedValue> arguments;
+  /// The argument name of each tensor held by one argument (not complex).
+  std::unordered_map<const c10::TensorImpl *, std::string> argumentNames;
 };
 } // namespace
 
@@ -1300,7 +1325,13 @@ mlir::titan::importTorchScriptFile(MLIRContext &context, llvm::StringRef path,
       inputs.push_back(attributes.self());
       return attributes.addParameters(importer);
     };
-    return importGraph(context, *graph, options, bindSelf);
+    llvm::Expected<OwningOpRef<ModuleOp>> imported =
+        importGraph(context, *graph, options, bindSelf);
+    if (imported)
+      (**imported)
+          ->setAttr(TitanDialect::kStateDictAttrName,
+                    attributes.stateDictNames());
+    return imported;
   } catch (const c10::Error &error) {
     return makeError("while importing '" + path +
                      "': " + error.what_without_backtrace());

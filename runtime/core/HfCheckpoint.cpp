@@ -101,8 +101,10 @@ Status Trainer::loadHfModel(const RunOptions &options,
                       "': " + llvm::toString(reader.takeError()));
   uint8_t *state = regions.getBase(Region::State);
   for (const mlir::titan::PlanTensor &tensor : plan.tensors) {
-    // Another pipeline rank's tensor is no concern of this rank.
-    if (!tensor.boxes[rank].held)
+    // Another pipeline rank's tensor is no concern of this rank; Hugging
+    // Face holds a tied parameter once, and no buffers.
+    if (!tensor.boxes[rank].held ||
+        tensor.kind != mlir::titan::PlanTensorKind::State)
       continue;
     const TensorPlace *argument = program.findArgument(tensor.source);
     if (!argument || argument->role != "param")
@@ -144,7 +146,11 @@ Status Trainer::saveHfModel(const RunOptions &options,
     // for them, and their keys, as every model tensor's, are not under
     // `optimizer.`), so that every rank computes the same layout.
     bool isParam;
-    if (tensor.boxes[rank].held) {
+    if (tensor.kind != mlir::titan::PlanTensorKind::State) {
+      // Hugging Face holds a tied parameter once (save_pretrained drops
+      // the other names), and no buffers.
+      isParam = false;
+    } else if (tensor.boxes[rank].held) {
       const TensorPlace *argument = program.findArgument(tensor.source);
       isParam = argument && argument->role == "param";
     } else {

@@ -10,6 +10,7 @@
 #include "titan/Checkpoint/Safetensors.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Parallel.h"
@@ -56,6 +57,8 @@ std::optional<ElementType> torchDType(int32_t dtype) {
     return ElementType::I64;
   case TITANRT_I32:
     return ElementType::I32;
+  case TITANRT_BOOL:
+    return ElementType::I1;
   default:
     return std::nullopt;
   }
@@ -458,14 +461,15 @@ Status Trainer::loadCheckpoint(const std::string &folder, bool modelOnly) {
   // checkpoint, or a job's last save with last_save_model_only), or
   // everything; a checkpoint without the data position (PyTorch's, or a
   // titan run on .npy batches) starts the data where the step puts it.
+  // Buffers come from the model file, whatever the checkpoint holds: the
+  // program was compiled for its values (a causal mask proven causal).
   mlir::titan::CheckpointPlan wanted = plan;
-  if (modelOnly) {
-    llvm::erase_if(wanted.tensors, [&](const mlir::titan::PlanTensor &tensor) {
-      const TensorPlace *argument = program.findArgument(tensor.source);
-      return !argument || argument->role != "param";
-    });
+  llvm::erase_if(wanted.tensors, [&](const mlir::titan::PlanTensor &tensor) {
+    return tensor.kind == mlir::titan::PlanTensorKind::Buffer ||
+           (modelOnly && !isModelTensor(tensor));
+  });
+  if (modelOnly)
     wanted.values.clear();
-  }
   const mlir::titan::DcpMetadata &metadata = reader->getMetadata();
   bool hasPosition =
       llvm::is_contained(metadata.bytesEntries, kDataPositionKey) ||
@@ -515,6 +519,13 @@ Status Trainer::loadCheckpoint(const std::string &folder, bool modelOnly) {
   if (!modelOnly && !hasPosition && windows)
     dataPosition = windows->next(0) * stepsDone;
   return Status::success();
+}
+
+bool Trainer::isModelTensor(const mlir::titan::PlanTensor &tensor) const {
+  if (tensor.kind != mlir::titan::PlanTensorKind::State)
+    return true;
+  const TensorPlace *argument = program.findArgument(tensor.source);
+  return argument && argument->role == "param";
 }
 
 Status Trainer::loadBuffers(const std::string &folder) {
@@ -1070,8 +1081,7 @@ Status Trainer::writeCheckpoint(const RunOptions &options,
   ElementType exportType = ElementType::F32;
   if (kind == SaveKind::ModelOnly) {
     llvm::erase_if(saved.tensors, [&](const mlir::titan::PlanTensor &tensor) {
-      const TensorPlace *argument = program.findArgument(tensor.source);
-      return !argument || argument->role != "param";
+      return !isModelTensor(tensor);
     });
     saved.values.clear();
     if (options.checkpoint.exportDtype == "bfloat16")
@@ -1089,26 +1099,59 @@ Status Trainer::writeCheckpoint(const RunOptions &options,
     if (tensor.boxes[rank].held)
       boxSizes[tensor.source] = tensor.boxes[rank].box.sizes;
   std::map<std::string, mlir::titan::DenseTensor> staged;
+  // Buffers are saved from the executable's buffers/, as the model file
+  // holds them: the program may hold one permuted or sharded, or not at all
+  // (a causal mask replaced by causal attention).
+  llvm::StringSet<> bufferSources;
+  for (const mlir::titan::PlanTensor &tensor : saved.tensors)
+    if (tensor.kind == mlir::titan::PlanTensorKind::Buffer)
+      bufferSources.insert(tensor.source);
+  std::map<std::string, mlir::titan::MappedNpy> bufferFiles;
   uint8_t *base = const_cast<uint8_t *>(stateBase);
+  // What this rank holds of `source`: its shard (padded where uneven), or a
+  // buffer's file.
+  auto held = [&](llvm::StringRef source) -> llvm::Expected<DenseTensorRef> {
+    if (!bufferSources.contains(source)) {
+      llvm::Expected<MutableDenseTensorRef> shard =
+          shardOf(source, base, stepSnapshot, positionSnapshot);
+      if (!shard)
+        return shard.takeError();
+      return DenseTensorRef(
+          shard->dtype, shard->shape,
+          llvm::StringRef(shard->data.data(), shard->data.size()));
+    }
+    auto [mapped, first] = bufferFiles.try_emplace(source.str());
+    if (first) {
+      llvm::Expected<mlir::titan::MappedNpy> file = mlir::titan::mapNpy(
+          options.buffersFolder + "/" + source.str() + ".npy");
+      if (!file) {
+        bufferFiles.erase(mapped);
+        return file.takeError();
+      }
+      mapped->second = std::move(*file);
+    }
+    return DenseTensorRef(mapped->second.dtype, mapped->second.shape,
+                          mapped->second.data);
+  };
   auto lookup = [&](llvm::StringRef source) -> llvm::Expected<DenseTensorRef> {
-    llvm::Expected<MutableDenseTensorRef> shard =
-        shardOf(source, base, stepSnapshot, positionSnapshot);
-    if (!shard)
-      return shard.takeError();
-    DenseTensorRef whole(
-        shard->dtype, shard->shape,
-        llvm::StringRef(shard->data.data(), shard->data.size()));
+    llvm::Expected<DenseTensorRef> whole = held(source);
+    if (!whole)
+      return whole.takeError();
     auto box = boxSizes.find(source.str());
     bool converted =
-        shard->dtype == ElementType::F32 && exportType != ElementType::F32;
-    if (box == boxSizes.end() || (box->second == shard->shape && !converted))
+        whole->dtype == ElementType::F32 && exportType != ElementType::F32;
+    if (box == boxSizes.end() || (box->second == whole->shape && !converted))
       return whole;
-    mlir::titan::DenseTensor &part = staged[source.str()];
-    part = makeStagingTensor(shard->dtype, box->second);
+    // Staged once for all its keys (a tied parameter's names).
+    auto [stagedPart, first] = staged.try_emplace(source.str());
+    mlir::titan::DenseTensor &part = stagedPart->second;
+    if (!first)
+      return DenseTensorRef(part);
+    part = makeStagingTensor(whole->dtype, box->second);
     IndexBox region{llvm::SmallVector<int64_t>(box->second.size(), 0),
                     box->second};
-    IndexBox padded{region.offsets, llvm::SmallVector<int64_t>(shard->shape)};
-    mlir::titan::copyRegion(whole, padded, MutableDenseTensorRef(part), region,
+    IndexBox padded{region.offsets, llvm::SmallVector<int64_t>(whole->shape)};
+    mlir::titan::copyRegion(*whole, padded, MutableDenseTensorRef(part), region,
                             region);
     if (converted)
       part = convertFloats(part, exportType);

@@ -189,6 +189,10 @@ private:
   /// `export_dtype`, with the model's config.json.
   Status saveHfModel(const RunOptions &options, const std::string &folder);
   Status loadBuffers(const std::string &folder);
+  /// Whether `tensor` is part of the model, what a model-only checkpoint
+  /// holds: a parameter, another name of one, or a buffer (not optimizer
+  /// state or the step).
+  bool isModelTensor(const mlir::titan::PlanTensor &tensor) const;
   Status openData(const RunOptions &options);
   /// Fills the inputs of the next step (the batch, lr, step).
   Status readInputs(const RunOptions &options);

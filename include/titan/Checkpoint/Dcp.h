@@ -155,6 +155,9 @@ std::string dcpDataFileName(unsigned rank, unsigned generation = 0);
 /// block-aligned writes that bypass the page cache where the file system
 /// allows (O_DIRECT), after a pass over the source for the CRC-32 that the
 /// zip headers before the data need; the file is synced once, at the end.
+/// A chunk cut from the same memory, box and dtype as an earlier one (a tied
+/// parameter's other name) is not written again: its entry points to the
+/// earlier chunk's blob, which PyTorch's reader reads for each.
 /// Each chunk is checked (ranks and bounds of its boxes, source data of its
 /// shape) before anything is written; tiling needs every rank's piece and is
 /// checked by mergeDcpMetadata. `directory` must exist. On error the data

@@ -42,7 +42,13 @@ FailureOr<ArgumentLayout> computeArgumentLayout(func::FuncOp function,
 ///    `optimizer.state.<fqn>.exp_avg` and `.exp_avg_sq`, and the `step`
 ///    argument as `optimizer.state.<fqn>.step` for every such `<fqn>` and,
 ///    as a value (an int in a bytes entry, as torchtitan's trainer saves
-///    it), as `train_state.step`.
+///    it), as `train_state.step`;
+///  - where the module has `titan.state_dict` (the importer's), every other
+///    key of a parameter there (a tied name) as an alias of it, and every
+///    buffer as a buffer (PlanTensorKind), so that the checkpoint holds what
+///    the model's state_dict holds; a buffer the step does not read (a
+///    causal mask replaced by causal attention) is taken from @forward's
+///    argument, every rank holding it whole.
 /// Global shapes are the local shapes times the shard counts; each rank's
 /// box comes from the placement algebra, and of ranks holding the same box
 /// the lowest writes it. Fails (with an error on the module) on a missing

@@ -12,7 +12,7 @@
 //
 //   titan-checkpoint-plan 1
 //   ranks <N>
-//   tensor <key> <source> <dtype> <shape>
+//   tensor <key> <source> <dtype> <shape> [alias|buffer]
 //   box <rank> <offsets> <sizes> write|hold
 //   box <rank> none
 //   ...
@@ -28,7 +28,13 @@
 // copy of a box another rank writes; `none` a rank that does not hold the
 // tensor at all (its program is another pipeline rank's: with pipeline
 // parallelism each pipeline rank's program holds only its stage's
-// parameters and moments, mergePipelineCheckpointPlans). A `value` record is a
+// parameters and moments, mergePipelineCheckpointPlans). A tensor record
+// without a last field is training state, which every load needs; `alias`
+// marks another name of a tied parameter (GPT-2's `lm_head.weight`, whose
+// source is `transformer.wte.weight`) and `buffer` a buffer of the model
+// file (a causal mask, RoPE tables): both are saved, as PyTorch's state_dict
+// holds them, and loaded only where the checkpoint has them (PlanTensorKind).
+// A `value` record is a
 // Python int taken from the 0-d training-state tensor <source> of dtype
 // <dtype>; DCP saves it as a bytes entry (BytesStorageMetadata: the torch.save
 // archive of the int), which rank 0, the coordinator, writes. torchtitan's
@@ -65,6 +71,20 @@ struct PlanBox {
   bool held = true;
 };
 
+/// What a tensor of a checkpoint plan is to a save and a load.
+enum class PlanTensorKind {
+  /// Training state (a parameter, a moment, a step): saved, and every load
+  /// needs it.
+  State,
+  /// Another name of a tied parameter, whose source another key of the plan
+  /// holds too: saved, as PyTorch's state_dict has every name; loaded (and
+  /// so checked to equal the other key's values) where the checkpoint has it.
+  Alias,
+  /// A buffer of the model file: saved, as PyTorch's state_dict has it;
+  /// loaded where the checkpoint has it.
+  Buffer,
+};
+
 /// One tensor of a checkpoint plan.
 struct PlanTensor {
   /// The DCP key.
@@ -77,6 +97,7 @@ struct PlanTensor {
   /// The box of every rank, indexed by rank (`held` false on the ranks
   /// whose program does not hold the tensor).
   std::vector<PlanBox> boxes;
+  PlanTensorKind kind = PlanTensorKind::State;
 };
 
 /// One non-tensor value of a checkpoint plan: an int saved as a bytes entry
@@ -167,8 +188,10 @@ using StateDestination =
 /// into `destination`, by source name: every tensor whole, straight from
 /// the saved chunks (DcpReader::readBoxInto), and every value, read from a
 /// bytes entry holding an int or from a 0-d tensor (as older checkpoints
-/// store a step). Fails when the checkpoint lacks a key of the plan, holds
-/// it with another dtype or shape, or when two keys of one source disagree.
+/// store a step). An alias or buffer the checkpoint does not have is
+/// skipped. Fails when the checkpoint lacks a state key of the plan, holds
+/// a key with another dtype or shape, or when two keys of one source
+/// disagree (a tied parameter whose names the checkpoint holds different).
 llvm::Error loadPlanState(const DcpReader &reader, const CheckpointPlan &plan,
                           StateDestination destination);
 

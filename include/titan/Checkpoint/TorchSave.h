@@ -29,7 +29,7 @@
 namespace mlir::titan {
 
 /// True for the element types of tensors in checkpoints: F32, F64, F16,
-/// BF16, I64 and I32 (the others have no torch name below).
+/// BF16, I64, I32 and I1 (torch.bool; the others have no torch name below).
 bool isTorchDType(ElementType dtype);
 /// The attribute name in module `torch`, e.g. "float32"; `dtype` must be a
 /// torch dtype (isTorchDType).

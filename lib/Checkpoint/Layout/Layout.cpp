@@ -32,10 +32,26 @@ public:
   LayoutBuilder(func::FuncOp function, const DeviceMesh &mesh)
       : function(function), mesh(mesh) {}
 
-  /// Adds tensor `key` holding argument `index` to `plan`.
-  LogicalResult add(StringRef key, unsigned index, CheckpointPlan &plan);
+  /// Adds tensor `key` of `kind` holding argument `index` to `plan`.
+  LogicalResult add(StringRef key, unsigned index, CheckpointPlan &plan,
+                    PlanTensorKind kind = PlanTensorKind::State);
+
+  /// Adds buffer `key` named `source`, of global type `type` (`loc` names
+  /// it in errors): every rank holds it whole, and the runtime saves it from
+  /// the executable's buffers/ folder, which holds it as the model file does
+  /// (a program may keep a buffer permuted or sharded).
+  LogicalResult addBuffer(StringRef key, StringRef source,
+                          RankedTensorType type, Location loc,
+                          CheckpointPlan &plan);
 
 private:
+  /// Adds tensor `key` of `kind` taken from `source`, of `type` (`loc` names
+  /// it in errors), whose ranks hold `layout`'s boxes.
+  LogicalResult addLayout(StringRef key, StringRef source,
+                          RankedTensorType type, Location loc,
+                          ArgumentLayout layout, CheckpointPlan &plan,
+                          PlanTensorKind kind);
+
   func::FuncOp function;
   const DeviceMesh &mesh;
 };
@@ -85,25 +101,47 @@ mlir::titan::computeArgumentLayout(func::FuncOp function, unsigned index,
 }
 
 LogicalResult LayoutBuilder::add(StringRef key, unsigned index,
-                                 CheckpointPlan &plan) {
-  StringRef source =
-      function.getArgAttrOfType<StringAttr>(index, TitanDialect::kNameAttrName)
-          .getValue();
-  auto type = cast<RankedTensorType>(function.getArgument(index).getType());
-  std::optional<ElementType> dtype = dtypeOf(type.getElementType());
-  if (!dtype)
-    return mlir::emitError(function.getArgument(index).getLoc())
-           << "checkpoint layout of '" << source << "': element type "
-           << type.getElementType() << " has no checkpoint dtype";
+                                 CheckpointPlan &plan, PlanTensorKind kind) {
+  BlockArgument argument = function.getArgument(index);
   FailureOr<ArgumentLayout> layout =
       computeArgumentLayout(function, index, mesh);
   if (failed(layout))
     return failure();
-  PlanTensor tensor{key.str(), source.str(), *dtype, layout->globalShape, {}};
+  return addLayout(
+      key,
+      function.getArgAttrOfType<StringAttr>(index, TitanDialect::kNameAttrName)
+          .getValue(),
+      cast<RankedTensorType>(argument.getType()), argument.getLoc(),
+      std::move(*layout), plan, kind);
+}
+
+LogicalResult LayoutBuilder::addBuffer(StringRef key, StringRef source,
+                                       RankedTensorType type, Location loc,
+                                       CheckpointPlan &plan) {
+  ArgumentLayout layout;
+  layout.globalShape.assign(type.getShape().begin(), type.getShape().end());
+  IndexBox whole{SmallVector<int64_t>(type.getRank(), 0), layout.globalShape};
+  layout.boxes.assign(mesh.getNumRanks(), whole);
+  return addLayout(key, source, type, loc, std::move(layout), plan,
+                   PlanTensorKind::Buffer);
+}
+
+LogicalResult LayoutBuilder::addLayout(StringRef key, StringRef source,
+                                       RankedTensorType type, Location loc,
+                                       ArgumentLayout layout,
+                                       CheckpointPlan &plan,
+                                       PlanTensorKind kind) {
+  std::optional<ElementType> dtype = dtypeOf(type.getElementType());
+  if (!dtype)
+    return mlir::emitError(loc)
+           << "checkpoint layout of '" << source << "': element type "
+           << type.getElementType() << " has no checkpoint dtype";
+  PlanTensor tensor{key.str(),          source.str(), *dtype,
+                    layout.globalShape, {},           kind};
   // The first rank holding a box writes it; its replicas only load it.
   llvm::StringSet<> written;
-  tensor.boxes.reserve(layout->boxes.size());
-  for (IndexBox &box : layout->boxes) {
+  tensor.boxes.reserve(layout.boxes.size());
+  for (IndexBox &box : layout.boxes) {
     std::string boxKey;
     for (ArrayRef<int64_t> values :
          {ArrayRef(box.offsets), ArrayRef(box.sizes)})
@@ -114,6 +152,16 @@ LogicalResult LayoutBuilder::add(StringRef key, unsigned index,
   }
   plan.tensors.push_back(std::move(tensor));
   return success();
+}
+
+/// The index of each named argument of `function`.
+static llvm::StringMap<unsigned> argumentsByName(func::FuncOp function) {
+  llvm::StringMap<unsigned> indices;
+  for (unsigned i = 0; i < function.getNumArguments(); ++i)
+    if (auto name = function.getArgAttrOfType<StringAttr>(
+            i, TitanDialect::kNameAttrName))
+      indices[name.getValue()] = i;
+  return indices;
 }
 
 FailureOr<CheckpointPlan>
@@ -132,9 +180,13 @@ mlir::titan::computeCheckpointLayout(ModuleOp module) {
 
   CheckpointPlan plan;
   plan.numRanks = mesh->getNumRanks();
-  // A tensor per parameter and moment, and a step per optimized parameter;
-  // reserved, as a PlanTensor is copied (not moved) when the vector grows.
-  plan.tensors.reserve(2 * function.getNumArguments());
+  // A tensor per parameter and moment, a step per optimized parameter and
+  // one per extra state_dict entry; reserved, as a PlanTensor is copied (not
+  // moved) when the vector grows.
+  auto stateDict =
+      module->getAttrOfType<DictionaryAttr>(TitanDialect::kStateDictAttrName);
+  plan.tensors.reserve(2 * function.getNumArguments() +
+                       (stateDict ? stateDict.size() : 0));
   LayoutBuilder builder(function, *mesh);
   std::optional<unsigned> stepIndex;
   llvm::SmallVector<std::string> optimizedParams;
@@ -184,6 +236,53 @@ mlir::titan::computeCheckpointLayout(ModuleOp module) {
                                                     TitanDialect::kNameAttrName)
                       .str(),
                   *dtype});
+  }
+  // What else the model's state_dict holds: the other names of tied
+  // parameters and the buffers.
+  if (stateDict) {
+    llvm::StringMap<unsigned> argumentOf = argumentsByName(function);
+    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    llvm::StringMap<unsigned> forwardArgumentOf;
+    if (forward)
+      forwardArgumentOf = argumentsByName(forward);
+    for (NamedAttribute entry : stateDict) {
+      StringRef key = entry.getName().getValue();
+      StringRef name = cast<StringAttr>(entry.getValue()).getValue();
+      auto found = argumentOf.find(name);
+      std::optional<ArgRole> role;
+      if (found != argumentOf.end())
+        role = getArgRole(function, found->second);
+      if (role == ArgRole::Param) {
+        if (key != name && failed(builder.add(key, found->second, plan,
+                                              PlanTensorKind::Alias)))
+          return failure();
+        continue;
+      }
+      // A buffer, as the model file holds it: @forward's argument (also one
+      // the step does not read, a causal mask replaced by causal
+      // attention), else the step's; a parameter in neither is another
+      // pipeline rank's.
+      auto unpartitioned = forwardArgumentOf.find(name);
+      if (unpartitioned != forwardArgumentOf.end() &&
+          getArgRole(forward, unpartitioned->second) == ArgRole::Buffer) {
+        BlockArgument argument = forward.getArgument(unpartitioned->second);
+        if (failed(builder.addBuffer(key, name,
+                                     cast<RankedTensorType>(argument.getType()),
+                                     argument.getLoc(), plan)))
+          return failure();
+      } else if (role == ArgRole::Buffer) {
+        FailureOr<ArgumentLayout> layout =
+            computeArgumentLayout(function, found->second, *mesh);
+        if (failed(layout))
+          return failure();
+        BlockArgument argument = function.getArgument(found->second);
+        auto type = RankedTensorType::get(
+            layout->globalShape,
+            cast<RankedTensorType>(argument.getType()).getElementType());
+        if (failed(builder.addBuffer(key, name, type, argument.getLoc(), plan)))
+          return failure();
+      }
+    }
   }
   if (llvm::Error err = validateCheckpointPlan(plan))
     return module.emitError(llvm::toString(std::move(err)));

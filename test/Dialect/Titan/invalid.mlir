@@ -1261,3 +1261,16 @@ func.func @add_booleans(%a: tensor<4xi1>) -> tensor<4xi1> {
   %0 = titan.add %a, %a : tensor<4xi1>
   return %0 : tensor<4xi1>
 }
+
+// -----
+
+// expected-error @+1 {{'titan.state_dict' must be a dictionary of non-empty strings on the module}}
+module attributes {titan.state_dict = {lm_head.weight = 3 : i64}} {
+}
+
+// -----
+
+// expected-error @+1 {{'titan.state_dict' must be a dictionary of non-empty strings on the module}}
+func.func @state_dict_on_a_function() attributes {titan.state_dict = {lm_head.weight = "wte"}} {
+  return
+}

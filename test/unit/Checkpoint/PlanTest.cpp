@@ -171,6 +171,14 @@ constexpr const char *kStage1Text = "titan-checkpoint-plan 1\n"
                                     "box 1 [1,0] [1,2] write\n"
                                     "value train_state.step step float32\n";
 
+/// A float32 tensor of `shape` holding `values`.
+DenseTensor floats(std::vector<float> values, llvm::ArrayRef<int64_t> shape) {
+  DenseTensor tensor{ElementType::F32, llvm::SmallVector<int64_t>(shape),
+                     std::vector<char>(values.size() * 4)};
+  std::memcpy(tensor.data.data(), values.data(), tensor.data.size());
+  return tensor;
+}
+
 CheckpointPlan parsePlan(llvm::StringRef text) {
   llvm::Expected<CheckpointPlan> plan = parseCheckpointPlan(text, "p");
   EXPECT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
@@ -342,12 +350,6 @@ TEST(PlanTest, RanksSaveAndLoadOnlyWhatTheyHold) {
   llvm::Expected<CheckpointPlan> merged = mergePipelineCheckpointPlans(
       {parsePlan(kStage0Text), parsePlan(kStage1Text)});
   ASSERT_TRUE(bool(merged)) << llvm::toString(merged.takeError());
-  auto floats = [](std::vector<float> values, llvm::ArrayRef<int64_t> shape) {
-    DenseTensor tensor{ElementType::F32, llvm::SmallVector<int64_t>(shape),
-                       std::vector<char>(values.size() * 4)};
-    std::memcpy(tensor.data.data(), values.data(), tensor.data.size());
-    return tensor;
-  };
   StateTensors state{{"a", floats({0, 1, 2, 3, 4, 5, 6, 7}, {4, 2})},
                      {"wte", floats({10, 11, 12, 13}, {2, 2})},
                      {"b", floats({20, 21}, {2})},
@@ -423,5 +425,126 @@ TEST(PlanTest, RanksSaveAndLoadOnlyWhatTheyHold) {
             std::string::npos);
   EXPECT_TRUE(destinations.empty());
   llvm::sys::fs::remove_directories(dir);
+}
+
+/// wte [2, 2] split in rows over 2 ranks, lm_head another name of it (a
+/// tied output projection), and a boolean mask buffer both ranks hold.
+constexpr const char *kTiedPlanText = "titan-checkpoint-plan 1\n"
+                                      "ranks 2\n"
+                                      "tensor wte wte float32 [2,2]\n"
+                                      "box 0 [0,0] [1,2] write\n"
+                                      "box 1 [1,0] [1,2] write\n"
+                                      "tensor lm_head wte float32 [2,2] alias\n"
+                                      "box 0 [0,0] [1,2] write\n"
+                                      "box 1 [1,0] [1,2] write\n"
+                                      "tensor mask mask bool [2,2] buffer\n"
+                                      "box 0 [0,0] [2,2] write\n"
+                                      "box 1 [0,0] [2,2] hold\n";
+
+TEST(PlanTest, SavesTiedNamesAndBuffersAndLoadsThemWhereSaved) {
+  CheckpointPlan plan = parsePlan(kTiedPlanText);
+  ASSERT_EQ(plan.tensors.size(), 3u);
+  EXPECT_EQ(plan.tensors[0].kind, PlanTensorKind::State);
+  EXPECT_EQ(plan.tensors[1].kind, PlanTensorKind::Alias);
+  EXPECT_EQ(plan.tensors[2].kind, PlanTensorKind::Buffer);
+  EXPECT_EQ(plan.tensors[2].dtype, ElementType::I1);
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  printCheckpointPlan(plan, os);
+  EXPECT_EQ(printed, kTiedPlanText);
+
+  DenseTensor mask{ElementType::I1, {2, 2}, {1, 0, 1, 1}};
+  StateTensors state{{"wte", floats({10, 11, 12, 13}, {2, 2})}, {"mask", mask}};
+  auto lookup = [&](llvm::StringRef source) -> llvm::Expected<DenseTensorRef> {
+    return DenseTensorRef(state.at(source.str()));
+  };
+  // Every rank saves its rows under both names, and rank 0 the mask.
+  std::vector<DcpRankData> ranks;
+  for (unsigned rank = 0; rank < 2; ++rank) {
+    llvm::Expected<DcpRankData> data = planRankData(plan, rank, lookup);
+    ASSERT_TRUE(bool(data)) << llvm::toString(data.takeError());
+    EXPECT_EQ(data->chunks.size(), rank == 0 ? 3u : 2u);
+    ranks.push_back(std::move(*data));
+  }
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("plan-test", dir));
+  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2)));
+  llvm::Expected<DcpReader> reader = DcpReader::open(dir);
+  ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
+  // The two names of a row are one blob of the rank's file.
+  const DcpMetadata &metadata = reader->getMetadata();
+  for (int64_t row : {0, 1}) {
+    const DcpStorageInfo &wte = metadata.storage.at({"wte", {row, 0}});
+    const DcpStorageInfo &head = metadata.storage.at({"lm_head", {row, 0}});
+    EXPECT_EQ(head.relativePath, wte.relativePath);
+    EXPECT_EQ(head.offset, wte.offset);
+    EXPECT_EQ(head.length, wte.length);
+  }
+  llvm::Expected<DenseTensor> head = reader->readTensor("lm_head");
+  ASSERT_TRUE(bool(head)) << llvm::toString(head.takeError());
+  EXPECT_EQ(head->data, state.at("wte").data);
+  llvm::Expected<StateTensors> loaded = loadPlanState(*reader, plan);
+  ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
+  EXPECT_EQ(loaded->at("wte").data, state.at("wte").data);
+  EXPECT_EQ(loaded->at("mask").data, mask.data);
+  llvm::sys::fs::remove_directories(dir);
+
+  // A checkpoint without the other name and the buffer (an older titan's,
+  // or PyTorch's without a non-persistent buffer) loads.
+  CheckpointPlan stateOnly = plan;
+  stateOnly.tensors.resize(1);
+  ranks.clear();
+  for (unsigned rank = 0; rank < 2; ++rank)
+    ranks.push_back(llvm::cantFail(planRankData(stateOnly, rank, lookup)));
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("plan-test", dir));
+  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2)));
+  reader = DcpReader::open(dir);
+  ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
+  loaded = loadPlanState(*reader, plan);
+  ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
+  EXPECT_EQ(loaded->size(), 1u);
+  EXPECT_EQ(loaded->at("wte").data, state.at("wte").data);
+  llvm::sys::fs::remove_directories(dir);
+
+  // A checkpoint of a model that does not tie them: lm_head differs.
+  CheckpointPlan untied = plan;
+  untied.tensors[1].source = "head";
+  untied.tensors[1].kind = PlanTensorKind::State;
+  state.emplace("head", floats({10, 11, 12, 14}, {2, 2}));
+  ranks.clear();
+  for (unsigned rank = 0; rank < 2; ++rank)
+    ranks.push_back(llvm::cantFail(planRankData(untied, rank, lookup)));
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("plan-test", dir));
+  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2)));
+  reader = DcpReader::open(dir);
+  ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
+  EXPECT_NE(errorOf(loadPlanState(*reader, plan))
+                .find("the checkpoint's 'lm_head' and 'wte' differ, but the "
+                      "program holds both in 'wte'"),
+            std::string::npos);
+  llvm::sys::fs::remove_directories(dir);
+}
+
+TEST(PlanTest, RejectsAnAliasOfNoStateKey) {
+  std::string orphan = "titan-checkpoint-plan 1\nranks 1\n"
+                       "tensor head wte float32 [2] alias\n"
+                       "box 0 [0] [2] write\n";
+  EXPECT_NE(errorOf(parseCheckpointPlan(orphan, "p").takeError())
+                .find("alias 'head' of 'wte', which no state key holds"),
+            std::string::npos);
+  std::string reshaped = "titan-checkpoint-plan 1\nranks 1\n"
+                         "tensor wte wte float32 [2]\nbox 0 [0] [2] write\n"
+                         "tensor head wte float32 [1] alias\n"
+                         "box 0 [0] [1] write\n";
+  EXPECT_NE(errorOf(parseCheckpointPlan(reshaped, "p").takeError())
+                .find("alias 'head' is float32 [1], the 'wte' it aliases "
+                      "float32 [2]"),
+            std::string::npos);
+  std::string unknown = "titan-checkpoint-plan 1\nranks 1\n"
+                        "tensor w w float32 [2] tied\n";
+  EXPECT_NE(errorOf(parseCheckpointPlan(unknown, "p").takeError())
+                .find("line 3: expected 'tensor <key> <source> <dtype> "
+                      "<shape> [alias|buffer]'"),
+            std::string::npos);
 }
 } // namespace

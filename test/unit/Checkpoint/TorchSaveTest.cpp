@@ -74,17 +74,18 @@ TEST(TorchSaveTest, TensorRoundTripEveryDType) {
 TEST(TorchSaveTest, TorchNamesOfTheCheckpointDTypes) {
   for (ElementType dtype :
        {ElementType::F32, ElementType::F64, ElementType::F16, ElementType::BF16,
-        ElementType::I64, ElementType::I32}) {
+        ElementType::I64, ElementType::I32, ElementType::I1}) {
     ASSERT_TRUE(isTorchDType(dtype));
     EXPECT_EQ(parseTorchDTypeName(torchDTypeName(dtype)), dtype);
     EXPECT_EQ(parseTorchStorageName(torchStorageName(dtype)), dtype);
   }
   EXPECT_EQ(torchDTypeName(ElementType::BF16), "bfloat16");
   EXPECT_EQ(torchStorageName(ElementType::I64), "LongStorage");
-  // .npy's unsigned and bool arrays have no checkpoint counterpart.
-  for (ElementType dtype : {ElementType::U16, ElementType::U8, ElementType::I1})
+  EXPECT_EQ(torchStorageName(ElementType::I1), "BoolStorage");
+  // .npy's unsigned arrays have no checkpoint counterpart.
+  for (ElementType dtype : {ElementType::U16, ElementType::U8})
     EXPECT_FALSE(isTorchDType(dtype));
-  EXPECT_EQ(parseTorchDTypeName("bool"), std::nullopt);
+  EXPECT_EQ(parseTorchDTypeName("uint8"), std::nullopt);
 }
 
 TEST(TorchSaveTest, RejectsWrongDataSize) {
