@@ -1,7 +1,7 @@
 //===- PlanTest.cpp - Checkpoint plan files, rank data, plan loads --------===//
 
-#include "CheckpointTestUtil.h"
 #include "titan/Checkpoint/Plan.h"
+#include "CheckpointTestUtil.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -17,6 +17,11 @@ using namespace mlir::titan;
 using namespace mlir::titan::test;
 
 namespace {
+
+/// The error of parsing `text` as a plan file named "p".
+std::string parseError(llvm::StringRef text) {
+  return errorOf(parseCheckpointPlan(text, "p"));
+}
 
 /// w [4, 2] split in rows over 2 ranks, a 0-d step both ranks hold, and the
 /// same step as an int value.
@@ -47,28 +52,28 @@ TEST(PlanTest, PrintsWhatItParses) {
 }
 
 TEST(PlanTest, RejectsMalformedRecords) {
-  EXPECT_NE(errorOf(parseCheckpointPlan("ranks 2\n", "p").takeError())
+  EXPECT_NE(parseError("ranks 2\n")
                 .find("'p' line 1: expected 'titan-checkpoint-plan 1'"),
             std::string::npos);
   std::string outOfOrder = "titan-checkpoint-plan 1\nranks 2\n"
                            "tensor w w float32 [2]\nbox 1 [0] [2] write\n";
-  EXPECT_NE(errorOf(parseCheckpointPlan(outOfOrder, "p").takeError())
+  EXPECT_NE(parseError(outOfOrder)
                 .find("line 4: box of rank 1 of 'w' out of rank order"),
             std::string::npos);
   std::string unwritten = "titan-checkpoint-plan 1\nranks 2\n"
                           "tensor w w float32 [2]\nbox 0 [0] [2] write\n"
                           "box 1 [0] [1] hold\n";
-  EXPECT_NE(errorOf(parseCheckpointPlan(unwritten, "p").takeError())
-                .find("rank 1 holds box offsets [0] sizes [1] of 'w', which "
-                      "no rank writes"),
+  EXPECT_NE(parseError(unwritten).find(
+                "rank 1 holds box offsets [0] sizes [1] of 'w', which "
+                "no rank writes"),
             std::string::npos);
   // 2^61 float64 elements count within int64 but their bytes do not.
   std::string huge = "titan-checkpoint-plan 1\nranks 1\n"
                      "tensor w w float64 [2305843009213693952]\n"
                      "box 0 [0] [2305843009213693952] write\n";
-  EXPECT_NE(errorOf(parseCheckpointPlan(huge, "p").takeError())
-                .find("'w' of shape [2305843009213693952] and dtype float64 "
-                      "has more than 2^63-1 bytes"),
+  EXPECT_NE(parseError(huge).find(
+                "'w' of shape [2305843009213693952] and dtype float64 "
+                "has more than 2^63-1 bytes"),
             std::string::npos);
 }
 
@@ -219,20 +224,18 @@ TEST(PlanTest, RejectsBadAbsentBoxes) {
   std::string unwritten = "titan-checkpoint-plan 1\nranks 2\n"
                           "tensor w w float32 [2]\nbox 0 none\n"
                           "box 1 [0] [2] hold\n";
-  EXPECT_NE(errorOf(parseCheckpointPlan(unwritten, "p").takeError())
-                .find("the written chunks do not tile"),
+  EXPECT_NE(parseError(unwritten).find("the written chunks do not tile"),
             std::string::npos);
   std::string nobody = "titan-checkpoint-plan 1\nranks 2\n"
                        "tensor w w float32 [2]\nbox 0 none\nbox 1 none\n";
-  EXPECT_NE(errorOf(parseCheckpointPlan(nobody, "p").takeError())
-                .find("the written chunks do not tile"),
+  EXPECT_NE(parseError(nobody).find("the written chunks do not tile"),
             std::string::npos);
   std::string extra = "titan-checkpoint-plan 1\nranks 1\n"
                       "tensor w w float32 [2]\nbox 0 none write\n";
-  EXPECT_NE(errorOf(parseCheckpointPlan(extra, "p").takeError())
-                .find("line 4: expected 'box <rank> <offsets> <sizes> "
-                      "write|hold' or 'box <rank> none'"),
-            std::string::npos);
+  EXPECT_NE(
+      parseError(extra).find("line 4: expected 'box <rank> <offsets> <sizes> "
+                             "write|hold' or 'box <rank> none'"),
+      std::string::npos);
   // What the text cannot say, a plan built in memory can.
   CheckpointPlan plan = parsePlan("titan-checkpoint-plan 1\nranks 2\n"
                                   "tensor w w float32 [2]\n"
@@ -427,6 +430,17 @@ TEST(PlanTest, RanksSaveAndLoadOnlyWhatTheyHold) {
   llvm::sys::fs::remove_directories(dir);
 }
 
+/// Writes `ranks` as a checkpoint into a new directory, `dir`, and opens it.
+llvm::Expected<DcpReader> writeAndOpen(llvm::ArrayRef<DcpRankData> ranks,
+                                       llvm::SmallString<128> &dir) {
+  if (std::error_code error =
+          llvm::sys::fs::createUniqueDirectory("plan-test", dir))
+    return llvm::createStringError(error, "cannot create a directory");
+  if (llvm::Error error = writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2))
+    return std::move(error);
+  return DcpReader::open(dir);
+}
+
 /// wte [2, 2] split in rows over 2 ranks, lm_head another name of it (a
 /// tied output projection), and a boolean mask buffer both ranks hold.
 constexpr const char *kTiedPlanText = "titan-checkpoint-plan 1\n"
@@ -467,9 +481,7 @@ TEST(PlanTest, SavesTiedNamesAndBuffersAndLoadsThemWhereSaved) {
     ranks.push_back(std::move(*data));
   }
   llvm::SmallString<128> dir;
-  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("plan-test", dir));
-  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2)));
-  llvm::Expected<DcpReader> reader = DcpReader::open(dir);
+  llvm::Expected<DcpReader> reader = writeAndOpen(ranks, dir);
   ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
   // The two names of a row are one blob of the rank's file.
   const DcpMetadata &metadata = reader->getMetadata();
@@ -496,9 +508,7 @@ TEST(PlanTest, SavesTiedNamesAndBuffersAndLoadsThemWhereSaved) {
   ranks.clear();
   for (unsigned rank = 0; rank < 2; ++rank)
     ranks.push_back(llvm::cantFail(planRankData(stateOnly, rank, lookup)));
-  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("plan-test", dir));
-  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2)));
-  reader = DcpReader::open(dir);
+  reader = writeAndOpen(ranks, dir);
   ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
   loaded = loadPlanState(*reader, plan);
   ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
@@ -514,9 +524,7 @@ TEST(PlanTest, SavesTiedNamesAndBuffersAndLoadsThemWhereSaved) {
   ranks.clear();
   for (unsigned rank = 0; rank < 2; ++rank)
     ranks.push_back(llvm::cantFail(planRankData(untied, rank, lookup)));
-  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("plan-test", dir));
-  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2)));
-  reader = DcpReader::open(dir);
+  reader = writeAndOpen(ranks, dir);
   ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
   EXPECT_NE(errorOf(loadPlanState(*reader, plan))
                 .find("the checkpoint's 'lm_head' and 'wte' differ, but the "
@@ -529,22 +537,22 @@ TEST(PlanTest, RejectsAnAliasOfNoStateKey) {
   std::string orphan = "titan-checkpoint-plan 1\nranks 1\n"
                        "tensor head wte float32 [2] alias\n"
                        "box 0 [0] [2] write\n";
-  EXPECT_NE(errorOf(parseCheckpointPlan(orphan, "p").takeError())
-                .find("alias 'head' of 'wte', which no state key holds"),
+  EXPECT_NE(parseError(orphan).find(
+                "alias 'head' of 'wte', which no state key holds"),
             std::string::npos);
   std::string reshaped = "titan-checkpoint-plan 1\nranks 1\n"
                          "tensor wte wte float32 [2]\nbox 0 [0] [2] write\n"
                          "tensor head wte float32 [1] alias\n"
                          "box 0 [0] [1] write\n";
-  EXPECT_NE(errorOf(parseCheckpointPlan(reshaped, "p").takeError())
-                .find("alias 'head' is float32 [1], the 'wte' it aliases "
-                      "float32 [2]"),
+  EXPECT_NE(parseError(reshaped).find(
+                "alias 'head' is float32 [1], the 'wte' it aliases "
+                "float32 [2]"),
             std::string::npos);
   std::string unknown = "titan-checkpoint-plan 1\nranks 1\n"
                         "tensor w w float32 [2] tied\n";
-  EXPECT_NE(errorOf(parseCheckpointPlan(unknown, "p").takeError())
-                .find("line 3: expected 'tensor <key> <source> <dtype> "
-                      "<shape> [alias|buffer]'"),
+  EXPECT_NE(parseError(unknown).find(
+                "line 3: expected 'tensor <key> <source> <dtype> "
+                "<shape> [alias|buffer]'"),
             std::string::npos);
 }
 } // namespace
