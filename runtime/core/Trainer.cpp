@@ -1130,8 +1130,14 @@ Status Trainer::writeCheckpoint(const RunOptions &options,
       }
       mapped->second = std::move(*file);
     }
-    return DenseTensorRef(mapped->second.dtype, mapped->second.shape,
-                          mapped->second.data);
+    // bf16 is in the file as its raw uint16 bits.
+    const mlir::titan::MappedNpy &file = mapped->second;
+    std::optional<ElementType> dtype = torchDType(runtimeDType(file.dtype));
+    if (!dtype)
+      return llvm::createStringError(
+          "buffer '" + source + "' is " + fileDTypeName(file.dtype) +
+          " in " + options.buffersFolder + ", which checkpoints cannot hold");
+    return DenseTensorRef(*dtype, file.shape, file.data);
   };
   auto lookup = [&](llvm::StringRef source) -> llvm::Expected<DenseTensorRef> {
     llvm::Expected<DenseTensorRef> whole = held(source);
