@@ -161,11 +161,28 @@ LogicalResult ApplyParallelPlanPass::apply() {
           << ": every weight stays whole on each rank; name the model's "
              "parameters in [parallelism] tp_plan (docs/config.md)";
     else
-      for (auto [index, rule] : llvm::enumerate(plan.getRules()))
-        if (!matchedRules.contains(index))
-          emitWarning(module.getLoc())
-              << "rule '" << rule.pattern << "' of " << which
-              << " matches no parameter of the model";
+      for (auto [index, rule] : llvm::enumerate(plan.getRules())) {
+        if (matchedRules.contains(index))
+          continue;
+        InFlightDiagnostic warning = emitWarning(module.getLoc())
+                                     << "rule '" << rule.pattern << "' of "
+                                     << which
+                                     << " matches no parameter of the model";
+        // A tied parameter's other name (an output projection tied to the
+        // embedding) is no parameter of its own.
+        if (auto stateDict = module->getAttrOfType<DictionaryAttr>(
+                TitanDialect::kStateDictAttrName))
+          for (NamedAttribute entry : stateDict)
+            if (plan.ruleOf(entry.getName().getValue()) == index &&
+                paramPlacements.count(
+                    cast<StringAttr>(entry.getValue()).getValue())) {
+              warning << ": '" << entry.getName().getValue()
+                      << "' is another name of the tied parameter '"
+                      << cast<StringAttr>(entry.getValue()).getValue()
+                      << "'; rules place a tied parameter by that first name";
+              break;
+            }
+      }
   }
   /// The placements of a value named `name` (an argument of `role`, or a
   /// result).

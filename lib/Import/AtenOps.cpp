@@ -39,11 +39,12 @@ class Emitter : public TensorBuilder {
 public:
   explicit Emitter(GraphImporter &importer)
       : TensorBuilder(importer.getBuilder(), importer.getLoc()),
-        builder(importer.getBuilder()), loc(importer.getLoc()),
-        context(importer.getContext()) {}
+        importer(importer), builder(importer.getBuilder()),
+        loc(importer.getLoc()), context(importer.getContext()) {}
 
   Type f64() { return Float64Type::get(&context); }
 
+  GraphImporter &importer;
   OpBuilder &builder;
   Location loc;
   MLIRContext &context;
@@ -1587,6 +1588,16 @@ Outputs convertTriangle(GraphImporter &importer, Node *node, bool upper) {
 
 /// aten::masked_fill(x, mask, value) and aten::where(cond, a, b).
 Outputs convertMaskedFill(GraphImporter &importer, Node *node, bool where) {
+  // torch.where(condition) alone (Mixtral's routing: the tokens an expert
+  // takes) is torch.nonzero: its shape depends on the data.
+  if (where && node->inputs().size() == 1)
+    return makeError(
+        "torch.where(condition) with one argument (the indices where the "
+        "condition holds, as torch.nonzero) is not supported: its shape "
+        "depends on the data; select with torch.where(condition, a, b), or "
+        "weight every token by a mask (e.g. a mixture of experts computing "
+        "each expert densely and multiplying by its routing weight, 0 for "
+        "the tokens it does not take)");
   Emitter emit(importer);
   ImportedValue condition = importer.input(node, where ? 0 : 1);
   ImportedValue a = importer.input(node, where ? 1 : 2);
@@ -2222,50 +2233,110 @@ Outputs convertLinear(GraphImporter &importer, Node *node) {
   return single(emit.binary<AddOp>(out, b));
 }
 
-/// The largest value of integer tensor `v` where the import proves both
-/// the value and that an element holds it: positions of torch.arange
-/// (titan.iota), integer constants, and what reshapes, broadcasts,
-/// transposes, widening integer casts and the addition of a constant make
-/// of them (learned position ids: `arange(T)`, OPT's `arange(T) + 2`).
-static std::optional<int64_t> provenMaximum(Value v, int depth = 0) {
+namespace {
+/// The smallest and largest values of an integer tensor.
+struct IdRange {
+  int64_t smallest;
+  int64_t largest;
+};
+} // namespace
+
+/// The smallest and largest values of integer tensor `v` where the import
+/// proves both the values and that elements hold them: positions of
+/// torch.arange (titan.iota), integer constants, and what reshapes,
+/// broadcasts, transposes, widening integer casts and adding or
+/// subtracting a constant make of them (learned position ids: `arange(T)`,
+/// OPT's `arange(T) + 2`).
+static std::optional<IdRange> provenRange(Value v, int depth = 0) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
   Operation *op = v.getDefiningOp();
   if (!op || depth > 16 || !type || !type.hasStaticShape() ||
       type.getNumElements() == 0 || !isa<IntegerType>(type.getElementType()))
     return std::nullopt;
   if (auto iota = dyn_cast<IotaOp>(op))
-    return type.getDimSize(iota.getDim()) - 1;
+    return IdRange{0, type.getDimSize(iota.getDim()) - 1};
   if (auto constant = dyn_cast<ConstantOp>(op)) {
     auto values = dyn_cast<DenseIntElementsAttr>(constant.getValue());
     if (!values)
       return std::nullopt;
-    int64_t largest = std::numeric_limits<int64_t>::min();
-    for (const APInt &value : values.getValues<APInt>())
-      largest = std::max(largest, value.getSExtValue());
-    return largest;
+    IdRange range{std::numeric_limits<int64_t>::max(),
+                  std::numeric_limits<int64_t>::min()};
+    for (const APInt &value : values.getValues<APInt>()) {
+      range.smallest = std::min(range.smallest, value.getSExtValue());
+      range.largest = std::max(range.largest, value.getSExtValue());
+    }
+    return range;
   }
   if (isa<ReshapeOp, BroadcastInDimOp, TransposeOp>(op))
-    return provenMaximum(op->getOperand(0), depth + 1);
+    return provenRange(op->getOperand(0), depth + 1);
   if (auto cast = dyn_cast<CastOp>(op)) {
     auto from =
         dyn_cast<IntegerType>(cast.getInput().getType().getElementType());
     if (from &&
         from.getWidth() <= type.getElementType().getIntOrFloatBitWidth())
-      return provenMaximum(cast.getInput(), depth + 1);
+      return provenRange(cast.getInput(), depth + 1);
     return std::nullopt;
   }
-  if (auto add = dyn_cast<AddOp>(op)) {
-    for (auto [x, c] : {std::pair(add.getLhs(), add.getRhs()),
-                        std::pair(add.getRhs(), add.getLhs())}) {
-      auto constant = c.getDefiningOp<ConstantOp>();
-      auto splat =
-          constant ? dyn_cast<SplatElementsAttr>(constant.getValue()) : nullptr;
-      std::optional<int64_t> largest = provenMaximum(x, depth + 1);
-      if (splat && largest && isa<IntegerType>(splat.getElementType()))
-        return *largest + splat.getSplatValue<APInt>().getSExtValue();
+  // x + c, c + x and x - c for a constant c.
+  SmallVector<std::pair<Value, Value>, 2> shifted;
+  if (auto add = dyn_cast<AddOp>(op))
+    shifted = {{add.getLhs(), add.getRhs()}, {add.getRhs(), add.getLhs()}};
+  if (auto sub = dyn_cast<SubOp>(op))
+    shifted = {{sub.getLhs(), sub.getRhs()}};
+  for (auto [x, c] : shifted) {
+    auto constant = c.getDefiningOp<ConstantOp>();
+    auto splat =
+        constant ? dyn_cast<SplatElementsAttr>(constant.getValue()) : nullptr;
+    std::optional<IdRange> range = provenRange(x, depth + 1);
+    if (splat && range && isa<IntegerType>(splat.getElementType())) {
+      int64_t shift = splat.getSplatValue<APInt>().getSExtValue();
+      if (isa<SubOp>(op))
+        shift = -shift;
+      return IdRange{range->smallest + shift, range->largest + shift};
     }
   }
   return std::nullopt;
+}
+
+/// The name of the tensor a lookup reads, for errors: the argument (a
+/// parameter or buffer) it is a view or slice of, or "the table".
+static std::string tableName(GraphImporter &importer, Value table) {
+  while (Operation *op = table.getDefiningOp()) {
+    if (!isa<ReshapeOp, TransposeOp, SliceOp, CastOp>(op))
+      return "the table";
+    table = op->getOperand(0);
+  }
+  return "'" +
+         importer.getArgumentNames()[cast<BlockArgument>(table).getArgNumber()]
+             .first +
+         "'";
+}
+
+/// Fails when the import proves that `ids` reach outside the `rowCount`
+/// rows of `table` (ids the model computes, e.g. positions from
+/// torch.arange over a sequence longer than a position table): PyTorch
+/// finds it at run time (an index error), titan here, as the compiled
+/// lookups do not check their ids.
+static llvm::Error checkProvenIds(GraphImporter &importer, Value table,
+                                  Value ids, int64_t rowCount) {
+  std::optional<IdRange> range = provenRange(ids);
+  if (!range)
+    return llvm::Error::success();
+  if (range->largest >= rowCount)
+    return makeError(llvm::formatv(
+        "{0} has {1} rows, but the model looks up row {2} (positions it "
+        "computes, e.g. torch.arange over the sequence): the input is "
+        "longer than this table of the model; use at most {1} positions "
+        "(e.g. a smaller training.seq_len), or a model built with a longer "
+        "table",
+        tableName(importer, table), rowCount, range->largest));
+  if (range->smallest < 0)
+    return makeError(llvm::formatv(
+        "the model looks up row {0} of {1}, which has {2} rows: a negative "
+        "index counts from the end only in tensor[...] indexing (x[[-1]]); "
+        "torch.gather, index_select and embeddings need indices in [0, {2})",
+        range->smallest, tableName(importer, table), rowCount));
+  return llvm::Error::success();
 }
 
 Outputs convertEmbedding(GraphImporter &importer, Node *node) {
@@ -2292,23 +2363,8 @@ Outputs convertEmbedding(GraphImporter &importer, Node *node) {
       return makeError("embedding with scale_grad_by_freq is not supported");
   }
   int64_t rowCount = tableType.getDimSize(0);
-  // Ids the model computes (learned positions from torch.arange) that pass
-  // the table's end: the input is longer than the model was built for,
-  // which PyTorch finds at run time (an index error) and titan here.
-  if (std::optional<int64_t> largest = provenMaximum(*ids);
-      largest && *largest >= rowCount) {
-    std::string name = "the embedding table";
-    if (auto argument = dyn_cast<BlockArgument>(*table))
-      name = "'" + importer.getArgumentNames()[argument.getArgNumber()].first +
-             "'";
-    return makeError(llvm::formatv(
-        "{0} has {1} rows, but the model looks up row {2} (positions it "
-        "computes, e.g. torch.arange over the sequence): the input is "
-        "longer than this table of the model; use at most {1} positions "
-        "(e.g. a smaller training.seq_len), or a model built with a longer "
-        "table",
-        name, rowCount, *largest));
-  }
+  if (llvm::Error error = checkProvenIds(importer, *table, *ids, rowCount))
+    return std::move(error);
   if (*padding == -1)
     return single(rows);
   if (*padding < 0 || *padding >= rowCount)
@@ -2328,7 +2384,8 @@ Outputs convertEmbedding(GraphImporter &importer, Node *node) {
 /// The rows `ids` of `table` along its first dim, for a floating-point
 /// table of any rank: titan.embedding of the table viewed as [rows, rest].
 /// The result has ids' shape followed by the table's other dims. As with
-/// nn.Embedding, ids must lie in [0, rows) (negative ids are not wrapped).
+/// nn.Embedding, ids must lie in [0, rows) (negative ids are not wrapped);
+/// ids the import proves outside are an error (checkProvenIds).
 llvm::Expected<Value> gatherRows(Emitter &emit, Value table, Value ids) {
   RankedTensorType type = tensorType(table);
   Type idType = tensorType(ids).getElementType();
@@ -2340,6 +2397,9 @@ llvm::Expected<Value> gatherRows(Emitter &emit, Value table, Value ids) {
   if (!isa<FloatType>(type.getElementType()))
     return makeError("gathering from a tensor of integers is not supported "
                      "(titan gathers from floating-point tensors)");
+  if (llvm::Error error =
+          checkProvenIds(emit.importer, table, ids, type.getDimSize(0)))
+    return std::move(error);
   ArrayRef<int64_t> rest = type.getShape().drop_front();
   int64_t width = ShapedType::getNumElements(rest);
   SmallVector<int64_t> gathered(tensorType(ids).getShape());
@@ -2545,6 +2605,26 @@ Outputs convertIndex(GraphImporter &importer, Node *node) {
     return makeError(llvm::formatv("too many indices for a tensor of rank {0}",
                                    shape->size()));
   Emitter emit(importer);
+  // Constant indices count from the end where negative (Falcon's
+  // `fused_qkv[..., [-2], :]`), as tensor[...] indexing does.
+  int64_t size = (*shape)[dim];
+  auto constant = ids.getDefiningOp<ConstantOp>();
+  auto values =
+      constant ? dyn_cast<DenseIntElementsAttr>(constant.getValue()) : nullptr;
+  if (values && llvm::any_of(values.getValues<APInt>(),
+                             [](const APInt &v) { return v.isNegative(); })) {
+    SmallVector<APInt> wrapped;
+    for (const APInt &value : values.getValues<APInt>()) {
+      if (value.getSExtValue() < -size)
+        return makeError(llvm::formatv(
+            "index {0} is out of bounds for dimension {1} with size {2}",
+            value.getSExtValue(), dim, size));
+      wrapped.push_back(value.isNegative() ? value + size : value);
+    }
+    ids = ConstantOp::create(
+        emit.builder, emit.loc,
+        DenseIntElementsAttr::get(values.getType(), wrapped));
+  }
   return mapParts(x, [&](Value v) { return gatherAlong(emit, v, dim, ids); });
 }
 
@@ -3122,8 +3202,10 @@ Conversion extremum(BinaryKind kind, StringRef reduction) {
     if (schema && schema->overload_name() == "other")
       return convertBinary(importer, node, kind);
     return makeError(llvm::formatv(
-        "only the elementwise form torch.{0}(a, b) is supported; for a "
-        "reduction use torch.{1} (and torch.arg{0} for the indices)",
+        "only the elementwise form torch.{0}(a, b) is supported; for the "
+        "values of a reduction use torch.{1}(x, dim, keepdim) (the indices, "
+        "torch.arg{0} and torch.topk's, are not supported: compare x with "
+        "its {1} for a mask of where it is reached)",
         node->kind().toUnqualString(), reduction));
   };
 }
