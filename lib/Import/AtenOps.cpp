@@ -1708,6 +1708,137 @@ Outputs convertReduce(GraphImporter &importer, Node *node) {
                              reduced->keepdim));
 }
 
+/// The largest (or, not `largest`, smallest) element of floating-point `x`
+/// along `dim` and the first index reaching it, both with `dim` kept as
+/// size 1 (the index as i64), as torch.max(x, dim, keepdim=True) returns
+/// them. The index is n - 1 minus the largest of n - 1 - i over the
+/// positions i that reach the extremum; the value is differentiable (the
+/// maximum's gradient goes to the elements that reach it).
+std::pair<Value, Value> extremumAlong(Emitter &emit, Value x, int64_t dim,
+                                      bool largest) {
+  RankedTensorType type = tensorType(x);
+  Value v = largest ? x : emit.unary<NegOp>(x);
+  SmallVector<int64_t> kept(type.getShape());
+  kept[dim] = 1;
+  Value best = ReduceMaxOp::create(emit.builder, emit.loc, type.clone(kept), v,
+                                   emit.builder.getDenseI64ArrayAttr({dim}),
+                                   /*keepdim=*/true);
+  Value reached =
+      emit.compare("eq", v, emit.broadcastTo(best, type.getShape()));
+  int64_t n = type.getDimSize(dim);
+  // Positions are exact in f32 up to 2^24.
+  Type position = n <= (int64_t(1) << 24) ? Type(emit.builder.getF32Type())
+                                          : Type(emit.f64());
+  auto i64 = emit.builder.getI64Type();
+  Value fromEnd =
+      emit.binary<SubOp>(emit.splat(type.clone(position), double(n - 1)),
+                         emit.cast(emit.iota(type.clone(i64), dim), position));
+  Value candidates =
+      emit.select(reached, fromEnd, emit.splat(type.clone(position), -1.0));
+  Value last = ReduceMaxOp::create(
+      emit.builder, emit.loc, type.clone(kept).clone(position), candidates,
+      emit.builder.getDenseI64ArrayAttr({dim}), /*keepdim=*/true);
+  Value index = emit.cast(
+      emit.binary<SubOp>(
+          emit.splat(type.clone(kept).clone(position), double(n - 1)), last),
+      i64);
+  return {largest ? best : emit.unary<NegOp>(best), index};
+}
+
+/// The floating-point input 0 of `node`; an error naming `what` otherwise.
+llvm::Expected<Value> floatInput(GraphImporter &importer, Node *node,
+                                 StringRef what) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  if (!isa<FloatType>(tensorType(*x).getElementType()))
+    return makeError(what + " of an integer tensor is not supported (titan "
+                            "finds extrema of floating-point tensors)");
+  return x;
+}
+
+/// `value` without its dim `dim` of size 1, unless `keepdim`.
+Value dropDim(Emitter &emit, Value value, int64_t dim, bool keepdim) {
+  if (keepdim)
+    return value;
+  SmallVector<int64_t> shape(tensorType(value).getShape());
+  shape.erase(shape.begin() + dim);
+  return emit.reshape(value, shape);
+}
+
+/// aten::argmax / argmin(x, dim=None, keepdim=False): the first index of
+/// the extremum along `dim` (extremumAlong), of the flattened tensor
+/// without one.
+Outputs convertArgExtremum(GraphImporter &importer, Node *node, bool largest) {
+  llvm::Expected<Value> x =
+      floatInput(importer, node, largest ? "argmax" : "argmin");
+  if (!x)
+    return x.takeError();
+  Emitter emit(importer);
+  RankedTensorType type = tensorType(*x);
+  const ImportedValue *dimArg = importer.namedInput(node, "dim");
+  if (!dimArg || dimArg->isNone()) {
+    Value flat = emit.reshape(*x, {type.getNumElements()});
+    return single(emit.reshape(extremumAlong(emit, flat, 0, largest).second,
+                               ArrayRef<int64_t>{}));
+  }
+  llvm::Expected<int64_t> dim = normalizeDim(dimArg->intValue, type.getRank());
+  if (!dim)
+    return dim.takeError();
+  const ImportedValue *keep = importer.namedInput(node, "keepdim");
+  return single(dropDim(emit, extremumAlong(emit, *x, *dim, largest).second,
+                        *dim, keep && keep->intValue != 0));
+}
+
+/// aten::topk(x, k, dim=-1, largest=True, sorted=True): the k extrema along
+/// `dim` in order and their indices, one extremumAlong at a time, each
+/// found one masked (-inf for the largest, +inf for the smallest) for the
+/// next: k passes over the dim, for the small k of routers and samplers.
+Outputs convertTopk(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatInput(importer, node, "topk");
+  if (!x)
+    return x.takeError();
+  llvm::Expected<int64_t> k = importer.intInput(node, 1);
+  if (!k)
+    return k.takeError();
+  RankedTensorType type = tensorType(*x);
+  int64_t rawDim = -1;
+  if (const ImportedValue *dimArg = importer.namedInput(node, "dim"))
+    rawDim = dimArg->intValue;
+  llvm::Expected<int64_t> dim = normalizeDim(rawDim, type.getRank());
+  if (!dim)
+    return dim.takeError();
+  bool largest = true;
+  if (const ImportedValue *arg = importer.namedInput(node, "largest"))
+    largest = arg->intValue != 0;
+  constexpr int64_t kMaxK = 16;
+  int64_t n = type.getDimSize(*dim);
+  if (*k < 1 || *k > n || *k > kMaxK)
+    return makeError(llvm::formatv(
+        "topk with k = {0} along a dim of {1}: titan takes 1 <= k <= "
+        "min({1}, {2}) (one pass over the dim per k; a sort is not "
+        "supported)",
+        *k, n, kMaxK));
+  Emitter emit(importer);
+  Value remaining = *x;
+  SmallVector<Value> values, indices;
+  Value positions = emit.iota(type.clone(emit.builder.getI64Type()), *dim);
+  Value masked = emit.splat(type, largest ? -INFINITY : INFINITY);
+  for (int64_t i = 0; i < *k; ++i) {
+    auto [value, index] = extremumAlong(emit, remaining, *dim, largest);
+    values.push_back(value);
+    indices.push_back(index);
+    if (i + 1 < *k)
+      remaining =
+          emit.select(emit.compare("eq", positions,
+                                   emit.broadcastTo(index, type.getShape())),
+                      masked, remaining);
+  }
+  return std::vector<ImportedValue>{
+      ImportedValue::ofTensor(emit.concat(values, *dim)),
+      ImportedValue::ofTensor(emit.concat(indices, *dim))};
+}
+
 /// The Euclidean norm over dims (`x.norm(dim=...)`: aten::frobenius_norm,
 /// aten::norm with p 2 or None, aten::linalg_vector_norm with ord 2):
 /// sqrt(sum(x * x)).
@@ -2337,6 +2468,42 @@ static llvm::Error checkProvenIds(GraphImporter &importer, Value table,
         "torch.gather, index_select and embeddings need indices in [0, {2})",
         range->smallest, tableName(importer, table), rowCount));
   return llvm::Error::success();
+}
+
+/// aten::one_hot(ids, num_classes=-1): int64 [..., C], 1 where the class is
+/// the id. num_classes -1 takes the largest id + 1, which the import must
+/// prove (positions, constants).
+Outputs convertOneHot(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> ids = importer.tensorInput(node, 0);
+  if (!ids)
+    return ids.takeError();
+  RankedTensorType type = tensorType(*ids);
+  if (!isa<IntegerType>(type.getElementType()) ||
+      type.getElementType().isInteger(1))
+    return makeError("one_hot needs integer class ids");
+  llvm::Expected<int64_t> classes = importer.intInput(node, 1);
+  if (!classes)
+    return classes.takeError();
+  if (*classes == -1) {
+    std::optional<IdRange> range = provenRange(*ids);
+    if (!range)
+      return makeError("one_hot without num_classes takes the largest id + "
+                       "1, which depends on the data here: pass num_classes");
+    *classes = range->largest + 1;
+  }
+  if (*classes < 1)
+    return makeError(
+        llvm::formatv("one_hot needs num_classes >= 1, not {0}", *classes));
+  Emitter emit(importer);
+  SmallVector<int64_t> shape(type.getShape());
+  shape.push_back(*classes);
+  auto i64 = RankedTensorType::get(shape, emit.builder.getI64Type());
+  SmallVector<int64_t> withClass(type.getShape());
+  withClass.push_back(1);
+  Value id = emit.cast(emit.reshape(*ids, withClass), i64.getElementType());
+  Value hot = emit.compare("eq", emit.broadcastTo(id, shape),
+                           emit.iota(i64, type.getRank()));
+  return single(emit.cast(hot, i64.getElementType()));
 }
 
 Outputs convertEmbedding(GraphImporter &importer, Node *node) {
@@ -3195,18 +3362,39 @@ Conversion binary(BinaryKind kind) {
 }
 
 /// torch.max / torch.min of two tensors (`aten::max.other`), which is
-/// torch.maximum / torch.minimum; the reductions are amax / amin.
-Conversion extremum(BinaryKind kind, StringRef reduction) {
-  return [kind, reduction](GraphImporter &importer, Node *node) -> Outputs {
+/// torch.maximum / torch.minimum; along a dim (`aten::max.dim`) the values
+/// and the indices of the extremum (extremumAlong); of a whole tensor its
+/// extremum.
+Conversion extremum(BinaryKind kind) {
+  return [kind](GraphImporter &importer, Node *node) -> Outputs {
     const c10::FunctionSchema *schema = node->maybeSchema();
-    if (schema && schema->overload_name() == "other")
+    StringRef overload = schema ? StringRef(schema->overload_name()) : "";
+    if (overload == "other")
       return convertBinary(importer, node, kind);
-    return makeError(llvm::formatv(
-        "only the elementwise form torch.{0}(a, b) is supported; for the "
-        "values of a reduction use torch.{1}(x, dim, keepdim) (the indices, "
-        "torch.arg{0} and torch.topk's, are not supported: compare x with "
-        "its {1} for a mask of where it is reached)",
-        node->kind().toUnqualString(), reduction));
+    bool largest = kind == BinaryKind::Max;
+    llvm::Expected<Value> x =
+        floatInput(importer, node, largest ? "torch.max" : "torch.min");
+    if (!x)
+      return x.takeError();
+    Emitter emit(importer);
+    RankedTensorType type = tensorType(*x);
+    if (overload != "dim") {
+      Value flat = emit.reshape(*x, {type.getNumElements()});
+      return single(emit.reshape(extremumAlong(emit, flat, 0, largest).first,
+                                 ArrayRef<int64_t>{}));
+    }
+    llvm::Expected<int64_t> rawDim = importer.intInput(node, 1);
+    if (!rawDim)
+      return rawDim.takeError();
+    llvm::Expected<int64_t> dim = normalizeDim(*rawDim, type.getRank());
+    if (!dim)
+      return dim.takeError();
+    const ImportedValue *keep = importer.namedInput(node, "keepdim");
+    bool keepdim = keep && keep->intValue != 0;
+    auto [value, index] = extremumAlong(emit, *x, *dim, largest);
+    return std::vector<ImportedValue>{
+        ImportedValue::ofTensor(dropDim(emit, value, *dim, keepdim)),
+        ImportedValue::ofTensor(dropDim(emit, index, *dim, keepdim))};
   };
 }
 
@@ -3249,8 +3437,16 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::rsub"}, binary(BinaryKind::Rsub));
   add({"aten::maximum", "prim::max"}, binary(BinaryKind::Max));
   add({"aten::minimum", "prim::min"}, binary(BinaryKind::Min));
-  add({"aten::max"}, extremum(BinaryKind::Max, "amax"));
-  add({"aten::min"}, extremum(BinaryKind::Min, "amin"));
+  add({"aten::max"}, extremum(BinaryKind::Max));
+  add({"aten::argmax"}, [](GraphImporter &i, Node *n) {
+    return convertArgExtremum(i, n, /*largest=*/true);
+  });
+  add({"aten::argmin"}, [](GraphImporter &i, Node *n) {
+    return convertArgExtremum(i, n, /*largest=*/false);
+  });
+  add({"aten::topk"}, convertTopk);
+  add({"aten::one_hot"}, convertOneHot);
+  add({"aten::min"}, extremum(BinaryKind::Min));
   add({"aten::pow"}, binary(BinaryKind::Pow));
   add({"aten::neg"}, unary<NegOp>(negate));
   add({"aten::exp"}, unary<ExpOp>(expOf));

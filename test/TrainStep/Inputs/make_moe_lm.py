@@ -1,0 +1,77 @@
+"""Saves a language model whose feed-forwards are top-2 mixtures of
+experts routed the way Mixtral's and Switch's code writes it, traced, with
+PyTorch's logits: router softmax, torch.topk of the probabilities, the
+top-k weights renormalized, F.one_hot of the chosen experts, each expert
+computed densely for every token and weighted by its gate (0 where it was
+not chosen), and a load-balancing statistic from the argmax of the router
+logits folded into the logits scale.
+
+usage: make_moe_lm.py OUT
+
+OUT receives model.pt (forward(tokens: int64 [2, 32]) -> logits),
+tokens.npy and logits.npy.
+"""
+
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Import", "Inputs"))
+from traced_lm import save_traced_lm  # noqa: E402
+
+
+class MoE(nn.Module):
+    def __init__(self, dim, experts=4, top_k=2):
+        super().__init__()
+        self.top_k = top_k
+        self.num_experts = experts
+        self.router = nn.Linear(dim, experts, bias=False)
+        self.up = nn.ModuleList(nn.Linear(dim, 2 * dim) for _ in range(experts))
+        self.down = nn.ModuleList(nn.Linear(2 * dim, dim) for _ in range(experts))
+
+    def forward(self, x):
+        logits = self.router(x)
+        probs = F.softmax(logits, dim=-1)
+        weights, chosen = torch.topk(probs, self.top_k, dim=-1)
+        weights = weights / weights.sum(-1, keepdim=True)
+        # [batch, seq, top_k, experts] -> the gate of every expert.
+        gates = (F.one_hot(chosen, self.num_experts).to(x.dtype) * weights.unsqueeze(-1)).sum(-2)
+        out = torch.zeros_like(x)
+        for e in range(self.num_experts):
+            hidden = F.silu(self.up[e](x))
+            out = out + gates[..., e:e + 1] * self.down[e](hidden)
+        # The fraction of tokens whose first choice is expert 0 (no gradient).
+        first = logits.argmax(-1)
+        share = (first == 0).to(x.dtype).mean()
+        return out, share
+
+
+class MoELM(nn.Module):
+    def __init__(self, vocab_size=256, dim=32, layers=2):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, dim)
+        self.norms = nn.ModuleList(nn.LayerNorm(dim) for _ in range(layers))
+        self.moes = nn.ModuleList(MoE(dim) for _ in range(layers))
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab_size)
+
+    def forward(self, tokens):
+        x = self.embedding(tokens)
+        scale = 1.0
+        for norm, moe in zip(self.norms, self.moes):
+            update, share = moe(norm(x))
+            x = x + update
+            scale = scale + 0.1 * share
+        return self.head(self.norm(x)) * scale
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    save_traced_lm(MoELM(), sys.argv[1])
+
+
+if __name__ == "__main__":
+    main()
