@@ -1766,6 +1766,115 @@ Value dropDim(Emitter &emit, Value value, int64_t dim, bool keepdim) {
   return emit.reshape(value, shape);
 }
 
+/// aten::logsumexp(x, dim, keepdim=False) (z-losses, hand-written
+/// log-softmaxes): m + log(sum(exp(x - m))) with m the maximum over the
+/// dims, 0 where it is -inf (a row of -inf gives -inf, not nan), taken
+/// without gradient: the gradient is softmax(x), as PyTorch's.
+Outputs convertLogsumexp(GraphImporter &importer, Node *node) {
+  Emitter emit(importer);
+  llvm::Expected<Value> reducedInput =
+      floatReductionInput(importer, node, emit);
+  if (!reducedInput)
+    return reducedInput.takeError();
+  Value x = *reducedInput;
+  RankedTensorType type = tensorType(x);
+  llvm::Expected<ReductionDims> reduced =
+      reductionDims(importer, node, type.getRank());
+  if (!reduced)
+    return reduced.takeError();
+  SmallVector<int64_t> kept(type.getShape());
+  for (int64_t d : reduced->dims)
+    kept[d] = 1;
+  Value peak = emit.unary<StopGradientOp>(ReduceMaxOp::create(
+      emit.builder, emit.loc, type.clone(kept), x,
+      emit.builder.getDenseI64ArrayAttr(reduced->dims), /*keepdim=*/true));
+  peak = emit.select(emit.compare("eq", peak, emit.splatLike(peak, -INFINITY)),
+                     emit.splatLike(peak, 0.0), peak);
+  Value shifted = emit.unary<ExpOp>(
+      emit.binary<SubOp>(x, emit.broadcastTo(peak, type.getShape())));
+  Value sum = emit.reduceSum(shifted, reduced->dims, /*keepdim=*/true);
+  Value result = emit.binary<AddOp>(peak, emit.unary<LogOp>(sum));
+  if (reduced->keepdim)
+    return single(result);
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (!llvm::is_contained(reduced->dims, d))
+      shape.push_back(type.getDimSize(d));
+  return single(emit.reshape(result, shape));
+}
+
+/// aten::roll(x, shifts, dims=[]): along each dim, the last `shift` (mod
+/// its size) elements first, a concatenation of two slices; without dims,
+/// the flattened tensor rolled and reshaped back.
+Outputs convertRoll(GraphImporter &importer, Node *node) {
+  llvm::Expected<std::vector<int64_t>> shifts = importer.intListInput(node, 1);
+  if (!shifts)
+    return shifts.takeError();
+  std::vector<int64_t> dims;
+  if (node->inputs().size() > 2) {
+    llvm::Expected<std::vector<int64_t>> given = importer.intListInput(node, 2);
+    if (!given)
+      return given.takeError();
+    dims = *given;
+  }
+  Emitter emit(importer);
+  return mapParts(
+      importer.input(node, 0), [&](Value x) -> llvm::Expected<Value> {
+        RankedTensorType type = tensorType(x);
+        Value rolled = x;
+        std::vector<int64_t> along = dims;
+        if (along.empty()) {
+          if (shifts->size() != 1)
+            return makeError("roll without dims takes one shift");
+          rolled = emit.reshape(x, {type.getNumElements()});
+          along = {0};
+        }
+        if (along.size() != shifts->size())
+          return makeError(llvm::formatv(
+              "roll needs one shift per dim, got {0} shifts for {1} dims",
+              shifts->size(), along.size()));
+        for (auto [shift, rawDim] : llvm::zip_equal(*shifts, along)) {
+          int64_t rank = tensorType(rolled).getRank();
+          llvm::Expected<int64_t> dim = normalizeDim(rawDim, rank);
+          if (!dim)
+            return dim.takeError();
+          int64_t n = tensorType(rolled).getDimSize(*dim);
+          int64_t s = n == 0 ? 0 : ((shift % n) + n) % n;
+          if (s == 0)
+            continue;
+          rolled = emit.concat({emit.slice(rolled, *dim, n - s, n, 1),
+                                emit.slice(rolled, *dim, 0, n - s, 1)},
+                               *dim);
+        }
+        return emit.reshape(rolled, type.getShape());
+      });
+}
+
+/// aten::eye(n, m=n, dtype=None): the identity, 1 where the row equals the
+/// column (a constant the import folds).
+Outputs convertEye(GraphImporter &importer, Node *node) {
+  llvm::Expected<int64_t> rows = importer.intInput(node, 0);
+  if (!rows)
+    return rows.takeError();
+  int64_t columns = *rows;
+  const c10::FunctionSchema *schema = node->maybeSchema();
+  if (schema && schema->arguments().size() > 1 &&
+      schema->arguments()[1].name() == "m") {
+    llvm::Expected<int64_t> m = importer.intInput(node, 1);
+    if (!m)
+      return m.takeError();
+    columns = *m;
+  }
+  llvm::Expected<Type> element =
+      optionalDtype(importer, node, Float32Type::get(&importer.getContext()));
+  if (!element)
+    return element.takeError();
+  Emitter emit(importer);
+  auto i64 = RankedTensorType::get({*rows, columns}, emit.builder.getI64Type());
+  return single(emit.cast(
+      emit.compare("eq", emit.iota(i64, 0), emit.iota(i64, 1)), *element));
+}
+
 /// aten::argmax / argmin(x, dim=None, keepdim=False): the first index of
 /// the extremum along `dim` (extremumAlong), of the flattened tensor
 /// without one.
@@ -3445,6 +3554,9 @@ llvm::StringMap<Conversion> buildConversions() {
     return convertArgExtremum(i, n, /*largest=*/false);
   });
   add({"aten::topk"}, convertTopk);
+  add({"aten::logsumexp"}, convertLogsumexp);
+  add({"aten::roll"}, convertRoll);
+  add({"aten::eye"}, convertEye);
   add({"aten::one_hot"}, convertOneHot);
   add({"aten::min"}, extremum(BinaryKind::Min));
   add({"aten::pow"}, binary(BinaryKind::Pow));

@@ -25,8 +25,14 @@ def compare(actual_path: str, expected_path: str, rtol: float, label: str) -> bo
     if actual.shape != expected.shape:
         print(f"MISMATCH{label} shape {list(actual.shape)} != {list(expected.shape)}")
         return False
-    scale = max(np.abs(expected).max(initial=0.0), np.finfo(np.float64).tiny)
-    err = float(np.abs(actual - expected).max(initial=0.0) / scale)
+    # Equal elements (infinities of one sign included) differ by 0; the
+    # scale is that of the finite expected values.
+    equal = actual == expected
+    finite = np.abs(expected[np.isfinite(expected)])
+    scale = max(finite.max(initial=0.0), np.finfo(np.float64).tiny)
+    with np.errstate(invalid="ignore"):
+        diff = np.where(equal, 0.0, np.abs(actual - expected))
+    err = float(np.nan_to_num(diff, nan=np.inf).max(initial=0.0) / scale)
     verdict = "match" if err <= rtol else "MISMATCH"
     print(f"{verdict}{label}: {list(actual.shape)} max_rel_err={err:.3g} rtol={rtol}")
     return err <= rtol

@@ -1,6 +1,6 @@
 """Saves a module of extrema and their indices (torch.max / min along a
-dim, argmax, argmin, topk, one_hot), traced and scripted, with PyTorch's
-outputs as the oracle.
+dim, argmax, argmin, topk, one_hot) and of logsumexp, roll and eye,
+traced and scripted, with PyTorch's outputs as the oracle.
 
 usage: make_extrema.py OUT
 
@@ -29,9 +29,14 @@ class Extrema(nn.Module):
         low, low_at = x.min(1, keepdim=True)
         top, top_at = torch.topk(x, 3, dim=-1)
         bottom, bottom_at = torch.topk(x, 2, dim=1, largest=False)
+        # A row of -inf: logsumexp gives -inf there, not nan.
+        masked = x.masked_fill(torch.arange(3).view(1, 3, 1) == 1, float("-inf"))
         return [values, indices, low, low_at, x.argmax(-1), tied.argmin(1),
                 x.argmax(), x.max(), top, top_at, bottom, bottom_at,
-                F.one_hot(ids, 5), F.one_hot(top_at, 4)]
+                F.one_hot(ids, 5), F.one_hot(top_at, 4),
+                torch.logsumexp(x * 30.0, -1), torch.logsumexp(masked, dim=-1, keepdim=True),
+                torch.logsumexp(x, (0, 2)), torch.roll(x, 1, 1), torch.roll(x, (-1, 5), (2, 1)),
+                torch.roll(x, 3), x[0] @ torch.eye(4) + torch.eye(3, 4, dtype=torch.float32)]
 
 
 if __name__ == "__main__":

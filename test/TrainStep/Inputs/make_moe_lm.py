@@ -3,8 +3,9 @@ experts routed the way Mixtral's and Switch's code writes it, traced, with
 PyTorch's logits: router softmax, torch.topk of the probabilities, the
 top-k weights renormalized, F.one_hot of the chosen experts, each expert
 computed densely for every token and weighted by its gate (0 where it was
-not chosen), and a load-balancing statistic from the argmax of the router
-logits folded into the logits scale.
+not chosen), a load-balancing statistic from the argmax of the router
+logits and the router's z-loss (torch.logsumexp) folded into the logits
+scale, and a token shift by torch.roll.
 
 usage: make_moe_lm.py OUT
 
@@ -43,10 +44,12 @@ class MoE(nn.Module):
         for e in range(self.num_experts):
             hidden = F.silu(self.up[e](x))
             out = out + gates[..., e:e + 1] * self.down[e](hidden)
-        # The fraction of tokens whose first choice is expert 0 (no gradient).
+        # The fraction of tokens whose first choice is expert 0 (no
+        # gradient), and the router's z-loss.
         first = logits.argmax(-1)
         share = (first == 0).to(x.dtype).mean()
-        return out, share
+        z_loss = torch.logsumexp(logits, dim=-1).pow(2).mean()
+        return out, share + 0.01 * z_loss
 
 
 class MoELM(nn.Module):
@@ -60,6 +63,7 @@ class MoELM(nn.Module):
 
     def forward(self, tokens):
         x = self.embedding(tokens)
+        x = x + 0.5 * torch.roll(x, 1, 1)
         scale = 1.0
         for norm, moe in zip(self.norms, self.moes):
             update, share = moe(norm(x))
