@@ -1635,6 +1635,18 @@ Outputs convertMaskedFill(GraphImporter &importer, Node *node, bool where) {
 struct ReductionDims {
   SmallVector<int64_t> dims;
   bool keepdim = false;
+
+  /// The shape of the reduction of a tensor of `shape`.
+  SmallVector<int64_t> resultShape(ArrayRef<int64_t> shape) const {
+    SmallVector<int64_t> result;
+    for (auto [d, size] : llvm::enumerate(shape)) {
+      if (!llvm::is_contained(dims, int64_t(d)))
+        result.push_back(size);
+      else if (keepdim)
+        result.push_back(1);
+    }
+    return result;
+  }
 };
 
 /// The `dim` (an int, a list, or None: every dim) and `keepdim` inputs of a
@@ -1683,29 +1695,49 @@ llvm::Expected<Value> floatReductionInput(GraphImporter &importer, Node *node,
   return input;
 }
 
+/// The floating-point operand of a reduction and the dims it reduces.
+struct ReductionOperand {
+  Value input;
+  ReductionDims reduced;
+};
+
+/// The operand of reduction `node` (floatReductionInput) and its dims
+/// (reductionDims).
+llvm::Expected<ReductionOperand> reductionOperand(GraphImporter &importer,
+                                                  Node *node, Emitter &emit) {
+  llvm::Expected<Value> input = floatReductionInput(importer, node, emit);
+  if (!input)
+    return input.takeError();
+  llvm::Expected<ReductionDims> reduced =
+      reductionDims(importer, node, tensorType(*input).getRank());
+  if (!reduced)
+    return reduced.takeError();
+  return ReductionOperand{*input, std::move(*reduced)};
+}
+
+/// The maximum of `x` over `dims`, kept as size 1.
+Value reduceMaxKept(Emitter &emit, Value x, ArrayRef<int64_t> dims) {
+  RankedTensorType type = tensorType(x);
+  SmallVector<int64_t> kept(type.getShape());
+  for (int64_t d : dims)
+    kept[d] = 1;
+  return ReduceMaxOp::create(emit.builder, emit.loc, type.clone(kept), x,
+                             emit.builder.getDenseI64ArrayAttr(dims),
+                             /*keepdim=*/true);
+}
+
 template <typename OpTy>
 Outputs convertReduce(GraphImporter &importer, Node *node) {
   Emitter emit(importer);
-  llvm::Expected<Value> reducedInput =
-      floatReductionInput(importer, node, emit);
-  if (!reducedInput)
-    return reducedInput.takeError();
-  Value input = *reducedInput;
+  llvm::Expected<ReductionOperand> operand =
+      reductionOperand(importer, node, emit);
+  if (!operand)
+    return operand.takeError();
+  auto [input, reduced] = *operand;
   RankedTensorType type = tensorType(input);
-  llvm::Expected<ReductionDims> reduced =
-      reductionDims(importer, node, type.getRank());
-  if (!reduced)
-    return reduced.takeError();
-  SmallVector<int64_t> shape;
-  for (int64_t d = 0; d < type.getRank(); ++d) {
-    if (!llvm::is_contained(reduced->dims, d))
-      shape.push_back(type.getDimSize(d));
-    else if (reduced->keepdim)
-      shape.push_back(1);
-  }
-  return single(OpTy::create(emit.builder, emit.loc, type.clone(shape), input,
-                             emit.builder.getDenseI64ArrayAttr(reduced->dims),
-                             reduced->keepdim));
+  return single(OpTy::create(
+      emit.builder, emit.loc, type.clone(reduced.resultShape(type.getShape())),
+      input, emit.builder.getDenseI64ArrayAttr(reduced.dims), reduced.keepdim));
 }
 
 /// The largest (or, not `largest`, smallest) element of floating-point `x`
@@ -1718,11 +1750,7 @@ std::pair<Value, Value> extremumAlong(Emitter &emit, Value x, int64_t dim,
                                       bool largest) {
   RankedTensorType type = tensorType(x);
   Value v = largest ? x : emit.unary<NegOp>(x);
-  SmallVector<int64_t> kept(type.getShape());
-  kept[dim] = 1;
-  Value best = ReduceMaxOp::create(emit.builder, emit.loc, type.clone(kept), v,
-                                   emit.builder.getDenseI64ArrayAttr({dim}),
-                                   /*keepdim=*/true);
+  Value best = reduceMaxKept(emit, v, {dim});
   Value reached =
       emit.compare("eq", v, emit.broadcastTo(best, type.getShape()));
   int64_t n = type.getDimSize(dim);
@@ -1735,13 +1763,9 @@ std::pair<Value, Value> extremumAlong(Emitter &emit, Value x, int64_t dim,
                          emit.cast(emit.iota(type.clone(i64), dim), position));
   Value candidates =
       emit.select(reached, fromEnd, emit.splat(type.clone(position), -1.0));
-  Value last = ReduceMaxOp::create(
-      emit.builder, emit.loc, type.clone(kept).clone(position), candidates,
-      emit.builder.getDenseI64ArrayAttr({dim}), /*keepdim=*/true);
+  Value last = reduceMaxKept(emit, candidates, {dim});
   Value index = emit.cast(
-      emit.binary<SubOp>(
-          emit.splat(type.clone(kept).clone(position), double(n - 1)), last),
-      i64);
+      emit.binary<SubOp>(emit.splatLike(last, double(n - 1)), last), i64);
   return {largest ? best : emit.unary<NegOp>(best), index};
 }
 
@@ -1772,35 +1796,20 @@ Value dropDim(Emitter &emit, Value value, int64_t dim, bool keepdim) {
 /// without gradient: the gradient is softmax(x), as PyTorch's.
 Outputs convertLogsumexp(GraphImporter &importer, Node *node) {
   Emitter emit(importer);
-  llvm::Expected<Value> reducedInput =
-      floatReductionInput(importer, node, emit);
-  if (!reducedInput)
-    return reducedInput.takeError();
-  Value x = *reducedInput;
+  llvm::Expected<ReductionOperand> operand =
+      reductionOperand(importer, node, emit);
+  if (!operand)
+    return operand.takeError();
+  auto [x, reduced] = *operand;
   RankedTensorType type = tensorType(x);
-  llvm::Expected<ReductionDims> reduced =
-      reductionDims(importer, node, type.getRank());
-  if (!reduced)
-    return reduced.takeError();
-  SmallVector<int64_t> kept(type.getShape());
-  for (int64_t d : reduced->dims)
-    kept[d] = 1;
-  Value peak = emit.unary<StopGradientOp>(ReduceMaxOp::create(
-      emit.builder, emit.loc, type.clone(kept), x,
-      emit.builder.getDenseI64ArrayAttr(reduced->dims), /*keepdim=*/true));
+  Value peak = emit.unary<StopGradientOp>(reduceMaxKept(emit, x, reduced.dims));
   peak = emit.select(emit.compare("eq", peak, emit.splatLike(peak, -INFINITY)),
                      emit.splatLike(peak, 0.0), peak);
   Value shifted = emit.unary<ExpOp>(
       emit.binary<SubOp>(x, emit.broadcastTo(peak, type.getShape())));
-  Value sum = emit.reduceSum(shifted, reduced->dims, /*keepdim=*/true);
+  Value sum = emit.reduceSum(shifted, reduced.dims, /*keepdim=*/true);
   Value result = emit.binary<AddOp>(peak, emit.unary<LogOp>(sum));
-  if (reduced->keepdim)
-    return single(result);
-  SmallVector<int64_t> shape;
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    if (!llvm::is_contained(reduced->dims, d))
-      shape.push_back(type.getDimSize(d));
-  return single(emit.reshape(result, shape));
+  return single(emit.reshape(result, reduced.resultShape(type.getShape())));
 }
 
 /// aten::roll(x, shifts, dims=[]): along each dim, the last `shift` (mod
@@ -1957,17 +1966,13 @@ Outputs convertL2Norm(GraphImporter &importer, Node *node) {
       if (!order->isNone() && (!order->isNumber() || order->asDouble() != 2))
         return makeError("only the 2-norm is supported");
   Emitter emit(importer);
-  llvm::Expected<Value> reducedInput =
-      floatReductionInput(importer, node, emit);
-  if (!reducedInput)
-    return reducedInput.takeError();
-  Value input = *reducedInput;
-  llvm::Expected<ReductionDims> reduced =
-      reductionDims(importer, node, tensorType(input).getRank());
-  if (!reduced)
-    return reduced.takeError();
-  Value sum = emit.reduceSum(emit.binary<MulOp>(input, input), reduced->dims,
-                             reduced->keepdim);
+  llvm::Expected<ReductionOperand> operand =
+      reductionOperand(importer, node, emit);
+  if (!operand)
+    return operand.takeError();
+  auto [input, reduced] = *operand;
+  Value sum = emit.reduceSum(emit.binary<MulOp>(input, input), reduced.dims,
+                             reduced.keepdim);
   // The norm of a zero vector is 0 with gradient 0, as torch's norm
   // backward gives (sqrt's would be 0 * inf): its sqrt reads 1 instead and
   // the select that puts the 0 back passes no cotangent to it.
