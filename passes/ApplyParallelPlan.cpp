@@ -46,6 +46,25 @@ private:
   ResolvedMesh mesh;
 };
 
+/// The first tied name (a key of the module's titan.state_dict that names
+/// another name of a parameter of `params`) that rule `index` of `plan`
+/// matches, and the parameter's own name; nullopt if none.
+std::optional<std::pair<StringRef, StringRef>>
+tiedNameMatchedBy(ModuleOp module, const ParallelPlan &plan, size_t index,
+                  const llvm::StringMap<SmallVector<Placement>> &params) {
+  auto stateDict =
+      module->getAttrOfType<DictionaryAttr>(TitanDialect::kStateDictAttrName);
+  if (!stateDict)
+    return std::nullopt;
+  for (NamedAttribute entry : stateDict) {
+    StringRef parameter = cast<StringAttr>(entry.getValue()).getValue();
+    if (plan.ruleOf(entry.getName().getValue()) == index &&
+        params.count(parameter))
+      return std::pair(entry.getName().getValue(), parameter);
+  }
+  return std::nullopt;
+}
+
 SmallVector<Placement>
 ApplyParallelPlanPass::onMesh(ArrayRef<Placement> perAxis) const {
   SmallVector<Placement> result;
@@ -170,18 +189,10 @@ LogicalResult ApplyParallelPlanPass::apply() {
                                      << " matches no parameter of the model";
         // A tied parameter's other name (an output projection tied to the
         // embedding) is no parameter of its own.
-        if (auto stateDict = module->getAttrOfType<DictionaryAttr>(
-                TitanDialect::kStateDictAttrName))
-          for (NamedAttribute entry : stateDict)
-            if (plan.ruleOf(entry.getName().getValue()) == index &&
-                paramPlacements.count(
-                    cast<StringAttr>(entry.getValue()).getValue())) {
-              warning << ": '" << entry.getName().getValue()
-                      << "' is another name of the tied parameter '"
-                      << cast<StringAttr>(entry.getValue()).getValue()
-                      << "'; rules place a tied parameter by that first name";
-              break;
-            }
+        if (auto tied = tiedNameMatchedBy(module, plan, index, paramPlacements))
+          warning << ": '" << tied->first
+                  << "' is another name of the tied parameter '" << tied->second
+                  << "'; rules place a tied parameter by that first name";
       }
   }
   /// The placements of a value named `name` (an argument of `role`, or a

@@ -1769,16 +1769,33 @@ std::pair<Value, Value> extremumAlong(Emitter &emit, Value x, int64_t dim,
   return {largest ? best : emit.unary<NegOp>(best), index};
 }
 
-/// The floating-point input 0 of `node`; an error naming `what` otherwise.
-llvm::Expected<Value> floatInput(GraphImporter &importer, Node *node,
-                                 StringRef what) {
+/// extremumAlong of every element of `x`: the extremum and the first flat
+/// index reaching it, 0-d.
+std::pair<Value, Value> extremumOfAll(Emitter &emit, Value x, bool largest) {
+  auto [value, index] = extremumAlong(
+      emit, emit.reshape(x, {tensorType(x).getNumElements()}), 0, largest);
+  return {emit.reshape(value, ArrayRef<int64_t>{}),
+          emit.reshape(index, ArrayRef<int64_t>{})};
+}
+
+/// Input 0 of `node`, a float tensor; an integer tensor is refused with
+/// `integerError` (by default: titan's integer tensor arithmetic).
+llvm::Expected<Value>
+floatTensorInput(GraphImporter &importer, Node *node,
+                 const llvm::Twine &integerError = integerTensorArithmetic) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   if (!x)
     return x.takeError();
   if (!isa<FloatType>(tensorType(*x).getElementType()))
-    return makeError(what + " of an integer tensor is not supported (titan "
-                            "finds extrema of floating-point tensors)");
-  return x;
+    return makeError(integerError);
+  return *x;
+}
+
+/// The message refusing `what` (an extremum or its index) of integers.
+static std::string integerExtremum(StringRef what) {
+  return (what + " of an integer tensor is not supported (titan finds "
+                 "extrema of floating-point tensors)")
+      .str();
 }
 
 /// `value` without its dim `dim` of size 1, unless `keepdim`.
@@ -1888,18 +1905,15 @@ Outputs convertEye(GraphImporter &importer, Node *node) {
 /// the extremum along `dim` (extremumAlong), of the flattened tensor
 /// without one.
 Outputs convertArgExtremum(GraphImporter &importer, Node *node, bool largest) {
-  llvm::Expected<Value> x =
-      floatInput(importer, node, largest ? "argmax" : "argmin");
+  llvm::Expected<Value> x = floatTensorInput(
+      importer, node, integerExtremum(largest ? "argmax" : "argmin"));
   if (!x)
     return x.takeError();
   Emitter emit(importer);
   RankedTensorType type = tensorType(*x);
   const ImportedValue *dimArg = importer.namedInput(node, "dim");
-  if (!dimArg || dimArg->isNone()) {
-    Value flat = emit.reshape(*x, {type.getNumElements()});
-    return single(emit.reshape(extremumAlong(emit, flat, 0, largest).second,
-                               ArrayRef<int64_t>{}));
-  }
+  if (!dimArg || dimArg->isNone())
+    return single(extremumOfAll(emit, *x, largest).second);
   llvm::Expected<int64_t> dim = normalizeDim(dimArg->intValue, type.getRank());
   if (!dim)
     return dim.takeError();
@@ -1913,7 +1927,8 @@ Outputs convertArgExtremum(GraphImporter &importer, Node *node, bool largest) {
 /// found one masked (-inf for the largest, +inf for the smallest) for the
 /// next: k passes over the dim, for the small k of routers and samplers.
 Outputs convertTopk(GraphImporter &importer, Node *node) {
-  llvm::Expected<Value> x = floatInput(importer, node, "topk");
+  llvm::Expected<Value> x =
+      floatTensorInput(importer, node, integerExtremum("topk"));
   if (!x)
     return x.takeError();
   llvm::Expected<int64_t> k = importer.intInput(node, 1);
@@ -3001,18 +3016,6 @@ Outputs convertBitwiseNot(GraphImporter &importer, Node *node) {
   return convertLogicalNot(importer, node);
 }
 
-/// Input 0 of an elementwise op, a float tensor (integer tensor arithmetic
-/// is refused).
-static llvm::Expected<Value> floatTensorInput(GraphImporter &importer,
-                                              Node *node) {
-  llvm::Expected<Value> x = importer.tensorInput(node, 0);
-  if (!x)
-    return x.takeError();
-  if (!isa<FloatType>(tensorType(*x).getElementType()))
-    return makeError(integerTensorArithmetic);
-  return *x;
-}
-
 /// aten::clamp(x, min, max), clamp_min, clamp_max: bounds that are numbers
 /// or tensors (None leaves a side open), as `max` and `min`.
 Outputs convertClamp(GraphImporter &importer, Node *node, StringRef form) {
@@ -3486,17 +3489,14 @@ Conversion extremum(BinaryKind kind) {
     if (overload == "other")
       return convertBinary(importer, node, kind);
     bool largest = kind == BinaryKind::Max;
-    llvm::Expected<Value> x =
-        floatInput(importer, node, largest ? "torch.max" : "torch.min");
+    llvm::Expected<Value> x = floatTensorInput(
+        importer, node, integerExtremum(largest ? "torch.max" : "torch.min"));
     if (!x)
       return x.takeError();
     Emitter emit(importer);
     RankedTensorType type = tensorType(*x);
-    if (overload != "dim") {
-      Value flat = emit.reshape(*x, {type.getNumElements()});
-      return single(emit.reshape(extremumAlong(emit, flat, 0, largest).first,
-                                 ArrayRef<int64_t>{}));
-    }
+    if (overload != "dim")
+      return single(extremumOfAll(emit, *x, largest).first);
     llvm::Expected<int64_t> rawDim = importer.intInput(node, 1);
     if (!rawDim)
       return rawDim.takeError();
