@@ -69,13 +69,14 @@ bool RuntimeOps::contains(Operation *op) const {
 }
 
 /// Ops the runtime executes itself: library calls (those of `runtimeOps`
-/// too), communication (and the waits for asynchronous collectives), and
+/// too), communication (and the waits for asynchronous collectives), id
+/// checks, and
 /// reshapes (a view of a contiguous buffer; formGroups fuses those that
 /// one group alone reads).
 static bool isHostOp(Operation *op, const RuntimeOps &runtimeOps) {
   return isa<CollectiveOpInterface, MatmulOp, AttentionOp, AttentionGradOp,
              EmbeddingGradOp, ReshapeOp, AxisIndexOp, LaunchOp, WaitOp,
-             SquaredNormOp>(op) ||
+             SquaredNormOp, CheckIdsOp>(op) ||
          runtimeOps.contains(op);
 }
 

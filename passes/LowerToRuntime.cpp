@@ -171,6 +171,8 @@ private:
   LLVM::LLVMFuncOp function;
   /// The handle of each asynchronous collective (titanrt_start).
   DenseMap<Operation *, int64_t> asyncHandles;
+  /// The id checks lowered so far: names their tables' strings.
+  int64_t numIdChecks = 0;
   /// Returns its status argument: where a failed runtime call goes.
   Block *failBlock = nullptr;
   Value contextArg;
@@ -543,6 +545,22 @@ LogicalResult StepLowering::lower(Operation *op) {
                  pointer(grad.getResult()),
                  i64(grad.getIds().getType().getNumElements()), i64(table[0]),
                  i64(table[1])});
+    return success();
+  }
+  if (auto check = dyn_cast<CheckIdsOp>(op)) {
+    // Its result is a view of the ids (titan-plan-memory). The table's
+    // name is external: the step and the globals it reads are compiled to
+    // different objects (emitObjectFiles).
+    std::string table = check.getTable().str();
+    table.push_back('\0');
+    Value name = LLVM::createGlobalString(
+        op->getLoc(), builder,
+        ("titan_check_ids_table_" + Twine(numIdChecks++)).str(), table,
+        LLVM::Linkage::External);
+    callRuntime("titanrt_check_ids",
+                {contextArg, dtypeOf(check.getIds()), pointer(check.getIds()),
+                 i64(check.getIds().getType().getNumElements()),
+                 i64(check.getBound()), name});
     return success();
   }
   if (auto norm = dyn_cast<RmsNormOp>(op)) {

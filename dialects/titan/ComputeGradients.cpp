@@ -368,6 +368,10 @@ Grads ConstantOp::buildVJP(OpBuilder &, ValueRange) {
 
 Grads IotaOp::buildVJP(OpBuilder &, ValueRange) { return SmallVector<Value>(); }
 
+Grads CheckIdsOp::buildVJP(OpBuilder &, ValueRange) {
+  return SmallVector<Value>(1);
+}
+
 Grads CompareOp::buildVJP(OpBuilder &, ValueRange) {
   return SmallVector<Value>(2);
 }

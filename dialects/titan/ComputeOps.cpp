@@ -426,6 +426,14 @@ LogicalResult EmbeddingOp::verify() {
                     getType());
 }
 
+LogicalResult CheckIdsOp::verify() {
+  if (getBound() < 1)
+    return emitOpError() << "bound " << getBound()
+                         << " must be at least 1: a table without rows "
+                            "has no valid id";
+  return success();
+}
+
 LogicalResult RopeOp::verify() {
   if (failed(verifyKeyword(*this, "style", getStyleAttr(),
                            {"interleaved", "half"})))
@@ -825,6 +833,7 @@ int64_t ConstantOp::getFlops() { return 0; }
 int64_t CastOp::getFlops() { return 0; }
 int64_t StopGradientOp::getFlops() { return 0; }
 int64_t IotaOp::getFlops() { return 0; }
+int64_t CheckIdsOp::getFlops() { return 0; }
 int64_t CompareOp::getFlops() { return getStaticNumElements(getType()); }
 int64_t SelectOp::getFlops() { return 0; }
 

@@ -481,6 +481,10 @@ OpShardingRule ConstantOp::getShardingRule() {
   return rule;
 }
 
+OpShardingRule CheckIdsOp::getShardingRule() {
+  return elementwiseRule(*this, {});
+}
+
 OpShardingRule IotaOp::getShardingRule() {
   OpShardingRule rule = elementwiseRule(*this, {});
   rule.customLowering[getDim()] = true;

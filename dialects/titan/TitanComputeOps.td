@@ -676,6 +676,36 @@ def Titan_EmbeddingOp : Titan_DifferentiableOp<"embedding", [],
   let hasVerifier = 1;
 }
 
+def Titan_CheckIdsOp : Titan_DifferentiableOp<"check_ids",
+    [SameOperandsAndResultType]> {
+  let summary = "Stops the step at an id outside a table's rows";
+  let description = [{
+    `result = ids` when every id lies in [0, `bound`); otherwise the step
+    stops with an error that names `table` (the tensor the ids index, for
+    the message), the first id outside and its position. The importer puts
+    it before a lookup whose ids the model computes (OPT's positions from
+    `cumsum` of a mask) where it can neither prove them in range nor leave
+    them to the check of the step's inputs: lookups do not check their ids.
+    The runtime executes it (a host op whose result is a view of `ids`);
+    it has no gradient. Pure: a check whose result nothing reads guards no
+    lookup and may go.
+
+    Example:
+
+    ```mlir
+    %p = titan.check_ids %positions below 18 of "pos.weight"
+        : tensor<2x64xi64>
+    ```
+  }];
+  let arguments = (ins Titan_IndexTensor:$ids, I64Attr:$bound,
+                       StrAttr:$table);
+  let results = (outs Titan_IndexTensor:$result);
+  let assemblyFormat = [{
+    $ids `below` $bound `of` $table attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Titan_RopeOp : Titan_DifferentiableOp<"rope",
     [AllTypesMatch<["input", "result"]>, AllTypesMatch<["cos", "sin"]>]> {
   let summary = "Rotary position embedding";

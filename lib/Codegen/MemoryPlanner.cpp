@@ -143,12 +143,15 @@ SmallVector<int64_t> MemoryPlanner::scratchBytes(Operation *op) {
 }
 
 /// The operand an op is a view of (a reshape of a contiguous buffer, the
-/// wait for an asynchronous collective's result), or null.
+/// wait for an asynchronous collective's result, the ids a check passes
+/// on), or null.
 static Value getViewSource(Operation *op) {
   if (auto reshape = dyn_cast<ReshapeOp>(op))
     return reshape.getInput();
   if (auto wait = dyn_cast<WaitOp>(op))
     return wait.getInput();
+  if (auto check = dyn_cast<CheckIdsOp>(op))
+    return check.getIds();
   return Value();
 }
 

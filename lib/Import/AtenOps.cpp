@@ -2558,18 +2558,39 @@ static std::optional<IdRange> provenRange(Value v, int depth = 0) {
   return std::nullopt;
 }
 
-/// The name of the tensor a lookup reads, for errors: the argument (a
-/// parameter or buffer) it is a view or slice of, or "the table".
-static std::string tableName(GraphImporter &importer, Value table) {
+/// The name of the argument (a parameter or buffer) the tensor a lookup
+/// reads is a view or slice of, or "" when it is computed.
+static std::string tableArgumentName(GraphImporter &importer, Value table) {
   while (Operation *op = table.getDefiningOp()) {
     if (!isa<ReshapeOp, TransposeOp, SliceOp, CastOp>(op))
-      return "the table";
+      return "";
     table = op->getOperand(0);
   }
-  return "'" +
-         importer.getArgumentNames()[cast<BlockArgument>(table).getArgNumber()]
-             .first +
-         "'";
+  return importer.getArgumentNames()[cast<BlockArgument>(table).getArgNumber()]
+      .first;
+}
+
+/// The name of the tensor a lookup reads, for errors: 'the argument' it is
+/// a view or slice of, or "the table".
+static std::string tableName(GraphImporter &importer, Value table) {
+  std::string name = tableArgumentName(importer, table);
+  return name.empty() ? "the table" : "'" + name + "'";
+}
+
+/// Whether `ids` are inputs of the model (tokens) or views, slices or
+/// concatenations of inputs: titan-mark-id-ranges gives those the rows of
+/// the tables they index, and the runtime checks every batch it reads.
+static bool isCheckedInput(GraphImporter &importer, Value ids, int depth = 0) {
+  if (auto arg = dyn_cast<BlockArgument>(ids))
+    return importer.getArgumentNames()[arg.getArgNumber()].second ==
+           ArgRole::Input;
+  Operation *op = ids.getDefiningOp();
+  if (depth > 16 ||
+      !isa<ReshapeOp, TransposeOp, SliceOp, BroadcastInDimOp, ConcatOp>(op))
+    return false;
+  return llvm::all_of(op->getOperands(), [&](Value operand) {
+    return isCheckedInput(importer, operand, depth + 1);
+  });
 }
 
 /// Fails when the import proves that `ids` reach outside the `rowCount`
@@ -2597,6 +2618,27 @@ static llvm::Error checkProvenIds(GraphImporter &importer, Value table,
         "torch.gather, index_select and embeddings need indices in [0, {2})",
         range->smallest, tableName(importer, table), rowCount));
   return llvm::Error::success();
+}
+
+/// `ids` for a lookup of the `rowCount` rows of `table`: an error where the
+/// import proves them outside (checkProvenIds); behind a titan.check_ids
+/// where it can neither prove them inside nor leave them to the check of
+/// the inputs, as the compiled lookups read any row they are given (OPT's
+/// positions from cumsum of a mask). The input check covers `ids` that are
+/// inputs (isCheckedInput) only when `lookedUpAsIs`: when the lookup reads
+/// them, not positions computed from them (titan-mark-id-ranges follows
+/// the inputs to the lookups).
+static llvm::Expected<Value> checkedIds(Emitter &emit, Value table, Value ids,
+                                        int64_t rowCount, bool lookedUpAsIs) {
+  if (llvm::Error error = checkProvenIds(emit.importer, table, ids, rowCount))
+    return std::move(error);
+  if (provenRange(ids) || (lookedUpAsIs && isCheckedInput(emit.importer, ids)))
+    return ids;
+  return CheckIdsOp::create(emit.builder, emit.loc, ids,
+                            emit.builder.getI64IntegerAttr(rowCount),
+                            emit.builder.getStringAttr(
+                                tableArgumentName(emit.importer, table)))
+      .getResult();
 }
 
 /// aten::one_hot(ids, num_classes=-1): int64 [..., C], 1 where the class is
@@ -2641,11 +2683,16 @@ Outputs convertEmbedding(GraphImporter &importer, Node *node) {
   if (!table || !ids)
     return makeError("embedding needs a table and index tensor");
   RankedTensorType tableType = tensorType(*table);
+  int64_t rowCount = tableType.getDimSize(0);
   SmallVector<int64_t> shape(tensorType(*ids).getShape());
   shape.push_back(tableType.getDimSize(1));
   Emitter emit(importer);
+  llvm::Expected<Value> checked =
+      checkedIds(emit, *table, *ids, rowCount, /*lookedUpAsIs=*/true);
+  if (!checked)
+    return checked.takeError();
   Value rows = EmbeddingOp::create(emit.builder, emit.loc,
-                                   tableType.clone(shape), *table, *ids);
+                                   tableType.clone(shape), *table, *checked);
   // nn.Embedding(padding_idx=p): the padding row reads the same but gets no
   // gradient; aten::embedding's -1 is "none". Positions whose id is p read
   // the row through a stop_gradient.
@@ -2658,9 +2705,6 @@ Outputs convertEmbedding(GraphImporter &importer, Node *node) {
     if (!byFrequency || *byFrequency)
       return makeError("embedding with scale_grad_by_freq is not supported");
   }
-  int64_t rowCount = tableType.getDimSize(0);
-  if (llvm::Error error = checkProvenIds(importer, *table, *ids, rowCount))
-    return std::move(error);
   if (*padding == -1)
     return single(rows);
   if (*padding < 0 || *padding >= rowCount)
@@ -2677,25 +2721,24 @@ Outputs convertEmbedding(GraphImporter &importer, Node *node) {
   return single(emit.select(mask, emit.broadcastTo(row, shape), rows));
 }
 
-/// The rows `ids` of `table` along its first dim, for a floating-point
-/// table of any rank: titan.embedding of the table viewed as [rows, rest].
-/// The result has ids' shape followed by the table's other dims. As with
-/// nn.Embedding, ids must lie in [0, rows) (negative ids are not wrapped);
-/// ids the import proves outside are an error (checkProvenIds).
-llvm::Expected<Value> gatherRows(Emitter &emit, Value table, Value ids) {
-  RankedTensorType type = tensorType(table);
+/// Fails unless `ids` hold integers and `table` floats, as lookups need.
+static llvm::Error checkLookupTypes(Value table, Value ids) {
   Type idType = tensorType(ids).getElementType();
   if (idType.isInteger(1))
     return makeError("indexing with a boolean mask is not supported (the "
                      "result's shape would depend on the data)");
   if (!isa<IntegerType>(idType))
     return makeError("index tensors must hold integers");
-  if (!isa<FloatType>(type.getElementType()))
+  if (!isa<FloatType>(tensorType(table).getElementType()))
     return makeError("gathering from a tensor of integers is not supported "
                      "(titan gathers from floating-point tensors)");
-  if (llvm::Error error =
-          checkProvenIds(emit.importer, table, ids, type.getDimSize(0)))
-    return std::move(error);
+  return llvm::Error::success();
+}
+
+/// titan.embedding of `table` viewed as [rows, rest] at `ids`, whose range
+/// the caller checked: ids' shape followed by the table's other dims.
+static Value lookupRows(Emitter &emit, Value table, Value ids) {
+  RankedTensorType type = tensorType(table);
   ArrayRef<int64_t> rest = type.getShape().drop_front();
   int64_t width = ShapedType::getNumElements(rest);
   SmallVector<int64_t> gathered(tensorType(ids).getShape());
@@ -2706,6 +2749,22 @@ llvm::Expected<Value> gatherRows(Emitter &emit, Value table, Value ids) {
   gathered.pop_back();
   gathered.append(rest.begin(), rest.end());
   return emit.reshape(rows, gathered);
+}
+
+/// The rows `ids` of `table` along its first dim, for a floating-point
+/// table of any rank: titan.embedding of the table viewed as [rows, rest].
+/// The result has ids' shape followed by the table's other dims. As with
+/// nn.Embedding, ids must lie in [0, rows) (negative ids are not wrapped):
+/// checkedIds proves or checks it.
+llvm::Expected<Value> gatherRows(Emitter &emit, Value table, Value ids) {
+  if (llvm::Error error = checkLookupTypes(table, ids))
+    return std::move(error);
+  llvm::Expected<Value> checked =
+      checkedIds(emit, table, ids, tensorType(table).getDimSize(0),
+                 /*lookedUpAsIs=*/true);
+  if (!checked)
+    return checked.takeError();
+  return lookupRows(emit, table, *checked);
 }
 
 /// `x` gathered along `dim` by integer `ids`, as `x[:, ..., ids]` (`dim`
@@ -2768,6 +2827,15 @@ std::optional<llvm::Expected<Value>> gatherRowsAlong(Emitter &emit, Value table,
   int64_t width =
       ShapedType::getNumElements(type.getShape().drop_front(dim + 1));
   int64_t size = type.getDimSize(dim);
+  // The ids index `dim`: checked against its size, before the offsets of
+  // the leading dims would hide an id past it in another entry's rows.
+  if (llvm::Error error = checkLookupTypes(table, ids))
+    return llvm::Expected<Value>(std::move(error));
+  llvm::Expected<Value> checked =
+      checkedIds(emit, table, ids, size, /*lookedUpAsIs=*/false);
+  if (!checked)
+    return llvm::Expected<Value>(checked.takeError());
+  ids = *checked;
   // A table repeated along the dims before `dim`: its one copy; else the
   // rows of every entry of the leading dims, ids offset by the entry.
   auto repeated = table.getDefiningOp<BroadcastInDimOp>();
@@ -2790,10 +2858,8 @@ std::optional<llvm::Expected<Value>> gatherRowsAlong(Emitter &emit, Value table,
     }
     rowsTable = emit.reshape(table, {stride, width});
   }
-  llvm::Expected<Value> rows = gatherRows(emit, rowsTable, ids);
-  if (!rows)
-    return llvm::Expected<Value>(rows.takeError());
-  return llvm::Expected<Value>(emit.reshape(*rows, indexType.getShape()));
+  return llvm::Expected<Value>(
+      emit.reshape(lookupRows(emit, rowsTable, ids), indexType.getShape()));
 }
 
 /// aten::gather(x, dim, index) (`torch.gather`, `take_along_dim`):
@@ -2850,14 +2916,21 @@ Outputs convertGather(GraphImporter &importer, Node *node) {
     return single(**rows);
   }
   // Linear positions in the table: index * stride(dim) + the other dims'
-  // positions * their strides.
+  // positions * their strides. The index is checked against the size of
+  // `dim` first: past it, a linear position would read another row.
   auto i64 = RankedTensorType::get(
       indexType.getShape(), IntegerType::get(&importer.getContext(), 64));
+  if (llvm::Error error = checkLookupTypes(table, *index))
+    return std::move(error);
+  llvm::Expected<Value> checked =
+      checkedIds(emit, table, emit.cast(*index, i64.getElementType()),
+                 tableType.getDimSize(td->dim), /*lookedUpAsIs=*/false);
+  if (!checked)
+    return checked.takeError();
   Value ids;
   int64_t stride = 1;
   for (int64_t d = rank - 1; d >= 0; --d) {
-    Value position = d == td->dim ? emit.cast(*index, i64.getElementType())
-                                  : emit.iota(i64, d);
+    Value position = d == td->dim ? *checked : emit.iota(i64, d);
     Value term =
         stride == 1
             ? position
@@ -2865,11 +2938,9 @@ Outputs convertGather(GraphImporter &importer, Node *node) {
     ids = ids ? emit.binary<AddOp>(ids, term) : term;
     stride *= tableType.getDimSize(d);
   }
-  llvm::Expected<Value> column =
-      gatherRows(emit, emit.reshape(table, {stride, 1}), ids);
-  if (!column)
-    return column.takeError();
-  return single(emit.reshape(*column, indexType.getShape()));
+  return single(
+      emit.reshape(lookupRows(emit, emit.reshape(table, {stride, 1}), ids),
+                   indexType.getShape()));
 }
 
 /// aten::index(x, indices): advanced indexing by one integer tensor, after

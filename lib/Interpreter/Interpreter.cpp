@@ -351,6 +351,9 @@ static FailureOr<TensorValue> evaluate(Operation *op,
       // The wait for an asynchronous collective: its result, which the
       // interpreter computed where the collective stands.
       .Case([&](WaitOp) -> Result { return *in[0]; })
+      .Case([&](CheckIdsOp c) -> Result {
+        return check(checkIds(*in[0], c.getBound(), c.getTable()));
+      })
       // Shape ops.
       .Case([&](ReshapeOp) -> Result {
         FailureOr<SmallVector<int64_t>> shape =

@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cblas.h>
 
@@ -401,6 +402,19 @@ TensorValue kernels::matmul(const TensorValue &lhs, const TensorValue &rhs,
   SmallVector<int64_t> shape(lhsShape.drop_back(2));
   shape.append({m, n});
   return fromDoubles(lhs.getKind(), shape, c);
+}
+
+llvm::Expected<TensorValue> kernels::checkIds(const TensorValue &ids,
+                                              int64_t bound,
+                                              llvm::StringRef table) {
+  for (auto [i, id] : llvm::enumerate(ids.get<int64_t>()))
+    if (id < 0 || id >= bound)
+      return llvm::createStringError(
+          llvm::formatv("the model computed id {0} (at flat index {1}) to "
+                        "look up a row of '{2}', which has {3} rows",
+                        id, i, table, bound)
+              .str());
+  return ids;
 }
 
 llvm::Expected<TensorValue> kernels::embedding(const TensorValue &table,

@@ -168,6 +168,11 @@ TensorValue matmul(const TensorValue &lhs, const TensorValue &rhs,
 llvm::Expected<TensorValue> embedding(const TensorValue &table,
                                       const TensorValue &ids);
 
+/// `titan.check_ids`: `ids` when each lies in [0, bound); an error naming
+/// the first outside and `table` otherwise.
+llvm::Expected<TensorValue> checkIds(const TensorValue &ids, int64_t bound,
+                                     llvm::StringRef table);
+
 /// `titan.rope` on [batch, seq, heads, head_dim] with tables [seq,
 /// head_dim/2]; pairs (2j, 2j+1) when `interleaved`, else (j, j + head_dim/2).
 TensorValue rope(const TensorValue &input, const TensorValue &cos,

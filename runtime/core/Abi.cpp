@@ -31,6 +31,22 @@ Communicator *getCommunicator(titanrt_context *ctx, int32_t comm,
   return ctx->communicators[comm].get();
 }
 
+/// titanrt_check_ids' error: `id` at `position` of the rank's `numIds` ids
+/// lies outside the `bound` rows of `table`.
+Status computedIdOutside(const char *table, int64_t bound, int64_t id,
+                         int64_t position, int64_t numIds) {
+  std::string name =
+      table && *table ? "'" + std::string(table) + "'" : std::string("a table");
+  return Status::invalidArgument(
+      "the model computed id " + std::to_string(id) + " (at position " +
+      std::to_string(position) + " of the rank's " + std::to_string(numIds) +
+      " ids) to look up a row of " + name + ", which has " +
+      std::to_string(bound) +
+      " rows: indices the model computes (e.g. positions from a cumsum) "
+      "reach past the table at this input; use a shorter sequence (a "
+      "smaller training.seq_len) or a model built with a longer table");
+}
+
 /// Runs `call` on communicator `comm` of `ctx`: queued on its communication
 /// thread after a titanrt_start, else inline.
 titanrt_status communicate(titanrt_context *ctx, int32_t comm,
@@ -118,6 +134,21 @@ titanrt_status titanrt_embedding_grad(titanrt_context *ctx, int32_t dtype,
   trace.arg("ids", num_ids);
   return ctx->finish(ctx->compute->embeddingGrad(dtype, ids_dtype, ids, grad,
                                                  out, num_ids, vocab, dim));
+}
+
+titanrt_status titanrt_check_ids(titanrt_context *ctx, int32_t ids_dtype,
+                                 const void *ids, int64_t num_ids,
+                                 int64_t bound, const char *table) {
+  if (failsPendingStart(ctx, "titanrt_check_ids"))
+    return TITANRT_ERROR_INVALID_ARGUMENT;
+  TraceScope trace(ctx->tracer, "id check", "embedding");
+  trace.arg("ids", num_ids);
+  int64_t position = -1, id = 0;
+  titan::rt::Status found =
+      ctx->compute->findIdOutside(ids_dtype, ids, num_ids, bound, position, id);
+  if (found.ok() && position >= 0)
+    found = computedIdOutside(table, bound, id, position, num_ids);
+  return ctx->finish(found);
 }
 
 titanrt_status titanrt_rms_norm(titanrt_context *ctx, int32_t dtype,

@@ -97,6 +97,14 @@ public:
                                const void *grad, void *out, int64_t numIds,
                                int64_t vocab, int64_t dim) = 0;
 
+  /// The first of `numIds` ids (`idsDtype` TITANRT_I64 or TITANRT_I32)
+  /// outside [0, bound): sets `position` to its index and `id` to it, or
+  /// `position` to -1 when every id lies inside (titanrt_check_ids). Returns
+  /// once the ids were read.
+  virtual Status findIdOutside(int32_t idsDtype, const void *ids,
+                               int64_t numIds, int64_t bound, int64_t &position,
+                               int64_t &id) = 0;
+
   /// titanrt_rms_norm.
   virtual Status rmsNorm(int32_t dtype, int32_t weightDtype, const void *x,
                          const void *weight, void *y, int64_t rows,

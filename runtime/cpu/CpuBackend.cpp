@@ -45,6 +45,12 @@ Status CpuBackend::embeddingGrad(int32_t dtype, int32_t idsDtype,
                             vocab, dim);
 }
 
+Status CpuBackend::findIdOutside(int32_t idsDtype, const void *ids,
+                                 int64_t numIds, int64_t bound,
+                                 int64_t &position, int64_t &id) {
+  return cpu::findIdOutside(idsDtype, ids, numIds, bound, position, id);
+}
+
 Status CpuBackend::rmsNorm(int32_t dtype, int32_t weightDtype, const void *x,
                            const void *weight, void *y, int64_t rows,
                            int64_t cols, double eps) {

@@ -33,6 +33,8 @@ public:
   Status embeddingGrad(int32_t dtype, int32_t idsDtype, const void *ids,
                        const void *grad, void *out, int64_t numIds,
                        int64_t vocab, int64_t dim) override;
+  Status findIdOutside(int32_t idsDtype, const void *ids, int64_t numIds,
+                       int64_t bound, int64_t &position, int64_t &id) override;
   Status rmsNorm(int32_t dtype, int32_t weightDtype, const void *x,
                  const void *weight, void *y, int64_t rows, int64_t cols,
                  double eps) override;

@@ -49,9 +49,16 @@ Status attentionGrad(ThreadPool &pool, int32_t dtype, const void *q,
                      int64_t kvHeads, int64_t seq, int64_t headDim, bool causal,
                      double scale);
 
+/// titanrt_check_ids' search (ComputeBackend::findIdOutside): the first of
+/// `numIds` ids outside [0, bound), its index in `position` (-1 when none)
+/// and its value in `id`.
+Status findIdOutside(int32_t idsDtype, const void *ids, int64_t numIds,
+                     int64_t bound, int64_t &position, int64_t &id);
+
 /// titanrt_embedding_grad: F32 and F64, ids I64 or I32, checked before
 /// anything is written (Embedding.cpp); bitwise equal results for any number
 /// of threads.
+
 Status embeddingGrad(ThreadPool &pool, int32_t dtype, int32_t idsDtype,
                      const void *ids, const void *grad, void *out,
                      int64_t numIds, int64_t vocab, int64_t dim);

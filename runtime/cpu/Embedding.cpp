@@ -1,4 +1,4 @@
-//===- Embedding.cpp - titanrt_embedding_grad -----------------------------===//
+//===- Embedding.cpp - titanrt_embedding_grad, titanrt_check_ids ----------===//
 //
 // The scatter-add out[ids[i]] += grad[i], parallel over column ranges of the
 // table: each thread zeroes and accumulates its columns of every row, in
@@ -43,22 +43,30 @@ void scatterAdd(ThreadPool &pool, const Id *ids, const T *grad, T *out,
   });
 }
 
+/// The index of the first of `numIds` ids outside [0, bound), or -1.
+template <typename Id>
+int64_t firstOutside(const Id *ids, int64_t numIds, int64_t bound) {
+  for (int64_t i = 0; i < numIds; ++i)
+    if (ids[i] < 0 || ids[i] >= bound)
+      return i;
+  return -1;
+}
+
 /// Checks the ids, then runs the scatter-add for the element type.
 template <typename Id>
 Status embeddingGradWithIds(ThreadPool &pool, int32_t dtype, const Id *ids,
                             const void *grad, void *out, int64_t numIds,
                             int64_t vocab, int64_t dim) {
-  for (int64_t i = 0; i < numIds; ++i)
-    if (ids[i] < 0 || ids[i] >= vocab)
-      return Status::invalidArgument(
-          "embedding_grad: id " + std::to_string(ids[i]) + " at position " +
-          std::to_string(i) + " is outside the table's [0, " +
-          std::to_string(vocab) +
-          "): the model computed an index outside a table it looks up "
-          "(its inputs are checked when read), e.g. positions past a "
-          "position table at a sequence longer than the table; use a "
-          "shorter sequence (training.seq_len) or a model with a longer "
-          "table");
+  if (int64_t i = firstOutside(ids, numIds, vocab); i >= 0)
+    return Status::invalidArgument(
+        "embedding_grad: id " + std::to_string(ids[i]) + " at position " +
+        std::to_string(i) + " is outside the table's [0, " +
+        std::to_string(vocab) +
+        "): the model computed an index outside a table it looks up "
+        "(its inputs are checked when read), e.g. positions past a "
+        "position table at a sequence longer than the table; use a "
+        "shorter sequence (training.seq_len) or a model with a longer "
+        "table");
   if (isNarrowFloat(dtype)) {
     std::vector<float> wideGrad = widen(pool, dtype, grad, numIds * dim);
     std::vector<float> wideOut(vocab * dim);
@@ -73,17 +81,41 @@ Status embeddingGradWithIds(ThreadPool &pool, int32_t dtype, const Id *ids,
   return Status::success();
 }
 
+/// Whether `idsDtype` is one ids may have; an error of `op` otherwise.
+Status checkIdsDtype(const char *op, int32_t idsDtype) {
+  if (idsDtype != TITANRT_I64 && idsDtype != TITANRT_I32)
+    return Status::invalidArgument(std::string(op) + ": ids_dtype " +
+                                   dtypeName(idsDtype) +
+                                   " is neither i64 nor i32");
+  return Status::success();
+}
+
 } // namespace
+
+Status cpu::findIdOutside(int32_t idsDtype, const void *ids, int64_t numIds,
+                          int64_t bound, int64_t &position, int64_t &id) {
+  const char *op = "check_ids";
+  TITANRT_RETURN_IF_ERROR(checkIdsDtype(op, idsDtype));
+  TITANRT_RETURN_IF_ERROR(checkNonNegative(op, "num_ids", numIds));
+  TITANRT_RETURN_IF_ERROR(checkBuffer(op, "ids", ids, {numIds}));
+  if (idsDtype == TITANRT_I64) {
+    const auto *wide = static_cast<const int64_t *>(ids);
+    position = firstOutside(wide, numIds, bound);
+    id = position >= 0 ? wide[position] : 0;
+  } else {
+    const auto *narrow = static_cast<const int32_t *>(ids);
+    position = firstOutside(narrow, numIds, bound);
+    id = position >= 0 ? narrow[position] : 0;
+  }
+  return Status::success();
+}
 
 Status cpu::embeddingGrad(ThreadPool &pool, int32_t dtype, int32_t idsDtype,
                           const void *ids, const void *grad, void *out,
                           int64_t numIds, int64_t vocab, int64_t dim) {
   const char *op = "embedding_grad";
   TITANRT_RETURN_IF_ERROR(checkFloatDtype(op, dtype, /*allowF64=*/true));
-  if (idsDtype != TITANRT_I64 && idsDtype != TITANRT_I32)
-    return Status::invalidArgument(std::string(op) + ": ids_dtype " +
-                                   dtypeName(idsDtype) +
-                                   " is neither i64 nor i32");
+  TITANRT_RETURN_IF_ERROR(checkIdsDtype(op, idsDtype));
   TITANRT_RETURN_IF_ERROR(checkNonNegative(op, "num_ids", numIds));
   TITANRT_RETURN_IF_ERROR(checkNonNegative(op, "vocab", vocab));
   TITANRT_RETURN_IF_ERROR(checkNonNegative(op, "dim", dim));

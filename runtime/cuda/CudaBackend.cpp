@@ -160,6 +160,16 @@ Status CudaBackend::embeddingGrad(int32_t dtype, int32_t idsDtype,
                            embeddingWorkspace.get(), numIds, vocab, dim);
 }
 
+Status CudaBackend::findIdOutside(int32_t idsDtype, const void *ids,
+                                  int64_t numIds, int64_t bound,
+                                  int64_t &position, int64_t &id) {
+  if (!idCheckWorkspace.get())
+    TITANRT_RETURN_IF_ERROR(idCheckWorkspace.allocate(
+        findIdOutsideWorkspaceBytes, "the id check's workspace"));
+  return cuda::findIdOutside(stream.get(), idsDtype, ids, numIds, bound,
+                             idCheckWorkspace.get(), position, id);
+}
+
 Status CudaBackend::rmsNorm(int32_t dtype, int32_t weightDtype, const void *x,
                             const void *weight, void *y, int64_t rows,
                             int64_t cols, double eps) {

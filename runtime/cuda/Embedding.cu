@@ -51,6 +51,18 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
+/// `first` = the smallest position whose id lies outside [0, bound) (left
+/// as it was, ULLONG_MAX, when none does), grid-stride over the ids.
+__global__ void findIdOutsideKernel(const void *ids, bool ids64, int64_t numIds,
+                                    int64_t bound, unsigned long long *first) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < numIds;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t id = loadId(ids, i, ids64);
+    if (id < 0 || id >= bound)
+      atomicMin(first, static_cast<unsigned long long>(i));
+  }
+}
+
 /// counts[id] += 1 for every id in range, one thread per position.
 __global__ void embeddingHistogramKernel(const void *ids, bool ids64,
                                          int64_t numIds, int64_t vocab,
@@ -180,6 +192,48 @@ Status cuda::embeddingForward(cudaStream_t stream, int32_t dtype,
                           dim);
     });
   });
+}
+
+Status cuda::findIdOutside(cudaStream_t stream, int32_t idsDtype,
+                           const void *ids, int64_t numIds, int64_t bound,
+                           void *workspace, int64_t &position, int64_t &id) {
+  const char *op = "check_ids (CUDA)";
+  TITANRT_RETURN_IF_ERROR(checkIdsDtype(op, "ids dtype", idsDtype));
+  TITANRT_RETURN_IF_ERROR(checkExtents(op, {{"num_ids", numIds}}));
+  TITANRT_RETURN_IF_ERROR(
+      checkPointers(op, numIds, {{"ids", ids}, {"workspace", workspace}}));
+  position = -1;
+  id = 0;
+  if (numIds == 0)
+    return Status::success();
+  auto *first = static_cast<unsigned long long *>(workspace);
+  const bool ids64 = idsDtype == TITANRT_I64;
+  TITANRT_RETURN_IF_ERROR(
+      checkCuda(cudaMemsetAsync(first, 0xff, sizeof(*first), stream),
+                "cudaMemsetAsync", op));
+  TITANRT_RETURN_IF_ERROR(launchKernel(op, elementwiseLaunch(numIds), stream,
+                                       findIdOutsideKernel, ids, ids64, numIds,
+                                       bound, first));
+  unsigned long long found = 0;
+  TITANRT_RETURN_IF_ERROR(
+      checkCuda(cudaMemcpyAsync(&found, first, sizeof(found),
+                                cudaMemcpyDeviceToHost, stream),
+                "cudaMemcpyAsync", op));
+  TITANRT_RETURN_IF_ERROR(
+      checkCuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize", op));
+  if (found == ULLONG_MAX)
+    return Status::success();
+  position = static_cast<int64_t>(found);
+  const size_t width = ids64 ? sizeof(int64_t) : sizeof(int32_t);
+  int64_t wide = 0;
+  int32_t narrow = 0;
+  void *value = ids64 ? static_cast<void *>(&wide) : &narrow;
+  TITANRT_RETURN_IF_ERROR(checkCuda(
+      cudaMemcpy(value, static_cast<const char *>(ids) + position * width,
+                 width, cudaMemcpyDeviceToHost),
+      "cudaMemcpy", op));
+  id = ids64 ? wide : narrow;
+  return Status::success();
 }
 
 Status cuda::embeddingBackward(cudaStream_t stream, int32_t dtype,

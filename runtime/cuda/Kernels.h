@@ -183,6 +183,17 @@ Status embeddingForward(cudaStream_t stream, int32_t dtype, const void *table,
                         int32_t idsDtype, const void *ids, void *out,
                         int64_t numIds, int64_t vocab, int64_t dim);
 
+/// titanrt_check_ids' search: the first of `numIds` ids outside [0,
+/// bound), its index in `position` (-1 when none) and its value in `id`.
+/// `workspace` holds findIdOutsideWorkspaceBytes; the call waits for the
+/// stream (the answer is the host's).
+Status findIdOutside(cudaStream_t stream, int32_t idsDtype, const void *ids,
+                     int64_t numIds, int64_t bound, void *workspace,
+                     int64_t &position, int64_t &id);
+
+/// The bytes of findIdOutside's workspace: the first position found.
+constexpr int64_t findIdOutsideWorkspaceBytes = sizeof(unsigned long long);
+
 /// out [vocab, dim] = 0, then out[ids[i]] += grad[i] for i < numIds (ids
 /// outside [0, vocab) are skipped), deterministically without sorting: a
 /// histogram and scan of the ids place the positions of each id in

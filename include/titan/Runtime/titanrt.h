@@ -129,6 +129,16 @@ titanrt_attention_grad(titanrt_context *ctx, int32_t dtype, const void *q,
                        int64_t q_heads, int64_t kv_heads, int64_t seq,
                        int64_t head_dim, int32_t causal, double scale);
 
+/// Checks the ids a lookup reads (titan.check_ids): every one of the
+/// `num_ids` ids (`ids_dtype` TITANRT_I64 or TITANRT_I32) must lie in [0,
+/// bound), the rows of `table` (its name, for the message; may be empty).
+/// The first one outside is a TITANRT_ERROR_INVALID_ARGUMENT that names
+/// it, its position and the table. Waits for the ids (on a GPU, a
+/// synchronization of the compute stream).
+titanrt_status titanrt_check_ids(titanrt_context *ctx, int32_t ids_dtype,
+                                 const void *ids, int64_t num_ids,
+                                 int64_t bound, const char *table);
+
 /// The cotangent of an embedding table (titan.embedding_grad): out [vocab,
 /// dim] = 0, then out[ids[i]] += grad[i] for i < num_ids. `ids_dtype` is
 /// TITANRT_I64 or TITANRT_I32; an id outside [0, vocab) is an

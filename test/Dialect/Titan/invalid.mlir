@@ -258,6 +258,22 @@ func.func @embedding_result(%t: tensor<16x8xf32>, %ids: tensor<2x4xi64>) {
 
 // -----
 
+func.func @check_ids_bound(%ids: tensor<4xi64>) {
+  // expected-error @+1 {{bound 0 must be at least 1: a table without rows has no valid id}}
+  %0 = titan.check_ids %ids below 0 of "t" : tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @check_ids_type(%ids: tensor<4xf32>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 64-bit signless integer or 32-bit signless integer values}}
+  %0 = titan.check_ids %ids below 4 of "t" : tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @embedding_ids(%t: tensor<16x8xf32>, %ids: tensor<4xf32>) {
   // expected-error @+1 {{operand #1 must be ranked tensor of 64-bit signless integer or 32-bit signless integer values}}
   %0 = titan.embedding %t, %ids : tensor<16x8xf32>, tensor<4xf32> -> tensor<4x8xf32>

@@ -120,6 +120,34 @@ TEST(EmbeddingGradTest, IdOutOfRange) {
       "embedding_grad: id -3 at position 1 is outside the table's [0, 5)");
 }
 
+/// titanrt_check_ids' search: the first id outside [0, bound), i64 and i32,
+/// or -1 when all lie inside.
+TEST(IdCheckTest, FindsTheFirstIdOutside) {
+  std::vector<int64_t> wide = {0, 9, 10, -1, 12};
+  int64_t position = -2, id = -2;
+  ASSERT_TRUE(
+      findIdOutside(TITANRT_I64, wide.data(), 5, 10, position, id).ok());
+  EXPECT_EQ(position, 2);
+  EXPECT_EQ(id, 10);
+  ASSERT_TRUE(
+      findIdOutside(TITANRT_I64, wide.data(), 2, 10, position, id).ok());
+  EXPECT_EQ(position, -1);
+
+  std::vector<int32_t> narrow = {3, -7, 40};
+  ASSERT_TRUE(
+      findIdOutside(TITANRT_I32, narrow.data(), 3, 50, position, id).ok());
+  EXPECT_EQ(position, 1);
+  EXPECT_EQ(id, -7);
+  ASSERT_TRUE(findIdOutside(TITANRT_I32, nullptr, 0, 50, position, id).ok());
+  EXPECT_EQ(position, -1);
+
+  Status dtype = findIdOutside(TITANRT_F32, wide.data(), 5, 10, position, id);
+  EXPECT_EQ(dtype.getMessage(),
+            "check_ids: ids_dtype f32 is neither i64 nor i32");
+  Status null = findIdOutside(TITANRT_I64, nullptr, 5, 10, position, id);
+  EXPECT_EQ(null.getMessage(), "check_ids: ids is null but holds 5 elements");
+}
+
 TEST(EmbeddingGradTest, ArgumentErrors) {
   int64_t id = 0;
   float buffer[4] = {};

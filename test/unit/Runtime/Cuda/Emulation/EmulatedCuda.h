@@ -148,5 +148,11 @@ inline int atomicAdd(int *address, int value) {
   *address = old + value;
   return old;
 }
+inline unsigned long long atomicMin(unsigned long long *address,
+                                    unsigned long long value) {
+  const unsigned long long old = *address;
+  *address = old < value ? old : value;
+  return old;
+}
 
 #endif // TITAN_TEST_CUDA_EMULATION_EMULATEDCUDA_H

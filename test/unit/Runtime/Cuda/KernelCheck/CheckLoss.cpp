@@ -9,6 +9,7 @@
 #include "cuda/Reference.h"
 #include "cuda/SquaredNorm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -172,6 +173,34 @@ void checkCrossEntropy(Checker &checker, Context &context, int32_t dtype,
   }
 }
 
+/// findIdOutside (titanrt_check_ids) on `ids` (on the device at
+/// `deviceIds`) against `bound`, and on the ids before the first outside:
+/// the first position outside and its id, or -1 when there is none.
+void checkFindIdOutside(Checker &checker, Context &context, int32_t idsDtype,
+                        const void *deviceIds, const std::vector<int64_t> &ids,
+                        int64_t bound, const std::string &name) {
+  DeviceTensor workspace;
+  if (!checker.expectOk(name, workspace.allocate(TITANRT_I64, 1)))
+    return;
+  const auto outside = std::find_if(ids.begin(), ids.end(), [&](int64_t id) {
+    return id < 0 || id >= bound;
+  });
+  const int64_t first = outside == ids.end() ? -1 : outside - ids.begin();
+  for (int64_t numIds : {int64_t(ids.size()), std::max<int64_t>(first, 0)}) {
+    int64_t position = -2, id = -2;
+    if (!checker.expectOk(name, findIdOutside(context.stream.get(), idsDtype,
+                                              deviceIds, numIds, bound,
+                                              workspace.get(), position, id)))
+      return;
+    const bool found = numIds > first && first >= 0;
+    checker.compare(name + "." + std::to_string(numIds) + "ids",
+                    {double(position), double(id)},
+                    {found ? double(first) : -1.0,
+                     found ? double(ids[size_t(first)]) : 0.0},
+                    0.0);
+  }
+}
+
 void checkEmbedding(Checker &checker, Context &context, int32_t dtype,
                     int32_t idsDtype, int64_t numIds, int64_t vocab,
                     int64_t dim, uint32_t seed) {
@@ -230,6 +259,8 @@ void checkEmbedding(Checker &checker, Context &context, int32_t dtype,
   checker.compare(backward, tableGrad, expectedGrad, toleranceFor(dtype));
   checker.expectIdentical(backward + ".deterministic", tableGrad,
                           tableGradAgain);
+  checkFindIdOutside(checker, context, idsDtype, dIds.get(), ids, vocab,
+                     "find_id_outside" + suffix);
 }
 
 /// FusedAdamW (titanrt_fused_adamw on the GPU): seven tensors of sizes
