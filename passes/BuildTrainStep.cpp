@@ -167,10 +167,17 @@ LogicalResult BuildTrainStepPass::build() {
   Value step = body->getArgument(tail + 3);
   Value logits;
   for (Operation &op : forward.getBody().front()) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op))
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       logits = mapping.lookup(ret.getOperand(0));
-    else
-      builder.clone(op, mapping);
+      continue;
+    }
+    Operation *clone = builder.clone(op, mapping);
+    // Random numbers (dropout) are new every step and follow the job's
+    // seed.
+    if (auto random = dyn_cast<RandomUniformOp>(clone)) {
+      random.getStepMutable().assign(step);
+      random.setSeed(seed);
+    }
   }
 
   // Loss: mean token cross-entropy, on the [batch, seq] grid of tokens as

@@ -52,7 +52,9 @@ def BuildTrainStepPass : Pass<"titan-build-train-step", "::mlir::ModuleOp"> {
       moments unchanged, and it adds nothing to the clipping norm.
 
     `lr` and `step` are 0-d f32 arguments (`step` counts the updates done
-    before this one, so the first call passes 0). Results are named `loss`,
+    before this one, so the first call passes 0). The forward's random
+    numbers (`titan.random_uniform`, dropout) take `step` and the `seed`
+    option, so that each step draws new ones. Results are named `loss`,
     `param.<fqn>`, `exp_avg.<fqn>`, `exp_avg_sq.<fqn>`, with `emit-grads`
     `grad.<fqn>` (the clipped gradient) and, with clipping, `grad_norm`
     (the global norm before clipping, which clip_grad_norm_ returns and
@@ -72,6 +74,8 @@ def BuildTrainStepPass : Pass<"titan-build-train-step", "::mlir::ModuleOp"> {
            "Label value whose tokens do not count in the loss">,
     Option<"emitGrads", "emit-grads", "bool", "false",
            "Also return the gradient of every parameter (grad.<fqn>)">,
+    Option<"seed", "seed", "int64_t", "0",
+           "The seed of the step's random numbers (dropout)">,
   ];
   let dependentDialects = ["::mlir::titan::TitanDialect",
                            "::mlir::func::FuncDialect"];

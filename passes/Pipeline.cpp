@@ -123,6 +123,7 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   step.maxNorm = config.training.maxNorm;
   step.ignoreIndex = config.training.ignoreIndex;
   step.emitGrads = emitGrads;
+  step.seed = config.training.seed;
   if (config.training.getParamDtype() != config.training.getReduceDtype())
     options.gradientReduce = SetGradientReduceDtypePassOptions{
         stringifyElementType(config.training.getReduceDtype()).str()};

@@ -368,6 +368,10 @@ Grads ConstantOp::buildVJP(OpBuilder &, ValueRange) {
 
 Grads IotaOp::buildVJP(OpBuilder &, ValueRange) { return SmallVector<Value>(); }
 
+Grads RandomUniformOp::buildVJP(OpBuilder &, ValueRange) {
+  return SmallVector<Value>(getNumOperands());
+}
+
 Grads CheckIdsOp::buildVJP(OpBuilder &, ValueRange) {
   return SmallVector<Value>(1);
 }

@@ -426,6 +426,12 @@ LogicalResult EmbeddingOp::verify() {
                     getType());
 }
 
+LogicalResult RandomUniformOp::verify() {
+  if (getCounters().getType().getShape() != getType().getShape())
+    return emitOpError() << "result shape must equal the counters' shape";
+  return success();
+}
+
 LogicalResult CheckIdsOp::verify() {
   if (getBound() < 1)
     return emitOpError() << "bound " << getBound()
@@ -834,6 +840,7 @@ int64_t CastOp::getFlops() { return 0; }
 int64_t StopGradientOp::getFlops() { return 0; }
 int64_t IotaOp::getFlops() { return 0; }
 int64_t CheckIdsOp::getFlops() { return 0; }
+int64_t RandomUniformOp::getFlops() { return 0; }
 int64_t CompareOp::getFlops() { return getStaticNumElements(getType()); }
 int64_t SelectOp::getFlops() { return 0; }
 

@@ -481,6 +481,13 @@ OpShardingRule ConstantOp::getShardingRule() {
   return rule;
 }
 
+OpShardingRule RandomUniformOp::getShardingRule() {
+  OpShardingRule rule = elementwiseRule(*this, {});
+  if (getStep())
+    rule.operandDims[1].clear();
+  return rule;
+}
+
 OpShardingRule CheckIdsOp::getShardingRule() {
   return elementwiseRule(*this, {});
 }

@@ -401,6 +401,43 @@ def Titan_IotaOp : Titan_DifferentiableOp<"iota", [],
   let hasVerifier = 1;
 }
 
+/// A 0-d f32 tensor, which assembly formats may leave out (the step).
+def Titan_F32Scalar : 0DTensorOf<[F32]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
+
+def Titan_RandomUniformOp : Titan_DifferentiableOp<"random_uniform"> {
+  let summary = "Uniform random numbers in [0, 1) picked by counters";
+  let description = [{
+    `result[i]` is a number in [0, 1), a multiple of 2^-24, that depends
+    only on `counters[i]`, `stream`, `seed` and `step` (0 when absent):
+    a counter-based generator (splitmix64's mixing function applied to the
+    counter offset by a key derived from the other three), so any element
+    is computed where it is needed, the same on every rank and backend and
+    again when recomputed. The importer makes dropout in training mode
+    from it: the counters are the elements' positions in the whole
+    (global) tensor, so that every parallel layout draws the same numbers,
+    each dropout of the model has its own `stream`, and
+    titan-build-train-step passes the step and the job's seed, so that
+    every step draws new ones. No gradient.
+
+    Example:
+
+    ```mlir
+    %u = titan.random_uniform %positions stream 3 seed 42 step %step
+        : tensor<2x64x256xi64> -> tensor<2x64x256xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I64]>:$counters,
+                       Optional<Titan_F32Scalar>:$step,
+                       I64Attr:$stream, DefaultValuedAttr<I64Attr, "0">:$seed);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $counters `stream` $stream (`seed` $seed^)? (`step` $step^)? attr-dict
+    `:` type($counters) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Titan_StopGradientOp : Titan_DifferentiableOp<"stop_gradient",
     [SameOperandsAndResultType, Elementwise]> {
   let summary = "The input, as a constant to differentiation";

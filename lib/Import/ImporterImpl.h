@@ -175,6 +175,11 @@ private:
   llvm::Expected<std::vector<ImportedValue>> importLoop(torch::jit::Node *node);
   llvm::Expected<std::vector<ImportedValue>> importPrim(torch::jit::Node *node,
                                                         bool &handled);
+  /// Dropout of `x` with probability `p` in training mode, as
+  /// torch.nn.functional.dropout: elements whose titan.random_uniform
+  /// (of a new stream, at their positions in the whole tensor) is below
+  /// `p` become 0, the others are scaled by 1 / (1 - p).
+  Value emitTrainingDropout(Value x, double p);
   /// Describes `node` for an error: kind, schema and Python source line.
   std::string describe(torch::jit::Node *node) const;
   /// The MLIR location of `node`'s Python source.
@@ -197,6 +202,9 @@ private:
   std::vector<std::string> errorHints;
   /// Whether the model's dropout, traced in eval mode, was warned about.
   bool warnedEvalDropout = false;
+  /// The random streams (titan.random_uniform) taken so far: each dropout
+  /// in training mode draws from its own.
+  int64_t randomStreams = 0;
 };
 
 //===----------------------------------------------------------------------===//

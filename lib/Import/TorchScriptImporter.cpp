@@ -319,6 +319,35 @@ modelFrameOf(const torch::jit::SourceRange &range) {
   return std::nullopt;
 }
 
+Value GraphImporter::emitTrainingDropout(Value x, double p) {
+  TensorBuilder tb(builder, loc);
+  auto type = cast<RankedTensorType>(x.getType());
+  // The elements' row-major positions: sums of iotas, whose lowering to a
+  // rank's shard adds the shard's offset, so that a position is the same
+  // under any layout.
+  auto positions = type.clone(builder.getI64Type());
+  Value counters;
+  int64_t stride = 1;
+  for (int64_t dim = type.getRank() - 1; dim >= 0; --dim) {
+    Value position = tb.iota(positions, dim);
+    if (stride != 1)
+      position = tb.binary<MulOp>(
+          position, tb.splat(positions, static_cast<double>(stride)));
+    counters = counters ? tb.binary<AddOp>(counters, position) : position;
+    stride *= type.getDimSize(dim);
+  }
+  if (!counters) // A 0-d tensor: position 0.
+    counters = tb.splat(positions, 0.0);
+  Value uniform = RandomUniformOp::create(
+      builder, loc, positions.clone(builder.getF32Type()), counters,
+      /*step=*/Value(), builder.getI64IntegerAttr(randomStreams++),
+      builder.getI64IntegerAttr(0));
+  Value keep = tb.compare(
+      "ge", uniform, tb.splat(cast<RankedTensorType>(uniform.getType()), p));
+  Value kept = p < 1.0 ? tb.scale(x, 1.0 / (1.0 - p)) : tb.splatLike(x, 0.0);
+  return tb.select(keep, kept, tb.splatLike(x, 0.0));
+}
+
 std::string GraphImporter::describe(torch::jit::Node *node) const {
   std::string text = "'" + std::string(node->kind().toQualString()) + "'";
   if (const c10::FunctionSchema *schema = node->maybeSchema()) {
@@ -842,9 +871,23 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
       llvm::Expected<int64_t> train = intInput(node, 2);
       if (!p || !train)
         return makeError("dropout needs a constant p and train flag");
-      if (*train && *p != 0.0)
-        return makeError("dropout with p > 0 in training mode is not "
-                         "supported; set p = 0 or export in eval mode");
+      if (*p < 0.0 || *p > 1.0)
+        return makeError(llvm::formatv(
+            "dropout probability has to be between 0 and 1, but got {0}", *p));
+      bool feature =
+          kind == c10::Symbol::fromQualString("aten::feature_dropout");
+      if (*train && *p != 0.0 && feature)
+        return makeError("dropout of whole channels (nn.Dropout2d, "
+                         "feature_dropout) in training mode is not "
+                         "supported; use nn.Dropout, set p = 0 or export in "
+                         "eval mode");
+      if (*train && *p != 0.0) {
+        const ImportedValue &value = input(node, 0);
+        if (!value.isTensor())
+          return makeError("dropout needs a tensor");
+        return std::vector<ImportedValue>{
+            ImportedValue::ofTensor(emitTrainingDropout(value.tensor, *p))};
+      }
       // A model exported in eval mode would train with dropout in
       // PyTorch: say once that titan does not.
       if (*p != 0.0 && !warnedEvalDropout) {

@@ -284,6 +284,10 @@ static FailureOr<TensorValue> evaluate(Operation *op,
       .Case([&](ConstantOp constant) { return evaluateConstant(constant); })
       .Case([&](CastOp) { return cast(*in[0], resultKind()); })
       .Case([&](StopGradientOp) { return *in[0]; })
+      .Case([&](RandomUniformOp r) -> Result {
+        return randomUniform(*in[0], r.getStep() ? in[1] : nullptr,
+                             r.getStream(), r.getSeed());
+      })
       .Case([&](IotaOp iotaOp) -> Result {
         if (ShapedType::isDynamicShape(resultShape()))
           return op->emitOpError("needs a static result shape");

@@ -2,6 +2,8 @@
 
 #include "Kernels.h"
 
+#include "titan/Dialect/RandomUniform.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -402,6 +404,19 @@ TensorValue kernels::matmul(const TensorValue &lhs, const TensorValue &rhs,
   SmallVector<int64_t> shape(lhsShape.drop_back(2));
   shape.append({m, n});
   return fromDoubles(lhs.getKind(), shape, c);
+}
+
+TensorValue kernels::randomUniform(const TensorValue &counters,
+                                   const TensorValue *step, int64_t stream,
+                                   int64_t seed) {
+  uint64_t stepKey =
+      randomStepKey(randomStreamKey(seed, stream),
+                    step ? static_cast<int64_t>(step->get<float>()[0]) : 0);
+  TensorValue result(ElementType::F32, counters.getShape());
+  llvm::MutableArrayRef<float> out = result.getMutable<float>();
+  for (auto [i, counter] : llvm::enumerate(counters.get<int64_t>()))
+    out[i] = titan::randomUniform(stepKey, counter);
+  return result;
 }
 
 llvm::Expected<TensorValue> kernels::checkIds(const TensorValue &ids,

@@ -168,6 +168,12 @@ TensorValue matmul(const TensorValue &lhs, const TensorValue &rhs,
 llvm::Expected<TensorValue> embedding(const TensorValue &table,
                                       const TensorValue &ids);
 
+/// `titan.random_uniform`: f32 numbers of the counter-based generator
+/// (titan/Dialect/RandomUniform.h) at `counters`; `step` is a 0-d f32
+/// tensor or null (step 0).
+TensorValue randomUniform(const TensorValue &counters, const TensorValue *step,
+                          int64_t stream, int64_t seed);
+
 /// `titan.check_ids`: `ids` when each lies in [0, bound); an error naming
 /// the first outside and `table` otherwise.
 llvm::Expected<TensorValue> checkIds(const TensorValue &ids, int64_t bound,

@@ -18,6 +18,7 @@
 
 #include "Helpers.h"
 
+#include "titan/Dialect/RandomUniform.h"
 #include "titan/Dialect/TitanDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -488,6 +489,72 @@ LogicalResult convertIota(IotaOp op, PatternRewriter &rewriter) {
   return success();
 }
 
+/// randomMix (RandomUniform.h) of i64 `z` in arith ops.
+Value buildRandomMix(OpBuilder &b, Location loc, Value z) {
+  auto i64 = [&](uint64_t value) -> Value {
+    return arith::ConstantIntOp::create(b, loc, b.getI64Type(),
+                                        static_cast<int64_t>(value));
+  };
+  auto xorShift = [&](Value v, unsigned shift) -> Value {
+    return arith::XOrIOp::create(b, loc, v,
+                                 arith::ShRUIOp::create(b, loc, v, i64(shift)));
+  };
+  z = arith::MulIOp::create(b, loc, xorShift(z, kRandomShift1),
+                            i64(kRandomMultiplier1));
+  z = arith::MulIOp::create(b, loc, xorShift(z, kRandomShift2),
+                            i64(kRandomMultiplier2));
+  return xorShift(z, kRandomShift3);
+}
+
+/// The generator of RandomUniform.h: the stream's key is a constant, the
+/// step's is mixed per element from the step operand (LLVM hoists it out
+/// of the loops).
+LogicalResult convertRandomUniform(RandomUniformOp op,
+                                   PatternRewriter &rewriter) {
+  uint64_t streamKey = randomStreamKey(op.getSeed(), op.getStream());
+  int64_t rank = op.getType().getRank();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, op.getContext());
+  SmallVector<Value> inputs = {op.getCounters()};
+  SmallVector<AffineMap> maps = {identity};
+  if (Value step = op.getStep()) {
+    inputs.push_back(step);
+    maps.push_back(AffineMap::get(rank, 0, op.getContext()));
+  }
+  rewriter.replaceOp(
+      op, buildMap(rewriter, op.getLoc(), op.getType(), inputs, maps,
+                   [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                     auto i64 = [&](uint64_t value) -> Value {
+                       return arith::ConstantIntOp::create(
+                           b, loc, b.getI64Type(), static_cast<int64_t>(value));
+                     };
+                     Value gamma = i64(kRandomGamma);
+                     Value stepKey = i64(randomStepKey(streamKey, 0));
+                     if (args.size() > 1) {
+                       Value step = arith::FPToSIOp::create(
+                           b, loc, b.getI64Type(), args[1]);
+                       stepKey = buildRandomMix(
+                           b, loc,
+                           arith::AddIOp::create(
+                               b, loc, i64(streamKey),
+                               arith::MulIOp::create(b, loc, step, gamma)));
+                     }
+                     Value z = buildRandomMix(
+                         b, loc,
+                         arith::AddIOp::create(
+                             b, loc, stepKey,
+                             arith::MulIOp::create(b, loc, args[0], gamma)));
+                     Value bits = arith::ShRUIOp::create(b, loc, z,
+                                                         i64(64 - kRandomBits));
+                     Value value =
+                         arith::UIToFPOp::create(b, loc, b.getF32Type(), bits);
+                     return arith::MulFOp::create(
+                         b, loc, value,
+                         arith::ConstantOp::create(
+                             b, loc, b.getF32FloatAttr(kRandomScale)));
+                   }));
+  return success();
+}
+
 } // namespace
 
 void mlir::titan::populateElementwiseToLinalgPatterns(
@@ -517,6 +584,7 @@ void mlir::titan::populateElementwiseToLinalgPatterns(
   addConversion(patterns, convertGelu);
   addConversion(patterns, convertGeluGrad);
   addConversion(patterns, convertCast);
+  addConversion(patterns, convertRandomUniform);
   addConversion(patterns, convertCompare);
   addConversion(patterns, convertSelect);
   addConversion(patterns, convertConstant);

@@ -125,6 +125,11 @@ func.func @matmul_addend(%x: tensor<2x16x32xbf16>, %w: tensor<64x32xbf16>, %h: t
 func.func @llama_block_parts(%table: tensor<128x64xf32>, %tokens: tensor<2x16xi64>, %xq: tensor<2x16x4x16xbf16>, %cos: tensor<16x8xf32>, %sin: tensor<16x8xf32>, %q: tensor<2x4x16x16xbf16>, %kv: tensor<2x2x16x16xbf16>, %logits: tensor<32x128xf32>, %labels: tensor<32xi64>) -> (tensor<2x16x64xf32>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x4x16x16xbf16>, tensor<2x4x16xf32>, tensor<f32>, tensor<f32>) {
   // CHECK: titan.embedding %{{.*}}, %{{.*}} : tensor<128x64xf32>, tensor<2x16xi64> -> tensor<2x16x64xf32>
   %h = titan.embedding %table, %tokens : tensor<128x64xf32>, tensor<2x16xi64> -> tensor<2x16x64xf32>
+  // CHECK: titan.random_uniform %{{.*}} stream 3 : tensor<2x16xi64> -> tensor<2x16xf32>
+  %u = titan.random_uniform %tokens stream 3 : tensor<2x16xi64> -> tensor<2x16xf32>
+  // CHECK: titan.random_uniform %{{.*}} stream 3 seed 42 step %{{.*}} : tensor<2x16xi64> -> tensor<2x16xf32>
+  %s = titan.constant dense<3.0> : tensor<f32>
+  %u1 = titan.random_uniform %tokens stream 3 seed 42 step %s : tensor<2x16xi64> -> tensor<2x16xf32>
   // CHECK: titan.check_ids %{{.*}} below 128 of "tok_embeddings.weight" : tensor<2x16xi64>
   %checked = titan.check_ids %tokens below 128 of "tok_embeddings.weight" : tensor<2x16xi64>
   // CHECK: titan.rope %{{.*}}, %{{.*}}, %{{.*}} interleaved : tensor<2x16x4x16xbf16>, tensor<16x8xf32>

@@ -258,6 +258,22 @@ func.func @embedding_result(%t: tensor<16x8xf32>, %ids: tensor<2x4xi64>) {
 
 // -----
 
+func.func @random_uniform_shape(%c: tensor<4xi64>) {
+  // expected-error @+1 {{result shape must equal the counters' shape}}
+  %0 = titan.random_uniform %c stream 0 : tensor<4xi64> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @random_uniform_counters(%c: tensor<4xi32>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 64-bit signless integer values}}
+  %0 = titan.random_uniform %c stream 0 : tensor<4xi32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @check_ids_bound(%ids: tensor<4xi64>) {
   // expected-error @+1 {{bound 0 must be at least 1: a table without rows has no valid id}}
   %0 = titan.check_ids %ids below 0 of "t" : tensor<4xi64>
