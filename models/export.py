@@ -197,6 +197,12 @@ def export(opts: argparse.Namespace) -> Dict[str, Any]:
             raise SystemExit("--n-layers applies to llama3 only")
         args = dataclasses.replace(args, n_layers=opts.n_layers)
     args = override_args(args, opts.set)
+    if opts.dropout is not None:
+        if not hasattr(args, "dropout"):
+            raise SystemExit(f"--dropout: {opts.model} has no dropout")
+        if not 0.0 <= opts.dropout <= 1.0:
+            raise SystemExit(f"--dropout {opts.dropout} is not a probability in [0, 1]")
+        args = dataclasses.replace(args, dropout=opts.dropout)
     vocab = args.vocab_size
     shape_only = opts.shape_only or (opts.model, opts.flavor) in LARGE_FLAVORS
     mode = opts.mode or ("script" if shape_only else "trace")
@@ -215,6 +221,7 @@ def export(opts: argparse.Namespace) -> Dict[str, Any]:
         "seed": None if shape_only else opts.seed,
         "args": flavor_json(args),
         "input": next(iter(inspect.signature(module.forward).parameters)),
+        "training_mode": opts.dropout is not None,
         "torch_version": torch.__version__,
     }
 
@@ -246,8 +253,12 @@ def export(opts: argparse.Namespace) -> Dict[str, Any]:
             "logits_shape": list(logits.shape),
         }
 
+    # With --dropout the program is recorded in training mode: its dropout
+    # is part of it (the oracle logits above are the eval-mode model's).
+    if opts.dropout is not None:
+        module.train()
     if mode == "trace":
-        recorded = torch.jit.trace(module, (tokens,))
+        recorded = torch.jit.trace(module, (tokens,), check_trace=opts.dropout is None)
     else:
         recorded = torch.jit.script(module)
     for owner in (module, recorded) if master else ():
@@ -288,6 +299,10 @@ def main() -> None:
     parser.add_argument("--trace-dtype", choices=["float32", "bfloat16", "float16"], default="float32",
                         help="dtype of the parameters while tracing: the compute dtype of mixed "
                              "precision (the saved weights stay float32)")
+    parser.add_argument("--dropout", type=float, default=None, metavar="P",
+                        help="gpt2: set the dropout probability and record the model in "
+                             "training mode (model.train()), so that titan trains with dropout "
+                             "(logits.npy stays the eval-mode model's)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override an integer field of the flavor, e.g. --set vocab_size=50257 "
                              "(repeatable)")
