@@ -62,11 +62,9 @@ Status embeddingGradWithIds(ThreadPool &pool, int32_t dtype, const Id *ids,
         "embedding_grad: id " + std::to_string(ids[i]) + " at position " +
         std::to_string(i) + " is outside the table's [0, " +
         std::to_string(vocab) +
-        "): the model computed an index outside a table it looks up "
-        "(its inputs are checked when read), e.g. positions past a "
-        "position table at a sequence longer than the table; use a "
-        "shorter sequence (training.seq_len) or a model with a longer "
-        "table");
+        "): titan checks the ids of the inputs when it reads them and "
+        "those a model computes before its lookups (titan.check_ids), "
+        "so a program that gets here skipped a check");
   if (isNarrowFloat(dtype)) {
     std::vector<float> wideGrad = widen(pool, dtype, grad, numIds * dim);
     std::vector<float> wideOut(vocab * dim);

@@ -106,10 +106,9 @@ TEST(EmbeddingGradTest, IdOutOfRange) {
   EXPECT_EQ(tooLarge.getCode(), TITANRT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(tooLarge.getMessage(),
             "embedding_grad: id 7 at position 2 is outside the table's [0, "
-            "5): the model computed an index outside a table it looks up (its "
-            "inputs are checked when read), e.g. positions past a position "
-            "table at a sequence longer than the table; use a shorter "
-            "sequence (training.seq_len) or a model with a longer table");
+            "5): titan checks the ids of the inputs when it reads them and "
+            "those a model computes before its lookups (titan.check_ids), so "
+            "a program that gets here skipped a check");
 
   std::vector<int64_t> negative = {0, -3};
   Status status =
