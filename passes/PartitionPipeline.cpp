@@ -54,17 +54,6 @@ LogicalResult PartitionPipelinePass::partition() {
                 "first)");
   if (module.lookupSymbol(kPipelineMeshName))
     return fail("the module already has a symbol @" + kPipelineMeshName);
-  // A rank's program computes what does not depend on the microbatch once
-  // for all microbatches: their dropout would draw the same numbers.
-  WalkResult random = step.walk([](RandomUniformOp op) {
-    op.emitError("dropout in training mode under pipeline parallelism is "
-                 "not supported yet (every microbatch would drop the same "
-                 "elements); set the model's dropout to 0, export it in eval "
-                 "mode, or train without pipeline_parallel_degree");
-    return WalkResult::interrupt();
-  });
-  if (random.wasInterrupted())
-    return failure();
   llvm::Expected<PipelineScheduleKind> kind =
       parsePipelineScheduleKind(schedule);
   if (!kind)

@@ -90,6 +90,13 @@ private:
                     function_ref<FailureOr<Value>(Value)> operandOf);
   /// Microbatch `m` of microbatched argument `arg`.
   Value getMicrobatch(BlockArgument arg, int64_t m);
+  /// The data-parallel shards of microbatched argument `arg`'s batch dim.
+  int64_t getBatchShards(BlockArgument arg) const;
+  /// Microbatch `m`'s clone of random numbers `op` (dropout): its counters,
+  /// the positions of the elements in the microbatch, moved to those of
+  /// the same elements in the whole batch, so that every microbatch draws
+  /// its own numbers, the ones the same rows draw without pipelining.
+  FailureOr<Operation *> cloneRandom(RandomUniformOp op, int64_t m);
   LogicalResult cloneOps(ArrayRef<Operation *> ops, int64_t m);
   LogicalResult runForward(int64_t s, int64_t m);
   LogicalResult runInputGrad(int64_t s, int64_t m);
@@ -157,18 +164,13 @@ Value RankProgram::getMicrobatch(BlockArgument arg, int64_t m) {
   // ...], rows [m * rows, (m + 1) * rows) of dim 1, back to [shards * rows].
   auto type = cast<RankedTensorType>(arg.getType());
   PlacementsAttr placements = placementsOf(arg);
-  int64_t shards = 1;
+  int64_t shards = getBatchShards(arg);
   SmallVector<Placement> split;
-  if (placements) {
-    MeshOp mesh = MeshOp::lookup(step, placements.getMesh());
-    for (auto [axis, placement] : llvm::enumerate(placements.getPlacements())) {
-      if (placement.isShard(0))
-        shards *= mesh.getAxisSizes()[axis];
+  if (placements)
+    for (const Placement &placement : placements.getPlacements())
       split.push_back(placement.isShard() && placement.getDim() > 0
                           ? Placement::shard(placement.getDim() + 1)
                           : placement);
-    }
-  }
   int64_t rows = type.getDimSize(0) / shards;
   TensorBuilder tb(builder, arg.getLoc());
   Value whole = invariants.lookup(arg);
@@ -187,6 +189,77 @@ Value RankProgram::getMicrobatch(BlockArgument arg, int64_t m) {
   return slice;
 }
 
+int64_t RankProgram::getBatchShards(BlockArgument arg) const {
+  PlacementsAttr placements = placementsOf(arg);
+  if (!placements)
+    return 1;
+  MeshOp mesh = MeshOp::lookup(step, placements.getMesh());
+  int64_t shards = 1;
+  for (auto [axis, placement] : llvm::enumerate(placements.getPlacements()))
+    if (placement.isShard(0))
+      shards *= mesh.getAxisSizes()[axis];
+  return shards;
+}
+
+FailureOr<Operation *> RankProgram::cloneRandom(RandomUniformOp op, int64_t m) {
+  FailureOr<Value> counters = lookup(op.getCounters(), m, op);
+  if (failed(counters))
+    return failure();
+  auto type = cast<RankedTensorType>(op.getCounters().getType());
+  auto batch = llvm::find_if(step.getArguments(), [&](BlockArgument arg) {
+    return stages.isMicrobatched(arg);
+  });
+  if (batch == step.getArguments().end() || type.getRank() == 0 ||
+      type.getDimSize(0) !=
+          cast<RankedTensorType>(batch->getType()).getDimSize(0))
+    return op.emitError("titan-partition-pipeline: dropout of a tensor whose "
+                        "first dim is not the batch is not supported under "
+                        "pipeline parallelism");
+  // Row i of the microbatch (shards x rows, shard-major) is row
+  // s * microbatches * rows + m * rows + r of the batch, i = s * rows + r:
+  // its elements' positions move by (s * (microbatches - 1) + m) * rows
+  // rows.
+  int64_t shards = getBatchShards(*batch);
+  int64_t rows = type.getDimSize(0) / shards;
+  int64_t rowElements = type.getNumElements() / type.getDimSize(0);
+  SmallVector<int64_t> offsets;
+  for (int64_t i = 0; i < type.getDimSize(0); ++i)
+    offsets.push_back(((i / rows) * (microbatches - 1) + m) * rows *
+                      rowElements);
+  // The batch dim keeps the counters' sharding; the new dims of size 1 are
+  // whole.
+  PlacementsAttr placements = placementsOf(op.getCounters());
+  PlacementsAttr rowPlacements;
+  if (placements) {
+    SmallVector<Placement> onRows;
+    for (const Placement &placement : placements.getPlacements())
+      onRows.push_back(placement.isShard(0) ? placement
+                                            : Placement::replicate());
+    rowPlacements =
+        PlacementsAttr::get(step.getContext(), placements.getMesh(), onRows);
+  }
+  TensorBuilder tb(builder, op.getLoc());
+  auto offsetType =
+      RankedTensorType::get({type.getDimSize(0)}, type.getElementType());
+  Value offset = ConstantOp::create(
+      builder, op.getLoc(), offsetType,
+      DenseIntElementsAttr::get(offsetType, ArrayRef<int64_t>(offsets)));
+  setPlacements(offset, rowPlacements);
+  SmallVector<int64_t> column(type.getRank(), 1);
+  column[0] = type.getDimSize(0);
+  offset = tb.reshape(offset, column);
+  setPlacements(offset, rowPlacements);
+  offset = tb.broadcastTo(offset, type.getShape());
+  setPlacements(offset, placements);
+  Value moved = tb.binary<AddOp>(*counters, offset);
+  setPlacements(moved, placements);
+  return cloneWithOperands(op, [&](Value operand) -> FailureOr<Value> {
+    if (operand == op.getCounters())
+      return moved;
+    return lookup(operand, m, op);
+  });
+}
+
 FailureOr<Value> RankProgram::lookup(Value value, int64_t m, Operation *user) {
   if (Value mapped = mbValues[m].lookupOrNull(value))
     return mapped;
@@ -203,8 +276,11 @@ FailureOr<Value> RankProgram::lookup(Value value, int64_t m, Operation *user) {
 
 LogicalResult RankProgram::cloneOps(ArrayRef<Operation *> ops, int64_t m) {
   for (Operation *op : ops) {
-    FailureOr<Operation *> clone = cloneWithOperands(
-        op, [&](Value operand) { return lookup(operand, m, op); });
+    auto random = dyn_cast<RandomUniformOp>(op);
+    FailureOr<Operation *> clone =
+        random ? cloneRandom(random, m)
+               : cloneWithOperands(
+                     op, [&](Value operand) { return lookup(operand, m, op); });
     if (failed(clone))
       return failure();
     for (auto [old, now] : llvm::zip(op->getResults(), (*clone)->getResults()))

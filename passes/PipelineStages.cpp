@@ -74,8 +74,11 @@ LogicalResult PipelineStages::classify() {
       microbatched.insert(arg);
   llvm::DenseSet<Value> dependent(microbatched.begin(), microbatched.end());
   for (Operation &op : body.without_terminator()) {
-    bool isDependent = llvm::any_of(
-        op.getOperands(), [&](Value v) { return dependent.contains(v); });
+    // Random numbers (dropout) are drawn anew for each microbatch.
+    bool isDependent = isa<RandomUniformOp>(op) ||
+                       llvm::any_of(op.getOperands(), [&](Value v) {
+                         return dependent.contains(v);
+                       });
     if (!isDependent) {
       timing[&op] = OpTiming::Invariant;
       continue;
