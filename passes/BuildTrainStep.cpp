@@ -78,19 +78,30 @@ LogicalResult BuildTrainStepPass::build() {
            << "titan-build-train-step: the module already has @train_step";
   Location loc = forward.getLoc();
 
-  // The model must map tokens [batch, seq] to logits [batch, seq, vocab].
+  // The model must map tokens [batch, seq] to logits [batch, seq, vocab],
+  // and may return scalar losses after them (a mixture of experts'
+  // load-balancing loss), which the step adds to the cross-entropy.
+  auto isFloat = [](RankedTensorType type) {
+    return type && isa<FloatType>(type.getElementType());
+  };
   auto logitsType =
-      forward.getNumResults() == 1
+      forward.getNumResults() >= 1
           ? dyn_cast<RankedTensorType>(forward.getResultTypes()[0])
           : RankedTensorType();
-  if (!logitsType || logitsType.getRank() != 3 ||
-      !isa<FloatType>(logitsType.getElementType()))
+  bool scalarsAfter =
+      llvm::all_of(forward.getResultTypes().drop_front(), [&](Type type) {
+        auto tensor = dyn_cast<RankedTensorType>(type);
+        return isFloat(tensor) && tensor.getRank() == 0;
+      });
+  if (!isFloat(logitsType) || logitsType.getRank() != 3 || !scalarsAfter)
     return forward.emitError()
            << "titan-build-train-step: @" << forwardName
-           << " must return one tensor of logits [batch, seq, vocab] "
-              "(floating point), it returns "
+           << " must return a tensor of logits [batch, seq, vocab] "
+              "(floating point), optionally followed by scalar losses to "
+              "add to the cross-entropy, it returns "
            << forward.getResultTypes()
-           << "; make the model's forward return the logits only";
+           << "; make the model's forward return the logits (and its "
+              "auxiliary losses) only";
   int64_t batch = logitsType.getDimSize(0), seq = logitsType.getDimSize(1);
   int tokensIndex = -1;
   for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
@@ -166,9 +177,12 @@ LogicalResult BuildTrainStepPass::build() {
   Value lr = body->getArgument(tail + 2);
   Value step = body->getArgument(tail + 3);
   Value logits;
+  SmallVector<Value> auxiliaryLosses;
   for (Operation &op : forward.getBody().front()) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       logits = mapping.lookup(ret.getOperand(0));
+      for (Value loss : ret.getOperands().drop_front())
+        auxiliaryLosses.push_back(mapping.lookup(loss));
       continue;
     }
     Operation *clone = builder.clone(op, mapping);
@@ -189,6 +203,11 @@ LogicalResult BuildTrainStepPass::build() {
     logits = tb.cast(logits, builder.getF32Type());
   Value loss = CrossEntropyOp::create(builder, loc, scalarF32, logits, labels,
                                       builder.getI64IntegerAttr(ignoreIndex));
+  // The model's own losses (auxiliary load-balancing losses, z-losses),
+  // computed in float32 like the cross-entropy, are added to it: the step
+  // trains their sum and reports it as the loss.
+  for (Value auxiliary : auxiliaryLosses)
+    loss = tb.binary<AddOp>(loss, tb.cast(auxiliary, builder.getF32Type()));
 
   // Gradients.
   llvm::DenseSet<Value> params;

@@ -51,6 +51,10 @@ def BuildTrainStepPass : Pass<"titan-build-train-step", "::mlir::ModuleOp"> {
       whose `.grad` is None, no `titan.adamw`: the step returns it and its
       moments unchanged, and it adds nothing to the clipping norm.
 
+    Scalar results of `@forward` after the logits (auxiliary losses: a
+    mixture of experts' load-balancing loss, a router z-loss) are added to
+    the cross-entropy, in f32: the step trains and reports their sum.
+
     `lr` and `step` are 0-d f32 arguments (`step` counts the updates done
     before this one, so the first call passes 0). The forward's random
     numbers (`titan.random_uniform`, dropout) take `step` and the `seed`

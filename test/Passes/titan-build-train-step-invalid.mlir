@@ -9,7 +9,7 @@ module {
 
 // -----
 
-// expected-error @+1 {{titan-build-train-step: @forward must return one tensor of logits [batch, seq, vocab] (floating point), it returns 'tensor<2x4xf32>'; make the model's forward return the logits only}}
+// expected-error @+1 {{titan-build-train-step: @forward must return a tensor of logits [batch, seq, vocab] (floating point), optionally followed by scalar losses to add to the cross-entropy, it returns 'tensor<2x4xf32>'; make the model's forward return the logits (and its auxiliary losses) only}}
 func.func @forward(%w: tensor<4x4xf32> {titan.role = "param"},
                    %tokens: tensor<2x4xi64> {titan.name = "tokens", titan.role = "input"}) -> tensor<2x4xf32> {
   %0 = titan.embedding %w, %tokens : tensor<4x4xf32>, tensor<2x4xi64> -> tensor<2x4x4xf32>
@@ -64,4 +64,16 @@ func.func @forward(%w: tensor<4x4xf32> {titan.role = "param"},
   %4 = titan.broadcast_in_dim %3 dims [0, 1] : tensor<2x4xf32> -> tensor<2x4x4xf32>
   %5 = titan.add %0, %4 : tensor<2x4x4xf32>
   return %5 : tensor<2x4x4xf32>
+}
+
+// -----
+
+// Results after the logits must be scalar losses: router logits are not.
+// expected-error @+1 {{titan-build-train-step: @forward must return a tensor of logits [batch, seq, vocab] (floating point), optionally followed by scalar losses to add to the cross-entropy, it returns 'tensor<2x4x4xf32>', 'tensor<2x4x2xf32>'; make the model's forward return the logits (and its auxiliary losses) only}}
+func.func @forward(%w: tensor<4x4xf32> {titan.role = "param"},
+                   %r: tensor<4x2xf32> {titan.role = "param"},
+                   %tokens: tensor<2x4xi64> {titan.name = "tokens", titan.role = "input"}) -> (tensor<2x4x4xf32>, tensor<2x4x2xf32>) {
+  %0 = titan.embedding %w, %tokens : tensor<4x4xf32>, tensor<2x4xi64> -> tensor<2x4x4xf32>
+  %1 = titan.matmul %0, %r : tensor<2x4x4xf32>, tensor<4x2xf32> -> tensor<2x4x2xf32>
+  return %0, %1 : tensor<2x4x4xf32>, tensor<2x4x2xf32>
 }

@@ -28,4 +28,7 @@ def save_traced_lm(model: torch.nn.Module, out: str, input_name: str = "tokens",
     torch.jit.trace(model, batch, check_trace=False).save(os.path.join(out, "model.pt"))
     np.save(os.path.join(out, input_name + ".npy"), batch.numpy())
     with torch.no_grad():
-        np.save(os.path.join(out, "logits.npy"), model(batch).numpy())
+        outputs = model(batch)
+        # A model may return scalar losses after its logits.
+        logits = outputs[0] if isinstance(outputs, tuple) else outputs
+        np.save(os.path.join(out, "logits.npy"), logits.numpy())

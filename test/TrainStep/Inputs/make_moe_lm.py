@@ -7,9 +7,10 @@ not chosen), a load-balancing statistic from the argmax of the router
 logits and the router's z-loss (torch.logsumexp) folded into the logits
 scale, and a token shift by torch.roll.
 
-usage: make_moe_lm.py OUT
+usage: make_moe_lm.py OUT [--auxiliary-loss]
 
-OUT receives model.pt (forward(tokens: int64 [2, 32]) -> logits),
+OUT receives model.pt (forward(tokens: int64 [2, 32]) -> logits; with
+--auxiliary-loss -> (logits, the routing statistics as a scalar loss)),
 tokens.npy and logits.npy.
 """
 
@@ -53,8 +54,13 @@ class MoE(nn.Module):
 
 
 class MoELM(nn.Module):
-    def __init__(self, vocab_size=256, dim=32, layers=2):
+    """With `auxiliary_loss`, forward returns (logits, loss): the routing
+    statistics summed into a loss beside the logits instead of scaling
+    them."""
+
+    def __init__(self, vocab_size=256, dim=32, layers=2, auxiliary_loss=False):
         super().__init__()
+        self.auxiliary_loss = auxiliary_loss
         self.embedding = nn.Embedding(vocab_size, dim)
         self.norms = nn.ModuleList(nn.LayerNorm(dim) for _ in range(layers))
         self.moes = nn.ModuleList(MoE(dim) for _ in range(layers))
@@ -69,12 +75,14 @@ class MoELM(nn.Module):
             update, share = moe(norm(x))
             x = x + update
             scale = scale + 0.1 * share
+        if self.auxiliary_loss:
+            return self.head(self.norm(x)), scale - 1.0
         return self.head(self.norm(x)) * scale
 
 
 def main() -> None:
     torch.manual_seed(0)
-    save_traced_lm(MoELM(), sys.argv[1])
+    save_traced_lm(MoELM(auxiliary_loss="--auxiliary-loss" in sys.argv), sys.argv[1])
 
 
 if __name__ == "__main__":

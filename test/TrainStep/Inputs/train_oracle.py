@@ -2,8 +2,9 @@
 
 Loads an exported model (models/export.py) with torch.jit.load, takes its
 tokens.npy as the batch and a deterministic labels.npy (written next to it),
-and trains with F.cross_entropy, clip_grad_norm_ and torch.optim.AdamW on the
-same batch for --steps steps. Writes into OUT:
+and trains with F.cross_entropy (plus the scalar losses the model returns
+after its logits, as titan adds them), clip_grad_norm_ and torch.optim.AdamW
+on the same batch for --steps steps. Writes into OUT:
 
     labels.npy                 the labels (int64, like tokens)
     expected/losses.npy        the loss before each step
@@ -48,6 +49,14 @@ from typing import List, Optional
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+
+def logits_and_losses(outputs):
+    """The logits and the scalar losses a model returns after them (titan
+    adds those to the cross-entropy)."""
+    if isinstance(outputs, (tuple, list)):
+        return outputs[0], list(outputs[1:])
+    return outputs, []
 
 
 def torchtitan_lr_lambda(training_steps, warmup_steps, decay_ratio, decay_type,
@@ -174,7 +183,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     if args.param_dtype != "float32":
         round_once(model)  # Before the first call compiles it.
     tokens = torch.from_numpy(np.load(os.path.join(args.model_dir, "tokens.npy")))
-    vocab = model(tokens[:, :1]).shape[-1]
+    vocab = logits_and_losses(model(tokens[:, :1]))[0].shape[-1]
     # Next-token labels, with a few ignored positions to exercise ignore_index.
     labels = torch.roll(tokens, shifts=-1, dims=1) % vocab
     labels[:, -1] = args.ignore_index
@@ -205,9 +214,11 @@ def main(argv: Optional[List[str]] = None) -> None:
             for name, p in compute.items():
                 p.data = params[name].detach().to(param_dtype)
                 p.grad = None
-        logits = model(tokens)
+        logits, auxiliary = logits_and_losses(model(tokens))
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1),
                                ignore_index=args.ignore_index)
+        for extra in auxiliary:
+            loss = loss + extra.float()
         loss.backward()
         if params is not compute:
             for name, p in compute.items():
