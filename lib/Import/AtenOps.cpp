@@ -3630,6 +3630,8 @@ llvm::StringMap<Conversion> buildConversions() {
     return convertArgExtremum(i, n, /*largest=*/false);
   });
   add({"aten::topk"}, convertTopk);
+  add({"aten::dropout", "aten::feature_dropout"},
+      [](GraphImporter &i, Node *n) { return i.importDropout(n); });
   add({"aten::logsumexp"}, convertLogsumexp);
   add({"aten::roll"}, convertRoll);
   add({"aten::eye"}, convertEye);

@@ -129,6 +129,12 @@ public:
   /// `number` as a 0-d tensor constant of its wrapped element type.
   Value materialize(const ImportedValue &number);
 
+  /// aten::dropout and feature_dropout (their in-place forms through
+  /// importInPlace): the identity in evaluation (warned about once when p >
+  /// 0) and with p = 0, emitTrainingDropout in training mode.
+  llvm::Expected<std::vector<ImportedValue>>
+  importDropout(torch::jit::Node *node);
+
   /// The ops evaluated at import time so far, by kind, in first-seen order.
   const std::vector<FoldedOp> &getFoldedOps() const { return foldedOps; }
 

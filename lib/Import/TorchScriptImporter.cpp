@@ -319,6 +319,48 @@ modelFrameOf(const torch::jit::SourceRange &range) {
   return std::nullopt;
 }
 
+llvm::Expected<std::vector<ImportedValue>>
+GraphImporter::importDropout(torch::jit::Node *node) {
+  // Dropout is the identity in evaluation and with p = 0.
+  llvm::Expected<double> p = numberInput(node, 1);
+  llvm::Expected<int64_t> train = intInput(node, 2);
+  if (!p || !train)
+    return makeError("dropout needs a constant p and train flag");
+  if (*p < 0.0 || *p > 1.0)
+    return makeError(llvm::formatv(
+        "dropout probability has to be between 0 and 1, but got {0}", *p));
+  bool feature =
+      StringRef(node->kind().toUnqualString()).starts_with("feature_dropout");
+  if (*train && *p != 0.0 && feature)
+    return makeError("dropout of whole channels (nn.Dropout2d, "
+                     "feature_dropout) in training mode is not supported; "
+                     "use nn.Dropout, set p = 0 or export in eval mode");
+  const ImportedValue &value = input(node, 0);
+  if (*train && *p != 0.0) {
+    if (!value.isTensor())
+      return makeError("dropout needs a tensor");
+    return std::vector<ImportedValue>{
+        ImportedValue::ofTensor(emitTrainingDropout(value.tensor, *p))};
+  }
+  // A model exported in eval mode would train with dropout in PyTorch: say
+  // once that titan does not.
+  if (*p != 0.0 && !warnedEvalDropout) {
+    warnedEvalDropout = true;
+    torch::jit::SourceRange range = node->sourceRange();
+    if (auto original = range.findSourceRangeThatGenerated())
+      range = *original;
+    std::optional<std::string> frame = modelFrameOf(range);
+    std::string where = frame ? *frame : sourceOf(node);
+    emitWarning(loc) << "the model's dropout (p = "
+                     << llvm::formatv("{0}", *p).str()
+                     << (where.empty() ? "" : ", at " + where)
+                     << ") was exported in eval mode: titan trains without "
+                        "dropout (set p = 0 to say so, or export with "
+                        "model.train() to train with it)";
+  }
+  return std::vector<ImportedValue>{value};
+}
+
 Value GraphImporter::emitTrainingDropout(Value x, double p) {
   TensorBuilder tb(builder, loc);
   auto type = cast<RankedTensorType>(x.getType());
@@ -851,9 +893,7 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
       kind == c10::Symbol::fromQualString("aten::contiguous") ||
       kind == c10::Symbol::fromQualString("aten::detach") ||
       kind == c10::Symbol::fromQualString("aten::clone") ||
-      kind == c10::Symbol::fromQualString("aten::alias") ||
-      kind == c10::Symbol::fromQualString("aten::dropout") ||
-      kind == c10::Symbol::fromQualString("aten::feature_dropout")) {
+      kind == c10::Symbol::fromQualString("aten::alias")) {
     if (kind == c10::Symbol::fromQualString("prim::TupleIndex")) {
       llvm::Expected<int64_t> index = intInput(node, 1);
       if (!index)
@@ -862,47 +902,6 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
       if (*index < 0 || *index >= (int64_t)tuple.items.size())
         return makeError("tuple index out of range");
       return std::vector<ImportedValue>{tuple.items[*index]};
-    }
-    if (kind == c10::Symbol::fromQualString("aten::dropout") ||
-        kind == c10::Symbol::fromQualString("aten::feature_dropout")) {
-      // Dropout is the identity in evaluation and with p = 0; titan trains
-      // without dropout, as torchtitan's Llama does.
-      llvm::Expected<double> p = numberInput(node, 1);
-      llvm::Expected<int64_t> train = intInput(node, 2);
-      if (!p || !train)
-        return makeError("dropout needs a constant p and train flag");
-      if (*p < 0.0 || *p > 1.0)
-        return makeError(llvm::formatv(
-            "dropout probability has to be between 0 and 1, but got {0}", *p));
-      bool feature =
-          kind == c10::Symbol::fromQualString("aten::feature_dropout");
-      if (*train && *p != 0.0 && feature)
-        return makeError("dropout of whole channels (nn.Dropout2d, "
-                         "feature_dropout) in training mode is not "
-                         "supported; use nn.Dropout, set p = 0 or export in "
-                         "eval mode");
-      if (*train && *p != 0.0) {
-        const ImportedValue &value = input(node, 0);
-        if (!value.isTensor())
-          return makeError("dropout needs a tensor");
-        return std::vector<ImportedValue>{
-            ImportedValue::ofTensor(emitTrainingDropout(value.tensor, *p))};
-      }
-      // A model exported in eval mode would train with dropout in
-      // PyTorch: say once that titan does not.
-      if (*p != 0.0 && !warnedEvalDropout) {
-        warnedEvalDropout = true;
-        torch::jit::SourceRange range = node->sourceRange();
-        if (auto original = range.findSourceRangeThatGenerated())
-          range = *original;
-        std::optional<std::string> frame = modelFrameOf(range);
-        std::string where = frame ? *frame : sourceOf(node);
-        emitWarning(loc) << "the model's dropout (p = "
-                         << llvm::formatv("{0}", *p).str()
-                         << (where.empty() ? "" : ", at " + where)
-                         << ") was exported in eval mode: titan trains "
-                            "without dropout (set p = 0 to say so)";
-      }
     }
     // detach: the same values, through which no gradient flows.
     const ImportedValue &value = input(node, 0);

@@ -6,7 +6,8 @@ usage: make_dropout.py save OUT
 
 save: OUT receives train.pt (forward(x: f32 [2, 64, 32]) -> three dropouts
 of x: p = 0.25 twice, p = 1), traced in training mode, feature.pt
-(nn.Dropout2d in training mode) and x.npy (ones).
+(nn.Dropout2d in training mode), inplace_train.pt and inplace_eval.pt
+(nn.Dropout(inplace=True) of 2 x, traced in each mode) and x.npy (ones).
 
 check: reads output0..2.npy of titan-eval and prints one line per fact:
 the elements kept are those whose uniform number (titan.random_uniform's
@@ -41,6 +42,19 @@ def uniform(seed: int, stream: int, step: int, counters: np.ndarray) -> np.ndarr
     return (np.array(bits, dtype=np.float64) / float(1 << 24)).reshape(counters.shape)
 
 
+class InPlaceDropout(nn.Module):
+    """nn.Dropout(inplace=True) on a tensor the model computed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.drop = nn.Dropout(0.25, inplace=True)
+
+    def forward(self, x):
+        y = x * 2.0
+        self.drop(y)
+        return y
+
+
 class TrainingDropout(nn.Module):
     def forward(self, x):
         return [F.dropout(x, 0.25, True), F.dropout(x, 0.25, True), F.dropout(x, 1.0, True)]
@@ -54,6 +68,10 @@ def save(out: str) -> None:
         os.path.join(out, "train.pt"))
     torch.jit.trace(nn.Dropout2d(0.5).train(), (x,), check_trace=False).save(
         os.path.join(out, "feature.pt"))
+    for mode in ("train", "eval"):
+        module = InPlaceDropout().train(mode == "train")
+        torch.jit.trace(module, (x,), check_trace=False).save(
+            os.path.join(out, f"inplace_{mode}.pt"))
 
 
 def check(outputs: str) -> None:
