@@ -54,7 +54,8 @@ def export_model(opts: argparse.Namespace, mode: str, batch: int) -> Dict:
     out = os.path.join(opts.out, mode)
     return dict(export.export(argparse.Namespace(
         model=opts.model, flavor=opts.flavor, out=out, mode=mode, rope="complex", shape_only=False,
-        batch=batch, seq=opts.seq, seed=0, n_layers=None, set=[], trace_dtype="float32")), dir=out)
+        batch=batch, seq=opts.seq, seed=0, n_layers=None, set=[], trace_dtype="float32",
+        dropout=None)), dir=out)
 
 
 def optimizer_args(config: str) -> List[str]:
