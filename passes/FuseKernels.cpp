@@ -226,6 +226,16 @@ Grouping formGroups(Block &block, const RuntimeOps &runtimeOps) {
       else
         usedOutside = true;
     }
+    // A table a lookup reads is materialized (or a view of one): the
+    // lookup reads its rows at the ids (tensor.extract), not element by
+    // element in its loop nest, so a computation of the table cannot be
+    // fused into it (a gather from an activation). Ops copied into kernels
+    // (a slice of a buffer) are read where they are.
+    for (OpOperand &use : op.getUses()) {
+      auto lookup = dyn_cast<EmbeddingOp>(use.getOwner());
+      if (lookup && use.get() == lookup.getTable() && !isDuplicable(&op))
+        usedOutside = true;
+    }
     // A reshape that one group alone reads joins it, so that the kernel
     // computes its producer in the layout its consumer reads (GPT-2's q
     // with c_attn's bias, viewed [b, t, h, d], then transposed to
