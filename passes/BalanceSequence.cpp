@@ -13,6 +13,7 @@
 #include "titan/Dialect/TensorBuilder.h"
 #include "titan/Passes.h"
 
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 namespace mlir::titan {
@@ -37,15 +38,64 @@ SmallVector<int64_t> balancedOrder(int64_t ways) {
   return order;
 }
 
+/// Whether `op` computes positions alone: an iota, a constant that is not a
+/// splat, or an op of those and of splats.
+bool isPositional(Operation *op) {
+  if (!op || op->getNumResults() != 1 || op->getNumRegions() != 0 ||
+      !isa<TitanDialect>(op->getDialect()))
+    return false;
+  auto isSplat = [](Operation *def) {
+    auto constant = dyn_cast_or_null<ConstantOp>(def);
+    auto dense =
+        constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
+    return dense && dense.isSplat();
+  };
+  if (isa<ConstantOp>(op))
+    return !isSplat(op);
+  if (isa<IotaOp>(op))
+    return true;
+  return op->getNumOperands() > 0 &&
+         llvm::all_of(op->getOperands(), [&](Value operand) {
+           return isSplat(operand.getDefiningOp()) ||
+                  isPositional(operand.getDefiningOp());
+         });
+}
+
+/// A copy of positional `value`'s computation before `user`, splats
+/// shared.
+Value copyPositions(OpBuilder &builder, Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!isPositional(def))
+    return value;
+  IRMapping operands;
+  for (Value operand : def->getOperands())
+    operands.map(operand, copyPositions(builder, operand));
+  return builder.clone(*def, operands)->getResult(0);
+}
+
+/// Gives each random_uniform (dropout) a copy of its counters' computation:
+/// CSE merges the element positions of dropout on [b, t, c] and on a
+/// transposed [b, c, t] when c == t, and one value read in both roles would
+/// take the sequence's class at dims 1 and 2 and be permuted along both.
+void unshareRandomCounters(Block &body) {
+  for (auto random : body.getOps<RandomUniformOp>()) {
+    OpBuilder builder(random);
+    random.getCountersMutable().assign(
+        copyPositions(builder, random.getCounters()));
+  }
+}
+
 /// A reshape that merges the sequence into a dim with others (GPTBigCode's
 /// q.view(b, t * h, d), OPT's x.view(-1, dim)) hides it from `classes`; one
 /// that splits a dim of the same class the same way (the scores [b, t * h,
 /// t] viewed [b, t, h, t]) gives it back: joins such split dims with
 /// `sequence`. A merged class is remembered with the factor sizes of the
-/// merge and the sequence's place among them.
-void joinSplitsOfMergedSequence(
+/// merge and the sequence's place among them. Returns a member of each
+/// merged class.
+SmallVector<ValueDim> joinSplitsOfMergedSequence(
     ArrayRef<std::pair<Operation *, OpShardingRule>> rules, DimClasses &classes,
     ValueDim sequence) {
+  SmallVector<ValueDim> mergedDims;
   DenseMap<unsigned, std::pair<SmallVector<int64_t>, size_t>> merged;
   for (bool changed = true; changed;) {
     changed = false;
@@ -69,6 +119,7 @@ void joinSplitsOfMergedSequence(
             if (at != outFactors.end() && !merged.count(id)) {
               merged[id] = {sizesOf(outFactors),
                             static_cast<size_t>(at - outFactors.begin())};
+              mergedDims.push_back(ValueDim(reshape.getResult(), outDim));
               changed = true;
             }
             continue;
@@ -87,6 +138,7 @@ void joinSplitsOfMergedSequence(
       }
     }
   }
+  return mergedDims;
 }
 
 class BalanceSequencePass
@@ -149,6 +201,7 @@ LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
 
   // Every value dim that indexes sequence positions: the dims that share a
   // factor, alone, with the sequence through the ops' sharding rules.
+  unshareRandomCounters(body);
   std::vector<std::pair<Operation *, OpShardingRule>> rules;
   for (Operation &op : body.without_terminator()) {
     auto ruled = dyn_cast<ShardingRuleOpInterface>(op);
@@ -171,7 +224,8 @@ LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
   auto isSequence = [&](Value value, int64_t dim) {
     return classes.same(ValueDim(value, dim), *sequence);
   };
-  joinSplitsOfMergedSequence(rules, classes, *sequence);
+  SmallVector<ValueDim> mergedDims =
+      joinSplitsOfMergedSequence(rules, classes, *sequence);
 
   SmallVector<int64_t> order = balancedOrder(ways);
   int64_t chunk = length / numChunks;
@@ -248,15 +302,22 @@ LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
     for (auto [index, result] : llvm::enumerate(op->getResults())) {
       const auto &dims = rule.resultDims[index];
       for (int64_t dim : llvm::seq<int64_t>(0, dims.size())) {
-        if (!isSequence(result, dim))
-          continue;
         std::optional<int64_t> factor = getSoleFactor(rule, dims, dim);
-        bool carried = llvm::any_of(rule.operandDims, [&](const auto &in) {
-          return llvm::any_of(in, [&](const auto &factors) {
-            return llvm::is_contained(factors, *factor);
-          });
-        });
-        if (carried)
+        bool carried =
+            factor && llvm::any_of(rule.operandDims, [&](const auto &in) {
+              return llvm::any_of(in, [&](const auto &factors) {
+                return llvm::is_contained(factors, *factor);
+              });
+            });
+        // Positions of a dim that merges the sequence with others (an iota
+        // over [b * t], dropout after x.view(-1, dim)) would need the
+        // permutation within the merge.
+        if (factor && !carried &&
+            llvm::any_of(mergedDims, [&](ValueDim merged) {
+              return classes.same(ValueDim(result, dim), merged);
+            }))
+          return refuse(dim);
+        if (!factor || !isSequence(result, dim) || carried)
           continue;
         OpBuilder builder(op->getContext());
         builder.setInsertionPointAfter(op);
@@ -288,11 +349,30 @@ LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
         return;
       }
   };
-  for (BlockArgument arg : body.getArguments())
+  // Only the data is stored permuted: a parameter or buffer along the
+  // sequence (weights over positions: an MLP-Mixer's token mixing, a
+  // Linear(seq_len, ...) on the transposed activations) keeps its natural
+  // order in the checkpoint and the runtime.
+  for (BlockArgument arg : body.getArguments()) {
+    bool stored = false;
+    mark(arg, [&](Attribute) { stored = true; });
+    if (!stored)
+      continue;
+    if (getArgRole(function, arg.getArgNumber()) != ArgRole::Input) {
+      auto name = function.getArgAttrOfType<StringAttr>(
+          arg.getArgNumber(), TitanDialect::kNameAttrName);
+      return function.emitOpError()
+             << "argument '" << (name ? name.getValue() : StringRef("?"))
+             << "' has a dim along the sequence (weights over positions, "
+                "e.g. a Linear(seq_len, ...) mixing the tokens), which "
+                "load-balanced context parallelism would have to store "
+                "permuted; set context_parallel_degree = 1";
+    }
     mark(arg, [&](Attribute a) {
       function.setArgAttr(arg.getArgNumber(),
                           TitanDialect::kSequenceOrderAttrName, a);
     });
+  }
   for (auto [index, value] :
        llvm::enumerate(body.getTerminator()->getOperands()))
     mark(value, [&](Attribute a) {

@@ -81,3 +81,31 @@ func.func @no_rule(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.role =
 func.func @dynamic(%tokens: tensor<2x?xi64> {titan.name = "tokens", titan.role = "input"}) {
   return
 }
+
+// -----
+
+// Positions of a dim that merges the sequence with the batch (dropout after
+// x.view(-1, dim)) would need the permutation inside the merge.
+func.func @merged_positions(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.role = "input"},
+                            %emb: tensor<32x4xf32> {titan.name = "emb", titan.role = "param"}) -> tensor<16x4xf32> {
+  %x = titan.embedding %emb, %tokens : tensor<32x4xf32>, tensor<2x8xi64> -> tensor<2x8x4xf32>
+  %rows = titan.reshape %x : tensor<2x8x4xf32> -> tensor<16x4xf32>
+  // expected-error@+1 {{'titan.iota' op depends on positions along the sequence (dim 0), which load-balanced context parallelism permutes}}
+  %positions = titan.iota dim 0 : tensor<16x4xf32>
+  %y = titan.add %rows, %positions : tensor<16x4xf32>
+  return %y : tensor<16x4xf32>
+}
+
+// -----
+
+// A weight over positions (a Linear(seq_len, seq_len) mixing the tokens)
+// would have to be stored permuted, which parameters are not.
+// expected-error@+1 {{'func.func' op argument 'mix.weight' has a dim along the sequence (weights over positions, e.g. a Linear(seq_len, ...) mixing the tokens), which load-balanced context parallelism would have to store permuted; set context_parallel_degree = 1}}
+func.func @weight_over_positions(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.role = "input"},
+                                 %emb: tensor<32x4xf32> {titan.name = "emb", titan.role = "param"},
+                                 %mix: tensor<8x8xf32> {titan.name = "mix.weight", titan.role = "param"}) -> tensor<2x4x8xf32> {
+  %x = titan.embedding %emb, %tokens : tensor<32x4xf32>, tensor<2x8xi64> -> tensor<2x8x4xf32>
+  %t = titan.transpose %x [0, 2, 1] : tensor<2x8x4xf32> -> tensor<2x4x8xf32>
+  %y = titan.matmul %t, %mix : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
