@@ -267,6 +267,16 @@ LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
         pad.getInputMutable().assign(tb.concat(chunks, dim));
       }
     }
+    // A lookup of rows along the sequence (torch.gather or x[:, ids] along
+    // it, at positions the model computes) reads them by natural position.
+    if (auto lookup = dyn_cast<EmbeddingOp>(op)) {
+      ValueDim rows(lookup.getTable(), 0);
+      if (isSequence(lookup.getTable(), 0) ||
+          llvm::any_of(mergedDims, [&](ValueDim merged) {
+            return classes.same(rows, merged);
+          }))
+        return refuse(0);
+    }
     if (auto concat = dyn_cast<ConcatOp>(op))
       if (llvm::any_of(concat.getInputs(), [&](Value input) {
             return isSequence(input, concat.getDim());

@@ -109,3 +109,18 @@ func.func @weight_over_positions(%tokens: tensor<2x8xi64> {titan.name = "tokens"
   %y = titan.matmul %t, %mix : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
   return %y : tensor<2x4x8xf32>
 }
+
+// -----
+
+// A lookup of rows along the sequence (torch.gather along it at positions
+// the model computes) reads them by natural position.
+func.func @gather_along_sequence(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.role = "input"},
+                                 %emb: tensor<32x4xf32> {titan.name = "emb", titan.role = "param"}) -> tensor<2x8x4xf32> {
+  %x = titan.embedding %emb, %tokens : tensor<32x4xf32>, tensor<2x8xi64> -> tensor<2x8x4xf32>
+  %rows = titan.reshape %x : tensor<2x8x4xf32> -> tensor<16x4xf32>
+  %ids = titan.constant dense<3> : tensor<2x8xi64>
+  %moved = titan.add %tokens, %ids : tensor<2x8xi64>
+  // expected-error@+1 {{'titan.embedding' op depends on positions along the sequence (dim 0), which load-balanced context parallelism permutes}}
+  %y = titan.embedding %rows, %moved : tensor<16x4xf32>, tensor<2x8xi64> -> tensor<2x8x4xf32>
+  return %y : tensor<2x8x4xf32>
+}
