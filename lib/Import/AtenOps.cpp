@@ -2613,9 +2613,12 @@ static llvm::Error checkProvenIds(GraphImporter &importer, Value table,
         tableName(importer, table), rowCount, range->largest));
   if (range->smallest < 0)
     return makeError(llvm::formatv(
-        "the model looks up row {0} of {1}, which has {2} rows: a negative "
-        "index counts from the end only in tensor[...] indexing (x[[-1]]); "
-        "torch.gather, index_select and embeddings need indices in [0, {2})",
+        "the model looks up row {0} of {1}, which has {2} rows: titan "
+        "counts a negative index from the end only where it is a constant "
+        "of tensor[...] indexing (x[[-1]]); embeddings, torch.gather and "
+        "index_select need indices in [0, {2}), and so does tensor[...] "
+        "at indices the model computes: make them non-negative in the "
+        "model (e.g. ids % {2})",
         range->smallest, tableName(importer, table), rowCount));
   return llvm::Error::success();
 }

@@ -425,10 +425,16 @@ llvm::Expected<TensorValue> kernels::checkIds(const TensorValue &ids,
   for (auto [i, id] : llvm::enumerate(ids.get<int64_t>()))
     if (id < 0 || id >= bound)
       return llvm::createStringError(
-          llvm::formatv("the model computed id {0} (at flat index {1}) to "
-                        "look up a row of '{2}', which has {3} rows",
-                        id, i, table, bound)
-              .str());
+          table.empty()
+              ? llvm::formatv("the model computed index {0} (at flat index "
+                              "{1}) into a dim of size {2}",
+                              id, i, bound)
+                    .str()
+              : llvm::formatv("the model computed id {0} (at flat index "
+                              "{1}) to look up a row of '{2}', which has {3} "
+                              "rows",
+                              id, i, table, bound)
+                    .str());
   return ids;
 }
 

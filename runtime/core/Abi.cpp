@@ -35,16 +35,33 @@ Communicator *getCommunicator(titanrt_context *ctx, int32_t comm,
 /// lies outside the `bound` rows of `table`.
 Status computedIdOutside(const char *table, int64_t bound, int64_t id,
                          int64_t position, int64_t numIds) {
-  std::string name =
-      table && *table ? "'" + std::string(table) + "'" : std::string("a table");
+  bool named = table && *table;
+  std::string what =
+      "the model computed " + std::string(named ? "id " : "index ") +
+      std::to_string(id) + " (element " + std::to_string(position) + " of " +
+      std::to_string(numIds) + " on this rank) " +
+      (named ? "to look up a row of '" + std::string(table) + "', which has " +
+                   std::to_string(bound) + " rows"
+             : "into a dim of size " + std::to_string(bound) +
+                   " (torch.gather, index_select or tensor[...] of a "
+                   "computed tensor)");
+  if (id < 0)
+    return Status::invalidArgument(
+        what + ": a negative index; titan's lookups need indices in [0, " +
+        std::to_string(bound) +
+        ") (PyTorch counts a negative tensor[...] index from the end, "
+        "titan only a constant one): make it non-negative in the model "
+        "(e.g. ids % " +
+        std::to_string(bound) + ")");
+  if (!named)
+    return Status::invalidArgument(
+        what + ": past the dim's end, where PyTorch raises an index error "
+               "too");
   return Status::invalidArgument(
-      "the model computed id " + std::to_string(id) + " (at position " +
-      std::to_string(position) + " of the rank's " + std::to_string(numIds) +
-      " ids) to look up a row of " + name + ", which has " +
-      std::to_string(bound) +
-      " rows: indices the model computes (e.g. positions from a cumsum) "
-      "reach past the table at this input; use a shorter sequence (a "
-      "smaller training.seq_len) or a model built with a longer table");
+      what + ": indices the model computes (e.g. positions from a cumsum) "
+             "reach past the table at this input; use a shorter sequence (a "
+             "smaller training.seq_len) or a model built with a longer "
+             "table");
 }
 
 /// Runs `call` on communicator `comm` of `ctx`: queued on its communication
