@@ -72,12 +72,16 @@ data, the steps, the learning-rate schedule, checkpoints and metrics.
   --help               this text
 
 Exit status: 0 when the job is done, 1 on an error, 3 when the loss is not
-finite, 128 + the signal when SIGINT or SIGTERM stopped it (after a step
+finite, 4 when communication failed (a peer died or a collective timed
+out), 128 + the signal when SIGINT or SIGTERM stopped it (after a step
 every rank finished).
 )";
 
 /// The exit status of a run whose loss was not finite.
 constexpr int kNonFiniteExitCode = 3;
+/// The exit status of a run whose communication failed: mostly the
+/// consequence of another rank's failure, which launchers name instead.
+constexpr int kCommunicationExitCode = 4;
 
 /// The command line: config overrides in torchtitan's syntax, and the
 /// executable's own flags (applied over the config).
@@ -365,5 +369,9 @@ extern "C" int32_t titanrt_main(int32_t argc, char **argv,
   // it stops hosting the store.
   if (watchdog)
     watchdog->finish(!status.ok());
-  return status.ok() ? exitCode : 1;
+  if (status.ok())
+    return exitCode;
+  return status.getCode() == TITANRT_ERROR_COMMUNICATION
+             ? kCommunicationExitCode
+             : 1;
 }

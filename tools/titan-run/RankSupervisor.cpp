@@ -145,6 +145,12 @@ bool startRank(const RankCommand &command, RankProcess &process,
   return true;
 }
 
+/// Whether `process` exited with the executables' status of a failed
+/// collective (4: a peer died or timed out).
+bool isCommunicationFailure(const RankProcess &process) {
+  return WIFEXITED(process.status) && WEXITSTATUS(process.status) == 4;
+}
+
 /// "rank 1 (pid 42) exited with status 3; its last line on stderr: ...".
 std::string describeFailure(const RankProcess &process) {
   std::string text = "rank " + std::to_string(process.rank) + " (pid " +
@@ -244,10 +250,16 @@ void Supervisor::reapRanks() {
       process.running = false;
       process.status = status;
       bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-      // A rank that fails while titan-run stops the job is not the cause.
+      // A rank that fails while titan-run stops the job is not the cause,
+      // unless the first failure was only a communication error (a peer
+      // that failed at once is the cause) and this rank failed by itself.
       if (failed && !failure && interruption == 0 && !killTime) {
         failure = &process;
         stopRanks(SIGTERM);
+      } else if (failed && failure && isCommunicationFailure(*failure) &&
+                 WIFEXITED(status) && WEXITSTATUS(status) < 128 &&
+                 !isCommunicationFailure(process)) {
+        failure = &process;
       }
     }
   }
