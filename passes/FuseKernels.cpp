@@ -226,14 +226,15 @@ Grouping formGroups(Block &block, const RuntimeOps &runtimeOps) {
       else
         usedOutside = true;
     }
-    // A table a lookup reads is materialized (or a view of one): the
-    // lookup reads its rows at the ids (tensor.extract), not element by
-    // element in its loop nest, so a computation of the table cannot be
-    // fused into it (a gather from an activation). Ops copied into kernels
-    // (a slice of a buffer) are read where they are.
+    // A lookup reads its table's rows at the ids (tensor.extract), not
+    // element by element in its loop nest: a table viewed as rows (a
+    // gather from an activation, `x * 2` reshaped [b * t, d]) stays a view
+    // of a materialized tensor, as a computation fused through the view
+    // would not dominate the rows the lookup extracts. A table computed
+    // as it is (a cast parameter) is computed in the lookup's kernel.
     for (OpOperand &use : op.getUses()) {
       auto lookup = dyn_cast<EmbeddingOp>(use.getOwner());
-      if (lookup && use.get() == lookup.getTable() && !isDuplicable(&op))
+      if (reshape && lookup && use.get() == lookup.getTable())
         usedOutside = true;
     }
     // A reshape that one group alone reads joins it, so that the kernel

@@ -2,10 +2,13 @@
 // RUN: titan-opt %s --titan-fuse-kernels --titan-lower-kernels --titan-plan-memory --titan-lower-to-runtime > /dev/null
 
 // A lookup reads its table's rows at the ids, not element by element: a
-// table computed by the step (a gather from an activation, x * 2 viewed as
-// rows) is materialized by a kernel of its own, and the lookup's kernel
-// reads it (fused, the table's loop nest would not dominate the rows the
-// lookup extracts). The ids' arithmetic still fuses into the lookup.
+// table the step computes and views as rows (a gather from an activation,
+// x * 2 viewed [b * t, d]) is materialized by a kernel of its own and the
+// lookup's kernel reads the view (fused through the view, the table's loop
+// nest would not dominate the rows the lookup extracts). The ids'
+// arithmetic still fuses into the lookup; a table computed as it is (a
+// cast parameter) still fuses too (titan-fuse-kernels.mlir,
+// @gathered_rows).
 // CHECK-LABEL: func.func @train_step
 // CHECK: %[[TABLE:.*]] = titan.launch @kernel_scale(%arg0)
 // CHECK-NEXT: %[[ROWS:.*]] = titan.reshape %[[TABLE]] : tensor<2x4x8xf32> -> tensor<8x8xf32>
