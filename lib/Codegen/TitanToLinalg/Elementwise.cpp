@@ -489,12 +489,15 @@ LogicalResult convertIota(IotaOp op, PatternRewriter &rewriter) {
   return success();
 }
 
+/// The i64 constant of the 64 bits of `value`.
+Value buildWord(OpBuilder &b, Location loc, uint64_t value) {
+  return arith::ConstantIntOp::create(b, loc, b.getI64Type(),
+                                      static_cast<int64_t>(value));
+}
+
 /// randomMix (RandomUniform.h) of i64 `z` in arith ops.
 Value buildRandomMix(OpBuilder &b, Location loc, Value z) {
-  auto i64 = [&](uint64_t value) -> Value {
-    return arith::ConstantIntOp::create(b, loc, b.getI64Type(),
-                                        static_cast<int64_t>(value));
-  };
+  auto i64 = [&](uint64_t value) { return buildWord(b, loc, value); };
   auto xorShift = [&](Value v, unsigned shift) -> Value {
     return arith::XOrIOp::create(b, loc, v,
                                  arith::ShRUIOp::create(b, loc, v, i64(shift)));
@@ -523,9 +526,8 @@ LogicalResult convertRandomUniform(RandomUniformOp op,
   rewriter.replaceOp(
       op, buildMap(rewriter, op.getLoc(), op.getType(), inputs, maps,
                    [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
-                     auto i64 = [&](uint64_t value) -> Value {
-                       return arith::ConstantIntOp::create(
-                           b, loc, b.getI64Type(), static_cast<int64_t>(value));
+                     auto i64 = [&](uint64_t value) {
+                       return buildWord(b, loc, value);
                      };
                      Value gamma = i64(kRandomGamma);
                      Value stepKey = i64(randomStepKey(streamKey, 0));
