@@ -332,7 +332,7 @@ GraphImporter::importDropout(torch::jit::Node *node) {
   bool feature =
       StringRef(node->kind().toUnqualString()).starts_with("feature_dropout");
   if (*train && *p != 0.0 && feature)
-    return makeError("dropout of whole channels (nn.Dropout2d, "
+    return makeError("dropout of whole channels (nn.Dropout1d, 2d, 3d: "
                      "feature_dropout) in training mode is not supported; "
                      "use nn.Dropout, set p = 0 or export in eval mode");
   const ImportedValue &value = input(node, 0);
