@@ -299,11 +299,20 @@ Value GraphImporter::addArgument(Type type, llvm::StringRef name,
   return entry.insertArgument(position, type, UnknownLoc::get(&context));
 }
 
+namespace {
+/// A frame of a traced op's Python stack.
+struct ModelFrame {
+  std::string path;
+  unsigned line = 0;
+  std::string function;
+};
+} // namespace
+
 /// The first frame outside torch of a traced op's Python stack ("file(line):
-/// function" per frame, innermost first, which the range holds) as
-/// "file:line, function"; none for a scripted range.
-static std::optional<std::string>
-modelFrameOf(const torch::jit::SourceRange &range) {
+/// function" per frame, innermost first, which the range holds); none for a
+/// scripted range.
+static std::optional<ModelFrame>
+findModelFrame(const torch::jit::SourceRange &range) {
   if (!range.source())
     return std::nullopt;
   std::string stack = range.text().str();
@@ -312,11 +321,24 @@ modelFrameOf(const torch::jit::SourceRange &range) {
   for (llvm::StringRef frame : frames) {
     auto [where, function] = frame.trim().split("): ");
     auto [path, lineText] = where.rsplit('(');
-    if (function.empty() || lineText.empty() || path.contains("/torch/"))
+    unsigned line = 0;
+    if (function.empty() || lineText.empty() || path.contains("/torch/") ||
+        lineText.getAsInteger(10, line))
       continue;
-    return llvm::formatv("{0}:{1}, {2}", path, lineText, function).str();
+    return ModelFrame{path.str(), line, function.str()};
   }
   return std::nullopt;
+}
+
+/// findModelFrame as "file:line, function".
+static std::optional<std::string>
+modelFrameOf(const torch::jit::SourceRange &range) {
+  std::optional<ModelFrame> frame = findModelFrame(range);
+  if (!frame)
+    return std::nullopt;
+  return llvm::formatv("{0}:{1}, {2}", frame->path, frame->line,
+                       frame->function)
+      .str();
 }
 
 llvm::Expected<std::vector<ImportedValue>>
@@ -479,6 +501,11 @@ Location GraphImporter::locationOf(torch::jit::Node *node) {
   if (auto fileLineCol = range.file_line_col()) {
     auto [file, line, col] = *fileLineCol;
     loc = FileLineColLoc::get(&context, file, line, col + 1);
+    // An op traced inside PyTorch (nn.Dropout, F.gelu) is located at the
+    // model's line that called it: later passes' diagnostics point there.
+    if (StringRef(file).contains("/torch/"))
+      if (std::optional<ModelFrame> frame = findModelFrame(range))
+        loc = FileLineColLoc::get(&context, frame->path, frame->line, 1);
   }
   if (node->hasAttribute(modulePathAttr()))
     loc = addModulePath(loc, node->s(modulePathAttr()));
