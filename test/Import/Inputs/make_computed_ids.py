@@ -4,7 +4,8 @@ positions, for test/Import/computed-ids.test.
 usage: make_computed_ids.py OUT
 
 OUT receives trace.pt and script.pt of ComputedIds (x f32 [2, 3, 4], ids
-i64 [2, 3] in [0, 4)) and expected/output<i>.npy, PyTorch's outputs.
+i64 [2, 3] in [0, 4)), expected/output<i>.npy, PyTorch's outputs, and
+gather_activation.pt (a gather from x * 2, traced).
 """
 
 import os
@@ -36,10 +37,20 @@ class ComputedIds(nn.Module):
         ]
 
 
+class GatherActivation(nn.Module):
+    """torch.gather from a tensor the model computes: no table to name."""
+
+    def forward(self, x: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        return (x * 2).gather(2, ids[:, :, None])
+
+
 def main() -> None:
     torch.manual_seed(0)
     ids = np.array([[0, 3, 1], [2, 2, 3]], dtype=np.int64)
     save_idioms(ComputedIds(), sys.argv[1], ids)
+    x = torch.zeros(2, 3, 4)
+    torch.jit.save(torch.jit.trace(GatherActivation(), (x, torch.from_numpy(ids))),
+                   os.path.join(sys.argv[1], "gather_activation.pt"))
 
 
 if __name__ == "__main__":
