@@ -7,6 +7,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 #include <cstring>
@@ -21,6 +22,11 @@ namespace {
 /// The error of parsing `text` as a plan file named "p".
 std::string parseError(llvm::StringRef text) {
   return errorOf(parseCheckpointPlan(text, "p"));
+}
+
+/// Expects `text` to fail to parse with an error that contains `message`.
+void expectParseError(llvm::StringRef text, const std::string &message) {
+  EXPECT_THAT(parseError(text), ::testing::HasSubstr(message));
 }
 
 /// w [4, 2] split in rows over 2 ranks, a 0-d step both ranks hold, and the
@@ -52,29 +58,24 @@ TEST(PlanTest, PrintsWhatItParses) {
 }
 
 TEST(PlanTest, RejectsMalformedRecords) {
-  EXPECT_NE(parseError("ranks 2\n")
-                .find("'p' line 1: expected 'titan-checkpoint-plan 1'"),
-            std::string::npos);
+  expectParseError("ranks 2\n",
+                   "'p' line 1: expected 'titan-checkpoint-plan 1'");
   std::string outOfOrder = "titan-checkpoint-plan 1\nranks 2\n"
                            "tensor w w float32 [2]\nbox 1 [0] [2] write\n";
-  EXPECT_NE(parseError(outOfOrder)
-                .find("line 4: box of rank 1 of 'w' out of rank order"),
-            std::string::npos);
+  expectParseError(outOfOrder,
+                   "line 4: box of rank 1 of 'w' out of rank order");
   std::string unwritten = "titan-checkpoint-plan 1\nranks 2\n"
                           "tensor w w float32 [2]\nbox 0 [0] [2] write\n"
                           "box 1 [0] [1] hold\n";
-  EXPECT_NE(parseError(unwritten).find(
-                "rank 1 holds box offsets [0] sizes [1] of 'w', which "
-                "no rank writes"),
-            std::string::npos);
+  expectParseError(unwritten,
+                   "rank 1 holds box offsets [0] sizes [1] of 'w', which "
+                   "no rank writes");
   // 2^61 float64 elements count within int64 but their bytes do not.
   std::string huge = "titan-checkpoint-plan 1\nranks 1\n"
                      "tensor w w float64 [2305843009213693952]\n"
                      "box 0 [0] [2305843009213693952] write\n";
-  EXPECT_NE(parseError(huge).find(
-                "'w' of shape [2305843009213693952] and dtype float64 "
-                "has more than 2^63-1 bytes"),
-            std::string::npos);
+  expectParseError(huge, "'w' of shape [2305843009213693952] and dtype float64 "
+                         "has more than 2^63-1 bytes");
 }
 
 TEST(PlanTest, SavesAndLoadsThroughThePlan) {
@@ -224,18 +225,14 @@ TEST(PlanTest, RejectsBadAbsentBoxes) {
   std::string unwritten = "titan-checkpoint-plan 1\nranks 2\n"
                           "tensor w w float32 [2]\nbox 0 none\n"
                           "box 1 [0] [2] hold\n";
-  EXPECT_NE(parseError(unwritten).find("the written chunks do not tile"),
-            std::string::npos);
+  expectParseError(unwritten, "the written chunks do not tile");
   std::string nobody = "titan-checkpoint-plan 1\nranks 2\n"
                        "tensor w w float32 [2]\nbox 0 none\nbox 1 none\n";
-  EXPECT_NE(parseError(nobody).find("the written chunks do not tile"),
-            std::string::npos);
+  expectParseError(nobody, "the written chunks do not tile");
   std::string extra = "titan-checkpoint-plan 1\nranks 1\n"
                       "tensor w w float32 [2]\nbox 0 none write\n";
-  EXPECT_NE(
-      parseError(extra).find("line 4: expected 'box <rank> <offsets> <sizes> "
-                             "write|hold' or 'box <rank> none'"),
-      std::string::npos);
+  expectParseError(extra, "line 4: expected 'box <rank> <offsets> <sizes> "
+                          "write|hold' or 'box <rank> none'");
   // What the text cannot say, a plan built in memory can.
   CheckpointPlan plan = parsePlan("titan-checkpoint-plan 1\nranks 2\n"
                                   "tensor w w float32 [2]\n"
@@ -537,22 +534,17 @@ TEST(PlanTest, RejectsAnAliasOfNoStateKey) {
   std::string orphan = "titan-checkpoint-plan 1\nranks 1\n"
                        "tensor head wte float32 [2] alias\n"
                        "box 0 [0] [2] write\n";
-  EXPECT_NE(parseError(orphan).find(
-                "alias 'head' of 'wte', which no state key holds"),
-            std::string::npos);
+  expectParseError(orphan, "alias 'head' of 'wte', which no state key holds");
   std::string reshaped = "titan-checkpoint-plan 1\nranks 1\n"
                          "tensor wte wte float32 [2]\nbox 0 [0] [2] write\n"
                          "tensor head wte float32 [1] alias\n"
                          "box 0 [0] [1] write\n";
-  EXPECT_NE(parseError(reshaped).find(
-                "alias 'head' is float32 [1], the 'wte' it aliases "
-                "float32 [2]"),
-            std::string::npos);
+  expectParseError(reshaped,
+                   "alias 'head' is float32 [1], the 'wte' it aliases "
+                   "float32 [2]");
   std::string unknown = "titan-checkpoint-plan 1\nranks 1\n"
                         "tensor w w float32 [2] tied\n";
-  EXPECT_NE(parseError(unknown).find(
-                "line 3: expected 'tensor <key> <source> <dtype> "
-                "<shape> [alias|buffer]'"),
-            std::string::npos);
+  expectParseError(unknown, "line 3: expected 'tensor <key> <source> <dtype> "
+                            "<shape> [alias|buffer]'");
 }
 } // namespace
