@@ -23,6 +23,22 @@ using namespace mlir;
 using namespace mlir::titan;
 using namespace mlir::titan::import;
 
+Value mlir::titan::import::rowMajorOffsets(
+    TensorBuilder &tb, RankedTensorType type, ArrayRef<int64_t> sizes,
+    function_ref<Value(int64_t)> position) {
+  Value offsets;
+  int64_t stride = 1;
+  for (int64_t dim = static_cast<int64_t>(sizes.size()) - 1; dim >= 0; --dim) {
+    Value term = position(dim);
+    if (stride != 1)
+      term =
+          tb.binary<MulOp>(term, tb.splat(type, static_cast<double>(stride)));
+    offsets = offsets ? tb.binary<AddOp>(offsets, term) : term;
+    stride *= sizes[dim];
+  }
+  return offsets ? offsets : tb.splat(type, 0.0);
+}
+
 using Node = torch::jit::Node;
 using Outputs = llvm::Expected<std::vector<ImportedValue>>;
 
@@ -2930,20 +2946,13 @@ Outputs convertGather(GraphImporter &importer, Node *node) {
                  tableType.getDimSize(td->dim), /*lookedUpAsIs=*/false);
   if (!checked)
     return checked.takeError();
-  Value ids;
-  int64_t stride = 1;
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    Value position = d == td->dim ? *checked : emit.iota(i64, d);
-    Value term =
-        stride == 1
-            ? position
-            : emit.binary<MulOp>(position, emit.splat(i64, double(stride)));
-    ids = ids ? emit.binary<AddOp>(ids, term) : term;
-    stride *= tableType.getDimSize(d);
-  }
-  return single(
-      emit.reshape(lookupRows(emit, emit.reshape(table, {stride, 1}), ids),
-                   indexType.getShape()));
+  Value ids = rowMajorOffsets(emit, i64, tableType.getShape(), [&](int64_t d) {
+    return d == td->dim ? *checked : emit.iota(i64, d);
+  });
+  return single(emit.reshape(
+      lookupRows(emit, emit.reshape(table, {tableType.getNumElements(), 1}),
+                 ids),
+      indexType.getShape()));
 }
 
 /// aten::index(x, indices): advanced indexing by one integer tensor, after

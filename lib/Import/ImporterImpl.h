@@ -8,6 +8,7 @@
 #ifndef TITAN_LIB_IMPORT_IMPORTERIMPL_H
 #define TITAN_LIB_IMPORT_IMPORTERIMPL_H
 
+#include "titan/Dialect/TensorBuilder.h"
 #include "titan/Dialect/TitanDialect.h"
 #include "titan/Import/TorchScriptImporter.h"
 
@@ -216,6 +217,14 @@ private:
 //===----------------------------------------------------------------------===//
 // Helpers shared by the conversions.
 //===----------------------------------------------------------------------===//
+
+/// Row-major offsets into a tensor of `sizes`, as a tensor of the i64 type
+/// `type`: the sum over dims d of position(d) * (the product of the sizes
+/// after d), position(d) a tensor of `type` (an iota along d, or an index
+/// along it); 0 for no dims.
+Value rowMajorOffsets(TensorBuilder &tb, RankedTensorType type,
+                      ArrayRef<int64_t> sizes,
+                      function_ref<Value(int64_t)> position);
 
 /// The MLIR element type of a torch scalar type, or null.
 Type toElementType(MLIRContext &context, c10::ScalarType type);

@@ -390,18 +390,9 @@ Value GraphImporter::emitTrainingDropout(Value x, double p) {
   // rank's shard adds the shard's offset, so that a position is the same
   // under any layout.
   auto positions = type.clone(builder.getI64Type());
-  Value counters;
-  int64_t stride = 1;
-  for (int64_t dim = type.getRank() - 1; dim >= 0; --dim) {
-    Value position = tb.iota(positions, dim);
-    if (stride != 1)
-      position = tb.binary<MulOp>(
-          position, tb.splat(positions, static_cast<double>(stride)));
-    counters = counters ? tb.binary<AddOp>(counters, position) : position;
-    stride *= type.getDimSize(dim);
-  }
-  if (!counters) // A 0-d tensor: position 0.
-    counters = tb.splat(positions, 0.0);
+  Value counters =
+      rowMajorOffsets(tb, positions, type.getShape(),
+                      [&](int64_t dim) { return tb.iota(positions, dim); });
   Value uniform = RandomUniformOp::create(
       builder, loc, positions.clone(builder.getF32Type()), counters,
       /*step=*/Value(), builder.getI64IntegerAttr(randomStreams++),
