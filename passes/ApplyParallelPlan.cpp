@@ -153,15 +153,19 @@ LogicalResult ApplyParallelPlanPass::apply() {
       continue;
     // FSDP shards dim 0, or dim 1 of a weight whose dim 0 tensor parallelism
     // already splits: the two axes then shard disjoint dims, so the gradient
-    // is reduce-scattered over "fsdp" without touching the "tp" layout.
+    // is reduce-scattered over "fsdp" without touching the "tp" layout. A
+    // 0-d parameter (a learned scale) has no dim to shard: it is replicated
+    // and its gradient all-reduced, as DDP's.
     Placement tpPlacement = plan.placementOf(name.getValue());
     auto type = cast<RankedTensorType>(function.getArgument(i).getType());
     int64_t fsdpDim = mesh.getSize(TpAxis) > 1 && tpPlacement.isShard(0) &&
                               type.getRank() >= 2
                           ? 1
                           : 0;
+    Placement fsdp =
+        type.getRank() == 0 ? replicate : Placement::shard(fsdpDim);
     paramPlacements[name.getValue()] =
-        onMesh({replicate, Placement::shard(fsdpDim), replicate, tpPlacement});
+        onMesh({replicate, fsdp, replicate, tpPlacement});
     if (std::optional<size_t> rule = plan.ruleOf(name.getValue()))
       matchedRules.insert(*rule);
   }

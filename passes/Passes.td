@@ -544,7 +544,8 @@ def ApplyParallelPlanPass : Pass<"titan-apply-parallel-plan",
     - Parameters, their optimizer state and the returned updates: FSDP is a
       placement, `S(0)` over "fsdp" (`S(1)` for a weight whose dim 0 the
       plan shards over "tp", so the two axes split disjoint dims and a
-      gradient is reduce-scattered over "fsdp" alone); "tp" follows the
+      gradient is reduce-scattered over "fsdp" alone; `R` for a 0-d
+      parameter, which has no dim to shard); "tp" follows the
       tensor-parallel plan
       (FQN patterns -> placement; torchtitan's Llama plan by default); `R`
       elsewhere. Tokens and labels `[batch, seq]`: the batch split over

@@ -232,6 +232,21 @@ Grads DivOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
       });
 }
 
+Grads RoundedDivOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
+  // A step function: zero almost everywhere (no cotangents).
+  return SmallVector<Value>(2);
+}
+
+Grads RemainderOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
+  // l - r * q(l, r), q piecewise constant: dy for l, -dy * q for r.
+  return buildRule(
+      *this, builder, resultGrads, [&](Emitter &e, Value dy) -> Grads {
+        Value quotient = RoundedDivOp::create(e.b, e.loc, getType(), getLhs(),
+                                              getRhs(), getTruncateAttr());
+        return SmallVector<Value>{dy, e.neg(e.mul(dy, quotient))};
+      });
+}
+
 Grads MaxOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
   // torch.maximum: where(l == r, dy / 2, dy), zeroed where the operand is
   // the smaller one.
@@ -556,6 +571,16 @@ Grads EmbeddingOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
                          e.b, e.loc, getTable().getType(), getIds(), dy);
                      return SmallVector<Value>{table, Value()};
                    });
+}
+
+Grads EmbeddingGradOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
+  // A scatter-add's VJP is the gather of the cotangent at the same ids.
+  return buildRule(
+      *this, builder, resultGrads, [&](Emitter &e, Value dy) -> Grads {
+        Value rows =
+            EmbeddingOp::create(e.b, e.loc, getGrad().getType(), dy, getIds());
+        return SmallVector<Value>{Value(), rows};
+      });
 }
 
 Grads RopeOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {

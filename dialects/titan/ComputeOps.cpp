@@ -819,6 +819,8 @@ int64_t SubOp::getFlops() { return getStaticNumElements(getType()); }
 int64_t MulOp::getFlops() { return getStaticNumElements(getType()); }
 int64_t DivOp::getFlops() { return getStaticNumElements(getType()); }
 int64_t MaxOp::getFlops() { return getStaticNumElements(getType()); }
+int64_t RoundedDivOp::getFlops() { return getStaticNumElements(getType()); }
+int64_t RemainderOp::getFlops() { return getStaticNumElements(getType()); }
 int64_t NegOp::getFlops() { return getStaticNumElements(getType()); }
 int64_t ExpOp::getFlops() { return getStaticNumElements(getType()); }
 int64_t LogOp::getFlops() { return getStaticNumElements(getType()); }

@@ -432,6 +432,12 @@ OpShardingRule DivOp::getShardingRule() {
   return elementwiseRule(*this, {{0}});
 }
 OpShardingRule MaxOp::getShardingRule() { return elementwiseRule(*this, {}); }
+OpShardingRule RoundedDivOp::getShardingRule() {
+  return elementwiseRule(*this, {});
+}
+OpShardingRule RemainderOp::getShardingRule() {
+  return elementwiseRule(*this, {});
+}
 OpShardingRule StopGradientOp::getShardingRule() {
   return elementwiseRule(*this, {{0}});
 }

@@ -139,6 +139,53 @@ def Titan_MaxOp : Titan_BinaryOp<"max", [Commutative],
   }];
 }
 
+/// Elementwise division rounded to an integer, or its remainder, of floats
+/// or (signed) integers: rounded toward -inf (Python's `//` and `%`,
+/// torch.floor_divide and torch.remainder), or toward zero with `truncate`
+/// (`torch.div(rounding_mode="trunc")`, torch.fmod).
+class Titan_RoundingOp<string mnemonic>
+    : Titan_DifferentiableOp<mnemonic, [SameOperandsAndResultType,
+                                        Elementwise]> {
+  let arguments = (ins Titan_NumericTensor:$lhs, Titan_NumericTensor:$rhs,
+                       UnitAttr:$truncate);
+  let results = (outs Titan_NumericTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`truncate` $truncate^)? attr-dict `:` type($result)
+  }];
+}
+
+def Titan_RoundedDivOp : Titan_RoundingOp<"rounded_div"> {
+  let summary = "Elementwise division rounded to an integer";
+  let description = [{
+    `result[i] = floor(lhs[i] / rhs[i])`, or `trunc(lhs[i] / rhs[i])` with
+    `truncate`. Its gradient is zero (torch.floor_divide has none). An
+    integer division by zero gives `lhs` (PyTorch raises an error).
+
+    Example:
+
+    ```mlir
+    %block = titan.rounded_div %positions, %size : tensor<64xi64>
+    ```
+  }];
+}
+
+def Titan_RemainderOp : Titan_RoundingOp<"remainder"> {
+  let summary = "Elementwise remainder of a rounded division";
+  let description = [{
+    `result[i] = lhs[i] - rhs[i] * q` for `q` the quotient of
+    `titan.rounded_div` with the same rounding: the sign of `rhs` (Python's
+    `%`, torch.remainder), or with `truncate` the sign of `lhs` (torch.fmod).
+    Floats are computed as PyTorch does, from fmod. An integer remainder by
+    zero gives 0.
+
+    Example:
+
+    ```mlir
+    %slot = titan.remainder %positions, %window : tensor<64xi64>
+    ```
+  }];
+}
+
 /// Elementwise unary math on a tensor of `tensor` (floating-point but for
 /// neg).
 class Titan_UnaryOp<string mnemonic, list<Trait> traits = [],
@@ -1063,7 +1110,7 @@ def Titan_LayerNormGradOp : Titan_ComputeOp<"layer_norm_grad",
   let hasVerifier = 1;
 }
 
-def Titan_EmbeddingGradOp : Titan_ComputeOp<"embedding_grad", [],
+def Titan_EmbeddingGradOp : Titan_DifferentiableOp<"embedding_grad", [],
     ["partition"]> {
   let summary = "Cotangent of an embedding table (scatter-add of rows)";
   let description = [{
@@ -1071,6 +1118,10 @@ def Titan_EmbeddingGradOp : Titan_ComputeOp<"embedding_grad", [],
     `i...` of `ids`: the cotangent of `titan.embedding`'s table, of the
     result type [vocab, dim]; `grad` has `ids`' shape followed by dim. Ids
     outside [0, vocab) are undefined behavior.
+
+    The importer also builds the model's own scatters on it (`scatter_add`,
+    `scatter`, `index_add`, `x[ids] = v`): its VJP is the lookup of the
+    result's cotangent at `ids` (`titan.embedding`).
 
     Example:
 

@@ -626,8 +626,9 @@ Outputs complexBinary(Emitter &emit, BinaryKind kind, ImportedValue a,
 /// The error for arithmetic on integer tensors that titan does not compute
 /// in integers.
 constexpr const char *integerTensorArithmetic =
-    "on integer tensors titan computes add, sub, mul, maximum, minimum and "
-    "true division (in float32); cast the tensor to a float type first";
+    "on integer tensors titan computes add, sub, mul, maximum, minimum, "
+    "clamp, floor and truncating division, remainder and true division (in "
+    "float32); cast the tensor to a float type first";
 
 /// aten::add / sub / mul / div / rsub / maximum / minimum / pow on any mix
 /// of tensors, complex tensors and scalars.
@@ -663,10 +664,6 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
               : ImportedValue::ofInt(b.intValue * static_cast<int64_t>(alpha));
     return scalarBinary(kind, a, b, importer.getContext());
   }
-  if (kind == BinaryKind::FloorDiv || kind == BinaryKind::TruncDiv ||
-      kind == BinaryKind::Remainder || kind == BinaryKind::Fmod)
-    return makeError("rounding division and remainder are evaluated only on "
-                     "numbers known at import time (sizes), not on tensors");
   Emitter emit(importer);
   if (a.isComplex() || b.isComplex()) {
     if (alpha != 1.0 || kind == BinaryKind::Rsub)
@@ -751,9 +748,7 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
                        "supported; use logical_and / logical_or, or cast to "
                        "a number type first");
     }
-    bool integral = kind == BinaryKind::Add || kind == BinaryKind::Sub ||
-                    kind == BinaryKind::Rsub || kind == BinaryKind::Mul ||
-                    kind == BinaryKind::Max || kind == BinaryKind::Min;
+    bool integral = kind != BinaryKind::Div && kind != BinaryKind::Pow;
     if (!integral || alpha != std::trunc(alpha))
       return makeError(integerTensorArithmetic);
     if (alpha != 1.0)
@@ -785,9 +780,16 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
       return result.takeError();
     return single(*result);
   }
-  default:
-    return makeError("this operation on two tensors is not supported");
+  case BinaryKind::FloorDiv:
+  case BinaryKind::TruncDiv:
+    return single(RoundedDivOp::create(emit.builder, emit.loc, x.getType(), x,
+                                       y, kind == BinaryKind::TruncDiv));
+  case BinaryKind::Remainder:
+  case BinaryKind::Fmod:
+    return single(RemainderOp::create(emit.builder, emit.loc, x.getType(), x, y,
+                                      kind == BinaryKind::Fmod));
   }
+  return makeError("this operation on two tensors is not supported");
 }
 
 /// Elementwise unary ops; scalars are evaluated.
@@ -2520,9 +2522,10 @@ struct IdRange {
 /// The smallest and largest values of integer tensor `v` where the import
 /// proves both the values and that elements hold them: positions of
 /// torch.arange (titan.iota), integer constants, and what reshapes,
-/// broadcasts, transposes, widening integer casts and adding or
+/// broadcasts, transposes, slices, widening integer casts and adding or
 /// subtracting a constant make of them (learned position ids: `arange(T)`,
-/// OPT's `arange(T) + 2`).
+/// OPT's `arange(T) + 2`), and the remainder by a positive constant of
+/// anything.
 static std::optional<IdRange> provenRange(Value v, int depth = 0) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
   Operation *op = v.getDefiningOp();
@@ -2543,7 +2546,8 @@ static std::optional<IdRange> provenRange(Value v, int depth = 0) {
     }
     return range;
   }
-  if (isa<ReshapeOp, BroadcastInDimOp, TransposeOp>(op))
+  if (isa<ReshapeOp, BroadcastInDimOp, TransposeOp, SliceOp, StopGradientOp>(
+          op))
     return provenRange(op->getOperand(0), depth + 1);
   if (auto cast = dyn_cast<CastOp>(op)) {
     auto from =
@@ -2551,6 +2555,27 @@ static std::optional<IdRange> provenRange(Value v, int depth = 0) {
     if (from &&
         from.getWidth() <= type.getElementType().getIntOrFloatBitWidth())
       return provenRange(cast.getInput(), depth + 1);
+    return std::nullopt;
+  }
+  // x % c (Python's, torch.remainder) for a constant c > 0 lies in
+  // [0, c) whatever x is; x // c in x's range divided by c.
+  auto remainder = dyn_cast<RemainderOp>(op);
+  auto quotient = dyn_cast<RoundedDivOp>(op);
+  if ((remainder && !remainder.getTruncate()) ||
+      (quotient && !quotient.getTruncate())) {
+    auto constant = op->getOperand(1).getDefiningOp<ConstantOp>();
+    auto splat =
+        constant ? dyn_cast<SplatElementsAttr>(constant.getValue()) : nullptr;
+    int64_t divisor = splat && isa<IntegerType>(splat.getElementType())
+                          ? splat.getSplatValue<APInt>().getSExtValue()
+                          : 0;
+    if (divisor > 0 && remainder)
+      return IdRange{0, divisor - 1};
+    if (divisor > 0)
+      if (std::optional<IdRange> range =
+              provenRange(op->getOperand(0), depth + 1))
+        return IdRange{floorDivide(range->smallest, divisor),
+                       floorDivide(range->largest, divisor)};
     return std::nullopt;
   }
   // x + c, c + x and x - c for a constant c.
@@ -2881,14 +2906,40 @@ std::optional<llvm::Expected<Value>> gatherRowsAlong(Emitter &emit, Value table,
       emit.reshape(lookupRows(emit, rowsTable, ids), indexType.getShape()));
 }
 
+/// The largest dim a scatter or gather of single elements reads or writes
+/// through a one-hot comparison (oneHotAlong) instead of a lookup of the
+/// tensor viewed as a column: a mixture of experts' gates over its
+/// experts. The comparison costs a select per index and position of the
+/// dim, but is elementwise along every other dim (a batch sharded by FSDP
+/// stays sharded), where the column's linear positions mix the dims.
+constexpr int64_t kMaxOneHotDim = 256;
+
+/// Whether `index` (positions along `dim`, of any shape) equals each
+/// position of a dim of `size`, inserted after `dim`: i1 [index's dims to
+/// `dim`, size, the rest].
+static Value oneHotAlong(Emitter &emit, Value index, int64_t dim,
+                         int64_t size) {
+  ArrayRef<int64_t> indexShape = tensorType(index).getShape();
+  SmallVector<int64_t> shape(indexShape);
+  shape.insert(shape.begin() + dim + 1, size);
+  SmallVector<int64_t> withAxis(indexShape);
+  withAxis.insert(withAxis.begin() + dim + 1, 1);
+  auto i64 = RankedTensorType::get(shape, emit.builder.getI64Type());
+  Value ids = emit.cast(emit.reshape(index, withAxis), i64.getElementType());
+  return emit.compare("eq", emit.broadcastTo(ids, shape),
+                      emit.iota(i64, dim + 1));
+}
+
 /// aten::gather(x, dim, index) (`torch.gather`, `take_along_dim`):
 /// `out[..., i_dim, ...] = x[..., index[..., i_dim, ...], ...]`, of index's
 /// shape. An index that is the position along `dim` at compile time
 /// (GPT-NeoX gathers its RoPE tables by position ids) reads a slice of x;
-/// one that picks whole rows is a row lookup (gatherRowsAlong); any other is
-/// a lookup of one element per index in x viewed as a column (titan.embedding,
-/// so the gradient is a scatter-add), at the linear position that index
-/// gives the element.
+/// one that picks whole rows is a row lookup (gatherRowsAlong); any other
+/// reads single elements: through a one-hot comparison along a dim of at
+/// most kMaxOneHotDim (`probs.gather(-1, topk_ids)`), else by a lookup of
+/// one element per index in x viewed as a column (titan.embedding, so the
+/// gradient is a scatter-add), at the linear position that index gives the
+/// element.
 Outputs convertGather(GraphImporter &importer, Node *node) {
   llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
   if (!td)
@@ -2946,6 +2997,18 @@ Outputs convertGather(GraphImporter &importer, Node *node) {
                  tableType.getDimSize(td->dim), /*lookedUpAsIs=*/false);
   if (!checked)
     return checked.takeError();
+  // Single elements of a short dim, with other dims beside: one-hot.
+  int64_t size = tableType.getDimSize(td->dim);
+  if (rank > 1 && size <= kMaxOneHotDim) {
+    Value hot = oneHotAlong(emit, *checked, td->dim, size);
+    SmallVector<int64_t> withAxis(tableType.getShape());
+    withAxis.insert(withAxis.begin() + td->dim, 1);
+    Value rows = emit.broadcastTo(emit.reshape(table, withAxis),
+                                  tensorType(hot).getShape());
+    return single(emit.reduceSum(
+        emit.select(hot, rows, emit.splatLike(rows, 0.0)), {td->dim + 1},
+        /*keepdim=*/false));
+  }
   Value ids = rowMajorOffsets(emit, i64, tableType.getShape(), [&](int64_t d) {
     return d == td->dim ? *checked : emit.iota(i64, d);
   });
@@ -2953,6 +3016,31 @@ Outputs convertGather(GraphImporter &importer, Node *node) {
       lookupRows(emit, emit.reshape(table, {tableType.getNumElements(), 1}),
                  ids),
       indexType.getShape()));
+}
+
+/// `ids` indexing a dim of `size` (dim `dim`) with tensor[...]: constant
+/// ids count from the end where negative (Falcon's `fused_qkv[..., [-2],
+/// :]`), as tensor[...] indexing does; an error below -size.
+static llvm::Expected<Value>
+wrapNegativeConstantIds(Emitter &emit, Value ids, int64_t size, int64_t dim) {
+  auto constant = ids.getDefiningOp<ConstantOp>();
+  auto values =
+      constant ? dyn_cast<DenseIntElementsAttr>(constant.getValue()) : nullptr;
+  if (!values || llvm::none_of(values.getValues<APInt>(),
+                               [](const APInt &v) { return v.isNegative(); }))
+    return ids;
+  SmallVector<APInt> wrapped;
+  for (const APInt &value : values.getValues<APInt>()) {
+    if (value.getSExtValue() < -size)
+      return makeError(llvm::formatv(
+          "index {0} is out of bounds for dimension {1} with size {2}",
+          value.getSExtValue(), dim, size));
+    wrapped.push_back(value.isNegative() ? value + size : value);
+  }
+  return ConstantOp::create(
+             emit.builder, emit.loc,
+             DenseIntElementsAttr::get(values.getType(), wrapped))
+      .getResult();
 }
 
 /// aten::index(x, indices): advanced indexing by one integer tensor, after
@@ -2984,27 +3072,12 @@ Outputs convertIndex(GraphImporter &importer, Node *node) {
     return makeError(llvm::formatv("too many indices for a tensor of rank {0}",
                                    shape->size()));
   Emitter emit(importer);
-  // Constant indices count from the end where negative (Falcon's
-  // `fused_qkv[..., [-2], :]`), as tensor[...] indexing does.
-  int64_t size = (*shape)[dim];
-  auto constant = ids.getDefiningOp<ConstantOp>();
-  auto values =
-      constant ? dyn_cast<DenseIntElementsAttr>(constant.getValue()) : nullptr;
-  if (values && llvm::any_of(values.getValues<APInt>(),
-                             [](const APInt &v) { return v.isNegative(); })) {
-    SmallVector<APInt> wrapped;
-    for (const APInt &value : values.getValues<APInt>()) {
-      if (value.getSExtValue() < -size)
-        return makeError(llvm::formatv(
-            "index {0} is out of bounds for dimension {1} with size {2}",
-            value.getSExtValue(), dim, size));
-      wrapped.push_back(value.isNegative() ? value + size : value);
-    }
-    ids = ConstantOp::create(
-        emit.builder, emit.loc,
-        DenseIntElementsAttr::get(values.getType(), wrapped));
-  }
-  return mapParts(x, [&](Value v) { return gatherAlong(emit, v, dim, ids); });
+  llvm::Expected<Value> wrapped =
+      wrapNegativeConstantIds(emit, ids, (*shape)[dim], dim);
+  if (!wrapped)
+    return wrapped.takeError();
+  return mapParts(x,
+                  [&](Value v) { return gatherAlong(emit, v, dim, *wrapped); });
 }
 
 /// aten::index_select(x, dim, index): x gathered along dim by a 1-d index.
@@ -3022,6 +3095,505 @@ Outputs convertIndexSelect(GraphImporter &importer, Node *node) {
     return gatherAlong(emit, v, td->dim,
                        emit.reshape(*ids, {tensorType(*ids).getNumElements()}));
   });
+}
+
+/// How a scatter combines the values it writes to one element: PyTorch's
+/// `reduce` of scatter_reduce, `include_self` whether the element's old
+/// value takes part. scatter is {Mean, false} (see scatterRows),
+/// scatter_add and index_add {Sum, true}.
+struct ScatterCombine {
+  enum Reduce { Sum, Mean } reduce;
+  bool includeSelf;
+};
+
+/// The rows a scatter writes: `values` ([ids..., width]), or `uniform`
+/// (0-d) in every element (index_fill, scatter of a number).
+struct ScatterValues {
+  Value values;
+  Value uniform;
+};
+
+/// `base` (of any shape, in the scatter's compute type) combined with what a
+/// scatter writes to it, as `combine` says: `sums()` (base's shape: the sum
+/// of the values written to each element) and `counts()` (f32, broadcast
+/// to base's shape: how many values each element gets). An element several
+/// values write without a reduction (torch.scatter, `x[ids] = v`) gets
+/// their mean: PyTorch leaves which one wins unspecified; a uniform value
+/// (0-d `uniform`) is written as it is.
+static Value combineScatter(Emitter &emit, Value base, Value uniform,
+                            function_ref<Value()> sums,
+                            function_ref<Value()> counts,
+                            ScatterCombine combine) {
+  RankedTensorType type = tensorType(base);
+  Type computed = type.getElementType();
+  if (combine.reduce == ScatterCombine::Sum && combine.includeSelf)
+    return emit.binary<AddOp>(base, sums());
+  Value count = counts();
+  RankedTensorType countType = tensorType(count);
+  Value isWritten = emit.compare("gt", count, emit.splat(countType, 0.0));
+  Value combined;
+  if (combine.reduce == ScatterCombine::Mean && !combine.includeSelf &&
+      uniform) {
+    combined = emit.broadcastTo(emit.cast(uniform, computed), type.getShape());
+  } else if (combine.reduce == ScatterCombine::Sum) {
+    combined = sums();
+  } else {
+    combined = sums();
+    if (combine.includeSelf) {
+      combined = emit.binary<AddOp>(base, combined);
+      count = emit.binary<AddOp>(count, emit.splat(countType, 1.0));
+    } else {
+      // Elements nobody writes divide by 1, not 0: their quotient is
+      // unused, but a 0/0 would send NaN through the select's zero
+      // cotangent.
+      count = emit.select(isWritten, count, emit.splat(countType, 1.0));
+    }
+    combined = emit.binary<DivOp>(
+        combined,
+        emit.broadcastTo(emit.cast(count, computed), type.getShape()));
+  }
+  return emit.select(emit.broadcastTo(isWritten, type.getShape()), combined,
+                     base);
+}
+
+/// The type a scatter into elements of `element` computes in: f64 for
+/// integers.
+static Type scatterComputeType(Emitter &emit, Type element) {
+  return isa<FloatType>(element) ? element : emit.f64();
+}
+
+/// `table` ([rows, width]) with `written` scattered to rows `ids`, which
+/// must lie in [0, rows) (checkedIds): the sum of a row's values is
+/// titan.embedding_grad (a lookup's transpose, so the cotangent of the
+/// values is the result's cotangent looked up at `ids`), combined with the
+/// row by combineScatter. Integer tensors are scattered in f64.
+static Value scatterRows(Emitter &emit, Value table, Value ids,
+                         ScatterValues written, ScatterCombine combine) {
+  RankedTensorType type = tensorType(table);
+  Type element = type.getElementType();
+  Type computed = scatterComputeType(emit, element);
+  auto sums = [&]() -> Value {
+    SmallVector<int64_t> rows(tensorType(ids).getShape());
+    rows.push_back(type.getDimSize(1));
+    Value values =
+        written.values
+            ? emit.cast(written.values, computed)
+            : emit.broadcastTo(emit.cast(written.uniform, computed), rows);
+    return EmbeddingGradOp::create(emit.builder, emit.loc, type.clone(computed),
+                                   ids, values);
+  };
+  // How many ids write each row (in f32: exact, unlike bf16, to 2^24).
+  auto counts = [&]() -> Value {
+    SmallVector<int64_t> perId(tensorType(ids).getShape());
+    perId.push_back(1);
+    Type f32 = emit.builder.getF32Type();
+    return EmbeddingGradOp::create(
+        emit.builder, emit.loc,
+        RankedTensorType::get({type.getDimSize(0), 1}, f32), ids,
+        emit.splat(RankedTensorType::get(perId, f32), 1.0));
+  };
+  return emit.cast(combineScatter(emit, emit.cast(table, computed),
+                                  written.uniform, sums, counts, combine),
+                   element);
+}
+
+/// `self` with `written` (of index's shape) scattered along `dim` at
+/// `index` (each in [0, self.size(dim))) one element at a time, through
+/// oneHotAlong: the sums and counts of the values are reductions over the
+/// index's `dim` of selects, padded with zeros where the index is shorter
+/// than self, combined by combineScatter.
+static Value scatterOneHot(Emitter &emit, Value self, int64_t dim, Value index,
+                           ScatterValues written, ScatterCombine combine) {
+  RankedTensorType type = tensorType(self);
+  Type element = type.getElementType();
+  Type computed = scatterComputeType(emit, element);
+  int64_t size = type.getDimSize(dim);
+  Value hot = oneHotAlong(emit, index, dim, size);
+  ArrayRef<int64_t> hotShape = tensorType(hot).getShape();
+  // Reduced over the index's `dim`, then padded to self's other dims.
+  auto sumOf = [&](Value perPosition) -> Value {
+    Value reduced = emit.reduceSum(perPosition, {dim}, /*keepdim=*/false);
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (d != dim)
+        reduced = emit.padTo(reduced, d, type.getDimSize(d));
+    return reduced;
+  };
+  auto sums = [&]() -> Value {
+    SmallVector<int64_t> withAxis(tensorType(index).getShape());
+    withAxis.insert(withAxis.begin() + dim + 1, 1);
+    Value values =
+        written.values
+            ? emit.broadcastTo(
+                  emit.reshape(emit.cast(written.values, computed), withAxis),
+                  hotShape)
+            : emit.broadcastTo(emit.cast(written.uniform, computed), hotShape);
+    return sumOf(emit.select(hot, values, emit.splat(tensorType(values), 0.0)));
+  };
+  auto counts = [&]() -> Value {
+    auto f32 = RankedTensorType::get(hotShape, emit.builder.getF32Type());
+    return sumOf(emit.select(hot, emit.splat(f32, 1.0), emit.splat(f32, 0.0)));
+  };
+  return emit.cast(combineScatter(emit, emit.cast(self, computed),
+                                  written.uniform, sums, counts, combine),
+                   element);
+}
+
+/// `x` with `dim` moved to the front and the other dims flattened:
+/// [x.size(dim), the product of the others], and the permutation used.
+static std::pair<Value, SmallVector<int64_t>> rowsAlong(Emitter &emit, Value x,
+                                                        int64_t dim) {
+  RankedTensorType type = tensorType(x);
+  SmallVector<int64_t> order{dim};
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (d != dim)
+      order.push_back(d);
+  Value front = emit.transpose(x, order);
+  int64_t size = type.getDimSize(dim);
+  return {emit.reshape(front, {size, type.getNumElements() /
+                                         std::max<int64_t>(size, 1)}),
+          order};
+}
+
+/// The inverse of rowsAlong: `rows` ([x.size(dim), rest]) back in the
+/// shape and dim order of `like`.
+static Value unrowsAlong(Emitter &emit, Value rows, Value like,
+                         ArrayRef<int64_t> order) {
+  RankedTensorType type = tensorType(like);
+  SmallVector<int64_t> front;
+  for (int64_t d : order)
+    front.push_back(type.getDimSize(d));
+  SmallVector<int64_t> inverse(order.size());
+  for (auto [position, d] : llvm::enumerate(order))
+    inverse[d] = position;
+  return emit.transpose(emit.reshape(rows, front), inverse);
+}
+
+/// Scatters `written` (its values of ids' shape followed by x's dims other
+/// than `dim`, in their order: a row of x per id) into x along `dim` at
+/// `ids` (each in [0, x.size(dim))): index_add, index_fill and `x[:, ids] =
+/// v`, the transpose of gatherAlong.
+static llvm::Expected<Value> scatterAlong(Emitter &emit, Value x, int64_t dim,
+                                          Value ids, ScatterValues written,
+                                          ScatterCombine combine) {
+  int64_t size = tensorType(x).getDimSize(dim);
+  llvm::Expected<Value> checked =
+      checkedIds(emit, x, ids, size, /*lookedUpAsIs=*/true);
+  if (!checked)
+    return checked.takeError();
+  auto [table, order] = rowsAlong(emit, x, dim);
+  if (written.values) {
+    SmallVector<int64_t> rows(tensorType(ids).getShape());
+    rows.push_back(tensorType(table).getDimSize(1));
+    written.values = emit.reshape(written.values, rows);
+  }
+  Value scattered = scatterRows(emit, table, *checked, written, combine);
+  return unrowsAlong(emit, scattered, x, order);
+}
+
+/// aten::scatter / scatter_add / scatter_reduce(self, dim, index, src or a
+/// number): `out[..., index[i..., j, ...], ...] = src[i..., j, ...]` (added
+/// or reduced), for every position of the index, whose dims other than
+/// `dim` may be shorter than self's and src's. An index that is the same
+/// along every dim after `dim` scatters whole rows (MoE's
+/// `out.scatter_add(0, ids[:, None].expand(-1, d), y)`), any other one
+/// element at a time: through a one-hot comparison along a dim of at most
+/// kMaxOneHotDim (`gates.scatter(-1, topk_ids, topk_weights)`), else into
+/// the tensor viewed as a column.
+Outputs convertScatter(GraphImporter &importer, Node *node,
+                       ScatterCombine combine) {
+  llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
+  if (!td)
+    return td.takeError();
+  llvm::Expected<Value> self = importer.tensorInput(node, 0);
+  if (!self)
+    return self.takeError();
+  llvm::Expected<Value> index = importer.tensorInput(node, 2);
+  if (!index)
+    return index.takeError();
+  StringRef op = node->kind().toUnqualString();
+  if (const ImportedValue *reduce = importer.namedInput(node, "reduce")) {
+    StringRef name = reduce->text;
+    if (name == "add" || name == "sum")
+      combine.reduce = ScatterCombine::Sum;
+    else if (name == "mean")
+      combine.reduce = ScatterCombine::Mean;
+    else
+      return makeError(llvm::formatv(
+          "{0} with reduce '{1}' is not supported (titan scatters with "
+          "'sum', 'add' and 'mean')",
+          op, name));
+    combine.includeSelf = true;
+    if (const ImportedValue *include =
+            importer.namedInput(node, "include_self"))
+      combine.includeSelf = include->intValue != 0;
+  }
+  RankedTensorType selfType = tensorType(*self);
+  RankedTensorType indexType = tensorType(*index);
+  int64_t rank = selfType.getRank();
+  Type indexElement = indexType.getElementType();
+  if (!isa<IntegerType>(indexElement) || indexElement.isInteger(1))
+    return makeError(op + " needs an integer index tensor");
+  if (indexType.getRank() != rank)
+    return makeError(llvm::formatv(
+        "the index of {0} has rank {1}, the tensor rank {2}; they must be "
+        "equal",
+        op, indexType.getRank(), rank));
+  Emitter emit(importer);
+  // The values, restricted to the index's extent along every dim.
+  const ImportedValue &source = importer.input(node, 3);
+  Value values, uniform;
+  if (source.isNumber()) {
+    uniform = importer.materialize(source);
+  } else {
+    llvm::Expected<Value> src = importer.tensorInput(node, 3);
+    if (!src)
+      return src.takeError();
+    if (tensorType(*src).getRank() != rank)
+      return makeError(llvm::formatv(
+          "the source of {0} has rank {1}, the tensor rank {2}; they must "
+          "be equal",
+          op, tensorType(*src).getRank(), rank));
+    values = *src;
+  }
+  for (int64_t d = 0; d < rank && values; ++d) {
+    int64_t size = indexType.getDimSize(d);
+    int64_t available = tensorType(values).getDimSize(d);
+    if ((d != td->dim && size > td->shape[d]) || size > available)
+      return makeError(llvm::formatv(
+          "the index of {0} has size {1} along dim {2}, more than the "
+          "tensor's {3} or the source's {4}",
+          op, size, d, td->shape[d], available));
+    if (size < available)
+      values = emit.slice(values, d, 0, size, 1);
+  }
+  auto i64 = IntegerType::get(&importer.getContext(), 64);
+  int64_t size = td->shape[td->dim];
+  // Whole rows: one id per row of the dims after `dim`.
+  auto broadcast = index->getDefiningOp<BroadcastInDimOp>();
+  bool wholeRows =
+      broadcast && td->dim + 1 < rank &&
+      llvm::all_of(llvm::seq<int64_t>(td->dim + 1, rank), [&](int64_t d) {
+        return isBroadcastAlong(broadcast, d) &&
+               indexType.getDimSize(d) == td->shape[d];
+      });
+  int64_t keptRank = wholeRows ? td->dim + 1 : rank;
+  Value ids = *index;
+  for (int64_t d = keptRank; d < rank; ++d)
+    ids = emit.slice(ids, d, 0, 1, 1);
+  ArrayRef<int64_t> idsShape = indexType.getShape().take_front(keptRank);
+  ids = emit.cast(emit.reshape(ids, idsShape), i64);
+  // Ids straight into the table's rows are checked as lookups are; ids
+  // offset by the leading dims' positions are checked against `dim` first.
+  bool direct = keptRank == 1;
+  llvm::Expected<Value> checked =
+      checkedIds(emit, *self, ids, size, /*lookedUpAsIs=*/direct);
+  if (!checked)
+    return checked.takeError();
+  // Single elements along a short dim, with other dims beside: one-hot.
+  if (!wholeRows && !direct && size <= kMaxOneHotDim)
+    return single(scatterOneHot(emit, *self, td->dim, *checked,
+                                {values, uniform}, combine));
+  auto idsType = RankedTensorType::get(idsShape, i64);
+  ArrayRef<int64_t> tableRows = td->shape.take_front(keptRank);
+  Value rowIds = rowMajorOffsets(emit, idsType, tableRows, [&](int64_t d) {
+    return d == td->dim ? *checked : emit.iota(idsType, d);
+  });
+  int64_t rowCount = ShapedType::getNumElements(tableRows);
+  int64_t width = selfType.getNumElements() / std::max<int64_t>(rowCount, 1);
+  if (values) {
+    SmallVector<int64_t> valueRows(idsShape);
+    valueRows.push_back(width);
+    values = emit.reshape(values, valueRows);
+  }
+  Value scattered = scatterRows(emit, emit.reshape(*self, {rowCount, width}),
+                                rowIds, {values, uniform}, combine);
+  return single(emit.reshape(scattered, selfType.getShape()));
+}
+
+/// aten::index_add(self, dim, index, source, alpha=1): `out[..., index[i],
+/// ...] += alpha * source[..., i, ...]` along `dim` (scatterAlong).
+Outputs convertIndexAdd(GraphImporter &importer, Node *node) {
+  llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
+  if (!td)
+    return td.takeError();
+  llvm::Expected<Value> self = importer.tensorInput(node, 0);
+  llvm::Expected<Value> index = importer.tensorInput(node, 2);
+  llvm::Expected<Value> source = importer.tensorInput(node, 3);
+  if (!self || !index || !source)
+    return makeError("index_add needs tensors self, index and source");
+  RankedTensorType indexType = tensorType(*index);
+  if (indexType.getRank() > 1 || !isa<IntegerType>(indexType.getElementType()))
+    return makeError("index_add needs a 1-d integer index");
+  int64_t count = indexType.getNumElements();
+  SmallVector<int64_t> expected(td->shape);
+  expected[td->dim] = count;
+  ArrayRef<int64_t> sourceShape = tensorType(*source).getShape();
+  if (sourceShape != ArrayRef<int64_t>(expected) &&
+      !(td->shape.empty() && sourceShape.size() <= 1))
+    return makeError(llvm::formatv(
+        "index_add of {0} ids along dim {1} of a [{2}] tensor needs a "
+        "source of shape [{3}], not [{4}]",
+        count, td->dim, llvm::make_range(td->shape.begin(), td->shape.end()),
+        llvm::make_range(expected.begin(), expected.end()),
+        llvm::make_range(sourceShape.begin(), sourceShape.end())));
+  Emitter emit(importer);
+  Value values = *source;
+  if (const ImportedValue *alpha = importer.namedInput(node, "alpha");
+      alpha && alpha->isNumber() && alpha->asDouble() != 1.0)
+    values = emit.scale(values, alpha->asDouble());
+  // The source's rows along `dim`, in the order scatterAlong takes them.
+  auto [rows, order] = rowsAlong(emit, values, td->dim);
+  Value ids = emit.cast(emit.reshape(*index, {count}),
+                        IntegerType::get(&importer.getContext(), 64));
+  llvm::Expected<Value> result =
+      scatterAlong(emit, *self, td->dim, ids, {rows, Value()},
+                   ScatterCombine{ScatterCombine::Sum, true});
+  if (!result)
+    return result.takeError();
+  return single(*result);
+}
+
+/// aten::index_fill(self, dim, index, value): `out[..., index[i], ...] =
+/// value` along `dim` (scatterAlong).
+Outputs convertIndexFill(GraphImporter &importer, Node *node) {
+  llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
+  if (!td)
+    return td.takeError();
+  llvm::Expected<Value> self = importer.tensorInput(node, 0);
+  llvm::Expected<Value> index = importer.tensorInput(node, 2);
+  llvm::Expected<Value> value = importer.tensorInput(node, 3);
+  if (!self || !index || !value)
+    return makeError("index_fill needs tensors self and index and a value");
+  RankedTensorType indexType = tensorType(*index);
+  if (indexType.getRank() > 1 || !isa<IntegerType>(indexType.getElementType()))
+    return makeError("index_fill needs a 1-d integer index");
+  if (tensorType(*value).getNumElements() != 1)
+    return makeError("index_fill needs a single value");
+  Emitter emit(importer);
+  int64_t count = indexType.getNumElements();
+  Value fill = emit.reshape(*value, {});
+  Value ids = emit.cast(emit.reshape(*index, {count}),
+                        IntegerType::get(&importer.getContext(), 64));
+  llvm::Expected<Value> result =
+      scatterAlong(emit, *self, td->dim, ids, {Value(), fill},
+                   ScatterCombine{ScatterCombine::Mean, false});
+  if (!result)
+    return result.takeError();
+  return single(*result);
+}
+
+/// aten::index_put(self, indices, values, accumulate=False): `x[mask] = v`
+/// with a boolean mask (a select, as masked_fill) and `x[:, ids] = v` (or
+/// `+=` with accumulate) with one integer index tensor after any number of
+/// full slices (scatterAlong).
+Outputs convertIndexPut(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> self = importer.tensorInput(node, 0);
+  if (!self)
+    return self.takeError();
+  const ImportedValue &indices = importer.input(node, 1);
+  if (indices.kind != ImportedValue::Kind::List)
+    return makeError("expected a list of indices");
+  int64_t position = -1;
+  Value ids;
+  for (auto [p, item] : llvm::enumerate(indices.items)) {
+    if (item.isNone())
+      continue;
+    if (!item.isTensor())
+      return makeError("indices must be tensors or None");
+    if (ids)
+      return makeError("writing through more than one index tensor is not "
+                       "supported; index one dimension at a time");
+    ids = item.tensor;
+    position = p;
+  }
+  if (!ids)
+    return makeError("index_put needs an index tensor");
+  llvm::Expected<Value> values = importer.tensorInput(node, 2);
+  if (!values)
+    return values.takeError();
+  llvm::Expected<int64_t> accumulate = importer.intInput(node, 3);
+  if (!accumulate)
+    return accumulate.takeError();
+  Emitter emit(importer);
+  RankedTensorType selfType = tensorType(*self);
+  ArrayRef<int64_t> shape = selfType.getShape();
+  RankedTensorType idsType = tensorType(ids);
+  int64_t idsRank = idsType.getRank();
+  Value v = emit.cast(*values, selfType.getElementType());
+  if (idsType.getElementType().isInteger(1)) {
+    // x[mask] = v: v is broadcast over the elements the mask selects,
+    // which must not depend on their number.
+    if (position + idsRank > selfType.getRank() ||
+        idsType.getShape() != shape.slice(position, idsRank))
+      return makeError(llvm::formatv(
+          "the mask of shape [{0}] does not match dims {1}.. of the [{2}] "
+          "tensor it indexes",
+          llvm::make_range(idsType.getShape().begin(),
+                           idsType.getShape().end()),
+          position, llvm::make_range(shape.begin(), shape.end())));
+    ArrayRef<int64_t> rest = shape.drop_front(position + idsRank);
+    ArrayRef<int64_t> vShape = tensorType(v).getShape();
+    while (!vShape.empty() && vShape.front() == 1)
+      vShape = vShape.drop_front();
+    llvm::Expected<SmallVector<int64_t>> together =
+        broadcastShape(vShape, rest);
+    if (vShape.size() > rest.size() || !together ||
+        ArrayRef<int64_t>(*together) != rest)
+      return makeError(llvm::formatv(
+          "x[mask] = v with v of shape [{0}]: titan takes a v that is the "
+          "same for every selected element (a number, or of the shape "
+          "[{1}] after the mask's dims); for elementwise values write "
+          "torch.where(mask, v, x)",
+          llvm::make_range(vShape.begin(), vShape.end()),
+          llvm::make_range(rest.begin(), rest.end())));
+    SmallVector<int64_t> maskShape(position, 1);
+    llvm::append_range(maskShape, idsType.getShape());
+    maskShape.append(rest.size(), 1);
+    Value cond = emit.broadcastTo(emit.reshape(ids, maskShape), shape);
+    Value fill = emit.broadcastTo(emit.reshape(v, vShape), shape);
+    if (*accumulate)
+      return single(emit.binary<AddOp>(
+          *self, emit.select(cond, fill, emit.splatLike(fill, 0.0))));
+    return single(emit.select(cond, fill, *self));
+  }
+  if (!isa<IntegerType>(idsType.getElementType()))
+    return makeError("index tensors must hold integers or booleans");
+  if (position >= selfType.getRank())
+    return makeError(llvm::formatv("too many indices for a tensor of rank {0}",
+                                   selfType.getRank()));
+  llvm::Expected<Value> wrapped =
+      wrapNegativeConstantIds(emit, ids, shape[position], position);
+  if (!wrapped)
+    return wrapped.takeError();
+  // v as the indexed view's shape: [before..., ids..., after...], then with
+  // the ids' dims first, as scatterAlong takes rows.
+  SmallVector<int64_t> viewShape(shape.take_front(position));
+  llvm::append_range(viewShape, idsType.getShape());
+  llvm::append_range(viewShape, shape.drop_front(position + 1));
+  llvm::Expected<SmallVector<int64_t>> together =
+      broadcastShape(tensorType(v).getShape(), viewShape);
+  if (!together || ArrayRef<int64_t>(*together) != ArrayRef(viewShape))
+    return makeError(llvm::formatv(
+        "values of shape [{0}] cannot be written to the indexed [{1}]",
+        llvm::make_range(tensorType(v).getShape().begin(),
+                         tensorType(v).getShape().end()),
+        llvm::make_range(viewShape.begin(), viewShape.end())));
+  SmallVector<int64_t> idsFirst;
+  for (int64_t d = 0; d < idsRank; ++d)
+    idsFirst.push_back(position + d);
+  for (int64_t d = 0; d < (int64_t)viewShape.size(); ++d)
+    if (d < position || d >= position + idsRank)
+      idsFirst.push_back(d);
+  Value rows = emit.transpose(emit.broadcastTo(v, viewShape), idsFirst);
+  llvm::Expected<Value> result = scatterAlong(
+      emit, *self, position,
+      emit.cast(*wrapped, IntegerType::get(&importer.getContext(), 64)),
+      {rows, Value()},
+      *accumulate ? ScatterCombine{ScatterCombine::Sum, true}
+                  : ScatterCombine{ScatterCombine::Mean, false});
+  if (!result)
+    return result.takeError();
+  return single(*result);
 }
 
 Outputs convertGelu(GraphImporter &importer, Node *node) {
@@ -3102,9 +3674,12 @@ Outputs convertBitwiseNot(GraphImporter &importer, Node *node) {
 /// aten::clamp(x, min, max), clamp_min, clamp_max: bounds that are numbers
 /// or tensors (None leaves a side open), as `max` and `min`.
 Outputs convertClamp(GraphImporter &importer, Node *node, StringRef form) {
-  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
   if (!x)
     return x.takeError();
+  if (tensorType(*x).getElementType().isInteger(1))
+    return makeError("clamp of a boolean tensor is not supported; cast it to "
+                     "a number type first");
   const ImportedValue none = ImportedValue::none();
   const ImportedValue &lower =
       form == "clamp_max" ? none : importer.input(node, 1);
@@ -3120,15 +3695,20 @@ Outputs convertClamp(GraphImporter &importer, Node *node, StringRef form) {
       continue;
     Value limit;
     if (bound->isNumber())
-      limit = emit.splat(tensorType(result), bound->asDouble());
+      limit = importer.materialize(*bound);
     else if (bound->isTensor())
       limit = bound->tensor;
     else
       return makeError("clamp bounds must be numbers or tensors");
     if (llvm::Error error = unify(emit, result, limit))
       return std::move(error);
-    result =
-        isLower ? emit.binary<MaxOp>(result, limit) : emit.min(result, limit);
+    // Integers by comparison (negating the most negative one wraps).
+    if (isLower)
+      result = emit.binary<MaxOp>(result, limit);
+    else if (isa<FloatType>(tensorType(result).getElementType()))
+      result = emit.min(result, limit);
+    else
+      result = emit.select(emit.compare("le", result, limit), result, limit);
   }
   return single(result);
 }
@@ -3729,6 +4309,18 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::view_as", "aten::reshape_as"}, convertViewAs);
   add({"aten::index"}, convertIndex);
   add({"aten::index_select"}, convertIndexSelect);
+  add({"aten::scatter"}, [](GraphImporter &i, Node *n) {
+    return convertScatter(i, n, {ScatterCombine::Mean, false});
+  });
+  add({"aten::scatter_add"}, [](GraphImporter &i, Node *n) {
+    return convertScatter(i, n, {ScatterCombine::Sum, true});
+  });
+  add({"aten::scatter_reduce"}, [](GraphImporter &i, Node *n) {
+    return convertScatter(i, n, {ScatterCombine::Sum, true});
+  });
+  add({"aten::index_add"}, convertIndexAdd);
+  add({"aten::index_fill"}, convertIndexFill);
+  add({"aten::index_put"}, convertIndexPut);
   add({"aten::gather"}, convertGather);
   add({"aten::to"},
       [](GraphImporter &i, Node *n) { return convertTo(i, n, false); });

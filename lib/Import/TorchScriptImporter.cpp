@@ -713,11 +713,14 @@ GraphImporter::importInPlace(torch::jit::Node *node,
                              const Conversion &functional) {
   // A write through views of the tensor (`mask[:, a:b] = y`): the chain of
   // slices and selects from the written view back to the tensor, each read
-  // by nothing but the next (or the write) but for its dtype or sizes.
-  // (A scripted `x[i] = 7.0` also asks the view its dtype and device.)
+  // by nothing but the next (or the write) but for its dtype or sizes, or
+  // by ops before the write that copy what they read (a scripted
+  // `x[:, ids] += v` reads `x[:, ids]` from the view it writes). (A
+  // scripted `x[i] = 7.0` also asks the view its dtype and device.)
   auto onlyWrittenBy = [](torch::jit::Value *view, torch::jit::Node *writer) {
     return llvm::all_of(view->uses(), [&](const torch::jit::Use &use) {
       return use.user == writer ||
+             (use.user->isBefore(writer) && !mayReturnAnAlias(use.user)) ||
              llvm::none_of(use.user->outputs(), [](torch::jit::Value *out) {
                return out->type()->kind() == c10::TypeKind::TensorType;
              });

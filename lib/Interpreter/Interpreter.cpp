@@ -6,6 +6,7 @@
 
 #include "titan/Dialect/GlobalShape.h"
 #include "titan/Dialect/PipelineMesh.h"
+#include "titan/Dialect/Rounding.h"
 #include "titan/Dialect/TitanDialect.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -241,6 +242,33 @@ static FailureOr<TensorValue> evaluate(Operation *op,
       })
       .Case([&](DivOp) {
         return binary([](double a, double b) { return a / b; });
+      })
+      // In the kernels' compute type: f32 but for f64.
+      .Case([&](RoundedDivOp op) {
+        bool truncate = op.getTruncate();
+        return arithmetic(
+            [&](double a, double b) -> double {
+              if (in[0]->getKind() == ElementType::F64)
+                return roundedFloatDivision(a, b, truncate);
+              return roundedFloatDivision<float>(a, b, truncate);
+            },
+            [&](uint64_t a, uint64_t b) {
+              return static_cast<uint64_t>(
+                  integerDivision(a, b, truncate).first);
+            });
+      })
+      .Case([&](RemainderOp op) {
+        bool truncate = op.getTruncate();
+        return arithmetic(
+            [&](double a, double b) -> double {
+              if (in[0]->getKind() == ElementType::F64)
+                return floatRemainder(a, b, truncate);
+              return floatRemainder<float>(a, b, truncate);
+            },
+            [&](uint64_t a, uint64_t b) {
+              return static_cast<uint64_t>(
+                  integerDivision(a, b, truncate).second);
+            });
       })
       .Case([&](MaxOp) {
         return arithmetic(maximumOf, [](uint64_t a, uint64_t b) {

@@ -63,6 +63,41 @@ func.func @integers(%a: tensor<4xi64>, %b: tensor<4xi64>, %c: tensor<4xi32>, %d:
   return %0, %1, %2, %3, %4 : tensor<4xi64>, tensor<4xi64>, tensor<4xi32>, tensor<4xi32>, tensor<4xi64>
 }
 
+// Rounding division and remainder (include/titan/Dialect/Rounding.h):
+// integers divide by 1 where the divisor is 0 or -1 (negating for -1), so
+// that no division traps, and the floor rounding corrects the truncated
+// quotient where the remainder's sign differs from the divisor's; floats
+// use fmod (arith.remf) as PyTorch does.
+// CHECK-LABEL: func.func @rounding
+// CHECK: ^bb0(%[[A:.*]]: i64, %[[B:.*]]: i64, %{{.*}}: i64):
+// CHECK-NEXT: %[[BYM1:.*]] = arith.cmpi eq, %[[B]], %{{.*}} : i64
+// CHECK-NEXT: %[[BY0:.*]] = arith.cmpi eq, %[[B]], %{{.*}} : i64
+// CHECK-NEXT: %[[BYONE:.*]] = arith.ori %[[BY0]], %[[BYM1]] : i1
+// CHECK-NEXT: %[[SAFE:.*]] = arith.select %[[BYONE]], %{{.*}}, %[[B]] : i64
+// CHECK-NEXT: %[[Q:.*]] = arith.divsi %[[A]], %[[SAFE]] : i64
+// CHECK-NEXT: %[[R:.*]] = arith.remsi %[[A]], %[[SAFE]] : i64
+// CHECK: %[[ADJUST:.*]] = arith.andi
+// CHECK: %[[FLOOR:.*]] = arith.select %[[ADJUST]], %{{.*}}, %{{.*}} : i64
+// CHECK-NEXT: linalg.yield %[[FLOOR]] : i64
+// The truncating remainder: remsi alone.
+// CHECK: arith.remsi
+// CHECK-NEXT: linalg.yield
+// CHECK: %[[QF:.*]] = arith.divf %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT: %[[T:.*]] = math.trunc %[[QF]] : f32
+// CHECK-NEXT: linalg.yield %[[T]] : f32
+// CHECK: %[[RF:.*]] = arith.remf %{{.*}}, %{{.*}} : f32
+// CHECK: %[[SUM:.*]] = arith.addf %[[RF]], %{{.*}} : f32
+// CHECK-NEXT: %[[M:.*]] = arith.select %{{.*}}, %[[SUM]], %[[RF]] : f32
+// CHECK-NEXT: linalg.yield %[[M]] : f32
+func.func @rounding(%a: tensor<4xi64>, %b: tensor<4xi64>, %x: tensor<4xf32>, %y: tensor<4xf32>)
+    -> (tensor<4xi64>, tensor<4xi64>, tensor<4xf32>, tensor<4xf32>) {
+  %0 = titan.rounded_div %a, %b : tensor<4xi64>
+  %1 = titan.remainder %a, %b truncate : tensor<4xi64>
+  %2 = titan.rounded_div %x, %y truncate : tensor<4xf32>
+  %3 = titan.remainder %x, %y : tensor<4xf32>
+  return %0, %1, %2, %3 : tensor<4xi64>, tensor<4xi64>, tensor<4xf32>, tensor<4xf32>
+}
+
 // CHECK-LABEL: func.func @silu
 // CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK: ^bb0(%[[X:.*]]: f32, %{{.*}}: f32):

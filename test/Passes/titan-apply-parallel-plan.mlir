@@ -10,6 +10,7 @@ func.func @train_step(
     %wq: tensor<8x8xf32> {titan.name = "layers.0.attention.wq.weight", titan.role = "param"},
     %wo: tensor<8x8xf32> {titan.name = "layers.0.attention.wo.weight", titan.role = "param"},
     %norm: tensor<8xf32> {titan.name = "norm.weight", titan.role = "param"},
+    %scale: tensor<f32> {titan.name = "scale", titan.role = "param"},
     %out: tensor<16x8xf32> {titan.name = "output.weight", titan.role = "param"},
     %m_wo: tensor<8x8xf32> {titan.name = "exp_avg.layers.0.attention.wo.weight", titan.role = "state"},
     %cos: tensor<4x2xf32> {titan.name = "freqs_cis.real", titan.role = "buffer"},
@@ -45,6 +46,8 @@ func.func @train_step(
 // FSDP: titan.mesh @mesh ["dp_replicate"=1, "fsdp"=4, "cp"=1, "tp"=1]
 // FSDP-SAME: {{$}}
 // FSDP: "layers.0.attention.wo.weight", titan.placements = #titan.placements<@mesh, [R, S(0), R, R]>
+// A 0-d parameter has no dim to shard: replicated, as under DDP.
+// FSDP: "scale", titan.placements = #titan.placements<@mesh, [R, R, R, R]>
 // FSDP: "tokens", titan.placements = #titan.placements<@mesh, [R, S(0), R, R]>
 
 // Degrees that do not divide a dim shard it unevenly, as DTensor does (16

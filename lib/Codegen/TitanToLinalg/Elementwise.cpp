@@ -8,9 +8,10 @@
 // value into its users) and an `arith.constant` otherwise; `titan.iota` a
 // generic of `linalg.index`.
 //
-// Two scalar functions are not single math ops: erf in f64 (math.erf has
-// no lowering for f64: a series and a continued fraction here), and f32
-// sin/cos, whose argument is first reduced modulo 2 pi in f64 (the f32
+// Some scalar functions are not single math ops: the rounded division and
+// remainder (include/titan/Dialect/Rounding.h, step for step), erf in f64
+// (math.erf has no lowering for f64: a series and a continued fraction here),
+// and f32 sin/cos, whose argument is first reduced modulo 2 pi in f64 (the f32
 // polynomial's own reduction loses accuracy linearly in |x|, which RoPE
 // tables of long sequences reach).
 //
@@ -88,6 +89,107 @@ LogicalResult convertArithmetic(OpTy op, PatternRewriter &rewriter) {
   return rewriteElementwise(
       op, rewriter, [](OpBuilder &b, Location loc, ValueRange args) -> Value {
         return IntegerOp::create(b, loc, args[0].getType(), args);
+      });
+}
+
+/// The quotient or remainder (`remainder`) of integers `a` and `b`, as
+/// integerDivision in include/titan/Dialect/Rounding.h computes it.
+Value buildIntegerDivision(OpBuilder &b, Location loc, Value a, Value divisor,
+                           bool truncate, bool remainder) {
+  Type type = a.getType();
+  auto constant = [&](int64_t value) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, value));
+  };
+  auto compare = [&](arith::CmpIPredicate predicate, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, predicate, x, y);
+  };
+  Value zero = constant(0), one = constant(1);
+  Value byMinusOne = compare(arith::CmpIPredicate::eq, divisor, constant(-1));
+  Value byOne = arith::OrIOp::create(
+      b, loc, compare(arith::CmpIPredicate::eq, divisor, zero), byMinusOne);
+  Value safe = arith::SelectOp::create(b, loc, byOne, one, divisor);
+  Value quotient = arith::DivSIOp::create(b, loc, a, safe);
+  Value rest = arith::RemSIOp::create(b, loc, a, safe);
+  quotient = arith::SelectOp::create(
+      b, loc, byMinusOne, arith::SubIOp::create(b, loc, zero, quotient),
+      quotient);
+  if (!truncate) {
+    Value signsDiffer = arith::XOrIOp::create(
+        b, loc, compare(arith::CmpIPredicate::slt, rest, zero),
+        compare(arith::CmpIPredicate::slt, divisor, zero));
+    Value adjust = arith::AndIOp::create(
+        b, loc, compare(arith::CmpIPredicate::ne, rest, zero), signsDiffer);
+    quotient = arith::SelectOp::create(
+        b, loc, adjust, arith::SubIOp::create(b, loc, quotient, one), quotient);
+    rest = arith::SelectOp::create(
+        b, loc, adjust, arith::AddIOp::create(b, loc, rest, divisor), rest);
+  }
+  return remainder ? rest : quotient;
+}
+
+/// The rounded quotient or the remainder (`remainder`) of floats `a` and
+/// `b`, as roundedFloatDivision and floatRemainder in
+/// include/titan/Dialect/Rounding.h compute them.
+Value buildFloatRounding(OpBuilder &b, Location loc, Value a, Value divisor,
+                         bool truncate, bool remainder) {
+  Type type = a.getType();
+  auto compare = [&](arith::CmpFPredicate predicate, Value x, Value y) {
+    return arith::CmpFOp::create(b, loc, predicate, x, y);
+  };
+  if (truncate)
+    return remainder ? arith::RemFOp::create(b, loc, a, divisor).getResult()
+                     : math::TruncOp::create(
+                           b, loc, arith::DivFOp::create(b, loc, a, divisor))
+                           .getResult();
+  Value zero = createFloat(b, loc, type, 0.0);
+  Value one = createFloat(b, loc, type, 1.0);
+  Value rest = arith::RemFOp::create(b, loc, a, divisor);
+  // C++'s `!=` is true for NaN (une), `<` false (olt).
+  Value adjust = arith::AndIOp::create(
+      b, loc, compare(arith::CmpFPredicate::UNE, rest, zero),
+      arith::XOrIOp::create(b, loc,
+                            compare(arith::CmpFPredicate::OLT, divisor, zero),
+                            compare(arith::CmpFPredicate::OLT, rest, zero)));
+  if (remainder)
+    return arith::SelectOp::create(
+        b, loc, adjust, arith::AddFOp::create(b, loc, rest, divisor), rest);
+  Value quotient = arith::DivFOp::create(b, loc, a, divisor);
+  Value exact = arith::DivFOp::create(
+      b, loc, arith::SubFOp::create(b, loc, a, rest), divisor);
+  exact = arith::SelectOp::create(
+      b, loc, adjust, arith::SubFOp::create(b, loc, exact, one), exact);
+  Value floored = math::FloorOp::create(b, loc, exact);
+  Value rounded = arith::SelectOp::create(
+      b, loc,
+      compare(arith::CmpFPredicate::OGT,
+              arith::SubFOp::create(b, loc, exact, floored),
+              createFloat(b, loc, type, 0.5)),
+      arith::AddFOp::create(b, loc, floored, one), floored);
+  Value result = arith::SelectOp::create(
+      b, loc, compare(arith::CmpFPredicate::OEQ, exact, zero),
+      math::CopySignOp::create(b, loc, zero, quotient), rounded);
+  return arith::SelectOp::create(
+      b, loc, compare(arith::CmpFPredicate::OEQ, divisor, zero), quotient,
+      result);
+}
+
+/// titan.rounded_div and titan.remainder of floats or integers.
+template <typename OpTy>
+LogicalResult convertRounding(OpTy op, PatternRewriter &rewriter) {
+  bool truncate = op.getTruncate();
+  constexpr bool remainder = std::is_same_v<OpTy, RemainderOp>;
+  if (!isa<IntegerType>(getElementTypeOrSelf(op.getType())))
+    return rewriteFloatElementwise(
+        op, rewriter,
+        [truncate](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          return buildFloatRounding(b, loc, args[0], args[1], truncate,
+                                    remainder);
+        });
+  return rewriteElementwise(
+      op, rewriter,
+      [truncate](OpBuilder &b, Location loc, ValueRange args) -> Value {
+        return buildIntegerDivision(b, loc, args[0], args[1], truncate,
+                                    remainder);
       });
 }
 
@@ -571,6 +673,8 @@ void mlir::titan::populateElementwiseToLinalgPatterns(
   // NaN-propagating, as torch.maximum.
   addConversion(patterns,
                 convertArithmetic<MaxOp, arith::MaximumFOp, arith::MaxSIOp>);
+  addConversion(patterns, convertRounding<RoundedDivOp>);
+  addConversion(patterns, convertRounding<RemainderOp>);
   addConversion(patterns, convertNeg);
   addConversion(patterns, convertDirect<ExpOp, math::ExpOp>);
   addConversion(patterns, convertDirect<LogOp, math::LogOp>);

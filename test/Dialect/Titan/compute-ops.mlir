@@ -121,6 +121,19 @@ func.func @matmul_addend(%x: tensor<2x16x32xbf16>, %w: tensor<64x32xbf16>, %h: t
   return %0 : tensor<2x16x64xbf16>
 }
 
+// CHECK-LABEL: func.func @rounding
+func.func @rounding(%a: tensor<8xi64>, %b: tensor<8xi64>, %x: tensor<8xbf16>) -> (tensor<8xi64>, tensor<8xi64>, tensor<8xbf16>, tensor<8xbf16>) {
+  // CHECK: titan.rounded_div %{{.*}}, %{{.*}} : tensor<8xi64>
+  %0 = titan.rounded_div %a, %b : tensor<8xi64>
+  // CHECK: titan.remainder %{{.*}}, %{{.*}} truncate : tensor<8xi64>
+  %1 = titan.remainder %a, %b truncate : tensor<8xi64>
+  // CHECK: titan.rounded_div %{{.*}}, %{{.*}} truncate : tensor<8xbf16>
+  %2 = titan.rounded_div %x, %x truncate : tensor<8xbf16>
+  // CHECK: titan.remainder %{{.*}}, %{{.*}} : tensor<8xbf16>
+  %3 = titan.remainder %x, %x : tensor<8xbf16>
+  return %0, %1, %2, %3 : tensor<8xi64>, tensor<8xi64>, tensor<8xbf16>, tensor<8xbf16>
+}
+
 // CHECK-LABEL: func.func @llama_block_parts
 func.func @llama_block_parts(%table: tensor<128x64xf32>, %tokens: tensor<2x16xi64>, %xq: tensor<2x16x4x16xbf16>, %cos: tensor<16x8xf32>, %sin: tensor<16x8xf32>, %q: tensor<2x4x16x16xbf16>, %kv: tensor<2x2x16x16xbf16>, %logits: tensor<32x128xf32>, %labels: tensor<32xi64>) -> (tensor<2x16x64xf32>, tensor<2x16x4x16xbf16>, tensor<2x16x4x16xbf16>, tensor<2x4x16x16xbf16>, tensor<2x4x16xf32>, tensor<f32>, tensor<f32>) {
   // CHECK: titan.embedding %{{.*}}, %{{.*}} : tensor<128x64xf32>, tensor<2x16xi64> -> tensor<2x16x64xf32>

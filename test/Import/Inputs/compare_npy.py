@@ -1,8 +1,9 @@
 """Compares .npy arrays: shape, then max |a - b| / max |b| <= tolerance.
 
-usage: compare_npy.py ACTUAL EXPECTED [--rtol 1e-5]
+usage: compare_npy.py ACTUAL EXPECTED [--rtol 1e-5] [--dtype]
 ACTUAL and EXPECTED are two files, or two directories: then every .npy of
-EXPECTED is compared with the file of the same name in ACTUAL.
+EXPECTED is compared with the file of the same name in ACTUAL. With
+--dtype, the element types must be equal too.
 Prints "match: <shape> max_rel_err=<e>" per array and exits 0, or
 "MISMATCH ..." and 1.
 """
@@ -16,12 +17,18 @@ from typing import List, Optional
 import numpy as np
 
 
-def compare(actual_path: str, expected_path: str, rtol: float, label: str) -> bool:
+def compare(actual_path: str, expected_path: str, rtol: float, label: str,
+            dtype: bool = False) -> bool:
     if not os.path.exists(actual_path):
         print(f"MISMATCH{label}: {actual_path} missing")
         return False
-    actual = np.load(actual_path).astype(np.float64)
-    expected = np.load(expected_path).astype(np.float64)
+    actual = np.load(actual_path)
+    expected = np.load(expected_path)
+    if dtype and actual.dtype != expected.dtype:
+        print(f"MISMATCH{label} dtype {actual.dtype} != {expected.dtype}")
+        return False
+    actual = actual.astype(np.float64)
+    expected = expected.astype(np.float64)
     if actual.shape != expected.shape:
         print(f"MISMATCH{label} shape {list(actual.shape)} != {list(expected.shape)}")
         return False
@@ -43,13 +50,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("actual")
     parser.add_argument("expected")
     parser.add_argument("--rtol", type=float, default=1e-5)
+    parser.add_argument("--dtype", action="store_true")
     args = parser.parse_args(argv)
     if not os.path.isdir(args.expected):
-        return 0 if compare(args.actual, args.expected, args.rtol, "") else 1
+        return 0 if compare(args.actual, args.expected, args.rtol, "", args.dtype) else 1
     ok = True
     for path in sorted(glob.glob(os.path.join(args.expected, "*.npy"))):
         name = os.path.basename(path)
-        ok &= compare(os.path.join(args.actual, name), path, args.rtol, f" {name[:-len('.npy')]}")
+        ok &= compare(os.path.join(args.actual, name), path, args.rtol,
+                      f" {name[:-len('.npy')]}", args.dtype)
     return 0 if ok else 1
 
 

@@ -590,6 +590,62 @@ TEST_F(KernelNumericsTest, IntegerArithmetic) {
   }
 }
 
+TEST_F(KernelNumericsTest, IntegerRounding) {
+  // Floor and truncating quotients and remainders over the whole range:
+  // both signs, a divisor of 0 (the dividend; a remainder of 0) and the
+  // most negative value by -1 (wraps), which a bare sdiv would trap on.
+  Random random(22);
+  for (auto [kind, lo, hi] :
+       {std::tuple{ElementType::I64, INT64_MIN, INT64_MAX},
+        std::tuple{ElementType::I32, int64_t(INT32_MIN), int64_t(INT32_MAX)}}) {
+    for (StringRef op : {"rounded_div", "remainder"}) {
+      for (StringRef truncate : {"", " truncate"}) {
+        TensorValue lhs = random.integers(kind, {4, 8}, lo, hi);
+        TensorValue rhs = random.integers(kind, {4, 8}, -9, 9);
+        MutableArrayRef<int64_t> a = lhs.getMutable<int64_t>();
+        MutableArrayRef<int64_t> b = rhs.getMutable<int64_t>();
+        std::tie(a[0], b[0]) = std::pair(lo, -1);
+        std::tie(a[1], b[1]) = std::pair(int64_t(7), int64_t(0));
+        std::tie(a[2], b[2]) = std::pair(int64_t(-7), int64_t(2));
+        std::tie(a[3], b[3]) = std::pair(int64_t(7), int64_t(-2));
+        std::tie(a[4], b[4]) = std::pair(int64_t(-6), int64_t(3));
+        std::tie(a[5], b[5]) = std::pair(hi, int64_t(-7));
+        checkOp(
+            ("titan." + op + " %a0, %a1" + truncate + " : " + type(lhs)).str(),
+            {lhs, rhs}, type(lhs), kExact);
+      }
+    }
+  }
+}
+
+TEST_F(KernelNumericsTest, FloatRounding) {
+  // PyTorch's formulas from fmod, in every float type: signs, a divisor of
+  // 0, infinities and NaN, and quotients near an integer.
+  Random random(23);
+  for (ElementType kind : kFloatKinds) {
+    for (StringRef op : {"rounded_div", "remainder"}) {
+      for (StringRef truncate : {"", " truncate"}) {
+        TensorValue lhs = random.floats(kind, {4, 8}, -20.0, 20.0);
+        TensorValue rhs = random.floats(kind, {4, 8}, -3.0, 3.0);
+        setFloat(rhs, 0, 0.0);
+        setFloat(lhs, 1, -0.0);
+        setFloat(lhs, 2, kInf);
+        setFloat(rhs, 3, kInf);
+        setFloat(lhs, 4, kNaN);
+        setFloat(lhs, 5, 7.5);
+        setFloat(rhs, 5, -2.5);
+        setFloat(lhs, 6, -7.0);
+        setFloat(rhs, 6, 0.1);
+        setFloat(lhs, 7, 1e-3);
+        setFloat(rhs, 7, -5.0);
+        checkOp(
+            ("titan." + op + " %a0, %a1" + truncate + " : " + type(lhs)).str(),
+            {lhs, rhs}, type(lhs), kExact);
+      }
+    }
+  }
+}
+
 TEST_F(KernelNumericsTest, MaxPropagatesNaN) {
   Random random(3);
   for (ElementType kind : kFloatKinds) {
