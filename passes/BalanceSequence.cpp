@@ -312,6 +312,10 @@ LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
     for (auto [index, result] : llvm::enumerate(op->getResults())) {
       const auto &dims = rule.resultDims[index];
       for (int64_t dim : llvm::seq<int64_t>(0, dims.size())) {
+        // An iota is the same at every position of its other dims (the
+        // experts' ids of a router over the flattened tokens).
+        if (auto iota = dyn_cast<IotaOp>(op); iota && iota.getDim() != dim)
+          continue;
         std::optional<int64_t> factor = getSoleFactor(rule, dims, dim);
         bool carried =
             factor && llvm::any_of(rule.operandDims, [&](const auto &in) {

@@ -382,8 +382,11 @@ bool RankProgram::isComputable(Value value, ArrayRef<int64_t> owned) {
     return true;
   if (stages.getTiming(def) == OpTiming::PerMicrobatch)
     return llvm::is_contained(owned, stages.getValueStage(value));
+  // A sum exchanged among the ranks of its stages: on those ranks only.
   if (isSumOverStages(value))
-    return true; // exchanged
+    return llvm::any_of(stages.getStageSet(value), [&](int64_t s) {
+      return llvm::is_contained(owned, s);
+    });
   return llvm::all_of(def->getOperands(),
                       [&](Value v) { return isComputable(v, owned); });
 }
@@ -538,18 +541,31 @@ FailureOr<func::FuncOp> RankProgram::build(ArrayRef<PipelineAction> actions) {
 
   // The results: those of the rank's parameters, and those every rank
   // returns (the loss, the gradient norm), computed where they can be and
-  // sent from the first rank that can to the others.
+  // sent from the first rank that can to the others that need them (a
+  // parameter that stages of several ranks read, whose gradient one of
+  // them completes, goes with its moments to the others). A rank receives
+  // its results after it computed the others: the sender may need this
+  // rank's part of an exchange (the gradient norm) first.
   auto ret = cast<func::ReturnOp>(oldBody.getTerminator());
   SmallVector<Value> returned;
   SmallVector<unsigned> kept;
   SmallVector<SmallVector<int64_t>> owned(layout.numRanks);
   for (int64_t s = 0; s < stages.getNumStages(); ++s)
     owned[layout.getRankOfStage(s)].push_back(s);
+  struct Received {
+    size_t position;
+    Value value;
+    int64_t source, tag;
+  };
+  SmallVector<Received> received;
   for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
     auto name = step.getResultAttrOfType<StringAttr>(
         index, TitanDialect::kNameAttrName);
     std::optional<std::pair<ParamSlot, StringRef>> slot =
         name ? parsePrefixedParamSlot(name.getValue()) : std::nullopt;
+    // The ranks that return this result: every rank, or for a parameter's
+    // slot those holding a stage that reads the parameter.
+    std::function<bool(int64_t)> returns = [](int64_t) { return true; };
     if (slot) {
       std::optional<unsigned> param;
       for (BlockArgument arg : oldBody.getArguments())
@@ -558,9 +574,16 @@ FailureOr<func::FuncOp> RankProgram::build(ArrayRef<PipelineAction> actions) {
             argName && argName.getValue() == slot->second &&
             getArgRole(step, arg.getArgNumber()) == ArgRole::Param)
           param = arg.getArgNumber();
-      if (param &&
-          llvm::none_of(stages.getParamStages(oldBody.getArgument(*param)),
-                        [&](int64_t s) { return ownsStage(s); }))
+      if (param) {
+        ArrayRef<int64_t> paramStages =
+            stages.getParamStages(oldBody.getArgument(*param));
+        returns = [&owned, paramStages](int64_t r) {
+          return llvm::any_of(paramStages, [&](int64_t s) {
+            return llvm::is_contained(owned[r], s);
+          });
+        };
+      }
+      if (!returns(rank))
         continue;
     }
     int64_t source = -1;
@@ -571,27 +594,25 @@ FailureOr<func::FuncOp> RankProgram::build(ArrayRef<PipelineAction> actions) {
       return ret.emitError() << "titan-partition-pipeline: no pipeline rank "
                                 "can compute result #"
                              << index;
-    Value local;
     int64_t tag = getTag(MessageKind::Result, index);
-    if (source == rank) {
+    Value local;
+    if (source == rank || isComputable(value, owned[rank])) {
       FailureOr<Value> computed = lookupStep(value);
       if (failed(computed))
         return failure();
       local = *computed;
-      for (int64_t r = 0; r < layout.numRanks; ++r)
-        if (r != rank && !slot && !isComputable(value, owned[r]))
-          send(local, value, r, tag);
-    } else if (isComputable(value, owned[rank])) {
-      FailureOr<Value> computed = lookupStep(value);
-      if (failed(computed))
-        return failure();
-      local = *computed;
+      if (source == rank)
+        for (int64_t r = 0; r < layout.numRanks; ++r)
+          if (r != rank && returns(r) && !isComputable(value, owned[r]))
+            send(local, value, r, tag);
     } else {
-      local = receive(value, source, tag);
+      received.push_back({returned.size(), value, source, tag});
     }
     returned.push_back(local);
     kept.push_back(index);
   }
+  for (const Received &r : received)
+    returned[r.position] = receive(r.value, r.source, r.tag);
   func::ReturnOp::create(builder, ret.getLoc(), returned);
   program.setType(
       builder.getFunctionType(argTypes, ValueRange(returned).getTypes()));

@@ -840,16 +840,50 @@ Outputs convertReciprocal(GraphImporter &importer, Node *node) {
   return single(emit.binary<DivOp>(emit.splat(tensorType(value), 1.0), value));
 }
 
+/// Whether two values known at import time (numbers, strings, None) are
+/// equal, as Python's `==`.
+static bool sameConstant(const ImportedValue &a, const ImportedValue &b) {
+  if (a.isNumber() && b.isNumber())
+    return a.asDouble() == b.asDouble();
+  return a.kind == b.kind && a.intValue == b.intValue &&
+         a.floatValue == b.floatValue && a.text == b.text;
+}
+
+/// aten::__not__ of a bool known at import time (a scripted `if not
+/// self.training:`).
+Outputs convertNot(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  if (!x.isNumber())
+    return makeError("`not` of a value known only at run time makes control "
+                     "flow depend on data; use torch.logical_not on tensors");
+  return single(ImportedValue::ofBool(x.asDouble() == 0));
+}
+
+/// aten::__contains__(list, item) of values known at import time (a
+/// scripted `if w.dtype in [torch.float16, torch.bfloat16]:`).
+Outputs convertContains(GraphImporter &importer, Node *node) {
+  const ImportedValue &list = importer.input(node, 0);
+  const ImportedValue &item = importer.input(node, 1);
+  if (list.kind != ImportedValue::Kind::List || item.isTensor())
+    return makeError("`in` is evaluated at import time, on a list of numbers "
+                     "or strings");
+  return single(ImportedValue::ofBool(
+      llvm::any_of(list.items, [&](const ImportedValue &entry) {
+        return sameConstant(entry, item);
+      })));
+}
+
 /// aten::eq / ne / lt / le / gt / ge.
 Outputs convertCompare(GraphImporter &importer, Node *node,
                        StringRef predicate) {
   ImportedValue a = importer.input(node, 0), b = importer.input(node, 1);
+  // `x is None` of an Optional that holds a tensor here (a scripted
+  // model's `attention_mask`, T5's position_bias after its first block).
+  if ((a.isNone() || b.isNone()) && (a.isTensor() || b.isTensor()))
+    return single(ImportedValue::ofBool(predicate == "ne"));
   if (!a.isTensor() && !b.isTensor()) {
     // Comparisons of scalars, strings or None at import time.
-    bool equal = a.kind == b.kind && a.intValue == b.intValue &&
-                 a.floatValue == b.floatValue && a.text == b.text;
-    if (a.isNumber() && b.isNumber())
-      equal = a.asDouble() == b.asDouble();
+    bool equal = sameConstant(a, b);
     double x = a.asDouble(), y = b.asDouble();
     bool result = llvm::StringSwitch<bool>(predicate)
                       .Case("eq", equal)
@@ -860,6 +894,9 @@ Outputs convertCompare(GraphImporter &importer, Node *node,
                       .Default(x >= y);
     return single(ImportedValue::ofBool(result));
   }
+  for (const ImportedValue *v : {&a, &b})
+    if (!v->isTensor() && !v->isNumber())
+      return makeError("a tensor is compared with a number or a tensor only");
   Emitter emit(importer);
   if (b.isNumber())
     b = ImportedValue::ofTensor(emit.splat(tensorType(a.tensor), b.asDouble()));
@@ -1697,9 +1734,12 @@ llvm::Expected<ReductionDims> reductionDims(GraphImporter &importer, Node *node,
 }
 
 /// The reduced operand of `node` (input 0), in its `dtype` input if it has
-/// one; an error unless it is a floating-point tensor.
+/// one; an error unless it is a floating-point tensor, or with
+/// `integersInF64` an integer or boolean one, returned in f64 (exact to
+/// 2^53).
 llvm::Expected<Value> floatReductionInput(GraphImporter &importer, Node *node,
-                                          Emitter &emit) {
+                                          Emitter &emit,
+                                          bool integersInF64 = false) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   if (!x)
     return x.takeError();
@@ -1708,29 +1748,45 @@ llvm::Expected<Value> floatReductionInput(GraphImporter &importer, Node *node,
   if (!element)
     return element.takeError();
   Value input = emit.cast(*x, *element);
-  if (!isa<FloatType>(tensorType(input).getElementType()))
-    return makeError("reductions of integer tensors are not supported");
-  return input;
+  if (isa<FloatType>(tensorType(input).getElementType()))
+    return input;
+  if (integersInF64)
+    return emit.cast(input, emit.f64());
+  return makeError("reductions of integer tensors are not supported but for "
+                   "sums");
 }
 
-/// The floating-point operand of a reduction and the dims it reduces.
+/// The floating-point operand of a reduction, the dims it reduces, and the
+/// element type of the result (that of the input but for the sum of
+/// integers, computed in f64: int64, as in torch).
 struct ReductionOperand {
   Value input;
   ReductionDims reduced;
+  Type resultElement;
 };
 
 /// The operand of reduction `node` (floatReductionInput) and its dims
 /// (reductionDims).
 llvm::Expected<ReductionOperand> reductionOperand(GraphImporter &importer,
-                                                  Node *node, Emitter &emit) {
-  llvm::Expected<Value> input = floatReductionInput(importer, node, emit);
+                                                  Node *node, Emitter &emit,
+                                                  bool integersInF64 = false) {
+  llvm::Expected<Value> input =
+      floatReductionInput(importer, node, emit, integersInF64);
   if (!input)
     return input.takeError();
   llvm::Expected<ReductionDims> reduced =
       reductionDims(importer, node, tensorType(*input).getRank());
   if (!reduced)
     return reduced.takeError();
-  return ReductionOperand{*input, std::move(*reduced)};
+  llvm::Expected<Value> original = importer.tensorInput(node, 0);
+  if (!original)
+    return original.takeError();
+  const ImportedValue *dtype = importer.namedInput(node, "dtype");
+  Type resultElement = tensorType(*input).getElementType();
+  if (!isa<FloatType>(tensorType(*original).getElementType()) &&
+      (!dtype || dtype->isNone()))
+    resultElement = emit.builder.getI64Type();
+  return ReductionOperand{*input, std::move(*reduced), resultElement};
 }
 
 /// The maximum of `x` over `dims`, kept as size 1.
@@ -1744,18 +1800,23 @@ Value reduceMaxKept(Emitter &emit, Value x, ArrayRef<int64_t> dims) {
                              /*keepdim=*/true);
 }
 
+/// A reduction (sum, amax, mean) of a floating-point tensor; a sum of an
+/// integer or boolean one (Switch's expert counts) is computed in f64 and
+/// is int64.
 template <typename OpTy>
 Outputs convertReduce(GraphImporter &importer, Node *node) {
   Emitter emit(importer);
   llvm::Expected<ReductionOperand> operand =
-      reductionOperand(importer, node, emit);
+      reductionOperand(importer, node, emit,
+                       /*integersInF64=*/std::is_same_v<OpTy, ReduceSumOp>);
   if (!operand)
     return operand.takeError();
-  auto [input, reduced] = *operand;
+  auto [input, reduced, resultElement] = *operand;
   RankedTensorType type = tensorType(input);
-  return single(OpTy::create(
+  Value result = OpTy::create(
       emit.builder, emit.loc, type.clone(reduced.resultShape(type.getShape())),
-      input, emit.builder.getDenseI64ArrayAttr(reduced.dims), reduced.keepdim));
+      input, emit.builder.getDenseI64ArrayAttr(reduced.dims), reduced.keepdim);
+  return single(emit.cast(result, resultElement));
 }
 
 /// The largest (or, not `largest`, smallest) element of floating-point `x`
@@ -1835,7 +1896,8 @@ Outputs convertLogsumexp(GraphImporter &importer, Node *node) {
       reductionOperand(importer, node, emit);
   if (!operand)
     return operand.takeError();
-  auto [x, reduced] = *operand;
+  Value x = operand->input;
+  const ReductionDims &reduced = operand->reduced;
   RankedTensorType type = tensorType(x);
   Value peak = emit.unary<StopGradientOp>(reduceMaxKept(emit, x, reduced.dims));
   peak = emit.select(emit.compare("eq", peak, emit.splatLike(peak, -INFINITY)),
@@ -2003,7 +2065,8 @@ Outputs convertL2Norm(GraphImporter &importer, Node *node) {
       reductionOperand(importer, node, emit);
   if (!operand)
     return operand.takeError();
-  auto [input, reduced] = *operand;
+  Value input = operand->input;
+  const ReductionDims &reduced = operand->reduced;
   Value sum = emit.reduceSum(emit.binary<MulOp>(input, input), reduced.dims,
                              reduced.keepdim);
   // The norm of a zero vector is 0 with gradient 0, as torch's norm
@@ -3720,11 +3783,143 @@ Outputs convertAbs(GraphImporter &importer, Node *node) {
     return single(x.kind == ImportedValue::Kind::Float
                       ? ImportedValue::ofFloat(std::fabs(x.floatValue))
                       : ImportedValue::ofInt(std::llabs(x.intValue)));
-  llvm::Expected<Value> v = floatTensorInput(importer, node);
+  llvm::Expected<Value> v = importer.tensorInput(node, 0);
   if (!v)
     return v.takeError();
+  if (tensorType(*v).getElementType().isInteger(1))
+    return makeError("abs of a boolean tensor is not supported");
+  // Of integers too (T5's relative positions): neg wraps as torch's does.
   Emitter emit(importer);
   return single(emit.binary<MaxOp>(*v, emit.unary<NegOp>(*v)));
+}
+
+/// aten::isnan (x != x) and aten::isinf (|x| == inf): boolean masks, all
+/// false for integer tensors.
+Outputs convertFloatClass(GraphImporter &importer, Node *node, bool nan) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  Emitter emit(importer);
+  RankedTensorType type = tensorType(*x);
+  if (!isa<FloatType>(type.getElementType()))
+    return single(emit.splat(type.clone(emit.builder.getI1Type()), 0.0));
+  if (nan)
+    return single(emit.compare("ne", *x, *x));
+  Value magnitude = emit.binary<MaxOp>(*x, emit.unary<NegOp>(*x));
+  return single(emit.compare("eq", magnitude, emit.splat(type, INFINITY)));
+}
+
+/// aten::nan_to_num(x, nan=0, posinf=None, neginf=None): NaN and the
+/// infinities replaced (by default the largest and lowest finite values
+/// of x's type), by selects that pass x's gradient through elsewhere.
+Outputs convertNanToNum(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  RankedTensorType type = tensorType(*x);
+  auto floatType = dyn_cast<FloatType>(type.getElementType());
+  if (!floatType)
+    return single(*x);
+  double largest =
+      APFloat::getLargest(floatType.getFloatSemantics()).convertToDouble();
+  Emitter emit(importer);
+  auto replacement = [&](StringRef name, double fallback) {
+    const ImportedValue *value = importer.namedInput(node, name);
+    return emit.splat(type, value && value->isNumber() ? value->asDouble()
+                                                       : fallback);
+  };
+  Value result =
+      emit.select(emit.compare("ne", *x, *x), replacement("nan", 0.0), *x);
+  result = emit.select(emit.compare("eq", *x, emit.splat(type, INFINITY)),
+                       replacement("posinf", largest), result);
+  return single(emit.select(emit.compare("eq", *x, emit.splat(type, -INFINITY)),
+                            replacement("neginf", -largest), result));
+}
+
+/// aten::flip(x, dims): x read backwards along each of dims (a lookup of
+/// the reversed positions, gatherAlong).
+Outputs convertFlip(GraphImporter &importer, Node *node) {
+  llvm::Expected<std::vector<int64_t>> dims = importer.intListInput(node, 1);
+  if (!dims)
+    return dims.takeError();
+  Emitter emit(importer);
+  return mapParts(
+      importer.input(node, 0), [&](Value x) -> llvm::Expected<Value> {
+        Value flipped = x;
+        for (int64_t rawDim : *dims) {
+          llvm::Expected<int64_t> dim =
+              normalizeDim(rawDim, tensorType(x).getRank());
+          if (!dim)
+            return dim.takeError();
+          int64_t n = tensorType(x).getDimSize(*dim);
+          SmallVector<int64_t> reversed;
+          for (int64_t i = n - 1; i >= 0; --i)
+            reversed.push_back(i);
+          Value ids = ConstantOp::create(
+              emit.builder, emit.loc,
+              DenseIntElementsAttr::get(
+                  RankedTensorType::get({n}, emit.builder.getI64Type()),
+                  ArrayRef<int64_t>(reversed)));
+          llvm::Expected<Value> read = gatherAlong(emit, flipped, *dim, ids);
+          if (!read)
+            return read.takeError();
+          flipped = *read;
+        }
+        return flipped;
+      });
+}
+
+/// aten::diag(x, diagonal=0): the matrix with vector x on a diagonal, or a
+/// matrix's diagonal as a vector: selects of the positions where the column
+/// minus the row is `diagonal` (summed over the columns for the vector).
+Outputs convertDiag(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  int64_t diagonal = 0;
+  if (node->inputs().size() > 1) {
+    llvm::Expected<int64_t> given = importer.intInput(node, 1);
+    if (!given)
+      return given.takeError();
+    diagonal = *given;
+  }
+  RankedTensorType type = tensorType(*x);
+  Emitter emit(importer);
+  auto onDiagonal = [&](int64_t rows, int64_t columns) {
+    auto i64 =
+        RankedTensorType::get({rows, columns}, emit.builder.getI64Type());
+    return emit.compare(
+        "eq", emit.binary<SubOp>(emit.iota(i64, 1), emit.iota(i64, 0)),
+        emit.splat(i64, static_cast<double>(diagonal)));
+  };
+  if (type.getRank() == 1) {
+    int64_t n = type.getDimSize(0) + std::abs(diagonal);
+    // Element (i, i + diagonal) is x[i] on or above the main diagonal,
+    // (j - diagonal, j) is x[j] below it: x down the rows, or along the
+    // columns.
+    Value spread =
+        diagonal >= 0
+            ? emit.padTo(emit.reshape(*x, {type.getDimSize(0), 1}), 0, n)
+            : emit.padTo(emit.reshape(*x, {1, type.getDimSize(0)}), 1, n);
+    Value full = emit.broadcastTo(spread, {n, n});
+    return single(
+        emit.select(onDiagonal(n, n), full, emit.splat(tensorType(full), 0.0)));
+  }
+  if (type.getRank() != 2)
+    return makeError("diag takes a vector or a matrix");
+  int64_t rows = type.getDimSize(0), columns = type.getDimSize(1);
+  int64_t length =
+      std::max<int64_t>(0, diagonal >= 0 ? std::min(rows, columns - diagonal)
+                                         : std::min(rows + diagonal, columns));
+  if (length == 0)
+    return makeError(llvm::formatv("diagonal {0} of a {1}x{2} matrix is empty",
+                                   diagonal, rows, columns));
+  // Each row's element on the diagonal, then the rows that have one.
+  Value picked = emit.reduceSum(
+      emit.select(onDiagonal(rows, columns), *x, emit.splatLike(*x, 0.0)), {1},
+      /*keepdim=*/false);
+  int64_t first = diagonal >= 0 ? 0 : -diagonal;
+  return single(emit.slice(picked, 0, first, first + length, 1));
 }
 
 /// aten::square: x * x.
@@ -4266,6 +4461,13 @@ llvm::StringMap<Conversion> buildConversions() {
       return convertClamp(i, n, form);
     };
   add({"aten::abs"}, convertAbs);
+  add({"aten::isnan"},
+      [](GraphImporter &i, Node *n) { return convertFloatClass(i, n, true); });
+  add({"aten::isinf"},
+      [](GraphImporter &i, Node *n) { return convertFloatClass(i, n, false); });
+  add({"aten::nan_to_num"}, convertNanToNum);
+  add({"aten::flip"}, convertFlip);
+  add({"aten::diag"}, convertDiag);
   add({"aten::square"}, convertSquare);
   add({"aten::reciprocal"}, convertReciprocal);
   add({"aten::Bool"}, convertBool);
@@ -4276,6 +4478,8 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::gt"}, compare("gt"));
   add({"aten::ge"}, compare("ge"));
   add({"aten::__is__"}, compare("eq"));
+  add({"aten::__not__"}, convertNot);
+  add({"aten::__contains__"}, convertContains);
   add({"aten::__isnot__"}, compare("ne"));
   add({"aten::view", "aten::reshape"}, convertView);
   add({"aten::flatten"}, convertFlatten);

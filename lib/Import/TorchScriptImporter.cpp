@@ -1013,6 +1013,14 @@ static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
   for (size_t i = first; i < graph.inputs().size(); ++i) {
     torch::jit::Value *input = graph.inputs()[i];
     std::string name = inputName(input, i - first);
+    // An Optional[Tensor] input of a scripted forward (Hugging Face's
+    // `attention_mask: Optional[Tensor] = None`) is None unless
+    // --input-shape names it.
+    if (input->type()->kind() == c10::TypeKind::OptionalType &&
+        !options.inputs.count(name)) {
+      graphInputs.push_back(ImportedValue::none());
+      continue;
+    }
     llvm::Expected<RankedTensorType> type =
         inputType(context, input, name, options);
     if (!type)

@@ -68,7 +68,9 @@ data, the steps, the learning-rate schedule, checkpoints and metrics.
                        DUMP_FOLDER/metrics.jsonl)
   --dump-results DIR   every rank writes its results of the last step as
                        DIR/rank<R>/<name>.npy
-  --timeout SECONDS    how long to wait for the other ranks (default 300)
+  --timeout SECONDS    how long to wait for the other ranks: to connect, and
+                       in each collective unless TITAN_COMM_TIMEOUT is set
+                       (default 300)
   --help               this text
 
 Exit status: 0 when the job is done, 1 on an error, 3 when the loss is not
@@ -244,6 +246,8 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
     return Status::invalidArgument(message);
   LaunchEnvironment environment;
   TITANRT_RETURN_IF_ERROR(readLaunchEnvironment(environment));
+  if (!std::getenv("TITAN_COMM_TIMEOUT"))
+    environment.collectiveTimeout = std::chrono::seconds(line.timeoutSeconds);
   rank = environment.rank;
   if (environment.worldSize != program.getWorldSize())
     return Status::invalidArgument("the program was compiled for " +

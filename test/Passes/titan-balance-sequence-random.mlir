@@ -4,15 +4,17 @@
 // one value of both dropouts' element positions. Each random_uniform gets a
 // copy of its own, permuted along its own sequence dim: dim 1 for the
 // first, dim 2 for the second (stored chunk order 0, 3, 1, 2 of 4 chunks of
-// 2).
+// 2), each in the one iota that counts along it.
 // CHECK-LABEL: func.func @shared_positions
+// CHECK: titan.iota dim 1
 // CHECK: titan.concat {{.*}} dim 1 :
-// CHECK: titan.concat {{.*}} dim 1 :
+// CHECK-NOT: titan.concat
 // CHECK: %[[C0:.*]] = titan.add
 // CHECK-NEXT: titan.random_uniform %[[C0]] stream 0
 // CHECK-NOT: titan.concat {{.*}} dim 1 :
+// CHECK: titan.iota dim 2
 // CHECK: titan.concat {{.*}} dim 2 :
-// CHECK: titan.concat {{.*}} dim 2 :
+// CHECK-NOT: titan.concat
 // CHECK: %[[C1:.*]] = titan.add
 // CHECK-NEXT: titan.random_uniform %[[C1]] stream 1
 func.func @shared_positions(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.role = "input"},

@@ -18,7 +18,8 @@
 // that a contiguous split over 2 ranks gives rank 0 chunks 0 and 3 and rank
 // 1 chunks 1 and 2 (equal causal work). Positions enter through the slice
 // of the table and the two iotas of the mask: each is permuted right after
-// it is made (along every dim that indexes the sequence); the tokens and
+// it is made (along every dim that indexes the sequence; an iota only along
+// the dim it counts, as it is the same along the others); the tokens and
 // the output are marked as stored permuted.
 
 // CHECK-LABEL: func.func @causal_sum(
@@ -32,11 +33,9 @@
 // CHECK-NEXT: %[[FP:.*]] = titan.concat %[[F0]], %[[F3]], %[[F1]], %[[F2]] dim 0
 // CHECK-NEXT: titan.broadcast_in_dim %[[FP]]
 // CHECK: titan.iota dim 0 : tensor<8x8xf32>
-// CHECK: titan.concat {{.*}} dim 1
 // CHECK: %[[IP:.*]] = titan.concat {{.*}} dim 0
 // CHECK-NEXT: titan.iota dim 1 : tensor<8x8xf32>
-// CHECK: titan.concat {{.*}} dim 1
-// CHECK: %[[JP:.*]] = titan.concat {{.*}} dim 0
+// CHECK: %[[JP:.*]] = titan.concat {{.*}} dim 1
 // CHECK-NEXT: titan.compare ge, %[[IP]], %[[JP]]
 // Splat constants and broadcast dims are the same at every position.
 // CHECK-NEXT: titan.constant dense<1.000000e+00>
@@ -110,4 +109,20 @@ func.func @table_gradient(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan
   %g = titan.reduce_sum %x dims [0] keepdim : tensor<2x8x4xf32> -> tensor<1x8x4xf32>
   %table = titan.pad %g [0, 0, 0] step [1, 1, 1] : tensor<1x8x4xf32> -> tensor<1x16x4xf32>
   return %table : tensor<1x16x4xf32>
+}
+
+// A router over the flattened tokens: the experts' iota (along dim 1) is the
+// same at every token, so it stays as it is although dim 0 merges the
+// sequence with the batch.
+// CHECK-LABEL: func.func @experts_of_merged_tokens
+// CHECK: %[[EXPERTS:.*]] = titan.iota dim 1 : tensor<16x4xi64>
+// CHECK-NEXT: titan.compare eq, %{{.*}}, %[[EXPERTS]]
+func.func @experts_of_merged_tokens(%tokens: tensor<2x8xi64> {titan.name = "tokens", titan.role = "input"},
+                                    %emb: tensor<32x4xf32> {titan.name = "emb", titan.role = "param"}) -> tensor<16x4xi1> {
+  %x = titan.embedding %emb, %tokens : tensor<32x4xf32>, tensor<2x8xi64> -> tensor<2x8x4xf32>
+  %rows = titan.reshape %tokens : tensor<2x8xi64> -> tensor<16x1xi64>
+  %chosen = titan.broadcast_in_dim %rows dims [0, 1] : tensor<16x1xi64> -> tensor<16x4xi64>
+  %experts = titan.iota dim 1 : tensor<16x4xi64>
+  %hot = titan.compare eq, %chosen, %experts : tensor<16x4xi64> -> tensor<16x4xi1>
+  return %hot : tensor<16x4xi1>
 }
