@@ -2383,81 +2383,14 @@ llvm::Expected<EinsumLabels> parseEinsumTerm(StringRef term, int64_t rank,
   return labels;
 }
 
-/// aten::einsum of one or two operands: sums over the labels only one
-/// operand has, then one matmul whose batch dims are the labels both
-/// operands and the result have, contracting the labels both operands have
-/// and the result lacks, and a transpose into the result's order.
-Outputs convertEinsum(GraphImporter &importer, Node *node) {
-  const ImportedValue &equation = importer.input(node, 0);
-  const ImportedValue &list = importer.input(node, 1);
-  if (equation.kind != ImportedValue::Kind::String ||
-      list.kind != ImportedValue::Kind::List || list.items.empty() ||
-      list.items.size() > 2 ||
-      !llvm::all_of(list.items,
-                    [](const ImportedValue &v) { return v.isTensor(); }))
-    return makeError("einsum is supported on one or two real tensors with a "
-                     "constant equation");
-  std::string text = equation.text;
-  llvm::erase_if(text, [](char c) { return c == ' '; });
-  auto [inputsText, outputText] = StringRef(text).split("->");
-  bool explicitOutput = StringRef(text).contains("->");
-  SmallVector<StringRef> terms;
-  inputsText.split(terms, ',');
-  if (terms.size() != list.items.size())
-    return makeError(llvm::formatv("einsum '{0}' names {1} operands, {2} given",
-                                   equation.text, terms.size(),
-                                   list.items.size()));
-  Emitter emit(importer);
-  SmallVector<Value> operands;
-  SmallVector<EinsumLabels> labels;
-  DenseMap<int64_t, int64_t> sizes;
-  int64_t ellipsisRank = 0;
-  for (auto [term, item] : llvm::zip(terms, list.items)) {
-    RankedTensorType type = tensorType(item.tensor);
-    llvm::Expected<EinsumLabels> parsed =
-        parseEinsumTerm(term, type.getRank(), 0);
-    if (!parsed)
-      return parsed.takeError();
-    for (auto [label, size] : llvm::zip(*parsed, type.getShape())) {
-      auto [it, inserted] = sizes.try_emplace(label, size);
-      if (!inserted && it->second != size)
-        return makeError(llvm::formatv(
-            "einsum '{0}': a subscript has sizes {1} and {2} (broadcasting "
-            "is not supported)",
-            equation.text, it->second, size));
-      ellipsisRank = std::max(ellipsisRank, label < 0 ? -label : 0);
-    }
-    operands.push_back(item.tensor);
-    labels.push_back(std::move(*parsed));
-  }
-  // The result: as written, or (implicit) the ellipsis and then the letters
-  // that appear once, in alphabetical order.
-  EinsumLabels result;
-  if (explicitOutput) {
-    llvm::Expected<EinsumLabels> parsed =
-        parseEinsumTerm(outputText, -1, ellipsisRank);
-    if (!parsed)
-      return parsed.takeError();
-    result = std::move(*parsed);
-    for (int64_t label : result)
-      if (!sizes.count(label))
-        return makeError(llvm::formatv(
-            "einsum '{0}': the result has a subscript no operand has",
-            equation.text));
-  } else {
-    for (int64_t i = ellipsisRank; i > 0; --i)
-      result.push_back(-i);
-    SmallVector<int64_t> once;
-    for (auto [label, size] : sizes) {
-      int64_t count = 0;
-      for (const EinsumLabels &operand : labels)
-        count += llvm::count(operand, label);
-      if (label >= 0 && count == 1)
-        once.push_back(label);
-    }
-    llvm::sort(once);
-    result.append(once);
-  }
+/// The einsum of one or two operands with `labels` into `result` (labels
+/// of `sizes`): a sum over the labels neither the other operand nor the
+/// result has, then a transpose, or a batched matmul of the operands
+/// brought to [batch, own, contracted] order.
+Outputs contractEinsum(Emitter &emit, SmallVector<Value> operands,
+                       SmallVector<EinsumLabels> labels,
+                       const EinsumLabels &result,
+                       const DenseMap<int64_t, int64_t> &sizes) {
   auto shapeOf = [&](ArrayRef<int64_t> ls) {
     SmallVector<int64_t> shape;
     for (int64_t label : ls)
@@ -2534,6 +2467,278 @@ Outputs convertEinsum(GraphImporter &importer, Node *node) {
   order.append(right);
   return single(emit.transpose(emit.reshape(*matrix, shapeOf(order)),
                                permutationTo(order, result)));
+}
+
+/// aten::einsum: of one or two operands, sums over the labels only one
+/// operand has, then one matmul whose batch dims are the labels both
+/// operands and the result have, contracting the labels both operands have
+/// and the result lacks, and a transpose into the result's order
+/// (contractEinsum); of more (Mamba's 'bld,bln,bld->bldn'), pairs from the
+/// left.
+Outputs convertEinsum(GraphImporter &importer, Node *node) {
+  const ImportedValue &equation = importer.input(node, 0);
+  const ImportedValue &list = importer.input(node, 1);
+  if (equation.kind != ImportedValue::Kind::String ||
+      list.kind != ImportedValue::Kind::List || list.items.empty() ||
+      !llvm::all_of(list.items,
+                    [](const ImportedValue &v) { return v.isTensor(); }))
+    return makeError("einsum is supported on real tensors with a constant "
+                     "equation");
+  std::string text = equation.text;
+  llvm::erase_if(text, [](char c) { return c == ' '; });
+  auto [inputsText, outputText] = StringRef(text).split("->");
+  bool explicitOutput = StringRef(text).contains("->");
+  SmallVector<StringRef> terms;
+  inputsText.split(terms, ',');
+  if (terms.size() != list.items.size())
+    return makeError(llvm::formatv("einsum '{0}' names {1} operands, {2} given",
+                                   equation.text, terms.size(),
+                                   list.items.size()));
+  Emitter emit(importer);
+  SmallVector<Value> operands;
+  SmallVector<EinsumLabels> labels;
+  DenseMap<int64_t, int64_t> sizes;
+  int64_t ellipsisRank = 0;
+  for (auto [term, item] : llvm::zip(terms, list.items)) {
+    RankedTensorType type = tensorType(item.tensor);
+    llvm::Expected<EinsumLabels> parsed =
+        parseEinsumTerm(term, type.getRank(), 0);
+    if (!parsed)
+      return parsed.takeError();
+    for (auto [label, size] : llvm::zip(*parsed, type.getShape())) {
+      auto [it, inserted] = sizes.try_emplace(label, size);
+      if (!inserted && it->second != size)
+        return makeError(llvm::formatv(
+            "einsum '{0}': a subscript has sizes {1} and {2} (broadcasting "
+            "is not supported)",
+            equation.text, it->second, size));
+      ellipsisRank = std::max(ellipsisRank, label < 0 ? -label : 0);
+    }
+    operands.push_back(item.tensor);
+    labels.push_back(std::move(*parsed));
+  }
+  // The result: as written, or (implicit) the ellipsis and then the letters
+  // that appear once, in alphabetical order.
+  EinsumLabels result;
+  if (explicitOutput) {
+    llvm::Expected<EinsumLabels> parsed =
+        parseEinsumTerm(outputText, -1, ellipsisRank);
+    if (!parsed)
+      return parsed.takeError();
+    result = std::move(*parsed);
+    for (int64_t label : result)
+      if (!sizes.count(label))
+        return makeError(llvm::formatv(
+            "einsum '{0}': the result has a subscript no operand has",
+            equation.text));
+  } else {
+    for (int64_t i = ellipsisRank; i > 0; --i)
+      result.push_back(-i);
+    SmallVector<int64_t> once;
+    for (auto [label, size] : sizes) {
+      int64_t count = 0;
+      for (const EinsumLabels &operand : labels)
+        count += llvm::count(operand, label);
+      if (label >= 0 && count == 1)
+        once.push_back(label);
+    }
+    llvm::sort(once);
+    result.append(once);
+  }
+  if (operands.size() <= 2)
+    return contractEinsum(emit, operands, labels, result, sizes);
+  // More operands: contracted two at a time from the left, as torch.einsum
+  // does, each intermediate keeping the labels a later operand or the
+  // result has.
+  Value accumulated = operands[0];
+  EinsumLabels accumulatedLabels = labels[0];
+  for (size_t i = 1; i < operands.size(); ++i) {
+    EinsumLabels kept;
+    if (i + 1 == operands.size()) {
+      kept = result;
+    } else {
+      EinsumLabels both(accumulatedLabels);
+      both.append(labels[i]);
+      for (int64_t label : both) {
+        bool later = llvm::is_contained(result, label) ||
+                     llvm::any_of(llvm::ArrayRef(labels).drop_front(i + 1),
+                                  [&](const EinsumLabels &other) {
+                                    return llvm::is_contained(other, label);
+                                  });
+        if (later && !llvm::is_contained(kept, label))
+          kept.push_back(label);
+      }
+    }
+    Outputs pair = contractEinsum(emit, {accumulated, operands[i]},
+                                  {accumulatedLabels, labels[i]}, kept, sizes);
+    if (!pair)
+      return pair.takeError();
+    accumulated = pair->front().tensor;
+    accumulatedLabels = std::move(kept);
+  }
+  return single(accumulated);
+}
+
+/// A 1-d convolution's hyperparameters.
+struct Conv1dOptions {
+  int64_t stride = 1, padLow = 0, padHigh = 0, dilation = 1, groups = 1;
+};
+
+/// The 1-d convolution (PyTorch's cross-correlation) of x [N, C_in, L] by
+/// weight [C_out, C_in / groups, K] plus bias [C_out]: x between zeros, then
+/// for each tap k its slice of L_out positions; groups of one channel each
+/// (Mamba's depthwise causal convolution) as a sum of taps times their
+/// weights, other groups as one matmul each of the taps side by side
+/// ([N, L_out, K * C_in] times the weight as [C_out, K * C_in]).
+static llvm::Expected<Value> convolve1d(Emitter &emit, Value x, Value weight,
+                                        Value bias,
+                                        const Conv1dOptions &options) {
+  RankedTensorType xType = tensorType(x), wType = tensorType(weight);
+  if (xType.getRank() != 3 || wType.getRank() != 3)
+    return makeError(
+        "only 1-d convolutions (input [N, C, L], weight [C_out, C_in / "
+        "groups, K]) are supported");
+  int64_t batch = xType.getDimSize(0), channels = xType.getDimSize(1);
+  int64_t length = xType.getDimSize(2), outChannels = wType.getDimSize(0);
+  int64_t perGroup = wType.getDimSize(1), taps = wType.getDimSize(2);
+  int64_t groups = options.groups;
+  if (groups < 1 || channels % groups || outChannels % groups ||
+      perGroup * groups != channels)
+    return makeError(llvm::formatv(
+        "a convolution of {0} input and {1} output channels in {2} groups "
+        "needs a weight of {3} input channels per group, not {4}",
+        channels, outChannels, groups, groups ? channels / groups : 0,
+        perGroup));
+  if (!isa<FloatType>(xType.getElementType()))
+    return makeError(integerTensorArithmetic);
+  int64_t padded = length + options.padLow + options.padHigh;
+  int64_t span = options.dilation * (taps - 1) + 1;
+  if (options.stride < 1 || options.dilation < 1 || padded < span)
+    return makeError(llvm::formatv(
+        "a convolution with kernel {0}, dilation {1} and stride {2} does "
+        "not fit the {3} padded positions",
+        taps, options.dilation, options.stride, padded));
+  int64_t outLength = (padded - span) / options.stride + 1;
+  // Zeros concatenated on both sides (as F.pad's constant padding).
+  auto zeros = [&](int64_t n) {
+    return emit.splat(xType.clone({batch, channels, n}), 0.0);
+  };
+  SmallVector<Value> pieces;
+  if (options.padLow)
+    pieces.push_back(zeros(options.padLow));
+  pieces.push_back(x);
+  if (options.padHigh)
+    pieces.push_back(zeros(options.padHigh));
+  if (pieces.size() > 1)
+    x = emit.concat(pieces, 2);
+  auto tap = [&](Value input, int64_t k) {
+    int64_t start = k * options.dilation;
+    return emit.slice(input, 2, start,
+                      start + (outLength - 1) * options.stride + 1,
+                      options.stride);
+  };
+  Value result;
+  if (groups == channels && outChannels == channels) {
+    // Depthwise: y[n, c, t] = sum_k w[c, 0, k] * x[n, c, t * stride + k d].
+    for (int64_t k = 0; k < taps; ++k) {
+      Value w = emit.broadcastTo(
+          emit.reshape(emit.slice(weight, 2, k, k + 1, 1), {1, channels, 1}),
+          {batch, channels, outLength});
+      Value term = emit.binary<MulOp>(tap(x, k), w);
+      result = result ? emit.binary<AddOp>(result, term) : term;
+    }
+  } else {
+    int64_t outPerGroup = outChannels / groups;
+    SmallVector<Value> outputs;
+    for (int64_t g = 0; g < groups; ++g) {
+      Value xs = groups == 1
+                     ? x
+                     : emit.slice(x, 1, g * perGroup, (g + 1) * perGroup, 1);
+      Value ws = groups == 1 ? weight
+                             : emit.slice(weight, 0, g * outPerGroup,
+                                          (g + 1) * outPerGroup, 1);
+      // [N, L_out, K * C] from the taps, and the weight as [C_out, K * C].
+      SmallVector<Value> columns;
+      for (int64_t k = 0; k < taps; ++k)
+        columns.push_back(emit.transpose(tap(xs, k), {0, 2, 1}));
+      Value unfolded = emit.concat(columns, 2);
+      Value matrix = emit.reshape(emit.transpose(ws, {0, 2, 1}),
+                                  {outPerGroup, taps * perGroup});
+      Value product = MatmulOp::create(
+          emit.builder, emit.loc, xType.clone({batch, outLength, outPerGroup}),
+          unfolded, matrix,
+          /*addend=*/Value(), /*transpose_lhs=*/false, /*transpose_rhs=*/true);
+      outputs.push_back(emit.transpose(product, {0, 2, 1}));
+    }
+    result = outputs.size() == 1 ? outputs.front() : emit.concat(outputs, 1);
+  }
+  if (bias)
+    result = emit.binary<AddOp>(
+        result,
+        emit.broadcastTo(emit.reshape(emit.cast(bias, xType.getElementType()),
+                                      {1, outChannels, 1}),
+                         {batch, outChannels, outLength}));
+  return result;
+}
+
+/// aten::conv1d(x, weight, bias, stride, padding (a number, 'valid' or
+/// 'same'), dilation, groups) and aten::_convolution (what nn.Conv1d and
+/// F.conv1d trace to), of one spatial dim and not transposed: convolve1d.
+Outputs convertConvolution(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  llvm::Expected<Value> weight = importer.tensorInput(node, 1);
+  if (!x || !weight)
+    return makeError("a convolution needs an input and a weight tensor");
+  const ImportedValue &biasInput = importer.input(node, 2);
+  Value bias = biasInput.isTensor() ? biasInput.tensor : Value();
+  auto single1d = [&](StringRef name,
+                      int64_t fallback) -> llvm::Expected<int64_t> {
+    const ImportedValue *value = importer.namedInput(node, name);
+    if (!value || value->isNone())
+      return fallback;
+    if (value->isNumber())
+      return value->intValue;
+    if (value->kind != ImportedValue::Kind::List || value->items.size() != 1 ||
+        !value->items[0].isNumber())
+      return makeError("only 1-d convolutions are supported ('" + name +
+                       "' has more than one dim)");
+    return value->items[0].intValue;
+  };
+  if (const ImportedValue *transposed = importer.namedInput(node, "transposed");
+      transposed && transposed->intValue)
+    return makeError("transposed convolutions are not supported");
+  Conv1dOptions options;
+  llvm::Expected<int64_t> stride = single1d("stride", 1);
+  llvm::Expected<int64_t> dilation = single1d("dilation", 1);
+  llvm::Expected<int64_t> groups = single1d("groups", 1);
+  if (!stride || !dilation || !groups)
+    return makeError("a convolution's stride, dilation and groups must be "
+                     "single numbers");
+  options.stride = *stride;
+  options.dilation = *dilation;
+  options.groups = *groups;
+  const ImportedValue *padding = importer.namedInput(node, "padding");
+  if (padding && padding->kind == ImportedValue::Kind::String) {
+    // 'same' pads dilation * (K - 1) positions, the odd one at the end.
+    if (padding->text == "same") {
+      int64_t total =
+          options.dilation * (tensorType(*weight).getDimSize(2) - 1);
+      options.padLow = total / 2;
+      options.padHigh = total - options.padLow;
+    } else if (padding->text != "valid") {
+      return makeError("padding '" + padding->text + "' is not supported");
+    }
+  } else {
+    llvm::Expected<int64_t> both = single1d("padding", 0);
+    if (!both)
+      return both.takeError();
+    options.padLow = options.padHigh = *both;
+  }
+  Emitter emit(importer);
+  llvm::Expected<Value> result = convolve1d(emit, *x, *weight, bias, options);
+  if (!result)
+    return result.takeError();
+  return single(*result);
 }
 
 /// aten::outer(a, b): the outer product of two vectors.
@@ -4522,6 +4727,8 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::scatter_reduce"}, [](GraphImporter &i, Node *n) {
     return convertScatter(i, n, {ScatterCombine::Sum, true});
   });
+  add({"aten::conv1d", "aten::_convolution", "aten::_convolution_mode"},
+      convertConvolution);
   add({"aten::index_add"}, convertIndexAdd);
   add({"aten::index_fill"}, convertIndexFill);
   add({"aten::index_put"}, convertIndexPut);
