@@ -3286,6 +3286,30 @@ Outputs convertGather(GraphImporter &importer, Node *node) {
       indexType.getShape()));
 }
 
+/// The one index tensor of tensor[...] indexing's list (`x[:, ids]`: None
+/// for each full slice before it) and its position.
+static llvm::Expected<std::pair<int64_t, Value>>
+soleIndexTensor(const ImportedValue &indices) {
+  if (indices.kind != ImportedValue::Kind::List)
+    return makeError("expected a list of indices");
+  int64_t dim = -1;
+  Value ids;
+  for (auto [position, item] : llvm::enumerate(indices.items)) {
+    if (item.isNone())
+      continue;
+    if (!item.isTensor())
+      return makeError("indices must be tensors or None");
+    if (ids)
+      return makeError("indexing with more than one index tensor is not "
+                       "supported; index one dimension at a time");
+    ids = item.tensor;
+    dim = position;
+  }
+  if (!ids)
+    return makeError("indexing needs an index tensor");
+  return std::pair(dim, ids);
+}
+
 /// `ids` indexing a dim of `size` (dim `dim`) with tensor[...]: constant
 /// ids count from the end where negative (Falcon's `fused_qkv[..., [-2],
 /// :]`), as tensor[...] indexing does; an error below -size.
@@ -3315,27 +3339,15 @@ wrapNegativeConstantIds(Emitter &emit, Value ids, int64_t size, int64_t dim) {
 /// any number of full slices (`cos[position_ids]`, `x[:, ids]`).
 Outputs convertIndex(GraphImporter &importer, Node *node) {
   const ImportedValue &x = importer.input(node, 0);
-  const ImportedValue &indices = importer.input(node, 1);
   llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
   if (!shape)
     return shape.takeError();
-  if (indices.kind != ImportedValue::Kind::List)
-    return makeError("expected a list of indices");
-  int64_t dim = -1;
-  Value ids;
-  for (auto [position, item] : llvm::enumerate(indices.items)) {
-    if (item.isNone())
-      continue;
-    if (!item.isTensor())
-      return makeError("indices must be integer tensors or None");
-    if (ids)
-      return makeError("indexing with more than one index tensor is not "
-                       "supported; index one dimension at a time");
-    ids = item.tensor;
-    dim = position;
-  }
-  if (!ids)
-    return makeError("indexing needs an index tensor");
+  llvm::Expected<std::pair<int64_t, Value>> index =
+      soleIndexTensor(importer.input(node, 1));
+  if (!index)
+    return index.takeError();
+  int64_t dim = index->first;
+  Value ids = index->second;
   if (dim >= (int64_t)shape->size())
     return makeError(llvm::formatv("too many indices for a tensor of rank {0}",
                                    shape->size()));
@@ -3758,24 +3770,12 @@ Outputs convertIndexPut(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> self = importer.tensorInput(node, 0);
   if (!self)
     return self.takeError();
-  const ImportedValue &indices = importer.input(node, 1);
-  if (indices.kind != ImportedValue::Kind::List)
-    return makeError("expected a list of indices");
-  int64_t position = -1;
-  Value ids;
-  for (auto [p, item] : llvm::enumerate(indices.items)) {
-    if (item.isNone())
-      continue;
-    if (!item.isTensor())
-      return makeError("indices must be tensors or None");
-    if (ids)
-      return makeError("writing through more than one index tensor is not "
-                       "supported; index one dimension at a time");
-    ids = item.tensor;
-    position = p;
-  }
-  if (!ids)
-    return makeError("index_put needs an index tensor");
+  llvm::Expected<std::pair<int64_t, Value>> index =
+      soleIndexTensor(importer.input(node, 1));
+  if (!index)
+    return index.takeError();
+  int64_t position = index->first;
+  Value ids = index->second;
   llvm::Expected<Value> values = importer.tensorInput(node, 2);
   if (!values)
     return values.takeError();

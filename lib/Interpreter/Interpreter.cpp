@@ -243,31 +243,23 @@ static FailureOr<TensorValue> evaluate(Operation *op,
       .Case([&](DivOp) {
         return binary([](double a, double b) { return a / b; });
       })
-      // In the kernels' compute type: f32 but for f64.
-      .Case([&](RoundedDivOp op) {
+      // Floats in the kernels' compute type: f32 but for f64.
+      .Case<RoundedDivOp, RemainderOp>([&](auto op) {
+        constexpr bool remainder = std::is_same_v<decltype(op), RemainderOp>;
         bool truncate = op.getTruncate();
+        auto rounded = [&](auto a, auto b) {
+          return remainder ? floatRemainder(a, b, truncate)
+                           : roundedFloatDivision(a, b, truncate);
+        };
         return arithmetic(
             [&](double a, double b) -> double {
               if (in[0]->getKind() == ElementType::F64)
-                return roundedFloatDivision(a, b, truncate);
-              return roundedFloatDivision<float>(a, b, truncate);
+                return rounded(a, b);
+              return rounded(float(a), float(b));
             },
             [&](uint64_t a, uint64_t b) {
-              return static_cast<uint64_t>(
-                  integerDivision(a, b, truncate).first);
-            });
-      })
-      .Case([&](RemainderOp op) {
-        bool truncate = op.getTruncate();
-        return arithmetic(
-            [&](double a, double b) -> double {
-              if (in[0]->getKind() == ElementType::F64)
-                return floatRemainder(a, b, truncate);
-              return floatRemainder<float>(a, b, truncate);
-            },
-            [&](uint64_t a, uint64_t b) {
-              return static_cast<uint64_t>(
-                  integerDivision(a, b, truncate).second);
+              auto [quotient, rest] = integerDivision(a, b, truncate);
+              return static_cast<uint64_t>(remainder ? rest : quotient);
             });
       })
       .Case([&](MaxOp) {
