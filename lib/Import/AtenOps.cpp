@@ -3067,13 +3067,15 @@ static Value lookupRows(Emitter &emit, Value table, Value ids) {
 /// table of any rank: titan.embedding of the table viewed as [rows, rest].
 /// The result has ids' shape followed by the table's other dims. As with
 /// nn.Embedding, ids must lie in [0, rows) (negative ids are not wrapped):
-/// checkedIds proves or checks it.
-llvm::Expected<Value> gatherRows(Emitter &emit, Value table, Value ids) {
+/// checkedIds proves or checks it, unless the caller did (`idsChecked`).
+llvm::Expected<Value> gatherRows(Emitter &emit, Value table, Value ids,
+                                 bool idsChecked = false) {
   if (llvm::Error error = checkLookupTypes(table, ids))
     return std::move(error);
   llvm::Expected<Value> checked =
-      checkedIds(emit, table, ids, tensorType(table).getDimSize(0),
-                 /*lookedUpAsIs=*/true);
+      idsChecked ? ids
+                 : checkedIds(emit, table, ids, tensorType(table).getDimSize(0),
+                              /*lookedUpAsIs=*/true);
   if (!checked)
     return checked.takeError();
   return lookupRows(emit, table, *checked);
@@ -3083,7 +3085,7 @@ llvm::Expected<Value> gatherRows(Emitter &emit, Value table, Value ids) {
 /// full slices first): the result's shape is x's dims before `dim`, ids'
 /// shape, then x's dims after `dim`.
 llvm::Expected<Value> gatherAlong(Emitter &emit, Value x, int64_t dim,
-                                  Value ids) {
+                                  Value ids, bool idsChecked = false) {
   int64_t rank = tensorType(x).getRank();
   int64_t idsRank = tensorType(ids).getRank();
   SmallVector<int64_t> toFront{dim};
@@ -3091,7 +3093,7 @@ llvm::Expected<Value> gatherAlong(Emitter &emit, Value x, int64_t dim,
     if (d != dim)
       toFront.push_back(d);
   Value table = dim == 0 ? x : emit.transpose(x, toFront);
-  llvm::Expected<Value> gathered = gatherRows(emit, table, ids);
+  llvm::Expected<Value> gathered = gatherRows(emit, table, ids, idsChecked);
   if (!gathered || dim == 0)
     return gathered;
   // [ids..., before..., after...] -> [before..., ids..., after...].
@@ -3286,30 +3288,6 @@ Outputs convertGather(GraphImporter &importer, Node *node) {
       indexType.getShape()));
 }
 
-/// The one index tensor of tensor[...] indexing's list (`x[:, ids]`: None
-/// for each full slice before it) and its position.
-static llvm::Expected<std::pair<int64_t, Value>>
-soleIndexTensor(const ImportedValue &indices) {
-  if (indices.kind != ImportedValue::Kind::List)
-    return makeError("expected a list of indices");
-  int64_t dim = -1;
-  Value ids;
-  for (auto [position, item] : llvm::enumerate(indices.items)) {
-    if (item.isNone())
-      continue;
-    if (!item.isTensor())
-      return makeError("indices must be tensors or None");
-    if (ids)
-      return makeError("indexing with more than one index tensor is not "
-                       "supported; index one dimension at a time");
-    ids = item.tensor;
-    dim = position;
-  }
-  if (!ids)
-    return makeError("indexing needs an index tensor");
-  return std::pair(dim, ids);
-}
-
 /// `ids` indexing a dim of `size` (dim `dim`) with tensor[...]: constant
 /// ids count from the end where negative (Falcon's `fused_qkv[..., [-2],
 /// :]`), as tensor[...] indexing does; an error below -size.
@@ -3335,29 +3313,118 @@ wrapNegativeConstantIds(Emitter &emit, Value ids, int64_t size, int64_t dim) {
       .getResult();
 }
 
-/// aten::index(x, indices): advanced indexing by one integer tensor, after
-/// any number of full slices (`cos[position_ids]`, `x[:, ids]`).
+/// The index tensors of tensor[...] indexing (`x[:, ids]`, `x[rows, cols]`):
+/// the first dim they index, how many consecutive dims, and the ids: one
+/// tensor's as given (a boolean mask, or integers with negative constants
+/// counted from the end), several integer ones broadcast together, each
+/// checked against its dim (`checked`), and combined into row-major
+/// positions in those dims merged into one.
+struct IndexTensors {
+  int64_t position = -1, count = 0;
+  Value ids;
+  bool checked = false;
+};
+
+static llvm::Expected<IndexTensors> indexTensors(Emitter &emit, Value x,
+                                                 ArrayRef<int64_t> shape,
+                                                 const ImportedValue &indices) {
+  if (indices.kind != ImportedValue::Kind::List)
+    return makeError("expected a list of indices");
+  IndexTensors result;
+  SmallVector<Value> tensors;
+  for (auto [position, item] : llvm::enumerate(indices.items)) {
+    if (item.isNone())
+      continue;
+    if (!item.isTensor())
+      return makeError("indices must be tensors or None");
+    if (result.position >= 0 &&
+        result.position + result.count != (int64_t)position)
+      return makeError("index tensors separated by a slice (`x[ids, :, "
+                       "ids2]`) are not supported; index adjacent dims");
+    if (result.position < 0)
+      result.position = position;
+    ++result.count;
+    tensors.push_back(item.tensor);
+  }
+  if (tensors.empty())
+    return makeError("indexing needs an index tensor");
+  if (result.position + result.count > (int64_t)shape.size())
+    return makeError(llvm::formatv("too many indices for a tensor of rank {0}",
+                                   shape.size()));
+  for (auto [i, ids] : llvm::enumerate(tensors)) {
+    int64_t dim = result.position + i;
+    if (tensorType(ids).getElementType().isInteger(1)) {
+      if (tensors.size() > 1)
+        return makeError("a boolean mask among several index tensors is not "
+                         "supported");
+      result.ids = ids;
+      return result;
+    }
+    llvm::Expected<Value> wrapped =
+        wrapNegativeConstantIds(emit, ids, shape[dim], dim);
+    if (!wrapped)
+      return wrapped.takeError();
+    ids = *wrapped;
+  }
+  if (tensors.size() == 1) {
+    result.ids = tensors.front();
+    return result;
+  }
+  SmallVector<int64_t> common;
+  for (Value ids : tensors) {
+    llvm::Expected<SmallVector<int64_t>> together =
+        broadcastShape(common, tensorType(ids).getShape());
+    if (!together)
+      return together.takeError();
+    common = *together;
+  }
+  auto i64 = RankedTensorType::get(common, emit.builder.getI64Type());
+  SmallVector<Value> checked;
+  for (auto [i, ids] : llvm::enumerate(tensors)) {
+    int64_t dim = result.position + i;
+    llvm::Expected<Value> inRange = checkedIds(
+        emit, x, emit.broadcastTo(emit.cast(ids, i64.getElementType()), common),
+        shape[dim], /*lookedUpAsIs=*/false);
+    if (!inRange)
+      return inRange.takeError();
+    checked.push_back(*inRange);
+  }
+  result.ids =
+      rowMajorOffsets(emit, i64, shape.slice(result.position, result.count),
+                      [&](int64_t d) { return checked[d]; });
+  result.checked = true;
+  return result;
+}
+
+/// `shape` with dims [position, position + count) merged into one.
+static SmallVector<int64_t> mergeDims(ArrayRef<int64_t> shape, int64_t position,
+                                      int64_t count) {
+  SmallVector<int64_t> merged(shape.take_front(position));
+  merged.push_back(ShapedType::getNumElements(shape.slice(position, count)));
+  llvm::append_range(merged, shape.drop_front(position + count));
+  return merged;
+}
+
+/// aten::index(x, indices): advanced indexing by integer tensors of adjacent
+/// dims, after any number of full slices (`cos[position_ids]`, `x[:, ids]`,
+/// `x[torch.arange(b), last]`): a gather along the dims merged
+/// (indexTensors).
 Outputs convertIndex(GraphImporter &importer, Node *node) {
   const ImportedValue &x = importer.input(node, 0);
   llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
   if (!shape)
     return shape.takeError();
-  llvm::Expected<std::pair<int64_t, Value>> index =
-      soleIndexTensor(importer.input(node, 1));
+  Emitter emit(importer);
+  llvm::Expected<IndexTensors> index =
+      indexTensors(emit, x.tensor, *shape, importer.input(node, 1));
   if (!index)
     return index.takeError();
-  int64_t dim = index->first;
-  Value ids = index->second;
-  if (dim >= (int64_t)shape->size())
-    return makeError(llvm::formatv("too many indices for a tensor of rank {0}",
-                                   shape->size()));
-  Emitter emit(importer);
-  llvm::Expected<Value> wrapped =
-      wrapNegativeConstantIds(emit, ids, (*shape)[dim], dim);
-  if (!wrapped)
-    return wrapped.takeError();
-  return mapParts(x,
-                  [&](Value v) { return gatherAlong(emit, v, dim, *wrapped); });
+  SmallVector<int64_t> merged =
+      mergeDims(*shape, index->position, index->count);
+  return mapParts(x, [&](Value v) {
+    return gatherAlong(emit, emit.reshape(v, merged), index->position,
+                       index->ids, index->checked);
+  });
 }
 
 /// aten::index_select(x, dim, index): x gathered along dim by a 1-d index.
@@ -3554,10 +3621,11 @@ static Value unrowsAlong(Emitter &emit, Value rows, Value like,
 /// v`, the transpose of gatherAlong.
 static llvm::Expected<Value> scatterAlong(Emitter &emit, Value x, int64_t dim,
                                           Value ids, ScatterValues written,
-                                          ScatterCombine combine) {
+                                          ScatterCombine combine,
+                                          bool idsChecked = false) {
   int64_t size = tensorType(x).getDimSize(dim);
   llvm::Expected<Value> checked =
-      checkedIds(emit, x, ids, size, /*lookedUpAsIs=*/true);
+      idsChecked ? ids : checkedIds(emit, x, ids, size, /*lookedUpAsIs=*/true);
   if (!checked)
     return checked.takeError();
   auto [table, order] = rowsAlong(emit, x, dim);
@@ -3770,12 +3838,6 @@ Outputs convertIndexPut(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> self = importer.tensorInput(node, 0);
   if (!self)
     return self.takeError();
-  llvm::Expected<std::pair<int64_t, Value>> index =
-      soleIndexTensor(importer.input(node, 1));
-  if (!index)
-    return index.takeError();
-  int64_t position = index->first;
-  Value ids = index->second;
   llvm::Expected<Value> values = importer.tensorInput(node, 2);
   if (!values)
     return values.takeError();
@@ -3784,7 +3846,17 @@ Outputs convertIndexPut(GraphImporter &importer, Node *node) {
     return accumulate.takeError();
   Emitter emit(importer);
   RankedTensorType selfType = tensorType(*self);
-  ArrayRef<int64_t> shape = selfType.getShape();
+  llvm::Expected<IndexTensors> index =
+      indexTensors(emit, *self, selfType.getShape(), importer.input(node, 1));
+  if (!index)
+    return index.takeError();
+  int64_t position = index->position;
+  Value ids = index->ids;
+  // Several index tensors write into their dims merged.
+  SmallVector<int64_t> mergedShape =
+      mergeDims(selfType.getShape(), position, index->count);
+  ArrayRef<int64_t> shape = mergedShape;
+  Value target = emit.reshape(*self, shape);
   RankedTensorType idsType = tensorType(ids);
   int64_t idsRank = idsType.getRank();
   Value v = emit.cast(*values, selfType.getElementType());
@@ -3826,13 +3898,6 @@ Outputs convertIndexPut(GraphImporter &importer, Node *node) {
   }
   if (!isa<IntegerType>(idsType.getElementType()))
     return makeError("index tensors must hold integers or booleans");
-  if (position >= selfType.getRank())
-    return makeError(llvm::formatv("too many indices for a tensor of rank {0}",
-                                   selfType.getRank()));
-  llvm::Expected<Value> wrapped =
-      wrapNegativeConstantIds(emit, ids, shape[position], position);
-  if (!wrapped)
-    return wrapped.takeError();
   // v as the indexed view's shape: [before..., ids..., after...], then with
   // the ids' dims first, as scatterAlong takes rows.
   SmallVector<int64_t> viewShape(shape.take_front(position));
@@ -3853,15 +3918,16 @@ Outputs convertIndexPut(GraphImporter &importer, Node *node) {
     if (d < position || d >= position + idsRank)
       idsFirst.push_back(d);
   Value rows = emit.transpose(emit.broadcastTo(v, viewShape), idsFirst);
-  llvm::Expected<Value> result = scatterAlong(
-      emit, *self, position,
-      emit.cast(*wrapped, IntegerType::get(&importer.getContext(), 64)),
-      {rows, Value()},
-      *accumulate ? ScatterCombine{ScatterCombine::Sum, true}
-                  : ScatterCombine{ScatterCombine::Mean, false});
+  llvm::Expected<Value> result =
+      scatterAlong(emit, target, position,
+                   emit.cast(ids, IntegerType::get(&importer.getContext(), 64)),
+                   {rows, Value()},
+                   *accumulate ? ScatterCombine{ScatterCombine::Sum, true}
+                               : ScatterCombine{ScatterCombine::Mean, false},
+                   index->checked);
   if (!result)
     return result.takeError();
-  return single(*result);
+  return single(emit.reshape(*result, selfType.getShape()));
 }
 
 Outputs convertGelu(GraphImporter &importer, Node *node) {

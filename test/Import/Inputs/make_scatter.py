@@ -3,7 +3,8 @@
 self, 'mean' with it), index_add, index_fill, and writes through an index
 (`y[mask] = v`, `y[:, ids] += v`, index_put_ with accumulate), in place and
 not, with repeated indices where PyTorch defines the result, on float and
-integer tensors, and a scatter and a gather along a dim of 300.
+integer tensors, a scatter and a gather along a dim of 300, and reads and
+writes through two index tensors (`x[rows, cols]`).
 
 usage: make_scatter.py OUT
 
@@ -52,8 +53,15 @@ class Scatters(nn.Module):
         # as a column, written and read back.
         wide = torch.zeros(2, 3, 300).scatter_add(2, column * 70, x[:, :, :1])
         picked = torch.gather(wide * 2.0, 2, column * 70 + 1)
+        # Several index tensors of adjacent dims, read and written.
+        pairs = x[torch.tensor([1, 0]), ids[:, 0] % 3]
+        cells = x[:, ids[0] % 3, ids[1]]
+        grid = torch.zeros(3, 4)
+        grid[ids[0] % 3, ids[1]] = 1.0
+        sums = torch.zeros(3, 4)
+        sums.index_put_((ids[0] % 3, ids[1]), x[0, :, 0], accumulate=True)
         return [gates, marked, added, summed, mean, table, filled, clipped, bumped,
-                counts, hot, wide, picked]
+                counts, hot, wide, picked, pairs, cells, grid, sums]
 
 
 def main() -> None:
