@@ -3293,7 +3293,11 @@ Outputs convertGather(GraphImporter &importer, Node *node) {
 /// :]`), as tensor[...] indexing does; an error below -size.
 static llvm::Expected<Value>
 wrapNegativeConstantIds(Emitter &emit, Value ids, int64_t size, int64_t dim) {
-  auto constant = ids.getDefiningOp<ConstantOp>();
+  // A traced torch.tensor([...]) is a constant behind a detach.
+  Value source = ids;
+  while (auto detached = source.getDefiningOp<StopGradientOp>())
+    source = detached.getInput();
+  auto constant = source.getDefiningOp<ConstantOp>();
   auto values =
       constant ? dyn_cast<DenseIntElementsAttr>(constant.getValue()) : nullptr;
   if (!values || llvm::none_of(values.getValues<APInt>(),
@@ -3351,20 +3355,20 @@ static llvm::Expected<IndexTensors> indexTensors(Emitter &emit, Value x,
   if (result.position + result.count > (int64_t)shape.size())
     return makeError(llvm::formatv("too many indices for a tensor of rank {0}",
                                    shape.size()));
-  for (auto [i, ids] : llvm::enumerate(tensors)) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
     int64_t dim = result.position + i;
-    if (tensorType(ids).getElementType().isInteger(1)) {
+    if (tensorType(tensors[i]).getElementType().isInteger(1)) {
       if (tensors.size() > 1)
         return makeError("a boolean mask among several index tensors is not "
                          "supported");
-      result.ids = ids;
+      result.ids = tensors[i];
       return result;
     }
     llvm::Expected<Value> wrapped =
-        wrapNegativeConstantIds(emit, ids, shape[dim], dim);
+        wrapNegativeConstantIds(emit, tensors[i], shape[dim], dim);
     if (!wrapped)
       return wrapped.takeError();
-    ids = *wrapped;
+    tensors[i] = *wrapped;
   }
   if (tensors.size() == 1) {
     result.ids = tensors.front();

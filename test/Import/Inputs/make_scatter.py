@@ -56,12 +56,13 @@ class Scatters(nn.Module):
         # Several index tensors of adjacent dims, read and written.
         pairs = x[torch.tensor([1, 0]), ids[:, 0] % 3]
         cells = x[:, ids[0] % 3, ids[1]]
+        corners = x[torch.tensor([-1, 0]), torch.tensor([-2, 1])]
         grid = torch.zeros(3, 4)
         grid[ids[0] % 3, ids[1]] = 1.0
         sums = torch.zeros(3, 4)
         sums.index_put_((ids[0] % 3, ids[1]), x[0, :, 0], accumulate=True)
         return [gates, marked, added, summed, mean, table, filled, clipped, bumped,
-                counts, hot, wide, picked, pairs, cells, grid, sums]
+                counts, hot, wide, picked, pairs, cells, corners, grid, sums]
 
 
 def main() -> None:
