@@ -3762,43 +3762,62 @@ Outputs convertScatter(GraphImporter &importer, Node *node,
   return single(emit.reshape(scattered, selfType.getShape()));
 }
 
-/// aten::index_add(self, dim, index, source, alpha=1): `out[..., index[i],
-/// ...] += alpha * source[..., i, ...]` along `dim` (scatterAlong).
-Outputs convertIndexAdd(GraphImporter &importer, Node *node) {
+/// The dim, tensor and 1-d integer index (as i64) of `op` (index_add,
+/// index_fill: self, dim, index, ...); an error unless self has dims.
+struct DimIndex {
+  TensorDim td;
+  Value self, ids;
+};
+static llvm::Expected<DimIndex> dimIndexOf(GraphImporter &importer, Node *node,
+                                           Emitter &emit, StringRef op) {
   llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
   if (!td)
     return td.takeError();
   llvm::Expected<Value> self = importer.tensorInput(node, 0);
   llvm::Expected<Value> index = importer.tensorInput(node, 2);
-  llvm::Expected<Value> source = importer.tensorInput(node, 3);
-  if (!self || !index || !source)
-    return makeError("index_add needs tensors self, index and source");
+  if (!self || !index)
+    return makeError(op + " needs tensors self and index");
   RankedTensorType indexType = tensorType(*index);
-  if (indexType.getRank() > 1 || !isa<IntegerType>(indexType.getElementType()))
-    return makeError("index_add needs a 1-d integer index");
-  int64_t count = indexType.getNumElements();
+  if (td->shape.empty() || indexType.getRank() > 1 ||
+      !isa<IntegerType>(indexType.getElementType()))
+    return makeError(op + " needs a 1-d integer index into a tensor of at "
+                          "least one dim");
+  Value ids = emit.cast(emit.reshape(*index, {indexType.getNumElements()}),
+                        emit.builder.getI64Type());
+  return DimIndex{*td, *self, ids};
+}
+
+/// aten::index_add(self, dim, index, source, alpha=1): `out[..., index[i],
+/// ...] += alpha * source[..., i, ...]` along `dim` (scatterAlong).
+Outputs convertIndexAdd(GraphImporter &importer, Node *node) {
+  Emitter emit(importer);
+  llvm::Expected<DimIndex> indexed =
+      dimIndexOf(importer, node, emit, "index_add");
+  if (!indexed)
+    return indexed.takeError();
+  llvm::Expected<Value> source = importer.tensorInput(node, 3);
+  if (!source)
+    return source.takeError();
+  const TensorDim *td = &indexed->td;
+  int64_t count = tensorType(indexed->ids).getDimSize(0);
   SmallVector<int64_t> expected(td->shape);
   expected[td->dim] = count;
   ArrayRef<int64_t> sourceShape = tensorType(*source).getShape();
-  if (sourceShape != ArrayRef<int64_t>(expected) &&
-      !(td->shape.empty() && sourceShape.size() <= 1))
+  if (sourceShape != ArrayRef<int64_t>(expected))
     return makeError(llvm::formatv(
         "index_add of {0} ids along dim {1} of a [{2}] tensor needs a "
         "source of shape [{3}], not [{4}]",
         count, td->dim, llvm::make_range(td->shape.begin(), td->shape.end()),
         llvm::make_range(expected.begin(), expected.end()),
         llvm::make_range(sourceShape.begin(), sourceShape.end())));
-  Emitter emit(importer);
   Value values = *source;
   if (const ImportedValue *alpha = importer.namedInput(node, "alpha");
       alpha && alpha->isNumber() && alpha->asDouble() != 1.0)
     values = emit.scale(values, alpha->asDouble());
   // The source's rows along `dim`, in the order scatterAlong takes them.
   auto [rows, order] = rowsAlong(emit, values, td->dim);
-  Value ids = emit.cast(emit.reshape(*index, {count}),
-                        IntegerType::get(&importer.getContext(), 64));
   llvm::Expected<Value> result =
-      scatterAlong(emit, *self, td->dim, ids, {rows, Value()},
+      scatterAlong(emit, indexed->self, td->dim, indexed->ids, {rows, Value()},
                    ScatterCombine{ScatterCombine::Sum, true});
   if (!result)
     return result.takeError();
@@ -3808,26 +3827,19 @@ Outputs convertIndexAdd(GraphImporter &importer, Node *node) {
 /// aten::index_fill(self, dim, index, value): `out[..., index[i], ...] =
 /// value` along `dim` (scatterAlong).
 Outputs convertIndexFill(GraphImporter &importer, Node *node) {
-  llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
-  if (!td)
-    return td.takeError();
-  llvm::Expected<Value> self = importer.tensorInput(node, 0);
-  llvm::Expected<Value> index = importer.tensorInput(node, 2);
+  Emitter emit(importer);
+  llvm::Expected<DimIndex> indexed =
+      dimIndexOf(importer, node, emit, "index_fill");
+  if (!indexed)
+    return indexed.takeError();
   llvm::Expected<Value> value = importer.tensorInput(node, 3);
-  if (!self || !index || !value)
-    return makeError("index_fill needs tensors self and index and a value");
-  RankedTensorType indexType = tensorType(*index);
-  if (indexType.getRank() > 1 || !isa<IntegerType>(indexType.getElementType()))
-    return makeError("index_fill needs a 1-d integer index");
+  if (!value)
+    return value.takeError();
   if (tensorType(*value).getNumElements() != 1)
     return makeError("index_fill needs a single value");
-  Emitter emit(importer);
-  int64_t count = indexType.getNumElements();
-  Value fill = emit.reshape(*value, {});
-  Value ids = emit.cast(emit.reshape(*index, {count}),
-                        IntegerType::get(&importer.getContext(), 64));
   llvm::Expected<Value> result =
-      scatterAlong(emit, *self, td->dim, ids, {Value(), fill},
+      scatterAlong(emit, indexed->self, indexed->td.dim, indexed->ids,
+                   {Value(), emit.reshape(*value, {})},
                    ScatterCombine{ScatterCombine::Mean, false});
   if (!result)
     return result.takeError();
