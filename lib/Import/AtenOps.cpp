@@ -3116,6 +3116,29 @@ bool isBroadcastAlong(BroadcastInDimOp op, int64_t dim) {
          op.getInput().getType().getDimSize(it - dims.begin()) == 1;
 }
 
+/// Whether `index`, of a gather or scatter along `dim` of a tensor of
+/// `shape`, is the same along every dim after `dim` and spans them
+/// (`ids[..., None].expand(..., d)`): it picks whole rows.
+static bool picksWholeRows(Value index, int64_t dim, ArrayRef<int64_t> shape) {
+  auto broadcast = index.getDefiningOp<BroadcastInDimOp>();
+  int64_t rank = shape.size();
+  return broadcast && dim + 1 < rank &&
+         llvm::all_of(llvm::seq<int64_t>(dim + 1, rank), [&](int64_t d) {
+           return isBroadcastAlong(broadcast, d) &&
+                  tensorType(index).getDimSize(d) == shape[d];
+         });
+}
+
+/// `index` at position 0 of its dims from `keptRank` on, as i64 of its first
+/// `keptRank` dims: one id per row of those dims.
+static Value leadingIds(Emitter &emit, Value index, int64_t keptRank) {
+  RankedTensorType type = tensorType(index);
+  for (int64_t d = keptRank; d < type.getRank(); ++d)
+    index = emit.slice(index, d, 0, 1, 1);
+  return emit.cast(emit.reshape(index, type.getShape().take_front(keptRank)),
+                   emit.builder.getI64Type());
+}
+
 /// torch.gather of `table` along `dim` by an `index` that is the same along
 /// every dim after `dim` (`ids[..., None].expand(..., d)`: a gather of whole
 /// rows, as GPT-J's sincos by position ids): titan.embedding of the table
@@ -3127,17 +3150,9 @@ std::optional<llvm::Expected<Value>> gatherRowsAlong(Emitter &emit, Value table,
   RankedTensorType type = tensorType(table);
   RankedTensorType indexType = tensorType(index);
   int64_t rank = type.getRank();
-  auto broadcast = index.getDefiningOp<BroadcastInDimOp>();
-  if (!broadcast || dim == rank - 1 ||
-      !llvm::all_of(llvm::seq<int64_t>(dim + 1, rank),
-                    [&](int64_t d) { return isBroadcastAlong(broadcast, d); }))
+  if (!picksWholeRows(index, dim, type.getShape()))
     return std::nullopt;
-  // One id per row: the index at position 0 of the trailing dims.
-  Value ids = index;
-  for (int64_t d = dim + 1; d < rank; ++d)
-    ids = emit.slice(ids, d, 0, 1, 1);
-  ids = emit.reshape(ids, indexType.getShape().take_front(dim + 1));
-  ids = emit.cast(ids, IntegerType::get(&emit.context, 64));
+  Value ids = leadingIds(emit, index, dim + 1);
   int64_t width =
       ShapedType::getNumElements(type.getShape().drop_front(dim + 1));
   int64_t size = type.getDimSize(dim);
@@ -3164,13 +3179,12 @@ std::optional<llvm::Expected<Value>> gatherRowsAlong(Emitter &emit, Value table,
   } else {
     auto i64 = RankedTensorType::get(indexType.getShape().take_front(dim + 1),
                                      IntegerType::get(&emit.context, 64));
-    int64_t stride = size;
-    for (int64_t d = dim - 1; d >= 0; --d) {
-      ids = emit.binary<AddOp>(
-          ids, emit.binary<MulOp>(emit.iota(i64, d), emit.splat(i64, stride)));
-      stride *= type.getDimSize(d);
-    }
-    rowsTable = emit.reshape(table, {stride, width});
+    ArrayRef<int64_t> leading = type.getShape().take_front(dim + 1);
+    ids = rowMajorOffsets(emit, i64, leading, [&](int64_t d) {
+      return d == dim ? ids : emit.iota(i64, d);
+    });
+    rowsTable =
+        emit.reshape(table, {ShapedType::getNumElements(leading), width});
   }
   return llvm::Expected<Value>(
       emit.reshape(lookupRows(emit, rowsTable, ids), indexType.getShape()));
@@ -3721,19 +3735,10 @@ Outputs convertScatter(GraphImporter &importer, Node *node,
   auto i64 = IntegerType::get(&importer.getContext(), 64);
   int64_t size = td->shape[td->dim];
   // Whole rows: one id per row of the dims after `dim`.
-  auto broadcast = index->getDefiningOp<BroadcastInDimOp>();
-  bool wholeRows =
-      broadcast && td->dim + 1 < rank &&
-      llvm::all_of(llvm::seq<int64_t>(td->dim + 1, rank), [&](int64_t d) {
-        return isBroadcastAlong(broadcast, d) &&
-               indexType.getDimSize(d) == td->shape[d];
-      });
+  bool wholeRows = picksWholeRows(*index, td->dim, td->shape);
   int64_t keptRank = wholeRows ? td->dim + 1 : rank;
-  Value ids = *index;
-  for (int64_t d = keptRank; d < rank; ++d)
-    ids = emit.slice(ids, d, 0, 1, 1);
+  Value ids = leadingIds(emit, *index, keptRank);
   ArrayRef<int64_t> idsShape = indexType.getShape().take_front(keptRank);
-  ids = emit.cast(emit.reshape(ids, idsShape), i64);
   // Ids straight into the table's rows are checked as lookups are; ids
   // offset by the leading dims' positions are checked against `dim` first.
   bool direct = keptRank == 1;
