@@ -17,6 +17,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/BitVector.h"
 
+#include <deque>
+
 using namespace mlir;
 using namespace mlir::titan;
 
@@ -632,6 +634,43 @@ FailureOr<func::FuncOp> RankProgram::build(ArrayRef<PipelineAction> actions) {
   return program;
 }
 
+/// Moves receives of `program` up so that it receives each peer's
+/// messages in the order the peer sends them (`tagsFrom[peer]`, in its
+/// order): NCCL, which has no tags, matches a receive with the sender's
+/// oldest message. A receive moves to right before the one of the next
+/// message from its sender, where the rank waited for that message, sent
+/// after it, anyway: no rank waits for another longer than before. Leaves
+/// the program as it is when its receives are not the messages sent (the
+/// check in titan-compile reports that).
+void orderReceives(func::FuncOp program,
+                   ArrayRef<SmallVector<int64_t>> tagsFrom) {
+  for (auto [peer, tags] : llvm::enumerate(tagsFrom)) {
+    // Per tag, this rank's receives of it from `peer`, in program order.
+    DenseMap<int64_t, std::deque<RecvOp>> receivesOf;
+    size_t count = 0;
+    for (auto recv : program.getBody().getOps<RecvOp>())
+      if (isPipelineTransfer(recv) && recv.getPeer() == peer) {
+        receivesOf[recv.getTag()].push_back(recv);
+        ++count;
+      }
+    if (count != tags.size())
+      continue;
+    SmallVector<RecvOp> inSendOrder;
+    for (int64_t tag : tags) {
+      std::deque<RecvOp> &receives = receivesOf[tag];
+      if (receives.empty())
+        break;
+      inSendOrder.push_back(receives.front());
+      receives.pop_front();
+    }
+    if (inSendOrder.size() != tags.size())
+      continue;
+    for (size_t k = inSendOrder.size(); k-- > 1;)
+      if (inSendOrder[k]->isBeforeInBlock(inSendOrder[k - 1]))
+        inSendOrder[k - 1]->moveBefore(inSendOrder[k]);
+  }
+}
+
 } // namespace
 
 FailureOr<func::FuncOp> mlir::titan::writePipelineRankProgram(
@@ -657,6 +696,24 @@ FailureOr<func::FuncOp> mlir::titan::writePipelineRankProgram(
            << " values crossing a stage boundary; this pipeline has "
            << stages.getNumStages() << ", " << microbatches << " and "
            << widestBoundary;
+  // The other ranks' programs, built and dropped, give the order in which
+  // each sends to this rank.
+  SmallVector<SmallVector<int64_t>> tagsFrom(schedule.numRanks);
+  for (int64_t peer = 0; peer < schedule.numRanks; ++peer) {
+    if (peer == rank)
+      continue;
+    RankProgram other(step, stages, schedule, peer, microbatches);
+    FailureOr<func::FuncOp> built = other.build(schedule.ranks[peer]);
+    if (failed(built))
+      return failure();
+    for (auto send : built->getBody().getOps<SendOp>())
+      if (isPipelineTransfer(send) && send.getPeer() == uint64_t(rank))
+        tagsFrom[peer].push_back(send.getTag());
+    built->erase();
+  }
   RankProgram writer(step, stages, schedule, rank, microbatches);
-  return writer.build(schedule.ranks[rank]);
+  FailureOr<func::FuncOp> program = writer.build(schedule.ranks[rank]);
+  if (succeeded(program))
+    orderReceives(*program, tagsFrom);
+  return program;
 }

@@ -27,6 +27,7 @@
 #include "titan/Pipeline.h"
 #include "titan/Report/OverlapTimeline.h"
 #include "titan/Report/PipelineReport.h"
+#include "titan/Report/PipelineTransfers.h"
 #include "titan/Report/PlanReport.h"
 #include "titan/Support/Npy.h"
 #include "titan/Tools/ParseInput.h"
@@ -761,13 +762,16 @@ static LogicalResult configurePipelineStages(ModuleOp module,
 /// its stages configured; left as it is) through `pipeline`, and writes
 /// each to `output` with ".pp<rank>" before its extension ("step.mlir" ->
 /// "step.pp0.mlir"; "-": stdout; none: not written), and into `built` when
-/// given. Returns what the report reads of each, in `ranks`' order.
+/// given. When `ranks` are all the pipeline's, checks that their programs'
+/// messages match (titan/Report/PipelineTransfers.h). Returns what the
+/// report reads of each, in `ranks`' order.
 static FailureOr<SmallVector<PipelineRankProgram, 0>> writePipelinePrograms(
     ModuleOp module, TitanPipelineOptions pipeline, ArrayRef<int64_t> ranks,
     std::optional<llvm::StringRef> output,
     SmallVectorImpl<OwningOpRef<ModuleOp>> *built, TimingScope &timing) {
   MLIRContext *context = module.getContext();
   SmallVector<PipelineRankProgram, 0> programs;
+  SmallVector<SmallVector<PipelineTransfer, 0>> transfers;
   for (int64_t rank : ranks) {
     OwningOpRef<ModuleOp> program = module.clone();
     pipeline.pipeline->rank = rank;
@@ -807,6 +811,12 @@ static FailureOr<SmallVector<PipelineRankProgram, 0>> writePipelinePrograms(
                            : "")
                    << "\n";
     }
+    FailureOr<SmallVector<PipelineTransfer, 0>> rankTransfers =
+        readPipelineTransfers(
+            program->lookupSymbol<func::FuncOp>("train_step"));
+    if (failed(rankTransfers))
+      return failure();
+    transfers.push_back(std::move(*rankTransfers));
     programs.push_back(std::move(*read));
     if (output)
       if (llvm::Error error =
@@ -815,6 +825,12 @@ static FailureOr<SmallVector<PipelineRankProgram, 0>> writePipelinePrograms(
     if (built)
       built->push_back(std::move(program));
   }
+  if (int64_t(ranks.size()) == programs.front().plan.degree &&
+      failed(verifyPipelineTransfers(transfers)))
+    return emitError(module.getLoc())
+           << "the pipeline ranks' programs do not exchange matching "
+              "messages (a bug in titan-compile: please report it with the "
+              "model and the configuration)";
   return programs;
 }
 
