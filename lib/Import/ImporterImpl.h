@@ -207,6 +207,9 @@ private:
   std::vector<FoldedOp> foldedOps;
   llvm::StringMap<size_t> foldedIndex;
   std::vector<std::string> errorHints;
+  /// The branch each prim::If imported so far took (the last time it was
+  /// imported, in a loop), which the aliasing of in-place ops follows.
+  DenseMap<const torch::jit::Node *, torch::jit::Block *> takenBranches;
   /// Whether the model's dropout, traced in eval mode, was warned about.
   bool warnedEvalDropout = false;
   /// The random streams (titan.random_uniform) taken so far: each dropout

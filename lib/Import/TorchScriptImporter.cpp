@@ -549,21 +549,77 @@ static bool mayReturnAnAlias(torch::jit::Node *node) {
   });
 }
 
+/// The branch that `ifNode` (a prim::If) took when it was imported, or
+/// nullptr when it was not imported (yet).
+using TakenBranch = function_ref<torch::jit::Block *(torch::jit::Node *)>;
+
+/// Whether `node` runs only in a branch that an imported prim::If did not
+/// take.
+static bool isInBranchNotTaken(torch::jit::Node *node,
+                               TakenBranch takenBranch) {
+  for (torch::jit::Block *block = node->owningBlock(); block->owningNode();
+       block = block->owningNode()->owningBlock()) {
+    torch::jit::Node *owner = block->owningNode();
+    if (owner->kind() == c10::prim::If && takenBranch(owner) &&
+        takenBranch(owner) != block)
+      return true;
+  }
+  return false;
+}
+
+/// The block `node` runs in, seen through the branches imported prim::Ifs
+/// took (at import time a branch's ops run where its prim::If stands): the
+/// first enclosing block that is not such a branch.
+static torch::jit::Block *getRunningBlock(torch::jit::Node *node,
+                                          TakenBranch takenBranch) {
+  torch::jit::Block *block = node->owningBlock();
+  while (torch::jit::Node *owner = block->owningNode()) {
+    if (owner->kind() != c10::prim::If || takenBranch(owner) != block)
+      break;
+    block = owner->owningBlock();
+  }
+  return block;
+}
+
+/// Whether `node` is the end of the branch an imported prim::If took: it
+/// returns the values of the if's results.
+static bool returnsFromBranchTaken(torch::jit::Node *node,
+                                   TakenBranch takenBranch) {
+  torch::jit::Node *owner = node->owningBlock()->owningNode();
+  return node->kind() == c10::prim::Return && owner &&
+         owner->kind() == c10::prim::If &&
+         takenBranch(owner) == node->owningBlock();
+}
+
 /// Every name of the tensor `value` holds: the value of the op that created
-/// it and the results of the in-place ops that write it (each returns the
-/// tensor it wrote); empty when the tensor may have other names: it is an
-/// input, a parameter or buffer, a constant, or a view of another tensor.
-static SmallVector<torch::jit::Value *>
-namesOfTensor(torch::jit::Value *value) {
-  while (writesInPlace(value->node()))
-    value = value->node()->input(0);
+/// it, the results of the in-place ops that write it (each returns the
+/// tensor it wrote) and the results of imported prim::Ifs whose branch
+/// taken returns one of those; empty when the tensor may have other names:
+/// it is an input, a parameter or buffer, a constant, or a view of another
+/// tensor.
+static SmallVector<torch::jit::Value *> namesOfTensor(torch::jit::Value *value,
+                                                      TakenBranch takenBranch) {
+  while (true) {
+    torch::jit::Node *node = value->node();
+    if (writesInPlace(node)) {
+      value = node->input(0);
+    } else if (node->kind() == c10::prim::If && takenBranch(node)) {
+      value = takenBranch(node)->outputs()[value->offset()];
+    } else {
+      break;
+    }
+  }
   if (mayReturnAnAlias(value->node()))
     return {};
   SmallVector<torch::jit::Value *> names{value};
   for (size_t i = 0; i < names.size(); ++i)
-    for (const torch::jit::Use &use : names[i]->uses())
+    for (const torch::jit::Use &use : names[i]->uses()) {
       if (use.offset == 0 && writesInPlace(use.user))
         names.push_back(use.user->output());
+      if (returnsFromBranchTaken(use.user, takenBranch))
+        names.push_back(
+            use.user->owningBlock()->owningNode()->output(use.offset));
+    }
   return names;
 }
 
@@ -734,18 +790,30 @@ GraphImporter::importInPlace(torch::jit::Node *node,
     next = written->node();
     written = next->input(0);
   }
-  SmallVector<torch::jit::Value *> names = namesOfTensor(written);
-  // Every other reader of the tensor must be in this block; one before the
-  // op reads the old value, unless it is a view that is read after.
+  auto takenBranch = [&](torch::jit::Node *ifNode) {
+    return takenBranches.lookup(ifNode);
+  };
+  SmallVector<torch::jit::Value *> names = namesOfTensor(written, takenBranch);
+  // A reader of the tensor after the op reads the written value (each
+  // name means it from now on). One before the op reads the old value; it
+  // must run in this block (the branches imported ifs took run where their
+  // if stands; a branch not taken never runs, and one taken returns a
+  // name of the tensor), and not be a view that is read after.
   torch::jit::Node *writer = views.empty() ? node : views.back();
+  torch::jit::Block *running = getRunningBlock(node, takenBranch);
   bool aliased = names.empty();
   for (torch::jit::Value *name : names)
-    for (const torch::jit::Use &use : name->uses())
-      if (use.user != writer &&
-          (use.user->owningBlock() != node->owningBlock() ||
-           (use.user->isBefore(node) && !writesInPlace(use.user) &&
-            mayReturnAnAlias(use.user) && !isDoneBefore(use.user, node))))
+    for (const torch::jit::Use &use : name->uses()) {
+      torch::jit::Node *user = use.user;
+      if (user == writer || !user->isBefore(node) ||
+          isInBranchNotTaken(user, takenBranch) ||
+          returnsFromBranchTaken(user, takenBranch))
+        continue;
+      if (getRunningBlock(user, takenBranch) != running ||
+          (!writesInPlace(user) && mayReturnAnAlias(user) &&
+           !isDoneBefore(user, node)))
         aliased = true;
+    }
   if (aliased)
     return makeError(
         "an in-place op is imported only on a tensor that the model created "
@@ -800,7 +868,9 @@ GraphImporter::importIf(torch::jit::Node *node) {
     return makeError("the condition of an 'if' must be known at compile "
                      "time (titan programs have no data-dependent control "
                      "flow)");
-  return importBlock(node->blocks()[condition.intValue ? 0 : 1], {});
+  torch::jit::Block *taken = node->blocks()[condition.intValue ? 0 : 1];
+  takenBranches[node] = taken;
+  return importBlock(taken, {});
 }
 
 llvm::Expected<std::vector<ImportedValue>>

@@ -3,7 +3,8 @@ test/Import/scripted-control.test: `if not self.training`, `if x.dtype in
 [torch.float16, torch.bfloat16]`, an Optional[Tensor] argument left None
 (Hugging Face's `attention_mask=None`) and an Optional carried through a
 loop and tested with `is None` (T5's position_bias, computed by the first
-block and reused by the next).
+block and reused by the next), built with in-place writes before, inside
+and after ifs (T5's relative position buckets).
 
 usage: make_scripted_control.py OUT
 
@@ -24,10 +25,27 @@ class ScriptedControl(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.linear = nn.Linear(4, 4)
+        self.doubled = False
+
+    def make_bias(self, x: torch.Tensor) -> torch.Tensor:
+        # In-place writes around ifs (T5's `relative_buckets += ...`): a
+        # branch not taken writes b, a write of the if's result (b), a
+        # branch taken that writes b and returns it, and a branch not
+        # imported yet that reads b after the writes.
+        b = torch.zeros_like(x)
+        if self.doubled:
+            b += x
+        b += x * 0.5
+        if not self.doubled:
+            b.mul_(3.0)
+        b.sub_(1.0)
+        if self.doubled:
+            b = b.contiguous()
+        return b
 
     def block(self, x: torch.Tensor, bias: Optional[torch.Tensor]):
         if bias is None:
-            bias = x * 0.5
+            bias = self.make_bias(x)
         return self.linear(x) + bias, bias
 
     def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None) -> torch.Tensor:
