@@ -251,11 +251,13 @@ def PartitionPipelinePass : Pass<"titan-partition-pipeline",
     parameters; a sum over all parameters (the gradient norm of clipping)
     is summed per rank and exchanged between the pipeline ranks (summed
     in rank order, so every rank gets the same bits); the loss is sent
-    from the last stage's rank to the others. The rank receives each
-    peer's messages in the order the peer sends them (NCCL has no tags):
-    the pass builds the other ranks' programs for their order, and moves a
-    receive up to right before the one of the peer's next message where it
-    came after it. The program keeps only the
+    from the last stage's rank to the others. The pass builds every
+    rank's program and orders their transfers alike
+    (include/titan/Dialect/PipelineTransfers.h), so that NCCL runs them as
+    Gloo does: a rank receives each peer's messages in the order the peer
+    sends them (NCCL has no tags), and no NCCL group (a rank's sends with
+    its next receive) waits for a peer's later group. The program keeps
+    only the
     rank's parameters, optimizer state and buffers; point-to-point ops name
     the mesh `@pipeline ["pp" = degree]` (the peer holds the same
     coordinates of the other mesh axes).

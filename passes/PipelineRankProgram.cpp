@@ -11,13 +11,13 @@
 #include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/FunctionAttributes.h"
 #include "titan/Dialect/PipelineMesh.h"
+#include "titan/Dialect/PipelineTransfers.h"
 #include "titan/Dialect/TensorBuilder.h"
 #include "titan/Dialect/ValuePlacements.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/BitVector.h"
-
-#include <deque>
+#include "llvm/ADT/ScopeExit.h"
 
 using namespace mlir;
 using namespace mlir::titan;
@@ -634,43 +634,6 @@ FailureOr<func::FuncOp> RankProgram::build(ArrayRef<PipelineAction> actions) {
   return program;
 }
 
-/// Moves receives of `program` up so that it receives each peer's
-/// messages in the order the peer sends them (`tagsFrom[peer]`, in its
-/// order): NCCL, which has no tags, matches a receive with the sender's
-/// oldest message. A receive moves to right before the one of the next
-/// message from its sender, where the rank waited for that message, sent
-/// after it, anyway: no rank waits for another longer than before. Leaves
-/// the program as it is when its receives are not the messages sent (the
-/// check in titan-compile reports that).
-void orderReceives(func::FuncOp program,
-                   ArrayRef<SmallVector<int64_t>> tagsFrom) {
-  for (auto [peer, tags] : llvm::enumerate(tagsFrom)) {
-    // Per tag, this rank's receives of it from `peer`, in program order.
-    DenseMap<int64_t, std::deque<RecvOp>> receivesOf;
-    size_t count = 0;
-    for (auto recv : program.getBody().getOps<RecvOp>())
-      if (isPipelineTransfer(recv) && recv.getPeer() == peer) {
-        receivesOf[recv.getTag()].push_back(recv);
-        ++count;
-      }
-    if (count != tags.size())
-      continue;
-    SmallVector<RecvOp> inSendOrder;
-    for (int64_t tag : tags) {
-      std::deque<RecvOp> &receives = receivesOf[tag];
-      if (receives.empty())
-        break;
-      inSendOrder.push_back(receives.front());
-      receives.pop_front();
-    }
-    if (inSendOrder.size() != tags.size())
-      continue;
-    for (size_t k = inSendOrder.size(); k-- > 1;)
-      if (inSendOrder[k]->isBeforeInBlock(inSendOrder[k - 1]))
-        inSendOrder[k - 1]->moveBefore(inSendOrder[k]);
-  }
-}
-
 } // namespace
 
 FailureOr<func::FuncOp> mlir::titan::writePipelineRankProgram(
@@ -696,24 +659,21 @@ FailureOr<func::FuncOp> mlir::titan::writePipelineRankProgram(
            << " values crossing a stage boundary; this pipeline has "
            << stages.getNumStages() << ", " << microbatches << " and "
            << widestBoundary;
-  // The other ranks' programs, built and dropped, give the order in which
-  // each sends to this rank.
-  SmallVector<SmallVector<int64_t>> tagsFrom(schedule.numRanks);
+  // Every rank's program, so that the transfers are ordered alike on all
+  // (orderPipelineTransfers); the others' are dropped.
+  SmallVector<func::FuncOp> programs;
+  llvm::scope_exit dropOthers([&] {
+    for (auto [peer, built] : llvm::enumerate(programs))
+      if (int64_t(peer) != rank)
+        built.erase();
+  });
   for (int64_t peer = 0; peer < schedule.numRanks; ++peer) {
-    if (peer == rank)
-      continue;
-    RankProgram other(step, stages, schedule, peer, microbatches);
-    FailureOr<func::FuncOp> built = other.build(schedule.ranks[peer]);
+    RankProgram writer(step, stages, schedule, peer, microbatches);
+    FailureOr<func::FuncOp> built = writer.build(schedule.ranks[peer]);
     if (failed(built))
       return failure();
-    for (auto send : built->getBody().getOps<SendOp>())
-      if (isPipelineTransfer(send) && send.getPeer() == uint64_t(rank))
-        tagsFrom[peer].push_back(send.getTag());
-    built->erase();
+    programs.push_back(*built);
   }
-  RankProgram writer(step, stages, schedule, rank, microbatches);
-  FailureOr<func::FuncOp> program = writer.build(schedule.ranks[rank]);
-  if (succeeded(program))
-    orderReceives(*program, tagsFrom);
-  return program;
+  orderPipelineTransfers(programs);
+  return programs[rank];
 }

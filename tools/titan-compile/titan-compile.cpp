@@ -21,13 +21,13 @@
 #include "titan/Config/DeviceFile.h"
 #include "titan/Config/PipelineSplit.h"
 #include "titan/Dialect/PipelineMesh.h"
+#include "titan/Dialect/PipelineTransfers.h"
 #include "titan/Dialect/Provenance.h"
 #include "titan/Import/TorchScriptImporter.h"
 #include "titan/InitAll.h"
 #include "titan/Pipeline.h"
 #include "titan/Report/OverlapTimeline.h"
 #include "titan/Report/PipelineReport.h"
-#include "titan/Report/PipelineTransfers.h"
 #include "titan/Report/PlanReport.h"
 #include "titan/Support/Npy.h"
 #include "titan/Tools/ParseInput.h"
@@ -763,7 +763,7 @@ static LogicalResult configurePipelineStages(ModuleOp module,
 /// each to `output` with ".pp<rank>" before its extension ("step.mlir" ->
 /// "step.pp0.mlir"; "-": stdout; none: not written), and into `built` when
 /// given. When `ranks` are all the pipeline's, checks that their programs'
-/// messages match (titan/Report/PipelineTransfers.h). Returns what the
+/// messages match (titan/Dialect/PipelineTransfers.h). Returns what the
 /// report reads of each, in `ranks`' order.
 static FailureOr<SmallVector<PipelineRankProgram, 0>> writePipelinePrograms(
     ModuleOp module, TitanPipelineOptions pipeline, ArrayRef<int64_t> ranks,
@@ -1013,10 +1013,20 @@ int main(int argc, char **argv) {
   registerAllDialects(registry);
   MLIRContext context(registry);
   // Warnings and remarks of the passes (what they chose instead of failing)
-  // reach the user as the config's warnings do; errors keep MLIR's printing.
+  // reach the user as the config's warnings do; errors keep MLIR's printing,
+  // followed by their notes (which MLIR's default printing drops).
   ScopedDiagnosticHandler notes(&context, [](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error)
-      return failure();
+    if (diag.getSeverity() == DiagnosticSeverity::Error) {
+      auto print = [](Location loc, StringRef severity, const Diagnostic &d) {
+        if (!isa<UnknownLoc>(loc))
+          llvm::errs() << loc << ": ";
+        llvm::errs() << severity << ": " << d << "\n";
+      };
+      print(diag.getLocation(), "error", diag);
+      for (const Diagnostic &note : diag.getNotes())
+        print(note.getLocation(), "note", note);
+      return success();
+    }
     auto &os = diag.getSeverity() == DiagnosticSeverity::Warning
                    ? llvm::WithColor::warning(llvm::errs(), "titan-compile")
                    : llvm::WithColor::remark(llvm::errs(), "titan-compile");

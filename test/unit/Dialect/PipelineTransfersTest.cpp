@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "titan/Report/PipelineTransfers.h"
+#include "titan/Dialect/PipelineTransfers.h"
 
 #include "titan/Dialect/TitanDialect.h"
 
@@ -32,19 +32,12 @@ protected:
     context.loadDialect<TitanDialect, func::FuncDialect>();
   }
 
-  /// Checks the programs whose @train_step bodies are `bodies` (rank r's
+  /// Parses the programs whose @train_step bodies are `bodies` (rank r's
   /// is `bodies[r]`; %a is a tensor<4xf32> argument, %b a tensor<2xf32>
-  /// one); returns the diagnostics emitted, each on a line ("" when it
-  /// succeeds).
-  std::string check(ArrayRef<StringRef> bodies) {
-    SmallVector<OwningOpRef<ModuleOp>> modules;
-    SmallVector<SmallVector<PipelineTransfer, 0>> ranks;
-    std::string diagnostics;
-    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-      diagnostics += diag.str() + "\n";
-      for (Diagnostic &note : diag.getNotes())
-        diagnostics += "note: " + note.str() + "\n";
-    });
+  /// one) into `modules`; false (with a test failure) when one does not
+  /// parse.
+  bool parse(ArrayRef<StringRef> bodies,
+             SmallVectorImpl<OwningOpRef<ModuleOp>> &modules) {
     for (StringRef body : bodies) {
       std::string source = (R"mlir(
 titan.mesh @pipeline ["pp"=)mlir" +
@@ -57,10 +50,25 @@ func.func @train_step(%a: tensor<4xf32>, %b: tensor<2xf32>) {
       modules.push_back(parseSourceString<ModuleOp>(source, &context));
       EXPECT_TRUE(modules.back()) << source;
       if (!modules.back())
-        return "parse error: " + diagnostics;
+        return false;
+    }
+    return true;
+  }
+
+  /// Checks the programs `modules`; returns the diagnostics emitted, each
+  /// on a line ("" when it succeeds).
+  std::string check(ArrayRef<OwningOpRef<ModuleOp>> modules) {
+    SmallVector<SmallVector<PipelineTransfer, 0>> ranks;
+    std::string diagnostics;
+    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+      diagnostics += diag.str() + "\n";
+      for (Diagnostic &note : diag.getNotes())
+        diagnostics += "note: " + note.str() + "\n";
+    });
+    for (const OwningOpRef<ModuleOp> &module : modules) {
       FailureOr<SmallVector<PipelineTransfer, 0>> transfers =
           readPipelineTransfers(
-              modules.back()->lookupSymbol<func::FuncOp>("train_step"));
+              (*module).lookupSymbol<func::FuncOp>("train_step"));
       if (failed(transfers))
         return diagnostics;
       ranks.push_back(std::move(*transfers));
@@ -68,6 +76,44 @@ func.func @train_step(%a: tensor<4xf32>, %b: tensor<2xf32>) {
     bool ok = succeeded(verifyPipelineTransfers(ranks));
     EXPECT_EQ(ok, diagnostics.empty()) << diagnostics;
     return diagnostics;
+  }
+
+  /// check() of the programs whose bodies are `bodies`.
+  std::string check(ArrayRef<StringRef> bodies) {
+    SmallVector<OwningOpRef<ModuleOp>> modules;
+    if (!parse(bodies, modules))
+      return "parse error";
+    return check(modules);
+  }
+
+  /// Orders the transfers of the programs whose bodies are `bodies`
+  /// (orderPipelineTransfers), checks them, and returns each rank's
+  /// transfers as "send P T" or "recv P T" (peer, tag), ";"-separated, one
+  /// rank per line.
+  std::string order(ArrayRef<StringRef> bodies) {
+    SmallVector<OwningOpRef<ModuleOp>> modules;
+    if (!parse(bodies, modules))
+      return "parse error";
+    SmallVector<func::FuncOp> steps;
+    for (OwningOpRef<ModuleOp> &module : modules)
+      steps.push_back((*module).lookupSymbol<func::FuncOp>("train_step"));
+    orderPipelineTransfers(steps);
+    EXPECT_EQ(check(modules), "");
+    std::string result;
+    for (func::FuncOp step : steps) {
+      FailureOr<SmallVector<PipelineTransfer, 0>> transfers =
+          readPipelineTransfers(step);
+      EXPECT_TRUE(succeeded(transfers));
+      if (failed(transfers))
+        return "";
+      for (auto [index, transfer] : llvm::enumerate(*transfers))
+        result += (index ? "; " : "") +
+                  std::string(transfer.isSend ? "send " : "recv ") +
+                  std::to_string(transfer.peer) + " " +
+                  std::to_string(transfer.tag);
+      result += "\n";
+    }
+    return result;
   }
 
   MLIRContext context;
@@ -191,6 +237,76 @@ TEST_F(PipelineTransfersTest, TransfersInsideARegionAreRefused) {
   EXPECT_THAT(diagnostics,
               HasSubstr("a transfer between pipeline stages inside a nested "
                         "region"));
+}
+
+} // namespace
+
+namespace {
+
+/// A send of %a to `peer` with `tag`, and a receive of a tensor<4xf32>
+/// from `peer` with `tag` (named %r<tag>).
+std::string send(int64_t peer, int64_t tag) {
+  return "titan.send %a on @pipeline [\"pp\"] peer " + std::to_string(peer) +
+         " tag " + std::to_string(tag) + " : tensor<4xf32>";
+}
+std::string recv(int64_t peer, int64_t tag) {
+  return "%r" + std::to_string(tag) +
+         " = titan.recv on @pipeline [\"pp\"] peer " + std::to_string(peer) +
+         " tag " + std::to_string(tag) + " : tensor<4xf32>";
+}
+std::string lines(ArrayRef<std::string> ops) {
+  std::string joined;
+  for (const std::string &op : ops)
+    joined += "  " + op + "\n";
+  return joined;
+}
+
+TEST_F(PipelineTransfersTest, NcclGroupsThatWaitForEachOther) {
+  // Gloo runs these; on NCCL rank 0's group {send 1, send 2, recv 3} and
+  // rank 1's {send 3, send 4, recv 1} each wait for the other's next group
+  // (send 2 is received after recv 1's group; send 4 after recv 3's).
+  std::string rank0 = lines({send(1, 1), send(1, 2), recv(1, 3), recv(1, 4)});
+  std::string rank1 = lines({send(0, 3), send(0, 4), recv(0, 1), recv(0, 2)});
+  std::string diagnostics = check({rank0, rank1});
+  EXPECT_THAT(diagnostics, HasSubstr("on NCCL the pipeline ranks wait for "
+                                     "each other"));
+  EXPECT_THAT(diagnostics,
+              HasSubstr("note: pipeline rank 0's send of a 'tensor<4xf32>' of "
+                        "tag 2 waits for pipeline rank 1, which receives it "
+                        "in a later NCCL group"));
+  EXPECT_THAT(diagnostics,
+              HasSubstr("note: pipeline rank 1's send of a 'tensor<4xf32>' of "
+                        "tag 4 waits for pipeline rank 0, which receives it "
+                        "in a later NCCL group"));
+  // orderPipelineTransfers moves rank 0's send 2 past its receive: its
+  // group {send 1, recv 3} runs with rank 1's, then {send 2, recv 4}.
+  EXPECT_EQ(order({rank0, rank1}), "send 1 1; recv 1 3; send 1 2; recv 1 4\n"
+                                   "send 0 3; send 0 4; recv 0 1; recv 0 2\n");
+}
+
+TEST_F(PipelineTransfersTest, FourRanksThatWaitOnNccl) {
+  // Rank 0's send to rank 1 waits in a group until rank 1 receives it,
+  // after rank 3's message, which rank 3 sends after rank 0's next group.
+  std::string rank0 = lines({send(1, 1), recv(2, 2), send(3, 3)});
+  std::string rank1 = lines({recv(3, 4), recv(0, 1)});
+  std::string rank2 = lines({send(0, 2)});
+  std::string rank3 = lines({recv(0, 3), send(1, 4)});
+  EXPECT_THAT(check({rank0, rank1, rank2, rank3}),
+              HasSubstr("on NCCL the pipeline ranks wait for each other"));
+  EXPECT_EQ(order({rank0, rank1, rank2, rank3}),
+            "recv 2 2; send 1 1; send 3 3\n"
+            "recv 3 4; recv 0 1\n"
+            "send 0 2\n"
+            "recv 0 3; send 1 4\n");
+}
+
+TEST_F(PipelineTransfersTest, ReceivesMoveToTheSendersOrder) {
+  // Rank 0 receives tag 2 first, but rank 1 sends tag 1 first: the
+  // receive of tag 1 moves up.
+  EXPECT_EQ(
+      order({lines({recv(1, 2), recv(1, 1)}), lines({send(0, 1), send(0, 2)})}),
+      "recv 1 1; recv 1 2\n"
+      "send 0 1; send 0 2\n");
 }
 
 } // namespace
