@@ -3214,6 +3214,114 @@ static Value oneHotAlong(Emitter &emit, Value index, int64_t dim,
                       emit.iota(i64, dim + 1));
 }
 
+/// `table` gathered along `dim` at `index` (of table's shape but for
+/// `dim`; positions in [0, size) along it): `out[..., i, ...] =
+/// table[..., index[..., i, ...], ...]`, as the sum over the positions of
+/// the dim of the one-hot comparison's selects (elementwise along the other
+/// dims; differentiable in `table`).
+static Value gatherOneHot(Emitter &emit, Value table, int64_t dim,
+                          Value index) {
+  RankedTensorType tableType = tensorType(table);
+  Value hot = oneHotAlong(emit, index, dim, tableType.getDimSize(dim));
+  SmallVector<int64_t> withAxis(tableType.getShape());
+  withAxis.insert(withAxis.begin() + dim, 1);
+  Value rows = emit.broadcastTo(emit.reshape(table, withAxis),
+                                tensorType(hot).getShape());
+  return emit.reduceSum(emit.select(hot, rows, emit.splatLike(rows, 0.0)),
+                        {dim + 1}, /*keepdim=*/false);
+}
+
+/// aten::sort(x, dim=-1, descending=False) and its stable form, argsort,
+/// msort: along a dim of n <= kMaxOneHotDim, each element's place is the
+/// number of elements before it in the order (smaller, or larger when
+/// descending; equal ones earlier along the dim: a stable sort, as
+/// `stable=True`), counted over an n x n comparison; the indices are the
+/// positions whose place is each r, and the values the one-hot gather of x
+/// at them (differentiable, the gradient going back to each element's
+/// position). NaN sorts as larger than every number, as in torch. Integer
+/// tensors are sorted exactly (gathered in f64).
+Outputs convertSort(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  RankedTensorType type = tensorType(*x);
+  StringRef kind = node->kind().toUnqualString();
+  int64_t rawDim = kind == "msort" ? 0 : -1;
+  if (const ImportedValue *dimArg = importer.namedInput(node, "dim"))
+    rawDim = dimArg->intValue;
+  if (type.getRank() == 0)
+    return makeError(kind.str() + " of a 0-d tensor");
+  llvm::Expected<int64_t> dim = normalizeDim(rawDim, type.getRank());
+  if (!dim)
+    return dim.takeError();
+  bool descending = false;
+  if (const ImportedValue *arg = importer.namedInput(node, "descending"))
+    descending = arg->intValue != 0;
+  int64_t n = type.getDimSize(*dim);
+  if (n > kMaxOneHotDim)
+    return makeError(llvm::formatv(
+        "{0} along a dim of {1}: titan sorts along dims of at most {2} (it "
+        "compares every pair of elements of a row)",
+        kind, n, kMaxOneHotDim));
+  Emitter emit(importer);
+  Type element = type.getElementType();
+  Value keys = *x;
+  if (element.isInteger(1))
+    keys = emit.cast(keys, emit.builder.getI64Type());
+  // x_i along `dim`, x_j along a new dim after it.
+  SmallVector<int64_t> pairs(type.getShape());
+  pairs.insert(pairs.begin() + *dim + 1, n);
+  SmallVector<int64_t> asI(type.getShape()), asJ(type.getShape());
+  asI.insert(asI.begin() + *dim + 1, 1);
+  asJ.insert(asJ.begin() + *dim, 1);
+  Value xi = emit.broadcastTo(emit.reshape(keys, asI), pairs);
+  Value xj = emit.broadcastTo(emit.reshape(keys, asJ), pairs);
+  auto positionType = RankedTensorType::get(pairs, emit.builder.getI64Type());
+  Value earlier = emit.compare("lt", emit.iota(positionType, *dim + 1),
+                               emit.iota(positionType, *dim));
+  auto countType = RankedTensorType::get(pairs, emit.builder.getF32Type());
+  Value one = emit.splat(countType, 1.0), zero = emit.splat(countType, 0.0);
+  Value precedes = emit.compare(descending ? "gt" : "lt", xj, xi);
+  Value equal = emit.compare("eq", xj, xi);
+  if (isa<FloatType>(element)) {
+    // NaN is larger than every number and equal to NaN, as torch sorts.
+    Value nanI = emit.compare("ne", xi, xi), nanJ = emit.compare("ne", xj, xj);
+    Value isTrue = emit.compare("eq", one, one);
+    Value isFalse = emit.compare("ne", one, one);
+    precedes =
+        descending
+            ? emit.select(nanJ, emit.select(nanI, isFalse, isTrue),
+                          emit.select(nanI, isFalse, precedes))
+            : emit.select(nanJ, isFalse, emit.select(nanI, isTrue, precedes));
+    equal = emit.select(nanI, nanJ, equal);
+  }
+  Value before = emit.select(
+      precedes, one, emit.select(equal, emit.select(earlier, one, zero), zero));
+  Value place = emit.cast(emit.reduceSum(before, {*dim + 1}, false),
+                          emit.builder.getI64Type());
+  // The position whose place is r, for each r.
+  Value hot = oneHotAlong(emit, place, *dim, n);
+  Value positions =
+      emit.cast(emit.iota(positionType, *dim), emit.builder.getF32Type());
+  Value indices = emit.cast(
+      emit.reduceSum(emit.select(hot, positions, zero), {*dim}, false),
+      emit.builder.getI64Type());
+  if (kind == "argsort")
+    return single(indices);
+  Value values;
+  if (isa<FloatType>(element)) {
+    values = gatherOneHot(emit, *x, *dim, indices);
+  } else {
+    Type f64 = emit.builder.getF64Type();
+    values = emit.cast(gatherOneHot(emit, emit.cast(*x, f64), *dim, indices),
+                       element);
+  }
+  if (kind == "msort")
+    return single(values);
+  return std::vector<ImportedValue>{ImportedValue::ofTensor(values),
+                                    ImportedValue::ofTensor(indices)};
+}
+
 /// aten::gather(x, dim, index) (`torch.gather`, `take_along_dim`):
 /// `out[..., i_dim, ...] = x[..., index[..., i_dim, ...], ...]`, of index's
 /// shape. An index that is the position along `dim` at compile time
@@ -3283,16 +3391,8 @@ Outputs convertGather(GraphImporter &importer, Node *node) {
     return checked.takeError();
   // Single elements of a short dim, with other dims beside: one-hot.
   int64_t size = tableType.getDimSize(td->dim);
-  if (rank > 1 && size <= kMaxOneHotDim) {
-    Value hot = oneHotAlong(emit, *checked, td->dim, size);
-    SmallVector<int64_t> withAxis(tableType.getShape());
-    withAxis.insert(withAxis.begin() + td->dim, 1);
-    Value rows = emit.broadcastTo(emit.reshape(table, withAxis),
-                                  tensorType(hot).getShape());
-    return single(emit.reduceSum(
-        emit.select(hot, rows, emit.splatLike(rows, 0.0)), {td->dim + 1},
-        /*keepdim=*/false));
-  }
+  if (rank > 1 && size <= kMaxOneHotDim)
+    return single(gatherOneHot(emit, table, td->dim, *checked));
   Value ids = rowMajorOffsets(emit, i64, tableType.getShape(), [&](int64_t d) {
     return d == td->dim ? *checked : emit.iota(i64, d);
   });
@@ -4085,6 +4185,98 @@ Outputs convertAbs(GraphImporter &importer, Node *node) {
   return single(emit.binary<MaxOp>(*v, emit.unary<NegOp>(*v)));
 }
 
+/// How aten::floor, ceil, trunc (fix) and round round.
+enum class Rounding { Floor, Ceil, Trunc, Round };
+
+/// aten::floor, ceil, trunc and fix, and round (of `decimals` digits:
+/// round(x * 10^d) / 10^d, as torch): floor and trunc are titan.rounded_div
+/// by 1, ceil is -floor(-x), round is floor(x) plus 1 where the rest is
+/// above 1/2, or exactly 1/2 and the floor odd (half to even, as torch);
+/// infinities stay (the division would make them NaN). Integer tensors are
+/// already whole; numbers are rounded at import time (floor and ceil of a
+/// float give an int, as TorchScript's math.floor). The gradient is zero,
+/// as torch's.
+Outputs convertRounding(GraphImporter &importer, Node *node,
+                        Rounding rounding) {
+  const ImportedValue &x = importer.input(node, 0);
+  if (x.isNumber()) {
+    if (x.kind != ImportedValue::Kind::Float)
+      return single(x);
+    switch (rounding) {
+    case Rounding::Floor:
+      return single(ImportedValue::ofInt(int64_t(std::floor(x.floatValue))));
+    case Rounding::Ceil:
+      return single(ImportedValue::ofInt(int64_t(std::ceil(x.floatValue))));
+    case Rounding::Trunc:
+      return single(ImportedValue::ofFloat(std::trunc(x.floatValue)));
+    case Rounding::Round:
+      return single(ImportedValue::ofFloat(std::nearbyint(x.floatValue)));
+    }
+  }
+  llvm::Expected<Value> v = importer.tensorInput(node, 0);
+  if (!v)
+    return v.takeError();
+  RankedTensorType type = tensorType(*v);
+  if (type.getElementType().isInteger(1))
+    return makeError("rounding a boolean tensor is not supported");
+  if (!isa<FloatType>(type.getElementType()))
+    return single(*v);
+  int64_t decimals = 0;
+  if (const ImportedValue *arg = importer.namedInput(node, "decimals"))
+    decimals = arg->intValue;
+  Emitter emit(importer);
+  Value one = emit.splat(type, 1.0);
+  auto floorOf = [&](Value value) -> Value {
+    return RoundedDivOp::create(emit.builder, emit.loc, type, value, one,
+                                /*truncate=*/false);
+  };
+  // As torch's kernel: x * 10^d, rounded, / 10^d for d > 0; x / 10^-d,
+  // rounded, * 10^-d for d < 0.
+  Value power = emit.splat(type, std::pow(10.0, std::abs(decimals)));
+  Value input = *v;
+  if (decimals > 0)
+    input = emit.binary<MulOp>(input, power);
+  else if (decimals < 0)
+    input = emit.binary<DivOp>(input, power);
+  Value rounded;
+  switch (rounding) {
+  case Rounding::Floor:
+    rounded = floorOf(input);
+    break;
+  case Rounding::Ceil:
+    rounded = emit.unary<NegOp>(floorOf(emit.unary<NegOp>(input)));
+    break;
+  case Rounding::Trunc:
+    rounded = RoundedDivOp::create(emit.builder, emit.loc, type, input, one,
+                                   /*truncate=*/true);
+    break;
+  case Rounding::Round: {
+    Value floor = floorOf(input);
+    Value rest = emit.binary<SubOp>(input, floor);
+    Value half = emit.splat(type, 0.5), zero = emit.splat(type, 0.0);
+    Value odd = emit.compare("eq",
+                             RemainderOp::create(emit.builder, emit.loc, type,
+                                                 floor, emit.splat(type, 2.0),
+                                                 /*truncate=*/false),
+                             one);
+    Value up = emit.select(emit.compare("gt", rest, half), one,
+                           emit.select(emit.compare("eq", rest, half),
+                                       emit.select(odd, one, zero), zero));
+    rounded = emit.binary<AddOp>(floor, up);
+    break;
+  }
+  }
+  Value magnitude = emit.binary<MaxOp>(input, emit.unary<NegOp>(input));
+  rounded =
+      emit.select(emit.compare("eq", magnitude, emit.splat(type, INFINITY)),
+                  input, rounded);
+  if (decimals > 0)
+    rounded = emit.binary<DivOp>(rounded, power);
+  else if (decimals < 0)
+    rounded = emit.binary<MulOp>(rounded, power);
+  return single(rounded);
+}
+
 /// aten::isnan (x != x) and aten::isinf (|x| == inf): boolean masks, all
 /// false for integer tensors.
 Outputs convertFloatClass(GraphImporter &importer, Node *node, bool nan) {
@@ -4709,6 +4901,7 @@ llvm::StringMap<Conversion> buildConversions() {
     return convertArgExtremum(i, n, /*largest=*/false);
   });
   add({"aten::topk"}, convertTopk);
+  add({"aten::sort", "aten::argsort", "aten::msort"}, convertSort);
   add({"aten::dropout", "aten::feature_dropout"},
       [](GraphImporter &i, Node *n) { return i.importDropout(n); });
   add({"aten::logsumexp"}, convertLogsumexp);
@@ -4753,6 +4946,18 @@ llvm::StringMap<Conversion> buildConversions() {
       return convertClamp(i, n, form);
     };
   add({"aten::abs"}, convertAbs);
+  add({"aten::floor"}, [](GraphImporter &importer, Node *node) {
+    return convertRounding(importer, node, Rounding::Floor);
+  });
+  add({"aten::ceil"}, [](GraphImporter &importer, Node *node) {
+    return convertRounding(importer, node, Rounding::Ceil);
+  });
+  add({"aten::trunc", "aten::fix"}, [](GraphImporter &importer, Node *node) {
+    return convertRounding(importer, node, Rounding::Trunc);
+  });
+  add({"aten::round"}, [](GraphImporter &importer, Node *node) {
+    return convertRounding(importer, node, Rounding::Round);
+  });
   add({"aten::isnan"},
       [](GraphImporter &i, Node *n) { return convertFloatClass(i, n, true); });
   add({"aten::isinf"},

@@ -1,4 +1,5 @@
-"""Compares .npy arrays: shape, then max |a - b| / max |b| <= tolerance.
+"""Compares .npy arrays: shape, then max |a - b| / max |b| <= tolerance
+(NaN matches NaN only).
 
 usage: compare_npy.py ACTUAL EXPECTED [--rtol 1e-5] [--dtype]
 ACTUAL and EXPECTED are two files, or two directories: then every .npy of
@@ -32,9 +33,10 @@ def compare(actual_path: str, expected_path: str, rtol: float, label: str,
     if actual.shape != expected.shape:
         print(f"MISMATCH{label} shape {list(actual.shape)} != {list(expected.shape)}")
         return False
-    # Equal elements (infinities of one sign included) differ by 0; the
-    # scale is that of the finite expected values.
-    equal = actual == expected
+    # Equal elements (infinities of one sign included, and NaN where the
+    # expected value is NaN) differ by 0; the scale is that of the finite
+    # expected values.
+    equal = (actual == expected) | (np.isnan(actual) & np.isnan(expected))
     finite = np.abs(expected[np.isfinite(expected)])
     scale = max(finite.max(initial=0.0), np.finfo(np.float64).tiny)
     with np.errstate(invalid="ignore"):

@@ -177,9 +177,12 @@ def main(argv: Optional[List[str]] = None) -> None:
     torch.manual_seed(0)
     model = torch.jit.load(os.path.join(args.model_dir, "model.pt"))
     # Eager autograd through the graph (the JIT's own differentiation does not
-    # follow the dtypes of rewritten graphs).
+    # follow the dtypes of rewritten graphs, and gives zeros, not None, to
+    # parameters that only non-differentiable ops read, which AdamW would
+    # then decay where eager PyTorch skips them).
     torch._C._jit_set_profiling_executor(False)
     torch._C._jit_set_profiling_mode(False)
+    torch._C._set_graph_executor_optimize(False)
     if args.param_dtype != "float32":
         round_once(model)  # Before the first call compiles it.
     tokens = torch.from_numpy(np.load(os.path.join(args.model_dir, "tokens.npy")))
