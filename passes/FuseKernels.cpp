@@ -591,10 +591,20 @@ void Outliner::outline(unsigned group) {
   if (placements)
     launch->setAttr(TitanDialect::kPlacementsAttrName, placements);
   // The function's return reads the returned members from the launch; the
-  // group's other members read them in the kernel.
+  // group's other members read them in the kernel. A root that groups also
+  // copy stays what their members read: they compute it themselves, and
+  // may be launched before this kernel (a merged sibling).
+  auto copies = grouping.copiedInto.find(root);
+  auto computesItself = [&](Operation *user) {
+    auto userGroup = grouping.groupOf.find(user);
+    return copies != grouping.copiedInto.end() &&
+           userGroup != grouping.groupOf.end() &&
+           copies->second.contains(userGroup->second);
+  };
   for (auto [value, result] : llvm::zip(values, launch->getResults()))
     value.replaceUsesWithIf(result, [&](OpOperand &use) {
-      return value.getDefiningOp() == root ||
+      return (value.getDefiningOp() == root &&
+              !computesItself(use.getOwner())) ||
              grouping.siblingRoots.contains(value.getDefiningOp()) ||
              isa<func::ReturnOp>(use.getOwner());
     });

@@ -250,7 +250,8 @@ def PartitionPipelinePass : Pass<"titan-partition-pipeline",
     microbatch losses. The optimizer runs once, on the rank's own
     parameters; a sum over all parameters (the gradient norm of clipping)
     is summed per rank and exchanged between the pipeline ranks (summed
-    in rank order, so every rank gets the same bits); the loss is sent
+    in rank order, so every rank gets the same bits; the exchanges run in
+    the order of the step on every rank, before the results); the loss is sent
     from the last stage's rank to the others. The pass builds every
     rank's program and orders their transfers alike
     (include/titan/Dialect/PipelineTransfers.h), so that NCCL runs them as

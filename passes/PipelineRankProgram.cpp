@@ -117,6 +117,9 @@ private:
   /// Whether `value` is a sum of terms from the stages of several ranks
   /// (the gradient norm's sum of squares): each rank sums its own terms.
   bool isSumOverStages(Value value);
+  /// Whether `value` is a sum over stages that the ranks exchange as a
+  /// whole (exchangeSum): one that an op other than such a sum reads.
+  bool isExchanged(Value value);
   /// Whether per-step `value` can be computed on a rank holding `owned`.
   bool isComputable(Value value, ArrayRef<int64_t> owned);
 
@@ -378,6 +381,13 @@ bool RankProgram::isSumOverStages(Value value) {
   });
 }
 
+bool RankProgram::isExchanged(Value value) {
+  return isSumOverStages(value) &&
+         llvm::any_of(value.getUsers(), [&](Operation *user) {
+           return !isa<AddOp>(user) || !isSumOverStages(user->getResult(0));
+         });
+}
+
 bool RankProgram::isComputable(Value value, ArrayRef<int64_t> owned) {
   Operation *def = value.getDefiningOp();
   if (!def || stages.getTiming(def) == OpTiming::Invariant)
@@ -436,8 +446,9 @@ FailureOr<Value> RankProgram::exchangeSum(Value root) {
     partial = tb.splatLike(root, 0.0);
     setPlacements(partial, placements);
   }
-  // Every participant sends its part to the others and adds the parts in
-  // rank order: the same bits everywhere.
+  // Every participant exchanges parts with each other, in rank order (a
+  // send and a receive per peer: NCCL's groups then pair up), and adds
+  // the parts in rank order: the same bits everywhere.
   int64_t where = 0;
   for (Operation &op : step.getBody().front()) {
     if (&op == root.getDefiningOp())
@@ -445,12 +456,17 @@ FailureOr<Value> RankProgram::exchangeSum(Value root) {
     ++where;
   }
   int64_t tag = getTag(MessageKind::PartialSum, where);
-  for (int64_t peer : participants)
-    if (peer != rank)
-      send(partial, root, peer, tag);
-  Value total;
+  SmallVector<Value> parts;
   for (int64_t peer : participants) {
-    Value part = peer == rank ? partial : receive(root, peer, tag);
+    if (peer == rank) {
+      parts.push_back(partial);
+      continue;
+    }
+    send(partial, root, peer, tag);
+    parts.push_back(receive(root, peer, tag));
+  }
+  Value total;
+  for (Value part : parts) {
     total = total ? tb.binary<AddOp>(total, part) : part;
     setPlacements(total, placements);
   }
@@ -540,6 +556,19 @@ FailureOr<func::FuncOp> RankProgram::build(ArrayRef<PipelineAction> actions) {
     if (failed(done))
       return failure();
   }
+
+  // The sums exchanged between ranks (a weight's gradient over the stages
+  // that read it, the gradient norm, which adds the total), each where the
+  // rank takes part, in the order of the step on every rank: computed as
+  // each result needed them, a rank that completes a tied gradient itself
+  // would exchange the norm first where its peer first exchanges that
+  // gradient, and both would wait.
+  for (Operation &op : oldBody.without_terminator())
+    for (Value value : op.getResults())
+      if (isExchanged(value) &&
+          llvm::is_contained(getRanksOf(stages.getStageSet(value)), rank) &&
+          failed(lookupStep(value)))
+        return failure();
 
   // The results: those of the rank's parameters, and those every rank
   // returns (the loss, the gradient norm), computed where they can be and

@@ -346,9 +346,11 @@ bool NcclGroupRun::run() {
 }
 
 LogicalResult mlir::titan::verifyPipelineTransfers(
-    ArrayRef<SmallVector<PipelineTransfer, 0>> ranks) {
+    ArrayRef<SmallVector<PipelineTransfer, 0>> ranks, bool nccl) {
   if (failed(TransferRun(ranks).run()))
     return failure();
+  if (!nccl)
+    return success();
   NcclGroupRun groups(ranks);
   if (groups.run())
     return success();

@@ -58,3 +58,29 @@ func.func @not_siblings(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %r: tensor<8xf
   %s = titan.reduce_sum %sq dims [1] : tensor<4x8xf32> -> tensor<4xf32>
   return %y, %z, %n, %s : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>
 }
+
+// -----
+
+// A slice a host op reads (materialized, a kernel of its own) and a
+// sibling copies: the second compare's group, merged into the first's and
+// launched before the second slice's kernel, computes that slice itself
+// from %a rather than reading the later kernel's result (BART's source and
+// target halves looked up in one padded table, under FSDP: "operand #0
+// does not dominate this use").
+// CHECK-LABEL: func.func @copied_slice_launched_later
+// CHECK-NEXT: %[[X:.*]] = titan.launch @kernel_slice{{.*}}(%arg0)
+// CHECK-NEXT: %[[GX:.*]] = titan.all_gather %[[X]]
+// CHECK-NEXT: %[[C:.*]]:2 = titan.launch @kernel_compare(%arg0, %arg1) : (tensor<2x32xi64>, tensor<2x16xi64>) -> (tensor<2x16xi1>, tensor<2x16xi1>)
+// CHECK-NEXT: %[[Y:.*]] = titan.launch @kernel_slice{{.*}}(%arg0)
+// CHECK-NEXT: %[[GY:.*]] = titan.all_gather %[[Y]]
+// CHECK-NEXT: return %[[GX]], %[[C]]#0, %[[GY]], %[[C]]#1
+titan.mesh @mesh ["dp"=2]
+func.func @copied_slice_launched_later(%a: tensor<2x32xi64>, %s: tensor<2x16xi64>) -> (tensor<4x16xi64>, tensor<2x16xi1>, tensor<4x16xi64>, tensor<2x16xi1>) {
+  %x = titan.slice %a [0, 0] to [2, 16] step [1, 1] : tensor<2x32xi64> -> tensor<2x16xi64>
+  %gx = titan.all_gather %x on @mesh ["dp"] dim 0 : tensor<2x16xi64> -> tensor<4x16xi64>
+  %cx = titan.compare eq, %x, %s : tensor<2x16xi64> -> tensor<2x16xi1>
+  %y = titan.slice %a [0, 16] to [2, 32] step [1, 1] : tensor<2x32xi64> -> tensor<2x16xi64>
+  %gy = titan.all_gather %y on @mesh ["dp"] dim 0 : tensor<2x16xi64> -> tensor<4x16xi64>
+  %cy = titan.compare eq, %y, %s : tensor<2x16xi64> -> tensor<2x16xi1>
+  return %gx, %cx, %gy, %cy : tensor<4x16xi64>, tensor<2x16xi1>, tensor<4x16xi64>, tensor<2x16xi1>
+}

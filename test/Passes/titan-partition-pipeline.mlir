@@ -129,27 +129,27 @@ func.func @train_step(
 // TIED0: %[[SUM0:.*]] = titan.add %{{.*}}, %{{.*}} : tensor<4x4xf32>
 // TIED0: %[[PART0:.*]] = titan.scale %[[SUM0]] by 5.000000e-01 : tensor<4x4xf32>
 // TIED0: titan.send %[[PART0]] on @pipeline ["pp"] peer 1 tag [[TAG:[0-9]+]]
-// Rank 1 sent the loss first (see RANK0 below).
-// TIED0-NEXT: %[[LOSS:.*]] = titan.recv on @pipeline ["pp"] peer 1 tag 1610612736 : tensor<f32>
 // TIED0-NEXT: %[[PART1:.*]] = titan.recv on @pipeline ["pp"] peer 1 tag [[TAG]]
 // TIED0-NEXT: %[[GRAD:.*]] = titan.add %[[PART0]], %[[PART1]]
-// TIED0: return %[[LOSS]], {{.*}} : tensor<f32>, tensor<4x4xf32>
+// TIED0: %[[LOSS:.*]] = titan.recv on @pipeline ["pp"] peer 1 tag 1610612736 : tensor<f32>
+// TIED0-NEXT: return %[[LOSS]], {{.*}} : tensor<f32>, tensor<4x4xf32>
 // TIED1: func.func @train_step(%[[W:.*]]: tensor<4x4xf32> {titan.name = "tied.w", titan.role = "param"}
 // TIED1: %[[PART1:.*]] = titan.scale %{{.*}} by 5.000000e-01 : tensor<4x4xf32>
 // TIED1: titan.send %[[PART1]] on @pipeline ["pp"] peer 0 tag [[TAG:[0-9]+]]
 // TIED1-NEXT: %[[PART0:.*]] = titan.recv on @pipeline ["pp"] peer 0 tag [[TAG]]
 // TIED1-NEXT: %[[GRAD:.*]] = titan.add %[[PART0]], %[[PART1]]
 // TIED1: return {{.*}} : tensor<f32>, tensor<4x4xf32>
-// Under 1F1B, rank 1 sends the loss before its part of the gradient, and
-// rank 0 receives them in that order: NCCL, which has no tags, matches a
-// receive with the sender's oldest message.
+// Under 1F1B too, both ranks exchange the sums (the tied gradient's parts)
+// before the results, in the order of the step: rank 1 sends the loss
+// after the exchange, and rank 0 receives it after its own results (NCCL,
+// which has no tags, matches a receive with the sender's oldest message).
 // RANK0: titan.send %{{.*}} on @pipeline ["pp"] peer 1 tag [[PART:[0-9]+]] : tensor<4x4xf32>
-// RANK0-NEXT: %[[TIEDLOSS:.*]] = titan.recv on @pipeline ["pp"] peer 1 tag 1610612736 : tensor<f32>
 // RANK0-NEXT: titan.recv on @pipeline ["pp"] peer 1 tag [[PART]] : tensor<4x4xf32>
-// RANK0: return %[[TIEDLOSS]], %{{.*}} : tensor<f32>, tensor<4x4xf32>
-// RANK1: titan.send %{{.*}} on @pipeline ["pp"] peer 0 tag 1610612736 : tensor<f32>
+// RANK0: %[[TIEDLOSS:.*]] = titan.recv on @pipeline ["pp"] peer 1 tag 1610612736 : tensor<f32>
+// RANK0-NEXT: return %[[TIEDLOSS]], %{{.*}} : tensor<f32>, tensor<4x4xf32>
 // RANK1: titan.send %{{.*}} on @pipeline ["pp"] peer 0 tag [[PART:[0-9]+]] : tensor<4x4xf32>
 // RANK1-NEXT: titan.recv on @pipeline ["pp"] peer 0 tag [[PART]] : tensor<4x4xf32>
+// RANK1: titan.send %{{.*}} on @pipeline ["pp"] peer 0 tag 1610612736 : tensor<f32>
 
 #tf0 = loc(fused<"titan.phase.forward">[fused<"titan.module.layers.0">[unknown]])
 #tf1 = loc(fused<"titan.phase.forward">[fused<"titan.module.layers.1">[unknown]])

@@ -763,12 +763,15 @@ static LogicalResult configurePipelineStages(ModuleOp module,
 /// each to `output` with ".pp<rank>" before its extension ("step.mlir" ->
 /// "step.pp0.mlir"; "-": stdout; none: not written), and into `built` when
 /// given. When `ranks` are all the pipeline's, checks that their programs'
-/// messages match (titan/Dialect/PipelineTransfers.h). Returns what the
-/// report reads of each, in `ranks`' order.
-static FailureOr<SmallVector<PipelineRankProgram, 0>> writePipelinePrograms(
-    ModuleOp module, TitanPipelineOptions pipeline, ArrayRef<int64_t> ranks,
-    std::optional<llvm::StringRef> output,
-    SmallVectorImpl<OwningOpRef<ModuleOp>> *built, TimingScope &timing) {
+/// messages match (titan/Dialect/PipelineTransfers.h), on NCCL too with
+/// `nccl` (the CUDA backend). Returns what the report reads of each, in
+/// `ranks`' order.
+static FailureOr<SmallVector<PipelineRankProgram, 0>>
+writePipelinePrograms(ModuleOp module, TitanPipelineOptions pipeline,
+                      ArrayRef<int64_t> ranks,
+                      std::optional<llvm::StringRef> output,
+                      SmallVectorImpl<OwningOpRef<ModuleOp>> *built, bool nccl,
+                      TimingScope &timing) {
   MLIRContext *context = module.getContext();
   SmallVector<PipelineRankProgram, 0> programs;
   SmallVector<SmallVector<PipelineTransfer, 0>> transfers;
@@ -825,12 +828,19 @@ static FailureOr<SmallVector<PipelineRankProgram, 0>> writePipelinePrograms(
     if (built)
       built->push_back(std::move(program));
   }
-  if (int64_t(ranks.size()) == programs.front().plan.degree &&
-      failed(verifyPipelineTransfers(transfers)))
+  if (int64_t(ranks.size()) != programs.front().plan.degree)
+    return programs;
+  if (failed(verifyPipelineTransfers(transfers, /*nccl=*/false)))
     return emitError(module.getLoc())
            << "the pipeline ranks' programs do not exchange matching "
               "messages (a bug in titan-compile: please report it with the "
               "model and the configuration)";
+  if (nccl && failed(verifyPipelineTransfers(transfers, /*nccl=*/true)))
+    return emitError(module.getLoc())
+           << "the CUDA backend's NCCL point-to-point transfers would leave "
+              "these pipeline ranks waiting for each other (docs/nccl.md); "
+              "choose another pipeline_parallel_schedule or number of "
+              "microbatches, or compile for the CPU backend";
   return programs;
 }
 
@@ -1313,7 +1323,7 @@ int main(int argc, char **argv) {
     FailureOr<SmallVector<PipelineRankProgram, 0>> programs =
         writePipelinePrograms(**module, pipeline, ranks, output,
                               keepPipelineModules ? &pipelineModules : nullptr,
-                              timing);
+                              backend == "cuda", timing);
     if (failed(programs))
       return fail("compilation failed (see the errors above)");
     pipelinePrograms = std::move(*programs);

@@ -52,15 +52,16 @@ FailureOr<SmallVector<PipelineTransfer, 0>>
 readPipelineTransfers(func::FuncOp step);
 
 /// Checks that the programs of pipeline ranks 0 .. n - 1 (`ranks[r]`: rank
-/// r's transfers in order) run to their end on Gloo and on NCCL: every
-/// peer is another rank of the pipeline and every tag fits the runtimes'
-/// 32 bits; every receive's message, the oldest its peer sent it and it
-/// did not receive, has the tag and type it expects; every message is
-/// received; and NCCL's groups do not wait for each other. Emits an error
-/// naming the first mismatch (with notes at the ops involved) and fails
-/// otherwise.
+/// r's transfers in order) run to their end on Gloo, and with `nccl` on
+/// NCCL too: every peer is another rank of the pipeline and every tag fits
+/// the runtimes' 32 bits; every receive's message, the oldest its peer
+/// sent it and it did not receive, has the tag and type it expects; every
+/// message is received; and (`nccl`) NCCL's groups do not wait for each
+/// other. Emits an error naming the first mismatch (with notes at the ops
+/// involved) and fails otherwise.
 LogicalResult
-verifyPipelineTransfers(ArrayRef<SmallVector<PipelineTransfer, 0>> ranks);
+verifyPipelineTransfers(ArrayRef<SmallVector<PipelineTransfer, 0>> ranks,
+                        bool nccl);
 
 /// Moves the transfers of the pipeline ranks' programs (`steps[r]`: rank
 /// r's @train_step, straight-line, every rank's) so that they run on Gloo

@@ -2,9 +2,13 @@
 test/Runtime/pipeline-shared-parameter.test: T5's relative-position table
 that block 0 owns and whose bias every later block reads (`owned`), a
 model-level table every block reads (`root`, DeBERTa's rel_embeddings),
-read directly or through a value computed from it alone.
+read directly or through a value computed from it alone, and an
+embedding tied to the output projection with a bias of the root module
+that only the last stage reads (`tied`, Hugging Face's MLM heads and
+DeBERTa: the ranks exchanged the tied gradient and the gradient norm in
+opposite orders and waited for each other).
 
-usage: make_shared_parameter_lm.py OUT {owned,root}
+usage: make_shared_parameter_lm.py OUT {owned,root,tied}
 
 OUT receives model.pt (forward(tokens: int64 [4, 32]) -> logits).
 """
@@ -27,7 +31,8 @@ class Block(nn.Module):
     def forward(self, h, shared):
         if self.table is not None:
             shared = self.table * 2.0
-        return h + F.gelu(self.linear(h)) + shared, shared
+        h = h + F.gelu(self.linear(h))
+        return (h if shared is None else h + shared), shared
 
 
 class SharedParameterLM(nn.Module):
@@ -38,6 +43,9 @@ class SharedParameterLM(nn.Module):
         self.rel = nn.Parameter(torch.randn(dim) * 0.1) if mode == "root" else None
         self.layers = nn.ModuleList(Block(dim, mode == "owned" and i == 0) for i in range(layers))
         self.head = nn.Linear(dim, vocab_size, bias=False)
+        if mode == "tied":
+            self.head.weight = self.embedding.weight
+            self.bias = nn.Parameter(torch.randn(vocab_size) * 0.1)
 
     def forward(self, tokens):
         h = self.embedding(tokens)
@@ -50,6 +58,8 @@ class SharedParameterLM(nn.Module):
             elif self.rel is not None:
                 shared = self.rel
             h, shared = layer(h, shared)
+        if self.mode == "tied":
+            return self.head(h) + self.bias
         return self.head(h)
 
 
