@@ -581,6 +581,12 @@ static torch::jit::Block *getRunningBlock(torch::jit::Node *node,
   return block;
 }
 
+/// What an imported `.to(dtype)`, `.type_as(x)` or `.contiguous()` did:
+/// returned its input (the same tensor, another name of it), or converted
+/// it into a new tensor; None for other ops and ones not imported yet.
+enum class Converted { None, SameTensor, NewTensor };
+using ConvertedBy = function_ref<Converted(torch::jit::Node *)>;
+
 /// Whether `node` is the end of the branch an imported prim::If took: it
 /// returns the values of the if's results.
 static bool returnsFromBranchTaken(torch::jit::Node *node,
@@ -592,29 +598,34 @@ static bool returnsFromBranchTaken(torch::jit::Node *node,
 }
 
 /// Every name of the tensor `value` holds: the value of the op that created
-/// it, the results of the in-place ops that write it (each returns the
-/// tensor it wrote) and the results of imported prim::Ifs whose branch
-/// taken returns one of those; empty when the tensor may have other names:
-/// it is an input, a parameter or buffer, a constant, or a view of another
-/// tensor.
+/// it (or of a conversion that made a new tensor), the results of the
+/// in-place ops that write it (each returns the tensor it wrote), of the
+/// conversions that returned it as it was (`.float()` of a float tensor)
+/// and of imported prim::Ifs whose branch taken returns one of those; empty
+/// when the tensor may have other names: it is an input, a parameter or
+/// buffer, a constant, or a view of another tensor.
 static SmallVector<torch::jit::Value *> namesOfTensor(torch::jit::Value *value,
-                                                      TakenBranch takenBranch) {
+                                                      TakenBranch takenBranch,
+                                                      ConvertedBy convertedBy) {
+  bool copied = false;
   while (true) {
     torch::jit::Node *node = value->node();
-    if (writesInPlace(node)) {
+    if (writesInPlace(node) || convertedBy(node) == Converted::SameTensor) {
       value = node->input(0);
     } else if (node->kind() == c10::prim::If && takenBranch(node)) {
       value = takenBranch(node)->outputs()[value->offset()];
     } else {
+      copied = convertedBy(node) == Converted::NewTensor;
       break;
     }
   }
-  if (mayReturnAnAlias(value->node()))
+  if (!copied && mayReturnAnAlias(value->node()))
     return {};
   SmallVector<torch::jit::Value *> names{value};
   for (size_t i = 0; i < names.size(); ++i)
     for (const torch::jit::Use &use : names[i]->uses()) {
-      if (use.offset == 0 && writesInPlace(use.user))
+      if (use.offset == 0 && (writesInPlace(use.user) ||
+                              convertedBy(use.user) == Converted::SameTensor))
         names.push_back(use.user->output());
       if (returnsFromBranchTaken(use.user, takenBranch))
         names.push_back(
@@ -793,7 +804,21 @@ GraphImporter::importInPlace(torch::jit::Node *node,
   auto takenBranch = [&](torch::jit::Node *ifNode) {
     return takenBranches.lookup(ifNode);
   };
-  SmallVector<torch::jit::Value *> names = namesOfTensor(written, takenBranch);
+  auto convertedBy = [&](torch::jit::Node *converting) {
+    StringRef kind = converting->kind().toQualString();
+    if (kind != "aten::to" && kind != "aten::type_as" &&
+        kind != "aten::contiguous")
+      return Converted::None;
+    auto in = values.find(converting->input(0));
+    auto out = values.find(converting->output());
+    if (in == values.end() || out == values.end() || !in->second.isTensor() ||
+        !out->second.isTensor())
+      return Converted::None;
+    return in->second.tensor == out->second.tensor ? Converted::SameTensor
+                                                   : Converted::NewTensor;
+  };
+  SmallVector<torch::jit::Value *> names =
+      namesOfTensor(written, takenBranch, convertedBy);
   // A reader of the tensor after the op reads the written value (each
   // name means it from now on). One before the op reads the old value; it
   // must run in this block (the branches imported ifs took run where their
@@ -807,7 +832,8 @@ GraphImporter::importInPlace(torch::jit::Node *node,
       torch::jit::Node *user = use.user;
       if (user == writer || !user->isBefore(node) ||
           isInBranchNotTaken(user, takenBranch) ||
-          returnsFromBranchTaken(user, takenBranch))
+          returnsFromBranchTaken(user, takenBranch) ||
+          convertedBy(user) != Converted::None)
         continue;
       if (getRunningBlock(user, takenBranch) != running ||
           (!writesInPlace(user) && mayReturnAnAlias(user) &&
