@@ -208,7 +208,11 @@ llvm::Expected<SmallVector<int64_t>> resolveShape(ArrayRef<int64_t> from,
   }
   auto mismatch = [&] {
     return makeError(
-        llvm::formatv("cannot view a tensor of {0} elements as shape [{1}]",
+        llvm::formatv("cannot view a tensor of {0} elements as shape [{1}] "
+                      "(a traced model records the sizes it computed as "
+                      "constants: trace it at the shape it is compiled for, "
+                      "a microbatch's under pipeline parallelism, or size "
+                      "the view with -1 and broadcasts with expand)",
                       total, llvm::make_range(to.begin(), to.end())));
   };
   if (inferred >= 0) {
@@ -3332,13 +3336,30 @@ Outputs convertSort(GraphImporter &importer, Node *node) {
 /// one element per index in x viewed as a column (titan.embedding, so the
 /// gradient is a scatter-add), at the linear position that index gives the
 /// element.
+static Outputs gatherFrom(GraphImporter &importer, Node *node, Value source);
+
 Outputs convertGather(GraphImporter &importer, Node *node) {
-  llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
-  if (!td)
-    return td.takeError();
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   if (!x)
     return x.takeError();
+  Type element = tensorType(*x).getElementType();
+  if (isa<FloatType>(element) || element.isInteger(1))
+    return gatherFrom(importer, node, *x);
+  // Integers (positions, ids) gathered in f64, exact below 2^53.
+  Emitter emit(importer);
+  Outputs gathered =
+      gatherFrom(importer, node, emit.cast(*x, emit.builder.getF64Type()));
+  if (!gathered)
+    return gathered.takeError();
+  return single(emit.cast(gathered->front().tensor, element));
+}
+
+/// aten::gather of `source` (node's operand 0, perhaps cast).
+static Outputs gatherFrom(GraphImporter &importer, Node *node, Value source) {
+  llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
+  if (!td)
+    return td.takeError();
+  llvm::Expected<Value> x = source;
   llvm::Expected<Value> index = importer.tensorInput(node, 2);
   if (!index)
     return index.takeError();
@@ -4185,6 +4206,30 @@ Outputs convertAbs(GraphImporter &importer, Node *node) {
   return single(emit.binary<MaxOp>(*v, emit.unary<NegOp>(*v)));
 }
 
+/// aten::sign (sgn) of real tensors: 1, -1 or 0 (also for NaN, as torch),
+/// of the tensor's type; numbers at import time. The gradient is zero.
+Outputs convertSign(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  if (x.isNumber()) {
+    double v = x.asDouble();
+    double sign = v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0;
+    return single(x.kind == ImportedValue::Kind::Float
+                      ? ImportedValue::ofFloat(sign)
+                      : ImportedValue::ofInt(int64_t(sign)));
+  }
+  llvm::Expected<Value> v = importer.tensorInput(node, 0);
+  if (!v)
+    return v.takeError();
+  RankedTensorType type = tensorType(*v);
+  if (type.getElementType().isInteger(1))
+    return single(*v);
+  Emitter emit(importer);
+  Value zero = emit.splat(type, 0.0);
+  return single(emit.select(
+      emit.compare("gt", *v, zero), emit.splat(type, 1.0),
+      emit.select(emit.compare("lt", *v, zero), emit.splat(type, -1.0), zero)));
+}
+
 /// How aten::floor, ceil, trunc (fix) and round round.
 enum class Rounding { Floor, Ceil, Trunc, Round };
 
@@ -4946,6 +4991,7 @@ llvm::StringMap<Conversion> buildConversions() {
       return convertClamp(i, n, form);
     };
   add({"aten::abs"}, convertAbs);
+  add({"aten::sign", "aten::sgn"}, convertSign);
   add({"aten::floor"}, [](GraphImporter &importer, Node *node) {
     return convertRounding(importer, node, Rounding::Floor);
   });

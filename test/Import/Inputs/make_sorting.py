@@ -1,15 +1,17 @@
 """Saves a module that sorts and rounds, traced and scripted, with
 PyTorch's outputs, for test/Import/sorting.test: torch.sort (ascending,
 descending, along inner and outer dims, stable with ties, of int64),
-argsort, msort, NaN among the sorted values, and torch.round (halves to even, decimals of either sign),
-floor, ceil, trunc and fix of values of both signs, infinities and NaN,
-rounding of an int64 tensor, and scripted math.floor / round of numbers
-that size a slice.
+argsort, msort, NaN among the sorted values; torch.round (halves to
+even, decimals of either sign), floor, ceil, trunc and fix of values of
+both signs, infinities and NaN, rounding of an int64 tensor, scripted
+math.floor of a number that sizes a slice; torch.sign of floats (NaN, -0
+and infinities among them) and int64, and torch.gather from an int64
+tensor.
 
 usage: make_sorting.py OUT
 
 OUT receives traced.pt and scripted.pt (forward(x: f32 [3, 6, 5],
-ids: int64 [3, 7]) -> 20 tensors), x.npy, ids.npy and
+ids: int64 [3, 7]) -> 23 tensors), x.npy, ids.npy and
 expected/output<k>.npy.
 """
 
@@ -51,7 +53,9 @@ class Sorting(nn.Module):
                 torch.round(special), torch.round(scaled, decimals=1),
                 torch.round(scaled * 40.0, decimals=-1), torch.floor(scaled),
                 torch.ceil(scaled), torch.trunc(scaled) + torch.fix(-scaled),
-                torch.round(ids) + torch.floor(ids) + h[..., :half].sum().round().long())
+                torch.round(ids) + torch.floor(ids) + h[..., :half].sum().round().long(),
+                torch.sign(torch.cat([special, -h.flatten()[:5]])), torch.sign(ids),
+                torch.gather(ids, 1, int_indices))
 
 
 def main() -> None:
