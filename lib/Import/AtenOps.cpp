@@ -2230,6 +2230,52 @@ Outputs convertLayerNorm(GraphImporter &importer, Node *node) {
   return single(emit.reshape(normed, shape));
 }
 
+/// aten::group_norm(x [N, C, *], groups, weight, bias, eps)
+/// (nn.GroupNorm; RWKV-5's ln_x): titan.layer_norm over each group's
+/// channels and positions (x viewed [N, groups, rest]), then the
+/// per-channel weight and bias.
+Outputs convertGroupNorm(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  llvm::Expected<int64_t> groups = importer.intInput(node, 1);
+  llvm::Expected<double> eps = importer.numberInput(node, 4);
+  if (!x || !groups || !eps)
+    return makeError("group_norm needs a tensor, a constant number of groups "
+                     "and eps");
+  RankedTensorType type = tensorType(*x);
+  ArrayRef<int64_t> shape = type.getShape();
+  if (shape.size() < 2 || *groups < 1 || shape[1] % *groups != 0)
+    return makeError(llvm::formatv(
+        "group_norm of {0} in {1} groups: the input must be [N, C, ...] "
+        "with C divisible by the groups",
+        type, *groups));
+  Emitter emit(importer);
+  int64_t rest = type.getNumElements() / (shape[0] * *groups);
+  auto flatType =
+      RankedTensorType::get({shape[0], *groups, rest}, type.getElementType());
+  auto paramType = RankedTensorType::get({rest}, type.getElementType());
+  Value normed = LayerNormOp::create(
+      emit.builder, emit.loc, flatType, emit.reshape(*x, flatType.getShape()),
+      emit.splat(paramType, 1.0), emit.splat(paramType, 0.0),
+      emit.builder.getF64FloatAttr(*eps));
+  Value result = emit.reshape(normed, shape);
+  // Per channel: [C] along dim 1.
+  SmallVector<int64_t> channelShape(shape.size(), 1);
+  channelShape[1] = shape[1];
+  auto perChannel = [&](size_t index) -> Value {
+    const ImportedValue &v = importer.input(node, index);
+    if (!v.isTensor())
+      return {};
+    return emit.broadcastTo(
+        emit.reshape(emit.cast(v.tensor, type.getElementType()), channelShape),
+        shape);
+  };
+  if (Value weight = perChannel(2))
+    result = emit.binary<MulOp>(result, weight);
+  if (Value bias = perChannel(3))
+    result = emit.binary<AddOp>(result, bias);
+  return single(result);
+}
+
 /// torch.matmul's rules on ranks, with batch broadcasting made explicit.
 /// Like PyTorch, refuses floats of two different types.
 llvm::Expected<Value> matmul(Emitter &emit, Value a, Value b, bool transposeB) {
@@ -5109,6 +5155,7 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::log_softmax", "aten::_log_softmax"},
       convertSoftmax<LogSoftmaxOp>);
   add({"aten::layer_norm"}, convertLayerNorm);
+  add({"aten::group_norm"}, convertGroupNorm);
   add({"aten::matmul", "aten::mm", "aten::bmm"}, convertMatmul);
   add({"aten::linear"}, convertLinear);
   add({"aten::addmm"}, [](GraphImporter &importer, Node *node) {
@@ -5133,6 +5180,13 @@ llvm::StringMap<Conversion> buildConversions() {
       return convertLength(i, n, what);
     };
   add({"aten::__getitem__"}, convertGetItem);
+  // `list(xs)`: a copy of a list, which the import's values never change.
+  add({"aten::list"}, [](GraphImporter &i, Node *n) -> Outputs {
+    const ImportedValue &list = i.input(n, 0);
+    if (list.kind != ImportedValue::Kind::List)
+      return makeError("list() of something other than a list");
+    return single(list);
+  });
   add({"prim::dtype"}, convertDtype);
   add({"prim::device"},
       constant(ImportedValue::ofString("cpu", ImportedValue::Kind::Device)));
