@@ -2230,6 +2230,65 @@ Outputs convertLayerNorm(GraphImporter &importer, Node *node) {
   return single(emit.reshape(normed, shape));
 }
 
+/// aten::cross_entropy_loss(logits [N, C, *] or [C], target, weight,
+/// reduction, ignore_index, label_smoothing) (F.cross_entropy inside the
+/// model: multi-token prediction's losses, returned after the logits):
+/// titan.cross_entropy over the classes moved last, its mean (reduction
+/// 'mean'), or the mean times the labels counted ('sum', 0 when all are
+/// ignored); integer targets without class weights or label smoothing.
+Outputs convertCrossEntropyLoss(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> logits = importer.tensorInput(node, 0);
+  llvm::Expected<Value> target = importer.tensorInput(node, 1);
+  if (!logits || !target)
+    return makeError("cross_entropy needs logits and a target tensor");
+  const ImportedValue *weight = importer.namedInput(node, "weight");
+  const ImportedValue *reduction = importer.namedInput(node, "reduction");
+  const ImportedValue *ignore = importer.namedInput(node, "ignore_index");
+  const ImportedValue *smoothing = importer.namedInput(node, "label_smoothing");
+  RankedTensorType type = tensorType(*logits);
+  Type labelType = tensorType(*target).getElementType();
+  if (!isa<IntegerType>(labelType) || labelType.isInteger(1))
+    return makeError("cross_entropy with class probabilities as the target "
+                     "is not supported (titan takes class indices)");
+  if (weight && !weight->isNone())
+    return makeError("cross_entropy with class weights is not supported");
+  if (smoothing && smoothing->isNumber() && smoothing->asDouble() != 0.0)
+    return makeError("cross_entropy with label_smoothing is not supported");
+  int64_t mode = reduction ? reduction->intValue : 1;
+  if (mode != 1 && mode != 2)
+    return makeError("cross_entropy with reduction='none' is not supported "
+                     "(titan takes 'mean' and 'sum')");
+  Emitter emit(importer);
+  Value classesLast = *logits;
+  int64_t rank = type.getRank();
+  if (rank > 2) {
+    SmallVector<int64_t> permutation{0};
+    for (int64_t d = 2; d < rank; ++d)
+      permutation.push_back(d);
+    permutation.push_back(1);
+    classesLast = emit.transpose(classesLast, permutation);
+  }
+  if (cast<FloatType>(type.getElementType()).getWidth() < 32)
+    classesLast = emit.cast(classesLast, emit.builder.getF32Type());
+  int64_t ignoreIndex = ignore ? ignore->intValue : -100;
+  Value labels = emit.cast(*target, emit.builder.getI64Type());
+  Type lossType = type.getElementType().isF64() ? emit.builder.getF64Type()
+                                                : emit.builder.getF32Type();
+  auto scalar = RankedTensorType::get({}, lossType);
+  Value mean = CrossEntropyOp::create(
+      emit.builder, emit.loc, scalar, classesLast, labels,
+      emit.builder.getI64IntegerAttr(ignoreIndex));
+  if (mode == 1)
+    return single(mean);
+  Value counted = emit.cast(
+      emit.compare("ne", labels, emit.splatLike(labels, double(ignoreIndex))),
+      lossType);
+  Value count = emit.sumAll(counted);
+  Value zero = emit.splat(scalar, 0.0);
+  return single(emit.select(emit.compare("gt", count, zero),
+                            emit.binary<MulOp>(mean, count), zero));
+}
+
 /// aten::group_norm(x [N, C, *], groups, weight, bias, eps)
 /// (nn.GroupNorm; RWKV-5's ln_x): titan.layer_norm over each group's
 /// channels and positions (x viewed [N, groups, rest]), then the
@@ -5156,6 +5215,7 @@ llvm::StringMap<Conversion> buildConversions() {
       convertSoftmax<LogSoftmaxOp>);
   add({"aten::layer_norm"}, convertLayerNorm);
   add({"aten::group_norm"}, convertGroupNorm);
+  add({"aten::cross_entropy_loss"}, convertCrossEntropyLoss);
   add({"aten::matmul", "aten::mm", "aten::bmm"}, convertMatmul);
   add({"aten::linear"}, convertLinear);
   add({"aten::addmm"}, [](GraphImporter &importer, Node *node) {
