@@ -4,7 +4,8 @@ test/Import/scripted-control.test: `if not self.training`, `if x.dtype in
 (Hugging Face's `attention_mask=None`) and an Optional carried through a
 loop and tested with `is None` (T5's position_bias, computed by the first
 block and reused by the next), built with in-place writes before, inside
-and after ifs (T5's relative position buckets).
+and after ifs (T5's relative position buckets), and a scan loop writing
+`out[:, t]` of a preallocated output (HF RWKV's time loop).
 
 usage: make_scripted_control.py OUT
 
@@ -58,7 +59,14 @@ class ScriptedControl(nn.Module):
         bias: Optional[torch.Tensor] = None
         for _ in range(2):
             x, bias = self.block(x, bias)
-        return x
+        # A scan that fills a preallocated output along the sequence (HF
+        # RWKV's time loop), read after the loop.
+        out = torch.zeros_like(x)
+        state = torch.zeros_like(x[:, 0])
+        for t in range(x.size(1)):
+            state = 0.5 * state + x[:, t]
+            out[:, t] = state
+        return out
 
 
 def main() -> None:
