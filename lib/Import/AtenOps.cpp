@@ -2006,10 +2006,25 @@ Outputs convertArgExtremum(GraphImporter &importer, Node *node, bool largest) {
                         *dim, keep && keep->intValue != 0));
 }
 
+/// The largest dim a scatter or gather of single elements reads or writes
+/// through a one-hot comparison (oneHotAlong) instead of a lookup of the
+/// tensor viewed as a column: a mixture of experts' gates over its
+/// experts. The comparison costs a select per index and position of the
+/// dim, but is elementwise along every other dim (a batch sharded by FSDP
+/// stays sharded), where the column's linear positions mix the dims. Also
+/// the longest dim sorted (sortAlong compares every pair of its elements).
+constexpr int64_t kMaxOneHotDim = 256;
+
+static std::pair<Value, Value> sortAlong(Emitter &emit, Value x, int64_t dim,
+                                         bool descending, bool withValues);
+
 /// aten::topk(x, k, dim=-1, largest=True, sorted=True): the k extrema along
 /// `dim` in order and their indices, one extremumAlong at a time, each
 /// found one masked (-inf for the largest, +inf for the smallest) for the
 /// next: k passes over the dim, for the small k of routers and samplers.
+/// A larger k along a dim of at most kMaxOneHotDim takes the first k of the
+/// stable sort (Mixture-of-Depths' capacity of a sequence), which also
+/// picks the lowest indices among ties.
 Outputs convertTopk(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x =
       floatTensorInput(importer, node, integerExtremum("topk"));
@@ -2030,13 +2045,20 @@ Outputs convertTopk(GraphImporter &importer, Node *node) {
     largest = arg->intValue != 0;
   constexpr int64_t kMaxK = 16;
   int64_t n = type.getDimSize(*dim);
-  if (*k < 1 || *k > n || *k > kMaxK)
+  if (*k < 1 || *k > n || (*k > kMaxK && n > kMaxOneHotDim))
     return makeError(llvm::formatv(
-        "topk with k = {0} along a dim of {1}: titan takes 1 <= k <= "
-        "min({1}, {2}) (one pass over the dim per k; a sort is not "
-        "supported)",
-        *k, n, kMaxK));
+        "topk with k = {0} along a dim of {1}: titan takes 1 <= k <= {1}, "
+        "and k <= {2} along a dim longer than {3} (one pass over the dim "
+        "per k; a sort compares every pair of a row's elements)",
+        *k, n, kMaxK, kMaxOneHotDim));
   Emitter emit(importer);
+  if (*k > kMaxK) {
+    auto [sorted, order] =
+        sortAlong(emit, *x, *dim, largest, /*withValues=*/true);
+    return std::vector<ImportedValue>{
+        ImportedValue::ofTensor(emit.slice(sorted, *dim, 0, *k, 1)),
+        ImportedValue::ofTensor(emit.slice(order, *dim, 0, *k, 1))};
+  }
   Value remaining = *x;
   SmallVector<Value> values, indices;
   Value positions = emit.iota(type.clone(emit.builder.getI64Type()), *dim);
@@ -3299,14 +3321,6 @@ std::optional<llvm::Expected<Value>> gatherRowsAlong(Emitter &emit, Value table,
       emit.reshape(lookupRows(emit, rowsTable, ids), indexType.getShape()));
 }
 
-/// The largest dim a scatter or gather of single elements reads or writes
-/// through a one-hot comparison (oneHotAlong) instead of a lookup of the
-/// tensor viewed as a column: a mixture of experts' gates over its
-/// experts. The comparison costs a select per index and position of the
-/// dim, but is elementwise along every other dim (a batch sharded by FSDP
-/// stays sharded), where the column's linear positions mix the dims.
-constexpr int64_t kMaxOneHotDim = 256;
-
 /// Whether `index` (positions along `dim`, of any shape) equals each
 /// position of a dim of `size`, inserted after `dim`: i1 [index's dims to
 /// `dim`, size, the rest].
@@ -3338,6 +3352,65 @@ static Value gatherOneHot(Emitter &emit, Value table, int64_t dim,
                                 tensorType(hot).getShape());
   return emit.reduceSum(emit.select(hot, rows, emit.splatLike(rows, 0.0)),
                         {dim + 1}, /*keepdim=*/false);
+}
+
+/// `x` sorted along `dim` (of at most kMaxOneHotDim positions), ascending
+/// or `descending`, stably (see convertSort): the values (with
+/// `withValues`; else null) and the int64 positions they come from.
+static std::pair<Value, Value> sortAlong(Emitter &emit, Value x, int64_t dim,
+                                         bool descending, bool withValues) {
+  RankedTensorType type = tensorType(x);
+  int64_t n = type.getDimSize(dim);
+  Type element = type.getElementType();
+  Value keys = x;
+  if (element.isInteger(1))
+    keys = emit.cast(keys, emit.builder.getI64Type());
+  // x_i along `dim`, x_j along a new dim after it.
+  SmallVector<int64_t> pairs(type.getShape());
+  pairs.insert(pairs.begin() + dim + 1, n);
+  SmallVector<int64_t> asI(type.getShape()), asJ(type.getShape());
+  asI.insert(asI.begin() + dim + 1, 1);
+  asJ.insert(asJ.begin() + dim, 1);
+  Value xi = emit.broadcastTo(emit.reshape(keys, asI), pairs);
+  Value xj = emit.broadcastTo(emit.reshape(keys, asJ), pairs);
+  auto positionType = RankedTensorType::get(pairs, emit.builder.getI64Type());
+  Value earlier = emit.compare("lt", emit.iota(positionType, dim + 1),
+                               emit.iota(positionType, dim));
+  auto countType = RankedTensorType::get(pairs, emit.builder.getF32Type());
+  Value one = emit.splat(countType, 1.0), zero = emit.splat(countType, 0.0);
+  Value precedes = emit.compare(descending ? "gt" : "lt", xj, xi);
+  Value equal = emit.compare("eq", xj, xi);
+  if (isa<FloatType>(element)) {
+    // NaN is larger than every number and equal to NaN, as torch sorts.
+    Value nanI = emit.compare("ne", xi, xi), nanJ = emit.compare("ne", xj, xj);
+    Value isTrue = emit.compare("eq", one, one);
+    Value isFalse = emit.compare("ne", one, one);
+    precedes =
+        descending
+            ? emit.select(nanJ, emit.select(nanI, isFalse, isTrue),
+                          emit.select(nanI, isFalse, precedes))
+            : emit.select(nanJ, isFalse, emit.select(nanI, isTrue, precedes));
+    equal = emit.select(nanI, nanJ, equal);
+  }
+  Value before = emit.select(
+      precedes, one, emit.select(equal, emit.select(earlier, one, zero), zero));
+  Value place = emit.cast(emit.reduceSum(before, {dim + 1}, false),
+                          emit.builder.getI64Type());
+  // The position whose place is r, for each r.
+  Value hot = oneHotAlong(emit, place, dim, n);
+  Value positions =
+      emit.cast(emit.iota(positionType, dim), emit.builder.getF32Type());
+  Value indices =
+      emit.cast(emit.reduceSum(emit.select(hot, positions, zero), {dim}, false),
+                emit.builder.getI64Type());
+  if (!withValues)
+    return {Value(), indices};
+  if (isa<FloatType>(element))
+    return {gatherOneHot(emit, x, dim, indices), indices};
+  Type f64 = emit.builder.getF64Type();
+  return {
+      emit.cast(gatherOneHot(emit, emit.cast(x, f64), dim, indices), element),
+      indices};
 }
 
 /// aten::sort(x, dim=-1, descending=False) and its stable form, argsort,
@@ -3373,63 +3446,17 @@ Outputs convertSort(GraphImporter &importer, Node *node) {
         "compares every pair of elements of a row)",
         kind, n, kMaxOneHotDim));
   Emitter emit(importer);
-  Type element = type.getElementType();
-  Value keys = *x;
-  if (element.isInteger(1))
-    keys = emit.cast(keys, emit.builder.getI64Type());
-  // x_i along `dim`, x_j along a new dim after it.
-  SmallVector<int64_t> pairs(type.getShape());
-  pairs.insert(pairs.begin() + *dim + 1, n);
-  SmallVector<int64_t> asI(type.getShape()), asJ(type.getShape());
-  asI.insert(asI.begin() + *dim + 1, 1);
-  asJ.insert(asJ.begin() + *dim, 1);
-  Value xi = emit.broadcastTo(emit.reshape(keys, asI), pairs);
-  Value xj = emit.broadcastTo(emit.reshape(keys, asJ), pairs);
-  auto positionType = RankedTensorType::get(pairs, emit.builder.getI64Type());
-  Value earlier = emit.compare("lt", emit.iota(positionType, *dim + 1),
-                               emit.iota(positionType, *dim));
-  auto countType = RankedTensorType::get(pairs, emit.builder.getF32Type());
-  Value one = emit.splat(countType, 1.0), zero = emit.splat(countType, 0.0);
-  Value precedes = emit.compare(descending ? "gt" : "lt", xj, xi);
-  Value equal = emit.compare("eq", xj, xi);
-  if (isa<FloatType>(element)) {
-    // NaN is larger than every number and equal to NaN, as torch sorts.
-    Value nanI = emit.compare("ne", xi, xi), nanJ = emit.compare("ne", xj, xj);
-    Value isTrue = emit.compare("eq", one, one);
-    Value isFalse = emit.compare("ne", one, one);
-    precedes =
-        descending
-            ? emit.select(nanJ, emit.select(nanI, isFalse, isTrue),
-                          emit.select(nanI, isFalse, precedes))
-            : emit.select(nanJ, isFalse, emit.select(nanI, isTrue, precedes));
-    equal = emit.select(nanI, nanJ, equal);
-  }
-  Value before = emit.select(
-      precedes, one, emit.select(equal, emit.select(earlier, one, zero), zero));
-  Value place = emit.cast(emit.reduceSum(before, {*dim + 1}, false),
-                          emit.builder.getI64Type());
-  // The position whose place is r, for each r.
-  Value hot = oneHotAlong(emit, place, *dim, n);
-  Value positions =
-      emit.cast(emit.iota(positionType, *dim), emit.builder.getF32Type());
-  Value indices = emit.cast(
-      emit.reduceSum(emit.select(hot, positions, zero), {*dim}, false),
-      emit.builder.getI64Type());
+  auto [values, indices] = sortAlong(emit, *x, *dim, descending,
+                                     /*withValues=*/kind != "argsort");
   if (kind == "argsort")
     return single(indices);
-  Value values;
-  if (isa<FloatType>(element)) {
-    values = gatherOneHot(emit, *x, *dim, indices);
-  } else {
-    Type f64 = emit.builder.getF64Type();
-    values = emit.cast(gatherOneHot(emit, emit.cast(*x, f64), *dim, indices),
-                       element);
-  }
   if (kind == "msort")
     return single(values);
   return std::vector<ImportedValue>{ImportedValue::ofTensor(values),
                                     ImportedValue::ofTensor(indices)};
 }
+
+static Outputs gatherFrom(GraphImporter &importer, Node *node, Value source);
 
 /// aten::gather(x, dim, index) (`torch.gather`, `take_along_dim`):
 /// `out[..., i_dim, ...] = x[..., index[..., i_dim, ...], ...]`, of index's
@@ -3441,8 +3468,6 @@ Outputs convertSort(GraphImporter &importer, Node *node) {
 /// one element per index in x viewed as a column (titan.embedding, so the
 /// gradient is a scatter-add), at the linear position that index gives the
 /// element.
-static Outputs gatherFrom(GraphImporter &importer, Node *node, Value source);
-
 Outputs convertGather(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   if (!x)

@@ -5,13 +5,13 @@ argsort, msort, NaN among the sorted values; torch.round (halves to
 even, decimals of either sign), floor, ceil, trunc and fix of values of
 both signs, infinities and NaN, rounding of an int64 tensor, scripted
 math.floor of a number that sizes a slice; torch.sign of floats (NaN, -0
-and infinities among them) and int64, and torch.gather from an int64
-tensor.
+and infinities among them) and int64, torch.gather from an int64
+tensor, and torch.topk with k > 16 (the first k of a sort).
 
 usage: make_sorting.py OUT
 
 OUT receives traced.pt and scripted.pt (forward(x: f32 [3, 6, 5],
-ids: int64 [3, 7]) -> 23 tensors), x.npy, ids.npy and
+ids: int64 [3, 7]) -> 25 tensors), x.npy, ids.npy and
 expected/output<k>.npy.
 """
 
@@ -55,7 +55,8 @@ class Sorting(nn.Module):
                 torch.ceil(scaled), torch.trunc(scaled) + torch.fix(-scaled),
                 torch.round(ids) + torch.floor(ids) + h[..., :half].sum().round().long(),
                 torch.sign(torch.cat([special, -h.flatten()[:5]])), torch.sign(ids),
-                torch.gather(ids, 1, int_indices))
+                torch.gather(ids, 1, int_indices),
+                torch.topk(h.reshape(3, 30), 20)[0], torch.topk(h.reshape(3, 30), 18, largest=False)[1])
 
 
 def main() -> None:
