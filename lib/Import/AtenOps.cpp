@@ -183,6 +183,10 @@ llvm::Expected<TensorDim> tensorAndDim(GraphImporter &importer, Node *node,
   llvm::Expected<int64_t> dim = importer.intInput(node, dimIndex);
   if (!dim)
     return dim.takeError();
+  if (shape->empty() && extraRank == 0)
+    return makeError(llvm::formatv(
+        "{0} along dimension {1} of a 0-d tensor, which has no dimensions",
+        node->kind().toUnqualString(), *dim));
   llvm::Expected<int64_t> normalized =
       normalizeDim(*dim, shape->size() + extraRank);
   if (!normalized)
@@ -1172,6 +1176,31 @@ Outputs convertSplit(GraphImporter &importer, Node *node, StringRef how) {
     int64_t chunk = (size + *chunks - 1) / *chunks;
     for (int64_t start = 0; start < size; start += chunk)
       sizes.push_back(std::min(chunk, size - start));
+  } else if (how == "tensor_split") {
+    // A number of sections (the first size % n one longer) or the indices
+    // where sections start (clamped to the dim, as torch does).
+    const ImportedValue &spec = importer.input(node, 1);
+    if (spec.kind == ImportedValue::Kind::Int) {
+      if (spec.intValue < 1)
+        return makeError("tensor_split needs a positive number of sections");
+      for (int64_t i = 0; i < spec.intValue; ++i)
+        sizes.push_back(size / spec.intValue +
+                        (i < size % spec.intValue ? 1 : 0));
+    } else {
+      llvm::Expected<std::vector<int64_t>> starts =
+          importer.intListInput(node, 1);
+      if (!starts)
+        return makeError("tensor_split needs a number of sections or a "
+                         "list of indices known at compile time");
+      int64_t previous = 0;
+      for (int64_t start : *starts) {
+        int64_t bounded =
+            std::clamp(start < 0 ? start + size : start, int64_t(0), size);
+        sizes.push_back(std::max<int64_t>(bounded - previous, 0));
+        previous = std::max(previous, bounded);
+      }
+      sizes.push_back(size - previous);
+    }
   } else {
     const ImportedValue &spec = importer.input(node, 1);
     if (spec.kind == ImportedValue::Kind::Int) {
@@ -2078,6 +2107,20 @@ Outputs convertTopk(GraphImporter &importer, Node *node) {
       ImportedValue::ofTensor(emit.concat(indices, *dim))};
 }
 
+/// sqrt(sum(x * x)) over `dims`. The norm of a zero vector is 0 with
+/// gradient 0, as torch's norm backward gives (sqrt's would be 0 * inf):
+/// its sqrt reads 1 instead and the select that puts the 0 back passes no
+/// cotangent to it.
+Value euclideanNorm(Emitter &emit, Value x, ArrayRef<int64_t> dims,
+                    bool keepdim) {
+  Value sum = emit.reduceSum(emit.binary<MulOp>(x, x), dims, keepdim);
+  Value zero = emit.splatLike(sum, 0.0);
+  Value isZero = emit.compare("eq", sum, zero);
+  Value root =
+      emit.unary<SqrtOp>(emit.select(isZero, emit.splatLike(sum, 1.0), sum));
+  return emit.select(isZero, zero, root);
+}
+
 /// The Euclidean norm over dims (`x.norm(dim=...)`: aten::frobenius_norm,
 /// aten::norm with p 2 or None, aten::linalg_vector_norm with ord 2):
 /// sqrt(sum(x * x)).
@@ -2093,16 +2136,7 @@ Outputs convertL2Norm(GraphImporter &importer, Node *node) {
     return operand.takeError();
   Value input = operand->input;
   const ReductionDims &reduced = operand->reduced;
-  Value sum = emit.reduceSum(emit.binary<MulOp>(input, input), reduced.dims,
-                             reduced.keepdim);
-  // The norm of a zero vector is 0 with gradient 0, as torch's norm
-  // backward gives (sqrt's would be 0 * inf): its sqrt reads 1 instead and
-  // the select that puts the 0 back passes no cotangent to it.
-  Value zero = emit.splatLike(sum, 0.0);
-  Value isZero = emit.compare("eq", sum, zero);
-  Value root =
-      emit.unary<SqrtOp>(emit.select(isZero, emit.splatLike(sum, 1.0), sum));
-  return single(emit.select(isZero, zero, root));
+  return single(euclideanNorm(emit, input, reduced.dims, reduced.keepdim));
 }
 
 /// cumsum of `x` along `axis` at run time (fairseq's and XGLM's positions,
@@ -3456,7 +3490,23 @@ Outputs convertSort(GraphImporter &importer, Node *node) {
                                     ImportedValue::ofTensor(indices)};
 }
 
-static Outputs gatherFrom(GraphImporter &importer, Node *node, Value source);
+static Outputs gatherFrom(GraphImporter &importer, Value x, int64_t dim,
+                          Value index);
+
+/// gatherFrom of `x` of any type: integers (positions, ids) are gathered in
+/// f64, exact below 2^53.
+static Outputs gatherAlong(GraphImporter &importer, Value x, int64_t dim,
+                           Value index) {
+  Type element = tensorType(x).getElementType();
+  if (isa<FloatType>(element) || element.isInteger(1))
+    return gatherFrom(importer, x, dim, index);
+  Emitter emit(importer);
+  Outputs gathered =
+      gatherFrom(importer, emit.cast(x, emit.builder.getF64Type()), dim, index);
+  if (!gathered)
+    return gathered.takeError();
+  return single(emit.cast(gathered->front().tensor, element));
+}
 
 /// aten::gather(x, dim, index) (`torch.gather`, `take_along_dim`):
 /// `out[..., i_dim, ...] = x[..., index[..., i_dim, ...], ...]`, of index's
@@ -3472,29 +3522,59 @@ Outputs convertGather(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   if (!x)
     return x.takeError();
-  Type element = tensorType(*x).getElementType();
-  if (isa<FloatType>(element) || element.isInteger(1))
-    return gatherFrom(importer, node, *x);
-  // Integers (positions, ids) gathered in f64, exact below 2^53.
-  Emitter emit(importer);
-  Outputs gathered =
-      gatherFrom(importer, node, emit.cast(*x, emit.builder.getF64Type()));
-  if (!gathered)
-    return gathered.takeError();
-  return single(emit.cast(gathered->front().tensor, element));
-}
-
-/// aten::gather of `source` (node's operand 0, perhaps cast).
-static Outputs gatherFrom(GraphImporter &importer, Node *node, Value source) {
   llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
   if (!td)
     return td.takeError();
-  llvm::Expected<Value> x = source;
   llvm::Expected<Value> index = importer.tensorInput(node, 2);
   if (!index)
     return index.takeError();
-  RankedTensorType indexType = tensorType(*index);
-  int64_t rank = td->shape.size();
+  return gatherAlong(importer, *x, td->dim, *index);
+}
+
+/// aten::take_along_dim(x, indices, dim): with a dim, x and indices
+/// broadcast against each other along every other dim and gathered along
+/// it; without one, both flattened.
+Outputs convertTakeAlongDim(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  llvm::Expected<Value> index = importer.tensorInput(node, 1);
+  if (!x || !index)
+    return makeError("take_along_dim needs a tensor and a tensor of indices");
+  Emitter emit(importer);
+  const ImportedValue *dimArg = importer.namedInput(node, "dim");
+  if (!dimArg || dimArg->isNone())
+    return gatherAlong(
+        importer, emit.reshape(*x, {tensorType(*x).getNumElements()}), 0,
+        emit.reshape(*index, {tensorType(*index).getNumElements()}));
+  ArrayRef<int64_t> xShape = tensorType(*x).getShape();
+  ArrayRef<int64_t> indexShape = tensorType(*index).getShape();
+  if (xShape.size() != indexShape.size())
+    return makeError(llvm::formatv(
+        "take_along_dim of a rank-{0} tensor with rank-{1} indices; they "
+        "must have the same rank",
+        xShape.size(), indexShape.size()));
+  llvm::Expected<int64_t> dim = normalizeDim(dimArg->intValue, xShape.size());
+  if (!dim)
+    return dim.takeError();
+  // Broadcast along every dim but `dim`.
+  SmallVector<int64_t> xOthers(xShape), indexOthers(indexShape);
+  xOthers[*dim] = indexOthers[*dim] = 1;
+  llvm::Expected<SmallVector<int64_t>> shape =
+      broadcastShape(xOthers, indexOthers);
+  if (!shape)
+    return shape.takeError();
+  SmallVector<int64_t> xTarget(*shape), indexTarget(*shape);
+  xTarget[*dim] = xShape[*dim];
+  indexTarget[*dim] = indexShape[*dim];
+  return gatherAlong(importer, emit.broadcastTo(*x, xTarget), *dim,
+                     emit.broadcastTo(*index, indexTarget));
+}
+
+/// aten::gather of `x` (float or boolean) along normalized `dim` at `index`.
+static Outputs gatherFrom(GraphImporter &importer, Value x, int64_t dim,
+                          Value index) {
+  ArrayRef<int64_t> shape = tensorType(x).getShape();
+  RankedTensorType indexType = tensorType(index);
+  int64_t rank = shape.size();
   if (indexType.getRank() != rank)
     return makeError(llvm::formatv(
         "the index of gather has rank {0}, the tensor rank {1}; they must be "
@@ -3502,28 +3582,26 @@ static Outputs gatherFrom(GraphImporter &importer, Node *node, Value source) {
         indexType.getRank(), rank));
   Emitter emit(importer);
   // x restricted to the index's extent along every other dim.
-  Value table = *x;
+  Value table = x;
   for (int64_t d = 0; d < rank; ++d) {
     int64_t size = indexType.getDimSize(d);
-    if (d == td->dim || size == td->shape[d])
+    if (d == dim || size == shape[d])
       continue;
-    if (size > td->shape[d])
+    if (size > shape[d])
       return makeError(llvm::formatv(
           "the index of gather has size {0} along dim {1}, the tensor {2}",
-          size, d, td->shape[d]));
+          size, d, shape[d]));
     table = emit.slice(table, d, 0, size, 1);
   }
   RankedTensorType tableType = tensorType(table);
-  if (std::optional<IndexFunction> f =
-          IndexFunctionEvaluator().evaluate(*index);
+  if (std::optional<IndexFunction> f = IndexFunctionEvaluator().evaluate(index);
       f && !f->isTable() && f->offset == 0 &&
       llvm::all_of(llvm::seq<int64_t>(0, rank), [&](int64_t d) {
-        return f->coef[d] == (d == td->dim ? 1.0 : 0.0);
+        return f->coef[d] == (d == dim ? 1.0 : 0.0);
       }))
-    return single(
-        emit.slice(table, td->dim, 0, indexType.getDimSize(td->dim), 1));
+    return single(emit.slice(table, dim, 0, indexType.getDimSize(dim), 1));
   if (std::optional<llvm::Expected<Value>> rows =
-          gatherRowsAlong(emit, table, td->dim, *index)) {
+          gatherRowsAlong(emit, table, dim, index)) {
     if (!*rows)
       return rows->takeError();
     return single(**rows);
@@ -3533,19 +3611,19 @@ static Outputs gatherFrom(GraphImporter &importer, Node *node, Value source) {
   // `dim` first: past it, a linear position would read another row.
   auto i64 = RankedTensorType::get(
       indexType.getShape(), IntegerType::get(&importer.getContext(), 64));
-  if (llvm::Error error = checkLookupTypes(table, *index))
+  if (llvm::Error error = checkLookupTypes(table, index))
     return std::move(error);
   llvm::Expected<Value> checked =
-      checkedIds(emit, table, emit.cast(*index, i64.getElementType()),
-                 tableType.getDimSize(td->dim), /*lookedUpAsIs=*/false);
+      checkedIds(emit, table, emit.cast(index, i64.getElementType()),
+                 tableType.getDimSize(dim), /*lookedUpAsIs=*/false);
   if (!checked)
     return checked.takeError();
   // Single elements of a short dim, with other dims beside: one-hot.
-  int64_t size = tableType.getDimSize(td->dim);
+  int64_t size = tableType.getDimSize(dim);
   if (rank > 1 && size <= kMaxOneHotDim)
-    return single(gatherOneHot(emit, table, td->dim, *checked));
+    return single(gatherOneHot(emit, table, dim, *checked));
   Value ids = rowMajorOffsets(emit, i64, tableType.getShape(), [&](int64_t d) {
-    return d == td->dim ? *checked : emit.iota(i64, d);
+    return d == dim ? *checked : emit.iota(i64, d);
   });
   return single(emit.reshape(
       lookupRows(emit, emit.reshape(table, {tableType.getNumElements(), 1}),
@@ -4746,8 +4824,10 @@ Outputs convertGlu(GraphImporter &importer, Node *node) {
 
 /// aten::var and aten::std (all dims, var.dim, var.correction): the mean of
 /// (x - mean(x))^2 over the dims times n / (n - correction) (unbiased, the
-/// default, is correction 1), and its square root for std.
-Outputs convertVariance(GraphImporter &importer, Node *node, bool root) {
+/// default, is correction 1), and its square root for std; var_mean and
+/// std_mean (`withMean`) return the mean after it.
+Outputs convertVariance(GraphImporter &importer, Node *node, bool root,
+                        bool withMean = false) {
   Emitter emit(importer);
   llvm::Expected<Value> input = floatReductionInput(importer, node, emit);
   if (!input)
@@ -4780,7 +4860,582 @@ Outputs convertVariance(GraphImporter &importer, Node *node, bool root) {
       emit.scale(emit.reduceSum(emit.binary<MulOp>(centered, centered),
                                 reduced->dims, reduced->keepdim),
                  1.0 / (double(count) - correction));
-  return single(root ? emit.unary<SqrtOp>(variance) : variance);
+  Value result = root ? emit.unary<SqrtOp>(variance) : variance;
+  if (!withMean)
+    return single(result);
+  return std::vector<ImportedValue>{
+      ImportedValue::ofTensor(result),
+      ImportedValue::ofTensor(
+          emit.reshape(mean, tensorType(variance).getShape()))};
+}
+
+//===----------------------------------------------------------------------===//
+// More elementwise functions, reductions and windows
+//===----------------------------------------------------------------------===//
+
+/// Input `index` of `node` as a floating-point tensor: integer and boolean
+/// tensors are converted to float32, as torch's floating-point functions
+/// promote them.
+llvm::Expected<Value> promotedFloatInput(GraphImporter &importer, Node *node,
+                                         size_t index = 0) {
+  llvm::Expected<Value> x = importer.tensorInput(node, index);
+  if (!x)
+    return x.takeError();
+  if (isa<FloatType>(tensorType(*x).getElementType()))
+    return *x;
+  return TensorBuilder(importer.getBuilder(), importer.getLoc())
+      .cast(*x, Float32Type::get(&importer.getContext()));
+}
+
+/// exp(x) - 1, accurate near 0: 2t / (1 - t) with t = tanh(x / 2) where
+/// |x| < 1/2 (its argument bounded, so the branch not taken stays finite
+/// forward and backward), exp(x) - 1 elsewhere.
+Value expm1(Emitter &emit, Value x) {
+  Value half =
+      emit.min(emit.binary<MaxOp>(emit.scale(x, 0.5), emit.splatLike(x, -0.25)),
+               emit.splatLike(x, 0.25));
+  Value t = emit.unary<TanhOp>(half);
+  Value small = emit.binary<DivOp>(
+      emit.scale(t, 2.0), emit.binary<SubOp>(emit.splatLike(x, 1.0), t));
+  Value large =
+      emit.binary<SubOp>(emit.unary<ExpOp>(x), emit.splatLike(x, 1.0));
+  Value near = emit.compare("lt", emit.binary<MaxOp>(x, emit.unary<NegOp>(x)),
+                            emit.splatLike(x, 0.5));
+  return emit.select(near, small, large);
+}
+
+/// The functions of one floating-point tensor that are written with titan's
+/// exp, log, sin and cos.
+enum class ElementaryFunction { Log2, Log10, Exp2, Expm1, Sinh, Cosh, Tan };
+
+/// aten::log2, log10, exp2, expm1, sinh, cosh and tan.
+Outputs convertElementary(GraphImporter &importer, Node *node,
+                          ElementaryFunction function) {
+  llvm::Expected<Value> x = promotedFloatInput(importer, node);
+  if (!x)
+    return x.takeError();
+  Emitter emit(importer);
+  switch (function) {
+  case ElementaryFunction::Log2:
+    return single(emit.scale(emit.unary<LogOp>(*x), 1.0 / std::log(2.0)));
+  case ElementaryFunction::Log10:
+    return single(emit.scale(emit.unary<LogOp>(*x), 1.0 / std::log(10.0)));
+  case ElementaryFunction::Exp2:
+    return single(emit.unary<ExpOp>(emit.scale(*x, std::log(2.0))));
+  case ElementaryFunction::Expm1:
+    return single(expm1(emit, *x));
+  case ElementaryFunction::Sinh: {
+    // (u + u / (u + 1)) / 2 with u = expm1(x): accurate near 0 too.
+    Value u = expm1(emit, *x);
+    Value inverse =
+        emit.binary<DivOp>(u, emit.binary<AddOp>(u, emit.splatLike(u, 1.0)));
+    return single(emit.scale(emit.binary<AddOp>(u, inverse), 0.5));
+  }
+  case ElementaryFunction::Cosh:
+    return single(
+        emit.scale(emit.binary<AddOp>(emit.unary<ExpOp>(*x),
+                                      emit.unary<ExpOp>(emit.unary<NegOp>(*x))),
+                   0.5));
+  case ElementaryFunction::Tan:
+    return single(
+        emit.binary<DivOp>(emit.unary<SinOp>(*x), emit.unary<CosOp>(*x)));
+  }
+  llvm_unreachable("unknown elementary function");
+}
+
+/// aten::logit(x, eps): log(z / (1 - z)), z = x clamped to [eps, 1 - eps]
+/// when eps is given (its gradient 0 outside, as torch's).
+Outputs convertLogit(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = promotedFloatInput(importer, node);
+  if (!x)
+    return x.takeError();
+  Emitter emit(importer);
+  Value z = *x;
+  if (const ImportedValue *eps = importer.namedInput(node, "eps");
+      eps && eps->isNumber())
+    z = emit.min(emit.binary<MaxOp>(z, emit.splatLike(z, eps->asDouble())),
+                 emit.splatLike(z, 1.0 - eps->asDouble()));
+  return single(emit.unary<LogOp>(
+      emit.binary<DivOp>(z, emit.binary<SubOp>(emit.splatLike(z, 1.0), z))));
+}
+
+/// aten::logaddexp(a, b): m + log(1 + exp(-|a - b|)) with m = max(a, b);
+/// a itself plus log 2 where a == b (so two equal infinities give that
+/// infinity, not NaN).
+Outputs convertLogaddexp(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> a = promotedFloatInput(importer, node, 0);
+  llvm::Expected<Value> b = promotedFloatInput(importer, node, 1);
+  if (!a || !b)
+    return makeError("logaddexp needs two tensors");
+  Emitter emit(importer);
+  Value lhs = *a, rhs = *b;
+  if (llvm::Error error = unify(emit, lhs, rhs))
+    return std::move(error);
+  Value difference = emit.binary<SubOp>(lhs, rhs);
+  Value distance =
+      emit.binary<MaxOp>(difference, emit.unary<NegOp>(difference));
+  Value general =
+      emit.binary<AddOp>(emit.binary<MaxOp>(lhs, rhs),
+                         emit.unary<LogOp>(emit.binary<AddOp>(
+                             emit.splatLike(lhs, 1.0),
+                             emit.unary<ExpOp>(emit.unary<NegOp>(distance)))));
+  Value equal = emit.binary<AddOp>(lhs, emit.splatLike(lhs, std::log(2.0)));
+  return single(emit.select(emit.compare("eq", lhs, rhs), equal, general));
+}
+
+/// aten::hardtanh(x, min_val, max_val) and relu6 (hardtanh to [0, 6]):
+/// x clamped.
+Outputs convertHardtanh(GraphImporter &importer, Node *node, double lower,
+                        double upper) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
+  lower = numberOr(importer, node, "min_val", lower);
+  upper = numberOr(importer, node, "max_val", upper);
+  Emitter emit(importer);
+  return single(emit.min(emit.binary<MaxOp>(*x, emit.splatLike(*x, lower)),
+                         emit.splatLike(*x, upper)));
+}
+
+/// aten::hardsigmoid: x / 6 + 1/2 clamped to [0, 1].
+Outputs convertHardsigmoid(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
+  Emitter emit(importer);
+  Value line =
+      emit.binary<AddOp>(emit.scale(*x, 1.0 / 6.0), emit.splatLike(*x, 0.5));
+  return single(emit.min(emit.binary<MaxOp>(line, emit.splatLike(*x, 0.0)),
+                         emit.splatLike(*x, 1.0)));
+}
+
+/// aten::log_sigmoid: min(x, 0) - log(1 + exp(-|x|)), finite for inputs of
+/// either sign.
+Outputs convertLogSigmoid(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
+  Emitter emit(importer);
+  Value magnitude = emit.binary<MaxOp>(*x, emit.unary<NegOp>(*x));
+  Value tail = emit.unary<LogOp>(
+      emit.binary<AddOp>(emit.splatLike(*x, 1.0),
+                         emit.unary<ExpOp>(emit.unary<NegOp>(magnitude))));
+  return single(
+      emit.binary<SubOp>(emit.min(*x, emit.splatLike(*x, 0.0)), tail));
+}
+
+/// aten::celu(x, alpha): elu with exp(x / alpha).
+Outputs convertCelu(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
+  double alpha = numberOr(importer, node, "alpha", 1.0);
+  if (alpha == 0)
+    return makeError("celu needs alpha != 0");
+  Emitter emit(importer);
+  return single(elu(emit, *x, alpha, 1.0, 1.0 / alpha));
+}
+
+/// aten::threshold(x, threshold, value): x where x > threshold, else value.
+Outputs convertThreshold(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  llvm::Expected<double> threshold = importer.numberInput(node, 1);
+  llvm::Expected<double> value = importer.numberInput(node, 2);
+  if (!x || !threshold || !value)
+    return makeError("threshold needs a float tensor and two numbers");
+  Emitter emit(importer);
+  return single(
+      emit.select(emit.compare("gt", *x, emit.splatLike(*x, *threshold)), *x,
+                  emit.splatLike(*x, *value)));
+}
+
+/// Inputs `first`.. of `node` (tensors or numbers) as tensors of one shape
+/// and floating-point type.
+llvm::Expected<SmallVector<Value>> unifiedFloatOperands(GraphImporter &importer,
+                                                        Node *node,
+                                                        size_t first,
+                                                        size_t count) {
+  Emitter emit(importer);
+  SmallVector<Value> operands;
+  for (size_t i = first; i < first + count; ++i) {
+    const ImportedValue &input = importer.input(node, i);
+    if (input.isNumber())
+      operands.push_back(importer.materialize(input));
+    else if (input.isTensor())
+      operands.push_back(input.tensor);
+    else
+      return makeError(llvm::formatv("{0} takes tensors and numbers",
+                                     node->kind().toUnqualString()));
+  }
+  for (size_t round = 0; round < 2; ++round)
+    for (size_t i = 1; i < operands.size(); ++i)
+      if (llvm::Error error = unify(emit, operands[0], operands[i]))
+        return std::move(error);
+  if (!isa<FloatType>(tensorType(operands[0]).getElementType()))
+    for (Value &operand : operands)
+      operand = emit.cast(operand, Float32Type::get(&importer.getContext()));
+  return operands;
+}
+
+/// aten::lerp(start, end, weight): start + weight (end - start), of a
+/// number or tensor weight.
+Outputs convertLerp(GraphImporter &importer, Node *node) {
+  llvm::Expected<SmallVector<Value>> operands =
+      unifiedFloatOperands(importer, node, 0, 3);
+  if (!operands)
+    return operands.takeError();
+  Emitter emit(importer);
+  Value start = (*operands)[0], end = (*operands)[1], weight = (*operands)[2];
+  return single(emit.binary<AddOp>(
+      start, emit.binary<MulOp>(weight, emit.binary<SubOp>(end, start))));
+}
+
+/// aten::addcmul(x, a, b, value) and addcdiv: x + value * a * b and
+/// x + value * a / b.
+Outputs convertAddcombine(GraphImporter &importer, Node *node, bool divide) {
+  llvm::Expected<SmallVector<Value>> operands =
+      unifiedFloatOperands(importer, node, 0, 3);
+  if (!operands)
+    return operands.takeError();
+  Emitter emit(importer);
+  Value a = (*operands)[1], b = (*operands)[2];
+  Value combined = divide ? emit.binary<DivOp>(a, b) : emit.binary<MulOp>(a, b);
+  return single(emit.binary<AddOp>(
+      (*operands)[0],
+      emit.scale(combined, numberOr(importer, node, "value", 1.0))));
+}
+
+/// aten::movedim(x, source, destination) (moveaxis): the source dims put at
+/// the destinations, the others in their order in the remaining places.
+Outputs convertMovedim(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  int64_t rank = tensorType(*x).getRank();
+  auto dims = [&](size_t index) -> llvm::Expected<std::vector<int64_t>> {
+    const ImportedValue &value = importer.input(node, index);
+    std::vector<int64_t> raw;
+    if (value.kind == ImportedValue::Kind::Int) {
+      raw.push_back(value.intValue);
+    } else {
+      llvm::Expected<std::vector<int64_t>> list =
+          importer.intListInput(node, index);
+      if (!list)
+        return list.takeError();
+      raw = *list;
+    }
+    for (int64_t &dim : raw) {
+      llvm::Expected<int64_t> normalized = normalizeDim(dim, rank);
+      if (!normalized)
+        return normalized.takeError();
+      dim = *normalized;
+    }
+    return raw;
+  };
+  llvm::Expected<std::vector<int64_t>> sources = dims(1);
+  if (!sources)
+    return sources.takeError();
+  llvm::Expected<std::vector<int64_t>> destinations = dims(2);
+  if (!destinations)
+    return destinations.takeError();
+  if (sources->size() != destinations->size())
+    return makeError("movedim needs as many destinations as sources");
+  SmallVector<int64_t> permutation(rank, -1);
+  SmallVector<bool> moved(rank, false);
+  for (auto [source, destination] : llvm::zip(*sources, *destinations)) {
+    if (permutation[destination] != -1 || moved[source])
+      return makeError("movedim's sources and destinations must not repeat");
+    permutation[destination] = source;
+    moved[source] = true;
+  }
+  int64_t next = 0;
+  for (int64_t &dim : permutation) {
+    if (dim != -1)
+      continue;
+    while (moved[next])
+      ++next;
+    dim = next++;
+  }
+  Emitter emit(importer);
+  return single(emit.transpose(*x, permutation));
+}
+
+/// aten::amin: -amax(-x).
+Outputs convertAmin(GraphImporter &importer, Node *node) {
+  Emitter emit(importer);
+  llvm::Expected<ReductionOperand> operand =
+      reductionOperand(importer, node, emit);
+  if (!operand)
+    return operand.takeError();
+  RankedTensorType type = tensorType(operand->input);
+  Value largest = ReduceMaxOp::create(
+      emit.builder, emit.loc,
+      type.clone(operand->reduced.resultShape(type.getShape())),
+      emit.unary<NegOp>(operand->input),
+      emit.builder.getDenseI64ArrayAttr(operand->reduced.dims),
+      operand->reduced.keepdim);
+  return single(emit.unary<NegOp>(largest));
+}
+
+/// `x != 0` over the dims of reduction `node`, as 0 and 1 in f32 (so in
+/// f64 past 2^24 elements), with the dims.
+llvm::Expected<std::pair<Value, ReductionDims>>
+nonzeroIndicator(GraphImporter &importer, Node *node, Emitter &emit) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  RankedTensorType type = tensorType(*x);
+  llvm::Expected<ReductionDims> reduced =
+      reductionDims(importer, node, type.getRank());
+  if (!reduced)
+    return reduced.takeError();
+  Value mask = type.getElementType().isInteger(1)
+                   ? *x
+                   : emit.compare("ne", *x, emit.splat(type, 0.0));
+  Type count = type.getNumElements() <= (int64_t(1) << 24)
+                   ? Type(emit.builder.getF32Type())
+                   : emit.f64();
+  return std::make_pair(emit.cast(mask, count), std::move(*reduced));
+}
+
+/// aten::all and aten::any (of everything or along a dim): whether every
+/// (some) element is nonzero, as a boolean tensor.
+Outputs convertAllAny(GraphImporter &importer, Node *node, bool all) {
+  Emitter emit(importer);
+  auto indicator = nonzeroIndicator(importer, node, emit);
+  if (!indicator)
+    return indicator.takeError();
+  auto [ones, reduced] = *indicator;
+  // any: max(x != 0) > 0; all: max(x == 0) == 0.
+  Value operand =
+      all ? emit.binary<SubOp>(emit.splatLike(ones, 1.0), ones) : ones;
+  RankedTensorType type = tensorType(operand);
+  Value largest = ReduceMaxOp::create(
+      emit.builder, emit.loc, type.clone(reduced.resultShape(type.getShape())),
+      operand, emit.builder.getDenseI64ArrayAttr(reduced.dims),
+      reduced.keepdim);
+  return single(
+      emit.compare(all ? "eq" : "gt", largest, emit.splatLike(largest, 0.0)));
+}
+
+/// aten::count_nonzero(x, dim): the number of nonzero elements, int64.
+Outputs convertCountNonzero(GraphImporter &importer, Node *node) {
+  Emitter emit(importer);
+  auto indicator = nonzeroIndicator(importer, node, emit);
+  if (!indicator)
+    return indicator.takeError();
+  auto [ones, reduced] = *indicator;
+  return single(emit.cast(emit.reduceSum(ones, reduced.dims, /*keepdim=*/false),
+                          emit.builder.getI64Type()));
+}
+
+/// aten::nansum and aten::nanmean: the sum (mean) over the elements that
+/// are not NaN.
+Outputs convertNanReduction(GraphImporter &importer, Node *node, bool mean) {
+  Emitter emit(importer);
+  llvm::Expected<ReductionOperand> operand =
+      reductionOperand(importer, node, emit, /*integersInF64=*/!mean);
+  if (!operand)
+    return operand.takeError();
+  Value x = operand->input;
+  Value number = emit.compare("eq", x, x);
+  Value sum = emit.reduceSum(emit.select(number, x, emit.splatLike(x, 0.0)),
+                             operand->reduced.dims, operand->reduced.keepdim);
+  if (mean)
+    sum = emit.binary<DivOp>(
+        sum, emit.reduceSum(emit.cast(number, tensorType(x).getElementType()),
+                            operand->reduced.dims, operand->reduced.keepdim));
+  return single(emit.cast(sum, operand->resultElement));
+}
+
+/// aten::diff(x, n, dim, prepend, append): n times the differences of
+/// neighbours along dim (of booleans: whether they differ), after
+/// prepend and append are concatenated.
+Outputs convertDiff(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  int64_t n = int64_t(numberOr(importer, node, "n", 1));
+  llvm::Expected<int64_t> dim = normalizeDim(
+      int64_t(numberOr(importer, node, "dim", -1)), tensorType(*x).getRank());
+  if (!dim)
+    return dim.takeError();
+  if (n < 0)
+    return makeError(llvm::formatv("diff needs n >= 0, not {0}", n));
+  Emitter emit(importer);
+  SmallVector<Value, 3> parts;
+  for (StringRef name : {"prepend", "", "append"}) {
+    if (name.empty()) {
+      parts.push_back(*x);
+      continue;
+    }
+    const ImportedValue *extra = importer.namedInput(node, name);
+    if (!extra || extra->isNone())
+      continue;
+    if (!extra->isTensor())
+      return makeError(llvm::formatv("diff's {0} must be a tensor", name));
+    parts.push_back(emit.cast(extra->tensor, tensorType(*x).getElementType()));
+  }
+  Value result = emit.concat(parts, *dim);
+  bool boolean = tensorType(result).getElementType().isInteger(1);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t size = tensorType(result).getDimSize(*dim);
+    if (size == 0)
+      break;
+    Value later = emit.slice(result, *dim, 1, size, 1);
+    Value earlier = emit.slice(result, *dim, 0, size - 1, 1);
+    result = boolean ? emit.compare("ne", later, earlier)
+                     : emit.binary<SubOp>(later, earlier);
+  }
+  return single(result);
+}
+
+/// The product of `x` along `dim` (kept as size 1) as a tree of
+/// multiplications of halves: log2(n) steps, each element's gradient the
+/// product of the others (zeros included).
+Value productAlong(Emitter &emit, Value x, int64_t dim) {
+  for (int64_t n = tensorType(x).getDimSize(dim); n > 1;) {
+    int64_t half = n / 2;
+    Value product = emit.binary<MulOp>(emit.slice(x, dim, 0, half, 1),
+                                       emit.slice(x, dim, half, 2 * half, 1));
+    x = n % 2 ? emit.concat({product, emit.slice(x, dim, n - 1, n, 1)}, dim)
+              : product;
+    n = half + n % 2;
+  }
+  return x;
+}
+
+/// aten::prod (of everything, or along a dim): productAlong; integers and
+/// booleans in f64 (exact below 2^53), the result int64.
+Outputs convertProd(GraphImporter &importer, Node *node) {
+  Emitter emit(importer);
+  llvm::Expected<ReductionOperand> operand =
+      reductionOperand(importer, node, emit, /*integersInF64=*/true);
+  if (!operand)
+    return operand.takeError();
+  Value x = operand->input;
+  RankedTensorType type = tensorType(x);
+  ArrayRef<int64_t> dims = operand->reduced.dims;
+  Value product;
+  if (dims.size() == 1) {
+    product = dropDim(emit, productAlong(emit, x, dims[0]), dims[0],
+                      operand->reduced.keepdim);
+  } else {
+    product = emit.reshape(
+        productAlong(emit, emit.reshape(x, {type.getNumElements()}), 0),
+        ArrayRef<int64_t>{});
+  }
+  return single(emit.cast(product, operand->resultElement));
+}
+
+/// aten::cumprod(x, dim, dtype): the running product along dim as
+/// log2(n) steps that each multiply by the product ending 2^k places
+/// earlier (Hillis and Steele's scan); integers and booleans in f64,
+/// the result int64.
+Outputs convertCumprod(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  llvm::Expected<int64_t> rawDim = importer.intInput(node, 1);
+  if (!x || !rawDim)
+    return makeError("cumprod needs a tensor and a dim");
+  RankedTensorType type = tensorType(*x);
+  llvm::Expected<int64_t> dim = normalizeDim(*rawDim, type.getRank());
+  if (!dim)
+    return dim.takeError();
+  Type input = type.getElementType();
+  llvm::Expected<Type> element = optionalDtype(
+      importer, node,
+      isa<FloatType>(input) ? input : Type(importer.getBuilder().getI64Type()));
+  if (!element)
+    return element.takeError();
+  Emitter emit(importer);
+  Value running = isa<FloatType>(*element) ? emit.cast(*x, *element)
+                                           : emit.cast(*x, emit.f64());
+  if (type.getRank() == 0)
+    return single(emit.cast(running, *element));
+  int64_t n = type.getDimSize(*dim);
+  for (int64_t shift = 1; shift < n; shift *= 2) {
+    Value ones = emit.slice(emit.splatLike(running, 1.0), *dim, 0, shift, 1);
+    Value earlier =
+        emit.concat({ones, emit.slice(running, *dim, 0, n - shift, 1)}, *dim);
+    running = emit.binary<MulOp>(running, earlier);
+  }
+  return single(emit.cast(running, *element));
+}
+
+/// aten::unfold(x, dim, size, step): the windows of `size` elements every
+/// `step` along dim, as a dim of their count in its place and one of
+/// `size` at the end. Windows that tile the dim are a reshape; others are
+/// one strided slice per position in the window (`size` at most 256).
+Outputs convertUnfold(GraphImporter &importer, Node *node) {
+  llvm::Expected<TensorDim> td = tensorAndDim(importer, node, 1);
+  llvm::Expected<int64_t> size = importer.intInput(node, 2);
+  llvm::Expected<int64_t> step = importer.intInput(node, 3);
+  if (!td || !size || !step)
+    return makeError("unfold needs a tensor, a dim, a size and a step");
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  int64_t dim = td->dim;
+  int64_t length = td->shape.empty() ? 1 : td->shape[dim];
+  if (*size < 0 || *size > length || *step < 1)
+    return makeError(llvm::formatv(
+        "unfold of a dim of {0} in windows of {1} every {2}: the window "
+        "must fit the dim and the step be positive",
+        length, *size, *step));
+  constexpr int64_t kMaxWindow = 256;
+  int64_t count = (length - *size) / *step + 1;
+  Emitter emit(importer);
+  SmallVector<int64_t> shape(td->shape);
+  int64_t rank = shape.size();
+  if (*step == *size) {
+    Value tiled = emit.slice(*x, dim, 0, count * *size, 1);
+    SmallVector<int64_t> split(shape);
+    split[dim] = *size;
+    split.insert(split.begin() + dim, count);
+    SmallVector<int64_t> permutation =
+        llvm::to_vector(llvm::seq<int64_t>(0, rank + 1));
+    permutation.erase(permutation.begin() + dim + 1);
+    permutation.push_back(dim + 1);
+    return single(emit.transpose(emit.reshape(tiled, split), permutation));
+  }
+  if (*size > kMaxWindow)
+    return makeError(llvm::formatv(
+        "unfold in overlapping windows of {0} elements: titan takes windows "
+        "of at most {1} (one slice per position), or windows that tile "
+        "the dim (step == size)",
+        *size, kMaxWindow));
+  SmallVector<Value> positions;
+  SmallVector<int64_t> windowShape(shape);
+  windowShape[dim] = count;
+  windowShape.push_back(1);
+  for (int64_t offset = 0; offset < *size; ++offset)
+    positions.push_back(emit.reshape(
+        emit.slice(*x, dim, offset, offset + (count - 1) * *step + 1, *step),
+        windowShape));
+  return single(emit.concat(positions, rank));
+}
+
+/// aten::cosine_similarity(a, b, dim, eps): sum(a b) / (max(|a|, eps)
+/// max(|b|, eps)) along dim, after broadcasting a and b (torch's formula).
+Outputs convertCosineSimilarity(GraphImporter &importer, Node *node) {
+  llvm::Expected<SmallVector<Value>> operands =
+      unifiedFloatOperands(importer, node, 0, 2);
+  if (!operands)
+    return operands.takeError();
+  Value a = (*operands)[0], b = (*operands)[1];
+  llvm::Expected<int64_t> dim = normalizeDim(
+      int64_t(numberOr(importer, node, "dim", 1)), tensorType(a).getRank());
+  if (!dim)
+    return dim.takeError();
+  double eps = numberOr(importer, node, "eps", 1e-8);
+  Emitter emit(importer);
+  auto boundedNorm = [&](Value v) {
+    Value norm = euclideanNorm(emit, v, {*dim}, /*keepdim=*/false);
+    return emit.binary<MaxOp>(norm, emit.splatLike(norm, eps));
+  };
+  Value dot = emit.reduceSum(emit.binary<MulOp>(a, b), {*dim}, false);
+  return single(emit.binary<DivOp>(
+      dot, emit.binary<MulOp>(boundedNorm(a), boundedNorm(b))));
 }
 
 //===----------------------------------------------------------------------===//
@@ -5106,10 +5761,63 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::hardswish"}, convertHardswish);
   add({"aten::log1p"}, convertLog1p);
   add({"aten::glu"}, convertGlu);
+  using Elementary = ElementaryFunction;
+  const std::pair<StringRef, Elementary> elementaryFunctions[] = {
+      {"log2", Elementary::Log2}, {"log10", Elementary::Log10},
+      {"exp2", Elementary::Exp2}, {"expm1", Elementary::Expm1},
+      {"sinh", Elementary::Sinh}, {"cosh", Elementary::Cosh},
+      {"tan", Elementary::Tan}};
+  for (auto [name, function] : elementaryFunctions)
+    table[("aten::" + name).str()] = [function](GraphImporter &i, Node *n) {
+      return convertElementary(i, n, function);
+    };
+  add({"aten::logit"}, convertLogit);
+  add({"aten::logaddexp"}, convertLogaddexp);
+  add({"aten::hardtanh"}, [](GraphImporter &i, Node *n) {
+    return convertHardtanh(i, n, -1.0, 1.0);
+  });
+  add({"aten::relu6"}, [](GraphImporter &i, Node *n) {
+    return convertHardtanh(i, n, 0.0, 6.0);
+  });
+  add({"aten::hardsigmoid"}, convertHardsigmoid);
+  add({"aten::log_sigmoid"}, convertLogSigmoid);
+  add({"aten::celu"}, convertCelu);
+  add({"aten::threshold"}, convertThreshold);
+  add({"aten::lerp"}, convertLerp);
+  add({"aten::addcmul"}, [](GraphImporter &i, Node *n) {
+    return convertAddcombine(i, n, /*divide=*/false);
+  });
+  add({"aten::addcdiv"}, [](GraphImporter &i, Node *n) {
+    return convertAddcombine(i, n, /*divide=*/true);
+  });
+  add({"aten::movedim", "aten::moveaxis"}, convertMovedim);
+  add({"aten::amin"}, convertAmin);
+  add({"aten::all"},
+      [](GraphImporter &i, Node *n) { return convertAllAny(i, n, true); });
+  add({"aten::any"},
+      [](GraphImporter &i, Node *n) { return convertAllAny(i, n, false); });
+  add({"aten::count_nonzero"}, convertCountNonzero);
+  add({"aten::nansum"}, [](GraphImporter &i, Node *n) {
+    return convertNanReduction(i, n, /*mean=*/false);
+  });
+  add({"aten::nanmean"}, [](GraphImporter &i, Node *n) {
+    return convertNanReduction(i, n, /*mean=*/true);
+  });
+  add({"aten::diff"}, convertDiff);
+  add({"aten::prod"}, convertProd);
+  add({"aten::cumprod"}, convertCumprod);
+  add({"aten::unfold"}, convertUnfold);
+  add({"aten::cosine_similarity"}, convertCosineSimilarity);
   add({"aten::var"},
       [](GraphImporter &i, Node *n) { return convertVariance(i, n, false); });
   add({"aten::std"},
       [](GraphImporter &i, Node *n) { return convertVariance(i, n, true); });
+  add({"aten::var_mean"}, [](GraphImporter &i, Node *n) {
+    return convertVariance(i, n, false, /*withMean=*/true);
+  });
+  add({"aten::std_mean"}, [](GraphImporter &i, Node *n) {
+    return convertVariance(i, n, true, /*withMean=*/true);
+  });
   add({"aten::logical_not"}, convertLogicalNot);
   add({"aten::bitwise_not"}, convertBitwiseNot);
   add({"aten::__and__", "aten::bitwise_and", "aten::logical_and"},
@@ -5171,6 +5879,9 @@ llvm::StringMap<Conversion> buildConversions() {
       [](GraphImporter &i, Node *n) { return convertSplit(i, n, "split"); });
   add({"aten::unbind"},
       [](GraphImporter &i, Node *n) { return convertSplit(i, n, "unbind"); });
+  add({"aten::tensor_split"}, [](GraphImporter &i, Node *n) {
+    return convertSplit(i, n, "tensor_split");
+  });
   add({"aten::cat", "aten::concat"},
       [](GraphImporter &i, Node *n) { return convertCat(i, n, false); });
   add({"aten::stack"},
@@ -5201,6 +5912,7 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::index_fill"}, convertIndexFill);
   add({"aten::index_put"}, convertIndexPut);
   add({"aten::gather"}, convertGather);
+  add({"aten::take_along_dim"}, convertTakeAlongDim);
   add({"aten::to"},
       [](GraphImporter &i, Node *n) { return convertTo(i, n, false); });
   add({"aten::type_as"},
@@ -5241,7 +5953,8 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::layer_norm"}, convertLayerNorm);
   add({"aten::group_norm"}, convertGroupNorm);
   add({"aten::cross_entropy_loss"}, convertCrossEntropyLoss);
-  add({"aten::matmul", "aten::mm", "aten::bmm"}, convertMatmul);
+  add({"aten::matmul", "aten::mm", "aten::bmm", "aten::mv", "aten::dot"},
+      convertMatmul);
   add({"aten::linear"}, convertLinear);
   add({"aten::addmm"}, [](GraphImporter &importer, Node *node) {
     return convertAddProduct(importer, node, 2);
