@@ -5439,6 +5439,212 @@ Outputs convertCosineSimilarity(GraphImporter &importer, Node *node) {
 }
 
 //===----------------------------------------------------------------------===//
+// Ops of newer PyTorch releases (NewerTorchOperators.cpp)
+//===----------------------------------------------------------------------===//
+
+/// `x` viewed as titan.attention's [batch, heads, seq, head_dim]: a rank-3
+/// tensor as one head, the dims before the heads of a longer one as one
+/// batch dim.
+Value asAttentionOperand(Emitter &emit, Value x) {
+  ArrayRef<int64_t> shape = tensorType(x).getShape();
+  int64_t rank = shape.size();
+  int64_t batch = 1;
+  for (int64_t size : shape.drop_back(rank == 3 ? 2 : 3))
+    batch *= size;
+  int64_t heads = rank == 3 ? 1 : shape[rank - 3];
+  return emit.reshape(x, {batch, heads, shape[rank - 2], shape[rank - 1]});
+}
+
+/// aten::scaled_dot_product_attention(q, k, v, attn_mask, dropout_p,
+/// is_causal, scale, enable_gqa) (PyTorch 2's F.scaled_dot_product_attention,
+/// torchtitan's and Hugging Face's `sdpa` attention): titan.attention where
+/// it computes the same (queries and keys of one length, causal or no mask,
+/// no dropout, one head_dim, as many KV heads as query heads or, with
+/// enable_gqa, a divisor of them: query head h reads KV head h / (q_heads /
+/// kv_heads), as repeat_interleave does); otherwise written out as PyTorch
+/// documents it: softmax(q k^T scale + bias) v, the bias -inf where a
+/// boolean mask is false or past the diagonal of a causal one (top-left
+/// aligned), a float mask added, dropout of the probabilities.
+Outputs convertScaledDotProductAttention(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> q = importer.tensorInput(node, 0);
+  llvm::Expected<Value> k = importer.tensorInput(node, 1);
+  llvm::Expected<Value> v = importer.tensorInput(node, 2);
+  if (!q || !k || !v)
+    return makeError("scaled_dot_product_attention needs query, key and "
+                     "value tensors");
+  RankedTensorType qType = tensorType(*q), kType = tensorType(*k),
+                   vType = tensorType(*v);
+  int64_t rank = qType.getRank();
+  if (rank < 2 || kType.getRank() != rank || vType.getRank() != rank)
+    return makeError(llvm::formatv(
+        "scaled_dot_product_attention of query, key and value of ranks {0}, "
+        "{1} and {2}: titan takes three tensors of one rank, at least 2",
+        rank, kType.getRank(), vType.getRank()));
+  if (!isa<FloatType>(qType.getElementType()) ||
+      qType.getElementType() != kType.getElementType() ||
+      qType.getElementType() != vType.getElementType())
+    return makeError("scaled_dot_product_attention needs query, key and "
+                     "value of one floating-point type (PyTorch's too)");
+  ArrayRef<int64_t> qShape = qType.getShape(), kShape = kType.getShape(),
+                    vShape = vType.getShape();
+  int64_t queries = qShape[rank - 2], keys = kShape[rank - 2];
+  int64_t headDim = qShape[rank - 1];
+  if (kShape[rank - 1] != headDim || vShape[rank - 2] != keys)
+    return makeError(llvm::formatv(
+        "scaled_dot_product_attention of query {0}, key {1} and value {2}: "
+        "the key's last dim must be the query's and the value's length the "
+        "key's",
+        qType, kType, vType));
+  const ImportedValue *mask = importer.namedInput(node, "attn_mask");
+  bool hasMask = mask && !mask->isNone();
+  if (hasMask && !mask->isTensor())
+    return makeError("scaled_dot_product_attention's attn_mask must be a "
+                     "tensor");
+  double dropout = numberOr(importer, node, "dropout_p", 0.0);
+  bool causal = numberOr(importer, node, "is_causal", 0.0) != 0.0;
+  bool gqa = numberOr(importer, node, "enable_gqa", 0.0) != 0.0;
+  if (causal && hasMask)
+    return makeError("scaled_dot_product_attention with both attn_mask and "
+                     "is_causal (PyTorch refuses it too)");
+  if (dropout < 0.0 || dropout > 1.0)
+    return makeError(llvm::formatv(
+        "scaled_dot_product_attention's dropout_p must be in [0, 1], not {0}",
+        dropout));
+  double scale = numberOr(importer, node, "scale",
+                          1.0 / std::sqrt(static_cast<double>(headDim)));
+  int64_t qHeads = rank >= 3 ? qShape[rank - 3] : 1;
+  int64_t kvHeads = rank >= 3 ? kShape[rank - 3] : 1;
+  if (kShape.drop_back(2) != vShape.drop_back(2))
+    return makeError(llvm::formatv(
+        "scaled_dot_product_attention's key {0} and value {1} must have the "
+        "same batch and head dims",
+        kType, vType));
+  if (qHeads != kvHeads && (!gqa || kvHeads == 0 || qHeads % kvHeads != 0))
+    return makeError(llvm::formatv(
+        "scaled_dot_product_attention of {0} query heads and {1} key/value "
+        "heads: they must be equal, or the key/value heads divide the query "
+        "heads with enable_gqa=True",
+        qHeads, kvHeads));
+  Emitter emit(importer);
+  bool sameLeading = rank < 4 || qShape.drop_back(3) == kShape.drop_back(3);
+  if (rank >= 3 && queries == keys && !hasMask && dropout == 0.0 &&
+      vShape[rank - 1] == headDim && sameLeading && scale > 0) {
+    Value query = asAttentionOperand(emit, *q);
+    auto attention = AttentionOp::create(
+        emit.builder, emit.loc, query.getType(),
+        getAttentionLseType(query.getType()), query,
+        asAttentionOperand(emit, *k), asAttentionOperand(emit, *v),
+        causal ? emit.builder.getUnitAttr() : UnitAttr(),
+        emit.builder.getF64FloatAttr(scale));
+    return single(emit.reshape(attention.getResult(), qShape));
+  }
+  // Written out; KV heads repeated for their query heads.
+  auto repeatHeads = [&](Value x) {
+    if (qHeads == kvHeads)
+      return x;
+    int64_t repeat = qHeads / kvHeads;
+    SmallVector<int64_t> shape(tensorType(x).getShape());
+    SmallVector<int64_t> expanded(shape);
+    expanded.insert(expanded.begin() + rank - 2, repeat);
+    SmallVector<int64_t> unsqueezed(shape);
+    unsqueezed.insert(unsqueezed.begin() + rank - 2, 1);
+    shape[rank - 3] = qHeads;
+    return emit.reshape(emit.broadcastTo(emit.reshape(x, unsqueezed), expanded),
+                        shape);
+  };
+  SmallVector<int64_t> toKeysLast =
+      llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(toKeysLast[rank - 2], toKeysLast[rank - 1]);
+  llvm::Expected<Value> scores =
+      matmul(emit, *q, emit.transpose(repeatHeads(*k), toKeysLast), false);
+  if (!scores)
+    return scores.takeError();
+  Value scaled = emit.scale(*scores, scale);
+  RankedTensorType scoresType = tensorType(scaled);
+  Value hidden = emit.splat(scoresType, -INFINITY);
+  if (causal) {
+    auto positions = scoresType.clone(emit.builder.getI64Type());
+    scaled = emit.select(emit.compare("le", emit.iota(positions, rank - 1),
+                                      emit.iota(positions, rank - 2)),
+                         scaled, hidden);
+  } else if (hasMask) {
+    Value bias = mask->tensor;
+    llvm::Expected<SmallVector<int64_t>> shape =
+        broadcastShape(tensorType(bias).getShape(), scoresType.getShape());
+    bool broadcasts =
+        shape && ArrayRef<int64_t>(*shape) == scoresType.getShape();
+    if (!shape)
+      llvm::consumeError(shape.takeError());
+    if (!broadcasts)
+      return makeError(llvm::formatv(
+          "scaled_dot_product_attention's attn_mask {0} does not broadcast "
+          "to the scores {1}",
+          tensorType(bias), scoresType));
+    bias = emit.broadcastTo(bias, scoresType.getShape());
+    if (tensorType(bias).getElementType().isInteger(1))
+      scaled = emit.select(bias, scaled, hidden);
+    else
+      scaled = emit.binary<AddOp>(scaled,
+                                  emit.cast(bias, scoresType.getElementType()));
+  }
+  Value probabilities =
+      SoftmaxOp::create(emit.builder, emit.loc, scoresType, scaled,
+                        emit.builder.getI64IntegerAttr(rank - 1));
+  if (dropout > 0.0)
+    probabilities = importer.emitTrainingDropout(probabilities, dropout);
+  llvm::Expected<Value> output =
+      matmul(emit, probabilities, repeatHeads(*v), false);
+  if (!output)
+    return output.takeError();
+  return single(*output);
+}
+
+/// aten::rms_norm(x, normalized_shape, weight, eps) (PyTorch 2.4's
+/// nn.RMSNorm): titan.rms_norm over the normalized dims (several are
+/// flattened into one, the weight alike; no weight is a weight of ones);
+/// eps None is the machine epsilon of float32 (of float64 for float64
+/// inputs), as PyTorch takes its compute type's.
+Outputs convertRmsNorm(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatTensorInput(
+      importer, node, "rms_norm needs a floating-point tensor");
+  llvm::Expected<std::vector<int64_t>> normalized =
+      importer.intListInput(node, 1);
+  if (!x || !normalized)
+    return makeError("rms_norm needs a tensor and a constant shape");
+  RankedTensorType type = tensorType(*x);
+  ArrayRef<int64_t> shape = type.getShape();
+  size_t count = normalized->size();
+  if (count == 0 || count > shape.size() ||
+      ArrayRef<int64_t>(*normalized) != shape.take_back(count))
+    return makeError(llvm::formatv(
+        "rms_norm's normalized_shape [{0}] must be the input's last "
+        "dimensions ({1})",
+        llvm::make_range(normalized->begin(), normalized->end()), type));
+  double eps = numberOr(importer, node, "eps",
+                        type.getElementType().isF64()
+                            ? std::numeric_limits<double>::epsilon()
+                            : double(std::numeric_limits<float>::epsilon()));
+  if (eps <= 0)
+    return makeError(llvm::formatv("rms_norm needs eps > 0, not {0}", eps));
+  Emitter emit(importer);
+  int64_t width = ShapedType::getNumElements(*normalized);
+  SmallVector<int64_t> flat(shape.drop_back(count));
+  flat.push_back(width);
+  const ImportedValue *weight = importer.namedInput(node, "weight");
+  Value scale =
+      weight && weight->isTensor()
+          ? emit.reshape(emit.cast(weight->tensor, type.getElementType()),
+                         {width})
+          : emit.splat(RankedTensorType::get({width}, type.getElementType()),
+                       1.0);
+  Value input = emit.reshape(*x, flat);
+  Value normed =
+      RmsNormOp::create(emit.builder, emit.loc, input.getType(), input, scale,
+                        emit.builder.getF64FloatAttr(eps));
+  return single(emit.reshape(normed, shape));
+}
+
+//===----------------------------------------------------------------------===//
 // Complex views
 //===----------------------------------------------------------------------===//
 
@@ -5808,6 +6014,8 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::cumprod"}, convertCumprod);
   add({"aten::unfold"}, convertUnfold);
   add({"aten::cosine_similarity"}, convertCosineSimilarity);
+  add({"aten::scaled_dot_product_attention"}, convertScaledDotProductAttention);
+  add({"aten::rms_norm"}, convertRmsNorm);
   add({"aten::var"},
       [](GraphImporter &i, Node *n) { return convertVariance(i, n, false); });
   add({"aten::std"},

@@ -135,6 +135,11 @@ public:
   /// 0) and with p = 0, emitTrainingDropout in training mode.
   llvm::Expected<std::vector<ImportedValue>>
   importDropout(torch::jit::Node *node);
+  /// Dropout of `x` with probability `p` in training mode, as
+  /// torch.nn.functional.dropout: elements whose titan.random_uniform
+  /// (of a new stream, at their positions in the whole tensor) is below
+  /// `p` become 0, the others are scaled by 1 / (1 - p).
+  Value emitTrainingDropout(Value x, double p);
 
   /// The ops evaluated at import time so far, by kind, in first-seen order.
   const std::vector<FoldedOp> &getFoldedOps() const { return foldedOps; }
@@ -182,11 +187,6 @@ private:
   llvm::Expected<std::vector<ImportedValue>> importLoop(torch::jit::Node *node);
   llvm::Expected<std::vector<ImportedValue>> importPrim(torch::jit::Node *node,
                                                         bool &handled);
-  /// Dropout of `x` with probability `p` in training mode, as
-  /// torch.nn.functional.dropout: elements whose titan.random_uniform
-  /// (of a new stream, at their positions in the whole tensor) is below
-  /// `p` become 0, the others are scaled by 1 / (1 - p).
-  Value emitTrainingDropout(Value x, double p);
   /// Describes `node` for an error: kind, schema and Python source line.
   std::string describe(torch::jit::Node *node) const;
   /// The MLIR location of `node`'s Python source.
@@ -228,6 +228,11 @@ private:
 Value rowMajorOffsets(TensorBuilder &tb, RankedTensorType type,
                       ArrayRef<int64_t> sizes,
                       function_ref<Value(int64_t)> position);
+
+/// Registers, once, the schemas of the ops of newer PyTorch releases that
+/// the linked LibTorch lacks (scaled_dot_product_attention, rms_norm), so
+/// that models saved by those releases load and import.
+void registerNewerTorchOperators();
 
 /// The MLIR element type of a torch scalar type, or null.
 Type toElementType(MLIRContext &context, c10::ScalarType type);

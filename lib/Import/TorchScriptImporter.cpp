@@ -1460,6 +1460,7 @@ static void inlineRecordingModulePaths(torch::jit::Block *block,
 llvm::Expected<OwningOpRef<ModuleOp>>
 mlir::titan::importTorchScriptFile(MLIRContext &context, llvm::StringRef path,
                                    const TorchScriptImportOptions &options) {
+  registerNewerTorchOperators();
   torch::jit::Module module;
   try {
     module = torch::jit::load(path.str());
@@ -1538,6 +1539,7 @@ static llvm::Error fillTensorConstants(
 llvm::Expected<OwningOpRef<ModuleOp>>
 mlir::titan::importTorchScriptIR(MLIRContext &context, llvm::StringRef irText,
                                  const TorchScriptImportOptions &options) {
+  registerNewerTorchOperators();
   auto graph = std::make_shared<torch::jit::Graph>();
   try {
     std::unordered_map<std::string, torch::jit::Value *> values;

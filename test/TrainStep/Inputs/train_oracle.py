@@ -44,11 +44,17 @@ written out below from its definition).
 import argparse
 import math
 import os
+import sys
 from typing import List, Optional
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+# Models saved calling PyTorch 2's scaled_dot_product_attention and rms_norm
+# load with the reference kernels that torch2_ops.py registers.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Import", "Inputs"))
+import torch2_ops  # noqa: E402,F401
 
 
 def logits_and_losses(outputs):

@@ -1,0 +1,71 @@
+"""Saves a module that calls PyTorch 2's scaled_dot_product_attention and
+rms_norm (registered in 1.13 by torch2_ops.py, so the saved code calls them
+as PyTorch 2 writes it), traced and scripted, with their outputs, for
+test/Import/torch2-ops.test: causal attention of 4 heads, grouped-query
+attention (enable_gqa, 4 query heads on 2 KV heads) with a scale, attention
+without a mask on a rank-3 query, a boolean padding mask, a float mask
+broadcast over heads, cross-attention to a longer key sequence (causal:
+top-left aligned) with a value head_dim of its own, and rms_norm with a
+weight, without one (eps None), and over the last two dims.
+
+usage: make_torch2_ops.py OUT
+
+OUT receives traced.pt and scripted.pt (forward(x: f32 [2, 6, 16]) ->
+tensors), x.npy and expected/output<k>.npy.
+"""
+
+import os
+import sys
+
+import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch2_ops  # noqa: E402,F401
+
+
+class Torch2Ops(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(16, 48)
+        self.memory = nn.Parameter(torch.randn(2, 2, 9, 5))
+        self.norm = nn.Parameter(torch.rand(16) + 0.5)
+        self.norm2d = nn.Parameter(torch.rand(6, 16) + 0.5)
+
+    def forward(self, x: torch.Tensor):
+        b, t, _ = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, 4, 4).permute(2, 0, 3, 1, 4).unbind(0)
+        causal = torch.ops.aten.scaled_dot_product_attention(q, k, v, is_causal=True)
+        grouped = torch.ops.aten.scaled_dot_product_attention(
+            q, k[:, :2], v[:, 2:], is_causal=True, scale=0.3, enable_gqa=True)
+        unmasked = torch.ops.aten.scaled_dot_product_attention(q[0], k[0], v[0])
+        keep = torch.arange(t)[None, None, None, :] < (torch.arange(b) * 2 + 4)[:, None, None, None]
+        padded = torch.ops.aten.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+        bias = torch.tril(torch.ones(t, t)) * 0.5 - 1.0
+        biased = torch.ops.aten.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        memory = self.memory
+        cross = torch.ops.aten.scaled_dot_product_attention(
+            q[:, :2, :, :], memory[..., :4], memory, is_causal=True)
+        return (causal, grouped, unmasked, padded, biased, cross,
+                torch.ops.aten.rms_norm(x, [16], self.norm, 1e-5),
+                torch.ops.aten.rms_norm(x * 3.0, [16]),
+                torch.ops.aten.rms_norm(x, [6, 16], self.norm2d, 1e-6))
+
+
+def main() -> None:
+    out = sys.argv[1]
+    os.makedirs(os.path.join(out, "expected"), exist_ok=True)
+    torch.manual_seed(0)
+    module = Torch2Ops()
+    x = torch.randn(2, 6, 16)
+    np.save(os.path.join(out, "x.npy"), x.numpy())
+    with torch.no_grad():
+        for k, output in enumerate(module(x)):
+            np.save(os.path.join(out, "expected", "output%d.npy" % k), output.numpy())
+    torch.jit.trace(module, (x,), check_trace=False).save(os.path.join(out, "traced.pt"))
+    torch.jit.script(module).save(os.path.join(out, "scripted.pt"))
+
+
+if __name__ == "__main__":
+    main()
