@@ -1903,6 +1903,14 @@ floatTensorInput(GraphImporter &importer, Node *node,
   return *x;
 }
 
+/// The number input `name` of `node`, or `fallback` when it is absent or
+/// None.
+static double numberOr(GraphImporter &importer, Node *node, StringRef name,
+                       double fallback) {
+  const ImportedValue *value = importer.namedInput(node, name);
+  return value && value->isNumber() ? value->asDouble() : fallback;
+}
+
 /// The message refusing `what` (an extremum or its index) of integers.
 static std::string integerExtremum(StringRef what) {
   return (what + " of an integer tensor is not supported (titan finds "
@@ -2300,16 +2308,19 @@ Outputs convertCrossEntropyLoss(GraphImporter &importer, Node *node) {
   const ImportedValue *weight = importer.namedInput(node, "weight");
   const ImportedValue *reduction = importer.namedInput(node, "reduction");
   const ImportedValue *ignore = importer.namedInput(node, "ignore_index");
-  const ImportedValue *smoothing = importer.namedInput(node, "label_smoothing");
   RankedTensorType type = tensorType(*logits);
   Type labelType = tensorType(*target).getElementType();
   if (!isa<IntegerType>(labelType) || labelType.isInteger(1))
     return makeError("cross_entropy with class probabilities as the target "
                      "is not supported (titan takes class indices)");
-  if (weight && !weight->isNone())
-    return makeError("cross_entropy with class weights is not supported");
-  if (smoothing && smoothing->isNumber() && smoothing->asDouble() != 0.0)
-    return makeError("cross_entropy with label_smoothing is not supported");
+  bool weighted = weight && !weight->isNone();
+  if (weighted && !weight->isTensor())
+    return makeError("cross_entropy's weight must be a tensor");
+  double smoothing = numberOr(importer, node, "label_smoothing", 0.0);
+  if (smoothing < 0.0 || smoothing > 1.0)
+    return makeError(llvm::formatv(
+        "cross_entropy's label_smoothing must be in [0, 1], not {0}",
+        smoothing));
   int64_t mode = reduction ? reduction->intValue : 1;
   if (mode != 1 && mode != 2)
     return makeError("cross_entropy with reduction='none' is not supported "
@@ -2331,18 +2342,65 @@ Outputs convertCrossEntropyLoss(GraphImporter &importer, Node *node) {
   Type lossType = type.getElementType().isF64() ? emit.builder.getF64Type()
                                                 : emit.builder.getF32Type();
   auto scalar = RankedTensorType::get({}, lossType);
-  Value mean = CrossEntropyOp::create(
-      emit.builder, emit.loc, scalar, classesLast, labels,
-      emit.builder.getI64IntegerAttr(ignoreIndex));
-  if (mode == 1)
-    return single(mean);
+  Value zero = emit.splat(scalar, 0.0);
   Value counted = emit.cast(
       emit.compare("ne", labels, emit.splatLike(labels, double(ignoreIndex))),
       lossType);
+  // The labels counted (the weights of their classes, with class weights):
+  // what a mean divides by.
   Value count = emit.sumAll(counted);
-  Value zero = emit.splat(scalar, 0.0);
-  return single(emit.select(emit.compare("gt", count, zero),
-                            emit.binary<MulOp>(mean, count), zero));
+  if (!weighted && smoothing == 0.0) {
+    Value mean = CrossEntropyOp::create(
+        emit.builder, emit.loc, scalar, classesLast, labels,
+        emit.builder.getI64IntegerAttr(ignoreIndex));
+    if (mode == 1)
+      return single(mean);
+    return single(emit.select(emit.compare("gt", count, zero),
+                              emit.binary<MulOp>(mean, count), zero));
+  }
+  // Written out: log-probabilities, each label's one-hot row (zero for an
+  // ignored label), its class weight, as PyTorch's nll_loss weighs them.
+  RankedTensorType rowsType = tensorType(classesLast);
+  int64_t classDim = rowsType.getRank() - 1;
+  int64_t classes = rowsType.getDimSize(classDim);
+  Value logProbabilities =
+      LogSoftmaxOp::create(emit.builder, emit.loc, rowsType, classesLast,
+                           emit.builder.getI64IntegerAttr(classDim));
+  Value classWeights =
+      weighted ? emit.broadcastTo(emit.cast(weight->tensor, lossType),
+                                  rowsType.getShape())
+               : emit.splat(rowsType, 1.0);
+  SmallVector<int64_t> labelsAsRows(tensorType(labels).getShape());
+  labelsAsRows.push_back(1);
+  Value oneHot = emit.cast(
+      emit.compare(
+          "eq", emit.iota(rowsType.clone(emit.builder.getI64Type()), classDim),
+          emit.broadcastTo(emit.reshape(labels, labelsAsRows),
+                           rowsType.getShape())),
+      lossType);
+  Value weightedOneHot = emit.binary<MulOp>(oneHot, classWeights);
+  Value nllSum = emit.unary<NegOp>(
+      emit.sumAll(emit.binary<MulOp>(weightedOneHot, logProbabilities)));
+  Value denominator = weighted ? emit.sumAll(weightedOneHot) : count;
+  auto meanOf = [&](Value sum) {
+    Value positive = emit.compare("gt", denominator, zero);
+    return emit.binary<DivOp>(
+        sum, emit.select(positive, denominator, emit.splat(scalar, 1.0)));
+  };
+  Value loss = mode == 1 ? meanOf(nllSum) : nllSum;
+  if (smoothing == 0.0)
+    return single(loss);
+  // Label smoothing: (1 - s) nll + s / C times the (weighted) sum of -log p
+  // over the classes of every counted label, divided as the nll is.
+  SmallVector<int64_t> rows(rowsType.getShape().drop_back());
+  Value perRow = emit.reduceSum(
+      emit.binary<MulOp>(classWeights, logProbabilities), {classDim}, false);
+  Value smoothSum = emit.unary<NegOp>(
+      emit.sumAll(emit.binary<MulOp>(perRow, emit.reshape(counted, rows))));
+  Value smooth = mode == 1 ? meanOf(smoothSum) : smoothSum;
+  return single(
+      emit.binary<AddOp>(emit.scale(loss, 1.0 - smoothing),
+                         emit.scale(smooth, smoothing / double(classes))));
 }
 
 /// aten::group_norm(x [N, C, *], groups, weight, bias, eps)
@@ -4685,14 +4743,6 @@ Outputs convertRelu(GraphImporter &importer, Node *node) {
     return x.takeError();
   Emitter emit(importer);
   return single(emit.binary<MaxOp>(*x, emit.splat(tensorType(*x), 0.0)));
-}
-
-/// The number input `name` of `node`, or `fallback` when it is absent or
-/// None.
-static double numberOr(GraphImporter &importer, Node *node, StringRef name,
-                       double fallback) {
-  const ImportedValue *value = importer.namedInput(node, name);
-  return value && value->isNumber() ? value->asDouble() : fallback;
 }
 
 /// log(1 + exp(beta x)) / beta, and x itself where beta x > threshold

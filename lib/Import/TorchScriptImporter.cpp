@@ -1029,6 +1029,11 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
   }
   if (kind == torch::jit::prim::RaiseException)
     return makeError("the model raises an exception on this path");
+  // The placeholder TorchScript's compiler gives a variable on a path that
+  // raises or has returned (`_Reduction.get_enum`'s `raise ValueError`):
+  // the import follows the path taken, which never reads it.
+  if (kind == torch::jit::prim::Uninitialized)
+    return std::vector<ImportedValue>{ImportedValue::none()};
   handled = false;
   return std::vector<ImportedValue>{};
 }

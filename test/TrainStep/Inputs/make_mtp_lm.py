@@ -8,9 +8,10 @@ F.cross_entropy inside the model: with reduction 'mean' on [N, V]
 logits, and with reduction 'sum' on [B, V, S] logits (classes along dim
 1) ignoring the padding id, divided by the tokens counted. The model
 returns the main logits and the weighted MTP loss, which titan adds to
-its cross-entropy.
+its cross-entropy. With --smoothed both losses weigh the classes (a
+buffer) and smooth the labels (0.1 and 0.2), which titan writes out.
 
-usage: make_mtp_lm.py OUT
+usage: make_mtp_lm.py OUT [--smoothed]
 
 OUT receives model.pt (forward(tokens: int64 [2, 32]) -> (logits,
 loss)), tokens.npy and logits.npy.
@@ -39,10 +40,14 @@ class Block(nn.Module):
 
 
 class MtpLM(nn.Module):
-    def __init__(self, vocab_size=256, dim=32, pad_id=3, weight=0.3):
+    def __init__(self, vocab_size=256, dim=32, pad_id=3, weight=0.3, smoothed=False):
         super().__init__()
         self.pad_id = pad_id
         self.weight = weight
+        self.smoothing = (0.1, 0.2) if smoothed else (0.0, 0.0)
+        classes = torch.rand(vocab_size) + 0.5 if smoothed else torch.ones(vocab_size)
+        self.register_buffer("class_weights", classes)
+        self.weighted = smoothed
         self.embedding = nn.Embedding(vocab_size, dim)
         self.layers = nn.ModuleList(Block(dim) for _ in range(2))
         self.norm = nn.LayerNorm(dim)
@@ -63,8 +68,11 @@ class MtpLM(nn.Module):
         joined = torch.cat([self.hnorm(h[:, :-2]), self.enorm(self.embedding(tokens[:, 1:-1]))], -1)
         mtp = self.head(self.norm(self.mtp_block(self.eh_proj(joined))))
         targets = tokens[:, 2:]
-        mean = F.cross_entropy(mtp.reshape(-1, mtp.shape[-1]), targets.reshape(-1))
-        total = F.cross_entropy(mtp.transpose(1, 2), targets, ignore_index=self.pad_id, reduction="sum")
+        classes = self.class_weights if self.weighted else None
+        mean = F.cross_entropy(mtp.reshape(-1, mtp.shape[-1]), targets.reshape(-1),
+                               weight=classes, label_smoothing=self.smoothing[0])
+        total = F.cross_entropy(mtp.transpose(1, 2), targets, ignore_index=self.pad_id, reduction="sum",
+                                weight=classes, label_smoothing=self.smoothing[1])
         counted = (targets != self.pad_id).sum()
         loss = self.weight * 0.5 * (mean + total / counted)
         return logits, loss
@@ -72,7 +80,7 @@ class MtpLM(nn.Module):
 
 def main() -> None:
     torch.manual_seed(0)
-    save_traced_lm(MtpLM(), sys.argv[1])
+    save_traced_lm(MtpLM(smoothed="--smoothed" in sys.argv[2:]), sys.argv[1])
 
 
 if __name__ == "__main__":
