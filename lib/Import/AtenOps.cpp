@@ -2257,41 +2257,70 @@ Outputs convertSoftmax(GraphImporter &importer, Node *node) {
       OpTy::create(emit.builder, emit.loc, input.getType(), input, *d));
 }
 
-Outputs convertLayerNorm(GraphImporter &importer, Node *node) {
+/// Input 0 of norm `node` (layer_norm, rms_norm) viewed with its normalized
+/// dims, input 1 (the input's last ones), flattened into one, and their
+/// product: a norm over several last dims (nn.LayerNorm([T, d])) is one
+/// over their product, its parameters flattened alike.
+struct FlattenedNormInput {
+  Value input;
+  int64_t width;
+};
+llvm::Expected<FlattenedNormInput>
+flattenedNormInput(GraphImporter &importer, Node *node, Emitter &emit) {
+  StringRef op = node->kind().toUnqualString();
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   llvm::Expected<std::vector<int64_t>> normalized =
       importer.intListInput(node, 1);
-  llvm::Expected<double> eps = importer.numberInput(node, 4);
-  if (!x || !normalized || !eps)
-    return makeError("layer_norm needs a tensor, a constant shape and eps");
+  if (!x || !normalized || !isa<FloatType>(tensorType(*x).getElementType())) {
+    if (!x)
+      llvm::consumeError(x.takeError());
+    if (!normalized)
+      llvm::consumeError(normalized.takeError());
+    return makeError(llvm::formatv(
+        "{0} needs a floating-point tensor and a constant shape", op));
+  }
   RankedTensorType type = tensorType(*x);
   ArrayRef<int64_t> shape = type.getShape();
   size_t count = normalized->size();
   if (count == 0 || count > shape.size() ||
       ArrayRef<int64_t>(*normalized) != shape.take_back(count))
     return makeError(llvm::formatv(
-        "layer_norm's normalized_shape [{0}] must be the input's last "
-        "dimensions ({1})",
-        llvm::make_range(normalized->begin(), normalized->end()), type));
-  Emitter emit(importer);
-  // Over several last dims (nn.LayerNorm([T, d])): over one of their
-  // product, the weight and bias flattened alike.
+        "{0}'s normalized_shape [{1}] must be the input's last dimensions "
+        "({2})",
+        op, llvm::make_range(normalized->begin(), normalized->end()), type));
   int64_t width = ShapedType::getNumElements(*normalized);
   SmallVector<int64_t> flat(shape.drop_back(count));
   flat.push_back(width);
-  auto paramType = RankedTensorType::get({width}, type.getElementType());
-  auto param = [&](size_t index, double fallback) {
-    const ImportedValue &v = importer.input(node, index);
-    return v.isTensor()
-               ? emit.reshape(emit.cast(v.tensor, type.getElementType()),
-                              {width})
-               : emit.splat(paramType, fallback);
-  };
-  Value input = emit.reshape(*x, flat);
-  Value normed = LayerNormOp::create(emit.builder, emit.loc, input.getType(),
-                                     input, param(2, 1.0), param(3, 0.0),
-                                     emit.builder.getF64FloatAttr(*eps));
-  return single(emit.reshape(normed, shape));
+  return FlattenedNormInput{emit.reshape(*x, flat), width};
+}
+
+/// The parameter of a flattened norm (flattenedNormInput) in input `value`:
+/// the tensor flattened into `width` elements of `element`, or `fallback`
+/// everywhere when it is None.
+Value normParameter(Emitter &emit, const ImportedValue &value, int64_t width,
+                    Type element, double fallback) {
+  if (value.isTensor())
+    return emit.reshape(emit.cast(value.tensor, element), {width});
+  return emit.splat(RankedTensorType::get({width}, element), fallback);
+}
+
+Outputs convertLayerNorm(GraphImporter &importer, Node *node) {
+  llvm::Expected<double> eps = importer.numberInput(node, 4);
+  if (!eps)
+    return makeError("layer_norm needs a constant eps");
+  Emitter emit(importer);
+  llvm::Expected<FlattenedNormInput> flat =
+      flattenedNormInput(importer, node, emit);
+  if (!flat)
+    return flat.takeError();
+  Type element = tensorType(flat->input).getElementType();
+  Value normed = LayerNormOp::create(
+      emit.builder, emit.loc, flat->input.getType(), flat->input,
+      normParameter(emit, importer.input(node, 2), flat->width, element, 1.0),
+      normParameter(emit, importer.input(node, 3), flat->width, element, 0.0),
+      emit.builder.getF64FloatAttr(*eps));
+  return single(emit.reshape(
+      normed, tensorType(importer.input(node, 0).tensor).getShape()));
 }
 
 /// aten::cross_entropy_loss(logits [N, C, *] or [C], target, weight,
@@ -5655,43 +5684,24 @@ Outputs convertScaledDotProductAttention(GraphImporter &importer, Node *node) {
 /// eps None is the machine epsilon of float32 (of float64 for float64
 /// inputs), as PyTorch takes its compute type's.
 Outputs convertRmsNorm(GraphImporter &importer, Node *node) {
-  llvm::Expected<Value> x = floatTensorInput(
-      importer, node, "rms_norm needs a floating-point tensor");
-  llvm::Expected<std::vector<int64_t>> normalized =
-      importer.intListInput(node, 1);
-  if (!x || !normalized)
-    return makeError("rms_norm needs a tensor and a constant shape");
-  RankedTensorType type = tensorType(*x);
-  ArrayRef<int64_t> shape = type.getShape();
-  size_t count = normalized->size();
-  if (count == 0 || count > shape.size() ||
-      ArrayRef<int64_t>(*normalized) != shape.take_back(count))
-    return makeError(llvm::formatv(
-        "rms_norm's normalized_shape [{0}] must be the input's last "
-        "dimensions ({1})",
-        llvm::make_range(normalized->begin(), normalized->end()), type));
-  double eps = numberOr(importer, node, "eps",
-                        type.getElementType().isF64()
-                            ? std::numeric_limits<double>::epsilon()
-                            : double(std::numeric_limits<float>::epsilon()));
+  Emitter emit(importer);
+  llvm::Expected<FlattenedNormInput> flat =
+      flattenedNormInput(importer, node, emit);
+  if (!flat)
+    return flat.takeError();
+  Type element = tensorType(flat->input).getElementType();
+  double eps =
+      numberOr(importer, node, "eps",
+               element.isF64() ? std::numeric_limits<double>::epsilon()
+                               : double(std::numeric_limits<float>::epsilon()));
   if (eps <= 0)
     return makeError(llvm::formatv("rms_norm needs eps > 0, not {0}", eps));
-  Emitter emit(importer);
-  int64_t width = ShapedType::getNumElements(*normalized);
-  SmallVector<int64_t> flat(shape.drop_back(count));
-  flat.push_back(width);
-  const ImportedValue *weight = importer.namedInput(node, "weight");
-  Value scale =
-      weight && weight->isTensor()
-          ? emit.reshape(emit.cast(weight->tensor, type.getElementType()),
-                         {width})
-          : emit.splat(RankedTensorType::get({width}, type.getElementType()),
-                       1.0);
-  Value input = emit.reshape(*x, flat);
-  Value normed =
-      RmsNormOp::create(emit.builder, emit.loc, input.getType(), input, scale,
-                        emit.builder.getF64FloatAttr(eps));
-  return single(emit.reshape(normed, shape));
+  Value normed = RmsNormOp::create(
+      emit.builder, emit.loc, flat->input.getType(), flat->input,
+      normParameter(emit, importer.input(node, 2), flat->width, element, 1.0),
+      emit.builder.getF64FloatAttr(eps));
+  return single(emit.reshape(
+      normed, tensorType(importer.input(node, 0).tensor).getShape()));
 }
 
 //===----------------------------------------------------------------------===//

@@ -14,10 +14,12 @@ expected/output<k>.npy.
 import os
 import sys
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from idioms_io import save_traced_and_scripted  # noqa: E402
 
 
 class Losses(nn.Module):
@@ -50,20 +52,9 @@ class Losses(nn.Module):
 
 
 def main() -> None:
-    out = sys.argv[1]
-    os.makedirs(os.path.join(out, "expected"), exist_ok=True)
     torch.manual_seed(0)
     module = Losses()
-    x = torch.randn(4, 6, 10)
-    ids = torch.randint(0, 10, (4, 6))
-    np.save(os.path.join(out, "x.npy"), x.numpy())
-    np.save(os.path.join(out, "ids.npy"), ids.numpy())
-    with torch.no_grad():
-        for k, output in enumerate(module(x, ids)):
-            np.save(os.path.join(out, "expected", "output%d.npy" % k), output.numpy())
-    torch.jit.trace(module, (x, ids), check_trace=False).save(os.path.join(out, "traced.pt"))
-    torch.jit.script(module).save(os.path.join(out, "scripted.pt"))
-
+    save_traced_and_scripted(module, sys.argv[1], {"x": torch.randn(4, 6, 10), "ids": torch.randint(0, 10, (4, 6))})
 
 if __name__ == "__main__":
     main()

@@ -20,10 +20,12 @@ ids: int64 [2, 6]) -> tensors), x.npy, ids.npy and expected/output<k>.npy.
 import os
 import sys
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from idioms_io import save_traced_and_scripted  # noqa: E402
 
 
 class MathOps(nn.Module):
@@ -71,20 +73,9 @@ class MathOps(nn.Module):
 
 
 def main() -> None:
-    out = sys.argv[1]
-    os.makedirs(os.path.join(out, "expected"), exist_ok=True)
     torch.manual_seed(0)
     module = MathOps()
-    x = torch.randn(2, 6, 8)
-    ids = torch.randint(-3, 5, (2, 6))
-    np.save(os.path.join(out, "x.npy"), x.numpy())
-    np.save(os.path.join(out, "ids.npy"), ids.numpy())
-    with torch.no_grad():
-        for k, output in enumerate(module(x, ids)):
-            np.save(os.path.join(out, "expected", "output%d.npy" % k), output.numpy())
-    torch.jit.trace(module, (x, ids), check_trace=False).save(os.path.join(out, "traced.pt"))
-    torch.jit.script(module).save(os.path.join(out, "scripted.pt"))
-
+    save_traced_and_scripted(module, sys.argv[1], {"x": torch.randn(2, 6, 8), "ids": torch.randint(-3, 5, (2, 6))})
 
 if __name__ == "__main__":
     main()

@@ -19,9 +19,11 @@ import math
 import os
 import sys
 
-import numpy as np
 import torch
 from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from idioms_io import save_traced_and_scripted  # noqa: E402
 
 
 class Sorting(nn.Module):
@@ -60,20 +62,9 @@ class Sorting(nn.Module):
 
 
 def main() -> None:
-    out = sys.argv[1]
-    os.makedirs(os.path.join(out, "expected"), exist_ok=True)
     torch.manual_seed(0)
     module = Sorting()
-    x = torch.randn(3, 6, 5)
-    ids = torch.randint(-4, 4, (3, 7))
-    np.save(os.path.join(out, "x.npy"), x.numpy())
-    np.save(os.path.join(out, "ids.npy"), ids.numpy())
-    with torch.no_grad():
-        for k, output in enumerate(module(x, ids)):
-            np.save(os.path.join(out, "expected", "output%d.npy" % k), output.numpy())
-    torch.jit.trace(module, (x, ids), check_trace=False).save(os.path.join(out, "traced.pt"))
-    torch.jit.script(module).save(os.path.join(out, "scripted.pt"))
-
+    save_traced_and_scripted(module, sys.argv[1], {"x": torch.randn(3, 6, 5), "ids": torch.randint(-4, 4, (3, 7))})
 
 if __name__ == "__main__":
     main()

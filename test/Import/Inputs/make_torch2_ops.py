@@ -17,12 +17,12 @@ tensors), x.npy and expected/output<k>.npy.
 import os
 import sys
 
-import numpy as np
 import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch2_ops  # noqa: E402,F401
+from idioms_io import save_traced_and_scripted  # noqa: E402
 
 
 class Torch2Ops(nn.Module):
@@ -54,18 +54,9 @@ class Torch2Ops(nn.Module):
 
 
 def main() -> None:
-    out = sys.argv[1]
-    os.makedirs(os.path.join(out, "expected"), exist_ok=True)
     torch.manual_seed(0)
     module = Torch2Ops()
-    x = torch.randn(2, 6, 16)
-    np.save(os.path.join(out, "x.npy"), x.numpy())
-    with torch.no_grad():
-        for k, output in enumerate(module(x)):
-            np.save(os.path.join(out, "expected", "output%d.npy" % k), output.numpy())
-    torch.jit.trace(module, (x,), check_trace=False).save(os.path.join(out, "traced.pt"))
-    torch.jit.script(module).save(os.path.join(out, "scripted.pt"))
-
+    save_traced_and_scripted(module, sys.argv[1], {"x": torch.randn(2, 6, 16)})
 
 if __name__ == "__main__":
     main()
