@@ -5,7 +5,9 @@ test/Import/torch2-ops.test: causal attention of 4 heads, grouped-query
 attention (enable_gqa, 4 query heads on 2 KV heads) with a scale, attention
 without a mask on a rank-3 query, a boolean padding mask, a float mask
 broadcast over heads, cross-attention to a longer key sequence (causal:
-top-left aligned) with a value head_dim of its own, and rms_norm with a
+top-left aligned) with a value head_dim of its own, causal masks
+given as attn_mask (Hugging Face's finfo.min one, a boolean tril), and
+rms_norm with a
 weight, without one (eps None), and over the last two dims.
 
 usage: make_torch2_ops.py OUT
@@ -47,7 +49,14 @@ class Torch2Ops(nn.Module):
         memory = self.memory
         cross = torch.ops.aten.scaled_dot_product_attention(
             q[:, :2, :, :], memory[..., :4], memory, is_causal=True)
-        return (causal, grouped, unmasked, padded, biased, cross,
+        # Causal masks passed as attn_mask: Hugging Face's finfo(float32).min one and
+        # a boolean tril (titan-fuse-attention proves them causal).
+        hf_mask = torch.full((t, t), -3.4028234663852886e38).triu(1)[None, None]
+        hf_causal = torch.ops.aten.scaled_dot_product_attention(
+            q * 1.5, k, v, attn_mask=hf_mask.expand(b, 1, t, t), scale=0.25)
+        tril_causal = torch.ops.aten.scaled_dot_product_attention(
+            q * 2.0, k, v, attn_mask=torch.ones(t, t, dtype=torch.bool).tril())
+        return (causal, grouped, unmasked, padded, biased, cross, hf_causal, tril_causal,
                 torch.ops.aten.rms_norm(x, [16], self.norm, 1e-5),
                 torch.ops.aten.rms_norm(x * 3.0, [16]),
                 torch.ops.aten.rms_norm(x, [6, 16], self.norm2d, 1e-6))
