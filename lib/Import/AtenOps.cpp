@@ -2328,7 +2328,8 @@ Outputs convertLayerNorm(GraphImporter &importer, Node *node) {
 /// model: multi-token prediction's losses, returned after the logits):
 /// titan.cross_entropy over the classes moved last, its mean (reduction
 /// 'mean'), or the mean times the labels counted ('sum', 0 when all are
-/// ignored); integer targets without class weights or label smoothing.
+/// ignored); with class weights, label smoothing or reduction 'none',
+/// written out as PyTorch computes them. Targets are class indices.
 Outputs convertCrossEntropyLoss(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> logits = importer.tensorInput(node, 0);
   llvm::Expected<Value> target = importer.tensorInput(node, 1);
@@ -2350,10 +2351,12 @@ Outputs convertCrossEntropyLoss(GraphImporter &importer, Node *node) {
     return makeError(llvm::formatv(
         "cross_entropy's label_smoothing must be in [0, 1], not {0}",
         smoothing));
+  // torch's Reduction enum: 0 none, 1 mean, 2 sum.
   int64_t mode = reduction ? reduction->intValue : 1;
-  if (mode != 1 && mode != 2)
-    return makeError("cross_entropy with reduction='none' is not supported "
-                     "(titan takes 'mean' and 'sum')");
+  if (mode < 0 || mode > 2)
+    return makeError(llvm::formatv("cross_entropy with reduction code {0}: "
+                                   "PyTorch's are 0 (none), 1 (mean), 2 (sum)",
+                                   mode));
   Emitter emit(importer);
   Value classesLast = *logits;
   int64_t rank = type.getRank();
@@ -2378,7 +2381,7 @@ Outputs convertCrossEntropyLoss(GraphImporter &importer, Node *node) {
   // The labels counted (the weights of their classes, with class weights):
   // what a mean divides by.
   Value count = emit.sumAll(counted);
-  if (!weighted && smoothing == 0.0) {
+  if (!weighted && smoothing == 0.0 && mode != 0) {
     Value mean = CrossEntropyOp::create(
         emit.builder, emit.loc, scalar, classesLast, labels,
         emit.builder.getI64IntegerAttr(ignoreIndex));
@@ -2388,7 +2391,8 @@ Outputs convertCrossEntropyLoss(GraphImporter &importer, Node *node) {
                               emit.binary<MulOp>(mean, count), zero));
   }
   // Written out: log-probabilities, each label's one-hot row (zero for an
-  // ignored label), its class weight, as PyTorch's nll_loss weighs them.
+  // ignored label), its class weight, as PyTorch's nll_loss weighs them;
+  // each label's loss, then their sum or mean.
   RankedTensorType rowsType = tensorType(classesLast);
   int64_t classDim = rowsType.getRank() - 1;
   int64_t classes = rowsType.getDimSize(classDim);
@@ -2408,28 +2412,27 @@ Outputs convertCrossEntropyLoss(GraphImporter &importer, Node *node) {
                            rowsType.getShape())),
       lossType);
   Value weightedOneHot = emit.binary<MulOp>(oneHot, classWeights);
-  Value nllSum = emit.unary<NegOp>(
-      emit.sumAll(emit.binary<MulOp>(weightedOneHot, logProbabilities)));
+  Value losses = emit.unary<NegOp>(emit.reduceSum(
+      emit.binary<MulOp>(weightedOneHot, logProbabilities), {classDim}, false));
+  if (smoothing != 0.0) {
+    // Label smoothing: (1 - s) nll + s / C times the (weighted) sum of
+    // -log p over the classes, for every counted label.
+    Value smooth = emit.unary<NegOp>(emit.reduceSum(
+        emit.binary<MulOp>(classWeights, logProbabilities), {classDim}, false));
+    smooth = emit.binary<MulOp>(smooth, counted);
+    losses =
+        emit.binary<AddOp>(emit.scale(losses, 1.0 - smoothing),
+                           emit.scale(smooth, smoothing / double(classes)));
+  }
+  if (mode == 0)
+    return single(emit.cast(losses, type.getElementType()));
+  Value sum = emit.sumAll(losses);
+  if (mode == 2)
+    return single(sum);
   Value denominator = weighted ? emit.sumAll(weightedOneHot) : count;
-  auto meanOf = [&](Value sum) {
-    Value positive = emit.compare("gt", denominator, zero);
-    return emit.binary<DivOp>(
-        sum, emit.select(positive, denominator, emit.splat(scalar, 1.0)));
-  };
-  Value loss = mode == 1 ? meanOf(nllSum) : nllSum;
-  if (smoothing == 0.0)
-    return single(loss);
-  // Label smoothing: (1 - s) nll + s / C times the (weighted) sum of -log p
-  // over the classes of every counted label, divided as the nll is.
-  SmallVector<int64_t> rows(rowsType.getShape().drop_back());
-  Value perRow = emit.reduceSum(
-      emit.binary<MulOp>(classWeights, logProbabilities), {classDim}, false);
-  Value smoothSum = emit.unary<NegOp>(
-      emit.sumAll(emit.binary<MulOp>(perRow, emit.reshape(counted, rows))));
-  Value smooth = mode == 1 ? meanOf(smoothSum) : smoothSum;
-  return single(
-      emit.binary<AddOp>(emit.scale(loss, 1.0 - smoothing),
-                         emit.scale(smooth, smoothing / double(classes))));
+  Value positive = emit.compare("gt", denominator, zero);
+  return single(emit.binary<DivOp>(
+      sum, emit.select(positive, denominator, emit.splat(scalar, 1.0))));
 }
 
 /// aten::group_norm(x [N, C, *], groups, weight, bias, eps)

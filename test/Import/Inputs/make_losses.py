@@ -2,12 +2,13 @@
 inside forward, traced and scripted, with PyTorch's outputs, for
 test/Import/losses.test: the mean and the sum, class weights, label
 smoothing, both together, an ignore_index that some labels hold, logits
-[N, C, T] with the classes in dim 1, and every label ignored.
+[N, C, T] with the classes in dim 1, every label ignored, and reduction
+'none' (per label; 0 where ignored).
 
 usage: make_losses.py OUT
 
 OUT receives traced.pt and scripted.pt (forward(x: f32 [4, 6, 10],
-ids: int64 [4, 6]) -> 10 scalars), x.npy, ids.npy and
+ids: int64 [4, 6]) -> 10 scalars and 3 tensors of losses), x.npy, ids.npy and
 expected/output<k>.npy.
 """
 
@@ -48,6 +49,10 @@ class Losses(nn.Module):
             F.cross_entropy(logits, labels, label_smoothing=1.0),
             F.cross_entropy(logits, torch.full_like(labels, -1), ignore_index=-1,
                             weight=weights, reduction="sum", label_smoothing=0.1),
+            F.cross_entropy(logits, masked, ignore_index=-1, reduction="none"),
+            F.cross_entropy(logits, masked, weight=weights, ignore_index=-1,
+                            label_smoothing=0.2, reduction="none"),
+            F.cross_entropy((x * self.w).transpose(1, 2), ids, reduction="none"),
         )
 
 
