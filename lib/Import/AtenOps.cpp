@@ -5458,11 +5458,11 @@ Outputs convertUnfold(GraphImporter &importer, Node *node) {
   if (!x)
     return x.takeError();
   int64_t dim = td->dim;
-  int64_t length = td->shape.empty() ? 1 : td->shape[dim];
-  if (*size < 0 || *size > length || *step < 1)
+  int64_t length = td->shape[dim];
+  if (*size < 1 || *size > length || *step < 1)
     return makeError(llvm::formatv(
         "unfold of a dim of {0} in windows of {1} every {2}: the window "
-        "must fit the dim and the step be positive",
+        "must have 1 to {0} elements and the step be positive",
         length, *size, *step));
   constexpr int64_t kMaxWindow = 256;
   int64_t count = (length - *size) / *step + 1;
@@ -5594,8 +5594,10 @@ Outputs convertScaledDotProductAttention(GraphImporter &importer, Node *node) {
         dropout));
   double scale = numberOr(importer, node, "scale",
                           1.0 / std::sqrt(static_cast<double>(headDim)));
-  int64_t qHeads = rank >= 3 ? qShape[rank - 3] : 1;
-  int64_t kvHeads = rank >= 3 ? kShape[rank - 3] : 1;
+  // Heads are dim -3 of a rank-4 or longer tensor; a rank-3 one is one
+  // head of each of its batch entries.
+  int64_t qHeads = rank >= 4 ? qShape[rank - 3] : 1;
+  int64_t kvHeads = rank >= 4 ? kShape[rank - 3] : 1;
   if (kShape.drop_back(2) != vShape.drop_back(2))
     return makeError(llvm::formatv(
         "scaled_dot_product_attention's key {0} and value {1} must have the "
@@ -5608,7 +5610,9 @@ Outputs convertScaledDotProductAttention(GraphImporter &importer, Node *node) {
         "heads with enable_gqa=True",
         qHeads, kvHeads));
   Emitter emit(importer);
-  bool sameLeading = rank < 4 || qShape.drop_back(3) == kShape.drop_back(3);
+  int64_t batchDims = rank >= 4 ? rank - 3 : rank - 2;
+  bool sameLeading =
+      qShape.take_front(batchDims) == kShape.take_front(batchDims);
   if (rank >= 3 && queries == keys && !hasMask && dropout == 0.0 &&
       vShape[rank - 1] == headDim && sameLeading && scale > 0) {
     Value query = asAttentionOperand(emit, *q);

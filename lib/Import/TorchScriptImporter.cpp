@@ -1029,9 +1029,10 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
   }
   if (kind == torch::jit::prim::RaiseException)
     return makeError("the model raises an exception on this path");
-  // The placeholder TorchScript's compiler gives a variable on a path that
-  // raises or has returned (`_Reduction.get_enum`'s `raise ValueError`):
-  // the import follows the path taken, which never reads it.
+  // prim::Uninitialized: the value TorchScript's compiler gives a variable
+  // on a path that raises or has returned (`_Reduction.get_enum`'s `raise
+  // ValueError`, scripted F.cross_entropy in test/Import/losses.test). The
+  // import follows the path taken, which never reads it.
   if (kind == torch::jit::prim::Uninitialized)
     return std::vector<ImportedValue>{ImportedValue::none()};
   handled = false;
