@@ -2834,28 +2834,27 @@ Outputs convertEinsum(GraphImporter &importer, Node *node) {
   return single(accumulated);
 }
 
-/// A 1-d convolution's hyperparameters.
-struct Conv1dOptions {
-  int64_t stride = 1, padLow = 0, padHigh = 0, dilation = 1, groups = 1;
+/// A convolution's hyperparameters, one entry per spatial dim.
+struct ConvOptions {
+  SmallVector<int64_t> stride, padLow, padHigh, dilation;
+  int64_t groups = 1;
 };
 
-/// The 1-d convolution (PyTorch's cross-correlation) of x [N, C_in, L] by
-/// weight [C_out, C_in / groups, K] plus bias [C_out]: x between zeros, then
-/// for each tap k its slice of L_out positions; groups of one channel each
-/// (Mamba's depthwise causal convolution) as a sum of taps times their
-/// weights, other groups as one matmul each of the taps side by side
-/// ([N, L_out, K * C_in] times the weight as [C_out, K * C_in]).
-static llvm::Expected<Value> convolve1d(Emitter &emit, Value x, Value weight,
-                                        Value bias,
-                                        const Conv1dOptions &options) {
+/// The convolution (PyTorch's cross-correlation) of x [N, C_in, S_1..S_d]
+/// by weight [C_out, C_in / groups, K_1..K_d] plus bias [C_out]: x between
+/// zeros along each spatial dim, then for each tap (k_1..k_d) its strided
+/// slice of the output positions. Groups of one channel each (Mamba's
+/// depthwise causal convolution, ConvNeXt's 7 x 7) are a sum of taps times
+/// their weights; other groups one matmul each: the taps side by side
+/// ([N, positions, taps * C_in] times the weight as [C_out, taps * C_in]).
+/// Kernels that tile the input (stride = kernel, no dilation or padding:
+/// ViT's patch embedding) take their patches by a reshape instead.
+static llvm::Expected<Value> convolve(Emitter &emit, Value x, Value weight,
+                                      Value bias, const ConvOptions &options) {
   RankedTensorType xType = tensorType(x), wType = tensorType(weight);
-  if (xType.getRank() != 3 || wType.getRank() != 3)
-    return makeError(
-        "only 1-d convolutions (input [N, C, L], weight [C_out, C_in / "
-        "groups, K]) are supported");
+  int64_t spatial = wType.getRank() - 2;
   int64_t batch = xType.getDimSize(0), channels = xType.getDimSize(1);
-  int64_t length = xType.getDimSize(2), outChannels = wType.getDimSize(0);
-  int64_t perGroup = wType.getDimSize(1), taps = wType.getDimSize(2);
+  int64_t outChannels = wType.getDimSize(0), perGroup = wType.getDimSize(1);
   int64_t groups = options.groups;
   if (groups < 1 || channels % groups || outChannels % groups ||
       perGroup * groups != channels)
@@ -2866,40 +2865,79 @@ static llvm::Expected<Value> convolve1d(Emitter &emit, Value x, Value weight,
         perGroup));
   if (!isa<FloatType>(xType.getElementType()))
     return makeError(integerTensorArithmetic);
-  int64_t padded = length + options.padLow + options.padHigh;
-  int64_t span = options.dilation * (taps - 1) + 1;
-  if (options.stride < 1 || options.dilation < 1 || padded < span)
-    return makeError(llvm::formatv(
-        "a convolution with kernel {0}, dilation {1} and stride {2} does "
-        "not fit the {3} padded positions",
-        taps, options.dilation, options.stride, padded));
-  int64_t outLength = (padded - span) / options.stride + 1;
-  // Zeros concatenated on both sides (as F.pad's constant padding).
-  auto zeros = [&](int64_t n) {
-    return emit.splat(xType.clone({batch, channels, n}), 0.0);
+  SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
+  SmallVector<int64_t> outSizes;
+  bool tiles = true;
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t padded =
+        xType.getDimSize(2 + i) + options.padLow[i] + options.padHigh[i];
+    int64_t span = options.dilation[i] * (kernel[i] - 1) + 1;
+    if (options.stride[i] < 1 || options.dilation[i] < 1 || padded < span)
+      return makeError(llvm::formatv(
+          "a convolution with kernel {0}, dilation {1} and stride {2} does "
+          "not fit the {3} padded positions of spatial dim {4}",
+          kernel[i], options.dilation[i], options.stride[i], padded, i));
+    outSizes.push_back((padded - span) / options.stride[i] + 1);
+    tiles &= options.stride[i] == kernel[i] &&
+             (kernel[i] == 1 || options.dilation[i] == 1) &&
+             !options.padLow[i] && !options.padHigh[i];
+  }
+  int64_t positions = 1, taps = 1;
+  for (int64_t i = 0; i < spatial; ++i) {
+    positions *= outSizes[i];
+    taps *= kernel[i];
+  }
+  // Zeros concatenated on both sides of each spatial dim (F.pad's
+  // constant padding).
+  for (int64_t i = 0; i < spatial; ++i) {
+    if (!options.padLow[i] && !options.padHigh[i])
+      continue;
+    SmallVector<int64_t> shape(tensorType(x).getShape());
+    SmallVector<Value> pieces;
+    for (int64_t pad : {options.padLow[i], int64_t(-1), options.padHigh[i]}) {
+      if (pad < 0) {
+        pieces.push_back(x);
+      } else if (pad) {
+        shape[2 + i] = pad;
+        pieces.push_back(emit.splat(xType.clone(shape), 0.0));
+      }
+    }
+    x = emit.concat(pieces, 2 + i);
+  }
+  // The input positions tap `t` (row-major over the kernel) reads for every
+  // output position: [N, C, O_1..O_d].
+  auto tap = [&](Value input, int64_t t) {
+    for (int64_t i = spatial - 1; i >= 0; --i) {
+      int64_t start = (t % kernel[i]) * options.dilation[i];
+      t /= kernel[i];
+      input = emit.slice(input, 2 + i, start,
+                         start + (outSizes[i] - 1) * options.stride[i] + 1,
+                         options.stride[i]);
+    }
+    return input;
   };
-  SmallVector<Value> pieces;
-  if (options.padLow)
-    pieces.push_back(zeros(options.padLow));
-  pieces.push_back(x);
-  if (options.padHigh)
-    pieces.push_back(zeros(options.padHigh));
-  if (pieces.size() > 1)
-    x = emit.concat(pieces, 2);
-  auto tap = [&](Value input, int64_t k) {
-    int64_t start = k * options.dilation;
-    return emit.slice(input, 2, start,
-                      start + (outLength - 1) * options.stride + 1,
-                      options.stride);
+  SmallVector<int64_t> channelsLast{0}, channelsFirst{0, spatial + 1};
+  for (int64_t i = 0; i < spatial; ++i) {
+    channelsLast.push_back(2 + i);
+    channelsFirst.push_back(1 + i);
+  }
+  channelsLast.push_back(1);
+  auto outShape = [&](int64_t c) {
+    SmallVector<int64_t> shape{batch, c};
+    shape.append(outSizes);
+    return shape;
   };
   Value result;
   if (groups == channels && outChannels == channels) {
-    // Depthwise: y[n, c, t] = sum_k w[c, 0, k] * x[n, c, t * stride + k d].
-    for (int64_t k = 0; k < taps; ++k) {
+    // Depthwise: y[n, c, o] = sum_k w[c, 0, k] * x[n, c, o * stride + k d].
+    SmallVector<int64_t> perChannel(spatial + 2, 1);
+    perChannel[1] = channels;
+    Value flatWeight = emit.reshape(weight, {channels, taps});
+    for (int64_t t = 0; t < taps; ++t) {
       Value w = emit.broadcastTo(
-          emit.reshape(emit.slice(weight, 2, k, k + 1, 1), {1, channels, 1}),
-          {batch, channels, outLength});
-      Value term = emit.binary<MulOp>(tap(x, k), w);
+          emit.reshape(emit.slice(flatWeight, 1, t, t + 1, 1), perChannel),
+          outShape(channels));
+      Value term = emit.binary<MulOp>(tap(x, t), w);
       result = result ? emit.binary<AddOp>(result, term) : term;
     }
   } else {
@@ -2912,33 +2950,67 @@ static llvm::Expected<Value> convolve1d(Emitter &emit, Value x, Value weight,
       Value ws = groups == 1 ? weight
                              : emit.slice(weight, 0, g * outPerGroup,
                                           (g + 1) * outPerGroup, 1);
-      // [N, L_out, K * C] from the taps, and the weight as [C_out, K * C].
-      SmallVector<Value> columns;
-      for (int64_t k = 0; k < taps; ++k)
-        columns.push_back(emit.transpose(tap(xs, k), {0, 2, 1}));
-      Value unfolded = emit.concat(columns, 2);
-      Value matrix = emit.reshape(emit.transpose(ws, {0, 2, 1}),
-                                  {outPerGroup, taps * perGroup});
+      // The patches as [N, positions, taps * C] and the weight as
+      // [C_out, taps * C], their columns in the same order.
+      Value patches, matrix;
+      if (tiles) {
+        // [N, C, O_1 K_1, ..] -> [N, C, O_1, K_1, ..] -> [N, O.., C, K..]:
+        // columns (c, k_1..k_d), the weight's own order.
+        SmallVector<int64_t> split{batch, perGroup}, order{0};
+        for (int64_t i = 0; i < spatial; ++i) {
+          xs = emit.slice(xs, 2 + i, 0, outSizes[i] * kernel[i], 1);
+          split.append({outSizes[i], kernel[i]});
+          order.push_back(2 + 2 * i);
+        }
+        order.push_back(1);
+        for (int64_t i = 0; i < spatial; ++i)
+          order.push_back(3 + 2 * i);
+        patches = emit.reshape(emit.transpose(emit.reshape(xs, split), order),
+                               {batch, positions, perGroup * taps});
+        matrix = emit.reshape(ws, {outPerGroup, perGroup * taps});
+      } else {
+        // Columns (k_1..k_d, c): each tap's channels side by side.
+        SmallVector<Value> columns;
+        for (int64_t t = 0; t < taps; ++t)
+          columns.push_back(
+              emit.reshape(emit.transpose(tap(xs, t), channelsLast),
+                           {batch, positions, perGroup}));
+        patches = emit.concat(columns, 2);
+        SmallVector<int64_t> kernelFirst{0};
+        for (int64_t i = 0; i < spatial; ++i)
+          kernelFirst.push_back(2 + i);
+        kernelFirst.push_back(1);
+        matrix = emit.reshape(emit.transpose(ws, kernelFirst),
+                              {outPerGroup, taps * perGroup});
+      }
       Value product = MatmulOp::create(
-          emit.builder, emit.loc, xType.clone({batch, outLength, outPerGroup}),
-          unfolded, matrix,
+          emit.builder, emit.loc, xType.clone({batch, positions, outPerGroup}),
+          patches, matrix,
           /*addend=*/Value(), /*transpose_lhs=*/false, /*transpose_rhs=*/true);
-      outputs.push_back(emit.transpose(product, {0, 2, 1}));
+      SmallVector<int64_t> positionsShape{batch};
+      positionsShape.append(outSizes);
+      positionsShape.push_back(outPerGroup);
+      outputs.push_back(
+          emit.transpose(emit.reshape(product, positionsShape), channelsFirst));
     }
     result = outputs.size() == 1 ? outputs.front() : emit.concat(outputs, 1);
   }
-  if (bias)
+  if (bias) {
+    SmallVector<int64_t> perChannel(spatial + 2, 1);
+    perChannel[1] = outChannels;
     result = emit.binary<AddOp>(
         result,
-        emit.broadcastTo(emit.reshape(emit.cast(bias, xType.getElementType()),
-                                      {1, outChannels, 1}),
-                         {batch, outChannels, outLength}));
+        emit.broadcastTo(
+            emit.reshape(emit.cast(bias, xType.getElementType()), perChannel),
+            outShape(outChannels)));
+  }
   return result;
 }
 
-/// aten::conv1d(x, weight, bias, stride, padding (a number, 'valid' or
-/// 'same'), dilation, groups) and aten::_convolution (what nn.Conv1d and
-/// F.conv1d trace to), of one spatial dim and not transposed: convolve1d.
+/// aten::conv1d/conv2d/conv3d(x, weight, bias, stride, padding (numbers,
+/// 'valid' or 'same'), dilation, groups) and aten::_convolution (what
+/// nn.ConvNd and F.convNd trace to), not transposed: convolve, the input
+/// batched or not ([C, S..] as PyTorch allows).
 Outputs convertConvolution(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   llvm::Expected<Value> weight = importer.tensorInput(node, 1);
@@ -2946,53 +3018,88 @@ Outputs convertConvolution(GraphImporter &importer, Node *node) {
     return makeError("a convolution needs an input and a weight tensor");
   const ImportedValue &biasInput = importer.input(node, 2);
   Value bias = biasInput.isTensor() ? biasInput.tensor : Value();
-  auto single1d = [&](StringRef name,
-                      int64_t fallback) -> llvm::Expected<int64_t> {
-    const ImportedValue *value = importer.namedInput(node, name);
-    if (!value || value->isNone())
-      return fallback;
-    if (value->isNumber())
-      return value->intValue;
-    if (value->kind != ImportedValue::Kind::List || value->items.size() != 1 ||
-        !value->items[0].isNumber())
-      return makeError("only 1-d convolutions are supported ('" + name +
-                       "' has more than one dim)");
-    return value->items[0].intValue;
-  };
   if (const ImportedValue *transposed = importer.namedInput(node, "transposed");
       transposed && transposed->intValue)
     return makeError("transposed convolutions are not supported");
-  Conv1dOptions options;
-  llvm::Expected<int64_t> stride = single1d("stride", 1);
-  llvm::Expected<int64_t> dilation = single1d("dilation", 1);
-  llvm::Expected<int64_t> groups = single1d("groups", 1);
-  if (!stride || !dilation || !groups)
-    return makeError("a convolution's stride, dilation and groups must be "
-                     "single numbers");
-  options.stride = *stride;
-  options.dilation = *dilation;
-  options.groups = *groups;
+  RankedTensorType xType = tensorType(*x), wType = tensorType(*weight);
+  int64_t spatial = wType.getRank() - 2;
+  bool unbatched = xType.getRank() == spatial + 1;
+  if (spatial < 1 || (xType.getRank() != spatial + 2 && !unbatched))
+    return makeError(llvm::formatv(
+        "a convolution's weight [C_out, C_in / groups, K..] of rank {0} "
+        "needs an input [N, C_in, S..] of rank {1} (or {2} unbatched), not "
+        "rank {3}",
+        wType.getRank(), wType.getRank(), wType.getRank() - 1,
+        xType.getRank()));
+  // One number per spatial dim; a single number stands for all of them.
+  auto perDim = [&](StringRef name,
+                    int64_t fallback) -> llvm::Expected<SmallVector<int64_t>> {
+    const ImportedValue *value = importer.namedInput(node, name);
+    if (!value || value->isNone())
+      return SmallVector<int64_t>(spatial, fallback);
+    if (value->isNumber())
+      return SmallVector<int64_t>(spatial, value->intValue);
+    if (value->kind == ImportedValue::Kind::List &&
+        llvm::all_of(value->items,
+                     [](const ImportedValue &v) { return v.isNumber(); })) {
+      if (value->items.size() == 1)
+        return SmallVector<int64_t>(spatial, value->items[0].intValue);
+      if (static_cast<int64_t>(value->items.size()) == spatial)
+        return llvm::to_vector(llvm::map_range(
+            value->items, [](const ImportedValue &v) { return v.intValue; }));
+    }
+    return makeError(llvm::formatv("a convolution's '{0}' must be a number "
+                                   "or {1} numbers (one per spatial dim)",
+                                   name, spatial));
+  };
+  ConvOptions options;
+  llvm::Expected<SmallVector<int64_t>> stride = perDim("stride", 1);
+  if (!stride)
+    return stride.takeError();
+  llvm::Expected<SmallVector<int64_t>> dilation = perDim("dilation", 1);
+  if (!dilation)
+    return dilation.takeError();
+  options.stride = std::move(*stride);
+  options.dilation = std::move(*dilation);
+  const ImportedValue *groups = importer.namedInput(node, "groups");
+  if (groups && !groups->isNone() && !groups->isNumber())
+    return makeError("a convolution's 'groups' must be a number");
+  options.groups = groups && groups->isNumber() ? groups->intValue : 1;
   const ImportedValue *padding = importer.namedInput(node, "padding");
   if (padding && padding->kind == ImportedValue::Kind::String) {
-    // 'same' pads dilation * (K - 1) positions, the odd one at the end.
+    options.padLow.assign(spatial, 0);
+    options.padHigh.assign(spatial, 0);
+    // 'same' pads dilation * (K - 1) positions per dim, the odd one at the
+    // end.
     if (padding->text == "same") {
-      int64_t total =
-          options.dilation * (tensorType(*weight).getDimSize(2) - 1);
-      options.padLow = total / 2;
-      options.padHigh = total - options.padLow;
+      for (int64_t i = 0; i < spatial; ++i) {
+        int64_t total = options.dilation[i] * (wType.getDimSize(2 + i) - 1);
+        options.padLow[i] = total / 2;
+        options.padHigh[i] = total - options.padLow[i];
+      }
     } else if (padding->text != "valid") {
       return makeError("padding '" + padding->text + "' is not supported");
     }
   } else {
-    llvm::Expected<int64_t> both = single1d("padding", 0);
+    llvm::Expected<SmallVector<int64_t>> both = perDim("padding", 0);
     if (!both)
       return both.takeError();
-    options.padLow = options.padHigh = *both;
+    options.padLow = *both;
+    options.padHigh = std::move(*both);
   }
   Emitter emit(importer);
-  llvm::Expected<Value> result = convolve1d(emit, *x, *weight, bias, options);
+  Value input = *x;
+  if (unbatched) {
+    SmallVector<int64_t> shape{1};
+    shape.append(xType.getShape().begin(), xType.getShape().end());
+    input = emit.reshape(input, shape);
+  }
+  llvm::Expected<Value> result = convolve(emit, input, *weight, bias, options);
   if (!result)
     return result.takeError();
+  if (unbatched)
+    return single(
+        emit.reshape(*result, tensorType(*result).getShape().drop_front()));
   return single(*result);
 }
 
@@ -6181,7 +6288,8 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::scatter_reduce"}, [](GraphImporter &i, Node *n) {
     return convertScatter(i, n, {ScatterCombine::Sum, true});
   });
-  add({"aten::conv1d", "aten::_convolution", "aten::_convolution_mode"},
+  add({"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution",
+       "aten::_convolution_mode"},
       convertConvolution);
   add({"aten::index_add"}, convertIndexAdd);
   add({"aten::index_fill"}, convertIndexFill);

@@ -192,7 +192,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     if args.param_dtype != "float32":
         round_once(model)  # Before the first call compiles it.
     tokens = torch.from_numpy(np.load(os.path.join(args.model_dir, "tokens.npy")))
-    vocab = logits_and_losses(model(tokens[:, :1]))[0].shape[-1]
+    # The whole batch (a model traced on it may not run on fewer positions),
+    # leaving the random state as it was.
+    with torch.no_grad(), torch.random.fork_rng():
+        vocab = logits_and_losses(model(tokens))[0].shape[-1]
     # Next-token labels, with a few ignored positions to exercise ignore_index.
     labels = torch.roll(tokens, shifts=-1, dims=1) % vocab
     labels[:, -1] = args.ignore_index

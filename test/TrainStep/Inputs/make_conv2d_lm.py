@@ -1,0 +1,65 @@
+"""Saves a language model that mixes positions with 2-d convolutions,
+traced, with PyTorch's logits, for test/TrainStep/conv2d.test: each block
+lays the 32 positions out as a 4 x 8 grid of channels (ConvMixer-style)
+and adds a depthwise 3 x 3 convolution, a grouped 3 x 3 one with
+padding='same', patches of 1 x 2 (stride = kernel) spread back over their
+positions with repeat_interleave, and a pointwise (1 x 1) one.
+
+usage: make_conv2d_lm.py OUT
+
+OUT receives model.pt (forward(tokens: int64 [2, 32]) -> logits),
+tokens.npy and logits.npy.
+"""
+
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Import", "Inputs"))
+from traced_lm import save_traced_lm  # noqa: E402
+
+
+class ConvBlock(nn.Module):
+    def __init__(self, dim, rows):
+        super().__init__()
+        self.rows = rows
+        self.norm = nn.LayerNorm(dim)
+        self.depthwise = nn.Conv2d(dim, dim, kernel_size=3, padding=1, groups=dim)
+        self.grouped = nn.Conv2d(dim, dim, kernel_size=3, padding="same", groups=2, bias=False)
+        self.patches = nn.Conv2d(dim, dim, kernel_size=(1, 2), stride=(1, 2))
+        self.pointwise = nn.Conv2d(dim, dim, kernel_size=1)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        grid = self.norm(x).transpose(1, 2).reshape(b, d, self.rows, s // self.rows)
+        y = F.gelu(self.depthwise(grid)) + 0.5 * self.grouped(grid)
+        y = y + self.patches(grid).repeat_interleave(2, dim=-1)
+        y = self.pointwise(F.gelu(y))
+        return x + y.reshape(b, d, s).transpose(1, 2)
+
+
+class Conv2dLM(nn.Module):
+    def __init__(self, vocab_size=256, dim=32, layers=2, rows=4):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, dim)
+        self.blocks = nn.ModuleList(ConvBlock(dim, rows) for _ in range(layers))
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab_size)
+
+    def forward(self, tokens):
+        x = self.embedding(tokens)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    save_traced_lm(Conv2dLM(), sys.argv[1])
+
+
+if __name__ == "__main__":
+    main()
