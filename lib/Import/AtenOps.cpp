@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ImporterImpl.h"
+#include "AtenSupport.h"
 
 #include "titan/Dialect/IndexFunction.h"
 #include "titan/Dialect/TensorBuilder.h"
@@ -39,106 +39,7 @@ Value mlir::titan::import::rowMajorOffsets(
   return offsets ? offsets : tb.splat(type, 0.0);
 }
 
-using Node = torch::jit::Node;
-using Outputs = llvm::Expected<std::vector<ImportedValue>>;
-
 namespace {
-
-/// One output value.
-Outputs single(ImportedValue value) {
-  return std::vector<ImportedValue>{std::move(value)};
-}
-Outputs single(Value value) { return single(ImportedValue::ofTensor(value)); }
-
-/// Builds titan ops at the importer's current location.
-class Emitter : public TensorBuilder {
-public:
-  explicit Emitter(GraphImporter &importer)
-      : TensorBuilder(importer.getBuilder(), importer.getLoc()),
-        importer(importer), builder(importer.getBuilder()),
-        loc(importer.getLoc()), context(importer.getContext()) {}
-
-  Type f64() { return Float64Type::get(&context); }
-
-  GraphImporter &importer;
-  OpBuilder &builder;
-  Location loc;
-  MLIRContext &context;
-};
-
-/// Normalizes a possibly negative dimension of a rank-`rank` tensor.
-llvm::Expected<int64_t> normalizeDim(int64_t dim, int64_t rank) {
-  int64_t normalized = dim < 0 ? dim + rank : dim;
-  if (normalized < 0 || normalized >= std::max<int64_t>(rank, 1))
-    return makeError(llvm::formatv(
-        "dimension {0} is out of range for a rank-{1} tensor", dim, rank));
-  return normalized;
-}
-
-/// Width rank of float types for promotion: f16 and bf16 promote to f32.
-int floatRank(Type type) {
-  if (type.isF64())
-    return 3;
-  if (type.isF32())
-    return 2;
-  return 1;
-}
-
-/// PyTorch's promotion of two tensor element types: a float wins over an
-/// integer, the wider integer (bool < i32 < i64) over a narrower one.
-Type promote(Type a, Type b, MLIRContext &context) {
-  if (a == b)
-    return a;
-  if (!isa<FloatType>(a) && !isa<FloatType>(b))
-    return a.getIntOrFloatBitWidth() >= b.getIntOrFloatBitWidth() ? a : b;
-  if (!isa<FloatType>(a))
-    return b;
-  if (!isa<FloatType>(b))
-    return a;
-  if (floatRank(a) == 1 && floatRank(b) == 1)
-    return Float32Type::get(&context);
-  return floatRank(a) >= floatRank(b) ? a : b;
-}
-
-/// The broadcast shape of two shapes, or an error.
-llvm::Expected<SmallVector<int64_t>> broadcastShape(ArrayRef<int64_t> a,
-                                                    ArrayRef<int64_t> b) {
-  SmallVector<int64_t> result(std::max(a.size(), b.size()), 1);
-  for (size_t i = 0; i < result.size(); ++i) {
-    int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
-    int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
-    if (da != db && da != 1 && db != 1)
-      return makeError(
-          llvm::formatv("shapes [{0}] and [{1}] cannot be broadcast together",
-                        llvm::make_range(a.begin(), a.end()),
-                        llvm::make_range(b.begin(), b.end())));
-    result[result.size() - 1 - i] = da == 1 ? db : da;
-  }
-  return result;
-}
-
-/// Brings two tensors to one shape and element type.
-llvm::Error unify(Emitter &emit, Value &lhs, Value &rhs) {
-  RankedTensorType lt = tensorType(lhs), rt = tensorType(rhs);
-  llvm::Expected<SmallVector<int64_t>> shape =
-      broadcastShape(lt.getShape(), rt.getShape());
-  if (!shape)
-    return shape.takeError();
-  // As in PyTorch, a 0-d tensor does not change the element type of a
-  // dimensioned one of the same category (float or integer).
-  Type element;
-  bool sameCategory = isa<FloatType>(lt.getElementType()) ==
-                      isa<FloatType>(rt.getElementType());
-  if (sameCategory && lt.getRank() == 0 && rt.getRank() > 0)
-    element = rt.getElementType();
-  else if (sameCategory && rt.getRank() == 0 && lt.getRank() > 0)
-    element = lt.getElementType();
-  else
-    element = promote(lt.getElementType(), rt.getElementType(), emit.context);
-  lhs = emit.broadcastTo(emit.cast(lhs, element), *shape);
-  rhs = emit.broadcastTo(emit.cast(rhs, element), *shape);
-  return llvm::Error::success();
-}
 
 /// Applies `fn` to a real tensor or to both parts of a complex one.
 Outputs mapParts(const ImportedValue &value,
@@ -159,39 +60,6 @@ Outputs mapParts(const ImportedValue &value,
     return single(ImportedValue::ofComplex(*real, *imag));
   }
   return makeError("expected a tensor");
-}
-
-/// The shape of a real or complex tensor value.
-llvm::Expected<ArrayRef<int64_t>> shapeOf(const ImportedValue &value) {
-  if (!value.isTensor() && !value.isComplex())
-    return makeError("expected a tensor");
-  return tensorType(value.tensor).getShape();
-}
-
-/// The shape of input 0 of `node` (a real or complex tensor) and the
-/// normalized dimension given by input `dimIndex`; `extraRank` is added to the
-/// rank the dim must fit (unsqueeze inserts a dim).
-struct TensorDim {
-  ArrayRef<int64_t> shape;
-  int64_t dim;
-};
-llvm::Expected<TensorDim> tensorAndDim(GraphImporter &importer, Node *node,
-                                       size_t dimIndex, int64_t extraRank = 0) {
-  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(importer.input(node, 0));
-  if (!shape)
-    return shape.takeError();
-  llvm::Expected<int64_t> dim = importer.intInput(node, dimIndex);
-  if (!dim)
-    return dim.takeError();
-  if (shape->empty() && extraRank == 0)
-    return makeError(llvm::formatv(
-        "{0} along dimension {1} of a 0-d tensor, which has no dimensions",
-        node->kind().toUnqualString(), *dim));
-  llvm::Expected<int64_t> normalized =
-      normalizeDim(*dim, shape->size() + extraRank);
-  if (!normalized)
-    return normalized.takeError();
-  return TensorDim{*shape, *normalized};
 }
 
 /// Resolves a view/reshape size list with one optional -1.
@@ -633,10 +501,6 @@ Outputs complexBinary(Emitter &emit, BinaryKind kind, ImportedValue a,
 
 /// The error for arithmetic on integer tensors that titan does not compute
 /// in integers.
-constexpr const char *integerTensorArithmetic =
-    "on integer tensors titan computes add, sub, mul, maximum, minimum, "
-    "clamp, floor and truncating division, remainder and true division (in "
-    "float32); cast the tensor to a float type first";
 
 /// aten::add / sub / mul / div / rsub / maximum / minimum / pow on any mix
 /// of tensors, complex tensors and scalars.
@@ -1888,27 +1752,6 @@ std::pair<Value, Value> extremumOfAll(Emitter &emit, Value x, bool largest) {
       emit, emit.reshape(x, {tensorType(x).getNumElements()}), 0, largest);
   return {emit.reshape(value, ArrayRef<int64_t>{}),
           emit.reshape(index, ArrayRef<int64_t>{})};
-}
-
-/// Input 0 of `node`, a float tensor; an integer tensor is refused with
-/// `integerError` (by default: titan's integer tensor arithmetic).
-llvm::Expected<Value>
-floatTensorInput(GraphImporter &importer, Node *node,
-                 const llvm::Twine &integerError = integerTensorArithmetic) {
-  llvm::Expected<Value> x = importer.tensorInput(node, 0);
-  if (!x)
-    return x.takeError();
-  if (!isa<FloatType>(tensorType(*x).getElementType()))
-    return makeError(integerError);
-  return *x;
-}
-
-/// The number input `name` of `node`, or `fallback` when it is absent or
-/// None.
-static double numberOr(GraphImporter &importer, Node *node, StringRef name,
-                       double fallback) {
-  const ImportedValue *value = importer.namedInput(node, name);
-  return value && value->isNumber() ? value->asDouble() : fallback;
 }
 
 /// The message refusing `what` (an extremum or its index) of integers.
@@ -4980,16 +4823,6 @@ Outputs convertHardswish(GraphImporter &importer, Node *node) {
   return single(emit.scale(emit.binary<MulOp>(*x, gate), 1.0 / 6.0));
 }
 
-/// aten::log1p: log(1 + x).
-Outputs convertLog1p(GraphImporter &importer, Node *node) {
-  llvm::Expected<Value> x = floatTensorInput(importer, node);
-  if (!x)
-    return x.takeError();
-  Emitter emit(importer);
-  return single(
-      emit.unary<LogOp>(emit.binary<AddOp>(emit.splatLike(*x, 1.0), *x)));
-}
-
 /// aten::glu(x, dim): the first half of x along dim times the sigmoid of
 /// the second.
 Outputs convertGlu(GraphImporter &importer, Node *node) {
@@ -5062,37 +4895,6 @@ Outputs convertVariance(GraphImporter &importer, Node *node, bool root,
 // More elementwise functions, reductions and windows
 //===----------------------------------------------------------------------===//
 
-/// Input `index` of `node` as a floating-point tensor: integer and boolean
-/// tensors are converted to float32, as torch's floating-point functions
-/// promote them.
-llvm::Expected<Value> promotedFloatInput(GraphImporter &importer, Node *node,
-                                         size_t index = 0) {
-  llvm::Expected<Value> x = importer.tensorInput(node, index);
-  if (!x)
-    return x.takeError();
-  if (isa<FloatType>(tensorType(*x).getElementType()))
-    return *x;
-  return TensorBuilder(importer.getBuilder(), importer.getLoc())
-      .cast(*x, Float32Type::get(&importer.getContext()));
-}
-
-/// exp(x) - 1, accurate near 0: 2t / (1 - t) with t = tanh(x / 2) where
-/// |x| < 1/2 (its argument bounded, so the branch not taken stays finite
-/// forward and backward), exp(x) - 1 elsewhere.
-Value expm1(Emitter &emit, Value x) {
-  Value half =
-      emit.min(emit.binary<MaxOp>(emit.scale(x, 0.5), emit.splatLike(x, -0.25)),
-               emit.splatLike(x, 0.25));
-  Value t = emit.unary<TanhOp>(half);
-  Value small = emit.binary<DivOp>(
-      emit.scale(t, 2.0), emit.binary<SubOp>(emit.splatLike(x, 1.0), t));
-  Value large =
-      emit.binary<SubOp>(emit.unary<ExpOp>(x), emit.splatLike(x, 1.0));
-  Value near = emit.compare("lt", emit.binary<MaxOp>(x, emit.unary<NegOp>(x)),
-                            emit.splatLike(x, 0.5));
-  return emit.select(near, small, large);
-}
-
 /// The functions of one floating-point tensor that are written with titan's
 /// exp, log, sin and cos.
 enum class ElementaryFunction { Log2, Log10, Exp2, Expm1, Sinh, Cosh, Tan };
@@ -5146,30 +4948,6 @@ Outputs convertLogit(GraphImporter &importer, Node *node) {
                  emit.splatLike(z, 1.0 - eps->asDouble()));
   return single(emit.unary<LogOp>(
       emit.binary<DivOp>(z, emit.binary<SubOp>(emit.splatLike(z, 1.0), z))));
-}
-
-/// aten::logaddexp(a, b): m + log(1 + exp(-|a - b|)) with m = max(a, b);
-/// a itself plus log 2 where a == b (so two equal infinities give that
-/// infinity, not NaN).
-Outputs convertLogaddexp(GraphImporter &importer, Node *node) {
-  llvm::Expected<Value> a = promotedFloatInput(importer, node, 0);
-  llvm::Expected<Value> b = promotedFloatInput(importer, node, 1);
-  if (!a || !b)
-    return makeError("logaddexp needs two tensors");
-  Emitter emit(importer);
-  Value lhs = *a, rhs = *b;
-  if (llvm::Error error = unify(emit, lhs, rhs))
-    return std::move(error);
-  Value difference = emit.binary<SubOp>(lhs, rhs);
-  Value distance =
-      emit.binary<MaxOp>(difference, emit.unary<NegOp>(difference));
-  Value general =
-      emit.binary<AddOp>(emit.binary<MaxOp>(lhs, rhs),
-                         emit.unary<LogOp>(emit.binary<AddOp>(
-                             emit.splatLike(lhs, 1.0),
-                             emit.unary<ExpOp>(emit.unary<NegOp>(distance)))));
-  Value equal = emit.binary<AddOp>(lhs, emit.splatLike(lhs, std::log(2.0)));
-  return single(emit.select(emit.compare("eq", lhs, rhs), equal, general));
 }
 
 /// aten::hardtanh(x, min_val, max_val) and relu6 (hardtanh to [0, 6]):
@@ -5236,34 +5014,6 @@ Outputs convertThreshold(GraphImporter &importer, Node *node) {
   return single(
       emit.select(emit.compare("gt", *x, emit.splatLike(*x, *threshold)), *x,
                   emit.splatLike(*x, *value)));
-}
-
-/// Inputs `first`.. of `node` (tensors or numbers) as tensors of one shape
-/// and floating-point type.
-llvm::Expected<SmallVector<Value>> unifiedFloatOperands(GraphImporter &importer,
-                                                        Node *node,
-                                                        size_t first,
-                                                        size_t count) {
-  Emitter emit(importer);
-  SmallVector<Value> operands;
-  for (size_t i = first; i < first + count; ++i) {
-    const ImportedValue &input = importer.input(node, i);
-    if (input.isNumber())
-      operands.push_back(importer.materialize(input));
-    else if (input.isTensor())
-      operands.push_back(input.tensor);
-    else
-      return makeError(llvm::formatv("{0} takes tensors and numbers",
-                                     node->kind().toUnqualString()));
-  }
-  for (size_t round = 0; round < 2; ++round)
-    for (size_t i = 1; i < operands.size(); ++i)
-      if (llvm::Error error = unify(emit, operands[0], operands[i]))
-        return std::move(error);
-  if (!isa<FloatType>(tensorType(operands[0]).getElementType()))
-    for (Value &operand : operands)
-      operand = emit.cast(operand, Float32Type::get(&importer.getContext()));
-  return operands;
 }
 
 /// aten::lerp(start, end, weight): start + weight (end - start), of a
@@ -6139,7 +5889,6 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::softplus"}, convertSoftplus);
   add({"aten::mish"}, convertMish);
   add({"aten::hardswish"}, convertHardswish);
-  add({"aten::log1p"}, convertLog1p);
   add({"aten::glu"}, convertGlu);
   using Elementary = ElementaryFunction;
   const std::pair<StringRef, Elementary> elementaryFunctions[] = {
@@ -6152,7 +5901,6 @@ llvm::StringMap<Conversion> buildConversions() {
       return convertElementary(i, n, function);
     };
   add({"aten::logit"}, convertLogit);
-  add({"aten::logaddexp"}, convertLogaddexp);
   add({"aten::hardtanh"}, [](GraphImporter &i, Node *n) {
     return convertHardtanh(i, n, -1.0, 1.0);
   });
@@ -6372,6 +6120,7 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"prim::device"},
       constant(ImportedValue::ofString("cpu", ImportedValue::Kind::Device)));
   add({"prim::Constant"}, convertTensorConstant);
+  addMathConversions(table);
   return table;
 }
 

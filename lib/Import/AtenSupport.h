@@ -1,0 +1,112 @@
+//===- AtenSupport.h - what the aten op conversions share -------*- C++ -*-===//
+//
+// The emitter and the input, broadcasting and promotion helpers that the
+// conversions of AtenOps.cpp and AtenMathOps.cpp share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_LIB_IMPORT_ATENSUPPORT_H
+#define TITAN_LIB_IMPORT_ATENSUPPORT_H
+
+#include "ImporterImpl.h"
+
+#include "titan/Dialect/TensorBuilder.h"
+
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir::titan::import {
+
+using Node = torch::jit::Node;
+using Outputs = llvm::Expected<std::vector<ImportedValue>>;
+
+/// One output value.
+inline Outputs single(ImportedValue value) {
+  return std::vector<ImportedValue>{std::move(value)};
+}
+inline Outputs single(Value value) {
+  return single(ImportedValue::ofTensor(value));
+}
+
+/// Builds titan ops at the importer's current location.
+class Emitter : public TensorBuilder {
+public:
+  explicit Emitter(GraphImporter &importer)
+      : TensorBuilder(importer.getBuilder(), importer.getLoc()),
+        importer(importer), builder(importer.getBuilder()),
+        loc(importer.getLoc()), context(importer.getContext()) {}
+
+  Type f64() { return Float64Type::get(&context); }
+
+  GraphImporter &importer;
+  OpBuilder &builder;
+  Location loc;
+  MLIRContext &context;
+};
+
+/// What titan computes on integer tensors (the error refusing the rest).
+inline constexpr const char *integerTensorArithmetic =
+    "on integer tensors titan computes add, sub, mul, maximum, minimum, "
+    "clamp, floor and truncating division, remainder and true division (in "
+    "float32); cast the tensor to a float type first";
+
+/// Normalizes a possibly negative dimension of a rank-`rank` tensor.
+llvm::Expected<int64_t> normalizeDim(int64_t dim, int64_t rank);
+
+/// The shape of a real or complex tensor value.
+llvm::Expected<ArrayRef<int64_t>> shapeOf(const ImportedValue &value);
+
+/// The shape of input 0 of `node` (a real or complex tensor) and the
+/// normalized dimension given by input `dimIndex`; `extraRank` is added to
+/// the rank the dim must fit (unsqueeze inserts a dim).
+struct TensorDim {
+  ArrayRef<int64_t> shape;
+  int64_t dim;
+};
+llvm::Expected<TensorDim> tensorAndDim(GraphImporter &importer, Node *node,
+                                       size_t dimIndex, int64_t extraRank = 0);
+
+/// PyTorch's promotion of two tensor element types: a float wins over an
+/// integer, the wider integer (bool < i32 < i64) over a narrower one.
+Type promote(Type a, Type b, MLIRContext &context);
+
+/// The broadcast shape of two shapes, or an error.
+llvm::Expected<SmallVector<int64_t>> broadcastShape(ArrayRef<int64_t> a,
+                                                    ArrayRef<int64_t> b);
+
+/// Brings two tensors to one shape and element type.
+llvm::Error unify(Emitter &emit, Value &lhs, Value &rhs);
+
+/// Input 0 of `node`, a float tensor; an integer tensor is refused with
+/// `integerError` (by default: titan's integer tensor arithmetic).
+llvm::Expected<Value>
+floatTensorInput(GraphImporter &importer, Node *node,
+                 const llvm::Twine &integerError = integerTensorArithmetic);
+
+/// Input `index` of `node` as a floating-point tensor: integer and boolean
+/// tensors are converted to float32, as torch's floating-point functions
+/// promote them.
+llvm::Expected<Value> promotedFloatInput(GraphImporter &importer, Node *node,
+                                         size_t index = 0);
+
+/// Inputs `first`.. of `node` (tensors or numbers) as tensors of one shape
+/// and floating-point type.
+llvm::Expected<SmallVector<Value>> unifiedFloatOperands(GraphImporter &importer,
+                                                        Node *node,
+                                                        size_t first,
+                                                        size_t count);
+
+/// The number input `name` of `node`, or `fallback` when it is absent or
+/// None.
+double numberOr(GraphImporter &importer, Node *node, StringRef name,
+                double fallback);
+
+/// exp(x) - 1, accurate near 0.
+Value expm1(Emitter &emit, Value x);
+
+/// Adds the conversions of AtenMathOps.cpp (inverse trigonometric and
+/// hyperbolic functions, shrinkage activations, ...) to `table`.
+void addMathConversions(llvm::StringMap<Conversion> &table);
+
+} // namespace mlir::titan::import
+
+#endif // TITAN_LIB_IMPORT_ATENSUPPORT_H
