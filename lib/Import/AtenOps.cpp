@@ -669,6 +669,11 @@ template <typename OpTy>
 Outputs convertUnary(GraphImporter &importer, Node *node,
                      double (*scalarFn)(double)) {
   const ImportedValue &x = importer.input(node, 0);
+  // -n of a Python int (scripted `x[:, -self.k:]`) stays an int.
+  if constexpr (std::is_same_v<OpTy, NegOp>)
+    if (x.kind == ImportedValue::Kind::Int ||
+        x.kind == ImportedValue::Kind::Bool)
+      return single(ImportedValue::ofInt(-x.intValue));
   if (x.isNumber() && scalarFn)
     return single(ImportedValue::ofFloat(scalarFn(x.asDouble())));
   llvm::Expected<Value> input = importer.tensorInput(node, 0);
@@ -736,6 +741,10 @@ Outputs convertNot(GraphImporter &importer, Node *node) {
 Outputs convertContains(GraphImporter &importer, Node *node) {
   const ImportedValue &list = importer.input(node, 0);
   const ImportedValue &item = importer.input(node, 1);
+  if (list.kind == ImportedValue::Kind::String &&
+      item.kind == ImportedValue::Kind::String)
+    return single(
+        ImportedValue::ofBool(StringRef(list.text).contains(item.text)));
   if (list.kind != ImportedValue::Kind::List || item.isTensor())
     return makeError("`in` is evaluated at import time, on a list of numbers "
                      "or strings");
@@ -743,6 +752,73 @@ Outputs convertContains(GraphImporter &importer, Node *node) {
       llvm::any_of(list.items, [&](const ImportedValue &entry) {
         return sameConstant(entry, item);
       })));
+}
+
+/// prim::requires_grad: whether the tensor depends on a parameter through
+/// ops a gradient flows back through (the training step differentiates
+/// the program; a detached value, an input or a buffer does not).
+Outputs convertRequiresGrad(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  if (!x.isTensor() && !x.isComplex())
+    return makeError("requires_grad of something other than a tensor");
+  SmallVector<Value> pending{x.tensor};
+  llvm::DenseSet<Value> seen;
+  while (!pending.empty()) {
+    Value v = pending.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    if (auto argument = dyn_cast<BlockArgument>(v)) {
+      if (importer.getArgumentNames()[argument.getArgNumber()].second ==
+          ArgRole::Param)
+        return single(ImportedValue::ofBool(true));
+      continue;
+    }
+    Operation *op = v.getDefiningOp();
+    if (!op || isa<StopGradientOp>(op))
+      continue;
+    llvm::append_range(pending, op->getOperands());
+  }
+  return single(ImportedValue::ofBool(false));
+}
+
+/// aten::str of a device, a string or a number known at import time.
+Outputs convertStr(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  switch (x.kind) {
+  case ImportedValue::Kind::String:
+  case ImportedValue::Kind::Device:
+    return single(ImportedValue::ofString(x.text));
+  case ImportedValue::Kind::Int:
+    return single(ImportedValue::ofString(std::to_string(x.intValue)));
+  case ImportedValue::Kind::Bool:
+    return single(ImportedValue::ofString(x.intValue ? "True" : "False"));
+  default:
+    return makeError("str() is evaluated at import time, of a device, a "
+                     "string, an int or a bool");
+  }
+}
+
+/// aten::find(s, substr, start, end) of strings known at import time: the
+/// first index of substr in s[start:end], or -1.
+Outputs convertFind(GraphImporter &importer, Node *node) {
+  const ImportedValue &text = importer.input(node, 0);
+  const ImportedValue &part = importer.input(node, 1);
+  if (text.kind != ImportedValue::Kind::String ||
+      part.kind != ImportedValue::Kind::String)
+    return makeError("find() is evaluated at import time, of strings");
+  int64_t size = text.text.size();
+  auto bound = [&](size_t index, int64_t fallback) {
+    const ImportedValue *value =
+        index < node->inputs().size() ? &importer.input(node, index) : nullptr;
+    int64_t b = value && value->kind == ImportedValue::Kind::Int
+                    ? value->intValue
+                    : fallback;
+    return std::clamp<int64_t>(b < 0 ? b + size : b, 0, size);
+  };
+  int64_t start = bound(2, 0), end = bound(3, size);
+  size_t found = StringRef(text.text).slice(start, end).find(part.text);
+  return single(ImportedValue::ofInt(
+      found == StringRef::npos ? -1 : start + static_cast<int64_t>(found)));
 }
 
 /// aten::eq / ne / lt / le / gt / ge.
@@ -778,6 +854,21 @@ Outputs convertCompare(GraphImporter &importer, Node *node,
   if (llvm::Error error = unify(emit, x, y))
     return std::move(error);
   return single(emit.compare(predicate, x, y));
+}
+
+/// aten::__is__ / __isnot__: whether two values are the same object, known
+/// at import time: a tensor is the same as itself (one value of the
+/// program; `query is key` in nn.MultiheadAttention), never None; other
+/// values (None, numbers, strings) are compared.
+Outputs convertIdentity(GraphImporter &importer, Node *node, bool negated) {
+  const ImportedValue &a = importer.input(node, 0),
+                      &b = importer.input(node, 1);
+  bool same;
+  if (a.isTensor() || a.isComplex() || b.isTensor() || b.isComplex())
+    same = a.kind == b.kind && a.tensor == b.tensor && a.imag == b.imag;
+  else
+    same = sameConstant(a, b);
+  return single(ImportedValue::ofBool(same != negated));
 }
 
 //===----------------------------------------------------------------------===//
@@ -931,10 +1022,17 @@ Outputs convertPermute(GraphImporter &importer, Node *node, bool swapTwo) {
   });
 }
 
-/// Normalizes a Python slice bound: None, negative, or past the end.
-int64_t sliceBound(const ImportedValue &bound, int64_t size, int64_t fallback) {
+/// Normalizes a Python slice bound: None, negative, or past the end. A
+/// bound that is not an integer known at import time is an error.
+llvm::Expected<int64_t> sliceBound(const ImportedValue &bound, int64_t size,
+                                   int64_t fallback) {
   if (bound.isNone())
     return fallback;
+  if (bound.kind != ImportedValue::Kind::Int &&
+      bound.kind != ImportedValue::Kind::Bool)
+    return makeError(
+        "a slice bound must be an integer known at import time (titan "
+        "programs have static shapes), not a float or a tensor");
   int64_t value = bound.intValue;
   if (value < 0)
     value += size;
@@ -950,10 +1048,14 @@ Outputs sliceList(GraphImporter &importer, Node *node) {
   if (*step < 1)
     return makeError("slice step must be positive");
   int64_t size = list.items.size();
-  int64_t start = sliceBound(importer.input(node, 1), size, 0);
-  int64_t end = sliceBound(importer.input(node, 2), size, size);
+  llvm::Expected<int64_t> start = sliceBound(importer.input(node, 1), size, 0);
+  if (!start)
+    return start.takeError();
+  llvm::Expected<int64_t> end = sliceBound(importer.input(node, 2), size, size);
+  if (!end)
+    return end.takeError();
   std::vector<ImportedValue> items;
-  for (int64_t i = start; i < end; i += *step)
+  for (int64_t i = *start; i < *end; i += *step)
     items.push_back(list.items[i]);
   return single(ImportedValue::ofList(std::move(items)));
 }
@@ -971,9 +1073,15 @@ Outputs convertSlice(GraphImporter &importer, Node *node) {
   if (*step < 1)
     return makeError("slice step must be positive");
   int64_t size = td->shape[td->dim];
-  int64_t start = sliceBound(importer.input(node, 2), size, 0);
+  llvm::Expected<int64_t> startBound =
+      sliceBound(importer.input(node, 2), size, 0);
+  if (!startBound)
+    return startBound.takeError();
   const ImportedValue &endBound = importer.input(node, 3);
-  int64_t end = std::max(start, sliceBound(endBound, size, size));
+  llvm::Expected<int64_t> endValue = sliceBound(endBound, size, size);
+  if (!endValue)
+    return endValue.takeError();
+  int64_t start = *startBound, end = std::max(start, *endValue);
   // PyTorch clamps a slice past the end, and so does titan. But a module's
   // table (RoPE frequencies, positions, a causal mask) sliced past its end
   // means the input is longer than the model was built for, which the shape
@@ -1869,20 +1977,24 @@ Outputs convertEye(GraphImporter &importer, Node *node) {
 /// the extremum along `dim` (extremumAlong), of the flattened tensor
 /// without one.
 Outputs convertArgExtremum(GraphImporter &importer, Node *node, bool largest) {
-  llvm::Expected<Value> x = floatTensorInput(
-      importer, node, integerExtremum(largest ? "argmax" : "argmin"));
-  if (!x)
-    return x.takeError();
+  llvm::Expected<Value> input = importer.tensorInput(node, 0);
+  if (!input)
+    return input.takeError();
   Emitter emit(importer);
-  RankedTensorType type = tensorType(*x);
+  // Integers are compared as f64, exact below 2^53 (CLIP's pooling at the
+  // largest token id).
+  Value x = *input;
+  if (!isa<FloatType>(tensorType(x).getElementType()))
+    x = emit.cast(x, emit.f64());
+  RankedTensorType type = tensorType(x);
   const ImportedValue *dimArg = importer.namedInput(node, "dim");
   if (!dimArg || dimArg->isNone())
-    return single(extremumOfAll(emit, *x, largest).second);
+    return single(extremumOfAll(emit, x, largest).second);
   llvm::Expected<int64_t> dim = normalizeDim(dimArg->intValue, type.getRank());
   if (!dim)
     return dim.takeError();
   const ImportedValue *keep = importer.namedInput(node, "keepdim");
-  return single(dropDim(emit, extremumAlong(emit, *x, *dim, largest).second,
+  return single(dropDim(emit, extremumAlong(emit, x, *dim, largest).second,
                         *dim, keep && keep->intValue != 0));
 }
 
@@ -5140,6 +5252,18 @@ nonzeroIndicator(GraphImporter &importer, Node *node, Emitter &emit) {
 /// aten::all and aten::any (of everything or along a dim): whether every
 /// (some) element is nonzero, as a boolean tensor.
 Outputs convertAllAny(GraphImporter &importer, Node *node, bool all) {
+  // all() / any() of a list of Python bools or numbers, at import time.
+  if (const ImportedValue &list = importer.input(node, 0);
+      list.kind == ImportedValue::Kind::List) {
+    if (!llvm::all_of(list.items,
+                      [](const ImportedValue &v) { return v.isNumber(); }))
+      return makeError("all() / any() of a list is evaluated at import time, "
+                       "of bools and numbers");
+    auto truthy = [](const ImportedValue &v) { return v.asDouble() != 0; };
+    return single(
+        ImportedValue::ofBool(all ? llvm::all_of(list.items, truthy)
+                                  : llvm::any_of(list.items, truthy)));
+  }
   Emitter emit(importer);
   auto indicator = nonzeroIndicator(importer, node, emit);
   if (!indicator)
@@ -5635,6 +5759,9 @@ Outputs convertLength(GraphImporter &importer, Node *node, StringRef what) {
   const ImportedValue &x = importer.input(node, 0);
   if (what == "len" && x.kind == ImportedValue::Kind::List)
     return single(ImportedValue::ofInt(x.items.size()));
+  // A string's length (nn.MultiheadAttention's `why_not_fast_path`).
+  if (what == "len" && x.kind == ImportedValue::Kind::String)
+    return single(ImportedValue::ofInt(x.text.size()));
   llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
   if (!shape)
     return shape.takeError();
@@ -5988,10 +6115,17 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::le"}, compare("le"));
   add({"aten::gt"}, compare("gt"));
   add({"aten::ge"}, compare("ge"));
-  add({"aten::__is__"}, compare("eq"));
+  add({"aten::__is__"}, [](GraphImporter &i, Node *n) {
+    return convertIdentity(i, n, /*negated=*/false);
+  });
   add({"aten::__not__"}, convertNot);
   add({"aten::__contains__"}, convertContains);
-  add({"aten::__isnot__"}, compare("ne"));
+  add({"aten::str"}, convertStr);
+  add({"prim::requires_grad"}, convertRequiresGrad);
+  add({"aten::find"}, convertFind);
+  add({"aten::__isnot__"}, [](GraphImporter &i, Node *n) {
+    return convertIdentity(i, n, /*negated=*/true);
+  });
   add({"aten::view", "aten::reshape"}, convertView);
   add({"aten::flatten"}, convertFlatten);
   add({"aten::unflatten"}, convertUnflatten);
@@ -6117,6 +6251,16 @@ llvm::StringMap<Conversion> buildConversions() {
     return single(list);
   });
   add({"prim::dtype"}, convertDtype);
+  // titan's tensors are never nested (nn.MultiheadAttention asks).
+  add({"prim::is_nested"}, constant(ImportedValue::ofBool(false)));
+  // Autocast is not in effect in a compiled program (titan's mixed
+  // precision is the config's [training] dtypes).
+  add({"aten::is_autocast_enabled"}, constant(ImportedValue::ofBool(false)));
+  // A compiled program computes on titan's devices, not CUDA tensors of
+  // PyTorch's, and is differentiated (nn.MultiheadAttention then takes the
+  // path it trains with, not its inference fast path).
+  add({"prim::is_cuda"}, constant(ImportedValue::ofBool(false)));
+  add({"aten::is_grad_enabled"}, constant(ImportedValue::ofBool(true)));
   add({"prim::device"},
       constant(ImportedValue::ofString("cpu", ImportedValue::Kind::Device)));
   add({"prim::Constant"}, convertTensorConstant);

@@ -964,6 +964,31 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
       return value.takeError();
     return std::vector<ImportedValue>{std::move(*value)};
   }
+  // list.append(x) (a scripted list comprehension, which loops run
+  // unrolled): the list's value gets the item. A list that is also passed
+  // elsewhere (into a block, another container) would keep a stale copy
+  // there, so such a list is refused.
+  if (kind == c10::Symbol::fromQualString("aten::append")) {
+    torch::jit::Value *list = node->input(0);
+    auto found = values.find(list);
+    if (found == values.end() ||
+        found->second.kind != ImportedValue::Kind::List)
+      return makeError("append to something other than a list");
+    for (const torch::jit::Use &use : list->uses()) {
+      StringRef user = use.user->kind().toQualString();
+      if (user != "aten::append" && user != "aten::len" &&
+          user != "aten::__getitem__" && user != "prim::ListUnpack" &&
+          user != "aten::cat" && user != "aten::stack" && user != "aten::all" &&
+          user != "aten::any")
+        return makeError(llvm::formatv(
+            "a list appended to is also read by '{0}', which titan cannot "
+            "follow; build the list with torch.stack / torch.cat of its "
+            "items, or without append",
+            user));
+    }
+    found->second.items.push_back(input(node, 1));
+    return std::vector<ImportedValue>{found->second};
+  }
   if (kind == torch::jit::prim::ListConstruct ||
       kind == torch::jit::prim::TupleConstruct) {
     std::vector<ImportedValue> items;
