@@ -781,6 +781,20 @@ Outputs convertRequiresGrad(GraphImporter &importer, Node *node) {
   return single(ImportedValue::ofBool(false));
 }
 
+/// aten::item of a 0-d tensor whose value is known at import time (a
+/// constant, a module's scalar attribute, arithmetic on them): the number.
+Outputs convertItem(GraphImporter &importer, Node *node) {
+  ImportedValue x = importer.input(node, 0);
+  if (!x.isNumber())
+    return makeError(
+        "item() of a tensor computed at run time: its value cannot become a "
+        "Python number when titan compiles the program (its shapes and "
+        "control flow are static); keep it a tensor (multiply by it instead "
+        "of passing .item() as a scalar argument)");
+  x.wrappedType = Type();
+  return single(x);
+}
+
 /// aten::str of a device, a string or a number known at import time.
 Outputs convertStr(GraphImporter &importer, Node *node) {
   const ImportedValue &x = importer.input(node, 0);
@@ -6121,6 +6135,7 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::__not__"}, convertNot);
   add({"aten::__contains__"}, convertContains);
   add({"aten::str"}, convertStr);
+  add({"aten::item"}, convertItem);
   add({"prim::requires_grad"}, convertRequiresGrad);
   add({"aten::find"}, convertFind);
   add({"aten::__isnot__"}, [](GraphImporter &i, Node *n) {

@@ -4,8 +4,8 @@ two sequences (`query is not key`, its fast-path checks: is_nested,
 autocast, is_cuda, 'cpu' in str(device), requires_grad, a list built by
 a comprehension), nn.TransformerDecoderLayer, slices by a negated module
 attribute (`x[:, -self.k:]`, `x[:, :-(n // 2)]`), torch.roll by negated
-shifts, `is` of two different tensors, and argmax of token ids (CLIP's
-pooling at the end-of-text token).
+shifts, `is` of two different tensors, argmax of token ids (CLIP's
+pooling at the end-of-text token) and item() of a constant.
 
 usage: make_scripted_modules.py OUT
 
@@ -41,6 +41,7 @@ class ScriptedModules(nn.Module):
             x[:, -self.k:], x[:, : -(n // 2)],
             torch.roll(x, shifts=(-self.shift, -2 * self.shift), dims=(1, 2)),
             same, other, pooled, ids.argmin(),
+            x * torch.tensor(0.5).item(),
         )
 
 
