@@ -1,6 +1,7 @@
 """Traces a causal language model for the importer's tests.
 
-save_traced_lm(model, out, input_name) writes OUT/model.pt (the model
+BlocksLM(block) is the language model around the blocks a test
+exercises. save_traced_lm(model, out, input_name) writes OUT/model.pt (the model
 traced on the seeded int64 batch [2, 32] of batch_of), that batch as
 OUT/<input_name>.npy and PyTorch's logits for it as OUT/logits.npy (the
 oracle).
@@ -9,8 +10,30 @@ oracle).
 import os
 import warnings
 
+from typing import Callable
+
 import numpy as np
 import torch
+from torch import nn
+
+
+class BlocksLM(nn.Module):
+    """An embedding, `layers` blocks made by block(dim) (each adds to its
+    input), a LayerNorm and a linear head over the vocabulary."""
+
+    def __init__(self, block: Callable[[int], nn.Module], vocab_size: int = 256,
+                 dim: int = 32, layers: int = 2) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, dim)
+        self.blocks = nn.ModuleList(block(dim) for _ in range(layers))
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab_size)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embedding(tokens)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
 
 
 def batch_of(vocab_size: int = 256) -> torch.Tensor:

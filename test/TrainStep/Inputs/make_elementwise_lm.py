@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Import", "Inputs"))
-from traced_lm import save_traced_lm  # noqa: E402
+from traced_lm import BlocksLM, save_traced_lm  # noqa: E402
 
 
 class ElementwiseBlock(nn.Module):
@@ -57,24 +57,9 @@ class ElementwiseBlock(nn.Module):
         return x + self.down(y)
 
 
-class ElementwiseLM(nn.Module):
-    def __init__(self, vocab_size=256, dim=32, layers=2):
-        super().__init__()
-        self.embedding = nn.Embedding(vocab_size, dim)
-        self.blocks = nn.ModuleList(ElementwiseBlock(dim) for _ in range(layers))
-        self.norm = nn.LayerNorm(dim)
-        self.head = nn.Linear(dim, vocab_size)
-
-    def forward(self, tokens):
-        x = self.embedding(tokens)
-        for block in self.blocks:
-            x = block(x)
-        return self.head(self.norm(x))
-
-
 def main() -> None:
     torch.manual_seed(0)
-    save_traced_lm(ElementwiseLM(), sys.argv[1])
+    save_traced_lm(BlocksLM(ElementwiseBlock), sys.argv[1])
 
 
 if __name__ == "__main__":
