@@ -6280,6 +6280,7 @@ llvm::StringMap<Conversion> buildConversions() {
       constant(ImportedValue::ofString("cpu", ImportedValue::Kind::Device)));
   add({"prim::Constant"}, convertTensorConstant);
   addMathConversions(table);
+  addPoolingConversions(table);
   return table;
 }
 

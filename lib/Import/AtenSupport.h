@@ -107,6 +107,10 @@ Value expm1(Emitter &emit, Value x);
 /// hyperbolic functions, shrinkage activations, ...) to `table`.
 void addMathConversions(llvm::StringMap<Conversion> &table);
 
+/// Adds the conversions of AtenPoolingOps.cpp (avg, max and adaptive
+/// average pooling) to `table`.
+void addPoolingConversions(llvm::StringMap<Conversion> &table);
+
 } // namespace mlir::titan::import
 
 #endif // TITAN_LIB_IMPORT_ATENSUPPORT_H

@@ -3,7 +3,8 @@ traced, with PyTorch's logits, for test/TrainStep/conv2d.test: each block
 lays the 32 positions out as a 4 x 8 grid of channels (ConvMixer-style)
 and adds a depthwise 3 x 3 convolution, a grouped 3 x 3 one with
 padding='same', patches of 1 x 2 (stride = kernel) spread back over their
-positions with repeat_interleave, and a pointwise (1 x 1) one.
+positions with repeat_interleave, and a pointwise (1 x 1) one; average
+pooling (padding not counted), max pooling and adaptive average pooling.
 
 usage: make_conv2d_lm.py OUT
 
@@ -37,6 +38,9 @@ class ConvBlock(nn.Module):
         grid = self.norm(x).transpose(1, 2).reshape(b, d, self.rows, s // self.rows)
         y = F.gelu(self.depthwise(grid)) + 0.5 * self.grouped(grid)
         y = y + self.patches(grid).repeat_interleave(2, dim=-1)
+        y = y + F.avg_pool2d(grid, 3, stride=1, padding=1, count_include_pad=False)
+        y = y + F.max_pool2d(grid, 3, stride=1, padding=1)
+        y = y + F.adaptive_avg_pool2d(grid, (2, 3)).mean(dim=(2, 3), keepdim=True)
         y = self.pointwise(F.gelu(y))
         return x + y.reshape(b, d, s).transpose(1, 2)
 

@@ -1,0 +1,309 @@
+//===- AtenPoolingOps.cpp - pooling written with titan ops ----------------===//
+//
+// aten::avg_pool{1,2,3}d, max_pool{1,2,3}d and adaptive_avg_pool{1,2,3}d
+// (nn.AvgPool2d, F.max_pool1d, nn.AdaptiveAvgPool2d, ...): the input
+// between padding (0 for averages, -inf for maxima) along each spatial dim,
+// then one strided slice per tap of the window, combined by add or max;
+// adaptive windows are averaged one spatial dim at a time. Slices, adds and
+// maxima are what the training step differentiates.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AtenSupport.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::titan;
+using namespace mlir::titan::import;
+
+namespace {
+
+/// A pooling window, one entry per spatial dim.
+struct PoolWindow {
+  SmallVector<int64_t> kernel, stride, padding, dilation;
+};
+
+/// Input `name` of `node` as one number per spatial dim (`spatial` of
+/// them); a single number stands for all; an empty list (PyTorch's default
+/// stride) or None gives `fallback`.
+llvm::Expected<SmallVector<int64_t>> perSpatialDim(GraphImporter &importer,
+                                                   Node *node, StringRef name,
+                                                   int64_t spatial,
+                                                   ArrayRef<int64_t> fallback) {
+  const ImportedValue *value = importer.namedInput(node, name);
+  if (!value || value->isNone())
+    return SmallVector<int64_t>(fallback);
+  if (value->isNumber())
+    return SmallVector<int64_t>(spatial, value->intValue);
+  if (value->kind == ImportedValue::Kind::List &&
+      llvm::all_of(value->items,
+                   [](const ImportedValue &v) { return v.isNumber(); })) {
+    if (value->items.empty())
+      return SmallVector<int64_t>(fallback);
+    if (value->items.size() == 1)
+      return SmallVector<int64_t>(spatial, value->items[0].intValue);
+    if (static_cast<int64_t>(value->items.size()) == spatial)
+      return llvm::to_vector(llvm::map_range(
+          value->items, [](const ImportedValue &v) { return v.intValue; }));
+  }
+  return makeError(llvm::formatv(
+      "pooling's '{0}' must be a number or {1} numbers (one per spatial dim)",
+      name, spatial));
+}
+
+/// Input 0 of `node` batched: [N, C, S..] as it is, [C, S..] with a batch
+/// of one (`unbatched` set).
+llvm::Expected<Value> batchedInput(GraphImporter &importer, Node *node,
+                                   int64_t spatial, bool &unbatched) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
+  RankedTensorType type = tensorType(*x);
+  unbatched = type.getRank() == spatial + 1;
+  if (type.getRank() != spatial + 2 && !unbatched)
+    return makeError(llvm::formatv(
+        "{0}-d pooling needs an input [N, C, S..] of rank {1} (or {2} "
+        "unbatched), not rank {3}",
+        spatial, spatial + 2, spatial + 1, type.getRank()));
+  if (!unbatched)
+    return *x;
+  SmallVector<int64_t> shape{1};
+  llvm::append_range(shape, type.getShape());
+  return Emitter(importer).reshape(*x, shape);
+}
+
+/// `result` without the batch of one batchedInput added.
+Value unbatch(Emitter &emit, Value result, bool unbatched) {
+  return unbatched
+             ? emit.reshape(result, tensorType(result).getShape().drop_front())
+             : result;
+}
+
+/// The output sizes of pooling [N, C, S..] by `window`, and the positions
+/// past the padding that ceil_mode's last, partial windows reach (`extra`,
+/// per spatial dim).
+struct PoolShape {
+  SmallVector<int64_t> outSizes, extra;
+};
+llvm::Expected<PoolShape> poolShape(RankedTensorType type,
+                                    const PoolWindow &window, bool ceilMode) {
+  PoolShape shape;
+  for (size_t i = 0; i < window.kernel.size(); ++i) {
+    int64_t size = type.getDimSize(2 + i), k = window.kernel[i];
+    int64_t s = window.stride[i], p = window.padding[i], d = window.dilation[i];
+    int64_t span = d * (k - 1) + 1;
+    if (k < 1 || s < 1 || d < 1 || p < 0 || 2 * p > k || size + 2 * p < span)
+      return makeError(llvm::formatv(
+          "a pooling window of {0} (stride {1}, padding {2}, dilation {3}) "
+          "does not fit spatial dim {4} of {5}; the padding may be at most "
+          "half the window",
+          k, s, p, d, i, size));
+    int64_t room = size + 2 * p - span;
+    int64_t out = room / s + 1;
+    // ceil_mode adds a last window that starts inside the input or its
+    // left padding and runs past the right padding (as PyTorch counts).
+    if (ceilMode && room % s != 0 && (out * s) < size + p)
+      ++out;
+    shape.outSizes.push_back(out);
+    shape.extra.push_back(
+        std::max<int64_t>(0, (out - 1) * s + span - (size + 2 * p)));
+  }
+  return shape;
+}
+
+/// `x` between `padding` positions of `fill` on both sides of each spatial
+/// dim and `extra` more of `extraFill` after them.
+Value padSpatial(Emitter &emit, Value x, ArrayRef<int64_t> padding,
+                 ArrayRef<int64_t> extra, double fill, double extraFill) {
+  for (size_t i = 0; i < padding.size(); ++i) {
+    int64_t dim = 2 + i;
+    auto filled = [&](int64_t count, double value) {
+      SmallVector<int64_t> shape(tensorType(x).getShape());
+      shape[dim] = count;
+      return emit.splat(tensorType(x).clone(shape), value);
+    };
+    SmallVector<Value> pieces;
+    if (padding[i])
+      pieces.push_back(filled(padding[i], fill));
+    pieces.push_back(x);
+    if (padding[i])
+      pieces.push_back(filled(padding[i], fill));
+    if (extra[i])
+      pieces.push_back(filled(extra[i], extraFill));
+    if (pieces.size() > 1)
+      x = emit.concat(pieces, dim);
+  }
+  return x;
+}
+
+/// The windows of padded `x` combined: their maxima or sums.
+Value combineTaps(Emitter &emit, Value x, const PoolWindow &window,
+                  ArrayRef<int64_t> outSizes, bool maximum) {
+  int64_t spatial = window.kernel.size(), taps = 1;
+  for (int64_t k : window.kernel)
+    taps *= k;
+  Value result;
+  for (int64_t t = 0; t < taps; ++t) {
+    Value slice = x;
+    for (int64_t i = spatial - 1, rest = t; i >= 0; --i) {
+      int64_t start = (rest % window.kernel[i]) * window.dilation[i];
+      rest /= window.kernel[i];
+      slice = emit.slice(slice, 2 + i, start,
+                         start + (outSizes[i] - 1) * window.stride[i] + 1,
+                         window.stride[i]);
+    }
+    result = !result   ? slice
+             : maximum ? emit.binary<MaxOp>(result, slice)
+                       : emit.binary<AddOp>(result, slice);
+  }
+  return result;
+}
+
+/// aten::avg_pool{1,2,3}d(x, kernel_size, stride, padding, ceil_mode,
+/// count_include_pad, divisor_override) and max_pool{1,2,3}d(x,
+/// kernel_size, stride, padding, dilation, ceil_mode).
+Outputs convertPool(GraphImporter &importer, Node *node, int64_t spatial,
+                    bool maximum) {
+  bool unbatched = false;
+  llvm::Expected<Value> x = batchedInput(importer, node, spatial, unbatched);
+  if (!x)
+    return x.takeError();
+  PoolWindow window;
+  llvm::Expected<SmallVector<int64_t>> kernel =
+      perSpatialDim(importer, node, "kernel_size", spatial, {});
+  if (!kernel)
+    return kernel.takeError();
+  if (static_cast<int64_t>(kernel->size()) != spatial)
+    return makeError("pooling needs a kernel_size");
+  window.kernel = *kernel;
+  for (auto [name, field, fallback] :
+       {std::tuple{"stride", &window.stride, window.kernel},
+        std::tuple{"padding", &window.padding,
+                   SmallVector<int64_t>(spatial, 0)},
+        std::tuple{"dilation", &window.dilation,
+                   SmallVector<int64_t>(spatial, 1)}}) {
+    llvm::Expected<SmallVector<int64_t>> values =
+        perSpatialDim(importer, node, name, spatial, fallback);
+    if (!values)
+      return values.takeError();
+    *field = std::move(*values);
+  }
+  const ImportedValue *ceil = importer.namedInput(node, "ceil_mode");
+  bool ceilMode = ceil && ceil->intValue;
+  Emitter emit(importer);
+  llvm::Expected<PoolShape> shape = poolShape(tensorType(*x), window, ceilMode);
+  if (!shape)
+    return shape.takeError();
+  constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  if (maximum)
+    return single(
+        unbatch(emit,
+                combineTaps(emit,
+                            padSpatial(emit, *x, window.padding, shape->extra,
+                                       -kInfinity, -kInfinity),
+                            window, shape->outSizes, /*maximum=*/true),
+                unbatched));
+  Value sum = combineTaps(
+      emit, padSpatial(emit, *x, window.padding, shape->extra, 0.0, 0.0),
+      window, shape->outSizes, /*maximum=*/false);
+  // The average: the sum over the divisor given, or over the count of the
+  // window's positions in the input and (count_include_pad, the default)
+  // its padding, not past it (a ceil_mode window's); the window's size
+  // where every window is whole.
+  Value average;
+  const ImportedValue *divisor = importer.namedInput(node, "divisor_override");
+  const ImportedValue *includePadInput =
+      importer.namedInput(node, "count_include_pad");
+  bool includePad = !includePadInput || includePadInput->isNone() ||
+                    includePadInput->intValue;
+  bool whole = llvm::all_of(shape->extra, [](int64_t e) { return e == 0; }) &&
+               (includePad ||
+                llvm::all_of(window.padding, [](int64_t p) { return p == 0; }));
+  if (divisor && divisor->isNumber()) {
+    if (divisor->intValue == 0)
+      return makeError("avg_pool's divisor_override must not be 0");
+    average = emit.scale(sum, 1.0 / divisor->asDouble());
+  } else if (whole) {
+    int64_t size = 1;
+    for (int64_t k : window.kernel)
+      size *= k;
+    average = emit.scale(sum, 1.0 / static_cast<double>(size));
+  } else {
+    Value counts =
+        combineTaps(emit,
+                    padSpatial(emit, emit.splatLike(*x, 1.0), window.padding,
+                               shape->extra, includePad ? 1.0 : 0.0, 0.0),
+                    window, shape->outSizes, /*maximum=*/false);
+    average = emit.binary<DivOp>(sum, counts);
+  }
+  return single(unbatch(emit, average, unbatched));
+}
+
+/// aten::adaptive_avg_pool{1,2,3}d(x, output_size): output position i of a
+/// dim of n averages input positions floor(i n / o) to ceil((i + 1) n / o)
+/// (exclusive); one dim at a time (the average over a box is the average
+/// of averages over its rows).
+Outputs convertAdaptiveAvgPool(GraphImporter &importer, Node *node,
+                               int64_t spatial) {
+  bool unbatched = false;
+  llvm::Expected<Value> x = batchedInput(importer, node, spatial, unbatched);
+  if (!x)
+    return x.takeError();
+  SmallVector<int64_t> inSizes(tensorType(*x).getShape().drop_front(2));
+  llvm::Expected<SmallVector<int64_t>> outSizes =
+      perSpatialDim(importer, node, "output_size", spatial, inSizes);
+  if (!outSizes)
+    return outSizes.takeError();
+  Emitter emit(importer);
+  Value result = *x;
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t n = inSizes[i], o = (*outSizes)[i], dim = 2 + i;
+    if (o < 1)
+      return makeError(llvm::formatv(
+          "adaptive_avg_pool's output size must be positive, not {0}", o));
+    if (o == n)
+      continue;
+    if (n % o == 0) {
+      // Windows of n / o that tile the dim: a reshape and a sum.
+      SmallVector<int64_t> split(tensorType(result).getShape());
+      split[dim] = o;
+      split.insert(split.begin() + dim + 1, n / o);
+      Value sum = emit.reduceSum(emit.reshape(result, split), {dim + 1}, false);
+      result = emit.scale(sum, static_cast<double>(o) / n);
+      continue;
+    }
+    SmallVector<Value> windows;
+    for (int64_t j = 0; j < o; ++j) {
+      int64_t start = j * n / o, end = ((j + 1) * n + o - 1) / o;
+      windows.push_back(emit.scale(
+          emit.reduceSum(emit.slice(result, dim, start, end, 1), {dim}, true),
+          1.0 / static_cast<double>(end - start)));
+    }
+    result = emit.concat(windows, dim);
+  }
+  return single(unbatch(emit, result, unbatched));
+}
+
+} // namespace
+
+void mlir::titan::import::addPoolingConversions(
+    llvm::StringMap<Conversion> &table) {
+  for (int64_t spatial : {1, 2, 3}) {
+    std::string suffix = std::to_string(spatial) + "d";
+    table["aten::avg_pool" + suffix] = [spatial](GraphImporter &importer,
+                                                 Node *node) {
+      return convertPool(importer, node, spatial, /*maximum=*/false);
+    };
+    table["aten::max_pool" + suffix] = [spatial](GraphImporter &importer,
+                                                 Node *node) {
+      return convertPool(importer, node, spatial, /*maximum=*/true);
+    };
+    table["aten::adaptive_avg_pool" + suffix] =
+        [spatial](GraphImporter &importer, Node *node) {
+          return convertAdaptiveAvgPool(importer, node, spatial);
+        };
+  }
+}
