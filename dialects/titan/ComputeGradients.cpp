@@ -651,6 +651,22 @@ Grads SliceOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
       });
 }
 
+Grads PadOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
+  // The input's cotangent is the slice of the result's it was placed at.
+  return buildRule(
+      *this, builder, resultGrads, [&](Emitter &e, Value dy) -> Grads {
+        auto type = cast<RankedTensorType>(getInput().getType());
+        SmallVector<int64_t> limit;
+        for (auto [size, start, step] :
+             llvm::zip_equal(type.getShape(), getStart(), getStep()))
+          limit.push_back(start + (size - 1) * step + 1);
+        Value sliced =
+            SliceOp::create(e.b, e.loc, type, dy, getStartAttr(),
+                            e.b.getDenseI64ArrayAttr(limit), getStepAttr());
+        return SmallVector<Value>{sliced};
+      });
+}
+
 Grads ConcatOp::buildVJP(OpBuilder &builder, ValueRange resultGrads) {
   // Operand i's cotangent is its slice of the result's cotangent.
   return buildRule(

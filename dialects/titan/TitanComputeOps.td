@@ -1207,13 +1207,15 @@ def Titan_CrossEntropyGradOp : Titan_ComputeOp<"cross_entropy_grad",
   let hasVerifier = 1;
 }
 
-def Titan_PadOp : Titan_ComputeOp<"pad"> {
+def Titan_PadOp : Titan_DifferentiableOp<"pad"> {
   let summary = "Places a tensor at a strided position in a zero tensor";
   let description = [{
     `result = zeros; result[start + j * step] = input[j]` per dim: the
     inverse of `titan.slice` (the cotangent of a slice's input), with the
     shape of the result type. `start` >= 0, `step` >= 1 and the last element
-    `start + (size - 1) * step` lies within the result.
+    `start + (size - 1) * step` lies within the result. Its VJP is that
+    slice of the result's cotangent (the importer pads in the forward too:
+    `torch.diag` of a vector, strided writes past the end).
 
     Example:
 

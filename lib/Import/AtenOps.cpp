@@ -5932,14 +5932,22 @@ Conversion extremum(BinaryKind kind) {
     if (overload == "other")
       return convertBinary(importer, node, kind);
     bool largest = kind == BinaryKind::Max;
-    llvm::Expected<Value> x = floatTensorInput(
-        importer, node, integerExtremum(largest ? "torch.max" : "torch.min"));
-    if (!x)
-      return x.takeError();
+    llvm::Expected<Value> input = importer.tensorInput(node, 0);
+    if (!input)
+      return input.takeError();
     Emitter emit(importer);
-    RankedTensorType type = tensorType(*x);
+    // Integers and booleans are compared in f64 (exact below 2^53; a
+    // one-hot's maximum in Switch's load-balancing loss), the values given
+    // back in their type.
+    Type element = tensorType(*input).getElementType();
+    bool integral = !isa<FloatType>(element);
+    Value x = integral ? emit.cast(*input, emit.f64()) : *input;
+    auto valuesOf = [&](Value values) {
+      return integral ? emit.cast(values, element) : values;
+    };
+    RankedTensorType type = tensorType(x);
     if (overload != "dim")
-      return single(extremumOfAll(emit, *x, largest).first);
+      return single(valuesOf(extremumOfAll(emit, x, largest).first));
     llvm::Expected<int64_t> rawDim = importer.intInput(node, 1);
     if (!rawDim)
       return rawDim.takeError();
@@ -5948,9 +5956,9 @@ Conversion extremum(BinaryKind kind) {
       return dim.takeError();
     const ImportedValue *keep = importer.namedInput(node, "keepdim");
     bool keepdim = keep && keep->intValue != 0;
-    auto [value, index] = extremumAlong(emit, *x, *dim, largest);
+    auto [value, index] = extremumAlong(emit, x, *dim, largest);
     return std::vector<ImportedValue>{
-        ImportedValue::ofTensor(dropDim(emit, value, *dim, keepdim)),
+        ImportedValue::ofTensor(dropDim(emit, valuesOf(value), *dim, keepdim)),
         ImportedValue::ofTensor(dropDim(emit, index, *dim, keepdim))};
   };
 }
@@ -6281,6 +6289,7 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"prim::Constant"}, convertTensorConstant);
   addMathConversions(table);
   addPoolingConversions(table);
+  addFftConversions(table);
   return table;
 }
 

@@ -111,6 +111,10 @@ void addMathConversions(llvm::StringMap<Conversion> &table);
 /// average pooling) to `table`.
 void addPoolingConversions(llvm::StringMap<Conversion> &table);
 
+/// Adds the conversions of AtenFftOps.cpp (torch.fft's transforms as
+/// matmuls) to `table`.
+void addFftConversions(llvm::StringMap<Conversion> &table);
+
 } // namespace mlir::titan::import
 
 #endif // TITAN_LIB_IMPORT_ATENSUPPORT_H

@@ -1,5 +1,5 @@
 """Saves a module of extrema and their indices (torch.max / min along a
-dim, argmax, argmin, topk, one_hot) and of logsumexp, roll and eye,
+dim, also of integers and booleans, argmax, argmin, topk, one_hot) and of logsumexp, roll and eye,
 traced and scripted, with PyTorch's outputs as the oracle.
 
 usage: make_extrema.py OUT
@@ -36,7 +36,10 @@ class Extrema(nn.Module):
                 F.one_hot(ids, 5), F.one_hot(top_at, 4),
                 torch.logsumexp(x * 30.0, -1), torch.logsumexp(masked, dim=-1, keepdim=True),
                 torch.logsumexp(x, (0, 2)), torch.roll(x, 1, 1), torch.roll(x, (-1, 5), (2, 1)),
-                torch.roll(x, 3), x[0] @ torch.eye(4) + torch.eye(3, 4, dtype=torch.float32)]
+                torch.roll(x, 3), x[0] @ torch.eye(4) + torch.eye(3, 4, dtype=torch.float32),
+                # Of integers and booleans (Switch's load-balancing loss).
+                torch.max(F.one_hot(ids, 5), dim=-2).values, torch.min(ids, 1)[1],
+                ids.max(), ids.min(), torch.max(x > 0.5)]
 
 
 if __name__ == "__main__":

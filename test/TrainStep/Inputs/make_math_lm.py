@@ -7,8 +7,8 @@ the cosine similarity with a learned direction, a product over groups of
 four features (torch.prod), lerp towards a projection with a learned
 weight, addcmul / addcdiv, logsigmoid, hardtanh, relu6, hardsigmoid,
 celu, logaddexp, expm1, log2 and exp2, sinh, movedim, take_along_dim of a
-sorted order, amin, diff along the sequence with a prepended zero, and
-var_mean over the hidden dim.
+sorted order, amin, diff along the sequence with a prepended zero,
+var_mean over the hidden dim, and a matrix of torch.diag of a parameter.
 
 usage: make_math_lm.py OUT
 
@@ -61,6 +61,8 @@ class MathBlock(nn.Module):
         y = y + 0.1 * torch.diff(h, dim=1, prepend=torch.zeros_like(h[:, :1]))
         var, mean = torch.var_mean(h, dim=-1, keepdim=True)
         y = y + 0.1 * (h - mean) * var
+        # torch.diag of a vector parameter (a zero matrix it is padded into).
+        y = y + 0.1 * h @ torch.diag(self.weight, 1)[1:, :-1]
         return x + self.down(y)
 
 

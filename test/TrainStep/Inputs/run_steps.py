@@ -26,9 +26,18 @@ from typing import List, Optional
 import numpy as np
 
 
-def rel_err(actual: np.ndarray, expected: np.ndarray) -> float:
-    scale = max(float(np.abs(expected).max()), 1e-30)
+def rel_err(actual: np.ndarray, expected: np.ndarray, floor: float = 1e-30) -> float:
+    """The largest error relative to the largest expected element, or to
+    `floor` where that is smaller."""
+    scale = max(float(np.abs(expected).max()), floor)
     return float(np.abs(actual.astype(np.float64) - expected).max() / scale)
+
+
+# A gradient a thousand times smaller than the step's largest is measured
+# against a thousandth of that: one that is zero in exact arithmetic (a key
+# projection's bias, which softmax cancels) is float32 rounding noise in
+# PyTorch and titan alike, which a relative check would compare with itself.
+GRADIENT_FLOOR = 1e-3
 
 
 def no_gradient(oracle: str) -> List[str]:
@@ -67,9 +76,11 @@ def compare_first_step(args, out: str, expected: str) -> bool:
     ok = True
     grads = sorted(glob.glob(os.path.join(expected, "grad.*.npy")))
     names = [os.path.basename(f)[len("grad."):-len(".npy")] for f in grads]
+    floor = GRADIENT_FLOOR * max(float(np.abs(np.load(f)).max()) for f in grads)
     checks = (
         ("grads vs PyTorch", [(rel_err(np.load(os.path.join(out, f"grad.{n}.npy")),
-                                       np.load(os.path.join(expected, f"grad.{n}.npy"))), n) for n in names]),
+                                       np.load(os.path.join(expected, f"grad.{n}.npy")), floor), n)
+                              for n in names]),
         ("parameters vs torch.optim.AdamW", [(rel_err(np.load(os.path.join(out, f"param.{n}.npy")),
                                                       adamw_reference(args, out, n)), n) for n in names]),
     )

@@ -1,0 +1,299 @@
+//===- AtenFftOps.cpp - discrete Fourier transforms as matmuls ------------===//
+//
+// aten::fft_fft, fft_ifft, fft_rfft, fft_irfft and fft_fftn / fft_fft2
+// (torch.fft; Hyena's and FNet's token mixing), and aten::complex of two
+// parts: the transform along a dim of n positions as a matmul by the n x m
+// matrices cos(2 pi t k / n) and sin(2 pi t k / n), which the program
+// computes from iotas (t k mod n in int64, the angle in f64). A complex
+// tensor is the (real, imag) pair the importer carries. The cost is a GEMM
+// of n x m per row (PyTorch's FFT is n log n), and the gradients are the
+// matmuls' own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AtenSupport.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::titan;
+using namespace mlir::titan::import;
+
+namespace {
+
+/// The longest transform titan writes as a matmul (its matrices hold n x m
+/// elements each).
+constexpr int64_t kMaxTransformLength = 16384;
+
+/// cos and sin of 2 pi t k / n for t < rows, k < columns, in `element`.
+std::pair<Value, Value> twiddles(Emitter &emit, int64_t rows, int64_t columns,
+                                 int64_t n, Type element) {
+  auto i64 = RankedTensorType::get({rows, columns}, emit.builder.getI64Type());
+  Value product = emit.binary<MulOp>(emit.iota(i64, 0), emit.iota(i64, 1));
+  Value turns = RemainderOp::create(emit.builder, emit.loc, i64, product,
+                                    emit.splat(i64, static_cast<double>(n)),
+                                    /*truncate=*/false);
+  Value angle = emit.scale(emit.cast(turns, emit.f64()), 2 * M_PI / n);
+  return {emit.cast(emit.unary<CosOp>(angle), element),
+          emit.cast(emit.unary<SinOp>(angle), element)};
+}
+
+/// `x` [.., rows] times `matrix` [rows, columns] along its last dim.
+Value alongLast(Emitter &emit, Value x, Value matrix) {
+  SmallVector<int64_t> shape(tensorType(x).getShape());
+  shape.back() = tensorType(matrix).getDimSize(1);
+  return MatmulOp::create(emit.builder, emit.loc, tensorType(x).clone(shape), x,
+                          matrix,
+                          /*addend=*/Value(), /*transpose_lhs=*/false,
+                          /*transpose_rhs=*/false);
+}
+
+/// `x` with `dim` moved last (or back from last to `dim`).
+Value moveDim(Emitter &emit, Value x, int64_t dim, bool toLast) {
+  int64_t rank = tensorType(x).getRank();
+  if (dim == rank - 1)
+    return x;
+  SmallVector<int64_t> permutation;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != (toLast ? dim : rank - 1))
+      permutation.push_back(d);
+  permutation.insert(permutation.begin() + (toLast ? rank - 1 : dim),
+                     toLast ? dim : rank - 1);
+  return emit.transpose(x, permutation);
+}
+
+/// `x` along its last dim cut or followed by zeros (a `concat`, which the
+/// training step differentiates) to `size`.
+Value resized(Emitter &emit, Value x, int64_t size) {
+  int64_t last = tensorType(x).getRank() - 1;
+  int64_t have = tensorType(x).getDimSize(last);
+  if (have > size)
+    return emit.slice(x, last, 0, size, 1);
+  if (have == size)
+    return x;
+  SmallVector<int64_t> shape(tensorType(x).getShape());
+  shape[last] = size - have;
+  return emit.concat({x, emit.splat(tensorType(x).clone(shape), 0.0)}, last);
+}
+
+/// The transforms and their direction.
+enum class Transform { Fft, Ifft, Rfft, Irfft };
+
+/// The scale of `norm` ("backward", "ortho", "forward") for a transform of
+/// n in the `inverse` direction.
+llvm::Expected<double> normScale(const ImportedValue *norm, int64_t n,
+                                 bool inverse) {
+  std::string mode = norm && norm->kind == ImportedValue::Kind::String
+                         ? norm->text
+                         : "backward";
+  if (mode == "backward")
+    return inverse ? 1.0 / n : 1.0;
+  if (mode == "forward")
+    return inverse ? 1.0 : 1.0 / n;
+  if (mode == "ortho")
+    return 1.0 / std::sqrt(static_cast<double>(n));
+  return makeError("norm '" + mode +
+                   "' is not one of 'backward', 'forward' and 'ortho'");
+}
+
+/// One transform of `input` (real or complex) along `dim` with n points.
+llvm::Expected<ImportedValue>
+transform(Emitter &emit, const ImportedValue &input, int64_t dim,
+          std::optional<int64_t> n, const ImportedValue *norm, Transform kind) {
+  Value re = input.tensor;
+  Value im = input.isComplex() ? input.imag : Value();
+  if (!isa<FloatType>(tensorType(re).getElementType())) {
+    re = emit.cast(re, Float32Type::get(&emit.context));
+  }
+  Type element = tensorType(re).getElementType();
+  int64_t rank = tensorType(re).getRank();
+  if (rank == 0)
+    return makeError("a Fourier transform of a 0-d tensor");
+  if (dim < 0)
+    dim += rank;
+  if (dim < 0 || dim >= rank)
+    return makeError(llvm::formatv(
+        "dimension {0} is out of range for a rank-{1} tensor", dim, rank));
+  int64_t have = tensorType(re).getDimSize(dim);
+  // irfft's default length is 2 (m - 1) of its m frequencies.
+  int64_t points = n ? *n : kind == Transform::Irfft ? 2 * (have - 1) : have;
+  if (points < 1 || points > kMaxTransformLength)
+    return makeError(llvm::formatv(
+        "a Fourier transform of {0} points: titan writes transforms of 1 to "
+        "{1} points as matmuls",
+        points, kMaxTransformLength));
+  bool inverse = kind == Transform::Ifft || kind == Transform::Irfft;
+  llvm::Expected<double> scale = normScale(norm, points, inverse);
+  if (!scale)
+    return scale.takeError();
+  re = moveDim(emit, re, dim, /*toLast=*/true);
+  if (im)
+    im = moveDim(emit, im, dim, /*toLast=*/true);
+  int64_t half = points / 2 + 1;
+  Value outRe, outIm;
+  switch (kind) {
+  case Transform::Rfft:
+  case Transform::Fft:
+  case Transform::Ifft: {
+    int64_t outputs = kind == Transform::Rfft ? half : points;
+    auto [cos, sin] = twiddles(emit, points, outputs, points, element);
+    re = resized(emit, re, points);
+    // X = (a + ib)(cos -+ i sin): the forward transform's exponent is
+    // negative, the inverse's positive.
+    double sign = inverse ? 1.0 : -1.0;
+    outRe = alongLast(emit, re, cos);
+    outIm = emit.scale(alongLast(emit, re, sin), sign);
+    if (im) {
+      im = resized(emit, im, points);
+      outRe =
+          emit.binary<SubOp>(outRe, emit.scale(alongLast(emit, im, sin), sign));
+      outIm = emit.binary<AddOp>(outIm, alongLast(emit, im, cos));
+    }
+    break;
+  }
+  case Transform::Irfft: {
+    // The Hermitian signal of the first m = n / 2 + 1 frequencies: x[t] =
+    // sum_k w_k (Re X_k cos - Im X_k sin)(2 pi k t / n), w_k = 1 for the
+    // zero (and, n even, the Nyquist) frequency and 2 for the others
+    // (whose imaginary parts sin 0 and sin pi t drop, as PyTorch's).
+    auto [cos, sin] = twiddles(emit, half, points, points, element);
+    re = resized(emit, re, half);
+    SmallVector<double> weights(half, 2.0);
+    weights.front() = 1.0;
+    if (points % 2 == 0)
+      weights.back() = 1.0;
+    auto weighted = [&](Value v) {
+      auto type = RankedTensorType::get({half, 1}, element);
+      SmallVector<Attribute> values;
+      for (double w : weights)
+        values.push_back(FloatAttr::get(element, w));
+      Value column = ConstantOp::create(emit.builder, emit.loc,
+                                        DenseElementsAttr::get(type, values));
+      return emit.binary<MulOp>(v, emit.broadcastTo(column, {half, points}));
+    };
+    outRe = alongLast(emit, re, weighted(cos));
+    if (im)
+      outRe = emit.binary<SubOp>(
+          outRe, alongLast(emit, resized(emit, im, half), weighted(sin)));
+    break;
+  }
+  }
+  if (*scale != 1.0) {
+    outRe = emit.scale(outRe, *scale);
+    if (outIm)
+      outIm = emit.scale(outIm, *scale);
+  }
+  outRe = moveDim(emit, outRe, dim, /*toLast=*/false);
+  if (!outIm)
+    return ImportedValue::ofTensor(outRe);
+  return ImportedValue::ofComplex(outRe,
+                                  moveDim(emit, outIm, dim, /*toLast=*/false));
+}
+
+/// aten::fft_fft / fft_ifft / fft_rfft / fft_irfft(x, n, dim, norm).
+Outputs convertFft(GraphImporter &importer, Node *node, Transform kind) {
+  const ImportedValue &input = importer.input(node, 0);
+  if (!input.isTensor() && !input.isComplex())
+    return makeError("a Fourier transform needs a tensor");
+  if (kind == Transform::Rfft && input.isComplex())
+    return makeError("rfft takes a real tensor; use torch.fft.fft for a "
+                     "complex one");
+  std::optional<int64_t> n;
+  if (const ImportedValue *size = importer.namedInput(node, "n");
+      size && !size->isNone()) {
+    if (size->kind != ImportedValue::Kind::Int)
+      return makeError("a Fourier transform's n must be an integer known at "
+                       "import time");
+    n = size->intValue;
+  }
+  int64_t dim = -1;
+  if (const ImportedValue *d = importer.namedInput(node, "dim");
+      d && d->kind == ImportedValue::Kind::Int)
+    dim = d->intValue;
+  Emitter emit(importer);
+  llvm::Expected<ImportedValue> result =
+      transform(emit, input, dim, n, importer.namedInput(node, "norm"), kind);
+  if (!result)
+    return result.takeError();
+  return single(*result);
+}
+
+/// aten::fft_fftn / fft_fft2 / fft_ifftn / fft_ifft2(x, s, dim, norm): one
+/// transform per dim (the last two for fft2; all for fftn without dims).
+Outputs convertFftn(GraphImporter &importer, Node *node, bool inverse,
+                    bool twoDims) {
+  ImportedValue value = importer.input(node, 0);
+  if (!value.isTensor() && !value.isComplex())
+    return makeError("a Fourier transform needs a tensor");
+  int64_t rank = tensorType(value.tensor).getRank();
+  SmallVector<int64_t> dims;
+  const ImportedValue *dimInput = importer.namedInput(node, "dim");
+  if (dimInput && dimInput->kind == ImportedValue::Kind::List) {
+    for (const ImportedValue &d : dimInput->items)
+      dims.push_back(d.intValue);
+  } else if (dimInput && dimInput->kind == ImportedValue::Kind::Int) {
+    dims.push_back(dimInput->intValue);
+  } else {
+    for (int64_t d = twoDims ? rank - 2 : 0; d < rank; ++d)
+      dims.push_back(d);
+  }
+  SmallVector<std::optional<int64_t>> sizes(dims.size());
+  if (const ImportedValue *s = importer.namedInput(node, "s");
+      s && s->kind == ImportedValue::Kind::List) {
+    if (s->items.size() != dims.size())
+      return makeError("a Fourier transform's s needs one size per dim");
+    for (auto [i, item] : llvm::enumerate(s->items))
+      sizes[i] = item.intValue;
+  }
+  Emitter emit(importer);
+  for (auto [i, dim] : llvm::enumerate(dims)) {
+    llvm::Expected<ImportedValue> next =
+        transform(emit, value, dim, sizes[i], importer.namedInput(node, "norm"),
+                  inverse ? Transform::Ifft : Transform::Fft);
+    if (!next)
+      return next.takeError();
+    value = *next;
+  }
+  return single(value);
+}
+
+/// aten::complex(real, imag): the pair, broadcast to one shape.
+Outputs convertComplex(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> real = importer.tensorInput(node, 0);
+  llvm::Expected<Value> imag = importer.tensorInput(node, 1);
+  if (!real || !imag)
+    return makeError("complex needs two real tensors");
+  Emitter emit(importer);
+  Value re = *real, im = *imag;
+  if (llvm::Error error = unify(emit, re, im))
+    return std::move(error);
+  if (!isa<FloatType>(tensorType(re).getElementType()))
+    return makeError("complex needs floating-point parts");
+  return single(ImportedValue::ofComplex(re, im));
+}
+
+} // namespace
+
+void mlir::titan::import::addFftConversions(
+    llvm::StringMap<Conversion> &table) {
+  auto one = [](Transform kind) -> Conversion {
+    return [kind](GraphImporter &importer, Node *node) {
+      return convertFft(importer, node, kind);
+    };
+  };
+  table["aten::complex"] = convertComplex;
+  table["aten::fft_fft"] = one(Transform::Fft);
+  table["aten::fft_ifft"] = one(Transform::Ifft);
+  table["aten::fft_rfft"] = one(Transform::Rfft);
+  table["aten::fft_irfft"] = one(Transform::Irfft);
+  for (auto [name, inverse, twoDims] :
+       {std::tuple{"aten::fft_fftn", false, false},
+        std::tuple{"aten::fft_fft2", false, true},
+        std::tuple{"aten::fft_ifftn", true, false},
+        std::tuple{"aten::fft_ifft2", true, true}})
+    table[name] = [inverse, twoDims](GraphImporter &importer, Node *node) {
+      return convertFftn(importer, node, inverse, twoDims);
+    };
+}

@@ -1,0 +1,48 @@
+"""Saves a language model that mixes positions with Fourier transforms,
+traced, with PyTorch's logits, for test/TrainStep/fft.test: FNet's mixing
+(the real part of a 2-d transform over positions and features) and Hyena's
+causal long convolution by a learned filter (rfft of twice the length, a
+complex product, irfft with norm='forward').
+
+usage: make_fft_lm.py OUT
+
+OUT receives model.pt (forward(tokens: int64 [2, 32]) -> logits),
+tokens.npy and logits.npy.
+"""
+
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Import", "Inputs"))
+from traced_lm import BlocksLM, save_traced_lm  # noqa: E402
+
+
+class FourierBlock(nn.Module):
+    def __init__(self, dim, seq=32):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.filter = nn.Parameter(torch.randn(dim, seq) * 0.1)
+        self.up = nn.Linear(dim, dim)
+        self.down = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        h = self.norm(x)
+        seq = h.shape[1]
+        mixed = torch.fft.fftn(h, dim=(1, 2)).real * 0.1
+        u_f = torch.fft.rfft(self.up(h).transpose(1, 2), n=2 * seq)
+        k_f = torch.fft.rfft(self.filter, n=2 * seq)
+        conv = torch.fft.irfft(u_f * k_f, n=2 * seq, norm="forward")[..., :seq] / (2 * seq)
+        return x + self.down(F.gelu(mixed + conv.transpose(1, 2)))
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    save_traced_lm(BlocksLM(FourierBlock), sys.argv[1])
+
+
+if __name__ == "__main__":
+    main()
