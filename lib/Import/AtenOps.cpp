@@ -6290,6 +6290,7 @@ llvm::StringMap<Conversion> buildConversions() {
   addMathConversions(table);
   addPoolingConversions(table);
   addFftConversions(table);
+  addInterpolateConversions(table);
   return table;
 }
 

@@ -115,6 +115,10 @@ void addPoolingConversions(llvm::StringMap<Conversion> &table);
 /// matmuls) to `table`.
 void addFftConversions(llvm::StringMap<Conversion> &table);
 
+/// Adds the conversions of AtenInterpolateOps.cpp (F.interpolate's
+/// nearest, linear and cubic modes) to `table`.
+void addInterpolateConversions(llvm::StringMap<Conversion> &table);
+
 } // namespace mlir::titan::import
 
 #endif // TITAN_LIB_IMPORT_ATENSUPPORT_H

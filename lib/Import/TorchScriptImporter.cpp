@@ -967,15 +967,26 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
   // list.append(x) (a scripted list comprehension, which loops run
   // unrolled): the list's value gets the item. A list that is also passed
   // elsewhere (into a block, another container) would keep a stale copy
-  // there, so such a list is refused.
+  // there, so such a list is refused, but for a block's return after the
+  // appends.
   if (kind == c10::Symbol::fromQualString("aten::append")) {
     torch::jit::Value *list = node->input(0);
     auto found = values.find(list);
     if (found == values.end() ||
         found->second.kind != ImportedValue::Kind::List)
       return makeError("append to something other than a list");
+    // A block may return the list once every append to it has run (a
+    // scripted F.interpolate's list of scale factors).
+    auto appendedBefore = [&](torch::jit::Node *reader) {
+      return llvm::all_of(list->uses(), [&](const torch::jit::Use &other) {
+        return other.user->kind() != node->kind() ||
+               other.user->isBefore(reader);
+      });
+    };
     for (const torch::jit::Use &use : list->uses()) {
       StringRef user = use.user->kind().toQualString();
+      if (user == "prim::Return" && appendedBefore(use.user))
+        continue;
       if (user != "aten::append" && user != "aten::len" &&
           user != "aten::__getitem__" && user != "prim::ListUnpack" &&
           user != "aten::cat" && user != "aten::stack" && user != "aten::all" &&

@@ -4,7 +4,8 @@ lays the 32 positions out as a 4 x 8 grid of channels (ConvMixer-style)
 and adds a depthwise 3 x 3 convolution, a grouped 3 x 3 one with
 padding='same', patches of 1 x 2 (stride = kernel) spread back over their
 positions with repeat_interleave, and a pointwise (1 x 1) one; average
-pooling (padding not counted), max pooling and adaptive average pooling.
+pooling (padding not counted), max pooling and adaptive average pooling,
+and pooled grids interpolated back (bilinear, nearest).
 
 usage: make_conv2d_lm.py OUT
 
@@ -41,6 +42,8 @@ class ConvBlock(nn.Module):
         y = y + F.avg_pool2d(grid, 3, stride=1, padding=1, count_include_pad=False)
         y = y + F.max_pool2d(grid, 3, stride=1, padding=1)
         y = y + F.adaptive_avg_pool2d(grid, (2, 3)).mean(dim=(2, 3), keepdim=True)
+        y = y + F.interpolate(F.avg_pool2d(grid, 2), scale_factor=2.0, mode="bilinear")
+        y = y + F.interpolate(F.max_pool2d(grid, 2), scale_factor=2.0, mode="nearest")
         y = self.pointwise(F.gelu(y))
         return x + y.reshape(b, d, s).transpose(1, 2)
 
