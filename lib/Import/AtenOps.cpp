@@ -1876,13 +1876,6 @@ std::pair<Value, Value> extremumOfAll(Emitter &emit, Value x, bool largest) {
           emit.reshape(index, ArrayRef<int64_t>{})};
 }
 
-/// The message refusing `what` (an extremum or its index) of integers.
-static std::string integerExtremum(StringRef what) {
-  return (what + " of an integer tensor is not supported (titan finds "
-                 "extrema of floating-point tensors)")
-      .str();
-}
-
 /// `value` without its dim `dim` of size 1, unless `keepdim`.
 Value dropDim(Emitter &emit, Value value, int64_t dim, bool keepdim) {
   if (keepdim)
@@ -2032,13 +2025,24 @@ static std::pair<Value, Value> sortAlong(Emitter &emit, Value x, int64_t dim,
 /// stable sort (Mixture-of-Depths' capacity of a sequence), which also
 /// picks the lowest indices among ties.
 Outputs convertTopk(GraphImporter &importer, Node *node) {
-  llvm::Expected<Value> x =
-      floatTensorInput(importer, node, integerExtremum("topk"));
-  if (!x)
-    return x.takeError();
+  llvm::Expected<Value> input = importer.tensorInput(node, 0);
+  if (!input)
+    return input.takeError();
+  Type element = tensorType(*input).getElementType();
+  if (element.isInteger(1))
+    return makeError("topk of a boolean tensor (PyTorch has none either); "
+                     "convert it to an integer or float type first");
   llvm::Expected<int64_t> k = importer.intInput(node, 1);
   if (!k)
     return k.takeError();
+  Emitter emit(importer);
+  // Integers are compared in f64 (exact below 2^53), the values given back
+  // in their type.
+  bool integral = !isa<FloatType>(element);
+  llvm::Expected<Value> x = integral ? emit.cast(*input, emit.f64()) : *input;
+  auto valuesOf = [&](Value values) {
+    return integral ? emit.cast(values, element) : values;
+  };
   RankedTensorType type = tensorType(*x);
   int64_t rawDim = -1;
   if (const ImportedValue *dimArg = importer.namedInput(node, "dim"))
@@ -2057,12 +2061,11 @@ Outputs convertTopk(GraphImporter &importer, Node *node) {
         "and k <= {2} along a dim longer than {3} (one pass over the dim "
         "per k; a sort compares every pair of a row's elements)",
         *k, n, kMaxK, kMaxOneHotDim));
-  Emitter emit(importer);
   if (*k > kMaxK) {
     auto [sorted, order] =
         sortAlong(emit, *x, *dim, largest, /*withValues=*/true);
     return std::vector<ImportedValue>{
-        ImportedValue::ofTensor(emit.slice(sorted, *dim, 0, *k, 1)),
+        ImportedValue::ofTensor(valuesOf(emit.slice(sorted, *dim, 0, *k, 1))),
         ImportedValue::ofTensor(emit.slice(order, *dim, 0, *k, 1))};
   }
   Value remaining = *x;
@@ -2080,7 +2083,7 @@ Outputs convertTopk(GraphImporter &importer, Node *node) {
                       masked, remaining);
   }
   return std::vector<ImportedValue>{
-      ImportedValue::ofTensor(emit.concat(values, *dim)),
+      ImportedValue::ofTensor(valuesOf(emit.concat(values, *dim))),
       ImportedValue::ofTensor(emit.concat(indices, *dim))};
 }
 

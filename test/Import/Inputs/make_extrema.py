@@ -1,5 +1,6 @@
 """Saves a module of extrema and their indices (torch.max / min along a
-dim, also of integers and booleans, argmax, argmin, topk, one_hot) and of logsumexp, roll and eye,
+dim, also of integers and booleans, argmax, argmin, topk (also of
+integers), one_hot) and of logsumexp, roll and eye,
 traced and scripted, with PyTorch's outputs as the oracle.
 
 usage: make_extrema.py OUT
@@ -39,7 +40,8 @@ class Extrema(nn.Module):
                 torch.roll(x, 3), x[0] @ torch.eye(4) + torch.eye(3, 4, dtype=torch.float32),
                 # Of integers and booleans (Switch's load-balancing loss).
                 torch.max(F.one_hot(ids, 5), dim=-2).values, torch.min(ids, 1)[1],
-                ids.max(), ids.min(), torch.max(x > 0.5)]
+                ids.max(), ids.min(), torch.max(x > 0.5),
+                torch.topk(ids, 2)[0], torch.topk(ids, 2, largest=False)[1]]
 
 
 if __name__ == "__main__":
