@@ -40,42 +40,12 @@ std::pair<Value, Value> twiddles(Emitter &emit, int64_t rows, int64_t columns,
           emit.cast(emit.unary<SinOp>(angle), element)};
 }
 
-/// `x` [.., rows] times `matrix` [rows, columns] along its last dim.
-Value alongLast(Emitter &emit, Value x, Value matrix) {
-  SmallVector<int64_t> shape(tensorType(x).getShape());
-  shape.back() = tensorType(matrix).getDimSize(1);
-  return MatmulOp::create(emit.builder, emit.loc, tensorType(x).clone(shape), x,
-                          matrix,
-                          /*addend=*/Value(), /*transpose_lhs=*/false,
-                          /*transpose_rhs=*/false);
-}
-
-/// `x` with `dim` moved last (or back from last to `dim`).
-Value moveDim(Emitter &emit, Value x, int64_t dim, bool toLast) {
-  int64_t rank = tensorType(x).getRank();
-  if (dim == rank - 1)
-    return x;
-  SmallVector<int64_t> permutation;
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != (toLast ? dim : rank - 1))
-      permutation.push_back(d);
-  permutation.insert(permutation.begin() + (toLast ? rank - 1 : dim),
-                     toLast ? dim : rank - 1);
-  return emit.transpose(x, permutation);
-}
-
-/// `x` along its last dim cut or followed by zeros (a `concat`, which the
-/// training step differentiates) to `size`.
+/// `x` along its last dim cut or padded with zeros to `size`.
 Value resized(Emitter &emit, Value x, int64_t size) {
   int64_t last = tensorType(x).getRank() - 1;
-  int64_t have = tensorType(x).getDimSize(last);
-  if (have > size)
+  if (tensorType(x).getDimSize(last) > size)
     return emit.slice(x, last, 0, size, 1);
-  if (have == size)
-    return x;
-  SmallVector<int64_t> shape(tensorType(x).getShape());
-  shape[last] = size - have;
-  return emit.concat({x, emit.splat(tensorType(x).clone(shape), 0.0)}, last);
+  return emit.padTo(x, last, size);
 }
 
 /// The transforms and their direction.
@@ -143,13 +113,13 @@ transform(Emitter &emit, const ImportedValue &input, int64_t dim,
     // X = (a + ib)(cos -+ i sin): the forward transform's exponent is
     // negative, the inverse's positive.
     double sign = inverse ? 1.0 : -1.0;
-    outRe = alongLast(emit, re, cos);
-    outIm = emit.scale(alongLast(emit, re, sin), sign);
+    outRe = matmulLast(emit, re, cos);
+    outIm = emit.scale(matmulLast(emit, re, sin), sign);
     if (im) {
       im = resized(emit, im, points);
-      outRe =
-          emit.binary<SubOp>(outRe, emit.scale(alongLast(emit, im, sin), sign));
-      outIm = emit.binary<AddOp>(outIm, alongLast(emit, im, cos));
+      outRe = emit.binary<SubOp>(outRe,
+                                 emit.scale(matmulLast(emit, im, sin), sign));
+      outIm = emit.binary<AddOp>(outIm, matmulLast(emit, im, cos));
     }
     break;
   }
@@ -173,10 +143,10 @@ transform(Emitter &emit, const ImportedValue &input, int64_t dim,
                                         DenseElementsAttr::get(type, values));
       return emit.binary<MulOp>(v, emit.broadcastTo(column, {half, points}));
     };
-    outRe = alongLast(emit, re, weighted(cos));
+    outRe = matmulLast(emit, re, weighted(cos));
     if (im)
       outRe = emit.binary<SubOp>(
-          outRe, alongLast(emit, resized(emit, im, half), weighted(sin)));
+          outRe, matmulLast(emit, resized(emit, im, half), weighted(sin)));
     break;
   }
   }

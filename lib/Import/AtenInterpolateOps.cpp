@@ -130,23 +130,10 @@ Value resampleDim(Emitter &emit, Value x, int64_t dim, int64_t out,
     values.push_back(FloatAttr::get(element, w));
   Value matrix = ConstantOp::create(emit.builder, emit.loc,
                                     DenseElementsAttr::get(matrixType, values));
-  int64_t rank = type.getRank();
-  SmallVector<int64_t> toLast, back;
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != dim)
-      toLast.push_back(d);
-  toLast.push_back(dim);
-  for (int64_t d = 0; d < rank; ++d)
-    back.push_back(d < dim ? d : d == dim ? rank - 1 : d - 1);
-  Value moved = dim == rank - 1 ? x : emit.transpose(x, toLast);
-  SmallVector<int64_t> shape(tensorType(moved).getShape());
-  shape.back() = out;
-  Value product =
-      MatmulOp::create(emit.builder, emit.loc, tensorType(moved).clone(shape),
-                       moved, matrix, /*addend=*/Value(),
-                       /*transpose_lhs=*/false,
-                       /*transpose_rhs=*/false);
-  return dim == rank - 1 ? product : emit.transpose(product, back);
+  return moveDim(
+      emit, matmulLast(emit, moveDim(emit, x, dim, /*toLast=*/true), matrix),
+      dim,
+      /*toLast=*/false);
 }
 
 /// aten::upsample_*(x, output_size, [align_corners,] scales...) and their

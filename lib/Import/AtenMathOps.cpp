@@ -26,11 +26,6 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-/// |x|.
-Value absolute(Emitter &emit, Value x) {
-  return emit.binary<MaxOp>(x, emit.unary<NegOp>(x));
-}
-
 /// `onTrue` where `predicate(lhs, number)`, else `onFalse`.
 Value selectWhere(Emitter &emit, StringRef predicate, Value lhs, double number,
                   Value onTrue, Value onFalse) {

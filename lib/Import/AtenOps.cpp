@@ -1988,11 +1988,9 @@ Outputs convertArgExtremum(GraphImporter &importer, Node *node, bool largest) {
   if (!input)
     return input.takeError();
   Emitter emit(importer);
-  // Integers are compared as f64, exact below 2^53 (CLIP's pooling at the
-  // largest token id).
-  Value x = *input;
-  if (!isa<FloatType>(tensorType(x).getElementType()))
-    x = emit.cast(x, emit.f64());
+  // Integers are compared in f64 (CLIP's pooling at the largest token id).
+  Value x = emit.cast(
+      *input, exactFloatType(emit, tensorType(*input).getElementType()));
   RankedTensorType type = tensorType(x);
   const ImportedValue *dimArg = importer.namedInput(node, "dim");
   if (!dimArg || dimArg->isNone())
@@ -2036,14 +2034,9 @@ Outputs convertTopk(GraphImporter &importer, Node *node) {
   if (!k)
     return k.takeError();
   Emitter emit(importer);
-  // Integers are compared in f64 (exact below 2^53), the values given back
-  // in their type.
-  bool integral = !isa<FloatType>(element);
-  llvm::Expected<Value> x = integral ? emit.cast(*input, emit.f64()) : *input;
-  auto valuesOf = [&](Value values) {
-    return integral ? emit.cast(values, element) : values;
-  };
-  RankedTensorType type = tensorType(*x);
+  // Integers are compared in f64, the values given back in their type.
+  Value x = emit.cast(*input, exactFloatType(emit, element));
+  RankedTensorType type = tensorType(x);
   int64_t rawDim = -1;
   if (const ImportedValue *dimArg = importer.namedInput(node, "dim"))
     rawDim = dimArg->intValue;
@@ -2063,12 +2056,13 @@ Outputs convertTopk(GraphImporter &importer, Node *node) {
         *k, n, kMaxK, kMaxOneHotDim));
   if (*k > kMaxK) {
     auto [sorted, order] =
-        sortAlong(emit, *x, *dim, largest, /*withValues=*/true);
+        sortAlong(emit, x, *dim, largest, /*withValues=*/true);
     return std::vector<ImportedValue>{
-        ImportedValue::ofTensor(valuesOf(emit.slice(sorted, *dim, 0, *k, 1))),
+        ImportedValue::ofTensor(
+            emit.cast(emit.slice(sorted, *dim, 0, *k, 1), element)),
         ImportedValue::ofTensor(emit.slice(order, *dim, 0, *k, 1))};
   }
-  Value remaining = *x;
+  Value remaining = x;
   SmallVector<Value> values, indices;
   Value positions = emit.iota(type.clone(emit.builder.getI64Type()), *dim);
   Value masked = emit.splat(type, largest ? -INFINITY : INFINITY);
@@ -2083,7 +2077,7 @@ Outputs convertTopk(GraphImporter &importer, Node *node) {
                       masked, remaining);
   }
   return std::vector<ImportedValue>{
-      ImportedValue::ofTensor(valuesOf(emit.concat(values, *dim))),
+      ImportedValue::ofTensor(emit.cast(emit.concat(values, *dim), element)),
       ImportedValue::ofTensor(emit.concat(indices, *dim))};
 }
 
@@ -2859,34 +2853,11 @@ static llvm::Expected<Value> convolve(Emitter &emit, Value x, Value weight,
     positions *= outSizes[i];
     taps *= kernel[i];
   }
-  // Zeros concatenated on both sides of each spatial dim (F.pad's
-  // constant padding).
-  for (int64_t i = 0; i < spatial; ++i) {
-    if (!options.padLow[i] && !options.padHigh[i])
-      continue;
-    SmallVector<int64_t> shape(tensorType(x).getShape());
-    SmallVector<Value> pieces;
-    for (int64_t pad : {options.padLow[i], int64_t(-1), options.padHigh[i]}) {
-      if (pad < 0) {
-        pieces.push_back(x);
-      } else if (pad) {
-        shape[2 + i] = pad;
-        pieces.push_back(emit.splat(xType.clone(shape), 0.0));
-      }
-    }
-    x = emit.concat(pieces, 2 + i);
-  }
-  // The input positions tap `t` (row-major over the kernel) reads for every
-  // output position: [N, C, O_1..O_d].
+  // Zeros on both sides of each spatial dim (F.pad's constant padding).
+  x = padSpatial(emit, x, options.padLow, options.padHigh, 0.0);
   auto tap = [&](Value input, int64_t t) {
-    for (int64_t i = spatial - 1; i >= 0; --i) {
-      int64_t start = (t % kernel[i]) * options.dilation[i];
-      t /= kernel[i];
-      input = emit.slice(input, 2 + i, start,
-                         start + (outSizes[i] - 1) * options.stride[i] + 1,
-                         options.stride[i]);
-    }
-    return input;
+    return windowTap(emit, input, t, kernel, options.dilation, options.stride,
+                     outSizes);
   };
   SmallVector<int64_t> channelsLast{0}, channelsFirst{0, spatial + 1};
   for (int64_t i = 0; i < spatial; ++i) {
@@ -3003,26 +2974,10 @@ Outputs convertConvolution(GraphImporter &importer, Node *node) {
         "rank {3}",
         wType.getRank(), wType.getRank(), wType.getRank() - 1,
         xType.getRank()));
-  // One number per spatial dim; a single number stands for all of them.
-  auto perDim = [&](StringRef name,
-                    int64_t fallback) -> llvm::Expected<SmallVector<int64_t>> {
-    const ImportedValue *value = importer.namedInput(node, name);
-    if (!value || value->isNone())
-      return SmallVector<int64_t>(spatial, fallback);
-    if (value->isNumber())
-      return SmallVector<int64_t>(spatial, value->intValue);
-    if (value->kind == ImportedValue::Kind::List &&
-        llvm::all_of(value->items,
-                     [](const ImportedValue &v) { return v.isNumber(); })) {
-      if (value->items.size() == 1)
-        return SmallVector<int64_t>(spatial, value->items[0].intValue);
-      if (static_cast<int64_t>(value->items.size()) == spatial)
-        return llvm::to_vector(llvm::map_range(
-            value->items, [](const ImportedValue &v) { return v.intValue; }));
-    }
-    return makeError(llvm::formatv("a convolution's '{0}' must be a number "
-                                   "or {1} numbers (one per spatial dim)",
-                                   name, spatial));
+  auto perDim = [&](StringRef name, int64_t fallback) {
+    return perSpatialDim(importer, node, name, spatial,
+                         SmallVector<int64_t>(spatial, fallback),
+                         "a convolution's");
   };
   ConvOptions options;
   llvm::Expected<SmallVector<int64_t>> stride = perDim("stride", 1);
@@ -3060,19 +3015,11 @@ Outputs convertConvolution(GraphImporter &importer, Node *node) {
     options.padHigh = std::move(*both);
   }
   Emitter emit(importer);
-  Value input = *x;
-  if (unbatched) {
-    SmallVector<int64_t> shape{1};
-    shape.append(xType.getShape().begin(), xType.getShape().end());
-    input = emit.reshape(input, shape);
-  }
-  llvm::Expected<Value> result = convolve(emit, input, *weight, bias, options);
+  llvm::Expected<Value> result = convolve(
+      emit, unbatched ? addBatchOfOne(emit, *x) : *x, *weight, bias, options);
   if (!result)
     return result.takeError();
-  if (unbatched)
-    return single(
-        emit.reshape(*result, tensorType(*result).getShape().drop_front()));
-  return single(*result);
+  return single(unbatched ? dropBatchOfOne(emit, *result) : *result);
 }
 
 /// aten::outer(a, b): the outer product of two vectors.
@@ -4019,12 +3966,6 @@ static Value combineScatter(Emitter &emit, Value base, Value uniform,
                      base);
 }
 
-/// The type a scatter into elements of `element` computes in: f64 for
-/// integers.
-static Type scatterComputeType(Emitter &emit, Type element) {
-  return isa<FloatType>(element) ? element : emit.f64();
-}
-
 /// `table` ([rows, width]) with `written` scattered to rows `ids`, which
 /// must lie in [0, rows) (checkedIds): the sum of a row's values is
 /// titan.embedding_grad (a lookup's transpose, so the cotangent of the
@@ -4034,7 +3975,7 @@ static Value scatterRows(Emitter &emit, Value table, Value ids,
                          ScatterValues written, ScatterCombine combine) {
   RankedTensorType type = tensorType(table);
   Type element = type.getElementType();
-  Type computed = scatterComputeType(emit, element);
+  Type computed = exactFloatType(emit, element);
   auto sums = [&]() -> Value {
     SmallVector<int64_t> rows(tensorType(ids).getShape());
     rows.push_back(type.getDimSize(1));
@@ -4069,7 +4010,7 @@ static Value scatterOneHot(Emitter &emit, Value self, int64_t dim, Value index,
                            ScatterValues written, ScatterCombine combine) {
   RankedTensorType type = tensorType(self);
   Type element = type.getElementType();
-  Type computed = scatterComputeType(emit, element);
+  Type computed = exactFloatType(emit, element);
   int64_t size = type.getDimSize(dim);
   Value hot = oneHotAlong(emit, index, dim, size);
   ArrayRef<int64_t> hotShape = tensorType(hot).getShape();
@@ -4580,7 +4521,7 @@ Outputs convertAbs(GraphImporter &importer, Node *node) {
     return makeError("abs of a boolean tensor is not supported");
   // Of integers too (T5's relative positions): neg wraps as torch's does.
   Emitter emit(importer);
-  return single(emit.binary<MaxOp>(*v, emit.unary<NegOp>(*v)));
+  return single(absolute(emit, *v));
 }
 
 /// aten::sign (sgn) of real tensors: 1, -1 or 0 (also for NaN, as torch),
@@ -4711,7 +4652,7 @@ Outputs convertFloatClass(GraphImporter &importer, Node *node, bool nan) {
     return single(emit.splat(type.clone(emit.builder.getI1Type()), 0.0));
   if (nan)
     return single(emit.compare("ne", *x, *x));
-  Value magnitude = emit.binary<MaxOp>(*x, emit.unary<NegOp>(*x));
+  Value magnitude = absolute(emit, *x);
   return single(emit.compare("eq", magnitude, emit.splat(type, INFINITY)));
 }
 
@@ -5112,7 +5053,7 @@ Outputs convertLogSigmoid(GraphImporter &importer, Node *node) {
   if (!x)
     return x.takeError();
   Emitter emit(importer);
-  Value magnitude = emit.binary<MaxOp>(*x, emit.unary<NegOp>(*x));
+  Value magnitude = absolute(emit, *x);
   Value tail = emit.unary<LogOp>(
       emit.binary<AddOp>(emit.splatLike(*x, 1.0),
                          emit.unary<ExpOp>(emit.unary<NegOp>(magnitude))));
@@ -5428,8 +5369,7 @@ Outputs convertCumprod(GraphImporter &importer, Node *node) {
   if (!element)
     return element.takeError();
   Emitter emit(importer);
-  Value running = isa<FloatType>(*element) ? emit.cast(*x, *element)
-                                           : emit.cast(*x, emit.f64());
+  Value running = emit.cast(*x, exactFloatType(emit, *element));
   if (type.getRank() == 0)
     return single(emit.cast(running, *element));
   int64_t n = type.getDimSize(*dim);
@@ -5939,18 +5879,13 @@ Conversion extremum(BinaryKind kind) {
     if (!input)
       return input.takeError();
     Emitter emit(importer);
-    // Integers and booleans are compared in f64 (exact below 2^53; a
-    // one-hot's maximum in Switch's load-balancing loss), the values given
-    // back in their type.
+    // Integers and booleans are compared in f64 (a one-hot's maximum in
+    // Switch's load-balancing loss), the values given back in their type.
     Type element = tensorType(*input).getElementType();
-    bool integral = !isa<FloatType>(element);
-    Value x = integral ? emit.cast(*input, emit.f64()) : *input;
-    auto valuesOf = [&](Value values) {
-      return integral ? emit.cast(values, element) : values;
-    };
+    Value x = emit.cast(*input, exactFloatType(emit, element));
     RankedTensorType type = tensorType(x);
     if (overload != "dim")
-      return single(valuesOf(extremumOfAll(emit, x, largest).first));
+      return single(emit.cast(extremumOfAll(emit, x, largest).first, element));
     llvm::Expected<int64_t> rawDim = importer.intInput(node, 1);
     if (!rawDim)
       return rawDim.takeError();
@@ -5961,7 +5896,8 @@ Conversion extremum(BinaryKind kind) {
     bool keepdim = keep && keep->intValue != 0;
     auto [value, index] = extremumAlong(emit, x, *dim, largest);
     return std::vector<ImportedValue>{
-        ImportedValue::ofTensor(dropDim(emit, valuesOf(value), *dim, keepdim)),
+        ImportedValue::ofTensor(
+            dropDim(emit, emit.cast(value, element), *dim, keepdim)),
         ImportedValue::ofTensor(dropDim(emit, index, *dim, keepdim))};
   };
 }

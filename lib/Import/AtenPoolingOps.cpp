@@ -26,34 +26,6 @@ struct PoolWindow {
   SmallVector<int64_t> kernel, stride, padding, dilation;
 };
 
-/// Input `name` of `node` as one number per spatial dim (`spatial` of
-/// them); a single number stands for all; an empty list (PyTorch's default
-/// stride) or None gives `fallback`.
-llvm::Expected<SmallVector<int64_t>> perSpatialDim(GraphImporter &importer,
-                                                   Node *node, StringRef name,
-                                                   int64_t spatial,
-                                                   ArrayRef<int64_t> fallback) {
-  const ImportedValue *value = importer.namedInput(node, name);
-  if (!value || value->isNone())
-    return SmallVector<int64_t>(fallback);
-  if (value->isNumber())
-    return SmallVector<int64_t>(spatial, value->intValue);
-  if (value->kind == ImportedValue::Kind::List &&
-      llvm::all_of(value->items,
-                   [](const ImportedValue &v) { return v.isNumber(); })) {
-    if (value->items.empty())
-      return SmallVector<int64_t>(fallback);
-    if (value->items.size() == 1)
-      return SmallVector<int64_t>(spatial, value->items[0].intValue);
-    if (static_cast<int64_t>(value->items.size()) == spatial)
-      return llvm::to_vector(llvm::map_range(
-          value->items, [](const ImportedValue &v) { return v.intValue; }));
-  }
-  return makeError(llvm::formatv(
-      "pooling's '{0}' must be a number or {1} numbers (one per spatial dim)",
-      name, spatial));
-}
-
 /// Input 0 of `node` batched: [N, C, S..] as it is, [C, S..] with a batch
 /// of one (`unbatched` set).
 llvm::Expected<Value> batchedInput(GraphImporter &importer, Node *node,
@@ -70,16 +42,13 @@ llvm::Expected<Value> batchedInput(GraphImporter &importer, Node *node,
         spatial, spatial + 2, spatial + 1, type.getRank()));
   if (!unbatched)
     return *x;
-  SmallVector<int64_t> shape{1};
-  llvm::append_range(shape, type.getShape());
-  return Emitter(importer).reshape(*x, shape);
+  Emitter emit(importer);
+  return addBatchOfOne(emit, *x);
 }
 
 /// `result` without the batch of one batchedInput added.
 Value unbatch(Emitter &emit, Value result, bool unbatched) {
-  return unbatched
-             ? emit.reshape(result, tensorType(result).getShape().drop_front())
-             : result;
+  return unbatched ? dropBatchOfOne(emit, result) : result;
 }
 
 /// The output sizes of pooling [N, C, S..] by `window`, and the positions
@@ -114,47 +83,16 @@ llvm::Expected<PoolShape> poolShape(RankedTensorType type,
   return shape;
 }
 
-/// `x` between `padding` positions of `fill` on both sides of each spatial
-/// dim and `extra` more of `extraFill` after them.
-Value padSpatial(Emitter &emit, Value x, ArrayRef<int64_t> padding,
-                 ArrayRef<int64_t> extra, double fill, double extraFill) {
-  for (size_t i = 0; i < padding.size(); ++i) {
-    int64_t dim = 2 + i;
-    auto filled = [&](int64_t count, double value) {
-      SmallVector<int64_t> shape(tensorType(x).getShape());
-      shape[dim] = count;
-      return emit.splat(tensorType(x).clone(shape), value);
-    };
-    SmallVector<Value> pieces;
-    if (padding[i])
-      pieces.push_back(filled(padding[i], fill));
-    pieces.push_back(x);
-    if (padding[i])
-      pieces.push_back(filled(padding[i], fill));
-    if (extra[i])
-      pieces.push_back(filled(extra[i], extraFill));
-    if (pieces.size() > 1)
-      x = emit.concat(pieces, dim);
-  }
-  return x;
-}
-
 /// The windows of padded `x` combined: their maxima or sums.
 Value combineTaps(Emitter &emit, Value x, const PoolWindow &window,
                   ArrayRef<int64_t> outSizes, bool maximum) {
-  int64_t spatial = window.kernel.size(), taps = 1;
+  int64_t taps = 1;
   for (int64_t k : window.kernel)
     taps *= k;
   Value result;
   for (int64_t t = 0; t < taps; ++t) {
-    Value slice = x;
-    for (int64_t i = spatial - 1, rest = t; i >= 0; --i) {
-      int64_t start = (rest % window.kernel[i]) * window.dilation[i];
-      rest /= window.kernel[i];
-      slice = emit.slice(slice, 2 + i, start,
-                         start + (outSizes[i] - 1) * window.stride[i] + 1,
-                         window.stride[i]);
-    }
+    Value slice = windowTap(emit, x, t, window.kernel, window.dilation,
+                            window.stride, outSizes);
     result = !result   ? slice
              : maximum ? emit.binary<MaxOp>(result, slice)
                        : emit.binary<AddOp>(result, slice);
@@ -173,7 +111,7 @@ Outputs convertPool(GraphImporter &importer, Node *node, int64_t spatial,
     return x.takeError();
   PoolWindow window;
   llvm::Expected<SmallVector<int64_t>> kernel =
-      perSpatialDim(importer, node, "kernel_size", spatial, {});
+      perSpatialDim(importer, node, "kernel_size", spatial, {}, "pooling's");
   if (!kernel)
     return kernel.takeError();
   if (static_cast<int64_t>(kernel->size()) != spatial)
@@ -186,7 +124,7 @@ Outputs convertPool(GraphImporter &importer, Node *node, int64_t spatial,
         std::tuple{"dilation", &window.dilation,
                    SmallVector<int64_t>(spatial, 1)}}) {
     llvm::Expected<SmallVector<int64_t>> values =
-        perSpatialDim(importer, node, name, spatial, fallback);
+        perSpatialDim(importer, node, name, spatial, fallback, "pooling's");
     if (!values)
       return values.takeError();
     *field = std::move(*values);
@@ -197,18 +135,20 @@ Outputs convertPool(GraphImporter &importer, Node *node, int64_t spatial,
   llvm::Expected<PoolShape> shape = poolShape(tensorType(*x), window, ceilMode);
   if (!shape)
     return shape.takeError();
-  constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  // The padding, and past it the positions ceil_mode's windows reach.
+  SmallVector<int64_t> high(window.padding);
+  for (auto [h, e] : llvm::zip_equal(high, shape->extra))
+    h += e;
   if (maximum)
-    return single(
-        unbatch(emit,
-                combineTaps(emit,
-                            padSpatial(emit, *x, window.padding, shape->extra,
-                                       -kInfinity, -kInfinity),
-                            window, shape->outSizes, /*maximum=*/true),
-                unbatched));
-  Value sum = combineTaps(
-      emit, padSpatial(emit, *x, window.padding, shape->extra, 0.0, 0.0),
-      window, shape->outSizes, /*maximum=*/false);
+    return single(unbatch(
+        emit,
+        combineTaps(emit,
+                    padSpatial(emit, *x, window.padding, high,
+                               -std::numeric_limits<double>::infinity()),
+                    window, shape->outSizes, /*maximum=*/true),
+        unbatched));
+  Value sum = combineTaps(emit, padSpatial(emit, *x, window.padding, high, 0.0),
+                          window, shape->outSizes, /*maximum=*/false);
   // The average: the sum over the divisor given, or over the count of the
   // window's positions in the input and (count_include_pad, the default)
   // its padding, not past it (a ceil_mode window's); the window's size
@@ -232,10 +172,11 @@ Outputs convertPool(GraphImporter &importer, Node *node, int64_t spatial,
       size *= k;
     average = emit.scale(sum, 1.0 / static_cast<double>(size));
   } else {
+    Value inPadding = padSpatial(emit, emit.splatLike(*x, 1.0), window.padding,
+                                 window.padding, includePad ? 1.0 : 0.0);
+    SmallVector<int64_t> none(window.padding.size(), 0);
     Value counts =
-        combineTaps(emit,
-                    padSpatial(emit, emit.splatLike(*x, 1.0), window.padding,
-                               shape->extra, includePad ? 1.0 : 0.0, 0.0),
+        combineTaps(emit, padSpatial(emit, inPadding, none, shape->extra, 0.0),
                     window, shape->outSizes, /*maximum=*/false);
     average = emit.binary<DivOp>(sum, counts);
   }
@@ -253,8 +194,8 @@ Outputs convertAdaptiveAvgPool(GraphImporter &importer, Node *node,
   if (!x)
     return x.takeError();
   SmallVector<int64_t> inSizes(tensorType(*x).getShape().drop_front(2));
-  llvm::Expected<SmallVector<int64_t>> outSizes =
-      perSpatialDim(importer, node, "output_size", spatial, inSizes);
+  llvm::Expected<SmallVector<int64_t>> outSizes = perSpatialDim(
+      importer, node, "output_size", spatial, inSizes, "adaptive_avg_pool's");
   if (!outSizes)
     return outSizes.takeError();
   Emitter emit(importer);

@@ -146,8 +146,7 @@ Value mlir::titan::import::expm1(Emitter &emit, Value x) {
       emit.scale(t, 2.0), emit.binary<SubOp>(emit.splatLike(x, 1.0), t));
   Value large =
       emit.binary<SubOp>(emit.unary<ExpOp>(x), emit.splatLike(x, 1.0));
-  Value near = emit.compare("lt", emit.binary<MaxOp>(x, emit.unary<NegOp>(x)),
-                            emit.splatLike(x, 0.5));
+  Value near = emit.compare("lt", absolute(emit, x), emit.splatLike(x, 0.5));
   return emit.select(near, small, large);
 }
 
@@ -174,4 +173,105 @@ mlir::titan::import::unifiedFloatOperands(GraphImporter &importer, Node *node,
     for (Value &operand : operands)
       operand = emit.cast(operand, Float32Type::get(&importer.getContext()));
   return operands;
+}
+
+Value mlir::titan::import::absolute(Emitter &emit, Value x) {
+  return emit.binary<MaxOp>(x, emit.unary<NegOp>(x));
+}
+
+Type mlir::titan::import::exactFloatType(Emitter &emit, Type element) {
+  return isa<FloatType>(element) ? element : emit.f64();
+}
+
+llvm::Expected<SmallVector<int64_t>>
+mlir::titan::import::perSpatialDim(GraphImporter &importer, Node *node,
+                                   StringRef name, int64_t spatial,
+                                   ArrayRef<int64_t> fallback, StringRef what) {
+  const ImportedValue *value = importer.namedInput(node, name);
+  if (!value || value->isNone())
+    return SmallVector<int64_t>(fallback);
+  if (value->isNumber())
+    return SmallVector<int64_t>(spatial, value->intValue);
+  if (value->kind == ImportedValue::Kind::List &&
+      llvm::all_of(value->items,
+                   [](const ImportedValue &v) { return v.isNumber(); })) {
+    if (value->items.empty())
+      return SmallVector<int64_t>(fallback);
+    if (value->items.size() == 1)
+      return SmallVector<int64_t>(spatial, value->items[0].intValue);
+    if (static_cast<int64_t>(value->items.size()) == spatial)
+      return llvm::to_vector(llvm::map_range(
+          value->items, [](const ImportedValue &v) { return v.intValue; }));
+  }
+  return makeError(llvm::formatv(
+      "{0} '{1}' must be a number or {2} numbers (one per spatial dim)", what,
+      name, spatial));
+}
+
+Value mlir::titan::import::padSpatial(Emitter &emit, Value x,
+                                      ArrayRef<int64_t> low,
+                                      ArrayRef<int64_t> high, double fill) {
+  for (size_t i = 0; i < low.size(); ++i) {
+    int64_t dim = 2 + i;
+    auto filled = [&](int64_t count) {
+      SmallVector<int64_t> shape(tensorType(x).getShape());
+      shape[dim] = count;
+      return emit.splat(tensorType(x).clone(shape), fill);
+    };
+    SmallVector<Value> pieces;
+    if (low[i])
+      pieces.push_back(filled(low[i]));
+    pieces.push_back(x);
+    if (high[i])
+      pieces.push_back(filled(high[i]));
+    if (pieces.size() > 1)
+      x = emit.concat(pieces, dim);
+  }
+  return x;
+}
+
+Value mlir::titan::import::windowTap(Emitter &emit, Value x, int64_t t,
+                                     ArrayRef<int64_t> kernel,
+                                     ArrayRef<int64_t> dilation,
+                                     ArrayRef<int64_t> stride,
+                                     ArrayRef<int64_t> outSizes) {
+  for (int64_t i = static_cast<int64_t>(kernel.size()) - 1; i >= 0; --i) {
+    int64_t start = (t % kernel[i]) * dilation[i];
+    t /= kernel[i];
+    x = emit.slice(x, 2 + i, start, start + (outSizes[i] - 1) * stride[i] + 1,
+                   stride[i]);
+  }
+  return x;
+}
+
+Value mlir::titan::import::addBatchOfOne(Emitter &emit, Value x) {
+  SmallVector<int64_t> shape{1};
+  llvm::append_range(shape, tensorType(x).getShape());
+  return emit.reshape(x, shape);
+}
+
+Value mlir::titan::import::dropBatchOfOne(Emitter &emit, Value x) {
+  return emit.reshape(x, tensorType(x).getShape().drop_front());
+}
+
+Value mlir::titan::import::moveDim(Emitter &emit, Value x, int64_t dim,
+                                   bool toLast) {
+  int64_t rank = tensorType(x).getRank();
+  if (dim == rank - 1)
+    return x;
+  SmallVector<int64_t> permutation;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != (toLast ? dim : rank - 1))
+      permutation.push_back(d);
+  permutation.insert(permutation.begin() + (toLast ? rank - 1 : dim),
+                     toLast ? dim : rank - 1);
+  return emit.transpose(x, permutation);
+}
+
+Value mlir::titan::import::matmulLast(Emitter &emit, Value x, Value matrix) {
+  SmallVector<int64_t> shape(tensorType(x).getShape());
+  shape.back() = tensorType(matrix).getDimSize(1);
+  return MatmulOp::create(emit.builder, emit.loc, tensorType(x).clone(shape), x,
+                          matrix, /*addend=*/Value(),
+                          /*transpose_lhs=*/false, /*transpose_rhs=*/false);
 }

@@ -103,6 +103,53 @@ double numberOr(GraphImporter &importer, Node *node, StringRef name,
 /// exp(x) - 1, accurate near 0.
 Value expm1(Emitter &emit, Value x);
 
+/// |x| as max(x, -x) (of integers too).
+Value absolute(Emitter &emit, Value x);
+
+/// The type that holds each element of `element` exactly for comparisons
+/// and sums: `element` itself if floating-point, else f64 (exact below
+/// 2^53).
+Type exactFloatType(Emitter &emit, Type element);
+
+//===----------------------------------------------------------------------===//
+// Windows over the spatial dims of [N, C, S..] (convolution, pooling)
+//===----------------------------------------------------------------------===//
+
+/// Input `name` of `node` as one number per spatial dim (`spatial` of
+/// them); a single number stands for all; an empty list (PyTorch's default
+/// stride) or None gives `fallback`. A malformed one is an error naming
+/// `what` (e.g. "a convolution's") and `name`.
+llvm::Expected<SmallVector<int64_t>>
+perSpatialDim(GraphImporter &importer, Node *node, StringRef name,
+              int64_t spatial, ArrayRef<int64_t> fallback, StringRef what);
+
+/// `x` [N, C, S..] with `low[i]` positions of `fill` before and `high[i]`
+/// after spatial dim i (concats, which the training step differentiates).
+Value padSpatial(Emitter &emit, Value x, ArrayRef<int64_t> low,
+                 ArrayRef<int64_t> high, double fill);
+
+/// The positions tap `t` (row-major over `kernel`) of a window reads for
+/// every output position of padded `x` [N, C, S..]: [N, C, O..].
+Value windowTap(Emitter &emit, Value x, int64_t t, ArrayRef<int64_t> kernel,
+                ArrayRef<int64_t> dilation, ArrayRef<int64_t> stride,
+                ArrayRef<int64_t> outSizes);
+
+/// `x` with a leading batch dim of one (an unbatched [C, S..] input), and
+/// `x` without it again.
+Value addBatchOfOne(Emitter &emit, Value x);
+Value dropBatchOfOne(Emitter &emit, Value x);
+
+//===----------------------------------------------------------------------===//
+// Linear maps along one dim (Fourier transforms, interpolation)
+//===----------------------------------------------------------------------===//
+
+/// `x` with dim `dim` moved last (`toLast`), or its last dim moved back to
+/// `dim`.
+Value moveDim(Emitter &emit, Value x, int64_t dim, bool toLast);
+
+/// `x` [.., rows] times `matrix` [rows, columns] along its last dim.
+Value matmulLast(Emitter &emit, Value x, Value matrix);
+
 /// Adds the conversions of AtenMathOps.cpp (inverse trigonometric and
 /// hyperbolic functions, shrinkage activations, ...) to `table`.
 void addMathConversions(llvm::StringMap<Conversion> &table);
