@@ -291,14 +291,14 @@ Outputs convertBinaryMath(GraphImporter &importer, Node *node,
     return single(logAddExp(emit, a, b));
   case BinaryMathFunction::Xlogy:
   case BinaryMathFunction::Xlog1py: {
-    // x log(y) (log1p(y)), 0 where x is 0 unless y is NaN (of a safe y).
+    // x log(y) (log1p(y)), 0 where x is 0 (of a safe y), NaN where y is.
     Value none = emit.compare("eq", a, zero);
     Value safe = emit.select(none, one, b);
     Value logarithm = function == BinaryMathFunction::Xlogy
                           ? emit.unary<LogOp>(safe)
                           : logOnePlus(emit, safe);
     Value product = emit.binary<MulOp>(a, logarithm);
-    return single(emit.select(emit.compare("ne", b, b), product,
+    return single(emit.select(emit.compare("ne", b, b), b,
                               emit.select(none, zero, product)));
   }
   case BinaryMathFunction::Hypot: {

@@ -813,7 +813,9 @@ Outputs convertStr(GraphImporter &importer, Node *node) {
 }
 
 /// aten::find(s, substr, start, end) of strings known at import time: the
-/// first index of substr in s[start:end], or -1.
+/// first index of substr in s[start:end], or -1. As TorchScript's find, a
+/// negative end counts from one past the last character (end = -1, the
+/// default, is the whole string).
 Outputs convertFind(GraphImporter &importer, Node *node) {
   const ImportedValue &text = importer.input(node, 0);
   const ImportedValue &part = importer.input(node, 1);
@@ -821,16 +823,18 @@ Outputs convertFind(GraphImporter &importer, Node *node) {
       part.kind != ImportedValue::Kind::String)
     return makeError("find() is evaluated at import time, of strings");
   int64_t size = text.text.size();
-  auto bound = [&](size_t index, int64_t fallback) {
+  auto bound = [&](size_t index, int64_t fallback, int64_t fromEnd) {
     const ImportedValue *value =
         index < node->inputs().size() ? &importer.input(node, index) : nullptr;
     int64_t b = value && value->kind == ImportedValue::Kind::Int
                     ? value->intValue
                     : fallback;
-    return std::clamp<int64_t>(b < 0 ? b + size : b, 0, size);
+    return std::clamp<int64_t>(b < 0 ? b + fromEnd : b, 0, size);
   };
-  int64_t start = bound(2, 0), end = bound(3, size);
-  size_t found = StringRef(text.text).slice(start, end).find(part.text);
+  int64_t start = bound(2, 0, size), end = bound(3, -1, size + 1);
+  size_t found = end > start
+                     ? StringRef(text.text).slice(start, end).find(part.text)
+                     : StringRef::npos;
   return single(ImportedValue::ofInt(
       found == StringRef::npos ? -1 : start + static_cast<int64_t>(found)));
 }

@@ -48,6 +48,8 @@ class ElementwiseFunctions(nn.Module):
             torch.logaddexp(masked, h * 2.0), torch.logaddexp(masked, masked),
             torch.xlogy(torch.where(h > 0, h, torch.zeros_like(h)), x.abs() + 0.1),
             torch.special.xlog1py(h, x.abs()),
+            # x = 0 with y NaN (log of a negative edge) or -inf (log of 0).
+            torch.xlogy(torch.zeros_like(edges), edges.log()),
             torch.hypot(h, x), torch.hypot(edges, edges),
             torch.copysign(h, x), torch.heaviside(torch.round(h), x),
             torch.sinc(h), torch.sinc(edges), torch.deg2rad(h * 90.0), torch.rad2deg(h),

@@ -29,6 +29,7 @@ class ScriptedModules(nn.Module):
         self.decoder = nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
         self.k = 2
         self.shift = 1
+        self.tag = "abcd"
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, ids: torch.Tensor):
         n = x.size(1)
@@ -42,6 +43,8 @@ class ScriptedModules(nn.Module):
             torch.roll(x, shifts=(-self.shift, -2 * self.shift), dims=(1, 2)),
             same, other, pooled, ids.argmin(),
             x * torch.tensor(0.5).item(),
+            # str.find with its default end (the whole string).
+            x * self.tag.find("d") + self.tag.find("c", -2),
         )
 
 
