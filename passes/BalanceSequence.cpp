@@ -314,7 +314,7 @@ LogicalResult BalanceSequencePass::balance(func::FuncOp function) {
       for (int64_t dim : llvm::seq<int64_t>(0, dims.size())) {
         // An iota is the same at every position of its other dims (the
         // experts' ids of a router over the flattened tokens).
-        if (auto iota = dyn_cast<IotaOp>(op); iota && iota.getDim() != dim)
+        if (auto iota = dyn_cast<IotaOp>(op); iota && static_cast<int64_t>(iota.getDim()) != dim)
           continue;
         std::optional<int64_t> factor = getSoleFactor(rule, dims, dim);
         bool carried =
