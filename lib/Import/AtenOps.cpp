@@ -1664,18 +1664,13 @@ Outputs convertTriangle(GraphImporter &importer, Node *node, bool upper) {
   return single(emit.select(keep, *x, emit.splat(type, 0.0)));
 }
 
-/// aten::masked_fill(x, mask, value) and aten::where(cond, a, b).
+Outputs convertNonzeroTuple(GraphImporter &importer, Node *node);
+
+/// aten::masked_fill(x, mask, value) and aten::where(cond, a, b) (with the
+/// condition alone, convertNonzeroTuple).
 Outputs convertMaskedFill(GraphImporter &importer, Node *node, bool where) {
-  // torch.where(condition) alone (Mixtral's routing: the tokens an expert
-  // takes) is torch.nonzero: its shape depends on the data.
   if (where && node->inputs().size() == 1)
-    return makeError(
-        "torch.where(condition) with one argument (the indices where the "
-        "condition holds, as torch.nonzero) is not supported: its shape "
-        "depends on the data; select with torch.where(condition, a, b), or "
-        "weight every token by a mask (e.g. a mixture of experts computing "
-        "each expert densely and multiplying by its routing weight, 0 for "
-        "the tokens it does not take)");
+    return convertNonzeroTuple(importer, node);
   Emitter emit(importer);
   ImportedValue condition = importer.input(node, where ? 0 : 1);
   ImportedValue a = importer.input(node, where ? 1 : 2);
@@ -2117,11 +2112,55 @@ Outputs convertL2Norm(GraphImporter &importer, Node *node) {
   return single(euclideanNorm(emit, input, reduced.dims, reduced.keepdim));
 }
 
+/// Running sums `out[r, i] = sum_{j <= i} rows[r, j]` of `rows` ([count,
+/// n], of a float type), as products with triangular ones: [n, n] of them
+/// up to kWholeRunningSums positions; a longer row in blocks of about
+/// sqrt(n) positions, each offset by the sums of the blocks before it, so
+/// that the ones take O(n) memory, not O(n^2).
+static Value rowRunningSums(Emitter &emit, Value rows) {
+  constexpr int64_t kWholeRunningSums = 1024;
+  RankedTensorType type = tensorType(rows);
+  int64_t count = type.getDimSize(0), n = type.getDimSize(1);
+  Type element = type.getElementType();
+  // ones[j, i] = 1 where j <= i (j < i when `strict`).
+  auto upperOnes = [&](int64_t size, bool strict) {
+    auto indices =
+        RankedTensorType::get({size, size}, emit.builder.getI64Type());
+    auto square = RankedTensorType::get({size, size}, element);
+    return emit.select(emit.compare(strict ? "lt" : "le", emit.iota(indices, 0),
+                                    emit.iota(indices, 1)),
+                       emit.splat(square, 1.0), emit.splat(square, 0.0));
+  };
+  auto product = [&](Value lhs, Value rhs) -> Value {
+    return MatmulOp::create(
+        emit.builder, emit.loc,
+        RankedTensorType::get(
+            {tensorType(lhs).getDimSize(0), tensorType(rhs).getDimSize(1)},
+            element),
+        lhs, rhs, /*addend=*/Value(), /*transpose_lhs=*/false,
+        /*transpose_rhs=*/false);
+  };
+  if (n <= kWholeRunningSums)
+    return product(rows, upperOnes(n, /*strict=*/false));
+  auto block = static_cast<int64_t>(std::ceil(std::sqrt(double(n))));
+  int64_t blocks = (n + block - 1) / block;
+  Value padded = emit.padTo(rows, 1, blocks * block);
+  Value within = product(emit.reshape(padded, {count * blocks, block}),
+                         upperOnes(block, /*strict=*/false));
+  Value totals =
+      emit.reshape(emit.slice(within, 1, block - 1, block, 1), {count, blocks});
+  Value before = product(totals, upperOnes(blocks, /*strict=*/true));
+  Value sums = emit.binary<AddOp>(
+      emit.reshape(within, {count, blocks, block}),
+      emit.broadcastTo(emit.reshape(before, {count, blocks, 1}),
+                       {count, blocks, block}));
+  return emit.slice(emit.reshape(sums, {count, blocks * block}), 1, 0, n, 1);
+}
+
 /// cumsum of `x` along `axis` at run time (fairseq's and XGLM's positions,
-/// `cumsum(tokens.ne(pad))`): one product of x, viewed as [rows, n], with
-/// the [n, n] upper-triangular ones, `out[.., i] = sum_{j <= i} x[.., j]`,
-/// in float32 for integers (exact below 2^24) or in x's float type; the
-/// result in `element`.
+/// `cumsum(tokens.ne(pad))`): running sums of x viewed as [rows, n]
+/// (rowRunningSums), in float32 for integers (exact below 2^24) or in x's
+/// float type; the result in `element`.
 Outputs cumsumAtRunTime(Emitter &emit, Value x, int64_t axis, Type element) {
   RankedTensorType type = tensorType(x);
   int64_t rank = type.getRank();
@@ -2139,17 +2178,8 @@ Outputs cumsumAtRunTime(Emitter &emit, Value x, int64_t axis, Type element) {
   SmallVector<int64_t> shape(tensorType(input).getShape());
   int64_t n = shape.empty() ? 1 : shape.back();
   int64_t rows = ShapedType::getNumElements(shape) / n;
-  auto square = RankedTensorType::get({n, n}, compute);
-  auto indices =
-      RankedTensorType::get({n, n}, IntegerType::get(&emit.context, 64));
-  Value upper = emit.select(
-      emit.compare("le", emit.iota(indices, 0), emit.iota(indices, 1)),
-      emit.splat(square, 1.0), emit.splat(square, 0.0));
-  Value sums = MatmulOp::create(
-      emit.builder, emit.loc, RankedTensorType::get({rows, n}, compute),
-      emit.reshape(input, {rows, n}), upper, /*addend=*/Value(),
-      /*transpose_lhs=*/false, /*transpose_rhs=*/false);
-  Value result = emit.reshape(sums, shape);
+  Value result =
+      emit.reshape(rowRunningSums(emit, emit.reshape(input, {rows, n})), shape);
   if (moved)
     result = emit.transpose(result, toLast);
   return single(emit.cast(result, element));
@@ -3790,7 +3820,44 @@ struct IndexTensors {
   int64_t position = -1, count = 0;
   Value ids;
   bool checked = false;
+  /// Of ids whose number depends on the data (torch.where(condition)'s):
+  /// their valid prefix; past it they read row 0.
+  std::optional<ValidPrefix> prefix;
 };
+
+/// The valid prefix that index tensors `tensors` share, if any has one
+/// (they must be 1-d, of its length), with their entries past it made 0.
+static llvm::Expected<std::optional<ValidPrefix>>
+sharedIndexPrefix(Emitter &emit, MutableArrayRef<Value> tensors) {
+  std::optional<ValidPrefix> shared;
+  for (Value ids : tensors)
+    if (const ValidPrefix *prefix = emit.importer.validPrefix(ids)) {
+      if (shared && shared->count != prefix->count)
+        return makeError(llvm::formatv(
+            "indices whose number depends on the data, from {0} and from "
+            "{1}: titan cannot tell that they are as many; index with "
+            "indices from the same torch.where(condition)",
+            shared->origin, prefix->origin));
+      shared = *prefix;
+    }
+  if (!shared)
+    return shared;
+  for (Value &ids : tensors) {
+    RankedTensorType type = tensorType(ids);
+    if (type.getRank() > 1 || type.getElementType().isInteger(1) ||
+        (type.getRank() == 1 && type.getDimSize(0) != shared->length))
+      return makeError(llvm::formatv(
+          "indexing with the indices that {0} finds takes 1-d integer index "
+          "tensors (of its length) beside them, not one of shape [{1}]",
+          shared->origin,
+          llvm::make_range(type.getShape().begin(), type.getShape().end())));
+    if (type.getRank() == 1)
+      ids = emit.select(validMask(emit, *shared, type.getShape()), ids,
+                        emit.splat(type, 0.0));
+  }
+  shared->dim = 0;
+  return shared;
+}
 
 static llvm::Expected<IndexTensors> indexTensors(Emitter &emit, Value x,
                                                  ArrayRef<int64_t> shape,
@@ -3815,6 +3882,11 @@ static llvm::Expected<IndexTensors> indexTensors(Emitter &emit, Value x,
   }
   if (tensors.empty())
     return makeError("indexing needs an index tensor");
+  llvm::Expected<std::optional<ValidPrefix>> prefix =
+      sharedIndexPrefix(emit, tensors);
+  if (!prefix)
+    return prefix.takeError();
+  result.prefix = *prefix;
   if (result.position + result.count > (int64_t)shape.size())
     return makeError(llvm::formatv("too many indices for a tensor of rank {0}",
                                    shape.size()));
@@ -3888,9 +3960,15 @@ Outputs convertIndex(GraphImporter &importer, Node *node) {
     return index.takeError();
   SmallVector<int64_t> merged =
       mergeDims(*shape, index->position, index->count);
-  return mapParts(x, [&](Value v) {
-    return gatherAlong(emit, emit.reshape(v, merged), index->position,
-                       index->ids, index->checked);
+  return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
+    if (const ValidPrefix *prefix = importer.validPrefix(v))
+      return unsupportedValidPrefixReader("tensor[...] of", *prefix);
+    llvm::Expected<Value> rows =
+        gatherAlong(emit, emit.reshape(v, merged), index->position, index->ids,
+                    index->checked);
+    if (rows && index->prefix)
+      importer.setValidPrefix(*rows, index->prefix->at(index->position));
+    return rows;
   });
 }
 
@@ -3905,10 +3983,20 @@ Outputs convertIndexSelect(GraphImporter &importer, Node *node) {
   if (tensorType(*ids).getRank() > 1)
     return makeError("index_select needs a 1-d index");
   Emitter emit(importer);
-  return mapParts(importer.input(node, 0), [&](Value v) {
-    return gatherAlong(emit, v, td->dim,
-                       emit.reshape(*ids, {tensorType(*ids).getNumElements()}));
-  });
+  Value flat = emit.reshape(*ids, {tensorType(*ids).getNumElements()});
+  const ValidPrefix *prefix = importer.validPrefix(*ids);
+  if (prefix)
+    flat = emit.select(validMask(emit, *prefix, tensorType(flat).getShape()),
+                       flat, emit.splat(tensorType(flat), 0.0));
+  return mapParts(
+      importer.input(node, 0), [&](Value v) -> llvm::Expected<Value> {
+        if (const ValidPrefix *read = importer.validPrefix(v))
+          return unsupportedValidPrefixReader("index_select of", *read);
+        llvm::Expected<Value> rows = gatherAlong(emit, v, td->dim, flat);
+        if (rows && prefix)
+          importer.setValidPrefix(*rows, prefix->at(td->dim));
+        return rows;
+      });
 }
 
 /// How a scatter combines the values it writes to one element: PyTorch's
@@ -4080,11 +4168,33 @@ static Value unrowsAlong(Emitter &emit, Value rows, Value like,
 /// than `dim`, in their order: a row of x per id) into x along `dim` at
 /// `ids` (each in [0, x.size(dim))): index_add, index_fill and `x[:, ids] =
 /// v`, the transpose of gatherAlong.
+/// Ids (1-d) with a valid prefix (the indices torch.where(condition) found)
+/// write only their meaningful entries: the others write into one more row,
+/// dropped after.
 static llvm::Expected<Value> scatterAlong(Emitter &emit, Value x, int64_t dim,
                                           Value ids, ScatterValues written,
                                           ScatterCombine combine,
-                                          bool idsChecked = false) {
+                                          bool idsChecked = false,
+                                          const ValidPrefix *prefix = nullptr) {
   int64_t size = tensorType(x).getDimSize(dim);
+  if (prefix) {
+    RankedTensorType idsType = tensorType(ids);
+    Value valid = validMask(emit, *prefix, idsType.getShape());
+    Value inRange = emit.select(valid, ids, emit.splat(idsType, 0.0));
+    llvm::Expected<Value> checked =
+        idsChecked ? inRange
+                   : checkedIds(emit, x, inRange, size, /*lookedUpAsIs=*/false);
+    if (!checked)
+      return checked.takeError();
+    Value dropped = emit.select(valid, *checked,
+                                emit.splat(idsType, static_cast<double>(size)));
+    llvm::Expected<Value> scattered =
+        scatterAlong(emit, emit.padTo(x, dim, size + 1), dim, dropped, written,
+                     combine, /*idsChecked=*/true);
+    if (!scattered)
+      return scattered.takeError();
+    return emit.slice(*scattered, dim, 0, size, 1);
+  }
   llvm::Expected<Value> checked =
       idsChecked ? ids : checkedIds(emit, x, ids, size, /*lookedUpAsIs=*/true);
   if (!checked)
@@ -4097,6 +4207,106 @@ static llvm::Expected<Value> scatterAlong(Emitter &emit, Value x, int64_t dim,
   }
   Value scattered = scatterRows(emit, table, *checked, written, combine);
   return unrowsAlong(emit, scattered, x, order);
+}
+
+/// The positions of the nonzero elements of input 0 of `node` in row-major
+/// order, as torch.nonzero finds them: per dim an i64 tensor of their
+/// coordinates along it. Their number depends on the data: each tensor has
+/// the largest length (every element nonzero) and a valid prefix of the
+/// number found (ValidPrefix), 0 past it. Each nonzero element's rank among
+/// them (a running count) is the slot its flat position is scattered to;
+/// the others' slot is one past the end, dropped.
+static llvm::Expected<SmallVector<Value>>
+nonzeroCoordinates(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> mask = importer.tensorInput(node, 0);
+  if (!mask)
+    return mask.takeError();
+  if (const ValidPrefix *prefix = importer.validPrefix(*mask))
+    return unsupportedValidPrefixReader(importer.opAt(node) + " of", *prefix);
+  RankedTensorType type = tensorType(*mask);
+  int64_t n = type.getNumElements();
+  if (type.getRank() == 0 || n == 0)
+    return makeError("the nonzero positions of a tensor without elements or "
+                     "dims are not supported");
+  constexpr int64_t kExactCounts = int64_t(1) << 24;
+  if (n > kExactCounts)
+    return makeError(llvm::formatv(
+        "the nonzero positions of {0} elements: titan counts them in "
+        "float32, exact up to {1}; look for them in parts",
+        n, kExactCounts));
+  Emitter emit(importer);
+  Value nonzero = type.getElementType().isInteger(1)
+                      ? *mask
+                      : emit.compare("ne", *mask, emit.splat(type, 0.0));
+  Value flat = emit.reshape(nonzero, {n});
+  Value ones = emit.cast(flat, emit.builder.getF32Type());
+  auto positions = RankedTensorType::get({n}, emit.builder.getI64Type());
+  Value ranks = emit.cast(
+      emit.reshape(rowRunningSums(emit, emit.reshape(ones, {1, n})), {n}),
+      positions.getElementType());
+  Value slots =
+      emit.select(flat, emit.binary<SubOp>(ranks, emit.splat(positions, 1.0)),
+                  emit.splat(positions, static_cast<double>(n)));
+  auto tableType =
+      RankedTensorType::get({n + 1, 1}, positions.getElementType());
+  Value table =
+      scatterRows(emit, emit.splat(tableType, 0.0), slots,
+                  {emit.reshape(emit.iota(positions, 0), {n, 1}), Value()},
+                  ScatterCombine{ScatterCombine::Sum, true});
+  Value found = emit.reshape(emit.slice(table, 0, 0, n, 1), {n});
+  ValidPrefix prefix{0,
+                     emit.cast(emit.sumAll(ones), positions.getElementType()),
+                     n, importer.opAt(node)};
+  SmallVector<Value> coordinates;
+  int64_t stride = n;
+  for (auto [d, size] : llvm::enumerate(type.getShape())) {
+    stride /= size;
+    Value coordinate = found;
+    if (stride != 1)
+      coordinate = RoundedDivOp::create(
+          emit.builder, emit.loc, positions, coordinate,
+          emit.splat(positions, static_cast<double>(stride)),
+          /*truncate=*/false);
+    if (d != 0)
+      coordinate =
+          RemainderOp::create(emit.builder, emit.loc, positions, coordinate,
+                              emit.splat(positions, static_cast<double>(size)),
+                              /*truncate=*/false);
+    importer.setValidPrefix(coordinate, prefix);
+    coordinates.push_back(coordinate);
+  }
+  return coordinates;
+}
+
+/// aten::nonzero_numpy(x) and aten::where(x) (torch.nonzero(x,
+/// as_tuple=True), torch.where(x)): the coordinates of the nonzero elements
+/// along each dim (nonzeroCoordinates).
+Outputs convertNonzeroTuple(GraphImporter &importer, Node *node) {
+  llvm::Expected<SmallVector<Value>> coordinates =
+      nonzeroCoordinates(importer, node);
+  if (!coordinates)
+    return coordinates.takeError();
+  std::vector<ImportedValue> items;
+  for (Value coordinate : *coordinates)
+    items.push_back(ImportedValue::ofTensor(coordinate));
+  return single(ImportedValue::ofList(std::move(items)));
+}
+
+/// aten::nonzero(x), aten::argwhere(x): [count, rank] coordinates of the
+/// nonzero elements (nonzeroCoordinates), one row each.
+Outputs convertNonzero(GraphImporter &importer, Node *node) {
+  llvm::Expected<SmallVector<Value>> coordinates =
+      nonzeroCoordinates(importer, node);
+  if (!coordinates)
+    return coordinates.takeError();
+  Emitter emit(importer);
+  const ValidPrefix prefix = *importer.validPrefix(coordinates->front());
+  SmallVector<Value> columns;
+  for (Value coordinate : *coordinates)
+    columns.push_back(emit.reshape(coordinate, {prefix.length, 1}));
+  Value rows = emit.concat(columns, 1);
+  importer.setValidPrefix(rows, prefix);
+  return single(rows);
 }
 
 /// aten::scatter / scatter_add / scatter_reduce(self, dim, index, src or a
@@ -4215,6 +4425,8 @@ Outputs convertScatter(GraphImporter &importer, Node *node,
 struct DimIndex {
   TensorDim td;
   Value self, ids;
+  /// The valid prefix of the index (torch.where(condition)'s indices).
+  const ValidPrefix *prefix = nullptr;
 };
 static llvm::Expected<DimIndex> dimIndexOf(GraphImporter &importer, Node *node,
                                            Emitter &emit, StringRef op) {
@@ -4230,9 +4442,11 @@ static llvm::Expected<DimIndex> dimIndexOf(GraphImporter &importer, Node *node,
       !isa<IntegerType>(indexType.getElementType()))
     return makeError(op + " needs a 1-d integer index into a tensor of at "
                           "least one dim");
+  if (const ValidPrefix *prefix = importer.validPrefix(*self))
+    return unsupportedValidPrefixReader(op + " into", *prefix);
   Value ids = emit.cast(emit.reshape(*index, {indexType.getNumElements()}),
                         emit.builder.getI64Type());
-  return DimIndex{*td, *self, ids};
+  return DimIndex{*td, *self, ids, importer.validPrefix(*index)};
 }
 
 /// aten::index_add(self, dim, index, source, alpha=1): `out[..., index[i],
@@ -4258,6 +4472,13 @@ Outputs convertIndexAdd(GraphImporter &importer, Node *node) {
         count, td->dim, llvm::make_range(td->shape.begin(), td->shape.end()),
         llvm::make_range(expected.begin(), expected.end()),
         llvm::make_range(sourceShape.begin(), sourceShape.end())));
+  if (const ValidPrefix *rows = importer.validPrefix(*source);
+      rows && (!indexed->prefix || rows->count != indexed->prefix->count ||
+               rows->dim != td->dim))
+    return makeError(llvm::formatv(
+        "index_add of rows whose number depends on the data (from {0}) "
+        "takes the indices found with them as its index",
+        rows->origin));
   Value values = *source;
   if (const ImportedValue *alpha = importer.namedInput(node, "alpha");
       alpha && alpha->isNumber() && alpha->asDouble() != 1.0)
@@ -4266,7 +4487,8 @@ Outputs convertIndexAdd(GraphImporter &importer, Node *node) {
   auto [rows, order] = rowsAlong(emit, values, td->dim);
   llvm::Expected<Value> result =
       scatterAlong(emit, indexed->self, td->dim, indexed->ids, {rows, Value()},
-                   ScatterCombine{ScatterCombine::Sum, true});
+                   ScatterCombine{ScatterCombine::Sum, true},
+                   /*idsChecked=*/false, indexed->prefix);
   if (!result)
     return result.takeError();
   return single(*result);
@@ -4288,7 +4510,8 @@ Outputs convertIndexFill(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> result =
       scatterAlong(emit, indexed->self, indexed->td.dim, indexed->ids,
                    {Value(), emit.reshape(*value, {})},
-                   ScatterCombine{ScatterCombine::Mean, false});
+                   ScatterCombine{ScatterCombine::Mean, false},
+                   /*idsChecked=*/false, indexed->prefix);
   if (!result)
     return result.takeError();
   return single(*result);
@@ -4308,6 +4531,8 @@ Outputs convertIndexPut(GraphImporter &importer, Node *node) {
   llvm::Expected<int64_t> accumulate = importer.intInput(node, 3);
   if (!accumulate)
     return accumulate.takeError();
+  if (const ValidPrefix *prefix = importer.validPrefix(*self))
+    return unsupportedValidPrefixReader("index_put into", *prefix);
   Emitter emit(importer);
   RankedTensorType selfType = tensorType(*self);
   llvm::Expected<IndexTensors> index =
@@ -4315,6 +4540,18 @@ Outputs convertIndexPut(GraphImporter &importer, Node *node) {
   if (!index)
     return index.takeError();
   int64_t position = index->position;
+  // Values whose rows depend on the data go with the indices found with
+  // them, at the dim they index.
+  if (const ValidPrefix *rows = importer.validPrefix(*values);
+      rows && (!index->prefix || rows->count != index->prefix->count ||
+               rows->dim + selfType.getRank() - index->count + 1 -
+                       tensorType(*values).getRank() !=
+                   position))
+    return makeError(llvm::formatv(
+        "tensor[...] = values whose number of rows depends on the data "
+        "(from {0}) takes the indices found with them, at the dim they "
+        "index",
+        rows->origin));
   Value ids = index->ids;
   // Several index tensors write into their dims merged.
   SmallVector<int64_t> mergedShape =
@@ -4388,7 +4625,7 @@ Outputs convertIndexPut(GraphImporter &importer, Node *node) {
                    {rows, Value()},
                    *accumulate ? ScatterCombine{ScatterCombine::Sum, true}
                                : ScatterCombine{ScatterCombine::Mean, false},
-                   index->checked);
+                   index->checked, index->prefix ? &*index->prefix : nullptr);
   if (!result)
     return result.takeError();
   return single(emit.reshape(*result, selfType.getShape()));
@@ -6172,6 +6409,8 @@ llvm::StringMap<Conversion> buildConversions() {
       [](GraphImporter &i, Node *n) { return convertMaskedFill(i, n, false); });
   add({"aten::where"},
       [](GraphImporter &i, Node *n) { return convertMaskedFill(i, n, true); });
+  add({"aten::nonzero_numpy"}, convertNonzeroTuple);
+  add({"aten::nonzero", "aten::argwhere"}, convertNonzero);
   add({"aten::sum"}, convertReduce<ReduceSumOp>);
   add({"aten::cumsum"}, convertCumsum);
   add({"aten::mean"}, convertReduce<ReduceMeanOp>);

@@ -49,6 +49,11 @@ inline constexpr const char *integerTensorArithmetic =
     "clamp, floor and truncating division, remainder and true division (in "
     "float32); cast the tensor to a float type first";
 
+/// Where a tensor of `shape` with the valid prefix `prefix` is meaningful:
+/// an i1 tensor of `shape`, true at positions below the count along its dim.
+Value validMask(TensorBuilder &tb, const ValidPrefix &prefix,
+                ArrayRef<int64_t> shape);
+
 /// Normalizes a possibly negative dimension of a rank-`rank` tensor.
 llvm::Expected<int64_t> normalizeDim(int64_t dim, int64_t rank);
 

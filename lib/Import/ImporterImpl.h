@@ -78,6 +78,34 @@ struct ImportedValue {
   }
 };
 
+/// The meaningful part of a tensor whose length along one dim depends on the
+/// data: torch.where(condition)'s indices (torch.nonzero) and what is
+/// computed from them row by row. titan gives the dim the largest length it
+/// can have; only its first `count` entries along `dim` are meaningful
+/// (docs/importer.md, "Lengths that depend on the data").
+struct ValidPrefix {
+  int64_t dim = 0;
+  /// The number of meaningful entries: a 0-d i64 tensor.
+  Value count;
+  /// The dim's length: the largest count.
+  int64_t length = 0;
+  /// The op whose result has that length, for errors
+  /// ("torch.where(condition) at moe.py:21").
+  std::string origin;
+
+  /// The same prefix along dim `d` (of the tensor an op moved it to).
+  ValidPrefix at(int64_t d) const {
+    ValidPrefix moved = *this;
+    moved.dim = d;
+    return moved;
+  }
+};
+
+/// The error for `what` (an op), which would read the entries of a tensor
+/// past its valid prefix `prefix`: what titan supports on such tensors.
+llvm::Error unsupportedValidPrefixReader(const llvm::Twine &what,
+                                         const ValidPrefix &prefix);
+
 class GraphImporter;
 
 /// Converts one node; returns its outputs or an error message.
@@ -169,6 +197,22 @@ public:
   }
   const std::vector<std::string> &getErrorHints() const { return errorHints; }
 
+  /// The valid prefix of `tensor`, or nullptr where all of it is
+  /// meaningful.
+  const ValidPrefix *validPrefix(Value tensor) const {
+    auto it = validPrefixes.find(tensor);
+    return it == validPrefixes.end() ? nullptr : &it->second;
+  }
+  /// Records that only `prefix` of `tensor` is meaningful.
+  void setValidPrefix(Value tensor, ValidPrefix prefix) {
+    validPrefixes[tensor] = std::move(prefix);
+  }
+  /// The valid prefix of the tensors among the inputs of `node` (the items
+  /// of list inputs too) that have one; the first one's.
+  const ValidPrefix *validPrefixOfInputs(torch::jit::Node *node) const;
+  /// Names `node` for an error: its op and Python source line.
+  std::string opAt(torch::jit::Node *node) const;
+
   /// Hook: resolves `prim::GetAttr` on a module value (set by the module
   /// importer; absent when importing a bare graph).
   std::function<llvm::Expected<ImportedValue>(const ImportedValue &module,
@@ -187,6 +231,14 @@ private:
   llvm::Expected<std::vector<ImportedValue>> importLoop(torch::jit::Node *node);
   llvm::Expected<std::vector<ImportedValue>> importPrim(torch::jit::Node *node,
                                                         bool &handled);
+  /// Fails when `node` reads a tensor with a valid prefix (ValidPrefix) but
+  /// is not an op that keeps or consumes one (ValidPrefixes.cpp).
+  llvm::Error checkValidPrefixReader(torch::jit::Node *node) const;
+  /// Gives the tensor outputs of `node` the valid prefix of its inputs, at
+  /// the dim the op moves it to, for the ops that compute row by row; an
+  /// error where the op mixes or drops that dim.
+  llvm::Error propagateValidPrefix(torch::jit::Node *node,
+                                   const std::vector<ImportedValue> &outputs);
   /// Describes `node` for an error: kind, schema and Python source line.
   std::string describe(torch::jit::Node *node) const;
   /// The MLIR location of `node`'s Python source.
@@ -210,6 +262,8 @@ private:
   /// The branch each prim::If imported so far took (the last time it was
   /// imported, in a loop), which the aliasing of in-place ops follows.
   DenseMap<const torch::jit::Node *, torch::jit::Block *> takenBranches;
+  /// The tensors with a valid prefix (lengths that depend on the data).
+  DenseMap<Value, ValidPrefix> validPrefixes;
   /// Whether the model's dropout, traced in eval mode, was warned about.
   bool warnedEvalDropout = false;
   /// The random streams (titan.random_uniform) taken so far: each dropout

@@ -644,6 +644,8 @@ GraphImporter::importNode(torch::jit::Node *node) {
       return makeError(describe(node) + ": " + toString(prim.takeError()));
     return prim;
   }
+  if (llvm::Error error = checkValidPrefixReader(node))
+    return makeError(describe(node) + ": " + toString(std::move(error)));
   const llvm::StringMap<Conversion> &conversions = getAtenConversions();
   auto it = conversions.find(node->kind().toQualString());
   llvm::Expected<std::vector<ImportedValue>> outputs =
@@ -664,6 +666,8 @@ GraphImporter::importNode(torch::jit::Node *node) {
   }
   if (!outputs)
     return makeError(describe(node) + ": " + toString(outputs.takeError()));
+  if (llvm::Error error = propagateValidPrefix(node, *outputs))
+    return makeError(describe(node) + ": " + toString(std::move(error)));
   return outputs;
 }
 
@@ -1189,6 +1193,8 @@ static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
       return makeError("the model must return tensors; it returns a " +
                        std::string(result.isComplex() ? "complex tensor"
                                                       : "non-tensor value"));
+    if (const ValidPrefix *prefix = importer.validPrefix(result.tensor))
+      return unsupportedValidPrefixReader("the model returns", *prefix);
     returned.push_back(result.tensor);
   }
   OpBuilder builder(&context);

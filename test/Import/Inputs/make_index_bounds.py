@@ -7,7 +7,8 @@ OUT receives trace.pt and script.pt of NegativeIndices (x f32 [2, 3, 4],
 ids i64 [2, 3]; expected/output<i>.npy: PyTorch's outputs), and traces
 that the importer refuses: rope_past_table.pt (an HF-style RoPE table
 sliced to the sequence and indexed by positions past its 8 rows),
-position_before_table.pt (scripted) and where_one_argument.pt.
+position_before_table.pt (scripted) and where_one_argument.pt (returns
+the rows torch.where(condition) selects).
 """
 
 import os
