@@ -730,6 +730,12 @@ static bool sameConstant(const ImportedValue &a, const ImportedValue &b) {
 /// self.training:`).
 Outputs convertNot(GraphImporter &importer, Node *node) {
   const ImportedValue &x = importer.input(node, 0);
+  // `not` of a condition known only at run time (aten::Bool of a tensor).
+  if (x.isTensor() && tensorType(x.tensor).getRank() == 0 &&
+      tensorType(x.tensor).getElementType().isInteger(1)) {
+    Emitter emit(importer);
+    return single(emit.compare("eq", x.tensor, emit.splatLike(x.tensor, 0.0)));
+  }
   if (!x.isNumber())
     return makeError("`not` of a value known only at run time makes control "
                      "flow depend on data; use torch.logical_not on tensors");
@@ -4957,9 +4963,44 @@ Outputs convertFlip(GraphImporter &importer, Node *node) {
       });
 }
 
-/// aten::diag(x, diagonal=0): the matrix with vector x on a diagonal, or a
-/// matrix's diagonal as a vector: selects of the positions where the column
-/// minus the row is `diagonal` (summed over the columns for the vector).
+/// Where element (i, j) of a [rows, columns] matrix is on `diagonal` (j - i
+/// = diagonal, above the main one where positive): i1 [rows, columns].
+static Value onDiagonal(Emitter &emit, int64_t rows, int64_t columns,
+                        int64_t diagonal) {
+  auto i64 = RankedTensorType::get({rows, columns}, emit.builder.getI64Type());
+  return emit.compare("eq",
+                      emit.binary<SubOp>(emit.iota(i64, 1), emit.iota(i64, 0)),
+                      emit.splat(i64, static_cast<double>(diagonal)));
+}
+
+/// The elements on `diagonal` of the matrices in the last two dims of `x`
+/// ([..., rows, columns] -> [..., length]): each row's element on it (the
+/// others selected away, a sum), then the rows that have one; an error
+/// where it is empty.
+static llvm::Expected<Value> diagonalOf(Emitter &emit, Value x,
+                                        int64_t diagonal) {
+  RankedTensorType type = tensorType(x);
+  int64_t rank = type.getRank();
+  int64_t rows = type.getDimSize(rank - 2), columns = type.getDimSize(rank - 1);
+  int64_t length =
+      std::max<int64_t>(0, diagonal >= 0 ? std::min(rows, columns - diagonal)
+                                         : std::min(rows + diagonal, columns));
+  if (length == 0)
+    return makeError(llvm::formatv("diagonal {0} of a {1}x{2} matrix is empty",
+                                   diagonal, rows, columns));
+  SmallVector<int64_t> maskShape(rank - 2, 1);
+  maskShape.append({rows, columns});
+  Value mask = emit.broadcastTo(
+      emit.reshape(onDiagonal(emit, rows, columns, diagonal), maskShape),
+      type.getShape());
+  Value picked = emit.reduceSum(emit.select(mask, x, emit.splatLike(x, 0.0)),
+                                {rank - 1}, /*keepdim=*/false);
+  int64_t first = diagonal >= 0 ? 0 : -diagonal;
+  return emit.slice(picked, rank - 2, first, first + length, 1);
+}
+
+/// aten::diag(x, diagonal=0): the matrix with vector x on the diagonal, or
+/// the diagonal of matrix x (diagonalOf).
 Outputs convertDiag(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   if (!x)
@@ -4973,13 +5014,6 @@ Outputs convertDiag(GraphImporter &importer, Node *node) {
   }
   RankedTensorType type = tensorType(*x);
   Emitter emit(importer);
-  auto onDiagonal = [&](int64_t rows, int64_t columns) {
-    auto i64 =
-        RankedTensorType::get({rows, columns}, emit.builder.getI64Type());
-    return emit.compare(
-        "eq", emit.binary<SubOp>(emit.iota(i64, 1), emit.iota(i64, 0)),
-        emit.splat(i64, static_cast<double>(diagonal)));
-  };
   if (type.getRank() == 1) {
     int64_t n = type.getDimSize(0) + std::abs(diagonal);
     // Element (i, i + diagonal) is x[i] on or above the main diagonal,
@@ -4990,24 +5024,90 @@ Outputs convertDiag(GraphImporter &importer, Node *node) {
             ? emit.padTo(emit.reshape(*x, {type.getDimSize(0), 1}), 0, n)
             : emit.padTo(emit.reshape(*x, {1, type.getDimSize(0)}), 1, n);
     Value full = emit.broadcastTo(spread, {n, n});
-    return single(
-        emit.select(onDiagonal(n, n), full, emit.splat(tensorType(full), 0.0)));
+    return single(emit.select(onDiagonal(emit, n, n, diagonal), full,
+                              emit.splat(tensorType(full), 0.0)));
   }
   if (type.getRank() != 2)
     return makeError("diag takes a vector or a matrix");
-  int64_t rows = type.getDimSize(0), columns = type.getDimSize(1);
-  int64_t length =
-      std::max<int64_t>(0, diagonal >= 0 ? std::min(rows, columns - diagonal)
-                                         : std::min(rows + diagonal, columns));
-  if (length == 0)
-    return makeError(llvm::formatv("diagonal {0} of a {1}x{2} matrix is empty",
-                                   diagonal, rows, columns));
-  // Each row's element on the diagonal, then the rows that have one.
-  Value picked = emit.reduceSum(
-      emit.select(onDiagonal(rows, columns), *x, emit.splatLike(*x, 0.0)), {1},
-      /*keepdim=*/false);
-  int64_t first = diagonal >= 0 ? 0 : -diagonal;
-  return single(emit.slice(picked, 0, first, first + length, 1));
+  llvm::Expected<Value> picked = diagonalOf(emit, *x, diagonal);
+  if (!picked)
+    return picked.takeError();
+  return single(*picked);
+}
+
+/// aten::diagonal(x, offset=0, dim1=0, dim2=1): the elements on diagonal
+/// `offset` of the matrices in dims dim1 and dim2, in a last dim after the
+/// other dims (diagonalOf of x with those two dims moved last).
+Outputs convertDiagonal(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  int64_t rank = tensorType(*x).getRank();
+  llvm::Expected<int64_t> offset = importer.intInput(node, 1);
+  llvm::Expected<int64_t> first = importer.intInput(node, 2);
+  llvm::Expected<int64_t> second = importer.intInput(node, 3);
+  if (!offset || !first || !second)
+    return llvm::joinErrors(
+        offset.takeError(),
+        llvm::joinErrors(first.takeError(), second.takeError()));
+  llvm::Expected<int64_t> dim1 = normalizeDim(*first, rank);
+  llvm::Expected<int64_t> dim2 = normalizeDim(*second, rank);
+  if (!dim1 || !dim2)
+    return llvm::joinErrors(dim1.takeError(), dim2.takeError());
+  if (*dim1 == *dim2)
+    return makeError(llvm::formatv(
+        "diagonal dimensions cannot be identical {0}, {1}", *first, *second));
+  SmallVector<int64_t> order;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *dim1 && d != *dim2)
+      order.push_back(d);
+  order.append({*dim1, *dim2});
+  Emitter emit(importer);
+  llvm::Expected<Value> picked =
+      diagonalOf(emit, emit.transpose(*x, order), *offset);
+  if (!picked)
+    return picked.takeError();
+  return single(*picked);
+}
+
+/// aten::meshgrid(tensors, indexing='ij'): the grid of the tensors'
+/// lengths (each 0-d or 1-d), tensor i varying along dim i of it and
+/// broadcast over the others; with 'xy' the first two dims swap (tensor 0
+/// varies along dim 1).
+Outputs convertMeshgrid(GraphImporter &importer, Node *node) {
+  const ImportedValue &list = importer.input(node, 0);
+  if (list.kind != ImportedValue::Kind::List || list.items.empty())
+    return makeError("meshgrid takes a list of tensors");
+  std::string indexing = "ij";
+  if (const ImportedValue *given = importer.namedInput(node, "indexing");
+      given && given->kind == ImportedValue::Kind::String)
+    indexing = given->text;
+  if (indexing != "ij" && indexing != "xy")
+    return makeError("meshgrid's indexing must be 'ij' or 'xy', not '" +
+                     indexing + "'");
+  SmallVector<Value> tensors;
+  SmallVector<int64_t> grid;
+  for (const ImportedValue &item : list.items) {
+    if (!item.isTensor() || tensorType(item.tensor).getRank() > 1)
+      return makeError("meshgrid takes 0-d or 1-d tensors");
+    tensors.push_back(item.tensor);
+    grid.push_back(tensorType(item.tensor).getNumElements());
+  }
+  SmallVector<int64_t> dimOf =
+      llvm::to_vector(llvm::seq<int64_t>(0, grid.size()));
+  if (indexing == "xy" && grid.size() >= 2) {
+    std::swap(dimOf[0], dimOf[1]);
+    std::swap(grid[0], grid[1]);
+  }
+  Emitter emit(importer);
+  std::vector<ImportedValue> outputs;
+  for (auto [i, tensor] : llvm::enumerate(tensors)) {
+    SmallVector<int64_t> along(grid.size(), 1);
+    along[dimOf[i]] = grid[dimOf[i]];
+    outputs.push_back(ImportedValue::ofTensor(
+        emit.broadcastTo(emit.reshape(tensor, along), grid)));
+  }
+  return single(ImportedValue::ofList(std::move(outputs)));
 }
 
 /// aten::square: x * x.
@@ -5019,15 +5119,27 @@ Outputs convertSquare(GraphImporter &importer, Node *node) {
   return single(emit.binary<MulOp>(*x, *x));
 }
 
-/// aten::Bool: a Python bool of a number; of a tensor it would make control
-/// flow depend on data, which titan programs cannot have.
+/// aten::Bool: a Python bool of a number; of a one-element tensor known
+/// only at run time, the i1 0-d tensor `x != 0`, which an `if` takes as a
+/// condition by computing both branches (GraphImporter::importBothBranches).
 Outputs convertBool(GraphImporter &importer, Node *node) {
   const ImportedValue &x = importer.input(node, 0);
   if (x.isNumber())
     return single(ImportedValue::ofBool(x.asDouble() != 0));
-  return makeError("converting a tensor to a Python bool makes control flow "
-                   "depend on data, which titan programs cannot have; "
-                   "compute both branches and use torch.where instead");
+  llvm::Expected<Value> tensor = importer.tensorInput(node, 0);
+  if (!tensor)
+    return tensor.takeError();
+  RankedTensorType type = tensorType(*tensor);
+  if (type.getNumElements() != 1)
+    return makeError(llvm::formatv(
+        "the truth value of a tensor of {0} elements is ambiguous (as in "
+        "PyTorch); use .any() or .all()",
+        type.getNumElements()));
+  Emitter emit(importer);
+  Value flag = emit.reshape(*tensor, {});
+  if (!type.getElementType().isInteger(1))
+    flag = emit.compare("ne", flag, emit.splatLike(flag, 0.0));
+  return single(flag);
 }
 
 Outputs convertRelu(GraphImporter &importer, Node *node) {
@@ -6308,6 +6420,8 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::nan_to_num"}, convertNanToNum);
   add({"aten::flip"}, convertFlip);
   add({"aten::diag"}, convertDiag);
+  add({"aten::diagonal"}, convertDiagonal);
+  add({"aten::meshgrid"}, convertMeshgrid);
   add({"aten::square"}, convertSquare);
   add({"aten::reciprocal"}, convertReciprocal);
   add({"aten::Bool"}, convertBool);

@@ -21,6 +21,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Regex.h"
@@ -893,6 +894,8 @@ GraphImporter::importInPlace(torch::jit::Node *node,
 llvm::Expected<std::vector<ImportedValue>>
 GraphImporter::importIf(torch::jit::Node *node) {
   const ImportedValue &condition = input(node, 0);
+  if (condition.isTensor())
+    return importBothBranches(node, condition.tensor);
   if (condition.kind != ImportedValue::Kind::Bool &&
       condition.kind != ImportedValue::Kind::Int)
     return makeError("the condition of an 'if' must be known at compile "
@@ -903,6 +906,163 @@ GraphImporter::importIf(torch::jit::Node *node) {
   return importBlock(taken, {});
 }
 
+/// Whether `value` is defined in `block` or a block nested in it.
+static bool isDefinedWithin(torch::jit::Value *value,
+                            torch::jit::Block *block) {
+  for (torch::jit::Block *owner = value->node()->owningBlock(); owner;
+       owner = owner->owningNode() ? owner->owningNode()->owningBlock()
+                                   : nullptr)
+    if (owner == block)
+      return true;
+  return false;
+}
+
+/// The first node in `block` (or nested in it) with an effect outside it:
+/// an in-place write to a tensor defined before the block (through views
+/// too), a module attribute set, or an exception raised.
+static torch::jit::Node *findOutsideEffect(torch::jit::Block *block,
+                                           torch::jit::Block *branch) {
+  for (torch::jit::Node *node : block->nodes()) {
+    if (node->kind() == torch::jit::prim::SetAttr ||
+        node->kind() == torch::jit::prim::RaiseException)
+      return node;
+    if (writesInPlace(node)) {
+      torch::jit::Value *written = node->input(0);
+      while (isWritableView(written->node()))
+        written = written->node()->input(0);
+      if (!isDefinedWithin(written, branch))
+        return node;
+    }
+    for (torch::jit::Block *nested : node->blocks())
+      if (torch::jit::Node *found = findOutsideEffect(nested, branch))
+        return found;
+  }
+  return nullptr;
+}
+
+/// The value an if on a condition known only at run time gives: `onTrue`
+/// where `condition` holds, else `onFalse` (numbers, strings and None
+/// must be equal; tensors of one shape and type are selected).
+static llvm::Expected<ImportedValue>
+selectBranchValue(TensorBuilder &tb, Value condition,
+                  const ImportedValue &onTrue, const ImportedValue &onFalse,
+                  const GraphImporter &importer) {
+  if (onTrue.kind != onFalse.kind)
+    return makeError("the branches give values of different kinds");
+  switch (onTrue.kind) {
+  case ImportedValue::Kind::Tensor: {
+    auto trueType = cast<RankedTensorType>(onTrue.tensor.getType());
+    auto falseType = cast<RankedTensorType>(onFalse.tensor.getType());
+    if (trueType != falseType)
+      return makeError(llvm::formatv(
+          "the branches give tensors of types {0} and {1}; titan selects "
+          "between tensors of one shape and element type",
+          trueType, falseType));
+    for (Value v : {onTrue.tensor, onFalse.tensor})
+      if (const ValidPrefix *prefix = importer.validPrefix(v))
+        return unsupportedValidPrefixReader("selecting between the branches",
+                                            *prefix);
+    if (onTrue.tensor == onFalse.tensor)
+      return onTrue;
+    Value mask = tb.broadcastTo(
+        tb.reshape(condition, SmallVector<int64_t>(trueType.getRank(), 1)),
+        trueType.getShape());
+    return ImportedValue::ofTensor(
+        tb.select(mask, onTrue.tensor, onFalse.tensor));
+  }
+  case ImportedValue::Kind::List: {
+    if (onTrue.items.size() != onFalse.items.size())
+      return makeError("the branches give lists of different lengths");
+    std::vector<ImportedValue> items;
+    for (auto [a, b] : llvm::zip(onTrue.items, onFalse.items)) {
+      llvm::Expected<ImportedValue> item =
+          selectBranchValue(tb, condition, a, b, importer);
+      if (!item)
+        return item.takeError();
+      items.push_back(std::move(*item));
+    }
+    ImportedValue list = onTrue;
+    list.items = std::move(items);
+    return list;
+  }
+  case ImportedValue::Kind::None:
+    return onTrue;
+  case ImportedValue::Kind::Int:
+  case ImportedValue::Kind::Float:
+  case ImportedValue::Kind::Bool: {
+    if (onTrue.asDouble() == onFalse.asDouble())
+      return onTrue;
+    auto text = [](const ImportedValue &number) {
+      return number.kind == ImportedValue::Kind::Float
+                 ? llvm::formatv("{0}", llvm::format("%g", number.floatValue))
+                       .str()
+                 : std::to_string(number.intValue);
+    };
+    return makeError(llvm::formatv(
+        "the branches give the numbers {0} and {1}: a Python number cannot "
+        "depend on the data in a titan program (its shapes are static); "
+        "make it a tensor in both branches (torch.tensor(...))",
+        text(onTrue), text(onFalse)));
+  }
+  default:
+    if (onTrue.text == onFalse.text &&
+        onTrue.kind != ImportedValue::Kind::Complex &&
+        onTrue.kind != ImportedValue::Kind::Module)
+      return onTrue;
+    return makeError("the branches give different strings, devices, modules "
+                     "or complex tensors");
+  }
+}
+
+llvm::Expected<std::vector<ImportedValue>>
+GraphImporter::importBothBranches(torch::jit::Node *node, Value condition) {
+  auto conditionType = cast<RankedTensorType>(condition.getType());
+  if (conditionType.getNumElements() != 1)
+    return makeError("the condition of an 'if' is a tensor of several "
+                     "elements");
+  for (torch::jit::Block *branch : node->blocks())
+    if (torch::jit::Node *effect = findOutsideEffect(branch, branch))
+      return makeError(
+          "an 'if' on a value known only at run time: titan computes both "
+          "branches and selects their results, which it cannot do for a "
+          "branch that " +
+          (effect->kind() == torch::jit::prim::RaiseException
+               ? std::string("raises an exception")
+           : effect->kind() == torch::jit::prim::SetAttr
+               ? std::string("sets a module attribute")
+               : "writes in place into a tensor from before the 'if' (" +
+                     opAt(effect) + ")") +
+          "; compute both values and pick one with torch.where(condition, "
+          "a, b)");
+  TensorBuilder tb(builder, loc);
+  Value flag = tb.reshape(condition, {});
+  if (!conditionType.getElementType().isInteger(1))
+    flag = tb.compare("ne", flag,
+                      tb.splat(cast<RankedTensorType>(flag.getType()), 0.0));
+  std::vector<std::vector<ImportedValue>> results;
+  for (torch::jit::Block *branch : node->blocks()) {
+    llvm::Expected<std::vector<ImportedValue>> outputs =
+        importBlock(branch, {});
+    if (!outputs)
+      return outputs.takeError();
+    results.push_back(std::move(*outputs));
+  }
+  loc = locationOf(node);
+  TensorBuilder selecting(builder, loc);
+  std::vector<ImportedValue> selected;
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(results[0], results[1]))) {
+    llvm::Expected<ImportedValue> value = selectBranchValue(
+        selecting, flag, std::get<0>(pair), std::get<1>(pair), *this);
+    if (!value)
+      return makeError(llvm::formatv(
+          "result {0} of an 'if' on a value known only at run time (titan "
+          "computes both branches and selects their results): {1}",
+          i, toString(value.takeError())));
+    selected.push_back(std::move(*value));
+  }
+  return selected;
+}
+
 llvm::Expected<std::vector<ImportedValue>>
 GraphImporter::importLoop(torch::jit::Node *node) {
   llvm::Expected<int64_t> tripCount = intInput(node, 0);
@@ -910,6 +1070,9 @@ GraphImporter::importLoop(torch::jit::Node *node) {
     return makeError("the trip count of a loop must be known at compile "
                      "time");
   const ImportedValue &condition = input(node, 1);
+  if (!condition.isNumber())
+    return makeError("the condition of a loop must be known at compile "
+                     "time");
   bool running = condition.intValue != 0;
   std::vector<ImportedValue> carried;
   for (size_t i = 2; i < node->inputs().size(); ++i)
@@ -1062,9 +1225,14 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
     }
     // detach: the same values, through which no gradient flows.
     const ImportedValue &value = input(node, 0);
-    if (kind == c10::Symbol::fromQualString("aten::detach") && value.isTensor())
-      return std::vector<ImportedValue>{ImportedValue::ofTensor(
-          TensorBuilder(builder, loc).unary<StopGradientOp>(value.tensor))};
+    if (kind == c10::Symbol::fromQualString("aten::detach") &&
+        value.isTensor()) {
+      Value detached =
+          TensorBuilder(builder, loc).unary<StopGradientOp>(value.tensor);
+      if (const ValidPrefix *prefix = validPrefix(value.tensor))
+        setValidPrefix(detached, *prefix);
+      return std::vector<ImportedValue>{ImportedValue::ofTensor(detached)};
+    }
     return std::vector<ImportedValue>{value};
   }
   if (kind == torch::jit::prim::RaiseException)

@@ -3,7 +3,8 @@ and diagonals, for test/Import/value-ops.test: isnan, isinf, nan_to_num
 (default and given replacements) of a tensor holding NaN and both
 infinities, abs and sum of int64 positions (a boolean sum is int64 too),
 flip along one and two dims, diag of a vector (on, above and below the
-main diagonal) and of a matrix.
+main diagonal) and of a matrix, torch.diagonal of a 3-d tensor (dims 0 and
+1, 2 and 1 above, 0 and 2 below), torch.meshgrid with 'ij' and 'xy'.
 
 usage: make_value_ops.py OUT
 
@@ -45,6 +46,13 @@ class ValueOps(nn.Module):
             torch.diag(x[0]),
             torch.diag(x[0], 1),
             torch.diag(x[0], -1),
+            torch.diagonal(x),
+            torch.diagonal(x, 1, 2, 1),
+            x.diagonal(-1, 0, 2),
+            torch.meshgrid(x[0, 0], ids[0].float(), indexing="ij")[0] * 2.0,
+            torch.meshgrid(x[0, 0], ids[0].float(), indexing="ij")[1],
+            torch.meshgrid(x[0, 0], ids[0].float(), indexing="xy")[0],
+            torch.meshgrid(x[0, 0], ids[0].float(), indexing="xy")[1],
         ]
 
 
