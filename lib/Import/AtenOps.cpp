@@ -2990,10 +2990,91 @@ static llvm::Expected<Value> convolve(Emitter &emit, Value x, Value weight,
   return result;
 }
 
+/// `x` reversed along `dim` (a gather of the reversed positions).
+llvm::Expected<Value> reversedAlong(Emitter &emit, Value x, int64_t dim);
+
+/// The transposed convolution (the gradient of a convolution with respect
+/// to its input) of x [N, C_in, S..] by weight [C_in, C_out / groups, K..]
+/// with `options`' stride, padding (padLow), dilation and groups and
+/// `outputPadding`: along each spatial dim x with stride - 1 zeros between
+/// its elements, between dilation * (K - 1) - padding zeros (and
+/// output_padding more at the end; cropped where negative), convolved at
+/// stride 1 by the weight with its channels swapped within each group and
+/// its taps reversed.
+static llvm::Expected<Value>
+convolveTransposed(Emitter &emit, Value x, Value weight, Value bias,
+                   ConvOptions options, ArrayRef<int64_t> outputPadding) {
+  RankedTensorType wType = tensorType(weight);
+  int64_t spatial = wType.getRank() - 2, groups = options.groups;
+  int64_t inChannels = wType.getDimSize(0);
+  if (groups < 1 || inChannels % groups ||
+      tensorType(x).getDimSize(1) != inChannels)
+    return makeError(llvm::formatv(
+        "a transposed convolution of a weight [C_in = {0}, C_out / groups, "
+        "K..] in {1} groups takes {0} input channels, not {2}",
+        inChannels, groups, tensorType(x).getDimSize(1)));
+  for (int64_t j = 0; j < spatial; ++j) {
+    int64_t dim = 2 + j, stride = options.stride[j];
+    if (outputPadding[j] >= std::max(stride, options.dilation[j]))
+      return makeError(llvm::formatv(
+          "output padding {0} must be smaller than the stride {1} or the "
+          "dilation {2}",
+          outputPadding[j], stride, options.dilation[j]));
+    if (stride > 1) {
+      SmallVector<int64_t> shape(tensorType(x).getShape());
+      int64_t size = shape[dim];
+      SmallVector<int64_t> split(shape.begin(), shape.begin() + dim + 1);
+      split.push_back(1);
+      split.append(shape.begin() + dim + 1, shape.end());
+      Value spread = emit.padTo(emit.reshape(x, split), dim + 1, stride);
+      shape[dim] = size * stride;
+      x = emit.slice(emit.reshape(spread, shape), dim, 0,
+                     (size - 1) * stride + 1, 1);
+    }
+    int64_t low =
+        options.dilation[j] * (wType.getDimSize(dim) - 1) - options.padLow[j];
+    int64_t high = low + outputPadding[j];
+    int64_t size = tensorType(x).getDimSize(dim);
+    if (low < 0 || high < 0) {
+      int64_t start = std::max<int64_t>(0, -low);
+      int64_t limit = size + std::min<int64_t>(0, high);
+      if (limit <= start)
+        return makeError("a transposed convolution's padding leaves no "
+                         "output positions");
+      x = emit.slice(x, dim, start, limit, 1);
+    }
+    options.padLow[j] = std::max<int64_t>(0, low);
+    options.padHigh[j] = std::max<int64_t>(0, high);
+    options.stride[j] = 1;
+  }
+  // [C_in, C_out / g, K..] -> [g, C_in / g, C_out / g, K..] -> [C_out,
+  // C_in / g, K..], taps reversed.
+  SmallVector<int64_t> grouped{groups, inChannels / groups,
+                               wType.getDimSize(1)};
+  llvm::append_range(grouped, wType.getShape().drop_front(2));
+  SmallVector<int64_t> swap{0, 2, 1};
+  for (int64_t j = 0; j < spatial; ++j)
+    swap.push_back(3 + j);
+  SmallVector<int64_t> swapped{groups * wType.getDimSize(1),
+                               inChannels / groups};
+  llvm::append_range(swapped, wType.getShape().drop_front(2));
+  Value kernel = emit.reshape(
+      emit.transpose(emit.reshape(weight, grouped), swap), swapped);
+  for (int64_t j = 0; j < spatial; ++j) {
+    llvm::Expected<Value> reversed = reversedAlong(emit, kernel, 2 + j);
+    if (!reversed)
+      return reversed.takeError();
+    kernel = *reversed;
+  }
+  return convolve(emit, x, kernel, bias, options);
+}
+
 /// aten::conv1d/conv2d/conv3d(x, weight, bias, stride, padding (numbers,
-/// 'valid' or 'same'), dilation, groups) and aten::_convolution (what
-/// nn.ConvNd and F.convNd trace to), not transposed: convolve, the input
-/// batched or not ([C, S..] as PyTorch allows).
+/// 'valid' or 'same'), dilation, groups), aten::conv_transpose1d/2d/3d(x,
+/// weight, bias, stride, padding, output_padding, groups, dilation) and
+/// aten::_convolution (what nn.ConvNd, nn.ConvTransposeNd and F.convNd
+/// trace to): convolve or convolveTransposed, the input batched or not
+/// ([C, S..] as PyTorch allows).
 Outputs convertConvolution(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   llvm::Expected<Value> weight = importer.tensorInput(node, 1);
@@ -3001,9 +3082,11 @@ Outputs convertConvolution(GraphImporter &importer, Node *node) {
     return makeError("a convolution needs an input and a weight tensor");
   const ImportedValue &biasInput = importer.input(node, 2);
   Value bias = biasInput.isTensor() ? biasInput.tensor : Value();
-  if (const ImportedValue *transposed = importer.namedInput(node, "transposed");
-      transposed && transposed->intValue)
-    return makeError("transposed convolutions are not supported");
+  const ImportedValue *transposedInput =
+      importer.namedInput(node, "transposed");
+  bool transposed = StringRef(node->kind().toQualString())
+                        .starts_with("aten::conv_transpose") ||
+                    (transposedInput && transposedInput->intValue);
   RankedTensorType xType = tensorType(*x), wType = tensorType(*weight);
   int64_t spatial = wType.getRank() - 2;
   bool unbatched = xType.getRank() == spatial + 1;
@@ -3055,8 +3138,20 @@ Outputs convertConvolution(GraphImporter &importer, Node *node) {
     options.padHigh = std::move(*both);
   }
   Emitter emit(importer);
-  llvm::Expected<Value> result = convolve(
-      emit, unbatched ? addBatchOfOne(emit, *x) : *x, *weight, bias, options);
+  Value input = unbatched ? addBatchOfOne(emit, *x) : *x;
+  llvm::Expected<Value> result = Value();
+  if (transposed) {
+    if (padding && padding->kind == ImportedValue::Kind::String)
+      return makeError("a transposed convolution takes numbers as padding");
+    llvm::Expected<SmallVector<int64_t>> outputPadding =
+        perDim("output_padding", 0);
+    if (!outputPadding)
+      return outputPadding.takeError();
+    result =
+        convolveTransposed(emit, input, *weight, bias, options, *outputPadding);
+  } else {
+    result = convolve(emit, input, *weight, bias, options);
+  }
   if (!result)
     return result.takeError();
   return single(unbatched ? dropBatchOfOne(emit, *result) : *result);
@@ -4932,6 +5027,19 @@ Outputs convertNanToNum(GraphImporter &importer, Node *node) {
 
 /// aten::flip(x, dims): x read backwards along each of dims (a lookup of
 /// the reversed positions, gatherAlong).
+llvm::Expected<Value> reversedAlong(Emitter &emit, Value x, int64_t dim) {
+  int64_t n = tensorType(x).getDimSize(dim);
+  SmallVector<int64_t> reversed;
+  for (int64_t i = n - 1; i >= 0; --i)
+    reversed.push_back(i);
+  Value ids = ConstantOp::create(
+      emit.builder, emit.loc,
+      DenseIntElementsAttr::get(
+          RankedTensorType::get({n}, emit.builder.getI64Type()),
+          ArrayRef<int64_t>(reversed)));
+  return gatherAlong(emit, x, dim, ids);
+}
+
 Outputs convertFlip(GraphImporter &importer, Node *node) {
   llvm::Expected<std::vector<int64_t>> dims = importer.intListInput(node, 1);
   if (!dims)
@@ -4945,16 +5053,7 @@ Outputs convertFlip(GraphImporter &importer, Node *node) {
               normalizeDim(rawDim, tensorType(x).getRank());
           if (!dim)
             return dim.takeError();
-          int64_t n = tensorType(x).getDimSize(*dim);
-          SmallVector<int64_t> reversed;
-          for (int64_t i = n - 1; i >= 0; --i)
-            reversed.push_back(i);
-          Value ids = ConstantOp::create(
-              emit.builder, emit.loc,
-              DenseIntElementsAttr::get(
-                  RankedTensorType::get({n}, emit.builder.getI64Type()),
-                  ArrayRef<int64_t>(reversed)));
-          llvm::Expected<Value> read = gatherAlong(emit, flipped, *dim, ids);
+          llvm::Expected<Value> read = reversedAlong(emit, flipped, *dim);
           if (!read)
             return read.takeError();
           flipped = *read;
@@ -6488,7 +6587,8 @@ llvm::StringMap<Conversion> buildConversions() {
     return convertScatter(i, n, {ScatterCombine::Sum, true});
   });
   add({"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution",
-       "aten::_convolution_mode"},
+       "aten::_convolution_mode", "aten::conv_transpose1d",
+       "aten::conv_transpose2d", "aten::conv_transpose3d"},
       convertConvolution);
   add({"aten::index_add"}, convertIndexAdd);
   add({"aten::index_fill"}, convertIndexFill);

@@ -4,7 +4,11 @@ one that drops the positions past the last whole patch, nn.Conv2d with
 padding and bias, ConvNeXt's depthwise convolution, a grouped one with
 per-dim stride, dilation and padding, a pointwise (1 x 1) one, F.conv2d
 with padding='same' of an even dilated kernel, unbatched inputs, a
-video patch embedding (Conv3d) and a Conv3d with padding.
+video patch embedding (Conv3d) and a Conv3d with padding; transposed
+convolutions: an upsampling nn.ConvTranspose2d with output_padding, a
+grouped one with per-dim stride, dilation and padding, a 1-d one whose
+padding crops (batched and unbatched), nn.ConvTranspose3d and
+F.conv_transpose2d with stride and dilation.
 
 usage: make_convolutions_nd.py OUT
 
@@ -37,6 +41,14 @@ class ConvolutionsNd(nn.Module):
         self.same = nn.Parameter(torch.randn(2, 3, 2, 2))
         self.tubelets = nn.Conv3d(3, 4, kernel_size=2, stride=2)
         self.volume = nn.Conv3d(3, 2, kernel_size=(2, 3, 3), padding=(0, 1, 1), bias=False)
+        # Transposed: upsampling by 2 (output_padding), grouped with per-dim
+        # stride, dilation and padding, a crop (padding past the kernel),
+        # 1-d and 3-d.
+        self.upsample = nn.ConvTranspose2d(3, 4, kernel_size=3, stride=2, padding=1, output_padding=1)
+        self.grouped_up = nn.ConvTranspose2d(4, 6, kernel_size=(2, 3), stride=(2, 1), dilation=(1, 2),
+                                             padding=(1, 0), groups=2)
+        self.cropped_up = nn.ConvTranspose1d(3, 2, kernel_size=2, stride=3, padding=2, bias=False)
+        self.volume_up = nn.ConvTranspose3d(3, 2, kernel_size=2, stride=2)
 
     def forward(self, image: torch.Tensor, video: torch.Tensor) -> List[torch.Tensor]:
         # image: f32 [2, 3, 8, 8]; video: f32 [2, 3, 4, 4, 4].
@@ -53,6 +65,12 @@ class ConvolutionsNd(nn.Module):
             F.conv1d(image[0, :, 0], self.same[:, :, 0]),
             self.tubelets(video),
             self.volume(video),
+            self.upsample(image),
+            self.grouped_up(four),
+            self.cropped_up(image[:, :, 0]),
+            self.cropped_up(image[0, :, 1]),
+            self.volume_up(video),
+            F.conv_transpose2d(image, self.same.transpose(0, 1), stride=2, dilation=2),
         ]
 
 
