@@ -193,6 +193,8 @@ static std::optional<IndexFunction> fromDiagonals(BlockArgument argument,
     return std::nullopt;
   std::optional<SmallVector<double>> values = elementValues(diagonals);
   int64_t rank = type.getRank();
+  if (values && values->size() == 1 && type.getNumElements() == 1)
+    return IndexFunction::constant(rank, values->front());
   if (!values || rank < 2 ||
       static_cast<int64_t>(values->size()) != 2 * type.getShape().back() - 1)
     return std::nullopt;

@@ -251,6 +251,14 @@ static LogicalResult verifyFunctionValueAttr(Operation *op, unsigned index,
   if (name == TitanDialect::kDiagonalsAttrName && what == "argument") {
     auto diagonals = dyn_cast<DenseElementsAttr>(attr.getValue());
     auto tensor = dyn_cast<RankedTensorType>(type);
+    // One element (of any rank): its one diagonal.
+    if (tensor && tensor.hasStaticShape() && tensor.getNumElements() == 1) {
+      auto expected = RankedTensorType::get({1}, tensor.getElementType());
+      if (!diagonals || diagonals.getType() != expected)
+        return emitError() << "'" << name << "' must be a dense " << expected
+                           << " (the one value of " << type << ")";
+      return success();
+    }
     if (!tensor || tensor.getRank() < 2 || !tensor.hasStaticShape() ||
         tensor.getDimSize(tensor.getRank() - 1) !=
             tensor.getDimSize(tensor.getRank() - 2) ||

@@ -95,9 +95,11 @@ def Titan_Dialect : Dialect {
     /// constant along each diagonal of its last two dims (a dense tensor of
     /// 2n - 1 elements of the argument's element type, the dims of size n,
     /// every other dim of size 1): element [..., i, j] is
-    /// `diagonals[j - i + n - 1]`. The importer sets it (a causal mask
-    /// stored as a buffer, nanoGPT's `attn.bias`), so that passes can prove
-    /// what the buffer is (titan-fuse-attention).
+    /// `diagonals[j - i + n - 1]`; on a buffer of one element (any rank),
+    /// its value. The importer sets it (a causal mask stored as a buffer,
+    /// nanoGPT's `attn.bias`; GPT-NeoX's `norm_factor`), so that passes can
+    /// prove what the buffer is (titan-fuse-attention) and the importer
+    /// fold `item()` of it.
     static constexpr ::llvm::StringLiteral kDiagonalsAttrName =
         "titan.diagonals";
     /// On the module (a dictionary of strings; the TorchScript importer):

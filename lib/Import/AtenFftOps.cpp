@@ -229,19 +229,49 @@ Outputs convertFftn(GraphImporter &importer, Node *node, bool inverse,
   return single(value);
 }
 
+/// Inputs 0 and 1 of `node` (`what` names them in errors): real float
+/// tensors broadcast to one shape and type.
+static llvm::Expected<std::pair<Value, Value>>
+floatPair(GraphImporter &importer, Node *node, StringRef what) {
+  llvm::Expected<Value> first = importer.tensorInput(node, 0);
+  llvm::Expected<Value> second = importer.tensorInput(node, 1);
+  if (!first || !second) {
+    llvm::consumeError(first.takeError());
+    llvm::consumeError(second.takeError());
+    return makeError(llvm::formatv("{0} needs two real tensors",
+                                   node->kind().toUnqualString()));
+  }
+  Emitter emit(importer);
+  Value a = *first, b = *second;
+  if (llvm::Error error = unify(emit, a, b))
+    return std::move(error);
+  if (!isa<FloatType>(tensorType(a).getElementType()))
+    return makeError(llvm::formatv("{0} needs floating-point {1}",
+                                   node->kind().toUnqualString(), what));
+  return std::make_pair(a, b);
+}
+
 /// aten::complex(real, imag): the pair, broadcast to one shape.
 Outputs convertComplex(GraphImporter &importer, Node *node) {
-  llvm::Expected<Value> real = importer.tensorInput(node, 0);
-  llvm::Expected<Value> imag = importer.tensorInput(node, 1);
-  if (!real || !imag)
-    return makeError("complex needs two real tensors");
+  llvm::Expected<std::pair<Value, Value>> parts =
+      floatPair(importer, node, "parts");
+  if (!parts)
+    return parts.takeError();
+  return single(ImportedValue::ofComplex(parts->first, parts->second));
+}
+
+/// aten::polar(abs, angle): abs * (cos(angle) + i sin(angle)) (Llama 4's
+/// rotary table, torch.polar(ones_like(freqs), freqs)).
+Outputs convertPolar(GraphImporter &importer, Node *node) {
+  llvm::Expected<std::pair<Value, Value>> polar =
+      floatPair(importer, node, "abs and angle");
+  if (!polar)
+    return polar.takeError();
+  auto [r, theta] = *polar;
   Emitter emit(importer);
-  Value re = *real, im = *imag;
-  if (llvm::Error error = unify(emit, re, im))
-    return std::move(error);
-  if (!isa<FloatType>(tensorType(re).getElementType()))
-    return makeError("complex needs floating-point parts");
-  return single(ImportedValue::ofComplex(re, im));
+  return single(ImportedValue::ofComplex(
+      emit.binary<MulOp>(r, emit.unary<CosOp>(theta)),
+      emit.binary<MulOp>(r, emit.unary<SinOp>(theta))));
 }
 
 } // namespace
@@ -254,6 +284,7 @@ void mlir::titan::import::addFftConversions(
     };
   };
   table["aten::complex"] = convertComplex;
+  table["aten::polar"] = convertPolar;
   table["aten::fft_fft"] = one(Transform::Fft);
   table["aten::fft_ifft"] = one(Transform::Ifft);
   table["aten::fft_rfft"] = one(Transform::Rfft);

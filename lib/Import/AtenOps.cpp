@@ -344,13 +344,18 @@ void nextIndex(MutableArrayRef<int64_t> index, ArrayRef<int64_t> shape) {
 
 /// The elements of `value` in row-major order when the program computes it
 /// at compile time (constants, iotas, buffers recorded by diagonals, and the
-/// elementwise and shape ops on them that IndexFunctionEvaluator follows);
-/// nullopt otherwise, or past 2^24 elements.
-std::optional<std::vector<double>> compileTimeElements(Value value) {
+/// elementwise and shape ops on them that IndexFunctionEvaluator follows;
+/// with `importer`, its one-element buffers too); nullopt otherwise, or
+/// past 2^24 elements.
+std::optional<std::vector<double>>
+compileTimeElements(Value value, const GraphImporter *importer = nullptr) {
   RankedTensorType type = tensorType(value);
   if (!type.hasStaticShape() || type.getNumElements() > (int64_t(1) << 24))
     return std::nullopt;
-  std::optional<IndexFunction> f = IndexFunctionEvaluator().evaluate(value);
+  IndexFunctionEvaluator evaluator;
+  if (importer)
+    importer->assumeOneElementBuffers(evaluator);
+  std::optional<IndexFunction> f = evaluator.evaluate(value);
   if (!f)
     return std::nullopt;
   std::vector<double> values;
@@ -447,6 +452,10 @@ llvm::Expected<Value> powOfTensors(Emitter &emit, Value x, Value y) {
 /// Complex arithmetic on (real, imag) pairs; `b` may be real.
 Outputs complexBinary(Emitter &emit, BinaryKind kind, ImportedValue a,
                       ImportedValue b) {
+  // A Python number (`freqs_cis * self.attention_scaling`) as a 0-d tensor.
+  for (ImportedValue *v : {&a, &b})
+    if (v->isNumber())
+      *v = ImportedValue::ofTensor(emit.importer.materialize(*v));
   auto parts = [&](const ImportedValue &v) -> std::pair<Value, Value> {
     if (v.isComplex())
       return {v.tensor, v.imag};
@@ -788,9 +797,24 @@ Outputs convertRequiresGrad(GraphImporter &importer, Node *node) {
 }
 
 /// aten::item of a 0-d tensor whose value is known at import time (a
-/// constant, a module's scalar attribute, arithmetic on them): the number.
+/// constant, a module's scalar attribute, a one-element buffer, arithmetic
+/// on them): the number.
 Outputs convertItem(GraphImporter &importer, Node *node) {
   ImportedValue x = importer.input(node, 0);
+  // A tensor the program computes at compile time, from constants and
+  // buffers of one element (`(torch.tensor(1.0) / self.norm_factor).item()`
+  // in scripted GPT-NeoX).
+  if (x.isTensor() && tensorType(x.tensor).getNumElements() == 1)
+    if (std::optional<std::vector<double>> values =
+            compileTimeElements(x.tensor, &importer)) {
+      Type element = tensorType(x.tensor).getElementType();
+      if (isa<FloatType>(element))
+        return single(ImportedValue::ofFloat(values->front()));
+      if (element.isInteger(1))
+        return single(ImportedValue::ofBool(values->front() != 0));
+      return single(
+          ImportedValue::ofInt(static_cast<int64_t>(values->front())));
+    }
   if (!x.isNumber())
     return makeError(
         "item() of a tensor computed at run time: its value cannot become a "
@@ -1686,6 +1710,13 @@ Outputs convertMaskedFill(GraphImporter &importer, Node *node, bool where) {
   Value mask = condition.tensor;
   if (!tensorType(mask).getElementType().isInteger(1))
     mask = emit.compare("ne", mask, emit.splat(tensorType(mask), 0));
+  // Two numbers (`torch.where(mask, torch.tensor(0.0), min_dtype)`, as Hugging
+  // Face's eager masks write it): 0-d tensors of the type they promote to;
+  // the shape is the mask's.
+  if (a.isNumber() && b.isNumber()) {
+    a = ImportedValue::ofTensor(importer.materialize(a));
+    b = ImportedValue::ofTensor(importer.materialize(b));
+  }
   if (a.isNumber() && b.isTensor())
     a = ImportedValue::ofTensor(emit.splat(tensorType(b.tensor), a.asDouble()));
   if (b.isNumber() && a.isTensor())
@@ -1728,13 +1759,15 @@ struct ReductionDims {
   }
 };
 
-/// The `dim` (an int, a list, or None: every dim) and `keepdim` inputs of a
-/// reduction of a rank-`rank` tensor.
+/// The `dim` (an int, a list, or None or an empty list: every dim, as
+/// `x.amax()` traces to `amax(x, [])`) and `keepdim` inputs of a reduction
+/// of a rank-`rank` tensor.
 llvm::Expected<ReductionDims> reductionDims(GraphImporter &importer, Node *node,
                                             int64_t rank) {
   ReductionDims reduced;
   const ImportedValue *dimArg = importer.namedInput(node, "dim");
-  if (dimArg && !dimArg->isNone()) {
+  if (dimArg && !dimArg->isNone() &&
+      !(dimArg->kind == ImportedValue::Kind::List && dimArg->items.empty())) {
     std::vector<int64_t> raw;
     if (dimArg->kind == ImportedValue::Kind::Int)
       raw.push_back(dimArg->intValue);
@@ -1746,11 +1779,12 @@ llvm::Expected<ReductionDims> reductionDims(GraphImporter &importer, Node *node,
         return d.takeError();
       reduced.dims.push_back(*d);
     }
-    if (const ImportedValue *keep = importer.namedInput(node, "keepdim"))
-      reduced.keepdim = keep->intValue != 0;
   } else {
     reduced.dims = llvm::to_vector(llvm::seq<int64_t>(0, rank));
   }
+  if (dimArg && !dimArg->isNone())
+    if (const ImportedValue *keep = importer.namedInput(node, "keepdim"))
+      reduced.keepdim = keep->intValue != 0;
   llvm::sort(reduced.dims);
   reduced.dims.erase(std::unique(reduced.dims.begin(), reduced.dims.end()),
                      reduced.dims.end());
@@ -2098,6 +2132,36 @@ Value euclideanNorm(Emitter &emit, Value x, ArrayRef<int64_t> dims,
   Value root =
       emit.unary<SqrtOp>(emit.select(isZero, emit.splatLike(sum, 1.0), sum));
   return emit.select(isZero, zero, root);
+}
+
+/// aten::_weight_norm(v, g, dim) (nn.utils.weight_norm's forward pre-hook:
+/// wav2vec2's positional convolution, HiFi-GAN's and EnCodec's): v * g /
+/// the Euclidean norm of v over every dim but `dim` (over all of it for
+/// dim -1).
+Outputs convertWeightNorm(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> v = floatTensorInput(importer, node);
+  llvm::Expected<Value> g = importer.tensorInput(node, 1);
+  llvm::Expected<int64_t> dim = importer.intInput(node, 2);
+  if (!v || !g || !dim)
+    return makeError("_weight_norm needs float tensors v and g and a dim");
+  int64_t rank = tensorType(*v).getRank();
+  SmallVector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d)
+    if (*dim == -1 || d != *dim)
+      dims.push_back(d);
+  if (*dim < -1 || *dim >= rank)
+    return makeError(llvm::formatv(
+        "_weight_norm over dim {0} of a tensor of rank {1}", *dim, rank));
+  Emitter emit(importer);
+  Value norm = euclideanNorm(emit, *v, dims, /*keepdim=*/true);
+  Value scale = *g;
+  if (llvm::Error error = unify(emit, scale, norm))
+    return std::move(error);
+  Value factor = emit.binary<DivOp>(scale, norm);
+  Value weight = *v;
+  if (llvm::Error error = unify(emit, weight, factor))
+    return std::move(error);
+  return single(emit.binary<MulOp>(weight, factor));
 }
 
 /// The Euclidean norm over dims (`x.norm(dim=...)`: aten::frobenius_norm,
@@ -6521,6 +6585,11 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::diag"}, convertDiag);
   add({"aten::diagonal"}, convertDiagonal);
   add({"aten::meshgrid"}, convertMeshgrid);
+  add({"aten::_weight_norm"}, convertWeightNorm);
+  // warnings.warn in scripted code (F.tanh's deprecation): nothing to run.
+  add({"aten::warn"}, [](GraphImporter &, Node *) -> Outputs {
+    return std::vector<ImportedValue>{};
+  });
   add({"aten::square"}, convertSquare);
   add({"aten::reciprocal"}, convertReciprocal);
   add({"aten::Bool"}, convertBool);

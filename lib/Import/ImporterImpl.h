@@ -8,6 +8,7 @@
 #ifndef TITAN_LIB_IMPORT_IMPORTERIMPL_H
 #define TITAN_LIB_IMPORT_IMPORTERIMPL_H
 
+#include "titan/Dialect/IndexFunction.h"
 #include "titan/Dialect/TensorBuilder.h"
 #include "titan/Dialect/TitanDialect.h"
 #include "titan/Import/TorchScriptImporter.h"
@@ -210,6 +211,9 @@ public:
   /// The valid prefix of the tensors among the inputs of `node` (the items
   /// of list inputs too) that have one; the first one's.
   const ValidPrefix *validPrefixOfInputs(torch::jit::Node *node) const;
+  /// Tells `evaluator` the value of every one-element buffer argument (its
+  /// titan.diagonals, which the function gets only at the end).
+  void assumeOneElementBuffers(IndexFunctionEvaluator &evaluator) const;
   /// Names `node` for an error: its op and Python source line.
   std::string opAt(torch::jit::Node *node) const;
 
@@ -244,6 +248,9 @@ private:
   /// error where the op mixes or drops that dim.
   llvm::Error propagateValidPrefix(torch::jit::Node *node,
                                    const std::vector<ImportedValue> &outputs);
+  /// `value` with its float tensors (also in lists) behind a
+  /// titan.stop_gradient: what a `with torch.no_grad():` block computes.
+  void stopGradients(ImportedValue &value);
   /// Describes `node` for an error: kind, schema and Python source line.
   std::string describe(torch::jit::Node *node) const;
   /// The MLIR location of `node`'s Python source.
@@ -267,6 +274,8 @@ private:
   /// The branch each prim::If imported so far took (the last time it was
   /// imported, in a loop), which the aliasing of in-place ops follows.
   DenseMap<const torch::jit::Node *, torch::jit::Block *> takenBranches;
+  /// How many `with torch.no_grad():` blocks enclose the node imported.
+  int noGradDepth = 0;
   /// The tensors with a valid prefix (lengths that depend on the data).
   DenseMap<Value, ValidPrefix> validPrefixes;
   /// Whether the model's dropout, traced in eval mode, was warned about.

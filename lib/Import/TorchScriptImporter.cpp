@@ -148,6 +148,10 @@ static bool hasAllData(const at::Tensor &tensor) {
 /// diagonal j - i + n - 1), or null: for any other tensor, and for one
 /// without its data (a shape-only export).
 static DenseElementsAttr diagonalsOf(const at::Tensor &tensor, Type element) {
+  // One element (GPT-NeoX's `norm_factor`): its one diagonal.
+  if (tensor.numel() == 1 && !tensor.is_complex() && hasAllData(tensor))
+    return denseElementsOf(tensor.reshape({1}).contiguous(),
+                           RankedTensorType::get({1}, element));
   int64_t rank = tensor.dim();
   if (rank < 2 || tensor.size(-1) != tensor.size(-2) || tensor.size(-1) < 2 ||
       tensor.numel() != tensor.size(-1) * tensor.size(-2) ||
@@ -504,6 +508,44 @@ Location GraphImporter::locationOf(torch::jit::Node *node) {
   return loc;
 }
 
+void GraphImporter::assumeOneElementBuffers(
+    IndexFunctionEvaluator &evaluator) const {
+  for (const auto &[argument, attrs] : argumentAttrs) {
+    auto type = cast<RankedTensorType>(argument.getType());
+    auto diagonals = dyn_cast_or_null<DenseElementsAttr>(
+        attrs.get(TitanDialect::kDiagonalsAttrName));
+    if (!diagonals || type.getNumElements() != 1 ||
+        diagonals.getNumElements() != 1)
+      continue;
+    double value =
+        isa<FloatType>(diagonals.getElementType())
+            ? (*diagonals.getValues<APFloat>().begin()).convertToDouble()
+            : static_cast<double>(
+                  (*diagonals.getValues<APInt>().begin()).getSExtValue());
+    evaluator.assume(argument, IndexFunction::constant(type.getRank(), value));
+  }
+}
+
+void GraphImporter::stopGradients(ImportedValue &value) {
+  TensorBuilder tb(builder, loc);
+  auto stopped = [&](Value tensor) {
+    if (!tensor || tensor.getDefiningOp<StopGradientOp>() ||
+        !isa<FloatType>(
+            cast<RankedTensorType>(tensor.getType()).getElementType()))
+      return tensor;
+    Value result = tb.unary<StopGradientOp>(tensor);
+    if (const ValidPrefix *prefix = validPrefix(tensor))
+      setValidPrefix(result, *prefix);
+    return result;
+  };
+  if (value.isTensor() || value.isComplex()) {
+    value.tensor = stopped(value.tensor);
+    value.imag = stopped(value.imag);
+  }
+  for (ImportedValue &item : value.items)
+    stopGradients(item);
+}
+
 llvm::Expected<std::vector<ImportedValue>>
 GraphImporter::importBlock(torch::jit::Block *block,
                            const std::vector<ImportedValue> &inputs) {
@@ -518,6 +560,9 @@ GraphImporter::importBlock(torch::jit::Block *block,
           "internal error: {0} produced {1} values for {2} outputs",
           describe(node), outputs->size(), node->outputs().size()));
     recordIfFolded(node, *outputs);
+    if (noGradDepth > 0)
+      for (ImportedValue &output : *outputs)
+        stopGradients(output);
     for (auto [value, imported] : llvm::zip(node->outputs(), *outputs))
       values[value] = std::move(imported);
   }
@@ -1237,6 +1282,30 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
   }
   if (kind == torch::jit::prim::RaiseException)
     return makeError("the model raises an exception on this path");
+  // `with torch.no_grad():` in scripted code: the object, its __init__,
+  // and the block between prim::Enter and prim::Exit, whose tensors flow
+  // on without gradients (importBlock stops them).
+  if (kind == torch::jit::prim::CreateObject &&
+      node->output()->type()->str() ==
+          "__torch__.torch.autograd.grad_mode.no_grad")
+    return std::vector<ImportedValue>{
+        ImportedValue::ofString("torch.no_grad", ImportedValue::Kind::Module)};
+  auto isNoGrad = [&](size_t index) {
+    const ImportedValue &object = input(node, index);
+    return object.kind == ImportedValue::Kind::Module &&
+           object.text == "torch.no_grad" && !object.module;
+  };
+  // Its __init__ (inlined: `self.prev = False`) has nothing to run.
+  if (kind == torch::jit::prim::CallMethod && isNoGrad(0) &&
+      node->s(c10::attr::name) == "__init__")
+    return std::vector<ImportedValue>{ImportedValue::none()};
+  if (kind == torch::jit::prim::SetAttr && isNoGrad(0))
+    return std::vector<ImportedValue>{};
+  if ((kind == torch::jit::prim::Enter || kind == torch::jit::prim::Exit) &&
+      isNoGrad(0)) {
+    noGradDepth += kind == torch::jit::prim::Enter ? 1 : -1;
+    return std::vector<ImportedValue>{ImportedValue::none()};
+  }
   // prim::Uninitialized: the value TorchScript's compiler gives a variable
   // on a path that raises or has returned (`_Reduction.get_enum`'s `raise
   // ValueError`, scripted F.cross_entropy in test/Import/losses.test). The

@@ -77,6 +77,9 @@ public:
   /// The value of a compile-time scalar (a splat, possibly cast, broadcast or
   /// reshaped), or nullopt.
   std::optional<double> evaluateScalar(Value value);
+  /// Takes `value` to compute `f` (what a caller knows of it: the importer,
+  /// of a buffer whose function does not hold its attributes yet).
+  void assume(Value value, IndexFunction f) { known[value] = std::move(f); }
 
 private:
   std::optional<IndexFunction> compute(Operation *op, RankedTensorType type);

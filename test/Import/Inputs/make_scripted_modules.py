@@ -5,7 +5,8 @@ autocast, is_cuda, 'cpu' in str(device), requires_grad, a list built by
 a comprehension), nn.TransformerDecoderLayer, slices by a negated module
 attribute (`x[:, -self.k:]`, `x[:, :-(n // 2)]`), torch.roll by negated
 shifts, `is` of two different tensors, argmax of token ids (CLIP's
-pooling at the end-of-text token) and item() of a constant.
+pooling at the end-of-text token), item() of a constant and of a
+one-element buffer (GPT-NeoX's `alpha=(1.0 / self.norm_factor).item()`).
 
 usage: make_scripted_modules.py OUT
 
@@ -30,6 +31,9 @@ class ScriptedModules(nn.Module):
         self.k = 2
         self.shift = 1
         self.tag = "abcd"
+        # GPT-NeoX's scale, a non-persistent buffer read through item().
+        self.register_buffer("norm_factor", torch.sqrt(torch.tensor(4, dtype=torch.float32)),
+                             persistent=False)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, ids: torch.Tensor):
         n = x.size(1)
@@ -45,6 +49,8 @@ class ScriptedModules(nn.Module):
             x * torch.tensor(0.5).item(),
             # str.find with its default end (the whole string).
             x * self.tag.find("d") + self.tag.find("c", -2),
+            torch.baddbmm(x[:, :, :4], x, x.transpose(1, 2), beta=1.0,
+                          alpha=(torch.tensor(1.0, dtype=self.norm_factor.dtype) / self.norm_factor).item()),
         )
 
 
