@@ -492,9 +492,11 @@ Outputs complexBinary(Emitter &emit, BinaryKind kind, ImportedValue a,
     return single(ImportedValue::ofComplex(real, imag));
   }
   if (kind == BinaryKind::Add || kind == BinaryKind::Sub) {
-    if (!ai || !bi)
-      return makeError("adding a real tensor to a complex one is not "
-                       "supported");
+    // A real operand has a zero imaginary part.
+    if (!ai)
+      ai = emit.splatLike(ar, 0.0);
+    if (!bi)
+      bi = emit.splatLike(br, 0.0);
     if (llvm::Error e = align(ar, br))
       return std::move(e);
     if (llvm::Error e = align(ai, bi))
@@ -505,11 +507,36 @@ Outputs complexBinary(Emitter &emit, BinaryKind kind, ImportedValue a,
     return single(ImportedValue::ofComplex(emit.binary<SubOp>(ar, br),
                                            emit.binary<SubOp>(ai, bi)));
   }
+  if (kind == BinaryKind::Div) {
+    if (!bi) { // complex / real (Hyena's `rfft(k, n) / n`)
+      Value r1 = ar, r2 = br, i1 = ai, i2 = br;
+      if (llvm::Error e = align(r1, r2))
+        return std::move(e);
+      if (llvm::Error e = align(i1, i2))
+        return std::move(e);
+      return single(ImportedValue::ofComplex(emit.binary<DivOp>(r1, r2),
+                                             emit.binary<DivOp>(i1, i2)));
+    }
+    // (a / b) = a conj(b) / |b|^2, a real `a` with a zero imaginary part.
+    if (!ai)
+      ai = emit.splatLike(ar, 0.0);
+    for (size_t round = 0; round < 2; ++round)
+      for (Value *x : {&ar, &ai})
+        for (Value *y : {&br, &bi})
+          if (llvm::Error e = align(*x, *y))
+            return std::move(e);
+    Value denominator = emit.binary<AddOp>(emit.binary<MulOp>(br, br),
+                                           emit.binary<MulOp>(bi, bi));
+    Value real = emit.binary<AddOp>(emit.binary<MulOp>(ar, br),
+                                    emit.binary<MulOp>(ai, bi));
+    Value imag = emit.binary<SubOp>(emit.binary<MulOp>(ai, br),
+                                    emit.binary<MulOp>(ar, bi));
+    return single(
+        ImportedValue::ofComplex(emit.binary<DivOp>(real, denominator),
+                                 emit.binary<DivOp>(imag, denominator)));
+  }
   return makeError("this operation on complex tensors is not supported");
 }
-
-/// The error for arithmetic on integer tensors that titan does not compute
-/// in integers.
 
 /// aten::add / sub / mul / div / rsub / maximum / minimum / pow on any mix
 /// of tensors, complex tensors and scalars.

@@ -46,6 +46,12 @@ class Transforms(nn.Module):
             torch.fft.ifft(torch.fft.fft(x, dim=1), dim=1).real,
             torch.fft.fftn(x, dim=(1, 2)).real, torch.fft.fft2(x).imag,
             long_conv / (2 * seq),
+            # Complex division: by a number (the probe's Hyena, `rfft(k, n)
+            # / n`), by a complex tensor, a real one by a complex one plus
+            # a number.
+            torch.view_as_real(torch.fft.rfft(x) / 8),
+            torch.view_as_real(spectrum / torch.fft.rfft(x + 3.0)),
+            torch.view_as_real(x[..., :5] / (spectrum + 1.0)),
         )
 
 
