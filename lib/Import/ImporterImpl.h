@@ -232,9 +232,10 @@ private:
   llvm::Expected<std::vector<ImportedValue>>
   importInPlace(torch::jit::Node *node, const Conversion &functional);
   llvm::Expected<std::vector<ImportedValue>> importIf(torch::jit::Node *node);
-  /// Imports an if whose condition is `condition`, a one-element tensor
-  /// known only at run time: both branches, and a select of their results
-  /// (if-conversion); an error where a branch has an effect outside it.
+  /// Imports an if whose condition is `condition`, the i1 0-d tensor that
+  /// aten::Bool makes of a value known only at run time: both branches,
+  /// and a select of their results (if-conversion); an error where a
+  /// branch has an effect outside it.
   llvm::Expected<std::vector<ImportedValue>>
   importBothBranches(torch::jit::Node *node, Value condition);
   llvm::Expected<std::vector<ImportedValue>> importLoop(torch::jit::Node *node);

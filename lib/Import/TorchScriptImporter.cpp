@@ -1061,10 +1061,6 @@ selectBranchValue(TensorBuilder &tb, Value condition,
 
 llvm::Expected<std::vector<ImportedValue>>
 GraphImporter::importBothBranches(torch::jit::Node *node, Value condition) {
-  auto conditionType = cast<RankedTensorType>(condition.getType());
-  if (conditionType.getNumElements() != 1)
-    return makeError("the condition of an 'if' is a tensor of several "
-                     "elements");
   for (torch::jit::Block *branch : node->blocks())
     if (torch::jit::Node *effect = findOutsideEffect(branch, branch))
       return makeError(
@@ -1079,11 +1075,6 @@ GraphImporter::importBothBranches(torch::jit::Node *node, Value condition) {
                      opAt(effect) + ")") +
           "; compute both values and pick one with torch.where(condition, "
           "a, b)");
-  TensorBuilder tb(builder, loc);
-  Value flag = tb.reshape(condition, {});
-  if (!conditionType.getElementType().isInteger(1))
-    flag = tb.compare("ne", flag,
-                      tb.splat(cast<RankedTensorType>(flag.getType()), 0.0));
   std::vector<std::vector<ImportedValue>> results;
   for (torch::jit::Block *branch : node->blocks()) {
     llvm::Expected<std::vector<ImportedValue>> outputs =
@@ -1097,7 +1088,7 @@ GraphImporter::importBothBranches(torch::jit::Node *node, Value condition) {
   std::vector<ImportedValue> selected;
   for (auto [i, pair] : llvm::enumerate(llvm::zip(results[0], results[1]))) {
     llvm::Expected<ImportedValue> value = selectBranchValue(
-        selecting, flag, std::get<0>(pair), std::get<1>(pair), *this);
+        selecting, condition, std::get<0>(pair), std::get<1>(pair), *this);
     if (!value)
       return makeError(llvm::formatv(
           "result {0} of an 'if' on a value known only at run time (titan "
