@@ -64,7 +64,10 @@ llvm::Error mlir::titan::checkCodegenTarget(const CodegenTarget &target) {
   return createTargetMachine(target).takeError();
 }
 
-/// Runs LLVM's O3 pipeline over `module`.
+/// Runs LLVM's O2 pipeline over `module`. O3 generated twice the code of
+/// O2 for fused kernels with static shapes (it unrolls and vectorizes more
+/// of their small loops) and took 2.8x the time to compile them, for no
+/// faster step (docs/benchmarks.md, "Compile time of the kernels").
 static void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;
@@ -76,7 +79,7 @@ static void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
   builder.registerFunctionAnalyses(functions);
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, cgscc, modules);
-  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3)
+  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2)
       .run(module, modules);
 }
 

@@ -2420,118 +2420,6 @@ Outputs convertLayerNorm(GraphImporter &importer, Node *node) {
       normed, tensorType(importer.input(node, 0).tensor).getShape()));
 }
 
-/// aten::cross_entropy_loss(logits [N, C, *] or [C], target, weight,
-/// reduction, ignore_index, label_smoothing) (F.cross_entropy inside the
-/// model: multi-token prediction's losses, returned after the logits):
-/// titan.cross_entropy over the classes moved last, its mean (reduction
-/// 'mean'), or the mean times the labels counted ('sum', 0 when all are
-/// ignored); with class weights, label smoothing or reduction 'none',
-/// written out as PyTorch computes them. Targets are class indices.
-Outputs convertCrossEntropyLoss(GraphImporter &importer, Node *node) {
-  llvm::Expected<Value> logits = importer.tensorInput(node, 0);
-  llvm::Expected<Value> target = importer.tensorInput(node, 1);
-  if (!logits || !target)
-    return makeError("cross_entropy needs logits and a target tensor");
-  const ImportedValue *weight = importer.namedInput(node, "weight");
-  const ImportedValue *reduction = importer.namedInput(node, "reduction");
-  const ImportedValue *ignore = importer.namedInput(node, "ignore_index");
-  RankedTensorType type = tensorType(*logits);
-  Type labelType = tensorType(*target).getElementType();
-  if (!isa<IntegerType>(labelType) || labelType.isInteger(1))
-    return makeError("cross_entropy with class probabilities as the target "
-                     "is not supported (titan takes class indices)");
-  bool weighted = weight && !weight->isNone();
-  if (weighted && !weight->isTensor())
-    return makeError("cross_entropy's weight must be a tensor");
-  double smoothing = numberOr(importer, node, "label_smoothing", 0.0);
-  if (smoothing < 0.0 || smoothing > 1.0)
-    return makeError(llvm::formatv(
-        "cross_entropy's label_smoothing must be in [0, 1], not {0}",
-        smoothing));
-  // torch's Reduction enum: 0 none, 1 mean, 2 sum.
-  int64_t mode = reduction ? reduction->intValue : 1;
-  if (mode < 0 || mode > 2)
-    return makeError(llvm::formatv("cross_entropy with reduction code {0}: "
-                                   "PyTorch's are 0 (none), 1 (mean), 2 (sum)",
-                                   mode));
-  Emitter emit(importer);
-  Value classesLast = *logits;
-  int64_t rank = type.getRank();
-  if (rank > 2) {
-    SmallVector<int64_t> permutation{0};
-    for (int64_t d = 2; d < rank; ++d)
-      permutation.push_back(d);
-    permutation.push_back(1);
-    classesLast = emit.transpose(classesLast, permutation);
-  }
-  if (cast<FloatType>(type.getElementType()).getWidth() < 32)
-    classesLast = emit.cast(classesLast, emit.builder.getF32Type());
-  int64_t ignoreIndex = ignore ? ignore->intValue : -100;
-  Value labels = emit.cast(*target, emit.builder.getI64Type());
-  Type lossType = type.getElementType().isF64() ? emit.builder.getF64Type()
-                                                : emit.builder.getF32Type();
-  auto scalar = RankedTensorType::get({}, lossType);
-  Value zero = emit.splat(scalar, 0.0);
-  Value counted = emit.cast(
-      emit.compare("ne", labels, emit.splatLike(labels, double(ignoreIndex))),
-      lossType);
-  // The labels counted (the weights of their classes, with class weights):
-  // what a mean divides by.
-  Value count = emit.sumAll(counted);
-  if (!weighted && smoothing == 0.0 && mode != 0) {
-    Value mean = CrossEntropyOp::create(
-        emit.builder, emit.loc, scalar, classesLast, labels,
-        emit.builder.getI64IntegerAttr(ignoreIndex));
-    if (mode == 1)
-      return single(mean);
-    return single(emit.select(emit.compare("gt", count, zero),
-                              emit.binary<MulOp>(mean, count), zero));
-  }
-  // Written out: log-probabilities, each label's one-hot row (zero for an
-  // ignored label), its class weight, as PyTorch's nll_loss weighs them;
-  // each label's loss, then their sum or mean.
-  RankedTensorType rowsType = tensorType(classesLast);
-  int64_t classDim = rowsType.getRank() - 1;
-  int64_t classes = rowsType.getDimSize(classDim);
-  Value logProbabilities =
-      LogSoftmaxOp::create(emit.builder, emit.loc, rowsType, classesLast,
-                           emit.builder.getI64IntegerAttr(classDim));
-  Value classWeights =
-      weighted ? emit.broadcastTo(emit.cast(weight->tensor, lossType),
-                                  rowsType.getShape())
-               : emit.splat(rowsType, 1.0);
-  SmallVector<int64_t> labelsAsRows(tensorType(labels).getShape());
-  labelsAsRows.push_back(1);
-  Value oneHot = emit.cast(
-      emit.compare(
-          "eq", emit.iota(rowsType.clone(emit.builder.getI64Type()), classDim),
-          emit.broadcastTo(emit.reshape(labels, labelsAsRows),
-                           rowsType.getShape())),
-      lossType);
-  Value weightedOneHot = emit.binary<MulOp>(oneHot, classWeights);
-  Value losses = emit.unary<NegOp>(emit.reduceSum(
-      emit.binary<MulOp>(weightedOneHot, logProbabilities), {classDim}, false));
-  if (smoothing != 0.0) {
-    // Label smoothing: (1 - s) nll + s / C times the (weighted) sum of
-    // -log p over the classes, for every counted label.
-    Value smooth = emit.unary<NegOp>(emit.reduceSum(
-        emit.binary<MulOp>(classWeights, logProbabilities), {classDim}, false));
-    smooth = emit.binary<MulOp>(smooth, counted);
-    losses =
-        emit.binary<AddOp>(emit.scale(losses, 1.0 - smoothing),
-                           emit.scale(smooth, smoothing / double(classes)));
-  }
-  if (mode == 0)
-    return single(emit.cast(losses, type.getElementType()));
-  Value sum = emit.sumAll(losses);
-  if (mode == 2)
-    return single(sum);
-  Value denominator = weighted ? emit.sumAll(weightedOneHot) : count;
-  Value positive = emit.compare("gt", denominator, zero);
-  return single(emit.binary<DivOp>(
-      sum, emit.select(positive, denominator, emit.splat(scalar, 1.0))));
-}
-
 /// aten::group_norm(x [N, C, *], groups, weight, bias, eps)
 /// (nn.GroupNorm; RWKV-5's ln_x): titan.layer_norm over each group's
 /// channels and positions (x viewed [N, groups, rest]), then the
@@ -5300,6 +5188,108 @@ Outputs convertMeshgrid(GraphImporter &importer, Node *node) {
   return single(ImportedValue::ofList(std::move(outputs)));
 }
 
+/// aten::broadcast_tensors(tensors) (F.mse_loss's and the other
+/// elementwise losses' first step): each tensor broadcast to their common
+/// shape.
+Outputs convertBroadcastTensors(GraphImporter &importer, Node *node) {
+  const ImportedValue &list = importer.input(node, 0);
+  if (list.kind != ImportedValue::Kind::List)
+    return makeError("broadcast_tensors takes a list of tensors");
+  SmallVector<int64_t> common;
+  for (const ImportedValue &item : list.items) {
+    if (!item.isTensor())
+      return makeError("broadcast_tensors takes a list of tensors");
+    llvm::Expected<SmallVector<int64_t>> shape =
+        broadcastShape(common, tensorType(item.tensor).getShape());
+    if (!shape)
+      return shape.takeError();
+    common = std::move(*shape);
+  }
+  Emitter emit(importer);
+  std::vector<ImportedValue> outputs;
+  for (const ImportedValue &item : list.items)
+    outputs.push_back(
+        ImportedValue::ofTensor(emit.broadcastTo(item.tensor, common)));
+  return single(ImportedValue::ofList(std::move(outputs)));
+}
+
+/// aten::pixel_shuffle(x [*, C r^2, H, W], r) -> [*, C, H r, W r] and
+/// pixel_unshuffle, its inverse (`unshuffle`): x viewed [*, C, r, r, H, W]
+/// with the factors moved next to the positions they scale (or back).
+Outputs convertPixelShuffle(GraphImporter &importer, Node *node,
+                            bool unshuffle) {
+  StringRef what = unshuffle ? "pixel_unshuffle" : "pixel_shuffle";
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  llvm::Expected<int64_t> factor = importer.intInput(node, 1);
+  if (!x || !factor) {
+    llvm::consumeError(x.takeError());
+    llvm::consumeError(factor.takeError());
+    return makeError(what + " needs a tensor and a constant factor");
+  }
+  RankedTensorType type = tensorType(*x);
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t rank = type.getRank(), r = *factor;
+  if (rank < 3 || r < 1)
+    return makeError(llvm::formatv("{0} of {1} by {2}: the input must be [*, "
+                                   "C, H, W] and the factor positive",
+                                   what, type, r));
+  SmallVector<int64_t> batch(shape.begin(), shape.end() - 3);
+  int64_t c = shape[rank - 3], h = shape[rank - 2], w = shape[rank - 1];
+  if (unshuffle ? (h % r != 0 || w % r != 0) : c % (r * r) != 0)
+    return makeError(llvm::formatv(
+        "{0} of {1} by {2}: {3} must be divisible by {4}", what, type, r,
+        unshuffle ? "the height and width" : "the channels",
+        unshuffle ? r : r * r));
+  int64_t b = batch.size();
+  // The six dims after the batch: shuffle views [C, r, r, H, W] and
+  // orders them [C, H, r, W, r]; unshuffle the reverse.
+  SmallVector<int64_t> permutation = llvm::to_vector(llvm::seq<int64_t>(0, b));
+  SmallVector<int64_t> order = unshuffle ? SmallVector<int64_t>{0, 2, 4, 1, 3}
+                                         : SmallVector<int64_t>{0, 3, 1, 4, 2};
+  for (int64_t d : order)
+    permutation.push_back(b + d);
+  auto with = [&](ArrayRef<int64_t> rest) {
+    SmallVector<int64_t> dims(batch);
+    llvm::append_range(dims, rest);
+    return dims;
+  };
+  Emitter emit(importer);
+  Value viewed = unshuffle ? emit.reshape(*x, with({c, h / r, r, w / r, r}))
+                           : emit.reshape(*x, with({c / (r * r), r, r, h, w}));
+  Value moved = emit.transpose(viewed, permutation);
+  return single(emit.reshape(moved, unshuffle
+                                        ? with({c * r * r, h / r, w / r})
+                                        : with({c / (r * r), h * r, w * r})));
+}
+
+/// aten::channel_shuffle(x [N, C, *], groups): the channels viewed
+/// [groups, C / groups] and transposed.
+Outputs convertChannelShuffle(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  llvm::Expected<int64_t> groups = importer.intInput(node, 1);
+  if (!x || !groups) {
+    llvm::consumeError(x.takeError());
+    llvm::consumeError(groups.takeError());
+    return makeError("channel_shuffle needs a tensor and a constant number "
+                     "of groups");
+  }
+  RankedTensorType type = tensorType(*x);
+  ArrayRef<int64_t> shape = type.getShape();
+  if (shape.size() < 3 || *groups < 1 || shape[1] % *groups != 0)
+    return makeError(llvm::formatv(
+        "channel_shuffle of {0} in {1} groups: the input must be [N, C, *] "
+        "with C divisible by the groups",
+        type, *groups));
+  SmallVector<int64_t> viewed{shape[0], *groups, shape[1] / *groups};
+  viewed.append(shape.begin() + 2, shape.end());
+  SmallVector<int64_t> permutation =
+      llvm::to_vector(llvm::seq<int64_t>(0, viewed.size()));
+  std::swap(permutation[1], permutation[2]);
+  Emitter emit(importer);
+  return single(emit.reshape(
+      emit.transpose(emit.reshape(*x, viewed), permutation), shape));
+}
+
 /// aten::square: x * x.
 Outputs convertSquare(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = floatTensorInput(importer, node);
@@ -5589,19 +5579,13 @@ Outputs convertHardsigmoid(GraphImporter &importer, Node *node) {
                          emit.splatLike(*x, 1.0)));
 }
 
-/// aten::log_sigmoid: min(x, 0) - log(1 + exp(-|x|)), finite for inputs of
-/// either sign.
+/// aten::log_sigmoid (logSigmoid).
 Outputs convertLogSigmoid(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = floatTensorInput(importer, node);
   if (!x)
     return x.takeError();
   Emitter emit(importer);
-  Value magnitude = absolute(emit, *x);
-  Value tail = emit.unary<LogOp>(
-      emit.binary<AddOp>(emit.splatLike(*x, 1.0),
-                         emit.unary<ExpOp>(emit.unary<NegOp>(magnitude))));
-  return single(
-      emit.binary<SubOp>(emit.min(*x, emit.splatLike(*x, 0.0)), tail));
+  return single(logSigmoid(emit, *x));
 }
 
 /// aten::celu(x, alpha): elu with exp(x / alpha).
@@ -6612,6 +6596,15 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::diag"}, convertDiag);
   add({"aten::diagonal"}, convertDiagonal);
   add({"aten::meshgrid"}, convertMeshgrid);
+  add({"aten::broadcast_tensors"}, convertBroadcastTensors);
+  add({"aten::pixel_shuffle"}, [](GraphImporter &i, Node *n) {
+    return convertPixelShuffle(i, n, /*unshuffle=*/false);
+  });
+  add({"aten::pixel_unshuffle"}, [](GraphImporter &i, Node *n) {
+    return convertPixelShuffle(i, n, /*unshuffle=*/true);
+  });
+  add({"aten::channel_shuffle", "aten::native_channel_shuffle"},
+      convertChannelShuffle);
   add({"aten::_weight_norm"}, convertWeightNorm);
   // warnings.warn in scripted code (F.tanh's deprecation): nothing to run.
   add({"aten::warn"}, [](GraphImporter &, Node *) -> Outputs {
@@ -6732,7 +6725,6 @@ llvm::StringMap<Conversion> buildConversions() {
       convertSoftmax<LogSoftmaxOp>);
   add({"aten::layer_norm"}, convertLayerNorm);
   add({"aten::group_norm"}, convertGroupNorm);
-  add({"aten::cross_entropy_loss"}, convertCrossEntropyLoss);
   add({"aten::matmul", "aten::mm", "aten::bmm", "aten::mv", "aten::dot"},
       convertMatmul);
   add({"aten::linear"}, convertLinear);
@@ -6783,6 +6775,7 @@ llvm::StringMap<Conversion> buildConversions() {
   addPoolingConversions(table);
   addFftConversions(table);
   addInterpolateConversions(table);
+  addLossConversions(table);
   return table;
 }
 

@@ -179,6 +179,13 @@ Value mlir::titan::import::absolute(Emitter &emit, Value x) {
   return emit.binary<MaxOp>(x, emit.unary<NegOp>(x));
 }
 
+Value mlir::titan::import::logSigmoid(Emitter &emit, Value x) {
+  Value tail = emit.unary<LogOp>(emit.binary<AddOp>(
+      emit.splatLike(x, 1.0),
+      emit.unary<ExpOp>(emit.unary<NegOp>(absolute(emit, x)))));
+  return emit.binary<SubOp>(emit.min(x, emit.splatLike(x, 0.0)), tail);
+}
+
 Type mlir::titan::import::exactFloatType(Emitter &emit, Type element) {
   return isa<FloatType>(element) ? element : emit.f64();
 }

@@ -111,6 +111,10 @@ Value expm1(Emitter &emit, Value x);
 /// |x| as max(x, -x) (of integers too).
 Value absolute(Emitter &emit, Value x);
 
+/// log(sigmoid(x)) as min(x, 0) - log(1 + exp(-|x|)), finite for inputs of
+/// either sign.
+Value logSigmoid(Emitter &emit, Value x);
+
 /// The type that holds each element of `element` exactly for comparisons
 /// and sums: `element` itself if floating-point, else f64 (exact below
 /// 2^53).
@@ -170,6 +174,11 @@ void addFftConversions(llvm::StringMap<Conversion> &table);
 /// Adds the conversions of AtenInterpolateOps.cpp (F.interpolate's
 /// nearest, linear and cubic modes) to `table`.
 void addInterpolateConversions(llvm::StringMap<Conversion> &table);
+
+/// Adds the conversions of AtenLossOps.cpp (cross-entropy, negative
+/// log-likelihood, binary cross-entropy, the elementwise regression losses
+/// and KL divergence) to `table`.
+void addLossConversions(llvm::StringMap<Conversion> &table);
 
 } // namespace mlir::titan::import
 

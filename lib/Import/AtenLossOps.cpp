@@ -1,0 +1,470 @@
+//===- AtenLossOps.cpp - losses written with titan ops --------------------===//
+//
+// The losses of torch.nn.functional as a model's forward calls them:
+// aten::cross_entropy_loss (titan.cross_entropy where it fits, else written
+// out), nll_loss / nll_loss_nd / nll_loss2d, binary_cross_entropy and
+// binary_cross_entropy_with_logits, the elementwise regression losses
+// (mse_loss, l1_loss, smooth_l1_loss, huber_loss) and kl_div, each reduced
+// as its `reduction` code says (torch's Reduction enum: 0 none, 1 mean, 2
+// sum). Every one is built from ops the training step differentiates.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AtenSupport.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::titan;
+using namespace mlir::titan::import;
+
+namespace {
+
+/// The `reduction` input of loss `what`: 0 (none), 1 (mean, also when
+/// absent) or 2 (sum), or an error.
+llvm::Expected<int64_t> reductionMode(GraphImporter &importer, Node *node,
+                                      StringRef what) {
+  const ImportedValue *reduction = importer.namedInput(node, "reduction");
+  int64_t mode = reduction && !reduction->isNone() ? reduction->intValue : 1;
+  if (mode < 0 || mode > 2)
+    return makeError(llvm::formatv("{0} with reduction code {1}: PyTorch's "
+                                   "are 0 (none), 1 (mean), 2 (sum)",
+                                   what, mode));
+  return mode;
+}
+
+/// `losses` as they are (mode 0), their mean (1) or their sum (2).
+Value reduceLosses(Emitter &emit, Value losses, int64_t mode) {
+  if (mode == 0)
+    return losses;
+  Value sum = emit.sumAll(losses);
+  if (mode == 2)
+    return sum;
+  int64_t count = tensorType(losses).getNumElements();
+  return emit.scale(sum, 1.0 / static_cast<double>(count));
+}
+
+/// The optional tensor input `name` of `node` (None or absent: a null
+/// Value), or an error naming loss `what`.
+llvm::Expected<Value> optionalTensor(GraphImporter &importer, Node *node,
+                                     StringRef name, StringRef what) {
+  const ImportedValue *given = importer.namedInput(node, name);
+  if (!given || given->isNone())
+    return Value();
+  if (!given->isTensor())
+    return makeError(llvm::formatv("{0}'s {1} must be a tensor", what, name));
+  return given->tensor;
+}
+
+/// Class-index labels against log-probabilities with the classes last, as
+/// PyTorch's nll_loss weighs them: `losses` is each label's -weight[label]
+/// * logp[label] (0 for a label equal to ignore_index), `weights` the sum
+/// of the counted labels' class weights (what a mean divides by).
+struct NegativeLogLikelihood {
+  Value losses, weights;
+};
+
+NegativeLogLikelihood negativeLogLikelihood(Emitter &emit,
+                                            Value logProbabilities,
+                                            Value labels, Value classWeights,
+                                            int64_t ignoreIndex) {
+  RankedTensorType rowsType = tensorType(logProbabilities);
+  Type lossType = rowsType.getElementType();
+  int64_t classDim = rowsType.getRank() - 1;
+  SmallVector<int64_t> labelsAsRows(tensorType(labels).getShape());
+  labelsAsRows.push_back(1);
+  Value rowLabels =
+      emit.broadcastTo(emit.reshape(labels, labelsAsRows), rowsType.getShape());
+  // Each label's one-hot row, zero for an ignored label (also one naming a
+  // class, as a padding id does), times the class weights.
+  Value oneHot = emit.cast(
+      emit.compare(
+          "eq", emit.iota(rowsType.clone(emit.builder.getI64Type()), classDim),
+          rowLabels),
+      lossType);
+  Value counted = emit.cast(
+      emit.compare("ne", rowLabels,
+                   emit.splatLike(rowLabels, static_cast<double>(ignoreIndex))),
+      lossType);
+  Value weighted = emit.binary<MulOp>(oneHot, counted);
+  if (classWeights)
+    weighted = emit.binary<MulOp>(
+        weighted, emit.broadcastTo(emit.cast(classWeights, lossType),
+                                   rowsType.getShape()));
+  Value losses = emit.unary<NegOp>(emit.reduceSum(
+      emit.binary<MulOp>(weighted, logProbabilities), {classDim}, false));
+  return {losses, emit.sumAll(weighted)};
+}
+
+/// The mean of nll losses: their sum over the counted labels' weights, 0
+/// when no label counts (PyTorch gives NaN; a step whose labels are all
+/// ignored then changes nothing).
+Value nllMean(Emitter &emit, const NegativeLogLikelihood &nll) {
+  Value sum = emit.sumAll(nll.losses);
+  Value zero = emit.splatLike(nll.weights, 0.0);
+  Value positive = emit.compare("gt", nll.weights, zero);
+  return emit.binary<DivOp>(
+      sum, emit.select(positive, nll.weights, emit.splatLike(zero, 1.0)));
+}
+
+/// `x` [N, C, d..] with the classes (dim 1) moved last; [C] and [N, C] as
+/// they are.
+Value classesLast(Emitter &emit, Value x) {
+  int64_t rank = tensorType(x).getRank();
+  if (rank <= 2)
+    return x;
+  SmallVector<int64_t> permutation{0};
+  for (int64_t d = 2; d < rank; ++d)
+    permutation.push_back(d);
+  permutation.push_back(1);
+  return emit.transpose(x, permutation);
+}
+
+/// The scores, class-index labels and class weights of a cross-entropy or
+/// nll loss, or an error naming `what`.
+struct ClassLossInputs {
+  Value scores, labels, classWeights;
+  int64_t mode, ignoreIndex;
+};
+
+llvm::Expected<ClassLossInputs> classLossInputs(GraphImporter &importer,
+                                                Node *node, StringRef what) {
+  llvm::Expected<Value> scores = importer.tensorInput(node, 0);
+  llvm::Expected<Value> target = importer.tensorInput(node, 1);
+  if (!scores || !target) {
+    llvm::consumeError(scores.takeError());
+    llvm::consumeError(target.takeError());
+    return makeError(what + " needs scores and a target tensor");
+  }
+  RankedTensorType type = tensorType(*scores);
+  if (!isa<FloatType>(type.getElementType()))
+    return makeError(llvm::formatv("{0} of {1}: the scores must be a float "
+                                   "tensor",
+                                   what, type));
+  Type labelType = tensorType(*target).getElementType();
+  if (!isa<IntegerType>(labelType) || labelType.isInteger(1))
+    return makeError(what + " with class probabilities as the target is not "
+                            "supported (titan takes class indices)");
+  SmallVector<int64_t> labelShape(type.getShape());
+  if (!labelShape.empty())
+    labelShape.erase(labelShape.begin() + (labelShape.size() > 1 ? 1 : 0));
+  if (ArrayRef<int64_t>(labelShape) != tensorType(*target).getShape())
+    return makeError(llvm::formatv(
+        "{0} of scores {1} and target {2}: the target must have the scores' "
+        "shape without the class dim (dim 1, or 0 of a 1-d input)",
+        what, type, tensorType(*target)));
+  llvm::Expected<Value> weight = optionalTensor(importer, node, "weight", what);
+  if (!weight)
+    return weight.takeError();
+  llvm::Expected<int64_t> mode = reductionMode(importer, node, what);
+  if (!mode)
+    return mode.takeError();
+  const ImportedValue *ignore = importer.namedInput(node, "ignore_index");
+  return ClassLossInputs{*scores, *target, *weight, *mode,
+                         ignore && !ignore->isNone() ? ignore->intValue : -100};
+}
+
+/// aten::cross_entropy_loss(logits [N, C, *] or [C], target, weight,
+/// reduction, ignore_index, label_smoothing) (F.cross_entropy inside the
+/// model: multi-token prediction's losses, returned after the logits):
+/// titan.cross_entropy over the classes moved last, its mean (reduction
+/// 'mean'), or the mean times the labels counted ('sum', 0 when all are
+/// ignored); with class weights, label smoothing or reduction 'none',
+/// written out as PyTorch computes them. Targets are class indices.
+Outputs convertCrossEntropyLoss(GraphImporter &importer, Node *node) {
+  llvm::Expected<ClassLossInputs> inputs =
+      classLossInputs(importer, node, "cross_entropy");
+  if (!inputs)
+    return inputs.takeError();
+  double smoothing = numberOr(importer, node, "label_smoothing", 0.0);
+  if (smoothing < 0.0 || smoothing > 1.0)
+    return makeError(llvm::formatv(
+        "cross_entropy's label_smoothing must be in [0, 1], not {0}",
+        smoothing));
+  Emitter emit(importer);
+  Type element = tensorType(inputs->scores).getElementType();
+  Value logits = classesLast(emit, inputs->scores);
+  if (cast<FloatType>(element).getWidth() < 32)
+    logits = emit.cast(logits, emit.builder.getF32Type());
+  Type lossType = tensorType(logits).getElementType();
+  Value labels = emit.cast(inputs->labels, emit.builder.getI64Type());
+  auto scalar = RankedTensorType::get({}, lossType);
+  if (!inputs->classWeights && smoothing == 0.0 && inputs->mode != 0) {
+    Value mean = CrossEntropyOp::create(
+        emit.builder, emit.loc, scalar, logits, labels,
+        emit.builder.getI64IntegerAttr(inputs->ignoreIndex));
+    if (inputs->mode == 1)
+      return single(mean);
+    Value count = emit.sumAll(emit.cast(
+        emit.compare("ne", labels,
+                     emit.splatLike(labels, double(inputs->ignoreIndex))),
+        lossType));
+    Value zero = emit.splat(scalar, 0.0);
+    return single(emit.select(emit.compare("gt", count, zero),
+                              emit.binary<MulOp>(mean, count), zero));
+  }
+  RankedTensorType rowsType = tensorType(logits);
+  int64_t classDim = rowsType.getRank() - 1;
+  Value logProbabilities =
+      LogSoftmaxOp::create(emit.builder, emit.loc, rowsType, logits,
+                           emit.builder.getI64IntegerAttr(classDim));
+  NegativeLogLikelihood nll =
+      negativeLogLikelihood(emit, logProbabilities, labels,
+                            inputs->classWeights, inputs->ignoreIndex);
+  if (smoothing != 0.0) {
+    // Label smoothing: (1 - s) nll + s / C times the (weighted) sum of
+    // -log p over the classes, for every counted label.
+    Value weighted = logProbabilities;
+    if (inputs->classWeights)
+      weighted = emit.binary<MulOp>(
+          weighted, emit.broadcastTo(emit.cast(inputs->classWeights, lossType),
+                                     rowsType.getShape()));
+    Value counted = emit.cast(
+        emit.compare("ne", labels,
+                     emit.splatLike(labels, double(inputs->ignoreIndex))),
+        lossType);
+    Value smooth = emit.binary<MulOp>(
+        emit.unary<NegOp>(emit.reduceSum(weighted, {classDim}, false)),
+        counted);
+    int64_t classes = rowsType.getDimSize(classDim);
+    nll.losses =
+        emit.binary<AddOp>(emit.scale(nll.losses, 1.0 - smoothing),
+                           emit.scale(smooth, smoothing / double(classes)));
+  }
+  if (inputs->mode == 0)
+    return single(emit.cast(nll.losses, element));
+  if (inputs->mode == 2)
+    return single(emit.sumAll(nll.losses));
+  return single(nllMean(emit, nll));
+}
+
+/// aten::nll_loss, nll_loss_nd, nll_loss2d(log-probabilities [N, C, *] or
+/// [C], target, weight, reduction, ignore_index) (F.nll_loss after a
+/// log_softmax): each label's -weight[label] * input[label], 0 for an
+/// ignored label; their mean over the counted labels' weights, sum, or
+/// the losses themselves.
+Outputs convertNllLoss(GraphImporter &importer, Node *node) {
+  llvm::Expected<ClassLossInputs> inputs =
+      classLossInputs(importer, node, "nll_loss");
+  if (!inputs)
+    return inputs.takeError();
+  Emitter emit(importer);
+  Value labels = emit.cast(inputs->labels, emit.builder.getI64Type());
+  NegativeLogLikelihood nll =
+      negativeLogLikelihood(emit, classesLast(emit, inputs->scores), labels,
+                            inputs->classWeights, inputs->ignoreIndex);
+  if (inputs->mode == 0)
+    return single(nll.losses);
+  if (inputs->mode == 2)
+    return single(emit.sumAll(nll.losses));
+  return single(nllMean(emit, nll));
+}
+
+/// The float input and target of an elementwise loss `what`, one shape
+/// and type (a target of another shape is broadcast, as F.mse_loss's
+/// broadcast_tensors does).
+llvm::Expected<std::pair<Value, Value>>
+elementwiseLossOperands(GraphImporter &importer, Node *node, StringRef what) {
+  llvm::Expected<SmallVector<Value>> operands =
+      unifiedFloatOperands(importer, node, 0, 2);
+  if (!operands)
+    return makeError(
+        what + " needs two tensors: " + llvm::toString(operands.takeError()));
+  return std::make_pair((*operands)[0], (*operands)[1]);
+}
+
+/// The elementwise losses of aten::mse_loss, l1_loss, smooth_l1_loss and
+/// huber_loss.
+enum class RegressionLoss { Squared, Absolute, SmoothL1, Huber };
+
+/// aten::mse_loss(input, target, reduction): (x - y)^2; l1_loss: |x - y|;
+/// smooth_l1_loss(.., beta): 0.5 d^2 / beta where |d| < beta, else |d| -
+/// 0.5 beta (|d| when beta is 0); huber_loss(.., delta): 0.5 d^2 where |d|
+/// < delta, else delta (|d| - 0.5 delta). Then reduced.
+Outputs convertRegressionLoss(GraphImporter &importer, Node *node,
+                              RegressionLoss kind) {
+  static constexpr const char *names[] = {"mse_loss", "l1_loss",
+                                          "smooth_l1_loss", "huber_loss"};
+  StringRef what = names[static_cast<int>(kind)];
+  llvm::Expected<std::pair<Value, Value>> operands =
+      elementwiseLossOperands(importer, node, what);
+  if (!operands)
+    return operands.takeError();
+  llvm::Expected<int64_t> mode = reductionMode(importer, node, what);
+  if (!mode)
+    return mode.takeError();
+  Emitter emit(importer);
+  Value difference = emit.binary<SubOp>(operands->first, operands->second);
+  Value magnitude = absolute(emit, difference);
+  Value squared = emit.binary<MulOp>(difference, difference);
+  Value losses;
+  switch (kind) {
+  case RegressionLoss::Squared:
+    losses = squared;
+    break;
+  case RegressionLoss::Absolute:
+    losses = magnitude;
+    break;
+  case RegressionLoss::SmoothL1:
+  case RegressionLoss::Huber: {
+    bool huber = kind == RegressionLoss::Huber;
+    double width = numberOr(importer, node, huber ? "delta" : "beta", 1.0);
+    if (width < 0 || (huber && width == 0))
+      return makeError(llvm::formatv("{0}'s {1} must be {2} 0, not {3}", what,
+                                     huber ? "delta" : "beta",
+                                     huber ? ">" : ">=", width));
+    if (width == 0) {
+      losses = magnitude;
+      break;
+    }
+    Value quadratic = emit.scale(squared, huber ? 0.5 : 0.5 / width);
+    Value linear =
+        emit.binary<SubOp>(magnitude, emit.splatLike(magnitude, 0.5 * width));
+    if (huber)
+      linear = emit.scale(linear, width);
+    losses = emit.select(
+        emit.compare("lt", magnitude, emit.splatLike(magnitude, width)),
+        quadratic, linear);
+    break;
+  }
+  }
+  return single(reduceLosses(emit, losses, *mode));
+}
+
+/// log(x) clamped below at -100, as PyTorch's binary_cross_entropy takes
+/// the logs of the probabilities (so a probability of 0 or 1 gives a
+/// finite loss).
+Value clampedLog(Emitter &emit, Value x) {
+  Value log = emit.unary<LogOp>(x);
+  return emit.binary<MaxOp>(log, emit.splatLike(log, -100.0));
+}
+
+/// aten::binary_cross_entropy(probabilities, target, weight, reduction):
+/// -(y log p + (1 - y) log(1 - p)) with both logs clamped at -100, times
+/// the weight.
+Outputs convertBinaryCrossEntropy(GraphImporter &importer, Node *node) {
+  llvm::Expected<std::pair<Value, Value>> operands =
+      elementwiseLossOperands(importer, node, "binary_cross_entropy");
+  if (!operands)
+    return operands.takeError();
+  llvm::Expected<Value> weight =
+      optionalTensor(importer, node, "weight", "binary_cross_entropy");
+  llvm::Expected<int64_t> mode =
+      reductionMode(importer, node, "binary_cross_entropy");
+  if (!weight || !mode) {
+    llvm::Error error = llvm::joinErrors(weight.takeError(), mode.takeError());
+    return std::move(error);
+  }
+  Emitter emit(importer);
+  auto [p, y] = *operands;
+  Value one = emit.splatLike(p, 1.0);
+  Value losses = emit.unary<NegOp>(emit.binary<AddOp>(
+      emit.binary<MulOp>(y, clampedLog(emit, p)),
+      emit.binary<MulOp>(emit.binary<SubOp>(one, y),
+                         clampedLog(emit, emit.binary<SubOp>(one, p)))));
+  if (*weight)
+    losses = emit.binary<MulOp>(
+        losses,
+        emit.broadcastTo(emit.cast(*weight, tensorType(p).getElementType()),
+                         tensorType(p).getShape()));
+  return single(reduceLosses(emit, losses, *mode));
+}
+
+/// aten::binary_cross_entropy_with_logits(logits, target, weight,
+/// pos_weight, reduction): (1 - y) x - (1 + (pos_weight - 1) y)
+/// log(sigmoid(x)) (PyTorch's -(pos_weight y log s + (1 - y) log(1 - s))),
+/// times the weight.
+Outputs convertBinaryCrossEntropyWithLogits(GraphImporter &importer,
+                                            Node *node) {
+  StringRef what = "binary_cross_entropy_with_logits";
+  llvm::Expected<std::pair<Value, Value>> operands =
+      elementwiseLossOperands(importer, node, what);
+  if (!operands)
+    return operands.takeError();
+  llvm::Expected<Value> weight = optionalTensor(importer, node, "weight", what);
+  llvm::Expected<Value> positiveWeight =
+      optionalTensor(importer, node, "pos_weight", what);
+  llvm::Expected<int64_t> mode = reductionMode(importer, node, what);
+  if (!weight || !positiveWeight || !mode) {
+    llvm::Error error = llvm::joinErrors(
+        llvm::joinErrors(weight.takeError(), positiveWeight.takeError()),
+        mode.takeError());
+    return std::move(error);
+  }
+  Emitter emit(importer);
+  auto [x, y] = *operands;
+  RankedTensorType type = tensorType(x);
+  auto broadcast = [&](Value v) {
+    return emit.broadcastTo(emit.cast(v, type.getElementType()),
+                            type.getShape());
+  };
+  Value one = emit.splatLike(x, 1.0);
+  Value logWeight = one;
+  if (*positiveWeight)
+    logWeight = emit.binary<AddOp>(
+        one, emit.binary<MulOp>(
+                 emit.binary<SubOp>(broadcast(*positiveWeight), one), y));
+  Value losses =
+      emit.binary<SubOp>(emit.binary<MulOp>(emit.binary<SubOp>(one, y), x),
+                         emit.binary<MulOp>(logWeight, logSigmoid(emit, x)));
+  if (*weight)
+    losses = emit.binary<MulOp>(losses, broadcast(*weight));
+  return single(reduceLosses(emit, losses, *mode));
+}
+
+/// aten::kl_div(log-probabilities, target, reduction, log_target): target
+/// (log target - input), 0 where the target is 0 (log_target false), or
+/// exp(target) (target - input); then reduced (F.kl_div's 'batchmean' is
+/// the sum divided by the batch outside this op).
+Outputs convertKlDiv(GraphImporter &importer, Node *node) {
+  llvm::Expected<std::pair<Value, Value>> operands =
+      elementwiseLossOperands(importer, node, "kl_div");
+  if (!operands)
+    return operands.takeError();
+  llvm::Expected<int64_t> mode = reductionMode(importer, node, "kl_div");
+  if (!mode)
+    return mode.takeError();
+  const ImportedValue *logTarget = importer.namedInput(node, "log_target");
+  Emitter emit(importer);
+  auto [input, target] = *operands;
+  Value losses;
+  if (logTarget && !logTarget->isNone() && logTarget->intValue) {
+    losses = emit.binary<MulOp>(emit.unary<ExpOp>(target),
+                                emit.binary<SubOp>(target, input));
+  } else {
+    Value zero = emit.splatLike(target, 0.0);
+    Value positive = emit.compare("gt", target, zero);
+    // log of 1 where the target is not positive: its term is 0 (NaN for a
+    // negative target in PyTorch, which no probability is).
+    Value safe = emit.select(positive, target, emit.splatLike(target, 1.0));
+    losses = emit.select(
+        positive,
+        emit.binary<MulOp>(target,
+                           emit.binary<SubOp>(emit.unary<LogOp>(safe), input)),
+        zero);
+  }
+  return single(reduceLosses(emit, losses, *mode));
+}
+
+} // namespace
+
+void mlir::titan::import::addLossConversions(
+    llvm::StringMap<Conversion> &table) {
+  table["aten::cross_entropy_loss"] = convertCrossEntropyLoss;
+  for (StringRef name :
+       {"aten::nll_loss", "aten::nll_loss_nd", "aten::nll_loss2d"})
+    table[name] = convertNllLoss;
+  auto regression = [&](StringRef name, RegressionLoss kind) {
+    table[name] = [kind](GraphImporter &importer, Node *node) {
+      return convertRegressionLoss(importer, node, kind);
+    };
+  };
+  regression("aten::mse_loss", RegressionLoss::Squared);
+  regression("aten::l1_loss", RegressionLoss::Absolute);
+  regression("aten::smooth_l1_loss", RegressionLoss::SmoothL1);
+  regression("aten::huber_loss", RegressionLoss::Huber);
+  table["aten::binary_cross_entropy"] = convertBinaryCrossEntropy;
+  table["aten::binary_cross_entropy_with_logits"] =
+      convertBinaryCrossEntropyWithLogits;
+  table["aten::kl_div"] = convertKlDiv;
+}
