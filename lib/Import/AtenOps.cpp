@@ -6776,6 +6776,7 @@ llvm::StringMap<Conversion> buildConversions() {
   addFftConversions(table);
   addInterpolateConversions(table);
   addLossConversions(table);
+  addRecurrentConversions(table);
   return table;
 }
 

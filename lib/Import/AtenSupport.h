@@ -180,6 +180,10 @@ void addInterpolateConversions(llvm::StringMap<Conversion> &table);
 /// and KL divergence) to `table`.
 void addLossConversions(llvm::StringMap<Conversion> &table);
 
+/// Adds the conversions of AtenRecurrentOps.cpp (nn.LSTM, nn.GRU and
+/// nn.RNN unrolled over the sequence) to `table`.
+void addRecurrentConversions(llvm::StringMap<Conversion> &table);
+
 } // namespace mlir::titan::import
 
 #endif // TITAN_LIB_IMPORT_ATENSUPPORT_H

@@ -1513,17 +1513,22 @@ public:
       sub.module = value.toModule();
       return sub;
     }
-    if (value.isTensor()) {
-      const at::Tensor &tensor = value.toTensor();
-      auto it = arguments.find(tensor.unsafeGetTensorImpl());
-      if (it != arguments.end())
-        return it->second;
-      // Every parameter has its argument already: any other tensor is
-      // state the model reads but does not train (a registered buffer or a
-      // plain tensor attribute).
-      if (llvm::Error error = addTensor(importer, fqn, tensor, ArgRole::Buffer))
-        return std::move(error);
-      return arguments.at(tensor.unsafeGetTensorImpl());
+    if (value.isTensor())
+      return tensorAttribute(importer, fqn, value.toTensor());
+    // A list of tensors (scripted nn.LSTM's `_flat_weights`, its
+    // parameters): each item as a tensor attribute of its own.
+    if (value.isList() && value.toListRef().size() > 0 &&
+        llvm::all_of(value.toListRef(),
+                     [](const c10::IValue &item) { return item.isTensor(); })) {
+      std::vector<ImportedValue> items;
+      for (auto [index, item] : llvm::enumerate(value.toListRef())) {
+        llvm::Expected<ImportedValue> tensor = tensorAttribute(
+            importer, fqn + "." + std::to_string(index), item.toTensor());
+        if (!tensor)
+          return tensor.takeError();
+        items.push_back(std::move(*tensor));
+      }
+      return ImportedValue::ofList(std::move(items));
     }
     return fromIValue(value);
   }
@@ -1558,6 +1563,21 @@ public:
   }
 
 private:
+  /// The value of tensor attribute `fqn`: its parameter's argument, or a
+  /// buffer argument made for it. Every parameter has its argument
+  /// already: any other tensor is state the model reads but does not train
+  /// (a registered buffer or a plain tensor attribute).
+  llvm::Expected<ImportedValue> tensorAttribute(GraphImporter &importer,
+                                                const std::string &fqn,
+                                                const at::Tensor &tensor) {
+    auto it = arguments.find(tensor.unsafeGetTensorImpl());
+    if (it != arguments.end())
+      return it->second;
+    if (llvm::Error error = addTensor(importer, fqn, tensor, ArgRole::Buffer))
+      return std::move(error);
+    return arguments.at(tensor.unsafeGetTensorImpl());
+  }
+
   /// Creates the argument(s) of one tensor; complex tensors become a real
   /// and an imaginary argument.
   llvm::Error addTensor(GraphImporter &importer, const std::string &fqn,
