@@ -311,26 +311,59 @@ Outputs scalarBinary(BinaryKind kind, const ImportedValue &a,
   return single(result);
 }
 
-/// `x ** p` for a compile-time exponent, as titan ops.
+/// `x ** p` for a compile-time exponent, as titan ops: sqrt and rsqrt for
+/// 1/2 and -1/2; an integer exponent up to 64 in size by repeated squaring
+/// (exact, of either sign of x; 1 / x^|p| for a negative one); any other
+/// as PyTorch's powf: exp(p log |x|), 0 (p > 0) or inf (p < 0) where x is
+/// 0, and for x < 0 NaN, or the sign of x for an odd integer p. The log
+/// reads 1 where x is 0, so the branch not taken has a finite gradient.
 llvm::Expected<Value> powByConstant(Emitter &emit, Value x, double p) {
-  if (p == 1.0)
-    return x;
-  if (p == 2.0)
-    return emit.binary<MulOp>(x, x);
-  if (p == 3.0)
-    return emit.binary<MulOp>(emit.binary<MulOp>(x, x), x);
+  bool integer = p == std::floor(p);
+  // Integer tensors: whole powers stay integers, others are float32 (as
+  // PyTorch promotes them); negative whole powers PyTorch refuses.
+  if (!isa<FloatType>(tensorType(x).getElementType())) {
+    if (integer && p < 0)
+      return makeError(llvm::formatv("pow of an integer tensor by {0}: "
+                                     "integers to negative integer powers "
+                                     "are not allowed (as in PyTorch)",
+                                     static_cast<int64_t>(p)));
+    if (!integer)
+      x = emit.cast(x, emit.builder.getF32Type());
+  }
   if (p == 0.5)
     return emit.unary<SqrtOp>(x);
   if (p == -0.5)
     return emit.unary<RsqrtOp>(x);
-  if (p == -1.0)
-    return emit.binary<DivOp>(emit.splat(tensorType(x), 1.0), x);
-  if (p == 0.0)
-    return emit.splat(tensorType(x), 1.0);
-  return makeError(llvm::formatv(
-      "pow with exponent {0} is not supported (supported: -1, -0.5, 0, "
-      "0.5, 1, 2, 3)",
-      p));
+  if (integer && std::abs(p) <= 64) {
+    auto n = static_cast<int64_t>(std::abs(p));
+    Value result = emit.splatLike(x, 1.0), square = x;
+    bool first = true;
+    for (; n > 0; n >>= 1) {
+      if (n & 1) {
+        result = first ? square : emit.binary<MulOp>(result, square);
+        first = false;
+      }
+      if (n > 1)
+        square = emit.binary<MulOp>(square, square);
+    }
+    return p < 0 ? emit.binary<DivOp>(emit.splatLike(x, 1.0), result) : result;
+  }
+  Value zero = emit.splatLike(x, 0.0);
+  Value isZero = emit.compare("eq", x, zero);
+  Value magnitude = absolute(emit, x);
+  Value safe = emit.select(isZero, emit.splatLike(x, 1.0), magnitude);
+  Value power = emit.unary<ExpOp>(emit.scale(emit.unary<LogOp>(safe), p));
+  Value atZero =
+      emit.splatLike(x, p > 0 ? 0.0 : std::numeric_limits<double>::infinity());
+  Value result = emit.select(isZero, atZero, power);
+  Value negative = emit.compare("lt", x, zero);
+  if (!integer)
+    return emit.select(
+        negative, emit.splatLike(x, std::numeric_limits<double>::quiet_NaN()),
+        result);
+  if (std::fmod(std::abs(p), 2.0) == 1.0)
+    return emit.select(negative, emit.unary<NegOp>(result), result);
+  return result;
 }
 
 /// Advances `index` to the next element of `shape` in row-major order.
@@ -601,6 +634,13 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
           !isa<FloatType>(tensorType(v->tensor).getElementType()))
         *v = ImportedValue::ofTensor(
             emit.cast(v->tensor, Float32Type::get(&importer.getContext())));
+  // A power by a number, of a float or (whole) integer tensor.
+  if (kind == BinaryKind::Pow && b.isNumber() && a.isTensor()) {
+    llvm::Expected<Value> result = powByConstant(emit, a.tensor, b.asDouble());
+    if (!result)
+      return result.takeError();
+    return single(*result);
+  }
   // A tensor combined with a scalar keeps the tensor's element type (a
   // boolean tensor with an integer becomes int64).
   if (b.isNumber() && a.isTensor() &&
@@ -620,12 +660,6 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
       return single(emit.scale(x, y));
     case BinaryKind::Div:
       return single(emit.scale(x, 1.0 / y));
-    case BinaryKind::Pow: {
-      llvm::Expected<Value> result = powByConstant(emit, x, y);
-      if (!result)
-        return result.takeError();
-      return single(*result);
-    }
     default:
       b = ImportedValue::ofTensor(emit.splat(tensorType(x), y));
       alpha = 1.0;
