@@ -2225,14 +2225,25 @@ Outputs convertWeightNorm(GraphImporter &importer, Node *node) {
   return single(emit.binary<MulOp>(weight, factor));
 }
 
-/// The Euclidean norm over dims (`x.norm(dim=...)`: aten::frobenius_norm,
-/// aten::norm with p 2 or None, aten::linalg_vector_norm with ord 2):
-/// sqrt(sum(x * x)).
-Outputs convertL2Norm(GraphImporter &importer, Node *node) {
-  for (StringRef name : {"p", "ord"})
-    if (const ImportedValue *order = importer.namedInput(node, name))
-      if (!order->isNone() && (!order->isNumber() || order->asDouble() != 2))
-        return makeError("only the 2-norm is supported");
+/// A vector norm over dims (`x.norm(p, dim)`, `torch.linalg.vector_norm`,
+/// F.normalize's p; aten::frobenius_norm, norm and linalg_vector_norm): p
+/// 2 (or None, 'fro') euclideanNorm; 1 sum |x|; inf and -inf the largest
+/// and smallest |x|; 0 the count of nonzeros; any other p (sum |x|^p)^(1/p),
+/// whose root reads 1 where the sum is 0 (a zero vector's norm is 0 with
+/// gradient 0, as torch's).
+Outputs convertVectorNorm(GraphImporter &importer, Node *node) {
+  double order = 2;
+  for (StringRef name : {"p", "ord"}) {
+    const ImportedValue *given = importer.namedInput(node, name);
+    if (!given || given->isNone())
+      continue;
+    if (given->kind == ImportedValue::Kind::String && given->text == "fro")
+      continue;
+    if (!given->isNumber())
+      return makeError("the norm's order must be a number (or 'fro'); the "
+                       "nuclear norm is not supported");
+    order = given->asDouble();
+  }
   Emitter emit(importer);
   llvm::Expected<ReductionOperand> operand =
       reductionOperand(importer, node, emit);
@@ -2240,7 +2251,41 @@ Outputs convertL2Norm(GraphImporter &importer, Node *node) {
     return operand.takeError();
   Value input = operand->input;
   const ReductionDims &reduced = operand->reduced;
-  return single(euclideanNorm(emit, input, reduced.dims, reduced.keepdim));
+  if (order == 2)
+    return single(euclideanNorm(emit, input, reduced.dims, reduced.keepdim));
+  Value magnitude = absolute(emit, input);
+  if (std::isinf(order)) {
+    RankedTensorType type = tensorType(magnitude);
+    SmallVector<int64_t> shape;
+    for (auto [d, size] : llvm::enumerate(type.getShape()))
+      if (!llvm::is_contained(reduced.dims, static_cast<int64_t>(d)))
+        shape.push_back(size);
+      else if (reduced.keepdim)
+        shape.push_back(1);
+    Value operandOfMax = order > 0 ? magnitude : emit.unary<NegOp>(magnitude);
+    Value largest = ReduceMaxOp::create(
+        emit.builder, emit.loc, type.clone(shape), operandOfMax,
+        emit.builder.getDenseI64ArrayAttr(reduced.dims), reduced.keepdim);
+    return single(order > 0 ? largest : emit.unary<NegOp>(largest));
+  }
+  if (order == 0)
+    return single(emit.reduceSum(
+        emit.cast(emit.compare("ne", input, emit.splatLike(input, 0.0)),
+                  tensorType(input).getElementType()),
+        reduced.dims, reduced.keepdim));
+  if (order == 1)
+    return single(emit.reduceSum(magnitude, reduced.dims, reduced.keepdim));
+  llvm::Expected<Value> powers = powByConstant(emit, magnitude, order);
+  if (!powers)
+    return powers.takeError();
+  Value sum = emit.reduceSum(*powers, reduced.dims, reduced.keepdim);
+  Value zero = emit.splatLike(sum, 0.0);
+  Value isZero = emit.compare("eq", sum, zero);
+  llvm::Expected<Value> root = powByConstant(
+      emit, emit.select(isZero, emit.splatLike(sum, 1.0), sum), 1.0 / order);
+  if (!root)
+    return root.takeError();
+  return single(emit.select(isZero, zero, *root));
 }
 
 /// Running sums `out[r, i] = sum_{j <= i} rows[r, j]` of `rows` ([count,
@@ -6753,7 +6798,7 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::mean"}, convertReduce<ReduceMeanOp>);
   add({"aten::amax"}, convertReduce<ReduceMaxOp>);
   add({"aten::frobenius_norm", "aten::norm", "aten::linalg_vector_norm"},
-      convertL2Norm);
+      convertVectorNorm);
   add({"aten::softmax", "aten::_softmax"}, convertSoftmax<SoftmaxOp>);
   add({"aten::log_softmax", "aten::_log_softmax"},
       convertSoftmax<LogSoftmaxOp>);

@@ -3,12 +3,13 @@ with PyTorch's outputs, for test/Import/powers.test: fractional exponents
 of positive, zero and negative bases (NaN where PyTorch gives NaN, 0 and
 inf at 0), whole exponents of either sign up to 64 and beyond (signs of
 negative bases kept), F.local_response_norm's ** 0.75, and integer tensors
-(whole powers stay int64, a fractional one is float32).
+(whole powers stay int64, a fractional one is float32); vector norms of
+orders 1, inf, -inf, 0, 3 and F.normalize's 1.5.
 
 usage: make_powers.py OUT
 
 OUT receives traced.pt and scripted.pt (forward(x: f32 [4, 6], ids: int64
-[4, 6]) -> 9 tensors), x.npy, ids.npy and expected/output<k>.npy.
+[4, 6]) -> 13 tensors), x.npy, ids.npy and expected/output<k>.npy.
 """
 
 import os
@@ -35,6 +36,12 @@ class Powers(nn.Module):
             F.local_response_norm(x.reshape(1, 4, 6), 3),
             ids ** 3 + ids ** 0,
             ids ** 0.5,
+            torch.linalg.vector_norm(x, ord=1, dim=-1)
+            + torch.linalg.vector_norm(x, ord=float("inf"), dim=-1)
+            + torch.linalg.vector_norm(x, ord=float("-inf"), dim=-1),
+            torch.linalg.vector_norm(x, ord=0, dim=0, keepdim=True),
+            x.norm(p=3, dim=1),
+            F.normalize(x, p=1.5, dim=-1),
         )
 
 
