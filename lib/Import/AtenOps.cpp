@@ -2499,6 +2499,97 @@ Outputs convertLayerNorm(GraphImporter &importer, Node *node) {
       normed, tensorType(importer.input(node, 0).tensor).getShape()));
 }
 
+/// `x` normalized over `dims` by its own statistics: (x - mean) /
+/// sqrt(var + eps), the variance biased, as batch and instance norm use.
+Value normalizeOver(Emitter &emit, Value x, ArrayRef<int64_t> dims,
+                    double eps) {
+  RankedTensorType type = tensorType(x);
+  int64_t count = 1;
+  for (int64_t d : dims)
+    count *= type.getDimSize(d);
+  double inverse = 1.0 / static_cast<double>(count);
+  Value mean = emit.broadcastTo(
+      emit.scale(emit.reduceSum(x, dims, /*keepdim=*/true), inverse),
+      type.getShape());
+  Value centered = emit.binary<SubOp>(x, mean);
+  Value variance = emit.scale(
+      emit.reduceSum(emit.binary<MulOp>(centered, centered), dims, true),
+      inverse);
+  Value scale = emit.unary<RsqrtOp>(
+      emit.binary<AddOp>(variance, emit.splatLike(variance, eps)));
+  return emit.binary<MulOp>(centered, emit.broadcastTo(scale, type.getShape()));
+}
+
+/// aten::batch_norm(x [N, C, *], weight, bias, running_mean, running_var,
+/// training, momentum, eps) and aten::instance_norm(.., use_input_stats,
+/// ..) (`instance`): x normalized per channel by its statistics over the
+/// batch and positions (batch norm in training) or over each sample's
+/// positions (instance norm), or by the running statistics (batch norm in
+/// eval, instance norm without input stats); then the per-channel weight
+/// and bias. The running statistics are read, never updated: training
+/// with them tracked is warned about.
+Outputs convertBatchOrInstanceNorm(GraphImporter &importer, Node *node,
+                                   bool instance) {
+  StringRef what = instance ? "instance_norm" : "batch_norm";
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  llvm::Expected<int64_t> inputStats = importer.intInput(node, 5);
+  llvm::Expected<double> eps = importer.numberInput(node, 7);
+  if (!x || !inputStats || !eps) {
+    llvm::consumeError(x.takeError());
+    llvm::consumeError(inputStats.takeError());
+    llvm::consumeError(eps.takeError());
+    return makeError(what + " needs a float tensor, a constant training "
+                            "flag and eps");
+  }
+  RankedTensorType type = tensorType(*x);
+  ArrayRef<int64_t> shape = type.getShape();
+  if (shape.size() < 2 || (instance && shape.size() < 3))
+    return makeError(llvm::formatv("{0} of {1}: the input must be [N, C{2}]",
+                                   what, type, instance ? ", *" : ", ..."));
+  Emitter emit(importer);
+  SmallVector<int64_t> channelShape(shape.size(), 1);
+  channelShape[1] = shape[1];
+  auto perChannel = [&](size_t index) -> Value {
+    const ImportedValue &v = importer.input(node, index);
+    if (!v.isTensor())
+      return {};
+    return emit.broadcastTo(
+        emit.reshape(emit.cast(v.tensor, type.getElementType()), channelShape),
+        shape);
+  };
+  Value runningMean = perChannel(3), runningVar = perChannel(4);
+  Value result;
+  if (*inputStats) {
+    if (runningMean)
+      importer.warnOnce(
+          "running statistics",
+          "the model's " + what +
+              " was exported in training mode with running statistics: "
+              "titan normalizes by the input's statistics as PyTorch does, "
+              "but does not update running_mean and running_var (the "
+              "checkpoint keeps their initial values; export in eval mode to "
+              "use them, or set track_running_stats=False)");
+    SmallVector<int64_t> dims;
+    for (int64_t d = instance ? 2 : 0; d < static_cast<int64_t>(shape.size());
+         ++d)
+      if (d != 1)
+        dims.push_back(d);
+    result = normalizeOver(emit, *x, dims, *eps);
+  } else {
+    if (!runningMean || !runningVar)
+      return makeError(what + " without input statistics needs running_mean "
+                              "and running_var");
+    Value scale = emit.unary<RsqrtOp>(
+        emit.binary<AddOp>(runningVar, emit.splatLike(runningVar, *eps)));
+    result = emit.binary<MulOp>(emit.binary<SubOp>(*x, runningMean), scale);
+  }
+  if (Value weight = perChannel(1))
+    result = emit.binary<MulOp>(result, weight);
+  if (Value bias = perChannel(2))
+    result = emit.binary<AddOp>(result, bias);
+  return single(result);
+}
+
 /// aten::group_norm(x [N, C, *], groups, weight, bias, eps)
 /// (nn.GroupNorm; RWKV-5's ln_x): titan.layer_norm over each group's
 /// channels and positions (x viewed [N, groups, rest]), then the
@@ -6702,6 +6793,33 @@ llvm::StringMap<Conversion> buildConversions() {
     return convertIdentity(i, n, /*negated=*/false);
   });
   add({"aten::__not__"}, convertNot);
+  // A scripted `for i in range(lo, hi, step)`: its trip count, and the
+  // value of its i-th iteration.
+  add({"aten::__range_length"}, [](GraphImporter &i, Node *n) -> Outputs {
+    llvm::Expected<int64_t> lo = i.intInput(n, 0), hi = i.intInput(n, 1),
+                            step = i.intInput(n, 2);
+    if (!lo || !hi || !step || *step == 0) {
+      llvm::consumeError(lo.takeError());
+      llvm::consumeError(hi.takeError());
+      llvm::consumeError(step.takeError());
+      return makeError("range() needs constant bounds and a nonzero step");
+    }
+    int64_t span = *step > 0 ? *hi - *lo : *lo - *hi;
+    int64_t stride = *step > 0 ? *step : -*step;
+    return single(
+        ImportedValue::ofInt(span <= 0 ? 0 : (span + stride - 1) / stride));
+  });
+  add({"aten::__derive_index"}, [](GraphImporter &i, Node *n) -> Outputs {
+    llvm::Expected<int64_t> index = i.intInput(n, 0), start = i.intInput(n, 1),
+                            step = i.intInput(n, 2);
+    if (!index || !start || !step) {
+      llvm::consumeError(index.takeError());
+      llvm::consumeError(start.takeError());
+      llvm::consumeError(step.takeError());
+      return makeError("range() needs constant bounds and step");
+    }
+    return single(ImportedValue::ofInt(*start + *index * *step));
+  });
   add({"aten::__contains__"}, convertContains);
   add({"aten::str"}, convertStr);
   add({"aten::item"}, convertItem);
@@ -6804,6 +6922,12 @@ llvm::StringMap<Conversion> buildConversions() {
       convertSoftmax<LogSoftmaxOp>);
   add({"aten::layer_norm"}, convertLayerNorm);
   add({"aten::group_norm"}, convertGroupNorm);
+  add({"aten::batch_norm"}, [](GraphImporter &i, Node *n) {
+    return convertBatchOrInstanceNorm(i, n, /*instance=*/false);
+  });
+  add({"aten::instance_norm"}, [](GraphImporter &i, Node *n) {
+    return convertBatchOrInstanceNorm(i, n, /*instance=*/true);
+  });
   add({"aten::matmul", "aten::mm", "aten::bmm", "aten::mv", "aten::dot"},
       convertMatmul);
   add({"aten::linear"}, convertLinear);

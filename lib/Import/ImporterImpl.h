@@ -14,6 +14,7 @@
 #include "titan/Import/TorchScriptImporter.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <torch/script.h>
 
@@ -216,6 +217,12 @@ public:
   void assumeOneElementBuffers(IndexFunctionEvaluator &evaluator) const;
   /// Names `node` for an error: its op and Python source line.
   std::string opAt(torch::jit::Node *node) const;
+  /// Emits warning `message` at the current location the first time
+  /// `topic` is warned about in this import.
+  void warnOnce(StringRef topic, const llvm::Twine &message) {
+    if (warnedTopics.insert(topic).second)
+      emitWarning(loc) << message.str();
+  }
 
   /// Hook: resolves `prim::GetAttr` on a module value (set by the module
   /// importer; absent when importing a bare graph).
@@ -281,6 +288,8 @@ private:
   DenseMap<Value, ValidPrefix> validPrefixes;
   /// Whether the model's dropout, traced in eval mode, was warned about.
   bool warnedEvalDropout = false;
+  /// The topics warnOnce warned about.
+  llvm::StringSet<> warnedTopics;
   /// The random streams (titan.random_uniform) taken so far: each dropout
   /// in training mode draws from its own.
   int64_t randomStreams = 0;

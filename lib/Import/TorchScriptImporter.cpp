@@ -825,6 +825,44 @@ static FailureOr<Value> writeThroughView(TensorBuilder &tb, Value source,
                      slice.getStep(), updated);
 }
 
+/// The attribute path of `value` when it is read from the graph's first
+/// input (`self`) by a chain of attribute reads ("bn.num_batches_tracked"),
+/// or "" for any other value.
+static std::string attributePathOf(torch::jit::Value *value) {
+  torch::jit::Value *self = value->owningGraph()->inputs()[0];
+  SmallVector<std::string> names;
+  for (; value != self; value = value->node()->input(0)) {
+    if (value->node()->kind() != torch::jit::prim::GetAttr)
+      return "";
+    names.push_back(value->node()->s(torch::jit::attr::name));
+  }
+  return llvm::join(llvm::reverse(names), ".");
+}
+
+/// Whether `node`, an in-place op, updates a buffer (an attribute of the
+/// module) that nothing reads afterwards: neither its result nor a later
+/// read of the attribute (BatchNorm's `num_batches_tracked.add_(1)` in
+/// training mode).
+static bool isUnreadBufferUpdate(torch::jit::Node *node) {
+  std::string path = attributePathOf(node->input(0));
+  if (path.empty() || node->outputs().size() != 1 ||
+      !node->output()->uses().empty())
+    return false;
+  std::function<bool(torch::jit::Block *)> readsLater =
+      [&](torch::jit::Block *block) {
+        for (torch::jit::Node *other : block->nodes()) {
+          if (other->kind() == torch::jit::prim::GetAttr && other != node &&
+              node->isBefore(other) && attributePathOf(other->output()) == path)
+            return true;
+          for (torch::jit::Block *nested : other->blocks())
+            if (readsLater(nested))
+              return true;
+        }
+        return false;
+      };
+  return !readsLater(node->owningGraph()->block());
+}
+
 llvm::Expected<std::vector<ImportedValue>>
 GraphImporter::importInPlace(torch::jit::Node *node,
                              const Conversion &functional) {
@@ -890,6 +928,16 @@ GraphImporter::importInPlace(torch::jit::Node *node,
            !isDoneBefore(user, node)))
         aliased = true;
     }
+  if (aliased && views.empty() && isUnreadBufferUpdate(node)) {
+    warnOnce("buffer update",
+             llvm::formatv("the model updates buffer '{0}' in place ({1}), "
+                           "and nothing reads the update: titan's step keeps "
+                           "no buffer state, so the buffer keeps its initial "
+                           "value",
+                           attributePathOf(written), opAt(node))
+                 .str());
+    return std::vector<ImportedValue>{lookup(written)};
+  }
   if (aliased)
     return makeError(
         "an in-place op is imported only on a tensor that the model created "
