@@ -5460,6 +5460,129 @@ Outputs convertChannelShuffle(GraphImporter &importer, Node *node) {
       emit.transpose(emit.reshape(*x, viewed), permutation), shape));
 }
 
+/// aten::frac: x - trunc(x) (gradient 1, as torch's).
+Outputs convertFrac(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
+  Emitter emit(importer);
+  RankedTensorType type = tensorType(*x);
+  Value whole = RoundedDivOp::create(emit.builder, emit.loc, type, *x,
+                                     emit.splat(type, 1.0), /*truncate=*/true);
+  return single(emit.binary<SubOp>(*x, whole));
+}
+
+/// aten::signbit: x < 0, and true for -0.0 (whose reciprocal is -inf).
+Outputs convertSignbit(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  Emitter emit(importer);
+  Value value = *x;
+  if (!isa<FloatType>(tensorType(value).getElementType()))
+    return single(emit.compare("lt", value, emit.splatLike(value, 0.0)));
+  Value zero = emit.splatLike(value, 0.0);
+  Value reciprocal = emit.binary<DivOp>(emit.splatLike(value, 1.0), value);
+  return single(emit.select(emit.compare("eq", value, zero),
+                            emit.compare("lt", reciprocal, zero),
+                            emit.compare("lt", value, zero)));
+}
+
+/// aten::isclose(a, b, rtol, atol, equal_nan): a == b, or both finite and
+/// |a - b| <= atol + rtol |b|; NaNs close to each other with equal_nan.
+Outputs convertIsclose(GraphImporter &importer, Node *node) {
+  llvm::Expected<SmallVector<Value>> operands =
+      unifiedFloatOperands(importer, node, 0, 2);
+  if (!operands)
+    return operands.takeError();
+  double rtol = numberOr(importer, node, "rtol", 1e-5);
+  double atol = numberOr(importer, node, "atol", 1e-8);
+  if (rtol < 0 || atol < 0)
+    return makeError(llvm::formatv("isclose needs rtol and atol >= 0, not "
+                                   "{0} and {1}",
+                                   rtol, atol));
+  const ImportedValue *nanEqual = importer.namedInput(node, "equal_nan");
+  Emitter emit(importer);
+  Value a = (*operands)[0], b = (*operands)[1];
+  Value difference = absolute(emit, emit.binary<SubOp>(a, b));
+  Value tolerance = emit.binary<AddOp>(emit.splatLike(b, atol),
+                                       emit.scale(absolute(emit, b), rtol));
+  Value infinity = emit.splatLike(a, std::numeric_limits<double>::infinity());
+  Value finite = emit.binary<MulOp>(
+      emit.cast(emit.compare("lt", absolute(emit, a), infinity),
+                tensorType(a).getElementType()),
+      emit.cast(emit.compare("lt", absolute(emit, b), infinity),
+                tensorType(a).getElementType()));
+  Value close = emit.select(
+      emit.compare("eq", finite, emit.splatLike(finite, 1.0)),
+      emit.compare("le", difference, tolerance), emit.compare("eq", a, b));
+  close =
+      emit.select(emit.compare("eq", a, b), emit.compare("eq", a, b), close);
+  if (nanEqual && !nanEqual->isNone() && nanEqual->intValue)
+    close =
+        emit.select(emit.compare("ne", a, a), emit.compare("ne", b, b), close);
+  return single(close);
+}
+
+/// aten::rot90(x, k, dims): k (mod 4) quarter turns from dims[0] towards
+/// dims[1]: one turn flips dims[1] then swaps the two, two flip both,
+/// three flip dims[0] then swap.
+Outputs convertRot90(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  int64_t k = 1;
+  if (const ImportedValue *given = importer.namedInput(node, "k"))
+    k = given->intValue;
+  int64_t rank = tensorType(*x).getRank();
+  const ImportedValue *dimsGiven = importer.namedInput(node, "dims");
+  SmallVector<int64_t> dims{0, 1};
+  if (dimsGiven && dimsGiven->kind == ImportedValue::Kind::List) {
+    dims.clear();
+    for (const ImportedValue &item : dimsGiven->items)
+      dims.push_back(item.intValue);
+  }
+  if (dims.size() != 2 || rank < 2)
+    return makeError("rot90 turns a tensor of rank 2 or more in two dims");
+  for (int64_t &d : dims) {
+    llvm::Expected<int64_t> dim = normalizeDim(d, rank);
+    if (!dim)
+      return dim.takeError();
+    d = *dim;
+  }
+  if (dims[0] == dims[1])
+    return makeError("rot90 needs two different dims");
+  Emitter emit(importer);
+  SmallVector<int64_t> swap = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(swap[dims[0]], swap[dims[1]]);
+  Value result = *x;
+  switch (((k % 4) + 4) % 4) {
+  case 0:
+    return single(result);
+  case 1: {
+    llvm::Expected<Value> flipped = reversedAlong(emit, result, dims[1]);
+    if (!flipped)
+      return flipped.takeError();
+    return single(emit.transpose(*flipped, swap));
+  }
+  case 2: {
+    llvm::Expected<Value> once = reversedAlong(emit, result, dims[0]);
+    if (!once)
+      return once.takeError();
+    llvm::Expected<Value> twice = reversedAlong(emit, *once, dims[1]);
+    if (!twice)
+      return twice.takeError();
+    return single(*twice);
+  }
+  default: {
+    llvm::Expected<Value> flipped = reversedAlong(emit, result, dims[0]);
+    if (!flipped)
+      return flipped.takeError();
+    return single(emit.transpose(*flipped, swap));
+  }
+  }
+}
+
 /// aten::square: x * x.
 Outputs convertSquare(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = floatTensorInput(importer, node);
@@ -6763,6 +6886,10 @@ llvm::StringMap<Conversion> buildConversions() {
       [](GraphImporter &i, Node *n) { return convertFloatClass(i, n, false); });
   add({"aten::nan_to_num"}, convertNanToNum);
   add({"aten::flip"}, convertFlip);
+  add({"aten::frac"}, convertFrac);
+  add({"aten::signbit"}, convertSignbit);
+  add({"aten::isclose"}, convertIsclose);
+  add({"aten::rot90"}, convertRot90);
   add({"aten::diag"}, convertDiag);
   add({"aten::diagonal"}, convertDiagonal);
   add({"aten::meshgrid"}, convertMeshgrid);
@@ -6980,6 +7107,7 @@ llvm::StringMap<Conversion> buildConversions() {
   addInterpolateConversions(table);
   addLossConversions(table);
   addRecurrentConversions(table);
+  addProductConversions(table);
   return table;
 }
 

@@ -184,6 +184,10 @@ void addLossConversions(llvm::StringMap<Conversion> &table);
 /// nn.RNN unrolled over the sequence) to `table`.
 void addRecurrentConversions(llvm::StringMap<Conversion> &table);
 
+/// Adds the conversions of AtenProductOps.cpp (tensordot, bilinear, kron,
+/// trace) to `table`.
+void addProductConversions(llvm::StringMap<Conversion> &table);
+
 } // namespace mlir::titan::import
 
 #endif // TITAN_LIB_IMPORT_ATENSUPPORT_H

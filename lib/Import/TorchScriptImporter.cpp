@@ -1241,7 +1241,7 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
       if (user != "aten::append" && user != "aten::len" &&
           user != "aten::__getitem__" && user != "prim::ListUnpack" &&
           user != "aten::cat" && user != "aten::stack" && user != "aten::all" &&
-          user != "aten::any")
+          user != "aten::any" && user != "aten::tensordot")
         return makeError(llvm::formatv(
             "a list appended to is also read by '{0}', which titan cannot "
             "follow; build the list with torch.stack / torch.cat of its "

@@ -1,0 +1,226 @@
+//===- AtenProductOps.cpp - tensor products written with titan ops --------===//
+//
+// aten::tensordot (contracted dims moved together, one matmul),
+// aten::bilinear (nn.Bilinear: x2 against every output's matrix, then x1),
+// aten::kron (the operands' dims interleaved by broadcasting) and
+// aten::trace (the diagonal's sum under a mask).
+//
+//===----------------------------------------------------------------------===//
+
+#include "AtenSupport.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::titan;
+using namespace mlir::titan::import;
+
+namespace {
+
+/// `lhs` [M, K] times `rhs` [K, N] (`transposeRhs`: [N, K]).
+Value matmul2d(Emitter &emit, Value lhs, Value rhs, bool transposeRhs) {
+  RankedTensorType l = tensorType(lhs), r = tensorType(rhs);
+  auto type = RankedTensorType::get(
+      {l.getDimSize(0), r.getDimSize(transposeRhs ? 0 : 1)},
+      l.getElementType());
+  return MatmulOp::create(emit.builder, emit.loc, type, lhs, rhs, Value(),
+                          /*transpose_lhs=*/false, transposeRhs);
+}
+
+/// The int list input `index` of `node`, each dim normalized for `rank`.
+llvm::Expected<SmallVector<int64_t>>
+dimsInput(GraphImporter &importer, Node *node, size_t index, int64_t rank) {
+  const ImportedValue &list = importer.input(node, index);
+  SmallVector<int64_t> dims;
+  if (list.kind != ImportedValue::Kind::List)
+    return makeError("expected a list of dims");
+  for (const ImportedValue &item : list.items) {
+    if (item.kind != ImportedValue::Kind::Int)
+      return makeError("expected a list of constant dims");
+    llvm::Expected<int64_t> dim = normalizeDim(item.intValue, rank);
+    if (!dim)
+      return dim.takeError();
+    dims.push_back(*dim);
+  }
+  return dims;
+}
+
+/// aten::tensordot(a, b, dims_a, dims_b): a's free dims then b's, the
+/// paired dims summed: a permuted [free, contracted] and b [contracted,
+/// free], each viewed 2-d, one matmul.
+Outputs convertTensordot(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> a = floatTensorInput(importer, node);
+  llvm::Expected<Value> b = importer.tensorInput(node, 1);
+  if (!a || !b) {
+    llvm::consumeError(a.takeError());
+    llvm::consumeError(b.takeError());
+    return makeError("tensordot needs two float tensors");
+  }
+  RankedTensorType aType = tensorType(*a), bType = tensorType(*b);
+  llvm::Expected<SmallVector<int64_t>> aDims =
+      dimsInput(importer, node, 2, aType.getRank());
+  llvm::Expected<SmallVector<int64_t>> bDims =
+      dimsInput(importer, node, 3, bType.getRank());
+  if (!aDims || !bDims) {
+    llvm::Error error = llvm::joinErrors(aDims.takeError(), bDims.takeError());
+    return std::move(error);
+  }
+  if (aDims->size() != bDims->size())
+    return makeError(llvm::formatv("tensordot contracts {0} dims of the "
+                                   "first tensor with {1} of the second",
+                                   aDims->size(), bDims->size()));
+  int64_t contracted = 1;
+  for (auto [da, db] : llvm::zip(*aDims, *bDims)) {
+    if (aType.getDimSize(da) != bType.getDimSize(db))
+      return makeError(llvm::formatv(
+          "tensordot pairs dim {0} of {1} with dim {2} of {3}: their sizes "
+          "differ",
+          da, aType, db, bType));
+    contracted *= aType.getDimSize(da);
+  }
+  Emitter emit(importer);
+  Value bValue = emit.cast(*b, aType.getElementType());
+  auto freeDims = [](int64_t rank, ArrayRef<int64_t> summed) {
+    SmallVector<int64_t> free;
+    for (int64_t d = 0; d < rank; ++d)
+      if (!llvm::is_contained(summed, d))
+        free.push_back(d);
+    return free;
+  };
+  SmallVector<int64_t> aFree = freeDims(aType.getRank(), *aDims);
+  SmallVector<int64_t> bFree = freeDims(bType.getRank(), *bDims);
+  SmallVector<int64_t> shape;
+  int64_t rows = 1, columns = 1;
+  for (int64_t d : aFree) {
+    shape.push_back(aType.getDimSize(d));
+    rows *= aType.getDimSize(d);
+  }
+  for (int64_t d : bFree) {
+    shape.push_back(bType.getDimSize(d));
+    columns *= bType.getDimSize(d);
+  }
+  SmallVector<int64_t> aOrder(aFree), bOrder(*bDims);
+  aOrder.append(aDims->begin(), aDims->end());
+  bOrder.append(bFree.begin(), bFree.end());
+  Value lhs = emit.reshape(emit.transpose(*a, aOrder), {rows, contracted});
+  Value rhs =
+      emit.reshape(emit.transpose(bValue, bOrder), {contracted, columns});
+  return single(
+      emit.reshape(matmul2d(emit, lhs, rhs, /*transposeRhs=*/false), shape));
+}
+
+/// aten::bilinear(x1 [*, I], x2 [*, J], weight [O, I, J], bias [O]):
+/// y[o] = x1 W[o] x2 + b[o]: x2 against the weight viewed [O I, J], then
+/// the sum over I of x1 times it.
+Outputs convertBilinear(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x1 = floatTensorInput(importer, node);
+  llvm::Expected<Value> x2 = importer.tensorInput(node, 1);
+  llvm::Expected<Value> weight = importer.tensorInput(node, 2);
+  if (!x1 || !x2 || !weight) {
+    llvm::consumeError(x1.takeError());
+    llvm::consumeError(x2.takeError());
+    llvm::consumeError(weight.takeError());
+    return makeError("bilinear needs two inputs and a weight tensor");
+  }
+  RankedTensorType t1 = tensorType(*x1), t2 = tensorType(*x2),
+                   tw = tensorType(*weight);
+  if (tw.getRank() != 3 || t1.getRank() < 1 ||
+      t1.getShape().drop_back() != t2.getShape().drop_back() ||
+      t1.getShape().back() != tw.getDimSize(1) ||
+      t2.getShape().back() != tw.getDimSize(2))
+    return makeError(llvm::formatv(
+        "bilinear of {0} and {1} with weight {2}: expected inputs [*, I] "
+        "and [*, J] and a weight [O, I, J]",
+        t1, t2, tw));
+  int64_t out = tw.getDimSize(0), in1 = tw.getDimSize(1),
+          in2 = tw.getDimSize(2);
+  int64_t rows = t1.getNumElements() / in1;
+  Emitter emit(importer);
+  Type element = t1.getElementType();
+  Value projected =
+      matmul2d(emit, emit.reshape(emit.cast(*x2, element), {rows, in2}),
+               emit.reshape(emit.cast(*weight, element), {out * in1, in2}),
+               /*transposeRhs=*/true);
+  Value products = emit.binary<MulOp>(
+      emit.reshape(projected, {rows, out, in1}),
+      emit.broadcastTo(emit.reshape(*x1, {rows, 1, in1}), {rows, out, in1}));
+  Value result = emit.reduceSum(products, {2}, /*keepdim=*/false);
+  const ImportedValue &bias = importer.input(node, 3);
+  if (bias.isTensor())
+    result = emit.binary<AddOp>(
+        result, emit.broadcastTo(emit.cast(bias.tensor, element), {rows, out}));
+  SmallVector<int64_t> shape(t1.getShape().drop_back());
+  shape.push_back(out);
+  return single(emit.reshape(result, shape));
+}
+
+/// aten::kron(a, b): of equal rank (the lower one padded with leading 1s),
+/// a viewed [a0, 1, a1, 1, ..] times b viewed [1, b0, 1, b1, ..], viewed
+/// [a0 b0, a1 b1, ..].
+Outputs convertKron(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> a = importer.tensorInput(node, 0);
+  llvm::Expected<Value> b = importer.tensorInput(node, 1);
+  if (!a || !b) {
+    llvm::consumeError(a.takeError());
+    llvm::consumeError(b.takeError());
+    return makeError("kron needs two tensors");
+  }
+  Emitter emit(importer);
+  Value lhs = *a, rhs = *b;
+  Type element = promote(tensorType(lhs).getElementType(),
+                         tensorType(rhs).getElementType(), emit.context);
+  lhs = emit.cast(lhs, element);
+  rhs = emit.cast(rhs, element);
+  int64_t rank = std::max(tensorType(lhs).getRank(), tensorType(rhs).getRank());
+  auto padded = [&](Value v) {
+    SmallVector<int64_t> shape(rank - tensorType(v).getRank(), 1);
+    llvm::append_range(shape, tensorType(v).getShape());
+    return shape;
+  };
+  SmallVector<int64_t> aShape = padded(lhs), bShape = padded(rhs);
+  SmallVector<int64_t> aView, bView, interleaved, result;
+  for (int64_t d = 0; d < rank; ++d) {
+    aView.append({aShape[d], 1});
+    bView.append({1, bShape[d]});
+    interleaved.append({aShape[d], bShape[d]});
+    result.push_back(aShape[d] * bShape[d]);
+  }
+  Value product = emit.binary<MulOp>(
+      emit.broadcastTo(emit.reshape(lhs, aView), interleaved),
+      emit.broadcastTo(emit.reshape(rhs, bView), interleaved));
+  return single(emit.reshape(product, result));
+}
+
+/// aten::trace(x [M, N]): the sum of x where the row equals the column.
+Outputs convertTrace(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  RankedTensorType type = tensorType(*x);
+  if (type.getRank() != 2)
+    return makeError(llvm::formatv("trace of {0}: expected a matrix", type));
+  Emitter emit(importer);
+  Value value = *x;
+  if (!isa<FloatType>(type.getElementType()))
+    value = emit.cast(value, exactFloatType(emit, type.getElementType()));
+  RankedTensorType valueType = tensorType(value);
+  auto indices = valueType.clone(emit.builder.getI64Type());
+  Value diagonal =
+      emit.compare("eq", emit.iota(indices, 0), emit.iota(indices, 1));
+  Value sum =
+      emit.sumAll(emit.select(diagonal, value, emit.splat(valueType, 0.0)));
+  // Integer matrices have an int64 trace, as in PyTorch.
+  if (!isa<FloatType>(type.getElementType()))
+    sum = emit.cast(sum, emit.builder.getI64Type());
+  return single(sum);
+}
+
+} // namespace
+
+void mlir::titan::import::addProductConversions(
+    llvm::StringMap<Conversion> &table) {
+  table["aten::tensordot"] = convertTensordot;
+  table["aten::bilinear"] = convertBilinear;
+  table["aten::kron"] = convertKron;
+  table["aten::trace"] = convertTrace;
+}
