@@ -2499,6 +2499,21 @@ Outputs convertLayerNorm(GraphImporter &importer, Node *node) {
       normed, tensorType(importer.input(node, 0).tensor).getShape()));
 }
 
+/// Input `index` of `node`, a per-channel tensor [C] (a norm's weight,
+/// bias or running statistic), broadcast along dim 1 of `type` [N, C, ..]
+/// in its element type; null when the input is None.
+Value perChannelInput(Emitter &emit, Node *node, size_t index,
+                      RankedTensorType type) {
+  const ImportedValue &v = emit.importer.input(node, index);
+  if (!v.isTensor())
+    return {};
+  SmallVector<int64_t> channelShape(type.getRank(), 1);
+  channelShape[1] = type.getDimSize(1);
+  return emit.broadcastTo(
+      emit.reshape(emit.cast(v.tensor, type.getElementType()), channelShape),
+      type.getShape());
+}
+
 /// `x` normalized over `dims` by its own statistics: (x - mean) /
 /// sqrt(var + eps), the variance biased, as batch and instance norm use.
 Value normalizeOver(Emitter &emit, Value x, ArrayRef<int64_t> dims,
@@ -2547,15 +2562,8 @@ Outputs convertBatchOrInstanceNorm(GraphImporter &importer, Node *node,
     return makeError(llvm::formatv("{0} of {1}: the input must be [N, C{2}]",
                                    what, type, instance ? ", *" : ", ..."));
   Emitter emit(importer);
-  SmallVector<int64_t> channelShape(shape.size(), 1);
-  channelShape[1] = shape[1];
-  auto perChannel = [&](size_t index) -> Value {
-    const ImportedValue &v = importer.input(node, index);
-    if (!v.isTensor())
-      return {};
-    return emit.broadcastTo(
-        emit.reshape(emit.cast(v.tensor, type.getElementType()), channelShape),
-        shape);
+  auto perChannel = [&](size_t index) {
+    return perChannelInput(emit, node, index, type);
   };
   Value runningMean = perChannel(3), runningVar = perChannel(4);
   Value result;
@@ -2618,16 +2626,8 @@ Outputs convertGroupNorm(GraphImporter &importer, Node *node) {
       emit.splat(paramType, 1.0), emit.splat(paramType, 0.0),
       emit.builder.getF64FloatAttr(*eps));
   Value result = emit.reshape(normed, shape);
-  // Per channel: [C] along dim 1.
-  SmallVector<int64_t> channelShape(shape.size(), 1);
-  channelShape[1] = shape[1];
-  auto perChannel = [&](size_t index) -> Value {
-    const ImportedValue &v = importer.input(node, index);
-    if (!v.isTensor())
-      return {};
-    return emit.broadcastTo(
-        emit.reshape(emit.cast(v.tensor, type.getElementType()), channelShape),
-        shape);
+  auto perChannel = [&](size_t index) {
+    return perChannelInput(emit, node, index, type);
   };
   if (Value weight = perChannel(2))
     result = emit.binary<MulOp>(result, weight);
