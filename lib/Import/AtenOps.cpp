@@ -7108,6 +7108,7 @@ llvm::StringMap<Conversion> buildConversions() {
   addLossConversions(table);
   addRecurrentConversions(table);
   addProductConversions(table);
+  addSpecialConversions(table);
   return table;
 }
 

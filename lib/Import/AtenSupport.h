@@ -188,6 +188,10 @@ void addRecurrentConversions(llvm::StringMap<Conversion> &table);
 /// trace) to `table`.
 void addProductConversions(llvm::StringMap<Conversion> &table);
 
+/// Adds the conversions of AtenSpecialOps.cpp (erfc, erfinv, lgamma,
+/// digamma, ndtr, ndtri, entr) to `table`.
+void addSpecialConversions(llvm::StringMap<Conversion> &table);
+
 } // namespace mlir::titan::import
 
 #endif // TITAN_LIB_IMPORT_ATENSUPPORT_H

@@ -1,0 +1,268 @@
+//===- AtenSpecialOps.cpp - special functions written with titan ops ------===//
+//
+// aten::erfc, erfinv, lgamma, digamma and torch.special's ndtr, ndtri and
+// entr, as titan's elementwise ops, computed in float64 and returned in the
+// input's float type (integers give float32, as torch promotes them):
+//   erfc:    t exp(-x^2 - 1.26551223 + t P(t)), t = 1 / (1 + |x| / 2), a
+//            Chebyshev fit of fractional error below 1.2e-7 for every x,
+//            and 2 minus it for x < 0;
+//   erfinv:  Giles' approximation in w = -log((1 - x)(1 + x)), a
+//            polynomial in w - 2.5 below w = 5 and in sqrt(w) - 3 above
+//            (+-inf at +-1);
+//   lgamma:  Lanczos' series (g = 7, 9 terms) for x >= 1/2, and the
+//            reflection log(pi / |sin(pi x)|) - lgamma(1 - x) below;
+//            inf at 0 and the negative integers;
+//   digamma: the asymptotic series at x + 6 less 1/x + .. + 1/(x + 5), and
+//            the reflection digamma(1 - x) - pi / tan(pi x) below 1/2;
+//            -inf at 0 and NaN at the negative integers, as torch's.
+// Every branch reads a safe operand where it is not taken, so that its
+// gradient stays finite. The gradients are those of the approximations.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AtenSupport.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::titan;
+using namespace mlir::titan::import;
+
+namespace {
+
+/// The special functions of this file.
+enum class Special { Erfc, Erfinv, Lgamma, Digamma, Ndtr, Ndtri, Entr };
+
+constexpr double kPi = 3.14159265358979323846;
+
+/// sum_i coefficients[i] t^i by Horner's rule.
+Value polynomial(Emitter &emit, Value t, ArrayRef<double> coefficients) {
+  Value result = emit.splatLike(t, coefficients.back());
+  for (double c : llvm::reverse(coefficients.drop_back()))
+    result =
+        emit.binary<AddOp>(emit.binary<MulOp>(result, t), emit.splatLike(t, c));
+  return result;
+}
+
+/// Where x is 0 or a negative integer: the poles of lgamma and digamma.
+Value atPole(Emitter &emit, Value x) {
+  Type element = tensorType(x).getElementType();
+  Value one = emit.splatLike(x, 1.0);
+  Value whole = emit.compare("eq", x,
+                             RoundedDivOp::create(emit.builder, emit.loc,
+                                                  tensorType(x), x, one,
+                                                  /*truncate=*/false));
+  Value both = emit.binary<MulOp>(
+      emit.cast(whole, element),
+      emit.cast(emit.compare("le", x, emit.splatLike(x, 0.0)), element));
+  return emit.compare("eq", both, one);
+}
+
+Value erfc(Emitter &emit, Value x) {
+  Value z = absolute(emit, x);
+  Value one = emit.splatLike(x, 1.0);
+  Value t =
+      emit.binary<DivOp>(one, emit.binary<AddOp>(one, emit.scale(z, 0.5)));
+  Value series = polynomial(emit, t,
+                            {-1.26551223, 1.00002368, 0.37409196, 0.09678418,
+                             -0.18628806, 0.27886807, -1.13520398, 1.48851587,
+                             -0.82215223, 0.17087277});
+  Value tail = emit.binary<MulOp>(t, emit.unary<ExpOp>(emit.binary<SubOp>(
+                                         series, emit.binary<MulOp>(z, z))));
+  return emit.select(emit.compare("lt", x, emit.splatLike(x, 0.0)),
+                     emit.binary<SubOp>(emit.splatLike(x, 2.0), tail), tail);
+}
+
+Value erfinv(Emitter &emit, Value x) {
+  Value one = emit.splatLike(x, 1.0);
+  Value w = emit.unary<NegOp>(emit.unary<LogOp>(emit.binary<MulOp>(
+      emit.binary<SubOp>(one, x), emit.binary<AddOp>(one, x))));
+  Value five = emit.splatLike(x, 5.0);
+  Value central = emit.compare("lt", w, five);
+  Value near =
+      emit.binary<SubOp>(emit.select(central, w, five), emit.splatLike(x, 2.5));
+  Value nearP = polynomial(emit, near,
+                           {1.50140941, 0.246640727, -0.00417768164,
+                            -0.00125372503, 0.00021858087, -4.39150654e-06,
+                            -3.5233877e-06, 3.43273939e-07, 2.81022636e-08});
+  Value far =
+      emit.binary<SubOp>(emit.unary<SqrtOp>(emit.select(central, five, w)),
+                         emit.splatLike(x, 3.0));
+  Value farP = polynomial(emit, far,
+                          {2.83297682, 1.00167406, 0.00943887047, -0.0076224613,
+                           0.00573950773, -0.00367342844, 0.00134934322,
+                           0.000100950558, -0.000200214257});
+  // +-1 give +-inf (the polynomial in sqrt(w) would give -inf for both).
+  Value result = emit.binary<MulOp>(emit.select(central, nearP, farP), x);
+  return emit.select(
+      emit.compare("eq", absolute(emit, x), one),
+      emit.binary<MulOp>(
+          x, emit.splatLike(x, std::numeric_limits<double>::infinity())),
+      result);
+}
+
+/// lgamma(y) for y >= 1/2 by Lanczos' series.
+Value lanczosLgamma(Emitter &emit, Value y) {
+  static constexpr double coefficients[] = {
+      676.5203681218851,     -1259.1392167224028,  771.32342877765313,
+      -176.61502916214059,   12.507343278686905,   -0.13857109526572012,
+      9.9843695780195716e-6, 1.5056327351493116e-7};
+  Value z = emit.binary<SubOp>(y, emit.splatLike(y, 1.0));
+  Value sum = emit.splatLike(y, 0.99999999999980993);
+  for (auto [i, c] : llvm::enumerate(coefficients))
+    sum = emit.binary<AddOp>(
+        sum, emit.binary<DivOp>(
+                 emit.splatLike(y, c),
+                 emit.binary<AddOp>(z, emit.splatLike(y, double(i + 1)))));
+  Value t = emit.binary<AddOp>(z, emit.splatLike(y, 7.5));
+  Value half = emit.binary<AddOp>(z, emit.splatLike(y, 0.5));
+  return emit.binary<AddOp>(
+      emit.binary<SubOp>(
+          emit.binary<AddOp>(emit.splatLike(y, 0.5 * std::log(2 * kPi)),
+                             emit.binary<MulOp>(half, emit.unary<LogOp>(t))),
+          t),
+      emit.unary<LogOp>(sum));
+}
+
+Value lgamma(Emitter &emit, Value x) {
+  Value half = emit.splatLike(x, 0.5);
+  Value reflected = emit.compare("lt", x, half);
+  Value one = emit.splatLike(x, 1.0);
+  Value y = emit.select(reflected, emit.binary<SubOp>(one, x), x);
+  Value direct = lanczosLgamma(emit, y);
+  // log(pi / |sin(pi x)|), read at x = 1/2 where it is not taken.
+  Value sine = absolute(emit, emit.unary<SinOp>(emit.scale(
+                                  emit.select(reflected, x, half), kPi)));
+  Value reflection =
+      emit.binary<SubOp>(emit.binary<SubOp>(emit.splatLike(x, std::log(kPi)),
+                                            emit.unary<LogOp>(sine)),
+                         direct);
+  return emit.select(atPole(emit, x),
+                     emit.splatLike(x, std::numeric_limits<double>::infinity()),
+                     emit.select(reflected, reflection, direct));
+}
+
+Value digamma(Emitter &emit, Value x) {
+  Value half = emit.splatLike(x, 0.5);
+  Value one = emit.splatLike(x, 1.0);
+  Value reflected = emit.compare("lt", x, half);
+  Value y = emit.select(reflected, emit.binary<SubOp>(one, x), x);
+  // digamma(y) = digamma(y + 6) - sum_{k < 6} 1 / (y + k), the first by
+  // its asymptotic series in 1 / w^2.
+  Value shifts = emit.splatLike(x, 0.0);
+  for (int k = 0; k < 6; ++k)
+    shifts = emit.binary<AddOp>(
+        shifts, emit.binary<DivOp>(
+                    one, emit.binary<AddOp>(y, emit.splatLike(x, double(k)))));
+  Value w = emit.binary<AddOp>(y, emit.splatLike(x, 6.0));
+  Value inverse = emit.binary<DivOp>(one, w);
+  Value inverseSquare = emit.binary<MulOp>(inverse, inverse);
+  Value series = emit.binary<MulOp>(
+      inverseSquare,
+      polynomial(emit, inverseSquare,
+                 {-1.0 / 12, 1.0 / 120, -1.0 / 252, 1.0 / 240, -1.0 / 132}));
+  Value direct = emit.binary<SubOp>(
+      emit.binary<AddOp>(
+          emit.binary<SubOp>(emit.unary<LogOp>(w), emit.scale(inverse, 0.5)),
+          series),
+      shifts);
+  // digamma(1 - x) - pi / tan(pi x), read at x = 1/4 where not taken.
+  Value angle =
+      emit.scale(emit.select(reflected, x, emit.splatLike(x, 0.25)), kPi);
+  Value cotangent =
+      emit.binary<DivOp>(emit.unary<CosOp>(angle), emit.unary<SinOp>(angle));
+  Value result = emit.select(
+      reflected, emit.binary<SubOp>(direct, emit.scale(cotangent, kPi)),
+      direct);
+  // -inf at 0, NaN at the negative integers.
+  Value zero = emit.splatLike(x, 0.0);
+  return emit.select(
+      atPole(emit, x),
+      emit.select(emit.compare("eq", x, zero),
+                  emit.splatLike(x, -std::numeric_limits<double>::infinity()),
+                  emit.splatLike(x, std::numeric_limits<double>::quiet_NaN())),
+      result);
+}
+
+/// -x log x; 0 at 0, -inf below.
+Value entr(Emitter &emit, Value x) {
+  Value zero = emit.splatLike(x, 0.0);
+  Value positive = emit.compare("gt", x, zero);
+  Value safe = emit.select(positive, x, emit.splatLike(x, 1.0));
+  Value value =
+      emit.unary<NegOp>(emit.binary<MulOp>(safe, emit.unary<LogOp>(safe)));
+  return emit.select(
+      positive, value,
+      emit.select(emit.compare("eq", x, zero), zero,
+                  emit.splatLike(x, -std::numeric_limits<double>::infinity())));
+}
+
+/// aten::erfc, erfinv, lgamma, digamma, special_ndtr (erfc(-x / sqrt 2) /
+/// 2), special_ndtri (sqrt 2 erfinv(2p - 1)) and special_entr.
+Outputs convertSpecial(GraphImporter &importer, Node *node, Special kind) {
+  llvm::Expected<Value> input = promotedFloatInput(importer, node);
+  if (!input)
+    return input.takeError();
+  Emitter emit(importer);
+  Type element = tensorType(*input).getElementType();
+  Value x = emit.cast(*input, emit.f64());
+  Value result;
+  switch (kind) {
+  case Special::Erfc:
+    result = erfc(emit, x);
+    break;
+  case Special::Erfinv:
+    result = erfinv(emit, x);
+    break;
+  case Special::Lgamma:
+    result = lgamma(emit, x);
+    break;
+  case Special::Digamma:
+    result = digamma(emit, x);
+    break;
+  case Special::Ndtr:
+    result = emit.scale(erfc(emit, emit.scale(x, -1.0 / std::sqrt(2.0))), 0.5);
+    break;
+  case Special::Ndtri:
+    result =
+        emit.scale(erfinv(emit, emit.binary<SubOp>(emit.scale(x, 2.0),
+                                                   emit.splatLike(x, 1.0))),
+                   std::sqrt(2.0));
+    break;
+  case Special::Entr:
+    result = entr(emit, x);
+    break;
+  }
+  return single(emit.cast(result, element));
+}
+
+} // namespace
+
+void mlir::titan::import::addSpecialConversions(
+    llvm::StringMap<Conversion> &table) {
+  for (auto [names, kind] :
+       {std::make_pair(
+            std::vector<std::string>{"aten::erfc", "aten::special_erfc"},
+            Special::Erfc),
+        std::make_pair(
+            std::vector<std::string>{"aten::erfinv", "aten::special_erfinv"},
+            Special::Erfinv),
+        std::make_pair(
+            std::vector<std::string>{"aten::lgamma", "aten::special_gammaln"},
+            Special::Lgamma),
+        std::make_pair(std::vector<std::string>{"aten::digamma",
+                                                "aten::special_digamma",
+                                                "aten::special_psi"},
+                       Special::Digamma),
+        std::make_pair(std::vector<std::string>{"aten::special_ndtr"},
+                       Special::Ndtr),
+        std::make_pair(std::vector<std::string>{"aten::special_ndtri"},
+                       Special::Ndtri),
+        std::make_pair(std::vector<std::string>{"aten::special_entr"},
+                       Special::Entr)})
+    for (const std::string &name : names)
+      table[name] = [kind = kind](GraphImporter &importer, Node *node) {
+        return convertSpecial(importer, node, kind);
+      };
+}
