@@ -2227,7 +2227,7 @@ Outputs convertWeightNorm(GraphImporter &importer, Node *node) {
 
 /// A vector norm over dims (`x.norm(p, dim)`, `torch.linalg.vector_norm`,
 /// F.normalize's p; aten::frobenius_norm, norm and linalg_vector_norm): p
-/// 2 (or None, 'fro') euclideanNorm; 1 sum |x|; inf and -inf the largest
+/// 2 (or None) euclideanNorm; 1 sum |x|; inf and -inf the largest
 /// and smallest |x|; 0 the count of nonzeros; any other p (sum |x|^p)^(1/p),
 /// whose root reads 1 where the sum is 0 (a zero vector's norm is 0 with
 /// gradient 0, as torch's).
@@ -2237,11 +2237,8 @@ Outputs convertVectorNorm(GraphImporter &importer, Node *node) {
     const ImportedValue *given = importer.namedInput(node, name);
     if (!given || given->isNone())
       continue;
-    if (given->kind == ImportedValue::Kind::String && given->text == "fro")
-      continue;
     if (!given->isNumber())
-      return makeError("the norm's order must be a number (or 'fro'); the "
-                       "nuclear norm is not supported");
+      return makeError("the norm's order must be a number");
     order = given->asDouble();
   }
   Emitter emit(importer);
@@ -5508,16 +5505,13 @@ Outputs convertIsclose(GraphImporter &importer, Node *node) {
   Value tolerance = emit.binary<AddOp>(emit.splatLike(b, atol),
                                        emit.scale(absolute(emit, b), rtol));
   Value infinity = emit.splatLike(a, std::numeric_limits<double>::infinity());
-  Value finite = emit.binary<MulOp>(
-      emit.cast(emit.compare("lt", absolute(emit, a), infinity),
-                tensorType(a).getElementType()),
-      emit.cast(emit.compare("lt", absolute(emit, b), infinity),
-                tensorType(a).getElementType()));
-  Value close = emit.select(
-      emit.compare("eq", finite, emit.splatLike(finite, 1.0)),
-      emit.compare("le", difference, tolerance), emit.compare("eq", a, b));
-  close =
-      emit.select(emit.compare("eq", a, b), emit.compare("eq", a, b), close);
+  Value finiteA = emit.compare("lt", absolute(emit, a), infinity);
+  Value finite = emit.select(
+      finiteA, emit.compare("lt", absolute(emit, b), infinity), finiteA);
+  // Equal finite values are within any tolerance; infinities are close
+  // only to themselves.
+  Value close = emit.select(finite, emit.compare("le", difference, tolerance),
+                            emit.compare("eq", a, b));
   if (nanEqual && !nanEqual->isNone() && nanEqual->intValue)
     close =
         emit.select(emit.compare("ne", a, a), emit.compare("ne", b, b), close);

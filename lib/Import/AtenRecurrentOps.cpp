@@ -115,7 +115,6 @@ DirectionResult runDirection(Emitter &emit, const RecurrentConfig &config,
       // (1 - z) n + z h = n + z (h - n).
       out = emit.binary<AddOp>(n,
                                emit.binary<MulOp>(z, emit.binary<SubOp>(h, n)));
-      h = out;
     } else {
       Value addend = projected;
       if (weights.hiddenBias)
@@ -138,8 +137,8 @@ DirectionResult runDirection(Emitter &emit, const RecurrentConfig &config,
       } else {
         out = emit.binary<MaxOp>(gates, emit.splatLike(gates, 0.0));
       }
-      h = out;
     }
+    h = out;
     result.outputs[t] = out;
   }
   result.h = h;

@@ -47,16 +47,12 @@ Value polynomial(Emitter &emit, Value t, ArrayRef<double> coefficients) {
 
 /// Where x is 0 or a negative integer: the poles of lgamma and digamma.
 Value atPole(Emitter &emit, Value x) {
-  Type element = tensorType(x).getElementType();
-  Value one = emit.splatLike(x, 1.0);
-  Value whole = emit.compare("eq", x,
-                             RoundedDivOp::create(emit.builder, emit.loc,
-                                                  tensorType(x), x, one,
-                                                  /*truncate=*/false));
-  Value both = emit.binary<MulOp>(
-      emit.cast(whole, element),
-      emit.cast(emit.compare("le", x, emit.splatLike(x, 0.0)), element));
-  return emit.compare("eq", both, one);
+  Value whole = emit.compare(
+      "eq", x,
+      RoundedDivOp::create(emit.builder, emit.loc, tensorType(x), x,
+                           emit.splatLike(x, 1.0), /*truncate=*/false));
+  return emit.select(whole, emit.compare("le", x, emit.splatLike(x, 0.0)),
+                     whole);
 }
 
 Value erfc(Emitter &emit, Value x) {

@@ -286,8 +286,6 @@ private:
   int noGradDepth = 0;
   /// The tensors with a valid prefix (lengths that depend on the data).
   DenseMap<Value, ValidPrefix> validPrefixes;
-  /// Whether the model's dropout, traced in eval mode, was warned about.
-  bool warnedEvalDropout = false;
   /// The topics warnOnce warned about.
   llvm::StringSet<> warnedTopics;
   /// The random streams (titan.random_uniform) taken so far: each dropout

@@ -371,19 +371,18 @@ GraphImporter::importDropout(torch::jit::Node *node) {
   }
   // A model exported in eval mode would train with dropout in PyTorch: say
   // once that titan does not.
-  if (*p != 0.0 && !warnedEvalDropout) {
-    warnedEvalDropout = true;
+  if (*p != 0.0 && !warnedTopics.contains("eval dropout")) {
     torch::jit::SourceRange range = node->sourceRange();
     if (auto original = range.findSourceRangeThatGenerated())
       range = *original;
     std::optional<std::string> frame = modelFrameOf(range);
     std::string where = frame ? *frame : sourceOf(node);
-    emitWarning(loc) << "the model's dropout (p = "
-                     << llvm::formatv("{0}", *p).str()
-                     << (where.empty() ? "" : ", at " + where)
-                     << ") was exported in eval mode: titan trains without "
-                        "dropout (set p = 0 to say so, or export with "
-                        "model.train() to train with it)";
+    warnOnce("eval dropout",
+             "the model's dropout (p = " + llvm::formatv("{0}", *p).str() +
+                 (where.empty() ? "" : ", at " + where) +
+                 ") was exported in eval mode: titan trains without "
+                 "dropout (set p = 0 to say so, or export with "
+                 "model.train() to train with it)");
   }
   return std::vector<ImportedValue>{value};
 }
