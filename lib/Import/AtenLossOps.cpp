@@ -13,6 +13,7 @@
 #include "AtenSupport.h"
 
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::titan;
@@ -64,6 +65,24 @@ struct NegativeLogLikelihood {
   Value losses, weights;
 };
 
+/// Class-index `labels` [..] spread over the rows `rowsType` [.., C]:
+/// each label repeated along its row.
+Value labelRows(Emitter &emit, Value labels, RankedTensorType rowsType) {
+  SmallVector<int64_t> labelsAsRows(tensorType(labels).getShape());
+  labelsAsRows.push_back(1);
+  return emit.broadcastTo(emit.reshape(labels, labelsAsRows),
+                          rowsType.getShape());
+}
+
+/// Where each row of `rowsType` [.., C] has its class `rowLabels` (a
+/// labelRows): an i1 one-hot.
+Value labelOneHot(Emitter &emit, Value rowLabels, RankedTensorType rowsType) {
+  return emit.compare("eq",
+                      emit.iota(rowsType.clone(emit.builder.getI64Type()),
+                                rowsType.getRank() - 1),
+                      emit.cast(rowLabels, emit.builder.getI64Type()));
+}
+
 NegativeLogLikelihood negativeLogLikelihood(Emitter &emit,
                                             Value logProbabilities,
                                             Value labels, Value classWeights,
@@ -71,17 +90,10 @@ NegativeLogLikelihood negativeLogLikelihood(Emitter &emit,
   RankedTensorType rowsType = tensorType(logProbabilities);
   Type lossType = rowsType.getElementType();
   int64_t classDim = rowsType.getRank() - 1;
-  SmallVector<int64_t> labelsAsRows(tensorType(labels).getShape());
-  labelsAsRows.push_back(1);
-  Value rowLabels =
-      emit.broadcastTo(emit.reshape(labels, labelsAsRows), rowsType.getShape());
+  Value rowLabels = labelRows(emit, labels, rowsType);
   // Each label's one-hot row, zero for an ignored label (also one naming a
   // class, as a padding id does), times the class weights.
-  Value oneHot = emit.cast(
-      emit.compare(
-          "eq", emit.iota(rowsType.clone(emit.builder.getI64Type()), classDim),
-          rowLabels),
-      lossType);
+  Value oneHot = emit.cast(labelOneHot(emit, rowLabels, rowsType), lossType);
   Value counted = emit.cast(
       emit.compare("ne", rowLabels,
                    emit.splatLike(rowLabels, static_cast<double>(ignoreIndex))),
@@ -446,6 +458,371 @@ Outputs convertKlDiv(GraphImporter &importer, Node *node) {
   return single(reduceLosses(emit, losses, *mode));
 }
 
+/// Inputs `first`.. (`count` of them) of loss `what` as float tensors of
+/// one shape, and its reduction code.
+struct LossOperands {
+  SmallVector<Value> values;
+  int64_t mode;
+};
+
+llvm::Expected<LossOperands> lossOperands(GraphImporter &importer, Node *node,
+                                          StringRef what, size_t count) {
+  llvm::Expected<SmallVector<Value>> operands =
+      unifiedFloatOperands(importer, node, 0, count);
+  if (!operands)
+    return makeError(llvm::formatv("{0} needs {1} tensors: {2}", what, count,
+                                   llvm::toString(operands.takeError())));
+  llvm::Expected<int64_t> mode = reductionMode(importer, node, what);
+  if (!mode)
+    return mode.takeError();
+  return LossOperands{*operands, *mode};
+}
+
+/// max(x, 0).
+Value positivePart(Emitter &emit, Value x) {
+  return emit.binary<MaxOp>(x, emit.splatLike(x, 0.0));
+}
+
+/// aten::margin_ranking_loss(x1, x2, y, margin, reduction): max(0, -y (x1
+/// - x2) + margin).
+Outputs convertMarginRankingLoss(GraphImporter &importer, Node *node) {
+  llvm::Expected<LossOperands> operands =
+      lossOperands(importer, node, "margin_ranking_loss", 3);
+  if (!operands)
+    return operands.takeError();
+  Emitter emit(importer);
+  Value x1 = operands->values[0], x2 = operands->values[1],
+        y = operands->values[2];
+  Value losses = emit.binary<AddOp>(
+      emit.unary<NegOp>(emit.binary<MulOp>(y, emit.binary<SubOp>(x1, x2))),
+      emit.splatLike(x1, numberOr(importer, node, "margin", 0.0)));
+  return single(reduceLosses(emit, positivePart(emit, losses), operands->mode));
+}
+
+/// aten::hinge_embedding_loss(x, y, margin, reduction): max(0, margin - x)
+/// where y is not 1, plus x where y is not -1 (PyTorch's sum of the two
+/// masked terms).
+Outputs convertHingeEmbeddingLoss(GraphImporter &importer, Node *node) {
+  llvm::Expected<LossOperands> operands =
+      lossOperands(importer, node, "hinge_embedding_loss", 2);
+  if (!operands)
+    return operands.takeError();
+  Emitter emit(importer);
+  Value x = operands->values[0], y = operands->values[1];
+  Value zero = emit.splatLike(x, 0.0);
+  Value margin = emit.splatLike(x, numberOr(importer, node, "margin", 1.0));
+  Value losses = emit.binary<AddOp>(
+      emit.select(emit.compare("ne", y, emit.splatLike(y, 1.0)),
+                  positivePart(emit, emit.binary<SubOp>(margin, x)), zero),
+      emit.select(emit.compare("ne", y, emit.splatLike(y, -1.0)), x, zero));
+  return single(reduceLosses(emit, losses, operands->mode));
+}
+
+/// aten::soft_margin_loss(x, y, reduction): log(1 + exp(-y x)), as
+/// -log(sigmoid(y x)) (finite where PyTorch's overflows).
+Outputs convertSoftMarginLoss(GraphImporter &importer, Node *node) {
+  llvm::Expected<LossOperands> operands =
+      lossOperands(importer, node, "soft_margin_loss", 2);
+  if (!operands)
+    return operands.takeError();
+  Emitter emit(importer);
+  Value losses = emit.unary<NegOp>(logSigmoid(
+      emit, emit.binary<MulOp>(operands->values[0], operands->values[1])));
+  return single(reduceLosses(emit, losses, operands->mode));
+}
+
+/// aten::cosine_embedding_loss(x1, x2, y, margin, reduction): with cos the
+/// cosine of x1 and x2 along their last dim (PyTorch's, each squared
+/// magnitude plus 1e-12), 1 - cos where y is 1 and max(0, cos - margin)
+/// where y is -1. x1 and x2 are [N, D] with y [N], or [D] with a 0-d y.
+Outputs convertCosineEmbeddingLoss(GraphImporter &importer, Node *node) {
+  StringRef what = "cosine_embedding_loss";
+  llvm::Expected<Value> x1 = promotedFloatInput(importer, node, 0);
+  llvm::Expected<Value> x2 = promotedFloatInput(importer, node, 1);
+  llvm::Expected<Value> y = promotedFloatInput(importer, node, 2);
+  if (!x1 || !x2 || !y) {
+    llvm::consumeError(x1.takeError());
+    llvm::consumeError(x2.takeError());
+    llvm::consumeError(y.takeError());
+    return makeError(what + " needs three tensors");
+  }
+  int64_t targetRank = tensorType(*y).getRank();
+  if (targetRank > 1 ||
+      tensorType(*x1).getShape() != tensorType(*x2).getShape() ||
+      tensorType(*x1).getRank() != targetRank + 1)
+    return makeError(llvm::formatv(
+        "{0} of {1}, {2} and target {3}: expected inputs [N, D] with a target "
+        "[N], or [D] with a 0-d target",
+        what, tensorType(*x1), tensorType(*x2), tensorType(*y)));
+  llvm::Expected<int64_t> mode = reductionMode(importer, node, what);
+  if (!mode)
+    return mode.takeError();
+  Emitter emit(importer);
+  Value a = *x1, b = emit.cast(*x2, tensorType(a).getElementType());
+  auto sumOfProducts = [&](Value u, Value v) {
+    return emit.reduceSum(emit.binary<MulOp>(u, v), {targetRank}, false);
+  };
+  auto squaredMagnitude = [&](Value u) {
+    Value sum = sumOfProducts(u, u);
+    return emit.binary<AddOp>(sum, emit.splatLike(sum, 1e-12));
+  };
+  Value cosine = emit.binary<DivOp>(
+      sumOfProducts(a, b), emit.unary<SqrtOp>(emit.binary<MulOp>(
+                               squaredMagnitude(a), squaredMagnitude(b))));
+  Value target = emit.cast(*y, tensorType(cosine).getElementType());
+  Value zero = emit.splatLike(cosine, 0.0);
+  Value losses = emit.binary<AddOp>(
+      emit.select(emit.compare("eq", target, emit.splatLike(target, 1.0)),
+                  emit.binary<SubOp>(emit.splatLike(cosine, 1.0), cosine),
+                  zero),
+      emit.select(
+          emit.compare("eq", target, emit.splatLike(target, -1.0)),
+          positivePart(emit, emit.binary<SubOp>(
+                                 cosine, emit.splatLike(
+                                             cosine, numberOr(importer, node,
+                                                              "margin", 0.0)))),
+          zero));
+  return single(reduceLosses(emit, losses, *mode));
+}
+
+/// aten::triplet_margin_loss(anchor, positive, negative, margin, p, eps,
+/// swap, reduction): max(0, margin + d(a, p) - d(a, n)), d the
+/// pairwise_distance; with swap, d(a, n) is at most d(p, n).
+Outputs convertTripletMarginLoss(GraphImporter &importer, Node *node) {
+  llvm::Expected<LossOperands> operands =
+      lossOperands(importer, node, "triplet_margin_loss", 3);
+  if (!operands)
+    return operands.takeError();
+  double p = numberOr(importer, node, "p", 2.0);
+  double eps = numberOr(importer, node, "eps", 1e-6);
+  const ImportedValue *swap = importer.namedInput(node, "swap");
+  Emitter emit(importer);
+  Value anchor = operands->values[0], positive = operands->values[1],
+        negative = operands->values[2];
+  llvm::Expected<Value> toPositive =
+      pairwiseDistance(emit, anchor, positive, p, eps, /*keepdim=*/false);
+  llvm::Expected<Value> toNegative =
+      pairwiseDistance(emit, anchor, negative, p, eps, /*keepdim=*/false);
+  if (!toPositive || !toNegative) {
+    llvm::consumeError(toNegative.takeError());
+    return makeError("triplet_margin_loss: " +
+                     llvm::toString(toPositive.takeError()));
+  }
+  Value away = *toNegative;
+  if (swap && !swap->isNone() && swap->intValue) {
+    llvm::Expected<Value> swapped =
+        pairwiseDistance(emit, positive, negative, p, eps, /*keepdim=*/false);
+    if (!swapped)
+      return swapped.takeError();
+    away = emit.min(away, *swapped);
+  }
+  Value losses = emit.binary<SubOp>(
+      emit.binary<AddOp>(
+          *toPositive,
+          emit.splatLike(away, numberOr(importer, node, "margin", 1.0))),
+      away);
+  return single(reduceLosses(emit, positivePart(emit, losses), operands->mode));
+}
+
+/// aten::poisson_nll_loss(x, y, log_input, full, eps, reduction): exp(x) -
+/// y x (log_input), else x - y log(x + eps); `full` adds Stirling's y log y
+/// - y + log(2 pi y) / 2 where y > 1.
+Outputs convertPoissonNllLoss(GraphImporter &importer, Node *node) {
+  llvm::Expected<LossOperands> operands =
+      lossOperands(importer, node, "poisson_nll_loss", 2);
+  if (!operands)
+    return operands.takeError();
+  auto flag = [&](StringRef name, bool fallback) {
+    const ImportedValue *given = importer.namedInput(node, name);
+    return given && !given->isNone() ? given->intValue != 0 : fallback;
+  };
+  Emitter emit(importer);
+  Value x = operands->values[0], y = operands->values[1];
+  Value losses;
+  if (flag("log_input", true)) {
+    losses = emit.binary<SubOp>(emit.unary<ExpOp>(x), emit.binary<MulOp>(y, x));
+  } else {
+    Value shifted = emit.binary<AddOp>(
+        x, emit.splatLike(x, numberOr(importer, node, "eps", 1e-8)));
+    losses = emit.binary<SubOp>(
+        x, emit.binary<MulOp>(y, emit.unary<LogOp>(shifted)));
+  }
+  if (flag("full", false)) {
+    Value one = emit.splatLike(y, 1.0);
+    Value counted = emit.compare("gt", y, one);
+    Value safe = emit.select(counted, y, one);
+    Value stirling = emit.binary<AddOp>(
+        emit.binary<SubOp>(emit.binary<MulOp>(safe, emit.unary<LogOp>(safe)),
+                           safe),
+        emit.scale(emit.unary<LogOp>(emit.scale(safe, 2 * llvm::numbers::pi)),
+                   0.5));
+    losses = emit.binary<AddOp>(
+        losses, emit.select(counted, stirling, emit.splatLike(y, 0.0)));
+  }
+  return single(reduceLosses(emit, losses, operands->mode));
+}
+
+/// The scores [N, C] (or [C], as [1, C]) and class-index labels [N] (or 0-d)
+/// of a multi-class margin loss `what`.
+struct MarginScores {
+  Value scores, labels;
+  bool unbatched;
+};
+
+llvm::Expected<MarginScores> marginScores(GraphImporter &importer, Node *node,
+                                          StringRef what) {
+  llvm::Expected<Value> scores = promotedFloatInput(importer, node, 0);
+  llvm::Expected<Value> labels = importer.tensorInput(node, 1);
+  if (!scores || !labels) {
+    llvm::consumeError(scores.takeError());
+    llvm::consumeError(labels.takeError());
+    return makeError(what + " needs scores and a target tensor");
+  }
+  RankedTensorType type = tensorType(*scores);
+  Type labelType = tensorType(*labels).getElementType();
+  if (!isa<IntegerType>(labelType) || labelType.isInteger(1))
+    return makeError(llvm::formatv("{0}'s target must hold class indices (an "
+                                   "integer tensor), not {1}",
+                                   what, tensorType(*labels)));
+  bool unbatched = type.getRank() == 1;
+  if (type.getRank() != 1 && type.getRank() != 2)
+    return makeError(llvm::formatv(
+        "{0} of {1}: the scores must be [N, C] or [C]", what, type));
+  Emitter emit(importer);
+  Value rows =
+      unbatched ? emit.reshape(*scores, {1, type.getDimSize(0)}) : *scores;
+  return MarginScores{rows, *labels, unbatched};
+}
+
+/// aten::multi_margin_loss(x, y, p, margin, weight, reduction): per row,
+/// the sum over the classes j other than y of max(0, margin - x[y] +
+/// x[j])^p (p 1 or 2), times weight[y], over the class count.
+Outputs convertMultiMarginLoss(GraphImporter &importer, Node *node) {
+  StringRef what = "multi_margin_loss";
+  llvm::Expected<MarginScores> inputs = marginScores(importer, node, what);
+  if (!inputs)
+    return inputs.takeError();
+  double p = numberOr(importer, node, "p", 1.0);
+  if (p != 1 && p != 2)
+    return makeError(llvm::formatv(
+        "{0}'s p must be 1 or 2, as PyTorch's, not {1}", what, p));
+  llvm::Expected<Value> weight = optionalTensor(importer, node, "weight", what);
+  llvm::Expected<int64_t> mode = reductionMode(importer, node, what);
+  if (!weight || !mode) {
+    llvm::Error error = llvm::joinErrors(weight.takeError(), mode.takeError());
+    return std::move(error);
+  }
+  Emitter emit(importer);
+  Value x = inputs->scores;
+  RankedTensorType type = tensorType(x);
+  int64_t rows = type.getDimSize(0), classes = type.getDimSize(1);
+  Value labels = emit.reshape(inputs->labels, {rows});
+  Value hot = labelOneHot(emit, labelRows(emit, labels, type), type);
+  Value zero = emit.splatLike(x, 0.0);
+  // x[y] along each row.
+  Value labelled = emit.broadcastTo(
+      emit.reduceSum(emit.select(hot, x, zero), {1}, /*keepdim=*/true),
+      type.getShape());
+  Value hinge = positivePart(
+      emit, emit.binary<AddOp>(
+                emit.binary<SubOp>(
+                    emit.splatLike(x, numberOr(importer, node, "margin", 1.0)),
+                    labelled),
+                x));
+  if (p == 2)
+    hinge = emit.binary<MulOp>(hinge, hinge);
+  hinge = emit.select(hot, zero, hinge);
+  if (*weight) {
+    Value classWeights = emit.broadcastTo(
+        emit.reshape(emit.cast(*weight, type.getElementType()), {1, classes}),
+        type.getShape());
+    Value labelWeight = emit.broadcastTo(
+        emit.reduceSum(emit.select(hot, classWeights, zero), {1}, true),
+        type.getShape());
+    hinge = emit.binary<MulOp>(hinge, labelWeight);
+  }
+  Value losses = emit.scale(emit.reduceSum(hinge, {1}, false),
+                            1.0 / static_cast<double>(classes));
+  if (inputs->unbatched)
+    losses = emit.reshape(losses, {});
+  return single(reduceLosses(emit, losses, *mode));
+}
+
+/// aten::multilabel_margin_loss(x, y, reduction): y [N, C] lists each row's
+/// classes up to its first -1; per row, the sum over its classes j and the
+/// other classes k of max(0, 1 - (x[j] - x[k])), over the class count.
+Outputs convertMultilabelMarginLoss(GraphImporter &importer, Node *node) {
+  StringRef what = "multilabel_margin_loss";
+  llvm::Expected<MarginScores> inputs = marginScores(importer, node, what);
+  if (!inputs)
+    return inputs.takeError();
+  llvm::Expected<int64_t> mode = reductionMode(importer, node, what);
+  if (!mode)
+    return mode.takeError();
+  Emitter emit(importer);
+  Value x = inputs->scores;
+  RankedTensorType type = tensorType(x);
+  int64_t rows = type.getDimSize(0), classes = type.getDimSize(1);
+  if (tensorType(inputs->labels).getNumElements() != rows * classes)
+    return makeError(llvm::formatv("{0} of scores {1} and target {2}: the "
+                                   "target must have the scores' shape",
+                                   what, tensorType(inputs->scores),
+                                   tensorType(inputs->labels)));
+  Type f32 = emit.builder.getF32Type();
+  Value labels = emit.cast(emit.reshape(inputs->labels, {rows, classes}),
+                           emit.builder.getI64Type());
+  // A label counts while no -1 came at or before it: the -1s up to each
+  // position are a product with [C, C] upper-triangular ones.
+  Value ends =
+      emit.cast(emit.compare("eq", labels, emit.splatLike(labels, -1.0)), f32);
+  auto square =
+      RankedTensorType::get({classes, classes}, emit.builder.getI64Type());
+  Value upper = emit.cast(
+      emit.compare("le", emit.iota(square, 0), emit.iota(square, 1)), f32);
+  Value endsSoFar = MatmulOp::create(
+      emit.builder, emit.loc, RankedTensorType::get({rows, classes}, f32), ends,
+      upper, Value(), /*transpose_lhs=*/false, /*transpose_rhs=*/false);
+  Value listed = emit.compare("eq", endsSoFar, emit.splatLike(endsSoFar, 0.0));
+  // How often row n lists class c ([N, T, C] one-hots summed over T).
+  auto listType = RankedTensorType::get({rows, classes, classes},
+                                        emit.builder.getI64Type());
+  Value labelAlongT = emit.broadcastTo(emit.reshape(labels, {rows, classes, 1}),
+                                       listType.getShape());
+  Value listedAlongT =
+      emit.broadcastTo(emit.reshape(emit.cast(listed, f32), {rows, classes, 1}),
+                       listType.getShape());
+  Value names = emit.binary<MulOp>(
+      emit.cast(emit.compare("eq", labelAlongT, emit.iota(listType, 2)), f32),
+      listedAlongT);
+  // A class listed twice counts twice as a j, as in PyTorch; listed at
+  // all, it is no k.
+  Value listings = emit.reduceSum(names, {1}, false);
+  // Every (j, k) pair of a row: [N, C (j), C (k)].
+  Type element = type.getElementType();
+  auto pairType = RankedTensorType::get({rows, classes, classes}, element);
+  Value xj = emit.broadcastTo(emit.reshape(x, {rows, classes, 1}),
+                              pairType.getShape());
+  Value xk = emit.broadcastTo(emit.reshape(x, {rows, 1, classes}),
+                              pairType.getShape());
+  listings = emit.cast(listings, element);
+  Value otherF = emit.cast(
+      emit.compare("eq", listings, emit.splatLike(listings, 0.0)), element);
+  Value targetJ = emit.broadcastTo(emit.reshape(listings, {rows, classes, 1}),
+                                   pairType.getShape());
+  Value otherK = emit.broadcastTo(emit.reshape(otherF, {rows, 1, classes}),
+                                  pairType.getShape());
+  Value hinge =
+      positivePart(emit, emit.binary<SubOp>(emit.splat(pairType, 1.0),
+                                            emit.binary<SubOp>(xj, xk)));
+  Value counted =
+      emit.binary<MulOp>(emit.binary<MulOp>(hinge, targetJ), otherK);
+  Value losses = emit.scale(emit.reduceSum(counted, {1, 2}, false),
+                            1.0 / static_cast<double>(classes));
+  if (inputs->unbatched)
+    losses = emit.reshape(losses, {});
+  return single(reduceLosses(emit, losses, *mode));
+}
+
 } // namespace
 
 void mlir::titan::import::addLossConversions(
@@ -467,4 +844,12 @@ void mlir::titan::import::addLossConversions(
   table["aten::binary_cross_entropy_with_logits"] =
       convertBinaryCrossEntropyWithLogits;
   table["aten::kl_div"] = convertKlDiv;
+  table["aten::margin_ranking_loss"] = convertMarginRankingLoss;
+  table["aten::hinge_embedding_loss"] = convertHingeEmbeddingLoss;
+  table["aten::soft_margin_loss"] = convertSoftMarginLoss;
+  table["aten::cosine_embedding_loss"] = convertCosineEmbeddingLoss;
+  table["aten::triplet_margin_loss"] = convertTripletMarginLoss;
+  table["aten::poisson_nll_loss"] = convertPoissonNllLoss;
+  table["aten::multi_margin_loss"] = convertMultiMarginLoss;
+  table["aten::multilabel_margin_loss"] = convertMultilabelMarginLoss;
 }

@@ -2225,12 +2225,54 @@ Outputs convertWeightNorm(GraphImporter &importer, Node *node) {
   return single(emit.binary<MulOp>(weight, factor));
 }
 
-/// A vector norm over dims (`x.norm(p, dim)`, `torch.linalg.vector_norm`,
-/// F.normalize's p; aten::frobenius_norm, norm and linalg_vector_norm): p
-/// 2 (or None) euclideanNorm; 1 sum |x|; inf and -inf the largest
-/// and smallest |x|; 0 the count of nonzeros; any other p (sum |x|^p)^(1/p),
-/// whose root reads 1 where the sum is 0 (a zero vector's norm is 0 with
-/// gradient 0, as torch's).
+} // namespace
+
+llvm::Expected<Value> mlir::titan::import::vectorNorm(Emitter &emit, Value x,
+                                                      double order,
+                                                      ArrayRef<int64_t> dims,
+                                                      bool keepdim) {
+  if (order == 2)
+    return euclideanNorm(emit, x, dims, keepdim);
+  Value magnitude = absolute(emit, x);
+  if (std::isinf(order)) {
+    RankedTensorType type = tensorType(magnitude);
+    SmallVector<int64_t> shape;
+    for (auto [d, size] : llvm::enumerate(type.getShape()))
+      if (!llvm::is_contained(dims, static_cast<int64_t>(d)))
+        shape.push_back(size);
+      else if (keepdim)
+        shape.push_back(1);
+    Value operandOfMax = order > 0 ? magnitude : emit.unary<NegOp>(magnitude);
+    Value largest = ReduceMaxOp::create(
+        emit.builder, emit.loc, type.clone(shape), operandOfMax,
+        emit.builder.getDenseI64ArrayAttr(dims), keepdim);
+    return order > 0 ? largest : emit.unary<NegOp>(largest);
+  }
+  if (order == 0)
+    return emit.reduceSum(
+        emit.cast(emit.compare("ne", x, emit.splatLike(x, 0.0)),
+                  tensorType(x).getElementType()),
+        dims, keepdim);
+  if (order == 1)
+    return emit.reduceSum(magnitude, dims, keepdim);
+  llvm::Expected<Value> powers = powByConstant(emit, magnitude, order);
+  if (!powers)
+    return powers.takeError();
+  Value sum = emit.reduceSum(*powers, dims, keepdim);
+  Value zero = emit.splatLike(sum, 0.0);
+  Value isZero = emit.compare("eq", sum, zero);
+  llvm::Expected<Value> root = powByConstant(
+      emit, emit.select(isZero, emit.splatLike(sum, 1.0), sum), 1.0 / order);
+  if (!root)
+    return root.takeError();
+  return emit.select(isZero, zero, *root);
+}
+
+namespace {
+
+/// aten::frobenius_norm, norm and linalg_vector_norm (`x.norm(p, dim)`,
+/// `torch.linalg.vector_norm`, F.normalize's p): vectorNorm of the order
+/// given (2 when None).
 Outputs convertVectorNorm(GraphImporter &importer, Node *node) {
   double order = 2;
   for (StringRef name : {"p", "ord"}) {
@@ -2246,43 +2288,12 @@ Outputs convertVectorNorm(GraphImporter &importer, Node *node) {
       reductionOperand(importer, node, emit);
   if (!operand)
     return operand.takeError();
-  Value input = operand->input;
-  const ReductionDims &reduced = operand->reduced;
-  if (order == 2)
-    return single(euclideanNorm(emit, input, reduced.dims, reduced.keepdim));
-  Value magnitude = absolute(emit, input);
-  if (std::isinf(order)) {
-    RankedTensorType type = tensorType(magnitude);
-    SmallVector<int64_t> shape;
-    for (auto [d, size] : llvm::enumerate(type.getShape()))
-      if (!llvm::is_contained(reduced.dims, static_cast<int64_t>(d)))
-        shape.push_back(size);
-      else if (reduced.keepdim)
-        shape.push_back(1);
-    Value operandOfMax = order > 0 ? magnitude : emit.unary<NegOp>(magnitude);
-    Value largest = ReduceMaxOp::create(
-        emit.builder, emit.loc, type.clone(shape), operandOfMax,
-        emit.builder.getDenseI64ArrayAttr(reduced.dims), reduced.keepdim);
-    return single(order > 0 ? largest : emit.unary<NegOp>(largest));
-  }
-  if (order == 0)
-    return single(emit.reduceSum(
-        emit.cast(emit.compare("ne", input, emit.splatLike(input, 0.0)),
-                  tensorType(input).getElementType()),
-        reduced.dims, reduced.keepdim));
-  if (order == 1)
-    return single(emit.reduceSum(magnitude, reduced.dims, reduced.keepdim));
-  llvm::Expected<Value> powers = powByConstant(emit, magnitude, order);
-  if (!powers)
-    return powers.takeError();
-  Value sum = emit.reduceSum(*powers, reduced.dims, reduced.keepdim);
-  Value zero = emit.splatLike(sum, 0.0);
-  Value isZero = emit.compare("eq", sum, zero);
-  llvm::Expected<Value> root = powByConstant(
-      emit, emit.select(isZero, emit.splatLike(sum, 1.0), sum), 1.0 / order);
-  if (!root)
-    return root.takeError();
-  return single(emit.select(isZero, zero, *root));
+  llvm::Expected<Value> norm =
+      vectorNorm(emit, operand->input, order, operand->reduced.dims,
+                 operand->reduced.keepdim);
+  if (!norm)
+    return norm.takeError();
+  return single(*norm);
 }
 
 /// Running sums `out[r, i] = sum_{j <= i} rows[r, j]` of `rows` ([count,
@@ -7103,6 +7114,7 @@ llvm::StringMap<Conversion> buildConversions() {
   addRecurrentConversions(table);
   addProductConversions(table);
   addSpecialConversions(table);
+  addDistanceConversions(table);
   return table;
 }
 

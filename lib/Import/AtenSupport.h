@@ -115,6 +115,18 @@ Value absolute(Emitter &emit, Value x);
 /// either sign.
 Value logSigmoid(Emitter &emit, Value x);
 
+/// The vector norm of order `order` of `x` over `dims`: 2 the Euclidean
+/// norm; 1 sum |x|; inf and -inf the largest and smallest |x|; 0 the count
+/// of nonzeros; any other p (sum |x|^p)^(1/p). A zero vector's norm is 0
+/// with gradient 0, as torch's.
+llvm::Expected<Value> vectorNorm(Emitter &emit, Value x, double order,
+                                 ArrayRef<int64_t> dims, bool keepdim);
+
+/// The p-norm of `a` - `b` + `eps` (tensors of one shape) along the last
+/// dim: PyTorch's pairwise_distance.
+llvm::Expected<Value> pairwiseDistance(Emitter &emit, Value a, Value b,
+                                       double p, double eps, bool keepdim);
+
 /// The type that holds each element of `element` exactly for comparisons
 /// and sums: `element` itself if floating-point, else f64 (exact below
 /// 2^53).
@@ -187,6 +199,10 @@ void addRecurrentConversions(llvm::StringMap<Conversion> &table);
 /// Adds the conversions of AtenProductOps.cpp (tensordot, bilinear, kron,
 /// trace) to `table`.
 void addProductConversions(llvm::StringMap<Conversion> &table);
+
+/// Adds the conversions of AtenDistanceOps.cpp (pairwise_distance, cdist)
+/// to `table`.
+void addDistanceConversions(llvm::StringMap<Conversion> &table);
 
 /// Adds the conversions of AtenSpecialOps.cpp (erfc, erfinv, lgamma,
 /// digamma, ndtr, ndtri, entr) to `table`.

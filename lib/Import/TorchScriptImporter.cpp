@@ -1106,8 +1106,35 @@ selectBranchValue(TensorBuilder &tb, Value condition,
   }
 }
 
+/// Whether every path through `block` raises an exception (a
+/// prim::RaiseException among its own nodes, as `if cond: raise ...`).
+static bool alwaysRaises(torch::jit::Block *block) {
+  return llvm::any_of(block->nodes(), [](torch::jit::Node *node) {
+    return node->kind() == torch::jit::prim::RaiseException;
+  });
+}
+
 llvm::Expected<std::vector<ImportedValue>>
 GraphImporter::importBothBranches(torch::jit::Node *node, Value condition) {
+  // A check on the data that raises (`if torch.any(var < 0): raise
+  // ValueError(...)`): titan programs cannot stop on the data, so the path
+  // that does not raise, the only one PyTorch goes on with, is imported,
+  // and a warning says that the check is not made.
+  torch::jit::Block *raising = node->blocks()[0], *other = node->blocks()[1];
+  if (alwaysRaises(other))
+    std::swap(raising, other);
+  if (alwaysRaises(raising) && !alwaysRaises(other) &&
+      !findOutsideEffect(other, other)) {
+    std::string where = sourceOf(node);
+    emitWarning(loc) << "the check "
+                     << (where.empty() ? "" : "at " + where + " ")
+                     << "raises an exception where the data make its "
+                        "condition "
+                     << (raising == node->blocks()[0] ? "true" : "false")
+                     << ": titan does not make the check at run time and "
+                        "computes the path that does not raise";
+    return importBlock(other, {});
+  }
   for (torch::jit::Block *branch : node->blocks())
     if (torch::jit::Node *effect = findOutsideEffect(branch, branch))
       return makeError(
