@@ -1247,6 +1247,14 @@ Outputs convertSplit(GraphImporter &importer, Node *node, StringRef how) {
     return td.takeError();
   int64_t dim = td->dim;
   int64_t size = td->shape[dim];
+  // `for i in condition.nonzero():` traced (FoundEntryLoops.cpp).
+  if (const ValidPrefix *prefix =
+          x.isTensor() ? importer.validPrefix(x.tensor) : nullptr) {
+    if (how != "unbind" || dim != 0 || prefix->dim != 0 || !prefix->condition)
+      return unsupportedValidPrefixReader(how + " of", *prefix);
+    return single(
+        ImportedValue::ofList(importer.foundEntryItems(x.tensor, *prefix)));
+  }
   std::vector<int64_t> sizes;
   if (how == "unbind") {
     sizes.assign(size, 1);
@@ -4202,16 +4210,57 @@ static SmallVector<int64_t> mergeDims(ArrayRef<int64_t> shape, int64_t position,
   return merged;
 }
 
+/// tensor[...] with one index tensor whose value is known (`k`, of
+/// `indexShape`) at dim `dim` of `v`: position k, a static slice
+/// broadcast to the index's shape.
+static Value indexByKnownPosition(Emitter &emit, Value v, int64_t dim,
+                                  int64_t k, ArrayRef<int64_t> indexShape) {
+  ArrayRef<int64_t> shape = tensorType(v).getShape();
+  SmallVector<int64_t> kept(shape.take_front(dim));
+  SmallVector<int64_t> result(kept);
+  llvm::append_range(result, indexShape);
+  for (int64_t size : shape.drop_front(dim + 1)) {
+    kept.push_back(size);
+    result.push_back(size);
+  }
+  SmallVector<int64_t> withOnes(shape.take_front(dim));
+  withOnes.append(indexShape.size(), 1);
+  llvm::append_range(withOnes, shape.drop_front(dim + 1));
+  Value row = emit.reshape(emit.slice(v, dim, k, k + 1, 1), withOnes);
+  return emit.broadcastTo(row, result);
+}
+
 /// aten::index(x, indices): advanced indexing by integer tensors of adjacent
 /// dims, after any number of full slices (`cos[position_ids]`, `x[:, ids]`,
 /// `x[torch.arange(b), last]`): a gather along the dims merged
-/// (indexTensors).
+/// (indexTensors); one index tensor whose value is known at import time
+/// takes a static slice.
 Outputs convertIndex(GraphImporter &importer, Node *node) {
   const ImportedValue &x = importer.input(node, 0);
   llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
   if (!shape)
     return shape.takeError();
   Emitter emit(importer);
+  const ImportedValue &indices = importer.input(node, 1);
+  if (indices.kind == ImportedValue::Kind::List) {
+    SmallVector<size_t> given;
+    for (auto [position, item] : llvm::enumerate(indices.items))
+      if (!item.isNone())
+        given.push_back(position);
+    if (given.size() == 1 && given.front() < shape->size() &&
+        indices.items[given.front()].isTensor()) {
+      Value ids = indices.items[given.front()].tensor;
+      int64_t dim = given.front(), size = (*shape)[dim];
+      std::optional<int64_t> k = knownSplatInteger(ids);
+      if (k && *k >= -size && *k < size)
+        return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
+          if (const ValidPrefix *prefix = importer.validPrefix(v))
+            return unsupportedValidPrefixReader("tensor[...] of", *prefix);
+          return indexByKnownPosition(emit, v, dim, *k < 0 ? *k + size : *k,
+                                      tensorType(ids).getShape());
+        });
+    }
+  }
   llvm::Expected<IndexTensors> index =
       indexTensors(emit, x.tensor, *shape, importer.input(node, 1));
   if (!index)
@@ -4515,6 +4564,8 @@ nonzeroCoordinates(GraphImporter &importer, Node *node) {
   ValidPrefix prefix{0,
                      emit.cast(emit.sumAll(ones), positions.getElementType()),
                      n, importer.opAt(node)};
+  if (type.getRank() == 1)
+    prefix.condition = flat;
   SmallVector<Value> coordinates;
   int64_t stride = n;
   for (auto [d, size] : llvm::enumerate(type.getShape())) {

@@ -6,6 +6,8 @@
 
 #include "AtenSupport.h"
 
+#include "mlir/IR/Matchers.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -281,4 +283,18 @@ Value mlir::titan::import::matmulLast(Emitter &emit, Value x, Value matrix) {
   return MatmulOp::create(emit.builder, emit.loc, tensorType(x).clone(shape), x,
                           matrix, /*addend=*/Value(),
                           /*transpose_lhs=*/false, /*transpose_rhs=*/false);
+}
+
+std::optional<int64_t> mlir::titan::import::knownSplatInteger(Value v) {
+  while (Operation *op = v.getDefiningOp()) {
+    if (!isa<ReshapeOp, SliceOp, BroadcastInDimOp, CastOp>(op))
+      break;
+    v = op->getOperand(0);
+  }
+  DenseElementsAttr constant;
+  if (!matchPattern(v, m_Constant(&constant)) || !constant.isSplat() ||
+      !isa<IntegerType>(constant.getElementType()) ||
+      constant.getElementType().isInteger(1))
+    return std::nullopt;
+  return constant.getSplatValue<APInt>().getSExtValue();
 }

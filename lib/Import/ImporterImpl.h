@@ -14,6 +14,7 @@
 #include "titan/Import/TorchScriptImporter.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <torch/script.h>
@@ -57,6 +58,10 @@ struct ImportedValue {
   /// size): its element type as a tensor. Null for plain numbers, which
   /// become tensors as PyTorch wraps Python scalars (i64, f32, i1).
   Type wrappedType;
+  /// For a value computed in one iteration of a traced loop over the
+  /// entries torch.nonzero finds (FoundEntryLoops.cpp): the i1 0-d tensor
+  /// that holds where that iteration's entry is found. Null elsewhere.
+  Value gate;
 
   static ImportedValue none() { return {}; }
   static ImportedValue ofTensor(Value v);
@@ -94,6 +99,10 @@ struct ValidPrefix {
   /// The op whose result has that length, for errors
   /// ("torch.where(condition) at moe.py:21").
   std::string origin;
+  /// For the positions of the nonzero entries of a vector (torch.nonzero
+  /// of a 1-d condition): that condition as an i1 vector of `length`; the
+  /// entry at position i is found where it holds.
+  Value condition;
 
   /// The same prefix along dim `d` (of the tensor an op moved it to).
   ValidPrefix at(int64_t d) const {
@@ -109,6 +118,19 @@ llvm::Error unsupportedValidPrefixReader(const llvm::Twine &what,
                                          const ValidPrefix &prefix);
 
 class GraphImporter;
+
+/// The value every element of integer tensor `v` holds where it is known
+/// at import time: a splat constant, seen through reshapes, slices,
+/// broadcasts and casts (the positions of a loop over found entries,
+/// foundEntryItems, and what `expert_idx[0]` takes of them).
+std::optional<int64_t> knownSplatInteger(Value v);
+
+/// Adds the gates of `value` and of the items it holds to `gates`
+/// (FoundEntryLoops.cpp).
+void collectGates(const ImportedValue &value, llvm::SetVector<Value> &gates);
+
+/// Gives `value` and the items it holds the gate `gate`.
+void setGate(ImportedValue &value, Value gate);
 
 /// Converts one node; returns its outputs or an error message.
 using Conversion = std::function<llvm::Expected<std::vector<ImportedValue>>(
@@ -224,6 +246,16 @@ public:
       emitWarning(loc) << message.str();
   }
 
+  /// The items of aten::unbind along dim 0 of `rows` [length, ...], the
+  /// positions of the nonzero entries of a vector (`prefix`): a traced
+  /// `for i in condition.nonzero():` (FoundEntryLoops.cpp). Item i is the
+  /// position i itself, gated by whether the entry there is found.
+  std::vector<ImportedValue> foundEntryItems(Value rows,
+                                             const ValidPrefix &prefix);
+  /// Fails when `value` was computed in an iteration of a loop over found
+  /// entries (it has a gate) and reaches `what` (the model's results).
+  llvm::Error checkUngated(const ImportedValue &value, StringRef what) const;
+
   /// Hook: resolves `prim::GetAttr` on a module value (set by the module
   /// importer; absent when importing a bare graph).
   std::function<llvm::Expected<ImportedValue>(const ImportedValue &module,
@@ -237,7 +269,20 @@ private:
   /// written tensor mean the result; an error when the tensor may be seen
   /// through another name.
   llvm::Expected<std::vector<ImportedValue>>
-  importInPlace(torch::jit::Node *node, const Conversion &functional);
+  importInPlace(torch::jit::Node *node, const Conversion &functional,
+                Value gate);
+  /// The gate of the iteration of a loop over found entries whose values
+  /// `node` reads (null for none), or an error where it reads two
+  /// iterations' values. `exempt` is set for a write whose rows are the
+  /// found entries of that iteration (index_add_ or index_put_ at a
+  /// torch.where inside it) into a tensor from outside it: the write adds
+  /// nothing where the entry is not found, so its result is not gated.
+  llvm::Expected<Value> gateOfInputs(torch::jit::Node *node, bool &exempt);
+  /// Gives `outputs` of `node` the gate `gate`; the lengths that a
+  /// torch.where inside the iteration finds become 0 where the iteration's
+  /// entry is not found.
+  void gateOutputs(torch::jit::Node *node, Value gate,
+                   std::vector<ImportedValue> &outputs);
   llvm::Expected<std::vector<ImportedValue>> importIf(torch::jit::Node *node);
   /// Imports an if whose condition is `condition`, the i1 0-d tensor that
   /// aten::Bool makes of a value known only at run time: both branches,
@@ -286,6 +331,12 @@ private:
   int noGradDepth = 0;
   /// The tensors with a valid prefix (lengths that depend on the data).
   DenseMap<Value, ValidPrefix> validPrefixes;
+  /// The gate of each count that gateOutputs made 0 where an iteration's
+  /// entry is not found.
+  DenseMap<Value, Value> gateOfCount;
+  /// What each gate's loop iterates over, for errors ("the entries
+  /// aten::nonzero at moe.py:19 finds, iteration 2").
+  DenseMap<Value, std::string> gateOrigins;
   /// The topics warnOnce warned about.
   llvm::StringSet<> warnedTopics;
   /// The random streams (titan.random_uniform) taken so far: each dropout

@@ -679,6 +679,24 @@ static SmallVector<torch::jit::Value *> namesOfTensor(torch::jit::Value *value,
   return names;
 }
 
+/// Whether the values of prim `node` are computed from its inputs' (a
+/// number from a tensor, a detached tensor); not for those that move
+/// values whole (list and tuple construction and unpacking, control flow,
+/// calls, whose values keep their own gates).
+static bool computesFromInputs(torch::jit::Node *node) {
+  torch::jit::NodeKind kind = node->kind();
+  return kind != torch::jit::prim::ListConstruct &&
+         kind != torch::jit::prim::TupleConstruct &&
+         kind != torch::jit::prim::ListUnpack &&
+         kind != torch::jit::prim::TupleUnpack &&
+         kind != c10::Symbol::fromQualString("prim::TupleIndex") &&
+         kind != c10::Symbol::fromQualString("aten::__getitem__") &&
+         kind != torch::jit::prim::If && kind != torch::jit::prim::Loop &&
+         kind != torch::jit::prim::CallMethod &&
+         kind != torch::jit::prim::CallFunction &&
+         kind != torch::jit::prim::GetAttr;
+}
+
 llvm::Expected<std::vector<ImportedValue>>
 GraphImporter::importNode(torch::jit::Node *node) {
   loc = locationOf(node);
@@ -687,10 +705,22 @@ GraphImporter::importNode(torch::jit::Node *node) {
   if (handled || !prim) {
     if (!prim)
       return makeError(describe(node) + ": " + toString(prim.takeError()));
+    if (computesFromInputs(node)) {
+      bool exempt = false;
+      llvm::Expected<Value> gate = gateOfInputs(node, exempt);
+      if (!gate)
+        return makeError(describe(node) + ": " + toString(gate.takeError()));
+      if (*gate)
+        gateOutputs(node, *gate, *prim);
+    }
     return prim;
   }
   if (llvm::Error error = checkValidPrefixReader(node))
     return makeError(describe(node) + ": " + toString(std::move(error)));
+  bool exempt = false;
+  llvm::Expected<Value> gate = gateOfInputs(node, exempt);
+  if (!gate)
+    return makeError(describe(node) + ": " + toString(gate.takeError()));
   const llvm::StringMap<Conversion> &conversions = getAtenConversions();
   auto it = conversions.find(node->kind().toQualString());
   llvm::Expected<std::vector<ImportedValue>> outputs =
@@ -704,7 +734,7 @@ GraphImporter::importNode(torch::jit::Node *node) {
     if (functional == conversions.end())
       return makeError("unsupported TorchScript op " + describe(node) +
                        "; see docs/importer.md for the supported ops");
-    outputs = importInPlace(node, functional->second);
+    outputs = importInPlace(node, functional->second, exempt ? Value() : *gate);
   } else {
     return makeError("unsupported TorchScript op " + describe(node) +
                      "; see docs/importer.md for the supported ops");
@@ -713,6 +743,8 @@ GraphImporter::importNode(torch::jit::Node *node) {
     return makeError(describe(node) + ": " + toString(outputs.takeError()));
   if (llvm::Error error = propagateValidPrefix(node, *outputs))
     return makeError(describe(node) + ": " + toString(std::move(error)));
+  if (*gate && !exempt)
+    gateOutputs(node, *gate, *outputs);
   return outputs;
 }
 
@@ -864,7 +896,7 @@ static bool isUnreadBufferUpdate(torch::jit::Node *node) {
 
 llvm::Expected<std::vector<ImportedValue>>
 GraphImporter::importInPlace(torch::jit::Node *node,
-                             const Conversion &functional) {
+                             const Conversion &functional, Value gate) {
   // A write through views of the tensor (`mask[:, a:b] = y`): the chain of
   // slices and selects from the written view back to the tensor, each read
   // by nothing but the next (or the write) but for its dtype or sizes, or
@@ -978,6 +1010,7 @@ GraphImporter::importInPlace(torch::jit::Node *node,
                        "tensor; write it out of place");
     whole = ImportedValue::ofTensor(*updated);
   }
+  whole.gate = gate;
   for (torch::jit::Value *name : names)
     values[name] = whole;
   return outputs;
@@ -1168,6 +1201,18 @@ GraphImporter::importBothBranches(torch::jit::Node *node, Value condition) {
           "result {0} of an 'if' on a value known only at run time (titan "
           "computes both branches and selects their results): {1}",
           i, toString(value.takeError())));
+    // A result computed in an iteration of a loop over found entries (in
+    // either branch, or under its condition) stays gated by it.
+    llvm::SetVector<Value> gates;
+    collectGates(input(node, 0), gates);
+    collectGates(std::get<0>(pair), gates);
+    collectGates(std::get<1>(pair), gates);
+    if (gates.size() > 1)
+      return makeError("an 'if' on a value known only at run time combines "
+                       "values of two iterations of a loop over found "
+                       "entries");
+    if (!gates.empty())
+      setGate(*value, gates.front());
     selected.push_back(std::move(*value));
   }
   return selected;
@@ -1285,8 +1330,19 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
     return std::vector<ImportedValue>{ImportedValue::ofList(std::move(items))};
   }
   if (kind == torch::jit::prim::ListUnpack ||
-      kind == torch::jit::prim::TupleUnpack)
-    return unpack(input(node, 0), node->outputs().size());
+      kind == torch::jit::prim::TupleUnpack) {
+    const ImportedValue &list = input(node, 0);
+    if (list.kind == ImportedValue::Kind::List && !list.items.empty() &&
+        list.items.front().gate && list.items.size() != node->outputs().size())
+      return makeError(llvm::formatv(
+          "the trace unrolled this loop over {0} {1} times, as many as the "
+          "input it was traced on gave, but there can be up to {2}: trace "
+          "the model on an input that gives all {2} (a batch that routes "
+          "tokens to every expert)",
+          gateOrigins.lookup(list.items.front().gate), node->outputs().size(),
+          list.items.size()));
+    return unpack(list, node->outputs().size());
+  }
   if (kind == torch::jit::prim::If)
     return importIf(node);
   if (kind == torch::jit::prim::Loop)
@@ -1298,6 +1354,15 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
       kind == c10::Symbol::fromQualString("aten::Int") ||
       kind == c10::Symbol::fromQualString("aten::Float")) {
     ImportedValue number = input(node, 0);
+    // A one-element tensor whose value is known (the position of an
+    // iteration of a loop over found entries: `int(expert_idx)`).
+    if (number.isTensor() &&
+        cast<RankedTensorType>(number.tensor.getType()).getNumElements() == 1)
+      if (std::optional<int64_t> known = knownSplatInteger(number.tensor)) {
+        Value gate = number.gate;
+        number = ImportedValue::ofInt(*known);
+        number.gate = gate;
+      }
     if (!number.isNumber())
       return makeError("the value must be known at import time (titan "
                        "programs have static shapes; a tensor's contents "
@@ -1497,6 +1562,8 @@ static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
                                                       : "non-tensor value"));
     if (const ValidPrefix *prefix = importer.validPrefix(result.tensor))
       return unsupportedValidPrefixReader("the model returns", *prefix);
+    if (llvm::Error error = importer.checkUngated(result, "the model returns"))
+      return std::move(error);
     returned.push_back(result.tensor);
   }
   OpBuilder builder(&context);

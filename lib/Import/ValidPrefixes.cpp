@@ -122,9 +122,9 @@ static const llvm::StringMap<PrefixRule> &prefixRules() {
       table[(llvm::Twine("aten::") + op).str()] =
           PrefixRule::NormalizeTrailingDims;
     table["aten::size"] = PrefixRule::SizeOfOtherDim;
-    for (const char *op :
-         {"index", "index_add", "index_put", "index_select", "index_fill",
-          "nonzero", "nonzero_numpy", "argwhere", "__getitem__", "len", "dim"})
+    for (const char *op : {"index", "index_add", "index_put", "index_select",
+                           "index_fill", "nonzero", "nonzero_numpy", "argwhere",
+                           "__getitem__", "len", "dim", "unbind"})
       table[(llvm::Twine("aten::") + op).str()] = PrefixRule::Handled;
     return table;
   }();
@@ -374,7 +374,11 @@ GraphImporter::propagateValidPrefix(torch::jit::Node *node,
     if (!d || *d < 0 || *d >= (int64_t)shape.size() || shape[*d] != size)
       return unsupportedValidPrefixReader(
           op + " mixing the data-dependent dim with others of", first);
-    setValidPrefix(output.tensor, first.at(*d));
+    ValidPrefix moved = first.at(*d);
+    // Only views keep the positions themselves (foundEntryItems).
+    if (rule != PrefixRule::Reshape)
+      moved.condition = Value();
+    setValidPrefix(output.tensor, moved);
   }
   return llvm::Error::success();
 }

@@ -7,7 +7,13 @@ index_add_. Block 2 writes the same with torch.nonzero(as_tuple=True),
 index_select, `out[top_x] += ...` (index_put with accumulate) and
 Qwen2-MoE's shared expert behind a sigmoid gate.
 
-usage: make_sparse_moe_lm.py OUT
+With --expert-hit, block 1 loops only over the experts some token chose,
+as transformers writes Mixtral since 4.54:
+`for expert_idx in torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()`
+(traced, the loop is unrolled once per expert chosen on the traced batch:
+all of them).
+
+usage: make_sparse_moe_lm.py OUT [--expert-hit]
 
 OUT receives model.pt (forward(tokens: int64 [2, 32]) -> logits),
 tokens.npy and logits.npy.
@@ -40,8 +46,9 @@ class Expert(nn.Module):
 class MixtralSparseMoe(nn.Module):
     """transformers' MixtralSparseMoeBlock.forward, as it is written there."""
 
-    def __init__(self, dim, experts=4, top_k=2):
+    def __init__(self, dim, experts=4, top_k=2, expert_hit=False):
         super().__init__()
+        self.expert_hit = expert_hit
         self.num_experts = experts
         self.top_k = top_k
         self.gate = nn.Linear(dim, experts, bias=False)
@@ -58,6 +65,15 @@ class MixtralSparseMoe(nn.Module):
         final_hidden_states = torch.zeros((batch_size * sequence_length, hidden_dim),
                                           dtype=hidden_states.dtype, device=hidden_states.device)
         expert_mask = F.one_hot(selected_experts, num_classes=self.num_experts).permute(2, 1, 0)
+        if self.expert_hit:
+            expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()
+            for expert_idx in expert_hit:
+                expert_layer = self.experts[expert_idx]
+                idx, top_x = torch.where(expert_mask[expert_idx].squeeze(0))
+                current_state = hidden_states[None, top_x].reshape(-1, hidden_dim)
+                current_hidden_states = expert_layer(current_state) * routing_weights[top_x, idx, None]
+                final_hidden_states.index_add_(0, top_x, current_hidden_states.to(hidden_states.dtype))
+            return final_hidden_states.reshape(batch_size, sequence_length, hidden_dim)
         for expert_idx in range(self.num_experts):
             expert_layer = self.experts[expert_idx]
             idx, top_x = torch.where(expert_mask[expert_idx])
@@ -95,11 +111,12 @@ class SharedExpertMoe(MixtralSparseMoe):
 
 
 class SparseMoeLM(nn.Module):
-    def __init__(self, vocab_size=256, dim=32):
+    def __init__(self, vocab_size=256, dim=32, expert_hit=False):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, dim)
         self.norms = nn.ModuleList(nn.LayerNorm(dim) for _ in range(2))
-        self.moes = nn.ModuleList([MixtralSparseMoe(dim), SharedExpertMoe(dim)])
+        self.moes = nn.ModuleList([MixtralSparseMoe(dim, expert_hit=expert_hit),
+                                   SharedExpertMoe(dim)])
         self.norm = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, vocab_size)
 
@@ -112,7 +129,7 @@ class SparseMoeLM(nn.Module):
 
 def main() -> None:
     torch.manual_seed(0)
-    save_traced_lm(SparseMoeLM(), sys.argv[1])
+    save_traced_lm(SparseMoeLM(expert_hit="--expert-hit" in sys.argv), sys.argv[1])
 
 
 if __name__ == "__main__":
