@@ -2111,18 +2111,6 @@ Outputs convertArgExtremum(GraphImporter &importer, Node *node, bool largest) {
                         *dim, keep && keep->intValue != 0));
 }
 
-/// The largest dim a scatter or gather of single elements reads or writes
-/// through a one-hot comparison (oneHotAlong) instead of a lookup of the
-/// tensor viewed as a column: a mixture of experts' gates over its
-/// experts. The comparison costs a select per index and position of the
-/// dim, but is elementwise along every other dim (a batch sharded by FSDP
-/// stays sharded), where the column's linear positions mix the dims. Also
-/// the longest dim sorted (sortAlong compares every pair of its elements).
-constexpr int64_t kMaxOneHotDim = 256;
-
-static std::pair<Value, Value> sortAlong(Emitter &emit, Value x, int64_t dim,
-                                         bool descending, bool withValues);
-
 /// aten::topk(x, k, dim=-1, largest=True, sorted=True): the k extrema along
 /// `dim` in order and their indices, one extremumAlong at a time, each
 /// found one masked (-inf for the largest, +inf for the smallest) for the
@@ -3771,6 +3759,8 @@ std::optional<llvm::Expected<Value>> gatherRowsAlong(Emitter &emit, Value table,
       emit.reshape(lookupRows(emit, rowsTable, ids), indexType.getShape()));
 }
 
+} // namespace
+
 /// Whether `index` (positions along `dim`, of any shape) equals each
 /// position of a dim of `size`, inserted after `dim`: i1 [index's dims to
 /// `dim`, size, the rest].
@@ -3787,13 +3777,8 @@ static Value oneHotAlong(Emitter &emit, Value index, int64_t dim,
                       emit.iota(i64, dim + 1));
 }
 
-/// `table` gathered along `dim` at `index` (of table's shape but for
-/// `dim`; positions in [0, size) along it): `out[..., i, ...] =
-/// table[..., index[..., i, ...], ...]`, as the sum over the positions of
-/// the dim of the one-hot comparison's selects (elementwise along the other
-/// dims; differentiable in `table`).
-static Value gatherOneHot(Emitter &emit, Value table, int64_t dim,
-                          Value index) {
+Value mlir::titan::import::gatherOneHot(Emitter &emit, Value table, int64_t dim,
+                                        Value index) {
   RankedTensorType tableType = tensorType(table);
   Value hot = oneHotAlong(emit, index, dim, tableType.getDimSize(dim));
   SmallVector<int64_t> withAxis(tableType.getShape());
@@ -3804,11 +3789,10 @@ static Value gatherOneHot(Emitter &emit, Value table, int64_t dim,
                         {dim + 1}, /*keepdim=*/false);
 }
 
-/// `x` sorted along `dim` (of at most kMaxOneHotDim positions), ascending
-/// or `descending`, stably (see convertSort): the values (with
-/// `withValues`; else null) and the int64 positions they come from.
-static std::pair<Value, Value> sortAlong(Emitter &emit, Value x, int64_t dim,
-                                         bool descending, bool withValues) {
+std::pair<Value, Value> mlir::titan::import::sortAlong(Emitter &emit, Value x,
+                                                       int64_t dim,
+                                                       bool descending,
+                                                       bool withValues) {
   RankedTensorType type = tensorType(x);
   int64_t n = type.getDimSize(dim);
   Type element = type.getElementType();
@@ -3862,6 +3846,8 @@ static std::pair<Value, Value> sortAlong(Emitter &emit, Value x, int64_t dim,
       emit.cast(gatherOneHot(emit, emit.cast(x, f64), dim, indices), element),
       indices};
 }
+
+namespace {
 
 /// aten::sort(x, dim=-1, descending=False) and its stable form, argsort,
 /// msort: along a dim of n <= kMaxOneHotDim, each element's place is the
@@ -7166,6 +7152,7 @@ llvm::StringMap<Conversion> buildConversions() {
   addProductConversions(table);
   addSpecialConversions(table);
   addDistanceConversions(table);
+  addOrderConversions(table);
   return table;
 }
 

@@ -287,7 +287,7 @@ Value mlir::titan::import::matmulLast(Emitter &emit, Value x, Value matrix) {
 
 std::optional<int64_t> mlir::titan::import::knownSplatInteger(Value v) {
   while (Operation *op = v.getDefiningOp()) {
-    if (!isa<ReshapeOp, SliceOp, BroadcastInDimOp, CastOp>(op))
+    if (!isa<ReshapeOp, SliceOp, BroadcastInDimOp, CastOp, StopGradientOp>(op))
       break;
     v = op->getOperand(0);
   }

@@ -127,6 +127,28 @@ llvm::Expected<Value> vectorNorm(Emitter &emit, Value x, double order,
 llvm::Expected<Value> pairwiseDistance(Emitter &emit, Value a, Value b,
                                        double p, double eps, bool keepdim);
 
+/// The largest dim a scatter or gather of single elements reads or writes
+/// through a one-hot comparison (oneHotAlong) instead of a lookup of the
+/// tensor viewed as a column: a mixture of experts' gates over its
+/// experts. The comparison costs a select per index and position of the
+/// dim, but is elementwise along every other dim (a batch sharded by FSDP
+/// stays sharded), where the column's linear positions mix the dims. Also
+/// the longest dim sorted (sortAlong compares every pair of its elements).
+inline constexpr int64_t kMaxOneHotDim = 256;
+
+/// `table` gathered along `dim` at `index` (of table's shape but for
+/// `dim`; positions in [0, size) along it): `out[..., i, ...] =
+/// table[..., index[..., i, ...], ...]`, as the sum over the positions of
+/// the dim of the one-hot comparison's selects (elementwise along the other
+/// dims; differentiable in `table`).
+Value gatherOneHot(Emitter &emit, Value table, int64_t dim, Value index);
+
+/// `x` sorted along `dim` (of at most kMaxOneHotDim positions), ascending
+/// or `descending`, stably (see convertSort): the values (with
+/// `withValues`; else null) and the int64 positions they come from.
+std::pair<Value, Value> sortAlong(Emitter &emit, Value x, int64_t dim,
+                                  bool descending, bool withValues);
+
 /// The type that holds each element of `element` exactly for comparisons
 /// and sums: `element` itself if floating-point, else f64 (exact below
 /// 2^53).
@@ -199,6 +221,10 @@ void addRecurrentConversions(llvm::StringMap<Conversion> &table);
 /// Adds the conversions of AtenProductOps.cpp (tensordot, bilinear, kron,
 /// trace) to `table`.
 void addProductConversions(llvm::StringMap<Conversion> &table);
+
+/// Adds the conversions of AtenOrderOps.cpp (median, kthvalue, quantile,
+/// cummax / cummin, bucketize / searchsorted, aminmax) to `table`.
+void addOrderConversions(llvm::StringMap<Conversion> &table);
 
 /// Adds the conversions of AtenDistanceOps.cpp (pairwise_distance, cdist)
 /// to `table`.
