@@ -2292,6 +2292,115 @@ Outputs convertVectorNorm(GraphImporter &importer, Node *node) {
   return single(*norm);
 }
 
+/// aten::linalg_matrix_norm(x, ord, dim, keepdim) (`torch.linalg.matrix_norm`,
+/// `torch.linalg.norm` of matrices): 'fro' the Euclidean norm of the
+/// matrix; 1 / -1 the largest / smallest column sum of |x|; inf / -inf the
+/// largest / smallest row sum. 'nuc', 2 and -2 need singular values:
+/// refused.
+Outputs convertMatrixNorm(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
+  int64_t rank = tensorType(*x).getRank();
+  if (rank < 2)
+    return makeError("matrix_norm needs a tensor of rank 2 or more");
+  SmallVector<int64_t> dims{rank - 2, rank - 1};
+  if (const ImportedValue *given = importer.namedInput(node, "dim");
+      given && given->kind == ImportedValue::Kind::List) {
+    if (given->items.size() != 2)
+      return makeError("matrix_norm takes two dims");
+    for (auto [i, item] : llvm::enumerate(given->items)) {
+      llvm::Expected<int64_t> dim = normalizeDim(item.intValue, rank);
+      if (!dim)
+        return dim.takeError();
+      dims[i] = *dim;
+    }
+  }
+  if (dims[0] == dims[1])
+    return makeError("matrix_norm needs two different dims");
+  const ImportedValue *ord = importer.namedInput(node, "ord");
+  const ImportedValue *keepArg = importer.namedInput(node, "keepdim");
+  bool keepdim = keepArg && !keepArg->isNone() && keepArg->intValue;
+  Emitter emit(importer);
+  if (!ord || ord->isNone() ||
+      (ord->kind == ImportedValue::Kind::String && ord->text == "fro")) {
+    SmallVector<int64_t> sorted{std::min(dims[0], dims[1]),
+                                std::max(dims[0], dims[1])};
+    return single(euclideanNorm(emit, *x, sorted, keepdim));
+  }
+  double order = ord->isNumber() ? ord->asDouble() : 0;
+  if (!ord->isNumber() || !(std::abs(order) == 1 || std::isinf(order)))
+    return makeError(llvm::formatv(
+        "matrix_norm of order {0}: titan computes 'fro', 1, -1, inf and -inf "
+        "(the others need singular values)",
+        ord->kind == ImportedValue::Kind::String
+            ? "'" + ord->text + "'"
+            : llvm::formatv("{0}", llvm::format("%g", order)).str()));
+  // Sum |x| along the rows (order +-1: per column) or the columns.
+  int64_t summed = std::abs(order) == 1 ? dims[0] : dims[1];
+  int64_t extremum = std::abs(order) == 1 ? dims[1] : dims[0];
+  Value sums = emit.reduceSum(absolute(emit, *x), {summed}, /*keepdim=*/true);
+  llvm::Expected<Value> result = vectorNorm(
+      emit, sums,
+      order > 0 ? std::numeric_limits<double>::infinity()
+                : -std::numeric_limits<double>::infinity(),
+      {std::min(extremum, summed), std::max(extremum, summed)}, keepdim);
+  if (!result)
+    return result.takeError();
+  return single(*result);
+}
+
+/// aten::linalg_norm(x, ord, dim, keepdim) (`torch.linalg.norm`): a
+/// matrix norm for a string order, or a number order over two dims (of a
+/// matrix when no dim is given); else a vector norm (the 2-norm of
+/// everything for no order).
+Outputs convertLinalgNorm(GraphImporter &importer, Node *node) {
+  const ImportedValue *ord = importer.namedInput(node, "ord");
+  const ImportedValue *dim = importer.namedInput(node, "dim");
+  bool matrix = false;
+  if (ord && ord->kind == ImportedValue::Kind::String) {
+    matrix = true;
+  } else if (ord && ord->isNumber()) {
+    if (dim && dim->kind == ImportedValue::Kind::List)
+      matrix = dim->items.size() == 2;
+    else if (!dim || dim->isNone())
+      matrix = importer.input(node, 0).isTensor() &&
+               tensorType(importer.input(node, 0).tensor).getRank() == 2;
+  }
+  return matrix ? convertMatrixNorm(importer, node)
+                : convertVectorNorm(importer, node);
+}
+
+/// aten::triu_indices / tril_indices(row, col, offset): the [2, N]
+/// coordinates (int64, row-major) of the elements on or above (below) the
+/// offset diagonal of a row x col matrix, a constant.
+Outputs convertTriangleIndices(GraphImporter &importer, Node *node,
+                               bool upper) {
+  llvm::Expected<int64_t> rows = importer.intInput(node, 0);
+  llvm::Expected<int64_t> cols = importer.intInput(node, 1);
+  if (!rows || !cols) {
+    llvm::consumeError(rows.takeError());
+    llvm::consumeError(cols.takeError());
+    return makeError("triangle indices need a row and a column count");
+  }
+  int64_t offset = static_cast<int64_t>(numberOr(importer, node, "offset", 0));
+  SmallVector<int64_t> is, js;
+  for (int64_t i = 0; i < *rows; ++i)
+    for (int64_t j = 0; j < *cols; ++j)
+      if (upper ? j - i >= offset : j - i <= offset) {
+        is.push_back(i);
+        js.push_back(j);
+      }
+  Emitter emit(importer);
+  auto type = RankedTensorType::get({2, static_cast<int64_t>(is.size())},
+                                    emit.builder.getI64Type());
+  SmallVector<int64_t> both(is);
+  both.append(js);
+  return single(ConstantOp::create(
+      emit.builder, emit.loc,
+      DenseElementsAttr::get(type, ArrayRef<int64_t>(both))));
+}
+
 /// Running sums `out[r, i] = sum_{j <= i} rows[r, j]` of `rows` ([count,
 /// n], of a float type), as products with triangular ones: [n, n] of them
 /// up to kWholeRunningSums positions; a longer row in blocks of about
@@ -3931,6 +4040,33 @@ Outputs convertGather(GraphImporter &importer, Node *node) {
   if (!index)
     return index.takeError();
   return gatherAlong(importer, *x, td->dim, *index);
+}
+
+static llvm::Expected<Value> wrapNegativeConstantIds(Emitter &emit, Value ids,
+                                                     int64_t size, int64_t dim);
+
+/// aten::take(x, index): x flattened, gathered at index (of any shape;
+/// negative constants count from the end).
+Outputs convertTake(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  llvm::Expected<Value> index = importer.tensorInput(node, 1);
+  if (!x || !index) {
+    llvm::consumeError(x.takeError());
+    llvm::consumeError(index.takeError());
+    return makeError("take needs a tensor and a tensor of indices");
+  }
+  Emitter emit(importer);
+  RankedTensorType indexType = tensorType(*index);
+  int64_t size = tensorType(*x).getNumElements();
+  // Negative constant indices count from the end, as PyTorch's.
+  llvm::Expected<Value> wrapped = wrapNegativeConstantIds(
+      emit, emit.reshape(*index, {indexType.getNumElements()}), size, 0);
+  if (!wrapped)
+    return wrapped.takeError();
+  Outputs flat = gatherAlong(importer, emit.reshape(*x, {size}), 0, *wrapped);
+  if (!flat)
+    return flat.takeError();
+  return single(emit.reshape(flat->front().tensor, indexType.getShape()));
 }
 
 /// aten::take_along_dim(x, indices, dim): with a dim, x and indices
@@ -5713,6 +5849,27 @@ Outputs convertLeakyRelu(GraphImporter &importer, Node *node) {
       emit.scale(*x, numberOr(importer, node, "negative_slope", 0.01))));
 }
 
+/// aten::rrelu(x, lower, upper, training) in eval mode: leaky_relu with
+/// the slope (lower + upper) / 2. In training mode PyTorch draws a slope
+/// per element: refused.
+Outputs convertRrelu(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
+  const ImportedValue *training = importer.namedInput(node, "training");
+  if (training && !training->isNone() && training->intValue)
+    return makeError("rrelu in training mode draws a random slope per "
+                     "element, which titan does not; export the model in "
+                     "eval mode (its slope is (lower + upper) / 2) or use "
+                     "leaky_relu");
+  double slope = (numberOr(importer, node, "lower", 1.0 / 8) +
+                  numberOr(importer, node, "upper", 1.0 / 3)) /
+                 2;
+  Emitter emit(importer);
+  Value positive = emit.compare("ge", *x, emit.splatLike(*x, 0.0));
+  return single(emit.select(positive, *x, emit.scale(*x, slope)));
+}
+
 /// scale x where x > 0, else scale alpha (exp(input_scale x) - 1), the
 /// exponential read at min(x, 0) (torch's elu).
 static Value elu(Emitter &emit, Value x, double alpha, double scale,
@@ -7072,6 +7229,16 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::tensor"}, convertTensorOfData);
   add({"aten::triu"},
       [](GraphImporter &i, Node *n) { return convertTriangle(i, n, true); });
+  add({"aten::triu_indices"}, [](GraphImporter &i, Node *n) {
+    return convertTriangleIndices(i, n, true);
+  });
+  add({"aten::tril_indices"}, [](GraphImporter &i, Node *n) {
+    return convertTriangleIndices(i, n, false);
+  });
+  add({"aten::take"}, convertTake);
+  add({"aten::rrelu"}, convertRrelu);
+  add({"aten::linalg_matrix_norm"}, convertMatrixNorm);
+  add({"aten::linalg_norm"}, convertLinalgNorm);
   add({"aten::tril"},
       [](GraphImporter &i, Node *n) { return convertTriangle(i, n, false); });
   add({"aten::masked_fill"},

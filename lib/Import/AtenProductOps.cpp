@@ -215,12 +215,99 @@ Outputs convertTrace(GraphImporter &importer, Node *node) {
   return single(sum);
 }
 
+/// The tensors of list input 0 of `node` (`what` names the op in
+/// errors), of rank at most `maxRank`, in their promoted element type.
+llvm::Expected<SmallVector<Value>> listOfTensors(GraphImporter &importer,
+                                                 Node *node, StringRef what,
+                                                 int64_t maxRank) {
+  const ImportedValue &list = importer.input(node, 0);
+  if (list.kind != ImportedValue::Kind::List || list.items.empty())
+    return makeError(what + " takes a list of tensors");
+  SmallVector<Value> tensors;
+  Type element;
+  for (const ImportedValue &item : list.items) {
+    if (!item.isTensor() || tensorType(item.tensor).getRank() > maxRank)
+      return makeError(llvm::formatv("{0} takes tensors of rank at most {1}",
+                                     what, maxRank));
+    Type type = tensorType(item.tensor).getElementType();
+    element = element ? promote(element, type, importer.getContext()) : type;
+    tensors.push_back(item.tensor);
+  }
+  Emitter emit(importer);
+  for (Value &tensor : tensors)
+    tensor = emit.cast(tensor, element);
+  return tensors;
+}
+
+/// aten::cartesian_prod(vectors): every combination, the last vector
+/// varying fastest: [prod n_i, k], each column a vector broadcast over
+/// the grid and flattened (one vector: itself).
+Outputs convertCartesianProd(GraphImporter &importer, Node *node) {
+  llvm::Expected<SmallVector<Value>> vectors =
+      listOfTensors(importer, node, "cartesian_prod", 1);
+  if (!vectors)
+    return vectors.takeError();
+  Emitter emit(importer);
+  SmallVector<int64_t> grid;
+  for (Value v : *vectors)
+    grid.push_back(tensorType(v).getNumElements());
+  int64_t count = ShapedType::getNumElements(grid);
+  if (vectors->size() == 1)
+    return single(emit.reshape(vectors->front(), {count}));
+  SmallVector<Value> columns;
+  for (auto [i, v] : llvm::enumerate(*vectors)) {
+    SmallVector<int64_t> along(grid.size(), 1);
+    along[i] = grid[i];
+    columns.push_back(emit.reshape(
+        emit.broadcastTo(emit.reshape(v, along), grid), {count, 1}));
+  }
+  return single(emit.concat(columns, 1));
+}
+
+/// aten::block_diag(tensors): the tensors (a 0-d one as 1 x 1, a vector
+/// as a row) along the diagonal of a zero matrix, each row of blocks
+/// padded with zeros left and right and the rows concatenated.
+Outputs convertBlockDiag(GraphImporter &importer, Node *node) {
+  llvm::Expected<SmallVector<Value>> blocks =
+      listOfTensors(importer, node, "block_diag", 2);
+  if (!blocks)
+    return blocks.takeError();
+  Emitter emit(importer);
+  SmallVector<Value> matrices;
+  int64_t width = 0;
+  for (Value block : *blocks) {
+    ArrayRef<int64_t> shape = tensorType(block).getShape();
+    int64_t rows = shape.size() == 2 ? shape[0] : 1;
+    int64_t cols = shape.empty() ? 1 : shape.back();
+    matrices.push_back(emit.reshape(block, {rows, cols}));
+    width += cols;
+  }
+  SmallVector<Value> rows;
+  int64_t before = 0;
+  for (Value matrix : matrices) {
+    RankedTensorType type = tensorType(matrix);
+    int64_t height = type.getDimSize(0), cols = type.getDimSize(1);
+    SmallVector<Value> parts;
+    if (before > 0)
+      parts.push_back(emit.splat(type.clone({height, before}), 0.0));
+    parts.push_back(matrix);
+    if (width - before - cols > 0)
+      parts.push_back(
+          emit.splat(type.clone({height, width - before - cols}), 0.0));
+    rows.push_back(parts.size() == 1 ? matrix : emit.concat(parts, 1));
+    before += cols;
+  }
+  return single(rows.size() == 1 ? rows.front() : emit.concat(rows, 0));
+}
+
 } // namespace
 
 void mlir::titan::import::addProductConversions(
     llvm::StringMap<Conversion> &table) {
   table["aten::tensordot"] = convertTensordot;
   table["aten::bilinear"] = convertBilinear;
+  table["aten::cartesian_prod"] = convertCartesianProd;
+  table["aten::block_diag"] = convertBlockDiag;
   table["aten::kron"] = convertKron;
   table["aten::trace"] = convertTrace;
 }

@@ -4,18 +4,22 @@ torch.tensordot (a count of dims and explicit pairs), nn.Bilinear (with
 and without bias, batched [B, T, *]), torch.kron (matrices, a vector with
 a matrix), torch.trace (float and int64), torch.frac, torch.signbit
 (-0.0 too), torch.isclose (equal_nan, infinities) and torch.rot90 (k 1, 2,
-3, -1; other dims).
+3, -1; other dims), torch.take (negative indices too), F.rrelu in eval
+mode, torch.linalg.matrix_norm ('fro', 1, -1, inf, -inf; dims,
+keepdim), torch.triu_indices / tril_indices, torch.cartesian_prod and
+torch.block_diag.
 
 usage: make_products.py OUT
 
 OUT receives traced.pt and scripted.pt (forward(x: f32 [3, 4, 5], ids:
-int64 [4, 4]) -> 16 tensors), x.npy, ids.npy and expected/output<k>.npy.
+int64 [4, 4]) -> 30 tensors), x.npy, ids.npy and expected/output<k>.npy.
 """
 
 import os
 import sys
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -52,6 +56,20 @@ class Products(nn.Module):
             torch.rot90(x, 1, [1, 2]) + torch.rot90(x, -1, [2, 1]),
             torch.rot90(x, 2, [0, 2]),
             torch.rot90(x[0], 3, [0, 1]),
+            torch.take(x, ids[:2] % 60),
+            torch.take(x, torch.tensor([-1, 0, 59])),
+            F.rrelu(x[0] - 0.2, 0.1, 0.3),
+            torch.linalg.matrix_norm(x),
+            torch.linalg.matrix_norm(x, 1),
+            torch.linalg.matrix_norm(x, -1, dim=(0, 2), keepdim=True),
+            torch.linalg.matrix_norm(x, float("inf")),
+            torch.linalg.matrix_norm(x, float("-inf"), dim=(2, 1)),
+            torch.linalg.norm(x[0], "fro"),
+            torch.triu_indices(4, 5, 1),
+            torch.tril_indices(3, 4, -1),
+            torch.cartesian_prod(x[0, 0, :3], x[1, 1, :2]),
+            torch.cartesian_prod(ids[0, :2], ids[1, :3], ids[2, :2]),
+            torch.block_diag(x[0, :2, :3], x[1, 0], x[2, 1, 1], x[2, :3, :1]),
         )
 
 
