@@ -3711,6 +3711,147 @@ Outputs convertEmbedding(GraphImporter &importer, Node *node) {
   return single(emit.select(mask, emit.broadcastTo(row, shape), rows));
 }
 
+/// aten::embedding_bag(weight, indices [N], offsets, scale_grad_by_freq,
+/// mode, sparse, per_sample_weights, include_last_offset, padding_idx)
+/// (nn.EmbeddingBag, F.embedding_bag, which makes the offsets of a 2-d
+/// input itself): bag b holds the entries from offsets[b] to the next
+/// offset (or N); its rows (titan.embedding), less those of padding_idx,
+/// are summed (times the per-sample weights) or averaged as a [B, N]
+/// membership matrix times them, or their largest taken; an empty bag is
+/// 0, as PyTorch's. Also offset2bag and bag_size; max_indices is not
+/// computed.
+Outputs convertEmbeddingBag(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> table = importer.tensorInput(node, 0);
+  llvm::Expected<Value> ids = importer.tensorInput(node, 1);
+  llvm::Expected<Value> offsets = importer.tensorInput(node, 2);
+  if (!table || !ids || !offsets) {
+    llvm::consumeError(table.takeError());
+    llvm::consumeError(ids.takeError());
+    llvm::consumeError(offsets.takeError());
+    return makeError("embedding_bag needs a table, indices and offsets");
+  }
+  RankedTensorType tableType = tensorType(*table);
+  RankedTensorType idsType = tensorType(*ids);
+  if (idsType.getRank() != 1 || tensorType(*offsets).getRank() != 1)
+    return makeError(llvm::formatv(
+        "embedding_bag takes 1-d indices and offsets, not {0} and {1}", idsType,
+        tensorType(*offsets)));
+  auto flag = [&](StringRef name) {
+    const ImportedValue *given = importer.namedInput(node, name);
+    return given && !given->isNone() && given->intValue != 0;
+  };
+  if (flag("scale_grad_by_freq"))
+    return makeError("embedding_bag with scale_grad_by_freq is not supported");
+  const ImportedValue *modeArg = importer.namedInput(node, "mode");
+  int64_t mode = modeArg && !modeArg->isNone() ? modeArg->intValue : 0;
+  if (mode < 0 || mode > 2)
+    return makeError(llvm::formatv(
+        "embedding_bag mode {0}: PyTorch's are 0 (sum), 1 (mean), 2 (max)",
+        mode));
+  Value weights;
+  if (const ImportedValue *given =
+          importer.namedInput(node, "per_sample_weights");
+      given && !given->isNone()) {
+    if (!given->isTensor() ||
+        tensorType(given->tensor).getShape() != idsType.getShape())
+      return makeError("embedding_bag's per_sample_weights must be a tensor "
+                       "of the indices' shape");
+    if (mode != 0)
+      return makeError("embedding_bag takes per_sample_weights only in mode "
+                       "'sum', as PyTorch's");
+    weights = given->tensor;
+  }
+  int64_t padding = -1;
+  if (const ImportedValue *given = importer.namedInput(node, "padding_idx");
+      given && !given->isNone())
+    padding = given->intValue;
+  bool includeLast = flag("include_last_offset");
+  int64_t n = idsType.getDimSize(0), width = tableType.getDimSize(1);
+  int64_t bags = tensorType(*offsets).getDimSize(0) - (includeLast ? 1 : 0);
+  if (bags < 1)
+    return makeError("embedding_bag needs at least one bag");
+  Emitter emit(importer);
+  llvm::Expected<Value> checked =
+      checkedIds(emit, *table, *ids, tableType.getDimSize(0),
+                 /*lookedUpAsIs=*/true);
+  if (!checked)
+    return checked.takeError();
+  Value rows = EmbeddingOp::create(
+      emit.builder, emit.loc, tableType.clone({n, width}), *table, *checked);
+  // membership[b, i]: starts[b] <= i < ends[b], and i not padding.
+  Type i64 = emit.builder.getI64Type();
+  Value bounds = emit.cast(*offsets, i64);
+  Value starts = emit.slice(bounds, 0, 0, bags, 1);
+  Value ends = includeLast
+                   ? emit.slice(bounds, 0, 1, bags + 1, 1)
+                   : emit.concat({emit.slice(bounds, 0, 1, bags, 1),
+                                  emit.splat(RankedTensorType::get({1}, i64),
+                                             static_cast<double>(n))},
+                                 0);
+  auto pairs = RankedTensorType::get({bags, n}, i64);
+  Value position = emit.iota(pairs, 1);
+  auto perBag = [&](Value v) {
+    return emit.broadcastTo(emit.reshape(v, {bags, 1}), {bags, n});
+  };
+  Value started = emit.compare("ge", position, perBag(starts));
+  Value member =
+      emit.select(started, emit.compare("lt", position, perBag(ends)), started);
+  if (padding >= 0) {
+    Value kept = emit.broadcastTo(
+        emit.reshape(emit.compare("ne", *checked,
+                                  emit.splatLike(*checked,
+                                                 static_cast<double>(padding))),
+                     {1, n}),
+        {bags, n});
+    member = emit.select(member, kept, member);
+  }
+  Type element = tableType.getElementType();
+  Value share = emit.cast(member, element);
+  Value counts = emit.reduceSum(share, {1}, /*keepdim=*/true);
+  Value output;
+  if (mode == 2) {
+    SmallVector<int64_t> cube{bags, n, width};
+    Value candidates =
+        emit.select(emit.broadcastTo(emit.reshape(member, {bags, n, 1}), cube),
+                    emit.broadcastTo(emit.reshape(rows, {1, n, width}), cube),
+                    emit.splat(tableType.clone(cube),
+                               -std::numeric_limits<double>::infinity()));
+    Value largest = ReduceMaxOp::create(
+        emit.builder, emit.loc, tableType.clone({bags, width}), candidates,
+        emit.builder.getDenseI64ArrayAttr({1}), /*keepdim=*/false);
+    Value empty = emit.broadcastTo(
+        emit.compare("eq", counts, emit.splatLike(counts, 0.0)), {bags, width});
+    output = emit.select(empty, emit.splatLike(largest, 0.0), largest);
+  } else {
+    if (weights)
+      share = emit.binary<MulOp>(
+          share,
+          emit.broadcastTo(emit.reshape(emit.cast(weights, element), {1, n}),
+                           {bags, n}));
+    output =
+        MatmulOp::create(emit.builder, emit.loc, tableType.clone({bags, width}),
+                         share, rows, Value(), /*transpose_lhs=*/false,
+                         /*transpose_rhs=*/false);
+    if (mode == 1)
+      output = emit.binary<DivOp>(
+          output, emit.broadcastTo(
+                      emit.binary<MaxOp>(counts, emit.splatLike(counts, 1.0)),
+                      {bags, width}));
+  }
+  // offset2bag: the last bag started at or before each entry.
+  Value startedBy = emit.cast(started, emit.builder.getF32Type());
+  Value offsetToBag = emit.cast(
+      emit.binary<SubOp>(
+          emit.reduceSum(startedBy, {0}, false),
+          emit.splat(RankedTensorType::get({n}, emit.builder.getF32Type()),
+                     1.0)),
+      i64);
+  Value bagSize = emit.cast(emit.reshape(counts, {bags}), i64);
+  return std::vector<ImportedValue>{
+      ImportedValue::ofTensor(output), ImportedValue::ofTensor(offsetToBag),
+      ImportedValue::ofTensor(bagSize), ImportedValue::none()};
+}
+
 /// Fails unless `ids` hold integers and `table` floats, as lookups need.
 static llvm::Error checkLookupTypes(Value table, Value ids) {
   Type idType = tensorType(ids).getElementType();
@@ -7236,6 +7377,7 @@ llvm::StringMap<Conversion> buildConversions() {
     return convertTriangleIndices(i, n, false);
   });
   add({"aten::take"}, convertTake);
+  add({"aten::embedding_bag", "aten::_embedding_bag"}, convertEmbeddingBag);
   add({"aten::rrelu"}, convertRrelu);
   add({"aten::linalg_matrix_norm"}, convertMatrixNorm);
   add({"aten::linalg_norm"}, convertLinalgNorm);
