@@ -1,7 +1,8 @@
 //===- AtenPoolingOps.cpp - pooling written with titan ops ----------------===//
 //
-// aten::avg_pool{1,2,3}d, max_pool{1,2,3}d and adaptive_avg_pool{1,2,3}d
-// (nn.AvgPool2d, F.max_pool1d, nn.AdaptiveAvgPool2d, ...): the input
+// aten::avg_pool{1,2,3}d, max_pool{1,2,3}d (with indices too),
+// adaptive_avg_pool{1,2,3}d and adaptive_max_pool{1,2,3}d (nn.AvgPool2d,
+// F.max_pool1d, nn.AdaptiveAvgPool2d, ...): the input
 // between padding (0 for averages, -inf for maxima) along each spatial dim,
 // then one strided slice per tap of the window, combined by add or max;
 // adaptive windows are averaged one spatial dim at a time. Slices, adds and
@@ -100,11 +101,56 @@ Value combineTaps(Emitter &emit, Value x, const PoolWindow &window,
   return result;
 }
 
+/// The running maximum of a scan in PyTorch's order: `value` (at
+/// positions `at`) replaces `best` where it is larger or NaN, so the first
+/// of equal maxima stays, and the last NaN.
+void keepLarger(Emitter &emit, Value value, Value at, Value &best,
+                Value &bestAt) {
+  if (!best) {
+    best = value;
+    bestAt = at;
+    return;
+  }
+  Value larger = emit.compare("gt", value, best);
+  Value update = emit.select(larger, larger, emit.compare("ne", value, value));
+  best = emit.select(update, value, best);
+  bestAt = emit.select(update, at, bestAt);
+}
+
+/// The positions in the input's spatial dims (row-major, as
+/// max_pool's indices count them) that tap `t` of `window` reads for every
+/// output position, broadcast to `shape` ([N, C, O..]): int64.
+Value tapPositions(Emitter &emit, const PoolWindow &window, int64_t t,
+                   ArrayRef<int64_t> inSizes, ArrayRef<int64_t> shape) {
+  int64_t spatial = window.kernel.size();
+  SmallVector<int64_t> grid{1, 1};
+  grid.append(shape.begin() + 2, shape.end());
+  auto i64 = RankedTensorType::get(grid, emit.builder.getI64Type());
+  Value flat = emit.splat(i64, 0.0);
+  int64_t elementStride = 1;
+  for (int64_t i = spatial - 1; i >= 0; --i) {
+    int64_t k = t % window.kernel[i];
+    t /= window.kernel[i];
+    Value coordinate = emit.binary<AddOp>(
+        emit.binary<MulOp>(
+            emit.iota(i64, 2 + i),
+            emit.splat(i64, static_cast<double>(window.stride[i]))),
+        emit.splat(i64, static_cast<double>(k * window.dilation[i] -
+                                            window.padding[i])));
+    flat = emit.binary<AddOp>(
+        flat,
+        emit.binary<MulOp>(
+            coordinate, emit.splat(i64, static_cast<double>(elementStride))));
+    elementStride *= inSizes[i];
+  }
+  return emit.broadcastTo(flat, shape);
+}
+
 /// aten::avg_pool{1,2,3}d(x, kernel_size, stride, padding, ceil_mode,
 /// count_include_pad, divisor_override) and max_pool{1,2,3}d(x,
 /// kernel_size, stride, padding, dilation, ceil_mode).
 Outputs convertPool(GraphImporter &importer, Node *node, int64_t spatial,
-                    bool maximum) {
+                    bool maximum, bool withIndices) {
   bool unbatched = false;
   llvm::Expected<Value> x = batchedInput(importer, node, spatial, unbatched);
   if (!x)
@@ -139,6 +185,29 @@ Outputs convertPool(GraphImporter &importer, Node *node, int64_t spatial,
   SmallVector<int64_t> high(window.padding);
   for (auto [h, e] : llvm::zip_equal(high, shape->extra))
     h += e;
+  if (withIndices) {
+    // The scan over the taps in PyTorch's order: the values where each
+    // maximum is found (their gradient goes to that position alone) and
+    // those positions.
+    Value padded = padSpatial(emit, *x, window.padding, high,
+                              -std::numeric_limits<double>::infinity());
+    SmallVector<int64_t> inSizes(tensorType(*x).getShape().drop_front(2));
+    int64_t taps = 1;
+    for (int64_t k : window.kernel)
+      taps *= k;
+    Value best, bestAt;
+    for (int64_t t = 0; t < taps; ++t) {
+      Value value = windowTap(emit, padded, t, window.kernel, window.dilation,
+                              window.stride, shape->outSizes);
+      keepLarger(
+          emit, value,
+          tapPositions(emit, window, t, inSizes, tensorType(value).getShape()),
+          best, bestAt);
+    }
+    return std::vector<ImportedValue>{
+        ImportedValue::ofTensor(unbatch(emit, best, unbatched)),
+        ImportedValue::ofTensor(unbatch(emit, bestAt, unbatched))};
+  }
   if (maximum)
     return single(unbatch(
         emit,
@@ -228,6 +297,55 @@ Outputs convertAdaptiveAvgPool(GraphImporter &importer, Node *node,
   return single(unbatch(emit, result, unbatched));
 }
 
+/// aten::adaptive_max_pool{1,2,3}d(x, output_size): the maximum of each
+/// adaptive window (positions floor(i n / o) to ceil((i + 1) n / o)) and
+/// its position in the input's spatial dims, one dim at a time from the
+/// last (the first maximum in row-major order is the first row's that
+/// holds it, at its first position), each window scanned as max_pool's.
+Outputs convertAdaptiveMaxPool(GraphImporter &importer, Node *node,
+                               int64_t spatial) {
+  bool unbatched = false;
+  llvm::Expected<Value> x = batchedInput(importer, node, spatial, unbatched);
+  if (!x)
+    return x.takeError();
+  RankedTensorType type = tensorType(*x);
+  SmallVector<int64_t> inSizes(type.getShape().drop_front(2));
+  llvm::Expected<SmallVector<int64_t>> outSizes = perSpatialDim(
+      importer, node, "output_size", spatial, inSizes, "adaptive_max_pool's");
+  if (!outSizes)
+    return outSizes.takeError();
+  Emitter emit(importer);
+  // Every element's position in the spatial dims, row-major.
+  PoolWindow identity;
+  identity.kernel.assign(spatial, 1);
+  identity.stride.assign(spatial, 1);
+  identity.padding.assign(spatial, 0);
+  identity.dilation.assign(spatial, 1);
+  Value values = *x;
+  Value positions = tapPositions(emit, identity, 0, inSizes, type.getShape());
+  for (int64_t i = spatial - 1; i >= 0; --i) {
+    int64_t n = inSizes[i], o = (*outSizes)[i], dim = 2 + i;
+    if (o < 1)
+      return makeError(llvm::formatv(
+          "adaptive_max_pool's output size must be positive, not {0}", o));
+    SmallVector<Value> windowValues, windowPositions;
+    for (int64_t j = 0; j < o; ++j) {
+      int64_t start = j * n / o, end = ((j + 1) * n + o - 1) / o;
+      Value best, bestAt;
+      for (int64_t p = start; p < end; ++p)
+        keepLarger(emit, emit.slice(values, dim, p, p + 1, 1),
+                   emit.slice(positions, dim, p, p + 1, 1), best, bestAt);
+      windowValues.push_back(best);
+      windowPositions.push_back(bestAt);
+    }
+    values = emit.concat(windowValues, dim);
+    positions = emit.concat(windowPositions, dim);
+  }
+  return std::vector<ImportedValue>{
+      ImportedValue::ofTensor(unbatch(emit, values, unbatched)),
+      ImportedValue::ofTensor(unbatch(emit, positions, unbatched))};
+}
+
 } // namespace
 
 void mlir::titan::import::addPoolingConversions(
@@ -236,12 +354,23 @@ void mlir::titan::import::addPoolingConversions(
     std::string suffix = std::to_string(spatial) + "d";
     table["aten::avg_pool" + suffix] = [spatial](GraphImporter &importer,
                                                  Node *node) {
-      return convertPool(importer, node, spatial, /*maximum=*/false);
+      return convertPool(importer, node, spatial, /*maximum=*/false,
+                         /*withIndices=*/false);
     };
     table["aten::max_pool" + suffix] = [spatial](GraphImporter &importer,
                                                  Node *node) {
-      return convertPool(importer, node, spatial, /*maximum=*/true);
+      return convertPool(importer, node, spatial, /*maximum=*/true,
+                         /*withIndices=*/false);
     };
+    table["aten::max_pool" + suffix + "_with_indices"] =
+        [spatial](GraphImporter &importer, Node *node) {
+          return convertPool(importer, node, spatial, /*maximum=*/true,
+                             /*withIndices=*/true);
+        };
+    table["aten::adaptive_max_pool" + suffix] =
+        [spatial](GraphImporter &importer, Node *node) {
+          return convertAdaptiveMaxPool(importer, node, spatial);
+        };
     table["aten::adaptive_avg_pool" + suffix] =
         [spatial](GraphImporter &importer, Node *node) {
           return convertAdaptiveAvgPool(importer, node, spatial);

@@ -2,7 +2,9 @@
 and max pooling in 1, 2 and 3 spatial dims with strides, padding (counted
 in the average or not), a divisor, dilation and ceil_mode's partial windows (their
 average over the positions in the input and its padding, or in the input); adaptive average pooling to sizes that tile the input, that
-do not, and to 1 (global pooling); unbatched inputs.
+do not, and to 1 (global pooling); unbatched inputs; max pooling with
+indices (padding, ceil_mode, ties in rounded values, 1-d, 3-d) and
+adaptive max pooling (with indices, global, 3-d).
 
 usage: make_pooling.py OUT
 
@@ -44,7 +46,14 @@ class Pooling(nn.Module):
             F.adaptive_avg_pool1d(signal, 4), F.adaptive_avg_pool1d(signal, 5),
             F.max_pool1d(signal[0], 2),
             F.avg_pool3d(video, 2), F.max_pool3d(video, (2, 3, 3)), F.adaptive_avg_pool3d(video, (1, 2, 3)),
-        )
+        ) + F.max_pool2d(image, 3, stride=2, padding=1, dilation=1, ceil_mode=True,
+                         return_indices=True) + F.max_pool2d(torch.round(image), 2,
+                                                             return_indices=True) + \
+            F.max_pool1d(signal, 3, stride=2, return_indices=True) + \
+            F.max_pool3d(video, (2, 2, 3), return_indices=True) + \
+            F.adaptive_max_pool2d(image, (3, 5), return_indices=True) + \
+            F.adaptive_max_pool1d(torch.round(signal), 4, return_indices=True) + \
+            (F.adaptive_max_pool2d(image, 1).flatten(1), F.adaptive_max_pool3d(video, (2, 3, 4)))
 
 
 def main() -> None:
