@@ -1,7 +1,8 @@
 //===- AtenSpecialOps.cpp - special functions written with titan ops ------===//
 //
 // aten::erfc, erfinv, lgamma, digamma and torch.special's ndtr, ndtri and
-// entr, as titan's elementwise ops, computed in float64 and returned in the
+// entr, erfcx, log_ndtr, i0, i0e, i1 and i1e, as titan's elementwise ops,
+// computed in float64 and returned in the
 // input's float type (integers give float32, as torch promotes them):
 //   erfc:    t exp(-x^2 - 1.26551223 + t P(t)), t = 1 / (1 + |x| / 2), a
 //            Chebyshev fit of fractional error below 1.2e-7 for every x,
@@ -14,7 +15,10 @@
 //            inf at 0 and the negative integers;
 //   digamma: the asymptotic series at x + 6 less 1/x + .. + 1/(x + 5), and
 //            the reflection digamma(1 - x) - pi / tan(pi x) below 1/2;
-//            -inf at 0 and NaN at the negative integers, as torch's.
+//            -inf at 0 and NaN at the negative integers, as torch's;
+//   erfcx and log_ndtr from erfc's fit without its exp(-x^2), finite far
+//            into the tails;
+//   i0, i1:  Numerical Recipes' fits (relative error below 2e-7).
 // Every branch reads a safe operand where it is not taken, so that its
 // gradient stays finite. The gradients are those of the approximations.
 //
@@ -32,7 +36,21 @@ using namespace mlir::titan::import;
 namespace {
 
 /// The special functions of this file.
-enum class Special { Erfc, Erfinv, Lgamma, Digamma, Ndtr, Ndtri, Entr };
+enum class Special {
+  Erfc,
+  Erfinv,
+  Lgamma,
+  Digamma,
+  Ndtr,
+  Ndtri,
+  Entr,
+  Erfcx,
+  LogNdtr,
+  I0,
+  I0e,
+  I1,
+  I1e
+};
 
 constexpr double kPi = 3.14159265358979323846;
 
@@ -55,19 +73,110 @@ Value atPole(Emitter &emit, Value x) {
                      whole);
 }
 
-Value erfc(Emitter &emit, Value x) {
-  Value z = absolute(emit, x);
-  Value one = emit.splatLike(x, 1.0);
+/// The fit of erfc at z >= 0: t = 1 / (1 + z / 2) and the exponent
+/// -1.26551223 + t P(t), erfc(z) being t exp(exponent - z^2).
+std::pair<Value, Value> erfcFit(Emitter &emit, Value z) {
+  Value one = emit.splatLike(z, 1.0);
   Value t =
       emit.binary<DivOp>(one, emit.binary<AddOp>(one, emit.scale(z, 0.5)));
-  Value series = polynomial(emit, t,
-                            {-1.26551223, 1.00002368, 0.37409196, 0.09678418,
-                             -0.18628806, 0.27886807, -1.13520398, 1.48851587,
-                             -0.82215223, 0.17087277});
+  Value exponent = polynomial(emit, t,
+                              {-1.26551223, 1.00002368, 0.37409196, 0.09678418,
+                               -0.18628806, 0.27886807, -1.13520398, 1.48851587,
+                               -0.82215223, 0.17087277});
+  return {t, exponent};
+}
+
+Value erfc(Emitter &emit, Value x) {
+  Value z = absolute(emit, x);
+  auto [t, exponent] = erfcFit(emit, z);
   Value tail = emit.binary<MulOp>(t, emit.unary<ExpOp>(emit.binary<SubOp>(
-                                         series, emit.binary<MulOp>(z, z))));
+                                         exponent, emit.binary<MulOp>(z, z))));
   return emit.select(emit.compare("lt", x, emit.splatLike(x, 0.0)),
                      emit.binary<SubOp>(emit.splatLike(x, 2.0), tail), tail);
+}
+
+/// exp(x^2) erfc(x): the fit's t exp(exponent) for x >= 0, 2 exp(x^2) less
+/// it below.
+Value erfcx(Emitter &emit, Value x) {
+  auto [t, exponent] = erfcFit(emit, absolute(emit, x));
+  Value scaled = emit.binary<MulOp>(t, emit.unary<ExpOp>(exponent));
+  Value negative = emit.compare("lt", x, emit.splatLike(x, 0.0));
+  // exp(x^2) of a negative x only (an overflow elsewhere would reach the
+  // gradient through the select).
+  Value square = emit.binary<MulOp>(x, x);
+  Value grown =
+      emit.unary<ExpOp>(emit.select(negative, square, emit.splatLike(x, 0.0)));
+  return emit.select(
+      negative, emit.binary<SubOp>(emit.scale(grown, 2.0), scaled), scaled);
+}
+
+/// log(ndtr(x)): below 0, log(erfc(z) / 2) with z = -x / sqrt 2 as the
+/// fit's log t + exponent - z^2 - log 2 (finite far into the tail); from 0,
+/// log(1 - q) with q = erfc(x / sqrt 2) / 2, by its series where q is
+/// small.
+Value logNdtr(Emitter &emit, Value x) {
+  Value zero = emit.splatLike(x, 0.0);
+  Value negative = emit.compare("lt", x, zero);
+  Value z = emit.scale(absolute(emit, x), 1.0 / std::sqrt(2.0));
+  auto [t, exponent] = erfcFit(emit, z);
+  Value lower =
+      emit.binary<SubOp>(emit.binary<AddOp>(emit.unary<LogOp>(t), exponent),
+                         emit.binary<AddOp>(emit.binary<MulOp>(z, z),
+                                            emit.splatLike(x, std::log(2.0))));
+  Value q = emit.scale(
+      emit.binary<MulOp>(t, emit.unary<ExpOp>(emit.binary<SubOp>(
+                                exponent, emit.binary<MulOp>(z, z)))),
+      0.5);
+  Value small = emit.compare("lt", q, emit.splatLike(q, 1e-4));
+  Value series = emit.unary<NegOp>(
+      emit.binary<MulOp>(q, polynomial(emit, q, {1.0, 0.5, 1.0 / 3, 0.25})));
+  Value direct = emit.unary<LogOp>(
+      emit.binary<SubOp>(emit.splatLike(q, 1.0), emit.select(small, zero, q)));
+  return emit.select(negative, lower, emit.select(small, series, direct));
+}
+
+/// The modified Bessel functions I0 and I1 (Numerical Recipes' fits,
+/// relative error below 2e-7), scaled by exp(-|x|) with `scaled`: a
+/// polynomial in (x / 3.75)^2 up to |x| = 3.75, and exp(|x|) / sqrt(|x|)
+/// times one in 3.75 / |x| above. I1 is odd.
+Value bessel(Emitter &emit, Value x, bool first, bool scaled) {
+  Value z = absolute(emit, x);
+  Value limit = emit.splatLike(x, 3.75);
+  Value near = emit.compare("le", z, limit);
+  // The small-argument branch reads at most 3.75, the large one at least.
+  Value small = emit.select(near, z, limit);
+  Value large = emit.select(near, limit, z);
+  Value t = emit.binary<MulOp>(emit.scale(small, 1 / 3.75),
+                               emit.scale(small, 1 / 3.75));
+  Value inner =
+      first ? emit.binary<MulOp>(
+                  small, polynomial(emit, t,
+                                    {0.5, 0.87890594, 0.51498869, 0.15084934,
+                                     0.2658733e-1, 0.301532e-2, 0.32411e-3}))
+            : polynomial(emit, t,
+                         {1.0, 3.5156229, 3.0899424, 1.2067492, 0.2659732,
+                          0.360768e-1, 0.45813e-2});
+  Value u = emit.binary<DivOp>(limit, large);
+  Value outer = emit.binary<DivOp>(
+      first ? polynomial(emit, u,
+                         {0.39894228, -0.3988024e-1, -0.362018e-2, 0.163801e-2,
+                          -0.1031555e-1, 0.2282967e-1, -0.2895312e-1,
+                          0.1787654e-1, -0.420059e-2})
+            : polynomial(emit, u,
+                         {0.39894228, 0.1328592e-1, 0.225319e-2, -0.157565e-2,
+                          0.916281e-2, -0.2057706e-1, 0.2635537e-1,
+                          -0.1647633e-1, 0.392377e-2}),
+      emit.unary<SqrtOp>(large));
+  // inner is I(|x|) near 0; outer is I(|x|) exp(-|x|) far from it.
+  Value decay = emit.unary<ExpOp>(emit.unary<NegOp>(small));
+  Value growth = emit.unary<ExpOp>(large);
+  Value value =
+      scaled ? emit.select(near, emit.binary<MulOp>(inner, decay), outer)
+             : emit.select(near, inner, emit.binary<MulOp>(outer, growth));
+  if (!first)
+    return value;
+  return emit.select(emit.compare("lt", x, emit.splatLike(x, 0.0)),
+                     emit.unary<NegOp>(value), value);
 }
 
 Value erfinv(Emitter &emit, Value x) {
@@ -229,6 +338,19 @@ Outputs convertSpecial(GraphImporter &importer, Node *node, Special kind) {
   case Special::Entr:
     result = entr(emit, x);
     break;
+  case Special::Erfcx:
+    result = erfcx(emit, x);
+    break;
+  case Special::LogNdtr:
+    result = logNdtr(emit, x);
+    break;
+  case Special::I0:
+  case Special::I0e:
+  case Special::I1:
+  case Special::I1e:
+    result = bessel(emit, x, kind == Special::I1 || kind == Special::I1e,
+                    kind == Special::I0e || kind == Special::I1e);
+    break;
   }
   return single(emit.cast(result, element));
 }
@@ -256,7 +378,19 @@ void mlir::titan::import::addSpecialConversions(
         std::make_pair(std::vector<std::string>{"aten::special_ndtri"},
                        Special::Ndtri),
         std::make_pair(std::vector<std::string>{"aten::special_entr"},
-                       Special::Entr)})
+                       Special::Entr),
+        std::make_pair(std::vector<std::string>{"aten::special_erfcx"},
+                       Special::Erfcx),
+        std::make_pair(std::vector<std::string>{"aten::special_log_ndtr"},
+                       Special::LogNdtr),
+        std::make_pair(std::vector<std::string>{"aten::i0", "aten::special_i0"},
+                       Special::I0),
+        std::make_pair(std::vector<std::string>{"aten::special_i0e"},
+                       Special::I0e),
+        std::make_pair(std::vector<std::string>{"aten::special_i1"},
+                       Special::I1),
+        std::make_pair(std::vector<std::string>{"aten::special_i1e"},
+                       Special::I1e)})
     for (const std::string &name : names)
       table[name] = [kind = kind](GraphImporter &importer, Node *node) {
         return convertSpecial(importer, node, kind);

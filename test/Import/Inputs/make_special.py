@@ -2,12 +2,13 @@
 PyTorch's outputs, for test/Import/special.test: torch.erfc (large
 arguments of both signs), torch.erfinv (near -1 and 1, and +-1 itself),
 torch.lgamma and torch.digamma (small, large and negative arguments, 0
-and negative integers), torch.special.ndtr, ndtri and entr, and integer
-inputs (promoted to float32).
+and negative integers), torch.special.ndtr, ndtri and entr, integer
+inputs (promoted to float32), and erfcx, log_ndtr (far into both tails),
+i0, i0e, i1 and i1e (large arguments of both signs).
 
 usage: make_special.py OUT
 
-OUT receives traced.pt and scripted.pt (forward(x: f32 [64]) -> 9
+OUT receives traced.pt and scripted.pt (forward(x: f32 [64]) -> 15
 tensors), x.npy and expected/output<k>.npy.
 """
 
@@ -37,6 +38,12 @@ class Special(nn.Module):
             torch.special.ndtr(x * 3) + torch.special.ndtri(probabilities * 0.98 + 0.01)
             + torch.special.entr(torch.cat([probabilities[:-3], torch.tensor([0.0, -1.0, 1.0])])),
             torch.lgamma(torch.arange(1, 9)),
+            torch.special.erfcx(torch.cat([x * 4, torch.tensor([-6.0, 30.0, 300.0])])),
+            torch.special.log_ndtr(torch.cat([x * 3, torch.tensor([-30.0, -8.0, 6.0, 12.0])])),
+            torch.i0(x * 5),
+            torch.special.i0e(torch.cat([x * 5, torch.tensor([-50.0, 200.0])])),
+            torch.special.i1(x * 5),
+            torch.special.i1e(torch.cat([x * 5, torch.tensor([-50.0, 200.0])])),
         )
 
 
