@@ -35,12 +35,11 @@ Outputs convertPairwiseDistance(GraphImporter &importer, Node *node) {
       unifiedFloatOperands(importer, node, 0, 2);
   if (!operands)
     return operands.takeError();
-  const ImportedValue *keepdim = importer.namedInput(node, "keepdim");
   Emitter emit(importer);
   llvm::Expected<Value> distance = pairwiseDistance(
       emit, (*operands)[0], (*operands)[1], numberOr(importer, node, "p", 2.0),
       numberOr(importer, node, "eps", 1e-6),
-      keepdim && !keepdim->isNone() && keepdim->intValue);
+      flagOr(importer, node, "keepdim", false));
   if (!distance)
     return distance.takeError();
   return single(*distance);

@@ -436,11 +436,10 @@ Outputs convertKlDiv(GraphImporter &importer, Node *node) {
   llvm::Expected<int64_t> mode = reductionMode(importer, node, "kl_div");
   if (!mode)
     return mode.takeError();
-  const ImportedValue *logTarget = importer.namedInput(node, "log_target");
   Emitter emit(importer);
   auto [input, target] = *operands;
   Value losses;
-  if (logTarget && !logTarget->isNone() && logTarget->intValue) {
+  if (flagOr(importer, node, "log_target", false)) {
     losses = emit.binary<MulOp>(emit.unary<ExpOp>(target),
                                 emit.binary<SubOp>(target, input));
   } else {
@@ -595,7 +594,6 @@ Outputs convertTripletMarginLoss(GraphImporter &importer, Node *node) {
     return operands.takeError();
   double p = numberOr(importer, node, "p", 2.0);
   double eps = numberOr(importer, node, "eps", 1e-6);
-  const ImportedValue *swap = importer.namedInput(node, "swap");
   Emitter emit(importer);
   Value anchor = operands->values[0], positive = operands->values[1],
         negative = operands->values[2];
@@ -609,7 +607,7 @@ Outputs convertTripletMarginLoss(GraphImporter &importer, Node *node) {
                      llvm::toString(toPositive.takeError()));
   }
   Value away = *toNegative;
-  if (swap && !swap->isNone() && swap->intValue) {
+  if (flagOr(importer, node, "swap", false)) {
     llvm::Expected<Value> swapped =
         pairwiseDistance(emit, positive, negative, p, eps, /*keepdim=*/false);
     if (!swapped)
@@ -632,14 +630,10 @@ Outputs convertPoissonNllLoss(GraphImporter &importer, Node *node) {
       lossOperands(importer, node, "poisson_nll_loss", 2);
   if (!operands)
     return operands.takeError();
-  auto flag = [&](StringRef name, bool fallback) {
-    const ImportedValue *given = importer.namedInput(node, name);
-    return given && !given->isNone() ? given->intValue != 0 : fallback;
-  };
   Emitter emit(importer);
   Value x = operands->values[0], y = operands->values[1];
   Value losses;
-  if (flag("log_input", true)) {
+  if (flagOr(importer, node, "log_input", true)) {
     losses = emit.binary<SubOp>(emit.unary<ExpOp>(x), emit.binary<MulOp>(y, x));
   } else {
     Value shifted = emit.binary<AddOp>(
@@ -647,7 +641,7 @@ Outputs convertPoissonNllLoss(GraphImporter &importer, Node *node) {
     losses = emit.binary<SubOp>(
         x, emit.binary<MulOp>(y, emit.unary<LogOp>(shifted)));
   }
-  if (flag("full", false)) {
+  if (flagOr(importer, node, "full", false)) {
     Value one = emit.splatLike(y, 1.0);
     Value counted = emit.compare("gt", y, one);
     Value safe = emit.select(counted, y, one);

@@ -2319,8 +2319,7 @@ Outputs convertMatrixNorm(GraphImporter &importer, Node *node) {
   if (dims[0] == dims[1])
     return makeError("matrix_norm needs two different dims");
   const ImportedValue *ord = importer.namedInput(node, "ord");
-  const ImportedValue *keepArg = importer.namedInput(node, "keepdim");
-  bool keepdim = keepArg && !keepArg->isNone() && keepArg->intValue;
+  bool keepdim = flagOr(importer, node, "keepdim", false);
   Emitter emit(importer);
   if (!ord || ord->isNone() ||
       (ord->kind == ImportedValue::Kind::String && ord->text == "fro")) {
@@ -3736,11 +3735,7 @@ Outputs convertEmbeddingBag(GraphImporter &importer, Node *node) {
     return makeError(llvm::formatv(
         "embedding_bag takes 1-d indices and offsets, not {0} and {1}", idsType,
         tensorType(*offsets)));
-  auto flag = [&](StringRef name) {
-    const ImportedValue *given = importer.namedInput(node, name);
-    return given && !given->isNone() && given->intValue != 0;
-  };
-  if (flag("scale_grad_by_freq"))
+  if (flagOr(importer, node, "scale_grad_by_freq", false))
     return makeError("embedding_bag with scale_grad_by_freq is not supported");
   const ImportedValue *modeArg = importer.namedInput(node, "mode");
   int64_t mode = modeArg && !modeArg->isNone() ? modeArg->intValue : 0;
@@ -3765,7 +3760,7 @@ Outputs convertEmbeddingBag(GraphImporter &importer, Node *node) {
   if (const ImportedValue *given = importer.namedInput(node, "padding_idx");
       given && !given->isNone())
     padding = given->intValue;
-  bool includeLast = flag("include_last_offset");
+  bool includeLast = flagOr(importer, node, "include_last_offset", false);
   int64_t n = idsType.getDimSize(0), width = tableType.getDimSize(1);
   int64_t bags = tensorType(*offsets).getDimSize(0) - (includeLast ? 1 : 0);
   if (bags < 1)
@@ -5823,7 +5818,6 @@ Outputs convertIsclose(GraphImporter &importer, Node *node) {
     return makeError(llvm::formatv("isclose needs rtol and atol >= 0, not "
                                    "{0} and {1}",
                                    rtol, atol));
-  const ImportedValue *nanEqual = importer.namedInput(node, "equal_nan");
   Emitter emit(importer);
   Value a = (*operands)[0], b = (*operands)[1];
   Value difference = absolute(emit, emit.binary<SubOp>(a, b));
@@ -5837,7 +5831,7 @@ Outputs convertIsclose(GraphImporter &importer, Node *node) {
   // only to themselves.
   Value close = emit.select(finite, emit.compare("le", difference, tolerance),
                             emit.compare("eq", a, b));
-  if (nanEqual && !nanEqual->isNone() && nanEqual->intValue)
+  if (flagOr(importer, node, "equal_nan", false))
     close =
         emit.select(emit.compare("ne", a, a), emit.compare("ne", b, b), close);
   return single(close);
@@ -5997,8 +5991,7 @@ Outputs convertRrelu(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = floatTensorInput(importer, node);
   if (!x)
     return x.takeError();
-  const ImportedValue *training = importer.namedInput(node, "training");
-  if (training && !training->isNone() && training->intValue)
+  if (flagOr(importer, node, "training", false))
     return makeError("rrelu in training mode draws a random slope per "
                      "element, which titan does not; export the model in "
                      "eval mode (its slope is (lower + upper) / 2) or use "

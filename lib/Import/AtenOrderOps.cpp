@@ -45,8 +45,7 @@ llvm::Expected<OrderOperand> orderOperand(GraphImporter &importer, Node *node,
   if (!isa<FloatType>(element))
     input = emit.cast(input, exactFloatType(emit, element));
   const ImportedValue *dimArg = importer.namedInput(node, "dim");
-  const ImportedValue *keepArg = importer.namedInput(node, "keepdim");
-  bool keepdim = keepArg && !keepArg->isNone() && keepArg->intValue;
+  bool keepdim = flagOr(importer, node, "keepdim", false);
   RankedTensorType type = tensorType(input);
   if (!dimArg || dimArg->isNone()) {
     int64_t n = type.getNumElements();
@@ -444,15 +443,11 @@ Value boundariesBefore(Emitter &emit, Value boundaries, Value values,
 
 /// The flags of bucketize / searchsorted: out_int32 and right (or side).
 std::pair<bool, bool> searchFlags(GraphImporter &importer, Node *node) {
-  auto flag = [&](StringRef name) {
-    const ImportedValue *given = importer.namedInput(node, name);
-    return given && !given->isNone() && given->intValue != 0;
-  };
-  bool right = flag("right");
+  bool right = flagOr(importer, node, "right", false);
   if (const ImportedValue *side = importer.namedInput(node, "side"))
     if (side->kind == ImportedValue::Kind::String)
       right = side->text == "right";
-  return {flag("out_int32"), right};
+  return {flagOr(importer, node, "out_int32", false), right};
 }
 
 /// A tensor or number input `index` of a search, as a float tensor in the
@@ -521,8 +516,7 @@ Outputs convertAminmax(GraphImporter &importer, Node *node) {
     return x.takeError();
   RankedTensorType type = tensorType(*x);
   const ImportedValue *dimArg = importer.namedInput(node, "dim");
-  const ImportedValue *keepArg = importer.namedInput(node, "keepdim");
-  bool keepdim = keepArg && !keepArg->isNone() && keepArg->intValue;
+  bool keepdim = flagOr(importer, node, "keepdim", false);
   SmallVector<int64_t> dims;
   if (dimArg && !dimArg->isNone()) {
     llvm::Expected<int64_t> dim =

@@ -105,6 +105,13 @@ llvm::Expected<SmallVector<Value>> unifiedFloatOperands(GraphImporter &importer,
 double numberOr(GraphImporter &importer, Node *node, StringRef name,
                 double fallback);
 
+/// The boolean input `name` of `node`, or `fallback` when it is absent or
+/// None.
+inline bool flagOr(GraphImporter &importer, Node *node, StringRef name,
+                   bool fallback) {
+  return numberOr(importer, node, name, fallback ? 1 : 0) != 0;
+}
+
 /// exp(x) - 1, accurate near 0.
 Value expm1(Emitter &emit, Value x);
 
