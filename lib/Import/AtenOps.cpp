@@ -4565,11 +4565,11 @@ Outputs convertIndexSelect(GraphImporter &importer, Node *node) {
 }
 
 /// How a scatter combines the values it writes to one element: PyTorch's
-/// `reduce` of scatter_reduce, `include_self` whether the element's old
-/// value takes part. scatter is {Mean, false} (see scatterRows),
-/// scatter_add and index_add {Sum, true}.
+/// `reduce` of scatter_reduce (sum, mean, amax, amin), `include_self`
+/// whether the element's old value takes part. scatter is {Mean, false}
+/// (see scatterRows), scatter_add and index_add {Sum, true}.
 struct ScatterCombine {
-  enum Reduce { Sum, Mean } reduce;
+  enum Reduce { Sum, Mean, Max, Min } reduce;
   bool includeSelf;
 };
 
@@ -4694,6 +4694,38 @@ static Value scatterOneHot(Emitter &emit, Value self, int64_t dim, Value index,
     auto f32 = RankedTensorType::get(hotShape, emit.builder.getF32Type());
     return sumOf(emit.select(hot, emit.splat(f32, 1.0), emit.splat(f32, 0.0)));
   };
+  if (combine.reduce == ScatterCombine::Max ||
+      combine.reduce == ScatterCombine::Min) {
+    // The largest (smallest: of the negations) value written to each
+    // position, with self's where include_self; self where none is.
+    bool largest = combine.reduce == ScatterCombine::Max;
+    auto oriented = [&](Value v) { return largest ? v : emit.unary<NegOp>(v); };
+    SmallVector<int64_t> withAxis(tensorType(index).getShape());
+    withAxis.insert(withAxis.begin() + dim + 1, 1);
+    Value values = emit.broadcastTo(
+        written.values
+            ? emit.reshape(emit.cast(written.values, computed), withAxis)
+            : emit.cast(written.uniform, computed),
+        hotShape);
+    RankedTensorType valuesType = tensorType(values);
+    SmallVector<int64_t> reducedShape(hotShape);
+    reducedShape.erase(reducedShape.begin() + dim);
+    Value extreme = ReduceMaxOp::create(
+        emit.builder, emit.loc, valuesType.clone(reducedShape),
+        emit.select(
+            hot, oriented(values),
+            emit.splat(valuesType, -std::numeric_limits<double>::infinity())),
+        emit.builder.getDenseI64ArrayAttr({dim}), /*keepdim=*/false);
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (d != dim)
+        extreme = emit.padTo(extreme, d, type.getDimSize(d));
+    Value base = oriented(emit.cast(self, computed));
+    if (combine.includeSelf)
+      extreme = emit.binary<MaxOp>(extreme, base);
+    Value count = counts();
+    Value isWritten = emit.compare("gt", count, emit.splatLike(count, 0.0));
+    return emit.cast(oriented(emit.select(isWritten, extreme, base)), element);
+  }
   return emit.cast(combineScatter(emit, emit.cast(self, computed),
                                   written.uniform, sums, counts, combine),
                    element);
@@ -4903,10 +4935,14 @@ Outputs convertScatter(GraphImporter &importer, Node *node,
       combine.reduce = ScatterCombine::Sum;
     else if (name == "mean")
       combine.reduce = ScatterCombine::Mean;
+    else if (name == "amax")
+      combine.reduce = ScatterCombine::Max;
+    else if (name == "amin")
+      combine.reduce = ScatterCombine::Min;
     else
       return makeError(llvm::formatv(
           "{0} with reduce '{1}' is not supported (titan scatters with "
-          "'sum', 'add' and 'mean')",
+          "'sum', 'add', 'mean', 'amax' and 'amin')",
           op, name));
     combine.includeSelf = true;
     if (const ImportedValue *include =
@@ -4954,6 +4990,23 @@ Outputs convertScatter(GraphImporter &importer, Node *node,
   }
   auto i64 = IntegerType::get(&importer.getContext(), 64);
   int64_t size = td->shape[td->dim];
+  // amax / amin: every element of the index against every position of the
+  // dim (one-hot).
+  if (combine.reduce == ScatterCombine::Max ||
+      combine.reduce == ScatterCombine::Min) {
+    if (size > kMaxOneHotDim)
+      return makeError(llvm::formatv(
+          "{0} with reduce 'amax' or 'amin' along a dim of {1}: titan takes "
+          "these extrema along dims of at most {2} (it compares every index "
+          "with every position)",
+          op, size, kMaxOneHotDim));
+    llvm::Expected<Value> checkedIndex =
+        checkedIds(emit, *self, *index, size, /*lookedUpAsIs=*/false);
+    if (!checkedIndex)
+      return checkedIndex.takeError();
+    return single(scatterOneHot(emit, *self, td->dim, *checkedIndex,
+                                {values, uniform}, combine));
+  }
   // Whole rows: one id per row of the dims after `dim`.
   bool wholeRows = picksWholeRows(*index, td->dim, td->shape);
   int64_t keptRank = wholeRows ? td->dim + 1 : rank;

@@ -1,6 +1,6 @@
 """Saves a module of scatters, for test/Import/scatter.test: torch.scatter
 (of a tensor and of a number), scatter_add, scatter_reduce ('sum' without
-self, 'mean' with it), index_add, index_fill, and writes through an index
+self, 'mean' with it, 'amax' and 'amin' with and without self), index_add, index_fill, and writes through an index
 (`y[mask] = v`, `y[:, ids] += v`, index_put_ with accumulate), in place and
 not, with repeated indices where PyTorch defines the result, on float and
 integer tensors, a scatter and a gather along a dim of 300, and reads and
@@ -61,8 +61,18 @@ class Scatters(nn.Module):
         grid[ids[0] % 3, ids[1]] = 1.0
         sums = torch.zeros(3, 4)
         sums.index_put_((ids[0] % 3, ids[1]), x[0, :, 0], accumulate=True)
+        # Extrema of repeated indices: with self, without it (positions no
+        # index names keep self), of whole rows, along dim 0, of integers.
+        largest = x.scatter_reduce(2, column.expand(2, 3, 2), x[:, :, 2:] * 3.0, "amax")
+        smallest = torch.zeros(2, 3, 4).scatter_reduce(2, column.expand(2, 3, 3) % 2, x[:, :, :3],
+                                                       "amin", include_self=False)
+        row_max = x.scatter_reduce(1, rows, x * 2.0, "amax", include_self=False)
+        first_max = x.scatter_reduce(0, ids[None, :, :].expand(2, 2, 3) % 2, x[:, :2, :3] * 2.0,
+                                     "amax")
+        int_min = ids.scatter_reduce(1, ids % 3, ids * 2 - 3, "amin")
         return [gates, marked, added, summed, mean, table, filled, clipped, bumped,
-                counts, hot, wide, picked, pairs, cells, corners, grid, sums]
+                counts, hot, wide, picked, pairs, cells, corners, grid, sums,
+                largest, smallest, row_max, first_max, int_min]
 
 
 def main() -> None:
