@@ -1230,6 +1230,12 @@ Outputs convertSelect(GraphImporter &importer, Node *node) {
   if (i < 0 || i >= size)
     return makeError(
         llvm::formatv("index {0} is out of range for size {1}", *index, size));
+  // Entry i of the positions a vector's nonzero entries are at: a scripted
+  // `for e in found:` (FoundEntryLoops.cpp).
+  if (const ValidPrefix *prefix =
+          x.isTensor() ? importer.validPrefix(x.tensor) : nullptr;
+      prefix && prefix->condition && prefix->dim == 0 && td->dim == 0)
+    return single(importer.foundEntryItem(x.tensor, *prefix, i));
   SmallVector<int64_t> result(td->shape);
   result.erase(result.begin() + td->dim);
   Emitter emit(importer);

@@ -19,7 +19,9 @@
 // that a torch.where inside iteration i finds are 0 where its gate is
 // false, so its index_add_ and index_put_ at those rows add nothing; no
 // other value of the iteration may reach the model's results. That is the
-// loop PyTorch runs, for every input.
+// loop PyTorch runs, for every input. A scripted loop over the entries
+// (prim::Loop of len(found), aten::select of each) runs the same
+// iterations.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,19 +44,24 @@ void setGate(ImportedValue &value, Value gate) {
     setGate(item, gate);
 }
 
-std::vector<ImportedValue>
-GraphImporter::foundEntryItems(Value rows, const ValidPrefix &prefix) {
+ImportedValue GraphImporter::foundEntryItem(Value rows,
+                                            const ValidPrefix &prefix,
+                                            int64_t i) {
   TensorBuilder tb(builder, loc);
   auto rowType = RankedTensorType::get(tensorType(rows).getShape().drop_front(),
                                        builder.getI64Type());
+  ImportedValue item =
+      ImportedValue::ofTensor(tb.splat(rowType, static_cast<double>(i)));
+  item.gate = tb.reshape(tb.slice(prefix.condition, 0, i, i + 1, 1), {});
+  gateOrigins[item.gate] = "the entries " + prefix.origin + " finds";
+  return item;
+}
+
+std::vector<ImportedValue>
+GraphImporter::foundEntryItems(Value rows, const ValidPrefix &prefix) {
   std::vector<ImportedValue> items;
-  for (int64_t i = 0; i < prefix.length; ++i) {
-    ImportedValue item =
-        ImportedValue::ofTensor(tb.splat(rowType, static_cast<double>(i)));
-    item.gate = tb.reshape(tb.slice(prefix.condition, 0, i, i + 1, 1), {});
-    gateOrigins[item.gate] = "the entries " + prefix.origin + " finds";
-    items.push_back(std::move(item));
-  }
+  for (int64_t i = 0; i < prefix.length; ++i)
+    items.push_back(foundEntryItem(rows, prefix, i));
   return items;
 }
 

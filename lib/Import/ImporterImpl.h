@@ -252,6 +252,10 @@ public:
   /// position i itself, gated by whether the entry there is found.
   std::vector<ImportedValue> foundEntryItems(Value rows,
                                              const ValidPrefix &prefix);
+  /// Item `i` of foundEntryItems: a scripted `for e in found:` selects
+  /// each (aten::select of the loop's index).
+  ImportedValue foundEntryItem(Value rows, const ValidPrefix &prefix,
+                               int64_t i);
   /// Fails when `value` was computed in an iteration of a loop over found
   /// entries (it has a gate) and reaches `what` (the model's results).
   llvm::Error checkUngated(const ImportedValue &value, StringRef what) const;

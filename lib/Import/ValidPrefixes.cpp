@@ -222,9 +222,19 @@ GraphImporter::propagateValidPrefix(torch::jit::Node *node,
   std::string op = node->kind().toQualString();
   // len() of a list holding such tensors counts the list; of such a tensor,
   // its first dim.
+  // The trip count of a scripted loop over the positions a vector's
+  // nonzero entries are at: the loop runs for each position, each
+  // iteration gated (FoundEntryLoops.cpp).
+  auto onlyCountsALoop = [&](const ValidPrefix &prefix) {
+    return prefix.condition &&
+           llvm::all_of(node->output()->uses(), [](const torch::jit::Use &use) {
+             return use.user->kind() == torch::jit::prim::Loop &&
+                    use.offset == 0;
+           });
+  };
   if (op == "aten::len" && lookup(node->input(0)).isTensor())
     if (const ValidPrefix *prefix = validPrefix(lookup(node->input(0)).tensor);
-        prefix && prefix->dim == 0)
+        prefix && prefix->dim == 0 && !onlyCountsALoop(*prefix))
       return unsupportedValidPrefixReader("len() of", *prefix);
   if (rule == PrefixRule::Handled)
     return llvm::Error::success();
@@ -313,9 +323,13 @@ GraphImporter::propagateValidPrefix(torch::jit::Node *node,
     llvm::Expected<int64_t> other = dimInput(1);
     if (!other)
       return other.takeError();
-    // A slice of all of it (`found[:, 0]`) is the tensor itself.
+    // A slice of all of it (`found[:, 0]`) is the tensor itself; a select
+    // of one of the positions a vector's nonzero entries are at is that
+    // position, gated (foundEntryItem).
     if (onlyFirst && *other == dim && outputs.size() == 1 &&
-        outputs[0].isTensor() && outputs[0].tensor == x)
+        outputs[0].isTensor() &&
+        (outputs[0].tensor == x ||
+         (op == "aten::select" && first.condition && outputs[0].gate)))
       return llvm::Error::success();
     if (!onlyFirst || *other == dim)
       return unsupportedValidPrefixReader(

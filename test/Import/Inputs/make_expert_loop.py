@@ -17,7 +17,8 @@ reads (a value of an iteration that no index_add_ writes).
 usage: make_expert_loop.py OUT [--fewer] [--leak]
 
 OUT receives traced.pt (forward(x: f32 [2, 8, 16]) -> (mixtral, gpt_oss)
-[2, 8, 16] each) and, per input NAME, NAME/x.npy and
+[2, 8, 16] each), scripted.pt (the GPT-OSS form alone, scripted: its
+output is output1) and, per input NAME, NAME/x.npy and
 NAME/expected/output<k>.npy.
 """
 
@@ -52,11 +53,14 @@ class ExpertLoops(nn.Module):
         self.gate_up_proj = nn.Parameter(torch.randn(EXPERTS, DIM, 2 * HIDDEN) * DIM ** -0.5)
         self.gate_up_proj_bias = nn.Parameter(0.1 * torch.randn(EXPERTS, 2 * HIDDEN))
         self.down_proj = nn.Parameter(torch.randn(EXPERTS, HIDDEN, DIM) * HIDDEN ** -0.5)
+        self.num_experts = EXPERTS
+        self.top_k = TOP
+        self.dim = DIM
 
     def route(self, hidden_states):
         router_logits = self.gate(hidden_states)
         routing_weights = F.softmax(router_logits, dim=1, dtype=torch.float)
-        routing_weights, selected_experts = torch.topk(routing_weights, TOP, dim=-1)
+        routing_weights, selected_experts = torch.topk(routing_weights, self.top_k, dim=-1)
         routing_weights = routing_weights / routing_weights.sum(dim=-1, keepdim=True)
         return routing_weights, selected_experts
 
@@ -64,24 +68,24 @@ class ExpertLoops(nn.Module):
         routing_weights, selected_experts = self.route(hidden_states)
         final_hidden_states = torch.zeros_like(hidden_states)
         self.leaked = torch.zeros(())
-        expert_mask = F.one_hot(selected_experts, num_classes=EXPERTS).permute(2, 1, 0)
+        expert_mask = F.one_hot(selected_experts, num_classes=self.num_experts).permute(2, 1, 0)
         expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()
         for expert_idx in expert_hit:
             expert_layer = self.experts[expert_idx]
             idx, top_x = torch.where(expert_mask[expert_idx].squeeze(0))
             self.leaked = expert_mask[expert_idx].sum()
-            current_state = hidden_states[None, top_x].reshape(-1, DIM)
+            current_state = hidden_states[None, top_x].reshape(-1, self.dim)
             current_hidden_states = expert_layer(current_state) * routing_weights[top_x, idx, None]
             final_hidden_states.index_add_(0, top_x, current_hidden_states.to(hidden_states.dtype))
         return final_hidden_states
 
     def gpt_oss(self, hidden_states):
         routing_weights, selected_experts = self.route(hidden_states)
-        scores = torch.zeros(hidden_states.shape[0], EXPERTS).scatter_(1, selected_experts,
+        scores = torch.zeros(hidden_states.shape[0], self.num_experts).scatter_(1, selected_experts,
                                                                         routing_weights)
         next_states = torch.zeros_like(hidden_states)
         with torch.no_grad():
-            expert_mask = F.one_hot(selected_experts, num_classes=EXPERTS).permute(2, 1, 0)
+            expert_mask = F.one_hot(selected_experts, num_classes=self.num_experts).permute(2, 1, 0)
             expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()
         for expert_idx in expert_hit[:]:
             expert_idx = expert_idx[0]
@@ -103,6 +107,15 @@ class ExpertLoops(nn.Module):
         if LEAK:
             return mixtral, gpt_oss, self.leaked
         return mixtral, gpt_oss
+
+
+class ScriptedGptOss(ExpertLoops):
+    """The GPT-OSS form alone, for torch.jit.script (a prim::Loop over
+    len(expert_hit) whose body selects each entry)."""
+
+    def forward(self, x):
+        b, t, d = x.shape
+        return self.gpt_oss(x.reshape(-1, d)).reshape(b, t, d)
 
 
 def avoiding(model: ExpertLoops, favoured, shunned, generator) -> torch.Tensor:
@@ -128,6 +141,9 @@ def main() -> None:
     traced_on = inputs["partial" if "--fewer" in sys.argv else "all"]
     os.makedirs(out, exist_ok=True)
     torch.jit.trace(model, traced_on, check_trace=False).save(os.path.join(out, "traced.pt"))
+    scripted = ScriptedGptOss().eval()
+    scripted.load_state_dict(model.state_dict())
+    torch.jit.script(scripted).save(os.path.join(out, "scripted.pt"))
     with torch.no_grad():
         for name, x in inputs.items():
             chosen = set(model.route(x.reshape(-1, DIM))[1].flatten().tolist())
