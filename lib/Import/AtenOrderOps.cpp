@@ -102,16 +102,6 @@ Value countNumbers(Emitter &emit, const OrderOperand &operand) {
                         /*keepdim=*/true);
 }
 
-/// Where the operand has a NaN along its dim, keepdim: i1.
-Value hasNan(Emitter &emit, const OrderOperand &operand) {
-  Value count = countNumbers(emit, operand);
-  return emit.compare(
-      "lt", count,
-      emit.splatLike(
-          count,
-          static_cast<double>(tensorType(operand.x).getDimSize(operand.dim))));
-}
-
 /// aten::median / nanmedian (whole, or along a dim with indices): the lower
 /// median, sorted[(k - 1) / 2] for the k numbers of the row (nanmedian; NaN
 /// sorts last) or all n of them, NaN where the row has one (median).
@@ -124,11 +114,12 @@ Outputs convertMedian(GraphImporter &importer, Node *node, bool ignoreNan) {
   Emitter emit(importer);
   auto [sorted, indices] =
       sortAlong(emit, operand->x, operand->dim, /*descending=*/false, true);
-  Value count = countNumbers(emit, *operand);
-  if (!ignoreNan)
-    count = emit.splatLike(
-        count,
-        static_cast<double>(tensorType(operand->x).getDimSize(operand->dim)));
+  // The row's numbers (k) and its length (n).
+  Value numbers = countNumbers(emit, *operand);
+  Value length = emit.splatLike(
+      numbers,
+      static_cast<double>(tensorType(operand->x).getDimSize(operand->dim)));
+  Value count = ignoreNan ? numbers : length;
   // floor((k - 1) / 2), 0 for a row of NaNs (whose median is NaN).
   Value position = RoundedDivOp::create(
       emit.builder, emit.loc, tensorType(count),
@@ -141,11 +132,10 @@ Outputs convertMedian(GraphImporter &importer, Node *node, bool ignoreNan) {
   if (!ignoreNan) {
     // A row with a NaN: NaN, at the first NaN's index (the stable sort puts
     // it first among the NaNs, at the number count).
-    Value numbers = countNumbers(emit, *operand);
     auto [nan, nanIndex] =
         sortedAt(emit, *operand, sorted, indices,
                  emit.cast(numbers, emit.builder.getI64Type()));
-    Value withNan = hasNan(emit, *operand);
+    Value withNan = emit.compare("lt", numbers, length);
     value = emit.select(withNan, nan, value);
     index = emit.select(withNan, nanIndex, index);
   }
