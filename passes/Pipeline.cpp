@@ -158,7 +158,7 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   options.reshard.policy = parallelism.fsdpReshardAfterForward;
   if (parallelism.overlapCommunication)
     options.overlap = ScheduleOverlapPassOptions{};
-  if (parallelism.bucketCollectives) {
+  if (parallelism.bucketCollectives.value_or(true)) {
     BucketCollectivesPassOptions buckets;
     buckets.deviceName = config.hardware.device;
     buckets.ranksPerNode = config.hardware.ranksPerNode;
@@ -274,6 +274,11 @@ buildNamedPipeline(PipelineStage stage, OpPassManager &pm, StringRef text,
                         "': choose cpu or cuda");
   TitanPipelineOptions pipeline =
       pipelineOptionsFrom(*config, stage, options->emitGrads, mesh, &*device);
+  // titan-compile decides the unset parallelism.bucket_collectives by
+  // simulating the whole step, which a pass pipeline cannot: here it runs
+  // no buckets unless the config asks for them.
+  if (!config->parallelism.bucketCollectives)
+    pipeline.buckets.reset();
   setPipelineBackend(pipeline, options->backend);
   buildTitanPipeline(pm, pipeline);
   return success();

@@ -8,7 +8,6 @@
 #include "titan/Codegen/MemoryPlanner.h"
 
 #include "titan/Dialect/ArgRole.h"
-#include "titan/Dialect/ArgumentTrace.h"
 #include "titan/Dialect/FunctionAttributes.h"
 #include "titan/Dialect/Provenance.h"
 
@@ -325,23 +324,55 @@ static bool isReadIn(Value value, Phase phase) {
   return false;
 }
 
-/// Whether `value` is a parameter argument or a parameter's copy, followed
-/// back through ops of one operand (collectives, casts, reshapes).
-static bool isParameter(Value value, func::FuncOp function) {
-  BlockArgument arg = traceToArgument(value);
-  std::optional<ArgRole> role =
-      arg ? getArgRole(function, arg.getArgNumber()) : std::nullopt;
-  return role == ArgRole::Param || role == ArgRole::ParamCopy;
+namespace {
+/// What a value holds, as far as parameters go.
+enum class ParameterData { None, Local, Gathered };
+} // namespace
+
+/// What each value of `function`'s body holds: a parameter argument or a
+/// parameter's copy, and what ops compute from such values alone (casts,
+/// reshapes, a bucket's concatenation, slices of it), gathered once a
+/// collective is on the way. One sweep in program order.
+static llvm::DenseMap<Value, ParameterData>
+traceParameters(func::FuncOp function) {
+  llvm::DenseMap<Value, ParameterData> traced;
+  Block &body = function.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    std::optional<ArgRole> role = getArgRole(function, arg.getArgNumber());
+    if (role == ArgRole::Param || role == ArgRole::ParamCopy)
+      traced[arg] = ParameterData::Local;
+  }
+  for (Operation &op : body) {
+    if (op.getNumOperands() == 0)
+      continue;
+    ParameterData data = isa<CollectiveOpInterface>(op)
+                             ? ParameterData::Gathered
+                             : ParameterData::Local;
+    for (Value operand : op.getOperands()) {
+      ParameterData operandData = traced.lookup(operand);
+      if (operandData == ParameterData::None) {
+        data = ParameterData::None;
+        break;
+      }
+      if (operandData == ParameterData::Gathered)
+        data = ParameterData::Gathered;
+    }
+    if (data != ParameterData::None)
+      for (Value result : op.getResults())
+        traced[result] = data;
+  }
+  return traced;
 }
 
 void MemoryPlanner::classifyBuffers() {
+  llvm::DenseMap<Value, ParameterData> parameters = traceParameters(function);
   for (auto [buffer, root] : llvm::zip(buffers, bufferRoots)) {
     if (!root)
       continue; // Scratch.
     Operation *writer = root.getDefiningOp();
     std::optional<Phase> phase = getPhase(writer);
     bool collective = isa<CollectiveOpInterface>(writer);
-    if (collective && isParameter(root, function))
+    if (parameters.lookup(root) == ParameterData::Gathered)
       buffer.kind = BufferKind::GatheredParameter;
     else if (phase == Phase::Forward && isReadIn(root, Phase::Backward))
       buffer.kind = BufferKind::SavedActivation;

@@ -293,6 +293,10 @@ llvm::Error mlir::titan::assignTomlValue(const TomlTarget &target,
     if (!node.is_boolean())
       return typeError("true or false");
     **flag = *node.value<bool>();
+  } else if (auto *maybeFlag = std::get_if<std::optional<bool> *>(&target)) {
+    if (!node.is_boolean())
+      return typeError("true or false");
+    **maybeFlag = *node.value<bool>();
   } else if (auto *numbers = std::get_if<std::vector<double> *>(&target)) {
     const toml::array *array = node.as_array();
     if (!array || !llvm::all_of(*array, [](const toml::node &element) {

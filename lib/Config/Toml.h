@@ -45,8 +45,8 @@ llvm::Expected<toml::table> parseToml(llvm::StringRef text,
 /// strings. An absent optional is a key the config does not write.
 using TomlTarget =
     std::variant<std::string *, int64_t *, std::optional<int64_t> *, double *,
-                 std::optional<double> *, bool *, std::vector<double> *,
-                 std::vector<std::string> *,
+                 std::optional<double> *, bool *, std::optional<bool> *,
+                 std::vector<double> *, std::vector<std::string> *,
                  std::vector<std::vector<std::string>> *>;
 
 /// One known key of a section.

@@ -387,7 +387,8 @@ mlir::titan::getTitanConfigKeys() {
       else if (std::holds_alternative<int64_t *>(target) ||
                std::holds_alternative<std::optional<int64_t> *>(target))
         type = ConfigValueType::Integer;
-      else if (std::holds_alternative<bool *>(target))
+      else if (std::holds_alternative<bool *>(target) ||
+               std::holds_alternative<std::optional<bool> *>(target))
         type = ConfigValueType::Boolean;
       else if (std::holds_alternative<std::vector<double> *>(target))
         type = ConfigValueType::NumberList;
@@ -579,7 +580,11 @@ std::string mlir::titan::printTrainConfig(const TrainConfig &config) {
                 os << key.name << " = " << formatTomlFloat(**target) << "\n";
             } else if constexpr (std::is_same_v<T, bool>)
               os << key.name << " = " << (*target ? "true" : "false") << "\n";
-            else
+            else if constexpr (std::is_same_v<T, std::optional<bool>>) {
+              if (*target)
+                os << key.name << " = " << (**target ? "true" : "false")
+                   << "\n";
+            } else
               os << key.name << " = ["
                  << llvm::join(llvm::map_range(*target, formatTomlFloat), ", ")
                  << "]\n";

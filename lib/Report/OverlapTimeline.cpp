@@ -279,6 +279,7 @@ FailureOr<OverlapComparison> mlir::titan::compareOverlap(
   };
   OverlapComparison comparison;
   comparison.deviceName = device.name;
+  comparison.buckets = options.buckets.has_value();
   TitanPipelineOptions unscheduled = options;
   unscheduled.overlap.reset();
   unscheduled.asyncTensorParallel.reset();
@@ -314,6 +315,11 @@ void mlir::titan::writeOverlapReport(const OverlapComparison &comparison,
     os << "  titan-schedule-overlap is off "
           "(parallelism.overlap_communication = false): every collective "
           "is synchronous\n";
+  if (comparison.buckets)
+    os << "  titan-bucket-collectives runs the parameter "
+          "gathers of a block and phase as one all-gather, its gradient "
+          "reductions as one reduce-scatter or all-reduce, where the step "
+          "gains (parallelism.bucket_collectives)\n";
   if (comparison.asyncTensorParallel)
     os << "  after: async tensor parallelism "
           "(parallelism.enable_async_tensor_parallel) cuts tensor-parallel "

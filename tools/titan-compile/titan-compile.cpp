@@ -977,6 +977,63 @@ summarizePipelinePrediction(const PipelineReport &report,
 }
 
 /// Prints what the config asks for that titan does not apply.
+/// One program's step simulated under two scheduling pipelines.
+struct StepComparison {
+  double withSeconds = 0, withoutSeconds = 0;
+
+  /// Whether the first pipeline's step is the faster.
+  bool isFaster() const { return withSeconds < withoutSeconds; }
+};
+
+/// Simulates `module`'s step as the executable runs it after the scheduling
+/// pipeline of `with` and after that of `without`.
+static FailureOr<StepComparison>
+compareSteps(ModuleOp module, const TitanPipelineOptions &with,
+             const TitanPipelineOptions &without,
+             const DeviceDescription &device, int64_t ranksPerNode) {
+  FailureOr<OverlapTimeline> first =
+      simulateScheduled(module, with, device, ranksPerNode);
+  FailureOr<OverlapTimeline> second =
+      simulateScheduled(module, without, device, ranksPerNode);
+  if (failed(first) || failed(second))
+    return failure();
+  return StepComparison{first->stepSeconds, second->stepSeconds};
+}
+
+/// parallelism.bucket_collectives unset: titan-bucket-collectives keeps the
+/// buckets its cost model predicts faster than their members, and `module`'s
+/// step simulated on `device` decides whether the program as a whole gains
+/// (a bucket's first member waits for its last, each member is copied in
+/// and out). Without a device to simulate on (`device` null: under pipeline
+/// parallelism, whose stages are simulated by the schedule) there are no
+/// buckets unless the config asks for them.
+static LogicalResult chooseBuckets(ModuleOp module,
+                                   TitanPipelineOptions &pipeline,
+                                   const TrainConfig &config,
+                                   const DeviceDescription *device,
+                                   int64_t ranksPerNode) {
+  if (config.parallelism.bucketCollectives || !pipeline.buckets)
+    return success();
+  // Nothing to bucket: one rank's program, or one not partitioned yet.
+  if (!module
+           .walk([](CollectiveOpInterface) { return WalkResult::interrupt(); })
+           .wasInterrupted())
+    return success();
+  if (!device) {
+    pipeline.buckets.reset();
+    return success();
+  }
+  TitanPipelineOptions unbucketed = pipeline;
+  unbucketed.buckets.reset();
+  FailureOr<StepComparison> steps =
+      compareSteps(module, pipeline, unbucketed, *device, ranksPerNode);
+  if (failed(steps))
+    return failure();
+  if (!steps->isFaster())
+    pipeline.buckets.reset();
+  return success();
+}
+
 static void warnAbout(const TrainConfig &config) {
   for (const std::string &warning : config.warnings)
     llvm::WithColor::warning(llvm::errs(), "titan-compile") << warning << "\n";
@@ -1157,6 +1214,20 @@ int main(int argc, char **argv) {
       warnAbout(*loaded);
       config = *loaded;
       pipeline = pipelineOptionsFrom(*loaded, stage, emitGrads);
+      llvm::Expected<DeviceDescription> device =
+          loadDevice(config->hardware.device);
+      if (!device)
+        return fail("[hardware] device: " + llvm::toString(device.takeError()));
+      int64_t ranksPerNode = config->hardware.ranksPerNode
+                                 ? config->hardware.ranksPerNode
+                                 : device->ranksPerNode;
+      if (failed(chooseBuckets(
+              *program, pipeline, *config,
+              SymbolTable::lookupSymbolIn(*program, kPipelineMeshName)
+                  ? nullptr
+                  : &*device,
+              ranksPerNode)))
+        return fail("cannot simulate the communication overlap");
     }
     setBackend(pipeline);
     if (llvm::Error error = writeExecutable(
@@ -1281,6 +1352,15 @@ int main(int argc, char **argv) {
         gib ? int64_t(*gib * 1024 * 1024 * 1024) : device->memoryBytes;
     llvm::Expected<RecomputeFit> fit =
         fitRecomputeToMemory(**module, pipeline, budget);
+    // Buckets the config does not ask for give way to the budget: their
+    // copies may be what does not fit (and the error then names what the
+    // step needs without them).
+    if (!fit && pipeline.buckets &&
+        !config->parallelism.bucketCollectives.has_value()) {
+      llvm::consumeError(fit.takeError());
+      pipeline.buckets.reset();
+      fit = fitRecomputeToMemory(**module, pipeline, budget);
+    }
     if (!fit)
       return fail(llvm::toString(fit.takeError()));
     pipeline.recompute.keptBytes = fit->allowedBytes;
@@ -1341,25 +1421,27 @@ int main(int argc, char **argv) {
       pipeline.asyncTensorParallel->chunks == 0) {
     TitanPipelineOptions whole = pipeline;
     whole.asyncTensorParallel.reset();
-    FailureOr<OverlapTimeline> chunked =
-        simulateScheduled(**module, pipeline, *device, ranksPerNode);
-    FailureOr<OverlapTimeline> unchunked =
-        simulateScheduled(**module, whole, *device, ranksPerNode);
-    if (failed(chunked) || failed(unchunked))
+    FailureOr<StepComparison> steps =
+        compareSteps(**module, pipeline, whole, *device, ranksPerNode);
+    if (failed(steps))
       return fail("cannot simulate the communication overlap");
-    if (chunked->stepSeconds >= unchunked->stepSeconds) {
+    if (!steps->isFaster()) {
       llvm::WithColor::warning(llvm::errs(), "titan-compile")
           << "parallelism.enable_async_tensor_parallel: on device "
           << device->name << " the step is predicted "
-          << llvm::formatv("{0:F3}", chunked->stepSeconds * 1e3)
+          << llvm::formatv("{0:F3}", steps->withSeconds * 1e3)
           << " ms with the tensor-parallel collective matmuls in chunks and "
-          << llvm::formatv("{0:F3}", unchunked->stepSeconds * 1e3)
+          << llvm::formatv("{0:F3}", steps->withoutSeconds * 1e3)
           << " ms without; compiled without them "
              "(parallelism.async_tensor_parallel_chunks = K forces K "
              "chunks)\n";
       pipeline.asyncTensorParallel.reset();
     }
   }
+  if (config &&
+      failed(chooseBuckets(**module, pipeline, *config,
+                           pipelined ? nullptr : &*device, ranksPerNode)))
+    return fail("cannot simulate the communication overlap");
   // What titan-tune reads: the configuration compiled, the prediction, and
   // (with the memory plan) the memory.
   llvm::json::Object summary;

@@ -85,8 +85,11 @@ struct ParallelismConfig {
   /// titan's: the parameter gathers of each block and phase run as one
   /// all-gather, its gradient reductions as one reduce-scatter or
   /// all-reduce (titan-bucket-collectives: FSDP2's and DDP's buckets),
-  /// where the cost model of [hardware] device predicts it faster.
-  bool bucketCollectives = false;
+  /// where the cost model of [hardware] device predicts it faster. Unset:
+  /// titan-compile keeps the buckets only if the simulated step on that
+  /// device is faster with them than without; true: every bucket the pass
+  /// keeps; false: none.
+  std::optional<bool> bucketCollectives;
   /// Async tensor parallelism: tensor-parallel all-gather -> matmul and
   /// matmul -> reduce-scatter run as chunks whose communication overlaps
   /// the other chunks' matmuls (titan-decompose-collective-matmul).

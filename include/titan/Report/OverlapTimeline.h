@@ -147,6 +147,8 @@ struct OverlapComparison {
   /// Whether "after" decomposes collective matmuls (async tensor
   /// parallelism).
   bool asyncTensorParallel = false;
+  /// Whether both run titan-bucket-collectives.
+  bool buckets = false;
 };
 
 /// Simulates `module` (a partitioned program before the executable's

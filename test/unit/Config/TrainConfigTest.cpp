@@ -401,6 +401,30 @@ pipeline_parallel_schedule_csv = "a b.csv"
   EXPECT_EQ(printTrainConfig(*reread), printed);
 }
 
+TEST(TrainConfig, BucketCollectivesIsUnsetUnlessGiven) {
+  llvm::Expected<TrainConfig> unset = parseTrainConfig("", "cfg.toml");
+  ASSERT_TRUE(bool(unset)) << llvm::toString(unset.takeError());
+  EXPECT_FALSE(unset->parallelism.bucketCollectives.has_value());
+  // Unset, the key is not written, so it reads back unset.
+  EXPECT_EQ(printTrainConfig(*unset).find("bucket_collectives"),
+            std::string::npos);
+  for (bool given : {false, true}) {
+    llvm::Expected<TrainConfig> config =
+        parseTrainConfig("", "cfg.toml",
+                         {std::string("parallelism.bucket_collectives=") +
+                          (given ? "true" : "false")});
+    ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
+    EXPECT_EQ(config->parallelism.bucketCollectives, given);
+    llvm::Expected<TrainConfig> reread =
+        parseTrainConfig(printTrainConfig(*config), "config.toml");
+    ASSERT_TRUE(bool(reread)) << llvm::toString(reread.takeError());
+    EXPECT_EQ(reread->parallelism.bucketCollectives, given);
+  }
+  EXPECT_EQ(errorOf("[parallelism]\nbucket_collectives = 1\n"),
+            "cfg.toml:2: 'parallelism.bucket_collectives' must be true or "
+            "false");
+}
+
 TEST(TrainConfig, SyntaxErrorsNameTheLine) {
   std::string message = errorOf("[training]\nseq_len = = 3\n");
   EXPECT_EQ(message.rfind("cfg.toml:2: ", 0), 0u) << message;
