@@ -2866,7 +2866,8 @@ Outputs convertAddProduct(GraphImporter &importer, Node *node, int64_t rank) {
 using EinsumLabels = SmallVector<int64_t>;
 
 /// Parses `term` for a tensor of `rank` dims (the result has rank -1: its
-/// ellipsis is `ellipsisRank` wide).
+/// ellipsis is `ellipsisRank` wide; only an operand may repeat a subscript,
+/// its diagonal).
 llvm::Expected<EinsumLabels> parseEinsumTerm(StringRef term, int64_t rank,
                                              int64_t ellipsisRank) {
   EinsumLabels labels;
@@ -2902,13 +2903,49 @@ llvm::Expected<EinsumLabels> parseEinsumTerm(StringRef term, int64_t rank,
     return makeError(llvm::formatv(
         "einsum term '{0}' has {1} subscripts for an operand of {2} dims", term,
         labels.size(), rank));
-  for (size_t i = 0; i < labels.size(); ++i)
-    if (llvm::is_contained(ArrayRef<int64_t>(labels).take_front(i), labels[i]))
-      return makeError(llvm::formatv(
-          "einsum term '{0}' repeats a subscript (a diagonal), which is not "
-          "supported",
-          term));
+  if (rank < 0)
+    for (size_t i = 0; i < labels.size(); ++i)
+      if (llvm::is_contained(ArrayRef<int64_t>(labels).take_front(i),
+                             labels[i]))
+        return makeError(
+            llvm::formatv("einsum result '{0}' repeats a subscript", term));
   return labels;
+}
+
+static llvm::Expected<Value> diagonalOf(Emitter &emit, Value x,
+                                        int64_t diagonal);
+
+/// `operand` (of `labels`) with each subscript it repeats taken once: the
+/// diagonal of every two dims of one subscript ('ii->i', 'bii->bi'), as a
+/// last dim (diagonalOf) labelled with it.
+static llvm::Expected<Value> takeEinsumDiagonals(Emitter &emit, Value operand,
+                                                 EinsumLabels &labels) {
+  for (size_t second = 0; second < labels.size();) {
+    auto first = llvm::find(ArrayRef<int64_t>(labels).take_front(second),
+                            labels[second]);
+    if (first == labels.begin() + second) {
+      ++second;
+      continue;
+    }
+    int64_t label = labels[second];
+    SmallVector<int64_t> order;
+    EinsumLabels rest;
+    for (size_t dim = 0; dim < labels.size(); ++dim)
+      if (labels.begin() + dim != first && dim != second) {
+        order.push_back(dim);
+        rest.push_back(labels[dim]);
+      }
+    order.append({first - labels.begin(), static_cast<int64_t>(second)});
+    llvm::Expected<Value> diagonal =
+        diagonalOf(emit, emit.transpose(operand, order), 0);
+    if (!diagonal)
+      return diagonal.takeError();
+    operand = *diagonal;
+    rest.push_back(label);
+    labels = std::move(rest);
+    second = 0;
+  }
+  return operand;
 }
 
 /// The einsum of one or two operands with `labels` into `result` (labels
@@ -2997,7 +3034,8 @@ Outputs contractEinsum(Emitter &emit, SmallVector<Value> operands,
                                permutationTo(order, result)));
 }
 
-/// aten::einsum: of one or two operands, sums over the labels only one
+/// aten::einsum: of one or two operands (each with its diagonals taken
+/// where a term repeats a subscript), sums over the labels only one
 /// operand has, then one matmul whose batch dims are the labels both
 /// operands and the result have, contracting the labels both operands have
 /// and the result lacks, and a transpose into the result's order
@@ -3024,7 +3062,8 @@ Outputs convertEinsum(GraphImporter &importer, Node *node) {
                                    list.items.size()));
   Emitter emit(importer);
   SmallVector<Value> operands;
-  SmallVector<EinsumLabels> labels;
+  // Each operand's subscripts as written, and once its diagonals are taken.
+  SmallVector<EinsumLabels> written, labels;
   DenseMap<int64_t, int64_t> sizes;
   int64_t ellipsisRank = 0;
   for (auto [term, item] : llvm::zip(terms, list.items)) {
@@ -3042,7 +3081,12 @@ Outputs convertEinsum(GraphImporter &importer, Node *node) {
             equation.text, it->second, size));
       ellipsisRank = std::max(ellipsisRank, label < 0 ? -label : 0);
     }
-    operands.push_back(item.tensor);
+    written.push_back(*parsed);
+    llvm::Expected<Value> operand =
+        takeEinsumDiagonals(emit, item.tensor, *parsed);
+    if (!operand)
+      return operand.takeError();
+    operands.push_back(*operand);
     labels.push_back(std::move(*parsed));
   }
   // The result: as written, or (implicit) the ellipsis and then the letters
@@ -3065,7 +3109,7 @@ Outputs convertEinsum(GraphImporter &importer, Node *node) {
     SmallVector<int64_t> once;
     for (auto [label, size] : sizes) {
       int64_t count = 0;
-      for (const EinsumLabels &operand : labels)
+      for (const EinsumLabels &operand : written)
         count += llvm::count(operand, label);
       if (label >= 0 && count == 1)
         once.push_back(label);

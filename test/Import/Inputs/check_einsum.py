@@ -1,7 +1,7 @@
 """Inputs and torch oracle of torchscript-ir/einsum.test.
 
 gen DIR: random float32 inputs x, y, z, u, v, w, m, p, r, q, s of the
-test's shapes. check IN OUT: computes the test's ten torch.einsum calls on IN and
+test's shapes. check IN OUT: computes the test's torch.einsum calls on IN and
 compares OUT/output<i>.npy (rel 1e-5); prints "match: N outputs" or exits
 with the mismatch."""
 import os
@@ -12,7 +12,7 @@ import torch
 
 SHAPES = {"x": (2, 5, 3, 4), "y": (2, 6, 3, 4), "z": (2, 3, 5, 6), "u": (5,), "v": (7,),
           "w": (2, 5, 4), "m": (4, 6), "p": (2, 5, 4, 2), "r": (3, 4), "q": (2, 5, 3),
-          "s": (6, 2)}
+          "s": (6, 2), "d": (4, 4), "g": (2, 4, 4), "c": (3, 3, 3)}
 
 if sys.argv[1] == "gen":
     out = sys.argv[2]
@@ -35,6 +35,12 @@ expected = [
     torch.einsum("ab,bc", t["r"], t["m"]),
     torch.einsum("b l d, b l n, b l d -> b l d n", t["w"], t["q"], t["w"]),
     torch.einsum("ab,bc,cd->ad", t["r"], t["m"], t["s"]),
+    torch.einsum("ii->i", t["d"]),
+    torch.einsum("ii", t["d"]),
+    torch.einsum("bii->bi", t["g"]),
+    torch.einsum("bii,bij->bj", t["g"], t["g"]),
+    torch.einsum("iii->i", t["c"]),
+    torch.einsum("iji->j", t["c"]),
 ]
 for index, want in enumerate(expected):
     got = np.load(os.path.join(outputs, "output%d.npy" % index))

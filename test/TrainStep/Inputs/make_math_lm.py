@@ -8,7 +8,8 @@ four features (torch.prod), lerp towards a projection with a learned
 weight, addcmul / addcdiv, logsigmoid, hardtanh, relu6, hardsigmoid,
 celu, logaddexp, expm1, log2 and exp2, sinh, movedim, take_along_dim of a
 sorted order, amin, diff along the sequence with a prepended zero,
-var_mean over the hidden dim, and a matrix of torch.diag of a parameter.
+var_mean over the hidden dim, a matrix of torch.diag of a parameter and
+einsum's diagonal ("bss->bs") of the positions' similarities.
 
 usage: make_math_lm.py OUT
 
@@ -63,6 +64,10 @@ class MathBlock(nn.Module):
         y = y + 0.1 * (h - mean) * var
         # torch.diag of a vector parameter (a zero matrix it is padded into).
         y = y + 0.1 * h @ torch.diag(self.weight, 1)[1:, :-1]
+        # The diagonal of the positions' similarities, by einsum's repeated
+        # subscript: each position's squared norm.
+        similar = torch.einsum("bsd,btd->bst", h, h)
+        y = y + 0.01 * torch.einsum("bss->bs", similar)[..., None] * h
         return x + self.down(y)
 
 
