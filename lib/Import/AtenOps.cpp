@@ -13,6 +13,7 @@
 #include "titan/Dialect/IndexFunction.h"
 #include "titan/Dialect/TensorBuilder.h"
 
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -3514,6 +3515,32 @@ struct IdRange {
 };
 } // namespace
 
+/// The smallest and largest of the elements `slice` takes of `values`.
+static IdRange sliceRange(DenseIntElementsAttr values, SliceOp slice) {
+  ArrayRef<int64_t> shape = values.getType().getShape();
+  ArrayRef<int64_t> resultShape = slice.getType().getShape();
+  SmallVector<int64_t> strides = computeStrides(shape);
+  SmallVector<APInt> elements(values.getValues<APInt>());
+  IdRange range{std::numeric_limits<int64_t>::max(),
+                std::numeric_limits<int64_t>::min()};
+  SmallVector<int64_t> index(resultShape.size(), 0);
+  for (int64_t n = slice.getType().getNumElements(); n > 0; --n) {
+    int64_t flat = 0;
+    for (size_t dim = 0; dim < index.size(); ++dim)
+      flat += (slice.getStart()[dim] + index[dim] * slice.getStep()[dim]) *
+              strides[dim];
+    int64_t value = elements[flat].getSExtValue();
+    range.smallest = std::min(range.smallest, value);
+    range.largest = std::max(range.largest, value);
+    for (int64_t dim = index.size() - 1; dim >= 0; --dim) {
+      if (++index[dim] < resultShape[dim])
+        break;
+      index[dim] = 0;
+    }
+  }
+  return range;
+}
+
 /// The smallest and largest values of integer tensor `v` where the import
 /// proves both the values and that elements hold them: positions of
 /// torch.arange (titan.iota), integer constants, and what reshapes,
@@ -3541,6 +3568,13 @@ static std::optional<IdRange> provenRange(Value v, int depth = 0) {
     }
     return range;
   }
+  // A slice of a constant: the elements it takes (a row of
+  // torch.triu_indices' [2, N] constant, unbound into index tensors).
+  if (auto slice = dyn_cast<SliceOp>(op))
+    if (auto constant = slice.getInput().getDefiningOp<ConstantOp>())
+      if (auto values = dyn_cast<DenseIntElementsAttr>(constant.getValue());
+          values && !values.isSplat())
+        return sliceRange(values, slice);
   if (isa<ReshapeOp, BroadcastInDimOp, TransposeOp, SliceOp, StopGradientOp>(
           op))
     return provenRange(op->getOperand(0), depth + 1);

@@ -6,7 +6,8 @@ a matrix), torch.trace (float and int64), torch.frac, torch.signbit
 (-0.0 too), torch.isclose (equal_nan, infinities) and torch.rot90 (k 1, 2,
 3, -1; other dims), torch.take (negative indices too), F.rrelu in eval
 mode, torch.linalg.matrix_norm ('fro', 1, -1, inf, -inf; dims,
-keepdim), torch.triu_indices / tril_indices, torch.cartesian_prod and
+keepdim), torch.triu_indices / tril_indices (and the upper triangle of a
+4x5 matrix read with them), torch.cartesian_prod and
 torch.block_diag.
 
 usage: make_products.py OUT
@@ -67,6 +68,7 @@ class Products(nn.Module):
             torch.linalg.norm(x[0], "fro"),
             torch.triu_indices(4, 5, 1),
             torch.tril_indices(3, 4, -1),
+            x[0][torch.triu_indices(4, 5)[0], torch.triu_indices(4, 5)[1]],
             torch.cartesian_prod(x[0, 0, :3], x[1, 1, :2]),
             torch.cartesian_prod(ids[0, :2], ids[1, :3], ids[2, :2]),
             torch.block_diag(x[0, :2, :3], x[1, 0], x[2, 1, 1], x[2, :3, :1]),
