@@ -1208,9 +1208,13 @@ GraphImporter::importBothBranches(torch::jit::Node *node, Value condition) {
     collectGates(std::get<0>(pair), gates);
     collectGates(std::get<1>(pair), gates);
     if (gates.size() > 1)
-      return makeError("an 'if' on a value known only at run time combines "
-                       "values of two iterations of a loop over found "
-                       "entries");
+      return makeError(llvm::formatv(
+          "an 'if' on a value known only at run time combines values of two "
+          "iterations of a loop over {0}: titan runs every iteration, gated "
+          "by whether its entry is found, so a value cannot pass from one "
+          "iteration to the next; compute it within the iteration that "
+          "uses it",
+          gateOrigins.lookup(gates[0])));
     if (!gates.empty())
       setGate(*value, gates.front());
     selected.push_back(std::move(*value));

@@ -18,7 +18,8 @@ usage: make_expert_loop.py OUT [--fewer] [--leak]
 
 OUT receives traced.pt (forward(x: f32 [2, 8, 16]) -> (mixtral, gpt_oss)
 [2, 8, 16] each), scripted.pt (the GPT-OSS form alone, scripted: its
-output is output1) and, per input NAME, NAME/x.npy and
+output is output1), mixed.pt (MixedIterations, scripted) and, per input
+NAME, NAME/x.npy and
 NAME/expected/output<k>.npy.
 """
 
@@ -118,6 +119,33 @@ class ScriptedGptOss(ExpertLoops):
         return self.gpt_oss(x.reshape(-1, d)).reshape(b, t, d)
 
 
+class MixedIterations(ExpertLoops):
+    """The GPT-OSS loop scripted, each iteration also choosing at run time
+    between a value of its own and one the iteration before computed (which
+    titan refuses: every iteration runs, gated by its own entry)."""
+
+    def forward(self, x):
+        b, t, d = x.shape
+        hidden_states = x.reshape(-1, d)
+        routing_weights, selected_experts = self.route(hidden_states)
+        next_states = torch.zeros_like(hidden_states)
+        expert_mask = F.one_hot(selected_experts, num_classes=self.num_experts).permute(2, 1, 0)
+        expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()
+        previous = torch.zeros(())
+        for expert_idx in expert_hit[:]:
+            expert_idx = expert_idx[0]
+            _, token_idx = torch.where(expert_mask[expert_idx])
+            out = hidden_states[token_idx] @ self.gate_up_proj[expert_idx][:, :self.dim]
+            total = self.gate_up_proj_bias[expert_idx].sum()
+            if bool(total > 0):
+                kept = total
+            else:
+                kept = previous
+            previous = total
+            next_states.index_add_(0, token_idx, out * kept)
+        return next_states.reshape(b, t, d)
+
+
 def avoiding(model: ExpertLoops, favoured, shunned, generator) -> torch.Tensor:
     """Tokens whose router logits are high for `favoured` experts and low
     for `shunned` ones (noise on a direction solved from the router)."""
@@ -144,6 +172,7 @@ def main() -> None:
     scripted = ScriptedGptOss().eval()
     scripted.load_state_dict(model.state_dict())
     torch.jit.script(scripted).save(os.path.join(out, "scripted.pt"))
+    torch.jit.script(MixedIterations().eval()).save(os.path.join(out, "mixed.pt"))
     with torch.no_grad():
         for name, x in inputs.items():
             chosen = set(model.route(x.reshape(-1, DIM))[1].flatten().tolist())
