@@ -4224,10 +4224,10 @@ Outputs convertSort(GraphImporter &importer, Node *node) {
 static Outputs gatherFrom(GraphImporter &importer, Value x, int64_t dim,
                           Value index);
 
-/// gatherFrom of `x` of any type: integers (positions, ids) are gathered in
-/// f64, exact below 2^53.
-static Outputs gatherAlong(GraphImporter &importer, Value x, int64_t dim,
-                           Value index) {
+} // namespace
+
+Outputs mlir::titan::import::gatherAlong(GraphImporter &importer, Value x,
+                                         int64_t dim, Value index) {
   Type element = tensorType(x).getElementType();
   if (isa<FloatType>(element) || element.isInteger(1))
     return gatherFrom(importer, x, dim, index);
@@ -4238,6 +4238,8 @@ static Outputs gatherAlong(GraphImporter &importer, Value x, int64_t dim,
     return gathered.takeError();
   return single(emit.cast(gathered->front().tensor, element));
 }
+
+namespace {
 
 /// aten::gather(x, dim, index) (`torch.gather`, `take_along_dim`):
 /// `out[..., i_dim, ...] = x[..., index[..., i_dim, ...], ...]`, of index's
@@ -7591,6 +7593,7 @@ llvm::StringMap<Conversion> buildConversions() {
   addProductConversions(table);
   addSpecialConversions(table);
   addDistanceConversions(table);
+  addGridSampleConversions(table);
   addOrderConversions(table);
   return table;
 }

@@ -150,6 +150,11 @@ inline constexpr int64_t kMaxOneHotDim = 256;
 /// dims; differentiable in `table`).
 Value gatherOneHot(Emitter &emit, Value table, int64_t dim, Value index);
 
+/// aten::gather of `x` along normalized `dim` at `index` (of x's rank):
+/// `out[..., i, ...] = x[..., index[..., i, ...], ...]`; integers are
+/// gathered in f64, exact below 2^53 (see convertGather).
+Outputs gatherAlong(GraphImporter &importer, Value x, int64_t dim, Value index);
+
 /// `x` sorted along `dim` (of at most kMaxOneHotDim positions), ascending
 /// or `descending`, stably (see convertSort): the values (with
 /// `withValues`; else null) and the int64 positions they come from.
@@ -236,6 +241,10 @@ void addOrderConversions(llvm::StringMap<Conversion> &table);
 /// Adds the conversions of AtenDistanceOps.cpp (pairwise_distance, cdist)
 /// to `table`.
 void addDistanceConversions(llvm::StringMap<Conversion> &table);
+
+/// Adds the conversions of AtenGridSampleOps.cpp (grid_sampler) to
+/// `table`.
+void addGridSampleConversions(llvm::StringMap<Conversion> &table);
 
 /// Adds the conversions of AtenSpecialOps.cpp (erfc, erfinv, lgamma,
 /// digamma, ndtr, ndtri, entr) to `table`.
