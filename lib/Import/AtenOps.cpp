@@ -4994,6 +4994,79 @@ Outputs convertNonzero(GraphImporter &importer, Node *node) {
   return single(rows);
 }
 
+/// `self` with `source` scattered along `dim` at `index` (of self's rank),
+/// combined as `combine` says (the body of convertScatter; `op` names it in
+/// errors).
+static Outputs scatterAlong(Emitter &emit, StringRef op, Value self,
+                            int64_t dim, Value index, ScatterValues source,
+                            ScatterCombine combine) {
+  RankedTensorType selfType = tensorType(self);
+  RankedTensorType indexType = tensorType(index);
+  ArrayRef<int64_t> shape = selfType.getShape();
+  int64_t rank = selfType.getRank();
+  // The values, restricted to the index's extent along every dim.
+  for (int64_t d = 0; d < rank && source.values; ++d) {
+    int64_t size = indexType.getDimSize(d);
+    int64_t available = tensorType(source.values).getDimSize(d);
+    if ((d != dim && size > shape[d]) || size > available)
+      return makeError(llvm::formatv(
+          "the index of {0} has size {1} along dim {2}, more than the "
+          "tensor's {3} or the source's {4}",
+          op, size, d, shape[d], available));
+    if (size < available)
+      source.values = emit.slice(source.values, d, 0, size, 1);
+  }
+  auto i64 = emit.builder.getI64Type();
+  int64_t size = shape[dim];
+  // amax / amin: every element of the index against every position of the
+  // dim (one-hot).
+  if (combine.reduce == ScatterCombine::Max ||
+      combine.reduce == ScatterCombine::Min) {
+    if (size > kMaxOneHotDim)
+      return makeError(llvm::formatv(
+          "{0} with reduce 'amax' or 'amin' along a dim of {1}: titan takes "
+          "these extrema along dims of at most {2} (it compares every index "
+          "with every position)",
+          op, size, kMaxOneHotDim));
+    llvm::Expected<Value> checkedIndex =
+        checkedIds(emit, self, index, size, /*lookedUpAsIs=*/false);
+    if (!checkedIndex)
+      return checkedIndex.takeError();
+    return single(
+        scatterOneHot(emit, self, dim, *checkedIndex, source, combine));
+  }
+  // Whole rows: one id per row of the dims after `dim`.
+  bool wholeRows = picksWholeRows(index, dim, shape);
+  int64_t keptRank = wholeRows ? dim + 1 : rank;
+  Value ids = leadingIds(emit, index, keptRank);
+  ArrayRef<int64_t> idsShape = indexType.getShape().take_front(keptRank);
+  // Ids straight into the table's rows are checked as lookups are; ids
+  // offset by the leading dims' positions are checked against `dim` first.
+  bool direct = keptRank == 1;
+  llvm::Expected<Value> checked =
+      checkedIds(emit, self, ids, size, /*lookedUpAsIs=*/direct);
+  if (!checked)
+    return checked.takeError();
+  // Single elements along a short dim, with other dims beside: one-hot.
+  if (!wholeRows && !direct && size <= kMaxOneHotDim)
+    return single(scatterOneHot(emit, self, dim, *checked, source, combine));
+  auto idsType = RankedTensorType::get(idsShape, i64);
+  ArrayRef<int64_t> tableRows = shape.take_front(keptRank);
+  Value rowIds = rowMajorOffsets(emit, idsType, tableRows, [&](int64_t d) {
+    return d == dim ? *checked : emit.iota(idsType, d);
+  });
+  int64_t rowCount = ShapedType::getNumElements(tableRows);
+  int64_t width = selfType.getNumElements() / std::max<int64_t>(rowCount, 1);
+  if (source.values) {
+    SmallVector<int64_t> valueRows(idsShape);
+    valueRows.push_back(width);
+    source.values = emit.reshape(source.values, valueRows);
+  }
+  Value scattered = scatterRows(emit, emit.reshape(self, {rowCount, width}),
+                                rowIds, source, combine);
+  return single(emit.reshape(scattered, selfType.getShape()));
+}
+
 /// aten::scatter / scatter_add / scatter_reduce(self, dim, index, src or a
 /// number): `out[..., index[i..., j, ...], ...] = src[i..., j, ...]` (added
 /// or reduced), for every position of the index, whose dims other than
@@ -5047,7 +5120,6 @@ Outputs convertScatter(GraphImporter &importer, Node *node,
         "equal",
         op, indexType.getRank(), rank));
   Emitter emit(importer);
-  // The values, restricted to the index's extent along every dim.
   const ImportedValue &source = importer.input(node, 3);
   Value values, uniform;
   if (source.isNumber()) {
@@ -5063,67 +5135,64 @@ Outputs convertScatter(GraphImporter &importer, Node *node,
           op, tensorType(*src).getRank(), rank));
     values = *src;
   }
-  for (int64_t d = 0; d < rank && values; ++d) {
-    int64_t size = indexType.getDimSize(d);
-    int64_t available = tensorType(values).getDimSize(d);
-    if ((d != td->dim && size > td->shape[d]) || size > available)
-      return makeError(llvm::formatv(
-          "the index of {0} has size {1} along dim {2}, more than the "
-          "tensor's {3} or the source's {4}",
-          op, size, d, td->shape[d], available));
-    if (size < available)
-      values = emit.slice(values, d, 0, size, 1);
+  return scatterAlong(emit, op, *self, td->dim, *index, {values, uniform},
+                      combine);
+}
+
+/// aten::max_unpool2d(x, indices, output_size) and max_unpool3d(x,
+/// indices, output_size, stride, padding) (nn.MaxUnpool1d/2d/3d): each
+/// value of x put at the position its index gives in its plane of
+/// output_size, zeros elsewhere; a scatter along the flattened planes. Two
+/// windows that chose the same element (overlapping pools) write its one
+/// value.
+Outputs convertMaxUnpool(GraphImporter &importer, Node *node,
+                         int64_t spatialDims) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  llvm::Expected<Value> indices = importer.tensorInput(node, 1);
+  llvm::Expected<std::vector<int64_t>> outputSize =
+      importer.intListInput(node, 2);
+  StringRef op = node->kind().toUnqualString();
+  if (!x || !indices || !outputSize) {
+    llvm::consumeError(x.takeError());
+    llvm::consumeError(indices.takeError());
+    llvm::consumeError(outputSize.takeError());
+    return makeError(op + " needs a tensor, its indices and a constant "
+                          "output size");
   }
-  auto i64 = IntegerType::get(&importer.getContext(), 64);
-  int64_t size = td->shape[td->dim];
-  // amax / amin: every element of the index against every position of the
-  // dim (one-hot).
-  if (combine.reduce == ScatterCombine::Max ||
-      combine.reduce == ScatterCombine::Min) {
-    if (size > kMaxOneHotDim)
-      return makeError(llvm::formatv(
-          "{0} with reduce 'amax' or 'amin' along a dim of {1}: titan takes "
-          "these extrema along dims of at most {2} (it compares every index "
-          "with every position)",
-          op, size, kMaxOneHotDim));
-    llvm::Expected<Value> checkedIndex =
-        checkedIds(emit, *self, *index, size, /*lookedUpAsIs=*/false);
-    if (!checkedIndex)
-      return checkedIndex.takeError();
-    return single(scatterOneHot(emit, *self, td->dim, *checkedIndex,
-                                {values, uniform}, combine));
-  }
-  // Whole rows: one id per row of the dims after `dim`.
-  bool wholeRows = picksWholeRows(*index, td->dim, td->shape);
-  int64_t keptRank = wholeRows ? td->dim + 1 : rank;
-  Value ids = leadingIds(emit, *index, keptRank);
-  ArrayRef<int64_t> idsShape = indexType.getShape().take_front(keptRank);
-  // Ids straight into the table's rows are checked as lookups are; ids
-  // offset by the leading dims' positions are checked against `dim` first.
-  bool direct = keptRank == 1;
-  llvm::Expected<Value> checked =
-      checkedIds(emit, *self, ids, size, /*lookedUpAsIs=*/direct);
-  if (!checked)
-    return checked.takeError();
-  // Single elements along a short dim, with other dims beside: one-hot.
-  if (!wholeRows && !direct && size <= kMaxOneHotDim)
-    return single(scatterOneHot(emit, *self, td->dim, *checked,
-                                {values, uniform}, combine));
-  auto idsType = RankedTensorType::get(idsShape, i64);
-  ArrayRef<int64_t> tableRows = td->shape.take_front(keptRank);
-  Value rowIds = rowMajorOffsets(emit, idsType, tableRows, [&](int64_t d) {
-    return d == td->dim ? *checked : emit.iota(idsType, d);
-  });
-  int64_t rowCount = ShapedType::getNumElements(tableRows);
-  int64_t width = selfType.getNumElements() / std::max<int64_t>(rowCount, 1);
-  if (values) {
-    SmallVector<int64_t> valueRows(idsShape);
-    valueRows.push_back(width);
-    values = emit.reshape(values, valueRows);
-  }
-  Value scattered = scatterRows(emit, emit.reshape(*self, {rowCount, width}),
-                                rowIds, {values, uniform}, combine);
-  return single(emit.reshape(scattered, selfType.getShape()));
+  RankedTensorType type = tensorType(*x);
+  int64_t rank = type.getRank();
+  if (rank != spatialDims + 1 && rank != spatialDims + 2)
+    return makeError(
+        llvm::formatv("{0} needs a {1}-d or {2}-d input, not {3}-d", op,
+                      spatialDims + 1, spatialDims + 2, rank));
+  if (tensorType(*indices).getShape() != type.getShape() ||
+      !isa<IntegerType>(tensorType(*indices).getElementType()))
+    return makeError(llvm::formatv(
+        "{0} needs integer indices of the input's shape (max_pool's "
+        "return_indices)",
+        op));
+  if (static_cast<int64_t>(outputSize->size()) != spatialDims ||
+      llvm::any_of(*outputSize, [](int64_t size) { return size <= 0; }))
+    return makeError(llvm::formatv(
+        "{0} needs an output size of {1} positive dims", op, spatialDims));
+  ArrayRef<int64_t> leading = type.getShape().drop_back(spatialDims);
+  int64_t planes = ShapedType::getNumElements(leading);
+  int64_t inPlane =
+      ShapedType::getNumElements(type.getShape().take_back(spatialDims));
+  int64_t outPlane = ShapedType::getNumElements(*outputSize);
+  Emitter emit(importer);
+  auto planesType =
+      RankedTensorType::get({planes, outPlane}, type.getElementType());
+  Outputs scattered =
+      scatterAlong(emit, op, emit.splat(planesType, 0.0), 1,
+                   emit.reshape(*indices, {planes, inPlane}),
+                   {emit.reshape(*x, {planes, inPlane}), Value()},
+                   {ScatterCombine::Mean, false});
+  if (!scattered)
+    return scattered.takeError();
+  SmallVector<int64_t> shape(leading);
+  shape.append(outputSize->begin(), outputSize->end());
+  return single(emit.reshape(scattered->front().tensor, shape));
 }
 
 /// The dim, tensor and 1-d integer index (as i64) of `op` (index_add,
@@ -7465,6 +7534,10 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::scatter"}, [](GraphImporter &i, Node *n) {
     return convertScatter(i, n, {ScatterCombine::Mean, false});
   });
+  add({"aten::max_unpool2d"},
+      [](GraphImporter &i, Node *n) { return convertMaxUnpool(i, n, 2); });
+  add({"aten::max_unpool3d"},
+      [](GraphImporter &i, Node *n) { return convertMaxUnpool(i, n, 3); });
   add({"aten::scatter_add"}, [](GraphImporter &i, Node *n) {
     return convertScatter(i, n, {ScatterCombine::Sum, true});
   });

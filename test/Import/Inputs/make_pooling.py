@@ -35,7 +35,16 @@ class Pooling(nn.Module):
         self.adaptive = nn.AdaptiveAvgPool2d((3, 4))
 
     def forward(self, signal: torch.Tensor, image: torch.Tensor, video: torch.Tensor):
-        return (
+        # Max pooling undone: overlapping windows (an element two windows
+        # chose), 1-d, 3-d, and a plane of 320 positions.
+        pooled, where = F.max_pool2d(image, 3, stride=2, padding=1, return_indices=True)
+        pooled1, where1 = F.max_pool1d(signal, 2, return_indices=True)
+        pooled3, where3 = F.max_pool3d(video, 2, return_indices=True)
+        tall, where_tall = F.max_pool2d(image.repeat(1, 1, 3, 2), 2, return_indices=True)
+        unpooled = (F.max_unpool2d(pooled, where, 3, stride=2, padding=1, output_size=[7, 8]),
+                    F.max_unpool1d(pooled1, where1, 2), F.max_unpool3d(pooled3, where3, 2),
+                    F.max_unpool2d(tall, where_tall, 2))
+        return unpooled + (
             self.avg(image), self.avg_exclusive(image), self.max(image), self.max_padded(image),
             F.avg_pool2d(image, 2, divisor_override=3),
             F.max_pool2d(image, 3, stride=2, ceil_mode=True),

@@ -5,7 +5,8 @@ and adds a depthwise 3 x 3 convolution, a grouped 3 x 3 one with
 padding='same', patches of 1 x 2 (stride = kernel) spread back over their
 positions with repeat_interleave, and a pointwise (1 x 1) one; average
 pooling (padding not counted), max pooling and adaptive average pooling,
-pooled grids interpolated back (bilinear, nearest), and a U-Net-style
+pooled grids interpolated back (bilinear, nearest) or max-unpooled, and
+a U-Net-style
 stride-2 convolution down and a grouped transposed one back up.
 
 usage: make_conv2d_lm.py OUT
@@ -47,6 +48,7 @@ class ConvBlock(nn.Module):
         y = y + F.adaptive_avg_pool2d(grid, (2, 3)).mean(dim=(2, 3), keepdim=True)
         y = y + F.interpolate(F.avg_pool2d(grid, 2), scale_factor=2.0, mode="bilinear")
         y = y + F.interpolate(F.max_pool2d(grid, 2), scale_factor=2.0, mode="nearest")
+        y = y + F.max_unpool2d(*F.max_pool2d(grid, 2, return_indices=True), 2)
         y = y + self.up(F.gelu(self.down(grid)))
         y = self.pointwise(F.gelu(y))
         return x + y.reshape(b, d, s).transpose(1, 2)
