@@ -25,12 +25,6 @@ namespace {
 enum class Interpolation { Bilinear = 0, Nearest = 1, Bicubic = 2 };
 enum class Padding { Zeros = 0, Border = 1, Reflection = 2 };
 
-/// floor(x) (no gradient, as rounding).
-Value floorOf(Emitter &emit, Value x) {
-  return RoundedDivOp::create(emit.builder, emit.loc, tensorType(x), x,
-                              emit.splatLike(x, 1.0), /*truncate=*/false);
-}
-
 /// a and b (i1): b where a holds, else a.
 Value both(Emitter &emit, Value a, Value b) { return emit.select(a, b, a); }
 

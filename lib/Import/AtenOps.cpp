@@ -5605,10 +5605,6 @@ Outputs convertRounding(GraphImporter &importer, Node *node,
     decimals = arg->intValue;
   Emitter emit(importer);
   Value one = emit.splat(type, 1.0);
-  auto floorOf = [&](Value value) -> Value {
-    return RoundedDivOp::create(emit.builder, emit.loc, type, value, one,
-                                /*truncate=*/false);
-  };
   // As torch's kernel: x * 10^d, rounded, / 10^d for d > 0; x / 10^-d,
   // rounded, * 10^-d for d < 0.
   Value power = emit.splat(type, std::pow(10.0, std::abs(decimals)));
@@ -5620,17 +5616,17 @@ Outputs convertRounding(GraphImporter &importer, Node *node,
   Value rounded;
   switch (rounding) {
   case Rounding::Floor:
-    rounded = floorOf(input);
+    rounded = floorOf(emit, input);
     break;
   case Rounding::Ceil:
-    rounded = emit.unary<NegOp>(floorOf(emit.unary<NegOp>(input)));
+    rounded = emit.unary<NegOp>(floorOf(emit, emit.unary<NegOp>(input)));
     break;
   case Rounding::Trunc:
     rounded = RoundedDivOp::create(emit.builder, emit.loc, type, input, one,
                                    /*truncate=*/true);
     break;
   case Rounding::Round: {
-    Value floor = floorOf(input);
+    Value floor = floorOf(emit, input);
     Value rest = emit.binary<SubOp>(input, floor);
     Value half = emit.splat(type, 0.5), zero = emit.splat(type, 0.0);
     Value odd = emit.compare("eq",

@@ -259,9 +259,7 @@ Outputs convertQuantile(GraphImporter &importer, Node *node, bool ignoreNan) {
                                emit.splatLike(count, static_cast<double>(n)));
   auto i64 = emit.builder.getI64Type();
   auto rounded = [&](Value v, bool up) {
-    Value floor = RoundedDivOp::create(emit.builder, emit.loc, tensorType(v), v,
-                                       emit.splatLike(v, 1.0),
-                                       /*truncate=*/false);
+    Value floor = floorOf(emit, v);
     if (!up)
       return floor;
     Value whole = emit.compare("eq", floor, v);

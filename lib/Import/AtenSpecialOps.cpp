@@ -65,10 +65,7 @@ Value polynomial(Emitter &emit, Value t, ArrayRef<double> coefficients) {
 
 /// Where x is 0 or a negative integer: the poles of lgamma and digamma.
 Value atPole(Emitter &emit, Value x) {
-  Value whole = emit.compare(
-      "eq", x,
-      RoundedDivOp::create(emit.builder, emit.loc, tensorType(x), x,
-                           emit.splatLike(x, 1.0), /*truncate=*/false));
+  Value whole = emit.compare("eq", x, floorOf(emit, x));
   return emit.select(whole, emit.compare("le", x, emit.splatLike(x, 0.0)),
                      whole);
 }

@@ -298,3 +298,8 @@ std::optional<int64_t> mlir::titan::import::knownSplatInteger(Value v) {
     return std::nullopt;
   return constant.getSplatValue<APInt>().getSExtValue();
 }
+
+Value mlir::titan::import::floorOf(Emitter &emit, Value x) {
+  return RoundedDivOp::create(emit.builder, emit.loc, tensorType(x), x,
+                              emit.splatLike(x, 1.0), /*truncate=*/false);
+}

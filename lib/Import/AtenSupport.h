@@ -150,6 +150,10 @@ inline constexpr int64_t kMaxOneHotDim = 256;
 /// dims; differentiable in `table`).
 Value gatherOneHot(Emitter &emit, Value table, int64_t dim, Value index);
 
+/// floor(x) of a float tensor (titan.rounded_div by 1; no gradient, as
+/// rounding).
+Value floorOf(Emitter &emit, Value x);
+
 /// aten::gather of `x` along normalized `dim` at `index` (of x's rank):
 /// `out[..., i, ...] = x[..., index[..., i, ...], ...]`; integers are
 /// gathered in f64, exact below 2^53 (see convertGather).
