@@ -1004,13 +1004,13 @@ compareSteps(ModuleOp module, const TitanPipelineOptions &with,
 /// buckets its cost model predicts faster than their members, and `module`'s
 /// step simulated on `device` decides whether the program as a whole gains
 /// (a bucket's first member waits for its last, each member is copied in
-/// and out). Without a device to simulate on (`device` null: under pipeline
-/// parallelism, whose stages are simulated by the schedule) there are no
-/// buckets unless the config asks for them.
+/// and out). Under pipeline parallelism, whose stages the schedule
+/// simulates rather than one rank's step, there are none unless the config
+/// asks for them (dropUnaskedBuckets).
 static LogicalResult chooseBuckets(ModuleOp module,
                                    TitanPipelineOptions &pipeline,
                                    const TrainConfig &config,
-                                   const DeviceDescription *device,
+                                   const DeviceDescription &device,
                                    int64_t ranksPerNode) {
   if (config.parallelism.bucketCollectives || !pipeline.buckets)
     return success();
@@ -1019,19 +1019,23 @@ static LogicalResult chooseBuckets(ModuleOp module,
            .walk([](CollectiveOpInterface) { return WalkResult::interrupt(); })
            .wasInterrupted())
     return success();
-  if (!device) {
-    pipeline.buckets.reset();
-    return success();
-  }
   TitanPipelineOptions unbucketed = pipeline;
   unbucketed.buckets.reset();
   FailureOr<StepComparison> steps =
-      compareSteps(module, pipeline, unbucketed, *device, ranksPerNode);
+      compareSteps(module, pipeline, unbucketed, device, ranksPerNode);
   if (failed(steps))
     return failure();
   if (!steps->isFaster())
     pipeline.buckets.reset();
   return success();
+}
+
+/// Drops the buckets `config` does not ask for (the key unset) from
+/// `pipeline`: under pipeline parallelism.
+static void dropUnaskedBuckets(TitanPipelineOptions &pipeline,
+                               const TrainConfig &config) {
+  if (!config.parallelism.bucketCollectives)
+    pipeline.buckets.reset();
 }
 
 static void warnAbout(const TrainConfig &config) {
@@ -1221,12 +1225,10 @@ int main(int argc, char **argv) {
       int64_t ranksPerNode = config->hardware.ranksPerNode
                                  ? config->hardware.ranksPerNode
                                  : device->ranksPerNode;
-      if (failed(chooseBuckets(
-              *program, pipeline, *config,
-              SymbolTable::lookupSymbolIn(*program, kPipelineMeshName)
-                  ? nullptr
-                  : &*device,
-              ranksPerNode)))
+      if (SymbolTable::lookupSymbolIn(*program, kPipelineMeshName))
+        dropUnaskedBuckets(pipeline, *config);
+      else if (failed(chooseBuckets(*program, pipeline, *config, *device,
+                                    ranksPerNode)))
         return fail("cannot simulate the communication overlap");
     }
     setBackend(pipeline);
@@ -1327,6 +1329,10 @@ int main(int argc, char **argv) {
   };
   bool fitRecompute = config && config->activationCheckpoint.mode == "auto";
   bool pipelined = mesh.getPipelineDegree() > 1;
+  // Before the memory budget's compiles, which then plan the buckets the
+  // executable runs.
+  if (pipelined && config)
+    dropUnaskedBuckets(pipeline, *config);
   // The executable's metrics need it too (MFU); the pipeline's stages are
   // cut from it.
   if ((!planReport.empty() || !summaryJson.empty() || fitRecompute ||
@@ -1438,9 +1444,8 @@ int main(int argc, char **argv) {
       pipeline.asyncTensorParallel.reset();
     }
   }
-  if (config &&
-      failed(chooseBuckets(**module, pipeline, *config,
-                           pipelined ? nullptr : &*device, ranksPerNode)))
+  if (config && !pipelined &&
+      failed(chooseBuckets(**module, pipeline, *config, *device, ranksPerNode)))
     return fail("cannot simulate the communication overlap");
   // What titan-tune reads: the configuration compiled, the prediction, and
   // (with the memory plan) the memory.
