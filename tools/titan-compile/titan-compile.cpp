@@ -976,7 +976,6 @@ summarizePipelinePrediction(const PipelineReport &report,
       {"mfu", configured.mfu}};
 }
 
-/// Prints what the config asks for that titan does not apply.
 /// One program's step simulated under two scheduling pipelines.
 struct StepComparison {
   double withSeconds = 0, withoutSeconds = 0;
@@ -1038,6 +1037,7 @@ static void dropUnaskedBuckets(TitanPipelineOptions &pipeline,
     pipeline.buckets.reset();
 }
 
+/// Prints what the config asks for that titan does not apply.
 static void warnAbout(const TrainConfig &config) {
   for (const std::string &warning : config.warnings)
     llvm::WithColor::warning(llvm::errs(), "titan-compile") << warning << "\n";
