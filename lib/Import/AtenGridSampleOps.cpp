@@ -46,9 +46,8 @@ Value reflect(Emitter &emit, Value x, double low, double high) {
   Value flips = floorOf(emit, emit.scale(distance, 1.0 / span));
   Value extra =
       emit.binary<SubOp>(distance, emit.scale(flips, span)); // fmod, >= 0
-  Value half = emit.scale(flips, 0.5);
-  Value even = emit.compare("eq", floorOf(emit, half), half);
-  return emit.select(even, emit.binary<AddOp>(extra, emit.splatLike(x, low)),
+  return emit.select(isEven(emit, flips),
+                     emit.binary<AddOp>(extra, emit.splatLike(x, low)),
                      emit.binary<SubOp>(emit.splatLike(x, span + low), extra));
 }
 
@@ -92,7 +91,7 @@ Outputs convertGridSampler(GraphImporter &importer, Node *node) {
     llvm::consumeError(grid.takeError());
     llvm::consumeError(mode.takeError());
     llvm::consumeError(paddingMode.takeError());
-    return makeError("grid_sample needs an input, a grid and constant "
+    return makeError("grid_sample needs an input, a grid and integer "
                      "interpolation and padding modes");
   }
   RankedTensorType inputType = tensorType(*input), gridType = tensorType(*grid);
@@ -159,18 +158,9 @@ Outputs convertGridSampler(GraphImporter &importer, Node *node) {
   };
   Value sampled;
   if (*mode == static_cast<int64_t>(Interpolation::Nearest)) {
-    // Half to even, as PyTorch's nearbyint: the floor of x + 1/2, less one
-    // where x + 1/2 is whole and odd.
-    auto nearest = [&](Value v) {
-      Value up = emit.binary<AddOp>(v, emit.splatLike(v, 0.5));
-      Value floor = floorOf(emit, up);
-      Value half = emit.scale(floor, 0.5);
-      Value tie = both(emit, emit.compare("eq", floor, up),
-                       emit.compare("ne", floorOf(emit, half), half));
-      return emit.select(tie, emit.binary<SubOp>(floor, emit.splatLike(v, 1.0)),
-                         floor);
-    };
-    llvm::Expected<Value> value = read(nearest(ix), nearest(iy));
+    // Half to even, as PyTorch's nearbyint.
+    llvm::Expected<Value> value =
+        read(roundHalfEven(emit, ix), roundHalfEven(emit, iy));
     if (!value)
       return value.takeError();
     sampled = *value;

@@ -5156,8 +5156,8 @@ Outputs convertMaxUnpool(GraphImporter &importer, Node *node,
     llvm::consumeError(x.takeError());
     llvm::consumeError(indices.takeError());
     llvm::consumeError(outputSize.takeError());
-    return makeError(op + " needs a tensor, its indices and a constant "
-                          "output size");
+    return makeError(op + " needs a tensor, its indices and an output size "
+                          "(a list of ints)");
   }
   RankedTensorType type = tensorType(*x);
   int64_t rank = type.getRank();
@@ -5625,21 +5625,9 @@ Outputs convertRounding(GraphImporter &importer, Node *node,
     rounded = RoundedDivOp::create(emit.builder, emit.loc, type, input, one,
                                    /*truncate=*/true);
     break;
-  case Rounding::Round: {
-    Value floor = floorOf(emit, input);
-    Value rest = emit.binary<SubOp>(input, floor);
-    Value half = emit.splat(type, 0.5), zero = emit.splat(type, 0.0);
-    Value odd = emit.compare("eq",
-                             RemainderOp::create(emit.builder, emit.loc, type,
-                                                 floor, emit.splat(type, 2.0),
-                                                 /*truncate=*/false),
-                             one);
-    Value up = emit.select(emit.compare("gt", rest, half), one,
-                           emit.select(emit.compare("eq", rest, half),
-                                       emit.select(odd, one, zero), zero));
-    rounded = emit.binary<AddOp>(floor, up);
+  case Rounding::Round:
+    rounded = roundHalfEven(emit, input);
     break;
-  }
   }
   Value magnitude = emit.binary<MaxOp>(input, emit.unary<NegOp>(input));
   rounded =

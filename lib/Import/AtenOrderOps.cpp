@@ -282,16 +282,8 @@ Outputs convertQuantile(GraphImporter &importer, Node *node, bool ignoreNan) {
       value = emit.scale(emit.binary<AddOp>(low, high), 0.5);
     } else if (interpolation == "nearest") {
       // Round half to even, as torch.round.
-      Value fraction = emit.binary<SubOp>(position, below);
-      Value half = emit.splatLike(fraction, 0.5);
-      Value belowIsOdd = emit.compare(
-          "ne",
-          RemainderOp::create(emit.builder, emit.loc, tensorType(below), below,
-                              emit.splatLike(below, 2.0), /*truncate=*/false),
-          emit.splatLike(below, 0.0));
-      Value up = emit.select(emit.compare("eq", fraction, half), belowIsOdd,
-                             emit.compare("gt", fraction, half));
-      value = emit.select(up, high, low);
+      Value nearest = roundHalfEven(emit, position);
+      value = emit.select(emit.compare("eq", nearest, below), low, high);
     } else {
       Value fraction = emit.cast(emit.binary<SubOp>(position, below), element);
       value = emit.binary<AddOp>(

@@ -303,3 +303,20 @@ Value mlir::titan::import::floorOf(Emitter &emit, Value x) {
   return RoundedDivOp::create(emit.builder, emit.loc, tensorType(x), x,
                               emit.splatLike(x, 1.0), /*truncate=*/false);
 }
+
+Value mlir::titan::import::isEven(Emitter &emit, Value whole) {
+  Value half = emit.scale(whole, 0.5);
+  return emit.compare("eq", floorOf(emit, half), half);
+}
+
+Value mlir::titan::import::roundHalfEven(Emitter &emit, Value x) {
+  Value floor = floorOf(emit, x);
+  Value rest = emit.binary<SubOp>(x, floor);
+  Value half = emit.splatLike(x, 0.5);
+  Value one = emit.splatLike(x, 1.0), zero = emit.splatLike(x, 0.0);
+  Value up = emit.select(
+      emit.compare("gt", rest, half), one,
+      emit.select(emit.compare("eq", rest, half),
+                  emit.select(isEven(emit, floor), zero, one), zero));
+  return emit.binary<AddOp>(floor, up);
+}

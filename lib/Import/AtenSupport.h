@@ -154,6 +154,14 @@ Value gatherOneHot(Emitter &emit, Value table, int64_t dim, Value index);
 /// rounding).
 Value floorOf(Emitter &emit, Value x);
 
+/// Where a whole-valued float tensor is even (floor(x / 2) == x / 2).
+Value isEven(Emitter &emit, Value whole);
+
+/// x rounded to the nearest whole number, half to even, as std::nearbyint
+/// (torch.round): the floor, plus one where the rest is over a half or is a
+/// half and the floor odd. No gradient, as rounding.
+Value roundHalfEven(Emitter &emit, Value x);
+
 /// aten::gather of `x` along normalized `dim` at `index` (of x's rank):
 /// `out[..., i, ...] = x[..., index[..., i, ...], ...]`; integers are
 /// gathered in f64, exact below 2^53 (see convertGather).
