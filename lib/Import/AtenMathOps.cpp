@@ -246,6 +246,44 @@ Outputs convertMath(GraphImporter &importer, Node *node,
   llvm_unreachable("unknown math function");
 }
 
+} // namespace
+
+Value mlir::titan::import::atan2Of(Emitter &emit, Value y, Value x) {
+  // atan(y / x) of a safe x, moved to the quadrant of (x, y); +-pi/2 on
+  // the y axis, 0 at the origin.
+  Value zero = emit.splatLike(x, 0.0), one = emit.splatLike(x, 1.0);
+  Value onAxis = emit.compare("eq", x, zero);
+  Value base =
+      arctangent(emit, emit.binary<DivOp>(y, emit.select(onAxis, one, x)));
+  Value upper = emit.compare("ge", y, zero);
+  Value left =
+      emit.binary<AddOp>(base, emit.select(upper, emit.splatLike(y, kPi),
+                                           emit.splatLike(y, -kPi)));
+  Value axis = selectWhere(
+      emit, "gt", y, 0.0, emit.splatLike(y, kPi / 2),
+      selectWhere(emit, "lt", y, 0.0, emit.splatLike(y, -kPi / 2), zero));
+  return selectWhere(emit, "gt", x, 0.0, base,
+                     selectWhere(emit, "lt", x, 0.0, left, axis));
+}
+
+Value mlir::titan::import::hypotOf(Emitter &emit, Value a, Value b) {
+  // m sqrt((a/m)^2 + (b/m)^2) with m = max(|a|, |b|) (no overflow); 0
+  // where both are 0, m where it is infinite.
+  Value zero = emit.splatLike(a, 0.0), one = emit.splatLike(a, 1.0);
+  Value m = emit.binary<MaxOp>(absolute(emit, a), absolute(emit, b));
+  Value infinite = emit.compare(
+      "eq", m, emit.splatLike(m, std::numeric_limits<double>::infinity()));
+  Value both = emit.compare("eq", m, zero);
+  Value safe = emit.select(both, one, emit.select(infinite, one, m));
+  Value p = emit.binary<DivOp>(a, safe), q = emit.binary<DivOp>(b, safe);
+  Value root = emit.unary<SqrtOp>(
+      emit.binary<AddOp>(emit.binary<MulOp>(p, p), emit.binary<MulOp>(q, q)));
+  return emit.select(both, zero,
+                     emit.select(infinite, m, emit.binary<MulOp>(m, root)));
+}
+
+namespace {
+
 /// The functions of two floating-point tensors (or numbers) written here.
 enum class BinaryMathFunction {
   Atan2,
@@ -270,23 +308,8 @@ Outputs convertBinaryMath(GraphImporter &importer, Node *node,
   Value a = (*operands)[0], b = (*operands)[1];
   Value zero = emit.splatLike(a, 0.0), one = emit.splatLike(a, 1.0);
   switch (function) {
-  case BinaryMathFunction::Atan2: {
-    // atan(y / x) of a safe x, moved to the quadrant of (x, y); +-pi/2 on
-    // the y axis, 0 at the origin.
-    Value y = a, x = b;
-    Value onAxis = emit.compare("eq", x, zero);
-    Value base =
-        arctangent(emit, emit.binary<DivOp>(y, emit.select(onAxis, one, x)));
-    Value upper = emit.compare("ge", y, zero);
-    Value left =
-        emit.binary<AddOp>(base, emit.select(upper, emit.splatLike(a, kPi),
-                                             emit.splatLike(a, -kPi)));
-    Value axis = selectWhere(
-        emit, "gt", y, 0.0, emit.splatLike(a, kPi / 2),
-        selectWhere(emit, "lt", y, 0.0, emit.splatLike(a, -kPi / 2), zero));
-    return single(selectWhere(emit, "gt", x, 0.0, base,
-                              selectWhere(emit, "lt", x, 0.0, left, axis)));
-  }
+  case BinaryMathFunction::Atan2:
+    return single(atan2Of(emit, a, b));
   case BinaryMathFunction::Logaddexp:
     return single(logAddExp(emit, a, b));
   case BinaryMathFunction::Xlogy:
@@ -301,20 +324,8 @@ Outputs convertBinaryMath(GraphImporter &importer, Node *node,
     return single(emit.select(emit.compare("ne", b, b), b,
                               emit.select(none, zero, product)));
   }
-  case BinaryMathFunction::Hypot: {
-    // m sqrt((a/m)^2 + (b/m)^2) with m = max(|a|, |b|) (no overflow); 0
-    // where both are 0, m where it is infinite.
-    Value m = emit.binary<MaxOp>(absolute(emit, a), absolute(emit, b));
-    Value infinite = emit.compare(
-        "eq", m, emit.splatLike(m, std::numeric_limits<double>::infinity()));
-    Value both = emit.compare("eq", m, zero);
-    Value safe = emit.select(both, one, emit.select(infinite, one, m));
-    Value p = emit.binary<DivOp>(a, safe), q = emit.binary<DivOp>(b, safe);
-    Value root = emit.unary<SqrtOp>(
-        emit.binary<AddOp>(emit.binary<MulOp>(p, p), emit.binary<MulOp>(q, q)));
-    return single(emit.select(
-        both, zero, emit.select(infinite, m, emit.binary<MulOp>(m, root))));
-  }
+  case BinaryMathFunction::Hypot:
+    return single(hypotOf(emit, a, b));
   case BinaryMathFunction::Copysign: {
     Value magnitude = absolute(emit, a);
     return single(selectWhere(emit, "lt", b, 0.0, emit.unary<NegOp>(magnitude),

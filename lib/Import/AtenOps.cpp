@@ -146,6 +146,13 @@ llvm::Expected<Type> optionalDtype(GraphImporter &importer, Node *node,
   return dtypeOf(importer, *dtype);
 }
 
+/// x * y wrapped at 64 bits, as torch's int64 arithmetic (no overflow
+/// trap).
+int64_t wrappingMultiply(int64_t x, int64_t y) {
+  return static_cast<int64_t>(static_cast<uint64_t>(x) *
+                              static_cast<uint64_t>(y));
+}
+
 /// `value` converted to element type `element` as torch.tensor(value,
 /// dtype) stores it: rounded to a float type, truncated to an integer.
 ImportedValue numberOfType(const ImportedValue &value, Type element) {
@@ -166,6 +173,21 @@ ImportedValue numberOfType(const ImportedValue &value, Type element) {
   }
   number.wrappedType = element;
   return number;
+}
+
+/// A tensor of `type` whose elements all equal `number` as torch stores it
+/// in that dtype (numberOfType): an integer with all its 64 bits, where a
+/// double keeps 53 (a hash's multiplier 6364136223846793005).
+Value splatNumber(Emitter &emit, RankedTensorType type,
+                  const ImportedValue &number) {
+  Type element = type.getElementType();
+  if (isa<FloatType>(element) || element.isInteger(1))
+    return emit.splat(type, number.asDouble());
+  ImportedValue stored = numberOfType(number, element);
+  APInt bits(element.getIntOrFloatBitWidth(), stored.intValue,
+             /*isSigned=*/true, /*implicitTrunc=*/true);
+  return ConstantOp::create(emit.builder, emit.loc,
+                            DenseElementsAttr::get(type, bits));
 }
 
 //===----------------------------------------------------------------------===//
@@ -224,16 +246,20 @@ Outputs scalarBinary(BinaryKind kind, const ImportedValue &a,
                    kind == BinaryKind::Remainder || kind == BinaryKind::Fmod;
     if (divides && y == 0)
       return makeError("integer division by zero");
+    // Wrapping at 64 bits, as TorchScript's ints and torch's int64.
+    auto wrap = [](uint64_t bits) { return static_cast<int64_t>(bits); };
     switch (kind) {
     case BinaryKind::Add:
-      result = ImportedValue::ofInt(x + y);
+      result = ImportedValue::ofInt(
+          wrap(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)));
       break;
     case BinaryKind::Sub:
     case BinaryKind::Rsub:
-      result = ImportedValue::ofInt(x - y);
+      result = ImportedValue::ofInt(
+          wrap(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)));
       break;
     case BinaryKind::Mul:
-      result = ImportedValue::ofInt(x * y);
+      result = ImportedValue::ofInt(wrappingMultiply(x, y));
       break;
     case BinaryKind::Div:
       result = ImportedValue::ofFloat(static_cast<double>(x) / y);
@@ -263,7 +289,7 @@ Outputs scalarBinary(BinaryKind kind, const ImportedValue &a,
       }
       result = ImportedValue::ofInt(1);
       for (int64_t i = 0; i < y; ++i)
-        result.intValue *= x;
+        result.intValue = wrappingMultiply(result.intValue, x);
       break;
     }
   } else {
@@ -603,7 +629,8 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
     if (alpha != 1.0)
       b = b.kind == ImportedValue::Kind::Float
               ? ImportedValue::ofFloat(b.asDouble() * alpha)
-              : ImportedValue::ofInt(b.intValue * static_cast<int64_t>(alpha));
+              : ImportedValue::ofInt(
+                    wrappingMultiply(b.intValue, static_cast<int64_t>(alpha)));
     return scalarBinary(kind, a, b, importer.getContext());
   }
   Emitter emit(importer);
@@ -649,8 +676,10 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
     if (tensorType(a.tensor).getElementType().isInteger(1))
       a = ImportedValue::ofTensor(
           emit.cast(a.tensor, IntegerType::get(&importer.getContext(), 64)));
-    b = ImportedValue::ofTensor(
-        emit.splat(tensorType(a.tensor), b.asDouble() * alpha));
+    if (alpha != 1.0)
+      b = ImportedValue::ofInt(
+          wrappingMultiply(b.intValue, static_cast<int64_t>(alpha)));
+    b = ImportedValue::ofTensor(splatNumber(emit, tensorType(a.tensor), b));
     alpha = 1.0;
   }
   if (b.isNumber() && a.isTensor()) {
@@ -670,7 +699,7 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
     if (tensorType(b.tensor).getElementType().isInteger(1))
       b = ImportedValue::ofTensor(
           emit.cast(b.tensor, IntegerType::get(&importer.getContext(), 64)));
-    a = ImportedValue::ofTensor(emit.splat(tensorType(b.tensor), a.asDouble()));
+    a = ImportedValue::ofTensor(splatNumber(emit, tensorType(b.tensor), a));
   }
   if (!a.isTensor() || !b.isTensor())
     return makeError("unsupported operand kinds");
@@ -956,10 +985,19 @@ Outputs convertCompare(GraphImporter &importer, Node *node,
     if (!v->isTensor() && !v->isNumber())
       return makeError("a tensor is compared with a number or a tensor only");
   Emitter emit(importer);
+  // A float number against an integer tensor compares in float32, as torch
+  // promotes (`ids < 2.5`).
+  auto numberLike = [&](const ImportedValue &number, Value tensor) {
+    RankedTensorType type = tensorType(tensor);
+    if (number.kind == ImportedValue::Kind::Float &&
+        !isa<FloatType>(type.getElementType()))
+      type = type.clone(Float32Type::get(&importer.getContext()));
+    return ImportedValue::ofTensor(splatNumber(emit, type, number));
+  };
   if (b.isNumber())
-    b = ImportedValue::ofTensor(emit.splat(tensorType(a.tensor), b.asDouble()));
+    b = numberLike(b, a.tensor);
   if (a.isNumber())
-    a = ImportedValue::ofTensor(emit.splat(tensorType(b.tensor), a.asDouble()));
+    a = numberLike(a, b.tensor);
   Value x = a.tensor, y = b.tensor;
   if (llvm::Error error = unify(emit, x, y))
     return std::move(error);
@@ -1088,14 +1126,31 @@ Outputs convertSqueeze(GraphImporter &importer, Node *node) {
   });
 }
 
-Outputs convertPermute(GraphImporter &importer, Node *node, bool swapTwo) {
+/// The complex conjugate of `x` (a real tensor: itself).
+Outputs conjugate(Emitter &emit, const ImportedValue &x) {
+  if (!x.isComplex())
+    return single(x);
+  return single(ImportedValue::ofComplex(x.tensor, emit.unary<NegOp>(x.imag)));
+}
+
+/// The forms of a transpose: aten::transpose(x, a, b) and aten::t (two
+/// dims swapped), aten::permute(x, dims), aten::numpy_T (`x.T`: every dim
+/// reversed), aten::mT (the last two dims swapped) and aten::mH /
+/// aten::adjoint / aten::matrix_H (those, conjugated).
+enum class TransposeForm { SwapTwo, Permute, Reverse, Matrix, Adjoint };
+
+/// `x` with its dims permuted as `form` says (complex parts alike).
+Outputs convertPermute(GraphImporter &importer, Node *node,
+                       TransposeForm form) {
   const ImportedValue &x = importer.input(node, 0);
   llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
   if (!shape)
     return shape.takeError();
   int64_t rank = shape->size();
-  SmallVector<int64_t> permutation;
-  if (swapTwo) {
+  SmallVector<int64_t> permutation =
+      llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  switch (form) {
+  case TransposeForm::SwapTwo: {
     SmallVector<int64_t> dims;
     if (node->inputs().size() == 1) { // aten::t
       dims = {0, rank > 1 ? 1 : 0};
@@ -1110,26 +1165,58 @@ Outputs convertPermute(GraphImporter &importer, Node *node, bool swapTwo) {
         dims.push_back(*d);
       }
     }
-    permutation = llvm::to_vector(llvm::seq<int64_t>(0, rank));
     if (rank > 1)
       std::swap(permutation[dims[0]], permutation[dims[1]]);
-  } else {
+    break;
+  }
+  case TransposeForm::Permute: {
     llvm::Expected<std::vector<int64_t>> dims = importer.intListInput(node, 1);
     if (!dims)
       return dims.takeError();
+    permutation.clear();
     for (int64_t dim : *dims) {
       llvm::Expected<int64_t> d = normalizeDim(dim, rank);
       if (!d)
         return d.takeError();
       permutation.push_back(*d);
     }
+    break;
   }
-  if (llvm::equal(permutation, llvm::seq<int64_t>(0, rank)))
-    return single(x);
+  case TransposeForm::Reverse:
+    std::reverse(permutation.begin(), permutation.end());
+    break;
+  case TransposeForm::Matrix:
+  case TransposeForm::Adjoint:
+    if (rank < 2)
+      return makeError(llvm::formatv(
+          "the matrix transpose of a {0}-d tensor: it needs at least 2 dims",
+          rank));
+    std::swap(permutation[rank - 2], permutation[rank - 1]);
+    break;
+  }
   Emitter emit(importer);
-  return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
+  Outputs transposed = mapParts(x, [&](Value v) -> llvm::Expected<Value> {
+    if (llvm::equal(permutation, llvm::seq<int64_t>(0, rank)))
+      return v;
     return emit.transpose(v, permutation);
   });
+  if (!transposed || form != TransposeForm::Adjoint)
+    return transposed;
+  return conjugate(emit, transposed->front());
+}
+
+/// aten::conj / _conj / conj_physical: the complex conjugate (a real
+/// tensor itself); aten::resolve_conj / resolve_neg: the value itself
+/// (titan's complex tensors are two real ones, never a lazily conjugated
+/// or negated view to materialize).
+Outputs convertConj(GraphImporter &importer, Node *node, bool resolve) {
+  const ImportedValue &x = importer.input(node, 0);
+  if (!x.isTensor() && !x.isComplex())
+    return makeError("expected a tensor");
+  if (resolve)
+    return single(x);
+  Emitter emit(importer);
+  return conjugate(emit, x);
 }
 
 /// Normalizes a Python slice bound: None, negative, or past the end. A
@@ -1657,15 +1744,14 @@ Outputs convertFull(GraphImporter &importer, Node *node, StringRef form) {
       return sizes.takeError();
     shape = *sizes;
   }
-  double value = kind.starts_with("ones") ? 1.0 : 0.0;
+  ImportedValue value = ImportedValue::ofInt(kind.starts_with("ones") ? 1 : 0);
   if (kind.starts_with("full")) {
     size_t index = method ? 2 : 1;
-    llvm::Expected<double> fill = importer.numberInput(node, index);
-    if (!fill)
+    if (llvm::Expected<double> fill = importer.numberInput(node, index); !fill)
       return fill.takeError();
-    value = *fill;
+    value = importer.input(node, index);
     // torch.full infers the dtype from the fill value.
-    const ImportedValue &fillValue = importer.input(node, index);
+    const ImportedValue &fillValue = value;
     if (!like && !method && fillValue.kind != ImportedValue::Kind::Float)
       fallback = IntegerType::get(
           &context, fillValue.kind == ImportedValue::Kind::Bool ? 1 : 64);
@@ -1673,8 +1759,9 @@ Outputs convertFull(GraphImporter &importer, Node *node, StringRef form) {
   llvm::Expected<Type> element = optionalDtype(importer, node, fallback);
   if (!element)
     return element.takeError();
+  Emitter emit(importer);
   return single(
-      Emitter(importer).splat(RankedTensorType::get(shape, *element), value));
+      splatNumber(emit, RankedTensorType::get(shape, *element), value));
 }
 
 /// aten::copy(self, src) (`x.copy_(src)`, and `x[a:b] = src`, which is a
@@ -1687,8 +1774,7 @@ Outputs convertCopy(GraphImporter &importer, Node *node) {
   Emitter emit(importer);
   const ImportedValue &src = importer.input(node, 1);
   if (src.isNumber())
-    return single(
-        emit.splat(type, numberOfType(src, type.getElementType()).asDouble()));
+    return single(splatNumber(emit, type, src));
   llvm::Expected<Value> source = importer.tensorInput(node, 1);
   if (!source)
     return source.takeError();
@@ -1794,9 +1880,9 @@ Outputs convertMaskedFill(GraphImporter &importer, Node *node, bool where) {
     b = ImportedValue::ofTensor(importer.materialize(b));
   }
   if (a.isNumber() && b.isTensor())
-    a = ImportedValue::ofTensor(emit.splat(tensorType(b.tensor), a.asDouble()));
+    a = ImportedValue::ofTensor(splatNumber(emit, tensorType(b.tensor), a));
   if (b.isNumber() && a.isTensor())
-    b = ImportedValue::ofTensor(emit.splat(tensorType(a.tensor), b.asDouble()));
+    b = ImportedValue::ofTensor(splatNumber(emit, tensorType(a.tensor), b));
   if (!a.isTensor() || !b.isTensor())
     return makeError("expected tensors or numbers");
   Value x = a.tensor, y = b.tensor;
@@ -5530,14 +5616,36 @@ Outputs convertAbs(GraphImporter &importer, Node *node) {
     return single(x.kind == ImportedValue::Kind::Float
                       ? ImportedValue::ofFloat(std::fabs(x.floatValue))
                       : ImportedValue::ofInt(std::llabs(x.intValue)));
+  Emitter emit(importer);
+  // A complex tensor's magnitude (a spectrum's, torch.fft.rfft(x).abs()).
+  if (x.isComplex())
+    return single(hypotOf(emit, x.tensor, x.imag));
   llvm::Expected<Value> v = importer.tensorInput(node, 0);
   if (!v)
     return v.takeError();
   if (tensorType(*v).getElementType().isInteger(1))
     return makeError("abs of a boolean tensor is not supported");
   // Of integers too (T5's relative positions): neg wraps as torch's does.
-  Emitter emit(importer);
   return single(absolute(emit, *v));
+}
+
+/// aten::angle: a complex tensor's argument, atan2(imag, real); of a real
+/// float tensor pi where it is negative, 0 elsewhere (NaN stays NaN).
+Outputs convertAngle(GraphImporter &importer, Node *node) {
+  const ImportedValue &x = importer.input(node, 0);
+  Emitter emit(importer);
+  if (x.isComplex())
+    return single(atan2Of(emit, x.imag, x.tensor));
+  llvm::Expected<Value> v = importer.tensorInput(node, 0);
+  if (!v)
+    return v.takeError();
+  if (!isa<FloatType>(tensorType(*v).getElementType()))
+    return makeError("angle of an integer or boolean tensor is not "
+                     "supported; cast it to a float type first");
+  Value zero = emit.splatLike(*v, 0.0);
+  Value angle = emit.select(emit.compare("lt", *v, zero),
+                            emit.splatLike(*v, 3.14159265358979323846), zero);
+  return single(emit.select(emit.compare("ne", *v, *v), *v, angle));
 }
 
 /// aten::sign (sgn) of real tensors: 1, -1 or 0 (also for NaN, as torch),
@@ -7392,6 +7500,7 @@ llvm::StringMap<Conversion> buildConversions() {
       return convertClamp(i, n, form);
     };
   add({"aten::abs"}, convertAbs);
+  add({"aten::angle"}, convertAngle);
   add({"aten::sign", "aten::sgn"}, convertSign);
   add({"aten::floor"}, [](GraphImporter &importer, Node *node) {
     return convertRounding(importer, node, Rounding::Floor);
@@ -7485,10 +7594,21 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::unflatten"}, convertUnflatten);
   add({"aten::unsqueeze"}, convertUnsqueeze);
   add({"aten::squeeze"}, convertSqueeze);
-  add({"aten::transpose", "aten::t"},
-      [](GraphImporter &i, Node *n) { return convertPermute(i, n, true); });
-  add({"aten::permute"},
-      [](GraphImporter &i, Node *n) { return convertPermute(i, n, false); });
+  auto transposeAs = [](TransposeForm form) {
+    return [form](GraphImporter &i, Node *n) {
+      return convertPermute(i, n, form);
+    };
+  };
+  add({"aten::transpose", "aten::t"}, transposeAs(TransposeForm::SwapTwo));
+  add({"aten::permute"}, transposeAs(TransposeForm::Permute));
+  add({"aten::numpy_T"}, transposeAs(TransposeForm::Reverse));
+  add({"aten::mT"}, transposeAs(TransposeForm::Matrix));
+  add({"aten::mH", "aten::adjoint", "aten::matrix_H"},
+      transposeAs(TransposeForm::Adjoint));
+  add({"aten::conj", "aten::_conj", "aten::conj_physical"},
+      [](GraphImporter &i, Node *n) { return convertConj(i, n, false); });
+  add({"aten::resolve_conj", "aten::resolve_neg"},
+      [](GraphImporter &i, Node *n) { return convertConj(i, n, true); });
   add({"aten::slice"}, convertSlice);
   add({"aten::select"}, convertSelect);
   add({"aten::chunk"},

@@ -154,6 +154,14 @@ Value gatherOneHot(Emitter &emit, Value table, int64_t dim, Value index);
 /// rounding).
 Value floorOf(Emitter &emit, Value x);
 
+/// atan2(y, x) of two float tensors of one type: the angle of (x, y) in
+/// [-pi, pi]; 0 at the origin (torch.atan2; lib/Import/AtenMathOps.cpp).
+Value atan2Of(Emitter &emit, Value y, Value x);
+
+/// sqrt(a^2 + b^2) of two float tensors of one type without overflow: 0
+/// where both are 0 (torch.hypot, and |z| of a complex z).
+Value hypotOf(Emitter &emit, Value a, Value b);
+
 /// Where a whole-valued float tensor is even (floor(x / 2) == x / 2).
 Value isEven(Emitter &emit, Value whole);
 

@@ -28,9 +28,14 @@ e = torch.div(x, 2)
 f = torch.minimum(x, c)
 g = torch.neg(y)
 h = torch.rsub(y, 1)
-for index, want in enumerate([a, b, c, d, e, f, g, h]):
+big = 6364136223846793005
+i = torch.mul(x, big)
+j = torch.add(x, 9007199254740993)
+k = torch.sub(x, int(torch.tensor(big) * torch.tensor(big)))
+l = torch.lt(x, 2.5)
+for index, want in enumerate([a, b, c, d, e, f, g, h, i, j, k, l]):
     got = np.load(os.path.join(outputs, "output%d.npy" % index))
     want = want.numpy()
     if got.dtype != want.dtype or not np.array_equal(got, want):
         sys.exit("MISMATCH: output%d: %s %s, expected %s %s" % (index, got.dtype, got, want.dtype, want))
-print("match: 8 outputs")
+print("match: 12 outputs")

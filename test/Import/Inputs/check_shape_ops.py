@@ -1,8 +1,10 @@
-"""Inputs and torch oracle of torchscript-ir/pad.test and norm.test.
+"""Inputs and torch oracle of torchscript-ir/pad.test, norm.test and
+transpose.test.
 
 gen DIR: x, float32 [2, 3, 4]. check TEST IN OUT: computes TEST's outputs
 ("pad": three constant pads, compared exactly; "norm": three 2-norms, rel
-1e-6) with torch on IN and compares OUT/output<i>.npy; prints
+1e-6; "transpose": x.T, x.mT, x.mH, x.adjoint(), x[0].H and x[0, 0].T,
+exactly) with torch on IN and compares OUT/output<i>.npy; prints
 "match: N outputs" or exits with the mismatch."""
 import os
 import sys
@@ -22,6 +24,9 @@ x = torch.from_numpy(np.load(os.path.join(inputs, "x.npy")))
 if test == "pad":
     expected = [F.pad(x, (1, 2)), F.pad(x, (-1, 1, 2, 0), value=0.5),
                 torch.constant_pad_nd(x, (0, 0, 0, 0, 1, 1), 0.5)]
+    rtol = 0.0
+elif test == "transpose":
+    expected = [x.T, x.mT, x.mH, x.adjoint(), x[0].H, x[0, 0].T]
     rtol = 0.0
 else:
     expected = [x.norm(dim=-1, keepdim=True), torch.norm(x, 2, [0]), torch.linalg.vector_norm(x)]

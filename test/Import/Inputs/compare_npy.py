@@ -1,5 +1,5 @@
 """Compares .npy arrays: shape, then max |a - b| / max |b| <= tolerance
-(NaN matches NaN only).
+(NaN matches NaN only); two integer arrays must be equal.
 
 usage: compare_npy.py ACTUAL EXPECTED [--rtol 1e-5] [--dtype]
 ACTUAL and EXPECTED are two files, or two directories: then every .npy of
@@ -28,11 +28,19 @@ def compare(actual_path: str, expected_path: str, rtol: float, label: str,
     if dtype and actual.dtype != expected.dtype:
         print(f"MISMATCH{label} dtype {actual.dtype} != {expected.dtype}")
         return False
-    actual = actual.astype(np.float64)
-    expected = expected.astype(np.float64)
     if actual.shape != expected.shape:
         print(f"MISMATCH{label} shape {list(actual.shape)} != {list(expected.shape)}")
         return False
+    # Integers must be equal, all 64 bits (a float64 holds 53).
+    if np.issubdtype(actual.dtype, np.integer) and np.issubdtype(expected.dtype, np.integer):
+        differ = np.argwhere(actual.astype(np.int64) != expected.astype(np.int64))
+        if len(differ):
+            first = tuple(int(i) for i in differ[0])
+            print(f"MISMATCH{label}: {list(actual.shape)} {len(differ)} integers differ, "
+                  f"first at {list(first)}: {actual[first]} != {expected[first]}")
+            return False
+    actual = actual.astype(np.float64)
+    expected = expected.astype(np.float64)
     # Equal elements (infinities of one sign included, and NaN where the
     # expected value is NaN) differ by 0; the scale is that of the finite
     # expected values.

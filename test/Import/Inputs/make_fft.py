@@ -2,8 +2,9 @@
 rfft (default, longer n with ortho norm, along another dim), irfft (even
 and odd lengths, of rfft's output and of a complex tensor built from
 parts), fft of a real and of a complex tensor, ifft, fft2 / fftn (FNet's
-token mixing: the real part of a 2-d transform) and Hyena's long
-convolution by rfft, a complex product and irfft with norm='forward'.
+token mixing: the real part of a 2-d transform), Hyena's long
+convolution by rfft, a complex product and irfft with norm='forward', and
+a spectrum's abs, angle, conj and mH.
 
 usage: make_fft.py OUT
 
@@ -52,6 +53,11 @@ class Transforms(nn.Module):
             torch.view_as_real(torch.fft.rfft(x) / 8),
             torch.view_as_real(spectrum / torch.fft.rfft(x + 3.0)),
             torch.view_as_real(x[..., :5] / (spectrum + 1.0)),
+            # A spectrum's magnitude and phase, its conjugate and its
+            # conjugate transpose (materialized by resolve_conj).
+            spectrum.abs(), torch.angle(spectrum[..., 1:4]),
+            torch.view_as_real(spectrum.conj() * 2.0),
+            torch.view_as_real(spectrum.mH.resolve_conj()),
         )
 
 

@@ -2,7 +2,8 @@
 traced, with PyTorch's logits, for test/TrainStep/fft.test: FNet's mixing
 (the real part of a 2-d transform over positions and features) and Hyena's
 causal long convolution by a learned filter (rfft of twice the length, a
-complex product, irfft with norm='forward').
+complex product, irfft with norm='forward'), and the amplitude spectrum of
+the features (abs of rfft).
 
 usage: make_fft_lm.py OUT
 
@@ -28,11 +29,17 @@ class FourierBlock(nn.Module):
         self.filter = nn.Parameter(torch.randn(dim, seq) * 0.1)
         self.up = nn.Linear(dim, dim)
         self.down = nn.Linear(dim, dim)
+        self.magnitude = nn.Linear(dim // 2, dim)
 
     def forward(self, x):
         h = self.norm(x)
         seq = h.shape[1]
         mixed = torch.fft.fftn(h, dim=(1, 2)).real * 0.1
+        # The features' amplitude spectrum (abs of a complex tensor; its
+        # last bin is real) past the constant bin, which is the sum of the
+        # normalized features: 0 but for rounding, where |z|'s gradient
+        # z / |z| would be the rounding's direction.
+        mixed = mixed + self.magnitude(torch.fft.rfft(h)[..., 1:].abs()) * 0.1
         u_f = torch.fft.rfft(self.up(h).transpose(1, 2), n=2 * seq)
         k_f = torch.fft.rfft(self.filter, n=2 * seq)
         conv = torch.fft.irfft(u_f * k_f, n=2 * seq, norm="forward")[..., :seq] / (2 * seq)
