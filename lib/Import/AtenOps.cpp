@@ -1837,6 +1837,60 @@ Outputs convertArange(GraphImporter &importer, Node *node) {
   return single(emit.cast(shifted, *element));
 }
 
+/// aten::linspace(start, end, steps) and aten::logspace(start, end, steps,
+/// base): `steps` points from start to end (both included), as PyTorch's
+/// kernel places them: start + i step for the first half, end - (steps - 1
+/// - i) step for the rest; logspace raises base to them. Computed in f64
+/// and rounded to the dtype (float32 unless given), within an ulp of
+/// PyTorch's float arithmetic.
+Outputs convertLinspace(GraphImporter &importer, Node *node, bool logarithmic) {
+  llvm::Expected<double> start = importer.numberInput(node, 0);
+  llvm::Expected<double> end = importer.numberInput(node, 1);
+  llvm::Expected<int64_t> steps = importer.intInput(node, 2);
+  StringRef name = logarithmic ? "logspace" : "linspace";
+  if (!start || !end || !steps) {
+    llvm::consumeError(start.takeError());
+    llvm::consumeError(end.takeError());
+    llvm::consumeError(steps.takeError());
+    return makeError(name + " needs start, end and steps known at import "
+                            "time (numbers, not tensors)");
+  }
+  if (*steps < 0)
+    return makeError(
+        llvm::formatv("{0} needs steps >= 0, not {1}", name, *steps));
+  llvm::Expected<Type> element =
+      optionalDtype(importer, node, Float32Type::get(&importer.getContext()));
+  if (!element)
+    return element.takeError();
+  Emitter emit(importer);
+  auto positionsType = RankedTensorType::get({*steps}, emit.f64());
+  Value points = emit.splat(positionsType, *start);
+  if (*steps > 1) {
+    double step = (*end - *start) / static_cast<double>(*steps - 1);
+    Value index = emit.iota(positionsType, 0);
+    Value fromStart = emit.binary<AddOp>(emit.scale(index, step), points);
+    Value toEnd = emit.binary<SubOp>(
+        emit.splat(positionsType, *end),
+        emit.scale(
+            emit.binary<SubOp>(
+                emit.splat(positionsType, static_cast<double>(*steps - 1)),
+                index),
+            step));
+    Value firstHalf = emit.compare(
+        "lt", index,
+        emit.splat(positionsType, static_cast<double>(*steps / 2)));
+    points = emit.select(firstHalf, fromStart, toEnd);
+  }
+  if (logarithmic) {
+    double base = numberOr(importer, node, "base", 10.0);
+    if (base <= 0)
+      return makeError(llvm::formatv("logspace needs a positive base, not {0}",
+                                     numberText(base)));
+    points = emit.unary<ExpOp>(emit.scale(points, std::log(base)));
+  }
+  return single(emit.cast(points, *element));
+}
+
 /// aten::triu / tril: keep the elements on one side of a diagonal.
 Outputs convertTriangle(GraphImporter &importer, Node *node, bool upper) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
@@ -3593,14 +3647,6 @@ Outputs convertLinear(GraphImporter &importer, Node *node) {
   return single(emit.binary<AddOp>(out, b));
 }
 
-namespace {
-/// The smallest and largest values of an integer tensor.
-struct IdRange {
-  int64_t smallest;
-  int64_t largest;
-};
-} // namespace
-
 /// The smallest and largest of the elements `slice` takes of `values`.
 static IdRange sliceRange(DenseIntElementsAttr values, SliceOp slice) {
   ArrayRef<int64_t> shape = values.getType().getShape();
@@ -3627,14 +3673,9 @@ static IdRange sliceRange(DenseIntElementsAttr values, SliceOp slice) {
   return range;
 }
 
-/// The smallest and largest values of integer tensor `v` where the import
-/// proves both the values and that elements hold them: positions of
-/// torch.arange (titan.iota), integer constants, and what reshapes,
-/// broadcasts, transposes, slices, widening integer casts and adding or
-/// subtracting a constant make of them (learned position ids: `arange(T)`,
-/// OPT's `arange(T) + 2`), and the remainder by a positive constant of
-/// anything.
-static std::optional<IdRange> provenRange(Value v, int depth = 0) {
+} // namespace
+
+std::optional<IdRange> mlir::titan::import::provenRange(Value v, int depth) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
   Operation *op = v.getDefiningOp();
   if (!op || depth > 16 || !type || !type.hasStaticShape() ||
@@ -3713,6 +3754,8 @@ static std::optional<IdRange> provenRange(Value v, int depth = 0) {
   }
   return std::nullopt;
 }
+
+namespace {
 
 /// The name of the argument (a parameter or buffer) the tensor a lookup
 /// reads is a view or slice of, or "" when it is computed.
@@ -7676,6 +7719,12 @@ llvm::StringMap<Conversion> buildConversions() {
       [](GraphImporter &i, Node *n) { return convertFull(i, n, "full_like"); });
   add({"aten::copy"}, convertCopy);
   add({"aten::arange"}, convertArange);
+  add({"aten::linspace"}, [](GraphImporter &i, Node *n) {
+    return convertLinspace(i, n, /*logarithmic=*/false);
+  });
+  add({"aten::logspace"}, [](GraphImporter &i, Node *n) {
+    return convertLinspace(i, n, /*logarithmic=*/true);
+  });
   add({"aten::tensor"}, convertTensorOfData);
   add({"aten::triu"},
       [](GraphImporter &i, Node *n) { return convertTriangle(i, n, true); });
@@ -7771,6 +7820,7 @@ llvm::StringMap<Conversion> buildConversions() {
   addSpecialConversions(table);
   addDistanceConversions(table);
   addGridSampleConversions(table);
+  addCountConversions(table);
   addOrderConversions(table);
   return table;
 }

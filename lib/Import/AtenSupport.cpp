@@ -8,6 +8,7 @@
 
 #include "mlir/IR/Matchers.h"
 
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -119,6 +120,12 @@ mlir::titan::import::floatTensorInput(GraphImporter &importer, Node *node,
   if (!isa<FloatType>(tensorType(*x).getElementType()))
     return makeError(integerError);
   return *x;
+}
+
+std::string mlir::titan::import::numberText(double value) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%g", value);
+  return text;
 }
 
 double mlir::titan::import::numberOr(GraphImporter &importer, Node *node,

@@ -100,6 +100,9 @@ llvm::Expected<SmallVector<Value>> unifiedFloatOperands(GraphImporter &importer,
                                                         size_t first,
                                                         size_t count);
 
+/// `value` as C's %g prints it, for messages (`0`, `-1.5`, `1e+06`).
+std::string numberText(double value);
+
 /// The number input `name` of `node`, or `fallback` when it is absent or
 /// None.
 double numberOr(GraphImporter &importer, Node *node, StringRef name,
@@ -261,6 +264,24 @@ void addOrderConversions(llvm::StringMap<Conversion> &table);
 /// Adds the conversions of AtenDistanceOps.cpp (pairwise_distance, cdist)
 /// to `table`.
 void addDistanceConversions(llvm::StringMap<Conversion> &table);
+
+/// The smallest and largest values of an integer tensor.
+struct IdRange {
+  int64_t smallest;
+  int64_t largest;
+};
+
+/// The smallest and largest values of integer tensor `v` where the import
+/// proves both the values and that elements hold them: positions of
+/// torch.arange (titan.iota), integer constants, and what reshapes,
+/// broadcasts, transposes, slices, widening integer casts and adding or
+/// subtracting a constant make of them (learned position ids: `arange(T)`,
+/// OPT's `arange(T) + 2`), and the remainder by a positive constant of
+/// anything.
+std::optional<IdRange> provenRange(Value v, int depth = 0);
+
+/// Adds the conversions of AtenCountOps.cpp (bincount, histc) to `table`.
+void addCountConversions(llvm::StringMap<Conversion> &table);
 
 /// Adds the conversions of AtenGridSampleOps.cpp (grid_sampler) to
 /// `table`.
