@@ -4,7 +4,8 @@ PyTorch's logits: router softmax, torch.topk of the probabilities, the
 top-k weights renormalized, F.one_hot of the chosen experts, each expert
 computed densely for every token and weighted by its gate (0 where it was
 not chosen), a load-balancing statistic from the argmax of the router
-logits and the router's z-loss (torch.logsumexp) folded into the logits
+logits, the router's z-loss (torch.logsumexp) and the shares of the
+chosen experts from torch.histc / torch.bincount folded into the logits
 scale, and a token shift by torch.roll.
 
 usage: make_moe_lm.py OUT [--auxiliary-loss]
@@ -50,7 +51,23 @@ class MoE(nn.Module):
         first = logits.argmax(-1)
         share = (first == 0).to(x.dtype).mean()
         z_loss = torch.logsumexp(logits, dim=-1).pow(2).mean()
-        return out, share + 0.01 * z_loss
+        # The tokens per expert as torchtitan counts them (torch.histc of
+        # the chosen ids; no gradient) and the gates each expert received
+        # (torch.bincount weighted by the top-k weights, which PyTorch does
+        # not differentiate), as shares of the batch, and the mean router
+        # probabilities, each weighted by a cost per expert: means over the
+        # tokens, so that microbatches (pipeline parallelism) average to
+        # the batch's value.
+        chosen_ids = chosen.reshape(-1)
+        tokens = chosen_ids.shape[0]
+        cost = torch.arange(self.num_experts, dtype=x.dtype) / self.num_experts
+        tokens_per_expert = torch.histc(chosen_ids.float(), bins=self.num_experts,
+                                        min=0, max=self.num_experts)
+        gate_mass = torch.bincount(chosen_ids, weights=weights.detach().reshape(-1),
+                                   minlength=self.num_experts)
+        mean_probs = probs.reshape(-1, self.num_experts).mean(0)
+        balance = ((tokens_per_expert + gate_mass) / tokens + mean_probs) * cost
+        return out, share + 0.01 * z_loss + 0.1 * balance.sum()
 
 
 class MoELM(nn.Module):
