@@ -3472,17 +3472,7 @@ convolveTransposed(Emitter &emit, Value x, Value weight, Value bias,
           "output padding {0} must be smaller than the stride {1} or the "
           "dilation {2}",
           outputPadding[j], stride, options.dilation[j]));
-    if (stride > 1) {
-      SmallVector<int64_t> shape(tensorType(x).getShape());
-      int64_t size = shape[dim];
-      SmallVector<int64_t> split(shape.begin(), shape.begin() + dim + 1);
-      split.push_back(1);
-      split.append(shape.begin() + dim + 1, shape.end());
-      Value spread = emit.padTo(emit.reshape(x, split), dim + 1, stride);
-      shape[dim] = size * stride;
-      x = emit.slice(emit.reshape(spread, shape), dim, 0,
-                     (size - 1) * stride + 1, 1);
-    }
+    x = spreadAlong(emit, x, dim, stride);
     int64_t low =
         options.dilation[j] * (wType.getDimSize(dim) - 1) - options.padLow[j];
     int64_t high = low + outputPadding[j];

@@ -5,8 +5,9 @@
 // F.max_pool1d, nn.AdaptiveAvgPool2d, ...): the input
 // between padding (0 for averages, -inf for maxima) along each spatial dim,
 // then one strided slice per tap of the window, combined by add or max;
-// adaptive windows are averaged one spatial dim at a time. Slices, adds and
-// maxima are what the training step differentiates.
+// adaptive windows are averaged one spatial dim at a time; and F.unfold /
+// F.fold's sliding blocks (aten::im2col / col2im). Slices, adds and maxima
+// are what the training step differentiates.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,9 +29,10 @@ struct PoolWindow {
 };
 
 /// Input 0 of `node` batched: [N, C, S..] as it is, [C, S..] with a batch
-/// of one (`unbatched` set).
+/// of one (`unbatched` set); `what` names the op in the error.
 llvm::Expected<Value> batchedInput(GraphImporter &importer, Node *node,
-                                   int64_t spatial, bool &unbatched) {
+                                   int64_t spatial, bool &unbatched,
+                                   StringRef what = "pooling") {
   llvm::Expected<Value> x = floatTensorInput(importer, node);
   if (!x)
     return x.takeError();
@@ -38,9 +40,9 @@ llvm::Expected<Value> batchedInput(GraphImporter &importer, Node *node,
   unbatched = type.getRank() == spatial + 1;
   if (type.getRank() != spatial + 2 && !unbatched)
     return makeError(llvm::formatv(
-        "{0}-d pooling needs an input [N, C, S..] of rank {1} (or {2} "
-        "unbatched), not rank {3}",
-        spatial, spatial + 2, spatial + 1, type.getRank()));
+        "{0}-d {1} needs an input [N, C, S..] of rank {2} (or {3} "
+        "unbatched), not rank {4}",
+        spatial, what, spatial + 2, spatial + 1, type.getRank()));
   if (!unbatched)
     return *x;
   Emitter emit(importer);
@@ -346,10 +348,169 @@ Outputs convertAdaptiveMaxPool(GraphImporter &importer, Node *node,
       ImportedValue::ofTensor(unbatch(emit, positions, unbatched))};
 }
 
+/// The sliding blocks of F.unfold (aten::im2col) and F.fold (col2im) over
+/// two spatial dims.
+struct BlockWindow {
+  SmallVector<int64_t> kernel, dilation, padding, stride;
+};
+
+/// kernel_size, dilation, padding and stride of `op` (F.unfold / F.fold),
+/// inputs `first` to `first + 3` of `node`, two values each.
+llvm::Expected<BlockWindow> blockWindow(GraphImporter &importer, Node *node,
+                                        size_t first, StringRef op) {
+  BlockWindow window;
+  SmallVector<int64_t> *fields[] = {&window.kernel, &window.dilation,
+                                    &window.padding, &window.stride};
+  for (auto [i, field] : llvm::enumerate(fields)) {
+    llvm::Expected<std::vector<int64_t>> values =
+        importer.intListInput(node, first + i);
+    if (!values)
+      return values.takeError();
+    if (values->size() != 2)
+      return makeError(llvm::formatv(
+          "{0} needs two values (height, width) per window parameter", op));
+    field->assign(values->begin(), values->end());
+  }
+  for (int64_t i : {0, 1})
+    if (window.kernel[i] < 1 || window.dilation[i] < 1 ||
+        window.stride[i] < 1 || window.padding[i] < 0)
+      return makeError(llvm::formatv(
+          "{0}'s kernel_size, dilation and stride must be positive and its "
+          "padding non-negative",
+          op));
+  return window;
+}
+
+/// How many blocks of `window` fit spatial dim `i` of `size`.
+llvm::Expected<int64_t> blocksAlong(const BlockWindow &window, int64_t i,
+                                    int64_t size, StringRef op) {
+  int64_t span = window.dilation[i] * (window.kernel[i] - 1) + 1;
+  int64_t room = size + 2 * window.padding[i] - span;
+  if (room < 0)
+    return makeError(llvm::formatv(
+        "{0}'s window of {1} (dilation {2}) is longer than spatial dim {3} "
+        "of {4} with padding {5}",
+        op, window.kernel[i], window.dilation[i], i, size, window.padding[i]));
+  return room / window.stride[i] + 1;
+}
+
+/// aten::im2col(x [N, C, H, W], kernel_size, dilation, padding, stride)
+/// (F.unfold, nn.Unfold): every block of x's padded planes as a column,
+/// [N, C kh kw, L], channel-major as PyTorch orders them; a strided slice
+/// per tap of the window.
+Outputs convertIm2col(GraphImporter &importer, Node *node) {
+  bool unbatched = false;
+  llvm::Expected<Value> x =
+      batchedInput(importer, node, 2, unbatched, "unfold");
+  if (!x)
+    return x.takeError();
+  llvm::Expected<BlockWindow> window = blockWindow(importer, node, 1, "unfold");
+  if (!window)
+    return window.takeError();
+  ArrayRef<int64_t> shape = tensorType(*x).getShape();
+  SmallVector<int64_t> outSizes;
+  for (int64_t i : {0, 1}) {
+    llvm::Expected<int64_t> blocks =
+        blocksAlong(*window, i, shape[2 + i], "unfold");
+    if (!blocks)
+      return blocks.takeError();
+    outSizes.push_back(*blocks);
+  }
+  Emitter emit(importer);
+  Value padded =
+      padSpatial(emit, *x, window->padding, window->padding, /*fill=*/0.0);
+  int64_t batch = shape[0], channels = shape[1];
+  int64_t taps = window->kernel[0] * window->kernel[1];
+  int64_t blocks = outSizes[0] * outSizes[1];
+  SmallVector<Value> columns;
+  for (int64_t t = 0; t < taps; ++t)
+    columns.push_back(
+        emit.reshape(windowTap(emit, padded, t, window->kernel,
+                               window->dilation, window->stride, outSizes),
+                     {batch, channels, 1, blocks}));
+  Value result =
+      emit.reshape(emit.concat(columns, 2), {batch, channels * taps, blocks});
+  return single(unbatch(emit, result, unbatched));
+}
+
+/// aten::col2im(columns [N, C kh kw, L], output_size, kernel_size,
+/// dilation, padding, stride) (F.fold, nn.Fold): im2col's transpose, each
+/// column's values added back where their block lies in the output's
+/// padded planes (overlapping blocks sum); per tap, the values spread to
+/// the stride and placed at the tap's offset.
+Outputs convertCol2im(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> input = floatTensorInput(importer, node);
+  llvm::Expected<std::vector<int64_t>> outputSize =
+      importer.intListInput(node, 1);
+  if (!input || !outputSize) {
+    llvm::consumeError(input.takeError());
+    llvm::consumeError(outputSize.takeError());
+    return makeError("fold needs a float tensor and a constant output_size");
+  }
+  if (outputSize->size() != 2)
+    return makeError("fold needs an output_size of two dims (height, width)");
+  llvm::Expected<BlockWindow> window = blockWindow(importer, node, 2, "fold");
+  if (!window)
+    return window.takeError();
+  Emitter emit(importer);
+  Value columns = *input;
+  bool unbatched = tensorType(columns).getRank() == 2;
+  if (unbatched)
+    columns = addBatchOfOne(emit, columns);
+  RankedTensorType type = tensorType(columns);
+  if (type.getRank() != 3)
+    return makeError(llvm::formatv(
+        "fold needs columns [N, C kh kw, L] (or unbatched [C kh kw, L]), not "
+        "rank {0}",
+        tensorType(*input).getRank()));
+  SmallVector<int64_t> outSizes;
+  for (int64_t i : {0, 1}) {
+    llvm::Expected<int64_t> blocks =
+        blocksAlong(*window, i, (*outputSize)[i], "fold");
+    if (!blocks)
+      return blocks.takeError();
+    outSizes.push_back(*blocks);
+  }
+  int64_t taps = window->kernel[0] * window->kernel[1];
+  int64_t batch = type.getDimSize(0);
+  if (type.getDimSize(1) % taps != 0 ||
+      type.getDimSize(2) != outSizes[0] * outSizes[1])
+    return makeError(llvm::formatv(
+        "fold of columns [{0}, {1}, {2}] into {3} x {4} with a {5} x {6} "
+        "window needs a multiple of {7} channels and {8} blocks",
+        batch, type.getDimSize(1), type.getDimSize(2), (*outputSize)[0],
+        (*outputSize)[1], window->kernel[0], window->kernel[1], taps,
+        outSizes[0] * outSizes[1]));
+  int64_t channels = type.getDimSize(1) / taps;
+  Value perTap =
+      emit.reshape(columns, {batch, channels, taps, outSizes[0], outSizes[1]});
+  Value sum;
+  for (int64_t t = 0; t < taps; ++t) {
+    Value tap = emit.reshape(emit.slice(perTap, 2, t, t + 1, 1),
+                             {batch, channels, outSizes[0], outSizes[1]});
+    SmallVector<int64_t> low(2), high(2);
+    for (int64_t i : {1, 0}) {
+      int64_t k = i == 1 ? t % window->kernel[1] : t / window->kernel[1];
+      tap = spreadAlong(emit, tap, 2 + i, window->stride[i]);
+      int64_t padded = (*outputSize)[i] + 2 * window->padding[i];
+      low[i] = k * window->dilation[i];
+      high[i] = padded - low[i] - tensorType(tap).getDimSize(2 + i);
+    }
+    tap = padSpatial(emit, tap, low, high, /*fill=*/0.0);
+    sum = sum ? emit.binary<AddOp>(sum, tap) : tap;
+  }
+  for (int64_t i : {0, 1})
+    sum = emit.slice(sum, 2 + i, window->padding[i],
+                     window->padding[i] + (*outputSize)[i], 1);
+  return single(unbatched ? dropBatchOfOne(emit, sum) : sum);
+}
+
 } // namespace
 
 void mlir::titan::import::addPoolingConversions(
     llvm::StringMap<Conversion> &table) {
+  table["aten::im2col"] = convertIm2col;
+  table["aten::col2im"] = convertCol2im;
   for (int64_t spatial : {1, 2, 3}) {
     std::string suffix = std::to_string(spatial) + "d";
     table["aten::avg_pool" + suffix] = [spatial](GraphImporter &importer,

@@ -260,6 +260,21 @@ Value mlir::titan::import::windowTap(Emitter &emit, Value x, int64_t t,
   return x;
 }
 
+Value mlir::titan::import::spreadAlong(Emitter &emit, Value x, int64_t dim,
+                                       int64_t stride) {
+  if (stride == 1)
+    return x;
+  SmallVector<int64_t> shape(tensorType(x).getShape());
+  int64_t size = shape[dim];
+  SmallVector<int64_t> split(shape.begin(), shape.begin() + dim + 1);
+  split.push_back(1);
+  split.append(shape.begin() + dim + 1, shape.end());
+  Value spread = emit.padTo(emit.reshape(x, split), dim + 1, stride);
+  shape[dim] = size * stride;
+  return emit.slice(emit.reshape(spread, shape), dim, 0,
+                    (size - 1) * stride + 1, 1);
+}
+
 Value mlir::titan::import::addBatchOfOne(Emitter &emit, Value x) {
   SmallVector<int64_t> shape{1};
   llvm::append_range(shape, tensorType(x).getShape());

@@ -212,6 +212,11 @@ Value windowTap(Emitter &emit, Value x, int64_t t, ArrayRef<int64_t> kernel,
                 ArrayRef<int64_t> dilation, ArrayRef<int64_t> stride,
                 ArrayRef<int64_t> outSizes);
 
+/// `x` with `stride - 1` zeros between its elements along `dim` (n
+/// elements become (n - 1) stride + 1): a transposed convolution's input,
+/// fold's windows put back at their stride.
+Value spreadAlong(Emitter &emit, Value x, int64_t dim, int64_t stride);
+
 /// `x` with a leading batch dim of one (an unbatched [C, S..] input), and
 /// `x` without it again.
 Value addBatchOfOne(Emitter &emit, Value x);

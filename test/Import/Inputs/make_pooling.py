@@ -62,7 +62,18 @@ class Pooling(nn.Module):
             F.max_pool3d(video, (2, 2, 3), return_indices=True) + \
             F.adaptive_max_pool2d(image, (3, 5), return_indices=True) + \
             F.adaptive_max_pool1d(torch.round(signal), 4, return_indices=True) + \
-            (F.adaptive_max_pool2d(image, 1).flatten(1), F.adaptive_max_pool3d(video, (2, 3, 4)))
+            (F.adaptive_max_pool2d(image, 1).flatten(1), F.adaptive_max_pool3d(video, (2, 3, 4))) + \
+            self.blocks(image)
+
+    def blocks(self, image: torch.Tensor):
+        # Sliding blocks: F.unfold with padding and stride per dim, dilated,
+        # unbatched; F.fold of overlapping blocks (summed), strided with
+        # padding, and fold(unfold(x)) (each position times its blocks).
+        columns = F.unfold(image, (2, 3), padding=1, stride=(1, 2))
+        return (columns, F.unfold(image, 2, dilation=2), F.unfold(image[0], 3, stride=2, padding=1),
+                F.fold(columns[..., :15] * 0.5, (4, 5), (2, 3), padding=1, stride=(1, 2)),
+                F.fold(F.unfold(image, 3, padding=1), (7, 8), 3, padding=1),
+                F.fold(columns[0, :, :6], (2, 4), (2, 3), padding=1, stride=(1, 2)))
 
 
 def main() -> None:

@@ -37,6 +37,7 @@ class ConvBlock(nn.Module):
         self.pointwise = nn.Conv2d(dim, dim, kernel_size=1)
         self.down = nn.Conv2d(dim, dim, kernel_size=2, stride=2)
         self.up = nn.ConvTranspose2d(dim, dim, kernel_size=3, stride=2, padding=1, output_padding=1, groups=2)
+        self.block_scale = nn.Parameter(1.0 + 0.1 * torch.randn(dim * 4, 1))
 
     def forward(self, x):
         b, s, d = x.shape
@@ -50,6 +51,10 @@ class ConvBlock(nn.Module):
         y = y + F.interpolate(F.max_pool2d(grid, 2), scale_factor=2.0, mode="nearest")
         y = y + F.max_unpool2d(*F.max_pool2d(grid, 2, return_indices=True), 2)
         y = y + self.up(F.gelu(self.down(grid)))
+        # Overlapping 2 x 2 blocks (F.unfold), scaled per channel and tap,
+        # summed back (F.fold).
+        blocks = F.unfold(grid, 2, padding=1)
+        y = y + 0.25 * F.fold(blocks * self.block_scale, grid.shape[2:], 2, padding=1)
         y = self.pointwise(F.gelu(y))
         return x + y.reshape(b, d, s).transpose(1, 2)
 
