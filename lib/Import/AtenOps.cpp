@@ -4098,6 +4098,67 @@ llvm::Expected<Value> gatherRows(Emitter &emit, Value table, Value ids,
   return lookupRows(emit, table, *checked);
 }
 
+/// aten::masked_scatter(self, mask, source) (multimodal models' merge of
+/// image features into the text embeddings, `inputs_embeds.masked_scatter(
+/// image_mask, image_features)`): self where mask is false; where it is
+/// true, source's elements in order (row-major over both). The k-th true
+/// position reads source's element k: the running count of the mask
+/// (rowRunningSums in f64, exact) minus one, looked up in source viewed as
+/// a column, behind a check_ids that stops the step where the mask holds
+/// more positions than source has elements (PyTorch's error too). Source's
+/// gradient is the scatter of the selected cotangents.
+Outputs convertMaskedScatter(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> self = importer.tensorInput(node, 0);
+  llvm::Expected<Value> mask = importer.tensorInput(node, 1);
+  llvm::Expected<Value> source = importer.tensorInput(node, 2);
+  if (!self || !mask || !source) {
+    llvm::consumeError(self.takeError());
+    llvm::consumeError(mask.takeError());
+    llvm::consumeError(source.takeError());
+    return makeError("masked_scatter needs a tensor, a boolean mask and a "
+                     "source tensor");
+  }
+  RankedTensorType type = tensorType(*self);
+  if (!tensorType(*mask).getElementType().isInteger(1))
+    return makeError("masked_scatter needs a boolean mask");
+  if (tensorType(*source).getElementType() != type.getElementType())
+    return makeError("masked_scatter needs a source of self's dtype");
+  llvm::Expected<SmallVector<int64_t>> shape =
+      broadcastShape(tensorType(*mask).getShape(), type.getShape());
+  bool broadcasts = shape && ArrayRef<int64_t>(*shape) == type.getShape();
+  if (!shape)
+    llvm::consumeError(shape.takeError());
+  if (!broadcasts)
+    return makeError(llvm::formatv(
+        "masked_scatter's mask {0} does not broadcast to self {1}",
+        tensorType(*mask), type));
+  Emitter emit(importer);
+  int64_t n = type.getNumElements();
+  int64_t available = tensorType(*source).getNumElements();
+  Value selected = emit.reshape(emit.broadcastTo(*mask, type.getShape()), {n});
+  Value counts = emit.reshape(
+      rowRunningSums(emit,
+                     emit.reshape(emit.cast(selected, emit.f64()), {1, n})),
+      {n});
+  Value index = emit.select(
+      selected, emit.binary<SubOp>(counts, emit.splatLike(counts, 1.0)),
+      emit.splatLike(counts, 0.0));
+  Value ids = CheckIdsOp::create(
+      emit.builder, emit.loc, emit.cast(index, emit.builder.getI64Type()),
+      emit.builder.getI64IntegerAttr(available),
+      emit.builder.getStringAttr(
+          llvm::formatv("the {0} elements of masked_scatter's source",
+                        available)
+              .str()));
+  Type element = type.getElementType();
+  Type gathered = exactFloatType(emit, element);
+  Value column = emit.reshape(emit.cast(*source, gathered), {available, 1});
+  Value values = emit.cast(
+      emit.reshape(lookupRows(emit, column, ids), type.getShape()), element);
+  return single(
+      emit.select(emit.reshape(selected, type.getShape()), values, *self));
+}
+
 /// `x` gathered along `dim` by integer `ids`, as `x[:, ..., ids]` (`dim`
 /// full slices first): the result's shape is x's dims before `dim`, ids'
 /// shape, then x's dims after `dim`.
@@ -7731,6 +7792,7 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::linalg_norm"}, convertLinalgNorm);
   add({"aten::tril"},
       [](GraphImporter &i, Node *n) { return convertTriangle(i, n, false); });
+  add({"aten::masked_scatter"}, convertMaskedScatter);
   add({"aten::masked_fill"},
       [](GraphImporter &i, Node *n) { return convertMaskedFill(i, n, false); });
   add({"aten::where"},

@@ -1,8 +1,10 @@
 """Saves a language model built of recent Hugging Face idioms, scripted,
 with PyTorch's logits, for test/TrainStep/recent-idioms.test: each block
 gates its update by a statistic computed `with torch.no_grad():` (no
-gradient flows through it; the block is only in scripted code) and masks a
-mixing matrix with `torch.where(causal, torch.tensor(0.0), -1e9)`.
+gradient flows through it; the block is only in scripted code), masks a
+mixing matrix with `torch.where(causal, torch.tensor(0.0), -1e9)` and
+merges projected features into the positions a mask picks
+(masked_scatter, as multimodal models merge image features).
 
 usage: make_recent_lm.py OUT
 
@@ -27,6 +29,7 @@ class GatedMixBlock(nn.Module):
         self.norm = nn.LayerNorm(dim)
         self.mix = nn.Linear(dim, dim)
         self.scores = nn.Linear(dim, dim)
+        self.project = nn.Linear(dim, dim)
 
     def forward(self, x):
         t = x.shape[1]
@@ -37,7 +40,12 @@ class GatedMixBlock(nn.Module):
         weights = torch.softmax(self.scores(h) @ h.transpose(1, 2) / 8.0 + mask, dim=-1)
         with torch.no_grad():
             gate = torch.sigmoid(self.mix(h).mean(-1, keepdim=True))
-        return x + (weights @ self.mix(h)) * gate
+        x = x + (weights @ self.mix(h)) * gate
+        # Features merged into the positions a mask picks, in order, as
+        # multimodal models put image features at the image tokens'
+        # embeddings (`inputs_embeds.masked_scatter(image_mask, features)`).
+        picked = (h[..., :1] > 0.5).expand_as(x)
+        return x.masked_scatter(picked, self.project(h))
 
 
 def main() -> None:
