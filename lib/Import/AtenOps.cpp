@@ -1891,6 +1891,68 @@ Outputs convertLinspace(GraphImporter &importer, Node *node, bool logarithmic) {
   return single(emit.cast(points, *element));
 }
 
+/// The window functions of torch.signal's spectral front ends.
+enum class Window { Hann, Hamming, Blackman, Bartlett, Kaiser };
+
+/// aten::hann_window(length, periodic=True), hamming_window (alpha 0.54,
+/// beta 0.46), blackman_window, bartlett_window and kaiser_window (beta
+/// 12): the window's `length` values at n / N for n < length, N = length
+/// (periodic) or length - 1 (symmetric), as PyTorch defines them. Computed
+/// in f64 at import time and rounded to the dtype (float32 unless given).
+Outputs convertWindow(GraphImporter &importer, Node *node, Window window) {
+  llvm::Expected<int64_t> length = importer.intInput(node, 0);
+  if (!length)
+    return length.takeError();
+  StringRef name = node->kind().toUnqualString();
+  if (*length < 0)
+    return makeError(
+        llvm::formatv("{0} needs a length >= 0, not {1}", name, *length));
+  bool periodic = flagOr(importer, node, "periodic", true);
+  double alpha = numberOr(importer, node, "alpha", 0.54);
+  double beta =
+      numberOr(importer, node, "beta", window == Window::Kaiser ? 12.0 : 0.46);
+  llvm::Expected<Type> element =
+      optionalDtype(importer, node, Float32Type::get(&importer.getContext()));
+  if (!element)
+    return element.takeError();
+  if (!isa<FloatType>(*element))
+    return makeError(name + " needs a floating-point dtype");
+  double span = static_cast<double>(periodic ? *length : *length - 1);
+  std::vector<double> values;
+  for (int64_t n = 0; n < *length; ++n) {
+    if (*length == 1) {
+      values.push_back(1.0);
+      continue;
+    }
+    double x = static_cast<double>(n) / span;
+    double turn = 2 * 3.14159265358979323846 * x;
+    switch (window) {
+    case Window::Hann:
+      values.push_back(0.5 - 0.5 * std::cos(turn));
+      break;
+    case Window::Hamming:
+      values.push_back(alpha - beta * std::cos(turn));
+      break;
+    case Window::Blackman:
+      values.push_back(0.42 - 0.5 * std::cos(turn) + 0.08 * std::cos(2 * turn));
+      break;
+    case Window::Bartlett:
+      values.push_back(1.0 - std::abs(2 * x - 1.0));
+      break;
+    case Window::Kaiser: {
+      double r = 2 * x - 1.0;
+      values.push_back(
+          std::cyl_bessel_i(0.0, beta * std::sqrt(std::max(0.0, 1 - r * r))) /
+          std::cyl_bessel_i(0.0, beta));
+      break;
+    }
+    }
+  }
+  Emitter emit(importer);
+  return single(compileTimeTensor(
+      emit, RankedTensorType::get({*length}, *element), values));
+}
+
 /// aten::triu / tril: keep the elements on one side of a diagonal.
 Outputs convertTriangle(GraphImporter &importer, Node *node, bool upper) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
@@ -2163,6 +2225,16 @@ Outputs convertLogsumexp(GraphImporter &importer, Node *node) {
   return single(emit.reshape(result, reduced.resultShape(type.getShape())));
 }
 
+/// `x` rolled by `shift` along `dim`: element i moves to (i + shift) mod n.
+Value rollAlong(Emitter &emit, Value x, int64_t dim, int64_t shift) {
+  int64_t n = tensorType(x).getDimSize(dim);
+  int64_t s = n == 0 ? 0 : ((shift % n) + n) % n;
+  if (s == 0)
+    return x;
+  return emit.concat(
+      {emit.slice(x, dim, n - s, n, 1), emit.slice(x, dim, 0, n - s, 1)}, dim);
+}
+
 /// aten::roll(x, shifts, dims=[]): along each dim, the last `shift` (mod
 /// its size) elements first, a concatenation of two slices; without dims,
 /// the flattened tensor rolled and reshaped back.
@@ -2198,16 +2270,47 @@ Outputs convertRoll(GraphImporter &importer, Node *node) {
           llvm::Expected<int64_t> dim = normalizeDim(rawDim, rank);
           if (!dim)
             return dim.takeError();
-          int64_t n = tensorType(rolled).getDimSize(*dim);
-          int64_t s = n == 0 ? 0 : ((shift % n) + n) % n;
-          if (s == 0)
-            continue;
-          rolled = emit.concat({emit.slice(rolled, *dim, n - s, n, 1),
-                                emit.slice(rolled, *dim, 0, n - s, 1)},
-                               *dim);
+          rolled = rollAlong(emit, rolled, *dim, shift);
         }
         return emit.reshape(rolled, type.getShape());
       });
+}
+
+/// aten::fft_fftshift(x, dim=None) and fft_ifftshift: x rolled by n / 2
+/// (ifftshift: back by it) along each of `dim` (every dim when None), so
+/// that the zero frequency moves to the middle; complex parts alike.
+Outputs convertFftShift(GraphImporter &importer, Node *node, bool inverse) {
+  const ImportedValue &x = importer.input(node, 0);
+  llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
+  if (!shape)
+    return shape.takeError();
+  int64_t rank = shape->size();
+  std::vector<int64_t> dims;
+  const ImportedValue *given = importer.namedInput(node, "dim");
+  if (!given || given->isNone()) {
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(d);
+  } else {
+    llvm::Expected<std::vector<int64_t>> listed =
+        importer.intListInput(node, 1);
+    if (!listed)
+      return listed.takeError();
+    dims = *listed;
+  }
+  SmallVector<std::pair<int64_t, int64_t>> rolls;
+  for (int64_t raw : dims) {
+    llvm::Expected<int64_t> dim = normalizeDim(raw, rank);
+    if (!dim)
+      return dim.takeError();
+    int64_t half = (*shape)[*dim] / 2;
+    rolls.push_back({*dim, inverse ? -half : half});
+  }
+  Emitter emit(importer);
+  return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
+    for (auto [dim, shift] : rolls)
+      v = rollAlong(emit, v, dim, shift);
+    return v;
+  });
 }
 
 /// aten::eye(n, m=n, dtype=None): the identity, 1 where the row equals the
@@ -7501,6 +7604,21 @@ llvm::StringMap<Conversion> buildConversions() {
       [](GraphImporter &i, Node *n) { return i.importDropout(n); });
   add({"aten::logsumexp"}, convertLogsumexp);
   add({"aten::roll"}, convertRoll);
+  for (auto [name, window] :
+       {std::pair{"aten::hann_window", Window::Hann},
+        std::pair{"aten::hamming_window", Window::Hamming},
+        std::pair{"aten::blackman_window", Window::Blackman},
+        std::pair{"aten::bartlett_window", Window::Bartlett},
+        std::pair{"aten::kaiser_window", Window::Kaiser}})
+    table[name] = [window](GraphImporter &i, Node *n) {
+      return convertWindow(i, n, window);
+    };
+  add({"aten::fft_fftshift"}, [](GraphImporter &i, Node *n) {
+    return convertFftShift(i, n, /*inverse=*/false);
+  });
+  add({"aten::fft_ifftshift"}, [](GraphImporter &i, Node *n) {
+    return convertFftShift(i, n, /*inverse=*/true);
+  });
   add({"aten::eye"}, convertEye);
   add({"aten::one_hot"}, convertOneHot);
   add({"aten::min"}, extremum(BinaryKind::Min));

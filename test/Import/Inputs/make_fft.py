@@ -4,7 +4,8 @@ and odd lengths, of rfft's output and of a complex tensor built from
 parts), fft of a real and of a complex tensor, ifft, fft2 / fftn (FNet's
 token mixing: the real part of a 2-d transform), Hyena's long
 convolution by rfft, a complex product and irfft with norm='forward', and
-a spectrum's abs, angle, conj and mH.
+a spectrum's abs, angle, conj and mH; fftshift / ifftshift and the hann,
+hamming, blackman, bartlett and kaiser windows.
 
 usage: make_fft.py OUT
 
@@ -58,6 +59,13 @@ class Transforms(nn.Module):
             spectrum.abs(), torch.angle(spectrum[..., 1:4]),
             torch.view_as_real(spectrum.conj() * 2.0),
             torch.view_as_real(spectrum.mH.resolve_conj()),
+            # The zero frequency moved to the middle and back, and the
+            # window functions of spectral front ends.
+            torch.fft.fftshift(spectrum.abs(), dim=-1),
+            torch.view_as_real(torch.fft.ifftshift(torch.fft.fft(x), dim=(1, 2))),
+            x[0, 0] * torch.hann_window(8) + torch.hamming_window(8, False, alpha=0.5, beta=0.4),
+            torch.blackman_window(10), torch.bartlett_window(7),
+            torch.kaiser_window(7, False, beta=5.0), torch.kaiser_window(6),
         )
 
 
