@@ -1600,10 +1600,16 @@ Outputs convertNarrow(GraphImporter &importer, Node *node) {
                   });
 }
 
-/// aten::pad (mode "constant") and aten::constant_pad_nd: `pad` holds
-/// (before, after) pairs from the last dim backwards; a positive count adds
-/// that many elements of `value` (0 when None), a negative one removes
-/// elements, as F.pad does.
+/// `x` reversed along `dim` (a gather of the reversed positions).
+llvm::Expected<Value> reversedAlong(Emitter &emit, Value x, int64_t dim);
+
+/// aten::pad and aten::constant_pad_nd: `pad` holds (before, after) pairs
+/// from the last dim backwards. Mode "constant": a positive count adds that
+/// many elements of `value` (0 when None), a negative one removes
+/// elements, as F.pad does; "reflect" (aten::reflection_pad*) mirrors the
+/// input about its edge element, "replicate" (aten::replication_pad*)
+/// repeats the edge element, "circular" wraps the other end around
+/// (slices, reversed slices, broadcasts and concats).
 Outputs convertConstantPad(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   llvm::Expected<std::vector<int64_t>> pad = importer.intListInput(node, 1);
@@ -1611,18 +1617,29 @@ Outputs convertConstantPad(GraphImporter &importer, Node *node) {
     return makeError("pad needs a real tensor and pads known at import time");
   double value = 0;
   size_t valueIndex = 2;
-  if (StringRef(node->kind().toUnqualString()) == "pad") {
-    const ImportedValue &mode = importer.input(node, 2);
-    if (mode.kind == ImportedValue::Kind::String && mode.text != "constant")
-      return makeError("pad mode '" + mode.text +
-                       "' is not supported (only 'constant')");
+  // The mode of aten::pad, or of reflection_pad* / replication_pad*.
+  StringRef kind = node->kind().toUnqualString();
+  std::string mode = kind.starts_with("reflection")    ? "reflect"
+                     : kind.starts_with("replication") ? "replicate"
+                                                       : "constant";
+  if (kind == "pad") {
+    const ImportedValue &given = importer.input(node, 2);
+    if (given.kind == ImportedValue::Kind::String)
+      mode = given.text;
     valueIndex = 3;
   }
-  const ImportedValue &fill = importer.input(node, valueIndex);
-  if (fill.isNumber())
-    value = fill.asDouble();
-  else if (!fill.isNone())
-    return makeError("the pad value must be a number known at import time");
+  if (mode != "constant" && mode != "reflect" && mode != "replicate" &&
+      mode != "circular")
+    return makeError("pad mode '" + mode +
+                     "' is unknown; use 'constant', 'reflect', 'replicate' "
+                     "or 'circular'");
+  if (mode == "constant" && valueIndex < node->inputs().size()) {
+    const ImportedValue &fill = importer.input(node, valueIndex);
+    if (fill.isNumber())
+      value = fill.asDouble();
+    else if (!fill.isNone())
+      return makeError("the pad value must be a number known at import time");
+  }
   RankedTensorType type = tensorType(*x);
   int64_t rank = type.getRank();
   if (pad->size() % 2 != 0 || static_cast<int64_t>(pad->size()) > 2 * rank)
@@ -1636,6 +1653,48 @@ Outputs convertConstantPad(GraphImporter &importer, Node *node) {
     int64_t dim = rank - 1 - pair;
     int64_t before = (*pad)[2 * pair], after = (*pad)[2 * pair + 1];
     int64_t size = tensorType(result).getDimSize(dim);
+    if (mode != "constant") {
+      // Copies of the input's own elements: mirrored about the edge
+      // (reflect, which needs pads shorter than the dim), the edge
+      // repeated (replicate), or the other end (circular).
+      int64_t limit = mode == "reflect" ? size - 1 : size;
+      if (before < 0 || after < 0 || before > limit || after > limit ||
+          (mode == "replicate" && size == 0))
+        return makeError(llvm::formatv(
+            "'{0}' padding of ({1}, {2}) along dim {3} of {4} elements: it "
+            "takes non-negative pads of at most {5}",
+            mode, before, after, dim, size, limit));
+      auto piece = [&](bool front, int64_t count) -> llvm::Expected<Value> {
+        if (mode == "reflect")
+          return reversedAlong(
+              emit,
+              front ? emit.slice(result, dim, 1, count + 1, 1)
+                    : emit.slice(result, dim, size - 1 - count, size - 1, 1),
+              dim);
+        if (mode == "circular")
+          return front ? emit.slice(result, dim, size - count, size, 1)
+                       : emit.slice(result, dim, 0, count, 1);
+        SmallVector<int64_t> shape(tensorType(result).getShape());
+        shape[dim] = count;
+        return emit.broadcastTo(
+            front ? emit.slice(result, dim, 0, 1, 1)
+                  : emit.slice(result, dim, size - 1, size, 1),
+            shape);
+      };
+      SmallVector<Value> parts;
+      for (auto [front, count] :
+           {std::pair{true, before}, std::pair{false, after}}) {
+        if (count == 0)
+          continue;
+        llvm::Expected<Value> copied = piece(front, count);
+        if (!copied)
+          return copied.takeError();
+        parts.insert(front ? parts.begin() : parts.end(), *copied);
+      }
+      parts.insert(parts.begin() + (before > 0 ? 1 : 0), result);
+      result = emit.concat(parts, dim);
+      continue;
+    }
     if (size + std::min<int64_t>(before, 0) + std::min<int64_t>(after, 0) < 0)
       return makeError(llvm::formatv(
           "pad ({0}, {1}) removes more than the {2} elements of dim {3}",
@@ -3544,9 +3603,6 @@ static llvm::Expected<Value> convolve(Emitter &emit, Value x, Value weight,
   }
   return result;
 }
-
-/// `x` reversed along `dim` (a gather of the reversed positions).
-llvm::Expected<Value> reversedAlong(Emitter &emit, Value x, int64_t dim);
 
 /// The transposed convolution (the gradient of a convolution with respect
 /// to its input) of x [N, C_in, S..] by weight [C_in, C_out / groups, K..]
@@ -7843,7 +7899,11 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::repeat"}, convertRepeat);
   add({"aten::repeat_interleave"}, convertRepeatInterleave);
   add({"aten::narrow"}, convertNarrow);
-  add({"aten::pad", "aten::constant_pad_nd"}, convertConstantPad);
+  add({"aten::pad", "aten::constant_pad_nd", "aten::reflection_pad1d",
+       "aten::reflection_pad2d", "aten::reflection_pad3d",
+       "aten::replication_pad1d", "aten::replication_pad2d",
+       "aten::replication_pad3d"},
+      convertConstantPad);
   add({"aten::view_as", "aten::reshape_as"}, convertViewAs);
   add({"aten::index"}, convertIndex);
   add({"aten::index_select"}, convertIndexSelect);

@@ -2,7 +2,8 @@
 transpose.test.
 
 gen DIR: x, float32 [2, 3, 4]. check TEST IN OUT: computes TEST's outputs
-("pad": three constant pads, compared exactly; "norm": three 2-norms, rel
+("pad": three constant pads, "pad-modes": reflect, replicate and
+circular pads, both compared exactly; "norm": three 2-norms, rel
 1e-6; "transpose": x.T, x.mT, x.mH, x.adjoint(), x[0].H and x[0, 0].T,
 exactly) with torch on IN and compares OUT/output<i>.npy; prints
 "match: N outputs" or exits with the mismatch."""
@@ -24,6 +25,11 @@ x = torch.from_numpy(np.load(os.path.join(inputs, "x.npy")))
 if test == "pad":
     expected = [F.pad(x, (1, 2)), F.pad(x, (-1, 1, 2, 0), value=0.5),
                 torch.constant_pad_nd(x, (0, 0, 0, 0, 1, 1), 0.5)]
+    rtol = 0.0
+elif test == "pad-modes":
+    expected = [F.pad(x, (2, 1), mode="reflect"), F.pad(x, (1, 3, 2, 0), mode="replicate"),
+                F.pad(x, (2, 2), mode="circular"), F.pad(x[None], (1, 2, 2, 1), mode="reflect")[0],
+                F.pad(x, (0, 3), mode="replicate")]
     rtol = 0.0
 elif test == "transpose":
     expected = [x.T, x.mT, x.mH, x.adjoint(), x[0].H, x[0, 0].T]
