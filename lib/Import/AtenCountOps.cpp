@@ -107,13 +107,10 @@ Outputs convertHistc(GraphImporter &importer, Node *node) {
   llvm::Expected<int64_t> bins = importer.intInput(node, 1);
   llvm::Expected<double> low = importer.numberInput(node, 2);
   llvm::Expected<double> high = importer.numberInput(node, 3);
-  if (!x || !bins || !low || !high) {
-    llvm::consumeError(x.takeError());
-    llvm::consumeError(bins.takeError());
-    llvm::consumeError(low.takeError());
-    llvm::consumeError(high.takeError());
-    return makeError("histc needs a tensor and constant bins, min and max");
-  }
+  if (llvm::Error error =
+          requireAll("histc needs a tensor and constant bins, min and max", x,
+                     bins, low, high))
+    return std::move(error);
   RankedTensorType type = tensorType(*x);
   if (type.getElementType().isInteger(1))
     return makeError("histc of a boolean tensor is not supported; cast it "

@@ -85,11 +85,8 @@ Value euclideanByMatmul(Emitter &emit, Value x1, Value x2) {
 Outputs convertCdist(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x1 = importer.tensorInput(node, 0);
   llvm::Expected<Value> x2 = importer.tensorInput(node, 1);
-  if (!x1 || !x2) {
-    llvm::consumeError(x1.takeError());
-    llvm::consumeError(x2.takeError());
-    return makeError("cdist needs two tensors");
-  }
+  if (llvm::Error error = requireAll("cdist needs two tensors", x1, x2))
+    return std::move(error);
   RankedTensorType type1 = tensorType(*x1), type2 = tensorType(*x2);
   if (!isa<FloatType>(type1.getElementType()) ||
       !isa<FloatType>(type2.getElementType()))

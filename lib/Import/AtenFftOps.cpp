@@ -235,12 +235,11 @@ static llvm::Expected<std::pair<Value, Value>>
 floatPair(GraphImporter &importer, Node *node, StringRef what) {
   llvm::Expected<Value> first = importer.tensorInput(node, 0);
   llvm::Expected<Value> second = importer.tensorInput(node, 1);
-  if (!first || !second) {
-    llvm::consumeError(first.takeError());
-    llvm::consumeError(second.takeError());
-    return makeError(llvm::formatv("{0} needs two real tensors",
-                                   node->kind().toUnqualString()));
-  }
+  if (llvm::Error error =
+          requireAll(llvm::formatv("{0} needs two real tensors",
+                                   node->kind().toUnqualString()),
+                     first, second))
+    return std::move(error);
   Emitter emit(importer);
   Value a = *first, b = *second;
   if (llvm::Error error = unify(emit, a, b))

@@ -86,14 +86,11 @@ Outputs convertGridSampler(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> grid = importer.tensorInput(node, 1);
   llvm::Expected<int64_t> mode = importer.intInput(node, 2);
   llvm::Expected<int64_t> paddingMode = importer.intInput(node, 3);
-  if (!input || !grid || !mode || !paddingMode) {
-    llvm::consumeError(input.takeError());
-    llvm::consumeError(grid.takeError());
-    llvm::consumeError(mode.takeError());
-    llvm::consumeError(paddingMode.takeError());
-    return makeError("grid_sample needs an input, a grid and integer "
-                     "interpolation and padding modes");
-  }
+  if (llvm::Error error =
+          requireAll("grid_sample needs an input, a grid and integer "
+                     "interpolation and padding modes",
+                     input, grid, mode, paddingMode))
+    return std::move(error);
   RankedTensorType inputType = tensorType(*input), gridType = tensorType(*grid);
   if (!isa<FloatType>(inputType.getElementType()) ||
       inputType.getElementType() != gridType.getElementType())

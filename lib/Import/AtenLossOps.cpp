@@ -143,11 +143,9 @@ llvm::Expected<ClassLossInputs> classLossInputs(GraphImporter &importer,
                                                 Node *node, StringRef what) {
   llvm::Expected<Value> scores = importer.tensorInput(node, 0);
   llvm::Expected<Value> target = importer.tensorInput(node, 1);
-  if (!scores || !target) {
-    llvm::consumeError(scores.takeError());
-    llvm::consumeError(target.takeError());
-    return makeError(what + " needs scores and a target tensor");
-  }
+  if (llvm::Error error = requireAll(what + " needs scores and a target tensor",
+                                     scores, target))
+    return std::move(error);
   RankedTensorType type = tensorType(*scores);
   if (!isa<FloatType>(type.getElementType()))
     return makeError(llvm::formatv("{0} of {1}: the scores must be a float "
@@ -539,12 +537,8 @@ Outputs convertCosineEmbeddingLoss(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x1 = promotedFloatInput(importer, node, 0);
   llvm::Expected<Value> x2 = promotedFloatInput(importer, node, 1);
   llvm::Expected<Value> y = promotedFloatInput(importer, node, 2);
-  if (!x1 || !x2 || !y) {
-    llvm::consumeError(x1.takeError());
-    llvm::consumeError(x2.takeError());
-    llvm::consumeError(y.takeError());
-    return makeError(what + " needs three tensors");
-  }
+  if (llvm::Error error = requireAll(what + " needs three tensors", x1, x2, y))
+    return std::move(error);
   int64_t targetRank = tensorType(*y).getRank();
   if (targetRank > 1 ||
       tensorType(*x1).getShape() != tensorType(*x2).getShape() ||
@@ -667,11 +661,9 @@ llvm::Expected<MarginScores> marginScores(GraphImporter &importer, Node *node,
                                           StringRef what) {
   llvm::Expected<Value> scores = promotedFloatInput(importer, node, 0);
   llvm::Expected<Value> labels = importer.tensorInput(node, 1);
-  if (!scores || !labels) {
-    llvm::consumeError(scores.takeError());
-    llvm::consumeError(labels.takeError());
-    return makeError(what + " needs scores and a target tensor");
-  }
+  if (llvm::Error error = requireAll(what + " needs scores and a target tensor",
+                                     scores, labels))
+    return std::move(error);
   RankedTensorType type = tensorType(*scores);
   Type labelType = tensorType(*labels).getElementType();
   if (!isa<IntegerType>(labelType) || labelType.isInteger(1))

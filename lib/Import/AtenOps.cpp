@@ -1907,13 +1907,11 @@ Outputs convertLinspace(GraphImporter &importer, Node *node, bool logarithmic) {
   llvm::Expected<double> end = importer.numberInput(node, 1);
   llvm::Expected<int64_t> steps = importer.intInput(node, 2);
   StringRef name = logarithmic ? "logspace" : "linspace";
-  if (!start || !end || !steps) {
-    llvm::consumeError(start.takeError());
-    llvm::consumeError(end.takeError());
-    llvm::consumeError(steps.takeError());
-    return makeError(name + " needs start, end and steps known at import "
-                            "time (numbers, not tensors)");
-  }
+  if (llvm::Error error =
+          requireAll(name + " needs start, end and steps known at import "
+                            "time (numbers, not tensors)",
+                     start, end, steps))
+    return std::move(error);
   if (*steps < 0)
     return makeError(
         llvm::formatv("{0} needs steps >= 0, not {1}", name, *steps));
@@ -2686,11 +2684,9 @@ Outputs convertTriangleIndices(GraphImporter &importer, Node *node,
                                bool upper) {
   llvm::Expected<int64_t> rows = importer.intInput(node, 0);
   llvm::Expected<int64_t> cols = importer.intInput(node, 1);
-  if (!rows || !cols) {
-    llvm::consumeError(rows.takeError());
-    llvm::consumeError(cols.takeError());
-    return makeError("triangle indices need a row and a column count");
-  }
+  if (llvm::Error error = requireAll(
+          "triangle indices need a row and a column count", rows, cols))
+    return std::move(error);
   int64_t offset = static_cast<int64_t>(numberOr(importer, node, "offset", 0));
   SmallVector<int64_t> is, js;
   for (int64_t i = 0; i < *rows; ++i)
@@ -2970,13 +2966,11 @@ Outputs convertBatchOrInstanceNorm(GraphImporter &importer, Node *node,
   llvm::Expected<Value> x = floatTensorInput(importer, node);
   llvm::Expected<int64_t> inputStats = importer.intInput(node, 5);
   llvm::Expected<double> eps = importer.numberInput(node, 7);
-  if (!x || !inputStats || !eps) {
-    llvm::consumeError(x.takeError());
-    llvm::consumeError(inputStats.takeError());
-    llvm::consumeError(eps.takeError());
-    return makeError(what + " needs a float tensor, a constant training "
-                            "flag and eps");
-  }
+  if (llvm::Error error =
+          requireAll(what + " needs a float tensor, a constant training "
+                            "flag and eps",
+                     x, inputStats, eps))
+    return std::move(error);
   RankedTensorType type = tensorType(*x);
   ArrayRef<int64_t> shape = type.getShape();
   if (shape.size() < 2 || (instance && shape.size() < 3))
@@ -4085,12 +4079,10 @@ Outputs convertEmbeddingBag(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> table = importer.tensorInput(node, 0);
   llvm::Expected<Value> ids = importer.tensorInput(node, 1);
   llvm::Expected<Value> offsets = importer.tensorInput(node, 2);
-  if (!table || !ids || !offsets) {
-    llvm::consumeError(table.takeError());
-    llvm::consumeError(ids.takeError());
-    llvm::consumeError(offsets.takeError());
-    return makeError("embedding_bag needs a table, indices and offsets");
-  }
+  if (llvm::Error error =
+          requireAll("embedding_bag needs a table, indices and offsets", table,
+                     ids, offsets))
+    return std::move(error);
   RankedTensorType tableType = tensorType(*table);
   RankedTensorType idsType = tensorType(*ids);
   if (idsType.getRank() != 1 || tensorType(*offsets).getRank() != 1)
@@ -4270,13 +4262,11 @@ Outputs convertMaskedScatter(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> self = importer.tensorInput(node, 0);
   llvm::Expected<Value> mask = importer.tensorInput(node, 1);
   llvm::Expected<Value> source = importer.tensorInput(node, 2);
-  if (!self || !mask || !source) {
-    llvm::consumeError(self.takeError());
-    llvm::consumeError(mask.takeError());
-    llvm::consumeError(source.takeError());
-    return makeError("masked_scatter needs a tensor, a boolean mask and a "
-                     "source tensor");
-  }
+  if (llvm::Error error =
+          requireAll("masked_scatter needs a tensor, a boolean mask and a "
+                     "source tensor",
+                     self, mask, source))
+    return std::move(error);
   RankedTensorType type = tensorType(*self);
   if (!tensorType(*mask).getElementType().isInteger(1))
     return makeError("masked_scatter needs a boolean mask");
@@ -4611,11 +4601,9 @@ static llvm::Expected<Value> wrapNegativeConstantIds(Emitter &emit, Value ids,
 Outputs convertTake(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   llvm::Expected<Value> index = importer.tensorInput(node, 1);
-  if (!x || !index) {
-    llvm::consumeError(x.takeError());
-    llvm::consumeError(index.takeError());
-    return makeError("take needs a tensor and a tensor of indices");
-  }
+  if (llvm::Error error =
+          requireAll("take needs a tensor and a tensor of indices", x, index))
+    return std::move(error);
   Emitter emit(importer);
   RankedTensorType indexType = tensorType(*index);
   int64_t size = tensorType(*x).getNumElements();
@@ -5491,13 +5479,11 @@ Outputs convertMaxUnpool(GraphImporter &importer, Node *node,
   llvm::Expected<std::vector<int64_t>> outputSize =
       importer.intListInput(node, 2);
   StringRef op = node->kind().toUnqualString();
-  if (!x || !indices || !outputSize) {
-    llvm::consumeError(x.takeError());
-    llvm::consumeError(indices.takeError());
-    llvm::consumeError(outputSize.takeError());
-    return makeError(op + " needs a tensor, its indices and an output size "
-                          "(a list of ints)");
-  }
+  if (llvm::Error error =
+          requireAll(op + " needs a tensor, its indices and an output size "
+                          "(a list of ints)",
+                     x, indices, outputSize))
+    return std::move(error);
   RankedTensorType type = tensorType(*x);
   int64_t rank = type.getRank();
   if (rank != spatialDims + 1 && rank != spatialDims + 2)
@@ -6261,11 +6247,9 @@ Outputs convertPixelShuffle(GraphImporter &importer, Node *node,
   StringRef what = unshuffle ? "pixel_unshuffle" : "pixel_shuffle";
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   llvm::Expected<int64_t> factor = importer.intInput(node, 1);
-  if (!x || !factor) {
-    llvm::consumeError(x.takeError());
-    llvm::consumeError(factor.takeError());
-    return makeError(what + " needs a tensor and a constant factor");
-  }
+  if (llvm::Error error =
+          requireAll(what + " needs a tensor and a constant factor", x, factor))
+    return std::move(error);
   RankedTensorType type = tensorType(*x);
   ArrayRef<int64_t> shape = type.getShape();
   int64_t rank = type.getRank(), r = *factor;
@@ -6307,12 +6291,11 @@ Outputs convertPixelShuffle(GraphImporter &importer, Node *node,
 Outputs convertChannelShuffle(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   llvm::Expected<int64_t> groups = importer.intInput(node, 1);
-  if (!x || !groups) {
-    llvm::consumeError(x.takeError());
-    llvm::consumeError(groups.takeError());
-    return makeError("channel_shuffle needs a tensor and a constant number "
-                     "of groups");
-  }
+  if (llvm::Error error =
+          requireAll("channel_shuffle needs a tensor and a constant number "
+                     "of groups",
+                     x, groups))
+    return std::move(error);
   RankedTensorType type = tensorType(*x);
   ArrayRef<int64_t> shape = type.getShape();
   if (shape.size() < 3 || *groups < 1 || shape[1] % *groups != 0)
@@ -7841,12 +7824,9 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::__derive_index"}, [](GraphImporter &i, Node *n) -> Outputs {
     llvm::Expected<int64_t> index = i.intInput(n, 0), start = i.intInput(n, 1),
                             step = i.intInput(n, 2);
-    if (!index || !start || !step) {
-      llvm::consumeError(index.takeError());
-      llvm::consumeError(start.takeError());
-      llvm::consumeError(step.takeError());
-      return makeError("range() needs constant bounds and step");
-    }
+    if (llvm::Error error = requireAll("range() needs constant bounds and step",
+                                       index, start, step))
+      return std::move(error);
     return single(ImportedValue::ofInt(*start + *index * *step));
   });
   add({"aten::__contains__"}, convertContains);

@@ -314,11 +314,9 @@ Outputs convertRunningExtremum(GraphImporter &importer, Node *node,
   StringRef what = largest ? "cummax" : "cummin";
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   llvm::Expected<int64_t> rawDim = importer.intInput(node, 1);
-  if (!x || !rawDim) {
-    llvm::consumeError(x.takeError());
-    llvm::consumeError(rawDim.takeError());
-    return makeError(what + " needs a tensor and a dim");
-  }
+  if (llvm::Error error =
+          requireAll(what + " needs a tensor and a dim", x, rawDim))
+    return std::move(error);
   RankedTensorType type = tensorType(*x);
   Emitter emit(importer);
   Value input = *x;

@@ -442,11 +442,10 @@ Outputs convertCol2im(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> input = floatTensorInput(importer, node);
   llvm::Expected<std::vector<int64_t>> outputSize =
       importer.intListInput(node, 1);
-  if (!input || !outputSize) {
-    llvm::consumeError(input.takeError());
-    llvm::consumeError(outputSize.takeError());
-    return makeError("fold needs a float tensor and a constant output_size");
-  }
+  if (llvm::Error error =
+          requireAll("fold needs a float tensor and a constant output_size",
+                     input, outputSize))
+    return std::move(error);
   if (outputSize->size() != 2)
     return makeError("fold needs an output_size of two dims (height, width)");
   llvm::Expected<BlockWindow> window = blockWindow(importer, node, 2, "fold");

@@ -51,11 +51,8 @@ dimsInput(GraphImporter &importer, Node *node, size_t index, int64_t rank) {
 Outputs convertTensordot(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> a = floatTensorInput(importer, node);
   llvm::Expected<Value> b = importer.tensorInput(node, 1);
-  if (!a || !b) {
-    llvm::consumeError(a.takeError());
-    llvm::consumeError(b.takeError());
-    return makeError("tensordot needs two float tensors");
-  }
+  if (llvm::Error error = requireAll("tensordot needs two float tensors", a, b))
+    return std::move(error);
   RankedTensorType aType = tensorType(*a), bType = tensorType(*b);
   llvm::Expected<SmallVector<int64_t>> aDims =
       dimsInput(importer, node, 2, aType.getRank());
@@ -116,12 +113,9 @@ Outputs convertBilinear(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x1 = floatTensorInput(importer, node);
   llvm::Expected<Value> x2 = importer.tensorInput(node, 1);
   llvm::Expected<Value> weight = importer.tensorInput(node, 2);
-  if (!x1 || !x2 || !weight) {
-    llvm::consumeError(x1.takeError());
-    llvm::consumeError(x2.takeError());
-    llvm::consumeError(weight.takeError());
-    return makeError("bilinear needs two inputs and a weight tensor");
-  }
+  if (llvm::Error error = requireAll(
+          "bilinear needs two inputs and a weight tensor", x1, x2, weight))
+    return std::move(error);
   RankedTensorType t1 = tensorType(*x1), t2 = tensorType(*x2),
                    tw = tensorType(*weight);
   if (tw.getRank() != 3 || t1.getRank() < 1 ||
@@ -160,11 +154,8 @@ Outputs convertBilinear(GraphImporter &importer, Node *node) {
 Outputs convertKron(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> a = importer.tensorInput(node, 0);
   llvm::Expected<Value> b = importer.tensorInput(node, 1);
-  if (!a || !b) {
-    llvm::consumeError(a.takeError());
-    llvm::consumeError(b.takeError());
-    return makeError("kron needs two tensors");
-  }
+  if (llvm::Error error = requireAll("kron needs two tensors", a, b))
+    return std::move(error);
   Emitter emit(importer);
   Value lhs = *a, rhs = *b;
   Type element = promote(tensorType(lhs).getElementType(),

@@ -100,6 +100,19 @@ llvm::Expected<SmallVector<Value>> unifiedFloatOperands(GraphImporter &importer,
                                                         size_t first,
                                                         size_t count);
 
+/// An error with `message` when any of a converter's `inputs` failed (their
+/// own errors consumed), else success:
+///   if (llvm::Error error = requireAll("... needs ...", x, dim))
+///     return std::move(error);
+template <typename... Ts>
+llvm::Error requireAll(const llvm::Twine &message,
+                       llvm::Expected<Ts> &...inputs) {
+  if ((static_cast<bool>(inputs) && ...))
+    return llvm::Error::success();
+  (llvm::consumeError(inputs.takeError()), ...);
+  return makeError(message);
+}
+
 /// `value` as C's %g prints it, for messages (`0`, `-1.5`, `1e+06`).
 std::string numberText(double value);
 
