@@ -1195,9 +1195,9 @@ Outputs convertPermute(GraphImporter &importer, Node *node,
     break;
   }
   Emitter emit(importer);
+  if (llvm::equal(permutation, llvm::seq<int64_t>(0, rank)))
+    return form == TransposeForm::Adjoint ? conjugate(emit, x) : single(x);
   Outputs transposed = mapParts(x, [&](Value v) -> llvm::Expected<Value> {
-    if (llvm::equal(permutation, llvm::seq<int64_t>(0, rank)))
-      return v;
     return emit.transpose(v, permutation);
   });
   if (!transposed || form != TransposeForm::Adjoint)

@@ -28,7 +28,8 @@ enum class PrefixRule {
   /// A view in row-major order (reshape, unsqueeze, flatten): the dim
   /// whose elements before it and size stay.
   Reshape,
-  /// transpose, permute, t: the dim moves where the permutation takes it.
+  /// transpose, permute, t, numpy_T, mT, mH, adjoint, matrix_H: the dim
+  /// moves where the permutation takes it.
   Permute,
   /// select and slice of another dim (input 1).
   OtherDim,
@@ -109,7 +110,8 @@ static const llvm::StringMap<PrefixRule> &prefixRules() {
          {"reshape", "view", "_unsafe_view", "flatten", "unflatten",
           "unsqueeze", "squeeze", "reshape_as", "view_as"})
       table[(llvm::Twine("aten::") + op).str()] = PrefixRule::Reshape;
-    for (const char *op : {"transpose", "permute", "t"})
+    for (const char *op : {"transpose", "permute", "t", "numpy_T", "mT", "mH",
+                           "adjoint", "matrix_H"})
       table[(llvm::Twine("aten::") + op).str()] = PrefixRule::Permute;
     for (const char *op : {"select", "slice"})
       table[(llvm::Twine("aten::") + op).str()] = PrefixRule::OtherDim;
@@ -307,8 +309,14 @@ GraphImporter::propagateValidPrefix(torch::jit::Node *node,
           return normalized.takeError();
         order[i] = *normalized;
       }
-    } else if (op == "aten::t") {
+    } else if (op == "aten::t" || op == "aten::numpy_T") {
       std::reverse(order.begin(), order.end());
+    } else if (op != "aten::transpose") {
+      // mT, mH, adjoint, matrix_H: the last two dims swapped.
+      if (rank < 2)
+        return unsupportedValidPrefixReader(op + " of fewer than 2 dims",
+                                            first);
+      std::swap(order[rank - 2], order[rank - 1]);
     } else {
       llvm::Expected<int64_t> a = dimInput(1), b = dimInput(2);
       if (!a || !b)

@@ -37,9 +37,9 @@ class Selections(nn.Module):
         i, j, k = torch.where(x > 0.5)
         written = torch.zeros_like(x)
         written[i, j, k] = torch.exp(x[i, j, k])
-        # torch.argwhere's [n, 2], through a transpose and back, its rows
+        # torch.argwhere's [n, 2], through transposes and back, its rows
         # normalized and projected, added back (rows found twice add).
-        where = torch.argwhere(x[0] > 0).t().permute(1, 0)
+        where = torch.argwhere(x[0] > 0).t().permute(1, 0).T.mT
         normed = F.layer_norm(x[0][where[:, 0]], [5])
         projected = torch.zeros(6, 5).index_add_(0, where[:, 0], self.proj(normed).transpose(0, 1).t())
         # index_fill at the rows found.
