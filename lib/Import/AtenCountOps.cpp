@@ -133,9 +133,8 @@ Outputs convertHistc(GraphImporter &importer, Node *node) {
   Value lowest = emit.splatLike(values, *low);
   Value highest = emit.splatLike(values, *high);
   // min <= x and x <= max (false for NaN).
-  Value atLeast = emit.compare("ge", values, lowest);
-  Value inside =
-      emit.select(atLeast, emit.compare("le", values, highest), atLeast);
+  Value inside = both(emit, emit.compare("ge", values, lowest),
+                      emit.compare("le", values, highest));
   // (x - min) / (max - min) * bins, the span rounded to x's type first.
   Value span = emit.binary<SubOp>(highest, lowest);
   Value position =

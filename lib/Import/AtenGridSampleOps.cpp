@@ -25,9 +25,6 @@ namespace {
 enum class Interpolation { Bilinear = 0, Nearest = 1, Bicubic = 2 };
 enum class Padding { Zeros = 0, Border = 1, Reflection = 2 };
 
-/// a and b (i1): b where a holds, else a.
-Value both(Emitter &emit, Value a, Value b) { return emit.select(a, b, a); }
-
 /// x clipped to [0, size - 1].
 Value clipToPlane(Emitter &emit, Value x, int64_t size) {
   return emit.min(emit.binary<MaxOp>(x, emit.splatLike(x, 0.0)),

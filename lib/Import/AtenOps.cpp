@@ -2341,26 +2341,14 @@ Outputs convertFftShift(GraphImporter &importer, Node *node, bool inverse) {
   llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
   if (!shape)
     return shape.takeError();
-  int64_t rank = shape->size();
-  std::vector<int64_t> dims;
-  const ImportedValue *given = importer.namedInput(node, "dim");
-  if (!given || given->isNone()) {
-    for (int64_t d = 0; d < rank; ++d)
-      dims.push_back(d);
-  } else {
-    llvm::Expected<std::vector<int64_t>> listed =
-        importer.intListInput(node, 1);
-    if (!listed)
-      return listed.takeError();
-    dims = *listed;
-  }
+  llvm::Expected<ReductionDims> along =
+      reductionDims(importer, node, shape->size());
+  if (!along)
+    return along.takeError();
   SmallVector<std::pair<int64_t, int64_t>> rolls;
-  for (int64_t raw : dims) {
-    llvm::Expected<int64_t> dim = normalizeDim(raw, rank);
-    if (!dim)
-      return dim.takeError();
-    int64_t half = (*shape)[*dim] / 2;
-    rolls.push_back({*dim, inverse ? -half : half});
+  for (int64_t dim : along->dims) {
+    int64_t half = (*shape)[dim] / 2;
+    rolls.push_back({dim, inverse ? -half : half});
   }
   Emitter emit(importer);
   return mapParts(x, [&](Value v) -> llvm::Expected<Value> {

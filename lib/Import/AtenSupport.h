@@ -178,6 +178,12 @@ Value atan2Of(Emitter &emit, Value y, Value x);
 /// where both are 0 (torch.hypot, and |z| of a complex z).
 Value hypotOf(Emitter &emit, Value a, Value b);
 
+/// a and b of two boolean (i1) tensors of one shape: b where a holds,
+/// else a.
+inline Value both(Emitter &emit, Value a, Value b) {
+  return emit.select(a, b, a);
+}
+
 /// Where a whole-valued float tensor is even (floor(x / 2) == x / 2).
 Value isEven(Emitter &emit, Value whole);
 
