@@ -217,9 +217,10 @@ FailureOr<Operation *> RankProgram::cloneRandom(RandomUniformOp op, int64_t m) {
   if (batch == step.getArguments().end() || type.getRank() == 0 ||
       type.getDimSize(0) !=
           cast<RankedTensorType>(batch->getType()).getDimSize(0))
-    return op.emitError("titan-partition-pipeline: dropout of a tensor whose "
-                        "first dim is not the batch is not supported under "
-                        "pipeline parallelism");
+    return op.emitError(
+        "titan-partition-pipeline: random numbers (dropout, torch.rand, "
+        "bernoulli_, ...) of a tensor whose first dim is not the batch are "
+        "not supported under pipeline parallelism");
   // Row i of the microbatch (shards x rows, shard-major) is row
   // s * microbatches * rows + m * rows + r of the batch, i = s * rows + r:
   // its elements' positions move by (s * (microbatches - 1) + m) * rows

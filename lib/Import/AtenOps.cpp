@@ -137,15 +137,6 @@ int64_t dtypeCode(Type type) {
   return static_cast<int64_t>(c10::ScalarType::Float);
 }
 
-/// The optional dtype argument of a creation or reduction op.
-llvm::Expected<Type> optionalDtype(GraphImporter &importer, Node *node,
-                                   Type fallback) {
-  const ImportedValue *dtype = importer.namedInput(node, "dtype");
-  if (!dtype || dtype->isNone())
-    return fallback;
-  return dtypeOf(importer, *dtype);
-}
-
 /// x * y wrapped at 64 bits, as torch's int64 arithmetic (no overflow
 /// trap).
 int64_t wrappingMultiply(int64_t x, int64_t y) {
@@ -623,6 +614,19 @@ Outputs convertBinary(GraphImporter &importer, Node *node, BinaryKind kind) {
       b.kind == ImportedValue::Kind::List && kind == BinaryKind::Add) {
     std::vector<ImportedValue> items(a.items);
     items.insert(items.end(), b.items.begin(), b.items.end());
+    return single(ImportedValue::ofList(std::move(items)));
+  }
+  // A list repeated (`[1] * (x.dim() - 1)`; `n * [1]`): empty for n <= 0,
+  // as Python's.
+  if (kind == BinaryKind::Mul && (a.kind == ImportedValue::Kind::List) !=
+                                     (b.kind == ImportedValue::Kind::List)) {
+    const ImportedValue &list = a.kind == ImportedValue::Kind::List ? a : b;
+    const ImportedValue &count = a.kind == ImportedValue::Kind::List ? b : a;
+    if (count.kind != ImportedValue::Kind::Int)
+      return makeError("a list can be repeated only an int number of times");
+    std::vector<ImportedValue> items;
+    for (int64_t i = 0; i < count.intValue; ++i)
+      items.insert(items.end(), list.items.begin(), list.items.end());
     return single(ImportedValue::ofList(std::move(items)));
   }
   if (a.isNumber() && b.isNumber()) {
@@ -2517,6 +2521,15 @@ Outputs convertWeightNorm(GraphImporter &importer, Node *node) {
 }
 
 } // namespace
+
+llvm::Expected<Type> mlir::titan::import::optionalDtype(GraphImporter &importer,
+                                                        Node *node,
+                                                        Type fallback) {
+  const ImportedValue *dtype = importer.namedInput(node, "dtype");
+  if (!dtype || dtype->isNone())
+    return fallback;
+  return dtypeOf(importer, *dtype);
+}
 
 llvm::Expected<Value> mlir::titan::import::vectorNorm(Emitter &emit, Value x,
                                                       double order,
@@ -6508,24 +6521,32 @@ Outputs convertLeakyRelu(GraphImporter &importer, Node *node) {
       emit.scale(*x, numberOr(importer, node, "negative_slope", 0.01))));
 }
 
-/// aten::rrelu(x, lower, upper, training) in eval mode: leaky_relu with
-/// the slope (lower + upper) / 2. In training mode PyTorch draws a slope
-/// per element: refused.
+/// aten::rrelu(x, lower, upper, training): x where positive, else x times
+/// a slope: in training mode one per element, uniform in [lower, upper)
+/// (a random stream, as dropout's); in eval mode (lower + upper) / 2.
 Outputs convertRrelu(GraphImporter &importer, Node *node) {
   llvm::Expected<Value> x = floatTensorInput(importer, node);
   if (!x)
     return x.takeError();
-  if (flagOr(importer, node, "training", false))
-    return makeError("rrelu in training mode draws a random slope per "
-                     "element, which titan does not; export the model in "
-                     "eval mode (its slope is (lower + upper) / 2) or use "
-                     "leaky_relu");
-  double slope = (numberOr(importer, node, "lower", 1.0 / 8) +
-                  numberOr(importer, node, "upper", 1.0 / 3)) /
-                 2;
+  double lower = numberOr(importer, node, "lower", 1.0 / 8);
+  double upper = numberOr(importer, node, "upper", 1.0 / 3);
+  if (lower > upper)
+    return makeError(llvm::formatv(
+        "rrelu's lower bound ({0}) is above its upper bound ({1})",
+        numberText(lower), numberText(upper)));
   Emitter emit(importer);
-  Value positive = emit.compare("ge", *x, emit.splatLike(*x, 0.0));
-  return single(emit.select(positive, *x, emit.scale(*x, slope)));
+  Value negative;
+  if (flagOr(importer, node, "training", false)) {
+    Value uniform = importer.emitUniform(tensorType(*x).getShape());
+    Value slope = emit.binary<AddOp>(emit.scale(uniform, upper - lower),
+                                     emit.splatLike(uniform, lower));
+    negative = emit.binary<MulOp>(
+        *x, emit.cast(slope, tensorType(*x).getElementType()));
+  } else {
+    negative = emit.scale(*x, (lower + upper) / 2);
+  }
+  Value positive = emit.compare("gt", *x, emit.splatLike(*x, 0.0));
+  return single(emit.select(positive, *x, negative));
 }
 
 /// scale x where x > 0, else scale alpha (exp(input_scale x) - 1), the
@@ -7627,7 +7648,8 @@ llvm::StringMap<Conversion> buildConversions() {
   });
   add({"aten::topk"}, convertTopk);
   add({"aten::sort", "aten::argsort", "aten::msort"}, convertSort);
-  add({"aten::dropout", "aten::feature_dropout"},
+  add({"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout",
+       "aten::feature_alpha_dropout"},
       [](GraphImporter &i, Node *n) { return i.importDropout(n); });
   add({"aten::logsumexp"}, convertLogsumexp);
   add({"aten::roll"}, convertRoll);
@@ -8019,6 +8041,7 @@ llvm::StringMap<Conversion> buildConversions() {
   addDistanceConversions(table);
   addGridSampleConversions(table);
   addCountConversions(table);
+  addRandomConversions(table);
   addOrderConversions(table);
   return table;
 }

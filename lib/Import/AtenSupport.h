@@ -113,6 +113,11 @@ llvm::Error requireAll(const llvm::Twine &message,
   return makeError(message);
 }
 
+/// The optional dtype argument of a creation or reduction op (`fallback`
+/// when absent or None).
+llvm::Expected<Type> optionalDtype(GraphImporter &importer, Node *node,
+                                   Type fallback);
+
 /// `value` as C's %g prints it, for messages (`0`, `-1.5`, `1e+06`).
 std::string numberText(double value);
 
@@ -306,6 +311,11 @@ std::optional<IdRange> provenRange(Value v, int depth = 0);
 
 /// Adds the conversions of AtenCountOps.cpp (bincount, histc) to `table`.
 void addCountConversions(llvm::StringMap<Conversion> &table);
+
+/// Adds the conversions of AtenRandomOps.cpp (torch.rand, randn, normal,
+/// bernoulli, exponential_, randint, randperm: titan.random_uniform's
+/// numbers) to `table`.
+void addRandomConversions(llvm::StringMap<Conversion> &table);
 
 /// Adds the conversions of AtenGridSampleOps.cpp (grid_sampler) to
 /// `table`.

@@ -182,16 +182,25 @@ public:
   /// `number` as a 0-d tensor constant of its wrapped element type.
   Value materialize(const ImportedValue &number);
 
-  /// aten::dropout and feature_dropout (their in-place forms through
-  /// importInPlace): the identity in evaluation (warned about once when p >
-  /// 0) and with p = 0, emitTrainingDropout in training mode.
+  /// aten::dropout, feature_dropout, alpha_dropout and
+  /// feature_alpha_dropout (their in-place forms through importInPlace):
+  /// the identity in evaluation (warned about once when p > 0) and with
+  /// p = 0, emitTrainingDropout in training mode.
   llvm::Expected<std::vector<ImportedValue>>
   importDropout(torch::jit::Node *node);
-  /// Dropout of `x` with probability `p` in training mode, as
-  /// torch.nn.functional.dropout: elements whose titan.random_uniform
-  /// (of a new stream, at their positions in the whole tensor) is below
-  /// `p` become 0, the others are scaled by 1 / (1 - p).
-  Value emitTrainingDropout(Value x, double p);
+  /// Dropout of `x` with probability `p` in training mode, as torch's
+  /// _dropout_impl: elements whose emitUniform number is below `p` become
+  /// 0, the others are scaled by 1 / (1 - p). With `wholeChannels`
+  /// (nn.Dropout1d, 2d, 3d) one number decides each [N, C] channel; with
+  /// `alpha` (nn.AlphaDropout) kept elements become a x + b and dropped
+  /// ones a constant, which keep a standard normal input so.
+  Value emitTrainingDropout(Value x, double p, bool wholeChannels = false,
+                            bool alpha = false);
+  /// f32 numbers of `shape`, uniform in [0, 1) on a grid of 2^-24, from a
+  /// new stream of titan.random_uniform drawn at the elements' row-major
+  /// positions in the whole tensor (so every parallel layout draws the
+  /// same numbers; titan-build-train-step adds the step and the seed).
+  Value emitUniform(ArrayRef<int64_t> shape);
 
   /// The ops evaluated at import time so far, by kind, in first-seen order.
   const std::vector<FoldedOp> &getFoldedOps() const { return foldedOps; }
@@ -344,7 +353,8 @@ private:
   /// The topics warnOnce warned about.
   llvm::StringSet<> warnedTopics;
   /// The random streams (titan.random_uniform) taken so far: each dropout
-  /// in training mode draws from its own.
+  /// in training mode and each random op (torch.rand, bernoulli_, ...)
+  /// draws from its own.
   int64_t randomStreams = 0;
 };
 

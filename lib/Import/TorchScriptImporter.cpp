@@ -356,18 +356,22 @@ GraphImporter::importDropout(torch::jit::Node *node) {
   if (*p < 0.0 || *p > 1.0)
     return makeError(llvm::formatv(
         "dropout probability has to be between 0 and 1, but got {0}", *p));
-  bool feature =
-      StringRef(node->kind().toUnqualString()).starts_with("feature_dropout");
-  if (*train && *p != 0.0 && feature)
-    return makeError("dropout of whole channels (nn.Dropout1d, 2d, 3d: "
-                     "feature_dropout) in training mode is not supported; "
-                     "use nn.Dropout, set p = 0 or export in eval mode");
+  StringRef kind = node->kind().toUnqualString();
+  bool wholeChannels = kind.starts_with("feature_");
+  bool alpha = kind.contains("alpha_dropout");
   const ImportedValue &value = input(node, 0);
   if (*train && *p != 0.0) {
-    if (!value.isTensor())
-      return makeError("dropout needs a tensor");
-    return std::vector<ImportedValue>{
-        ImportedValue::ofTensor(emitTrainingDropout(value.tensor, *p))};
+    if (!value.isTensor() ||
+        !isa<FloatType>(
+            cast<RankedTensorType>(value.tensor.getType()).getElementType()))
+      return makeError("dropout needs a floating-point tensor");
+    if (wholeChannels &&
+        cast<RankedTensorType>(value.tensor.getType()).getRank() < 2)
+      return makeError("dropout of whole channels (nn.Dropout1d, 2d, 3d, "
+                       "FeatureAlphaDropout) needs an input [N, C, ...] of "
+                       "at least 2 dims");
+    return std::vector<ImportedValue>{ImportedValue::ofTensor(
+        emitTrainingDropout(value.tensor, *p, wholeChannels, alpha))};
   }
   // A model exported in eval mode would train with dropout in PyTorch: say
   // once that titan does not.
@@ -387,24 +391,47 @@ GraphImporter::importDropout(torch::jit::Node *node) {
   return std::vector<ImportedValue>{value};
 }
 
-Value GraphImporter::emitTrainingDropout(Value x, double p) {
+Value GraphImporter::emitUniform(ArrayRef<int64_t> shape) {
   TensorBuilder tb(builder, loc);
-  auto type = cast<RankedTensorType>(x.getType());
   // The elements' row-major positions: sums of iotas, whose lowering to a
   // rank's shard adds the shard's offset, so that a position is the same
   // under any layout.
-  auto positions = type.clone(builder.getI64Type());
-  Value counters =
-      rowMajorOffsets(tb, positions, type.getShape(),
-                      [&](int64_t dim) { return tb.iota(positions, dim); });
-  Value uniform = RandomUniformOp::create(
+  auto positions = RankedTensorType::get(shape, builder.getI64Type());
+  Value counters = rowMajorOffsets(tb, positions, shape, [&](int64_t dim) {
+    return tb.iota(positions, dim);
+  });
+  return RandomUniformOp::create(
       builder, loc, positions.clone(builder.getF32Type()), counters,
       /*step=*/Value(), builder.getI64IntegerAttr(randomStreams++),
       builder.getI64IntegerAttr(0));
+}
+
+Value GraphImporter::emitTrainingDropout(Value x, double p, bool wholeChannels,
+                                         bool alpha) {
+  TensorBuilder tb(builder, loc);
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(x.getType()).getShape();
+  // PyTorch's make_feature_noise: one number per [N, C] channel.
+  SmallVector<int64_t> noiseShape(shape);
+  if (wholeChannels)
+    for (int64_t &size : llvm::drop_begin(noiseShape, 2))
+      size = 1;
+  Value uniform = emitUniform(noiseShape);
   Value keep = tb.compare(
       "ge", uniform, tb.splat(cast<RankedTensorType>(uniform.getType()), p));
-  Value kept = p < 1.0 ? tb.scale(x, 1.0 / (1.0 - p)) : tb.splatLike(x, 0.0);
-  return tb.select(keep, kept, tb.splatLike(x, 0.0));
+  if (wholeChannels)
+    keep = tb.broadcastTo(keep, shape);
+  if (p >= 1.0)
+    return tb.splatLike(x, 0.0);
+  if (!alpha)
+    return tb.select(keep, tb.scale(x, 1.0 / (1.0 - p)), tb.splatLike(x, 0.0));
+  // Alpha dropout (SELU's): kept elements a x + alpha' a p, dropped ones
+  // alpha' a (p - 1), which keep a standard normal input's mean and
+  // variance (torch's _dropout_impl, alpha' = -SELU's negative saturation).
+  constexpr double kSaturation = 1.7580993408473766;
+  double a = 1.0 / std::sqrt((kSaturation * kSaturation * p + 1) * (1 - p));
+  Value kept =
+      tb.binary<AddOp>(tb.scale(x, a), tb.splatLike(x, kSaturation * a * p));
+  return tb.select(keep, kept, tb.splatLike(x, kSaturation * a * (p - 1)));
 }
 
 std::string GraphImporter::describe(torch::jit::Node *node) const {

@@ -80,7 +80,7 @@ func.func @train_step(
     -> (tensor<f32> {titan.name = "loss"},
         tensor<4x4xf32> {titan.name = "param.layers.1.w"}) {
   %pos = titan.iota dim 1 : tensor<4x4xi64> loc(#f0)
-  // expected-error @+1 {{titan-partition-pipeline: dropout of a tensor whose first dim is not the batch is not supported under pipeline parallelism}}
+  // expected-error @+1 {{titan-partition-pipeline: random numbers (dropout, torch.rand, bernoulli_, ...) of a tensor whose first dim is not the batch are not supported under pipeline parallelism}}
   %u = titan.random_uniform %pos stream 0 seed 42 step %step : tensor<4x4xi64> -> tensor<4x4xf32>
   %w = titan.mul %w0, %u : tensor<4x4xf32> loc(#f0)
   %h0 = titan.matmul %x, %w : tensor<2x4xf32>, tensor<4x4xf32> -> tensor<2x4xf32> loc(#f0)

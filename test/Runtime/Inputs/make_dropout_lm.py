@@ -31,15 +31,16 @@ class DropoutLM(nn.Module):
         return self.head(x)
 
 
-def main() -> None:
+def save_traced_lm(make_model, out: str) -> None:
+    """Traces make_model() (seeded, in training mode) on a [2, 32] batch
+    of tokens below 256 and saves it as OUT/model.pt."""
     warnings.filterwarnings("ignore")
     torch.manual_seed(0)
-    out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     batch = torch.randint(0, 256, (2, 32), generator=torch.Generator().manual_seed(1))
-    torch.jit.trace(DropoutLM().train(), batch, check_trace=False).save(
+    torch.jit.trace(make_model().train(), batch, check_trace=False).save(
         os.path.join(out, "model.pt"))
 
 
 if __name__ == "__main__":
-    main()
+    save_traced_lm(DropoutLM, sys.argv[1])
