@@ -25,17 +25,6 @@ using torch::jit::Node;
 
 namespace {
 
-/// Refuses a torch.Generator argument: titan draws from its own generator,
-/// seeded by the job.
-llvm::Error refuseGenerator(GraphImporter &importer, Node *node) {
-  const ImportedValue *generator = importer.namedInput(node, "generator");
-  if (!generator || generator->isNone())
-    return llvm::Error::success();
-  return makeError("titan draws random numbers from its own counter-based "
-                   "generator, seeded by the job's training.seed; pass no "
-                   "generator");
-}
-
 /// The tensor a random op fills: its shape and element type.
 struct RandomTarget {
   SmallVector<int64_t> shape;
@@ -45,13 +34,11 @@ struct RandomTarget {
 /// What random op `node` fills: the tensor of the sizes its input `size`
 /// names (`torch.rand(size)`; float32, or `sizeElement` where given, unless
 /// a dtype says), else its input 0's shape (`rand_like(x)`, `x.uniform_()`;
-/// x's type unless a dtype says). Refuses a generator, and with `floating`
-/// a non-float type.
+/// x's type unless a dtype says). With `floating`, refuses a non-float
+/// type.
 llvm::Expected<RandomTarget> randomTarget(GraphImporter &importer, Node *node,
                                           bool floating,
                                           Type sizeElement = Type()) {
-  if (llvm::Error error = refuseGenerator(importer, node))
-    return std::move(error);
   RandomTarget target;
   Type fallback = sizeElement ? sizeElement
                               : Type(Float32Type::get(&importer.getContext()));
@@ -161,8 +148,6 @@ Outputs convertNormal(GraphImporter &importer, Node *node) {
         emit.binary<AddOp>(emit.scale(z, *std), emit.splatLike(z, *mean));
     return single(emit.cast(numbers, target->element));
   }
-  if (llvm::Error error = refuseGenerator(importer, node))
-    return std::move(error);
   const ImportedValue &stdValue = importer.input(node, 1);
   if (stdValue.isNumber())
     if (llvm::Error error = checkStd(stdValue.asDouble()))
@@ -302,8 +287,6 @@ Outputs convertRandperm(GraphImporter &importer, Node *node) {
   llvm::Expected<int64_t> n = importer.intInput(node, 0);
   if (!n)
     return n.takeError();
-  if (llvm::Error error = refuseGenerator(importer, node))
-    return std::move(error);
   if (*n < 0 || *n > kMaxOneHotDim)
     return makeError(llvm::formatv(
         "randperm of {0} elements: titan permutes 0 to {1} elements (it "
