@@ -5,9 +5,10 @@
 // parts: the transform along a dim of n positions as a matmul by the n x m
 // matrices cos(2 pi t k / n) and sin(2 pi t k / n), which the program
 // computes from iotas (t k mod n in int64, the angle in f64). A complex
-// tensor is the (real, imag) pair the importer carries. The cost is a GEMM
-// of n x m per row (PyTorch's FFT is n log n), and the gradients are the
-// matmuls' own.
+// tensor is the (real, imag) pair the importer carries. torch.stft frames
+// the signal with strided slices and transforms the windowed frames. The cost
+// is a GEMM of n x m per row (PyTorch's FFT is n log n), and the gradients are
+// the matmuls' own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::titan;
@@ -273,6 +275,134 @@ Outputs convertPolar(GraphImporter &importer, Node *node) {
       emit.binary<MulOp>(r, emit.unary<SinOp>(theta))));
 }
 
+/// The frames of `signal` [B, L] that torch.stft transforms: [B, frames,
+/// nFft], frame f the samples f hop .. f hop + nFft - 1. The samples are
+/// viewed as blocks of g = gcd(nFft, hop) ([B, L / g, g]), and the frames'
+/// j-th blocks are one strided slice of them: nFft / g slices (4 for a
+/// hop of a quarter of n_fft; 5 for Whisper's 400 / 160).
+Value stftFrames(Emitter &emit, Value signal, int64_t nFft, int64_t hop,
+                 int64_t frames) {
+  int64_t batch = tensorType(signal).getDimSize(0);
+  int64_t block = std::gcd(nFft, hop);
+  int64_t used = hop * (frames - 1) + nFft;
+  Value blocks = emit.reshape(emit.slice(signal, 1, 0, used, 1),
+                              {batch, used / block, block});
+  int64_t stride = hop / block;
+  SmallVector<Value> parts;
+  for (int64_t j = 0; j < nFft / block; ++j)
+    parts.push_back(
+        emit.slice(blocks, 1, j, j + stride * (frames - 1) + 1, stride));
+  return emit.concat(parts, 2);
+}
+
+/// aten::stft(x, n_fft, hop_length, win_length, window, normalized,
+/// onesided, return_complex) (torch.stft, whose Python side first pads the
+/// signal for center=True): the frames of n_fft samples every hop_length
+/// (n_fft / 4 unless given) along x's last dim ([L] or [B, L]), times the
+/// window (win_length ones unless given, centred in n_fft between zeros),
+/// transformed: the n_fft / 2 + 1 frequencies of rfft when onesided (the
+/// default), else all n_fft; [B, frequencies, frames], complex or (with
+/// return_complex=False) its [..., 2] real view; normalized scales by
+/// n_fft^-1/2.
+Outputs convertStft(GraphImporter &importer, Node *node) {
+  const ImportedValue &input = importer.input(node, 0);
+  if (input.isComplex())
+    return makeError("stft of a complex signal is not supported; pass its "
+                     "real and imaginary parts through two transforms");
+  llvm::Expected<Value> signal = importer.tensorInput(node, 0);
+  llvm::Expected<int64_t> nFft = importer.intInput(node, 1);
+  if (llvm::Error error = requireAll(
+          "stft needs a real signal and an n_fft known at import time", signal,
+          nFft))
+    return std::move(error);
+  Emitter emit(importer);
+  Value x = *signal;
+  if (!isa<FloatType>(tensorType(x).getElementType()))
+    x = emit.cast(x, Float32Type::get(&emit.context));
+  int64_t rank = tensorType(x).getRank();
+  if (rank != 1 && rank != 2)
+    return makeError(llvm::formatv(
+        "stft needs a 1-d signal or a 2-d batch of them, not rank {0}", rank));
+  if (rank == 1)
+    x = emit.reshape(x, {1, tensorType(x).getDimSize(0)});
+  int64_t length = tensorType(x).getDimSize(1);
+  auto optionalInt = [&](StringRef name, int64_t fallback) {
+    const ImportedValue *value = importer.namedInput(node, name);
+    return value && value->kind == ImportedValue::Kind::Int ? value->intValue
+                                                            : fallback;
+  };
+  int64_t hop = optionalInt("hop_length", *nFft / 4);
+  int64_t winLength = optionalInt("win_length", *nFft);
+  if (*nFft < 1 || *nFft > length)
+    return makeError(llvm::formatv(
+        "stft expects 0 < n_fft <= {0} (the signal's length), but got "
+        "n_fft={1}",
+        length, *nFft));
+  if (hop < 1)
+    return makeError(llvm::formatv(
+        "stft expects hop_length > 0, but got hop_length={0}", hop));
+  if (winLength < 1 || winLength > *nFft)
+    return makeError(llvm::formatv(
+        "stft expects 0 < win_length <= n_fft ({0}), but got win_length={1}",
+        *nFft, winLength));
+  const ImportedValue *returnComplex =
+      importer.namedInput(node, "return_complex");
+  if (!returnComplex || returnComplex->isNone())
+    return makeError("stft requires the return_complex parameter be given "
+                     "for real inputs (return_complex=True)");
+  Type element = tensorType(x).getElementType();
+  Value window;
+  if (const ImportedValue *given = importer.namedInput(node, "window");
+      given && !given->isNone()) {
+    if (!given->isTensor() || tensorType(given->tensor).getRank() != 1 ||
+        tensorType(given->tensor).getDimSize(0) != winLength)
+      return makeError(llvm::formatv(
+          "stft expects a 1-d window of win_length {0} samples", winLength));
+    window = emit.cast(given->tensor, element);
+  } else {
+    window = emit.splat(RankedTensorType::get({winLength}, element), 1.0);
+  }
+  if (winLength < *nFft) {
+    int64_t left = (*nFft - winLength) / 2;
+    SmallVector<Value> pieces;
+    if (left > 0)
+      pieces.push_back(emit.splat(RankedTensorType::get({left}, element), 0.0));
+    pieces.push_back(window);
+    pieces.push_back(emit.splat(
+        RankedTensorType::get({*nFft - winLength - left}, element), 0.0));
+    window = emit.concat(pieces, 0);
+  }
+  int64_t batch = tensorType(x).getDimSize(0);
+  int64_t frames = 1 + (length - *nFft) / hop;
+  Value windowed =
+      emit.binary<MulOp>(stftFrames(emit, x, *nFft, hop, frames),
+                         emit.broadcastTo(emit.reshape(window, {1, 1, *nFft}),
+                                          {batch, frames, *nFft}));
+  bool onesided = flagOr(importer, node, "onesided", true);
+  llvm::Expected<ImportedValue> spectrum =
+      transform(emit, ImportedValue::ofTensor(windowed), -1, *nFft,
+                /*norm=*/nullptr, onesided ? Transform::Rfft : Transform::Fft);
+  if (!spectrum)
+    return spectrum.takeError();
+  double scale = flagOr(importer, node, "normalized", false)
+                     ? 1.0 / std::sqrt(static_cast<double>(*nFft))
+                     : 1.0;
+  auto arrange = [&](Value part) {
+    if (scale != 1.0)
+      part = emit.scale(part, scale);
+    part = emit.transpose(part, {0, 2, 1});
+    return rank == 1 ? dropBatchOfOne(emit, part) : part;
+  };
+  Value re = arrange(spectrum->tensor), im = arrange(spectrum->imag);
+  if (returnComplex->asDouble() != 0)
+    return single(ImportedValue::ofComplex(re, im));
+  SmallVector<int64_t> column(tensorType(re).getShape());
+  column.push_back(1);
+  return single(
+      emit.concat({emit.reshape(re, column), emit.reshape(im, column)},
+                  static_cast<int64_t>(column.size()) - 1));
+}
+
 } // namespace
 
 void mlir::titan::import::addFftConversions(
@@ -288,6 +418,7 @@ void mlir::titan::import::addFftConversions(
   table["aten::fft_ifft"] = one(Transform::Ifft);
   table["aten::fft_rfft"] = one(Transform::Rfft);
   table["aten::fft_irfft"] = one(Transform::Irfft);
+  table["aten::stft"] = convertStft;
   for (auto [name, inverse, twoDims] :
        {std::tuple{"aten::fft_fftn", false, false},
         std::tuple{"aten::fft_fft2", false, true},

@@ -2,8 +2,9 @@
 traced, with PyTorch's logits, for test/TrainStep/fft.test: FNet's mixing
 (the real part of a 2-d transform over positions and features) and Hyena's
 causal long convolution by a learned filter (rfft of twice the length, a
-complex product, irfft with norm='forward'), and the amplitude spectrum of
-the features (abs of rfft).
+complex product, irfft with norm='forward'), the amplitude spectrum of
+the features (abs of rfft) and each feature's spectrogram over the
+positions (torch.stft).
 
 usage: make_fft_lm.py OUT
 
@@ -30,6 +31,8 @@ class FourierBlock(nn.Module):
         self.up = nn.Linear(dim, dim)
         self.down = nn.Linear(dim, dim)
         self.magnitude = nn.Linear(dim // 2, dim)
+        # 5 frequencies x 7 frames of each feature's spectrogram.
+        self.spectral = nn.Linear(35, seq)
 
     def forward(self, x):
         h = self.norm(x)
@@ -40,6 +43,13 @@ class FourierBlock(nn.Module):
         # normalized features: 0 but for rounding, where |z|'s gradient
         # z / |z| would be the rounding's direction.
         mixed = mixed + self.magnitude(torch.fft.rfft(h)[..., 1:].abs()) * 0.1
+        # Each feature's spectrogram over the positions (torch.stft: frames
+        # of 8 every 4, a hann window), its magnitudes mapped back to them.
+        features = h.transpose(1, 2)
+        spectrogram = torch.stft(features.reshape(-1, seq), 8, 4, window=torch.hann_window(8),
+                                 center=False, return_complex=True).abs()
+        spectral = self.spectral(spectrogram.reshape(features.shape[0], features.shape[1], -1))
+        mixed = mixed + spectral.transpose(1, 2) * 0.1
         u_f = torch.fft.rfft(self.up(h).transpose(1, 2), n=2 * seq)
         k_f = torch.fft.rfft(self.filter, n=2 * seq)
         conv = torch.fft.irfft(u_f * k_f, n=2 * seq, norm="forward")[..., :seq] / (2 * seq)
