@@ -167,11 +167,14 @@ const TorchtitanKey kKeys[] = {
      "titan balances the sequence head-tail (titan-balance-sequence); the "
      "numbers are the same"},
     {"parallelism.expert_parallel_degree", "v0.2.x", T::Integer, D::Refused,
-     "1", "titan has no expert parallelism (no mixture-of-experts models)",
+     "1",
+     "titan has no expert parallelism (a mixture of experts trains with its "
+     "experts sharded by FSDP like the other weights)",
      "set it to 1"},
     {"parallelism.expert_tensor_parallel_degree", "v0.2.x", T::Integer,
      D::Refused, "1",
-     "titan has no expert parallelism (no mixture-of-experts models)",
+     "titan has no expert parallelism (a mixture of experts trains with its "
+     "experts sharded by FSDP like the other weights)",
      "set it to 1"},
     {"parallelism.expert_parallel_comm_backend", "v0.2.1+", T::String,
      D::Ignored, "", "only read with expert parallelism, which titan refuses"},
