@@ -292,12 +292,14 @@ enum class BinaryMathFunction {
   Xlog1py,
   Hypot,
   Copysign,
-  Heaviside
+  Heaviside,
+  Ldexp
 };
 
 /// aten::atan2(y, x), logaddexp, xlogy(x, y), special_xlog1py, hypot,
-/// copysign and heaviside(x, values): their operands broadcast and
-/// promoted to one float type.
+/// copysign, heaviside(x, values) and ldexp(x, exponent) (x 2^exponent, the
+/// power as exp(exponent ln 2)): their operands broadcast and promoted to
+/// one float type.
 Outputs convertBinaryMath(GraphImporter &importer, Node *node,
                           BinaryMathFunction function) {
   llvm::Expected<SmallVector<Value>> operands =
@@ -334,6 +336,9 @@ Outputs convertBinaryMath(GraphImporter &importer, Node *node,
   case BinaryMathFunction::Heaviside:
     return single(selectWhere(emit, "eq", a, 0.0, b,
                               selectWhere(emit, "gt", a, 0.0, one, zero)));
+  case BinaryMathFunction::Ldexp:
+    return single(
+        emit.binary<MulOp>(a, emit.unary<ExpOp>(emit.scale(b, std::log(2.0)))));
   }
   llvm_unreachable("unknown binary math function");
 }
@@ -449,6 +454,7 @@ void mlir::titan::import::addMathConversions(
   add({"aten::hypot"}, binaryMath(BinaryMathFunction::Hypot));
   add({"aten::copysign"}, binaryMath(BinaryMathFunction::Copysign));
   add({"aten::heaviside"}, binaryMath(BinaryMathFunction::Heaviside));
+  add({"aten::ldexp"}, binaryMath(BinaryMathFunction::Ldexp));
   add({"aten::hardshrink"}, [](GraphImporter &importer, Node *node) {
     return convertShrink(importer, node, /*soft=*/false);
   });

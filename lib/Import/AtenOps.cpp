@@ -2751,11 +2751,10 @@ static Value rowRunningSums(Emitter &emit, Value rows) {
   return emit.slice(emit.reshape(sums, {count, blocks * block}), 1, 0, n, 1);
 }
 
-/// cumsum of `x` along `axis` at run time (fairseq's and XGLM's positions,
-/// `cumsum(tokens.ne(pad))`): running sums of x viewed as [rows, n]
-/// (rowRunningSums), in float32 for integers (exact below 2^24) or in x's
-/// float type; the result in `element`.
-Outputs cumsumAtRunTime(Emitter &emit, Value x, int64_t axis, Type element) {
+} // namespace
+
+Outputs mlir::titan::import::cumsumAtRunTime(Emitter &emit, Value x,
+                                             int64_t axis, Type element) {
   RankedTensorType type = tensorType(x);
   int64_t rank = type.getRank();
   Type inputElement = type.getElementType();
@@ -2778,6 +2777,8 @@ Outputs cumsumAtRunTime(Emitter &emit, Value x, int64_t axis, Type element) {
     result = emit.transpose(result, toLast);
   return single(emit.cast(result, element));
 }
+
+namespace {
 
 /// aten::cumsum(x, dim, dtype), into int64 for an integer or boolean x:
 /// computed at compile time where x is (the positions of an all-ones
@@ -7888,7 +7889,7 @@ llvm::StringMap<Conversion> buildConversions() {
       [](GraphImporter &i, Node *n) { return convertExpand(i, n, true); });
   add({"aten::repeat"}, convertRepeat);
   add({"aten::repeat_interleave"}, convertRepeatInterleave);
-  add({"aten::narrow"}, convertNarrow);
+  add({"aten::narrow", "aten::narrow_copy"}, convertNarrow);
   add({"aten::pad", "aten::constant_pad_nd", "aten::reflection_pad1d",
        "aten::reflection_pad2d", "aten::reflection_pad3d",
        "aten::replication_pad1d", "aten::replication_pad2d",
@@ -8042,6 +8043,7 @@ llvm::StringMap<Conversion> buildConversions() {
   addGridSampleConversions(table);
   addCountConversions(table);
   addRandomConversions(table);
+  addStatisticsConversions(table);
   addOrderConversions(table);
   return table;
 }

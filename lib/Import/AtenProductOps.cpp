@@ -2,14 +2,19 @@
 //
 // aten::tensordot (contracted dims moved together, one matmul),
 // aten::bilinear (nn.Bilinear: x2 against every output's matrix, then x1),
-// aten::kron (the operands' dims interleaved by broadcasting) and
-// aten::trace (the diagonal's sum under a mask).
+// aten::kron (the operands' dims interleaved by broadcasting),
+// aten::trace (the diagonal's sum under a mask), and the matrices built
+// from vectors: cartesian_prod, block_diag, diag_embed, vander and
+// combinations.
 //
 //===----------------------------------------------------------------------===//
 
 #include "AtenSupport.h"
 
 #include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::titan;
@@ -291,6 +296,164 @@ Outputs convertBlockDiag(GraphImporter &importer, Node *node) {
   return single(rows.size() == 1 ? rows.front() : emit.concat(rows, 0));
 }
 
+/// aten::diag_embed(x, offset=0, dim1=-2, dim2=-1): x's last dim placed
+/// on the `offset` diagonal of two new dims (n + |offset| long each) at
+/// dim1 and dim2 of the result, zeros elsewhere: x along the rows (above
+/// the diagonal) or the columns (below) selected where col - row ==
+/// offset, then the two dims moved into place.
+Outputs convertDiagEmbed(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  RankedTensorType type = tensorType(*x);
+  if (type.getRank() == 0)
+    return makeError("diag_embed needs a tensor of at least 1 dim");
+  auto offset = static_cast<int64_t>(numberOr(importer, node, "offset", 0.0));
+  int64_t rank = type.getRank() + 1;
+  llvm::Expected<int64_t> dim1 = normalizeDim(
+      static_cast<int64_t>(numberOr(importer, node, "dim1", -2.0)), rank);
+  llvm::Expected<int64_t> dim2 = normalizeDim(
+      static_cast<int64_t>(numberOr(importer, node, "dim2", -1.0)), rank);
+  if (llvm::Error error = requireAll(
+          llvm::formatv("diag_embed's dim1 and dim2 must be dims of the "
+                        "rank-{0} result",
+                        rank),
+          dim1, dim2))
+    return std::move(error);
+  if (*dim1 == *dim2)
+    return makeError(llvm::formatv(
+        "diagonal dimensions cannot be identical {0}, {1}", *dim1, *dim2));
+  Emitter emit(importer);
+  int64_t n = type.getShape().back();
+  int64_t size = n + std::abs(offset);
+  SmallVector<int64_t> shape(type.getShape().drop_back());
+  Value along = emit.padTo(*x, type.getRank() - 1, size);
+  SmallVector<int64_t> lined(shape);
+  if (offset >= 0)
+    lined.append({size, 1});
+  else
+    lined.append({1, size});
+  shape.append({size, size});
+  Value values = emit.broadcastTo(emit.reshape(along, lined), shape);
+  auto positions = RankedTensorType::get(shape, emit.builder.getI64Type());
+  Value onDiagonal =
+      emit.compare("eq",
+                   emit.binary<SubOp>(emit.iota(positions, rank - 1),
+                                      emit.iota(positions, rank - 2)),
+                   emit.splat(positions, static_cast<double>(offset)));
+  Value matrix = emit.select(onDiagonal, values, emit.splatLike(values, 0.0));
+  SmallVector<int64_t> permutation;
+  for (int64_t d = 0, batch = 0; d < rank; ++d)
+    permutation.push_back(d == *dim1   ? rank - 2
+                          : d == *dim2 ? rank - 1
+                                       : batch++);
+  return single(emit.transpose(matrix, permutation));
+}
+
+/// aten::vander(x, N=len(x), increasing=False): the powers of the 1-d x,
+/// x^(N-1) .. x^0 per row (x^0 .. x^(N-1) when increasing), as repeated
+/// products (exact for integers, which give int64).
+Outputs convertVander(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  if (tensorType(*x).getRank() != 1)
+    return makeError("vander needs a 1-d tensor");
+  Emitter emit(importer);
+  Value column = *x;
+  Type element = tensorType(column).getElementType();
+  if (!isa<FloatType>(element))
+    column = emit.cast(column, emit.builder.getI64Type());
+  int64_t n = tensorType(column).getDimSize(0);
+  const ImportedValue *count = importer.namedInput(node, "N");
+  int64_t columns =
+      count && count->kind == ImportedValue::Kind::Int ? count->intValue : n;
+  if (columns < 0)
+    return makeError(
+        llvm::formatv("vander's N must be non-negative, not {0}", columns));
+  column = emit.reshape(column, {n, 1});
+  SmallVector<Value> powers;
+  Value power = emit.splatLike(column, 1.0);
+  for (int64_t p = 0; p < columns; ++p) {
+    powers.push_back(power);
+    power = emit.binary<MulOp>(power, column);
+  }
+  if (!flagOr(importer, node, "increasing", false))
+    std::reverse(powers.begin(), powers.end());
+  if (powers.empty())
+    return single(emit.splat(
+        RankedTensorType::get({n, 0}, tensorType(column).getElementType()),
+        0.0));
+  return single(emit.concat(powers, 1));
+}
+
+/// aten::combinations(x, r=2, with_replacement=False): the r-element
+/// combinations of the 1-d x's elements in lexicographic order of their
+/// positions, [count, r] (r = 0: an empty [0]); the positions are known at
+/// import time, and each column is a gather of x at them.
+Outputs convertCombinations(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  if (tensorType(*x).getRank() != 1)
+    return makeError("combinations needs a 1-d tensor");
+  auto r = static_cast<int64_t>(numberOr(importer, node, "r", 2.0));
+  bool replacement = flagOr(importer, node, "with_replacement", false);
+  if (r < 0)
+    return makeError(
+        llvm::formatv("combinations expects a non-negative r, not {0}", r));
+  Emitter emit(importer);
+  Type element = tensorType(*x).getElementType();
+  int64_t n = tensorType(*x).getDimSize(0);
+  if (r == 0)
+    return single(emit.splat(RankedTensorType::get({0}, element), 0.0));
+  // C(n, r) rows, or C(n + r - 1, r) with replacement, counted before
+  // they are built.
+  int64_t pool = replacement ? n + r - 1 : n;
+  double total = 1;
+  for (int64_t k = 1; k <= r; ++k)
+    total = total * static_cast<double>(pool - r + k) / static_cast<double>(k);
+  constexpr double kMaxCombinations = 1 << 20;
+  if (std::round(total) > kMaxCombinations)
+    return makeError(llvm::formatv(
+        "combinations of {0} elements taken {1} at a time make {2} rows; "
+        "titan builds at most 2^20",
+        n, r, static_cast<int64_t>(std::round(total))));
+  // Each combination, as positions that never decrease (with replacement)
+  // or always increase.
+  SmallVector<SmallVector<int64_t>> rows;
+  SmallVector<int64_t> current(r, 0);
+  std::function<void(int64_t, int64_t)> extend = [&](int64_t at, int64_t from) {
+    if (at == r) {
+      rows.push_back(current);
+      return;
+    }
+    for (int64_t i = from; i < n; ++i) {
+      current[at] = i;
+      extend(at + 1, replacement ? i : i + 1);
+    }
+  };
+  extend(0, 0);
+  int64_t count = static_cast<int64_t>(rows.size());
+  if (count == 0)
+    return single(emit.splat(RankedTensorType::get({0, r}, element), 0.0));
+  SmallVector<Value> columns;
+  auto indexType = RankedTensorType::get({count}, emit.builder.getI64Type());
+  for (int64_t k = 0; k < r; ++k) {
+    SmallVector<int64_t> positions;
+    for (const SmallVector<int64_t> &row : rows)
+      positions.push_back(row[k]);
+    Value index = ConstantOp::create(
+        emit.builder, emit.loc, indexType,
+        DenseIntElementsAttr::get(indexType, ArrayRef<int64_t>(positions)));
+    Outputs gathered = gatherAlong(importer, *x, 0, index);
+    if (!gathered)
+      return gathered.takeError();
+    columns.push_back(emit.reshape((*gathered)[0].tensor, {count, 1}));
+  }
+  return single(emit.concat(columns, 1));
+}
+
 } // namespace
 
 void mlir::titan::import::addProductConversions(
@@ -301,4 +464,7 @@ void mlir::titan::import::addProductConversions(
   table["aten::block_diag"] = convertBlockDiag;
   table["aten::kron"] = convertKron;
   table["aten::trace"] = convertTrace;
+  table["aten::diag_embed"] = convertDiagEmbed;
+  table["aten::vander"] = convertVander;
+  table["aten::combinations"] = convertCombinations;
 }

@@ -1,9 +1,9 @@
 //===- AtenSpecialOps.cpp - special functions written with titan ops ------===//
 //
-// aten::erfc, erfinv, lgamma, digamma and torch.special's ndtr, ndtri and
-// entr, erfcx, log_ndtr, i0, i0e, i1 and i1e, as titan's elementwise ops,
-// computed in float64 and returned in the
-// input's float type (integers give float32, as torch promotes them):
+// aten::erfc, erfinv, lgamma (and mvlgamma), digamma and torch.special's
+// ndtr, ndtri and entr, erfcx, log_ndtr, i0, i0e, i1 and i1e, as titan's
+// elementwise ops, computed in float64 and returned in the input's float type
+// (integers give float32, as torch promotes them):
 //   erfc:    t exp(-x^2 - 1.26551223 + t P(t)), t = 1 / (1 + |x| / 2), a
 //            Chebyshev fit of fractional error below 1.2e-7 for every x,
 //            and 2 minus it for x < 0;
@@ -352,6 +352,25 @@ Outputs convertSpecial(GraphImporter &importer, Node *node, Special kind) {
   return single(emit.cast(result, element));
 }
 
+/// aten::mvlgamma(x, p): the multivariate log-gamma function, sum over i <
+/// p of lgamma(x - i / 2), plus p (p - 1) / 4 log(pi).
+Outputs convertMvlgamma(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> input = promotedFloatInput(importer, node);
+  llvm::Expected<int64_t> p = importer.intInput(node, 1);
+  if (llvm::Error error =
+          requireAll("mvlgamma needs a tensor and a constant p", input, p))
+    return std::move(error);
+  if (*p < 1)
+    return makeError("p has to be greater than or equal to 1");
+  Emitter emit(importer);
+  Value x = emit.cast(*input, emit.f64());
+  Value sum = emit.splatLike(x, 0.25 * *p * (*p - 1) * std::log(kPi));
+  for (int64_t i = 0; i < *p; ++i)
+    sum = emit.binary<AddOp>(
+        sum, lgamma(emit, emit.binary<SubOp>(x, emit.splatLike(x, i / 2.0))));
+  return single(emit.cast(sum, tensorType(*input).getElementType()));
+}
+
 } // namespace
 
 void mlir::titan::import::addSpecialConversions(
@@ -392,4 +411,6 @@ void mlir::titan::import::addSpecialConversions(
       table[name] = [kind = kind](GraphImporter &importer, Node *node) {
         return convertSpecial(importer, node, kind);
       };
+  table["aten::mvlgamma"] = convertMvlgamma;
+  table["aten::special_multigammaln"] = convertMvlgamma;
 }

@@ -208,6 +208,12 @@ Outputs gatherAlong(GraphImporter &importer, Value x, int64_t dim, Value index);
 std::pair<Value, Value> sortAlong(Emitter &emit, Value x, int64_t dim,
                                   bool descending, bool withValues);
 
+/// cumsum of `x` along normalized `axis` at run time (fairseq's and XGLM's
+/// positions, `cumsum(tokens.ne(pad))`): running sums of x viewed as [rows,
+/// n], in float32 for integers (exact below 2^24) or in x's float type;
+/// the result in `element`.
+Outputs cumsumAtRunTime(Emitter &emit, Value x, int64_t axis, Type element);
+
 /// The type that holds each element of `element` exactly for comparisons
 /// and sums: `element` itself if floating-point, else f64 (exact below
 /// 2^53).
@@ -283,7 +289,8 @@ void addLossConversions(llvm::StringMap<Conversion> &table);
 void addRecurrentConversions(llvm::StringMap<Conversion> &table);
 
 /// Adds the conversions of AtenProductOps.cpp (tensordot, bilinear, kron,
-/// trace) to `table`.
+/// trace, and the matrices built from vectors: cartesian_prod, block_diag,
+/// diag_embed, vander, combinations) to `table`.
 void addProductConversions(llvm::StringMap<Conversion> &table);
 
 /// Adds the conversions of AtenOrderOps.cpp (median, kthvalue, quantile,
@@ -317,12 +324,16 @@ void addCountConversions(llvm::StringMap<Conversion> &table);
 /// numbers) to `table`.
 void addRandomConversions(llvm::StringMap<Conversion> &table);
 
+/// Adds the conversions of AtenStatisticsOps.cpp (cov, corrcoef,
+/// trapezoid, cumulative_trapezoid, dist, renorm) to `table`.
+void addStatisticsConversions(llvm::StringMap<Conversion> &table);
+
 /// Adds the conversions of AtenGridSampleOps.cpp (grid_sampler) to
 /// `table`.
 void addGridSampleConversions(llvm::StringMap<Conversion> &table);
 
 /// Adds the conversions of AtenSpecialOps.cpp (erfc, erfinv, lgamma,
-/// digamma, ndtr, ndtri, entr) to `table`.
+/// mvlgamma, digamma, ndtr, ndtri, entr, ...) to `table`.
 void addSpecialConversions(llvm::StringMap<Conversion> &table);
 
 } // namespace mlir::titan::import
