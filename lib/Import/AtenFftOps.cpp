@@ -6,7 +6,8 @@
 // matrices cos(2 pi t k / n) and sin(2 pi t k / n), which the program
 // computes from iotas (t k mod n in int64, the angle in f64). A complex
 // tensor is the (real, imag) pair the importer carries. torch.stft frames
-// the signal with strided slices and transforms the windowed frames. The cost
+// the signal with strided slices and transforms the windowed frames;
+// torch.istft inverts each frame and overlap-adds them. The cost
 // is a GEMM of n x m per row (PyTorch's FFT is n log n), and the gradients are
 // the matmuls' own.
 //
@@ -18,6 +19,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::titan;
@@ -275,6 +277,46 @@ Outputs convertPolar(GraphImporter &importer, Node *node) {
       emit.binary<MulOp>(r, emit.unary<SinOp>(theta))));
 }
 
+/// The integer input `name` of `node`, or `fallback` when it is absent or
+/// None.
+int64_t intOr(GraphImporter &importer, Node *node, StringRef name,
+              int64_t fallback) {
+  const ImportedValue *value = importer.namedInput(node, name);
+  return value && value->kind == ImportedValue::Kind::Int ? value->intValue
+                                                          : fallback;
+}
+
+/// The window of torch.stft / istft (`node`'s input `window`, of
+/// win_length samples, or ones), in `element`, centred in n_fft samples
+/// between zeros.
+llvm::Expected<Value> centredWindow(GraphImporter &importer, Node *node,
+                                    Type element, int64_t winLength,
+                                    int64_t nFft) {
+  Emitter emit(importer);
+  Value window;
+  if (const ImportedValue *given = importer.namedInput(node, "window");
+      given && !given->isNone()) {
+    if (!given->isTensor() || tensorType(given->tensor).getRank() != 1 ||
+        tensorType(given->tensor).getDimSize(0) != winLength)
+      return makeError(llvm::formatv("{0} expects a 1-d window of win_length "
+                                     "{1} samples",
+                                     node->kind().toUnqualString(), winLength));
+    window = emit.cast(given->tensor, element);
+  } else {
+    window = emit.splat(RankedTensorType::get({winLength}, element), 1.0);
+  }
+  if (winLength == nFft)
+    return window;
+  int64_t left = (nFft - winLength) / 2;
+  SmallVector<Value> pieces;
+  if (left > 0)
+    pieces.push_back(emit.splat(RankedTensorType::get({left}, element), 0.0));
+  pieces.push_back(window);
+  pieces.push_back(emit.splat(
+      RankedTensorType::get({nFft - winLength - left}, element), 0.0));
+  return emit.concat(pieces, 0);
+}
+
 /// The frames of `signal` [B, L] that torch.stft transforms: [B, frames,
 /// nFft], frame f the samples f hop .. f hop + nFft - 1. The samples are
 /// viewed as blocks of g = gcd(nFft, hop) ([B, L / g, g]), and the frames'
@@ -326,13 +368,8 @@ Outputs convertStft(GraphImporter &importer, Node *node) {
   if (rank == 1)
     x = emit.reshape(x, {1, tensorType(x).getDimSize(0)});
   int64_t length = tensorType(x).getDimSize(1);
-  auto optionalInt = [&](StringRef name, int64_t fallback) {
-    const ImportedValue *value = importer.namedInput(node, name);
-    return value && value->kind == ImportedValue::Kind::Int ? value->intValue
-                                                            : fallback;
-  };
-  int64_t hop = optionalInt("hop_length", *nFft / 4);
-  int64_t winLength = optionalInt("win_length", *nFft);
+  int64_t hop = intOr(importer, node, "hop_length", *nFft / 4);
+  int64_t winLength = intOr(importer, node, "win_length", *nFft);
   if (*nFft < 1 || *nFft > length)
     return makeError(llvm::formatv(
         "stft expects 0 < n_fft <= {0} (the signal's length), but got "
@@ -351,32 +388,15 @@ Outputs convertStft(GraphImporter &importer, Node *node) {
     return makeError("stft requires the return_complex parameter be given "
                      "for real inputs (return_complex=True)");
   Type element = tensorType(x).getElementType();
-  Value window;
-  if (const ImportedValue *given = importer.namedInput(node, "window");
-      given && !given->isNone()) {
-    if (!given->isTensor() || tensorType(given->tensor).getRank() != 1 ||
-        tensorType(given->tensor).getDimSize(0) != winLength)
-      return makeError(llvm::formatv(
-          "stft expects a 1-d window of win_length {0} samples", winLength));
-    window = emit.cast(given->tensor, element);
-  } else {
-    window = emit.splat(RankedTensorType::get({winLength}, element), 1.0);
-  }
-  if (winLength < *nFft) {
-    int64_t left = (*nFft - winLength) / 2;
-    SmallVector<Value> pieces;
-    if (left > 0)
-      pieces.push_back(emit.splat(RankedTensorType::get({left}, element), 0.0));
-    pieces.push_back(window);
-    pieces.push_back(emit.splat(
-        RankedTensorType::get({*nFft - winLength - left}, element), 0.0));
-    window = emit.concat(pieces, 0);
-  }
+  llvm::Expected<Value> window =
+      centredWindow(importer, node, element, winLength, *nFft);
+  if (!window)
+    return window.takeError();
   int64_t batch = tensorType(x).getDimSize(0);
   int64_t frames = 1 + (length - *nFft) / hop;
   Value windowed =
       emit.binary<MulOp>(stftFrames(emit, x, *nFft, hop, frames),
-                         emit.broadcastTo(emit.reshape(window, {1, 1, *nFft}),
+                         emit.broadcastTo(emit.reshape(*window, {1, 1, *nFft}),
                                           {batch, frames, *nFft}));
   bool onesided = flagOr(importer, node, "onesided", true);
   llvm::Expected<ImportedValue> spectrum =
@@ -403,6 +423,130 @@ Outputs convertStft(GraphImporter &importer, Node *node) {
                   static_cast<int64_t>(column.size()) - 1));
 }
 
+/// The overlap-add of `frames` [B, T, nFft] at every hop samples: [B, hop
+/// (T - 1) + nFft], istft's (stftFrames' transpose). In blocks of g =
+/// gcd(nFft, hop) samples, the frames' j-th blocks land every hop / g
+/// blocks from block j: nFft / g spread, shifted frames summed.
+Value overlapAdd(Emitter &emit, Value frames, int64_t hop) {
+  auto [batch, count, nFft] = std::tuple{tensorType(frames).getDimSize(0),
+                                         tensorType(frames).getDimSize(1),
+                                         tensorType(frames).getDimSize(2)};
+  int64_t block = std::gcd(nFft, hop);
+  int64_t stride = hop / block;
+  int64_t blocks = (hop * (count - 1) + nFft) / block;
+  Value parts = emit.reshape(frames, {batch, count, nFft / block, block});
+  Value sum;
+  for (int64_t j = 0; j < nFft / block; ++j) {
+    Value spread = spreadAlong(
+        emit,
+        emit.reshape(emit.slice(parts, 2, j, j + 1, 1), {batch, count, block}),
+        1, stride);
+    SmallVector<Value> placed;
+    Type element = tensorType(spread).getElementType();
+    if (j > 0)
+      placed.push_back(
+          emit.splat(RankedTensorType::get({batch, j, block}, element), 0.0));
+    placed.push_back(spread);
+    Value shifted = emit.padTo(emit.concat(placed, 1), 1, blocks);
+    sum = sum ? emit.binary<AddOp>(sum, shifted) : shifted;
+  }
+  return emit.reshape(sum, {batch, blocks * block});
+}
+
+/// aten::istft(x, n_fft, hop_length, win_length, window, center=True,
+/// normalized, onesided, length, return_complex=False) (torch.istft, the
+/// inverse of torch.stft, as Vocos' head synthesizes its waveform): the
+/// first n_fft / 2 + 1 frequencies of each frame of the complex x ([B, F,
+/// T] or [F, T]) through irfft's matmuls (1 / n_fft, or n_fft^-1/2 when
+/// normalized), times the window, overlap-added and divided by the
+/// overlap-added squared window; centre padding trimmed, or the first
+/// `length` samples kept (zeros past the frames).
+Outputs convertIstft(GraphImporter &importer, Node *node) {
+  const ImportedValue &input = importer.input(node, 0);
+  llvm::Expected<int64_t> nFft = importer.intInput(node, 1);
+  if (!nFft)
+    return nFft.takeError();
+  if (!input.isComplex())
+    return makeError("istft needs a complex spectrogram (torch.stft's "
+                     "output with return_complex=True)");
+  if (flagOr(importer, node, "return_complex", false))
+    return makeError("istft with return_complex=True (a complex signal) is "
+                     "not supported; titan synthesizes real signals");
+  Emitter emit(importer);
+  Value re = input.tensor, im = input.imag;
+  int64_t rank = tensorType(re).getRank();
+  if (rank != 2 && rank != 3)
+    return makeError(llvm::formatv(
+        "istft needs a spectrogram [frequencies, frames] or a batch of them, "
+        "not rank {0}",
+        rank));
+  if (rank == 2) {
+    re = addBatchOfOne(emit, re);
+    im = addBatchOfOne(emit, im);
+  }
+  int64_t frequencies = tensorType(re).getDimSize(1);
+  int64_t frames = tensorType(re).getDimSize(2);
+  int64_t hop = intOr(importer, node, "hop_length", *nFft / 4);
+  int64_t winLength = intOr(importer, node, "win_length", *nFft);
+  bool onesided = flagOr(importer, node, "onesided", frequencies != *nFft);
+  if (*nFft < 1 || frequencies != (onesided ? *nFft / 2 + 1 : *nFft))
+    return makeError(llvm::formatv(
+        "istft of {0} frequencies does not fit n_fft = {1} ({2} expected)",
+        frequencies, *nFft, onesided ? *nFft / 2 + 1 : *nFft));
+  if (hop < 1 || hop > winLength || winLength > *nFft)
+    return makeError(llvm::formatv(
+        "istft expects 0 < hop_length <= win_length <= n_fft, but got "
+        "hop_length={0}, win_length={1}, n_fft={2}",
+        hop, winLength, *nFft));
+  Type element = tensorType(re).getElementType();
+  llvm::Expected<Value> window =
+      centredWindow(importer, node, element, winLength, *nFft);
+  if (!window)
+    return window.takeError();
+  // [B, T, F]: irfft of the first n_fft / 2 + 1 frequencies of each frame.
+  int64_t half = *nFft / 2 + 1;
+  auto frameMajor = [&](Value part) {
+    return emit.slice(emit.transpose(part, {0, 2, 1}), 2, 0, half, 1);
+  };
+  llvm::Expected<ImportedValue> signal =
+      transform(emit, ImportedValue::ofComplex(frameMajor(re), frameMajor(im)),
+                -1, *nFft, /*norm=*/nullptr, Transform::Irfft);
+  if (!signal)
+    return signal.takeError();
+  Value samples = signal->tensor;
+  if (flagOr(importer, node, "normalized", false))
+    samples = emit.scale(samples, std::sqrt(static_cast<double>(*nFft)));
+  int64_t batch = tensorType(samples).getDimSize(0);
+  Value windowRows = emit.broadcastTo(emit.reshape(*window, {1, 1, *nFft}),
+                                      {batch, frames, *nFft});
+  Value summed = overlapAdd(emit, emit.binary<MulOp>(samples, windowRows), hop);
+  Value envelope = overlapAdd(
+      emit,
+      emit.broadcastTo(
+          emit.reshape(emit.binary<MulOp>(*window, *window), {1, 1, *nFft}),
+          {1, frames, *nFft}),
+      hop);
+  int64_t produced = tensorType(summed).getDimSize(1);
+  bool center = flagOr(importer, node, "center", true);
+  int64_t start = center ? *nFft / 2 : 0;
+  int64_t end = center ? produced - *nFft / 2 : produced;
+  const ImportedValue *length = importer.namedInput(node, "length");
+  if (length && length->kind == ImportedValue::Kind::Int)
+    end = start + length->intValue;
+  if (end < start)
+    return makeError(llvm::formatv(
+        "istft's signal of {0} samples has none left past the centre padding",
+        produced));
+  int64_t kept = std::min(end, produced);
+  Value trimmed = emit.slice(summed, 1, start, kept, 1);
+  Value divisor = emit.broadcastTo(emit.slice(envelope, 1, start, kept, 1),
+                                   {batch, kept - start});
+  Value result = emit.binary<DivOp>(trimmed, divisor);
+  if (end > produced)
+    result = emit.padTo(result, 1, end - start);
+  return single(rank == 2 ? dropBatchOfOne(emit, result) : result);
+}
+
 } // namespace
 
 void mlir::titan::import::addFftConversions(
@@ -419,6 +563,7 @@ void mlir::titan::import::addFftConversions(
   table["aten::fft_rfft"] = one(Transform::Rfft);
   table["aten::fft_irfft"] = one(Transform::Irfft);
   table["aten::stft"] = convertStft;
+  table["aten::istft"] = convertIstft;
   for (auto [name, inverse, twoDims] :
        {std::tuple{"aten::fft_fftn", false, false},
         std::tuple{"aten::fft_fft2", false, true},

@@ -5,7 +5,10 @@ hop that does not divide n_fft), a short window centred in a longer n_fft,
 no window and center=False with a two-sided, normalized transform of a
 1-d signal, return_complex=False's real view, constant padding, and the
 multi-resolution STFT loss of neural vocoders (the spectral convergence
-and log-magnitude distance of three resolutions).
+and log-magnitude distance of three resolutions); torch.istft (the round
+trip, Vocos' head synthesizing a waveform from magnitude and phase, a
+longer length, two-sided normalized frames without centring, a short
+window).
 
 usage: make_stft.py OUT
 
@@ -53,8 +56,25 @@ class Spectrograms(nn.Module):
             b = magnitude(y, resolution[0], resolution[1], resolution[2])
             convergence = torch.norm(b - a, p="fro") / torch.norm(b, p="fro")
             loss = loss + convergence + torch.mean(torch.abs(torch.log(b) - torch.log(a)))
+        # torch.istft: the round trip, Vocos' head (magnitude and phase
+        # from the features, a hann window), a longer length, two-sided
+        # normalized frames without centring, a short window.
+        window = torch.hann_window(64)
+        spectrum = torch.stft(x, 64, 16, window=window, return_complex=True)
+        round_trip = torch.istft(spectrum, 64, 16, window=window)
+        features = spectrum.abs()[:, :, :50]
+        vocos = torch.polar(torch.exp(torch.clamp(features, max=3.0)) * 0.1,
+                            torch.atan2(torch.sin(features), torch.cos(features * 0.5)))
+        head = torch.istft(vocos, 64, 16, 64, window, center=True)
+        longer = torch.istft(spectrum[0], 64, 16, window=window, length=1700)
+        two_sided = torch.stft(x, 32, 8, window=torch.hamming_window(32), center=False,
+                               normalized=True, onesided=False, return_complex=True)
+        plain_back = torch.istft(two_sided, 32, 8, window=torch.hamming_window(32),
+                                 center=False, normalized=True, onesided=False)
+        short = torch.istft(short_window, 64, 16, 40, torch.hann_window(40))
         return (power, whisper, torch.view_as_real(short_window),
-                torch.view_as_real(plain), real_view, constant, loss)
+                torch.view_as_real(plain), real_view, constant, loss,
+                round_trip, head, longer, plain_back, short)
 
 
 def main() -> None:

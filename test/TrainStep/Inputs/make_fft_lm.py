@@ -3,8 +3,9 @@ traced, with PyTorch's logits, for test/TrainStep/fft.test: FNet's mixing
 (the real part of a 2-d transform over positions and features) and Hyena's
 causal long convolution by a learned filter (rfft of twice the length, a
 complex product, irfft with norm='forward'), the amplitude spectrum of
-the features (abs of rfft) and each feature's spectrogram over the
-positions (torch.stft).
+the features (abs of rfft), each feature's spectrogram over the positions
+(torch.stft) and a filter of them by a learned gain per frequency
+(torch.stft and istft).
 
 usage: make_fft_lm.py OUT
 
@@ -33,6 +34,8 @@ class FourierBlock(nn.Module):
         self.magnitude = nn.Linear(dim // 2, dim)
         # 5 frequencies x 7 frames of each feature's spectrogram.
         self.spectral = nn.Linear(35, seq)
+        # A gain per frequency of a filter through torch.stft and istft.
+        self.gain = nn.Parameter(1.0 + 0.1 * torch.randn(5, 1))
 
     def forward(self, x):
         h = self.norm(x)
@@ -50,7 +53,16 @@ class FourierBlock(nn.Module):
                                  center=False, return_complex=True).abs()
         spectral = self.spectral(spectrogram.reshape(features.shape[0], features.shape[1], -1))
         mixed = mixed + spectral.transpose(1, 2) * 0.1
-        u_f = torch.fft.rfft(self.up(h).transpose(1, 2), n=2 * seq)
+        # Each projected feature filtered over the positions: its
+        # spectrogram scaled per frequency and synthesized again
+        # (torch.istft).
+        window = torch.hann_window(8)
+        up = self.up(h).transpose(1, 2)
+        spectrum = torch.stft(up.reshape(-1, seq), 8, 2, window=window,
+                              return_complex=True)
+        filtered = torch.istft(spectrum * self.gain, 8, 2, window=window, length=seq)
+        mixed = mixed + filtered.reshape(up.shape).transpose(1, 2) * 0.1
+        u_f = torch.fft.rfft(up, n=2 * seq)
         k_f = torch.fft.rfft(self.filter, n=2 * seq)
         conv = torch.fft.irfft(u_f * k_f, n=2 * seq, norm="forward")[..., :seq] / (2 * seq)
         return x + self.down(F.gelu(mixed + conv.transpose(1, 2)))
