@@ -3,7 +3,8 @@
 // aten::pairwise_distance (F.pairwise_distance, nn.PairwiseDistance: the
 // p-norm of x1 - x2 + eps along the last dim) and aten::cdist (torch.cdist:
 // the p-norm distances between every row of x1 and every row of x2, for
-// p = 2 and more than 25 rows the matmul form PyTorch takes then).
+// p = 2 and more than 25 rows the matmul form PyTorch takes then), and
+// aten::pdist (the distances between every pair of a matrix's rows).
 //
 //===----------------------------------------------------------------------===//
 
@@ -136,10 +137,56 @@ Outputs convertCdist(GraphImporter &importer, Node *node) {
   return single(*distance);
 }
 
+/// aten::pdist(x [N, M], p=2): the p-norm distances between every pair of
+/// rows i < j, in order ([N (N - 1) / 2]): the rows gathered at the pairs'
+/// positions (known at import time), their difference's vector norm.
+Outputs convertPdist(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = floatTensorInput(importer, node);
+  if (!x)
+    return x.takeError();
+  if (tensorType(*x).getRank() != 2)
+    return makeError(llvm::formatv("pdist only supports 2D tensors, got: {0}D",
+                                   tensorType(*x).getRank()));
+  double p = numberOr(importer, node, "p", 2.0);
+  if (p < 0)
+    return makeError("pdist only supports non-negative p values");
+  int64_t n = tensorType(*x).getDimSize(0);
+  int64_t m = tensorType(*x).getDimSize(1);
+  Emitter emit(importer);
+  int64_t pairs = n * (n - 1) / 2;
+  if (pairs == 0)
+    return single(emit.splat(
+        RankedTensorType::get({0}, tensorType(*x).getElementType()), 0.0));
+  SmallVector<int64_t> first, second;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i + 1; j < n; ++j) {
+      first.push_back(i);
+      second.push_back(j);
+    }
+  auto rowsOf = [&](ArrayRef<int64_t> positions) -> Outputs {
+    auto column = RankedTensorType::get({pairs, 1}, emit.builder.getI64Type());
+    Value index =
+        ConstantOp::create(emit.builder, emit.loc, column,
+                           DenseIntElementsAttr::get(column, positions));
+    return gatherAlong(importer, *x, 0, emit.broadcastTo(index, {pairs, m}));
+  };
+  Outputs a = rowsOf(first), b = rowsOf(second);
+  if (!a)
+    return a.takeError();
+  if (!b)
+    return b.takeError();
+  llvm::Expected<Value> distance = vectorNorm(
+      emit, emit.binary<SubOp>((*a)[0].tensor, (*b)[0].tensor), p, {1}, false);
+  if (!distance)
+    return distance.takeError();
+  return single(*distance);
+}
+
 } // namespace
 
 void mlir::titan::import::addDistanceConversions(
     llvm::StringMap<Conversion> &table) {
   table["aten::pairwise_distance"] = convertPairwiseDistance;
   table["aten::cdist"] = convertCdist;
+  table["aten::pdist"] = convertPdist;
 }

@@ -7,7 +7,8 @@
 // reflection) and align_corners. The points are turned into positions of
 // the plane, each corner read by a gather along the flattened plane
 // (gatherAlong; differentiable in the input, a scatter-add) and weighted
-// by the distances to the point (differentiable in the grid).
+// by the distances to the point (differentiable in the grid); and
+// aten::affine_grid_generator (F.affine_grid), the grid of an affine map.
 //
 //===----------------------------------------------------------------------===//
 
@@ -189,10 +190,86 @@ Outputs convertGridSampler(GraphImporter &importer, Node *node) {
   return single(emit.reshape(sampled, {batch, channels, rows, columns}));
 }
 
+/// aten::affine_grid_generator(theta [N, S, S + 1], size [N, C, D.., ],
+/// align_corners) (F.affine_grid, a spatial transformer's sampling grid for
+/// grid_sample): each output position's normalized coordinates (x first,
+/// then y (, z), and 1; in [-1, 1] at the corners' centres with
+/// align_corners, else at the pixels' centres), a constant [P, S + 1],
+/// times theta: [N, D.., S].
+Outputs convertAffineGrid(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> theta = floatTensorInput(importer, node);
+  llvm::Expected<std::vector<int64_t>> size = importer.intListInput(node, 1);
+  if (llvm::Error error = requireAll(
+          "affine_grid needs theta and a constant size", theta, size))
+    return std::move(error);
+  int64_t spatial = static_cast<int64_t>(size->size()) - 2;
+  RankedTensorType type = tensorType(*theta);
+  if ((spatial != 2 && spatial != 3) || type.getRank() != 3 ||
+      type.getDimSize(0) != (*size)[0] || type.getDimSize(1) != spatial ||
+      type.getDimSize(2) != spatial + 1)
+    return makeError(llvm::formatv(
+        "affine_grid expects a size [N, C, H, W] with theta [N, 2, 3] or "
+        "[N, C, D, H, W] with theta [N, 3, 4]; got size of {0} dims and "
+        "theta '{1}'",
+        size->size(), type));
+  bool alignCorners = flagOr(importer, node, "align_corners", false);
+  // The coordinates along a dim of `steps` positions.
+  auto along = [&](int64_t steps) {
+    std::vector<double> points;
+    for (int64_t i = 0; i < steps; ++i) {
+      if (steps == 1)
+        points.push_back(0.0);
+      else if (alignCorners)
+        points.push_back(-1.0 + 2.0 * i / (steps - 1));
+      else
+        points.push_back((2.0 * i + 1) / steps - 1.0);
+    }
+    return points;
+  };
+  ArrayRef<int64_t> dims = ArrayRef<int64_t>(*size).drop_front(2);
+  int64_t positions = ShapedType::getNumElements(dims);
+  std::vector<double> base;
+  SmallVector<int64_t> at(spatial, 0);
+  SmallVector<std::vector<double>> coordinates;
+  for (int64_t d : dims)
+    coordinates.push_back(along(d));
+  for (int64_t p = 0; p < positions; ++p) {
+    int64_t rest = p;
+    for (int64_t d = spatial - 1; d >= 0; --d) {
+      at[d] = rest % dims[d];
+      rest /= dims[d];
+    }
+    // x (the last dim) first.
+    for (int64_t d = spatial - 1; d >= 0; --d)
+      base.push_back(coordinates[d][at[d]]);
+    base.push_back(1.0);
+  }
+  Emitter emit(importer);
+  Type element = type.getElementType();
+  int64_t n = type.getDimSize(0), k = spatial + 1;
+  auto gridType = RankedTensorType::get({positions, k}, element);
+  SmallVector<Attribute> values;
+  for (double v : base)
+    values.push_back(FloatAttr::get(element, v));
+  Value grid = ConstantOp::create(emit.builder, emit.loc, gridType,
+                                  DenseElementsAttr::get(gridType, values));
+  // out[n, p, s] = sum_k base[p, k] theta[n, s, k].
+  Value products = emit.binary<MulOp>(
+      emit.broadcastTo(emit.reshape(grid, {1, positions, 1, k}),
+                       {n, positions, spatial, k}),
+      emit.broadcastTo(emit.reshape(*theta, {n, 1, spatial, k}),
+                       {n, positions, spatial, k}));
+  SmallVector<int64_t> shape{n};
+  shape.append(dims.begin(), dims.end());
+  shape.push_back(spatial);
+  return single(emit.reshape(emit.reduceSum(products, {3}, false), shape));
+}
+
 } // namespace
 
 void mlir::titan::import::addGridSampleConversions(
     llvm::StringMap<Conversion> &table) {
   table["aten::grid_sampler"] = convertGridSampler;
   table["aten::grid_sampler_2d"] = convertGridSampler;
+  table["aten::affine_grid_generator"] = convertAffineGrid;
 }

@@ -288,6 +288,7 @@ namespace {
 enum class BinaryMathFunction {
   Atan2,
   Logaddexp,
+  Logaddexp2,
   Xlogy,
   Xlog1py,
   Hypot,
@@ -296,9 +297,9 @@ enum class BinaryMathFunction {
   Ldexp
 };
 
-/// aten::atan2(y, x), logaddexp, xlogy(x, y), special_xlog1py, hypot,
-/// copysign, heaviside(x, values) and ldexp(x, exponent) (x 2^exponent, the
-/// power as exp(exponent ln 2)): their operands broadcast and promoted to
+/// aten::atan2(y, x), logaddexp (logaddexp2), xlogy(x, y), special_xlog1py,
+/// hypot, copysign, heaviside(x, values) and ldexp(x, exponent) (x 2^exponent,
+/// the power as exp(exponent ln 2)): their operands broadcast and promoted to
 /// one float type.
 Outputs convertBinaryMath(GraphImporter &importer, Node *node,
                           BinaryMathFunction function) {
@@ -312,6 +313,11 @@ Outputs convertBinaryMath(GraphImporter &importer, Node *node,
   switch (function) {
   case BinaryMathFunction::Atan2:
     return single(atan2Of(emit, a, b));
+  case BinaryMathFunction::Logaddexp2:
+    // log2(2^a + 2^b): logaddexp of a ln 2 and b ln 2, over ln 2.
+    return single(emit.scale(logAddExp(emit, emit.scale(a, std::log(2.0)),
+                                       emit.scale(b, std::log(2.0))),
+                             1.0 / std::log(2.0)));
   case BinaryMathFunction::Logaddexp:
     return single(logAddExp(emit, a, b));
   case BinaryMathFunction::Xlogy:
@@ -448,6 +454,7 @@ void mlir::titan::import::addMathConversions(
   add({"aten::tanhshrink"}, math(MathFunction::Tanhshrink));
   add({"aten::atan2", "aten::arctan2"}, binaryMath(BinaryMathFunction::Atan2));
   add({"aten::logaddexp"}, binaryMath(BinaryMathFunction::Logaddexp));
+  add({"aten::logaddexp2"}, binaryMath(BinaryMathFunction::Logaddexp2));
   add({"aten::xlogy", "aten::special_xlogy"},
       binaryMath(BinaryMathFunction::Xlogy));
   add({"aten::special_xlog1py"}, binaryMath(BinaryMathFunction::Xlog1py));

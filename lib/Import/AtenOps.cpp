@@ -5753,21 +5753,36 @@ Outputs convertLogicalNot(GraphImporter &importer, Node *node) {
   return single(emit.compare("eq", *x, emit.splat(tensorType(*x), 0.0)));
 }
 
-/// aten::__and__ / __or__ / bitwise_and / bitwise_or / logical_and /
-/// logical_or: of Python bools or ints, evaluated; of tensors, boolean masks
-/// combined with `select` (a causal mask and a window, a padding mask). The
-/// logical forms first compare other tensors with zero; bitwise operations
-/// on integer tensors are refused.
-Outputs convertLogical(GraphImporter &importer, Node *node, bool isAnd) {
+/// How convertLogical combines two masks.
+enum class MaskCombine { And, Or, Xor };
+
+/// aten::__and__ / __or__ / __xor__ / bitwise_and / bitwise_or /
+/// bitwise_xor / logical_and / logical_or / logical_xor: of Python bools
+/// or ints, evaluated; of tensors, boolean masks combined with `select` (a
+/// causal mask and a window, a padding mask). The logical forms first
+/// compare other tensors with zero; bitwise operations on integer tensors
+/// are refused.
+Outputs convertLogical(GraphImporter &importer, Node *node,
+                       MaskCombine combine) {
   const ImportedValue &a = importer.input(node, 0);
   const ImportedValue &b = importer.input(node, 1);
+  auto evaluate = [&](int64_t x, int64_t y) {
+    switch (combine) {
+    case MaskCombine::And:
+      return x & y;
+    case MaskCombine::Or:
+      return x | y;
+    case MaskCombine::Xor:
+      return x ^ y;
+    }
+    llvm_unreachable("unknown mask combination");
+  };
   if (a.kind == ImportedValue::Kind::Bool &&
       b.kind == ImportedValue::Kind::Bool)
-    return single(ImportedValue::ofBool(isAnd ? a.intValue && b.intValue
-                                              : a.intValue || b.intValue));
+    return single(
+        ImportedValue::ofBool(evaluate(a.intValue != 0, b.intValue != 0) != 0));
   if (a.kind == ImportedValue::Kind::Int && b.kind == ImportedValue::Kind::Int)
-    return single(ImportedValue::ofInt(isAnd ? a.intValue & b.intValue
-                                             : a.intValue | b.intValue));
+    return single(ImportedValue::ofInt(evaluate(a.intValue, b.intValue)));
   bool logical =
       StringRef(node->kind().toUnqualString()).starts_with("logical_");
   Emitter emit(importer);
@@ -5792,9 +5807,115 @@ Outputs convertLogical(GraphImporter &importer, Node *node, bool isAnd) {
     return shape.takeError();
   Value p = emit.broadcastTo(lhs, *shape);
   Value q = emit.broadcastTo(rhs, *shape);
-  Value constant = emit.splat(tensorType(p), isAnd ? 0.0 : 1.0);
-  return single(isAnd ? emit.select(p, q, constant)
-                      : emit.select(p, constant, q));
+  Value no = emit.splat(tensorType(p), 0.0),
+        yes = emit.splat(tensorType(p), 1.0);
+  switch (combine) {
+  case MaskCombine::And:
+    return single(emit.select(p, q, no));
+  case MaskCombine::Or:
+    return single(emit.select(p, yes, q));
+  case MaskCombine::Xor:
+    return single(emit.select(p, emit.select(q, no, yes), q));
+  }
+  llvm_unreachable("unknown mask combination");
+}
+
+/// aten::float_power(x, exponent): x ** exponent in float64 (either may be
+/// a number), by powOfTensors.
+Outputs convertFloatPower(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> base = importer.tensorInput(node, 0);
+  llvm::Expected<Value> exponent = importer.tensorInput(node, 1);
+  if (llvm::Error error = requireAll(
+          "float_power needs a base and an exponent (tensors or numbers)", base,
+          exponent))
+    return std::move(error);
+  Emitter emit(importer);
+  Value x = emit.cast(*base, emit.f64()), y = emit.cast(*exponent, emit.f64());
+  if (llvm::Error error = unify(emit, x, y))
+    return std::move(error);
+  llvm::Expected<Value> power = powOfTensors(emit, x, y);
+  if (!power)
+    return power.takeError();
+  return single(*power);
+}
+
+/// The most test elements isin compares each element with.
+constexpr int64_t kMaxIsinTests = 4096;
+
+/// aten::isin(elements, test_elements, assume_unique, invert): whether each
+/// element equals one of the test elements (a tensor, flattened, or a
+/// number; either side may be a number), compared in their promoted type
+/// along a new dim and any'd over it; `invert` negates.
+Outputs convertIsin(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> elements = importer.tensorInput(node, 0);
+  llvm::Expected<Value> tests = importer.tensorInput(node, 1);
+  if (llvm::Error error = requireAll(
+          "isin needs elements and test elements (tensors or numbers)",
+          elements, tests))
+    return std::move(error);
+  Emitter emit(importer);
+  int64_t count = tensorType(*tests).getNumElements();
+  if (count > kMaxIsinTests)
+    return makeError(llvm::formatv(
+        "isin of {0} test elements: titan compares each element with at "
+        "most {1}; test a range (x >= a and x < b) or look the elements up "
+        "in a table",
+        count, kMaxIsinTests));
+  Type element =
+      promote(tensorType(*elements).getElementType(),
+              tensorType(*tests).getElementType(), importer.getContext());
+  Value x = emit.cast(*elements, element);
+  Value t = emit.cast(emit.reshape(*tests, {count}), element);
+  SmallVector<int64_t> shape(tensorType(x).getShape());
+  SmallVector<int64_t> column(shape);
+  column.push_back(1);
+  SmallVector<int64_t> grid(shape);
+  grid.push_back(count);
+  SmallVector<int64_t> row(shape.size(), 1);
+  row.push_back(count);
+  Value equal =
+      emit.compare("eq", emit.broadcastTo(emit.reshape(x, column), grid),
+                   emit.broadcastTo(emit.reshape(t, row), grid));
+  Value hits = emit.reduceSum(emit.cast(equal, emit.builder.getF32Type()),
+                              {static_cast<int64_t>(shape.size())}, false);
+  bool invert = flagOr(importer, node, "invert", false);
+  return single(
+      emit.compare(invert ? "eq" : "gt", hits, emit.splatLike(hits, 0.0)));
+}
+
+/// aten::__lshift__ / __rshift__ / bitwise_left_shift / bitwise_right_shift
+/// of an integer tensor by a constant (hashed n-gram ids): times 2^s
+/// (wrapping as torch's int64), or the floor of the quotient by 2^s
+/// (arithmetic, as torch's shift of a negative number); of Python ints,
+/// evaluated.
+Outputs convertShift(GraphImporter &importer, Node *node, bool left) {
+  const ImportedValue &a = importer.input(node, 0);
+  const ImportedValue &b = importer.input(node, 1);
+  if (a.kind == ImportedValue::Kind::Int && b.kind == ImportedValue::Kind::Int)
+    return single(ImportedValue::ofInt(
+        left ? static_cast<int64_t>(static_cast<uint64_t>(a.intValue)
+                                    << (b.intValue & 63))
+             : a.intValue >> (b.intValue & 63)));
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  if (!x)
+    return x.takeError();
+  RankedTensorType type = tensorType(*x);
+  if (!isa<IntegerType>(type.getElementType()) ||
+      type.getElementType().isInteger(1))
+    return makeError("shifts need an integer tensor");
+  if (b.kind != ImportedValue::Kind::Int)
+    return makeError("titan shifts by a number known at import time, not "
+                     "by a tensor");
+  if (b.intValue < 0 || b.intValue > 62)
+    return makeError(llvm::formatv(
+        "a shift by {0}: titan shifts by 0 to 62 bits", b.intValue));
+  Emitter emit(importer);
+  Value power =
+      splatNumber(emit, type, ImportedValue::ofInt(int64_t(1) << b.intValue));
+  if (left)
+    return single(emit.binary<MulOp>(*x, power));
+  return single(RoundedDivOp::create(emit.builder, emit.loc, type, *x, power,
+                                     /*truncate=*/false));
 }
 
 /// aten::bitwise_not (`~mask`) of a boolean mask, or of a Python int.
@@ -7638,8 +7759,31 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::remainder"}, binary(BinaryKind::Remainder));
   add({"aten::fmod"}, binary(BinaryKind::Fmod));
   add({"aten::rsub"}, binary(BinaryKind::Rsub));
-  add({"aten::maximum", "prim::max"}, binary(BinaryKind::Max));
-  add({"aten::minimum", "prim::min"}, binary(BinaryKind::Min));
+  add({"aten::maximum"}, binary(BinaryKind::Max));
+  add({"aten::minimum"}, binary(BinaryKind::Min));
+  // Python's max(a, b) / min(a, b), and max(list) / min(list) of numbers
+  // (scripted F.affine_grid's `min(size) <= 0`).
+  for (bool largest : {true, false})
+    table[largest ? "prim::max" : "prim::min"] =
+        [largest](GraphImporter &importer, Node *node) -> Outputs {
+      if (node->inputs().size() != 1)
+        return convertBinary(importer, node,
+                             largest ? BinaryKind::Max : BinaryKind::Min);
+      const ImportedValue &list = importer.input(node, 0);
+      if (list.kind != ImportedValue::Kind::List || list.items.empty() ||
+          !llvm::all_of(list.items, [](const ImportedValue &item) {
+            return item.isNumber();
+          }))
+        return makeError(
+            llvm::formatv("{0}() of a list needs a non-empty list of numbers",
+                          largest ? "max" : "min"));
+      const ImportedValue *best = &list.items.front();
+      for (const ImportedValue &item : list.items)
+        if (largest ? item.asDouble() > best->asDouble()
+                    : item.asDouble() < best->asDouble())
+          best = &item;
+      return single(*best);
+    };
   add({"aten::max"}, extremum(BinaryKind::Max));
   add({"aten::argmax"}, [](GraphImporter &i, Node *n) {
     return convertArgExtremum(i, n, /*largest=*/true);
@@ -7754,9 +7898,23 @@ llvm::StringMap<Conversion> buildConversions() {
   add({"aten::logical_not"}, convertLogicalNot);
   add({"aten::bitwise_not"}, convertBitwiseNot);
   add({"aten::__and__", "aten::bitwise_and", "aten::logical_and"},
-      [](GraphImporter &i, Node *n) { return convertLogical(i, n, true); });
+      [](GraphImporter &i, Node *n) {
+        return convertLogical(i, n, MaskCombine::And);
+      });
   add({"aten::__or__", "aten::bitwise_or", "aten::logical_or"},
-      [](GraphImporter &i, Node *n) { return convertLogical(i, n, false); });
+      [](GraphImporter &i, Node *n) {
+        return convertLogical(i, n, MaskCombine::Or);
+      });
+  add({"aten::__xor__", "aten::bitwise_xor", "aten::logical_xor"},
+      [](GraphImporter &i, Node *n) {
+        return convertLogical(i, n, MaskCombine::Xor);
+      });
+  add({"aten::isin"}, convertIsin);
+  add({"aten::float_power"}, convertFloatPower);
+  add({"aten::__lshift__", "aten::bitwise_left_shift"},
+      [](GraphImporter &i, Node *n) { return convertShift(i, n, true); });
+  add({"aten::__rshift__", "aten::bitwise_right_shift"},
+      [](GraphImporter &i, Node *n) { return convertShift(i, n, false); });
   for (StringRef form : {"clamp", "clamp_min", "clamp_max"})
     table[("aten::" + form).str()] = [form](GraphImporter &i, Node *n) {
       return convertClamp(i, n, form);
@@ -8027,6 +8185,20 @@ llvm::StringMap<Conversion> buildConversions() {
   // PyTorch's, and is differentiated (nn.MultiheadAttention then takes the
   // path it trains with, not its inference fast path).
   add({"prim::is_cuda"}, constant(ImportedValue::ofBool(false)));
+  // Whether a tensor holds floating-point (or complex) numbers, as scripted
+  // input checks ask (F.affine_grid's `theta.is_floating_point()`).
+  add({"aten::is_floating_point", "aten::is_complex"},
+      [](GraphImporter &importer, Node *node) -> Outputs {
+        const ImportedValue &x = importer.input(node, 0);
+        bool complex = x.isComplex();
+        if (!complex && !x.isTensor())
+          return makeError("a dtype question of something other than a "
+                           "tensor");
+        if (StringRef(node->kind().toUnqualString()) == "is_complex")
+          return single(ImportedValue::ofBool(complex));
+        return single(ImportedValue::ofBool(
+            !complex && isa<FloatType>(tensorType(x.tensor).getElementType())));
+      });
   add({"aten::is_grad_enabled"}, constant(ImportedValue::ofBool(true)));
   add({"prim::device"},
       constant(ImportedValue::ofString("cpu", ImportedValue::Kind::Device)));

@@ -753,7 +753,16 @@ GraphImporter::importNode(torch::jit::Node *node) {
   llvm::Expected<std::vector<ImportedValue>> outputs =
       std::vector<ImportedValue>();
   if (it != conversions.end()) {
-    outputs = it->second(*this, node);
+    // A node whose inputs no converter expects (another overload, an
+    // argument missing) makes torch's accessors throw: an error naming
+    // the node, not a crash.
+    try {
+      outputs = it->second(*this, node);
+    } catch (const std::exception &error) {
+      return makeError("cannot import " + describe(node) +
+                       " (an overload or argument titan does not expect: " +
+                       error.what() + ")");
+    }
   } else if (writesInPlace(node)) {
     // `aten::mul_` is `aten::mul` written into its first operand.
     auto functional =
