@@ -2210,10 +2210,54 @@ Outputs convertReduce(GraphImporter &importer, Node *node) {
     return operand.takeError();
   auto [input, reduced, resultElement] = *operand;
   RankedTensorType type = tensorType(input);
-  Value result = OpTy::create(
-      emit.builder, emit.loc, type.clone(reduced.resultShape(type.getShape())),
-      input, emit.builder.getDenseI64ArrayAttr(reduced.dims), reduced.keepdim);
-  return single(emit.cast(result, resultElement));
+  RankedTensorType resultType =
+      type.clone(reduced.resultShape(type.getShape()));
+  const ValidPrefix *prefix = nullptr;
+  if (llvm::Expected<Value> original = importer.tensorInput(node, 0))
+    prefix = importer.validPrefix(*original);
+  else
+    llvm::consumeError(original.takeError());
+  if (!prefix) {
+    Value result = OpTy::create(emit.builder, emit.loc, resultType, input,
+                                emit.builder.getDenseI64ArrayAttr(reduced.dims),
+                                reduced.keepdim);
+    return single(emit.cast(result, resultElement));
+  }
+  // Rows whose number depends on the data (`x[mask].sum()`, `.mean()`):
+  // the entries past the count are 0 in the sum, and a mean over the
+  // data-dependent dim divides by the count.
+  input = emit.select(validMask(emit, *prefix, type.getShape()), input,
+                      emit.splat(type, 0.0));
+  Value result = ReduceSumOp::create(
+      emit.builder, emit.loc, resultType, input,
+      emit.builder.getDenseI64ArrayAttr(reduced.dims), reduced.keepdim);
+  bool acrossRows = llvm::is_contained(reduced.dims, prefix->dim);
+  if (std::is_same_v<OpTy, ReduceMeanOp>) {
+    double others = 1;
+    for (int64_t d : reduced.dims)
+      if (d != prefix->dim)
+        others *= static_cast<double>(type.getDimSize(d));
+    Value count =
+        acrossRows
+            ? emit.scale(emit.cast(prefix->count, resultType.getElementType()),
+                         others)
+            : emit.splat(RankedTensorType::get({}, resultType.getElementType()),
+                         others);
+    result = emit.binary<DivOp>(
+        result,
+        emit.broadcastTo(
+            emit.reshape(count, SmallVector<int64_t>(resultType.getRank(), 1)),
+            resultType.getShape()));
+  }
+  result = emit.cast(result, resultElement);
+  if (!acrossRows) {
+    int64_t dim = prefix->dim;
+    if (!reduced.keepdim)
+      dim -= llvm::count_if(reduced.dims,
+                            [&](int64_t d) { return d < prefix->dim; });
+    importer.setValidPrefix(result, prefix->at(dim));
+  }
+  return single(result);
 }
 
 /// The largest (or, not `largest`, smallest) element of floating-point `x`
@@ -4908,13 +4952,80 @@ static Value indexByKnownPosition(Emitter &emit, Value v, int64_t dim,
 /// `x[torch.arange(b), last]`): a gather along the dims merged
 /// (indexTensors); one index tensor whose value is known at import time
 /// takes a static slice.
+static llvm::Expected<SmallVector<Value>>
+nonzeroCoordinates(GraphImporter &importer, Value mask,
+                   const std::string &origin);
+
+/// The indices of tensor[...] (`node`'s input 1) with each boolean mask
+/// replaced by the coordinates of its true elements, one index per dim it
+/// covers (`x[mask]` is `x[torch.where(mask)]`): rows whose number depends
+/// on the data, a valid prefix.
+static llvm::Expected<ImportedValue>
+maskIndicesAsCoordinates(GraphImporter &importer, Node *node) {
+  ImportedValue indices = importer.input(node, 1);
+  if (indices.kind != ImportedValue::Kind::List)
+    return indices;
+  std::vector<ImportedValue> items;
+  for (const ImportedValue &item : indices.items) {
+    if (!item.isTensor() ||
+        !tensorType(item.tensor).getElementType().isInteger(1)) {
+      items.push_back(item);
+      continue;
+    }
+    llvm::Expected<SmallVector<Value>> coordinates = nonzeroCoordinates(
+        importer, item.tensor, "the boolean mask of " + importer.opAt(node));
+    if (!coordinates)
+      return coordinates.takeError();
+    for (Value coordinate : *coordinates)
+      items.push_back(ImportedValue::ofTensor(coordinate));
+  }
+  return ImportedValue::ofList(std::move(items));
+}
+
+/// aten::masked_select(x, mask): the elements of x (broadcast with the
+/// boolean mask) where the mask holds, in row-major order: a vector whose
+/// length depends on the data, the mask's element count long with a valid
+/// prefix (`x[mask]` of the flattened pair).
+Outputs convertMaskedSelect(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> x = importer.tensorInput(node, 0);
+  llvm::Expected<Value> mask = importer.tensorInput(node, 1);
+  if (llvm::Error error =
+          requireAll("masked_select needs a tensor and a mask", x, mask))
+    return std::move(error);
+  if (!tensorType(*mask).getElementType().isInteger(1))
+    return makeError("masked_select expects a boolean mask");
+  llvm::Expected<SmallVector<int64_t>> shape =
+      broadcastShape(tensorType(*x).getShape(), tensorType(*mask).getShape());
+  if (!shape)
+    return shape.takeError();
+  Emitter emit(importer);
+  int64_t n = ShapedType::getNumElements(*shape);
+  llvm::Expected<SmallVector<Value>> coordinates = nonzeroCoordinates(
+      importer, emit.reshape(emit.broadcastTo(*mask, *shape), {n}),
+      importer.opAt(node));
+  if (!coordinates)
+    return coordinates.takeError();
+  Value positions = coordinates->front();
+  ValidPrefix prefix = *importer.validPrefix(positions);
+  Outputs elements = gatherAlong(
+      importer, emit.reshape(emit.broadcastTo(*x, *shape), {n}), 0, positions);
+  if (!elements)
+    return elements.takeError();
+  importer.setValidPrefix((*elements)[0].tensor, prefix);
+  return elements;
+}
+
 Outputs convertIndex(GraphImporter &importer, Node *node) {
   const ImportedValue &x = importer.input(node, 0);
   llvm::Expected<ArrayRef<int64_t>> shape = shapeOf(x);
   if (!shape)
     return shape.takeError();
   Emitter emit(importer);
-  const ImportedValue &indices = importer.input(node, 1);
+  llvm::Expected<ImportedValue> indexList =
+      maskIndicesAsCoordinates(importer, node);
+  if (!indexList)
+    return indexList.takeError();
+  const ImportedValue &indices = *indexList;
   if (indices.kind == ImportedValue::Kind::List) {
     SmallVector<size_t> given;
     for (auto [position, item] : llvm::enumerate(indices.items))
@@ -4935,7 +5046,7 @@ Outputs convertIndex(GraphImporter &importer, Node *node) {
     }
   }
   llvm::Expected<IndexTensors> index =
-      indexTensors(emit, x.tensor, *shape, importer.input(node, 1));
+      indexTensors(emit, x.tensor, *shape, indices);
   if (!index)
     return index.takeError();
   SmallVector<int64_t> merged =
@@ -5229,13 +5340,11 @@ static llvm::Expected<Value> scatterAlong(Emitter &emit, Value x, int64_t dim,
 /// them (a running count) is the slot its flat position is scattered to;
 /// the others' slot is one past the end, dropped.
 static llvm::Expected<SmallVector<Value>>
-nonzeroCoordinates(GraphImporter &importer, Node *node) {
-  llvm::Expected<Value> mask = importer.tensorInput(node, 0);
-  if (!mask)
-    return mask.takeError();
-  if (const ValidPrefix *prefix = importer.validPrefix(*mask))
-    return unsupportedValidPrefixReader(importer.opAt(node) + " of", *prefix);
-  RankedTensorType type = tensorType(*mask);
+nonzeroCoordinates(GraphImporter &importer, Value mask,
+                   const std::string &origin) {
+  if (const ValidPrefix *prefix = importer.validPrefix(mask))
+    return unsupportedValidPrefixReader(origin + " of", *prefix);
+  RankedTensorType type = tensorType(mask);
   int64_t n = type.getNumElements();
   if (type.getRank() == 0 || n == 0)
     return makeError("the nonzero positions of a tensor without elements or "
@@ -5248,8 +5357,8 @@ nonzeroCoordinates(GraphImporter &importer, Node *node) {
         n, kExactCounts));
   Emitter emit(importer);
   Value nonzero = type.getElementType().isInteger(1)
-                      ? *mask
-                      : emit.compare("ne", *mask, emit.splat(type, 0.0));
+                      ? mask
+                      : emit.compare("ne", mask, emit.splat(type, 0.0));
   Value flat = emit.reshape(nonzero, {n});
   Value ones = emit.cast(flat, emit.builder.getF32Type());
   auto positions = RankedTensorType::get({n}, emit.builder.getI64Type());
@@ -5266,9 +5375,8 @@ nonzeroCoordinates(GraphImporter &importer, Node *node) {
                   {emit.reshape(emit.iota(positions, 0), {n, 1}), Value()},
                   ScatterCombine{ScatterCombine::Sum, true});
   Value found = emit.reshape(emit.slice(table, 0, 0, n, 1), {n});
-  ValidPrefix prefix{0,
-                     emit.cast(emit.sumAll(ones), positions.getElementType()),
-                     n, importer.opAt(node)};
+  ValidPrefix prefix{
+      0, emit.cast(emit.sumAll(ones), positions.getElementType()), n, origin};
   if (type.getRank() == 1)
     prefix.condition = flat;
   SmallVector<Value> coordinates;
@@ -5290,6 +5398,15 @@ nonzeroCoordinates(GraphImporter &importer, Node *node) {
     coordinates.push_back(coordinate);
   }
   return coordinates;
+}
+
+/// nonzeroCoordinates of `node`'s input 0.
+static llvm::Expected<SmallVector<Value>>
+nonzeroCoordinates(GraphImporter &importer, Node *node) {
+  llvm::Expected<Value> mask = importer.tensorInput(node, 0);
+  if (!mask)
+    return mask.takeError();
+  return nonzeroCoordinates(importer, *mask, importer.opAt(node));
 }
 
 /// aten::nonzero_numpy(x) and aten::where(x) (torch.nonzero(x,
@@ -7910,6 +8027,7 @@ llvm::StringMap<Conversion> buildConversions() {
         return convertLogical(i, n, MaskCombine::Xor);
       });
   add({"aten::isin"}, convertIsin);
+  add({"aten::masked_select"}, convertMaskedSelect);
   add({"aten::float_power"}, convertFloatPower);
   add({"aten::__lshift__", "aten::bitwise_left_shift"},
       [](GraphImporter &i, Node *n) { return convertShift(i, n, true); });

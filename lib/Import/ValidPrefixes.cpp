@@ -6,9 +6,10 @@
 // of its entries along that dim are meaningful (ValidPrefix). The rules
 // here carry that record through the ops that compute row by row (the
 // experts of HF's Mixtral and Qwen-MoE take the rows of their tokens,
-// compute, and add them back with index_add_), and refuse every other op
-// on such a tensor: a sum over its rows, its size, a sort along it would
-// read the entries past the count. The ops that read the indices
+// compute, and add them back with index_add_; sum and mean leave the
+// entries past the count out), and refuse every other op on such a
+// tensor: a maximum over its rows, its size, a sort along it would read
+// the entries past the count. The ops that read the indices
 // themselves (tensor[...], index_add, index_put) are in AtenOps.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -43,7 +44,8 @@ enum class PrefixRule {
   /// size(x, dim) of another dim.
   SizeOfOtherDim,
   /// Conversions that handle the prefix themselves: tensor[...] with the
-  /// indices, index_add, index_put, and the lists holding the indices.
+  /// indices, index_add, index_put, the lists holding the indices, and sum
+  /// and mean (which leave the entries past the count out).
   Handled,
 };
 
@@ -124,9 +126,10 @@ static const llvm::StringMap<PrefixRule> &prefixRules() {
       table[(llvm::Twine("aten::") + op).str()] =
           PrefixRule::NormalizeTrailingDims;
     table["aten::size"] = PrefixRule::SizeOfOtherDim;
-    for (const char *op : {"index", "index_add", "index_put", "index_select",
-                           "index_fill", "nonzero", "nonzero_numpy", "argwhere",
-                           "__getitem__", "len", "dim", "unbind"})
+    for (const char *op :
+         {"index", "index_add", "index_put", "index_select", "index_fill",
+          "nonzero", "nonzero_numpy", "argwhere", "__getitem__", "len", "dim",
+          "unbind", "sum", "mean", "masked_select"})
       table[(llvm::Twine("aten::") + op).str()] = PrefixRule::Handled;
     return table;
   }();
@@ -153,7 +156,8 @@ llvm::Error unsupportedValidPrefixReader(const llvm::Twine &what,
       "layers and matmuls, softmax and norms of its other dims, reshapes, "
       "transposes, selects and slices that keep that dim, and end as the "
       "indices or rows of tensor[...], index_select, index_add_ or "
-      "index_put_; apply the op after index_add_ has put the rows back into "
+      "index_put_, or in a sum or mean; apply the op after index_add_ has "
+      "put the rows back into "
       "a tensor of a known shape (as Mixtral's "
       "final_hidden_states.index_add_), or weight every token by a mask "
       "instead of selecting tokens",
