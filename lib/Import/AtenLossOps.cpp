@@ -170,8 +170,42 @@ llvm::Expected<ClassLossInputs> classLossInputs(GraphImporter &importer,
   if (!mode)
     return mode.takeError();
   const ImportedValue *ignore = importer.namedInput(node, "ignore_index");
-  return ClassLossInputs{*scores, *target, *weight, *mode,
+  ClassLossInputs inputs{*scores, *target, *weight, *mode,
                          ignore && !ignore->isNone() ? ignore->intValue : -100};
+  // Rows whose number depends on the data (`F.cross_entropy(logits[mask],
+  // labels[mask])`): the labels past the count are ignored, so the mean
+  // divides by the rows found and the others add nothing.
+  const ValidPrefix *rows = importer.validPrefix(*scores);
+  const ValidPrefix *labels = importer.validPrefix(*target);
+  if (rows || labels) {
+    if (!rows || !labels || rows->count != labels->count || rows->dim != 0 ||
+        labels->dim != 0 || type.getRank() < 2)
+      return makeError(llvm::formatv(
+          "{0} of rows whose number depends on the data (from {1}) takes "
+          "scores and labels selected by the same mask or search, one row "
+          "each",
+          what, (rows ? rows : labels)->origin));
+    Emitter emit(importer);
+    ArrayRef<int64_t> shape = tensorType(*target).getShape();
+    inputs.labels =
+        emit.select(validMask(emit, *labels, shape), *target,
+                    emit.splat(tensorType(*target),
+                               static_cast<double>(inputs.ignoreIndex)));
+  }
+  return inputs;
+}
+
+/// The per-row `losses` of class loss `node` (reduction 'none'), with the
+/// valid prefix of its scores' rows where they have one.
+Value keepRows(GraphImporter &importer, Node *node, Value losses) {
+  llvm::Expected<Value> scores = importer.tensorInput(node, 0);
+  if (!scores) {
+    llvm::consumeError(scores.takeError());
+    return losses;
+  }
+  if (const ValidPrefix *rows = importer.validPrefix(*scores))
+    importer.setValidPrefix(losses, *rows);
+  return losses;
 }
 
 /// aten::cross_entropy_loss(logits [N, C, *] or [C], target, weight,
@@ -242,7 +276,7 @@ Outputs convertCrossEntropyLoss(GraphImporter &importer, Node *node) {
                            emit.scale(smooth, smoothing / double(classes)));
   }
   if (inputs->mode == 0)
-    return single(emit.cast(nll.losses, element));
+    return single(keepRows(importer, node, emit.cast(nll.losses, element)));
   if (inputs->mode == 2)
     return single(emit.sumAll(nll.losses));
   return single(nllMean(emit, nll));
@@ -264,7 +298,7 @@ Outputs convertNllLoss(GraphImporter &importer, Node *node) {
       negativeLogLikelihood(emit, classesLast(emit, inputs->scores), labels,
                             inputs->classWeights, inputs->ignoreIndex);
   if (inputs->mode == 0)
-    return single(nll.losses);
+    return single(keepRows(importer, node, nll.losses));
   if (inputs->mode == 2)
     return single(emit.sumAll(nll.losses));
   return single(nllMean(emit, nll));

@@ -5054,12 +5054,20 @@ Outputs convertIndex(GraphImporter &importer, Node *node) {
   return mapParts(x, [&](Value v) -> llvm::Expected<Value> {
     if (const ValidPrefix *prefix = importer.validPrefix(v))
       return unsupportedValidPrefixReader("tensor[...] of", *prefix);
+    // Integers (labels[mask], token ids) are gathered in f64: exact below
+    // 2^53.
+    Type element = tensorType(v).getElementType();
+    Value table = emit.reshape(v, merged);
+    if (!isa<FloatType>(element))
+      table = emit.cast(table, emit.f64());
     llvm::Expected<Value> rows =
-        gatherAlong(emit, emit.reshape(v, merged), index->position, index->ids,
-                    index->checked);
-    if (rows && index->prefix)
-      importer.setValidPrefix(*rows, index->prefix->at(index->position));
-    return rows;
+        gatherAlong(emit, table, index->position, index->ids, index->checked);
+    if (!rows)
+      return rows;
+    Value result = emit.cast(*rows, element);
+    if (index->prefix)
+      importer.setValidPrefix(result, index->prefix->at(index->position));
+    return result;
   });
 }
 
@@ -5344,6 +5352,9 @@ nonzeroCoordinates(GraphImporter &importer, Value mask,
                    const std::string &origin) {
   if (const ValidPrefix *prefix = importer.validPrefix(mask))
     return unsupportedValidPrefixReader(origin + " of", *prefix);
+  auto known = importer.getMaskCoordinates().find(mask);
+  if (known != importer.getMaskCoordinates().end())
+    return known->second;
   RankedTensorType type = tensorType(mask);
   int64_t n = type.getNumElements();
   if (type.getRank() == 0 || n == 0)
@@ -5397,6 +5408,7 @@ nonzeroCoordinates(GraphImporter &importer, Value mask,
     importer.setValidPrefix(coordinate, prefix);
     coordinates.push_back(coordinate);
   }
+  importer.getMaskCoordinates()[mask] = coordinates;
   return coordinates;
 }
 

@@ -240,6 +240,12 @@ public:
   void setValidPrefix(Value tensor, ValidPrefix prefix) {
     validPrefixes[tensor] = std::move(prefix);
   }
+  /// The coordinates of the true elements of each boolean mask searched so
+  /// far (torch.where, x[mask]): a mask searched again gives the same ones,
+  /// with the same count, so that rows selected by one mask combine.
+  DenseMap<Value, SmallVector<Value>> &getMaskCoordinates() {
+    return maskCoordinates;
+  }
   /// The valid prefix of the tensors among the inputs of `node` (the items
   /// of list inputs too) that have one; the first one's.
   const ValidPrefix *validPrefixOfInputs(torch::jit::Node *node) const;
@@ -344,6 +350,8 @@ private:
   int noGradDepth = 0;
   /// The tensors with a valid prefix (lengths that depend on the data).
   DenseMap<Value, ValidPrefix> validPrefixes;
+  /// See getMaskCoordinates.
+  DenseMap<Value, SmallVector<Value>> maskCoordinates;
   /// The gate of each count that gateOutputs made 0 where an iteration's
   /// entry is not found.
   DenseMap<Value, Value> gateOfCount;

@@ -44,8 +44,9 @@ enum class PrefixRule {
   /// size(x, dim) of another dim.
   SizeOfOtherDim,
   /// Conversions that handle the prefix themselves: tensor[...] with the
-  /// indices, index_add, index_put, the lists holding the indices, and sum
-  /// and mean (which leave the entries past the count out).
+  /// indices, index_add, index_put, the lists holding the indices, sum
+  /// and mean (which leave the entries past the count out) and the class
+  /// losses (which ignore the labels past it).
   Handled,
 };
 
@@ -129,7 +130,8 @@ static const llvm::StringMap<PrefixRule> &prefixRules() {
     for (const char *op :
          {"index", "index_add", "index_put", "index_select", "index_fill",
           "nonzero", "nonzero_numpy", "argwhere", "__getitem__", "len", "dim",
-          "unbind", "sum", "mean", "masked_select"})
+          "unbind", "sum", "mean", "masked_select", "cross_entropy_loss",
+          "nll_loss", "nll_loss_nd", "nll_loss2d"})
       table[(llvm::Twine("aten::") + op).str()] = PrefixRule::Handled;
     return table;
   }();

@@ -4,7 +4,9 @@ reduces them, for test/Import/masked-rows.test: x[mask].sum() / .mean()
 mean over the selected rows per feature, a sum that keeps them and a sum
 after it, torch.masked_select (the mask broadcast against x), and a
 masked mean squared error, `((pred - target)[mask] ** 2).mean()`, as
-masked-prediction losses (MAE's, masked language models') write it.
+masked-prediction losses (MAE's, masked language models') write it;
+cross_entropy (means, sum, per row, label smoothing) and nll_loss of the
+selected rows and labels.
 
 usage: make_masked_rows.py OUT
 
@@ -17,6 +19,7 @@ import os
 import sys
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -26,6 +29,7 @@ from idioms_io import save_traced_and_scripted  # noqa: E402
 class MaskedRows(nn.Module):
     def forward(self, x: torch.Tensor, ids: torch.Tensor):
         keep = ids > 10
+        labels = ids % 16
         rows = x[keep]
         target = torch.tanh(x)
         return (
@@ -35,6 +39,12 @@ class MaskedRows(nn.Module):
             torch.masked_select(x, keep.unsqueeze(-1)).sum(),
             ((x - target)[keep] ** 2).mean(),
             x[ids % 3 == 0].mean(-1).sum(),
+            # Class losses of the selected rows.
+            F.cross_entropy(rows, labels[keep]),
+            F.cross_entropy(rows, labels[keep], reduction="sum"),
+            F.cross_entropy(rows, labels[keep], reduction="none").mean(),
+            F.cross_entropy(rows, labels[keep], label_smoothing=0.1),
+            F.nll_loss(F.log_softmax(rows, -1), labels[keep], ignore_index=3),
         )
 
 

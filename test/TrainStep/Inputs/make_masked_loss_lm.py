@@ -4,7 +4,9 @@ it returns a masked-prediction loss over the positions whose token is a
 multiple of 3, written with boolean indexing as masked-modeling code
 writes it: `((predicted - target)[mask] ** 2).mean()`, the predictions a
 linear map of the final hidden states and the targets the (detached)
-embeddings; the number of selected positions depends on the batch.
+embeddings, plus the cross-entropy of the selected positions' logits and
+next tokens (`F.cross_entropy(logits[mask], following[mask])`); the
+number of selected positions depends on the batch.
 
 usage: make_masked_loss_lm.py OUT
 
@@ -38,7 +40,11 @@ class MaskedLossLM(nn.Module):
         h = self.norm(x)
         mask = tokens % 3 == 0
         error = self.predict(h) - embeds.detach()
-        return self.head(h), (error[mask] ** 2).mean() * 0.5
+        logits = self.head(h)
+        # The next token predicted again at the selected positions only.
+        following = torch.roll(tokens, -1, 1)
+        selected = F.cross_entropy(logits[mask], following[mask])
+        return logits, (error[mask] ** 2).mean() * 0.5 + 0.1 * selected
 
 
 def main() -> None:
