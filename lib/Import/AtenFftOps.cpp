@@ -387,6 +387,12 @@ Outputs convertStft(GraphImporter &importer, Node *node) {
   if (!returnComplex || returnComplex->isNone())
     return makeError("stft requires the return_complex parameter be given "
                      "for real inputs (return_complex=True)");
+  // torch.stft pads for center=True in Python; the op's own centring
+  // overload (aten::stft.center) is not taken.
+  if (flagOr(importer, node, "center", false))
+    return makeError("stft with center=True in the op itself "
+                     "(aten::stft.center) is not supported; call torch.stft, "
+                     "which pads the signal first");
   Type element = tensorType(x).getElementType();
   llvm::Expected<Value> window =
       centredWindow(importer, node, element, winLength, *nFft);

@@ -6020,11 +6020,16 @@ Outputs convertIsin(GraphImporter &importer, Node *node) {
 Outputs convertShift(GraphImporter &importer, Node *node, bool left) {
   const ImportedValue &a = importer.input(node, 0);
   const ImportedValue &b = importer.input(node, 1);
-  if (a.kind == ImportedValue::Kind::Int && b.kind == ImportedValue::Kind::Int)
+  if (a.kind == ImportedValue::Kind::Int &&
+      b.kind == ImportedValue::Kind::Int) {
+    if (b.intValue < 0 || b.intValue > 63)
+      return makeError(llvm::formatv(
+          "a shift by {0}: an int shifts by 0 to 63 bits", b.intValue));
     return single(ImportedValue::ofInt(
         left ? static_cast<int64_t>(static_cast<uint64_t>(a.intValue)
-                                    << (b.intValue & 63))
-             : a.intValue >> (b.intValue & 63)));
+                                    << b.intValue)
+             : a.intValue >> b.intValue));
+  }
   llvm::Expected<Value> x = importer.tensorInput(node, 0);
   if (!x)
     return x.takeError();

@@ -42,12 +42,14 @@ llvm::Expected<RandomTarget> randomTarget(GraphImporter &importer, Node *node,
   RandomTarget target;
   Type fallback = sizeElement ? sizeElement
                               : Type(Float32Type::get(&importer.getContext()));
-  if (const ImportedValue *size = importer.namedInput(node, "size")) {
-    size_t index = 0;
-    while (&importer.input(node, index) != size)
-      ++index;
+  const c10::FunctionSchema *schema = node->maybeSchema();
+  std::optional<int> sizeIndex;
+  if (schema)
+    if (auto index = schema->argumentIndexWithName("size"))
+      sizeIndex = *index;
+  if (sizeIndex) {
     llvm::Expected<std::vector<int64_t>> sizes =
-        importer.intListInput(node, index);
+        importer.intListInput(node, *sizeIndex);
     if (!sizes)
       return sizes.takeError();
     target.shape.assign(sizes->begin(), sizes->end());
@@ -297,6 +299,8 @@ Outputs convertRandperm(GraphImporter &importer, Node *node) {
   if (!element)
     return element.takeError();
   Emitter emit(importer);
+  if (*n == 0)
+    return single(emit.splat(RankedTensorType::get({0}, *element), 0.0));
   Value uniform = importer.emitUniform({*n});
   Value order = sortAlong(emit, uniform, 0, /*descending=*/false,
                           /*withValues=*/false)
