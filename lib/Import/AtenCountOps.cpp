@@ -50,8 +50,7 @@ Outputs convertBincount(GraphImporter &importer, Node *node) {
   if (type.getRank() != 1 || !isa<IntegerType>(element) || element.isInteger(1))
     return makeError("bincount needs a 1-d tensor of integer ids");
   int64_t n = type.getDimSize(0);
-  auto minlength =
-      static_cast<int64_t>(numberOr(importer, node, "minlength", 0));
+  int64_t minlength = intOr(importer, node, "minlength", 0);
   if (minlength < 0)
     return makeError(
         llvm::formatv("bincount's minlength must be >= 0, not {0}", minlength));

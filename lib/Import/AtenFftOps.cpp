@@ -277,15 +277,6 @@ Outputs convertPolar(GraphImporter &importer, Node *node) {
       emit.binary<MulOp>(r, emit.unary<SinOp>(theta))));
 }
 
-/// The integer input `name` of `node`, or `fallback` when it is absent or
-/// None.
-int64_t intOr(GraphImporter &importer, Node *node, StringRef name,
-              int64_t fallback) {
-  const ImportedValue *value = importer.namedInput(node, name);
-  return value && value->kind == ImportedValue::Kind::Int ? value->intValue
-                                                          : fallback;
-}
-
 /// The window of torch.stft / istft (`node`'s input `window`, of
 /// win_length samples, or ones), in `element`, centred in n_fft samples
 /// between zeros.
@@ -351,7 +342,7 @@ Outputs convertStft(GraphImporter &importer, Node *node) {
   if (input.isComplex())
     return makeError("stft of a complex signal is not supported; pass its "
                      "real and imaginary parts through two transforms");
-  llvm::Expected<Value> signal = importer.tensorInput(node, 0);
+  llvm::Expected<Value> signal = promotedFloatInput(importer, node, 0);
   llvm::Expected<int64_t> nFft = importer.intInput(node, 1);
   if (llvm::Error error = requireAll(
           "stft needs a real signal and an n_fft known at import time", signal,
@@ -359,8 +350,6 @@ Outputs convertStft(GraphImporter &importer, Node *node) {
     return std::move(error);
   Emitter emit(importer);
   Value x = *signal;
-  if (!isa<FloatType>(tensorType(x).getElementType()))
-    x = emit.cast(x, Float32Type::get(&emit.context));
   int64_t rank = tensorType(x).getRank();
   if (rank != 1 && rank != 2)
     return makeError(llvm::formatv(

@@ -308,12 +308,12 @@ Outputs convertDiagEmbed(GraphImporter &importer, Node *node) {
   RankedTensorType type = tensorType(*x);
   if (type.getRank() == 0)
     return makeError("diag_embed needs a tensor of at least 1 dim");
-  auto offset = static_cast<int64_t>(numberOr(importer, node, "offset", 0.0));
+  int64_t offset = intOr(importer, node, "offset", 0);
   int64_t rank = type.getRank() + 1;
-  llvm::Expected<int64_t> dim1 = normalizeDim(
-      static_cast<int64_t>(numberOr(importer, node, "dim1", -2.0)), rank);
-  llvm::Expected<int64_t> dim2 = normalizeDim(
-      static_cast<int64_t>(numberOr(importer, node, "dim2", -1.0)), rank);
+  llvm::Expected<int64_t> dim1 =
+      normalizeDim(intOr(importer, node, "dim1", -2), rank);
+  llvm::Expected<int64_t> dim2 =
+      normalizeDim(intOr(importer, node, "dim2", -1), rank);
   if (llvm::Error error = requireAll(
           llvm::formatv("diag_embed's dim1 and dim2 must be dims of the "
                         "rank-{0} result",
@@ -397,7 +397,7 @@ Outputs convertCombinations(GraphImporter &importer, Node *node) {
     return x.takeError();
   if (tensorType(*x).getRank() != 1)
     return makeError("combinations needs a 1-d tensor");
-  auto r = static_cast<int64_t>(numberOr(importer, node, "r", 2.0));
+  int64_t r = intOr(importer, node, "r", 2);
   bool replacement = flagOr(importer, node, "with_replacement", false);
   if (r < 0)
     return makeError(

@@ -262,8 +262,7 @@ Outputs convertRandint(GraphImporter &importer, Node *node) {
         "{0} needs the end of its range (titan does not draw from the whole "
         "range of a dtype)",
         name));
-  auto low = static_cast<int64_t>(
-      numberOr(importer, node, random ? "from" : "low", 0.0));
+  int64_t low = intOr(importer, node, random ? "from" : "low", 0);
   auto end = static_cast<int64_t>(high->asDouble());
   if (low >= end)
     return makeError(llvm::formatv(

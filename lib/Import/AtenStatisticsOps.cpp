@@ -171,8 +171,7 @@ llvm::Expected<Trapezoids> trapezoids(GraphImporter &importer, Node *node) {
     return y.takeError();
   RankedTensorType type = tensorType(*y);
   llvm::Expected<int64_t> dim =
-      normalizeDim(static_cast<int64_t>(numberOr(importer, node, "dim", -1)),
-                   type.getRank());
+      normalizeDim(intOr(importer, node, "dim", -1), type.getRank());
   if (!dim)
     return dim.takeError();
   Trapezoids result{*y, *dim, Value()};

@@ -126,6 +126,15 @@ std::string numberText(double value);
 double numberOr(GraphImporter &importer, Node *node, StringRef name,
                 double fallback);
 
+/// The integer input `name` of `node`, or `fallback` when it is absent or
+/// None.
+inline int64_t intOr(GraphImporter &importer, Node *node, StringRef name,
+                     int64_t fallback) {
+  const ImportedValue *value = importer.namedInput(node, name);
+  return value && value->kind == ImportedValue::Kind::Int ? value->intValue
+                                                          : fallback;
+}
+
 /// The boolean input `name` of `node`, or `fallback` when it is absent or
 /// None.
 inline bool flagOr(GraphImporter &importer, Node *node, StringRef name,
