@@ -18,27 +18,26 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%titan_src", config.titan_src_root))
 config.substitutions.append(("%titan_obj", config.titan_obj_root))
 
-def forked_python_command():
-    """%python: test/Inputs/forked_python.py, which runs each script in a
-    process forked from a server that has imported torch and numpy (1.5 s
-    of CPU a script otherwise spends importing them). The server's socket
-    is named after the build folder and the script's version, so that two
-    build folders or an edited script never share one."""
+def fork_server_socket(name, *versions):
+    """The socket of a fork server (test/Inputs/forked_process.py), named
+    after the build folder and the versions of what the server loads, so
+    that two build folders or a rebuilt tool never share one."""
     import hashlib
     import tempfile
-    script = os.path.join(config.titan_src_root, "test", "Inputs", "forked_python.py")
-    key = "%s:%s:%d" % (config.titan_obj_root, config.python_executable,
-                        os.stat(script).st_mtime_ns)
-    socket_path = os.path.join(
-        tempfile.gettempdir(),
-        "titan-python-%d-%s.sock" % (os.getuid(), hashlib.sha1(key.encode()).hexdigest()[:16]))
-    # -S: the client needs no site packages; the scripts run in the server's
-    # children, or, where they cannot, in PYTHON itself.
-    return " ".join([config.python_executable, "-S", script,
-                     config.python_executable, socket_path])
+    key = ":".join([config.titan_obj_root] + [
+        "%s@%d" % (path, os.stat(path).st_mtime_ns) if os.path.exists(path) else path
+        for path in versions])
+    return os.path.join(tempfile.gettempdir(), "titan-%s-%d-%s.sock" % (
+        name, os.getuid(), hashlib.sha1(key.encode()).hexdigest()[:16]))
 
 
-python_command = forked_python_command()
+forked_process = os.path.join(config.titan_src_root, "test", "Inputs", "forked_process.py")
+# %python: each script runs in a process forked from a server that has
+# imported torch and numpy (1.5 s of CPU a script otherwise spends
+# importing them). -S: the client needs no site packages.
+python_command = " ".join([
+    config.python_executable, "-S", forked_process, "python", config.python_executable,
+    fork_server_socket("python", config.python_executable, forked_process)])
 config.substitutions.append(("%python", python_command))
 # models/export.py with each distinct export made once per build folder
 # (test/Inputs/export_cached.py); test/models/ runs export.py itself.
@@ -53,11 +52,12 @@ config.substitutions.append(
      os.path.join(config.titan_obj_root, "lib", "libtitan-fault-injection.so")))
 
 # LSAN_OPTIONS and TITAN_LINKER: tools/scripts/sanitize.sh (lit passes
-# ASAN_OPTIONS and UBSAN_OPTIONS itself); TITAN_TEST_FORK_PYTHON=0 runs
-# every %python script in a Python of its own (test/Inputs/forked_python.py).
+# ASAN_OPTIONS and UBSAN_OPTIONS itself); TITAN_TEST_FORK=0 runs every
+# %python script and titan-compile in a process of its own
+# (test/Inputs/forked_process.py).
 llvm_config.with_system_environment(["HOME", "TMPDIR", "OPENBLAS_CORETYPE",
                                      "OPENBLAS_L2_SIZE", "LSAN_OPTIONS",
-                                     "TITAN_LINKER", "TITAN_TEST_FORK_PYTHON"])
+                                     "TITAN_LINKER", "TITAN_TEST_FORK"])
 llvm_config.use_default_substitutions()
 
 if config.titan_enable_cuda:
@@ -85,12 +85,34 @@ def has_cuda_device():
 if config.titan_enable_cuda and has_cuda_device():
     config.available_features.add("cuda-device")
 
+
+
+def forked_tool(name):
+    """A script in build/test/forked-tools that runs the tool `name` in a
+    process forked from the tool's fork server (its --fork-server: LibTorch
+    loaded once, not 0.7 s of CPU a start); RUN lines and the scripts that
+    find the tool on PATH both run it."""
+    tool = os.path.join(config.titan_tools_dir, name)
+    folder = os.path.join(config.titan_obj_root, "test", "forked-tools")
+    os.makedirs(folder, exist_ok=True)
+    wrapper = os.path.join(folder, name)
+    text = "#!/bin/sh\nexec %s -S %s tool %s %s \"$@\"\n" % (
+        config.python_executable, forked_process, tool,
+        fork_server_socket(name.replace("titan-", ""), tool, forked_process))
+    if not os.path.exists(wrapper) or open(wrapper).read() != text:
+        with open(wrapper + ".tmp", "w") as out:
+            out.write(text)
+        os.chmod(wrapper + ".tmp", 0o755)
+        os.replace(wrapper + ".tmp", wrapper)
+    return wrapper
+
+
 tool_dirs = [config.titan_tools_dir, config.llvm_tools_dir]
 tools = [
     "titan-opt",
     "titan-ckpt",
     "titan-eval",
-    "titan-compile",
+    ToolSubst("titan-compile", forked_tool("titan-compile")),
     "titan-run",
     "titan-calibrate",
     "titan-tune",
@@ -100,3 +122,5 @@ tools = [
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.titan_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment(
+    "PATH", os.path.join(config.titan_obj_root, "test", "forked-tools"), append_path=True)

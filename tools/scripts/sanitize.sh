@@ -43,4 +43,8 @@ export TITAN_LINKER=$linker
 export ASAN_OPTIONS="detect_leaks=1:allow_user_poisoning=0:verify_asan_link_order=0:halt_on_error=1:suppressions=$suppressions/asan.supp"
 export LSAN_OPTIONS="suppressions=$suppressions/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$suppressions/ubsan.supp"
+# Each tool and script in a process of its own (no fork servers,
+# test/Inputs/forked_process.py): the sanitizers see every process from
+# its start to its exit.
+export TITAN_TEST_FORK=0
 TITAN_BUILD_DIR=$build exec "$root/tools/scripts/test.sh"

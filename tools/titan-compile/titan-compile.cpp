@@ -29,6 +29,7 @@
 #include "titan/Report/OverlapTimeline.h"
 #include "titan/Report/PipelineReport.h"
 #include "titan/Report/PlanReport.h"
+#include "titan/Support/ForkServer.h"
 #include "titan/Support/Npy.h"
 #include "titan/Tools/ParseInput.h"
 
@@ -1043,7 +1044,8 @@ static void warnAbout(const TrainConfig &config) {
     llvm::WithColor::warning(llvm::errs(), "titan-compile") << warning << "\n";
 }
 
-int main(int argc, char **argv) {
+/// titan-compile itself (main runs it, or the fork server's children).
+static int compileMain(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerDefaultTimingManagerCLOptions();
   registerAsmPrinterCLOptions();
@@ -1678,4 +1680,13 @@ int main(int argc, char **argv) {
   if (llvm::Error error = writeProgram(**module, outputFile))
     return fail(llvm::toString(std::move(error)));
   return 0;
+}
+
+int main(int argc, char **argv) {
+  // `titan-compile --fork-server SOCKET` (the test suite's, through
+  // test/Inputs/forked_process.py): each request runs compileMain in a
+  // process forked from this one, which has loaded LibTorch already.
+  if (argc == 3 && llvm::StringRef(argv[1]) == "--fork-server")
+    return runForkServer(argv[2], compileMain);
+  exitSkippingStaticDestructors(compileMain(argc, argv));
 }

@@ -1,24 +1,28 @@
-"""Runs a Python script of the tests in a process forked from a server that
-has imported torch and numpy already (lit's %python).
+"""Runs a test's Python script or titan-compile in a process forked from a
+server that has loaded torch already (lit's %python and titan-compile).
 
-usage: forked_python.py PYTHON SOCKET (SCRIPT | -c CODE) [ARG ...]
+usage: forked_process.py python PYTHON SOCKET (SCRIPT | -c CODE) [ARG ...]
+       forked_process.py tool TOOL SOCKET [ARG ...]
 
-Each test runs a few Python scripts, and importing torch takes 1.5 s of
-the build machine's CPU, most of a script's time; the suite runs about 850
-of them. The first call starts the server (this file, `--serve`: PYTHON
-imports torch and numpy and listens on SOCKET) and later calls connect to
-it. The client sends its arguments, working directory, environment and
-umask, and passes its stdin, stdout and stderr. The server forks a child
-which takes them over, runs the script as `python3 SCRIPT ARG ...` would
-(`__main__`, sys.argv, sys.path[0] the script's folder, atexit functions)
-and sends back its exit status, which the client exits with. The server
+Importing torch takes about 1.5 s of the build machine's CPU and LibTorch's
+static initialization in titan-compile about 0.7 s, most of what a test's
+script or compile takes; a run of the suite starts about 850 scripts and
+1,000 compiles. The first call starts the server and later calls connect
+to it: for `python`, this file (`--serve`: PYTHON imports torch and numpy
+and listens on SOCKET); for `tool`, `TOOL --fork-server SOCKET`
+(include/titan/Support/ForkServer.h, the same protocol). The client sends
+its arguments, working directory, umask and environment, and passes its
+stdin, stdout and stderr. The server forks a child which takes them over
+and runs the script as `PYTHON SCRIPT ARG ...` would (`__main__`, sys.argv,
+sys.path[0] the script's folder, atexit functions), or the tool's main,
+and sends back the exit status, which the client exits with. A server
 exits once idle for IDLE_SECONDS.
 
-The script runs as PYTHON itself does (PYTHON SCRIPT ARG ...) when the
-server cannot be reached or started, when the call is not a script or
-`-c` (e.g. `-m`), when TITAN_TEST_FORK_PYTHON=0, and when the environment
-differs from the server's in a variable the imported libraries read as
-they load (OMP_*, OPENBLAS_*, PYTHON*, LD_*, ...), which a forked child
+The call runs as it would without the server (PYTHON SCRIPT ARG ..., TOOL
+ARG ...) when the server cannot be reached or started, when a Python call
+is not a script or `-c` (e.g. `-m`), when TITAN_TEST_FORK=0, and when the
+environment differs from the server's in a variable that libraries read
+as they load (OMP_*, OPENBLAS_*, PYTHON*, LD_*, ...), which a forked child
 could not apply.
 """
 
@@ -31,10 +35,12 @@ import sys
 
 IDLE_SECONDS = 30
 # Variables that torch, numpy, OpenBLAS, OpenMP, the C library or Python
-# read once, as they load: a child of the server would not see a change.
+# read once, as they load: a child of the server would not see a change
+# (the same list as lib/Support/ForkServer.cpp's).
 LOAD_TIME_PREFIXES = ("OMP_", "GOMP_", "KMP_", "MKL_", "OPENBLAS_", "GOTO",
                       "TORCH_", "PYTORCH_", "CUDA_", "NVIDIA_", "PYTHON",
-                      "LD_", "MALLOC_", "GLIBC_", "LC_", "LANG", "TZ")
+                      "LD_", "MALLOC_", "GLIBC_", "LC_", "LANG", "TZ",
+                      "ASAN_", "LSAN_", "UBSAN_", "TSAN_", "MSAN_")
 
 
 def load_time_environment(environ):
@@ -90,8 +96,8 @@ def decode(payload: bytes):
 # --- client -------------------------------------------------------------
 
 
-def run_directly(python, arguments):
-    os.execv(python, [python] + arguments)
+def run_directly(program, arguments):
+    os.execv(program, [program] + arguments)
 
 
 def connect(path: str):
@@ -100,7 +106,7 @@ def connect(path: str):
     return connection
 
 
-def start_server(python: str, path: str):
+def start_server(server, path: str):
     """Starts the server unless another client is starting it (a lock file
     beside the socket), then waits up to 60 s for it to listen."""
     import fcntl
@@ -118,7 +124,7 @@ def start_server(python: str, path: str):
             pass
         # Its own session, no terminal, none of the test's pipes and not
         # the test's folder: it outlives the test that started it.
-        subprocess.Popen([python, os.path.abspath(__file__), "--serve", path],
+        subprocess.Popen(server,
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True,
                          close_fds=True, cwd="/")
@@ -128,34 +134,42 @@ def start_server(python: str, path: str):
                 return connect(path)
             except OSError:
                 time.sleep(0.02)
-    raise OSError("the Python server did not start")
+    raise OSError("the server did not start")
 
 
-def client(python: str, path: str, arguments) -> int:
-    if (not arguments or os.environ.get("TITAN_TEST_FORK_PYTHON") == "0"
-            or (arguments[0].startswith("-") and arguments[0] != "-c")):
-        run_directly(python, arguments)
+def client(kind: str, program: str, path: str, arguments) -> int:
+    """Runs PROGRAM ARGUMENTS through the server of `kind` at `path`."""
+    if kind == "python":
+        server = [program, os.path.abspath(__file__), "--serve", path]
+        sent = arguments
+        forkable = arguments and (arguments[0] == "-c" or not arguments[0].startswith("-"))
+    else:
+        server = [program, "--fork-server", path]
+        sent = [program] + arguments
+        forkable = True
+    if not forkable or os.environ.get("TITAN_TEST_FORK") == "0":
+        run_directly(program, arguments)
     try:
         try:
             connection = connect(path)
         except OSError:
-            connection = start_server(python, path)
+            connection = start_server(server, path)
         umask = os.umask(0)
         os.umask(umask)
-        fields = [os.getcwd(), str(umask), str(len(arguments)), *arguments]
+        fields = [os.getcwd(), str(umask), str(len(sent)), *sent]
         fields += [f"{key}={value}" for key, value in os.environ.items()]
         send_message(connection, encode(fields), fds=(0, 1, 2))
         connection.settimeout(30)
         answer, _ = receive_message(connection)
         connection.settimeout(None)
     except (OSError, ConnectionError):
-        run_directly(python, arguments)
+        run_directly(program, arguments)
     if answer != b"forked":
-        run_directly(python, arguments)
+        run_directly(program, arguments)
     try:
         status, _ = receive_message(connection)
     except (OSError, ConnectionError):
-        sys.stderr.write("forked_python.py: the script's process died\n")
+        sys.stderr.write("forked_process.py: the forked process died\n")
         return 1
     return int(status)
 
@@ -273,4 +287,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "--serve":
         serve(sys.argv[2])
     else:
-        sys.exit(client(sys.argv[1], sys.argv[2], sys.argv[3:]))
+        sys.exit(client(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]))
