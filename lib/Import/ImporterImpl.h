@@ -383,6 +383,12 @@ Value rowMajorOffsets(TensorBuilder &tb, RankedTensorType type,
 /// that models saved by those releases load and import.
 void registerNewerTorchOperators();
 
+/// For an error of TorchScript's loader that names an operator this
+/// LibTorch lacks ("Unknown builtin op: aten::X", a model saved by a newer
+/// PyTorch), what the user should know: the operator, the LibTorch titan
+/// links, the newer operators titan reads and what to do; otherwise none.
+std::optional<std::string> explainUnknownOperator(llvm::StringRef loaderError);
+
 /// The MLIR element type of a torch scalar type, or null.
 Type toElementType(MLIRContext &context, c10::ScalarType type);
 /// The ranked tensor type of `value`.

@@ -14,6 +14,10 @@
 #include <torch/csrc/jit/frontend/function_schema_parser.h>
 #include <torch/csrc/jit/runtime/operator.h>
 
+#include <torch/version.h>
+
+#include "llvm/Support/FormatVariadic.h"
+
 #include <mutex>
 #include <stdexcept>
 
@@ -50,4 +54,32 @@ void mlir::titan::import::registerNewerTorchOperators() {
           c10::AliasAnalysisKind::FROM_SCHEMA));
     }
   });
+}
+
+std::optional<std::string>
+mlir::titan::import::explainUnknownOperator(llvm::StringRef loaderError) {
+  static constexpr llvm::StringLiteral kUnknown = "Unknown builtin op: ";
+  size_t at = loaderError.find(kUnknown);
+  if (at == llvm::StringRef::npos)
+    return std::nullopt;
+  llvm::StringRef op = loaderError.drop_front(at + kUnknown.size());
+  op = op.take_until([](char c) { return c == '\n' || c == ' '; });
+  op.consume_back(".");
+  std::string known;
+  for (const char *schema : kNewerSchemas) {
+    llvm::StringRef name =
+        llvm::StringRef(schema).take_until([](char c) { return c == '('; });
+    known += (known.empty() ? "" : ", ") + name.str();
+  }
+  std::string explanation = llvm::formatv(
+      "its code calls {0}, which LibTorch {1}.{2} (the one titan links) does "
+      "not have: the model was probably saved by a newer PyTorch. Of the "
+      "newer operators titan reads {3}; write this call with older "
+      "operators before saving the model",
+      op, TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, known);
+  // TorchScript's pointer to the call in the model's code.
+  size_t source = loaderError.find("  File ");
+  if (source != llvm::StringRef::npos)
+    explanation += "\n" + loaderError.drop_front(source).rtrim().str();
+  return explanation;
 }

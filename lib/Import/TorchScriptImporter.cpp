@@ -1948,8 +1948,9 @@ mlir::titan::importTorchScriptFile(MLIRContext &context, llvm::StringRef path,
                      "torch.jit.save, complete and not truncated?): " +
                      llvm::StringRef(what).split('\n').first);
   } catch (const std::exception &error) {
-    return makeError("cannot load '" + path +
-                     "' as a TorchScript module: " + error.what());
+    std::optional<std::string> newer = explainUnknownOperator(error.what());
+    return makeError("cannot load '" + path + "' as a TorchScript module: " +
+                     (newer ? *newer : std::string(error.what())));
   }
   if (!module.find_method("forward"))
     return makeError("'" + path + "' has no forward method");
