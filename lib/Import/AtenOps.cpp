@@ -5452,6 +5452,39 @@ Outputs convertNonzero(GraphImporter &importer, Node *node) {
   return single(rows);
 }
 
+/// aten::nonzero_static(x, *, size, fill_value=-1) (PyTorch 2.1): the
+/// first `size` rows of nonzero(x), then rows of fill_value up to `size`: a
+/// static shape [size, rank] whatever the data.
+Outputs convertNonzeroStatic(GraphImporter &importer, Node *node) {
+  llvm::Expected<SmallVector<Value>> coordinates =
+      nonzeroCoordinates(importer, node);
+  if (!coordinates)
+    return coordinates.takeError();
+  const ImportedValue *sizeInput = importer.namedInput(node, "size");
+  if (!sizeInput || !sizeInput->isNumber())
+    return makeError("nonzero_static needs a size known at import time");
+  int64_t size = intOr(importer, node, "size", 0);
+  if (size < 1)
+    return makeError(llvm::formatv(
+        "nonzero_static of size {0}: titan returns at least one row", size));
+  double fill = static_cast<double>(intOr(importer, node, "fill_value", -1));
+  Emitter emit(importer);
+  const ValidPrefix prefix = *importer.validPrefix(coordinates->front());
+  int64_t rank = coordinates->size();
+  SmallVector<Value> columns;
+  for (Value coordinate : *coordinates)
+    columns.push_back(emit.reshape(coordinate, {prefix.length, 1}));
+  Value rows = emit.concat(columns, 1);
+  RankedTensorType rowsType = tensorType(rows);
+  rows = emit.select(validMask(emit, prefix, rowsType.getShape()), rows,
+                     emit.splat(rowsType, fill));
+  if (size <= prefix.length)
+    return single(emit.slice(rows, 0, 0, size, 1));
+  auto padding = RankedTensorType::get({size - prefix.length, rank},
+                                       rowsType.getElementType());
+  return single(emit.concat({rows, emit.splat(padding, fill)}, 0));
+}
+
 /// `self` with `source` scattered along `dim` at `index` (of self's rank),
 /// combined as `combine` says (the body of convertScatter; `op` names it in
 /// errors).
@@ -8261,6 +8294,7 @@ llvm::StringMap<Conversion> buildConversions() {
       [](GraphImporter &i, Node *n) { return convertMaskedFill(i, n, true); });
   add({"aten::nonzero_numpy"}, convertNonzeroTuple);
   add({"aten::nonzero", "aten::argwhere"}, convertNonzero);
+  add({"aten::nonzero_static"}, convertNonzeroStatic);
   add({"aten::sum"}, convertReduce<ReduceSumOp>);
   add({"aten::cumsum"}, convertCumsum);
   add({"aten::mean"}, convertReduce<ReduceMeanOp>);

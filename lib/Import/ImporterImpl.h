@@ -379,8 +379,8 @@ Value rowMajorOffsets(TensorBuilder &tb, RankedTensorType type,
                       function_ref<Value(int64_t)> position);
 
 /// Registers, once, the schemas of the ops of newer PyTorch releases that
-/// the linked LibTorch lacks (scaled_dot_product_attention, rms_norm), so
-/// that models saved by those releases load and import.
+/// the linked LibTorch lacks (scaled_dot_product_attention, nonzero_static,
+/// rms_norm), so that models saved by those releases load and import.
 void registerNewerTorchOperators();
 
 /// For an error of TorchScript's loader that names an operator this

@@ -30,6 +30,9 @@ static constexpr const char *kNewerSchemas[] = {
     "aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor "
     "value, Tensor? attn_mask=None, float dropout_p=0.0, bool "
     "is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor",
+    // PyTorch 2.1 (static-shape MoE dispatch).
+    "aten::nonzero_static(Tensor self, *, int size, int fill_value=-1) -> "
+    "Tensor",
     // PyTorch 2.4 (nn.RMSNorm, F.rms_norm).
     "aten::rms_norm(Tensor input, int[] normalized_shape, Tensor? "
     "weight=None, float? eps=None) -> Tensor",

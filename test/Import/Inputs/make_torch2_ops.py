@@ -6,9 +6,10 @@ attention (enable_gqa, 4 query heads on 2 KV heads) with a scale, attention
 without a mask on a rank-3 query, a boolean padding mask, a float mask
 broadcast over heads, cross-attention to a longer key sequence (causal:
 top-left aligned) with a value head_dim of its own, causal masks
-given as attn_mask (Hugging Face's finfo.min one, a boolean tril), and
-rms_norm with a
-weight, without one (eps None), and over the last two dims.
+given as attn_mask (Hugging Face's finfo.min one, a boolean tril),
+rms_norm with a weight, without one (eps None), and over the last two dims,
+and nonzero_static cutting the positions found to its size and padding
+them with a fill value.
 
 usage: make_torch2_ops.py OUT
 
@@ -59,7 +60,9 @@ class Torch2Ops(nn.Module):
         return (causal, grouped, unmasked, padded, biased, cross, hf_causal, tril_causal,
                 torch.ops.aten.rms_norm(x, [16], self.norm, 1e-5),
                 torch.ops.aten.rms_norm(x * 3.0, [16]),
-                torch.ops.aten.rms_norm(x, [6, 16], self.norm2d, 1e-6))
+                torch.ops.aten.rms_norm(x, [6, 16], self.norm2d, 1e-6),
+                torch.ops.aten.nonzero_static(x > 0.5, size=40),
+                torch.ops.aten.nonzero_static(x[0] > 1.5, size=10, fill_value=7))
 
 
 def main() -> None:

@@ -1,7 +1,8 @@
 """The operators of PyTorch 2 that PyTorch 1.13 lacks, registered in this
 process so that tests can trace and save models that call them, as PyTorch
-2 records them (`torch.scaled_dot_product_attention(...)` and
-`torch.rms_norm(...)` in the saved code), and compute their outputs.
+2 records them (`torch.scaled_dot_product_attention(...)`,
+`torch.nonzero_static(...)` and `torch.rms_norm(...)` in the saved code),
+and compute their outputs.
 
 Each kernel is PyTorch's documented reference for the op, written with
 1.13's ops (autograd goes through them):
@@ -10,6 +11,8 @@ Each kernel is PyTorch's documented reference for the op, written with
   dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False): the
   reference implementation in the docs of
   torch.nn.functional.scaled_dot_product_attention (PyTorch 2.5);
+- nonzero_static(input, *, size, fill_value=-1): the first `size` rows of
+  torch.nonzero(input), then rows of fill_value up to `size` (PyTorch 2.1);
 - rms_norm(input, normalized_shape, weight=None, eps=None):
   x * rsqrt(mean(x^2 over the normalized dims) + eps) * weight, eps None
   meaning torch.finfo(float32).eps (float64's for float64), as
@@ -28,6 +31,8 @@ SCHEMAS = {
         "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, "
         "Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, "
         "float? scale=None, bool enable_gqa=False) -> Tensor",
+    "nonzero_static":
+        "nonzero_static(Tensor self, *, int size, int fill_value=-1) -> Tensor",
     "rms_norm":
         "rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, "
         "float? eps=None) -> Tensor",
@@ -56,6 +61,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     attn_weight = torch.softmax(attn_weight, dim=-1)
     attn_weight = torch.dropout(attn_weight, dropout_p, train=True)
     return attn_weight @ value
+
+
+def nonzero_static(input, size, fill_value=-1):
+    found = torch.nonzero(input)
+    if found.size(0) >= size:
+        return found[:size]
+    padding = torch.full((size - found.size(0), input.dim()), fill_value, dtype=torch.long)
+    return torch.cat([found, padding])
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
