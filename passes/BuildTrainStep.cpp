@@ -104,16 +104,23 @@ LogicalResult BuildTrainStepPass::build() {
               "auxiliary losses) only";
   int64_t batch = logitsType.getDimSize(0), seq = logitsType.getDimSize(1);
   int tokensIndex = -1;
+  SmallVector<std::string> inputNames;
   for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
-    if (nameAndRole(forward, i).second != ArgRole::Input)
+    auto [name, role] = nameAndRole(forward, i);
+    if (role != ArgRole::Input)
       continue;
-    if (tokensIndex >= 0)
-      return forward.emitError()
-             << "titan-build-train-step: @" << forwardName
-             << " has more than one model input; a language model takes the "
-                "token ids only";
+    inputNames.push_back(name.empty() ? "#" + std::to_string(i) : name.str());
     tokensIndex = i;
   }
+  if (inputNames.size() > 1)
+    return forward.emitError()
+           << "titan-build-train-step: @" << forwardName << " has "
+           << inputNames.size() << " model inputs ("
+           << llvm::join(inputNames, ", ")
+           << "); a language model takes the token ids only: trace the model "
+              "with the token ids alone (torch.jit.trace(model, "
+              "(input_ids,))), or script it with the other inputs Optional "
+              "and None by default";
   auto tokensType = tokensIndex < 0
                         ? RankedTensorType()
                         : dyn_cast<RankedTensorType>(

@@ -19,10 +19,10 @@ func.func @forward(%w: tensor<4x4xf32> {titan.role = "param"},
 
 // -----
 
-// expected-error @+1 {{titan-build-train-step: @forward has more than one model input; a language model takes the token ids only}}
+// expected-error @+1 {{titan-build-train-step: @forward has 2 model inputs (#1, mask); a language model takes the token ids only: trace the model with the token ids alone (torch.jit.trace(model, (input_ids,))), or script it with the other inputs Optional and None by default}}
 func.func @forward(%w: tensor<4x4xf32> {titan.role = "param"},
                    %tokens: tensor<2x4xi64> {titan.role = "input"},
-                   %mask: tensor<2x4xi64> {titan.role = "input"}) -> tensor<2x4x4xf32> {
+                   %mask: tensor<2x4xi64> {titan.name = "mask", titan.role = "input"}) -> tensor<2x4x4xf32> {
   %0 = titan.embedding %w, %tokens : tensor<4x4xf32>, tensor<2x4xi64> -> tensor<2x4x4xf32>
   return %0 : tensor<2x4x4xf32>
 }

@@ -1085,6 +1085,8 @@ static int compileMain(int argc, char **argv) {
   DialectRegistry registry;
   registerAllDialects(registry);
   MLIRContext context(registry);
+  // Errors name the op and the fix; the IR around them is for titan-opt.
+  context.printOpOnDiagnostic(false);
   // Warnings and remarks of the passes (what they chose instead of failing)
   // reach the user as the config's warnings do; errors keep MLIR's printing,
   // followed by their notes (which MLIR's default printing drops).
