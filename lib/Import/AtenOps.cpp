@@ -7721,6 +7721,20 @@ Outputs convertLength(GraphImporter &importer, Node *node, StringRef what) {
 
 Outputs convertGetItem(GraphImporter &importer, Node *node) {
   const ImportedValue &list = importer.input(node, 0);
+  // dict[key] of a string key (a traced submodule's dict output).
+  if (list.kind == ImportedValue::Kind::Dict) {
+    const ImportedValue &key = importer.input(node, 1);
+    auto found = key.kind == ImportedValue::Kind::String
+                     ? llvm::find(list.keys, key.text)
+                     : list.keys.end();
+    if (found == list.keys.end())
+      return makeError("the dict has no key " +
+                       (key.kind == ImportedValue::Kind::String
+                            ? "'" + key.text + "'"
+                            : std::string("of that kind")) +
+                       " (keys: " + llvm::join(list.keys, ", ") + ")");
+    return single(list.items[found - list.keys.begin()]);
+  }
   llvm::Expected<int64_t> index = importer.intInput(node, 1);
   if (list.kind != ImportedValue::Kind::List || !index)
     return makeError("indexing needs a list and a constant index");

@@ -39,6 +39,9 @@ struct ImportedValue {
     Device,
     Module,
     List,
+    /// A dict of string keys (`items` in `keys`' order): a traced model's
+    /// output with strict=False, as Hugging Face's return_dict gives.
+    Dict,
   };
   Kind kind = Kind::None;
   /// Tensor value; the real part of a complex tensor.
@@ -49,8 +52,10 @@ struct ImportedValue {
   double floatValue = 0;
   /// String, device name, or the qualified name of a module ("" = root).
   std::string text;
-  /// Elements of a list or tuple.
+  /// Elements of a list or tuple; a dict's values.
   std::vector<ImportedValue> items;
+  /// A dict's keys, one per item.
+  std::vector<std::string> keys;
   /// The module, for Kind::Module.
   std::optional<torch::jit::Module> module;
   /// For a number that TorchScript holds as a 0-d tensor (a Python number
@@ -71,6 +76,8 @@ struct ImportedValue {
   static ImportedValue ofBool(bool v);
   static ImportedValue ofString(std::string v, Kind kind = Kind::String);
   static ImportedValue ofList(std::vector<ImportedValue> items);
+  static ImportedValue ofDict(std::vector<std::string> keys,
+                              std::vector<ImportedValue> values);
 
   bool isTensor() const { return kind == Kind::Tensor; }
   bool isComplex() const { return kind == Kind::Complex; }

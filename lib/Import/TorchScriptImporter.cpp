@@ -92,6 +92,15 @@ ImportedValue ImportedValue::ofList(std::vector<ImportedValue> items) {
   return result;
 }
 
+ImportedValue ImportedValue::ofDict(std::vector<std::string> keys,
+                                    std::vector<ImportedValue> values) {
+  ImportedValue result;
+  result.kind = Kind::Dict;
+  result.keys = std::move(keys);
+  result.items = std::move(values);
+  return result;
+}
+
 llvm::Error mlir::titan::import::makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
@@ -1131,9 +1140,12 @@ selectBranchValue(TensorBuilder &tb, Value condition,
     return ImportedValue::ofTensor(
         tb.select(mask, onTrue.tensor, onFalse.tensor));
   }
-  case ImportedValue::Kind::List: {
+  case ImportedValue::Kind::List:
+  case ImportedValue::Kind::Dict: {
     if (onTrue.items.size() != onFalse.items.size())
       return makeError("the branches give lists of different lengths");
+    if (onTrue.keys != onFalse.keys)
+      return makeError("the branches give dicts of different keys");
     std::vector<ImportedValue> items;
     for (auto [a, b] : llvm::zip(onTrue.items, onFalse.items)) {
       llvm::Expected<ImportedValue> item =
@@ -1369,6 +1381,22 @@ GraphImporter::importPrim(torch::jit::Node *node, bool &handled) {
       items.push_back(input(node, i));
     return std::vector<ImportedValue>{ImportedValue::ofList(std::move(items))};
   }
+  // A dict of string keys: {"logits": ..., "hidden_states": ...}.
+  if (kind == torch::jit::prim::DictConstruct) {
+    std::vector<std::string> keys;
+    std::vector<ImportedValue> values;
+    for (size_t i = 0; i + 1 < node->inputs().size(); i += 2) {
+      const ImportedValue &key = input(node, i);
+      if (key.kind != ImportedValue::Kind::String)
+        return makeError("titan reads dicts of string keys only");
+      if (llvm::is_contained(keys, key.text))
+        return makeError("the dict has the key '" + key.text + "' twice");
+      keys.push_back(key.text);
+      values.push_back(input(node, i + 1));
+    }
+    return std::vector<ImportedValue>{
+        ImportedValue::ofDict(std::move(keys), std::move(values))};
+  }
   if (kind == torch::jit::prim::ListUnpack ||
       kind == torch::jit::prim::TupleUnpack) {
     const ImportedValue &list = input(node, 0);
@@ -1588,10 +1616,31 @@ static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
   if (options.foldedOps)
     *options.foldedOps = importer.getFoldedOps();
 
-  // The model returns one tensor or a tuple of tensors.
+  // The model returns one tensor or a tuple of tensors, or a dict with the
+  // logits under "logits" (Hugging Face's return_dict, traced with
+  // strict=False): the logits are the result, the other entries are left.
   std::vector<ImportedValue> results = *outputs;
   if (results.size() == 1 && results[0].kind == ImportedValue::Kind::List)
     results = results[0].items;
+  if (results.size() == 1 && results[0].kind == ImportedValue::Kind::Dict) {
+    const ImportedValue &dict = results[0];
+    auto logits = llvm::find(dict.keys, "logits");
+    if (logits == dict.keys.end())
+      return makeError("the model returns a dict without \"logits\" (keys: " +
+                       llvm::join(dict.keys, ", ") +
+                       "); return the logits, or a dict with them under "
+                       "\"logits\"");
+    SmallVector<std::string> left;
+    for (const std::string &key : dict.keys)
+      if (key != "logits")
+        left.push_back(key);
+    if (!left.empty())
+      emitWarning(UnknownLoc::get(&context))
+          << "the model returns a dict: titan trains its \"logits\" and "
+             "leaves the other entries ("
+          << llvm::join(left, ", ") << ")";
+    results = {dict.items[logits - dict.keys.begin()]};
+  }
   SmallVector<Value> returned;
   for (ImportedValue &result : results) {
     if (result.isNumber())
