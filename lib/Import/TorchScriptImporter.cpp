@@ -1641,6 +1641,22 @@ static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
           << llvm::join(left, ", ") << ")";
     results = {dict.items[logits - dict.keys.begin()]};
   }
+  // Tuples after the first output (Hugging Face's past_key_values, which a
+  // model exported with torchscript=True returns while use_cache is on)
+  // are left, with a warning.
+  for (size_t index = 1; index < results.size();) {
+    if (results[index].kind != ImportedValue::Kind::List) {
+      ++index;
+      continue;
+    }
+    emitWarning(UnknownLoc::get(&context))
+        << "the model's output " << index << " is a tuple of "
+        << results[index].items.size()
+        << " values, not a tensor (as Hugging Face's past_key_values, "
+           "returned while use_cache is on): titan leaves it; set use_cache "
+           "to false to drop it";
+    results.erase(results.begin() + index);
+  }
   SmallVector<Value> returned;
   for (ImportedValue &result : results) {
     if (result.isNumber())

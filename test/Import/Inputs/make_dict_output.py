@@ -2,12 +2,15 @@
 Hugging Face's models are with return_dict (their ModelOutput is a dict),
 for test/Import/dict-output.test: a block whose output dict another reads
 by key (`out["logits"]`, `out["hidden_states"]`) and a model returning
-{"logits", "aux"}; and one whose dict has no "logits".
+{"logits", "aux"}; one whose dict has no "logits"; and one returning its
+logits and a tuple of (key, value) pairs, as a Hugging Face model exported
+with torchscript=True does while use_cache is on (past_key_values).
 
 usage: make_dict_output.py OUT
 
 OUT receives model.pt (forward(tokens: int64 [2, 32]) -> dict),
-tokens.npy, logits.npy (the dict's "logits") and no-logits.pt.
+tokens.npy, logits.npy (the dict's "logits"), no-logits.pt, cache.pt and
+cache-logits.npy (its logits).
 """
 
 import os
@@ -50,6 +53,13 @@ class Scores(Inner):
         return {"scores": self.head(self.embedding(tokens))}
 
 
+class WithCache(Inner):
+    def forward(self, tokens):
+        hidden = self.embedding(tokens)
+        key = torch.tanh(hidden)
+        return self.head(key), ((key, key * 2.0), (key + 1.0, key - 1.0))
+
+
 def main() -> None:
     warnings.filterwarnings("ignore")
     out = sys.argv[1]
@@ -59,9 +69,12 @@ def main() -> None:
     model = DictLM().eval()
     torch.jit.trace(model, batch, strict=False).save(os.path.join(out, "model.pt"))
     torch.jit.trace(Scores().eval(), batch, strict=False).save(os.path.join(out, "no-logits.pt"))
+    cached = WithCache().eval()
+    torch.jit.trace(cached, batch).save(os.path.join(out, "cache.pt"))
     np.save(os.path.join(out, "tokens.npy"), batch.numpy())
     with torch.no_grad():
         np.save(os.path.join(out, "logits.npy"), model(batch)["logits"].numpy())
+        np.save(os.path.join(out, "cache-logits.npy"), cached(batch)[0].numpy())
 
 
 if __name__ == "__main__":
