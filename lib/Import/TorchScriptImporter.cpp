@@ -1644,19 +1644,19 @@ static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
   // Tuples after the first output (Hugging Face's past_key_values, which a
   // model exported with torchscript=True returns while use_cache is on)
   // are left, with a warning.
-  for (size_t index = 1; index < results.size();) {
-    if (results[index].kind != ImportedValue::Kind::List) {
-      ++index;
+  std::vector<ImportedValue> kept;
+  for (auto [index, result] : llvm::enumerate(results)) {
+    if (index == 0 || result.kind != ImportedValue::Kind::List) {
+      kept.push_back(std::move(result));
       continue;
     }
     emitWarning(UnknownLoc::get(&context))
-        << "the model's output " << index << " is a tuple of "
-        << results[index].items.size()
-        << " values, not a tensor (as Hugging Face's past_key_values, "
+        << "the model's output " << index
+        << " is a tuple, not a tensor (as Hugging Face's past_key_values, "
            "returned while use_cache is on): titan leaves it; set use_cache "
            "to false to drop it";
-    results.erase(results.begin() + index);
   }
+  results = std::move(kept);
   SmallVector<Value> returned;
   for (ImportedValue &result : results) {
     if (result.isNumber())

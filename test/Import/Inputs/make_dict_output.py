@@ -3,8 +3,9 @@ Hugging Face's models are with return_dict (their ModelOutput is a dict),
 for test/Import/dict-output.test: a block whose output dict another reads
 by key (`out["logits"]`, `out["hidden_states"]`) and a model returning
 {"logits", "aux"}; one whose dict has no "logits"; and one returning its
-logits and a tuple of (key, value) pairs, as a Hugging Face model exported
-with torchscript=True does while use_cache is on (past_key_values).
+logits, a tuple of (key, value) pairs, as a Hugging Face model exported
+with torchscript=True does while use_cache is on (past_key_values), and a
+tuple of hidden states (output_hidden_states).
 
 usage: make_dict_output.py OUT
 
@@ -57,7 +58,7 @@ class WithCache(Inner):
     def forward(self, tokens):
         hidden = self.embedding(tokens)
         key = torch.tanh(hidden)
-        return self.head(key), ((key, key * 2.0), (key + 1.0, key - 1.0))
+        return self.head(key), ((key, key * 2.0), (key + 1.0, key - 1.0)), (hidden,)
 
 
 def main() -> None:
