@@ -1549,9 +1549,12 @@ inputType(MLIRContext &context, torch::jit::Value *input,
     }
   }
   return makeError("the shape of input '" + name +
-                   "' is not recorded in the model (scripted modules do not "
-                   "record shapes); give it with --input-shape " +
-                   name + "=<dims>x<type>, e.g. " + name + "=2x64xi64");
+                   "' is not recorded in the model (a saved TorchScript "
+                   "module, traced or scripted, does not keep its inputs' "
+                   "shapes); give it with --input-shape " +
+                   name + "=<dims>x<type>, e.g. " + name +
+                   "=2x64xi64 (a language model's token ids take the "
+                   "training batch's shape from --config)");
 }
 
 /// The name of a graph input: its TorchScript debug name without the

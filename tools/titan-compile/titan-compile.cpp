@@ -135,7 +135,8 @@ static cl::opt<std::string>
 static cl::list<std::string>
     inputShapes("input-shape",
                 cl::desc("Shape of a model input, e.g. tokens=2x64xi64 "
-                         "(needed for scripted modules)"),
+                         "(a saved module does not keep its inputs' shapes; "
+                         "with --config the token ids take the batch's)"),
                 cl::value_desc("name=shape"), cl::cat(compileOptions));
 static cl::opt<std::string>
     planReport("plan-report",
