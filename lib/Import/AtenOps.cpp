@@ -5460,10 +5460,10 @@ Outputs convertNonzeroStatic(GraphImporter &importer, Node *node) {
       nonzeroCoordinates(importer, node);
   if (!coordinates)
     return coordinates.takeError();
-  const ImportedValue *sizeInput = importer.namedInput(node, "size");
-  if (!sizeInput || !sizeInput->isNumber())
-    return makeError("nonzero_static needs a size known at import time");
-  int64_t size = intOr(importer, node, "size", 0);
+  llvm::Expected<int64_t> sizeInput = importer.intInput(node, 1);
+  if (!sizeInput)
+    return sizeInput.takeError();
+  int64_t size = *sizeInput;
   if (size < 1)
     return makeError(llvm::formatv(
         "nonzero_static of size {0}: titan returns at least one row", size));

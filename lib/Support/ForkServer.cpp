@@ -10,6 +10,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Errno.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -61,30 +62,26 @@ loadTimeEnvironment(llvm::ArrayRef<llvm::StringRef> entries) {
   return found;
 }
 
-bool writeAll(int fd, const char *data, size_t size) {
+/// Moves all `size` bytes at `data` with `transfer` (::read or ::write),
+/// retried after signals; false at an error or the end of the stream.
+template <typename Buffer, typename Transfer>
+bool transferAll(int fd, Buffer *data, size_t size, Transfer transfer) {
   while (size) {
-    ssize_t written = ::write(fd, data, size);
-    if (written < 0 && errno == EINTR)
-      continue;
-    if (written <= 0)
+    ssize_t moved = llvm::sys::RetryAfterSignal(-1, transfer, fd, data, size);
+    if (moved <= 0)
       return false;
-    data += written;
-    size -= written;
+    data += moved;
+    size -= moved;
   }
   return true;
 }
 
+bool writeAll(int fd, const char *data, size_t size) {
+  return transferAll(fd, data, size, ::write);
+}
+
 bool readExactly(int fd, char *data, size_t size) {
-  while (size) {
-    ssize_t got = ::read(fd, data, size);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0)
-      return false;
-    data += got;
-    size -= got;
-  }
-  return true;
+  return transferAll(fd, data, size, ::read);
 }
 
 /// Sends one length-prefixed message.
