@@ -247,7 +247,15 @@ def PartitionPipelinePass : Pass<"titan-partition-pipeline",
     reduction across data-parallel ranks (as FSDP2 under a pipeline
     schedule), in the type they are reduced in, then divided by the number
     of microbatches (torch's `scale_grads`); the loss is the mean of the
-    microbatch losses. The optimizer runs once, on the rank's own
+    microbatch losses. A cross-entropy (`titan.cross_entropy`, and its
+    gradient's cotangent) is weighted by its microbatch's share of the
+    step's labels (the labels not `ignore_index`, counted over the
+    data-parallel ranks, times the number of microbatches; a microbatch
+    without labels adds nothing), so that the loss and the gradients are
+    the mean over all the step's labels, as without microbatches, however
+    the ignored labels fall (torchtitan's division by the global count of
+    valid tokens); that needs labels computed from the inputs alone, else
+    the microbatch means are averaged. The optimizer runs once, on the rank's own
     parameters; a sum over all parameters (the gradient norm of clipping)
     is summed per rank and exchanged between the pipeline ranks (summed
     in rank order, so every rank gets the same bits; the exchanges run in
@@ -268,6 +276,12 @@ def PartitionPipelinePass : Pass<"titan-partition-pipeline",
     communication, UNSHARD, RESHARD and REDUCE_GRAD cells are accepted and
     the pass places its own transfers by the data flow), checked, and run
     instead of `schedule`'s.
+
+    With `degree` 1 the pass is gradient accumulation
+    (`training.global_batch_size`): one stage holds the whole model (it
+    needs no transformer blocks), its microbatches run one after the other
+    (1F1B: each microbatch's forward, then its backward), their gradients
+    are summed and the optimizer runs once; nothing is sent.
 
     Errors: an unknown schedule; microbatches or stages the schedule cannot
     run (torch's rules); a schedule CSV that cannot be read, is malformed,

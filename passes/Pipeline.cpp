@@ -174,14 +174,24 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   }
   // Pipeline parallelism: each pipeline rank's program (the rank is set
   // by the caller). torchtitan's "default" keeps the parameters FSDP
-  // gathers for every microbatch of the step under a pipeline.
-  if (mesh.getPipelineDegree() > 1) {
+  // gathers for every microbatch of the step under a pipeline. Gradient
+  // accumulation without one is a pipeline of one rank and one stage, its
+  // microbatches local_batch_size rows each, run forward then backward one
+  // after the other (1F1B).
+  int64_t accumulation =
+      config.training.getAccumulationSteps(mesh.getDataParallelDegree());
+  if (mesh.getPipelineDegree() > 1 || accumulation > 1) {
     PartitionPipelinePassOptions pipeline;
     pipeline.degree = mesh.getPipelineDegree();
-    pipeline.microbatches = config.training.localBatchSize /
-                            parallelism.pipelineParallelMicrobatchSize;
-    pipeline.schedule = parallelism.pipelineParallelSchedule;
-    pipeline.scheduleCsv = parallelism.pipelineParallelScheduleCsv;
+    if (pipeline.degree > 1) {
+      pipeline.microbatches = config.training.localBatchSize * accumulation /
+                              parallelism.pipelineParallelMicrobatchSize;
+      pipeline.schedule = parallelism.pipelineParallelSchedule;
+      pipeline.scheduleCsv = parallelism.pipelineParallelScheduleCsv;
+    } else {
+      pipeline.microbatches = accumulation;
+      pipeline.schedule = "1F1B";
+    }
     pipeline.device = config.hardware.device;
     pipeline.ranksPerNode = config.hardware.ranksPerNode;
     options.pipeline = pipeline;
@@ -268,6 +278,9 @@ buildNamedPipeline(PipelineStage stage, OpPassManager &pm, StringRef text,
     if (!resolved)
       return errorHandler(llvm::toString(resolved.takeError()));
     mesh = *resolved;
+    if (llvm::Error error =
+            config->training.checkGlobalBatchSize(mesh.getDataParallelDegree()))
+      return errorHandler(llvm::toString(std::move(error)));
   }
   if (options->backend != "cpu" && options->backend != "cuda")
     return errorHandler("backend '" + options->backend +

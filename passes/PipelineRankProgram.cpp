@@ -99,6 +99,28 @@ private:
   /// the same elements in the whole batch, so that every microbatch draws
   /// its own numbers, the ones the same rows draw without pipelining.
   FailureOr<Operation *> cloneRandom(RandomUniformOp op, int64_t m);
+  /// The weights of a cross-entropy over `labels` (of the step) ignoring
+  /// `ignoreIndex`, one per microbatch, made once: microbatch m's count of
+  /// labels times microbatches / the step's count (at least 1), and the
+  /// counts; none when the labels are not a function of the microbatched
+  /// inputs alone.
+  struct LossWeights {
+    SmallVector<Value> weights, counts;
+  };
+  const std::optional<LossWeights> &
+  getLossWeights(Value labels, int64_t ignoreIndex, Location loc);
+  /// Whether `value` is computed from the microbatched inputs and
+  /// invariants alone, by at most `budget` forward ops of a microbatch.
+  bool isFromInputs(Value value, int64_t &budget) const;
+  /// Microbatch `m`'s `value` for such a value: the forward's when it ran,
+  /// else cloned into `map`.
+  Value cloneFromInputs(Value value, int64_t m, IRMapping &map);
+  /// Microbatch `m`'s clone of a cross-entropy or its gradient, weighted by
+  /// getLossWeights: the mean over the microbatch's labels counts as its
+  /// share of the step's labels (zero for a microbatch without any), so
+  /// that the step's loss and gradients are the means over all its labels,
+  /// as without microbatches, however the ignored labels fall.
+  FailureOr<Operation *> cloneCrossEntropy(Operation *op, int64_t m);
   LogicalResult cloneOps(ArrayRef<Operation *> ops, int64_t m);
   LogicalResult runForward(int64_t s, int64_t m);
   LogicalResult runInputGrad(int64_t s, int64_t m);
@@ -133,6 +155,7 @@ private:
   std::vector<IRMapping> mbValues;
   DenseMap<std::pair<Value, int64_t>, Value> slices;
   DenseMap<Value, Value> sums, stepValues;
+  DenseMap<std::pair<Value, int64_t>, std::optional<LossWeights>> lossWeights;
 };
 
 Value RankProgram::lookupInvariant(Value value) {
@@ -280,13 +303,170 @@ FailureOr<Value> RankProgram::lookup(Value value, int64_t m, Operation *user) {
                               "do not follow the stages' data flow)";
 }
 
+bool RankProgram::isFromInputs(Value value, int64_t &budget) const {
+  if (stages.isMicrobatched(value))
+    return true;
+  Operation *def = value.getDefiningOp();
+  if (!def || stages.getTiming(def) == OpTiming::Invariant)
+    return true;
+  if (stages.getTiming(def) != OpTiming::PerMicrobatch ||
+      stages.isBackward(def) || isa<RandomUniformOp>(def) ||
+      def->getNumRegions() != 0 || --budget < 0)
+    return false;
+  return llvm::all_of(def->getOperands(), [&](Value operand) {
+    return isFromInputs(operand, budget);
+  });
+}
+
+Value RankProgram::cloneFromInputs(Value value, int64_t m, IRMapping &map) {
+  if (Value known = mbValues[m].lookupOrNull(value))
+    return known;
+  if (Value known = map.lookupOrNull(value))
+    return known;
+  if (stages.isMicrobatched(value))
+    return getMicrobatch(cast<BlockArgument>(value), m);
+  Operation *def = value.getDefiningOp();
+  if (!def || stages.getTiming(def) == OpTiming::Invariant)
+    return lookupInvariant(value);
+  Operation *clone = *cloneWithOperands(def, [&](Value operand) {
+    return FailureOr<Value>(cloneFromInputs(operand, m, map));
+  });
+  for (auto [old, now] : llvm::zip(def->getResults(), clone->getResults()))
+    map.map(old, now);
+  return map.lookup(value);
+}
+
+const std::optional<RankProgram::LossWeights> &
+RankProgram::getLossWeights(Value labels, int64_t ignoreIndex, Location loc) {
+  auto [entry, inserted] = lossWeights.try_emplace({labels, ignoreIndex});
+  std::optional<LossWeights> &result = entry->second;
+  // Labels computed from more than a few ops of the inputs (or from
+  // anything else) keep the mean of the microbatches' means.
+  constexpr int64_t kMaxLabelOps = 64;
+  int64_t budget = kMaxLabelOps;
+  if (!inserted || !isFromInputs(labels, budget))
+    return result;
+  // Each microbatch's count of labels, summed over the ranks that hold its
+  // rows (a partial sum, replicated).
+  PlacementsAttr placements = placementsOf(labels);
+  PlacementsAttr partial, replicated;
+  if (placements) {
+    SmallVector<Placement> partials, replicas;
+    for (const Placement &placement : placements.getPlacements()) {
+      partials.push_back(placement.isShard() ? Placement::partial()
+                                             : Placement::replicate());
+      replicas.push_back(Placement::replicate());
+    }
+    partial =
+        PlacementsAttr::get(step.getContext(), placements.getMesh(), partials);
+    replicated =
+        PlacementsAttr::get(step.getContext(), placements.getMesh(), replicas);
+  }
+  TensorBuilder tb(builder, loc);
+  auto place = [&](Value value, PlacementsAttr on) {
+    setPlacements(value, on);
+    return value;
+  };
+  LossWeights made;
+  Value total;
+  for (int64_t m = 0; m < microbatches; ++m) {
+    IRMapping map;
+    Value local = cloneFromInputs(labels, m, map);
+    Value ignored = place(tb.splatLike(local, double(ignoreIndex)), placements);
+    Value counted =
+        place(tb.cast(place(tb.compare("ne", local, ignored), placements),
+                      builder.getF32Type()),
+              placements);
+    Value count = place(tb.sumAll(counted), partial);
+    if (partial && partial != replicated)
+      count = RedistributeOp::create(builder, loc, count.getType(), count,
+                                     replicated);
+    place(count, replicated);
+    made.counts.push_back(count);
+    total = total ? place(tb.binary<AddOp>(total, count), replicated) : count;
+  }
+  Value atLeastOne = place(
+      tb.binary<MaxOp>(total, place(tb.splatLike(total, 1.0), replicated)),
+      replicated);
+  for (Value count : made.counts)
+    made.weights.push_back(
+        place(tb.scale(place(tb.binary<DivOp>(count, atLeastOne), replicated),
+                       double(microbatches)),
+              replicated));
+  result = std::move(made);
+  return result;
+}
+
+FailureOr<Operation *> RankProgram::cloneCrossEntropy(Operation *op,
+                                                      int64_t m) {
+  auto plain = [&] {
+    return cloneWithOperands(
+        op, [&](Value operand) { return lookup(operand, m, op); });
+  };
+  auto loss = dyn_cast<CrossEntropyOp>(op);
+  auto grad = dyn_cast<CrossEntropyGradOp>(op);
+  Value labels = loss ? loss.getLabels() : grad.getLabels();
+  int64_t ignoreIndex = loss ? loss.getIgnoreIndex() : grad.getIgnoreIndex();
+  if (microbatches == 1)
+    return plain();
+  const std::optional<LossWeights> &weights =
+      getLossWeights(labels, ignoreIndex, op->getLoc());
+  if (!weights)
+    return plain();
+  TensorBuilder tb(builder, op->getLoc());
+  Type element = cast<RankedTensorType>(
+                     (loss ? loss.getResult() : grad.getGrad()).getType())
+                     .getElementType();
+  Value weight = tb.cast(weights->weights[m], element);
+  setPlacements(weight, placementsOf(weights->weights[m]));
+  if (grad) {
+    // The cotangent reaching the loss scales every gradient it feeds.
+    FailureOr<Value> cotangent = lookup(grad.getGrad(), m, op);
+    if (failed(cotangent))
+      return failure();
+    Value weighted = tb.binary<MulOp>(*cotangent, weight);
+    setPlacements(weighted, placementsOf(grad.getGrad()));
+    return cloneWithOperands(op, [&](Value operand) -> FailureOr<Value> {
+      if (operand == grad.getGrad())
+        return weighted;
+      return lookup(operand, m, op);
+    });
+  }
+  FailureOr<Operation *> clone = plain();
+  if (failed(clone))
+    return failure();
+  PlacementsAttr placements = placementsOf(loss.getResult());
+  Value mean = (*clone)->getResult(0);
+  Value weighted = tb.binary<MulOp>(mean, weight);
+  setPlacements(weighted, placements);
+  // A microbatch without labels has a NaN mean (0 / 0) and no share.
+  if (!placements ||
+      llvm::all_of(placements.getPlacements(), [](const Placement &placement) {
+        return placement.isReplicate();
+      })) {
+    Value count = weights->counts[m];
+    Value some = tb.compare("gt", count, tb.splatLike(count, 0.0));
+    setPlacements(some.getDefiningOp()->getOperand(1), placements);
+    setPlacements(some, placements);
+    Value zero = tb.splatLike(weighted, 0.0);
+    setPlacements(zero, placements);
+    weighted = tb.select(some, weighted, zero);
+    setPlacements(weighted, placements);
+  }
+  // The op's uses read the weighted loss.
+  return weighted.getDefiningOp();
+}
+
 LogicalResult RankProgram::cloneOps(ArrayRef<Operation *> ops, int64_t m) {
   for (Operation *op : ops) {
-    auto random = dyn_cast<RandomUniformOp>(op);
-    FailureOr<Operation *> clone =
-        random ? cloneRandom(random, m)
-               : cloneWithOperands(
-                     op, [&](Value operand) { return lookup(operand, m, op); });
+    FailureOr<Operation *> clone = failure();
+    if (auto random = dyn_cast<RandomUniformOp>(op))
+      clone = cloneRandom(random, m);
+    else if (isa<CrossEntropyOp, CrossEntropyGradOp>(op))
+      clone = cloneCrossEntropy(op, m);
+    else
+      clone = cloneWithOperands(
+          op, [&](Value operand) { return lookup(operand, m, op); });
     if (failed(clone))
       return failure();
     for (auto [old, now] : llvm::zip(op->getResults(), (*clone)->getResults()))

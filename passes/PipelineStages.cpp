@@ -179,7 +179,9 @@ PipelineStages::assignStages(ArrayRef<int64_t> stageBlocks,
           !block.empty() && !llvm::is_contained(blocks, block))
         blocks.push_back(block);
   int64_t numBlocks = blocks.size();
-  if (numBlocks < numStages)
+  // One stage (gradient accumulation) holds the whole model, blocks or
+  // none.
+  if (numBlocks < numStages && numStages > 1)
     return emitError(step.getLoc())
            << "titan-partition-pipeline: the model has " << numBlocks
            << " transformer blocks, fewer than the " << numStages
@@ -211,7 +213,9 @@ PipelineStages::assignStages(ArrayRef<int64_t> stageBlocks,
     }
   }
   SmallVector<int64_t> perStage(stageBlocks);
-  if (perStage.empty()) {
+  if (perStage.empty() && numStages == 1) {
+    perStage.push_back(numBlocks);
+  } else if (perStage.empty()) {
     SmallVector<double> costs;
     for (StringRef block : blocks)
       costs.push_back(blockSeconds.lookup(block));

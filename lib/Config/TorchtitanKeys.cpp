@@ -121,11 +121,6 @@ const TorchtitanKey kKeys[] = {
      TorchtitanCheck::EqualsTrainingSteps},
 
     // [training]
-    {"training.global_batch_size", "v0.1.0, v0.2.x", T::Integer, D::Refused,
-     "-1",
-     "titan has no gradient accumulation: the global batch is "
-     "training.local_batch_size times the data-parallel degree",
-     "remove it (or set it to -1) and set training.local_batch_size"},
     {"training.enable_cpu_offload", "v0.1.0, v0.2.x", T::Boolean, D::Refused,
      "false",
      "titan keeps parameters, gradients and optimizer state in device "

@@ -14,6 +14,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -36,6 +37,30 @@ ElementType TrainingConfig::getParamDtype() const {
 
 ElementType TrainingConfig::getReduceDtype() const {
   return mixedPrecisionDtype(mixedPrecisionReduce);
+}
+
+int64_t TrainingConfig::getAccumulationSteps(int64_t dataParallelDegree) const {
+  if (globalBatchSize < 0)
+    return 1;
+  return std::max<int64_t>(1, globalBatchSize /
+                                  (localBatchSize * dataParallelDegree));
+}
+
+llvm::Error
+TrainingConfig::checkGlobalBatchSize(int64_t dataParallelDegree) const {
+  int64_t rows = localBatchSize * dataParallelDegree;
+  if (globalBatchSize < 0 || globalBatchSize % rows == 0)
+    return llvm::Error::success();
+  int64_t lower = std::max(rows, globalBatchSize / rows * rows);
+  return llvm::createStringError(llvm::formatv(
+      "training.global_batch_size = {0} is not a multiple of "
+      "training.local_batch_size = {1} times the data-parallel degree {2} "
+      "(data_parallel_replicate_degree x data_parallel_shard_degree): each "
+      "step runs global_batch_size / {3} microbatches of local_batch_size "
+      "rows per rank (torchtitan's gradient accumulation); set it to {4} or "
+      "{5}, or to -1 for no accumulation",
+      globalBatchSize, localBatchSize, dataParallelDegree, rows, lower,
+      lower + rows));
 }
 
 namespace {
@@ -68,6 +93,7 @@ std::vector<TomlSection> schema(TrainConfig &c) {
       {"training",
        {{"local_batch_size", &c.training.localBatchSize},
         {"batch_size", &c.training.localBatchSize},
+        {"global_batch_size", &c.training.globalBatchSize},
         {"seq_len", &c.training.seqLen},
         {"max_norm", &c.training.maxNorm},
         {"steps", &c.training.steps},
@@ -213,6 +239,10 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
                "must be a finite number (<= 0: no gradient clipping)");
   if (c.training.localBatchSize < 1)
     return bad("training.local_batch_size", "must be at least 1");
+  if (c.training.globalBatchSize == 0)
+    return bad("training.global_batch_size",
+               "must be at least 1 (or -1: local_batch_size times the "
+               "data-parallel degree)");
   if (c.training.seqLen < 1)
     return bad("training.seq_len", "must be at least 1");
   if (c.training.steps < 0)

@@ -19,6 +19,7 @@
 #include "titan/Dialect/ArgRole.h"
 #include "titan/Dialect/ArgumentTrace.h"
 #include "titan/Dialect/GlobalShape.h"
+#include "titan/Dialect/PipelineMesh.h"
 #include "titan/Dialect/Provenance.h"
 #include "titan/Dialect/TitanDialect.h"
 #include "titan/Placement/PlacementAlgebra.h"
@@ -240,7 +241,18 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
            << std::get<1>(axis);
       },
       " x ");
-  os << " (" << mesh.getNumDevices() << " ranks)\n\n";
+  os << " (" << mesh.getNumDevices() << " ranks)\n";
+  // Gradient accumulation: the one-stage pipeline of
+  // titan-partition-pipeline.
+  if (auto pipeline =
+          function->getAttrOfType<DictionaryAttr>(kPipelineAttrName)) {
+    auto microbatches = pipeline.getAs<IntegerAttr>("microbatches");
+    if (microbatches && microbatches.getInt() > 1)
+      os << "gradient accumulation: " << microbatches.getInt()
+         << " microbatches per step, their gradients summed before the "
+            "optimizer\n";
+  }
+  os << "\n";
 
   // Parameters.
   os << llvm::formatv("{0,-42} {1,-16} {2,-22} {3}\n", "parameter",

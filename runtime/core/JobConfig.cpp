@@ -25,8 +25,8 @@ bool isCompiledKey(llvm::StringRef key) {
   if (section == "optimizer")
     return name != "lr";
   if (section == "training")
-    return llvm::is_contained({"local_batch_size", "seq_len", "max_norm",
-                               "mixed_precision_param",
+    return llvm::is_contained({"local_batch_size", "global_batch_size",
+                               "seq_len", "max_norm", "mixed_precision_param",
                                "mixed_precision_reduce", "ignore_index"},
                               name);
   return false;

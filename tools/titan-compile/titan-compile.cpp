@@ -791,7 +791,13 @@ writePipelinePrograms(ModuleOp module, TitanPipelineOptions pipeline,
         readPipelineRankProgram(*program);
     if (!read)
       return emitError(module.getLoc()) << llvm::toString(read.takeError());
-    if (programs.empty()) {
+    if (programs.empty() && read->plan.degree == 1) {
+      const PipelinePlan &plan = read->plan;
+      llvm::errs() << "titan-compile: gradient accumulation: "
+                   << plan.microbatches
+                   << " microbatches per step, their gradients summed before "
+                      "the optimizer\n";
+    } else if (programs.empty()) {
       const PipelinePlan &plan = read->plan;
       llvm::errs() << "titan-compile: pipeline: " << plan.schedule << ", "
                    << plan.getNumStages() << " stages on " << plan.degree
@@ -1279,17 +1285,21 @@ static int compileMain(int argc, char **argv) {
       if (!resolved)
         return fail(llvm::toString(resolved.takeError()));
       mesh = *resolved;
+      if (llvm::Error error = config->training.checkGlobalBatchSize(
+              mesh.getDataParallelDegree()))
+        return fail(configFile + ": " + llvm::toString(std::move(error)));
     }
     if (llvm::Error error = checkPipelineOutput(mesh.getPipelineDegree()))
       return fail(llvm::toString(std::move(error)));
     // The model input (tokens) is [global batch, seq_len] unless given; as
     // in torchtitan, local_batch_size is per data-parallel rank, so the
     // global batch multiplies it by the data-parallel degrees of the mesh.
-    // Under pipeline parallelism the step is built for one microbatch and
-    // titan-partition-pipeline runs it on every microbatch.
-    int64_t rows = mesh.getPipelineDegree() > 1
-                       ? config->parallelism.pipelineParallelMicrobatchSize
-                       : config->training.localBatchSize;
+    // Under pipeline parallelism and gradient accumulation the step is
+    // built for one microbatch and titan-partition-pipeline runs it on
+    // every microbatch.
+    int64_t rows = config->training.localBatchSize;
+    if (mesh.getPipelineDegree() > 1)
+      rows = config->parallelism.pipelineParallelMicrobatchSize;
     options.defaultInput = InputSpec{
         {rows * mesh.getDataParallelDegree(), config->training.seqLen}, "i64"};
     if (config->training.getParamDtype() != ElementType::F32)
@@ -1333,10 +1343,13 @@ static int compileMain(int argc, char **argv) {
     return pm.run(**module);
   };
   bool fitRecompute = config && config->activationCheckpoint.mode == "auto";
-  bool pipelined = mesh.getPipelineDegree() > 1;
+  // Gradient accumulation is a pipeline of one rank: its program, once
+  // built, is the job's one program (`pipelined` turns false below).
+  bool pipelined = pipeline.pipeline.has_value();
+  bool accumulating = pipelined && mesh.getPipelineDegree() == 1;
   // Before the memory budget's compiles, which then plan the buckets the
   // executable runs.
-  if (pipelined && config)
+  if (pipelined && !accumulating && config)
     dropUnaskedBuckets(pipeline, *config);
   // The executable's metrics need it too (MFU); the pipeline's stages are
   // cut from it.
@@ -1390,7 +1403,8 @@ static int compileMain(int argc, char **argv) {
   SmallVector<OwningOpRef<ModuleOp>> pipelineModules;
   bool keepPipelineModules = stage >= PipelineStage::MemoryPlan ||
                              !checkpointLayout.empty() || !planReport.empty() ||
-                             !overlapTrace.empty() || !summaryJson.empty();
+                             !overlapTrace.empty() || !summaryJson.empty() ||
+                             accumulating;
   if (pipelined) {
     // Placements and activation checkpointing are chosen once, on the
     // whole step, for every pipeline rank's program.
@@ -1408,7 +1422,7 @@ static int compileMain(int argc, char **argv) {
       ranks.append(
           llvm::to_vector(llvm::seq<int64_t>(mesh.getPipelineDegree())));
     std::optional<llvm::StringRef> output;
-    if (stage == PipelineStage::Spmd &&
+    if (stage == PipelineStage::Spmd && !accumulating &&
         (outputFile != "-" || pipelineRank.getNumOccurrences()))
       output = outputFile;
     FailureOr<SmallVector<PipelineRankProgram, 0>> programs =
@@ -1418,6 +1432,17 @@ static int compileMain(int argc, char **argv) {
     if (failed(programs))
       return fail("compilation failed (see the errors above)");
     pipelinePrograms = std::move(*programs);
+    // Gradient accumulation: the one program is the job's, reported and
+    // built as any unpipelined step; it trains the tokens of every
+    // microbatch.
+    if (accumulating) {
+      *module = std::move(pipelineModules.front());
+      pipelineModules.clear();
+      pipelinePrograms.clear();
+      pipelined = false;
+      if (modelFlops)
+        modelFlops->tokensPerStep *= pipeline.pipeline->microbatches;
+    }
   } else if (failed(runPipeline(pipeline))) {
     return fail("compilation failed (see the errors above)");
   }

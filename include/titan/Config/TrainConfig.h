@@ -45,6 +45,12 @@ struct LrSchedulerConfig {
 /// [training].
 struct TrainingConfig {
   int64_t localBatchSize = 8;
+  /// The rows of a step over all data-parallel ranks (torchtitan's
+  /// global_batch_size); below 0: localBatchSize times the data-parallel
+  /// degree. More rows than that are gradient accumulation: each rank runs
+  /// the step's rows as microbatches of localBatchSize rows and sums their
+  /// gradients before one optimizer step.
+  int64_t globalBatchSize = -1;
   int64_t seqLen = 2048;
   double maxNorm = 1.0; // <= 0: no gradient clipping
   int64_t steps = 10;
@@ -65,6 +71,15 @@ struct TrainingConfig {
   ElementType getParamDtype() const;
   /// mixedPrecisionReduce as an element type.
   ElementType getReduceDtype() const;
+  /// The microbatches of gradient accumulation on `dataParallelDegree`
+  /// data-parallel ranks: globalBatchSize / (localBatchSize x
+  /// dataParallelDegree), 1 when globalBatchSize is unset. Call
+  /// checkGlobalBatchSize first.
+  int64_t getAccumulationSteps(int64_t dataParallelDegree) const;
+  /// Checks that globalBatchSize, when set, is a multiple of
+  /// localBatchSize x `dataParallelDegree` (torchtitan's rule); the error
+  /// names the keys, their values and the fix.
+  llvm::Error checkGlobalBatchSize(int64_t dataParallelDegree) const;
 };
 
 /// [parallelism]: torchtitan's degrees.

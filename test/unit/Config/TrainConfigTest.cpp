@@ -425,6 +425,49 @@ TEST(TrainConfig, BucketCollectivesIsUnsetUnlessGiven) {
             "false");
 }
 
+TEST(TrainConfig, GlobalBatchSizeGivesTheAccumulationSteps) {
+  llvm::Expected<TrainConfig> unset =
+      parseTrainConfig("[training]\nlocal_batch_size = 2\n", "cfg.toml");
+  ASSERT_TRUE(bool(unset)) << llvm::toString(unset.takeError());
+  EXPECT_EQ(unset->training.globalBatchSize, -1);
+  EXPECT_EQ(unset->training.getAccumulationSteps(4), 1);
+  EXPECT_FALSE(bool(unset->training.checkGlobalBatchSize(4)));
+
+  llvm::Expected<TrainConfig> config = parseTrainConfig(
+      "[training]\nlocal_batch_size = 2\nglobal_batch_size = 24\n", "cfg.toml");
+  ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
+  // 24 rows over 3 data-parallel ranks of 2 rows: 4 microbatches; over 4
+  // ranks 3, over 12 one (no accumulation); over 5 ranks 24 does not
+  // divide.
+  EXPECT_FALSE(bool(config->training.checkGlobalBatchSize(3)));
+  EXPECT_EQ(config->training.getAccumulationSteps(3), 4);
+  EXPECT_EQ(config->training.getAccumulationSteps(4), 3);
+  EXPECT_EQ(config->training.getAccumulationSteps(12), 1);
+  EXPECT_EQ(llvm::toString(config->training.checkGlobalBatchSize(5)),
+            "training.global_batch_size = 24 is not a multiple of "
+            "training.local_batch_size = 2 times the data-parallel degree 5 "
+            "(data_parallel_replicate_degree x data_parallel_shard_degree): "
+            "each step runs global_batch_size / 10 microbatches of "
+            "local_batch_size rows per rank (torchtitan's gradient "
+            "accumulation); set it to 20 or 30, or to -1 for no accumulation");
+  // Fewer rows than the ranks hold at once.
+  EXPECT_EQ(llvm::toString(config->training.checkGlobalBatchSize(16)),
+            "training.global_batch_size = 24 is not a multiple of "
+            "training.local_batch_size = 2 times the data-parallel degree 16 "
+            "(data_parallel_replicate_degree x data_parallel_shard_degree): "
+            "each step runs global_batch_size / 32 microbatches of "
+            "local_batch_size rows per rank (torchtitan's gradient "
+            "accumulation); set it to 32 or 64, or to -1 for no accumulation");
+  // The value reads back from the printed config.
+  llvm::Expected<TrainConfig> reread =
+      parseTrainConfig(printTrainConfig(*config), "config.toml");
+  ASSERT_TRUE(bool(reread)) << llvm::toString(reread.takeError());
+  EXPECT_EQ(reread->training.globalBatchSize, 24);
+  EXPECT_EQ(errorOf("[training]\nglobal_batch_size = 0\n"),
+            "cfg.toml: 'training.global_batch_size' must be at least 1 (or "
+            "-1: local_batch_size times the data-parallel degree)");
+}
+
 TEST(TrainConfig, SyntaxErrorsNameTheLine) {
   std::string message = errorOf("[training]\nseq_len = = 3\n");
   EXPECT_EQ(message.rfind("cfg.toml:2: ", 0), 0u) << message;
