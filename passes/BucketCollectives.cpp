@@ -85,7 +85,8 @@ bool isBucketable(Operation *op) {
 }
 
 /// Whether `a` and `b` can be one collective: the same kind over the same
-/// group, reduction and element type, both or neither recomputed clones.
+/// group, reduction and element type, both or neither recomputed clones, of
+/// the same microbatch.
 bool areCompatible(Operation *a, Operation *b) {
   auto type = [](Operation *op) {
     return cast<RankedTensorType>(op->getOperand(0).getType()).getElementType();
@@ -95,7 +96,9 @@ bool areCompatible(Operation *a, Operation *b) {
          a->getAttr("axes") == b->getAttr("axes") &&
          a->getAttr("reduce") == b->getAttr("reduce") && type(a) == type(b) &&
          a->hasAttr(TitanDialect::kRecomputeAttrName) ==
-             b->hasAttr(TitanDialect::kRecomputeAttrName);
+             b->hasAttr(TitanDialect::kRecomputeAttrName) &&
+         a->getAttr(TitanDialect::kMicrobatchAttrName) ==
+             b->getAttr(TitanDialect::kMicrobatchAttrName);
 }
 
 /// The all_reduce that reads `op`'s result through reshapes read by

@@ -89,10 +89,9 @@ LogicalResult PartitionPipelinePass::partition() {
   RankSizes sizes(step, *deviceDescription,
                   ranksPerNode ? ranksPerNode
                                : deviceDescription->ranksPerNode);
-  FailureOr<PipelineStages> analysis =
-      PipelineStages::analyze(step, numStages, stageBlocks, [&](Operation *op) {
-        return sizes.getSeconds(op);
-      });
+  FailureOr<PipelineStages> analysis = PipelineStages::analyze(
+      step, numStages, stageBlocks,
+      [&](Operation *op) { return sizes.getSeconds(op); }, fsdpPerMicrobatch);
   if (failed(analysis))
     return failure();
 

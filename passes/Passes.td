@@ -242,10 +242,18 @@ def PartitionPipelinePass : Pass<"titan-partition-pipeline",
     `microbatches` times the batch: each data-parallel rank's rows are cut
     into consecutive microbatches, as torchtitan splits a local batch.
     Values that do not depend on the tokens (parameter casts and gathers,
-    constants, tables) are computed once per step, not per microbatch.
+    constants, tables) are computed once per step, not per microbatch;
+    with `fsdp-per-microbatch` (FSDP resharding after the forward), a
+    parameter's all-gather (of its shards, through casts and views, read by
+    the forward or the backward) runs in each microbatch's forward, as
+    FSDP2 gathers for each forward, and titan-reshard-after-forward then
+    gathers it again for that microbatch's backward; each microbatch's
+    gradients are reduced across the ranks and their shards summed, so the
+    rank never holds a whole gradient sum.
     Parameter gradients are summed over the microbatches before their
     reduction across data-parallel ranks (as FSDP2 under a pipeline
-    schedule), in the type they are reduced in, then divided by the number
+    schedule; after it with `fsdp-per-microbatch`), in the type they are
+    reduced in, then divided by the number
     of microbatches (torch's `scale_grads`); the loss is the mean of the
     microbatch losses. A cross-entropy (`titan.cross_entropy`, and its
     gradient's cotangent) is weighted by its microbatch's share of the
@@ -304,6 +312,11 @@ def PartitionPipelinePass : Pass<"titan-partition-pipeline",
     Option<"scheduleCsv", "schedule-csv", "std::string", "\"\"",
            "A schedule in torch's CSV form (pipeline_parallel_schedule_csv): "
            "each rank's actions instead of `schedule`'s">,
+    Option<"fsdpPerMicrobatch", "fsdp-per-microbatch", "bool", "false",
+           "Gather the parameters' shards and reduce the gradients for "
+           "each microbatch instead of once per step (gradient "
+           "accumulation, whose FSDP reshards after the forward unless "
+           "fsdp_reshard_after_forward is never)">,
     Option<"stages", "stages", "int64_t", "0",
            "Stages (0: degree for single-stage schedules, 2 x degree for "
            "the others)">,

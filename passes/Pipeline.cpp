@@ -175,9 +175,11 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   // Pipeline parallelism: each pipeline rank's program (the rank is set
   // by the caller). torchtitan's "default" keeps the parameters FSDP
   // gathers for every microbatch of the step under a pipeline. Gradient
-  // accumulation without one is a pipeline of one rank and one stage, its
-  // microbatches local_batch_size rows each, run forward then backward one
-  // after the other (1F1B).
+  // accumulation without a pipeline is a pipeline of one rank and one stage,
+  // its microbatches local_batch_size rows each, run forward then backward one
+  // after the other (1F1B); FSDP gathers for each microbatch's forward and,
+  // resharded after it, again for its backward (FSDP2 under torchtitan's
+  // accumulation).
   int64_t accumulation =
       config.training.getAccumulationSteps(mesh.getDataParallelDegree());
   if (mesh.getPipelineDegree() > 1 || accumulation > 1) {
@@ -194,9 +196,11 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
     }
     pipeline.device = config.hardware.device;
     pipeline.ranksPerNode = config.hardware.ranksPerNode;
-    options.pipeline = pipeline;
-    if (options.reshard.policy == "default")
+    if (pipeline.degree > 1 && options.reshard.policy == "default")
       options.reshard.policy = "never";
+    pipeline.fsdpPerMicrobatch =
+        pipeline.degree == 1 && options.reshard.policy != "never";
+    options.pipeline = pipeline;
   }
   PropagatePlacementsPassOptions &propagation = options.propagation;
   if (mesh.getSize(TpAxis) > 1)

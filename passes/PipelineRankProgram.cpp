@@ -469,6 +469,10 @@ LogicalResult RankProgram::cloneOps(ArrayRef<Operation *> ops, int64_t m) {
           op, [&](Value operand) { return lookup(operand, m, op); });
     if (failed(clone))
       return failure();
+    // A parameter gathered for each microbatch: the copies are not one.
+    if (isa<RedistributeOp>(op) && stages.isParameterGather(op))
+      (*clone)->setAttr(TitanDialect::kMicrobatchAttrName,
+                        builder.getI64IntegerAttr(m));
     for (auto [old, now] : llvm::zip(op->getResults(), (*clone)->getResults()))
       mbValues[m].map(old, now);
   }

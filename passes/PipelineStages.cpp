@@ -40,12 +40,11 @@ bool isWideningOrView(Operation *op) {
 
 } // namespace
 
-FailureOr<PipelineStages>
-PipelineStages::analyze(func::FuncOp step, int64_t numStages,
-                        ArrayRef<int64_t> stageBlocks,
-                        function_ref<double(Operation *)> seconds) {
+FailureOr<PipelineStages> PipelineStages::analyze(
+    func::FuncOp step, int64_t numStages, ArrayRef<int64_t> stageBlocks,
+    function_ref<double(Operation *)> seconds, bool fsdpPerMicrobatch) {
   PipelineStages stages(step, numStages);
-  if (failed(stages.classify()) ||
+  if (failed(stages.classify(fsdpPerMicrobatch)) ||
       failed(stages.assignStages(stageBlocks, seconds)))
     return failure();
   stages.sumAcrossStagesOnce();
@@ -66,7 +65,32 @@ PipelineStages::getStageSet(Value value) const {
   return it == stageSets.end() ? none : it->second;
 }
 
-LogicalResult PipelineStages::classify() {
+bool PipelineStages::isParameterGather(Operation *op) const {
+  auto redistribute = dyn_cast<RedistributeOp>(op);
+  if (!redistribute)
+    return false;
+  Value source = redistribute.getInput();
+  while (Operation *def = source.getDefiningOp()) {
+    if (def->getNumOperands() != 1)
+      return false;
+    source = def->getOperand(0);
+  }
+  auto param = dyn_cast<BlockArgument>(source);
+  if (!param || getArgRole(step, param.getArgNumber()) != ArgRole::Param)
+    return false;
+  PlacementsAttr from = getValuePlacements(step, redistribute.getInput());
+  if (!from)
+    return false;
+  bool gathers = false;
+  for (auto [before, after] :
+       llvm::zip(from.getPlacements(), redistribute.getTo().getPlacements()))
+    gathers |= before.isShard() && !after.isShard();
+  return gathers && llvm::none_of(op->getUsers(), [](Operation *user) {
+           return getPhase(user) == Phase::Optimizer;
+         });
+}
+
+LogicalResult PipelineStages::classify(bool fsdpPerMicrobatch) {
   Block &body = step.getBody().front();
   for (BlockArgument arg : body.getArguments())
     if (getArgRole(step, arg.getArgNumber()) == ArgRole::Input &&
@@ -74,8 +98,10 @@ LogicalResult PipelineStages::classify() {
       microbatched.insert(arg);
   llvm::DenseSet<Value> dependent(microbatched.begin(), microbatched.end());
   for (Operation &op : body.without_terminator()) {
-    // Random numbers (dropout) are drawn anew for each microbatch.
+    // Random numbers (dropout) are drawn anew for each microbatch, and
+    // parameters resharded after the forward are gathered anew.
     bool isDependent = isa<RandomUniformOp>(op) ||
+                       (fsdpPerMicrobatch && isParameterGather(&op)) ||
                        llvm::any_of(op.getOperands(), [&](Value v) {
                          return dependent.contains(v);
                        });
@@ -105,7 +131,10 @@ LogicalResult PipelineStages::classify() {
   }
   // A redistribution that sums a gradient across ranks for the optimizer
   // runs once, on the sum over the microbatches (FSDP2 accumulates the
-  // unsharded gradient under a pipeline schedule).
+  // unsharded gradient under a pipeline schedule); FSDP per microbatch
+  // reduces each microbatch's and sums the shards.
+  if (fsdpPerMicrobatch)
+    return success();
   for (Operation &op : llvm::reverse(body.without_terminator())) {
     auto redistribute = dyn_cast<RedistributeOp>(&op);
     if (!redistribute || timing[&op] != OpTiming::PerMicrobatch)

@@ -35,10 +35,14 @@ public:
   /// per stage, or is empty: then the stages are balanced by `seconds`
   /// (each per-microbatch op's predicted seconds), the ops before the first
   /// block counting in stage 0 and those after the last in the last stage.
-  /// Errors are emitted on the offending op.
+  /// With `fsdpPerMicrobatch` a parameter's all-gather (isParameterGather)
+  /// and the reduction of each gradient across ranks run for each
+  /// microbatch, else once per step. Errors are emitted on the offending
+  /// op.
   static FailureOr<PipelineStages>
   analyze(func::FuncOp step, int64_t numStages, ArrayRef<int64_t> stageBlocks,
-          function_ref<double(Operation *)> seconds);
+          function_ref<double(Operation *)> seconds,
+          bool fsdpPerMicrobatch = false);
 
   /// What one stage costs for one microbatch on one rank (the event
   /// simulator's inputs).
@@ -57,6 +61,10 @@ public:
 
   /// The blocks of each stage.
   ArrayRef<int64_t> getStageBlocks() const { return blocksPerStage; }
+  /// Whether `op` gathers a parameter: a redistribution of a parameter's
+  /// shards (through ops of one operand: casts, views) that replicates a
+  /// sharded dim, read by the forward or the backward, not the optimizer.
+  bool isParameterGather(Operation *op) const;
 
   int64_t getNumStages() const { return numStages; }
   OpTiming getTiming(Operation *op) const { return timing.lookup(op); }
@@ -110,7 +118,7 @@ private:
   explicit PipelineStages(func::FuncOp step, int64_t numStages)
       : step(step), numStages(numStages) {}
 
-  LogicalResult classify();
+  LogicalResult classify(bool fsdpPerMicrobatch);
   LogicalResult assignStages(ArrayRef<int64_t> stageBlocks,
                              function_ref<double(Operation *)> seconds);
   void sumAcrossStagesOnce();

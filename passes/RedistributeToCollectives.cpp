@@ -315,9 +315,18 @@ public:
               return WalkResult::interrupt();
             it = meshes.try_emplace(symbol.getValue(), std::move(*mesh)).first;
           }
+          Operation *before = op->getPrevNode();
           FailureOr<Value> local = StepEmitter(op, it->second).emit();
           if (failed(local))
             return WalkResult::interrupt();
+          // A microbatch's copy stays apart from the other microbatches'.
+          if (Attribute microbatch =
+                  op->getAttr(TitanDialect::kMicrobatchAttrName))
+            for (Operation *emitted = before ? before->getNextNode()
+                                             : &op->getBlock()->front();
+                 emitted != op; emitted = emitted->getNextNode())
+              if (isa<CollectiveOpInterface>(emitted))
+                emitted->setAttr(TitanDialect::kMicrobatchAttrName, microbatch);
           op.replaceAllUsesWith(*local);
           op.erase();
           return WalkResult::advance();

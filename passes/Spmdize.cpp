@@ -359,9 +359,13 @@ public:
         return success();
       }
       PartitionContext context = global.makeContext(op);
-      rewriter.replaceOp(op, context.buildRedistribute(
-                                 rewriter, op->getLoc(), operands[0],
-                                 from.global, from.placements, to.placements));
+      Value local = context.buildRedistribute(rewriter, op->getLoc(),
+                                              operands[0], from.global,
+                                              from.placements, to.placements);
+      if (Attribute microbatch = op->getAttr(TitanDialect::kMicrobatchAttrName))
+        local.getDefiningOp()->setAttr(TitanDialect::kMicrobatchAttrName,
+                                       microbatch);
+      rewriter.replaceOp(op, local);
       return success();
     }
     // A pipeline stage sends and receives each rank's own part.

@@ -110,6 +110,13 @@ static LogicalResult verifyExecutableAttribute(Operation *op,
       return op->emitError() << "'" << name << "' must be a unit attribute";
     return success();
   }
+  if (name == TitanDialect::kMicrobatchAttrName) {
+    auto microbatch = dyn_cast<IntegerAttr>(value);
+    if (!microbatch || microbatch.getInt() < 0)
+      return op->emitError()
+             << "'" << name << "' must be a non-negative integer";
+    return success();
+  }
   if (name == TitanDialect::kAsyncAttrName) {
     if (!isa<UnitAttr>(value))
       return op->emitError() << "'" << name << "' must be a unit attribute";

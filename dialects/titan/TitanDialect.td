@@ -77,6 +77,12 @@ def Titan_Dialect : Dialect {
     /// op it clones.
     static constexpr ::llvm::StringLiteral kRecomputeAttrName =
         "titan.recompute";
+    /// On a redistribution of a parameter (and the collectives it lowers
+    /// to) that titan-partition-pipeline runs for each microbatch (i64 >= 0:
+    /// the microbatch): keeps CSE from folding the copies of different
+    /// microbatches into one.
+    static constexpr ::llvm::StringLiteral kMicrobatchAttrName =
+        "titan.microbatch";
     /// On a collective with a result (unit; titan-schedule-overlap): the
     /// executable issues it asynchronously, on the communication stream;
     /// its result's only use is the `titan.wait` where it must be complete.

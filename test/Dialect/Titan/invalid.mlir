@@ -1128,6 +1128,22 @@ func.func @recompute(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+func.func @microbatch(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'titan.microbatch' must be a non-negative integer}}
+  %0 = titan.neg %x {titan.microbatch = -1 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @microbatch_unit(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'titan.microbatch' must be a non-negative integer}}
+  %0 = titan.neg %x {titan.microbatch} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
 titan.mesh @mesh ["fsdp"=4]
 func.func @async_without_wait(%x: tensor<8xf32>) -> tensor<32xf32> {
   // expected-error @+1 {{the result of an asynchronous collective ('titan.async') must have one use, a titan.wait}}
