@@ -445,8 +445,9 @@ FailureOr<Operation *> RankProgram::cloneCrossEntropy(Operation *op,
         return placement.isReplicate();
       })) {
     Value count = weights->counts[m];
-    Value some = tb.compare("gt", count, tb.splatLike(count, 0.0));
-    setPlacements(some.getDefiningOp()->getOperand(1), placements);
+    Value none = tb.splatLike(count, 0.0);
+    setPlacements(none, placements);
+    Value some = tb.compare("gt", count, none);
     setPlacements(some, placements);
     Value zero = tb.splatLike(weighted, 0.0);
     setPlacements(zero, placements);
