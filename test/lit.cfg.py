@@ -120,6 +120,8 @@ tools = [
     ToolSubst("%PYTHON", config.python_executable, unresolved="ignore"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+# titan-tune's compiles go through the fork server too.
+config.environment["TITAN_COMPILE"] = forked_tool("titan-compile")
 llvm_config.with_environment("PATH", config.titan_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment(

@@ -17,7 +17,9 @@
 // config's [hardware] device) and draws the policies as points of memory
 // against step time, with the Pareto front (--svg). With --measure it runs
 // the policies that fit on this machine's ranks (titan-run, the config's
-// world size) and picks the fastest measured one.
+// world size) and picks the fastest measured one. titan-compile and
+// titan-run are the ones beside titan-tune, or those the environment
+// variables TITAN_COMPILE and TITAN_RUN name.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +34,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/Threading.h"
@@ -140,8 +143,13 @@ int fail(const llvm::Twine &message) {
   return 1;
 }
 
-/// The path of `tool`, next to this executable.
+/// The path of `tool`: the environment variable of its name (TITAN_COMPILE
+/// for titan-compile), else the tool next to this executable.
 std::string toolPath(StringRef tool, const char *argv0) {
+  std::string variable = tool.upper();
+  llvm::replace(variable, '-', '_');
+  if (std::optional<std::string> chosen = llvm::sys::Process::GetEnv(variable))
+    return *chosen;
   std::string self = llvm::sys::fs::getMainExecutable(
       argv0, reinterpret_cast<void *>(&toolPath));
   llvm::SmallString<256> path = llvm::sys::path::parent_path(self);
@@ -614,7 +622,9 @@ int main(int argc, char **argv) {
       argc, argv,
       "titan-tune: choose settings from titan's predictions\n\n"
       "  titan-tune ac MODEL.pt --config CFG.toml [--budget-gib X] [--svg "
-      "F]\n");
+      "F]\n\n"
+      "It runs the titan-compile and titan-run beside it, or those the "
+      "environment variables TITAN_COMPILE and TITAN_RUN name.\n");
   if (acCommand)
     return tuneActivationCheckpointing(argv[0]);
   return fail("expected a subcommand: ac (see --help)");
