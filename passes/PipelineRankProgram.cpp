@@ -85,6 +85,10 @@ private:
   Value lookupInvariant(Value value);
   /// `value` for microbatch `m`.
   FailureOr<Value> lookup(Value value, int64_t m, Operation *user);
+  /// `value` for microbatch `m` where no op of the microbatch is left to
+  /// run for it: computed already, a microbatched input's slice, or an
+  /// invariant; else null.
+  Value lookupAvailable(Value value, int64_t m);
   /// A clone of `op` at the end of the program, its operands mapped by
   /// `operandOf`.
   FailureOr<Operation *>
@@ -99,14 +103,14 @@ private:
   /// the same elements in the whole batch, so that every microbatch draws
   /// its own numbers, the ones the same rows draw without pipelining.
   FailureOr<Operation *> cloneRandom(RandomUniformOp op, int64_t m);
-  /// The weights of a cross-entropy over `labels` (of the step) ignoring
-  /// `ignoreIndex`, one per microbatch, made once: microbatch m's count of
-  /// labels times microbatches / the step's count (at least 1), and the
-  /// counts; none when the labels are not a function of the microbatched
-  /// inputs alone.
+  /// A cross-entropy's weight and count of labels for each microbatch.
   struct LossWeights {
     SmallVector<Value> weights, counts;
   };
+  /// The weights of a cross-entropy over `labels` (of the step) ignoring
+  /// `ignoreIndex`, made once: microbatch m's count of labels times
+  /// microbatches / the step's count (at least 1); none when the labels are
+  /// not a function of the microbatched inputs alone.
   const std::optional<LossWeights> &
   getLossWeights(Value labels, int64_t ignoreIndex, Location loc);
   /// Whether `value` is computed from the microbatched inputs and
@@ -289,7 +293,7 @@ FailureOr<Operation *> RankProgram::cloneRandom(RandomUniformOp op, int64_t m) {
   });
 }
 
-FailureOr<Value> RankProgram::lookup(Value value, int64_t m, Operation *user) {
+Value RankProgram::lookupAvailable(Value value, int64_t m) {
   if (Value mapped = mbValues[m].lookupOrNull(value))
     return mapped;
   if (stages.isMicrobatched(value))
@@ -297,6 +301,12 @@ FailureOr<Value> RankProgram::lookup(Value value, int64_t m, Operation *user) {
   Operation *def = value.getDefiningOp();
   if (!def || stages.getTiming(def) == OpTiming::Invariant)
     return lookupInvariant(value);
+  return {};
+}
+
+FailureOr<Value> RankProgram::lookup(Value value, int64_t m, Operation *user) {
+  if (Value available = lookupAvailable(value, m))
+    return available;
   return user->emitError() << "titan-partition-pipeline: microbatch " << m
                            << " of an operand is not on pipeline rank " << rank
                            << " when this op runs (a schedule whose actions "
@@ -319,15 +329,11 @@ bool RankProgram::isFromInputs(Value value, int64_t &budget) const {
 }
 
 Value RankProgram::cloneFromInputs(Value value, int64_t m, IRMapping &map) {
-  if (Value known = mbValues[m].lookupOrNull(value))
-    return known;
-  if (Value known = map.lookupOrNull(value))
-    return known;
-  if (stages.isMicrobatched(value))
-    return getMicrobatch(cast<BlockArgument>(value), m);
+  if (Value available = lookupAvailable(value, m))
+    return available;
+  if (Value cloned = map.lookupOrNull(value))
+    return cloned;
   Operation *def = value.getDefiningOp();
-  if (!def || stages.getTiming(def) == OpTiming::Invariant)
-    return lookupInvariant(value);
   Operation *clone = *cloneWithOperands(def, [&](Value operand) {
     return FailureOr<Value>(cloneFromInputs(operand, m, map));
   });

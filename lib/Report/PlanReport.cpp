@@ -224,6 +224,13 @@ static void printPadding(func::FuncOp function, MeshOp mesh,
   os << "\n";
 }
 
+std::string mlir::titan::describeGradientAccumulation(int64_t microbatches) {
+  return llvm::formatv("gradient accumulation: {0} microbatches per step, "
+                       "their gradients summed before the optimizer",
+                       microbatches)
+      .str();
+}
+
 LogicalResult mlir::titan::writePlanReport(ModuleOp module,
                                            llvm::raw_ostream &os) {
   FailureOr<PartitionedStep> step =
@@ -248,9 +255,7 @@ LogicalResult mlir::titan::writePlanReport(ModuleOp module,
           function->getAttrOfType<DictionaryAttr>(kPipelineAttrName)) {
     auto microbatches = pipeline.getAs<IntegerAttr>("microbatches");
     if (microbatches && microbatches.getInt() > 1)
-      os << "gradient accumulation: " << microbatches.getInt()
-         << " microbatches per step, their gradients summed before the "
-            "optimizer\n";
+      os << describeGradientAccumulation(microbatches.getInt()) << "\n";
   }
   os << "\n";
 

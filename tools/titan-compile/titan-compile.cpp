@@ -792,11 +792,9 @@ writePipelinePrograms(ModuleOp module, TitanPipelineOptions pipeline,
     if (!read)
       return emitError(module.getLoc()) << llvm::toString(read.takeError());
     if (programs.empty() && read->plan.degree == 1) {
-      const PipelinePlan &plan = read->plan;
-      llvm::errs() << "titan-compile: gradient accumulation: "
-                   << plan.microbatches
-                   << " microbatches per step, their gradients summed before "
-                      "the optimizer\n";
+      llvm::errs() << "titan-compile: "
+                   << describeGradientAccumulation(read->plan.microbatches)
+                   << "\n";
     } else if (programs.empty()) {
       const PipelinePlan &plan = read->plan;
       llvm::errs() << "titan-compile: pipeline: " << plan.schedule << ", "

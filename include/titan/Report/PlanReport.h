@@ -29,6 +29,10 @@ namespace mlir::titan {
 /// Writes the report of `@train_step` in `module` (after titan-spmdize).
 LogicalResult writePlanReport(ModuleOp module, llvm::raw_ostream &os);
 
+/// What a step of gradient accumulation over `microbatches` does, as
+/// titan-compile and the plan report say it (one line, no newline).
+std::string describeGradientAccumulation(int64_t microbatches);
+
 /// A rank's memory from `@train_step`'s memory plan: the regions the runtime
 /// allocates, and what the rank holds where the arena's use peaks.
 struct MemoryBreakdown {
