@@ -884,7 +884,14 @@ def SetGradientReduceDtypePass : Pass<"titan-set-gradient-reduce-dtype",
     sums a Partial value of a narrower float type, the summed value is cast
     instead (a Partial value stays Partial: the widening is exact), the
     redistribution and the views move `dtype` elements, and the old cast
-    goes. Run after `titan-materialize-redistributes`.
+    goes. Under pure bf16 training (torchtitan's `training.dtype =
+    "bfloat16"`) the optimizer reads the gradient in bf16 itself: a
+    redistribution that sums a Partial value of a narrower float type
+    whose result is, through single-use views, read only by the optimizer
+    or returned is widened the same way and its result cast back to the
+    narrow type after the views, as FSDP2 casts the gradient it reduced in
+    `reduce_dtype` back to the parameter's dtype. Run after
+    `titan-materialize-redistributes`.
 
     Example (FSDP over `fsdp`):
 

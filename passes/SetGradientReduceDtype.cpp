@@ -31,56 +31,66 @@ bool isReadByOptimizerOnly(Value value) {
   });
 }
 
-/// A reduction of a gradient that a cast widens for the optimizer: the
-/// redistribution, the ops that only move its result's elements on the way
-/// (reshapes, transposes), and the cast.
+/// A reduction of a gradient for the optimizer: the redistribution, the
+/// ops that only move its result's elements on the way (reshapes,
+/// transposes), and the cast that widens the result (mixed precision's
+/// float32 masters) or, where the optimizer reads the gradient in its
+/// narrow type (pure bf16 training), none.
 struct GradientReduction {
   RedistributeOp redistribute;
   SmallVector<Operation *> views;
   CastOp widen;
 };
 
-/// The reduction `widen` widens, when `widen` casts to `wide` for the
-/// optimizer only and its input is, through single-use views, the single
-/// use of a redistribution that sums a Partial value of a narrower float
-/// type.
+/// The reduction `redistribute` begins, when it sums a Partial value of a
+/// float type narrower than `wide` and its result is, through single-use
+/// views, either the single use of a cast to `wide` read only by the
+/// optimizer or itself read only by the optimizer.
 std::optional<GradientReduction> matchReduction(func::FuncOp function,
-                                                CastOp widen, FloatType wide) {
-  if (widen.getType().getElementType() != wide ||
-      !isReadByOptimizerOnly(widen.getResult()))
-    return std::nullopt;
-  GradientReduction match{RedistributeOp(), {}, widen};
-  Value value = widen.getInput();
-  while (!match.redistribute) {
-    Operation *def = value.getDefiningOp();
-    if (!def || !value.hasOneUse())
-      return std::nullopt;
-    if (auto redistribute = dyn_cast<RedistributeOp>(def))
-      match.redistribute = redistribute;
-    else if (isa<ReshapeOp, TransposeOp>(def))
-      match.views.push_back(def);
-    else
-      return std::nullopt;
-    value = def->getOperand(0);
-  }
-  auto element =
-      dyn_cast<FloatType>(match.redistribute.getType().getElementType());
-  PlacementsAttr from = getValuePlacements(function, value);
+                                                RedistributeOp redistribute,
+                                                FloatType wide) {
+  auto element = dyn_cast<FloatType>(redistribute.getType().getElementType());
+  PlacementsAttr from = getValuePlacements(function, redistribute.getInput());
   if (!element || element.getWidth() >= wide.getWidth() || !from ||
       getPartialKind(from.getPlacements()) != ReduceKind::Sum)
+    return std::nullopt;
+  GradientReduction match{redistribute, {}, CastOp()};
+  Value value = redistribute.getResult();
+  while (value.hasOneUse()) {
+    Operation *user = *value.getUsers().begin();
+    if (auto widen = dyn_cast<CastOp>(user);
+        widen && widen.getType().getElementType() == wide) {
+      if (!isReadByOptimizerOnly(widen.getResult()))
+        return std::nullopt;
+      match.widen = widen;
+      return match;
+    }
+    if (!isa<ReshapeOp, TransposeOp>(user))
+      break;
+    match.views.push_back(user);
+    value = user->getResult(0);
+  }
+  if (value.use_empty() || !isReadByOptimizerOnly(value))
     return std::nullopt;
   return match;
 }
 
 /// Widens the input of the redistribution of `match` before it, and the
-/// views after it, in place of the cast.
+/// views after it, in place of the cast; without a cast, narrows the last
+/// view's result back for the optimizer (FSDP2 casts the reduced gradient
+/// to the parameter's dtype).
 void widenBeforeReduction(func::FuncOp function, GradientReduction &match,
                           FloatType wide) {
   RedistributeOp redistribute = match.redistribute;
+  Operation *last =
+      match.views.empty() ? redistribute.getOperation() : match.views.back();
+  Value reduced = last->getResult(0);
+  auto narrowType = cast<RankedTensorType>(reduced.getType());
+  PlacementsAttr reducedPlacements = getValuePlacements(function, reduced);
   Value input = redistribute.getInput();
   OpBuilder builder(redistribute);
   auto widened = CastOp::create(
-      builder, match.widen.getLoc(),
+      builder, redistribute.getLoc(),
       cast<RankedTensorType>(input.getType()).clone(wide), input);
   // The cast is exact, so a partial value stays partial.
   if (PlacementsAttr from = getValuePlacements(function, input))
@@ -93,8 +103,18 @@ void widenBeforeReduction(func::FuncOp function, GradientReduction &match,
   };
   widenResult(redistribute);
   llvm::for_each(match.views, widenResult);
-  match.widen.getResult().replaceAllUsesWith(match.widen.getInput());
-  match.widen.erase();
+  if (match.widen) {
+    match.widen.getResult().replaceAllUsesWith(match.widen.getInput());
+    match.widen.erase();
+    return;
+  }
+  builder.setInsertionPointAfter(last);
+  auto narrowed =
+      CastOp::create(builder, redistribute.getLoc(), narrowType, reduced);
+  if (reducedPlacements)
+    narrowed->setAttr(TitanDialect::kPlacementsAttrName,
+                      builder.getArrayAttr({reducedPlacements}));
+  reduced.replaceAllUsesExcept(narrowed, narrowed);
 }
 
 class SetGradientReduceDtypePass
@@ -120,9 +140,9 @@ public:
     if (!function)
       return;
     SmallVector<GradientReduction> reductions;
-    function.walk([&](CastOp widen) {
+    function.walk([&](RedistributeOp redistribute) {
       if (std::optional<GradientReduction> match =
-              matchReduction(function, widen, wide))
+              matchReduction(function, redistribute, wide))
         reductions.push_back(*match);
     });
     for (GradientReduction &match : reductions)

@@ -1,6 +1,7 @@
 //===- Plan.cpp - Checkpoint plans: which rank writes which box -----------===//
 
 #include "titan/Checkpoint/Plan.h"
+#include "titan/Checkpoint/Safetensors.h"
 #include "titan/Support/CheckedSize.h"
 #include "titan/Support/FormatInts.h"
 
@@ -591,7 +592,9 @@ static llvm::Error loadPlanBoxes(
     if (saved == metadata.tensors.end())
       return fail("the checkpoint has no tensor '" + tensor->key +
                   "', which the plan needs");
-    if (saved->second.dtype != tensor->dtype ||
+    // Floats load into another float type as DCP's copy_ loads them
+    // (rounded to nearest even): a float32 run resumes as pure bf16.
+    if (!canConvertElements(saved->second.dtype, tensor->dtype) ||
         saved->second.size != tensor->shape)
       return fail("the checkpoint holds '" + tensor->key + "' as " +
                   torchDTypeName(saved->second.dtype) + " " +
@@ -610,11 +613,20 @@ static llvm::Error loadPlanBoxes(
     const IndexBox &box = entry.second;
     // The checkpoint's chunks tile the tensor (DcpReader validates that), so
     // every box is covered.
-    if (llvm::Error err = load(tensor->key, tensor->source, tensor->dtype,
-                               box.sizes, [&](MutableDenseTensorRef target) {
-                                 return reader.readBoxInto(tensor->key, box,
-                                                           target);
-                               }))
+    ElementType saved = metadata.tensors.at(tensor->key).dtype;
+    auto read = [&](MutableDenseTensorRef target) -> llvm::Error {
+      if (saved == target.dtype)
+        return reader.readBoxInto(tensor->key, box, target);
+      DenseTensor staged = makeTensor(saved, box.sizes);
+      if (llvm::Error err = reader.readBoxInto(tensor->key, box, staged))
+        return err;
+      convertElements(saved, staged.data.data(), target.dtype,
+                      target.data.data(),
+                      staged.data.size() / getElementTypeSize(saved));
+      return llvm::Error::success();
+    };
+    if (llvm::Error err =
+            load(tensor->key, tensor->source, tensor->dtype, box.sizes, read))
       return err;
   }
   for (const PlanValue &value : plan.values) {

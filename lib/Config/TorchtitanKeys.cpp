@@ -126,11 +126,6 @@ const TorchtitanKey kKeys[] = {
      "titan keeps parameters, gradients and optimizer state in device "
      "memory; its memory plan has no CPU offload",
      "set it to false"},
-    {"training.dtype", "v0.2.x", T::String, D::Refused, "\"float32\"",
-     "titan keeps float32 parameters and optimizer state; \"bfloat16\" would "
-     "train in bfloat16 throughout",
-     "set it to \"float32\" (training.mixed_precision_param = \"bfloat16\" "
-     "computes in bfloat16 with float32 masters)"},
     {"training.compile", "v0.1.0", T::Boolean, D::Noted, "false", kCompiles},
     {"training.gc_freq", "v0.1.0, v0.2.x", T::Integer, D::Noted, "50", kNoGc},
     {"training.gc_debug", "v0.1.0, v0.2.x", T::Boolean, D::Noted, "false",

@@ -31,7 +31,13 @@ static ElementType mixedPrecisionDtype(llvm::StringRef name) {
       .Default(ElementType::F32);
 }
 
+ElementType TrainingConfig::getStorageDtype() const {
+  return mixedPrecisionDtype(dtype);
+}
+
 ElementType TrainingConfig::getParamDtype() const {
+  if (getStorageDtype() != ElementType::F32)
+    return getStorageDtype();
   return mixedPrecisionDtype(mixedPrecisionParam);
 }
 
@@ -101,6 +107,7 @@ std::vector<TomlSection> schema(TrainConfig &c) {
         {"dataset_path", &c.training.datasetPath},
         {"seed", &c.training.seed},
         {"deterministic", &c.training.deterministic},
+        {"dtype", &c.training.dtype},
         {"mixed_precision_param", &c.training.mixedPrecisionParam},
         {"mixed_precision_reduce", &c.training.mixedPrecisionReduce},
         {"ignore_index", &c.training.ignoreIndex}}},
@@ -259,7 +266,8 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
     std::vector<llvm::StringRef> allowed;
   };
   for (const Choice &choice :
-       {Choice{"lr_scheduler.decay_type",
+       {Choice{"training.dtype", c.training.dtype, {"float32", "bfloat16"}},
+        Choice{"lr_scheduler.decay_type",
                c.lrScheduler.decayType,
                {"linear", "sqrt", "cosine"}},
         Choice{"training.mixed_precision_param", c.training.mixedPrecisionParam,
@@ -278,12 +286,24 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
                {"default", "always", "never"}}})
     if (llvm::Error e = oneOf(choice.key, choice.value, choice.allowed))
       return e;
+  if (c.training.dtype != "float32" &&
+      c.training.mixedPrecisionParam != "float32" &&
+      c.training.mixedPrecisionParam != c.training.dtype)
+    return bad("training.mixed_precision_param",
+               "= \"" + c.training.mixedPrecisionParam +
+                   "\" under training.dtype = \"" + c.training.dtype +
+                   "\": the parameters are " + c.training.dtype +
+                   " already, and the forward reads them as they are (set "
+                   "it to \"" +
+                   c.training.dtype + "\" or \"float32\")");
+  const std::string &paramName = c.training.dtype != "float32"
+                                     ? c.training.dtype
+                                     : c.training.mixedPrecisionParam;
   if (c.training.mixedPrecisionReduce != "float32" &&
-      c.training.mixedPrecisionReduce != c.training.mixedPrecisionParam)
+      c.training.mixedPrecisionReduce != paramName)
     return bad("training.mixed_precision_reduce",
                "= \"" + c.training.mixedPrecisionReduce +
-                   "\" differs from the parameters' \"" +
-                   c.training.mixedPrecisionParam +
+                   "\" differs from the parameters' \"" + paramName +
                    "\": titan reduces gradients in the dtype they are "
                    "computed in or in float32 (set it to \"float32\")");
   llvm::StringRef option = c.activationCheckpoint.selectiveAcOption;

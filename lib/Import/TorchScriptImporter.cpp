@@ -1871,6 +1871,17 @@ private:
     if (role == ArgRole::Param && options.parameterComputeType &&
         isa<FloatType>(element))
       return addMasterParameter(importer, fqn, tensor, shape);
+    if (role == ArgRole::Param && options.parameterStorageType &&
+        isa<FloatType>(element)) {
+      element = getMLIRType(&context, *options.parameterStorageType);
+      c10::ScalarType stored = element.isBF16()  ? at::kBFloat16
+                               : element.isF16() ? at::kHalf
+                               : element.isF64() ? at::kDouble
+                                                 : at::kFloat;
+      // A shape-only tensor has no data to round (tensorBytes gives none).
+      if (hasAllData(tensor) && tensor.scalar_type() != stored)
+        data = tensor.to(stored);
+    }
     Value argument =
         importer.addArgument(RankedTensorType::get(shape, element), fqn, role);
     // A buffer is never trained: what its value is may be proven from it.

@@ -26,7 +26,8 @@ bool isCompiledKey(llvm::StringRef key) {
     return name != "lr";
   if (section == "training")
     return llvm::is_contained({"local_batch_size", "global_batch_size",
-                               "seq_len", "max_norm", "mixed_precision_param",
+                               "seq_len", "max_norm", "dtype",
+                               "mixed_precision_param",
                                "mixed_precision_reduce", "ignore_index"},
                               name);
   return false;

@@ -477,18 +477,10 @@ Status Trainer::loadCheckpoint(const std::string &folder, bool modelOnly) {
   llvm::erase_if(wanted.values, [&](const mlir::titan::PlanValue &value) {
     return value.key == kDataPositionKey && !hasPosition;
   });
-  // A model saved in another float dtype (export_dtype) is read as it is
-  // and widened.
-  for (mlir::titan::PlanTensor &tensor : wanted.tensors) {
-    auto saved = metadata.tensors.find(tensor.key);
-    if (saved != metadata.tensors.end() &&
-        saved->second.dtype != tensor.dtype &&
-        mlir::titan::isFloatElementType(saved->second.dtype) &&
-        tensor.dtype == ElementType::F32)
-      tensor.dtype = saved->second.dtype;
-  }
-  // An uneven shard or a narrower dtype loads its box into a staging
-  // tensor, then into (the first part of) its buffer.
+  // A tensor saved in another float dtype (export_dtype, a float32 run
+  // resumed in pure bf16) is converted as it loads. An uneven shard loads
+  // its box into a staging tensor, then into (the first part of) its
+  // buffer.
   uint8_t *state = regions.getBase(Region::State);
   std::map<std::string, mlir::titan::DenseTensor> staged;
   auto destination = [&](llvm::StringRef source, ElementType dtype,
@@ -508,9 +500,7 @@ Status Trainer::loadCheckpoint(const std::string &folder, bool modelOnly) {
                       "': " + llvm::toString(std::move(error)));
   for (const auto &[source, box] : staged)
     copyIntoPadded(
-        box.dtype == ElementType::F32 ? box
-                                      : convertFloats(box, ElementType::F32),
-        llvm::cantFail(shardOf(source, state, stepValue, dataPosition)));
+        box, llvm::cantFail(shardOf(source, state, stepValue, dataPosition)));
   if (modelOnly) {
     stepValue = 0;
     dataPosition = 0;
@@ -560,8 +550,12 @@ void Trainer::initialize(uint64_t seed) {
   // standard deviations. Each global element's value depends only on the
   // seed, the parameter's name and the element's global index, so every
   // parallel layout starts from the same model.
+  // Parameters of any float dtype (pure bf16 training holds them in bf16)
+  // draw the same float32 values, rounded to their dtype once.
   for (const TensorPlace &argument : program.arguments) {
-    if (argument.role != "param" || argument.dtype != TITANRT_F32)
+    if (argument.role != "param" ||
+        (argument.dtype != TITANRT_F32 && argument.dtype != TITANRT_F64 &&
+         argument.dtype != TITANRT_BF16 && argument.dtype != TITANRT_F16))
       continue;
     const mlir::titan::PlanTensor *tensor = nullptr;
     for (const mlir::titan::PlanTensor &candidate : plan.tensors)
@@ -569,13 +563,14 @@ void Trainer::initialize(uint64_t seed) {
         tensor = &candidate;
     if (!tensor)
       continue;
-    float *data = reinterpret_cast<float *>(regions.address(argument));
+    void *data = regions.address(argument);
     llvm::StringRef name = argument.name;
     bool isBias = name.ends_with("bias");
     double std = name.contains("tok_embeddings") ? 1.0 : 0.02;
     uint64_t key = mix(seed ^ llvm::xxh3_64bits(name));
     const IndexBox &box = tensor->boxes[rank].box;
     forEachChunk(argument.numElements(), [&](int64_t begin, int64_t end) {
+      std::vector<float> values(end - begin);
       for (int64_t local = begin; local < end; ++local) {
         // The element's global row-major index; the padding of an uneven
         // shard (past the box) holds zero.
@@ -588,15 +583,22 @@ void Trainer::initialize(uint64_t seed) {
           global += (index + box.offsets[d]) * stride;
           stride *= tensor->shape[d];
         }
-        if (padding) {
-          data[local] = 0.0f;
-          continue;
-        }
-        data[local] = isBias ? 0.0f
-                      : argument.shape.size() == 1
-                          ? 1.0f
-                          : float(std * normal(key, global));
+        values[local - begin] = padding || isBias ? 0.0f
+                                : argument.shape.size() == 1
+                                    ? 1.0f
+                                    : float(std * normal(key, global));
       }
+      if (argument.dtype == TITANRT_F32)
+        std::copy(values.begin(), values.end(),
+                  static_cast<float *>(data) + begin);
+      else if (argument.dtype == TITANRT_F64)
+        std::copy(values.begin(), values.end(),
+                  static_cast<double *>(data) + begin);
+      else
+        narrowFloats(argument.dtype, values.data(),
+                     static_cast<char *>(data) +
+                         begin * dtypeSize(argument.dtype),
+                     0, end - begin);
     });
   }
 }

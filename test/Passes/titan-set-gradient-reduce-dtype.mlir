@@ -22,6 +22,7 @@ titan.mesh @mesh ["fsdp"=2]
 // CHECK-NEXT: %[[E:.*]] = titan.exp %[[C]]
 // CHECK-NEXT: return %[[M]], %[[N]], %[[E]]
 
+// F64-LABEL: func.func @train_step
 // F64-NOT: tensor<1x4x4xf64>
 // F64: titan.redistribute %arg0 to <@mesh, [S(1)]> : tensor<1x4x4xbf16>
 
@@ -42,4 +43,40 @@ func.func @train_step(
   %c = titan.cast %rb : tensor<4x4xbf16> to tensor<4x4xf32> loc(fused<"titan.phase.backward">[unknown])
   %e = titan.exp %c : tensor<4x4xf32> loc(fused<"titan.phase.backward">[unknown])
   return %u, %n, %e : tensor<4x4xf32>, tensor<4x4xbf16>, tensor<4x4xf32>
+}
+
+// -----
+
+titan.mesh @mesh ["fsdp"=2]
+
+// Pure bf16 training: AdamW reads the bf16 gradient itself. The sum is
+// widened first, the reduce-scatter and the transpose move f32, and the
+// reduced shard is cast back to bf16 for the optimizer; an f64 reduction
+// moves f64 the same way. A partial bf16 value the backward reads keeps
+// its bf16 reduction.
+
+// CHECK-LABEL: func.func @train_step
+// CHECK-NEXT: %[[W:.*]] = titan.cast %arg0 {titan.placements = [#titan.placements<@mesh, [P(sum)]>]} : tensor<4x4xbf16> to tensor<4x4xf32>
+// CHECK-NEXT: %[[R:.*]] = titan.redistribute %[[W]] to <@mesh, [S(0)]> : tensor<4x4xf32>
+// CHECK-NEXT: %[[T:.*]] = titan.transpose %[[R]] {{.*}}: tensor<4x4xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %[[N:.*]] = titan.cast %[[T]] {titan.placements = [#titan.placements<@mesh, [S(1)]>]} : tensor<4x4xf32> to tensor<4x4xbf16>
+// CHECK-NEXT: %[[U:.*]] = titan.mul %[[N]], %arg2
+// CHECK-NEXT: %[[A:.*]] = titan.redistribute %arg1 to <@mesh, [R]> : tensor<4x4xbf16>
+// CHECK-NEXT: %[[E:.*]] = titan.neg %[[A]]
+// CHECK-NEXT: return %[[U]], %[[E]]
+
+// F64-LABEL: func.func @train_step
+// F64: titan.redistribute {{.*}} : tensor<4x4xf64>
+// F64: titan.cast {{.*}} : tensor<4x4xf64> to tensor<4x4xbf16>
+func.func @train_step(
+    %g: tensor<4x4xbf16> {titan.placements = #titan.placements<@mesh, [P(sum)]>},
+    %a: tensor<4x4xbf16> {titan.placements = #titan.placements<@mesh, [P(sum)]>},
+    %m: tensor<4x4xbf16> {titan.placements = #titan.placements<@mesh, [S(1)]>})
+    -> (tensor<4x4xbf16>, tensor<4x4xbf16>) {
+  %r = titan.redistribute %g to <@mesh, [S(0)]> : tensor<4x4xbf16> loc(fused<"titan.phase.backward">[unknown])
+  %t = titan.transpose %r [1, 0] {titan.placements = [#titan.placements<@mesh, [S(1)]>]} : tensor<4x4xbf16> -> tensor<4x4xbf16> loc(fused<"titan.phase.backward">[unknown])
+  %u = titan.mul %t, %m : tensor<4x4xbf16> loc(fused<"titan.phase.optimizer">[unknown])
+  %ra = titan.redistribute %a to <@mesh, [R]> : tensor<4x4xbf16> loc(fused<"titan.phase.backward">[unknown])
+  %n = titan.neg %ra : tensor<4x4xbf16> loc(fused<"titan.phase.backward">[unknown])
+  return %u, %n : tensor<4x4xbf16>, tensor<4x4xbf16>
 }

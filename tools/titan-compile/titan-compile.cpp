@@ -20,6 +20,7 @@
 #include "titan/Config/CommandLine.h"
 #include "titan/Config/DeviceFile.h"
 #include "titan/Config/PipelineSplit.h"
+#include "titan/Dialect/ElementTypes.h"
 #include "titan/Dialect/PipelineMesh.h"
 #include "titan/Dialect/PipelineTransfers.h"
 #include "titan/Dialect/Provenance.h"
@@ -29,6 +30,7 @@
 #include "titan/Report/OverlapTimeline.h"
 #include "titan/Report/PipelineReport.h"
 #include "titan/Report/PlanReport.h"
+#include "titan/Support/Bfloat16.h"
 #include "titan/Support/ForkServer.h"
 #include "titan/Support/Npy.h"
 #include "titan/Tools/ParseInput.h"
@@ -245,15 +247,34 @@ public:
   /// Writes a tensor of `shape` filled with `value` (optimizer state,
   /// scalars of the training state).
   llvm::Error writeFilled(const std::string &name,
-                          llvm::ArrayRef<int64_t> shape, float value) {
+                          llvm::ArrayRef<int64_t> shape, float value,
+                          ElementType type) {
     int64_t count = 1;
     for (int64_t d : shape)
       count *= d;
-    std::vector<float> values(count, value);
-    const char *bytes = reinterpret_cast<const char *>(values.data());
-    return write(ImportedTensor{
-        name, std::vector<int64_t>(shape.begin(), shape.end()),
-        ElementType::F32, std::vector<char>(bytes, bytes + count * 4)});
+    std::vector<char> bytes;
+    auto fill = [&](auto element) {
+      const char *first = reinterpret_cast<const char *>(&element);
+      for (int64_t i = 0; i < count; ++i)
+        bytes.insert(bytes.end(), first, first + sizeof(element));
+    };
+    switch (type) {
+    case ElementType::F64:
+      fill(double(value));
+      break;
+    case ElementType::BF16:
+      fill(floatToBf16(value));
+      break;
+    case ElementType::F16:
+      fill(static_cast<_Float16>(value));
+      break;
+    default:
+      type = ElementType::F32;
+      fill(value);
+    }
+    return write(
+        ImportedTensor{name, std::vector<int64_t>(shape.begin(), shape.end()),
+                       type, std::move(bytes)});
   }
   /// Moves the staged files into the export directory.
   llvm::Error commit() {
@@ -1300,7 +1321,9 @@ static int compileMain(int argc, char **argv) {
       rows = config->parallelism.pipelineParallelMicrobatchSize;
     options.defaultInput = InputSpec{
         {rows * mesh.getDataParallelDegree(), config->training.seqLen}, "i64"};
-    if (config->training.getParamDtype() != ElementType::F32)
+    if (config->training.getStorageDtype() != ElementType::F32)
+      options.parameterStorageType = config->training.getStorageDtype();
+    else if (config->training.getParamDtype() != ElementType::F32)
       options.parameterComputeType = config->training.getParamDtype();
   } else if (!configOverrides.empty()) {
     return fail("--set needs --config");
@@ -1638,7 +1661,12 @@ static int compileMain(int argc, char **argv) {
       } else if (name != "step") {
         continue;
       }
-      if (llvm::Error error = weights.writeFilled(name.str(), shape, value))
+      // Pure bf16 training holds its moments in bf16.
+      ElementType type = getElementTypeOf(getElementTypeOrSelf(
+                                              trainStep.getArgumentTypes()[i]))
+                             .value_or(ElementType::F32);
+      if (llvm::Error error =
+              weights.writeFilled(name.str(), shape, value, type))
         return fail(llvm::toString(std::move(error)));
     }
   }

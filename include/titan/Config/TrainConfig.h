@@ -58,8 +58,15 @@ struct TrainingConfig {
   std::string datasetPath;
   int64_t seed = 42;
   bool deterministic = false;
+  /// The dtype parameters, their gradients and AdamW's moments are held in
+  /// (torchtitan's training.dtype): "float32", or "bfloat16" for pure bf16
+  /// training (no float32 master weights; the forward and backward compute
+  /// in bf16 wherever the model does not cast).
+  std::string dtype = "float32";
   /// The dtype the forward and backward compute parameters in (FSDP2's
   /// param_dtype): "float32" (no mixed precision), "bfloat16" or "float16".
+  /// Under pure bf16 training the parameters are bf16 already, whatever it
+  /// says ("float32" or "bfloat16").
   std::string mixedPrecisionParam = "float32";
   /// The dtype gradients are reduced in across data-parallel ranks (FSDP2's
   /// reduce_dtype).
@@ -67,7 +74,10 @@ struct TrainingConfig {
   /// Label value whose tokens do not count in the loss.
   int64_t ignoreIndex = -100;
 
-  /// mixedPrecisionParam as an element type.
+  /// dtype as an element type.
+  ElementType getStorageDtype() const;
+  /// The dtype the forward reads parameters in: bf16 under pure bf16
+  /// training, else mixedPrecisionParam as an element type.
   ElementType getParamDtype() const;
   /// mixedPrecisionReduce as an element type.
   ElementType getReduceDtype() const;

@@ -85,6 +85,12 @@ struct TorchScriptImportOptions {
   /// from there, as the module runs under FSDP2. Unset: parameters are read
   /// as stored.
   std::optional<ElementType> parameterComputeType;
+  /// Pure low-precision training (torchtitan's training.dtype =
+  /// "bfloat16"): the type floating parameters are held in. Each becomes
+  /// an argument of this type, its data rounded to it (nearest even), with
+  /// no master weight; the forward reads it as it is. Excludes
+  /// parameterComputeType.
+  std::optional<ElementType> parameterStorageType;
 };
 
 /// Loads `path` with LibTorch and imports its forward method. Errors name

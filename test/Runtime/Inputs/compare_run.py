@@ -24,7 +24,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Spmd", "Inputs"))
-from compare_outputs import normwise_error  # noqa: E402
+from compare_outputs import load_values, normwise_error  # noqa: E402
 
 
 def main() -> int:
@@ -85,8 +85,8 @@ def main() -> int:
         path = os.path.join(args.loaded, name)
         if not os.path.exists(path):
             continue  # buffers (RoPE tables) are not in checkpoints
-        actual = np.load(path).astype(np.float64)
-        expected = np.load(os.path.join(args.reference, name)).astype(np.float64)
+        actual = load_values(path)
+        expected = load_values(os.path.join(args.reference, name))
         if actual.shape != expected.shape:
             print(f"MISMATCH: {name} shape {actual.shape} != {expected.shape}")
             return 1

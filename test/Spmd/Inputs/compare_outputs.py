@@ -18,6 +18,14 @@ from typing import List, Optional
 import numpy as np
 
 
+def load_values(path: str) -> np.ndarray:
+    """A .npy file's values as float64; titan writes bfloat16 tensors as their raw bits (uint16)."""
+    array = np.load(path)
+    if array.dtype == np.uint16:
+        array = (array.astype(np.uint32) << 16).view(np.float32)
+    return array.astype(np.float64)
+
+
 def normwise_error(actual: np.ndarray, expected: np.ndarray) -> float:
     """||actual - expected|| / ||expected|| (the largest |actual| when expected is 0)."""
     norm = np.linalg.norm(expected)
@@ -33,12 +41,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     worst = (0.0, "-")
     names = sorted(os.path.basename(p) for p in glob.glob(os.path.join(args.expected, "*.npy")))
     for name in names:
-        expected = np.load(os.path.join(args.expected, name)).astype(np.float64)
+        expected = load_values(os.path.join(args.expected, name))
         path = os.path.join(args.actual, name)
         if not os.path.exists(path):
             print(f"MISMATCH: {name} missing")
             return 1
-        actual = np.load(path).astype(np.float64)
+        actual = load_values(path)
         if actual.shape != expected.shape:
             print(f"MISMATCH: {name} shape {actual.shape} != {expected.shape}")
             return 1

@@ -3,12 +3,15 @@ and optimizer state into the next, and checks the results against the
 PyTorch oracle's (train_oracle.py).
 
 usage: run_steps.py STEP.mlir STATE_DIR ORACLE_DIR --steps N [--rtol R]
-       [--grad-rtol G] --lr L --beta1 B1 --beta2 B2 --eps E --weight-decay W
+       [--grad-rtol G] [--param-rtol P] --lr L --beta1 B1 --beta2 B2 --eps E
+       --weight-decay W
 
---grad-rtol bounds the gradients' error (default: --rtol, which bounds the
-losses and the AdamW update). Parameters the oracle found no gradient
-reaches (expected/no_grad.txt) must come out of every step unchanged, bit
-for bit, as torch.optim.AdamW leaves them.
+--grad-rtol bounds the gradients' error and --param-rtol the parameters'
+after the AdamW update (default: --rtol, which bounds the losses).
+Parameters the oracle found no gradient reaches (expected/no_grad.txt) must
+come out of every step unchanged, bit for bit, as torch.optim.AdamW leaves
+them. bf16 tensors (pure bf16 training) are .npy files of their raw bits
+(uint16).
 
 STATE_DIR holds the initial training state (titan-compile --export-weights);
 tokens.npy and labels.npy are copied in from ORACLE_DIR's model and oracle.
@@ -24,6 +27,9 @@ import sys
 from typing import List, Optional
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Spmd", "Inputs"))
+from compare_outputs import load_values  # noqa: E402
 
 
 def rel_err(actual: np.ndarray, expected: np.ndarray, floor: float = 1e-30) -> float:
@@ -60,13 +66,20 @@ def adamw_reference(args, out: str, name: str) -> np.ndarray:
     """
     import torch
 
-    param = torch.tensor(np.load(os.path.join(args.state, name + ".npy")), requires_grad=True)
+    stored = np.load(os.path.join(args.state, name + ".npy"))
+    param = torch.tensor(load_values(os.path.join(args.state, name + ".npy")).astype(np.float32),
+                         requires_grad=True)
     if name in no_gradient(args.oracle):
         return param.detach().numpy()  # AdamW skips a parameter whose .grad is None.
-    param.grad = torch.tensor(np.load(os.path.join(out, f"grad.{name}.npy")))
+    param.grad = torch.tensor(load_values(os.path.join(out, f"grad.{name}.npy")).astype(np.float32))
+
     optimizer = torch.optim.AdamW([param], lr=args.lr, betas=(args.beta1, args.beta2),
                                   eps=args.eps, weight_decay=args.weight_decay)
     optimizer.step()
+    if stored.dtype == np.uint16:
+        # Pure bf16 training: torch's fused AdamW computes the float32
+        # update of the bf16 values and rounds it once.
+        return param.detach().to(torch.bfloat16).float().numpy()
     return param.detach().numpy()
 
 
@@ -78,13 +91,13 @@ def compare_first_step(args, out: str, expected: str) -> bool:
     names = [os.path.basename(f)[len("grad."):-len(".npy")] for f in grads]
     floor = GRADIENT_FLOOR * max(float(np.abs(np.load(f)).max()) for f in grads)
     checks = (
-        ("grads vs PyTorch", [(rel_err(np.load(os.path.join(out, f"grad.{n}.npy")),
+        ("grads vs PyTorch", [(rel_err(load_values(os.path.join(out, f"grad.{n}.npy")),
                                        np.load(os.path.join(expected, f"grad.{n}.npy")), floor), n)
                               for n in names]),
-        ("parameters vs torch.optim.AdamW", [(rel_err(np.load(os.path.join(out, f"param.{n}.npy")),
+        ("parameters vs torch.optim.AdamW", [(rel_err(load_values(os.path.join(out, f"param.{n}.npy")),
                                                       adamw_reference(args, out, n)), n) for n in names]),
     )
-    for (what, errors), rtol in zip(checks, (args.grad_rtol, args.rtol)):
+    for (what, errors), rtol in zip(checks, (args.grad_rtol, args.param_rtol)):
         worst = max(errors)
         verdict = "match" if worst[0] <= rtol else "MISMATCH"
         ok &= worst[0] <= rtol
@@ -100,12 +113,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--steps", type=int, default=1)
     parser.add_argument("--rtol", type=float, default=1e-4)
     parser.add_argument("--grad-rtol", type=float)
+    parser.add_argument("--param-rtol", type=float)
     parser.add_argument("--titan-eval", default="titan-eval")
     for name in ("lr", "beta1", "beta2", "eps", "weight-decay"):
         parser.add_argument("--" + name, type=float, required=True)
     args = parser.parse_args(argv)
     if args.grad_rtol is None:
         args.grad_rtol = args.rtol
+    if args.param_rtol is None:
+        args.param_rtol = args.rtol
 
     expected = os.path.join(args.oracle, "expected")
     frozen = {name: np.load(os.path.join(args.state, name + ".npy"))

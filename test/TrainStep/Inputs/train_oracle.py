@@ -35,6 +35,15 @@ and the explicit attention rounds the scores and the probabilities; the
 oracle computes each in float32 and rounds the result (see
 docs/mixed-precision.md).
 
+With --dtype bfloat16 the step is pure bf16 training (torchtitan's
+training.dtype = "bfloat16"): the parameters are bf16 (no masters), their
+gradients and AdamW's moments too. AdamW runs as torch's fused AdamW
+(optimizer.implementation = "fused", torchtitan's default) does: each
+element computes in float32 from the bf16 values and rounds once; the
+gradient norm is summed in float32 and the clipping coefficient scales the
+gradient inside that computation. The same three computations round once
+as under --param-dtype. Gradients and parameters are written as float32.
+
 With --training-steps, the learning rate follows torchtitan's [lr_scheduler]
 through torch.optim.lr_scheduler.LambdaLR, with the lambda torchtitan
 defines (torchtitan/components/lr_scheduler.py, linear_warmup_stable_decay;
@@ -162,6 +171,29 @@ def round_once(model) -> None:
             torch._C._jit_pass_custom_pattern_based_rewrite_graph(pattern, replacement, module.forward.graph)
 
 
+def fused_adamw_step(params, moments, lr: float, step: int, args, scale: float) -> None:
+    """One step of torch's fused AdamW on low-precision parameters: each
+    element computes in float32 (torch.optim.AdamW's formula, the gradient
+    times the clipping coefficient `scale` first) and rounds once."""
+    correction1 = 1 - args.beta1 ** step
+    correction2 = math.sqrt(1 - args.beta2 ** step)
+    with torch.no_grad():
+        for name, p in params.items():
+            if p.grad is None:
+                continue  # AdamW skips a parameter without gradient.
+            if name not in moments:
+                moments[name] = (torch.zeros_like(p), torch.zeros_like(p))
+            exp_avg, exp_avg_sq = moments[name]
+            g = p.grad.float() * scale
+            m = exp_avg.float() * args.beta1 + g * (1 - args.beta1)
+            v = exp_avg_sq.float() * args.beta2 + (g * g) * (1 - args.beta2)
+            updated = p.float() * (1 - lr * args.weight_decay) - (
+                m / (v.sqrt() / correction2 + args.eps)) * (lr / correction1)
+            p.copy_(updated)
+            exp_avg.copy_(m)
+            exp_avg_sq.copy_(v)
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("model_dir")
@@ -178,7 +210,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--min-lr-factor", type=float, default=0.0)
     parser.add_argument("--param-dtype", default="float32",
                         choices=("float32", "bfloat16", "float16"))
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
+                        help="the dtype of the parameters, gradients and moments "
+                        "(bfloat16: pure bf16 training)")
     args = parser.parse_args(argv)
+    pure = args.dtype != "float32"
 
     torch.manual_seed(0)
     model = torch.jit.load(os.path.join(args.model_dir, "model.pt"))
@@ -189,8 +225,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     torch._C._jit_set_profiling_executor(False)
     torch._C._jit_set_profiling_mode(False)
     torch._C._set_graph_executor_optimize(False)
-    if args.param_dtype != "float32":
+    if args.param_dtype != "float32" or pure:
         round_once(model)  # Before the first call compiles it.
+    if pure:
+        for p in model.parameters():
+            p.data = p.data.to(getattr(torch, args.dtype))
     tokens = torch.from_numpy(np.load(os.path.join(args.model_dir, "tokens.npy")))
     # The whole batch (a model traced on it may not run on fewer positions),
     # leaving the random state as it was.
@@ -206,7 +245,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     # tensors without mixed precision).
     compute = dict(model.named_parameters())
     param_dtype = getattr(torch, args.param_dtype)
-    if param_dtype == torch.float32:
+    if param_dtype == torch.float32 or pure:
         params = compute
     else:
         params = {name: torch.nn.Parameter(p.detach().clone()) for name, p in compute.items()}
@@ -220,6 +259,7 @@ def main(argv: Optional[List[str]] = None) -> None:
                 args.training_steps, args.warmup_steps, args.decay_ratio,
                 args.decay_type, args.min_lr_factor))
     losses, lrs, grad_norms = [], [], []
+    moments = {}  # name -> (exp_avg, exp_avg_sq) of the pure low-precision step
     for step in range(args.steps):
         optimizer.zero_grad()
         if params is not compute:
@@ -235,7 +275,14 @@ def main(argv: Optional[List[str]] = None) -> None:
         if params is not compute:
             for name, p in compute.items():
                 params[name].grad = None if p.grad is None else p.grad.float()
-        if args.max_norm > 0:
+        scale = 1.0
+        if args.max_norm > 0 and pure:
+            # In float32; the coefficient scales the gradients inside AdamW.
+            norm = math.sqrt(sum(float((p.grad.float() ** 2).sum())
+                                 for p in params.values() if p.grad is not None))
+            grad_norms.append(norm)
+            scale = min(1.0, args.max_norm / (norm + 1e-6))
+        elif args.max_norm > 0:
             grad_norms.append(
                 torch.nn.utils.clip_grad_norm_(list(params.values()), args.max_norm).item())
         losses.append(loss.item())
@@ -247,17 +294,20 @@ def main(argv: Optional[List[str]] = None) -> None:
             with open(os.path.join(args.out, "expected", "no_grad.txt"), "w") as f:
                 f.writelines(name + "\n" for name in no_grad)
             for name, p in params.items():
-                grad = torch.zeros_like(p) if p.grad is None else p.grad
+                grad = torch.zeros_like(p) if p.grad is None else p.grad * scale
                 np.save(os.path.join(args.out, "expected", f"grad.{name}.npy"),
-                        grad.detach().numpy())
+                        grad.detach().float().numpy())
         lrs.append(optimizer.param_groups[0]["lr"])
-        optimizer.step()
+        if pure:
+            fused_adamw_step(params, moments, lrs[-1], step + 1, args, scale)
+        else:
+            optimizer.step()
         if scheduler is not None:
             scheduler.step()
         if step == 0:
             for name, p in params.items():
                 np.save(os.path.join(args.out, "expected", f"param.{name}.npy"),
-                        p.detach().numpy())
+                        p.detach().float().numpy())
     np.save(os.path.join(args.out, "expected", "losses.npy"), np.array(losses, dtype=np.float64))
     np.save(os.path.join(args.out, "expected", "lrs.npy"), np.array(lrs, dtype=np.float64))
     if grad_norms:

@@ -152,6 +152,64 @@ TEST(PlanTest, SavesAndLoadsThroughThePlan) {
             std::string::npos);
 }
 
+TEST(PlanTest, LoadsFloatsIntoAnotherFloatType) {
+  // Saved by a float32 run; loaded by a pure bf16 one (w in bf16), as
+  // DCP's copy_ loads it: each value rounded to nearest even. An int
+  // tensor loads into no float.
+  llvm::Expected<CheckpointPlan> saved = parseCheckpointPlan(kPlanText, "p");
+  ASSERT_TRUE(bool(saved)) << llvm::toString(saved.takeError());
+  std::vector<float> values = {
+      1.0f, -2.5f, 3.0f + 1.0f / 256, 1e-3f, 65504.0f, 0.0f, -0.0f, 7.0f};
+  DenseTensor w{ElementType::F32, {4, 2}, std::vector<char>(32)};
+  std::memcpy(w.data.data(), values.data(), 32);
+  float seven = 7;
+  DenseTensor step{ElementType::F32, {}, std::vector<char>(4)};
+  std::memcpy(step.data.data(), &seven, 4);
+  StateTensors state{{"w", w}, {"step", step}};
+  auto lookup = [&](llvm::StringRef source) -> llvm::Expected<DenseTensorRef> {
+    return DenseTensorRef(state.at(source.str()));
+  };
+  std::vector<DcpRankData> ranks;
+  for (unsigned rank = 0; rank < 2; ++rank) {
+    llvm::Expected<DcpRankData> data = planRankData(*saved, rank, lookup);
+    ASSERT_TRUE(bool(data)) << llvm::toString(data.takeError());
+    ranks.push_back(std::move(*data));
+  }
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("plan-test", dir));
+  ASSERT_FALSE(bool(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2)));
+  llvm::Expected<DcpReader> reader = DcpReader::open(dir);
+  ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
+
+  std::string bf16Text = kPlanText;
+  bf16Text.replace(bf16Text.find("tensor w w float32"),
+                   std::strlen("tensor w w float32"), "tensor w w bfloat16");
+  llvm::Expected<CheckpointPlan> bf16 = parseCheckpointPlan(bf16Text, "p");
+  ASSERT_TRUE(bool(bf16)) << llvm::toString(bf16.takeError());
+  llvm::Expected<StateTensors> loaded = loadPlanState(*reader, *bf16);
+  ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
+  const DenseTensor &rounded = loaded->at("w");
+  ASSERT_EQ(rounded.dtype, ElementType::BF16);
+  std::vector<uint16_t> bits(8);
+  ASSERT_EQ(rounded.data.size(), 16u);
+  std::memcpy(bits.data(), rounded.data.data(), 16);
+  // 3 + 1/256 is halfway between bf16's 3 and 3.015625: even, 3. 1e-3
+  // rounds to 0x3a83; 65504 to 65536 (0x4780).
+  EXPECT_EQ(bits, (std::vector<uint16_t>{0x3f80, 0xc020, 0x4040, 0x3a83, 0x4780,
+                                         0x0000, 0x8000, 0x40e0}));
+  EXPECT_EQ(loaded->at("step").data, step.data);
+
+  std::string intText = kPlanText;
+  intText.replace(intText.find("tensor w w float32"),
+                  std::strlen("tensor w w float32"), "tensor w w int64");
+  llvm::Expected<CheckpointPlan> ints = parseCheckpointPlan(intText, "p");
+  ASSERT_TRUE(bool(ints)) << llvm::toString(ints.takeError());
+  EXPECT_THAT(errorOf(loadPlanState(*reader, *ints).takeError()),
+              ::testing::HasSubstr("the checkpoint holds 'w' as float32 "
+                                   "[4, 2], the plan expects int64 [4, 2]"));
+  llvm::sys::fs::remove_directories(dir);
+}
+
 /// Pipeline rank 0's program of a 2-stage pipeline on 2 ranks a stage: a
 /// [4, 2] split in rows, the tied weight wte [2, 2] split in rows, and the
 /// step as a value.

@@ -211,12 +211,6 @@ TEST(TorchtitanKeys, RefusedKeysNameTheCapabilityAndTheFix) {
             "cfg.toml:2: fault_tolerance.enable = true is not supported "
             "(titan has no fault tolerance (TorchFT): a rank that dies stops "
             "the job); set it to false");
-  EXPECT_EQ(errorOf("[training]\ndtype = \"bfloat16\"\n"),
-            "cfg.toml:2: training.dtype = \"bfloat16\" is not supported "
-            "(titan keeps float32 parameters and optimizer state; "
-            "\"bfloat16\" would train in bfloat16 throughout); set it to "
-            "\"float32\" (training.mixed_precision_param = \"bfloat16\" "
-            "computes in bfloat16 with float32 masters)");
   // An override names itself.
   EXPECT_EQ(errorOf("", {"model.converters=[\"quantize.linear.mx\"]"}),
             "override 'model.converters=[\"quantize.linear.mx\"]':2: "

@@ -148,6 +148,24 @@ TEST(TrainConfig, NonFiniteAndUnknownValuesAreErrors) {
             "from the parameters' \"bfloat16\": titan reduces gradients in "
             "the dtype they are computed in or in float32 (set it to "
             "\"float32\")");
+  // Pure bf16 training: bfloat16 or float32 throughout; the forward reads
+  // the bf16 parameters as they are, and the gradients are reduced in
+  // bf16 or float32.
+  EXPECT_EQ(errorOf("[training]\ndtype = \"float16\"\n"),
+            "cfg.toml: 'training.dtype' must be one of \"float32\", "
+            "\"bfloat16\", got \"float16\" (did you mean 'bfloat16'?)");
+  EXPECT_EQ(errorOf("[training]\ndtype = \"bfloat16\"\n"
+                    "mixed_precision_param = \"float16\"\n"),
+            "cfg.toml: 'training.mixed_precision_param' = \"float16\" under "
+            "training.dtype = \"bfloat16\": the parameters are bfloat16 "
+            "already, and the forward reads them as they are (set it to "
+            "\"bfloat16\" or \"float32\")");
+  EXPECT_EQ(errorOf("[training]\ndtype = \"bfloat16\"\n"
+                    "mixed_precision_reduce = \"float16\"\n"),
+            "cfg.toml: 'training.mixed_precision_reduce' = \"float16\" differs "
+            "from the parameters' \"bfloat16\": titan reduces gradients in "
+            "the dtype they are computed in or in float32 (set it to "
+            "\"float32\")");
   // A value cannot smuggle a second key in on another line.
   EXPECT_EQ(errorOf("", {"training.seq_len=8\nsteps=5"}),
             "override 'training.seq_len=8\nsteps=5': a value must be on one "
@@ -423,6 +441,29 @@ TEST(TrainConfig, BucketCollectivesIsUnsetUnlessGiven) {
   EXPECT_EQ(errorOf("[parallelism]\nbucket_collectives = 1\n"),
             "cfg.toml:2: 'parallelism.bucket_collectives' must be true or "
             "false");
+}
+
+TEST(TrainConfig, PureBf16TrainingReadsTheParametersInBf16) {
+  // torchtitan's Llama 3 configs for pure bf16 set the dtype and reduce
+  // in bf16 (mixed_precision_param defaults to bfloat16 there, float32
+  // here: both read the bf16 parameters as they are).
+  for (const char *param : {"float32", "bfloat16"}) {
+    llvm::Expected<TrainConfig> config =
+        parseTrainConfig(std::string("[training]\ndtype = \"bfloat16\"\n"
+                                     "mixed_precision_reduce = \"bfloat16\"\n"
+                                     "mixed_precision_param = \"") +
+                             param + "\"\n",
+                         "cfg.toml");
+    ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
+    EXPECT_EQ(config->training.getStorageDtype(), ElementType::BF16);
+    EXPECT_EQ(config->training.getParamDtype(), ElementType::BF16);
+    EXPECT_EQ(config->training.getReduceDtype(), ElementType::BF16);
+  }
+  llvm::Expected<TrainConfig> fp32 = parseTrainConfig("", "cfg.toml");
+  ASSERT_TRUE(bool(fp32)) << llvm::toString(fp32.takeError());
+  EXPECT_EQ(fp32->training.dtype, "float32");
+  EXPECT_EQ(fp32->training.getStorageDtype(), ElementType::F32);
+  EXPECT_EQ(fp32->training.getParamDtype(), ElementType::F32);
 }
 
 TEST(TrainConfig, GlobalBatchSizeGivesTheAccumulationSteps) {
