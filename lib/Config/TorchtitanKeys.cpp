@@ -175,28 +175,10 @@ const TorchtitanKey kKeys[] = {
      "v0.1's name of initial_load_model_only"},
     {"checkpoint.last_save_model_weights_only", "v0.1.0", T::Boolean, D::Mapped,
      "checkpoint.last_save_model_only", "v0.1's name of last_save_model_only"},
-    {"checkpoint.create_seed_checkpoint", "v0.1.0, v0.2.x", T::Boolean,
-     D::Refused, "false",
-     "titan's executable has no seed-checkpoint mode; it would train instead "
-     "of saving the initial state and stopping",
-     "set it to false (titan initializes every rank from training.seed, "
-     "whatever the layout)"},
-    {"checkpoint.exclude_from_loading", "v0.1.0, v0.2.x", T::StringList,
-     D::Refused, "[]", "titan loads a checkpoint whole, or the model only",
-     "remove it (checkpoint.initial_load_model_only = true loads the model "
-     "only)"},
     {"checkpoint.enable_ft_dataloader_checkpoints", "v0.2.x", T::Boolean,
      D::Ignored, "", kNoFaultTolerance},
     {"checkpoint.initial_load_in_hf_quantized", "v0.2.x", T::Boolean,
      D::Refused, "false", "titan reads no quantized Hugging Face checkpoints",
-     "set it to false"},
-    {"checkpoint.enable_first_step_checkpoint", "v0.2.x", T::Boolean,
-     D::Refused, "false",
-     "titan's executable saves every checkpoint.interval steps and after the "
-     "last step, not after the first",
-     "set it to false"},
-    {"checkpoint.load_only", "v0.2.x", T::Boolean, D::Refused, "false",
-     "titan's executable saves whenever checkpoint.enable is true",
      "set it to false"},
 
     // [activation_checkpoint]

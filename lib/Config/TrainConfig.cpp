@@ -162,6 +162,11 @@ std::vector<TomlSection> schema(TrainConfig &c) {
         {"initial_load_model_only", &c.checkpoint.initialLoadModelOnly},
         {"initial_load_in_hf", &c.checkpoint.initialLoadInHf},
         {"last_save_in_hf", &c.checkpoint.lastSaveInHf},
+        {"enable_first_step_checkpoint",
+         &c.checkpoint.enableFirstStepCheckpoint},
+        {"load_only", &c.checkpoint.loadOnly},
+        {"create_seed_checkpoint", &c.checkpoint.createSeedCheckpoint},
+        {"exclude_from_loading", &c.checkpoint.excludeFromLoading},
         {"hf_mapping", &c.checkpoint.hfMapping}}},
       {"profiling",
        {{"enable_profiling", &c.profiling.enableProfiling},
@@ -306,6 +311,29 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
                    "\" differs from the parameters' \"" + paramName +
                    "\": titan reduces gradients in the dtype they are "
                    "computed in or in float32 (set it to \"float32\")");
+  for (const std::string &state : c.checkpoint.excludeFromLoading) {
+    if (llvm::Error e = oneOf("checkpoint.exclude_from_loading", state,
+                              {"model", "optimizer", "lr_scheduler",
+                               "dataloader", "train_state"}))
+      return e;
+    if (state != "dataloader")
+      return bad("checkpoint.exclude_from_loading",
+                 "leaves out \"" + state +
+                     "\", which titan loads with the rest: AdamW's bias "
+                     "correction and the learning-rate schedule both count "
+                     "train_state.step, the one step a checkpoint holds "
+                     "(only \"dataloader\" can be left out: the data start "
+                     "from the beginning; initial_load_model_only loads the "
+                     "model alone)");
+  }
+  if (c.checkpoint.createSeedCheckpoint && !c.checkpoint.enable)
+    return bad("checkpoint.create_seed_checkpoint",
+               "needs checkpoint.enable = true (the seed checkpoint is the "
+               "job's step-0 save)");
+  if (c.checkpoint.createSeedCheckpoint && c.checkpoint.loadOnly)
+    return bad("checkpoint.create_seed_checkpoint",
+               "saves a checkpoint, which checkpoint.load_only = true "
+               "forbids: set one of them to false");
   llvm::StringRef option = c.activationCheckpoint.selectiveAcOption;
   unsigned every;
   if (option != "op" && (option.getAsInteger(10, every) || every == 0))

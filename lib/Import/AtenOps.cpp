@@ -3106,7 +3106,8 @@ llvm::Expected<Value> matmul(Emitter &emit, Value a, Value b, bool transposeB) {
       isa<FloatType>(bElement))
     return makeError(llvm::formatv(
         "a matrix product of {0} and {1} operands (PyTorch refuses it too); "
-        "under mixed precision the model must be traced with its parameters "
+        "under mixed precision (and pure bf16 training) the model must be "
+        "traced with its parameters "
         "in the compute dtype, since a trace recorded in float32 takes "
         "`x.float()` for x itself (models/export.py --trace-dtype bfloat16, "
         "or torch.jit.script)",

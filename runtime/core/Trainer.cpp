@@ -451,7 +451,8 @@ llvm::Expected<MutableDenseTensorRef> Trainer::shardOf(llvm::StringRef source,
           argument->bytes));
 }
 
-Status Trainer::loadCheckpoint(const std::string &folder, bool modelOnly) {
+Status Trainer::loadCheckpoint(const std::string &folder, bool modelOnly,
+                               bool restartData) {
   llvm::Expected<mlir::titan::DcpReader> reader =
       mlir::titan::DcpReader::open(folder);
   if (!reader)
@@ -471,9 +472,9 @@ Status Trainer::loadCheckpoint(const std::string &folder, bool modelOnly) {
   if (modelOnly)
     wanted.values.clear();
   const mlir::titan::DcpMetadata &metadata = reader->getMetadata();
-  bool hasPosition =
-      llvm::is_contained(metadata.bytesEntries, kDataPositionKey) ||
-      metadata.tensors.count(kDataPositionKey);
+  bool hasPosition = !restartData && (llvm::is_contained(metadata.bytesEntries,
+                                                         kDataPositionKey) ||
+                                      metadata.tensors.count(kDataPositionKey));
   llvm::erase_if(wanted.values, [&](const mlir::titan::PlanValue &value) {
     return value.key == kDataPositionKey && !hasPosition;
   });
@@ -507,7 +508,7 @@ Status Trainer::loadCheckpoint(const std::string &folder, bool modelOnly) {
   }
   stepsDone = static_cast<int64_t>(stepValue);
   if (!modelOnly && !hasPosition && windows)
-    dataPosition = windows->next(0) * stepsDone;
+    dataPosition = restartData ? 0 : windows->next(0) * stepsDone;
   return Status::success();
 }
 
@@ -690,10 +691,18 @@ Status Trainer::prepare(const RunOptions &options) {
 }
 
 Status Trainer::fillState(const RunOptions &options) {
-  if (!options.loadCheckpoint.empty())
-    return loadCheckpoint(options.loadCheckpoint, /*modelOnly=*/false);
-  // A job resumes from its own newest checkpoint (or load_step's).
   const mlir::titan::CheckpointConfig &checkpoint = options.checkpoint;
+  bool restartData =
+      llvm::is_contained(checkpoint.excludeFromLoading, "dataloader");
+  if (!options.loadCheckpoint.empty())
+    return loadCheckpoint(options.loadCheckpoint, /*modelOnly=*/false,
+                          restartData);
+  // A seed checkpoint is the seeded model, whatever the folder holds.
+  if (checkpoint.createSeedCheckpoint) {
+    initialize(options.seed);
+    return Status::success();
+  }
+  // A job resumes from its own newest checkpoint (or load_step's).
   if (checkpoint.enable) {
     std::string root = checkpointRoot(options);
     std::vector<int64_t> steps = listCheckpointSteps(root);
@@ -720,17 +729,21 @@ Status Trainer::fillState(const RunOptions &options) {
       std::string folder = checkpointFolderOf(root, *resumeStep);
       if (rank == 0)
         std::printf("resuming from %s\n", folder.c_str());
-      // The last save of a finished job may hold the model only.
+      // The last save of a finished job may hold the model only; step-0
+      // (a seed checkpoint) starts the job from its model, as torchtitan
+      // loads it.
       llvm::Expected<mlir::titan::DcpReader> reader =
           mlir::titan::DcpReader::open(folder);
-      bool modelOnly = reader && !reader->getMetadata().tensors.empty() &&
-                       !llvm::is_contained(reader->getMetadata().bytesEntries,
-                                           "train_state.step") &&
-                       !reader->getMetadata().tensors.count("train_state.step");
+      bool modelOnly =
+          *resumeStep == 0 ||
+          (reader && !reader->getMetadata().tensors.empty() &&
+           !llvm::is_contained(reader->getMetadata().bytesEntries,
+                               "train_state.step") &&
+           !reader->getMetadata().tensors.count("train_state.step"));
       if (!reader)
         llvm::consumeError(reader.takeError());
-      TITANRT_RETURN_IF_ERROR(loadCheckpoint(folder, modelOnly));
-      if (modelOnly) {
+      TITANRT_RETURN_IF_ERROR(loadCheckpoint(folder, modelOnly, restartData));
+      if (modelOnly && *resumeStep > 0) {
         // Its folder says which step it is.
         stepsDone = *resumeStep;
         stepValue = float(stepsDone);
@@ -756,7 +769,7 @@ Status Trainer::fillState(const RunOptions &options) {
       std::printf("starting from %s%s\n", checkpoint.initialLoadPath.c_str(),
                   checkpoint.initialLoadModelOnly ? " (model only)" : "");
     return loadCheckpoint(checkpoint.initialLoadPath,
-                          checkpoint.initialLoadModelOnly);
+                          checkpoint.initialLoadModelOnly, restartData);
   }
   initialize(options.seed);
   return Status::success();
@@ -883,6 +896,17 @@ std::string Trainer::findNonFiniteResult() const {
 
 Status Trainer::train(const RunOptions &options, StopReason &stopped) {
   stopped = StopReason::None;
+  if (options.checkpoint.createSeedCheckpoint) {
+    // torchtitan's seed checkpoint: step-0, saved as the job's last save
+    // is, and no step.
+    TITANRT_RETURN_IF_ERROR(saveStepCheckpoint(options, /*last=*/true));
+    if (asyncSave)
+      TITANRT_RETURN_IF_ERROR(asyncSave->wait());
+    if (rank == 0)
+      std::printf("created the seed checkpoint %s\n",
+                  checkpointFolderOf(checkpointRoot(options), 0).c_str());
+    return Status::success();
+  }
   const TensorPlace *loss = program.findResult("loss");
   const TensorPlace *gradNorm = program.findResult("grad_norm");
   int64_t tokensPerStep = 0;
@@ -1009,20 +1033,10 @@ Status Trainer::train(const RunOptions &options, StopReason &stopped) {
                           agreed.getMessage());
     bool last = stepsDone == lastStep;
     bool lastOfJob = last && !options.runSteps;
-    if (checkpoint.enable && lastOfJob && checkpoint.lastSaveInHf) {
-      progress.setPhase(RankPhase::Checkpointing);
-      if (asyncSave)
-        TITANRT_RETURN_IF_ERROR(asyncSave->wait());
-      TITANRT_RETURN_IF_ERROR(saveHfModel(
-          options, checkpointFolderOf(checkpointRoot(options), stepsDone)));
-    } else if (checkpoint.enable &&
-               (stepsDone % checkpoint.interval == 0 || lastOfJob)) {
-      progress.setPhase(RankPhase::Checkpointing);
-      TITANRT_RETURN_IF_ERROR(
-          saveJobCheckpoint(options, lastOfJob && checkpoint.modelWeightsOnly
-                                         ? SaveKind::ModelOnly
-                                         : SaveKind::Full));
-    }
+    if (checkpoint.enable && !checkpoint.loadOnly &&
+        (lastOfJob || stepsDone % checkpoint.interval == 0 ||
+         (stepsDone == 1 && checkpoint.enableFirstStepCheckpoint)))
+      TITANRT_RETURN_IF_ERROR(saveStepCheckpoint(options, lastOfJob));
     if (signal) {
       if (rank == 0)
         std::printf("stopping after step %lld (%s)\n",
@@ -1044,6 +1058,20 @@ std::string titan::rt::checkpointRoot(const RunOptions &options) {
   llvm::SmallString<256> root(options.dumpFolder);
   llvm::sys::path::append(root, options.checkpoint.folder);
   return std::string(root);
+}
+
+Status Trainer::saveStepCheckpoint(const RunOptions &options, bool last) {
+  progress.setPhase(RankPhase::Checkpointing);
+  const mlir::titan::CheckpointConfig &checkpoint = options.checkpoint;
+  if (last && checkpoint.lastSaveInHf) {
+    if (asyncSave)
+      TITANRT_RETURN_IF_ERROR(asyncSave->wait());
+    return saveHfModel(options,
+                       checkpointFolderOf(checkpointRoot(options), stepsDone));
+  }
+  return saveJobCheckpoint(options, last && checkpoint.modelWeightsOnly
+                                        ? SaveKind::ModelOnly
+                                        : SaveKind::Full);
 }
 
 Status Trainer::saveJobCheckpoint(const RunOptions &options, SaveKind kind) {

@@ -181,7 +181,13 @@ private:
   /// Downloads the whole state into the host mirror (the step updates it
   /// in place: the mirror's is stale after a step until this).
   Status downloadState();
-  Status loadCheckpoint(const std::string &folder, bool modelOnly);
+  /// Loads the DCP checkpoint in `folder` into this rank's state (converted
+  /// where it holds another float dtype): the model alone with `modelOnly`
+  /// (optimizer state, step and data position 0); with `restartData`
+  /// (exclude_from_loading's "dataloader") the data start from the
+  /// beginning.
+  Status loadCheckpoint(const std::string &folder, bool modelOnly,
+                        bool restartData);
   /// Loads the parameters from Hugging Face safetensors in `folder`
   /// (HfCheckpoint.cpp); the optimizer state and the step start at 0.
   Status loadHfModel(const RunOptions &options, const std::string &folder);
@@ -198,6 +204,11 @@ private:
   Status readInputs(const RunOptions &options);
   /// Fills the parameters from `seed` (on the rank's threads).
   void initialize(uint64_t seed);
+  /// Saves step `stepsDone`'s checkpoint of the job folder as the config
+  /// asks: the `last` save of the job in Hugging Face safetensors
+  /// (last_save_in_hf) or the model alone (last_save_model_only), any
+  /// other save whole.
+  Status saveStepCheckpoint(const RunOptions &options, bool last);
   /// Saves step `stepsDone`'s checkpoint of the job folder (async when the
   /// config says so), then drops the oldest beyond keep_latest_k.
   Status saveJobCheckpoint(const RunOptions &options, SaveKind kind);

@@ -226,6 +226,20 @@ struct CheckpointConfig {
   bool initialLoadInHf = false;
   /// The last save is Hugging Face safetensors (model only).
   bool lastSaveInHf = false;
+  /// Also save right after the job's first step (torchtitan's check that
+  /// checkpointing works before the first interval).
+  bool enableFirstStepCheckpoint = false;
+  /// Load as configured, never save.
+  bool loadOnly = false;
+  /// Save the seeded model as checkpoint step-0, as the job's last save
+  /// would be, and train no step (torchtitan's seed checkpoint; a job that
+  /// finds step-0 in its folder starts from its model).
+  bool createSeedCheckpoint = false;
+  /// What a load leaves out (torchtitan's state names): "dataloader" starts
+  /// the data from the beginning. The others are refused: AdamW's bias
+  /// correction and the learning-rate schedule both count the one step
+  /// the checkpoint holds.
+  std::vector<std::string> excludeFromLoading;
   /// titan's key: the mapping between the model's names and Hugging Face's
   /// (docs/hf-weights.md; models/llama3/hf_mapping.json), for the two keys
   /// above. A relative path is relative to the config file.

@@ -443,6 +443,32 @@ TEST(TrainConfig, BucketCollectivesIsUnsetUnlessGiven) {
             "false");
 }
 
+TEST(TrainConfig, ReadsTorchtitansCheckpointOptions) {
+  llvm::Expected<TrainConfig> config = parseTrainConfig(
+      "[checkpoint]\nenable = true\nenable_first_step_checkpoint = true\n"
+      "create_seed_checkpoint = true\nexclude_from_loading = "
+      "[\"dataloader\"]\n",
+      "cfg.toml");
+  ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
+  EXPECT_TRUE(config->checkpoint.enableFirstStepCheckpoint);
+  EXPECT_TRUE(config->checkpoint.createSeedCheckpoint);
+  EXPECT_FALSE(config->checkpoint.loadOnly);
+  EXPECT_EQ(config->checkpoint.excludeFromLoading,
+            std::vector<std::string>{"dataloader"});
+  EXPECT_EQ(errorOf("[checkpoint]\nexclude_from_loading = [\"dataloader\", "
+                    "\"lr_scheduler\"]\n"),
+            "cfg.toml: 'checkpoint.exclude_from_loading' leaves out "
+            "\"lr_scheduler\", which titan loads with the rest: AdamW's bias "
+            "correction and the learning-rate schedule both count "
+            "train_state.step, the one step a checkpoint holds (only "
+            "\"dataloader\" can be left out: the data start from the "
+            "beginning; initial_load_model_only loads the model alone)");
+  EXPECT_EQ(errorOf("[checkpoint]\ncreate_seed_checkpoint = true\n"),
+            "cfg.toml: 'checkpoint.create_seed_checkpoint' needs "
+            "checkpoint.enable = true (the seed checkpoint is the job's step-0 "
+            "save)");
+}
+
 TEST(TrainConfig, PureBf16TrainingReadsTheParametersInBf16) {
   // torchtitan's Llama 3 configs for pure bf16 set the dtype and reduce
   // in bf16 (mixed_precision_param defaults to bfloat16 there, float32
