@@ -91,17 +91,21 @@ void fuse(ArrayRef<AdamWOp> steps) {
 }
 
 /// Fuses the steps of `block` that share their operands, in groups whose
-/// members' results are read only after the group's last member.
-void fuseBlock(Block &block) {
+/// members' results are read only after the group's last member; with
+/// `adjacentOnly`, in runs of steps with nothing between them.
+void fuseBlock(Block &block, bool adjacentOnly) {
   llvm::MapVector<SharedOperands, SmallVector<AdamWOp>> byOperands;
   for (auto step : block.getOps<AdamWOp>())
     byOperands[getSharedOperands(step)].push_back(step);
   for (auto &[shared, steps] : byOperands) {
     SmallVector<AdamWOp> group;
     for (AdamWOp step : steps) {
-      if (!group.empty() && !llvm::all_of(group, [&](AdamWOp member) {
+      bool follows = group.empty() || !adjacentOnly ||
+                     group.back()->getNextNode() == step.getOperation();
+      if (!group.empty() &&
+          (!follows || !llvm::all_of(group, [&](AdamWOp member) {
             return resultsReadAfter(member, step);
-          })) {
+          }))) {
         fuse(group);
         group.clear();
       }
@@ -113,11 +117,13 @@ void fuseBlock(Block &block) {
 
 struct FuseAdamWPass
     : public mlir::titan::impl::FuseAdamWPassBase<FuseAdamWPass> {
+  using FuseAdamWPassBase::FuseAdamWPassBase;
+
   void runOnOperation() override {
     SmallVector<Block *> blocks;
     getOperation()->walk([&](Block *block) { blocks.push_back(block); });
     for (Block *block : blocks)
-      fuseBlock(*block);
+      fuseBlock(*block, adjacentOnly);
   }
 };
 

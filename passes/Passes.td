@@ -1364,6 +1364,32 @@ def ConvertTitanToLinalgPass : Pass<"titan-convert-to-linalg",
                            "::mlir::math::MathDialect"];
 }
 
+def StepInBackwardPass : Pass<"titan-step-in-backward", "::mlir::ModuleOp"> {
+  let summary = "Steps each parameter's AdamW as soon as its gradient is "
+                "complete (optimizer.early_step_in_backward)";
+  let description = [{
+    torchtitan's `optimizer.early_step_in_backward` steps each parameter's
+    optimizer from a hook that runs when the parameter's gradient is
+    accumulated, so the gradient is freed in the backward instead of living
+    to its end (there is no gradient clipping then: `titan-build-train-step`
+    builds the step without it). On `@train_step`, this pass moves each
+    `titan.adamw` up to right after the last op it must follow: the ops that
+    define its operands (the gradient, after its reduction across the
+    data-parallel ranks, and the step's scalars) and every op that reads the
+    state the step overwrites, directly or through a reshape (the parameter,
+    under FSDP the last all-gather of its shard; the moments; and, where
+    AdamW writes the forward's bf16 copy, the copy). The side-effect-free
+    compute ops that define an operand for the step alone move up with it,
+    the same way (the gradient's view, or its product where the schedule
+    sank it to the step); collectives stay where the schedule put them.
+    `titan-plan-memory` then updates the state in place there and frees the
+    gradient. Nothing moves down. Run after the schedule (`titan-sink-to-first-use`
+    would sink the steps to the return, which reads their results), before
+    `titan-fuse-adamw` with `adjacent-only`.
+  }];
+  let dependentDialects = ["::mlir::titan::TitanDialect"];
+}
+
 def FuseAdamWPass : Pass<"titan-fuse-adamw"> {
   let summary = "Makes the runtime's AdamW steps of a rank one call";
   let description = [{
@@ -1381,7 +1407,8 @@ def FuseAdamWPass : Pass<"titan-fuse-adamw"> {
     A step moves to the last one only when nothing before that reads its
     results (the updated parameter, moments or copy); a step whose results
     are read earlier ends the group, and the steps after it form the next
-    one. titan-plan-memory then sees every gradient of a group live until
+    one. With `adjacent-only` a group is a run of steps with no other op
+    between them, so no step moves. titan-plan-memory then sees every gradient of a group live until
     the group's call (they are, already, when a clipping norm reads them
     all first).
 
@@ -1394,6 +1421,11 @@ def FuseAdamWPass : Pass<"titan-fuse-adamw"> {
     %p:2, %m:2, %v:2 = titan.fused_adamw params(%p0, %p1) grads(%g0, %g1) exp_avgs(%m0, %m1) exp_avg_sqs(%v0, %v1) lr %lr step %s betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08 weight_decay 1.000000e-01 : tensor<64xf32>, tensor<8x64xf32> grads tensor<64xf32>, tensor<8x64xbf16>
     ```
   }];
+  let options = [
+    Option<"adjacentOnly", "adjacent-only", "bool", "false",
+           "Fuse only steps with no other op between them, which stay "
+           "where they are (titan-step-in-backward's steps)">,
+  ];
   let dependentDialects = ["::mlir::titan::TitanDialect"];
 }
 

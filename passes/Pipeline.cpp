@@ -87,6 +87,8 @@ void mlir::titan::buildSchedulingPipeline(OpPassManager &pm,
     pm.addPass(createBucketCollectivesPass(*options.buckets));
   if (options.overlap)
     pm.addPass(createScheduleOverlapPass(*options.overlap));
+  if (options.stepInBackward)
+    pm.addPass(createStepInBackwardPass());
 }
 
 void mlir::titan::buildPlanningPipeline(OpPassManager &pm,
@@ -97,7 +99,7 @@ void mlir::titan::buildPlanningPipeline(OpPassManager &pm,
   pm.addPass(createFoldMatmulBatchPass());
   pm.addPass(createFuseAddendsPass());
   pm.addPass(createFuseKernelsPass(options.fuseKernels));
-  pm.addPass(createFuseAdamWPass());
+  pm.addPass(createFuseAdamWPass({/*adjacentOnly=*/options.stepInBackward}));
   pm.addPass(createLowerKernelsPass());
   pm.addPass(createPlanMemoryPass());
 }
@@ -120,7 +122,10 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   step.beta2 = config.optimizer.beta2;
   step.eps = config.optimizer.eps;
   step.weightDecay = config.optimizer.weightDecay;
-  step.maxNorm = config.training.maxNorm;
+  // Stepped in the backward, no gradient waits for a norm of them all.
+  step.maxNorm =
+      config.optimizer.earlyStepInBackward ? 0 : config.training.maxNorm;
+  options.stepInBackward = config.optimizer.earlyStepInBackward;
   step.ignoreIndex = config.training.ignoreIndex;
   step.emitGrads = emitGrads;
   step.seed = config.training.seed;
@@ -283,7 +288,7 @@ buildNamedPipeline(PipelineStage stage, OpPassManager &pm, StringRef text,
       return errorHandler(llvm::toString(resolved.takeError()));
     mesh = *resolved;
     if (llvm::Error error =
-            config->training.checkGlobalBatchSize(mesh.getDataParallelDegree()))
+            config->checkDataParallelDegree(mesh.getDataParallelDegree()))
       return errorHandler(llvm::toString(std::move(error)));
   }
   if (options->backend != "cpu" && options->backend != "cuda")

@@ -63,6 +63,9 @@ struct TitanPipelineOptions {
   /// Set under async tensor parallelism
   /// (parallelism.enable_async_tensor_parallel with a tp axis).
   std::optional<DecomposeCollectiveMatmulPassOptions> asyncTensorParallel;
+  /// Set when each parameter's AdamW steps as soon as its gradient is
+  /// complete (optimizer.early_step_in_backward).
+  bool stepInBackward = false;
   /// Which ops the runtime executes itself (setPipelineBackend).
   FuseKernelsPassOptions fuseKernels;
   LowerToRuntimePassOptions runtime;

@@ -106,11 +106,6 @@ const TorchtitanKey kKeys[] = {
     {"optimizer.implementation", "v0.1.0, v0.2.x", T::String, D::Ignored, "",
      "torchtitan's for-loop, foreach and fused AdamW compute the same "
      "update; titan's is its own kernel"},
-    {"optimizer.early_step_in_backward", "v0.1.0, v0.2.x", T::Boolean,
-     D::Refused, "false",
-     "titan steps AdamW after the whole backward and the gradient clipping; "
-     "stepping in the backward leaves the gradients unclipped",
-     "set it to false"},
 
     // [lr_scheduler]
     {"lr_scheduler.lr_min", "v0.1.0", T::Number, D::Mapped,

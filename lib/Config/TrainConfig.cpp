@@ -69,6 +69,23 @@ TrainingConfig::checkGlobalBatchSize(int64_t dataParallelDegree) const {
       lower + rows));
 }
 
+llvm::Error
+TrainConfig::checkDataParallelDegree(int64_t dataParallelDegree) const {
+  if (llvm::Error error = training.checkGlobalBatchSize(dataParallelDegree))
+    return error;
+  if (optimizer.earlyStepInBackward &&
+      training.getAccumulationSteps(dataParallelDegree) > 1)
+    return llvm::createStringError(llvm::formatv(
+        "optimizer.early_step_in_backward steps each parameter as its "
+        "gradient is complete, but training.global_batch_size = {0} "
+        "accumulates {1} microbatches' gradients before one step: set one of "
+        "them off (early_step_in_backward = false, or global_batch_size = "
+        "-1)",
+        training.globalBatchSize,
+        training.getAccumulationSteps(dataParallelDegree)));
+  return llvm::Error::success();
+}
+
 namespace {
 
 /// The schema of a config: every section and key titan reads, bound to the
@@ -90,7 +107,8 @@ std::vector<TomlSection> schema(TrainConfig &c) {
         {"beta1", &c.optimizer.beta1},
         {"beta2", &c.optimizer.beta2},
         {"eps", &c.optimizer.eps},
-        {"weight_decay", &c.optimizer.weightDecay}}},
+        {"weight_decay", &c.optimizer.weightDecay},
+        {"early_step_in_backward", &c.optimizer.earlyStepInBackward}}},
       {"lr_scheduler",
        {{"warmup_steps", &c.lrScheduler.warmupSteps},
         {"decay_ratio", &c.lrScheduler.decayRatio},
@@ -326,6 +344,21 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
                      "from the beginning; initial_load_model_only loads the "
                      "model alone)");
   }
+  if (c.optimizer.earlyStepInBackward &&
+      c.parallelism.pipelineParallelDegree > 1)
+    return bad("optimizer.early_step_in_backward",
+               "cannot step in the backward of a pipeline, whose stages "
+               "accumulate every microbatch's gradients first (torchtitan "
+               "refuses it too): set it to false");
+  if (c.optimizer.earlyStepInBackward && c.training.maxNorm > 0)
+    c.warnings.push_back(
+        llvm::formatv("training.max_norm = {0} clips nothing under "
+                      "optimizer.early_step_in_backward: each parameter "
+                      "steps before the norm of all gradients exists, as "
+                      "torchtitan's optimizer hooks leave no gradient to "
+                      "clip (set max_norm = 0 to say so)",
+                      c.training.maxNorm)
+            .str());
   if (c.checkpoint.createSeedCheckpoint && !c.checkpoint.enable)
     return bad("checkpoint.create_seed_checkpoint",
                "needs checkpoint.enable = true (the seed checkpoint is the "

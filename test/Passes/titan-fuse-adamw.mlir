@@ -1,4 +1,5 @@
 // RUN: titan-opt %s --titan-fuse-adamw | FileCheck %s
+// RUN: titan-opt %s --titan-fuse-adamw=adjacent-only=true | FileCheck %s --check-prefix=ADJACENT
 // RUN: titan-opt %s --titan-fuse-kernels="runtime-ops=adamw" --titan-fuse-adamw --titan-lower-kernels --titan-plan-memory | FileCheck %s --check-prefix=PLAN
 // RUN: titan-opt %s --titan-fuse-kernels="runtime-ops=adamw" --titan-fuse-adamw --titan-lower-kernels --titan-plan-memory --titan-lower-to-runtime | FileCheck %s --check-prefix=CALLS
 
@@ -77,4 +78,24 @@ func.func @train_step(%a: tensor<16x8xf32> {titan.name = "a", titan.role = "para
   %c1:3 = titan.adamw %c, %gc, %mc, %vc lr %lr step %step grad_scale %clip betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08 weight_decay 1.000000e-01 : tensor<8xf32>, tensor<8xf32>
   %d1:3 = titan.adamw %d, %gd, %md, %vd lr %lr step %step grad_scale %clip betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08 weight_decay 0.000000e+00 : tensor<8xf32>, tensor<8xf32>
   return %a1#0, %b1#0, %a1#1, %b1#1, %a1#2, %b1#2, %a1#3, %c1#0, %c1#1, %c1#2, %d1#0, %d1#1, %d1#2 : tensor<16x8xf32>, tensor<8xf32>, tensor<16x8xf32>, tensor<8xf32>, tensor<16x8xf32>, tensor<8xf32>, tensor<16x8xbf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// Steps that titan-step-in-backward spread through the backward: by
+// default the two fuse where the second stands; with adjacent-only each
+// stays where it is (the negation between them), a call of its own.
+// CHECK-LABEL: func.func @spread
+// CHECK-NEXT: titan.neg
+// CHECK-NEXT: titan.fused_adamw params(%arg0, %arg3)
+// ADJACENT-LABEL: func.func @spread
+// ADJACENT-NEXT: titan.fused_adamw params(%arg0)
+// ADJACENT-NEXT: titan.neg
+// ADJACENT-NEXT: titan.fused_adamw params(%arg3)
+func.func @spread(%p: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>,
+                  %q: tensor<8xf32>, %n: tensor<8xf32>, %w: tensor<8xf32>,
+                  %lr: tensor<f32>, %step: tensor<f32>, %g: tensor<8xf32>)
+    -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %p1:3 = titan.adamw %p, %g, %m, %v lr %lr step %step betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08 weight_decay 1.000000e-01 : tensor<8xf32>, tensor<8xf32>
+  %h = titan.neg %g : tensor<8xf32>
+  %q1:3 = titan.adamw %q, %h, %n, %w lr %lr step %step betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08 weight_decay 1.000000e-01 : tensor<8xf32>, tensor<8xf32>
+  return %p1#0, %p1#1, %p1#2, %q1#0, %q1#1, %q1#2, %h : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 }

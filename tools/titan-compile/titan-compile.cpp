@@ -1304,8 +1304,8 @@ static int compileMain(int argc, char **argv) {
       if (!resolved)
         return fail(llvm::toString(resolved.takeError()));
       mesh = *resolved;
-      if (llvm::Error error = config->training.checkGlobalBatchSize(
-              mesh.getDataParallelDegree()))
+      if (llvm::Error error =
+              config->checkDataParallelDegree(mesh.getDataParallelDegree()))
         return fail(configFile + ": " + llvm::toString(std::move(error)));
     }
     if (llvm::Error error = checkPipelineOutput(mesh.getPipelineDegree()))

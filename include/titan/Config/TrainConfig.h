@@ -32,6 +32,11 @@ struct OptimizerConfig {
   double beta2 = 0.95;
   double eps = 1e-8;
   double weightDecay = 0.1;
+  /// Step each parameter's AdamW as soon as its gradient is complete, in
+  /// the backward (torchtitan's optimizer hooks): its gradient is freed
+  /// there, and no gradient is clipped (training.max_norm does nothing:
+  /// no norm of them all exists before the steps).
+  bool earlyStepInBackward = false;
 };
 
 /// [lr_scheduler]: linear warmup, then decay.
@@ -286,6 +291,12 @@ struct TrainConfig {
   /// does not know but can proceed without (an unknown model family): one
   /// line each, for the tools to print as warnings.
   std::vector<std::string> warnings;
+
+  /// Checks what depends on the data-parallel degree of the resolved mesh:
+  /// training.global_batch_size (TrainingConfig::checkGlobalBatchSize),
+  /// and no early optimizer steps under gradient accumulation (each
+  /// microbatch's backward would step).
+  llvm::Error checkDataParallelDegree(int64_t dataParallelDegree) const;
 };
 
 /// Parses `text` (named `fileName` in errors). `overrides` are

@@ -8,6 +8,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 using namespace mlir::titan;
@@ -467,6 +468,24 @@ TEST(TrainConfig, ReadsTorchtitansCheckpointOptions) {
             "cfg.toml: 'checkpoint.create_seed_checkpoint' needs "
             "checkpoint.enable = true (the seed checkpoint is the job's step-0 "
             "save)");
+}
+
+TEST(TrainConfig, EarlyStepInBackwardClipsNothing) {
+  llvm::Expected<TrainConfig> config = parseTrainConfig(
+      "[optimizer]\nearly_step_in_backward = true\n[training]\n"
+      "local_batch_size = 2\nglobal_batch_size = 8\n",
+      "cfg.toml");
+  ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
+  EXPECT_TRUE(config->optimizer.earlyStepInBackward);
+  EXPECT_THAT(config->warnings,
+              ::testing::Contains(::testing::HasSubstr(
+                  "training.max_norm = 1.00 clips nothing under "
+                  "optimizer.early_step_in_backward")));
+  // 8 rows on 4 data-parallel ranks of 2: no accumulation; on 2 ranks, 2
+  // microbatches, whose gradients sum before one step.
+  EXPECT_FALSE(bool(config->checkDataParallelDegree(4)));
+  EXPECT_THAT(llvm::toString(config->checkDataParallelDegree(2)),
+              ::testing::HasSubstr("accumulates 2 microbatches' gradients"));
 }
 
 TEST(TrainConfig, PureBf16TrainingReadsTheParametersInBf16) {
