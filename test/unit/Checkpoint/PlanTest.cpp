@@ -78,25 +78,45 @@ TEST(PlanTest, RejectsMalformedRecords) {
                          "has more than 2^63-1 bytes");
 }
 
+/// kPlanText's state: `w` and the step, 7.
+StateTensors planState(DenseTensor w) {
+  float seven = 7;
+  DenseTensor step{ElementType::F32, {}, std::vector<char>(4)};
+  std::memcpy(step.data.data(), &seven, 4);
+  return StateTensors{{"w", std::move(w)}, {"step", std::move(step)}};
+}
+
+/// What each rank of `plan` writes of `state`, the global tensors by
+/// source (empty when a rank fails, which the test reports).
+std::vector<DcpRankData> writeRanks(const CheckpointPlan &plan,
+                                    const StateTensors &state) {
+  auto lookup = [&](llvm::StringRef source) -> llvm::Expected<DenseTensorRef> {
+    return DenseTensorRef(state.at(source.str()));
+  };
+  std::vector<DcpRankData> ranks;
+  for (unsigned rank = 0; rank < plan.numRanks; ++rank) {
+    llvm::Expected<DcpRankData> data = planRankData(plan, rank, lookup);
+    EXPECT_TRUE(bool(data)) << llvm::toString(data.takeError());
+    if (!data)
+      return {};
+    ranks.push_back(std::move(*data));
+  }
+  return ranks;
+}
+
 TEST(PlanTest, SavesAndLoadsThroughThePlan) {
   llvm::Expected<CheckpointPlan> plan = parseCheckpointPlan(kPlanText, "p");
   ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
   DenseTensor w{ElementType::F32, {4, 2}, std::vector<char>(32)};
   std::iota(w.data.begin(), w.data.end(), 0);
-  float seven = 7;
-  DenseTensor step{ElementType::F32, {}, std::vector<char>(4)};
-  std::memcpy(step.data.data(), &seven, 4);
-  StateTensors state{{"w", w}, {"step", step}};
+  StateTensors state = planState(w);
+  const DenseTensor &step = state.at("step");
   auto lookup = [&](llvm::StringRef source) -> llvm::Expected<DenseTensorRef> {
     return DenseTensorRef(state.at(source.str()));
   };
 
-  std::vector<DcpRankData> ranks;
-  for (unsigned rank = 0; rank < 2; ++rank) {
-    llvm::Expected<DcpRankData> data = planRankData(*plan, rank, lookup);
-    ASSERT_TRUE(bool(data)) << llvm::toString(data.takeError());
-    ranks.push_back(std::move(*data));
-  }
+  std::vector<DcpRankData> ranks = writeRanks(*plan, state);
+  ASSERT_EQ(ranks.size(), 2u);
   EXPECT_EQ(ranks[0].chunks.size(), 2u);
   ASSERT_EQ(ranks[1].chunks.size(), 1u);
   EXPECT_EQ(ranks[1].chunks[0].box.offsets, llvm::SmallVector<int64_t>({2, 0}));
@@ -162,19 +182,9 @@ TEST(PlanTest, LoadsFloatsIntoAnotherFloatType) {
       1.0f, -2.5f, 3.0f + 1.0f / 256, 1e-3f, 65504.0f, 0.0f, -0.0f, 7.0f};
   DenseTensor w{ElementType::F32, {4, 2}, std::vector<char>(32)};
   std::memcpy(w.data.data(), values.data(), 32);
-  float seven = 7;
-  DenseTensor step{ElementType::F32, {}, std::vector<char>(4)};
-  std::memcpy(step.data.data(), &seven, 4);
-  StateTensors state{{"w", w}, {"step", step}};
-  auto lookup = [&](llvm::StringRef source) -> llvm::Expected<DenseTensorRef> {
-    return DenseTensorRef(state.at(source.str()));
-  };
-  std::vector<DcpRankData> ranks;
-  for (unsigned rank = 0; rank < 2; ++rank) {
-    llvm::Expected<DcpRankData> data = planRankData(*saved, rank, lookup);
-    ASSERT_TRUE(bool(data)) << llvm::toString(data.takeError());
-    ranks.push_back(std::move(*data));
-  }
+  StateTensors state = planState(w);
+  std::vector<DcpRankData> ranks = writeRanks(*saved, state);
+  ASSERT_EQ(ranks.size(), 2u);
   llvm::SmallString<128> dir;
   ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("plan-test", dir));
   ASSERT_FALSE(bool(writeDcpCheckpoint(dir, ranks, DcpFlavor::Torch2)));
@@ -197,7 +207,7 @@ TEST(PlanTest, LoadsFloatsIntoAnotherFloatType) {
   // rounds to 0x3a83; 65504 to 65536 (0x4780).
   EXPECT_EQ(bits, (std::vector<uint16_t>{0x3f80, 0xc020, 0x4040, 0x3a83, 0x4780,
                                          0x0000, 0x8000, 0x40e0}));
-  EXPECT_EQ(loaded->at("step").data, step.data);
+  EXPECT_EQ(loaded->at("step").data, state.at("step").data);
 
   std::string intText = kPlanText;
   intText.replace(intText.find("tensor w w float32"),
