@@ -1378,10 +1378,10 @@ def StepInBackwardPass : Pass<"titan-step-in-backward", "::mlir::ModuleOp"> {
     data-parallel ranks, and the step's scalars) and every op that reads the
     state the step overwrites, directly or through a reshape (the parameter,
     under FSDP the last all-gather of its shard; the moments; and, where
-    AdamW writes the forward's bf16 copy, the copy). The side-effect-free
-    compute ops that define an operand for the step alone move up with it,
-    the same way (the gradient's view, or its product where the schedule
-    sank it to the step); collectives stay where the schedule put them.
+    AdamW writes the forward's bf16 copy, the copy). The ops right before
+    the step that compute an operand for it alone (what
+    `titan-sink-to-first-use` sank to it: the gradient's view, or its
+    product) move up with it; collectives stay where the schedule put them.
     `titan-plan-memory` then updates the state in place there and frees the
     gradient. Nothing moves down. Run after the schedule (`titan-sink-to-first-use`
     would sink the steps to the return, which reads their results), before

@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir::titan {
@@ -38,16 +39,40 @@ void collectReaders(Block &block, Value value,
   }
 }
 
-/// The last op of `block` that `step` must follow: the definitions of its
-/// operands and every reader of the state it overwrites (the parameter,
-/// the moments, and the parameter's copy that its new copy replaces).
+/// The ops right before `step` that compute an operand for it alone, in
+/// program order: what titan-sink-to-first-use sank to the step (the
+/// gradient's view, or its product), which moves with it. Collectives stay
+/// where the schedule put them.
+SmallVector<Operation *> getSunkProducers(AdamWOp step) {
+  SmallVector<Operation *> producers;
+  llvm::SmallPtrSet<Operation *, 8> consumers = {step};
+  for (Operation *prev = step->getPrevNode(); prev;
+       prev = prev->getPrevNode()) {
+    if (!isMemoryEffectFree(prev) || isa<CollectiveOpInterface, WaitOp>(prev) ||
+        !prev->hasOneUse() || !consumers.contains(*prev->user_begin()))
+      break;
+    producers.push_back(prev);
+    consumers.insert(prev);
+  }
+  std::reverse(producers.begin(), producers.end());
+  return producers;
+}
+
+/// The last op of `block` that `step` and its sunk `producers` must follow:
+/// the definitions of their operands and every reader of the state the step
+/// overwrites (the parameter, the moments, and the parameter's copy that
+/// its new copy replaces).
 Operation *getLastPredecessor(Block &block, AdamWOp step,
+                              ArrayRef<Operation *> producers,
                               const llvm::StringMap<BlockArgument> &byName,
                               func::FuncOp function) {
+  llvm::SmallPtrSet<Operation *, 8> moving(producers.begin(), producers.end());
+  moving.insert(step);
   SmallVector<Operation *> predecessors;
-  for (Value operand : step->getOperands())
-    if (Operation *def = operand.getDefiningOp())
-      predecessors.push_back(block.findAncestorOpInBlock(*def));
+  for (Operation *op : moving)
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        predecessors.push_back(block.findAncestorOpInBlock(*def));
   for (Value state : {step.getParam(), step.getExpAvg(), step.getExpAvgSq()})
     collectReaders(block, state, predecessors);
   if (auto param = dyn_cast<BlockArgument>(step.getParam());
@@ -60,29 +85,9 @@ Operation *getLastPredecessor(Block &block, AdamWOp step,
         collectReaders(block, copy->second, predecessors);
   Operation *last = nullptr;
   for (Operation *op : predecessors)
-    if (op && op != step && (!last || last->isBeforeInBlock(op)))
+    if (op && !moving.contains(op) && (!last || last->isBeforeInBlock(op)))
       last = op;
   return last;
-}
-
-/// Moves `op` right after the last op of `block` it must follow (`last`),
-/// first moving up, the same way, each side-effect-free compute op that
-/// defines one of its operands for it alone (the gradient's view, or its
-/// product when the schedule sank it to the step): the chain comes up with
-/// the step. Collectives stay where the schedule put them.
-void hoist(Block &block, Operation *op,
-           llvm::function_ref<Operation *(Operation *)> lastPredecessor) {
-  for (Value operand : op->getOperands()) {
-    Operation *def = operand.getDefiningOp();
-    if (def && def->getBlock() == &block && def->hasOneUse() &&
-        isMemoryEffectFree(def) && !isa<CollectiveOpInterface, WaitOp>(def))
-      hoist(block, def, lastPredecessor);
-  }
-  Operation *last = lastPredecessor(op);
-  if (!last)
-    op->moveBefore(&block.front());
-  else if (last->isBeforeInBlock(op))
-    op->moveAfter(last);
 }
 
 class StepInBackwardPass
@@ -98,19 +103,22 @@ public:
       if (auto name = function.getArgAttrOfType<StringAttr>(
               arg.getArgNumber(), TitanDialect::kNameAttrName))
         byName[name.getValue()] = arg;
-    auto lastPredecessor = [&](Operation *op) -> Operation * {
-      if (auto step = dyn_cast<AdamWOp>(op))
-        return getLastPredecessor(block, step, byName, function);
-      Operation *last = nullptr;
-      for (Value operand : op->getOperands())
-        if (Operation *def = operand.getDefiningOp())
-          if (Operation *inBlock = block.findAncestorOpInBlock(*def);
-              inBlock && (!last || last->isBeforeInBlock(inBlock)))
-            last = inBlock;
-      return last;
-    };
-    for (AdamWOp step : llvm::to_vector(block.getOps<AdamWOp>()))
-      hoist(block, step, lastPredecessor);
+    for (AdamWOp step : llvm::to_vector(block.getOps<AdamWOp>())) {
+      SmallVector<Operation *> producers = getSunkProducers(step);
+      Operation *first = producers.empty() ? step : producers.front();
+      Operation *last =
+          getLastPredecessor(block, step, producers, byName, function);
+      if (last && !last->isBeforeInBlock(first))
+        continue; // Nothing moves down.
+      producers.push_back(step);
+      for (Operation *op : producers) {
+        if (last)
+          op->moveAfter(last);
+        else
+          op->moveBefore(&block.front());
+        last = op;
+      }
+    }
   }
 };
 

@@ -1,15 +1,15 @@
 // RUN: titan-opt %s --titan-step-in-backward | FileCheck %s
 
-// Each AdamW step moves up to right after the last op it must follow. %w's
-// gradient is complete after the first matmul, and its view (sunk to the
-// step by the schedule) comes up with it, right after the matmul; but the
-// backward still reads %w itself (the input gradient), so its step follows
-// that read. %n's step follows its gradient's all-reduce, which stays where
-// it is, and the last reader of its moment. Nothing moves down.
+// Each AdamW step moves up to right after the last op it must follow, with
+// the view of its gradient that the schedule sank right before it. %w's
+// gradient is complete after the first matmul, but the backward still
+// reads %w itself (the input gradient), so its step follows that read.
+// %n's step follows its gradient's all-reduce, which stays where it is,
+// and the last reader of its moment. Nothing moves down.
 // CHECK-LABEL: func.func @train_step
 // CHECK-NEXT: %[[GW:.*]] = titan.matmul %arg4, %arg5 transpose_lhs
-// CHECK-NEXT: %[[V:.*]] = titan.reshape %[[GW]]
 // CHECK-NEXT: %[[DX:.*]] = titan.matmul %arg5, %arg0 transpose_rhs
+// CHECK-NEXT: %[[V:.*]] = titan.reshape %[[GW]]
 // CHECK-NEXT: titan.adamw %arg0, %[[V]], %arg1, %arg2
 // CHECK-NEXT: %[[S:.*]] = titan.reduce_sum %[[DX]]
 // CHECK-NEXT: %[[R:.*]] = titan.all_reduce %[[S]]
