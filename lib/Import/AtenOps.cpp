@@ -120,23 +120,6 @@ llvm::Expected<Type> dtypeOf(GraphImporter &importer,
   return type;
 }
 
-/// The torch dtype code of an MLIR element type.
-int64_t dtypeCode(Type type) {
-  if (type.isF64())
-    return static_cast<int64_t>(c10::ScalarType::Double);
-  if (type.isF16())
-    return static_cast<int64_t>(c10::ScalarType::Half);
-  if (type.isBF16())
-    return static_cast<int64_t>(c10::ScalarType::BFloat16);
-  if (type.isInteger(64))
-    return static_cast<int64_t>(c10::ScalarType::Long);
-  if (type.isInteger(32))
-    return static_cast<int64_t>(c10::ScalarType::Int);
-  if (type.isInteger(1))
-    return static_cast<int64_t>(c10::ScalarType::Bool);
-  return static_cast<int64_t>(c10::ScalarType::Float);
-}
-
 /// x * y wrapped at 64 bits, as torch's int64 arithmetic (no overflow
 /// trap).
 int64_t wrappingMultiply(int64_t x, int64_t y) {

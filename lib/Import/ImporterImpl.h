@@ -398,6 +398,9 @@ std::optional<std::string> explainUnknownOperator(llvm::StringRef loaderError);
 
 /// The MLIR element type of a torch scalar type, or null.
 Type toElementType(MLIRContext &context, c10::ScalarType type);
+/// The torch dtype code of an MLIR element type (toElementType's inverse;
+/// float32 for any other type).
+int64_t dtypeCode(Type type);
 /// The ranked tensor type of `value`.
 RankedTensorType tensorType(Value value);
 /// The elements of `tensor` (contiguous, of a dtype toElementType converts)

@@ -131,6 +131,22 @@ Type mlir::titan::import::toElementType(MLIRContext &context,
   }
 }
 
+int64_t mlir::titan::import::dtypeCode(Type type) {
+  if (type.isF64())
+    return static_cast<int64_t>(c10::ScalarType::Double);
+  if (type.isF16())
+    return static_cast<int64_t>(c10::ScalarType::Half);
+  if (type.isBF16())
+    return static_cast<int64_t>(c10::ScalarType::BFloat16);
+  if (type.isInteger(64))
+    return static_cast<int64_t>(c10::ScalarType::Long);
+  if (type.isInteger(32))
+    return static_cast<int64_t>(c10::ScalarType::Int);
+  if (type.isInteger(1))
+    return static_cast<int64_t>(c10::ScalarType::Bool);
+  return static_cast<int64_t>(c10::ScalarType::Float);
+}
+
 DenseElementsAttr mlir::titan::import::denseElementsOf(const at::Tensor &tensor,
                                                        RankedTensorType type) {
   if (type.getElementType().isInteger(1)) {
@@ -1874,10 +1890,7 @@ private:
     if (role == ArgRole::Param && options.parameterStorageType &&
         isa<FloatType>(element)) {
       element = getMLIRType(&context, *options.parameterStorageType);
-      c10::ScalarType stored = element.isBF16()  ? at::kBFloat16
-                               : element.isF16() ? at::kHalf
-                               : element.isF64() ? at::kDouble
-                                                 : at::kFloat;
+      auto stored = static_cast<c10::ScalarType>(dtypeCode(element));
       // A shape-only tensor has no data to round (tensorBytes gives none).
       if (hasAllData(tensor) && tensor.scalar_type() != stored)
         data = tensor.to(stored);

@@ -554,9 +554,9 @@ void Trainer::initialize(uint64_t seed) {
   // Parameters of any float dtype (pure bf16 training holds them in bf16)
   // draw the same float32 values, rounded to their dtype once.
   for (const TensorPlace &argument : program.arguments) {
-    if (argument.role != "param" ||
-        (argument.dtype != TITANRT_F32 && argument.dtype != TITANRT_F64 &&
-         argument.dtype != TITANRT_BF16 && argument.dtype != TITANRT_F16))
+    std::optional<ElementType> dtype = torchDType(argument.dtype);
+    if (argument.role != "param" || !dtype ||
+        !mlir::titan::isFloatElementType(*dtype))
       continue;
     const mlir::titan::PlanTensor *tensor = nullptr;
     for (const mlir::titan::PlanTensor &candidate : plan.tensors)
@@ -589,17 +589,11 @@ void Trainer::initialize(uint64_t seed) {
                                     ? 1.0f
                                     : float(std * normal(key, global));
       }
-      if (argument.dtype == TITANRT_F32)
-        std::copy(values.begin(), values.end(),
-                  static_cast<float *>(data) + begin);
-      else if (argument.dtype == TITANRT_F64)
-        std::copy(values.begin(), values.end(),
-                  static_cast<double *>(data) + begin);
-      else
-        narrowFloats(argument.dtype, values.data(),
-                     static_cast<char *>(data) +
-                         begin * dtypeSize(argument.dtype),
-                     0, end - begin);
+      mlir::titan::convertElements(
+          ElementType::F32, values.data(), *dtype,
+          static_cast<char *>(data) +
+              begin * mlir::titan::getElementTypeSize(*dtype),
+          size_t(end - begin));
     });
   }
 }

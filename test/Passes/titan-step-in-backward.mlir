@@ -1,4 +1,4 @@
-// RUN: titan-opt %s --titan-step-in-backward | FileCheck %s
+// RUN: titan-opt %s --split-input-file --titan-step-in-backward | FileCheck %s
 
 // Each AdamW step moves up to right after the last op it must follow, with
 // the view of its gradient that the schedule sank right before it. %w's
@@ -39,4 +39,29 @@ func.func @train_step(%w: tensor<4x4xf32> {titan.name = "w", titan.role = "param
   %w1:3 = titan.adamw %w, %v, %mw, %vw lr %lr step %step betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08 weight_decay 1.000000e-01 : tensor<4x4xf32>, tensor<4x4xf32>
   %n1:3 = titan.adamw %n, %r, %mn, %vn lr %lr step %step betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08 weight_decay 1.000000e-01 : tensor<4xf32>, tensor<4xf32>
   return %w1#0, %w1#1, %w1#2, %n1#0, %n1#1, %n1#2, %e, %m : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8x4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A step that writes the forward's bf16 copy of its parameter
+// (titan-keep-param-copies) also follows the last read of the copy it
+// replaces, here the backward's product after the gradient is complete.
+// CHECK-LABEL: func.func @train_step
+// CHECK-NEXT: %[[G:.*]] = titan.neg %arg3
+// CHECK-NEXT: %[[X:.*]] = titan.exp %arg4
+// CHECK-NEXT: titan.adamw %arg0, %[[G]], %arg1, %arg2
+// CHECK-NEXT: return
+titan.mesh @mesh ["dp"=1]
+func.func @train_step(%w: tensor<4xf32> {titan.name = "w", titan.role = "param"},
+                      %mw: tensor<4xf32> {titan.name = "exp_avg.w", titan.role = "state"},
+                      %vw: tensor<4xf32> {titan.name = "exp_avg_sq.w", titan.role = "state"},
+                      %g: tensor<4xf32> {titan.name = "g", titan.role = "input"},
+                      %cw: tensor<4xbf16> {titan.name = "copy.w", titan.role = "param_copy"},
+                      %lr: tensor<f32> {titan.name = "lr", titan.role = "input"},
+                      %step: tensor<f32> {titan.name = "step", titan.role = "input"})
+    -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<4xbf16>) {
+  %gn = titan.neg %g : tensor<4xf32>
+  %x = titan.exp %cw : tensor<4xbf16>
+  %w1:4 = titan.adamw %w, %gn, %mw, %vw lr %lr step %step betas 9.000000e-01, 9.500000e-01 eps 1.000000e-08 weight_decay 1.000000e-01 : tensor<4xf32>, tensor<4xf32> copy tensor<4xbf16>
+  return %w1#0, %w1#1, %w1#2, %w1#3, %x : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<4xbf16>
 }

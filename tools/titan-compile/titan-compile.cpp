@@ -15,6 +15,7 @@
 #include "FitRecompute.h"
 
 #include "titan/Checkpoint/Layout.h"
+#include "titan/Checkpoint/Safetensors.h"
 #include "titan/Codegen/Executable.h"
 #include "titan/Codegen/ProgramDescription.h"
 #include "titan/Config/CommandLine.h"
@@ -30,7 +31,6 @@
 #include "titan/Report/OverlapTimeline.h"
 #include "titan/Report/PipelineReport.h"
 #include "titan/Report/PlanReport.h"
-#include "titan/Support/Bfloat16.h"
 #include "titan/Support/ForkServer.h"
 #include "titan/Support/Npy.h"
 #include "titan/Tools/ParseInput.h"
@@ -244,34 +244,20 @@ public:
     auto it = shapes.find(name);
     return it == shapes.end() ? nullptr : &it->second;
   }
-  /// Writes a tensor of `shape` filled with `value` (optimizer state,
-  /// scalars of the training state).
+  /// Writes a tensor of `shape` and float `type` filled with `value`
+  /// (optimizer state, scalars of the training state).
   llvm::Error writeFilled(const std::string &name,
                           llvm::ArrayRef<int64_t> shape, float value,
                           ElementType type) {
     int64_t count = 1;
     for (int64_t d : shape)
       count *= d;
-    std::vector<char> bytes;
-    auto fill = [&](auto element) {
-      const char *first = reinterpret_cast<const char *>(&element);
-      for (int64_t i = 0; i < count; ++i)
-        bytes.insert(bytes.end(), first, first + sizeof(element));
-    };
-    switch (type) {
-    case ElementType::F64:
-      fill(double(value));
-      break;
-    case ElementType::BF16:
-      fill(floatToBf16(value));
-      break;
-    case ElementType::F16:
-      fill(static_cast<_Float16>(value));
-      break;
-    default:
+    // A float `type` holds `value` rounded to it; anything else float32.
+    if (!isFloatElementType(type))
       type = ElementType::F32;
-      fill(value);
-    }
+    std::vector<float> values(count, value);
+    std::vector<char> bytes(count * getElementTypeSize(type));
+    convertElements(ElementType::F32, values.data(), type, bytes.data(), count);
     return write(
         ImportedTensor{name, std::vector<int64_t>(shape.begin(), shape.end()),
                        type, std::move(bytes)});
