@@ -44,20 +44,26 @@ void AdamWExpander::expand(AdamWOp op) {
   StepScalars scalars = getStepScalars(op, builder);
   TensorBuilder tb(builder, op.getLoc());
   RankedTensorType type = op.getParam().getType();
-  // A scalar in the parameter's type, broadcast to its shape.
+  // A bf16 or f16 parameter updates in f32 and rounds its three results once
+  // (torch's fused AdamW); f32 and f64 ones compute in their own type.
+  Type computeType = type.getElementType().getIntOrFloatBitWidth() < 32
+                         ? Type(builder.getF32Type())
+                         : type.getElementType();
+  auto widen = [&](Value value) { return tb.cast(value, computeType); };
+  // A scalar in the compute type, broadcast to the parameter's shape.
   auto broadcast = [&](Value scalar) {
-    return tb.broadcastTo(tb.cast(scalar, type.getElementType()),
-                          type.getShape());
+    return tb.broadcastTo(widen(scalar), type.getShape());
   };
   double beta1 = op.getBeta1().convertToDouble();
   double beta2 = op.getBeta2().convertToDouble();
-  Value g = tb.cast(op.getGrad(), type.getElementType());
+  Value g = widen(op.getGrad());
   if (Value gradScale = op.getGradScale())
     g = tb.binary<MulOp>(g, broadcast(gradScale));
-  Value decayed = tb.binary<MulOp>(op.getParam(), broadcast(scalars.decay));
-  Value m =
-      tb.binary<AddOp>(tb.scale(op.getExpAvg(), beta1), tb.scale(g, 1 - beta1));
-  Value v = tb.binary<AddOp>(tb.scale(op.getExpAvgSq(), beta2),
+  Value decayed =
+      tb.binary<MulOp>(widen(op.getParam()), broadcast(scalars.decay));
+  Value m = tb.binary<AddOp>(tb.scale(widen(op.getExpAvg()), beta1),
+                             tb.scale(g, 1 - beta1));
+  Value v = tb.binary<AddOp>(tb.scale(widen(op.getExpAvgSq()), beta2),
                              tb.scale(tb.binary<MulOp>(g, g), 1 - beta2));
   Value denom = tb.binary<AddOp>(
       tb.binary<DivOp>(tb.unary<SqrtOp>(v), broadcast(scalars.correction2Sqrt)),
@@ -65,7 +71,9 @@ void AdamWExpander::expand(AdamWOp op) {
   Value update =
       tb.binary<MulOp>(tb.binary<DivOp>(m, denom), broadcast(scalars.stepSize));
   Value p = tb.binary<SubOp>(decayed, update);
-  SmallVector<Value> results{p, m, v};
+  SmallVector<Value> results;
+  for (Value result : {p, m, v})
+    results.push_back(tb.cast(result, type.getElementType()));
   if (Value copy = op.getNewParamCopy())
     results.push_back(
         tb.cast(p, cast<RankedTensorType>(copy.getType()).getElementType()));

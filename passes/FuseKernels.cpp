@@ -46,11 +46,13 @@ struct RuntimeOps {
 } // namespace
 
 bool RuntimeOps::contains(Operation *op) const {
-  // The runtime's AdamW updates f32 parameters and moments from f32 or
-  // bf16 gradients, and writes a bf16 copy of the parameter if asked to.
+  // The runtime's AdamW updates f32 or bf16 parameters and moments from f32
+  // or bf16 gradients, and writes a bf16 copy of an f32 parameter if asked
+  // to.
   if (auto adamw = dyn_cast<AdamWOp>(op)) {
     Value copy = adamw.getNewParamCopy();
-    return adamW && adamw.getParam().getType().getElementType().isF32() &&
+    Type param = adamw.getParam().getType().getElementType();
+    return adamW && (param.isF32() || param.isBF16()) &&
            (adamw.getGrad().getType().getElementType().isF32() ||
             adamw.getGrad().getType().getElementType().isBF16()) &&
            (!copy ||
@@ -195,6 +197,41 @@ struct Grouping {
   llvm::SmallDenseSet<unsigned, 8> withEpilogue;
 };
 
+/// Moves into the one other group of `userGroups` (the groups that read
+/// `op`) each group that is only a cast of `op` the function returns and
+/// nothing else reads (AdamW's f32 moments of a bf16 parameter, stored
+/// narrowed while the update reads them in f32): that kernel narrows and
+/// returns the value too, instead of a kernel that reads it again. Leaves
+/// `userGroups` as the groups that read `op` then.
+static void
+absorbNarrowedStores(Grouping &grouping, Operation *op,
+                     llvm::SmallSetVector<unsigned, 2> &userGroups) {
+  auto isStore = [&](unsigned group) {
+    ArrayRef<Operation *> members = grouping.members[group];
+    auto store =
+        members.size() == 1 ? dyn_cast<CastOp>(members.front()) : CastOp();
+    return store && store.getInput().getDefiningOp() == op &&
+           llvm::all_of(store->getUsers(), llvm::IsaPred<func::ReturnOp>);
+  };
+  SmallVector<unsigned> stores, others;
+  for (unsigned group : userGroups)
+    (isStore(group) ? stores : others).push_back(group);
+  if (stores.empty() || others.size() != 1)
+    return;
+  unsigned into = others.front();
+  for (unsigned group : stores) {
+    Operation *store = grouping.members[group].front();
+    grouping.groupOf[store] = into;
+    grouping.members[into].push_back(store);
+    grouping.returned.insert(store);
+    grouping.members[group].clear();
+  }
+  // A store may follow the root: the kernel clones in program order.
+  grouping.withEpilogue.insert(into);
+  userGroups.clear();
+  userGroups.insert(into);
+}
+
 /// Forms the groups of `block` (see the pass description).
 Grouping formGroups(Block &block, const RuntimeOps &runtimeOps) {
   Grouping grouping;
@@ -256,6 +293,8 @@ Grouping formGroups(Block &block, const RuntimeOps &runtimeOps) {
       if (!usedOutside && !returned)
         continue;
     }
+    if (!usedOutside && userGroups.size() > 1)
+      absorbNarrowedStores(grouping, &op, userGroups);
     // So is an elementwise op of several groups that is cheaper recomputed
     // in each (a gradient scaled by the clipping coefficient, which both
     // of AdamW's moments read).
@@ -333,9 +372,12 @@ static void mergeSiblingGroups(Grouping &grouping) {
   unsigned numGroups = grouping.members.size();
   // The latest group so far that reads each input of its shape.
   DenseMap<Value, unsigned> lastReader;
-  // Groups in program order of their roots.
-  SmallVector<unsigned> order(numGroups);
-  std::iota(order.begin(), order.end(), 0);
+  // Groups in program order of their roots (groups absorbed by another
+  // while they were formed are empty).
+  SmallVector<unsigned> order;
+  for (unsigned group = 0; group < numGroups; ++group)
+    if (!grouping.members[group].empty())
+      order.push_back(group);
   llvm::sort(order, [&](unsigned a, unsigned b) {
     return grouping.members[a].front()->isBeforeInBlock(
         grouping.members[b].front());

@@ -426,9 +426,10 @@ Value StepLowering::buildTable(
 }
 
 LogicalResult StepLowering::lowerFusedAdamW(FusedAdamWOp op) {
-  // titanrt_adamw_tensor: eight pointers, numel, grad_dtype.
+  // titanrt_adamw_tensor: eight pointers, numel, grad_dtype, param_dtype.
   SmallVector<Type> fields(8, LLVM::LLVMPointerType::get(context));
-  fields.append({builder.getI64Type(), builder.getI32Type()});
+  fields.append(
+      {builder.getI64Type(), builder.getI32Type(), builder.getI32Type()});
   ArrayRef<int64_t> copied =
       op.getCopied() ? *op.getCopied() : ArrayRef<int64_t>();
   unsigned copies = 0;
@@ -448,7 +449,9 @@ LogicalResult StepLowering::lowerFusedAdamW(FusedAdamWOp op) {
         pointer(op.getNewExpAvgSqs()[i]),
         pointerOrNull(copy),
         i64(getStaticNumElements(op.getParams()[i].getType())),
-        i32(getRuntimeDType(getElementTypeOrSelf(grad.getType())))};
+        i32(getRuntimeDType(getElementTypeOrSelf(grad.getType()))),
+        i32(getRuntimeDType(
+            getElementTypeOrSelf(op.getParams()[i].getType())))};
   });
   callRuntime("titanrt_fused_adamw",
               {contextArg, table, i64(count), pointer(op.getLr()),

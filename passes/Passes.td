@@ -1259,7 +1259,10 @@ def FuseKernelsPass : Pass<"titan-fuse-kernels", "::mlir::ModuleOp"> {
     results: AdamW's moments, which the parameter's update reads, come out
     of the update's kernel), so only a group's last op (its root) has
     results used by other ops and a group can be launched where its root
-    was, with no cycle between groups. A reduction
+    was, with no cycle between groups. An op that one group reads and
+    that the function returns only cast (a bf16 parameter's moments,
+    which its AdamW computes in f32 and stores rounded) joins that group
+    with its casts, which the kernel returns. A reduction
     (reduce_sum, reduce_max, reduce_mean) always roots a group of its own
     (its producers join it): its result is small, and chains of independent
     reductions (a gradient norm over every parameter) would otherwise make

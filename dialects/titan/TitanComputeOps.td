@@ -1247,10 +1247,12 @@ def Titan_AdamWOp : Titan_ComputeOp<"adamw", [AllTypesMatch<["param",
   let description = [{
     torch.optim.AdamW's update of `param` and its moments `exp_avg`,
     `exp_avg_sq` from `grad` (of the parameter's shape; any float type,
-    widened or narrowed to the parameter's first), multiplied first by
-    `grad_scale` when given (the global-norm clipping coefficient). With
-    t = step + 1 and the step-dependent scalars computed in f64 (as PyTorch
-    computes them in Python floats), then rounded to the parameter's type:
+    widened or narrowed to the compute type first), multiplied first by
+    `grad_scale` when given (the global-norm clipping coefficient). The
+    compute type is the parameter's, or f32 for a bf16 or f16 parameter.
+    With t = step + 1 and the step-dependent scalars computed in f64 (as
+    PyTorch computes them in Python floats), then rounded to the compute
+    type:
 
     ```
     decay = 1 - lr * weight_decay
@@ -1262,8 +1264,11 @@ def Titan_AdamWOp : Titan_ComputeOp<"adamw", [AllTypesMatch<["param",
                 correction2_sqrt + eps)) * step_size
     ```
 
-    each elementwise operation in the parameter's type, in this order
-    (beta^t is computed as exp(t * log(beta))). titan-build-train-step emits
+    each elementwise operation in the compute type, in this order (beta^t is
+    computed as exp(t * log(beta))). A bf16 or f16 parameter and its moments
+    are read widened to f32 and the three results round to their type once
+    (to nearest even), as torch's fused AdamW computes low-precision
+    parameters (pure bf16 training, `training.dtype = "bfloat16"`). titan-build-train-step emits
     one per parameter; titan-fuse-kernels keeps it for the runtime's kernel
     (`runtime-ops` "adamw", the CUDA backend's default) or expands it into
     these elementwise ops, which it fuses.

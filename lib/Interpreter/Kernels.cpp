@@ -306,8 +306,13 @@ kernels::adamW(const TensorValue &param, const TensorValue &grad,
                double lr, double step, std::optional<double> gradScale,
                const AdamWHyperparameters &hyper) {
   ElementType kind = param.getKind();
-  // One operation's result in the parameter's type.
-  auto r = [kind](double value) {
+  // One operation's result in the type the update computes in: the
+  // parameter's, or f32 for a bf16 or f16 parameter, whose three results
+  // round to its type once (fromDoubles, below).
+  bool narrow = kind == ElementType::BF16 || kind == ElementType::F16;
+  auto r = [kind, narrow](double value) {
+    if (narrow)
+      return double(roundToFloatType(value, ElementType::F32));
     return kind == ElementType::F64 ? value : roundToFloatType(value, kind);
   };
   // The step's scalars in f64, as titan-build-train-step's expansion

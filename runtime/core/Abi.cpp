@@ -235,10 +235,11 @@ static Status checkTable(const char *op, const void *table, int64_t count) {
 }
 
 // The layouts the code generator builds the tables in (lowerFusedAdamW:
-// eight pointers, an int64_t, an int32_t; lowerSquaredNorm: a pointer, an
+// eight pointers, an int64_t, two int32_t; lowerSquaredNorm: a pointer, an
 // int64_t, an int32_t).
 static_assert(offsetof(titanrt_adamw_tensor, numel) == 64 &&
                   offsetof(titanrt_adamw_tensor, grad_dtype) == 72 &&
+                  offsetof(titanrt_adamw_tensor, param_dtype) == 76 &&
                   sizeof(titanrt_adamw_tensor) == 80,
               "titanrt_adamw_tensor's layout changed: update lowerFusedAdamW");
 static_assert(offsetof(titanrt_norm_tensor, numel) == 8 &&

@@ -3,12 +3,12 @@
 // titanrt_squared_norm: the gradients' squared global norm, per chunk of
 // a tensor on the pool, the chunks' sums added in order. titanrt_fused_adamw:
 // the step's scalars in double (core/AdamW.h), then every element of each
-// tensor in float32 in titan.adamw's order, over ranges of elements on the
-// pool. The file is compiled for the baseline
-// instruction set: no FMA contracts two of the operations into one, so each is
-// rounded as the op's definition (and the reference interpreter) rounds it.
-// (The compiled kernels of the expanded update may contract, so they can differ
-// in the last bit.)
+// tensor in float32 in titan.adamw's order (bf16 values widened, results
+// rounded once), over ranges of elements on the pool. The file is compiled for
+// the baseline instruction set: no FMA contracts two of the operations into
+// one, so each is rounded as the op's definition (and the reference
+// interpreter) rounds it. (The compiled kernels of the expanded update may
+// contract, so they can differ in the last bit.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,32 +31,59 @@ namespace {
 /// Elements per parallel range.
 constexpr int64_t kAdamWGrain = 1 << 14;
 
-/// Updates elements [begin, end) of `t` (gradients of type G), multiplied
-/// by `gradScale` when `scaled`.
-template <typename G>
+/// Element i of `data` (of type T: float, or uint16_t holding bf16) as a
+/// float.
+template <typename T> float load(const void *data, int64_t i) {
+  if constexpr (std::is_same_v<T, float>)
+    return static_cast<const float *>(data)[i];
+  else
+    return bf16ToFloat(static_cast<const uint16_t *>(data)[i]);
+}
+
+/// Stores `value` as element i of `data` (of type T), rounded to nearest
+/// even for bf16.
+template <typename T> void store(void *data, int64_t i, float value) {
+  if constexpr (std::is_same_v<T, float>)
+    static_cast<float *>(data)[i] = value;
+  else
+    static_cast<uint16_t *>(data)[i] = floatToBf16(value);
+}
+
+/// Updates elements [begin, end) of `t` (parameters and moments of type P,
+/// gradients of type G), the gradients multiplied by `gradScale` when
+/// `scaled`: in float32, each result rounded to P once.
+template <typename P, typename G>
 void update(const titanrt_adamw_tensor &t, const AdamWScalars &s, bool scaled,
             float gradScale, int64_t begin, int64_t end) {
-  const G *grad = static_cast<const G *>(t.grad);
-  const float *param = static_cast<const float *>(t.param);
-  const float *expAvg = static_cast<const float *>(t.exp_avg);
-  const float *expAvgSq = static_cast<const float *>(t.exp_avg_sq);
-  float *paramOut = static_cast<float *>(t.param_out);
-  float *expAvgOut = static_cast<float *>(t.exp_avg_out);
-  float *expAvgSqOut = static_cast<float *>(t.exp_avg_sq_out);
   uint16_t *paramCopyOut = static_cast<uint16_t *>(t.param_copy_out);
   for (int64_t i = begin; i < end; ++i) {
-    float g;
-    if constexpr (std::is_same_v<G, float>)
-      g = grad[i];
-    else
-      g = bf16ToFloat(grad[i]);
+    float g = load<G>(t.grad, i);
     if (scaled)
       g = g * gradScale;
-    updateAdamWElement(s, g, param[i], expAvg[i], expAvgSq[i], paramOut[i],
-                       expAvgOut[i], expAvgSqOut[i]);
+    float param, expAvg, expAvgSq;
+    updateAdamWElement(s, g, load<P>(t.param, i), load<P>(t.exp_avg, i),
+                       load<P>(t.exp_avg_sq, i), param, expAvg, expAvgSq);
+    store<P>(t.param_out, i, param);
+    store<P>(t.exp_avg_out, i, expAvg);
+    store<P>(t.exp_avg_sq_out, i, expAvgSq);
     if (paramCopyOut)
-      paramCopyOut[i] = floatToBf16(paramOut[i]);
+      paramCopyOut[i] = floatToBf16(param);
   }
+}
+
+/// update<P, G> for the dtypes of `t` (checked: f32 or bf16).
+void updateRange(const titanrt_adamw_tensor &t, const AdamWScalars &s,
+                 bool scaled, float gradScale, int64_t begin, int64_t end) {
+  bool bf16Param = t.param_dtype == TITANRT_BF16;
+  bool bf16Grad = t.grad_dtype == TITANRT_BF16;
+  if (bf16Param && bf16Grad)
+    update<uint16_t, uint16_t>(t, s, scaled, gradScale, begin, end);
+  else if (bf16Param)
+    update<uint16_t, float>(t, s, scaled, gradScale, begin, end);
+  else if (bf16Grad)
+    update<float, uint16_t>(t, s, scaled, gradScale, begin, end);
+  else
+    update<float, float>(t, s, scaled, gradScale, begin, end);
 }
 
 } // namespace
@@ -70,6 +97,14 @@ static Status checkTensor(const titanrt_adamw_tensor &t, size_t index) {
     return Status::unsupported(op + ": grad_dtype " +
                                std::to_string(t.grad_dtype) +
                                " (the gradient must be f32 or bf16)");
+  if (t.param_dtype != TITANRT_F32 && t.param_dtype != TITANRT_BF16)
+    return Status::unsupported(op + ": param_dtype " +
+                               std::to_string(t.param_dtype) +
+                               " (the parameter must be f32 or bf16)");
+  if (t.param_dtype == TITANRT_BF16 && t.param_copy_out)
+    return Status::invalidArgument(
+        op + ": a bf16 parameter has no narrower copy (param_copy_out must "
+             "be null)");
   for (auto [name, pointer] :
        {std::pair{"param", t.param},
         {"grad", t.grad},
@@ -103,10 +138,7 @@ Status cpu::adamW(ThreadPool &pool,
   const float gradScale = scaled ? *call.gradScale : 1.0f;
   for (const titanrt_adamw_tensor &t : tensors)
     pool.parallelFor(t.numel, kAdamWGrain, [&](int64_t begin, int64_t end) {
-      if (t.grad_dtype == TITANRT_F32)
-        update<float>(t, s, scaled, gradScale, begin, end);
-      else
-        update<uint16_t>(t, s, scaled, gradScale, begin, end);
+      updateRange(t, s, scaled, gradScale, begin, end);
     });
   return Status::success();
 }

@@ -2,8 +2,9 @@
 //
 // One block per chunk of kAdamWChunkElements elements of one tensor (the
 // chunk table on the device, written once by FusedAdamW::create), its 256
-// threads striding over the chunk: coalesced f32 reads and writes of the
-// parameter and both moments, and of the gradient (f32 or bf16).
+// threads striding over the chunk: coalesced reads and writes of the
+// parameter and both moments (f32, or bf16 in pure bf16 training) and of
+// the gradient (f32 or bf16).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,25 +21,30 @@ using namespace titan::rt::cuda;
 
 namespace {
 
-/// The AdamW update of elements [start, end) of `t` (gradients of type G,
-/// multiplied by `scale`), its bf16 copy too when it has one.
-template <typename G>
+/// The AdamW update of elements [start, end) of `t` (parameters and moments
+/// of type P, gradients of type G, multiplied by `scale`) in f32, each
+/// result rounded to P once; its bf16 copy too when it has one.
+template <typename P, typename G>
 __device__ __forceinline__ void updateChunk(const titanrt_adamw_tensor &t,
                                             const AdamWScalars &s, float scale,
                                             int64_t start, int64_t end) {
   const G *grad = static_cast<const G *>(t.grad);
-  const float *param = static_cast<const float *>(t.param);
-  const float *expAvg = static_cast<const float *>(t.exp_avg);
-  const float *expAvgSq = static_cast<const float *>(t.exp_avg_sq);
-  float *paramOut = static_cast<float *>(t.param_out);
-  float *expAvgOut = static_cast<float *>(t.exp_avg_out);
-  float *expAvgSqOut = static_cast<float *>(t.exp_avg_sq_out);
+  const P *param = static_cast<const P *>(t.param);
+  const P *expAvg = static_cast<const P *>(t.exp_avg);
+  const P *expAvgSq = static_cast<const P *>(t.exp_avg_sq);
+  P *paramOut = static_cast<P *>(t.param_out);
+  P *expAvgOut = static_cast<P *>(t.exp_avg_out);
+  P *expAvgSqOut = static_cast<P *>(t.exp_avg_sq_out);
   bf16 *copy = static_cast<bf16 *>(t.param_copy_out);
   for (int64_t i = start + threadIdx.x; i < end; i += blockDim.x) {
-    updateAdamWElement(s, toFloat(grad[i]) * scale, param[i], expAvg[i],
-                       expAvgSq[i], paramOut[i], expAvgOut[i], expAvgSqOut[i]);
+    float p, m, v;
+    updateAdamWElement(s, toFloat(grad[i]) * scale, toFloat(param[i]),
+                       toFloat(expAvg[i]), toFloat(expAvgSq[i]), p, m, v);
+    paramOut[i] = fromFloat<P>(p);
+    expAvgOut[i] = fromFloat<P>(m);
+    expAvgSqOut[i] = fromFloat<P>(v);
     if (copy)
-      copy[i] = fromFloat<bf16>(paramOut[i]);
+      copy[i] = fromFloat<bf16>(p);
   }
 }
 
@@ -56,10 +62,17 @@ __global__ void __launch_bounds__(256)
   const titanrt_adamw_tensor tensor = tensors[chunk.tensor];
   const int64_t end = min(tensor.numel, chunk.start + kAdamWChunkElements);
   const float scale = call.gradScale ? *call.gradScale : 1.0f;
-  if (tensor.grad_dtype == TITANRT_BF16)
-    updateChunk<bf16>(tensor, scalars, scale, chunk.start, end);
-  else
-    updateChunk<float>(tensor, scalars, scale, chunk.start, end);
+  const bool bf16Grad = tensor.grad_dtype == TITANRT_BF16;
+  if (tensor.param_dtype == TITANRT_BF16) {
+    if (bf16Grad)
+      updateChunk<bf16, bf16>(tensor, scalars, scale, chunk.start, end);
+    else
+      updateChunk<bf16, float>(tensor, scalars, scale, chunk.start, end);
+  } else if (bf16Grad) {
+    updateChunk<float, bf16>(tensor, scalars, scale, chunk.start, end);
+  } else {
+    updateChunk<float, float>(tensor, scalars, scale, chunk.start, end);
+  }
 }
 
 } // namespace
@@ -99,6 +112,13 @@ Status FusedAdamW::create(std::unique_ptr<FusedAdamW> &optimizer,
     std::string name = "tensor " + std::to_string(i);
     TITANRT_RETURN_IF_ERROR(checkFloatDtype(
         op, (name + " gradient dtype").c_str(), tensor.grad_dtype));
+    TITANRT_RETURN_IF_ERROR(checkFloatDtype(
+        op, (name + " parameter dtype").c_str(), tensor.param_dtype));
+    if (tensor.param_dtype == TITANRT_BF16 && tensor.param_copy_out)
+      return Status::invalidArgument(
+          std::string(op) + ": " + name +
+          ": a bf16 parameter has no narrower copy (param_copy_out must be "
+          "null)");
     TITANRT_RETURN_IF_ERROR(checkExtents(op, {{name.c_str(), tensor.numel}}));
     TITANRT_RETURN_IF_ERROR(
         checkPointers(op, tensor.numel,
@@ -127,7 +147,7 @@ bool FusedAdamW::updates(const std::vector<titanrt_adamw_tensor> &other) const {
   auto fields = [](const titanrt_adamw_tensor &t) {
     return std::tie(t.param, t.grad, t.exp_avg, t.exp_avg_sq, t.param_out,
                     t.exp_avg_out, t.exp_avg_sq_out, t.param_copy_out, t.numel,
-                    t.grad_dtype);
+                    t.grad_dtype, t.param_dtype);
   };
   return std::equal(
       other.begin(), other.end(), tensors.begin(), tensors.end(),

@@ -12,8 +12,10 @@
 //   m = beta1 * m + (1 - beta1) * g
 //   v = beta2 * v + (1 - beta2) * g^2
 //   p = p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-// Parameters and moments are f32 (the master copy), gradients f32 or bf16
-// (per tensor), optionally scaled by a clipping coefficient on the device;
+// Parameters and moments are f32 (the master copy) or bf16 (pure bf16
+// training: computed in f32, each result rounded once), gradients f32 or
+// bf16 (per tensor), optionally scaled by a clipping coefficient on the
+// device;
 // the updates go to the inputs or to other buffers, and optionally the
 // updated parameter's bf16 copy too.
 //

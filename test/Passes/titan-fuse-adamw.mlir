@@ -24,23 +24,27 @@
 
 // One call per group, after the table of its tensors is filled in the
 // step's frame (allocated in its entry block, the first call's last):
-// ten fields per tensor (eight pointers, the elements, the gradient's
-// dtype: bf16 = 2, f32 = 0).
+// eleven fields per tensor (eight pointers, the elements, the gradient's
+// and the parameter's dtypes: bf16 = 2, f32 = 0).
 // CALLS: llvm.func @titan_program_step
-// CALLS-COUNT-2: llvm.alloca %{{.*}} x !llvm.struct<(ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, i64, i32)>
-// CALLS: %[[TABLE:.*]] = llvm.alloca %{{.*}} x !llvm.struct<(ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, i64, i32)> {alignment = 8 : i64} : (i64) -> !llvm.ptr
+// CALLS-COUNT-2: llvm.alloca %{{.*}} x !llvm.struct<(ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, i64, i32, i32)>
+// CALLS: %[[TABLE:.*]] = llvm.alloca %{{.*}} x !llvm.struct<(ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, i64, i32, i32)> {alignment = 8 : i64} : (i64) -> !llvm.ptr
 // CALLS-NOT: llvm.alloca
 // The first tensor's gradient is at arena offset 128, then its elements:
 // CALLS: llvm.mlir.constant(128 : i64) : i64
 // CALLS: %[[NUMEL:.*]] = llvm.mlir.constant(128 : i64) : i64
 // CALLS-NEXT: %[[BF16:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CALLS-NEXT: %[[PARAM_F32:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CALLS-NEXT: llvm.getelementptr %[[TABLE]][0, 0]
 // CALLS: %[[FIELD8:.*]] = llvm.getelementptr %[[TABLE]][0, 8]
 // CALLS-NEXT: llvm.store %[[NUMEL]], %[[FIELD8]] : i64, !llvm.ptr
 // CALLS-NEXT: %[[FIELD9:.*]] = llvm.getelementptr %[[TABLE]][0, 9]
 // CALLS-NEXT: llvm.store %[[BF16]], %[[FIELD9]] : i32, !llvm.ptr
+// CALLS-NEXT: %[[FIELD10:.*]] = llvm.getelementptr %[[TABLE]][0, 10]
+// CALLS-NEXT: llvm.store %[[PARAM_F32]], %[[FIELD10]] : i32, !llvm.ptr
 // CALLS: %[[ELEMENTS:.*]] = llvm.mlir.constant(8 : i64) : i64
 // CALLS-NEXT: %[[F32:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CALLS-NEXT: llvm.mlir.constant(0 : i32) : i32
 // CALLS-NEXT: llvm.getelementptr %[[TABLE]][1, 0]
 // CALLS: %[[COUNT:.*]] = llvm.mlir.constant(2 : i64) : i64
 // CALLS: llvm.call @titanrt_fused_adamw(%arg0, %[[TABLE]], %[[COUNT]], %{{.*}}) : (!llvm.ptr, !llvm.ptr, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, f64, f64, f64, f64) -> i32

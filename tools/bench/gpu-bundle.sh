@@ -17,6 +17,9 @@
 #                regions (arena, state, inputs) in bytes
 #   proxy-compiled/  the same with --runtime-ops=none (RMSNorm, the loss
 #                and AdamW as compiled kernels, not titan's hand-written ones)
+#   proxy-bf16/  the same in pure bf16 (training.dtype = "bfloat16": bf16
+#                parameters and moments, no f32 masters; torchtitan's
+#                8xB200 configs)
 #   proxy-large/ the proxy at a larger batch, $TITAN_GPU_LARGE_STEP_SHAPE
 #                (4x2048; empty: none), with its own data/ and shape (the
 #                optimizer's fixed cost per step weighs less there)
@@ -72,13 +75,14 @@ mkdir -p "$bundle/lib" "$bundle/data"
 # Twice: as titan-compile --backend=cuda builds it (RMSNorm, the loss and
 # AdamW as titan's hand-written kernels), and with them compiled
 # (--runtime-ops=none),
-# so that gpu.sh measures which is faster.
-# A third time at the larger batch.
-variants=(proxy proxy-compiled)
+# so that gpu.sh measures which is faster. Then in pure bf16, and at the
+# larger batch.
+variants=(proxy proxy-compiled proxy-bf16)
 [[ -n $large ]] && variants+=(proxy-large)
 for variant in "${variants[@]}"; do
-  runtime_ops=()
+  runtime_ops=() dtype=float32
   [[ $variant == proxy-compiled ]] && runtime_ops=(--runtime-ops=none)
+  [[ $variant == proxy-bf16 ]] && dtype=bfloat16
   variant_batch=$batch variant_seq=$seq
   if [[ $variant == proxy-large ]]; then
     variant_batch=${large%x*} variant_seq=${large#*x}
@@ -88,6 +92,7 @@ for variant in "${variants[@]}"; do
     --set training.seq_len="$variant_seq" --set training.local_batch_size="$variant_batch" \
     --set training.steps=13 --set parallelism.data_parallel_shard_degree=1 \
     --set 'training.mixed_precision_param="bfloat16"' \
+    --set "training.dtype=\"$dtype\"" \
     --set hardware.device=h200 --backend=cuda "${runtime_ops[@]}" \
     -o "$bundle/$variant"
   grep -a -o -m1 'regions arena=[0-9]* state=[0-9]* inputs=[0-9]*' \

@@ -341,6 +341,12 @@ main() {
       run_step "titan's training step, RMSNorm, the loss and AdamW compiled" 120 \
         bash "$self" titan-step proxy-compiled
     fi
+    # Pure bf16 (training.dtype = "bfloat16"): bf16 parameters and AdamW
+    # moments, against PyTorch's eager step of the same below.
+    if [[ -x $bundle/proxy-bf16/bin/train ]]; then
+      run_step "titan's training step in pure bf16" 90 \
+        bash "$self" titan-step proxy-bf16
+    fi
     run_step "where titan's step goes (launches blocking, the runtime's trace)" 90 \
       --log "$out/step-profile.txt" bash "$self" titan-profile
   else
@@ -352,6 +358,12 @@ main() {
     run_step "PyTorch's training step (eager and torch.compile)" 240 \
       "$python" "$baseline" step --json "$build_root/torch-step.json" \
       --batch "${step_shape%x*}" --seq "${step_shape#*x}"
+    if [[ -f $build_root/titan-step-proxy-bf16.json ]]; then
+      run_step "PyTorch's training step in pure bf16 (eager)" 90 \
+        "$python" "$baseline" step --json "$build_root/torch-step-bf16.json" \
+        --precision bf16 --modes eager \
+        --batch "${step_shape%x*}" --seq "${step_shape#*x}"
+    fi
   fi
   # Both again at the larger batch, where the optimizer's fixed cost per
   # step weighs less.
@@ -388,6 +400,10 @@ main() {
     done
     [[ -f $build_root/titan-step-proxy.json && -f $build_root/titan-step-proxy-compiled.json ]] &&
       steps+=(--titan-step-compiled "$build_root/titan-step-proxy-compiled.json")
+    [[ -f $build_root/titan-step-proxy.json && -f $build_root/titan-step-proxy-bf16.json ]] &&
+      steps+=(--titan-step-bf16 "$build_root/titan-step-proxy-bf16.json")
+    [[ -f $build_root/titan-step-proxy.json && -f $build_root/torch-step-bf16.json ]] &&
+      steps+=(--torch-step-bf16 "$build_root/torch-step-bf16.json")
     run_step "titan against PyTorch" 60 --log "$out/comparison.txt" --always \
       "$python" "$baseline" compare --titan-json "$out/titan-bench.json" \
       --torch-json "$out/torch-baseline.json" --markdown "$out/comparison.md" \

@@ -9,12 +9,12 @@ usage:
       [--no-compile] [--no-flush-l2] [--device cuda|cpu] [--tiny]
   gpu_torch_baseline.py step --json OUT [--batch 1] [--seq 2048] [--steps 10]
       [--warmup 3] [--modes eager,compile] [--device cuda|cpu]
-      [--precision bf16-params|autocast] [--ops torchtitan|as-written]
+      [--precision bf16-params|autocast|bf16] [--ops torchtitan|as-written]
       [--compile-scope block|model] [--count-only]
       [--dim D --layers L --heads H --kv-heads K --ffn F --vocab V]
   gpu_torch_baseline.py compare --titan-json T [--torch-json P]
       [--titan-step S --torch-step P2]... [--titan-step-compiled S2]
-      [--markdown OUT]
+      [--titan-step-bf16 S3 --torch-step-bf16 P3] [--markdown OUT]
 
 `measure` times, per batch x sequence of --shapes, the Llama 3 ~1B-proxy
 operations (dim 2048, 16 heads of 128, 8 KV heads, FFN 8192, vocabulary
@@ -73,7 +73,8 @@ times, and the ratios titan/eager and titan/compile (time over time: below
 it adds a table "training step: titan vs PyTorch eager / compile" (ms per
 step, tokens/s, MFU, memory, titan/eager and titan/compile; with
 --titan-step-compiled, of the same form, a row for the step with RMSNorm
-and the loss as compiled kernels) to both outputs, from the `step` JSON's "steps": --torch-step's, or
+and the loss as compiled kernels; with --titan-step-bf16 and
+--torch-step-bf16, rows for both steps in pure bf16) to both outputs, from the `step` JSON's "steps": --torch-step's, or
 --torch-json's if it has them (a missing value prints as -). --titan-step
 and --torch-step repeat in pairs: one table per batch shape.
 
@@ -472,31 +473,35 @@ class Baseline:
                        (d, ffn), (d,), (d,)]
         shapes += [(d,), (vocab, d)]
         numel = sum(math.prod(s) for s in shapes)
-        try:
-            params = [torch.nn.Parameter(self.randn(*s, dtype=torch.float32, scale=0.02))
-                      for s in shapes]
-            for p in params:
-                p.grad = self.randn(*p.shape, dtype=torch.float32, scale=1e-3)
-        except Exception as error:  # noqa: BLE001
-            self.recorder.error("adamw.grad_f32", "model", "eager", f"allocation: {error}")
-            return
-        for kind in ("fused", "foreach"):
+        # float32 parameters (titan's masters) and bf16 ones (pure bf16
+        # training: titanrt_fused_adamw's bf16_params), gradients alike.
+        for dtype, op in ((torch.float32, "adamw.grad_f32"),
+                          (torch.bfloat16, "adamw.bf16_params")):
             try:
-                optimizer = torch.optim.AdamW(params, lr=8e-4, betas=(0.9, 0.95),
-                                              eps=1e-8, weight_decay=0.1,
-                                              **{kind: True})
-            except Exception as error:  # noqa: BLE001 - fused needs PyTorch 2.0
-                self.recorder.error("adamw.grad_f32", "model", kind, f"{error}")
+                params = [torch.nn.Parameter(self.randn(*s, dtype=dtype, scale=0.02))
+                          for s in shapes]
+                for p in params:
+                    p.grad = self.randn(*p.shape, dtype=dtype, scale=1e-3)
+            except Exception as error:  # noqa: BLE001
+                self.recorder.error(op, "model", "eager", f"allocation: {error}")
                 continue
-            # "eager" is torch's best eager optimizer (fused); foreach is
-            # recorded as its own mode.
-            mode = "eager" if kind == "fused" else "foreach"
-            step = optimizer.step
-            self.measure("adamw.grad_f32", "model", mode,
-                         f"{len(shapes)} tensors, {numel} parameters, "
-                         f"torch.optim.AdamW({kind}=True)",
-                         lambda _: step())
-        del params
+            for kind in ("fused", "foreach"):
+                try:
+                    optimizer = torch.optim.AdamW(params, lr=8e-4, betas=(0.9, 0.95),
+                                                  eps=1e-8, weight_decay=0.1,
+                                                  **{kind: True})
+                except Exception as error:  # noqa: BLE001 - fused needs PyTorch 2.0
+                    self.recorder.error(op, "model", kind, f"{error}")
+                    continue
+                # "eager" is torch's best eager optimizer (fused); foreach is
+                # recorded as its own mode.
+                mode = "eager" if kind == "fused" else "foreach"
+                step = optimizer.step
+                self.measure(op, "model", mode,
+                             f"{len(shapes)} tensors, {numel} parameters, "
+                             f"torch.optim.AdamW({kind}=True)",
+                             lambda _: step())
+            del params
 
     def run(self, shapes, compile_shapes, compile_too):
         torch = self.torch
@@ -693,6 +698,9 @@ class TrainStep:
     in f32). --precision autocast: the f32 model under
     torch.autocast(bfloat16) (torchtitan's single-device path without
     FSDP: the matmuls in bf16, the residual stream and norms in f32).
+    --precision bf16: pure bf16 training (torchtitan's training.dtype =
+    "bfloat16"): the model's parameters are bf16, with no f32 masters, so
+    its gradients, the clipping and fused AdamW's moments are bf16 too.
     Either way the logits are f32 (the model's .float()) and the
     cross-entropy is over them in f32, then clip_grad_norm_(1.0, foreach)
     and AdamW (fused; lr 8e-4, betas (0.9, 0.95), weight decay 0.1, eps
@@ -707,6 +715,9 @@ class TrainStep:
         master = llama3.Transformer(margs, device=torch.device(args.device))
         master.to(args.device)  # the RoPE table is built on the CPU
         master.init_weights(args.seed)
+        if self.precision == "bf16":
+            for p in master.parameters():  # not .to(): it would cast freqs_cis
+                p.data = p.data.to(torch.bfloat16)
         self.ops = self._use_torchtitan_ops(torch, F, llama3, master, args.ops)
         self.master = master
         self.master_params = list(master.parameters())
@@ -1040,12 +1051,23 @@ def gib(value):
     return "-" if value is None else f"{value / 2**30:.2f} GiB"
 
 
-def step_table(titan_step, torch_step, titan_compiled=None):
+def titan_step_row(label, step, note):
+    """A row of the training-step table for titan's step JSON `step`."""
+    return [label, fmt(step.get("ms_per_step_median"), "{:.2f}"),
+            fmt(step.get("tokens_per_second"), "{:.0f}"),
+            fmt(None if step.get("mfu") is None else 100 * step["mfu"], "{:.1f}%"),
+            gib(step.get("memory_bytes")), "-", note]
+
+
+def step_table(titan_step, torch_step, titan_compiled=None, titan_bf16=None,
+               torch_bf16=None):
     """The training-step table: (title, columns, rows, ratio line).
 
     titan_step is the --titan-step JSON; torch_step the `step` JSON (its
     "steps"), or None; titan_compiled the --titan-step-compiled JSON (the
-    same step with RMSNorm and the loss as compiled kernels), or None."""
+    same step with RMSNorm and the loss as compiled kernels), or None;
+    titan_bf16 and torch_bf16 the --titan-step-bf16 and --torch-step-bf16
+    JSONs (pure bf16 training, the second's eager step), or None."""
     steps = (torch_step or {}).get("steps") or {}
     options = (torch_step or {}).get("options") or {}
     proxy = (torch_step or {}).get("proxy") or {}
@@ -1061,24 +1083,15 @@ def step_table(titan_step, torch_step, titan_compiled=None):
              "titan/PyTorch is time over time: below 1, titan is faster)")
     columns = ["run", "ms/step", "tokens/s", "MFU", "memory", "titan/PyTorch", "note"]
     titan_ms = titan_step.get("ms_per_step_median")
-    rows = [["titan", fmt(titan_ms, "{:.2f}"),
-             fmt(titan_step.get("tokens_per_second"), "{:.0f}"),
-             fmt(None if titan_step.get("mfu") is None else 100 * titan_step["mfu"],
-                 "{:.1f}%"),
-             gib(titan_step.get("memory_bytes")), "-",
-             "memory planned" + (
-                 f"; {gib(titan_step['memory_measured_bytes'])} in use on the "
-                 "GPU (cudaMemGetInfo)"
-                 if titan_step.get("memory_measured_bytes") else "")]]
+    rows = [titan_step_row("titan", titan_step, "memory planned" + (
+        f"; {gib(titan_step['memory_measured_bytes'])} in use on the "
+        "GPU (cudaMemGetInfo)" if titan_step.get("memory_measured_bytes") else ""))]
     if titan_compiled is not None:
         compiled_ms = titan_compiled.get("ms_per_step_median")
-        rows.append(["titan, --runtime-ops=none", fmt(compiled_ms, "{:.2f}"),
-                     fmt(titan_compiled.get("tokens_per_second"), "{:.0f}"),
-                     fmt(None if titan_compiled.get("mfu") is None
-                         else 100 * titan_compiled["mfu"], "{:.1f}%"),
-                     gib(titan_compiled.get("memory_bytes")), "-",
-                     "RMSNorm and the loss as compiled kernels: "
-                     f"{fmt(ratio(compiled_ms, titan_ms), '{:.2f}')} x titan's time"])
+        rows.append(titan_step_row(
+            "titan, --runtime-ops=none", titan_compiled,
+            "RMSNorm and the loss as compiled kernels: "
+            f"{fmt(ratio(compiled_ms, titan_ms), '{:.2f}')} x titan's time"))
     ratios = {}
     for mode in STEP_MODES:
         entry = steps.get(mode)
@@ -1099,6 +1112,24 @@ def step_table(titan_step, torch_step, titan_compiled=None):
                      gib(entry.get("memory_bytes")), fmt(ratios[mode], "{:.2f}"), note])
     line = (f"titan/eager {fmt(ratios.get('eager'), '{:.2f}')}, "
             f"titan/compile {fmt(ratios.get('compile'), '{:.2f}')} (ms per step)")
+    if titan_bf16 is not None:
+        bf16_ms = titan_bf16.get("ms_per_step_median")
+        rows.append(titan_step_row(
+            "titan, pure bf16", titan_bf16,
+            "training.dtype = \"bfloat16\": bf16 parameters and moments; "
+            f"{fmt(ratio(bf16_ms, titan_ms), '{:.2f}')} x titan's time"))
+        eager = ((torch_bf16 or {}).get("steps") or {}).get("eager") or {}
+        if "ms_per_step_median" in eager:
+            bf16_ratio = ratio(bf16_ms, eager["ms_per_step_median"])
+            rows.append(["PyTorch eager, pure bf16",
+                         fmt(eager["ms_per_step_median"], "{:.2f}"),
+                         fmt(eager.get("tokens_per_second"), "{:.0f}"),
+                         fmt(None if eager.get("mfu") is None else 100 * eager["mfu"],
+                             "{:.1f}%"),
+                         gib(eager.get("memory_bytes")), fmt(bf16_ratio, "{:.2f}"),
+                         "bf16 parameters, fused AdamW; the ratio is titan's pure "
+                         "bf16 step over it"])
+            line += f"; pure bf16: titan/eager {fmt(bf16_ratio, '{:.2f}')}"
     return title, columns, rows, line
 
 
@@ -1151,9 +1182,12 @@ def compare(args):
             continue
         torch_path = args.torch_step[index] if index < len(args.torch_step) else ""
         torch_step = load(torch_path) if torch_path else torch_data
+        first = index == 0
         compiled = (load(args.titan_step_compiled)
-                    if args.titan_step_compiled and index == 0 else None)
-        steps.append(step_table(titan_step, torch_step, compiled))
+                    if args.titan_step_compiled and first else None)
+        titan_bf16 = load(args.titan_step_bf16) if args.titan_step_bf16 and first else None
+        torch_bf16 = load(args.torch_step_bf16) if args.torch_step_bf16 and first else None
+        steps.append(step_table(titan_step, torch_step, compiled, titan_bf16, torch_bf16))
     header = (f"titan-cuda-bench on {titan.get('device_description', titan.get('device'))}; "
               f"PyTorch {torch_data.get('torch') or '(not run)'} on the same GPU. "
               "Times are medians in ms; ratios are titan's time over PyTorch's "
@@ -1228,6 +1262,12 @@ def main():
     join.add_argument("--titan-step-compiled", default="",
                       help="the same training step with --runtime-ops=none: "
                            "a row of the training-step table")
+    join.add_argument("--titan-step-bf16", default="",
+                      help="the same training step in pure bf16 (training.dtype = "
+                           "\"bfloat16\"): a row of the first training-step table")
+    join.add_argument("--torch-step-bf16", default="",
+                      help="PyTorch's `step --precision bf16` JSON: a row of the "
+                           "first training-step table")
     join.add_argument("--torch-step", action="append", default=[],
                       help="the `step` JSON of the --titan-step at the same "
                            "position (default: --torch-json, if it has \"steps\")")
@@ -1240,8 +1280,10 @@ def main():
                        help="untimed steps first (at least 1)")
     train.add_argument("--modes", default="eager,compile")
     train.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    train.add_argument("--precision", choices=("bf16-params", "autocast"),
-                       default="bf16-params")
+    train.add_argument("--precision", choices=("bf16-params", "autocast", "bf16"),
+                       default="bf16-params",
+                       help="f32 masters with a bf16 copy (FSDP2's mixed precision), "
+                            "torch.autocast, or pure bf16 parameters")
     train.add_argument("--ops", choices=("torchtitan", "as-written"), default="torchtitan",
                        help="SDPA attention and F.rms_norm, or the model's own")
     train.add_argument("--compile-scope", choices=("block", "model"), default="block")

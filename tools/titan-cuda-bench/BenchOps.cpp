@@ -499,11 +499,15 @@ void bench::benchAdamW(Harness &harness, const ModelShape &model) {
     total += (numel + 63) / 64 * 64;
     parameters += numel;
   }
-  DeviceBuffer params, expAvg, expAvgSq, gradF32, gradBf16, lr, step, normOut;
+  DeviceBuffer params, expAvg, expAvgSq, paramsBf16, expAvgBf16, expAvgSqBf16,
+      gradF32, gradBf16, lr, step, normOut;
   Allocations allocations(harness, "adamw", "model");
   allocations.random(params, TITANRT_F32, total, -0.05, 0.05)
       .zeros(expAvg, TITANRT_F32, total)
       .zeros(expAvgSq, TITANRT_F32, total)
+      .random(paramsBf16, TITANRT_BF16, total, -0.05, 0.05)
+      .zeros(expAvgBf16, TITANRT_BF16, total)
+      .zeros(expAvgSqBf16, TITANRT_BF16, total)
       .random(gradF32, TITANRT_F32, total, -1e-3, 1e-3)
       .random(gradBf16, TITANRT_BF16, total, -1e-3, 1e-3)
       .random(lr, TITANRT_F32, 1, 1e-4, 1e-3)
@@ -515,33 +519,50 @@ void bench::benchAdamW(Harness &harness, const ModelShape &model) {
   AdamWCall call;
   call.lr = lr.as<float>();
   call.step = step.as<float>();
-  for (int32_t gradDtype : {TITANRT_F32, TITANRT_BF16}) {
+  // f32 parameters and moments (mixed precision's masters) with f32 or bf16
+  // gradients; bf16 ones with bf16 gradients (pure bf16 training).
+  for (auto [paramDtype, gradDtype] : {std::pair{TITANRT_F32, TITANRT_F32},
+                                       {TITANRT_F32, TITANRT_BF16},
+                                       {TITANRT_BF16, TITANRT_BF16}}) {
     const bool f32 = gradDtype == TITANRT_F32;
+    const bool bf16Params = paramDtype == TITANRT_BF16;
+    // Element `offset` of `buffer`, of the parameters' dtype.
+    auto state = [&](const DeviceBuffer &buffer, int64_t offset) -> void * {
+      return bf16Params ? static_cast<void *>(buffer.as<uint16_t>() + offset)
+                        : static_cast<void *>(buffer.as<float>() + offset);
+    };
     std::vector<titanrt_adamw_tensor> tensors;
     for (size_t i = 0; i < numels.size(); ++i) {
       titanrt_adamw_tensor tensor = {};
-      tensor.param = tensor.param_out = params.as<float>() + offsets[i];
+      tensor.param = tensor.param_out =
+          state(bf16Params ? paramsBf16 : params, offsets[i]);
       tensor.grad =
           f32 ? static_cast<const void *>(gradF32.as<float>() + offsets[i])
               : static_cast<const void *>(gradBf16.as<uint16_t>() + offsets[i]);
-      tensor.exp_avg = tensor.exp_avg_out = expAvg.as<float>() + offsets[i];
+      tensor.exp_avg = tensor.exp_avg_out =
+          state(bf16Params ? expAvgBf16 : expAvg, offsets[i]);
       tensor.exp_avg_sq = tensor.exp_avg_sq_out =
-          expAvgSq.as<float>() + offsets[i];
+          state(bf16Params ? expAvgSqBf16 : expAvgSq, offsets[i]);
       tensor.numel = numels[i];
       tensor.grad_dtype = gradDtype;
+      tensor.param_dtype = paramDtype;
       tensors.push_back(tensor);
     }
     Measurement measurement;
-    measurement.op = f32 ? "adamw.grad_f32" : "adamw.grad_bf16";
+    measurement.op = bf16Params ? "adamw.bf16_params"
+                     : f32      ? "adamw.grad_f32"
+                                : "adamw.grad_bf16";
     measurement.shape = "model";
     measurement.detail =
-        format("%lld tensors, %lld parameters (%lld layers), grads ",
+        format("%lld tensors, %lld parameters (%lld layers), ",
                (long long)numels.size(), parameters, model.layers) +
+        (bf16Params ? "bf16 parameters and moments, " : "") + "grads " +
         (f32 ? "f32" : "bf16");
     // Reads the parameter, both moments and the gradient; writes the
     // parameter and the moments.
+    const double stateBytes = bf16Params ? 2 : 4;
     measurement.work = {Bound::Memory, 0,
-                        double(parameters) * (6 * 4 + (f32 ? 4 : 2))};
+                        double(parameters) * (6 * stateBytes + (f32 ? 4 : 2))};
     std::unique_ptr<FusedAdamW> optimizer;
     Status status = FusedAdamW::create(optimizer, tensors, harness.getStream());
     if (!status.ok()) {
@@ -551,6 +572,8 @@ void bench::benchAdamW(Harness &harness, const ModelShape &model) {
     (void)harness.time(measurement, [&] {
       return optimizer->step(harness.getStream(), call);
     });
+    if (bf16Params)
+      continue; // The gradients' norm is squared_norm.grad_bf16's.
     // Clipping's squared norm of the same gradients, as executables compute
     // it (titanrt_squared_norm): reads each gradient once.
     std::vector<titanrt_norm_tensor> gradients;

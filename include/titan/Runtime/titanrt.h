@@ -220,12 +220,14 @@ titanrt_status titanrt_cross_entropy_grad(
     void *workspace, int64_t rows, int64_t vocab, int64_t ignore_index);
 
 /// One parameter's operands of titanrt_fused_adamw (titan.fused_adamw):
-/// param, exp_avg and exp_avg_sq are float32, `numel` elements; grad is of
+/// param, exp_avg and exp_avg_sq are of `param_dtype` (TITANRT_F32, or
+/// TITANRT_BF16 in pure bf16 training), `numel` elements; grad is of
 /// `grad_dtype` (TITANRT_F32 or TITANRT_BF16); the updates go to
-/// param_out, exp_avg_out and exp_avg_sq_out (each the same buffer as its
-/// input or not overlapping it) and, unless param_copy_out is null,
-/// param_out rounded to bfloat16 (nearest even) to param_copy_out: the copy
-/// the next step's forward reads (titan.adamw's new_param_copy).
+/// param_out, exp_avg_out and exp_avg_sq_out (of `param_dtype`, each the
+/// same buffer as its input or not overlapping it) and, unless
+/// param_copy_out is null (always for a bf16 parameter), param_out rounded
+/// to bfloat16 (nearest even) to param_copy_out: the copy the next step's
+/// forward reads (titan.adamw's new_param_copy).
 typedef struct titanrt_adamw_tensor {
   const void *param;
   const void *grad;
@@ -237,6 +239,7 @@ typedef struct titanrt_adamw_tensor {
   void *param_copy_out;
   int64_t numel;
   int32_t grad_dtype;
+  int32_t param_dtype;
 } titanrt_adamw_tensor;
 
 /// One AdamW step of each of the `count` parameters of `tensors` (a table
@@ -245,7 +248,9 @@ typedef struct titanrt_adamw_tensor {
 /// gradient is multiplied by first: the clipping coefficient) and the
 /// hyperparameters. With t = step + 1, decay = 1 - lr * weight_decay,
 /// step_size = lr / (1 - beta1^t) and c = sqrt(1 - beta2^t) computed in
-/// double and rounded to float32, every element computes in float32:
+/// double and rounded to float32, every element computes in float32 (a
+/// bf16 parameter's and moments' values widened, the three results rounded
+/// to bf16 once, to nearest even, as torch's fused AdamW):
 ///   m = exp_avg * beta1 + g * (1 - beta1)
 ///   v = exp_avg_sq * beta2 + (g * g) * (1 - beta2)
 ///   param_out = param * decay - (m / (sqrt(v) / c + eps)) * step_size

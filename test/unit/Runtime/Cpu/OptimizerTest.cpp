@@ -114,6 +114,49 @@ TEST(OptimizerTest, AdamWBf16GradientsAreTheirValues) {
   EXPECT_EQ(narrow.expAvgSq, widened.expAvgSq);
 }
 
+TEST(OptimizerTest, AdamWBf16ParametersRoundTheFloatUpdateOnce) {
+  // Pure bf16 training: the parameter and both moments are bf16, computed
+  // as the f32 update of their values (torch's fused AdamW), each result
+  // rounded once to nearest even; bf16 and f32 gradients.
+  AdamWCase widened;
+  auto narrow = [](std::vector<float> &values) {
+    std::vector<uint16_t> stored(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      stored[i] = floatToBf16(values[i]);
+      values[i] = bf16ToFloat(stored[i]);
+    }
+    return stored;
+  };
+  std::vector<uint16_t> param = narrow(widened.param),
+                        grad = narrow(widened.grad),
+                        expAvg = narrow(widened.expAvg),
+                        expAvgSq = narrow(widened.expAvgSq);
+  ASSERT_TRUE(adamW(pool(2), {widened.tensor()}, widened.call(true)).ok());
+  for (int32_t gradDtype : {TITANRT_BF16, TITANRT_F32}) {
+    std::vector<uint16_t> p = param, m = expAvg, v = expAvgSq;
+    std::vector<float> gradValues = widened.grad;
+    titanrt_adamw_tensor t = {};
+    t.param = t.param_out = p.data();
+    t.grad = gradDtype == TITANRT_BF16 ? static_cast<const void *>(grad.data())
+                                       : gradValues.data();
+    t.exp_avg = t.exp_avg_out = m.data();
+    t.exp_avg_sq = t.exp_avg_sq_out = v.data();
+    t.numel = kNumel;
+    t.grad_dtype = gradDtype;
+    t.param_dtype = TITANRT_BF16;
+    ASSERT_TRUE(adamW(pool(3), {t}, widened.call(true)).ok());
+    int64_t moved = 0;
+    for (int64_t i = 0; i < kNumel; ++i) {
+      ASSERT_EQ(p[i], floatToBf16(widened.param[i])) << i;
+      ASSERT_EQ(m[i], floatToBf16(widened.expAvg[i])) << i;
+      ASSERT_EQ(v[i], floatToBf16(widened.expAvgSq[i])) << i;
+      moved += p[i] != param[i];
+    }
+    // The update moves most elements by more than a bf16 rounding.
+    EXPECT_GT(moved, kNumel / 2);
+  }
+}
+
 TEST(OptimizerTest, AdamWNamesWhatIsWrongBeforeWriting) {
   AdamWCase bad;
   const std::vector<float> before = bad.param;
@@ -125,6 +168,19 @@ TEST(OptimizerTest, AdamWNamesWhatIsWrongBeforeWriting) {
       status.getMessage(),
       "titanrt_fused_adamw (tensor 0): grad_dtype 1 (the gradient must be f32 "
       "or bf16)");
+  t = bad.tensor();
+  t.param_dtype = TITANRT_F16;
+  status = adamW(pool(1), {t}, bad.call(false));
+  EXPECT_EQ(status.getCode(), TITANRT_ERROR_UNSUPPORTED);
+  EXPECT_EQ(status.getMessage(),
+            "titanrt_fused_adamw (tensor 0): param_dtype 3 (the parameter "
+            "must be f32 or bf16)");
+  std::vector<uint16_t> copy(kNumel);
+  t.param_dtype = TITANRT_BF16;
+  t.param_copy_out = copy.data();
+  EXPECT_EQ(adamW(pool(1), {t}, bad.call(false)).getMessage(),
+            "titanrt_fused_adamw (tensor 0): a bf16 parameter has no narrower "
+            "copy (param_copy_out must be null)");
   t = bad.tensor();
   AdamWCall c = bad.call(false);
   bad.lr = -1;
