@@ -247,12 +247,14 @@ def PartitionPipelinePass : Pass<"titan-partition-pipeline",
     parameter's all-gather (of its shards, through casts and views, read by
     the forward or the backward) runs in each microbatch's forward, as
     FSDP2 gathers for each forward, and titan-reshard-after-forward then
-    gathers it again for that microbatch's backward; each microbatch's
-    gradients are reduced across the ranks and their shards summed, so the
+    gathers it again for that microbatch's backward; without a pipeline
+    (one stage: gradient accumulation) each microbatch's gradients are
+    then also reduced across the ranks and their shards summed, so the
     rank never holds a whole gradient sum.
     Parameter gradients are summed over the microbatches before their
     reduction across data-parallel ranks (as FSDP2 under a pipeline
-    schedule; after it with `fsdp-per-microbatch`), in the type they are
+    schedule, which syncs them at the last backward only; after it with
+    `fsdp-per-microbatch` and one stage), in the type they are
     reduced in, then divided by the number
     of microbatches (torch's `scale_grads`); the loss is the mean of the
     microbatch losses. A cross-entropy (`titan.cross_entropy`, and its
@@ -313,10 +315,11 @@ def PartitionPipelinePass : Pass<"titan-partition-pipeline",
            "A schedule in torch's CSV form (pipeline_parallel_schedule_csv): "
            "each rank's actions instead of `schedule`'s">,
     Option<"fsdpPerMicrobatch", "fsdp-per-microbatch", "bool", "false",
-           "Gather the parameters' shards and reduce the gradients for "
-           "each microbatch instead of once per step (gradient "
-           "accumulation, whose FSDP reshards after the forward unless "
-           "fsdp_reshard_after_forward is never)">,
+           "Gather the parameters' shards for each microbatch instead of "
+           "once per step (FSDP resharding after the forward: "
+           "fsdp_reshard_after_forward always, or not never under gradient "
+           "accumulation), and with one stage reduce the gradients for "
+           "each microbatch too">,
     Option<"stages", "stages", "int64_t", "0",
            "Stages (0: degree for single-stage schedules, 2 x degree for "
            "the others)">,

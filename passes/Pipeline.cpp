@@ -179,7 +179,8 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   }
   // Pipeline parallelism: each pipeline rank's program (the rank is set
   // by the caller). torchtitan's "default" keeps the parameters FSDP
-  // gathers for every microbatch of the step under a pipeline. Gradient
+  // gathers for every microbatch of the step under a pipeline; "always"
+  // gathers them for each microbatch's forward and backward. Gradient
   // accumulation without a pipeline is a pipeline of one rank and one stage,
   // its microbatches local_batch_size rows each, run forward then backward one
   // after the other (1F1B); FSDP gathers for each microbatch's forward and,
@@ -203,8 +204,7 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
     pipeline.ranksPerNode = config.hardware.ranksPerNode;
     if (pipeline.degree > 1 && options.reshard.policy == "default")
       options.reshard.policy = "never";
-    pipeline.fsdpPerMicrobatch =
-        pipeline.degree == 1 && options.reshard.policy != "never";
+    pipeline.fsdpPerMicrobatch = options.reshard.policy != "never";
     options.pipeline = pipeline;
   }
   PropagatePlacementsPassOptions &propagation = options.propagation;

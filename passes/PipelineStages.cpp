@@ -97,19 +97,28 @@ LogicalResult PipelineStages::classify(bool fsdpPerMicrobatch) {
         cast<RankedTensorType>(arg.getType()).getRank() >= 1)
       microbatched.insert(arg);
   llvm::DenseSet<Value> dependent(microbatched.begin(), microbatched.end());
+  llvm::DenseSet<Value> fromMicrobatch(microbatched.begin(),
+                                       microbatched.end());
   for (Operation &op : body.without_terminator()) {
     // Random numbers (dropout) are drawn anew for each microbatch, and
     // parameters resharded after the forward are gathered anew.
-    bool isDependent = isa<RandomUniformOp>(op) ||
-                       (fsdpPerMicrobatch && isParameterGather(&op)) ||
+    bool readsTokens = isa<RandomUniformOp>(op) ||
                        llvm::any_of(op.getOperands(), [&](Value v) {
-                         return dependent.contains(v);
+                         return fromMicrobatch.contains(v);
                        });
+    bool isDependent =
+        readsTokens || (fsdpPerMicrobatch && isParameterGather(&op)) ||
+        llvm::any_of(op.getOperands(),
+                     [&](Value v) { return dependent.contains(v); });
     if (!isDependent) {
       timing[&op] = OpTiming::Invariant;
       continue;
     }
     dependent.insert(op.result_begin(), op.result_end());
+    if (readsTokens) {
+      fromMicrobatch.insert(op.result_begin(), op.result_end());
+      readsMicrobatch.insert(&op);
+    }
     Phase phase = getPhase(&op).value_or(Phase::Forward);
     if (phase != Phase::Optimizer) {
       timing[&op] = OpTiming::PerMicrobatch;
@@ -131,9 +140,11 @@ LogicalResult PipelineStages::classify(bool fsdpPerMicrobatch) {
   }
   // A redistribution that sums a gradient across ranks for the optimizer
   // runs once, on the sum over the microbatches (FSDP2 accumulates the
-  // unsharded gradient under a pipeline schedule); FSDP per microbatch
-  // reduces each microbatch's and sums the shards.
-  if (fsdpPerMicrobatch)
+  // unsharded gradient under a pipeline schedule, which syncs gradients at
+  // the last backward only, whatever it reshards); FSDP per microbatch
+  // without a pipeline (gradient accumulation) reduces each microbatch's
+  // and sums the shards.
+  if (fsdpPerMicrobatch && numStages == 1)
     return success();
   for (Operation &op : llvm::reverse(body.without_terminator())) {
     auto redistribute = dyn_cast<RedistributeOp>(&op);
@@ -201,9 +212,11 @@ PipelineStages::assignStages(ArrayRef<int64_t> stageBlocks,
   auto perMicrobatch = [&](Operation *op) {
     return op && timing.lookup(op) == OpTiming::PerMicrobatch;
   };
+  // The blocks in the order the microbatch flows through them (a
+  // parameter gathered for each microbatch may be gathered earlier).
   SmallVector<StringRef> blocks;
   for (Operation &op : body.without_terminator())
-    if (perMicrobatch(&op) && !backward.contains(&op))
+    if (readsMicrobatch.contains(&op) && !backward.contains(&op))
       if (StringRef block = getBlock(&op);
           !block.empty() && !llvm::is_contained(blocks, block))
         blocks.push_back(block);
@@ -231,7 +244,8 @@ PipelineStages::assignStages(ArrayRef<int64_t> stageBlocks,
     double opSeconds = seconds(&op);
     if (!block.empty()) {
       blockSeconds[block] += opSeconds;
-      seenBlock = seenBlock || !backward.contains(&op);
+      seenBlock = seenBlock ||
+                  (!backward.contains(&op) && readsMicrobatch.contains(&op));
     } else if (!backward.contains(&op) ? !seenBlock
                                        : leadingModules.contains(module)) {
       leading += opSeconds;

@@ -131,6 +131,10 @@ private:
   DenseMap<Operation *, OpTiming> timing;
   DenseMap<Operation *, int64_t> stage;
   llvm::DenseSet<Operation *> backward;
+  /// The per-microbatch ops that read the microbatch (its tokens or random
+  /// numbers), not only parameters gathered anew for it: they give the
+  /// order of the blocks.
+  llvm::DenseSet<Operation *> readsMicrobatch;
   llvm::DenseSet<Value> microbatched;
   SmallVector<SmallVector<Operation *>> forward, inputGrad, weightGrad;
   SmallVector<llvm::SetVector<Value>> forwardCarry, backwardCarry;

@@ -220,6 +220,19 @@ llvm::Expected<toml::table> mlir::titan::parseToml(llvm::StringRef text,
 std::string
 mlir::titan::suggestName(llvm::StringRef name,
                          llvm::ArrayRef<llvm::StringRef> candidates) {
+  // A name that begins exactly one candidate means it (a device's family,
+  // "h100" of "h100-sxm"; a name cut short), however far the rest is.
+  llvm::StringRef extended;
+  unsigned extensions = 0;
+  if (name.size() >= 3)
+    for (llvm::StringRef candidate : candidates)
+      if (candidate.size() > name.size() &&
+          candidate.starts_with_insensitive(name)) {
+        extended = candidate;
+        ++extensions;
+      }
+  if (extensions == 1)
+    return (" (did you mean '" + extended + "'?)").str();
   llvm::StringRef best;
   unsigned bestDistance = 4;
   for (llvm::StringRef candidate : candidates) {

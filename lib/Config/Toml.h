@@ -99,8 +99,9 @@ llvm::Error assignTomlValue(const TomlTarget &target, const toml::node &value,
 /// "FILE:LINE: " of `node` ("FILE: " if it has no position).
 std::string tomlLocation(llvm::StringRef fileName, const toml::node &node);
 
-/// " (did you mean 'x'?)" for the name in `candidates` closest to `name`
-/// (within 3 edits), or "".
+/// " (did you mean 'x'?)" for the one name in `candidates` that `name` (3
+/// characters or more) begins, else for the name closest to `name` (within
+/// 3 edits), or "".
 std::string suggestName(llvm::StringRef name,
                         llvm::ArrayRef<llvm::StringRef> candidates);
 

@@ -10,6 +10,6 @@ func.func @train_step(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
 }
 
 // An unknown device names the bundled ones.
-// DEVICE: error: titan-decompose-collective-matmul: device 'h100': device 'h100' is neither a bundled device ({{.*}}h100-sxm{{.*}}) (did you mean 'h200'?) nor a readable device file
+// DEVICE: error: titan-decompose-collective-matmul: device 'h100': device 'h100' is neither a bundled device ({{.*}}h100-sxm{{.*}}) (did you mean 'h100-sxm'?) nor a readable device file
 
 // CHUNKS: error: titan-decompose-collective-matmul: max-chunks = 0 must be at least 1

@@ -154,7 +154,7 @@ TEST(DeviceFileTest, UnknownDeviceListsTheBundledOnes) {
   EXPECT_THAT(message,
               testing::StartsWith(
                   "device 'h100' is neither a bundled device (a100-sxm, "
-                  "b200, cpu, h100-sxm, h200) (did you mean "));
+                  "b200, cpu, h100-sxm, h200) (did you mean 'h100-sxm'?)"));
   EXPECT_THAT(message, testing::HasSubstr("nor a readable device file"));
 }
 
