@@ -820,9 +820,10 @@ void LowerToRuntimePass::runOnOperation() {
   if (failed(lowering.run()) ||
       (target != "cpu" && failed(verifyNoHostAccess(lowering.getFunction()))))
     return signalPassFailure();
-  RunDefaults defaults{learningRate, steps, seed,
-                       LrSchedule::fromConfig(steps, warmupSteps, decayRatio,
-                                              *type, minLrFactor)};
+  RunDefaults defaults{
+      learningRate, steps, seed,
+      LrSchedule::fromConfig(scheduleSteps < 0 ? steps : scheduleSteps,
+                             warmupSteps, decayRatio, *type, minLrFactor)};
   FailureOr<std::string> description = describeProgram(
       module, step, lowering.getCommunicators(), defaults, target);
   if (failed(description))

@@ -1533,6 +1533,8 @@ def LowerToRuntimePass : Pass<"titan-lower-to-runtime", "::mlir::ModuleOp"> {
            "Number of steps the executable runs by default">,
     Option<"seed", "seed", "int64_t", "0",
            "Seed of the initialization when no checkpoint is loaded">,
+    Option<"scheduleSteps", "lr-total-steps", "int64_t", "-1",
+           "Steps the learning-rate schedule spans (< 0: steps)">,
     Option<"warmupSteps", "lr-warmup-steps", "int64_t", "0",
            "Steps of linear learning-rate warmup">,
     Option<"decayRatio", "lr-decay-ratio", "double", "0",

@@ -151,6 +151,8 @@ mlir::titan::pipelineOptionsFrom(const TrainConfig &config, PipelineStage stage,
   options.balanceSequence.ways = parallelism.contextParallelDegree;
   options.runtime.learningRate = config.optimizer.lr;
   options.runtime.steps = config.training.steps;
+  options.runtime.scheduleSteps =
+      config.lrScheduler.getScheduleSteps(config.training.steps);
   options.runtime.seed = config.training.seed;
   options.runtime.warmupSteps = config.lrScheduler.warmupSteps;
   options.runtime.decayRatio = config.lrScheduler.decayRatio;

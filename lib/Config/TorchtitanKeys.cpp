@@ -110,10 +110,6 @@ const TorchtitanKey kKeys[] = {
     // [lr_scheduler]
     {"lr_scheduler.lr_min", "v0.1.0", T::Number, D::Mapped,
      "lr_scheduler.min_lr_factor", "v0.1's name of min_lr_factor"},
-    {"lr_scheduler.total_steps", "v0.2.2", T::Integer, D::Refused, "",
-     "titan's learning-rate schedule spans training.steps",
-     "remove it or set it to training.steps",
-     TorchtitanCheck::EqualsTrainingSteps},
 
     // [training]
     {"training.enable_cpu_offload", "v0.1.0, v0.2.x", T::Boolean, D::Refused,
@@ -578,7 +574,6 @@ llvm::Error TorchtitanKeys::take(llvm::StringRef qualified,
               location,
               render(value),
               isQuiet(*key, value),
-              value.is_integer() ? value.value<int64_t>() : std::nullopt,
               origin,
               value.source().begin ? size_t(value.source().begin.line) : 0};
   auto [it, inserted] = index.try_emplace(qualified.str(), taken.size());
@@ -600,10 +595,7 @@ llvm::Error TorchtitanKeys::finish(TrainConfig &config) const {
   for (const Taken *next : ordered) {
     const Taken &entry = *next;
     const TorchtitanKey &key = *entry.key;
-    bool quiet = entry.quiet;
-    if (key.check == TorchtitanCheck::EqualsTrainingSteps)
-      quiet = entry.integer && *entry.integer == config.training.steps;
-    if (quiet || key.disposition == D::Ignored)
+    if (entry.quiet || key.disposition == D::Ignored)
       continue;
     if (key.disposition == D::Refused)
       return error(entry.location + key.name + " = " + entry.text +

@@ -64,13 +64,6 @@ enum class TorchtitanDisposition {
   Refused,
 };
 
-/// A check a key's value needs beyond its quiet values.
-enum class TorchtitanCheck {
-  None,
-  /// Quiet when equal to training.steps (lr_scheduler.total_steps).
-  EqualsTrainingSteps,
-};
-
 /// One torchtitan key titan's schema lacks.
 struct TorchtitanKey {
   /// Qualified with dots: "metrics.enable_tensorboard",
@@ -90,7 +83,6 @@ struct TorchtitanKey {
   const char *text;
   /// Refused: the fix.
   const char *fix = "";
-  TorchtitanCheck check = TorchtitanCheck::None;
 };
 
 /// Every torchtitan key of v0.1.0 and v0.2.x that titan's schema lacks.
@@ -139,7 +131,6 @@ private:
     /// The value as TOML, for messages.
     std::string text;
     bool quiet;
-    std::optional<int64_t> integer;
     /// Where it was set: the ordinal of its file (the config, then each
     /// override) and the line, for messages in the order the user wrote
     /// them (toml++ iterates a table by name).

@@ -113,7 +113,8 @@ std::vector<TomlSection> schema(TrainConfig &c) {
        {{"warmup_steps", &c.lrScheduler.warmupSteps},
         {"decay_ratio", &c.lrScheduler.decayRatio},
         {"decay_type", &c.lrScheduler.decayType},
-        {"min_lr_factor", &c.lrScheduler.minLrFactor}}},
+        {"min_lr_factor", &c.lrScheduler.minLrFactor},
+        {"total_steps", &c.lrScheduler.totalSteps}}},
       {"training",
        {{"local_batch_size", &c.training.localBatchSize},
         {"batch_size", &c.training.localBatchSize},
@@ -279,6 +280,9 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
     return bad("training.steps", "must be non-negative");
   if (c.lrScheduler.warmupSteps < 0)
     return bad("lr_scheduler.warmup_steps", "must be non-negative");
+  if (c.lrScheduler.totalSteps == 0 || c.lrScheduler.totalSteps < -1)
+    return bad("lr_scheduler.total_steps",
+               "must be at least 1 (leave it out to span training.steps)");
   if (!(c.lrScheduler.decayRatio < 0 || c.lrScheduler.decayRatio <= 1))
     return bad("lr_scheduler.decay_ratio", "must be in [0, 1]");
   const std::vector<llvm::StringRef> dtypes = {"float32", "bfloat16",
@@ -350,6 +354,15 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
                "cannot step in the backward of a pipeline, whose stages "
                "accumulate every microbatch's gradients first (torchtitan "
                "refuses it too): set it to false");
+  if (c.lrScheduler.totalSteps > 0 &&
+      c.training.steps > c.lrScheduler.totalSteps)
+    c.warnings.push_back(
+        llvm::formatv("lr_scheduler.total_steps = {0} ends the learning-rate "
+                      "schedule before training.steps = {1}: the steps after "
+                      "it keep its last rate (torchtitan's decay would go "
+                      "on past its end)",
+                      c.lrScheduler.totalSteps, c.training.steps)
+            .str());
   if (c.optimizer.earlyStepInBackward && c.training.maxNorm > 0)
     c.warnings.push_back(
         llvm::formatv("training.max_norm = {0} clips nothing under "

@@ -116,8 +116,8 @@ void titan::rt::applyJobConfig(const TrainConfig &config, RunOptions &options) {
   options.steps = config.training.steps;
   options.learningRate = config.optimizer.lr;
   options.lrSchedule = mlir::titan::LrSchedule::fromConfig(
-      config.training.steps, config.lrScheduler.warmupSteps,
-      config.lrScheduler.decayRatio,
+      config.lrScheduler.getScheduleSteps(config.training.steps),
+      config.lrScheduler.warmupSteps, config.lrScheduler.decayRatio,
       mlir::titan::symbolizeLrDecayType(config.lrScheduler.decayType)
           .value_or(mlir::titan::LrDecayType::Linear),
       config.lrScheduler.minLrFactor);

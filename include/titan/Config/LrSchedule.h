@@ -3,7 +3,8 @@
 // torchtitan's `[lr_scheduler]` (torchtitan/components/lr_scheduler.py,
 // `linear_warmup_stable_decay` under a LambdaLR): a linear warmup over
 // `warmup_steps`, a stable phase, then a decay over `decay_ratio` of
-// `training.steps` (all steps after the warmup when it is not given) that is
+// the steps the schedule spans (`total_steps`, else `training.steps`; all
+// steps after the warmup when it is not given) that is
 // linear, sqrt or cosine and ends at `min_lr_factor` of the learning rate.
 // As in torchtitan, a virtual last step keeps the final step's rate above
 // the minimum, a warmup longer than the run is cut to the run, and a decay

@@ -45,6 +45,15 @@ struct LrSchedulerConfig {
   double decayRatio = -1; // < 0: decay over all steps after warmup
   std::string decayType = "linear";
   double minLrFactor = 0.0;
+  /// The steps the schedule spans (torchtitan's total_steps); < 0: the
+  /// run's training.steps. A run may stop before it (a shorter run on the
+  /// same curve) or go past it (at the rate of its last step).
+  int64_t totalSteps = -1;
+
+  /// The steps the schedule spans in a run of `trainingSteps` steps.
+  int64_t getScheduleSteps(int64_t trainingSteps) const {
+    return totalSteps < 0 ? trainingSteps : totalSteps;
+  }
 };
 
 /// [training].

@@ -233,17 +233,25 @@ TEST(TorchtitanKeys, AnOverrideDecidesAsInTorchtitan) {
             std::vector<std::string>());
 }
 
-TEST(TorchtitanKeys, TotalStepsMustBeTrainingSteps) {
-  EXPECT_EQ(errorOf("[training]\nsteps = 30\n[lr_scheduler]\ntotal_steps = "
-                    "30\n"),
-            "");
+TEST(TorchtitanKeys, TotalStepsIsTheScheduleSpan) {
+  // A run of fewer steps follows the longer curve, quietly.
   EXPECT_EQ(errorOf("[training]\nsteps = 30\n[lr_scheduler]\ntotal_steps = "
                     "40\n"),
-            "cfg.toml:4: lr_scheduler.total_steps = 40 is not supported "
-            "(titan's learning-rate schedule spans training.steps); remove it "
-            "or set it to training.steps");
+            "");
+  EXPECT_EQ(warningsOf("[training]\nsteps = 30\n[lr_scheduler]\n"
+                       "total_steps = 40\n"),
+            std::vector<std::string>());
+  // A longer run keeps the last rate, with a warning.
   EXPECT_EQ(
-      errorOf("[lr_scheduler]\ntotal_steps = 30\n", {"training.steps=30"}), "");
+      warningsOf("[lr_scheduler]\ntotal_steps = 20\n", {"training.steps=30"}),
+      std::vector<std::string>(
+          {"lr_scheduler.total_steps = 20 ends the learning-rate "
+           "schedule before training.steps = 30: the steps after it "
+           "keep its last rate (torchtitan's decay would go on past "
+           "its end)"}));
+  EXPECT_EQ(errorOf("[lr_scheduler]\ntotal_steps = 0\n"),
+            "cfg.toml: 'lr_scheduler.total_steps' must be at least 1 (leave "
+            "it out to span training.steps)");
 }
 
 TEST(TorchtitanKeys, NotedKeysSayWhatTitanDoesInstead) {
@@ -377,9 +385,6 @@ std::string dispositionText(llvm::StringRef name,
                 : "noted unless " + quietValues()) +
            ": " + text;
   case TorchtitanDisposition::Refused:
-    if (key->check == TorchtitanCheck::EqualsTrainingSteps)
-      return "refused unless equal to `training.steps`: " + text + "; " +
-             key->fix;
     return "refused unless " + quietValues() + ": " + text + "; " + key->fix;
   }
   return "";
