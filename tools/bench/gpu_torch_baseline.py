@@ -1051,12 +1051,14 @@ def gib(value):
     return "-" if value is None else f"{value / 2**30:.2f} GiB"
 
 
-def titan_step_row(label, step, note):
-    """A row of the training-step table for titan's step JSON `step`."""
+def step_row(label, step, over_pytorch, note):
+    """A row of the training-step table for a step JSON `step` (titan's, or
+    one mode of PyTorch's): time, tokens/s, MFU, memory, `over_pytorch`
+    (titan's time over this one, or None) and `note`."""
     return [label, fmt(step.get("ms_per_step_median"), "{:.2f}"),
             fmt(step.get("tokens_per_second"), "{:.0f}"),
             fmt(None if step.get("mfu") is None else 100 * step["mfu"], "{:.1f}%"),
-            gib(step.get("memory_bytes")), "-", note]
+            gib(step.get("memory_bytes")), fmt(over_pytorch, "{:.2f}"), note]
 
 
 def step_table(titan_step, torch_step, titan_compiled=None, titan_bf16=None,
@@ -1083,15 +1085,19 @@ def step_table(titan_step, torch_step, titan_compiled=None, titan_bf16=None,
              "titan/PyTorch is time over time: below 1, titan is faster)")
     columns = ["run", "ms/step", "tokens/s", "MFU", "memory", "titan/PyTorch", "note"]
     titan_ms = titan_step.get("ms_per_step_median")
-    rows = [titan_step_row("titan", titan_step, "memory planned" + (
+
+    def variant_row(label, step, what):
+        """A row for another titan step: `what`, and its time over titan's."""
+        over_titan = ratio(step.get("ms_per_step_median"), titan_ms)
+        return step_row(label, step, None,
+                        f"{what}: {fmt(over_titan, '{:.2f}')} x titan's time")
+
+    rows = [step_row("titan", titan_step, None, "memory planned" + (
         f"; {gib(titan_step['memory_measured_bytes'])} in use on the "
         "GPU (cudaMemGetInfo)" if titan_step.get("memory_measured_bytes") else ""))]
     if titan_compiled is not None:
-        compiled_ms = titan_compiled.get("ms_per_step_median")
-        rows.append(titan_step_row(
-            "titan, --runtime-ops=none", titan_compiled,
-            "RMSNorm and the loss as compiled kernels: "
-            f"{fmt(ratio(compiled_ms, titan_ms), '{:.2f}')} x titan's time"))
+        rows.append(variant_row("titan, --runtime-ops=none", titan_compiled,
+                                "RMSNorm and the loss as compiled kernels"))
     ratios = {}
     for mode in STEP_MODES:
         entry = steps.get(mode)
@@ -1105,30 +1111,20 @@ def step_table(titan_step, torch_step, titan_compiled=None, titan_bf16=None,
         note = f"mean {entry['ms_per_step_mean']:.2f} ms" if "ms_per_step_mean" in entry else ""
         if mode == "compile" and entry.get("compile_s") is not None:
             note += f"; compiled in {entry['compile_s']:.0f} s"
-        rows.append([f"PyTorch {mode}", fmt(entry["ms_per_step_median"], "{:.2f}"),
-                     fmt(entry.get("tokens_per_second"), "{:.0f}"),
-                     fmt(None if entry.get("mfu") is None else 100 * entry["mfu"],
-                         "{:.1f}%"),
-                     gib(entry.get("memory_bytes")), fmt(ratios[mode], "{:.2f}"), note])
+        rows.append(step_row(f"PyTorch {mode}", entry, ratios[mode], note))
     line = (f"titan/eager {fmt(ratios.get('eager'), '{:.2f}')}, "
             f"titan/compile {fmt(ratios.get('compile'), '{:.2f}')} (ms per step)")
     if titan_bf16 is not None:
-        bf16_ms = titan_bf16.get("ms_per_step_median")
-        rows.append(titan_step_row(
-            "titan, pure bf16", titan_bf16,
-            "training.dtype = \"bfloat16\": bf16 parameters and moments; "
-            f"{fmt(ratio(bf16_ms, titan_ms), '{:.2f}')} x titan's time"))
+        rows.append(variant_row("titan, pure bf16", titan_bf16,
+                                "training.dtype = \"bfloat16\": bf16 parameters "
+                                "and moments"))
         eager = ((torch_bf16 or {}).get("steps") or {}).get("eager") or {}
         if "ms_per_step_median" in eager:
-            bf16_ratio = ratio(bf16_ms, eager["ms_per_step_median"])
-            rows.append(["PyTorch eager, pure bf16",
-                         fmt(eager["ms_per_step_median"], "{:.2f}"),
-                         fmt(eager.get("tokens_per_second"), "{:.0f}"),
-                         fmt(None if eager.get("mfu") is None else 100 * eager["mfu"],
-                             "{:.1f}%"),
-                         gib(eager.get("memory_bytes")), fmt(bf16_ratio, "{:.2f}"),
-                         "bf16 parameters, fused AdamW; the ratio is titan's pure "
-                         "bf16 step over it"])
+            bf16_ratio = ratio(titan_bf16.get("ms_per_step_median"),
+                               eager["ms_per_step_median"])
+            rows.append(step_row("PyTorch eager, pure bf16", eager, bf16_ratio,
+                                 "bf16 parameters, fused AdamW; the ratio is "
+                                 "titan's pure bf16 step over it"))
             line += f"; pure bf16: titan/eager {fmt(bf16_ratio, '{:.2f}')}"
     return title, columns, rows, line
 
