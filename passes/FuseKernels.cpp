@@ -20,7 +20,6 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <functional>
-#include <numeric>
 
 namespace mlir::titan {
 #define GEN_PASS_DEF_FUSEKERNELSPASS
