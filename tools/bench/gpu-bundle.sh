@@ -7,7 +7,7 @@
 #
 #   tools/bench/gpu-bundle.sh [BUILD_DIR]      (default: <checkout>/build)
 #
-# writes <checkout>/.gpu-bundle/ (git-ignored, about 10 MB):
+# writes <checkout>/.gpu-bundle/ (git-ignored, about 32 MB):
 #   proxy/       titan-compile --backend=cuda of the Llama 3 ~1B proxy
 #                (titan-cuda-bench's shapes: dim 2048, 16 blocks, 16 query
 #                and 8 KV heads of 128, FFN 8192, vocabulary 128,256;
