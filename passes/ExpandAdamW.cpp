@@ -46,9 +46,7 @@ void AdamWExpander::expand(AdamWOp op) {
   RankedTensorType type = op.getParam().getType();
   // A bf16 or f16 parameter updates in f32 and rounds its three results once
   // (torch's fused AdamW); f32 and f64 ones compute in their own type.
-  Type computeType = type.getElementType().getIntOrFloatBitWidth() < 32
-                         ? Type(builder.getF32Type())
-                         : type.getElementType();
+  Type computeType = getComputeType(type.getElementType());
   auto widen = [&](Value value) { return tb.cast(value, computeType); };
   // A scalar in the compute type, broadcast to the parameter's shape.
   auto broadcast = [&](Value scalar) {

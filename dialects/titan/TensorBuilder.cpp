@@ -28,6 +28,12 @@ Value TensorBuilder::splatLike(Value like, double value, Type element) {
   return splat(element ? type.clone(element) : type, value);
 }
 
+Type mlir::titan::getComputeType(Type type) {
+  if (type.isBF16() || type.isF16())
+    return Float32Type::get(type.getContext());
+  return type;
+}
+
 Value TensorBuilder::cast(Value value, Type element) {
   RankedTensorType type = tensorTypeOf(value);
   if (type.getElementType() == element)

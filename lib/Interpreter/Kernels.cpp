@@ -309,11 +309,12 @@ kernels::adamW(const TensorValue &param, const TensorValue &grad,
   // One operation's result in the type the update computes in: the
   // parameter's, or f32 for a bf16 or f16 parameter, whose three results
   // round to its type once (fromDoubles, below).
-  bool narrow = kind == ElementType::BF16 || kind == ElementType::F16;
-  auto r = [kind, narrow](double value) {
-    if (narrow)
-      return double(roundToFloatType(value, ElementType::F32));
-    return kind == ElementType::F64 ? value : roundToFloatType(value, kind);
+  ElementType compute = kind == ElementType::BF16 || kind == ElementType::F16
+                            ? ElementType::F32
+                            : kind;
+  auto r = [compute](double value) {
+    return compute == ElementType::F64 ? value
+                                       : roundToFloatType(value, compute);
   };
   // The step's scalars in f64, as titan-build-train-step's expansion
   // computes them: beta^t as exp(t * log(beta)).

@@ -15,6 +15,10 @@
 
 namespace mlir::titan {
 
+/// The type titan computes elements of `type` in: f32 for bf16 and f16,
+/// `type` itself otherwise (each op rounds its result to its type once).
+Type getComputeType(Type type);
+
 /// Builds titan ops at `builder`'s insertion point with location `loc`.
 class TensorBuilder {
 public:

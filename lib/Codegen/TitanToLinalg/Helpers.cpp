@@ -15,12 +15,6 @@ using namespace mlir::titan;
 // Types and scalars
 //===----------------------------------------------------------------------===//
 
-Type mlir::titan::getComputeType(Type type) {
-  if (type.isBF16() || type.isF16())
-    return Float32Type::get(type.getContext());
-  return type;
-}
-
 Type mlir::titan::getAccumulatorType(Type computeType) {
   return Float64Type::get(computeType.getContext());
 }

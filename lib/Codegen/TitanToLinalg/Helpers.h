@@ -21,6 +21,8 @@
 #ifndef TITAN_LIB_CODEGEN_TITANTOLINALG_HELPERS_H
 #define TITAN_LIB_CODEGEN_TITANTOLINALG_HELPERS_H
 
+#include "titan/Dialect/TensorBuilder.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -85,10 +87,6 @@ void addConversion(RewritePatternSet &patterns,
 //===----------------------------------------------------------------------===//
 // Types and scalars
 //===----------------------------------------------------------------------===//
-
-/// The type titan computes elements of `type` in: f32 for bf16 and f16,
-/// `type` itself otherwise.
-Type getComputeType(Type type);
 
 /// The type sums of values computed in `computeType` accumulate in: f64
 /// (titan's interpreter sums in double; an f32 sum of the 10^5-10^6 terms
