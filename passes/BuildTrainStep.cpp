@@ -58,6 +58,10 @@ public:
 
 private:
   LogicalResult build();
+  /// Gives @train_step its type from its body and names its arguments and
+  /// results (`args`, `results`); a validation step's ops are all forward.
+  LogicalResult finish(func::FuncOp trainStep, ArrayRef<Slot> args,
+                       ArrayRef<Slot> results, OpBuilder &builder);
   /// Reverse-mode differentiation of the ops of `body` up to the loss:
   /// fills `grads` with the cotangent of every value that needs one.
   LogicalResult differentiate(Block *body, Value loss,
@@ -149,18 +153,22 @@ LogicalResult BuildTrainStepPass::build() {
   auto typeOf = [&](unsigned i) { return forward.getArgument(i).getType(); };
   for (unsigned i : paramIndices)
     args.push_back({typeOf(i), nameOf(i), ArgRole::Param});
-  for (ParamSlot moment : {ParamSlot::ExpAvg, ParamSlot::ExpAvgSq})
-    for (unsigned i : paramIndices)
-      args.push_back(
-          {typeOf(i), getParamSlotName(moment, nameOf(i)), ArgRole::State});
+  // A validation step reads the parameters only.
+  if (!evaluate)
+    for (ParamSlot moment : {ParamSlot::ExpAvg, ParamSlot::ExpAvgSq})
+      for (unsigned i : paramIndices)
+        args.push_back(
+            {typeOf(i), getParamSlotName(moment, nameOf(i)), ArgRole::State});
   for (unsigned i : bufferIndices)
     args.push_back({typeOf(i), nameOf(i), ArgRole::Buffer});
   OpBuilder builder(module.getContext());
   auto scalarF32 = RankedTensorType::get({}, builder.getF32Type());
   args.push_back({tokensType, nameOf(tokensIndex), ArgRole::Input});
   args.push_back({tokensType, "labels", ArgRole::Input});
-  args.push_back({scalarF32, "lr", ArgRole::Input});
-  args.push_back({scalarF32, "step", ArgRole::Input});
+  if (!evaluate) {
+    args.push_back({scalarF32, "lr", ArgRole::Input});
+    args.push_back({scalarF32, "step", ArgRole::Input});
+  }
 
   builder.setInsertionPointAfter(forward);
   SmallVector<Type> argTypes;
@@ -173,16 +181,17 @@ LogicalResult BuildTrainStepPass::build() {
 
   // Clone the forward body onto the new arguments.
   size_t numParams = paramIndices.size();
+  size_t stateSlots = evaluate ? numParams : 3 * numParams;
   IRMapping mapping;
   for (auto [k, i] : llvm::enumerate(paramIndices))
     mapping.map(forward.getArgument(i), body->getArgument(k));
   for (auto [k, i] : llvm::enumerate(bufferIndices))
-    mapping.map(forward.getArgument(i), body->getArgument(3 * numParams + k));
-  size_t tail = 3 * numParams + bufferIndices.size();
+    mapping.map(forward.getArgument(i), body->getArgument(stateSlots + k));
+  size_t tail = stateSlots + bufferIndices.size();
   mapping.map(forward.getArgument(tokensIndex), body->getArgument(tail));
   Value labels = body->getArgument(tail + 1);
-  Value lr = body->getArgument(tail + 2);
-  Value step = body->getArgument(tail + 3);
+  Value lr = evaluate ? Value() : body->getArgument(tail + 2);
+  Value step = evaluate ? Value() : body->getArgument(tail + 3);
   Value logits;
   SmallVector<Value> auxiliaryLosses;
   for (Operation &op : forward.getBody().front()) {
@@ -196,6 +205,13 @@ LogicalResult BuildTrainStepPass::build() {
     // Random numbers (dropout) are new every step and follow the job's
     // seed.
     if (auto random = dyn_cast<RandomUniformOp>(clone)) {
+      // A validation step's random numbers (other than dropout, which its
+      // import drops) are those of step 0 each time.
+      if (!step) {
+        OpBuilder::InsertionGuard guard(builder);
+        builder.setInsertionPointToStart(body);
+        step = TensorBuilder(builder, loc).splat(scalarF32, 0.0);
+      }
       random.getStepMutable().assign(step);
       random.setSeed(seed);
     }
@@ -215,6 +231,11 @@ LogicalResult BuildTrainStepPass::build() {
   // trains their sum and reports it as the loss.
   for (Value auxiliary : auxiliaryLosses)
     loss = tb.binary<AddOp>(loss, tb.cast(auxiliary, builder.getF32Type()));
+  if (evaluate) {
+    func::ReturnOp::create(builder, loc, loss);
+    results.push_back({loss.getType(), "loss", std::nullopt});
+    return finish(trainStep, args, results, builder);
+  }
 
   // Gradients.
   llvm::DenseSet<Value> params;
@@ -334,8 +355,19 @@ LogicalResult BuildTrainStepPass::build() {
     else if (&op == loss.getDefiningOp())
       phase = Phase::Backward;
   }
-  trainStep.setType(
-      builder.getFunctionType(argTypes, ValueRange(returned).getTypes()));
+  return finish(trainStep, args, results, builder);
+}
+
+LogicalResult BuildTrainStepPass::finish(func::FuncOp trainStep,
+                                         ArrayRef<Slot> args,
+                                         ArrayRef<Slot> results,
+                                         OpBuilder &builder) {
+  Block *body = &trainStep.getBody().front();
+  if (evaluate)
+    for (Operation &op : body->without_terminator())
+      setPhase(&op, Phase::Forward);
+  trainStep.setType(builder.getFunctionType(
+      body->getArgumentTypes(), body->getTerminator()->getOperandTypes()));
   setEachArgAttr(trainStep, TitanDialect::kNameAttrName, [&](unsigned i) {
     return builder.getStringAttr(args[i].name);
   });

@@ -708,10 +708,18 @@ LogicalResult StepLowering::run() {
   return success();
 }
 
+/// The symbols of a validation program's step and description
+/// (`validation=program`), which the training program's main hands the
+/// runtime (`validation=linked`).
+static constexpr llvm::StringLiteral kValidationStep = "titan_validation_step";
+static constexpr llvm::StringLiteral kValidationDescription =
+    "titan_validation_description";
+
 /// `int main(int argc, char **argv)` of the executable: hands the program
-/// to the runtime (titanrt_main).
+/// to the runtime (titanrt_main), and with `withValidation` the validation
+/// program linked beside it (kValidationStep, kValidationDescription).
 static void buildMain(ModuleOp module, LLVM::GlobalOp description,
-                      LLVM::LLVMFuncOp step) {
+                      LLVM::LLVMFuncOp step, bool withValidation) {
   MLIRContext *context = module.getContext();
   OpBuilder builder(context);
   builder.setInsertionPointToEnd(module.getBody());
@@ -720,8 +728,17 @@ static void buildMain(ModuleOp module, LLVM::GlobalOp description,
   auto i32Type = builder.getI32Type();
   auto runtimeMain = LLVM::LLVMFuncOp::create(
       builder, loc, "titanrt_main",
-      LLVM::LLVMFunctionType::get(i32Type,
-                                  {i32Type, ptrType, ptrType, ptrType}));
+      LLVM::LLVMFunctionType::get(
+          i32Type, {i32Type, ptrType, ptrType, ptrType, ptrType, ptrType}));
+  LLVM::GlobalOp validationDescription;
+  LLVM::LLVMFuncOp validationStep;
+  if (withValidation) {
+    validationDescription = LLVM::GlobalOp::create(
+        builder, loc, builder.getI8Type(), /*isConstant=*/true,
+        LLVM::Linkage::External, kValidationDescription, Attribute());
+    validationStep = LLVM::LLVMFuncOp::create(builder, loc, kValidationStep,
+                                              step.getFunctionType());
+  }
   auto main = LLVM::LLVMFuncOp::create(
       builder, loc, "main",
       LLVM::LLVMFunctionType::get(i32Type, {i32Type, ptrType}));
@@ -729,10 +746,46 @@ static void buildMain(ModuleOp module, LLVM::GlobalOp description,
   builder.setInsertionPointToStart(entry);
   Value text = LLVM::AddressOfOp::create(builder, loc, description);
   Value function = LLVM::AddressOfOp::create(builder, loc, step);
+  Value validationText =
+      withValidation ? Value(LLVM::AddressOfOp::create(builder, loc,
+                                                       validationDescription))
+                     : Value(LLVM::ZeroOp::create(builder, loc, ptrType));
+  Value validationFunction =
+      withValidation
+          ? Value(LLVM::AddressOfOp::create(builder, loc, validationStep))
+          : Value(LLVM::ZeroOp::create(builder, loc, ptrType));
   auto call = LLVM::CallOp::create(
       builder, loc, runtimeMain,
-      ValueRange{entry->getArgument(0), entry->getArgument(1), text, function});
+      ValueRange{entry->getArgument(0), entry->getArgument(1), text, function,
+                 validationText, validationFunction});
   LLVM::ReturnOp::create(builder, loc, call.getResult());
+}
+
+/// Renames what the validation program `module` defines so that it links
+/// beside a training program: its step and description become
+/// kValidationStep and kValidationDescription, every other definition (its
+/// kernels, their CUDA binary, constants) is prefixed "titan_validation.".
+/// Declarations (the runtime's functions) keep their names.
+static void renameValidationSymbols(ModuleOp module) {
+  SymbolTable symbols(module);
+  SmallVector<Operation *> defined;
+  for (Operation &op : *module.getBody()) {
+    auto symbol = dyn_cast<SymbolOpInterface>(op);
+    if (!symbol)
+      continue;
+    if (auto function = dyn_cast<LLVM::LLVMFuncOp>(op);
+        function && function.isExternal())
+      continue;
+    defined.push_back(&op);
+  }
+  for (Operation *op : defined) {
+    StringRef name = SymbolTable::getSymbolName(op).getValue();
+    std::string renamed = name == "titan_program_step" ? kValidationStep.str()
+                          : name == "titan_program_description"
+                              ? kValidationDescription.str()
+                              : ("titan_validation." + name).str();
+    (void)symbols.rename(op, StringAttr::get(module.getContext(), renamed));
+  }
 }
 
 namespace {
@@ -771,6 +824,12 @@ void LowerToRuntimePass::runOnOperation() {
   if (cudaBinary != "fatbin" && cudaBinary != "ptx") {
     module.emitError() << "titan-lower-to-runtime: unknown cuda-binary '"
                        << cudaBinary << "' (fatbin or ptx)";
+    return signalPassFailure();
+  }
+  if (validation != "none" && validation != "linked" &&
+      validation != "program") {
+    module.emitError() << "titan-lower-to-runtime: unknown validation '"
+                       << validation << "' (none, linked or program)";
     return signalPassFailure();
   }
   std::optional<LrDecayType> type = symbolizeLrDecayType(decayType);
@@ -836,11 +895,14 @@ void LowerToRuntimePass::runOnOperation() {
       builder, module.getLoc(), arrayType, /*isConstant=*/true,
       LLVM::Linkage::External, "titan_program_description",
       builder.getStringAttr(text));
-  buildMain(module, global, lowering.getFunction());
+  if (validation != "program")
+    buildMain(module, global, lowering.getFunction(), validation == "linked");
 
   // Only LLVM dialect ops remain, and the CUDA kernels' binary (its LLVM IR
   // translation embeds the fatbin).
   for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
     if (!isa<LLVM::LLVMDialect>(op.getDialect()) && !isa<gpu::BinaryOp>(op))
       op.erase();
+  if (validation == "program")
+    renameValidationSymbols(module);
 }

@@ -63,6 +63,14 @@ def BuildTrainStepPass : Pass<"titan-build-train-step", "::mlir::ModuleOp"> {
     `grad.<fqn>` (the clipped gradient) and, with clipping, `grad_norm`
     (the global norm before clipping, which clip_grad_norm_ returns and
     torchtitan logs). `@forward` is kept.
+
+    With `evaluate` it builds a validation step instead (torchtitan's
+    Validator, under `torch.no_grad()`): the forward and the loss, no
+    gradients and no optimizer, on the parameters alone:
+
+    ```
+    @train_step(params..., buffers..., tokens, labels) -> (loss)
+    ```
   }];
   let options = [
     Option<"forwardName", "forward", "std::string", "\"forward\"",
@@ -80,6 +88,9 @@ def BuildTrainStepPass : Pass<"titan-build-train-step", "::mlir::ModuleOp"> {
            "Also return the gradient of every parameter (grad.<fqn>)">,
     Option<"seed", "seed", "int64_t", "0",
            "The seed of the step's random numbers (dropout)">,
+    Option<"evaluate", "evaluate", "bool", "false",
+           "Build a validation step: the loss alone, no gradients or "
+           "optimizer">,
   ];
   let dependentDialects = ["::mlir::titan::TitanDialect",
                            "::mlir::func::FuncDialect"];
@@ -1525,8 +1536,22 @@ def LowerToRuntimePass : Pass<"titan-lower-to-runtime", "::mlir::ModuleOp"> {
     are given the same list (every axis set any of them uses), so a
     communicator two of them share has one number in both (the runtime
     connects and watches communicators by number).
+
+    A job with validation (`[validation] enable`) links two programs into
+    one executable: the training step, lowered with `validation=linked`
+    (its `main` hands `titanrt_main` the validation program's step and
+    description too), and the validation step (titan-build-train-step's
+    `evaluate`), lowered with `validation=program`: its step and
+    description are `titan_validation_step` and
+    `titan_validation_description`, every other symbol it defines is
+    prefixed `titan_validation.` (its kernels do not clash with the
+    training program's), and it has no `main`.
   }];
   let options = [
+    Option<"validation", "validation", "std::string", "\"none\"",
+           "none (a program alone), linked (a training program whose main "
+           "also hands the runtime the validation program) or program (the "
+           "validation program of one)">,
     Option<"learningRate", "lr", "double", "8e-4",
            "Learning rate the executable passes each step by default">,
     Option<"steps", "steps", "int64_t", "1",

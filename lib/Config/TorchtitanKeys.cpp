@@ -29,8 +29,6 @@ constexpr const char *kNoConverter =
     "which titan refuses";
 constexpr const char *kNoFaultTolerance =
     "only read with fault_tolerance.enable, which titan refuses";
-constexpr const char *kNoValidation =
-    "only read with validation.enable, which titan refuses";
 constexpr const char *kCompiles =
     "titan compiles the whole training step ahead of time, whatever this says";
 constexpr const char *kNoGc =
@@ -310,25 +308,15 @@ const TorchtitanKey kKeys[] = {
     {"experimental.custom_args_module", "v0.1.0, v0.2.x", T::String, D::Refused,
      "\"\"", kNoConfigModule, "remove it"},
 
-    // [validation] (v0.2.x)
-    {"validation.enable", "v0.2.x", T::Boolean, D::Refused, "false",
-     "titan's executable has no validation loop", "set it to false"},
-    {"validation.dataset", "v0.2.x", T::String, D::Ignored, "", kNoValidation},
-    {"validation.dataset_path", "v0.2.x", T::String, D::Ignored, "",
-     kNoValidation},
-    {"validation.local_batch_size", "v0.2.x", T::Integer, D::Ignored, "",
-     kNoValidation},
-    {"validation.seq_len", "v0.2.x", T::Integer, D::Ignored, "", kNoValidation},
-    {"validation.freq", "v0.2.x", T::Integer, D::Ignored, "", kNoValidation},
-    {"validation.steps", "v0.2.x", T::Integer, D::Ignored, "", kNoValidation},
+    // [validation] (v0.2.x; the rest in titan's schema)
     {"validation.dataloader.num_workers", "v0.2.1+", T::Integer, D::Ignored, "",
-     kNoValidation},
+     kNoWorkers},
     {"validation.dataloader.persistent_workers", "v0.2.1+", T::Boolean,
-     D::Ignored, "", kNoValidation},
+     D::Ignored, "", kNoWorkers},
     {"validation.dataloader.pin_memory", "v0.2.1+", T::Boolean, D::Ignored, "",
-     kNoValidation},
+     kNoWorkers},
     {"validation.dataloader.prefetch_factor", "v0.2.1+", T::Integer, D::Ignored,
-     "", kNoValidation},
+     "", kNoWorkers},
 
     // [debug] (v0.2.1+)
     {"debug.seed", "v0.2.1+", T::Integer, D::Mapped, "training.seed",

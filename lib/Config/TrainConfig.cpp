@@ -191,6 +191,14 @@ std::vector<TomlSection> schema(TrainConfig &c) {
        {{"enable_profiling", &c.profiling.enableProfiling},
         {"save_traces_folder", &c.profiling.saveTracesFolder},
         {"profile_freq", &c.profiling.profileFreq}}},
+      {"validation",
+       {{"enable", &c.validation.enable},
+        {"dataset", &c.validation.dataset},
+        {"dataset_path", &c.validation.datasetPath},
+        {"local_batch_size", &c.validation.localBatchSize},
+        {"seq_len", &c.validation.seqLen},
+        {"freq", &c.validation.freq},
+        {"steps", &c.validation.steps}}},
       {"hardware",
        {{"device", &c.hardware.device},
         {"ranks_per_node", &c.hardware.ranksPerNode}}},
@@ -347,6 +355,33 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
                      "(only \"dataloader\" can be left out: the data start "
                      "from the beginning; initial_load_model_only loads the "
                      "model alone)");
+  }
+  if (c.validation.enable) {
+    const ValidationConfig &v = c.validation;
+    if (v.localBatchSize < 1)
+      return bad("validation.local_batch_size", "must be at least 1");
+    if (v.seqLen < 1)
+      return bad("validation.seq_len", "must be at least 1");
+    if (v.freq < 1)
+      return bad("validation.freq",
+                 llvm::formatv("must be at least 1, got {0}", v.freq));
+    if (v.steps == 0 || v.steps < -1)
+      return bad("validation.steps",
+                 llvm::formatv("must be positive or -1 (one pass over the "
+                               "dataset), got {0}",
+                               v.steps));
+    if (v.datasetPath.empty())
+      return bad("validation.dataset_path",
+                 "is empty: titan reads validation data from a local file "
+                 "or folder (text, JSON lines or token ids; docs/data.md), "
+                 "not from the Hugging Face hub that torchtitan's \"" +
+                     v.dataset + "\" downloads from: set it to one");
+    if (c.parallelism.pipelineParallelDegree > 1)
+      return bad("validation.enable",
+                 "is true under pipeline_parallel_degree = " +
+                     llvm::Twine(c.parallelism.pipelineParallelDegree) +
+                     ": titan validates without a pipeline only (torchtitan's "
+                     "pp_schedule.eval is not built yet); set it to false");
   }
   if (c.optimizer.earlyStepInBackward &&
       c.parallelism.pipelineParallelDegree > 1)

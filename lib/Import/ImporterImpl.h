@@ -261,6 +261,9 @@ public:
   void assumeOneElementBuffers(IndexFunctionEvaluator &evaluator) const;
   /// Names `node` for an error: its op and Python source line.
   std::string opAt(torch::jit::Node *node) const;
+  /// Imports the model as it runs under model.eval() (a validation
+  /// program): dropout is the identity whatever the graph's train flag.
+  bool evaluation = false;
   /// Emits warning `message` at the current location the first time
   /// `topic` is warned about in this import.
   void warnOnce(StringRef topic, const llvm::Twine &message) {

@@ -385,7 +385,7 @@ GraphImporter::importDropout(torch::jit::Node *node) {
   bool wholeChannels = kind.starts_with("feature_");
   bool alpha = kind.contains("alpha_dropout");
   const ImportedValue &value = input(node, 0);
-  if (*train && *p != 0.0) {
+  if (*train && *p != 0.0 && !evaluation) {
     if (!value.isTensor() ||
         !isa<FloatType>(
             cast<RankedTensorType>(value.tensor.getType()).getElementType()))
@@ -400,7 +400,8 @@ GraphImporter::importDropout(torch::jit::Node *node) {
   }
   // A model exported in eval mode would train with dropout in PyTorch: say
   // once that titan does not.
-  if (*p != 0.0 && !warnedTopics.contains("eval dropout")) {
+  if (*p != 0.0 && !*train && !evaluation &&
+      !warnedTopics.contains("eval dropout")) {
     torch::jit::SourceRange range = node->sourceRange();
     if (auto original = range.findSourceRangeThatGenerated())
       range = *original;
@@ -1598,6 +1599,7 @@ static llvm::Expected<OwningOpRef<ModuleOp>> importGraph(
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
   auto block = std::make_unique<Block>();
   GraphImporter importer(context, *block);
+  importer.evaluation = options.evaluation;
 
   std::vector<ImportedValue> graphInputs;
   size_t first = 0;

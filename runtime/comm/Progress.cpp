@@ -99,6 +99,8 @@ const char *describePhase(RankPhase phase) {
     return "between steps";
   case RankPhase::Checkpointing:
     return "writing a checkpoint";
+  case RankPhase::Validating:
+    return "validating";
   case RankPhase::Finishing:
     return "after its last step";
   case RankPhase::Finished:

@@ -53,6 +53,8 @@ enum class RankPhase : uint8_t {
   BetweenSteps,
   /// Writing a checkpoint.
   Checkpointing,
+  /// Computing the validation loss ([validation]).
+  Validating,
   /// After its last step.
   Finishing,
   /// Out of the job without an error.

@@ -24,6 +24,8 @@ bool isCompiledKey(llvm::StringRef key) {
     return name == "name" || name == "flavor";
   if (section == "optimizer")
     return name != "lr";
+  if (section == "validation")
+    return name == "enable" || name == "local_batch_size" || name == "seq_len";
   if (section == "training")
     return llvm::is_contained({"local_batch_size", "global_batch_size",
                                "seq_len", "max_norm", "dtype",
@@ -123,6 +125,7 @@ void titan::rt::applyJobConfig(const TrainConfig &config, RunOptions &options) {
       config.lrScheduler.minLrFactor);
   options.seed = uint64_t(config.training.seed);
   options.datasetPath = config.training.datasetPath;
+  options.validation = config.validation;
   options.tokenizerPath = config.tokenizerPath;
   options.checkpoint = config.checkpoint;
   options.dumpFolder = config.dumpFolder;

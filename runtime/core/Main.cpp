@@ -214,9 +214,18 @@ void readManifestMetrics(const std::string &path, RunOptions &options) {
 /// that stopped early ended; `watchdog` is the rank's once it connected,
 /// for the caller to finish.
 Status run(int argc, char **argv, const char *text, titanrt_step_function step,
+           const char *validationText, titanrt_step_function validationStep,
            int64_t &rank, int &exitCode, std::shared_ptr<Watchdog> &watchdog) {
   ProgramDescription program;
   TITANRT_RETURN_IF_ERROR(parseProgramDescription(text, program));
+  // The validation program linked beside the step ([validation] enable).
+  ProgramDescription validationProgram;
+  if (validationText && validationStep)
+    if (Status parsed =
+            parseProgramDescription(validationText, validationProgram);
+        !parsed.ok())
+      return Status(parsed.getCode(), "the validation program's description: " +
+                                          parsed.getMessage());
   RunOptions options;
   options.steps = program.defaultSteps;
   options.learningRate = program.defaultLearningRate;
@@ -325,8 +334,12 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
   context.communicators.pop_back();
 
   installTrainingSignalHandlers();
+  std::optional<Validator> validator;
+  if (validationText && validationStep)
+    validator.emplace(validationProgram, validationStep, rank);
   Trainer trainer(program, step, context, rank, *control, *saver,
-                  watchdog->getProgress(), std::move(backend.memory));
+                  watchdog->getProgress(), std::move(backend.memory),
+                  validator ? &*validator : nullptr);
   TITANRT_RETURN_IF_ERROR(trainer.prepare(options));
   if (trainer.isComplete(options) && rank == 0)
     std::printf("the job's %lld steps are done\n",
@@ -356,7 +369,9 @@ Status run(int argc, char **argv, const char *text, titanrt_step_function step,
 
 extern "C" int32_t titanrt_main(int32_t argc, char **argv,
                                 const char *description,
-                                titanrt_step_function step) {
+                                titanrt_step_function step,
+                                const char *validationDescription,
+                                titanrt_step_function validationStep) {
   // Launchers read ranks' output through pipes: a line as soon as it is
   // written.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -365,7 +380,8 @@ extern "C" int32_t titanrt_main(int32_t argc, char **argv,
   int64_t rank = 0;
   int exitCode = 0;
   std::shared_ptr<Watchdog> watchdog;
-  Status status = run(argc, argv, description, step, rank, exitCode, watchdog);
+  Status status = run(argc, argv, description, step, validationDescription,
+                      validationStep, rank, exitCode, watchdog);
   if (!status.ok())
     std::fprintf(stderr, "titan: rank %lld: error: %s\n",
                  static_cast<long long>(rank), status.getMessage().c_str());

@@ -170,6 +170,32 @@ void MetricsLog::step(int64_t step, double loss, double gradNorm,
       *file << line << std::flush;
 }
 
+void MetricsLog::validation(int64_t step, double loss, int64_t batches,
+                            int64_t tokens, double seconds) {
+  if (!isLogger)
+    return;
+  if (!history.empty() && history.back().step == step)
+    history.back().validationLoss = loss;
+  if (terminal)
+    std::printf("\r\033[K");
+  std::printf("validate step %lld | loss %.6f | %lld batches, %lld tokens | "
+              "%.1f ms\n",
+              static_cast<long long>(step), loss,
+              static_cast<long long>(batches), static_cast<long long>(tokens),
+              seconds * 1e3);
+  std::fflush(stdout);
+  std::string line =
+      llvm::formatv("{{\"step\": {0}, \"validation_loss\": {1}, "
+                    "\"validation_batches\": {2}, \"validation_tokens\": {3}, "
+                    "\"validation_seconds\": {4}}\n",
+                    step, jsonNumber(loss), batches, tokens,
+                    jsonNumber(seconds))
+          .str();
+  for (std::ofstream *file : {&jsonl, &extraJsonl})
+    if (file->is_open())
+      *file << line << std::flush;
+}
+
 Status MetricsLog::finish() {
   if (!isLogger || options.dumpFolder.empty() || history.empty())
     return Status::success();
@@ -197,14 +223,16 @@ std::string titan::rt::drawMetrics(const std::vector<StepMetrics> &history,
                       kLeft, title);
   int64_t firstStep = history.front().step, lastStep = history.back().step;
   double stepSpan = std::max<double>(1, double(lastStep - firstStep));
+  // `pointOf`, when given, adds a point to a step (the validation loss).
   auto panel = [&](double top, const char *label, auto valueOf,
-                   const char *color) {
+                   const char *color, auto pointOf) {
     double lo = INFINITY, hi = -INFINITY;
     for (const StepMetrics &m : history) {
-      double v = valueOf(m);
-      if (std::isfinite(v)) {
-        lo = std::min(lo, v);
-        hi = std::max(hi, v);
+      for (double v : {valueOf(m), pointOf(m)}) {
+        if (std::isfinite(v)) {
+          lo = std::min(lo, v);
+          hi = std::max(hi, v);
+        }
       }
     }
     if (!std::isfinite(lo)) {
@@ -237,6 +265,19 @@ std::string titan::rt::drawMetrics(const std::vector<StepMetrics> &history,
       if (std::isfinite(valueOf(m)))
         os << llvm::formatv("{0:F1},{1:F1} ", x(m.step), y(valueOf(m)));
     os << "\"/>\n";
+    bool points = false;
+    for (const StepMetrics &m : history) {
+      if (!std::isfinite(pointOf(m)))
+        continue;
+      points = true;
+      os << llvm::formatv("<circle cx=\"{0:F1}\" cy=\"{1:F1}\" r=\"3\" "
+                          "fill=\"#ff7f0e\"/>\n",
+                          x(m.step), y(pointOf(m)));
+    }
+    if (points)
+      os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" fill=\"#ff7f0e\">"
+                          "&#x25CF; validation loss</text>\n",
+                          kLeft + 6, top + 32);
     os << llvm::formatv("<text x=\"{0}\" y=\"{1}\">step {2}</text>\n", kLeft,
                         top + kPanel + 16, firstStep);
     os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"end\">step "
@@ -244,11 +285,12 @@ std::string titan::rt::drawMetrics(const std::vector<StepMetrics> &history,
                         kWidth - kRight, top + kPanel + 16, lastStep);
   };
   panel(
-      kTop, "loss", [](const StepMetrics &m) { return m.loss; }, "#1f77b4");
+      kTop, "loss", [](const StepMetrics &m) { return m.loss; }, "#1f77b4",
+      [](const StepMetrics &m) { return m.validationLoss; });
   panel(
       kTop + kPanel + kGap, "tokens/s per device",
       [](const StepMetrics &m) { return m.tokensPerSecondPerDevice; },
-      "#d62728");
+      "#d62728", [](const StepMetrics &) { return double(NAN); });
   os << "</svg>\n";
   return svg;
 }

@@ -15,6 +15,7 @@
 
 #include "core/Status.h"
 
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <optional>
@@ -38,6 +39,8 @@ struct StepMetrics {
   /// Percent of the device's peak; 0 when unknown.
   double mfu = 0;
   int64_t epoch = 0;
+  /// The validation loss after this step, NaN where none ran.
+  double validationLoss = NAN;
 };
 
 /// The log of one rank's run; only `isLogger`'s (rank 0's) writes.
@@ -55,7 +58,13 @@ public:
   void step(int64_t step, double loss, double gradNorm, double learningRate,
             double seconds, int64_t epoch, bool last,
             std::optional<int64_t> deviceBytes = std::nullopt);
-  /// Draws the run into `dump_folder/metrics.svg`.
+  /// Records the validation after step `step`: its mean `loss` over
+  /// `batches` batches of `tokens` tokens in all, computed in `seconds`;
+  /// printed, and a JSON line with `validation_loss` instead of `loss`.
+  void validation(int64_t step, double loss, int64_t batches, int64_t tokens,
+                  double seconds);
+  /// Draws the run into `dump_folder/metrics.svg`: the losses (with the
+  /// validation losses as points) and tokens/s over the steps.
   Status finish();
 
   /// The numbers of a step of `seconds` (exposed for tests).

@@ -4,6 +4,7 @@
 
 #include "core/LowPrecision.h"
 #include "core/Metrics.h"
+#include "core/StagedBatch.h"
 #include "data/Tokenizer.h"
 
 #include "titan/Checkpoint/Dcp.h"
@@ -94,14 +95,6 @@ std::string fileDTypeName(ElementType dtype) {
                       : mlir::titan::stringifyElementType(dtype).str();
 }
 
-std::string formatShape(llvm::ArrayRef<int64_t> shape) {
-  return "[" +
-         llvm::join(llvm::map_range(
-                        shape, [](int64_t d) { return std::to_string(d); }),
-                    ", ") +
-         "]";
-}
-
 /// Bytes in use on the heap (glibc's mallinfo2).
 int64_t heapInUse() { return static_cast<int64_t>(mallinfo2().uordblks); }
 
@@ -117,42 +110,6 @@ std::string formatBytes(int64_t bytes) {
   else
     std::snprintf(text, sizeof(text), "%lld B", static_cast<long long>(bytes));
   return text;
-}
-
-/// Copies the box `box` of `source` (a global tensor, possibly stored with
-/// a chunk order along one dim) into the first part of `target` (the box's
-/// shape, or larger for an uneven shard: its padding is zeroed).
-void copyBox(DenseTensorRef source, const Box &box, const InputLayout &layout,
-             MutableDenseTensorRef target) {
-  IndexBox region{
-      llvm::SmallVector<int64_t>(box.offsets.begin(), box.offsets.end()),
-      llvm::SmallVector<int64_t>(box.sizes.begin(), box.sizes.end())};
-  IndexBox targetBox{region.offsets, llvm::SmallVector<int64_t>(target.shape)};
-  if (targetBox.sizes != region.sizes)
-    std::fill(target.data.begin(), target.data.end(), 0);
-  IndexBox whole{llvm::SmallVector<int64_t>(source.shape.size(), 0),
-                 llvm::SmallVector<int64_t>(source.shape)};
-  if (!layout.orderDim) {
-    mlir::titan::copyRegion(source, whole, target, targetBox, region);
-    return;
-  }
-  // Stored chunk k holds natural chunk order[k]: view the natural tensor
-  // shifted so that its chunk order[k] sits at stored chunk k.
-  int64_t dim = *layout.orderDim;
-  int64_t chunk = source.shape[dim] / int64_t(layout.order.size());
-  for (auto [k, natural] : llvm::enumerate(layout.order)) {
-    int64_t begin = std::max<int64_t>(k * chunk, box.offsets[dim]);
-    int64_t end =
-        std::min<int64_t>((k + 1) * chunk, box.offsets[dim] + box.sizes[dim]);
-    if (begin >= end)
-      continue;
-    IndexBox part = region;
-    part.offsets[dim] = begin;
-    part.sizes[dim] = end - begin;
-    IndexBox shifted = whole;
-    shifted.offsets[dim] = (int64_t(k) - natural) * chunk;
-    mlir::titan::copyRegion(source, shifted, target, targetBox, part);
-  }
 }
 
 /// A zero-filled tensor of `dtype` and `shape`: where an uneven shard's
@@ -260,44 +217,6 @@ Status BatchSource::open(const std::string &folder,
           "(training.local_batch_size, training.seq_len) or write the "
           "batch with that shape");
     files.emplace(argument.name, std::move(*file));
-  }
-  return Status::success();
-}
-
-/// Checks that every id of the global batch `data` of input `name` is in
-/// its range: kernels do not check indices, and once the vocabulary is
-/// sharded an id outside it would fall in no rank's shard.
-static Status checkIdRange(const std::string &name, int64_t batchIndex,
-                           const InputLayout &layout, int32_t dtype,
-                           llvm::StringRef data) {
-  if (layout.idRange.empty())
-    return Status::success();
-  int64_t lo = layout.idRange[0], hi = layout.idRange[1];
-  std::optional<int64_t> ignore;
-  if (layout.idRange.size() == 3)
-    ignore = layout.idRange[2];
-  size_t size = dtypeSize(dtype);
-  for (size_t i = 0; i * size < data.size(); ++i) {
-    int64_t id;
-    if (dtype == TITANRT_I64) {
-      std::memcpy(&id, data.data() + i * size, sizeof(id));
-    } else if (dtype == TITANRT_I32) {
-      int32_t narrow;
-      std::memcpy(&narrow, data.data() + i * size, sizeof(narrow));
-      id = narrow;
-    } else {
-      return Status::invalidArgument("input '" + name +
-                                     "' has an id range but is not integer");
-    }
-    if ((id >= lo && id < hi) || (ignore && id == *ignore))
-      continue;
-    return Status::invalidArgument(
-        name + ".npy, batch " + std::to_string(batchIndex) + ", element " +
-        std::to_string(i) + ": id " + std::to_string(id) + " is outside [" +
-        std::to_string(lo) + ", " + std::to_string(hi) + ")" +
-        (ignore ? " (or the ignore index " + std::to_string(*ignore) + ")"
-                : std::string()) +
-        ", the rows of the table it indexes (the model's vocabulary)");
   }
   return Status::success();
 }
@@ -414,9 +333,9 @@ private:
 Trainer::Trainer(const ProgramDescription &program, titanrt_step_function step,
                  titanrt_context &context, int64_t rank, Communicator &control,
                  Communicator &saver, RankProgress &progress,
-                 std::unique_ptr<StepMemory> memory)
-    : program(program), step(step), context(context), rank(rank),
-      control(control), saver(saver), progress(progress),
+                 std::unique_ptr<StepMemory> memory, Validator *validator)
+    : program(program), step(step), validator(validator), context(context),
+      rank(rank), control(control), saver(saver), progress(progress),
       memory(std::move(memory)) {}
 
 Trainer::~Trainer() = default;
@@ -607,47 +526,9 @@ Status Trainer::openData(const RunOptions &options) {
     return Status::invalidArgument(
         "no training data: set [training] dataset_path (text or token ids, "
         "docs/data.md), or pass --data DIR with tokens.npy and labels.npy");
-  // The loader feeds the model's token ids (its one input:
-  // titan-build-train-step refuses more) and `labels`, [batch, seq] of int64
-  // each.
-  const TensorPlace *tokens = program.findTokenInput();
-  const TensorPlace *labels = program.findArgument("labels");
-  if (!tokens || !labels || tokens->dtype != TITANRT_I64 ||
-      labels->dtype != TITANRT_I64 || !program.inputs.count(tokens->name) ||
-      program.inputs.at(tokens->name).globalShape.size() != 2)
-    return Status::invalidArgument(
-        "the data loader feeds int64 token ids and `labels` of [batch, "
-        "seq]; this program's inputs differ" +
-        (tokens ? " ('" + tokens->name + "' is " + dtypeName(tokens->dtype) +
-                      " " + formatShape(tokens->shape) + ")"
-                : std::string()) +
-        ": pass --data DIR with its .npy inputs");
-  tokenInput = tokens->name;
-  const InputLayout &layout = program.inputs.at(tokenInput);
-  int64_t vocabSize =
-      layout.idRange.size() >= 2 ? layout.idRange[1] : int64_t(1) << 31;
-  std::unique_ptr<Tokenizer> tokenizer;
-  TITANRT_RETURN_IF_ERROR(loadTokenizer(options.tokenizerPath, tokenizer));
-  tokenStream = std::make_unique<TokenStream>();
-  TITANRT_RETURN_IF_ERROR(TokenStream::open(options.datasetPath, *tokenizer,
-                                            vocabSize, *tokenStream));
-  windows = std::make_unique<BatchWindows>(*tokenStream, layout.globalShape[0],
-                                           layout.globalShape[1]);
-  TITANRT_RETURN_IF_ERROR(windows->check());
-  // This rank's rows, staged whole (context parallelism's boxes cut their
-  // columns); labels are the tokens shifted, so they are cut alike.
-  const Box &tokenBox = layout.boxes[rank];
-  const Box &labelBox = program.inputs.at("labels").boxes[rank];
-  if (program.inputs.at("labels").globalShape != layout.globalShape ||
-      labelBox.offsets[0] != tokenBox.offsets[0] ||
-      labelBox.sizes[0] != tokenBox.sizes[0])
-    return Status::invalidArgument(
-        "the data loader needs tokens and labels of one shape, cut into the "
-        "same rows on every rank; this program places them differently: pass "
-        "--data DIR with its .npy inputs");
-  int64_t rows = tokenBox.sizes[0];
-  stagedTokens.resize(rows * layout.globalShape[1]);
-  stagedLabels.resize(rows * layout.globalShape[1]);
+  TITANRT_RETURN_IF_ERROR(staged.open(program, rank));
+  TITANRT_RETURN_IF_ERROR(staged.openDataset(
+      options.datasetPath, options.tokenizerPath, tokenStream, windows));
   // The position goes into the checkpoint beside the step.
   plan.values.push_back(mlir::titan::PlanValue{
       kDataPositionKey, kDataPositionSource, ElementType::I64});
@@ -675,6 +556,8 @@ Status Trainer::prepare(const RunOptions &options) {
   TITANRT_RETURN_IF_ERROR(memory->allocate(program, regions));
   TITANRT_RETURN_IF_ERROR(loadBuffers(options.buffersFolder));
   TITANRT_RETURN_IF_ERROR(openData(options));
+  if (validator)
+    TITANRT_RETURN_IF_ERROR(validator->open(program, options));
   // A Hugging Face save that cannot be made fails now, not after training.
   if (options.checkpoint.enable && options.checkpoint.lastSaveInHf)
     TITANRT_RETURN_IF_ERROR(checkHfSaveSettings(options));
@@ -812,11 +695,8 @@ bool Trainer::isComplete(const RunOptions &options) const {
 
 Status Trainer::readInputs(const RunOptions &options) {
   if (windows) {
-    const InputLayout &tokenLayout = program.inputs.at(tokenInput);
-    int64_t seqLen = tokenLayout.globalShape[1];
-    int64_t rowBegin = tokenLayout.boxes[rank].offsets[0];
-    int64_t rows = int64_t(stagedTokens.size()) / seqLen;
-    windows->read(dataPosition, rowBegin, rows, stagedTokens, stagedLabels);
+    staged.read(*windows, dataPosition);
+    TITANRT_RETURN_IF_ERROR(staged.write(stepsDone, regions));
   }
   for (const TensorPlace &argument : program.arguments) {
     if (argument.role != "input")
@@ -830,31 +710,9 @@ Status Trainer::readInputs(const RunOptions &options) {
       std::memcpy(target, &value, sizeof(value));
       continue;
     }
-    if (batches) {
+    if (batches)
       TITANRT_RETURN_IF_ERROR(
           batches->read(argument.name, stepsDone, rank, program, target));
-      continue;
-    }
-    // This rank's box of the staged rows.
-    const InputLayout &layout = program.inputs.at(argument.name);
-    const std::vector<int64_t> &staged =
-        argument.name == tokenInput ? stagedTokens : stagedLabels;
-    int64_t seqLen = layout.globalShape[1];
-    int64_t rowBegin = program.inputs.at(tokenInput).boxes[rank].offsets[0];
-    llvm::StringRef bytes(reinterpret_cast<const char *>(staged.data()),
-                          staged.size() * sizeof(int64_t));
-    TITANRT_RETURN_IF_ERROR(
-        checkIdRange(argument.name, stepsDone, layout, argument.dtype, bytes));
-    // (The ref keeps a pointer to its shape.)
-    const int64_t stagedShape[2] = {int64_t(staged.size()) / seqLen, seqLen};
-    DenseTensorRef source(ElementType::I64, stagedShape, bytes);
-    Box box = layout.boxes[rank];
-    box.offsets[0] -= rowBegin;
-    MutableDenseTensorRef local(
-        ElementType::I64, argument.shape,
-        llvm::MutableArrayRef<char>(reinterpret_cast<char *>(target),
-                                    argument.bytes));
-    copyBox(source, box, layout, local);
   }
   return Status::success();
 }
@@ -886,6 +744,65 @@ std::string Trainer::findNonFiniteResult() const {
     }
   }
   return "";
+}
+
+titanrt_status Trainer::callStep(titanrt_step_function function) {
+  titanrt_status status = function(&context, memory->getStepBase(Region::Arena),
+                                   memory->getStepBase(Region::State),
+                                   memory->getStepBase(Region::Inputs));
+  if (context.tracer)
+    context.tracer->stepReturned();
+  // A step that returned early (or never waited) may have left
+  // asynchronous collectives queued. After a failed step, the step's own
+  // error is the one to report.
+  if (Status drained = context.async.drain(context.tracer);
+      !drained.ok() && status == TITANRT_OK)
+    status = context.fail(drained);
+  return status;
+}
+
+Status Trainer::completeSends(const std::string &what) {
+  for (std::unique_ptr<Communicator> &communicator : context.communicators)
+    if (Status sent = communicator->completeSends(); !sent.ok())
+      return Status(sent.getCode(), what + ": " + sent.getMessage());
+  return Status::success();
+}
+
+Status Trainer::validate(MetricsLog &log) {
+  progress.setPhase(RankPhase::Validating);
+  auto start = std::chrono::steady_clock::now();
+  auto [inputOffset, inputBytes] = validator->getInputRange();
+  const TensorPlace &loss = validator->getLoss();
+  double sum = 0;
+  for (int64_t batch = 0; batch < validator->getBatches(); ++batch) {
+    std::string what = "the validation after step " +
+                       std::to_string(stepsDone) + ", batch " +
+                       std::to_string(batch + 1);
+    TITANRT_RETURN_IF_ERROR(validator->writeBatch(batch, regions));
+    TITANRT_RETURN_IF_ERROR(
+        memory->upload(Region::Inputs, inputOffset, inputBytes));
+    titanrt_status status = callStep(validator->getStep());
+    if (status == TITANRT_OK)
+      TITANRT_RETURN_IF_ERROR(completeSends(what));
+    if (status == TITANRT_OK)
+      if (Status fetched = downloadPlaces({&loss}); !fetched.ok())
+        status = context.fail(fetched);
+    if (status != TITANRT_OK)
+      return Status(status, what + ": " + context.lastError);
+    float value;
+    std::memcpy(&value, regions.address(loss), sizeof(value));
+    sum += value;
+  }
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  // torchtitan's: the mean over the batches of each batch's mean token
+  // loss (every rank holds the same).
+  log.validation(
+      stepsDone, sum / double(validator->getBatches()), validator->getBatches(),
+      validator->getBatches() * validator->getTokensPerBatch(), seconds);
+  progress.setPhase(RankPhase::BetweenSteps);
+  return Status::success();
 }
 
 Status Trainer::train(const RunOptions &options, StopReason &stopped) {
@@ -948,25 +865,10 @@ Status Trainer::train(const RunOptions &options, StopReason &stopped) {
         options.learningRate * options.lrSchedule.factor(stepsDone);
     progress.setPhase(RankPhase::Computing);
     auto start = std::chrono::steady_clock::now();
-    titanrt_status status = step(&context, memory->getStepBase(Region::Arena),
-                                 memory->getStepBase(Region::State),
-                                 memory->getStepBase(Region::Inputs));
-    if (context.tracer)
-      context.tracer->stepReturned();
-    // A step that returned early (or never waited) may have left
-    // asynchronous collectives queued: they finish before anything reads
-    // the state or uses their communicators. After a failed step, the
-    // step's own error is the one to report.
-    if (Status drained = context.async.drain(context.tracer);
-        !drained.ok() && status == TITANRT_OK)
-      status = context.fail(drained);
-    // The step's sends were posted without waiting for their receivers.
-    for (std::unique_ptr<Communicator> &communicator : context.communicators)
-      if (status == TITANRT_OK)
-        if (Status sent = communicator->completeSends(); !sent.ok())
-          return Status(sent.getCode(), "step " +
-                                            std::to_string(stepsDone + 1) +
-                                            ": " + sent.getMessage());
+    titanrt_status status = callStep(step);
+    if (status == TITANRT_OK)
+      TITANRT_RETURN_IF_ERROR(
+          completeSends("step " + std::to_string(stepsDone + 1)));
     // The scalars the loop reads come back to the host mirror; the step is
     // done once they are.
     if (status == TITANRT_OK)
@@ -1015,6 +917,8 @@ Status Trainer::train(const RunOptions &options, StopReason &stopped) {
              windows ? windows->epochOf(dataPosition) : 0,
              stepsDone == lastStep,
              rank == 0 ? memory->getDeviceBytesInUse() : std::nullopt);
+    if (validator && validator->isDue(stepsDone))
+      TITANRT_RETURN_IF_ERROR(validate(log));
     // Ctrl-C or SIGTERM on any rank: all stop after the same step.
     int signal = getStopSignal();
     if (program.getWorldSize() > 1)

@@ -14,8 +14,10 @@
 #include "comm/Progress.h"
 #include "core/Context.h"
 #include "core/ProgramDescription.h"
+#include "core/StagedBatch.h"
 #include "core/StepMemory.h"
 #include "core/Tracer.h"
+#include "core/Validator.h"
 #include "data/DataLoader.h"
 
 #include "titan/Checkpoint/Plan.h"
@@ -27,6 +29,8 @@
 #include <string>
 
 namespace titan::rt {
+
+class MetricsLog;
 
 /// The global batches a run reads: an .npy file of a folder per input
 /// (`tokens.npy` or the model's own name for its token ids, `labels.npy`),
@@ -99,6 +103,9 @@ struct RunOptions {
   /// A file rank 0 appends one JSON line per step to (besides
   /// dumpFolder/metrics.jsonl).
   std::string metricsFile;
+  /// `[validation]`: its data, how often and on how many batches (the
+  /// program's batch is compiled in).
+  mlir::titan::ValidationConfig validation;
   /// A folder every rank writes its results of the last step to, as
   /// <folder>/rank<R>/<name>.npy (local shards, for debugging).
   std::string dumpResults;
@@ -138,10 +145,11 @@ public:
   /// The loop records its step and phase in `progress` (the rank's
   /// heartbeats say them). The step runs on `memory`'s regions; the
   /// Trainer works on their host mirror and copies between the two.
+  /// `validator`: the job's validation ([validation] enable), if any.
   Trainer(const ProgramDescription &program, titanrt_step_function step,
           titanrt_context &context, int64_t rank, Communicator &control,
           Communicator &saver, RankProgress &progress,
-          std::unique_ptr<StepMemory> memory);
+          std::unique_ptr<StepMemory> memory, Validator *validator = nullptr);
   ~Trainer();
 
   /// Allocates the regions, opens the data, fills the state (fillState)
@@ -225,9 +233,22 @@ private:
           int64_t &positionSlot);
   /// The first result besides the loss that is not finite, or "".
   std::string findNonFiniteResult() const;
+  /// Runs `function` (the training step or the validation program) on the
+  /// step's regions, then waits for the asynchronous collectives it left
+  /// queued (they finish before anything reads the state or uses their
+  /// communicators). Returns the first failure's status (the step's own
+  /// first).
+  titanrt_status callStep(titanrt_step_function function);
+  /// Waits until the sends the step posted without waiting for their
+  /// receivers are done; `what` ("step 3") names the step in errors.
+  Status completeSends(const std::string &what);
+  /// Runs the validation after step `stepsDone` and logs its loss.
+  Status validate(MetricsLog &log);
 
   const ProgramDescription &program;
   titanrt_step_function step;
+  /// The job's validation, if it has one.
+  Validator *validator;
   titanrt_context &context;
   int64_t rank;
   Communicator &control;
@@ -248,11 +269,8 @@ private:
   std::unique_ptr<TokenStream> tokenStream;
   std::unique_ptr<BatchWindows> windows;
   int64_t dataPosition = 0;
-  /// This rank's rows of the global batch, staged (allocated once).
-  std::vector<int64_t> stagedTokens, stagedLabels;
-  /// The name of the model's token-id input (ProgramDescription::
-  /// findTokenInput), which the dataset feeds.
-  std::string tokenInput;
+  /// This rank's rows of the dataset's global batch.
+  StagedBatch staged;
   /// Records the profiled steps.
   std::unique_ptr<Tracer> tracer;
   /// The save running on a background thread, if any.

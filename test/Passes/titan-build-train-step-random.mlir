@@ -1,5 +1,6 @@
 // RUN: titan-opt %s --titan-build-train-step="seed=7" | FileCheck %s
 // RUN: titan-opt %s --titan-build-train-step | FileCheck %s --check-prefix=DEFAULT
+// RUN: titan-opt %s --titan-build-train-step="evaluate=true seed=7" | FileCheck %s --check-prefix=EVAL
 
 // The forward's random numbers (dropout) take the step's `step` argument
 // and the seed option in @train_step, so that every step of every job
@@ -33,3 +34,11 @@ func.func @forward(%emb: tensor<16x8xf32> {titan.name = "tok_embeddings.weight",
 // CHECK: titan.embedding_grad %{{.*}}, %[[HGRAD]]
 // DEFAULT-LABEL: func.func @train_step
 // DEFAULT: titan.random_uniform %{{.*}} stream 0 step %{{.*}} :
+// A validation step has no step argument: its random numbers are those of
+// step 0, every time.
+// EVAL-LABEL: func.func @train_step
+// EVAL-SAME: tensor<2x4xi64> {titan.name = "labels", titan.role = "input"}) -> (tensor<f32> {titan.name = "loss"})
+// EVAL-NEXT: %[[ZERO:.*]] = titan.constant dense<0.000000e+00> : tensor<f32>
+// EVAL: titan.random_uniform %{{.*}} stream 0 seed 7 step %[[ZERO]] :
+// EVAL: %[[LOSS:.*]] = titan.cross_entropy
+// EVAL-NEXT: return %[[LOSS]]

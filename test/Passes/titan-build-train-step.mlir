@@ -1,6 +1,7 @@
 // RUN: titan-opt %s --titan-build-train-step="max-norm=1.0 emit-grads=true beta1=0.9 beta2=0.95 weight-decay=0.1" | FileCheck %s
 // RUN: titan-opt %s --titan-build-train-step | FileCheck %s --check-prefix=NOCLIP
 // RUN: titan-opt %s --titan-build-train-step --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=PHASE
+// RUN: titan-opt %s --titan-build-train-step="evaluate=true" --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=EVAL
 
 // A tiny language model: embedding -> RMSNorm -> output projection.
 func.func @forward(%emb: tensor<16x8xf32> {titan.name = "tok_embeddings.weight", titan.role = "param"},
@@ -25,6 +26,21 @@ func.func @forward(%emb: tensor<16x8xf32> {titan.name = "tok_embeddings.weight",
 // PHASE-NOT: titan.phase.backward
 // PHASE-NOT: titan.phase.forward
 // PHASE: return
+
+// A validation step (`evaluate`): the forward and the loss on the
+// parameters alone, every op in the forward phase.
+// EVAL-LABEL: func.func @train_step(
+// EVAL-SAME: %[[EMB:[a-z0-9]+]]: tensor<16x8xf32> {titan.name = "tok_embeddings.weight", titan.role = "param"}
+// EVAL-SAME: tensor<8xf32> {titan.name = "norm.weight", titan.role = "param"}
+// EVAL-SAME: tensor<16x8xf32> {titan.name = "output.weight", titan.role = "param"}
+// EVAL-SAME: %[[TOKENS:[a-z0-9]+]]: tensor<2x4xi64> {titan.name = "tokens", titan.role = "input"}
+// EVAL-SAME: %[[LABELS:[a-z0-9]+]]: tensor<2x4xi64> {titan.name = "labels", titan.role = "input"}
+// EVAL-SAME: -> (tensor<f32> {titan.name = "loss"})
+// EVAL-NEXT: titan.embedding %[[EMB]], %[[TOKENS]] {{.*}} loc(fused<"titan.phase.forward">
+// EVAL-NEXT: titan.rms_norm {{.*}} loc(fused<"titan.phase.forward">
+// EVAL-NEXT: titan.matmul {{.*}} loc(fused<"titan.phase.forward">
+// EVAL-NEXT: %[[LOSS:.*]] = titan.cross_entropy %{{.*}}, %[[LABELS]] {{.*}} loc(fused<"titan.phase.forward">
+// EVAL-NEXT: return %[[LOSS]] : tensor<f32>
 
 // The signature: params, moments, tokens, labels, lr, step; named results.
 // CHECK-LABEL: func.func @train_step(

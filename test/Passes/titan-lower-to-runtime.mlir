@@ -6,6 +6,37 @@
 // TARGET: error: titan-lower-to-runtime: unknown target 'rocm' (cpu or cuda)
 // RUN: not titan-opt %s --titan-lower-to-runtime="target=cuda cuda-binary=cubin" 2>&1 | FileCheck %s --check-prefix=BINARY
 // BINARY: error: titan-lower-to-runtime: unknown cuda-binary 'cubin' (fatbin or ptx)
+// RUN: not titan-opt %s --titan-lower-to-runtime="validation=eval" 2>&1 | FileCheck %s --check-prefix=VALIDATION
+// VALIDATION: error: titan-lower-to-runtime: unknown validation 'eval' (none, linked or program)
+
+// A job with validation links two programs into one executable. The
+// validation program's step and description take their own names, every
+// other symbol it defines is prefixed (its kernels link beside the
+// training step's), and it has no main; the runtime's functions keep their
+// names.
+// RUN: titan-opt %s --titan-fuse-kernels --titan-lower-kernels --titan-plan-memory --titan-lower-to-runtime="validation=program" | FileCheck %s --check-prefix=PROGRAM
+// PROGRAM-NOT: @titan_program_
+// PROGRAM: llvm.func @titan_validation.kernel_add(
+// PROGRAM: llvm.func @titan_validation.kernel_exp(
+// PROGRAM: llvm.func @titan_validation_step(
+// PROGRAM: llvm.call @titanrt_all_gather(
+// PROGRAM: llvm.call @titan_validation.kernel_exp(
+// PROGRAM: llvm.call @titan_validation.kernel_add(
+// PROGRAM: llvm.func @titanrt_all_gather(
+// PROGRAM: llvm.mlir.global external constant @titan_validation_description("titan-program 1
+// PROGRAM-NOT: @main
+// PROGRAM-NOT: @titan_program_
+// The training program's main hands the runtime both programs; without
+// validation, two null pointers.
+// RUN: titan-opt %s --titan-fuse-kernels --titan-lower-kernels --titan-plan-memory --titan-lower-to-runtime="validation=linked" | FileCheck %s --check-prefix=LINKED
+// LINKED: llvm.mlir.global external constant @titan_validation_description() {addr_space = 0 : i32} : i8
+// LINKED: llvm.func @titan_validation_step(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+// LINKED-LABEL: llvm.func @main(
+// LINKED: %[[TEXT:.*]] = llvm.mlir.addressof @titan_program_description
+// LINKED: %[[STEP:.*]] = llvm.mlir.addressof @titan_program_step
+// LINKED: %[[VTEXT:.*]] = llvm.mlir.addressof @titan_validation_description
+// LINKED: %[[VSTEP:.*]] = llvm.mlir.addressof @titan_validation_step
+// LINKED: llvm.call @titanrt_main(%{{.*}}, %{{.*}}, %[[TEXT]], %[[STEP]], %[[VTEXT]], %[[VSTEP]])
 
 // `communicators` numbers the listed axis sets first (the pipeline ranks'
 // programs share a numbering): an unused one keeps its number, one over an
@@ -64,7 +95,9 @@
 // CHECK: llvm.func @titanrt_all_gather(!llvm.ptr, i32, !llvm.ptr, !llvm.ptr, i64) -> i32
 // CHECK: llvm.mlir.global external constant @titan_program_description("titan-program 1\0Amesh dp=1 tp=2\0Aregions arena=320 state=128 inputs=64\0Adefaults lr=8.000000000e-04 steps=1 seed=0\0Alr_schedule warmup=0 stable=2 decay=0 type=linear min=0.00000000000000000e+00\0Acomm 0 tp\0Aarg 0 w param f32 [4,8] state 0 128\0Aarg 1 x input f32 [2,8] inputs 0 64\0Aglobal x [2,8]\0Abox x 0 [0,0] [2,8]\0Abox x 1 [0,0] [2,8]\0Aresult 0 y f32 [2,8] arena 256 64\0Aresult 1 param.w f32 [4,8] state 0 128\0Aend\0A\00")
 // CHECK-LABEL: llvm.func @main(%{{.*}}: i32, %{{.*}}: !llvm.ptr) -> i32
-// CHECK: llvm.call @titanrt_main
+// CHECK: %[[NULL1:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: %[[NULL2:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: llvm.call @titanrt_main(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[NULL1]], %[[NULL2]])
 
 // UNPLANNED: error: titan-lower-to-runtime needs a planned @train_step (titan-plan-memory)
 

@@ -18,6 +18,7 @@
 #include "titan/Checkpoint/Safetensors.h"
 #include "titan/Codegen/Executable.h"
 #include "titan/Codegen/ProgramDescription.h"
+#include "titan/Codegen/ValidationProgram.h"
 #include "titan/Config/CommandLine.h"
 #include "titan/Config/DeviceFile.h"
 #include "titan/Config/PipelineSplit.h"
@@ -579,20 +580,87 @@ planJobMemory(ArrayRef<ModuleOp> programs, const TitanPipelineOptions &pipeline,
   return llvm::Error::success();
 }
 
+/// The pipeline options of the validation program of a job compiled with
+/// `pipeline`: titan-build-train-step's `evaluate` step under the same
+/// parallel plan, without what only a training step has (activation
+/// checkpointing, microbatches, resharding for a backward, gradient
+/// reductions, buckets and overlap of collectives, async tensor
+/// parallelism's chunks, optimizer steps in the backward).
+static TitanPipelineOptions
+getValidationPipeline(const TitanPipelineOptions &pipeline) {
+  TitanPipelineOptions validating = pipeline;
+  validating.trainStep.evaluate = true;
+  validating.recompute.mode = "none";
+  validating.recompute.keptBytes = -1;
+  validating.reshard.policy = "never";
+  validating.gradientReduce.reset();
+  validating.pipeline.reset();
+  validating.overlap.reset();
+  validating.buckets.reset();
+  validating.asyncTensorParallel.reset();
+  validating.stepInBackward = false;
+  return validating;
+}
+
+/// Imports the model (`contents`, from --input) again as it runs under
+/// model.eval(), for the validation batch of `config`
+/// (validation.local_batch_size rows per data-parallel rank of `mesh`, of
+/// validation.seq_len tokens), and builds its validation step up to the
+/// per-rank program under `pipeline`'s parallel plan
+/// (getValidationPipeline).
+static llvm::Expected<OwningOpRef<ModuleOp>>
+buildValidationProgram(MLIRContext &context, llvm::StringRef contents,
+                       TorchScriptImportOptions options,
+                       const TrainConfig &config, const ResolvedMesh &mesh,
+                       const TitanPipelineOptions &pipeline,
+                       TimingScope &timing) {
+  TimingScope importTiming = timing.nest("validation: import");
+  options.inputs.clear();
+  options.onWeight = nullptr;
+  options.foldedOps = nullptr;
+  options.evaluation = true;
+  options.defaultInput = InputSpec{
+      {config.validation.localBatchSize * mesh.getDataParallelDegree(),
+       config.validation.seqLen},
+      "i64"};
+  llvm::Expected<OwningOpRef<ModuleOp>> module =
+      contents.ltrim().starts_with("graph(")
+          ? importTorchScriptIR(context, contents, options)
+          : importTorchScriptFile(context, inputFile, options);
+  if (!module)
+    return module.takeError();
+  importTiming.stop();
+  TitanPipelineOptions validating = getValidationPipeline(pipeline);
+  validating.stage = PipelineStage::Spmd;
+  validating.resumeAfter.reset();
+  PassManager pm(&context);
+  TimingScope passTiming = timing.nest("validation: step and partitioning");
+  pm.enableTiming(passTiming);
+  buildTitanPipeline(pm, validating);
+  if (failed(pm.run(**module)))
+    return llvm::createStringError(
+        "compilation of the validation program failed (see the errors "
+        "above)");
+  return std::move(*module);
+}
+
 /// Compiles the partitioned programs `programs` (one, or one per pipeline
 /// rank in order) into the folder `out`: the memory plan of each
 /// (planJobMemory, with `report`, `device` and `summary`), the LLVM
 /// dialect modules, bin/train (under
 /// pipeline parallelism bin/train-pp<R> and a bin/train that starts the
 /// rank's), manifest.json and checkpoint-plan.txt, and config.toml
-/// (`config`, when given: the config the ranks run the job by). Each phase
+/// (`config`, when given: the config the ranks run the job by). A
+/// `validation` program (buildValidationProgram; not under pipeline
+/// parallelism) is planned, joined to the one program's regions
+/// (joinValidationProgram) and linked into bin/train beside it. Each phase
 /// is timed under `timing` (--mlir-timing).
 static llvm::Error
-writeExecutable(ArrayRef<ModuleOp> programs, TitanPipelineOptions pipeline,
-                llvm::StringRef out, llvm::raw_ostream *report,
-                const DeviceDescription *device, llvm::json::Object *summary,
-                const TrainConfig *config, const JobMetrics *metrics,
-                TimingScope &timing) {
+writeExecutable(ArrayRef<ModuleOp> programs, ModuleOp validation,
+                TitanPipelineOptions pipeline, llvm::StringRef out,
+                llvm::raw_ostream *report, const DeviceDescription *device,
+                llvm::json::Object *summary, const TrainConfig *config,
+                const JobMetrics *metrics, TimingScope &timing) {
   int64_t degree = programs.size();
   // Read before the lowering replaces the meshes.
   FailureOr<ProgramRanks> ranks = getProgramRanks(programs.front());
@@ -652,15 +720,48 @@ writeExecutable(ArrayRef<ModuleOp> programs, TitanPipelineOptions pipeline,
   if (llvm::Error error =
           planJobMemory(programs, pipeline, report, device, summary, timing))
     return error;
-  for (ModuleOp program : programs)
+  TitanPipelineOptions validating = getValidationPipeline(pipeline);
+  if (validation) {
+    if (degree > 1)
+      return llvm::createStringError(
+          "validation is not built under pipeline parallelism");
+    PassManager pm(validation.getContext());
+    TimingScope passTiming = timing.nest("validation: kernels and memory plan");
+    pm.enableTiming(passTiming);
+    buildPlanningPipeline(pm, validating);
+    if (failed(pm.run(validation)))
+      return llvm::createStringError("compilation failed (see the errors "
+                                     "above)");
+    if (report) {
+      *report << "\n== Validation program (linked into bin/train: it reads "
+                 "the step's state and computes in its arena) ==\n";
+      if (failed(writeMemoryReport(validation, device, *report)))
+        return llvm::createStringError("cannot write the memory report");
+    }
+    ModuleOp training = programs.front();
+    if (llvm::Error error = joinValidationProgram(
+            training.lookupSymbol<func::FuncOp>("train_step"),
+            validation.lookupSymbol<func::FuncOp>("train_step")))
+      return error;
+  }
+  SmallVector<ModuleOp> linked(programs);
+  if (validation)
+    linked.push_back(validation);
+  for (ModuleOp program : linked)
     communicators.addCommunicatorsOf(
         program.lookupSymbol<func::FuncOp>("train_step"));
   if (llvm::Error error = writeManifest(programs, manifestPartial, metrics,
                                         pipeline.runtime.target))
     return error;
-  if (degree > 1)
+  // One numbering of the communicators for the programs that share them:
+  // a pipeline's ranks, a step and its validation.
+  if (degree > 1 || validation)
     for (const std::vector<std::string> &axes : communicators.getAxes())
       pipeline.runtime.communicators.push_back(llvm::join(axes, "+"));
+  validating.runtime = pipeline.runtime;
+  validating.runtime.validation = "program";
+  if (validation)
+    pipeline.runtime.validation = "linked";
   for (int64_t rank = 0; rank < degree; ++rank) {
     ModuleOp program = programs[rank];
     std::string name = getProgramName(degree, rank);
@@ -669,22 +770,36 @@ writeExecutable(ArrayRef<ModuleOp> programs, TitanPipelineOptions pipeline,
     llvm::sys::path::append(kernelsObject, name + ".kernels.o");
     llvm::sys::path::append(hostObject, name + ".step.o");
     llvm::sys::path::append(executable, name);
-    {
-      PassManager pm(program.getContext());
+    // The program, and with it its validation program.
+    SmallVector<std::pair<ModuleOp, const LowerToRuntimePassOptions *>, 2>
+        lowered = {{program, &pipeline.runtime}};
+    if (validation)
+      lowered.push_back({validation, &validating.runtime});
+    for (auto [module, options] : lowered) {
+      PassManager pm(module.getContext());
       TimingScope passTiming =
           nestRankTiming(timing, "lowering to LLVM", rank, degree);
       pm.enableTiming(passTiming);
-      pm.addPass(createLowerToRuntimePass(pipeline.runtime));
-      if (failed(pm.run(program)))
+      pm.addPass(createLowerToRuntimePass(*options));
+      if (failed(pm.run(module)))
         return llvm::createStringError("compilation failed (see the errors "
                                        "above)");
     }
     TimingScope emitTiming =
         nestRankTiming(timing, "native code", rank, degree);
-    std::vector<std::string> objects = {std::string(kernelsObject),
-                                        std::string(hostObject)};
-    llvm::Error emitted = emitObjectFiles(program, kernelsObject, hostObject,
-                                          CodegenTarget{"", targetCpu});
+    std::vector<std::string> objects;
+    llvm::Error emitted = llvm::Error::success();
+    for (auto [index, entry] : llvm::enumerate(lowered)) {
+      std::string suffix = index ? ".validation" : "";
+      objects.push_back((kernelsObject + suffix).str());
+      objects.push_back((hostObject + suffix).str());
+      if (llvm::Error error =
+              emitObjectFiles(entry.first, objects[objects.size() - 2],
+                              objects.back(), CodegenTarget{"", targetCpu})) {
+        emitted = llvm::joinErrors(std::move(emitted), std::move(error));
+        break;
+      }
+    }
     emitTiming.stop();
     TimingScope linkTiming = nestRankTiming(timing, "link", rank, degree);
     llvm::Error linked =
@@ -1248,9 +1363,14 @@ static int compileMain(int argc, char **argv) {
         return fail("cannot simulate the communication overlap");
     }
     setBackend(pipeline);
+    if (config && config->validation.enable)
+      return fail("validation.enable: a partitioned .mlir program holds no "
+                  "model to build the validation program from; compile the "
+                  "model (MODEL.pt) instead, or set validation.enable = "
+                  "false");
     if (llvm::Error error = writeExecutable(
-            {*program}, pipeline, outputFile, nullptr, nullptr, nullptr,
-            config ? &*config : nullptr, nullptr, timing))
+            {*program}, ModuleOp(), pipeline, outputFile, nullptr, nullptr,
+            nullptr, config ? &*config : nullptr, nullptr, timing))
       return fail(llvm::toString(std::move(error)));
     llvm::errs() << "titan-compile: wrote " << outputFile << "/bin/train\n";
     return 0;
@@ -1674,8 +1794,17 @@ static int compileMain(int argc, char **argv) {
       metrics = getJobMetrics(modelFlops->getFlopsPerToken(),
                               predicted->peakFlopsPerSecond, *device);
     }
+    OwningOpRef<ModuleOp> validation;
+    if (config && config->validation.enable) {
+      llvm::Expected<OwningOpRef<ModuleOp>> built = buildValidationProgram(
+          context, contents, options, *config, mesh, pipeline, timing);
+      if (!built)
+        return fail(llvm::toString(built.takeError()));
+      validation = std::move(*built);
+    }
     if (llvm::Error error = writeExecutable(
-            jobPrograms, pipeline, outputFile, report ? &report->os() : nullptr,
+            jobPrograms, validation ? *validation : ModuleOp(), pipeline,
+            outputFile, report ? &report->os() : nullptr,
             device ? &*device : nullptr,
             summaryJson.empty() ? nullptr : &summary,
             config ? &*config : nullptr, metrics ? &*metrics : nullptr, timing))

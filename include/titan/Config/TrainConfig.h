@@ -269,6 +269,25 @@ struct ProfilingConfig {
   int64_t profileFreq = 10;
 };
 
+/// [validation]: the loss on held-out data every `freq` steps, as
+/// torchtitan's Validator computes it (forward and loss only, dropout off).
+/// `enable`, `localBatchSize` and `seqLen` are compiled in (titan-compile
+/// builds a validation program for that batch beside the step); the rest
+/// are read at run time.
+struct ValidationConfig {
+  bool enable = false;
+  /// torchtitan's dataset name; titan reads `datasetPath` (docs/data.md).
+  std::string dataset = "c4_validation";
+  std::string datasetPath;
+  /// Rows per data-parallel rank, as training.local_batch_size.
+  int64_t localBatchSize = 8;
+  int64_t seqLen = 2048;
+  /// Validate after step 1 and every `freq`-th step.
+  int64_t freq = 10;
+  /// Batches per validation; -1: one pass over the whole dataset.
+  int64_t steps = -1;
+};
+
 /// [hardware] (titan's own section): the device the plan report's
 /// predictions are for.
 struct HardwareConfig {
@@ -295,6 +314,7 @@ struct TrainConfig {
   ActivationCheckpointConfig activationCheckpoint;
   CheckpointConfig checkpoint;
   ProfilingConfig profiling;
+  ValidationConfig validation;
   HardwareConfig hardware;
   /// What the config asks for that titan does not do (yet), or values it
   /// does not know but can proceed without (an unknown model family): one

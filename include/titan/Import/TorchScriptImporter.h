@@ -91,6 +91,10 @@ struct TorchScriptImportOptions {
   /// no master weight; the forward reads it as it is. Excludes
   /// parameterComputeType.
   std::optional<ElementType> parameterStorageType;
+  /// Import the model as it runs under model.eval(), for a validation
+  /// program: dropout is the identity even where the graph was traced in
+  /// training mode.
+  bool evaluation = false;
 };
 
 /// Loads `path` with LibTorch and imports its forward method. Errors name

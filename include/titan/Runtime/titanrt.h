@@ -395,9 +395,14 @@ typedef titanrt_status (*titanrt_step_function)(titanrt_context *ctx,
 /// argument and result with its place: docs/runtime.md), connects to the
 /// other ranks, allocates the regions, loads or initializes the state, runs
 /// the training steps and saves the checkpoint. Returns the process's exit
-/// status.
+/// status. A job with validation passes its validation program too
+/// (`validation_description`, `validation_step`: the loss of a held-out
+/// batch on the same state and arena, docs/training-jobs.md); both are null
+/// otherwise.
 int32_t titanrt_main(int32_t argc, char **argv, const char *description,
-                     titanrt_step_function step);
+                     titanrt_step_function step,
+                     const char *validation_description,
+                     titanrt_step_function validation_step);
 
 #ifdef __cplusplus
 } // extern "C"

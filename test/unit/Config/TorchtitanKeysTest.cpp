@@ -204,9 +204,6 @@ TEST(TorchtitanKeys, RefusedKeysNameTheCapabilityAndTheFix) {
             "cfg.toml:2: training.enable_cpu_offload = true is not supported "
             "(titan keeps parameters, gradients and optimizer state in device "
             "memory; its memory plan has no CPU offload); set it to false");
-  EXPECT_EQ(errorOf("[validation]\nenable = true\nfreq = 5\n"),
-            "cfg.toml:2: validation.enable = true is not supported (titan's "
-            "executable has no validation loop); set it to false");
   EXPECT_EQ(errorOf("[fault_tolerance]\nenable = true\n"),
             "cfg.toml:2: fault_tolerance.enable = true is not supported "
             "(titan has no fault tolerance (TorchFT): a rank that dies stops "
@@ -218,6 +215,38 @@ TEST(TorchtitanKeys, RefusedKeysNameTheCapabilityAndTheFix) {
             "(titan has no model converters: torchtitan's float8 and MX "
             "converters swap nn.Linear for low-precision matmuls, which "
             "changes the numerics); remove them (model.converters = [])");
+}
+
+TEST(TorchtitanKeys, ValidationIsCheckedWhenEnabled) {
+  // torchtitan's defaults, off: nothing is checked.
+  EXPECT_EQ(errorOf("[validation]\nenable = false\nfreq = 0\n"), "");
+  EXPECT_EQ(errorOf("[validation]\nenable = true\ndataset_path = "
+                    "\"val.txt\"\nfreq = 5\nsteps = 3\n"),
+            "");
+  EXPECT_EQ(errorOf("[validation]\nenable = true\nfreq = 5\n"),
+            "cfg.toml: 'validation.dataset_path' is empty: titan reads "
+            "validation data from a local file or folder (text, JSON lines or "
+            "token ids; docs/data.md), not from the Hugging Face hub that "
+            "torchtitan's \"c4_validation\" downloads from: set it to one");
+  EXPECT_EQ(errorOf("[validation]\nenable = true\ndataset_path = \"v\"\n"
+                    "freq = 0\n"),
+            "cfg.toml: 'validation.freq' must be at least 1, got 0");
+  EXPECT_EQ(errorOf("[validation]\nenable = true\ndataset_path = \"v\"\n"
+                    "steps = 0\n"),
+            "cfg.toml: 'validation.steps' must be positive or -1 (one pass "
+            "over the dataset), got 0");
+  EXPECT_EQ(errorOf("[validation]\nenable = true\ndataset_path = \"v\"\n"
+                    "local_batch_size = 0\n"),
+            "cfg.toml: 'validation.local_batch_size' must be at least 1");
+  EXPECT_EQ(errorOf("[validation]\nenable = true\ndataset_path = \"v\"\n"
+                    "seq_len = 0\n"),
+            "cfg.toml: 'validation.seq_len' must be at least 1");
+  EXPECT_EQ(errorOf("[validation]\nenable = true\ndataset_path = \"v\"\n"
+                    "[parallelism]\npipeline_parallel_degree = 2\n"),
+            "cfg.toml: 'validation.enable' is true under "
+            "pipeline_parallel_degree = 2: titan validates without a pipeline "
+            "only (torchtitan's pp_schedule.eval is not built yet); set it to "
+            "false");
 }
 
 TEST(TorchtitanKeys, AnOverrideDecidesAsInTorchtitan) {
