@@ -376,12 +376,17 @@ llvm::Error validate(TrainConfig &c, llvm::StringRef file) {
                  "or folder (text, JSON lines or token ids; docs/data.md), "
                  "not from the Hugging Face hub that torchtitan's \"" +
                      v.dataset + "\" downloads from: set it to one");
-    if (c.parallelism.pipelineParallelDegree > 1)
-      return bad("validation.enable",
-                 "is true under pipeline_parallel_degree = " +
-                     llvm::Twine(c.parallelism.pipelineParallelDegree) +
-                     ": titan validates without a pipeline only (torchtitan's "
-                     "pp_schedule.eval is not built yet); set it to false");
+    int64_t microbatchSize = c.parallelism.pipelineParallelMicrobatchSize;
+    if (c.parallelism.pipelineParallelDegree > 1 && microbatchSize > 0 &&
+        v.localBatchSize % microbatchSize != 0)
+      return bad("validation.local_batch_size",
+                 llvm::formatv(
+                     "= {0} is not divisible by "
+                     "'parallelism.pipeline_parallel_microbatch_size' = {1}: "
+                     "under pipeline parallelism a validation batch runs "
+                     "through the pipeline as microbatches of that size; make "
+                     "it a multiple of the microbatch size",
+                     v.localBatchSize, microbatchSize));
   }
   if (c.optimizer.earlyStepInBackward &&
       c.parallelism.pipelineParallelDegree > 1)

@@ -602,61 +602,19 @@ getValidationPipeline(const TitanPipelineOptions &pipeline) {
   return validating;
 }
 
-/// Imports the model (`contents`, from --input) again as it runs under
-/// model.eval(), for the validation batch of `config`
-/// (validation.local_batch_size rows per data-parallel rank of `mesh`, of
-/// validation.seq_len tokens), and builds its validation step up to the
-/// per-rank program under `pipeline`'s parallel plan
-/// (getValidationPipeline).
-static llvm::Expected<OwningOpRef<ModuleOp>>
-buildValidationProgram(MLIRContext &context, llvm::StringRef contents,
-                       TorchScriptImportOptions options,
-                       const TrainConfig &config, const ResolvedMesh &mesh,
-                       const TitanPipelineOptions &pipeline,
-                       TimingScope &timing) {
-  TimingScope importTiming = timing.nest("validation: import");
-  options.inputs.clear();
-  options.onWeight = nullptr;
-  options.foldedOps = nullptr;
-  options.evaluation = true;
-  options.defaultInput = InputSpec{
-      {config.validation.localBatchSize * mesh.getDataParallelDegree(),
-       config.validation.seqLen},
-      "i64"};
-  llvm::Expected<OwningOpRef<ModuleOp>> module =
-      contents.ltrim().starts_with("graph(")
-          ? importTorchScriptIR(context, contents, options)
-          : importTorchScriptFile(context, inputFile, options);
-  if (!module)
-    return module.takeError();
-  importTiming.stop();
-  TitanPipelineOptions validating = getValidationPipeline(pipeline);
-  validating.stage = PipelineStage::Spmd;
-  validating.resumeAfter.reset();
-  PassManager pm(&context);
-  TimingScope passTiming = timing.nest("validation: step and partitioning");
-  pm.enableTiming(passTiming);
-  buildTitanPipeline(pm, validating);
-  if (failed(pm.run(**module)))
-    return llvm::createStringError(
-        "compilation of the validation program failed (see the errors "
-        "above)");
-  return std::move(*module);
-}
-
 /// Compiles the partitioned programs `programs` (one, or one per pipeline
 /// rank in order) into the folder `out`: the memory plan of each
 /// (planJobMemory, with `report`, `device` and `summary`), the LLVM
 /// dialect modules, bin/train (under
 /// pipeline parallelism bin/train-pp<R> and a bin/train that starts the
 /// rank's), manifest.json and checkpoint-plan.txt, and config.toml
-/// (`config`, when given: the config the ranks run the job by). A
-/// `validation` program (buildValidationProgram; not under pipeline
-/// parallelism) is planned, joined to the one program's regions
-/// (joinValidationProgram) and linked into bin/train beside it. Each phase
-/// is timed under `timing` (--mlir-timing).
+/// (`config`, when given: the config the ranks run the job by). The
+/// `validation` programs, when given (buildValidationPrograms: one per
+/// program), are planned, joined to their program's regions
+/// (joinValidationProgram) and linked into its executable. Each phase is
+/// timed under `timing` (--mlir-timing).
 static llvm::Error
-writeExecutable(ArrayRef<ModuleOp> programs, ModuleOp validation,
+writeExecutable(ArrayRef<ModuleOp> programs, ArrayRef<ModuleOp> validation,
                 TitanPipelineOptions pipeline, llvm::StringRef out,
                 llvm::raw_ostream *report, const DeviceDescription *device,
                 llvm::json::Object *summary, const TrainConfig *config,
@@ -721,32 +679,31 @@ writeExecutable(ArrayRef<ModuleOp> programs, ModuleOp validation,
           planJobMemory(programs, pipeline, report, device, summary, timing))
     return error;
   TitanPipelineOptions validating = getValidationPipeline(pipeline);
-  if (validation) {
-    if (degree > 1)
-      return llvm::createStringError(
-          "validation is not built under pipeline parallelism");
-    PassManager pm(validation.getContext());
-    TimingScope passTiming = timing.nest("validation: kernels and memory plan");
+  for (auto [rank, validationProgram] : llvm::enumerate(validation)) {
+    ModuleOp program = validationProgram;
+    PassManager pm(program.getContext());
+    TimingScope passTiming = nestRankTiming(
+        timing, "validation: kernels and memory plan", rank, degree);
     pm.enableTiming(passTiming);
     buildPlanningPipeline(pm, validating);
-    if (failed(pm.run(validation)))
+    if (failed(pm.run(program)))
       return llvm::createStringError("compilation failed (see the errors "
                                      "above)");
     if (report) {
-      *report << "\n== Validation program (linked into bin/train: it reads "
-                 "the step's state and computes in its arena) ==\n";
-      if (failed(writeMemoryReport(validation, device, *report)))
+      *report << "\n== Validation program (linked into bin/"
+              << getProgramName(degree, rank)
+              << ": it reads the step's state and computes in its arena) ==\n";
+      if (failed(writeMemoryReport(program, device, *report)))
         return llvm::createStringError("cannot write the memory report");
     }
-    ModuleOp training = programs.front();
+    ModuleOp training = programs[rank];
     if (llvm::Error error = joinValidationProgram(
             training.lookupSymbol<func::FuncOp>("train_step"),
-            validation.lookupSymbol<func::FuncOp>("train_step")))
+            program.lookupSymbol<func::FuncOp>("train_step")))
       return error;
   }
   SmallVector<ModuleOp> linked(programs);
-  if (validation)
-    linked.push_back(validation);
+  linked.append(validation.begin(), validation.end());
   for (ModuleOp program : linked)
     communicators.addCommunicatorsOf(
         program.lookupSymbol<func::FuncOp>("train_step"));
@@ -755,12 +712,12 @@ writeExecutable(ArrayRef<ModuleOp> programs, ModuleOp validation,
     return error;
   // One numbering of the communicators for the programs that share them:
   // a pipeline's ranks, a step and its validation.
-  if (degree > 1 || validation)
+  if (degree > 1 || !validation.empty())
     for (const std::vector<std::string> &axes : communicators.getAxes())
       pipeline.runtime.communicators.push_back(llvm::join(axes, "+"));
   validating.runtime = pipeline.runtime;
   validating.runtime.validation = "program";
-  if (validation)
+  if (!validation.empty())
     pipeline.runtime.validation = "linked";
   for (int64_t rank = 0; rank < degree; ++rank) {
     ModuleOp program = programs[rank];
@@ -773,8 +730,8 @@ writeExecutable(ArrayRef<ModuleOp> programs, ModuleOp validation,
     // The program, and with it its validation program.
     SmallVector<std::pair<ModuleOp, const LowerToRuntimePassOptions *>, 2>
         lowered = {{program, &pipeline.runtime}};
-    if (validation)
-      lowered.push_back({validation, &validating.runtime});
+    if (!validation.empty())
+      lowered.push_back({validation[rank], &validating.runtime});
     for (auto [module, options] : lowered) {
       PassManager pm(module.getContext());
       TimingScope passTiming =
@@ -888,14 +845,15 @@ static LogicalResult configurePipelineStages(ModuleOp module,
 /// "step.pp0.mlir"; "-": stdout; none: not written), and into `built` when
 /// given. When `ranks` are all the pipeline's, checks that their programs'
 /// messages match (titan/Dialect/PipelineTransfers.h), on NCCL too with
-/// `nccl` (the CUDA backend). Returns what the report reads of each, in
-/// `ranks`' order.
+/// `nccl` (the CUDA backend). With `announce`, says what the pipeline is
+/// (or the gradient accumulation). Returns what the report reads of each,
+/// in `ranks`' order.
 static FailureOr<SmallVector<PipelineRankProgram, 0>>
 writePipelinePrograms(ModuleOp module, TitanPipelineOptions pipeline,
                       ArrayRef<int64_t> ranks,
                       std::optional<llvm::StringRef> output,
                       SmallVectorImpl<OwningOpRef<ModuleOp>> *built, bool nccl,
-                      TimingScope &timing) {
+                      TimingScope &timing, bool announce = true) {
   MLIRContext *context = module.getContext();
   SmallVector<PipelineRankProgram, 0> programs;
   SmallVector<SmallVector<PipelineTransfer, 0>> transfers;
@@ -913,7 +871,8 @@ writePipelinePrograms(ModuleOp module, TitanPipelineOptions pipeline,
         readPipelineRankProgram(*program);
     if (!read)
       return emitError(module.getLoc()) << llvm::toString(read.takeError());
-    if (programs.empty() && read->plan.degree == 1) {
+    if (!announce) {
+    } else if (programs.empty() && read->plan.degree == 1) {
       llvm::errs() << "titan-compile: "
                    << describeGradientAccumulation(read->plan.microbatches)
                    << "\n";
@@ -975,6 +934,84 @@ writePipelinePrograms(ModuleOp module, TitanPipelineOptions pipeline,
 /// Checks the pipeline options for a pipeline of `degree` ranks (1: none):
 /// --pipeline-rank and --pipeline-trace need one, the rank is one of its
 /// ranks, and the programs of every rank need -o (a report alone does not).
+/// Imports the model (`contents`, from --input) again as it runs under
+/// model.eval(), for the validation batch of `config`
+/// (validation.local_batch_size rows per data-parallel rank of `mesh`, of
+/// validation.seq_len tokens), and builds its validation step up to the
+/// per-rank programs under `pipeline`'s parallel plan
+/// (getValidationPipeline): one program, or under pipeline parallelism one
+/// per pipeline rank, cut into the training step's stages (`training`, the
+/// plan of its programs) and run as forwards of
+/// validation.local_batch_size / pipeline_parallel_microbatch_size
+/// microbatches.
+static llvm::Expected<SmallVector<OwningOpRef<ModuleOp>>>
+buildValidationPrograms(MLIRContext &context, llvm::StringRef contents,
+                        TorchScriptImportOptions options,
+                        const TrainConfig &config, const ResolvedMesh &mesh,
+                        const TitanPipelineOptions &pipeline,
+                        const PipelinePlan *training, bool nccl,
+                        TimingScope &timing) {
+  TimingScope importTiming = timing.nest("validation: import");
+  const ValidationConfig &validation = config.validation;
+  int64_t rows = validation.localBatchSize;
+  if (training)
+    rows = config.parallelism.pipelineParallelMicrobatchSize;
+  options.inputs.clear();
+  options.onWeight = nullptr;
+  options.foldedOps = nullptr;
+  options.evaluation = true;
+  options.defaultInput = InputSpec{
+      {rows * mesh.getDataParallelDegree(), validation.seqLen}, "i64"};
+  llvm::Expected<OwningOpRef<ModuleOp>> module =
+      contents.ltrim().starts_with("graph(")
+          ? importTorchScriptIR(context, contents, options)
+          : importTorchScriptFile(context, inputFile, options);
+  if (!module)
+    return module.takeError();
+  importTiming.stop();
+  TitanPipelineOptions validating = getValidationPipeline(pipeline);
+  validating.resumeAfter.reset();
+  validating.stage = PipelineStage::Spmd;
+  if (training) {
+    // The training step's stages, their blocks and their placement on the
+    // pipeline ranks: each rank's validation reads the parameters its
+    // step holds.
+    PartitionPipelinePassOptions stages = *pipeline.pipeline;
+    stages.microbatches = validation.localBatchSize / rows;
+    stages.stages = training->getNumStages();
+    stages.stageBlocks.assign(training->stageBlocks.begin(),
+                              training->stageBlocks.end());
+    stages.fsdpPerMicrobatch = false;
+    validating.pipeline = stages;
+    validating.stage = PipelineStage::Placed;
+  }
+  PassManager pm(&context);
+  TimingScope passTiming = timing.nest("validation: step and partitioning");
+  pm.enableTiming(passTiming);
+  buildTitanPipeline(pm, validating);
+  auto failedCompile = [] {
+    return llvm::createStringError(
+        "compilation of the validation program failed (see the errors "
+        "above)");
+  };
+  if (failed(pm.run(**module)))
+    return failedCompile();
+  passTiming.stop();
+  SmallVector<OwningOpRef<ModuleOp>> programs;
+  if (!training) {
+    programs.push_back(std::move(*module));
+    return std::move(programs);
+  }
+  validating.stage = PipelineStage::Spmd;
+  validating.resumeAfter = PipelineStage::Placed;
+  if (failed(writePipelinePrograms(
+          **module, validating,
+          llvm::to_vector(llvm::seq<int64_t>(mesh.getPipelineDegree())),
+          std::nullopt, &programs, nccl, timing, /*announce=*/false)))
+    return failedCompile();
+  return std::move(programs);
+}
+
 static llvm::Error checkPipelineOutput(int64_t degree) {
   bool oneRank = pipelineRank.getNumOccurrences();
   if (degree <= 1) {
@@ -1369,8 +1406,8 @@ static int compileMain(int argc, char **argv) {
                   "model (MODEL.pt) instead, or set validation.enable = "
                   "false");
     if (llvm::Error error = writeExecutable(
-            {*program}, ModuleOp(), pipeline, outputFile, nullptr, nullptr,
-            nullptr, config ? &*config : nullptr, nullptr, timing))
+            {*program}, {}, pipeline, outputFile, nullptr, nullptr, nullptr,
+            config ? &*config : nullptr, nullptr, timing))
       return fail(llvm::toString(std::move(error)));
     llvm::errs() << "titan-compile: wrote " << outputFile << "/bin/train\n";
     return 0;
@@ -1794,18 +1831,23 @@ static int compileMain(int argc, char **argv) {
       metrics = getJobMetrics(modelFlops->getFlopsPerToken(),
                               predicted->peakFlopsPerSecond, *device);
     }
-    OwningOpRef<ModuleOp> validation;
+    SmallVector<OwningOpRef<ModuleOp>> validation;
     if (config && config->validation.enable) {
-      llvm::Expected<OwningOpRef<ModuleOp>> built = buildValidationProgram(
-          context, contents, options, *config, mesh, pipeline, timing);
+      llvm::Expected<SmallVector<OwningOpRef<ModuleOp>>> built =
+          buildValidationPrograms(
+              context, contents, options, *config, mesh, pipeline,
+              pipelined ? &pipelinePrograms.front().plan : nullptr,
+              backend == "cuda", timing);
       if (!built)
         return fail(llvm::toString(built.takeError()));
       validation = std::move(*built);
     }
+    SmallVector<ModuleOp> validationPrograms;
+    for (OwningOpRef<ModuleOp> &program : validation)
+      validationPrograms.push_back(*program);
     if (llvm::Error error = writeExecutable(
-            jobPrograms, validation ? *validation : ModuleOp(), pipeline,
-            outputFile, report ? &report->os() : nullptr,
-            device ? &*device : nullptr,
+            jobPrograms, validationPrograms, pipeline, outputFile,
+            report ? &report->os() : nullptr, device ? &*device : nullptr,
             summaryJson.empty() ? nullptr : &summary,
             config ? &*config : nullptr, metrics ? &*metrics : nullptr, timing))
       return fail(llvm::toString(std::move(error)));

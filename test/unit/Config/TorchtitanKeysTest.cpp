@@ -241,12 +241,21 @@ TEST(TorchtitanKeys, ValidationIsCheckedWhenEnabled) {
   EXPECT_EQ(errorOf("[validation]\nenable = true\ndataset_path = \"v\"\n"
                     "seq_len = 0\n"),
             "cfg.toml: 'validation.seq_len' must be at least 1");
+  // Under a pipeline a validation batch is cut into its microbatches.
   EXPECT_EQ(errorOf("[validation]\nenable = true\ndataset_path = \"v\"\n"
-                    "[parallelism]\npipeline_parallel_degree = 2\n"),
-            "cfg.toml: 'validation.enable' is true under "
-            "pipeline_parallel_degree = 2: titan validates without a pipeline "
-            "only (torchtitan's pp_schedule.eval is not built yet); set it to "
-            "false");
+                    "local_batch_size = 4\n[parallelism]\n"
+                    "pipeline_parallel_degree = 2\n"
+                    "pipeline_parallel_microbatch_size = 2\n"),
+            "");
+  EXPECT_EQ(errorOf("[validation]\nenable = true\ndataset_path = \"v\"\n"
+                    "local_batch_size = 3\n[parallelism]\n"
+                    "pipeline_parallel_degree = 2\n"
+                    "pipeline_parallel_microbatch_size = 2\n"),
+            "cfg.toml: 'validation.local_batch_size' = 3 is not divisible by "
+            "'parallelism.pipeline_parallel_microbatch_size' = 2: under "
+            "pipeline parallelism a validation batch runs through the "
+            "pipeline as microbatches of that size; make it a multiple of "
+            "the microbatch size");
 }
 
 TEST(TorchtitanKeys, AnOverrideDecidesAsInTorchtitan) {
