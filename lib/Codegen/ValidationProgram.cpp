@@ -112,6 +112,53 @@ int64_t regionBytes(DictionaryAttr plan, StringRef key) {
 
 } // namespace
 
+unsigned mlir::titan::readParameterCopies(func::FuncOp training,
+                                          func::FuncOp validation) {
+  MLIRContext *context = validation.getContext();
+  llvm::StringMap<BlockArgument> params;
+  for (BlockArgument arg : validation.getArguments())
+    if (getArgRole(validation, arg.getArgNumber()) == ArgRole::Param)
+      if (auto name = validation.getArgAttrOfType<StringAttr>(
+              arg.getArgNumber(), TitanDialect::kNameAttrName))
+        params[name.getValue()] = arg;
+  unsigned copied = 0;
+  for (BlockArgument copy : training.getArguments()) {
+    unsigned index = copy.getArgNumber();
+    auto name = training.getArgAttrOfType<StringAttr>(
+        index, TitanDialect::kNameAttrName);
+    if (getArgRole(training, index) != ArgRole::ParamCopy || !name)
+      continue;
+    std::optional<std::pair<ParamSlot, StringRef>> slot =
+        parsePrefixedParamSlot(name.getValue());
+    if (!slot || slot->first != ParamSlot::Copy)
+      continue;
+    auto param = params.find(slot->second);
+    if (param == params.end())
+      continue;
+    SmallVector<CastOp> casts;
+    for (Operation *user : param->second.getUsers())
+      if (auto cast = dyn_cast<CastOp>(user);
+          cast && cast.getType() == copy.getType())
+        casts.push_back(cast);
+    if (casts.empty())
+      continue;
+    NamedAttribute attrs[] = {
+        NamedAttribute(TitanDialect::kNameAttrName, name),
+        NamedAttribute(TitanDialect::kRoleAttrName,
+                       getArgRoleAttr(context, ArgRole::ParamCopy))};
+    unsigned argIndex = validation.getNumArguments();
+    (void)validation.insertArgument(argIndex, copy.getType(),
+                                    DictionaryAttr::get(context, attrs),
+                                    param->second.getLoc());
+    for (CastOp cast : casts) {
+      cast.getResult().replaceAllUsesWith(validation.getArgument(argIndex));
+      cast.erase();
+    }
+    ++copied;
+  }
+  return copied;
+}
+
 llvm::Error mlir::titan::joinValidationProgram(func::FuncOp training,
                                                func::FuncOp validation) {
   auto trainingPlan = training->getAttrOfType<DictionaryAttr>(

@@ -681,6 +681,9 @@ writeExecutable(ArrayRef<ModuleOp> programs, ArrayRef<ModuleOp> validation,
   TitanPipelineOptions validating = getValidationPipeline(pipeline);
   for (auto [rank, validationProgram] : llvm::enumerate(validation)) {
     ModuleOp program = validationProgram;
+    ModuleOp training = programs[rank];
+    readParameterCopies(training.lookupSymbol<func::FuncOp>("train_step"),
+                        program.lookupSymbol<func::FuncOp>("train_step"));
     PassManager pm(program.getContext());
     TimingScope passTiming = nestRankTiming(
         timing, "validation: kernels and memory plan", rank, degree);
@@ -696,7 +699,6 @@ writeExecutable(ArrayRef<ModuleOp> programs, ArrayRef<ModuleOp> validation,
       if (failed(writeMemoryReport(program, device, *report)))
         return llvm::createStringError("cannot write the memory report");
     }
-    ModuleOp training = programs[rank];
     if (llvm::Error error = joinValidationProgram(
             training.lookupSymbol<func::FuncOp>("train_step"),
             program.lookupSymbol<func::FuncOp>("train_step")))

@@ -19,6 +19,15 @@
 
 namespace mlir::titan {
 
+/// Makes the unplanned `validation` step read the narrow copies of the
+/// parameters that the planned `training` step keeps (its `copy.<fqn>`
+/// arguments, titan-keep-param-copies: under mixed precision, each
+/// parameter rounded to the forward's type, written by AdamW): every cast of
+/// validation's parameter `<fqn>` to that type reads a new argument
+/// `copy.<fqn>` instead, as the training step's forward does, so that a
+/// validation batch casts no parameter. Returns how many parameters do.
+unsigned readParameterCopies(func::FuncOp training, func::FuncOp validation);
+
 /// Joins the planned `validation` step to the planned `training` step:
 /// every state argument of `validation` (a parameter or buffer) moves to
 /// the place of the training argument of the same name, which must have
