@@ -29,9 +29,11 @@
 #                Gloo's own); the CUDA runtime and cuBLASLt are the
 #                machine's
 #   check/       the numerics checks: the llama3 debugmodel (one block,
-#                4x64, 5 steps) for CUDA in f32 (debug/) and in bf16
+#                4x64, 5 steps) for CUDA in f32 (debug/, with validation
+#                after steps 1 and 5 on val.npy) and in bf16
 #                (debug-bf16/), its batch, and the losses the CPU backend
-#                computes for the same jobs here (cpu-losses*.txt); and
+#                computes for the same jobs here (cpu-losses*.txt, the
+#                validation losses among them); and
 #                GPT-2 tiny (biases, LayerNorm, GELU, tied embeddings: the
 #                compiled kernels' column sums; debug-gpt2/, data-gpt2/)
 #   shape        batch x sequence
@@ -114,10 +116,18 @@ fi
 check=$bundle/check
 mkdir -p "$check/data"
 "$python" "$root/test/Spmd/Inputs/make_batch.py" "$check/data" 4 64 2048
+# The f32 check validates too (the validation program's inputs uploaded
+# apart, its loss read from the shared arena): on the corpus's bytes.
+"$python" -c "import numpy as n, sys; n.save(sys.argv[2], n.frombuffer(open(sys.argv[1], 'rb').read(), n.uint8).astype(n.int64))" \
+  "$root/models/data/corpus.txt" "$check/val.npy"
 for precision in f32 bf16; do
-  mixed=() suffix= trace=float32
+  suffix= trace=float32
+  flags=(--set validation.enable=true
+    --set "validation.dataset_path=\"$check/val.npy\""
+    --set validation.local_batch_size=4 --set validation.seq_len=64
+    --set validation.freq=5 --set validation.steps=2)
   if [[ $precision == bf16 ]]; then
-    mixed=(--set 'training.mixed_precision_param="bfloat16"')
+    flags=(--set 'training.mixed_precision_param="bfloat16"')
     suffix=-bf16 trace=bfloat16
   fi
   "$python" "$root/models/export.py" --model llama3 --flavor debugmodel \
@@ -128,14 +138,18 @@ for precision in f32 bf16; do
       --config "$root/models/llama3/train_configs/debugmodel.toml" \
       --set training.seq_len=64 --set training.local_batch_size=4 \
       --set training.steps=5 --set parallelism.data_parallel_shard_degree=1 \
-      "${mixed[@]}" --backend=$backend -o "$work/check-$backend$suffix"
+      "${flags[@]}" --backend=$backend -o "$work/check-$backend$suffix"
   done
   mv "$work/check-cuda$suffix" "$check/debug$suffix"
   "$work/check-cpu$suffix/bin/train" --data "$check/data" \
     --job.dump_folder "$work/check-run$suffix" |
-    grep -o 'step [0-9]* | loss [0-9.]*' >"$check/cpu-losses$suffix.txt"
-  [[ $(wc -l <"$check/cpu-losses$suffix.txt") == 5 ]] || {
-    echo "gpu-bundle.sh: the CPU run of the $precision check printed no 5 losses" >&2
+    grep -oE '^(validate )?step [0-9]* \| loss [0-9.]*' \
+      >"$check/cpu-losses$suffix.txt"
+  # 5 steps, and in f32 2 validations.
+  losses=5
+  [[ $precision == f32 ]] && losses=7
+  [[ $(wc -l <"$check/cpu-losses$suffix.txt") == "$losses" ]] || {
+    echo "gpu-bundle.sh: the CPU run of the $precision check printed no $losses losses" >&2
     exit 1
   }
 done

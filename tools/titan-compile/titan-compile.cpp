@@ -699,10 +699,21 @@ writeExecutable(ArrayRef<ModuleOp> programs, ArrayRef<ModuleOp> validation,
       if (failed(writeMemoryReport(program, device, *report)))
         return llvm::createStringError("cannot write the memory report");
     }
+    auto trainingStep = training.lookupSymbol<func::FuncOp>("train_step");
     if (llvm::Error error = joinValidationProgram(
-            training.lookupSymbol<func::FuncOp>("train_step"),
-            program.lookupSymbol<func::FuncOp>("train_step")))
+            trainingStep, program.lookupSymbol<func::FuncOp>("train_step")))
       return error;
+    // The regions the rank allocates for both programs.
+    if (report) {
+      auto plan = trainingStep->getAttrOfType<DictionaryAttr>(
+          TitanDialect::kMemoryPlanAttrName);
+      *report << "  the rank allocates for both programs: ";
+      for (auto [key, region] : {std::pair{"arena_bytes", "arena"},
+                                 std::pair{"state_bytes", "state"},
+                                 std::pair{"input_bytes", "inputs"}})
+        *report << region << " " << plan.getAs<IntegerAttr>(key).getInt()
+                << " B" << (StringRef(region) == "inputs" ? "\n" : ", ");
+    }
   }
   SmallVector<ModuleOp> linked(programs);
   linked.append(validation.begin(), validation.end());
