@@ -501,17 +501,44 @@ static TimingScope nestRankTiming(TimingScope &timing, llvm::StringRef what,
           : (what + " (pipeline rank " + llvm::Twine(rank) + ")").str());
 }
 
+/// The pipeline options of the validation program of a job compiled with
+/// `pipeline`: titan-build-train-step's `evaluate` step under the same
+/// parallel plan, without what only a training step has (activation
+/// checkpointing, microbatches, resharding for a backward, gradient
+/// reductions, buckets and overlap of collectives, async tensor
+/// parallelism's chunks, optimizer steps in the backward).
+static TitanPipelineOptions
+getValidationPipeline(const TitanPipelineOptions &pipeline) {
+  TitanPipelineOptions validating = pipeline;
+  validating.trainStep.evaluate = true;
+  validating.recompute.mode = "none";
+  validating.recompute.keptBytes = -1;
+  validating.reshard.policy = "never";
+  validating.gradientReduce.reset();
+  validating.pipeline.reset();
+  validating.overlap.reset();
+  validating.buckets.reset();
+  validating.asyncTensorParallel.reset();
+  validating.stepInBackward = false;
+  return validating;
+}
+
 /// Plans the memory of the partitioned programs `programs` (one, or one per
 /// pipeline rank in order): their schedules, kernels and memory plans
 /// (buildPlanningPipeline), each one's section appended to `report` when
 /// given (against `device`'s memory when given) and drawn into
-/// --memory-plot; the breakdown added to `summary` when given: that of the
-/// program needing the most, with each one's total under pipeline
-/// parallelism.
+/// --memory-plot; then the `validation` programs, when given
+/// (buildValidationPrograms: one per program), read the parameter copies
+/// of theirs (readParameterCopies), are planned likewise and joined to its
+/// regions (joinValidationProgram), each with its report section. The
+/// breakdown added to `summary` when given: that of the program needing
+/// the most (its validation's arena included), with each one's total under
+/// pipeline parallelism.
 static llvm::Error
-planJobMemory(ArrayRef<ModuleOp> programs, const TitanPipelineOptions &pipeline,
-              llvm::raw_ostream *report, const DeviceDescription *device,
-              llvm::json::Object *summary, TimingScope &timing) {
+planJobMemory(ArrayRef<ModuleOp> programs, ArrayRef<ModuleOp> validation,
+              const TitanPipelineOptions &pipeline, llvm::raw_ostream *report,
+              const DeviceDescription *device, llvm::json::Object *summary,
+              TimingScope &timing) {
   int64_t degree = programs.size();
   for (int64_t rank = 0; rank < degree; ++rank) {
     ModuleOp program = programs[rank];
@@ -542,6 +569,43 @@ planJobMemory(ArrayRef<ModuleOp> programs, const TitanPipelineOptions &pipeline,
       if (failed(writeMemoryPlot(program, plot->os())))
         return llvm::createStringError("cannot draw the memory plot");
       plot->keep();
+    }
+  }
+  TitanPipelineOptions validating = getValidationPipeline(pipeline);
+  for (auto [rank, validationProgram] : llvm::enumerate(validation)) {
+    ModuleOp program = validationProgram;
+    ModuleOp training = programs[rank];
+    auto trainingStep = training.lookupSymbol<func::FuncOp>("train_step");
+    readParameterCopies(trainingStep,
+                        program.lookupSymbol<func::FuncOp>("train_step"));
+    PassManager pm(program.getContext());
+    TimingScope passTiming = nestRankTiming(
+        timing, "validation: kernels and memory plan", rank, degree);
+    pm.enableTiming(passTiming);
+    buildPlanningPipeline(pm, validating);
+    if (failed(pm.run(program)))
+      return llvm::createStringError("compilation failed (see the errors "
+                                     "above)");
+    if (report) {
+      *report << "\n== Validation program (linked into bin/"
+              << getProgramName(degree, rank)
+              << ": it reads the step's state and computes in its arena) ==\n";
+      if (failed(writeMemoryReport(program, device, *report)))
+        return llvm::createStringError("cannot write the memory report");
+    }
+    if (llvm::Error error = joinValidationProgram(
+            trainingStep, program.lookupSymbol<func::FuncOp>("train_step")))
+      return error;
+    // The regions the rank allocates for both programs.
+    if (report) {
+      auto plan = trainingStep->getAttrOfType<DictionaryAttr>(
+          TitanDialect::kMemoryPlanAttrName);
+      *report << "  the rank allocates for both programs: ";
+      for (auto [key, region] : {std::pair{"arena_bytes", "arena"},
+                                 std::pair{"state_bytes", "state"},
+                                 std::pair{"input_bytes", "inputs"}})
+        *report << region << " " << plan.getAs<IntegerAttr>(key).getInt()
+                << " B" << (StringRef(region) == "inputs" ? "\n" : ", ");
     }
   }
   if (summary) {
@@ -578,28 +642,6 @@ planJobMemory(ArrayRef<ModuleOp> programs, const TitanPipelineOptions &pipeline,
     }
   }
   return llvm::Error::success();
-}
-
-/// The pipeline options of the validation program of a job compiled with
-/// `pipeline`: titan-build-train-step's `evaluate` step under the same
-/// parallel plan, without what only a training step has (activation
-/// checkpointing, microbatches, resharding for a backward, gradient
-/// reductions, buckets and overlap of collectives, async tensor
-/// parallelism's chunks, optimizer steps in the backward).
-static TitanPipelineOptions
-getValidationPipeline(const TitanPipelineOptions &pipeline) {
-  TitanPipelineOptions validating = pipeline;
-  validating.trainStep.evaluate = true;
-  validating.recompute.mode = "none";
-  validating.recompute.keptBytes = -1;
-  validating.reshard.policy = "never";
-  validating.gradientReduce.reset();
-  validating.pipeline.reset();
-  validating.overlap.reset();
-  validating.buckets.reset();
-  validating.asyncTensorParallel.reset();
-  validating.stepInBackward = false;
-  return validating;
 }
 
 /// Compiles the partitioned programs `programs` (one, or one per pipeline
@@ -675,46 +717,10 @@ writeExecutable(ArrayRef<ModuleOp> programs, ArrayRef<ModuleOp> validation,
 
   // The communicators the pipeline ranks share get one numbering.
   CommunicatorTable communicators;
-  if (llvm::Error error =
-          planJobMemory(programs, pipeline, report, device, summary, timing))
+  if (llvm::Error error = planJobMemory(programs, validation, pipeline, report,
+                                        device, summary, timing))
     return error;
   TitanPipelineOptions validating = getValidationPipeline(pipeline);
-  for (auto [rank, validationProgram] : llvm::enumerate(validation)) {
-    ModuleOp program = validationProgram;
-    ModuleOp training = programs[rank];
-    readParameterCopies(training.lookupSymbol<func::FuncOp>("train_step"),
-                        program.lookupSymbol<func::FuncOp>("train_step"));
-    PassManager pm(program.getContext());
-    TimingScope passTiming = nestRankTiming(
-        timing, "validation: kernels and memory plan", rank, degree);
-    pm.enableTiming(passTiming);
-    buildPlanningPipeline(pm, validating);
-    if (failed(pm.run(program)))
-      return llvm::createStringError("compilation failed (see the errors "
-                                     "above)");
-    if (report) {
-      *report << "\n== Validation program (linked into bin/"
-              << getProgramName(degree, rank)
-              << ": it reads the step's state and computes in its arena) ==\n";
-      if (failed(writeMemoryReport(program, device, *report)))
-        return llvm::createStringError("cannot write the memory report");
-    }
-    auto trainingStep = training.lookupSymbol<func::FuncOp>("train_step");
-    if (llvm::Error error = joinValidationProgram(
-            trainingStep, program.lookupSymbol<func::FuncOp>("train_step")))
-      return error;
-    // The regions the rank allocates for both programs.
-    if (report) {
-      auto plan = trainingStep->getAttrOfType<DictionaryAttr>(
-          TitanDialect::kMemoryPlanAttrName);
-      *report << "  the rank allocates for both programs: ";
-      for (auto [key, region] : {std::pair{"arena_bytes", "arena"},
-                                 std::pair{"state_bytes", "state"},
-                                 std::pair{"input_bytes", "inputs"}})
-        *report << region << " " << plan.getAs<IntegerAttr>(key).getInt()
-                << " B" << (StringRef(region) == "inputs" ? "\n" : ", ");
-    }
-  }
   SmallVector<ModuleOp> linked(programs);
   linked.append(validation.begin(), validation.end());
   for (ModuleOp program : linked)
@@ -1830,6 +1836,22 @@ static int compileMain(int argc, char **argv) {
     if (llvm::Error error = weights.commit())
       return fail(llvm::toString(std::move(error)));
 
+  // The validation programs of the job, for its memory plan and executable.
+  SmallVector<OwningOpRef<ModuleOp>> validation;
+  SmallVector<ModuleOp> validationPrograms;
+  if (stage >= PipelineStage::MemoryPlan && config &&
+      config->validation.enable) {
+    llvm::Expected<SmallVector<OwningOpRef<ModuleOp>>> built =
+        buildValidationPrograms(
+            context, contents, options, *config, mesh, pipeline,
+            pipelined ? &pipelinePrograms.front().plan : nullptr,
+            backend == "cuda", timing);
+    if (!built)
+      return fail(llvm::toString(built.takeError()));
+    validation = std::move(*built);
+    for (OwningOpRef<ModuleOp> &program : validation)
+      validationPrograms.push_back(*program);
+  }
   if (stage == PipelineStage::Executable) {
     std::optional<JobMetrics> metrics;
     if (modelFlops && pipelined) {
@@ -1844,20 +1866,6 @@ static int compileMain(int argc, char **argv) {
       metrics = getJobMetrics(modelFlops->getFlopsPerToken(),
                               predicted->peakFlopsPerSecond, *device);
     }
-    SmallVector<OwningOpRef<ModuleOp>> validation;
-    if (config && config->validation.enable) {
-      llvm::Expected<SmallVector<OwningOpRef<ModuleOp>>> built =
-          buildValidationPrograms(
-              context, contents, options, *config, mesh, pipeline,
-              pipelined ? &pipelinePrograms.front().plan : nullptr,
-              backend == "cuda", timing);
-      if (!built)
-        return fail(llvm::toString(built.takeError()));
-      validation = std::move(*built);
-    }
-    SmallVector<ModuleOp> validationPrograms;
-    for (OwningOpRef<ModuleOp> &program : validation)
-      validationPrograms.push_back(*program);
     if (llvm::Error error = writeExecutable(
             jobPrograms, validationPrograms, pipeline, outputFile,
             report ? &report->os() : nullptr, device ? &*device : nullptr,
@@ -1884,8 +1892,8 @@ static int compileMain(int argc, char **argv) {
   // report and summary.
   if (stage == PipelineStage::MemoryPlan) {
     if (llvm::Error error = planJobMemory(
-            jobPrograms, pipeline, report ? &report->os() : nullptr,
-            device ? &*device : nullptr,
+            jobPrograms, validationPrograms, pipeline,
+            report ? &report->os() : nullptr, device ? &*device : nullptr,
             summaryJson.empty() ? nullptr : &summary, timing))
       return fail(llvm::toString(std::move(error)));
     if (pipelined && outputFile != "-")
