@@ -158,6 +158,23 @@ void StagedBatch::read(const BatchWindows &windows, int64_t position) {
                int64_t(tokens.size()) / seqLen, tokens, labels);
 }
 
+void StagedBatch::padRows(int64_t firstRow, int64_t ignoreIndex) {
+  int64_t seqLen = getGlobalShape()[1];
+  int64_t rowBegin = program->inputs.at(tokenInput).boxes[rank].offsets[0];
+  int64_t first = std::max<int64_t>(firstRow - rowBegin, 0) * seqLen;
+  if (first >= int64_t(tokens.size()))
+    return;
+  std::fill(tokens.begin() + first, tokens.end(), 0);
+  std::fill(labels.begin() + first, labels.end(), ignoreIndex);
+}
+
+std::optional<int64_t> StagedBatch::getIgnoreIndex() const {
+  const std::vector<int64_t> &range = program->inputs.at("labels").idRange;
+  if (range.size() == 3)
+    return range[2];
+  return std::nullopt;
+}
+
 Status StagedBatch::write(int64_t batchIndex,
                           const RegionTable &regions) const {
   int64_t rowBegin = program->inputs.at(tokenInput).boxes[rank].offsets[0];

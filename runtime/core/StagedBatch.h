@@ -17,6 +17,7 @@
 #include "titan/Checkpoint/TorchSave.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,12 @@ public:
                      std::unique_ptr<BatchWindows> &windows) const;
   /// Stages the rows of the batch at `position` of `windows`.
   void read(const BatchWindows &windows, int64_t position);
+  /// Makes the global batch's rows from `firstRow` on padding (of a last,
+  /// partial batch): token 0, every label `ignoreIndex`, which the loss
+  /// does not count.
+  void padRows(int64_t firstRow, int64_t ignoreIndex);
+  /// The label the loss ignores, where the program's labels may hold one.
+  std::optional<int64_t> getIgnoreIndex() const;
   /// Writes this rank's boxes of the staged tokens and labels into their
   /// arguments in `regions` (`batchIndex` names the batch in errors).
   Status write(int64_t batchIndex, const RegionTable &regions) const;

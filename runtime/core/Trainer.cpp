@@ -798,9 +798,8 @@ Status Trainer::validate(MetricsLog &log) {
           .count();
   // torchtitan's: the mean over the batches of each batch's mean token
   // loss (every rank holds the same).
-  log.validation(
-      stepsDone, sum / double(validator->getBatches()), validator->getBatches(),
-      validator->getBatches() * validator->getTokensPerBatch(), seconds);
+  log.validation(stepsDone, sum / double(validator->getBatches()),
+                 validator->getBatches(), validator->getTokens(), seconds);
   progress.setPhase(RankPhase::BetweenSteps);
   return Status::success();
 }

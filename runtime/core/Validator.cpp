@@ -33,38 +33,51 @@ Status Validator::open(const ProgramDescription &training,
     return Status(opened.getCode(),
                   "validation.dataset_path: " + opened.getMessage());
   const std::vector<int64_t> &shape = staged.getGlobalShape();
-  int64_t batchIds = shape[0] * (shape[1] + 1);
-  // -1: every whole batch of one pass over the data (torchtitan's last,
-  // partial batch has no place in a compiled program).
-  batches = validation.steps > 0 ? validation.steps : stream->size() / batchIds;
+  int64_t windowCount = stream->size() / (shape[1] + 1);
+  // -1: one pass over the data's windows. As torchtitan's loader yields a
+  // last, partial batch, a compiled program runs it as a whole one whose
+  // missing rows are padding the loss ignores (without an ignore index in
+  // the labels' range, it is left out).
+  batches = validation.steps > 0 ? validation.steps : windowCount / shape[0];
+  if (validation.steps < 0 && windowCount % shape[0] &&
+      staged.getIgnoreIndex()) {
+    lastRows = windowCount % shape[0];
+    ++batches;
+  }
   if (batches == 0)
     return Status::invalidArgument(
         "validation.dataset_path '" + validation.datasetPath + "' holds " +
-        std::to_string(stream->size()) +
-        " ids, fewer than one validation "
-        "batch of " +
-        std::to_string(shape[0]) + " windows of " +
-        std::to_string(shape[1] + 1) +
-        " ids (validation.steps = -1 validates on the whole batches of one "
-        "pass): give it more data, lower validation.local_batch_size or "
-        "validation.seq_len, or set validation.steps to repeat the data");
-  if (rank == 0)
-    std::printf("validation: %s; %lld batches of %lld x %lld tokens after "
-                "step 1 and every %lld steps\n",
-                stream->getDescription().c_str(),
-                static_cast<long long>(batches),
-                static_cast<long long>(shape[0]),
-                static_cast<long long>(shape[1]), static_cast<long long>(freq));
+        std::to_string(windowCount) + " windows of " +
+        std::to_string(shape[1] + 1) + " ids, fewer than one batch of " +
+        std::to_string(shape[0]) +
+        ", and the labels take no ignore index to pad one with: give it more "
+        "data, lower validation.local_batch_size, or set validation.steps "
+        "to repeat the data");
+  if (rank == 0) {
+    std::string last =
+        lastRows ? ", the last of " + std::to_string(lastRows) + " rows" : "";
+    std::printf(
+        "validation: %s; %lld batches of %lld x %lld tokens%s after "
+        "step 1 and every %lld steps\n",
+        stream->getDescription().c_str(), static_cast<long long>(batches),
+        static_cast<long long>(shape[0]), static_cast<long long>(shape[1]),
+        last.c_str(), static_cast<long long>(freq));
+  }
   return Status::success();
 }
 
-int64_t Validator::getTokensPerBatch() const {
+int64_t Validator::getTokens() const {
   const std::vector<int64_t> &shape = staged.getGlobalShape();
-  return shape[0] * shape[1];
+  int64_t rows = batches * shape[0];
+  if (lastRows)
+    rows += lastRows - shape[0];
+  return rows * shape[1];
 }
 
 Status Validator::writeBatch(int64_t batch, const RegionTable &regions) {
   staged.read(*windows, batch * windows->next(0));
+  if (lastRows && batch == batches - 1)
+    staged.padRows(lastRows, *staged.getIgnoreIndex());
   return staged.write(batch, regions);
 }
 

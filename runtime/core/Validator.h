@@ -39,8 +39,9 @@ public:
   bool isDue(int64_t step) const { return step == 1 || step % freq == 0; }
   /// The batches of one validation.
   int64_t getBatches() const { return batches; }
-  /// The tokens of one batch (over all ranks).
-  int64_t getTokensPerBatch() const;
+  /// The tokens of one validation (over all ranks; a last, partial batch
+  /// counts its rows).
+  int64_t getTokens() const;
   /// Writes this rank's boxes of batch `batch` (of every validation: each
   /// reads the dataset's first batches) into the host mirror `regions`.
   Status writeBatch(int64_t batch, const RegionTable &regions);
@@ -58,6 +59,10 @@ private:
   const TensorPlace *loss = nullptr;
   int64_t freq = 1;
   int64_t batches = 0;
+  /// The rows of the last batch of a validation.steps = -1 pass whose data
+  /// end before a whole batch (the rest is padding the loss ignores); 0
+  /// when it is whole.
+  int64_t lastRows = 0;
   StagedBatch staged;
   std::unique_ptr<TokenStream> stream;
   std::unique_ptr<BatchWindows> windows;

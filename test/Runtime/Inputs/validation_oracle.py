@@ -11,7 +11,8 @@ STATE_DIR (titan-ckpt load's global .npy files of the checkpoint of step
 STEP) and run under model.eval() and torch.no_grad(). The validation data IDS.npy is a 1-d array of token ids cut
 as titan's data loader cuts a dataset: windows of SEQ + 1 ids without
 overlap, BATCH windows per batch, batch b starting at window b * BATCH
-(tokens: a window's first SEQ ids, labels: its last SEQ). The loss of each
+(tokens: a window's first SEQ ids, labels: its last SEQ; a last batch
+holds the whole windows left). The loss of each
 step is the mean over BATCHES batches of each batch's mean token
 cross-entropy. The job's metrics line with that step's `validation_loss`
 must agree to --rtol, and where the model has dropout, the model in
@@ -41,6 +42,8 @@ def validation_loss(model, ids, batch, seq, batches) -> float:
     with torch.no_grad():
         for b in range(batches):
             rows = [ids[(b * batch + r) * window:(b * batch + r + 1) * window] for r in range(batch)]
+            # A last batch of a pass over the data holds the whole windows left.
+            rows = [row for row in rows if len(row) == window]
             data = torch.from_numpy(np.stack(rows).astype(np.int64))
             logits = model(data[:, :seq])
             losses.append(F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
