@@ -55,22 +55,28 @@ public:
       auto place = dyn_cast_or_null<BufferAttr>(attr);
       return place ? move(place) : attr;
     };
-    for (unsigned i = 0; i < function.getNumArguments(); ++i)
-      if (Attribute attr =
-              function.getArgAttr(i, TitanDialect::kBufferAttrName)) {
+    // The places of the arguments (`result` false) or of the results.
+    auto moveSignature = [&](bool result) {
+      unsigned count =
+          result ? function.getNumResults() : function.getNumArguments();
+      StringRef key = TitanDialect::kBufferAttrName;
+      for (unsigned i = 0; i < count; ++i) {
+        Attribute attr = result ? function.getResultAttr(i, key)
+                                : function.getArgAttr(i, key);
+        if (!attr)
+          continue;
         Attribute moved = moveAttr(attr);
         if (!moved)
-          return failure();
-        function.setArgAttr(i, TitanDialect::kBufferAttrName, moved);
+          return false;
+        if (result)
+          function.setResultAttr(i, key, moved);
+        else
+          function.setArgAttr(i, key, moved);
       }
-    for (unsigned i = 0; i < function.getNumResults(); ++i)
-      if (Attribute attr =
-              function.getResultAttr(i, TitanDialect::kBufferAttrName)) {
-        Attribute moved = moveAttr(attr);
-        if (!moved)
-          return failure();
-        function.setResultAttr(i, TitanDialect::kBufferAttrName, moved);
-      }
+      return true;
+    };
+    if (!moveSignature(/*result=*/false) || !moveSignature(/*result=*/true))
+      return failure();
     WalkResult walked = function.walk([&](Operation *op) {
       auto places =
           op->getAttrOfType<ArrayAttr>(TitanDialect::kBuffersAttrName);

@@ -534,6 +534,23 @@ getValidationPipeline(const TitanPipelineOptions &pipeline) {
 /// breakdown added to `summary` when given: that of the program needing
 /// the most (its validation's arena included), with each one's total under
 /// pipeline parallelism.
+/// Runs the planning pipeline of `pipeline` (buildPlanningPipeline) on
+/// `program`, timed as `what` of pipeline rank `rank` of `degree`.
+static llvm::Error runPlanningPipeline(ModuleOp program,
+                                       const TitanPipelineOptions &pipeline,
+                                       TimingScope &timing,
+                                       llvm::StringRef what, int64_t rank,
+                                       int64_t degree) {
+  PassManager pm(program.getContext());
+  TimingScope passTiming = nestRankTiming(timing, what, rank, degree);
+  pm.enableTiming(passTiming);
+  buildPlanningPipeline(pm, pipeline);
+  if (failed(pm.run(program)))
+    return llvm::createStringError("compilation failed (see the errors "
+                                   "above)");
+  return llvm::Error::success();
+}
+
 static llvm::Error
 planJobMemory(ArrayRef<ModuleOp> programs, ArrayRef<ModuleOp> validation,
               const TitanPipelineOptions &pipeline, llvm::raw_ostream *report,
@@ -542,14 +559,9 @@ planJobMemory(ArrayRef<ModuleOp> programs, ArrayRef<ModuleOp> validation,
   int64_t degree = programs.size();
   for (int64_t rank = 0; rank < degree; ++rank) {
     ModuleOp program = programs[rank];
-    PassManager pm(program.getContext());
-    TimingScope passTiming =
-        nestRankTiming(timing, "kernels and memory plan", rank, degree);
-    pm.enableTiming(passTiming);
-    buildPlanningPipeline(pm, pipeline);
-    if (failed(pm.run(program)))
-      return llvm::createStringError("compilation failed (see the errors "
-                                     "above)");
+    if (llvm::Error error = runPlanningPipeline(
+            program, pipeline, timing, "kernels and memory plan", rank, degree))
+      return error;
     if (report) {
       if (degree > 1)
         *report << "\n== Pipeline rank " << rank << ": bin/"
@@ -578,14 +590,10 @@ planJobMemory(ArrayRef<ModuleOp> programs, ArrayRef<ModuleOp> validation,
     auto trainingStep = training.lookupSymbol<func::FuncOp>("train_step");
     readParameterCopies(trainingStep,
                         program.lookupSymbol<func::FuncOp>("train_step"));
-    PassManager pm(program.getContext());
-    TimingScope passTiming = nestRankTiming(
-        timing, "validation: kernels and memory plan", rank, degree);
-    pm.enableTiming(passTiming);
-    buildPlanningPipeline(pm, validating);
-    if (failed(pm.run(program)))
-      return llvm::createStringError("compilation failed (see the errors "
-                                     "above)");
+    if (llvm::Error error = runPlanningPipeline(
+            program, validating, timing, "validation: kernels and memory plan",
+            rank, degree))
+      return error;
     if (report) {
       *report << "\n== Validation program (linked into bin/"
               << getProgramName(degree, rank)
