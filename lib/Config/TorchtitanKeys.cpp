@@ -110,11 +110,6 @@ const TorchtitanKey kKeys[] = {
      "lr_scheduler.min_lr_factor", "v0.1's name of min_lr_factor"},
 
     // [training]
-    {"training.enable_cpu_offload", "v0.1.0, v0.2.x", T::Boolean, D::Refused,
-     "false",
-     "titan keeps parameters, gradients and optimizer state in device "
-     "memory; its memory plan has no CPU offload",
-     "set it to false"},
     {"training.compile", "v0.1.0", T::Boolean, D::Noted, "false", kCompiles},
     {"training.gc_freq", "v0.1.0, v0.2.x", T::Integer, D::Noted, "50", kNoGc},
     {"training.gc_debug", "v0.1.0, v0.2.x", T::Boolean, D::Noted, "false",

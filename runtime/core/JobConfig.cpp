@@ -27,11 +27,11 @@ bool isCompiledKey(llvm::StringRef key) {
   if (section == "validation")
     return name == "enable" || name == "local_batch_size" || name == "seq_len";
   if (section == "training")
-    return llvm::is_contained({"local_batch_size", "global_batch_size",
-                               "seq_len", "max_norm", "dtype",
-                               "mixed_precision_param",
-                               "mixed_precision_reduce", "ignore_index"},
-                              name);
+    return llvm::is_contained(
+        {"local_batch_size", "global_batch_size", "seq_len", "max_norm",
+         "dtype", "mixed_precision_param", "mixed_precision_reduce",
+         "ignore_index", "enable_cpu_offload"},
+        name);
   return false;
 }
 

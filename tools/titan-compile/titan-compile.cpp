@@ -1235,6 +1235,21 @@ static void warnAbout(const TrainConfig &config) {
     llvm::WithColor::warning(llvm::errs(), "titan-compile") << warning << "\n";
 }
 
+/// Checks what `config` asks of the executable's backend (`backend`).
+static llvm::Error checkBackendSettings(const TrainConfig &config,
+                                        llvm::StringRef backend) {
+  if (config.training.enableCpuOffload && backend != "cpu")
+    return llvm::createStringError(
+        llvm::Twine("training.enable_cpu_offload = true is not supported with "
+                    "--backend=") +
+        backend +
+        ": the CUDA backend keeps parameters, gradients and optimizer state "
+        "in device memory, and its memory plan has no CPU offload (on the CPU "
+        "backend, a rank keeps them in host memory already); set it to false "
+        "or compile for the CPU backend");
+  return llvm::Error::success();
+}
+
 /// titan-compile itself (main runs it, or the fork server's children).
 static int compileMain(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -1411,6 +1426,8 @@ static int compileMain(int argc, char **argv) {
       if (!loaded)
         return fail(llvm::toString(loaded.takeError()));
       warnAbout(*loaded);
+      if (llvm::Error error = checkBackendSettings(*loaded, backend))
+        return fail(llvm::toString(std::move(error)));
       config = *loaded;
       pipeline = pipelineOptionsFrom(*loaded, stage, emitGrads);
       llvm::Expected<DeviceDescription> device =
@@ -1458,6 +1475,8 @@ static int compileMain(int argc, char **argv) {
     if (!loaded)
       return fail(llvm::toString(loaded.takeError()));
     warnAbout(*loaded);
+    if (llvm::Error error = checkBackendSettings(*loaded, backend))
+      return fail(llvm::toString(std::move(error)));
     config = *loaded;
     llvm::Expected<DeviceDescription> loadedDevice =
         loadDevice(config->hardware.device);

@@ -87,6 +87,12 @@ struct TrainingConfig {
   std::string mixedPrecisionReduce = "float32";
   /// Label value whose tokens do not count in the loss.
   int64_t ignoreIndex = -100;
+  /// FSDP2's CPU offload (torchtitan's enable_cpu_offload): parameters,
+  /// gradients and optimizer state in host memory, the optimizer stepped
+  /// there. On the CPU backend that is where a rank keeps everything
+  /// already; titan-compile refuses it for the CUDA backend, whose memory
+  /// plan has no offload.
+  bool enableCpuOffload = false;
 
   /// dtype as an element type.
   ElementType getStorageDtype() const;
