@@ -5,9 +5,10 @@
 // the forward and the loss of a held-out batch, on the parameters the
 // training step keeps and in its arena. After the first step and every
 // `validation.freq`-th, the Trainer runs it on `validation.steps` batches
-// of `validation.dataset_path` (or on every whole batch of it, for -1),
-// the same batches each time, and logs their mean loss, as torchtitan's
-// Validator does (docs/training-jobs.md).
+// of `validation.dataset_path` (for -1, one pass over it, its last partial
+// batch padded with rows the loss ignores), the same batches each time,
+// and logs their mean loss, as torchtitan's Validator does
+// (docs/training-jobs.md).
 //
 //===----------------------------------------------------------------------===//
 
