@@ -746,14 +746,14 @@ static void buildMain(ModuleOp module, LLVM::GlobalOp description,
   builder.setInsertionPointToStart(entry);
   Value text = LLVM::AddressOfOp::create(builder, loc, description);
   Value function = LLVM::AddressOfOp::create(builder, loc, step);
-  Value validationText =
-      withValidation ? Value(LLVM::AddressOfOp::create(builder, loc,
-                                                       validationDescription))
-                     : Value(LLVM::ZeroOp::create(builder, loc, ptrType));
-  Value validationFunction =
-      withValidation
-          ? Value(LLVM::AddressOfOp::create(builder, loc, validationStep))
-          : Value(LLVM::ZeroOp::create(builder, loc, ptrType));
+  // The validation program's symbols, or null pointers without one.
+  auto addressOrNull = [&](auto symbol) -> Value {
+    if (!withValidation)
+      return LLVM::ZeroOp::create(builder, loc, ptrType);
+    return LLVM::AddressOfOp::create(builder, loc, symbol);
+  };
+  Value validationText = addressOrNull(validationDescription);
+  Value validationFunction = addressOrNull(validationStep);
   auto call = LLVM::CallOp::create(
       builder, loc, runtimeMain,
       ValueRange{entry->getArgument(0), entry->getArgument(1), text, function,

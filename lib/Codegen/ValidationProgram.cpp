@@ -118,8 +118,8 @@ int64_t regionBytes(DictionaryAttr plan, StringRef key) {
 
 } // namespace
 
-unsigned mlir::titan::readParameterCopies(func::FuncOp training,
-                                          func::FuncOp validation) {
+void mlir::titan::readParameterCopies(func::FuncOp training,
+                                      func::FuncOp validation) {
   MLIRContext *context = validation.getContext();
   llvm::StringMap<BlockArgument> params;
   for (BlockArgument arg : validation.getArguments())
@@ -127,7 +127,6 @@ unsigned mlir::titan::readParameterCopies(func::FuncOp training,
       if (auto name = validation.getArgAttrOfType<StringAttr>(
               arg.getArgNumber(), TitanDialect::kNameAttrName))
         params[name.getValue()] = arg;
-  unsigned copied = 0;
   for (BlockArgument copy : training.getArguments()) {
     unsigned index = copy.getArgNumber();
     auto name = training.getArgAttrOfType<StringAttr>(
@@ -160,9 +159,7 @@ unsigned mlir::titan::readParameterCopies(func::FuncOp training,
       cast.getResult().replaceAllUsesWith(validation.getArgument(argIndex));
       cast.erase();
     }
-    ++copied;
   }
-  return copied;
 }
 
 llvm::Error mlir::titan::joinValidationProgram(func::FuncOp training,

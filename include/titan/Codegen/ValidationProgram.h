@@ -25,8 +25,8 @@ namespace mlir::titan {
 /// parameter rounded to the forward's type, written by AdamW): every cast of
 /// validation's parameter `<fqn>` to that type reads a new argument
 /// `copy.<fqn>` instead, as the training step's forward does, so that a
-/// validation batch casts no parameter. Returns how many parameters do.
-unsigned readParameterCopies(func::FuncOp training, func::FuncOp validation);
+/// validation batch casts no parameter.
+void readParameterCopies(func::FuncOp training, func::FuncOp validation);
 
 /// Joins the planned `validation` step to the planned `training` step:
 /// every state argument of `validation` (a parameter or buffer) moves to
